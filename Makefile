@@ -1,0 +1,127 @@
+# ddpnet build.
+#   make            build bin/ddpnet (once the daemon exists) and the module objects
+#   make deps       install the Debian packages the build and tests need (root, apt-get)
+#   make unit       unit tests, plain and under ASan+UBSan
+#   make fuzz       each libFuzzer harness for FUZZ_SECONDS (default 300)
+#   make test       everything the project tests
+#   make clean
+# Quiet unless V=1. Warnings are errors.
+
+V ?= 0
+ifeq ($(V),0)
+Q := @
+quiet = @printf '  %-7s %s\n' $(1) $(2);
+else
+Q :=
+quiet =
+endif
+
+CC      ?= cc
+FUZZ_CC ?= clang
+CSTD    := -std=gnu11 -D_GNU_SOURCE
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wpointer-arith -Wcast-qual -Werror
+CFLAGS  ?= -O2 -g
+ALL_CFLAGS = $(CSTD) $(CFLAGS) $(WARN) -I. -MMD -MP
+SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+LDLIBS  := -lsodium
+TEST_LDLIBS := $(LDLIBS) -lcmocka
+
+# The shared test vectors live beside the checkout (../shared/vectors).
+VECTORS ?= $(abspath $(CURDIR)/../shared/vectors)
+export DDPNET_VECTORS := $(VECTORS)
+
+FUZZ_SECONDS ?= 300
+FUZZ_SMOKE_SECONDS ?= 10
+
+# Everything but the CLI entry point is library code that tests link against.
+MODULE_SRC  := $(wildcard crypto/*.c config/*.c tun/*.c) \
+               $(filter-out overlay/main.c,$(wildcard overlay/*.c))
+UNIT_TESTS  := $(wildcard tests/unit/test_*.c)
+UNIT_HELP   := $(filter-out $(UNIT_TESTS),$(wildcard tests/unit/*.c))
+FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
+
+PLAIN_LIB   := build/plain/libddpnet.a
+ASAN_LIB    := build/asan/libddpnet.a
+PLAIN_TESTS := $(UNIT_TESTS:tests/unit/%.c=build/plain/unit/%)
+ASAN_TESTS  := $(UNIT_TESTS:tests/unit/%.c=build/asan/unit/%)
+FUZZERS     := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/bin/%)
+
+DEB_PKGS := make gcc clang pkg-config libc6-dev libsodium-dev libmnl-dev \
+            liburing-dev libcmocka-dev
+
+.PHONY: all deps unit unit-plain unit-asan test fuzz fuzz-smoke clean
+.DELETE_ON_ERROR:
+
+all: $(PLAIN_LIB)
+
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "make deps: need root to install:$$missing" >&2; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+# --- objects and libraries --------------------------------------------------
+
+build/plain/%.o: %.c
+	$(call quiet,CC,$<)mkdir -p $(dir $@) && $(CC) $(ALL_CFLAGS) -c $< -o $@
+
+build/asan/%.o: %.c
+	$(call quiet,CC-SAN,$<)mkdir -p $(dir $@) && $(CC) $(ALL_CFLAGS) $(SAN) -c $< -o $@
+
+$(PLAIN_LIB): $(MODULE_SRC:%.c=build/plain/%.o)
+	$(call quiet,AR,$@)rm -f $@ && ar rcs $@ $^
+
+$(ASAN_LIB): $(MODULE_SRC:%.c=build/asan/%.o)
+	$(call quiet,AR,$@)rm -f $@ && ar rcs $@ $^
+
+# --- unit tests ---------------------------------------------------------------
+
+build/plain/unit/%: build/plain/tests/unit/%.o $(UNIT_HELP:%.c=build/plain/%.o) $(PLAIN_LIB)
+	$(call quiet,LD,$@)mkdir -p $(dir $@) && $(CC) $(CFLAGS) -o $@ $^ $(TEST_LDLIBS)
+
+build/asan/unit/%: build/asan/tests/unit/%.o $(UNIT_HELP:%.c=build/asan/%.o) $(ASAN_LIB)
+	$(call quiet,LD,$@)mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(SAN) -o $@ $^ $(TEST_LDLIBS)
+
+unit: unit-plain unit-asan
+
+unit-plain: $(PLAIN_TESTS)
+	$(Q)tests/run-unit.sh plain $(PLAIN_TESTS)
+
+unit-asan: $(ASAN_TESTS)
+	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  tests/run-unit.sh asan $(ASAN_TESTS)
+
+test: unit fuzz-smoke
+
+# --- fuzzing (clang, libFuzzer) --------------------------------------------------
+
+FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+
+build/fuzz/obj/%.o: %.c
+	$(call quiet,CC-FUZZ,$<)mkdir -p $(dir $@) && \
+	  $(FUZZ_CC) $(CSTD) -O1 -g $(WARN) -I. -MMD -MP $(FUZZ_FLAGS) -c $< -o $@
+
+build/fuzz/libddpnet.a: $(MODULE_SRC:%.c=build/fuzz/obj/%.o)
+	$(call quiet,AR,$@)rm -f $@ && ar rcs $@ $^
+
+build/fuzz/bin/%: build/fuzz/obj/tests/fuzz/%.o build/fuzz/libddpnet.a
+	$(call quiet,LD,$@)mkdir -p $(dir $@) && \
+	  $(FUZZ_CC) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
+
+fuzz: $(FUZZERS)
+	$(Q)tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZERS)
+
+# A short run of every harness, so that `make test` keeps them building and clean.
+fuzz-smoke: $(FUZZERS)
+	$(Q)tests/fuzz/run.sh $(FUZZ_SMOKE_SECONDS) $(FUZZERS)
+
+clean:
+	rm -rf build bin
+
+-include $(shell find build -name '*.d' 2>/dev/null)

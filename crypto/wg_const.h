@@ -1,0 +1,90 @@
+/* Every WireGuard protocol constant, named, in one place: message types and
+ * sizes, the Noise strings, the timer and counter limits of the whitepaper
+ * (section 6), and the statuses the crypto core returns. No other file
+ * spells these numbers. */
+#ifndef DDPNET_WG_CONST_H
+#define DDPNET_WG_CONST_H
+
+#include <stdint.h>
+
+/* --- primitive sizes ---------------------------------------------------- */
+#define WG_KEY_LEN            32u   /* X25519 keys, symmetric keys, psk */
+#define WG_HASH_LEN           32u   /* BLAKE2s-256 output */
+#define WG_AEAD_TAG_LEN       16u   /* Poly1305 tag */
+#define WG_AEAD_NONCE_LEN     12u   /* ChaCha20-Poly1305 (IETF) nonce */
+#define WG_XAEAD_NONCE_LEN    24u   /* XChaCha20-Poly1305 nonce (cookie replies) */
+#define WG_TIMESTAMP_LEN      12u   /* TAI64N */
+#define WG_MAC_LEN            16u   /* mac1, mac2: BLAKE2s-128 */
+#define WG_COOKIE_LEN         16u
+#define WG_BLAKE2S_BLOCK_LEN  64u
+
+/* --- message types and layout --------------------------------------------- */
+#define WG_MSG_INITIATION     1u
+#define WG_MSG_RESPONSE       2u
+#define WG_MSG_COOKIE_REPLY   3u
+#define WG_MSG_TRANSPORT      4u
+
+#define WG_INITIATION_LEN     148u
+#define WG_RESPONSE_LEN       92u
+#define WG_COOKIE_REPLY_LEN   64u
+#define WG_TRANSPORT_HEADER_LEN 16u  /* type+reserved, receiver index, counter */
+#define WG_TRANSPORT_MIN_LEN  (WG_TRANSPORT_HEADER_LEN + WG_AEAD_TAG_LEN) /* keepalive */
+#define WG_PADDING_MULTIPLE   16u    /* plaintext padded to a multiple of this */
+/* The two MACs close every handshake message: mac1 then mac2. */
+#define WG_MACS_LEN           (2u * WG_MAC_LEN)
+
+/* --- Noise and WireGuard strings ------------------------------------------ */
+#define WG_CONSTRUCTION       "Noise_IKpsk2_25519_ChaChaPoly_BLAKE2s"
+#define WG_IDENTIFIER         "WireGuard v1 zx2c4 Jason@zx2c4.com"
+#define WG_LABEL_MAC1         "mac1----"
+#define WG_LABEL_COOKIE       "cookie--"
+
+/* --- timers (seconds), whitepaper 6.1 --------------------------------------- */
+#define WG_REKEY_AFTER_TIME        120u
+#define WG_REJECT_AFTER_TIME       180u
+#define WG_REKEY_ATTEMPT_TIME      90u
+#define WG_REKEY_TIMEOUT           5u
+#define WG_KEEPALIVE_TIMEOUT       10u
+#define WG_COOKIE_SECRET_MAX_AGE   120u
+/* A cookie is used only while its secret cannot yet have rotated at the peer. */
+#define WG_COOKIE_SECRET_LATENCY   5u
+#define WG_REKEY_TIMEOUT_JITTER_MAX_MS 334u
+/* At most this many initiations per second are consumed from one peer. */
+#define WG_INITIATIONS_PER_SECOND  50u
+#define WG_MAX_TIMER_HANDSHAKES    (WG_REKEY_ATTEMPT_TIME / WG_REKEY_TIMEOUT)
+
+/* --- message counters ------------------------------------------------------- */
+#define WG_REKEY_AFTER_MESSAGES    (UINT64_C(1) << 60)
+/* 2^64 - 2^13 - 1: a counter at or above this is never sent nor accepted. */
+#define WG_REJECT_AFTER_MESSAGES   (UINT64_MAX - (UINT64_C(1) << 13))
+
+/* --- replay window ------------------------------------------------------------ */
+#define WG_REPLAY_WORD_BITS        64u
+#define WG_REPLAY_BITS_TOTAL       8192u  /* bitmap size, a power of two */
+/* The last word is kept for the window's advance, as in RFC 6479. */
+#define WG_REPLAY_WINDOW           (WG_REPLAY_BITS_TOTAL - WG_REPLAY_WORD_BITS) /* 8128 */
+
+/* --- time units ------------------------------------------------------------------- */
+#define WG_NSEC_PER_SEC            UINT64_C(1000000000)
+/* TAI64 label of the Unix epoch (2^62 + 10 leap seconds), as WireGuard uses. */
+#define WG_TAI64_EPOCH             UINT64_C(0x400000000000000a)
+/* Timestamps are rounded down to this many ns (the largest power of two
+ * below 1 s / WG_INITIATIONS_PER_SECOND), so they leak no fine timing. */
+#define WG_TIMESTAMP_GRAIN_NS      UINT32_C(16777216)
+
+/* --- statuses beyond errno ----------------------------------------------------------
+ * Functions return 0 or a negative value: -errno for ordinary failures
+ * (-EBADMSG: malformed or failed authentication, -EINVAL: bad argument) and
+ * these for outcomes the caller acts on differently. */
+#define WG_EREPLAY     4001  /* counter already seen or left behind the window */
+#define WG_ESTALE      4002  /* keypair too old or used up: rekey, drop */
+#define WG_ETIMESTAMP  4003  /* initiation not newer than the last accepted one */
+#define WG_EFLOOD      4004  /* initiations from one peer arrive too fast */
+#define WG_ENOPEER     4005  /* static key not one of ours */
+#define WG_ESTATE      4006  /* message does not fit the handshake's state */
+#define WG_ECOOKIE     4007  /* under load and mac2 missing or wrong: send a cookie */
+
+/* A one-line description of a status above or of an errno value. */
+const char *wg_strerror(int status);
+
+#endif
