@@ -24,7 +24,7 @@ WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS = $(CSTD) $(CFLAGS) $(WARN) -I. -MMD -MP
 SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-LDLIBS  := -lsodium
+LDLIBS  := -lsodium -lmnl -luring
 TEST_LDLIBS := $(LDLIBS) -lcmocka
 
 # The shared test vectors live beside the checkout (../shared/vectors).
