@@ -87,4 +87,8 @@
 /* A one-line description of a status above or of an errno value. */
 const char *wg_strerror(int status);
 
+/* --- AEAD construction (RFC 8439 section 2.8) ------------------------------- */
+/* Poly1305 consumes 16-byte blocks; AD and ciphertext are zero-padded to them. */
+#define WG_POLY1305_BLOCK_LEN      16u
+
 #endif
