@@ -1,0 +1,45 @@
+/* rtnetlink over libmnl: the few link, address and route requests the daemon
+ * makes (never by running `ip`). One context per user, no globals; every
+ * request asks for an ack and returns the kernel's answer as 0 or -errno. */
+#ifndef DDPNET_NETLINK_H
+#define DDPNET_NETLINK_H
+
+#include <stdbool.h>
+
+struct mnl_socket;
+
+struct nl {
+    struct mnl_socket *sock;
+    unsigned seq;       /* sequence number of the last request sent */
+    unsigned portid;
+};
+
+/* Opens and binds a NETLINK_ROUTE socket (close-on-exec) in the caller's
+ * network namespace. Returns 0 or -errno; on failure nl->sock is NULL. */
+int nl_open(struct nl *nl);
+/* Closes the socket; safe on a closed or never-opened (zeroed) context. */
+void nl_close(struct nl *nl);
+
+/* Every call below returns -EINVAL for a NULL or closed context or a bad
+ * argument, without sending anything. */
+
+/* Index of ifname (> 0), or -ENODEV. */
+int nl_link_index(struct nl *nl, const char *ifname);
+/* MTU of the link into *mtu. */
+int nl_link_mtu(struct nl *nl, int ifindex, unsigned *mtu);
+int nl_link_set_mtu(struct nl *nl, int ifindex, unsigned mtu);
+/* Sets or clears IFF_UP. */
+int nl_link_set_up(struct nl *nl, int ifindex, bool up);
+/* Adds addr/prefix (family AF_INET: 4 bytes, prefix <= 32; AF_INET6: 16
+ * bytes, prefix <= 128). -EEXIST if the address is already there,
+ * -EAFNOSUPPORT for another family. */
+int nl_addr_add(struct nl *nl, int ifindex, int family, const void *addr,
+                unsigned prefix);
+/* Deletes the link ifname (-ENODEV if there is none). */
+int nl_link_delete(struct nl *nl, const char *ifname);
+/* MTU of the route the kernel would take to dst (4 or 16 bytes by family):
+ * the route's own MTU metric if it has one, else its output link's MTU.
+ * -ENETUNREACH and the like when there is no route. */
+int nl_route_mtu(struct nl *nl, int family, const void *dst, unsigned *mtu);
+
+#endif
