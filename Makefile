@@ -26,6 +26,8 @@ ALL_CFLAGS = $(CSTD) $(CFLAGS) $(WARN) -I. -MMD -MP
 SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDLIBS  := -lsodium -lmnl -luring
 TEST_LDLIBS := $(LDLIBS) -lcmocka
+# Unit tests count our code's allocations (tests/unit/alloc_count.h).
+TEST_WRAP   := $(foreach f,malloc calloc realloc sodium_malloc,-Wl,--wrap=$(f))
 
 # The shared test vectors live beside the checkout (../shared/vectors).
 VECTORS ?= $(abspath $(CURDIR)/../shared/vectors)
@@ -83,10 +85,10 @@ $(ASAN_LIB): $(MODULE_SRC:%.c=build/asan/%.o)
 # --- unit tests ---------------------------------------------------------------
 
 build/plain/unit/%: build/plain/tests/unit/%.o $(UNIT_HELP:%.c=build/plain/%.o) $(PLAIN_LIB)
-	$(call quiet,LD,$@)mkdir -p $(dir $@) && $(CC) $(CFLAGS) -o $@ $^ $(TEST_LDLIBS)
+	$(call quiet,LD,$@)mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(TEST_WRAP) -o $@ $^ $(TEST_LDLIBS)
 
 build/asan/unit/%: build/asan/tests/unit/%.o $(UNIT_HELP:%.c=build/asan/%.o) $(ASAN_LIB)
-	$(call quiet,LD,$@)mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(SAN) -o $@ $^ $(TEST_LDLIBS)
+	$(call quiet,LD,$@)mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(SAN) $(TEST_WRAP) -o $@ $^ $(TEST_LDLIBS)
 
 unit: unit-plain unit-asan
 

@@ -1,0 +1,134 @@
+/* Transport data messages (see transport.h). Layout of a message:
+ * type (1 byte, 4) | reserved (3, zero) | receiver index (4, LE) |
+ * counter (8, LE) | ChaCha20-Poly1305(padded plaintext). */
+#include <errno.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "crypto/aead.h"
+#include "crypto/bytes.h"
+#include "crypto/transport.h"
+
+#define HDR_TYPE_OFFSET     0
+#define HDR_RECEIVER_OFFSET 4
+#define HDR_COUNTER_OFFSET  8
+
+size_t transport_padded_len(size_t len)
+{
+    return (len + WG_PADDING_MULTIPLE - 1) & ~(size_t)(WG_PADDING_MULTIPLE - 1);
+}
+
+size_t transport_sealed_len(size_t len)
+{
+    return WG_TRANSPORT_HEADER_LEN + transport_padded_len(len) + WG_AEAD_TAG_LEN;
+}
+
+uint32_t transport_receiver(const uint8_t *msg)
+{
+    return get_le32(msg + HDR_RECEIVER_OFFSET);
+}
+
+static uint64_t age_ns(const struct noise_keypair *kp, uint64_t now_ns)
+{
+    return now_ns > kp->birth_ns ? now_ns - kp->birth_ns : 0;
+}
+
+static bool expired(const struct noise_keypair *kp, uint64_t now_ns)
+{
+    return age_ns(kp, now_ns) >= WG_REJECT_AFTER_TIME * WG_NSEC_PER_SEC;
+}
+
+bool transport_needs_rekey(const struct noise_keypair *kp, uint64_t now_ns)
+{
+    return kp->send_counter >= WG_REKEY_AFTER_MESSAGES ||
+           (kp->is_initiator && age_ns(kp, now_ns) >= WG_REKEY_AFTER_TIME * WG_NSEC_PER_SEC);
+}
+
+static int seal_one(struct noise_keypair *kp, struct transport_packet *p)
+{
+    size_t padded = transport_padded_len(p->len);
+
+    if (p->len > p->cap || transport_sealed_len(p->len) > p->cap)
+        return -EMSGSIZE;
+    if (kp->send_counter >= WG_REJECT_AFTER_MESSAGES)
+        return -WG_ESTALE;
+    p->counter = kp->send_counter++;
+
+    uint8_t *body = p->buf + WG_TRANSPORT_HEADER_LEN;
+    memset(body + p->len, 0, padded - p->len);
+    put_le32(p->buf + HDR_TYPE_OFFSET, WG_MSG_TRANSPORT);
+    put_le32(p->buf + HDR_RECEIVER_OFFSET, kp->remote_index);
+    put_le64(p->buf + HDR_COUNTER_OFFSET, p->counter);
+    aead_seal(body, body, padded, NULL, 0, p->counter, kp->send_key);
+    p->len = transport_sealed_len(p->len);
+    return 0;
+}
+
+unsigned transport_seal_batch(struct noise_keypair *kp, struct transport_packet *pkts,
+                              unsigned n, uint64_t now_ns)
+{
+    bool stale = expired(kp, now_ns);
+    unsigned sealed = 0;
+
+    for (unsigned i = 0; i < n; i++) {
+        pkts[i].status = stale ? -WG_ESTALE : seal_one(kp, &pkts[i]);
+        sealed += pkts[i].status == 0;
+    }
+    return sealed;
+}
+
+/* Everything here before the AEAD touches no state: the counter and the
+ * replay window move only for packets that authenticated. */
+static int open_one(struct noise_keypair *kp, struct transport_packet *p)
+{
+    if (p->len < WG_TRANSPORT_MIN_LEN || p->len > p->cap)
+        return -EBADMSG;
+    if (get_le32(p->buf + HDR_TYPE_OFFSET) != WG_MSG_TRANSPORT ||
+        transport_receiver(p->buf) != kp->local_index)
+        return -EBADMSG;
+
+    uint64_t counter = get_le64(p->buf + HDR_COUNTER_OFFSET);
+    if (counter >= WG_REJECT_AFTER_MESSAGES)
+        return -EBADMSG;
+
+    uint8_t *body = p->buf + WG_TRANSPORT_HEADER_LEN;
+    size_t body_len = p->len - WG_TRANSPORT_HEADER_LEN;
+    if (aead_open(body, body, body_len, NULL, 0, counter, kp->recv_key))
+        return -EBADMSG;
+    if (replay_check(&kp->replay, counter))
+        return -WG_EREPLAY;
+    p->counter = counter;
+    p->len = body_len - WG_AEAD_TAG_LEN;
+    return 0;
+}
+
+unsigned transport_open_batch(struct noise_keypair *kp, struct transport_packet *pkts,
+                              unsigned n, uint64_t now_ns)
+{
+    bool stale = expired(kp, now_ns);
+    unsigned opened = 0;
+
+    for (unsigned i = 0; i < n; i++) {
+        pkts[i].status = stale ? -WG_ESTALE : open_one(kp, &pkts[i]);
+        opened += pkts[i].status == 0;
+    }
+    return opened;
+}
+
+int transport_seal(struct noise_keypair *kp, struct transport_packet *pkt, uint64_t now_ns)
+{
+    transport_seal_batch(kp, pkt, 1, now_ns);
+    return pkt->status;
+}
+
+int transport_open(struct noise_keypair *kp, struct transport_packet *pkt, uint64_t now_ns)
+{
+    transport_open_batch(kp, pkt, 1, now_ns);
+    return pkt->status;
+}
+
+void transport_keypair_clear(struct noise_keypair *kp)
+{
+    sodium_memzero(kp, sizeof(*kp));
+}

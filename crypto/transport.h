@@ -1,0 +1,74 @@
+/* Transport data (message type 4) under one keypair: sealing with the
+ * 64-bit counter nonce and 16-byte padding, opening with the replay check
+ * made only after the AEAD authenticated the packet, and the key's limits
+ * (REJECT_AFTER_TIME, REJECT_AFTER_MESSAGES). Batches of packets go through
+ * one call, sealed and opened in place:
+ *
+ *   buf: [ header 16 | plaintext len | padding | tag 16 ]
+ *
+ * seal reads the plaintext at buf + WG_TRANSPORT_HEADER_LEN and writes the
+ * whole message from buf; open reads the message at buf and leaves the
+ * (padded) plaintext at buf + WG_TRANSPORT_HEADER_LEN. The caller owns the
+ * clock (now_ns, monotonic) and serialises calls per keypair. */
+#ifndef DDPNET_TRANSPORT_H
+#define DDPNET_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "crypto/replay.h"
+#include "crypto/wg_const.h"
+
+struct noise_keypair {
+    uint8_t send_key[WG_KEY_LEN];
+    uint8_t recv_key[WG_KEY_LEN];
+    uint64_t send_counter;        /* next counter to send */
+    struct replay_window replay;
+    uint64_t birth_ns;
+    uint32_t local_index;         /* receiver index of messages to us */
+    uint32_t remote_index;        /* receiver index we put on messages out */
+    bool is_initiator;
+};
+
+struct transport_packet {
+    uint8_t *buf;
+    size_t cap;        /* bytes writable at buf */
+    size_t len;        /* seal: plaintext in, message out; open: message in, plaintext out */
+    uint64_t counter;  /* out: the counter sealed with or opened */
+    int status;        /* out: 0 or negative (see transport_seal_batch) */
+};
+
+/* Plaintext length rounded up to the padding multiple. */
+size_t transport_padded_len(size_t len);
+/* Whole message size for a plaintext of len bytes. */
+size_t transport_sealed_len(size_t len);
+
+/* Seals n packets with consecutive counters. Per packet status: 0,
+ * -EMSGSIZE (cap too small), or -WG_ESTALE (key past REJECT_AFTER_TIME or
+ * its counters used up: rekey). Returns how many were sealed. */
+unsigned transport_seal_batch(struct noise_keypair *kp, struct transport_packet *pkts,
+                              unsigned n, uint64_t now_ns);
+/* Opens n packets. Per packet status: 0, -EBADMSG (malformed or not
+ * authentic; buf contents then unspecified but no plaintext is reported),
+ * -WG_EREPLAY (authentic but counter seen or too old), -WG_ESTALE (key
+ * past REJECT_AFTER_TIME). Returns how many opened. */
+unsigned transport_open_batch(struct noise_keypair *kp, struct transport_packet *pkts,
+                              unsigned n, uint64_t now_ns);
+
+/* One packet; returns its status. */
+int transport_seal(struct noise_keypair *kp, struct transport_packet *pkt, uint64_t now_ns);
+int transport_open(struct noise_keypair *kp, struct transport_packet *pkt, uint64_t now_ns);
+
+/* The receiver index of a transport message (len already checked by the
+ * caller to be at least WG_TRANSPORT_MIN_LEN), for finding the keypair. */
+uint32_t transport_receiver(const uint8_t *msg);
+
+/* Whether the keypair should be replaced soon (REKEY_AFTER_MESSAGES sent,
+ * or, for the initiator, REKEY_AFTER_TIME passed). */
+bool transport_needs_rekey(const struct noise_keypair *kp, uint64_t now_ns);
+
+/* Wipes the keys. */
+void transport_keypair_clear(struct noise_keypair *kp);
+
+#endif
