@@ -58,7 +58,8 @@ void cookie_checker_init(struct cookie_checker *c, const uint8_t our_public[WG_K
 
 void cookie_checker_rotate(struct cookie_checker *c, uint64_t now_ns)
 {
-    if (now_ns >= c->secret_birth_ns &&
+    /* A clock behind the secret's birth is not a reason to rotate. */
+    if (now_ns < c->secret_birth_ns ||
         now_ns - c->secret_birth_ns < WG_COOKIE_SECRET_MAX_AGE * WG_NSEC_PER_SEC)
         return;
     randombytes_buf(c->secret, sizeof(c->secret));
