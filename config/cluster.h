@@ -1,0 +1,118 @@
+/* The cluster file: one text file shared by every node, parsed into a
+ * validated in-memory model (the [cluster] settings and the nodes in file
+ * order). Parsing collects every error of a file, each with its line, so a
+ * person fixes them in one round. No I/O beyond reading the file: endpoint
+ * hostnames are checked for form, never resolved. */
+#ifndef DDPNET_CLUSTER_H
+#define DDPNET_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CLUSTER_KEY_LEN       32u      /* a public key, as `wg pubkey` prints */
+#define CLUSTER_NAME_MAX      63u      /* node name, one DNS label's length */
+#define CLUSTER_HOST_MAX      253u     /* endpoint hostname, DNS limit */
+#define CLUSTER_MAX_LINE      1024u    /* longer lines are an error */
+#define CLUSTER_MAX_FILE      (1u << 20) /* cluster_load refuses bigger files */
+/* A file within CLUSTER_MAX_FILE holds fewer complete nodes than this; the
+ * cap bounds the memory a malformed file of empty sections can take. */
+#define CLUSTER_MAX_NODES     16384u
+#define CLUSTER_DIAG_MAX      64u      /* errors kept per file */
+#define CLUSTER_DIAG_MSG_LEN  200u
+
+#define CLUSTER_MTU_DEFAULT   1420u
+#define CLUSTER_MTU_MIN_IPV4  576u     /* RFC 791 minimum reassembly size */
+#define CLUSTER_MTU_MIN_IPV6  1280u    /* RFC 8200 minimum link MTU */
+#define CLUSTER_MTU_MAX       65535u
+#define CLUSTER_PORT_MAX      65535u
+#define CLUSTER_KEEPALIVE_MAX 65535u   /* seconds; 0 means off */
+
+/* An IPv4 (first 4 bytes used) or IPv6 address; family is AF_INET or
+ * AF_INET6. */
+struct cluster_addr {
+    int family;
+    uint8_t bytes[16];
+};
+
+/* Where a node is reached: an IP literal (literal set, addr filled) or a
+ * hostname that the daemon resolves later. host holds the text as written,
+ * without brackets. */
+struct cluster_endpoint {
+    char host[CLUSTER_HOST_MAX + 3];
+    uint16_t port;
+    bool literal;
+    struct cluster_addr addr;
+};
+
+struct cluster_node {
+    char name[CLUSTER_NAME_MAX + 1];
+    uint8_t public_key[CLUSTER_KEY_LEN];
+    struct cluster_addr address;          /* overlay address */
+    bool has_endpoint;
+    struct cluster_endpoint endpoint;
+    uint16_t port;                        /* listen port override, 0 if none */
+    int line;                             /* line of the [node NAME] header */
+};
+
+struct cluster {
+    struct cluster_addr network;
+    unsigned prefix;
+    uint16_t port;                        /* listen port of every node */
+    uint16_t mtu;                         /* CLUSTER_MTU_DEFAULT unless set */
+    bool mtu_set;
+    uint16_t persistent_keepalive;        /* seconds, 0 = off */
+    size_t n_nodes;                       /* at least 1 after a parse */
+    struct cluster_node *nodes;           /* file order; nodes[0] = master */
+};
+
+/* Errors of one file in line order. line 0 is about the file as a whole
+ * (no [cluster], no node, too many nodes). When more than CLUSTER_DIAG_MAX were found the
+ * first ones by line are kept and dropped counts the rest. */
+struct cluster_diag_item {
+    int line;
+    char message[CLUSTER_DIAG_MSG_LEN];
+};
+
+struct cluster_diag {
+    size_t n;
+    size_t dropped;
+    struct cluster_diag_item items[CLUSTER_DIAG_MAX];
+};
+
+/* Parses len bytes of text. Returns 0 with *out filled (release it with
+ * cluster_free), or -EINVAL with every error in *diag and *out zeroed,
+ * -ENOMEM when memory ran out. diag may be NULL. */
+int cluster_parse(const char *text, size_t len, struct cluster *out,
+                  struct cluster_diag *diag);
+/* Reads path (at most CLUSTER_MAX_FILE bytes) and parses it. Returns as
+ * cluster_parse, or -errno when the file cannot be read (-EISDIR for a
+ * directory, -EFBIG when too big); diag then holds no items. */
+int cluster_load(const char *path, struct cluster *out,
+                 struct cluster_diag *diag);
+void cluster_free(struct cluster *c);
+
+/* "FILE:LINE: message" (or "FILE: message" for line 0) into buf. Returns
+ * 0, -ENOSPC when truncated, -EINVAL when i is out of range. */
+int cluster_diag_format(const struct cluster_diag *diag, size_t i,
+                        const char *file, char *buf, size_t len);
+
+/* Lookups; NULL when no node matches. Key comparison runs in constant time
+ * per node and visits every node. Names match case-insensitively. */
+const struct cluster_node *cluster_find_key(const struct cluster *c,
+                                            const uint8_t key[CLUSTER_KEY_LEN]);
+const struct cluster_node *cluster_find_name(const struct cluster *c,
+                                             const char *name);
+const struct cluster_node *cluster_find_address(const struct cluster *c,
+                                                const struct cluster_addr *a);
+/* The UDP port node n listens on: its override, else the cluster's. */
+int cluster_node_port(const struct cluster *c, const struct cluster_node *n);
+
+/* Text forms: "10.77.0.1", "fd77::1"; endpoints "host:port", "[v6]:port".
+ * Return 0, -ENOSPC when buf is too small, -EAFNOSUPPORT for a bad
+ * family. */
+int cluster_addr_format(const struct cluster_addr *a, char *buf, size_t len);
+int cluster_endpoint_format(const struct cluster_endpoint *e, char *buf,
+                            size_t len);
+
+#endif

@@ -1,0 +1,199 @@
+/* The checks that need the whole cluster file, run after every line was
+ * read (the [cluster] section may follow the nodes): required sections and
+ * keys, each node address against the network, the mtu against the
+ * network's family, and names, addresses and public keys unique across
+ * nodes. A duplicate is reported on its later line, naming the earlier. */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "config/addr.h"
+#include "config/cluster_int.h"
+
+typedef const struct cluster_work_node *node_ptr;
+
+static void check_presence(struct cluster_parser *p)
+{
+    if (!p->cluster_line)
+        cluster_diag_add(p, 0, "missing [cluster] section");
+    if (p->n_nodes == 0)
+        cluster_diag_add(p, 0, "no nodes (add at least one [node NAME] section)");
+}
+
+static void check_mtu(struct cluster_parser *p)
+{
+    const struct cluster *c = &p->settings;
+
+    if (p->network_ok && c->mtu_set && c->network.family == AF_INET6 &&
+        c->mtu < CLUSTER_MTU_MIN_IPV6)
+        cluster_diag_add(p, p->key_line[CLUSTER_KEY_MTU], "mtu %u is below %u, "
+                         "the minimum for an ipv6 network", (unsigned)c->mtu,
+                         CLUSTER_MTU_MIN_IPV6);
+}
+
+static void check_address(struct cluster_parser *p, node_ptr w)
+{
+    const struct cluster *c = &p->settings;
+    char addr[CLUSTER_QUOTE_MAX], net[CLUSTER_QUOTE_MAX];
+    int line = w->key_line[CLUSTER_NODE_KEY_ADDRESS];
+    const struct cluster_addr *a = &w->node.address;
+
+    cluster_addr_format(a, addr, sizeof(addr));
+    cluster_addr_format(&c->network, net, sizeof(net));
+    if (a->family != c->network.family)
+        cluster_diag_add(p, line, "address %s is %s but network %s/%u is %s",
+                         addr, a->family == AF_INET ? "ipv4" : "ipv6", net,
+                         c->prefix, a->family == AF_INET ? "ipv6" : "ipv4");
+    else if (!cluster_addr_in_network(a, &c->network, c->prefix))
+        cluster_diag_add(p, line, "address %s is outside network %s/%u", addr,
+                         net, c->prefix);
+    else if (cluster_addr_equal(a, &c->network))
+        cluster_diag_add(p, line, "address %s is the network address of %s/%u",
+                         addr, net, c->prefix);
+    else if (cluster_addr_is_broadcast(a, c->prefix))
+        cluster_diag_add(p, line, "address %s is the broadcast address of %s/%u",
+                         addr, net, c->prefix);
+}
+
+static void check_addresses(struct cluster_parser *p)
+{
+    if (!p->network_ok)
+        return;             /* already an error; nothing to compare with */
+    for (size_t i = 0; i < p->n_nodes; i++)
+        if (p->nodes[i].address_ok)
+            check_address(p, &p->nodes[i]);
+}
+
+/* Ties keep file order: the array is in file order, so compare positions. */
+static int tie(const void *a, const void *b, int r)
+{
+    node_ptr x = *(const node_ptr *)a, y = *(const node_ptr *)b;
+
+    return r ? r : (x > y) - (x < y);
+}
+
+static int cmp_name(node_ptr x, node_ptr y)
+{
+    return strcasecmp(x->node.name, y->node.name);
+}
+
+static int cmp_address(node_ptr x, node_ptr y)
+{
+    if (x->node.address.family != y->node.address.family)
+        return x->node.address.family < y->node.address.family ? -1 : 1;
+    return memcmp(x->node.address.bytes, y->node.address.bytes,
+                  sizeof(x->node.address.bytes));
+}
+
+/* Public keys are public: an ordinary memcmp is fine for sorting them. */
+static int cmp_key(node_ptr x, node_ptr y)
+{
+    return memcmp(x->node.public_key, y->node.public_key, CLUSTER_KEY_LEN);
+}
+
+static int sort_name(const void *a, const void *b)
+{
+    return tie(a, b, cmp_name(*(const node_ptr *)a, *(const node_ptr *)b));
+}
+
+static int sort_address(const void *a, const void *b)
+{
+    return tie(a, b, cmp_address(*(const node_ptr *)a, *(const node_ptr *)b));
+}
+
+static int sort_key(const void *a, const void *b)
+{
+    return tie(a, b, cmp_key(*(const node_ptr *)a, *(const node_ptr *)b));
+}
+
+/* A node whose header was bad still takes part in the other checks. */
+static const char *name_of(node_ptr w)
+{
+    return w->name_ok ? w->node.name : "with a bad name";
+}
+
+static void report_name(struct cluster_parser *p, node_ptr later, node_ptr first)
+{
+    cluster_diag_add(p, later->node.line, "duplicate node name '%s' (also node "
+                     "%s at line %d)", later->node.name, first->node.name,
+                     first->node.line);
+}
+
+static void report_address(struct cluster_parser *p, node_ptr later,
+                           node_ptr first)
+{
+    char text[CLUSTER_QUOTE_MAX];
+
+    cluster_addr_format(&later->node.address, text, sizeof(text));
+    cluster_diag_add(p, later->key_line[CLUSTER_NODE_KEY_ADDRESS],
+                     "duplicate address %s (also node %s at line %d)", text,
+                     name_of(first), first->key_line[CLUSTER_NODE_KEY_ADDRESS]);
+}
+
+static void report_key(struct cluster_parser *p, node_ptr later, node_ptr first)
+{
+    cluster_diag_add(p, later->key_line[CLUSTER_NODE_KEY_PUBLIC_KEY],
+                     "duplicate public-key (also node %s at line %d)",
+                     name_of(first),
+                     first->key_line[CLUSTER_NODE_KEY_PUBLIC_KEY]);
+}
+
+static bool has_name(node_ptr w) { return w->name_ok; }
+static bool has_address(node_ptr w) { return w->address_ok; }
+static bool has_key(node_ptr w) { return w->key_ok; }
+
+struct dup_check {
+    bool (*valid)(node_ptr);
+    int (*sort)(const void *, const void *);
+    int (*cmp)(node_ptr, node_ptr);
+    void (*report)(struct cluster_parser *, node_ptr later, node_ptr first);
+};
+
+static const struct dup_check dup_checks[] = {
+    { has_name, sort_name, cmp_name, report_name },
+    { has_address, sort_address, cmp_address, report_address },
+    { has_key, sort_key, cmp_key, report_key },
+};
+
+/* Sorts the nodes whose field is valid; equal runs are duplicates of the
+ * run's first (earliest) node. */
+static void check_duplicates(struct cluster_parser *p, const struct dup_check *d,
+                             node_ptr *sorted)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < p->n_nodes; i++)
+        if (d->valid(&p->nodes[i]))
+            sorted[n++] = &p->nodes[i];
+    if (n < 2)
+        return;
+    qsort(sorted, n, sizeof(*sorted), d->sort);
+    node_ptr first = sorted[0];
+    for (size_t i = 1; i < n; i++) {
+        if (d->cmp(first, sorted[i]) == 0)
+            d->report(p, sorted[i], first);
+        else
+            first = sorted[i];
+    }
+}
+
+void cluster_check_all(struct cluster_parser *p)
+{
+    node_ptr *sorted;
+
+    check_presence(p);
+    cluster_keys_require(p);
+    check_mtu(p);
+    check_addresses(p);
+    if (p->n_nodes < 2)
+        return;
+    sorted = malloc(p->n_nodes * sizeof(*sorted));
+    if (!sorted) {
+        p->oom = true;
+        return;
+    }
+    for (size_t i = 0; i < sizeof(dup_checks) / sizeof(dup_checks[0]); i++)
+        check_duplicates(p, &dup_checks[i], sorted);
+    free(sorted);
+}

@@ -1,0 +1,217 @@
+/* The keys of the cluster file: one table per section naming each key,
+ * whether it is required, and the handler that validates its value and
+ * stores it. Errors name the key and quote the value as written. */
+#include <sodium.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config/addr.h"
+#include "config/cluster_int.h"
+
+typedef void (*key_handler)(struct cluster_parser *p, int line, const char *value);
+
+struct key_def {
+    const char *name;
+    bool required;
+    key_handler apply;
+};
+
+static struct cluster_work_node *current(struct cluster_parser *p)
+{
+    return &p->nodes[p->n_nodes - 1];
+}
+
+static void port_value(struct cluster_parser *p, int line, const char *value,
+                      uint16_t *out)
+{
+    char q[CLUSTER_QUOTE_MAX + 4];
+    unsigned v;
+
+    if (cluster_uint_parse(value, CLUSTER_PORT_MAX, &v) < 0 || v == 0) {
+        cluster_quote(q, sizeof(q), value);
+        cluster_diag_add(p, line, "bad port '%s' (expected 1..%u)", q,
+                         CLUSTER_PORT_MAX);
+        return;
+    }
+    *out = (uint16_t)v;
+}
+
+static void network_apply(struct cluster_parser *p, int line, const char *value)
+{
+    char q[CLUSTER_QUOTE_MAX + 4], text[CLUSTER_QUOTE_MAX];
+    struct cluster *c = &p->settings;
+    const char *why;
+
+    cluster_quote(q, sizeof(q), value);
+    if (cluster_prefix_parse(value, &c->network, &c->prefix, &why) < 0) {
+        cluster_diag_add(p, line, "bad network '%s': %s", q, why);
+        return;
+    }
+    struct cluster_addr masked = c->network;
+    cluster_addr_mask(&masked, c->prefix);
+    if (!cluster_addr_equal(&masked, &c->network)) {
+        cluster_addr_format(&masked, text, sizeof(text));
+        cluster_diag_add(p, line, "network %s has host bits set (did you mean "
+                         "%s/%u?)", q, text, c->prefix);
+        return;
+    }
+    p->network_ok = true;
+}
+
+static void port_apply(struct cluster_parser *p, int line, const char *value)
+{
+    port_value(p, line, value, &p->settings.port);
+}
+
+static void mtu_apply(struct cluster_parser *p, int line, const char *value)
+{
+    char q[CLUSTER_QUOTE_MAX + 4];
+    unsigned v;
+
+    if (cluster_uint_parse(value, CLUSTER_MTU_MAX, &v) < 0 ||
+        v < CLUSTER_MTU_MIN_IPV4) {
+        cluster_quote(q, sizeof(q), value);
+        cluster_diag_add(p, line, "bad mtu '%s' (expected %u..%u; at least %u "
+                         "for an ipv6 network)", q, CLUSTER_MTU_MIN_IPV4,
+                         CLUSTER_MTU_MAX, CLUSTER_MTU_MIN_IPV6);
+        return;
+    }
+    p->settings.mtu = (uint16_t)v;
+    p->settings.mtu_set = true;
+}
+
+static void keepalive_apply(struct cluster_parser *p, int line, const char *value)
+{
+    char q[CLUSTER_QUOTE_MAX + 4];
+    unsigned v;
+
+    if (cluster_uint_parse(value, CLUSTER_KEEPALIVE_MAX, &v) < 0) {
+        cluster_quote(q, sizeof(q), value);
+        cluster_diag_add(p, line, "bad persistent-keepalive '%s' (expected "
+                         "seconds 0..%u, 0 = off)", q, CLUSTER_KEEPALIVE_MAX);
+        return;
+    }
+    p->settings.persistent_keepalive = (uint16_t)v;
+}
+
+static void public_key_apply(struct cluster_parser *p, int line, const char *value)
+{
+    /* base64 never decodes to more bytes than it has characters */
+    uint8_t bin[CLUSTER_MAX_LINE];
+    size_t bin_len = 0;
+    struct cluster_work_node *w = current(p);
+
+    if (sodium_base642bin(bin, sizeof(bin), value, strlen(value), NULL,
+                          &bin_len, NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
+        cluster_diag_add(p, line, "bad public-key: not valid base64 (expected "
+                         "44 characters ending in '=', as 'wg pubkey' prints)");
+        return;
+    }
+    if (bin_len != CLUSTER_KEY_LEN) {
+        cluster_diag_add(p, line, "bad public-key: decodes to %zu bytes, "
+                         "expected %u (use the output of 'wg pubkey')",
+                         bin_len, CLUSTER_KEY_LEN);
+        return;
+    }
+    memcpy(w->node.public_key, bin, CLUSTER_KEY_LEN);
+    w->key_ok = true;
+}
+
+static void address_apply(struct cluster_parser *p, int line, const char *value)
+{
+    char q[CLUSTER_QUOTE_MAX + 4];
+    struct cluster_work_node *w = current(p);
+
+    if (cluster_addr_parse(value, &w->node.address) < 0) {
+        cluster_quote(q, sizeof(q), value);
+        cluster_diag_add(p, line, "bad address '%s' (expected one ipv4 or ipv6 "
+                         "address, without /prefix)", q);
+        return;
+    }
+    w->address_ok = true;
+}
+
+static void endpoint_apply(struct cluster_parser *p, int line, const char *value)
+{
+    char q[CLUSTER_QUOTE_MAX + 4];
+    struct cluster_work_node *w = current(p);
+    const char *why;
+
+    if (cluster_endpoint_parse(value, &w->node.endpoint, &why) < 0) {
+        cluster_quote(q, sizeof(q), value);
+        cluster_diag_add(p, line, "bad endpoint '%s': %s", q, why);
+        return;
+    }
+    w->node.has_endpoint = true;
+}
+
+static void node_port_apply(struct cluster_parser *p, int line, const char *value)
+{
+    port_value(p, line, value, &current(p)->node.port);
+}
+
+static const struct key_def cluster_keys[CLUSTER_KEY_COUNT] = {
+    [CLUSTER_KEY_NETWORK]   = { "network", true, network_apply },
+    [CLUSTER_KEY_PORT]      = { "port", true, port_apply },
+    [CLUSTER_KEY_MTU]       = { "mtu", false, mtu_apply },
+    [CLUSTER_KEY_KEEPALIVE] = { "persistent-keepalive", false, keepalive_apply },
+};
+
+static const struct key_def node_keys[CLUSTER_NODE_KEY_COUNT] = {
+    [CLUSTER_NODE_KEY_PUBLIC_KEY] = { "public-key", true, public_key_apply },
+    [CLUSTER_NODE_KEY_ADDRESS]    = { "address", true, address_apply },
+    [CLUSTER_NODE_KEY_ENDPOINT]   = { "endpoint", false, endpoint_apply },
+    [CLUSTER_NODE_KEY_PORT]       = { "port", false, node_port_apply },
+};
+
+void cluster_key_apply(struct cluster_parser *p, int line, const char *key,
+                       const char *value)
+{
+    char q[CLUSTER_QUOTE_MAX + 4];
+    bool node = p->section == CLUSTER_SECTION_NODE;
+    const struct key_def *defs = node ? node_keys : cluster_keys;
+    size_t n = node ? CLUSTER_NODE_KEY_COUNT : CLUSTER_KEY_COUNT;
+    int *seen = node ? current(p)->key_line : p->key_line;
+    size_t i;
+
+    for (i = 0; i < n && strcmp(defs[i].name, key) != 0; i++)
+        ;
+    cluster_quote(q, sizeof(q), key);
+    if (i == n) {
+        cluster_diag_add(p, line, "unknown key '%s'", q);
+        return;
+    }
+    if (seen[i]) {
+        cluster_diag_add(p, line, "duplicate key '%s' (first at line %d)", q,
+                         seen[i]);
+        return;
+    }
+    seen[i] = line;
+    defs[i].apply(p, line, value);
+}
+
+static void require(struct cluster_parser *p, const struct key_def *defs,
+                    size_t n, const int *seen, int line, const char *section)
+{
+    for (size_t i = 0; i < n; i++)
+        if (defs[i].required && !seen[i])
+            cluster_diag_add(p, line, "missing required key '%s' in %s",
+                             defs[i].name, section);
+}
+
+void cluster_keys_require(struct cluster_parser *p)
+{
+    char section[CLUSTER_NAME_MAX + sizeof("[node ]")];
+
+    if (p->cluster_line)
+        require(p, cluster_keys, CLUSTER_KEY_COUNT, p->key_line,
+                p->cluster_line, "[cluster]");
+    for (size_t i = 0; i < p->n_nodes; i++) {
+        const struct cluster_work_node *w = &p->nodes[i];
+        if (!w->name_ok)
+            continue;       /* its header is already an error */
+        snprintf(section, sizeof(section), "[node %s]", w->node.name);
+        require(p, node_keys, CLUSTER_NODE_KEY_COUNT, w->key_line,
+                w->node.line, section);
+    }
+}

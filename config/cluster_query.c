@@ -1,0 +1,120 @@
+/* The parsed cluster's life and lookups: reading the file from disk,
+ * releasing the model, and finding a node by public key, name or overlay
+ * address. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config/addr.h"
+#include "config/cluster.h"
+
+/* Reads at most CLUSTER_MAX_FILE bytes of fd into a new buffer. */
+static int read_all(int fd, char **out, size_t *len)
+{
+    /* one byte more than allowed tells a too big file from a full one */
+    size_t cap = CLUSTER_MAX_FILE + 1, n = 0;
+    char *buf = malloc(cap);
+
+    if (!buf)
+        return -ENOMEM;
+    while (n < cap) {
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int err = -errno;
+            free(buf);
+            return err;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    if (n > CLUSTER_MAX_FILE) {
+        free(buf);
+        return -EFBIG;
+    }
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+int cluster_load(const char *path, struct cluster *out,
+                 struct cluster_diag *diag)
+{
+    struct stat st;
+    char *text = NULL;
+    size_t len = 0;
+    int fd, r;
+
+    memset(out, 0, sizeof(*out));
+    if (diag)
+        memset(diag, 0, sizeof(*diag));
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, &st) < 0)
+        r = -errno;
+    else if (S_ISDIR(st.st_mode))
+        r = -EISDIR;
+    else
+        r = read_all(fd, &text, &len);
+    close(fd);
+    if (r < 0)
+        return r;
+    r = cluster_parse(text, len, out, diag);
+    free(text);
+    return r;
+}
+
+void cluster_free(struct cluster *c)
+{
+    if (!c)
+        return;
+    free(c->nodes);
+    memset(c, 0, sizeof(*c));
+}
+
+const struct cluster_node *cluster_find_key(const struct cluster *c,
+                                            const uint8_t key[CLUSTER_KEY_LEN])
+{
+    const struct cluster_node *found = NULL;
+
+    /* every node is compared, so the time taken does not tell which
+     * position matched */
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        bool match = sodium_memcmp(c->nodes[i].public_key, key,
+                                   CLUSTER_KEY_LEN) == 0;
+        if (match && !found)
+            found = &c->nodes[i];
+    }
+    return found;
+}
+
+const struct cluster_node *cluster_find_name(const struct cluster *c,
+                                             const char *name)
+{
+    for (size_t i = 0; i < c->n_nodes; i++)
+        if (strcasecmp(c->nodes[i].name, name) == 0)
+            return &c->nodes[i];
+    return NULL;
+}
+
+const struct cluster_node *cluster_find_address(const struct cluster *c,
+                                                const struct cluster_addr *a)
+{
+    for (size_t i = 0; i < c->n_nodes; i++)
+        if (cluster_addr_equal(&c->nodes[i].address, a))
+            return &c->nodes[i];
+    return NULL;
+}
+
+int cluster_node_port(const struct cluster *c, const struct cluster_node *n)
+{
+    return n->port ? n->port : c->port;
+}
