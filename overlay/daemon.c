@@ -1,0 +1,343 @@
+/* daemon_run: from the parsed cluster file and our key to a running node.
+ * Setup runs as root, in this order: the peers in memory, the UDP sockets,
+ * ddp0 (created, addressed, MTU, up through rtnetlink), the control socket,
+ * the hosts block and the state file. Then the daemon drops to an
+ * unprivileged user with no capabilities (everything privileged is done,
+ * and the fds stay open), reports "ok" to the CLI, and runs the loop. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <grp.h>
+#include <netdb.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "crypto/aead.h"
+#include "overlay/control.h"
+#include "overlay/daemon.h"
+#include "overlay/device_setup.h"
+#include "overlay/engine.h"
+#include "overlay/hosts.h"
+#include "overlay/log.h"
+#include "overlay/loop.h"
+#include "tun/netlink.h"
+#include "tun/tun.h"
+
+/* Socket buffers large enough for bursts at line rate. */
+#define UDP_BUFFER_BYTES (4 << 20)
+
+int daemon_socket_path(char *buf, size_t len, const char *run_dir, const char *ifname)
+{
+    int n = snprintf(buf, len, "%s/%s.sock", run_dir, ifname);
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int daemon_state_path(char *buf, size_t len, const char *run_dir, const char *ifname)
+{
+    int n = snprintf(buf, len, "%s/%s.state", run_dir, ifname);
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+struct setup {
+    struct daemon_options *opt;
+    struct device dev;
+    struct loop loop;
+    bool loop_ready;
+    int tun_fd, udp4_fd, udp6_fd, control_fd, signal_fd;
+    char socket_path[256], state_path[256];
+};
+
+/* Reports a setup failure: one line to the CLI (or the log) and err back. */
+__attribute__((format(printf, 3, 4)))
+static int fail(struct setup *s, int err, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    log_error("%s", line);
+    if (s->opt->ready_fd >= 0) {
+        dprintf(s->opt->ready_fd, "%s\n", line);
+        close(s->opt->ready_fd);
+        s->opt->ready_fd = -1;
+    }
+    return err < 0 ? err : -EINVAL;
+}
+
+static int open_udp(int family, uint16_t port)
+{
+    int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1, size = UDP_BUFFER_BYTES;
+    union endpoint addr;
+
+    if (fd < 0)
+        return -errno;
+    memset(&addr, 0, sizeof(addr));
+    if (family == AF_INET6) {
+        /* v4 has a socket of its own: keep this one to IPv6. */
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+        addr.in6.sin6_family = AF_INET6;
+        addr.in6.sin6_port = htons(port);
+    } else {
+        addr.in4.sin_family = AF_INET;
+        addr.in4.sin_port = htons(port);
+    }
+    /* FORCE works as root (setup runs as root); the plain form is the
+     * fallback the kernel caps at rmem_max. */
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)))
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)))
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+    if (bind(fd, &addr.sa, family == AF_INET6 ? sizeof(addr.in6) : sizeof(addr.in4))) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    return fd;
+}
+
+static int setup_sockets(struct setup *s)
+{
+    uint16_t port = (uint16_t)cluster_node_port(&s->dev.cluster, s->dev.self);
+
+    s->dev.listen_port = port;
+    s->udp4_fd = open_udp(AF_INET, port);
+    s->udp6_fd = open_udp(AF_INET6, port);
+    /* A host without IPv6 still works over IPv4, and the other way round. */
+    if (s->udp4_fd < 0 && s->udp6_fd < 0)
+        return fail(s, s->udp4_fd, "cannot bind UDP port %u: %s", port, strerror(-s->udp4_fd));
+    if (s->udp4_fd < 0 || s->udp6_fd < 0)
+        log_warn("UDP port %u: only IPv%c is available", port, s->udp4_fd < 0 ? '6' : '4');
+    return 0;
+}
+
+/* Hostname endpoints are looked up once at start; a name that does not
+ * resolve leaves that peer to reach us first. */
+static void resolve_endpoints(struct setup *s)
+{
+    for (size_t i = 0; i < s->dev.cluster.n_nodes; i++) {
+        const struct cluster_node *n = &s->dev.cluster.nodes[i];
+        struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res;
+        char port[8];
+        struct peer *p;
+
+        if (n == s->dev.self || !n->has_endpoint || n->endpoint.literal ||
+            !(p = device_peer_by_key(&s->dev, n->public_key)))
+            continue;
+        snprintf(port, sizeof(port), "%u", n->endpoint.port);
+        int ret = getaddrinfo(n->endpoint.host, port, &hints, &res);
+        if (ret) {
+            log_warn("peer %s: cannot resolve %s: %s", n->name, n->endpoint.host,
+                     gai_strerror(ret));
+            continue;
+        }
+        peer_set_endpoint(p, res->ai_addr, res->ai_addrlen);
+        freeaddrinfo(res);
+    }
+}
+
+static int setup_interface(struct setup *s)
+{
+    const struct cluster *c = &s->dev.cluster;
+    struct tun_options topt = { .vnet_hdr = false, .queues = 1 };
+    struct nl nl;
+    int ret, ifindex;
+
+    ret = tun_create(s->dev.ifname, &topt, &s->tun_fd);
+    if (ret == -EEXIST)
+        return fail(s, ret, "interface %s already exists", s->dev.ifname);
+    if (ret == -EPERM || ret == -EACCES)
+        return fail(s, ret, "not permitted to create %s: run as root (or with CAP_NET_ADMIN)",
+                    s->dev.ifname);
+    if (ret)
+        return fail(s, ret, "cannot create %s: %s", s->dev.ifname, strerror(-ret));
+    s->dev.mtu = c->mtu;
+    if ((ret = nl_open(&nl)))
+        return fail(s, ret, "rtnetlink: %s", strerror(-ret));
+    ifindex = nl_link_index(&nl, s->dev.ifname);
+    ret = ifindex < 0 ? ifindex : nl_link_set_mtu(&nl, ifindex, s->dev.mtu);
+    if (!ret)
+        ret = nl_addr_add(&nl, ifindex, s->dev.self->address.family,
+                          s->dev.self->address.bytes, c->prefix);
+    if (!ret)
+        ret = nl_link_set_up(&nl, ifindex, true);
+    nl_close(&nl);
+    if (ret)
+        return fail(s, ret, "cannot configure %s: %s", s->dev.ifname, strerror(-ret));
+    return 0;
+}
+
+static int write_hosts(struct setup *s)
+{
+    const struct cluster *c = &s->dev.cluster;
+    struct hosts_entry *e = calloc(c->n_nodes, sizeof(*e));
+    int ret;
+
+    if (!e)
+        return fail(s, -ENOMEM, "out of memory");
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        cluster_addr_format(&c->nodes[i].address, e[i].address, sizeof(e[i].address));
+        snprintf(e[i].name, sizeof(e[i].name), "%s", c->nodes[i].name);
+    }
+    ret = hosts_update(s->opt->hosts_file, s->dev.ifname, e, c->n_nodes);
+    free(e);
+    if (ret)
+        return fail(s, ret, "cannot write the names block to %s: %s", s->opt->hosts_file,
+                    strerror(-ret));
+    return 0;
+}
+
+static int write_state(struct setup *s)
+{
+    FILE *f = fopen(s->state_path, "we");
+
+    if (!f)
+        return fail(s, -errno, "cannot write %s: %s", s->state_path, strerror(errno));
+    fprintf(f, "pid=%d\nhosts=%s\n", (int)getpid(), s->opt->hosts_file);
+    if (fclose(f))
+        return fail(s, -errno, "cannot write %s: %s", s->state_path, strerror(errno));
+    return 0;
+}
+
+static int setup_signals(struct setup *s)
+{
+    sigset_t set;
+
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    s->signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    return s->signal_fd < 0 ? fail(s, -errno, "signalfd: %s", strerror(errno)) : 0;
+}
+
+/* Continues as DAEMON_USER without supplementary groups or capabilities,
+ * unable to regain them, and not dumpable (no core with keys in it). */
+static int drop_privileges(struct setup *s)
+{
+    struct passwd *pw = getpwnam(DAEMON_USER);
+
+    if (geteuid() != 0)
+        return 0;   /* started unprivileged (CAP_NET_ADMIN only): nothing to drop */
+    if (!pw)
+        return fail(s, -ENOENT, "no user '%s' to run as", DAEMON_USER);
+    if (setgroups(0, NULL) || setgid(pw->pw_gid) || setuid(pw->pw_uid))
+        return fail(s, -errno, "cannot drop privileges: %s", strerror(errno));
+    if (setuid(0) == 0)
+        return fail(s, -EPERM, "privileges could be regained after dropping them");
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    return 0;
+}
+
+static void report_ready(struct setup *s)
+{
+    char addr[INET6_ADDRSTRLEN];
+
+    cluster_addr_format(&s->dev.self->address, addr, sizeof(addr));
+    log_info("%s up: %s/%u, node %s, %zu peers, UDP port %u", s->dev.ifname, addr,
+             s->dev.cluster.prefix, s->dev.self->name, s->dev.n_peers, s->dev.listen_port);
+    if (s->opt->ready_fd >= 0) {
+        dprintf(s->opt->ready_fd, "ok\n");
+        close(s->opt->ready_fd);
+        s->opt->ready_fd = -1;
+    }
+}
+
+static int setup_all(struct setup *s)
+{
+    int ret;
+
+    if ((ret = setup_signals(s)) || (ret = setup_sockets(s)) || (ret = setup_interface(s)))
+        return ret;
+    daemon_socket_path(s->socket_path, sizeof(s->socket_path), s->opt->run_dir, s->dev.ifname);
+    daemon_state_path(s->state_path, sizeof(s->state_path), s->opt->run_dir, s->dev.ifname);
+    s->control_fd = control_listen(s->socket_path);
+    if (s->control_fd < 0)
+        return fail(s, s->control_fd, "control socket %s: %s", s->socket_path,
+                    strerror(-s->control_fd));
+    ret = loop_init(&s->loop, &s->dev, s->tun_fd, s->udp4_fd, s->udp6_fd, s->control_fd,
+                    s->signal_fd);
+    if (ret)
+        return fail(s, ret, "io_uring: %s", strerror(-ret));
+    s->loop_ready = true;
+    s->dev.loop = &s->loop;
+    resolve_endpoints(s);
+    if ((ret = write_hosts(s)) || (ret = write_state(s)) || (ret = drop_privileges(s)))
+        return ret;
+    return 0;
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+static void teardown(struct setup *s)
+{
+    if (s->loop_ready)
+        loop_destroy(&s->loop);
+    device_destroy(&s->dev);
+    cluster_free(&s->dev.cluster);
+    close_fd(&s->control_fd);
+    close_fd(&s->udp4_fd);
+    close_fd(&s->udp6_fd);
+    close_fd(&s->tun_fd);
+    close_fd(&s->signal_fd);
+}
+
+int daemon_run(struct daemon_options *opt)
+{
+    struct setup *s = calloc(1, sizeof(*s));
+    int ret;
+
+    if (!s)
+        return -ENOMEM;
+    s->opt = opt;
+    s->tun_fd = s->udp4_fd = s->udp6_fd = s->control_fd = s->signal_fd = -1;
+    char ident[64];
+    snprintf(ident, sizeof(ident), "ddpnet/%s", opt->ifname);
+    log_init(ident, opt->foreground, opt->debug ? LOG_LVL_DEBUG : LOG_LVL_INFO);
+
+    snprintf(s->dev.ifname, sizeof(s->dev.ifname), "%s", opt->ifname);
+    s->dev.cluster = *opt->cluster;          /* taken over */
+    memset(opt->cluster, 0, sizeof(*opt->cluster));
+    s->dev.self = opt->self;                 /* points into the same nodes */
+    if (crypto_core_init())
+        ret = fail(s, -EIO, "libsodium failed to initialise");
+    else if (s->dev.cluster.mtu > DEVICE_MTU_MAX)
+        ret = fail(s, -EINVAL, "mtu %u is above the %u this version supports",
+                   s->dev.cluster.mtu, DEVICE_MTU_MAX);
+    else if ((ret = device_init(&s->dev, opt->private_key, clock_now_ns())))
+        ret = fail(s, ret, "cannot set up peers: %s", strerror(-ret));
+    sodium_memzero(opt->private_key, sizeof(opt->private_key));
+    if (!ret)
+        ret = setup_all(s);
+    if (!ret) {
+        report_ready(s);
+        uint64_t now = clock_now_ns();
+        /* Reach out to every peer whose endpoint we know: the mesh is up
+         * before the first training step needs it. */
+        for (size_t i = 0; i < s->dev.n_peers; i++)
+            handshake_send_initiation(s->dev.peers[i], false, now);
+        ret = loop_run(&s->loop);
+        log_info("%s stopped", s->dev.ifname);
+    }
+    teardown(s);
+    free(s);
+    return ret;
+}

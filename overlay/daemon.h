@@ -1,0 +1,46 @@
+/* Bringing a node up: from the cluster file and this node's key to a
+ * configured ddp0, bound UDP sockets, a hosts block and a running event
+ * loop, with root dropped once setup is done. The CLI's `up` calls
+ * daemon_run, in a child process or in the foreground. */
+#ifndef DDPNET_DAEMON_H
+#define DDPNET_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/cluster.h"
+#include "crypto/wg_const.h"
+
+#define DAEMON_DEFAULT_IFNAME   "ddp0"
+#define DAEMON_DEFAULT_RUN_DIR  "/var/run/wireguard"
+#define DAEMON_DEFAULT_HOSTS    "/etc/hosts"
+/* The unprivileged user the daemon continues as. */
+#define DAEMON_USER             "nobody"
+
+struct daemon_options {
+    const char *ifname;
+    const char *run_dir;
+    const char *hosts_file;
+    const char *cluster_path;             /* for messages */
+    struct cluster *cluster;              /* parsed; the daemon takes it over */
+    const struct cluster_node *self;      /* within *cluster */
+    uint8_t private_key[WG_KEY_LEN];      /* wiped by daemon_run */
+    bool foreground;                      /* log to stderr */
+    bool debug;                           /* log debug lines */
+    /* Where to report the outcome of setup: daemon_run writes "ok\n", or
+     * one error line, then closes it. -1: none. */
+    int ready_fd;
+};
+
+/* Sets up and runs until stopped (SIGTERM/SIGINT, or the interface is
+ * deleted). Returns 0 on a clean stop, or a negative errno when setup
+ * failed (the error line went to ready_fd, or to the log). */
+int daemon_run(struct daemon_options *opt);
+
+/* Paths in the run directory: the control socket RUN_DIR/IFNAME.sock and
+ * the state file RUN_DIR/IFNAME.state ("pid=N\nhosts=PATH\n"), which `down`
+ * reads to stop the daemon and clean its hosts block. */
+int daemon_socket_path(char *buf, size_t len, const char *run_dir, const char *ifname);
+int daemon_state_path(char *buf, size_t len, const char *run_dir, const char *ifname);
+
+#endif

@@ -1,0 +1,147 @@
+/* The daemon's state: this node's identity, one peer per other node of the
+ * cluster (full mesh), the UDP sockets, the TUN device and the index table
+ * that maps receiver indices to handshakes and keypairs. The engine
+ * (device.c, peer.c, handshake.c, datapath.c, timers.c, loop.c) owns it;
+ * the control socket reads it and changes peers only through the functions
+ * below. Single-threaded: everything runs on the event loop's thread. */
+#ifndef DDPNET_DEVICE_H
+#define DDPNET_DEVICE_H
+
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "config/cluster.h"
+#include "crypto/cookie.h"
+#include "crypto/noise.h"
+#include "crypto/transport.h"
+#include "overlay/index.h"
+
+/* Packets held for a peer while its handshake is under way. */
+#define PEER_STAGED_MAX      32u
+/* Largest inner packet we carry (no offloads yet): an IPv6 jumbo-free MTU. */
+#define DEVICE_MTU_MAX       9000u
+#define DEVICE_PKT_CAP       (DEVICE_MTU_MAX + WG_TRANSPORT_HEADER_LEN + \
+                              WG_PADDING_MULTIPLE + WG_AEAD_TAG_LEN)
+/* More handshake messages than this in one second put us under load for
+ * the next second: then initiations must carry a cookie (mac2). */
+#define DEVICE_LOAD_HANDSHAKES_PER_SEC 128u
+/* The rate shown by `ddpnet status` is averaged over this window. */
+#define PEER_RATE_WINDOW_NS  (2 * WG_NSEC_PER_SEC)
+
+/* Union of the socket addresses an endpoint can have. */
+union endpoint {
+    struct sockaddr sa;
+    struct sockaddr_in in4;
+    struct sockaddr_in6 in6;
+};
+
+struct pkt;
+
+/* Timer deadlines in monotonic ns; 0 = not armed (see timers.h). */
+struct peer_timers {
+    uint64_t retransmit_handshake;
+    uint64_t send_keepalive;
+    uint64_t new_handshake;
+    uint64_t zero_key_material;
+    uint64_t persistent_keepalive;
+    unsigned handshake_attempts;
+    bool need_another_keepalive;
+    bool sent_lastminute_handshake;   /* the receive-side rekey, once per session */
+};
+
+/* A rate estimate: bytes counted since the window began, and the last
+ * complete window's rate. */
+struct rate {
+    uint64_t window_start_ns;
+    uint64_t window_bytes;
+    uint64_t bytes_per_sec;
+};
+
+/* Lives in guarded memory (sodium_malloc): it holds the handshake and
+ * session keys. */
+struct peer {
+    struct device *dev;
+    char name[CLUSTER_NAME_MAX + 1];
+    uint8_t public_key[WG_KEY_LEN];
+    struct cluster_addr address;          /* overlay address: the only allowed IP */
+    bool has_psk;
+
+    union endpoint endpoint;              /* sa_family AF_UNSPEC: none known */
+
+    struct noise_handshake handshake;
+    struct cookie_maker cookie;
+    /* current: in use for sending; previous: still accepted; next: the
+     * responder's new keypair, promoted when the initiator first uses it. */
+    struct noise_keypair *current, *previous, *next;
+    struct noise_keypair keypairs[3];     /* storage the three point into */
+
+    struct peer_timers timers;
+    bool reachable;                       /* a session was made and not lost since */
+    uint16_t persistent_keepalive;        /* seconds, 0 = off */
+    uint64_t last_handshake_sent_ns;      /* monotonic, to pace initiations */
+    struct timespec last_handshake;       /* wall clock of the last completion */
+    uint64_t last_sent_ns, last_received_ns;
+
+    uint64_t rx_bytes, tx_bytes;          /* UDP payload bytes, as WireGuard counts */
+    struct rate rx_rate, tx_rate;
+
+    unsigned staged_head, staged_count;
+    struct pkt *staged[PEER_STAGED_MAX];  /* a ring, oldest at staged_head */
+};
+
+struct device_stats {
+    uint64_t dropped_unknown_peer;        /* handshakes from keys not in the cluster */
+    uint64_t dropped_bad_packet;          /* malformed or not authentic */
+    uint64_t dropped_replay;
+    uint64_t dropped_source;              /* inner source not the peer's address */
+};
+
+struct device {
+    char ifname[IFNAMSIZ];
+    struct noise_local *local;
+    struct cookie_checker checker;
+    const struct cluster_node *self;
+    struct cluster cluster;               /* the parsed cluster file */
+
+    size_t n_peers;
+    struct peer **peers;                  /* cluster order, self left out */
+
+    uint16_t listen_port;
+    int udp4_fd, udp6_fd, tun_fd;
+    unsigned mtu;
+    bool under_load;
+
+    struct index_table indices;
+    struct peer_map *by_address;          /* overlay address -> peer */
+    struct loop *loop;                    /* the event loop doing our I/O */
+    struct device_stats stats;
+    /* Handshake messages seen in the current second, for the load test. */
+    uint64_t load_window_start_ns;
+    unsigned load_window_count;
+    uint64_t under_load_until_ns;
+};
+
+/* Lookups for the control socket and the engine; NULL when none. */
+struct peer *device_peer_by_key(struct device *dev, const uint8_t key[WG_KEY_LEN]);
+struct peer *device_peer_by_name(struct device *dev, const char *name);
+
+/* Changes made through the control socket (`wg set`). */
+void peer_set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len);
+void peer_set_persistent_keepalive(struct peer *p, uint16_t seconds, uint64_t now_ns);
+/* psk all zero removes it; takes effect at the next handshake. */
+void peer_set_psk(struct peer *p, const uint8_t psk[WG_KEY_LEN]);
+
+/* A rate as of now: the last full window's, or 0 once traffic stopped. */
+uint64_t rate_read(const struct rate *r, uint64_t now_ns);
+
+/* "192.0.2.1:51820" or "[2001:db8::1]:51820"; "(none)" when unset. */
+int endpoint_format(const union endpoint *e, char *buf, size_t len);
+
+/* The monotonic clock in ns (CLOCK_BOOTTIME: it runs through suspend). */
+uint64_t clock_now_ns(void);
+
+#endif

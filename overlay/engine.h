@@ -1,0 +1,62 @@
+/* The engine's internal calls between its parts: peers and their keypairs
+ * (peer.c), handshakes (handshake.c), the data path (datapath.c) and the
+ * I/O the event loop performs for them (loop.c). Not for the control
+ * socket or the CLI, which use device.h. */
+#ifndef DDPNET_ENGINE_H
+#define DDPNET_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "overlay/device.h"
+#include "overlay/pkt.h"
+
+/* --- peer.c ---------------------------------------------------------------- */
+struct peer *peer_new(struct device *dev, const struct cluster_node *node);
+void peer_free(struct peer *p);
+/* Installs a keypair just derived (copied from kp, which is wiped): as the
+ * initiator it becomes current; as the responder it waits as next until
+ * the initiator uses it. Indices of dropped keypairs are released. */
+void peer_install_keypair(struct peer *p, struct noise_keypair *kp);
+/* A transport message opened with kp: promotes next to current. Returns
+ * true when that happened (the handshake is then complete for us). */
+bool peer_received_with_keypair(struct peer *p, struct noise_keypair *kp);
+/* Forgets every keypair and the handshake in progress. */
+void peer_clear_keys(struct peer *p);
+/* Staged packets wait for a session; the oldest is dropped when full. */
+void peer_stage(struct peer *p, struct pkt *pkt);
+struct pkt *peer_unstage(struct peer *p);
+void peer_drop_staged(struct peer *p);
+/* Records the source of an authenticated packet as the endpoint. */
+void peer_update_endpoint(struct peer *p, const union endpoint *src);
+void peer_count_rx(struct peer *p, uint64_t bytes, uint64_t now);
+void peer_count_tx(struct peer *p, uint64_t bytes, uint64_t now);
+/* Peer by overlay destination address of an inner packet. */
+struct peer *device_peer_by_address(struct device *dev, int family, const uint8_t *addr);
+
+/* --- handshake.c ------------------------------------------------------------- */
+/* Sends an initiation unless one went out less than REKEY_TIMEOUT ago. */
+void handshake_send_initiation(struct peer *p, bool is_retry, uint64_t now);
+/* A datagram of type 1, 2 or 3 from src. Takes ownership of pkt. */
+void handshake_receive(struct device *dev, struct pkt *pkt, uint64_t now);
+
+/* --- datapath.c --------------------------------------------------------------- */
+/* A packet read from the TUN device (plaintext at pkt_plain). Takes it. */
+void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now);
+/* A transport message (type 4) from the network. Takes it. */
+void datapath_from_udp(struct device *dev, struct pkt *pkt, uint64_t now);
+/* Sends the staged packets, or starts a handshake when no session is
+ * usable. */
+void datapath_send_staged(struct peer *p, uint64_t now);
+void datapath_send_keepalive(struct peer *p, uint64_t now);
+
+/* --- loop.c --------------------------------------------------------------------- */
+struct pkt *loop_pkt_get(struct loop *loop);
+void loop_pkt_put(struct loop *loop, struct pkt *pkt);
+/* Queues pkt->data[0..len) to dst over the matching socket; takes pkt. */
+void loop_send_udp(struct loop *loop, struct device *dev, struct pkt *pkt,
+                   const union endpoint *dst, uint32_t len);
+/* Queues pkt_plain(pkt)[0..len) to the TUN device; takes pkt. */
+void loop_write_tun(struct loop *loop, struct device *dev, struct pkt *pkt, uint32_t len);
+
+#endif

@@ -1,0 +1,36 @@
+/* The receiver-index table: the random 32-bit indices we hand out in our
+ * handshake messages, mapped to the peer and, once a session exists, the
+ * keypair. Incoming responses, cookie replies and transport messages find
+ * their state here. Open addressing, sized once for the cluster (each peer
+ * holds at most one handshake and three keypairs), so lookups on the data
+ * path allocate nothing. */
+#ifndef DDPNET_INDEX_H
+#define DDPNET_INDEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct peer;
+struct noise_keypair;
+
+struct index_entry {
+    uint32_t index;               /* 0: empty slot */
+    struct peer *peer;
+    struct noise_keypair *keypair; /* NULL while it names a handshake */
+};
+
+struct index_table {
+    size_t cap;                   /* a power of two */
+    size_t used;
+    struct index_entry *slots;
+};
+
+/* Room for max_entries live indices. */
+int index_table_init(struct index_table *t, size_t max_entries);
+void index_table_destroy(struct index_table *t);
+/* Registers a fresh random index (never 0) for peer; 0 when full. */
+uint32_t index_add(struct index_table *t, struct peer *peer, struct noise_keypair *kp);
+void index_remove(struct index_table *t, uint32_t index);
+struct index_entry *index_find(struct index_table *t, uint32_t index);
+
+#endif

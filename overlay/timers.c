@@ -1,0 +1,154 @@
+/* WireGuard's timers (see timers.h), after the Linux module's timers.c. */
+#include <sodium.h>
+
+#include "crypto/wg_const.h"
+#include "overlay/engine.h"
+#include "overlay/log.h"
+#include "overlay/timers.h"
+
+#define MS 1000000ull
+
+static uint64_t jitter(void)
+{
+    return (uint64_t)randombytes_uniform(WG_REKEY_TIMEOUT_JITTER_MAX_MS) * MS;
+}
+
+static uint64_t secs(uint64_t s)
+{
+    return s * WG_NSEC_PER_SEC;
+}
+
+void timers_data_sent(struct peer *p, uint64_t now)
+{
+    if (!p->timers.new_handshake)
+        p->timers.new_handshake = now + secs(WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) + jitter();
+}
+
+void timers_data_received(struct peer *p, uint64_t now)
+{
+    if (!p->timers.send_keepalive)
+        p->timers.send_keepalive = now + secs(WG_KEEPALIVE_TIMEOUT);
+    else
+        p->timers.need_another_keepalive = true;
+}
+
+void timers_any_authenticated_packet_sent(struct peer *p, uint64_t now)
+{
+    (void)now;
+    p->timers.send_keepalive = 0;
+}
+
+void timers_any_authenticated_packet_received(struct peer *p, uint64_t now)
+{
+    (void)now;
+    p->timers.new_handshake = 0;
+}
+
+void timers_any_authenticated_packet_traversal(struct peer *p, uint64_t now)
+{
+    if (p->persistent_keepalive)
+        p->timers.persistent_keepalive = now + secs(p->persistent_keepalive);
+}
+
+void timers_handshake_initiated(struct peer *p, uint64_t now)
+{
+    p->timers.retransmit_handshake = now + secs(WG_REKEY_TIMEOUT) + jitter();
+}
+
+void timers_handshake_complete(struct peer *p, uint64_t now)
+{
+    (void)now;
+    p->timers.retransmit_handshake = 0;
+    p->timers.handshake_attempts = 0;
+    p->timers.sent_lastminute_handshake = false;
+    clock_gettime(CLOCK_REALTIME, &p->last_handshake);
+}
+
+void timers_session_derived(struct peer *p, uint64_t now)
+{
+    p->timers.zero_key_material = now + secs(3 * WG_REJECT_AFTER_TIME);
+}
+
+void timers_stop(struct peer *p)
+{
+    p->timers = (struct peer_timers){ 0 };
+}
+
+static void expired_retransmit_handshake(struct peer *p, uint64_t now)
+{
+    if (p->timers.handshake_attempts > WG_MAX_TIMER_HANDSHAKES) {
+        if (p->reachable || p->timers.handshake_attempts == WG_MAX_TIMER_HANDSHAKES + 1)
+            log_warn("peer %s unreachable: no handshake after %u attempts", p->name,
+                     WG_MAX_TIMER_HANDSHAKES + 2);
+        p->reachable = false;
+        p->timers.send_keepalive = 0;
+        peer_drop_staged(p);
+        if (!p->timers.zero_key_material)
+            p->timers.zero_key_material = now + secs(3 * WG_REJECT_AFTER_TIME);
+        return;
+    }
+    p->timers.handshake_attempts++;
+    log_debug("peer %s: handshake did not complete after %u seconds, retrying (try %u)",
+              p->name, WG_REKEY_TIMEOUT, p->timers.handshake_attempts + 1);
+    handshake_send_initiation(p, true, now);
+}
+
+static void expired_send_keepalive(struct peer *p, uint64_t now)
+{
+    datapath_send_keepalive(p, now);
+    if (p->timers.need_another_keepalive) {
+        p->timers.need_another_keepalive = false;
+        p->timers.send_keepalive = now + secs(WG_KEEPALIVE_TIMEOUT);
+    }
+}
+
+static void expired_new_handshake(struct peer *p, uint64_t now)
+{
+    log_debug("peer %s: no reply for %u seconds, retrying handshake", p->name,
+              WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT);
+    handshake_send_initiation(p, false, now);
+}
+
+static void expired_zero_key_material(struct peer *p, uint64_t now)
+{
+    (void)now;
+    log_debug("peer %s: zeroing keys after %u seconds without a new session", p->name,
+              3 * WG_REJECT_AFTER_TIME);
+    peer_clear_keys(p);
+}
+
+/* Disarms a deadline that has passed and reports whether it had. */
+static bool due(uint64_t *deadline, uint64_t now)
+{
+    if (!*deadline || *deadline > now)
+        return false;
+    *deadline = 0;
+    return true;
+}
+
+void timers_run(struct peer *p, uint64_t now)
+{
+    if (due(&p->timers.retransmit_handshake, now))
+        expired_retransmit_handshake(p, now);
+    if (due(&p->timers.send_keepalive, now))
+        expired_send_keepalive(p, now);
+    if (due(&p->timers.new_handshake, now))
+        expired_new_handshake(p, now);
+    if (due(&p->timers.zero_key_material, now))
+        expired_zero_key_material(p, now);
+    if (due(&p->timers.persistent_keepalive, now) && p->persistent_keepalive)
+        datapath_send_keepalive(p, now);
+}
+
+uint64_t timers_next(const struct peer *p)
+{
+    const uint64_t all[] = { p->timers.retransmit_handshake, p->timers.send_keepalive,
+                             p->timers.new_handshake, p->timers.zero_key_material,
+                             p->timers.persistent_keepalive };
+    uint64_t next = UINT64_MAX;
+
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        if (all[i] && all[i] < next)
+            next = all[i];
+    return next;
+}
