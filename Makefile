@@ -55,7 +55,10 @@ DEB_PKGS := make gcc clang pkg-config libc6-dev libsodium-dev libmnl-dev \
 .PHONY: all deps unit unit-plain unit-asan test fuzz fuzz-smoke clean
 .DELETE_ON_ERROR:
 
-all: $(PLAIN_LIB)
+all: bin/ddpnet
+
+bin/ddpnet: build/plain/overlay/main.o $(PLAIN_LIB)
+	$(call quiet,LD,$@)mkdir -p bin && $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
