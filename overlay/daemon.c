@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -223,6 +225,20 @@ static int setup_signals(struct setup *s)
     return s->signal_fd < 0 ? fail(s, -errno, "signalfd: %s", strerror(errno)) : 0;
 }
 
+/* Clears every capability of a daemon that was not started as root. */
+static int drop_capabilities(struct setup *s)
+{
+    struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+    memset(data, 0, sizeof(data));
+    if (syscall(SYS_capset, &hdr, data))
+        return fail(s, -errno, "cannot drop capabilities: %s", strerror(errno));
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    return 0;
+}
+
 /* Continues as DAEMON_USER without supplementary groups or capabilities,
  * unable to regain them, and not dumpable (no core with keys in it). */
 static int drop_privileges(struct setup *s)
@@ -230,7 +246,7 @@ static int drop_privileges(struct setup *s)
     struct passwd *pw = getpwnam(DAEMON_USER);
 
     if (geteuid() != 0)
-        return 0;   /* started unprivileged (CAP_NET_ADMIN only): nothing to drop */
+        return drop_capabilities(s);   /* started with CAP_NET_ADMIN, not as root */
     if (!pw)
         return fail(s, -ENOENT, "no user '%s' to run as", DAEMON_USER);
     if (setgroups(0, NULL) || setgid(pw->pw_gid) || setuid(pw->pw_uid))
