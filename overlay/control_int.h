@@ -1,0 +1,67 @@
+/* Between the parts of the control socket: request framing (control.c),
+ * the `get` responses (control_get.c), `set` (control_set.c), and the keys
+ * of the `get=ddpnet` extension, which control_get.c writes and the CLI
+ * (cli_status.c) reads, with the CLI's pure formatters of such a response,
+ * kept apart from the socket so they are tested without a daemon. */
+#ifndef DDPNET_CONTROL_INT_H
+#define DDPNET_CONTROL_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct device;
+
+/* Keys of a get=ddpnet response beyond those of uapi.h. Interface section:
+ * interface, self, address, prefix, listen_port, master, master_address,
+ * mtu; then one section per peer, opened by public_key: name, address,
+ * endpoint (when known), last_handshake_time_sec/_nsec, rx_bytes,
+ * tx_bytes, rx_rate, tx_rate (bytes per second); then errno. */
+#define CONTROL_KEY_INTERFACE       "interface"
+#define CONTROL_KEY_SELF            "self"
+#define CONTROL_KEY_ADDRESS         "address"
+#define CONTROL_KEY_PREFIX          "prefix"
+#define CONTROL_KEY_MASTER          "master"
+#define CONTROL_KEY_MASTER_ADDRESS  "master_address"
+#define CONTROL_KEY_MTU             "mtu"
+#define CONTROL_KEY_NAME            "name"
+#define CONTROL_KEY_RX_RATE         "rx_rate"
+#define CONTROL_KEY_TX_RATE         "tx_rate"
+
+/* The largest response control_request accepts. */
+#define CONTROL_RESPONSE_MAX        (1u << 20)
+
+enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP };
+
+/* Frames one request at the start of buf[0..len): the two of uapi.h and
+ * the get=ddpnet line followed by an empty line. Returns as
+ * uapi_parse_request: 0 (*op, *consumed set), -EAGAIN, -EINVAL, -EMSGSIZE. */
+int control_frame(const char *buf, size_t len, enum control_op *op, size_t *consumed);
+
+/* Whole responses in a new malloc'd buffer (*out, *len; not
+ * NUL-terminated), ending "errno=0\n\n". The get=1 one holds the private
+ * key: wipe it before freeing. Return 0, -ENOMEM, or -ENOBUFS when the
+ * computed size was too small (a bug). */
+int control_get_wg(struct device *dev, char **out, size_t *len);
+int control_get_ddpnet(struct device *dev, uint64_t now_ns, char **out, size_t *len);
+
+/* Applies the body of a set=1 request (see control_set.c for the subset
+ * supported). Returns 0 or the negative errno to answer. */
+int control_set(struct device *dev, const char *body, size_t len, uint64_t now_ns);
+
+/* --- the CLI side: pure functions of a get=ddpnet response ------------------- */
+
+/* `ddpnet status`: a header line naming this node, then a table with one
+ * row per peer; ages are relative to now_unix. Return 0; -EPROTO for a
+ * response that is not a well-formed get=ddpnet answer; the response's
+ * own negative errno when it reports one; -ENOMEM. */
+int status_format_table(const char *response, FILE *out, uint64_t now_unix);
+/* `ddpnet status --json`: one JSON object and a newline. Returns as above. */
+int status_format_json(const char *response, FILE *out);
+/* `ddpnet env`: export lines for eval. master names the node whose overlay
+ * address becomes MASTER_ADDR (NULL: the response's master, the cluster
+ * file's first node). Returns as above, or -ENOENT when no node of the
+ * cluster is named master (nothing is printed then). */
+int status_format_env(const char *response, const char *master, FILE *out);
+
+#endif
