@@ -51,14 +51,25 @@ FUZZERS     := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/bin/%)
 
 DEB_PKGS := make gcc clang pkg-config libc6-dev libsodium-dev libmnl-dev \
             liburing-dev libcmocka-dev
+# What the end-to-end tests and the demo run (tests/e2e). With
+# --no-install-recommends, as deps installs: wireguard-tools would pull a kernel.
+E2E_DEB_PKGS := iproute2 iperf3 nftables wireguard-tools wireguard-go \
+                python3 python3-torch procps iputils-ping util-linux
+DEB_PKGS += $(E2E_DEB_PKGS)
 
 .PHONY: all deps unit unit-plain unit-asan test fuzz fuzz-smoke clean
+.PHONY: e2e demo install
 .DELETE_ON_ERROR:
 
 all: bin/ddpnet
 
 bin/ddpnet: build/plain/overlay/main.o $(PLAIN_LIB)
 	$(call quiet,LD,$@)mkdir -p bin && $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+PREFIX ?= /usr/local
+install: bin/ddpnet
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 bin/ddpnet $(DESTDIR)$(PREFIX)/bin/ddpnet
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
@@ -103,6 +114,18 @@ unit-asan: $(ASAN_TESTS)
 	  tests/run-unit.sh asan $(ASAN_TESTS)
 
 test: unit fuzz-smoke
+test: e2e
+
+# --- end-to-end tests and the demo (root, network namespaces) -------------------
+
+# Each script in tests/e2e under a time limit; skips itself (exit 77) where it cannot run.
+e2e: bin/ddpnet
+	$(Q)tests/e2e/run.sh
+
+# deps first, so the build and the demo find what they need.
+demo: deps
+	$(Q)$(MAKE) --no-print-directory bin/ddpnet
+	$(Q)tests/e2e/demo.sh
 
 # --- fuzzing (clang, libFuzzer) --------------------------------------------------
 

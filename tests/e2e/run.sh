@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs every end-to-end script (or those named as arguments), one after
+# another, each under a time limit, with its output in build/e2e/NAME.log.
+# Prints one line per script and a closing line
+# "e2e: N passed, N failed, N skipped"; exits non-zero if any failed.
+# Exit status 77 from a script means skipped; its "SKIP: reason" line is shown.
+set -u
+cd "$(dirname "$0")/../.."
+limit=${E2E_TIMEOUT:-600}
+logdir=build/e2e
+mkdir -p "$logdir"
+if [ "$#" -gt 0 ]; then
+    scripts=("$@")
+else
+    scripts=()
+    for f in tests/e2e/*.sh; do
+        case "$(basename "$f")" in lib.sh|run.sh|demo.sh) continue ;; esac
+        scripts+=("$f")
+    done
+fi
+passed=0 failed=0 skipped=0
+for f in "${scripts[@]}"; do
+    name=$(basename "$f" .sh)
+    log=$logdir/$name.log
+    t0=$(date +%s)
+    timeout -k 10 "$limit" bash "$f" >"$log" 2>&1 </dev/null
+    rc=$?
+    secs=$(( $(date +%s) - t0 ))
+    case "$rc" in
+    0)  echo "$name: passed (${secs}s)"; passed=$((passed + 1)) ;;
+    77) reason=$(sed -n 's/^SKIP: //p' "$log" | tail -n 1)
+        echo "$name: skipped (${reason:-no reason given})"; skipped=$((skipped + 1)) ;;
+    124|137)
+        echo "$name: FAILED (timed out after ${limit}s; see $log)"; failed=$((failed + 1))
+        tail -n 30 "$log" | sed 's/^/    /' ;;
+    *)  why=$(grep '^FAIL: ' "$log" | head -n 1)
+        echo "$name: FAILED (exit $rc, ${secs}s) ${why#FAIL: }"; failed=$((failed + 1))
+        echo "    --- last lines of $log"
+        tail -n 40 "$log" | sed 's/^/    /' ;;
+    esac
+done
+echo "e2e: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Three nodes up from one cluster file, one of them reached over IPv6 only:
+# ping between every pair (by overlay address and by name), iperf3 TCP both
+# ways, `ddpnet status` and stock `wg show` report handshakes, names
+# resolve, and `down` leaves no interface and no hosts block.
+#
+#                    namespace "hub": bridge br0
+#         +------------------+------------------+
+#        p-node-a          p-node-b           p-node-c
+#         |                  |                  |
+#        eth0               eth0               eth0
+#   192.168.241.1/24   192.168.241.2/24     (no IPv4)
+#   fd00:dd::1/64      fd00:dd::2/64        fd00:dd::3/64
+#   +--------+         +--------+         +--------+
+#   | node-a |         | node-b |         | node-c |
+#   |  ddp0  |         |  ddp0  |         |  ddp0  |
+#   |10.77.0.1         |10.77.0.2         |10.77.0.3
+#   +--------+         +--------+         +--------+
+# cluster endpoints: node-a 192.168.241.1:51820, node-b 192.168.241.2:51820,
+# node-c [fd00:dd::3]:51820. node-c cannot reach the IPv4 endpoints, so a
+# and b speak first to c; c learns their IPv6 source by roaming.
+set -eu
+. "$(dirname "$0")/lib.sh"
+e2e_init three_nodes ping iperf3 ss wg getent
+
+step "namespaces"
+e2e_hub
+e2e_node node-a 1 1
+e2e_node node-b 2 2
+e2e_node node-c - 3
+
+step "keys and cluster file"
+for n in node-a node-b node-c; do e2e_key "$n"; done
+cluster_begin "$T/cluster.conf"
+cluster_node "$T/cluster.conf" node-a "$(pub node-a)" 10.77.0.1 "$E2E_V4NET.1:$E2E_PORT"
+cluster_node "$T/cluster.conf" node-b "$(pub node-b)" 10.77.0.2 "$E2E_V4NET.2:$E2E_PORT"
+cluster_node "$T/cluster.conf" node-c "$(pub node-c)" 10.77.0.3 "[$E2E_V6NET::3]:$E2E_PORT"
+out=$("$DDPNET" check -c "$T/cluster.conf" 2>&1) || fail "ddpnet check refused a valid file: $out"
+[ "$out" = ok ] || fail "ddpnet check printed '$out', want 'ok'"
+
+step "up"
+for n in node-a node-b node-c; do ddp_up "$n"; done
+for n in node-a node-b node-c; do
+    addr=$(nx "$n" ip -4 -o addr show dev ddp0)
+    case "$addr" in *"10.77.0."*/16*) ;; *) fail "$n: ddp0 address: $addr (want 10.77.0.x/16)" ;; esac
+done
+
+step "names resolve on every node"
+for n in node-a node-b node-c; do
+    for m in a:10.77.0.1 b:10.77.0.2 c:10.77.0.3; do
+        name=node-${m%%:*} want=${m#*:}
+        got=$(nx "$n" getent hosts "$name") || fail "$n: getent hosts $name: not found; hosts file: $(cat "$T/$n/hosts")"
+        [ "${got%% *}" = "$want" ] || fail "$n: getent hosts $name = '$got', want $want"
+    done
+done
+
+step "ping every pair (c over the IPv6 underlay)"
+declare -A ADDR=([node-a]=10.77.0.1 [node-b]=10.77.0.2 [node-c]=10.77.0.3)
+# a and b first: c only has their IPv4 endpoints, which it cannot reach.
+ping_ok node-a "${ADDR[node-c]}"
+ping_ok node-b "${ADDR[node-c]}"
+for from in node-a node-b node-c; do
+    for to in node-a node-b node-c; do
+        [ "$from" != "$to" ] || continue
+        ping_ok "$from" "${ADDR[$to]}"
+        ping_ok "$from" "$to"           # by name, through the hosts block
+    done
+done
+say "every pair answers, by address and by name"
+
+step "iperf3 TCP both ways between node-a and node-b"
+iperf_ok node-b "${ADDR[node-b]}" node-a
+iperf_ok node-b "${ADDR[node-b]}" node-a -R
+
+step "ddpnet status and wg show"
+for n in node-a node-b node-c; do
+    out=$(ddp_status "$n" 2>&1) || fail "$n: ddpnet status failed: $out"
+    printf '%s\n' "$out"
+    for m in node-a node-b node-c; do
+        [ "$m" = "$n" ] && continue
+        case "$out" in *"$m"*) ;; *) fail "$n: ddpnet status has no row for $m" ;; esac
+    done
+    others=()
+    for m in node-a node-b node-c; do [ "$m" = "$n" ] || others+=("$m"); done
+    status_handshakes_ok "$n" "${others[@]}"
+    wg_handshakes_ok "$n" 2
+done
+# node-c is reached over the IPv6 underlay.
+eps=$(wg_in node-a show ddp0 endpoints)
+printf '%s\n' "$eps" | grep -qF "$(pub node-c)	[$E2E_V6NET::3]:$E2E_PORT" ||
+    fail "node-a: wg show endpoints, want node-c at [$E2E_V6NET::3]:$E2E_PORT: $eps"
+wg_in node-a show ddp0
+
+step "down"
+for n in node-a node-b node-c; do ddp_down "$n"; done
+[ ! -e "$T/node-a/run/ddp0.sock" ] || fail "node-a: control socket left after down"
+say "down left no ddp0, no hosts block, no daemon"
