@@ -1,0 +1,110 @@
+/* What the `ddpnet` verbs share: one option parser with the same option
+ * names for every verb, the exit statuses, the messages several verbs print,
+ * and the small checks and file helpers of `up` and `down`. None of it
+ * touches the daemon, so the unit tests reach all of it. */
+#ifndef DDPNET_CLI_ARGS_H
+#define DDPNET_CLI_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "config/cluster.h"
+
+/* Exit statuses of every verb. */
+#define CLI_EXIT_OK     0
+#define CLI_EXIT_FAIL   1   /* the request failed; one line says why */
+#define CLI_EXIT_USAGE  2   /* the command line was wrong */
+/* cli_args_handle: parsing succeeded, the verb goes on. */
+#define CLI_CONTINUE    (-1)
+
+/* The options, as bits for a verb's allowed and required sets. */
+enum cli_opt {
+    CLI_OPT_CLUSTER    = 1u << 0,   /* -c, --cluster FILE */
+    CLI_OPT_KEY        = 1u << 1,   /* -k, --key FILE */
+    CLI_OPT_INTERFACE  = 1u << 2,   /* -i, --interface NAME */
+    CLI_OPT_RUN_DIR    = 1u << 3,   /* --run-dir DIR */
+    CLI_OPT_HOSTS_FILE = 1u << 4,   /* --hosts-file FILE */
+    CLI_OPT_FOREGROUND = 1u << 5,   /* --foreground */
+    CLI_OPT_DEBUG      = 1u << 6,   /* --debug */
+    CLI_OPT_JSON       = 1u << 7,   /* --json */
+    CLI_OPT_MASTER     = 1u << 8,   /* --master NAME */
+};
+
+/* The parsed options. Strings point into argv. */
+struct cli_args {
+    const char *cluster;      /* NULL unless given */
+    const char *key;          /* NULL unless given */
+    const char *ifname;       /* default DAEMON_DEFAULT_IFNAME */
+    const char *run_dir;      /* default DAEMON_DEFAULT_RUN_DIR */
+    const char *hosts_file;   /* default DAEMON_DEFAULT_HOSTS */
+    const char *master;       /* NULL unless given */
+    bool foreground, debug, json;
+    bool help;                /* -h/--help: print usage, do nothing else */
+};
+
+/* Parses argv[1..argc) (argv[0] is the verb) for the options in allowed;
+ * those in required must be present. Values come as "-c FILE", "-cFILE",
+ * "--cluster FILE" or "--cluster=FILE"; "--" ends the options; a later
+ * option overrides an earlier one. -h/--help sets help and ends parsing
+ * (nothing is then required). Returns 0, or -EINVAL with one line in err:
+ * "unknown option '--x'", "option '-c' needs a value", "option
+ * '--debug' takes no value", "missing option -c/--cluster", "unexpected
+ * argument 'x'" or "invalid interface name 'x'". */
+int cli_args_parse(int argc, char **argv, unsigned allowed, unsigned required,
+                   struct cli_args *a, char *err, size_t errlen);
+
+/* cli_args_parse as every verb uses it: after --help prints "usage: ddpnet
+ * VERB USAGE" on stdout and returns CLI_EXIT_OK; after an error prints
+ * "ddpnet VERB: ERROR" and the usage line on stderr and returns
+ * CLI_EXIT_USAGE; otherwise returns CLI_CONTINUE. */
+int cli_args_handle(int argc, char **argv, unsigned allowed, unsigned required,
+                    const char *usage, struct cli_args *a);
+
+/* Loads the cluster file at path. On failure prints every error to errs as
+ * "FILE:LINE: message" (and a closing count of errors not shown), or
+ * "FILE: <strerror>" when the file cannot be read, and returns the error of
+ * cluster_load; c is then zeroed. */
+int cli_cluster_load(const char *path, struct cluster *c, FILE *errs);
+
+/* Whether we may create and delete interfaces: effective uid 0 or
+ * CAP_NET_ADMIN in the effective set. */
+bool cli_permitted(void);
+/* Prints "ddpnet VERB: not permitted: ..." and returns CLI_EXIT_FAIL. */
+int cli_not_permitted(const char *verb);
+
+/* mkdir -p: creates path and its missing parents with mode (less the
+ * umask). Returns 0 (also when it exists as a directory), -ENOTDIR when it
+ * or a parent is something else, -EINVAL for an empty path,
+ * -ENAMETOOLONG, or -errno of mkdir. */
+int cli_mkdir_p(const char *path, mode_t mode);
+
+/* path made absolute against the current directory (not resolved: links
+ * and ".." stay as written), for a daemon that leaves its working
+ * directory. Returns 0, -EINVAL for an empty path, -ENAMETOOLONG when it
+ * does not fit in len, or -errno of getcwd. */
+int cli_abspath(const char *path, char *out, size_t len);
+
+/* Parses a state file's text ("pid=N\nhosts=PATH\n"; unknown lines are
+ * ignored). Returns 0 with *pid (> 1) and hosts ("" when the file names
+ * none), -EBADMSG when pid is missing or bad or the text holds a NUL, or
+ * -ENAMETOOLONG when the hosts path does not fit in hosts_len. */
+int cli_state_parse(const char *text, size_t len, pid_t *pid, char *hosts,
+                    size_t hosts_len);
+
+/* Whether pid exists and is not a zombie (a dead daemon whose parent has
+ * not reaped it yet). */
+bool cli_process_alive(pid_t pid);
+
+/* Whether pid is a live ddpnet process (its /proc comm, or the base name
+ * of its argv[0], begins with "ddpnet"), so that `down` never signals a
+ * process that merely reused a daemon's pid. Zombies count as dead. */
+bool cli_process_is_ddpnet(pid_t pid);
+
+/* Whether the interface ifname is a TUN device (ethtool driver "tun"), the
+ * only kind `down` deletes. Returns 1, 0, -ENODEV when there is no such
+ * interface, -EINVAL for a bad name, or -errno. */
+int cli_link_is_tun(const char *ifname);
+
+#endif
