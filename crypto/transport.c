@@ -24,6 +24,20 @@ size_t transport_sealed_len(size_t len)
     return WG_TRANSPORT_HEADER_LEN + transport_padded_len(len) + WG_AEAD_TAG_LEN;
 }
 
+static size_t padded_limited(size_t len, uint32_t pad_limit)
+{
+    size_t padded = transport_padded_len(len);
+
+    if (pad_limit && padded > pad_limit && len <= pad_limit)
+        padded = pad_limit;
+    return padded;
+}
+
+size_t transport_sealed_len_limited(size_t len, uint32_t pad_limit)
+{
+    return WG_TRANSPORT_HEADER_LEN + padded_limited(len, pad_limit) + WG_AEAD_TAG_LEN;
+}
+
 uint32_t transport_receiver(const uint8_t *msg)
 {
     return get_le32(msg + HDR_RECEIVER_OFFSET);
@@ -47,9 +61,9 @@ bool transport_needs_rekey(const struct noise_keypair *kp, uint64_t now_ns)
 
 static int seal_one(struct noise_keypair *kp, struct transport_packet *p)
 {
-    size_t padded = transport_padded_len(p->len);
+    size_t padded = padded_limited(p->len, p->pad_limit);
 
-    if (p->len > p->cap || transport_sealed_len(p->len) > p->cap)
+    if (p->len > p->cap || transport_sealed_len_limited(p->len, p->pad_limit) > p->cap)
         return -EMSGSIZE;
     if (kp->send_counter >= WG_REJECT_AFTER_MESSAGES)
         return -WG_ESTALE;
@@ -61,7 +75,7 @@ static int seal_one(struct noise_keypair *kp, struct transport_packet *p)
     put_le32(p->buf + HDR_RECEIVER_OFFSET, kp->remote_index);
     put_le64(p->buf + HDR_COUNTER_OFFSET, p->counter);
     aead_seal(body, body, padded, NULL, 0, p->counter, kp->send_key);
-    p->len = transport_sealed_len(p->len);
+    p->len = WG_TRANSPORT_HEADER_LEN + padded + WG_AEAD_TAG_LEN;
     return 0;
 }
 

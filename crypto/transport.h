@@ -37,12 +37,18 @@ struct transport_packet {
     size_t len;        /* seal: plaintext in, message out; open: message in, plaintext out */
     uint64_t counter;  /* out: the counter sealed with or opened */
     int status;        /* out: 0 or negative (see transport_seal_batch) */
+    /* seal: pad no further than this many bytes (the tunnel MTU), as the
+     * Linux module does, so a full-size packet still fits the underlay;
+     * 0: no limit. */
+    uint32_t pad_limit;
 };
 
 /* Plaintext length rounded up to the padding multiple. */
 size_t transport_padded_len(size_t len);
 /* Whole message size for a plaintext of len bytes. */
 size_t transport_sealed_len(size_t len);
+/* The same with padding held to pad_limit (see struct transport_packet). */
+size_t transport_sealed_len_limited(size_t len, uint32_t pad_limit);
 
 /* Seals n packets with consecutive counters. Per packet status: 0,
  * -EMSGSIZE (cap too small), or -WG_ESTALE (key past REJECT_AFTER_TIME or
