@@ -7,6 +7,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <grp.h>
+#include <linux/if_tun.h>
+#include <netinet/udp.h>
 #include <netdb.h>
 #include <pwd.h>
 #include <signal.h>
@@ -32,6 +34,7 @@
 #include "overlay/log.h"
 #include "overlay/loop.h"
 #include "tun/netlink.h"
+#include "tun/offload.h"
 #include "tun/tun.h"
 
 /* Socket buffers large enough for bursts at line rate. */
@@ -56,6 +59,7 @@ struct setup {
     bool loop_ready;
     int tun_fd, udp4_fd, udp6_fd, control_fd, signal_fd;
     char socket_path[256], state_path[256];
+    bool running;                         /* setup completed */
 };
 
 /* Reports a setup failure: one line to the CLI (or the log) and err back. */
@@ -100,6 +104,8 @@ static int open_udp(int family, uint16_t port)
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
     if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)))
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+    /* Many datagrams per receive (GRO); sends use UDP_SEGMENT per call. */
+    setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
     if (bind(fd, &addr.sa, family == AF_INET6 ? sizeof(addr.in6) : sizeof(addr.in4))) {
         int err = -errno;
         close(fd);
@@ -148,10 +154,51 @@ static void resolve_endpoints(struct setup *s)
     }
 }
 
+/* TSO and checksum offload let the kernel hand us 64 KiB at a time; USO
+ * (Linux 6.2+) does the same for UDP. Without them ddp0 still works,
+ * packet by packet. */
+static void enable_offloads(int fd)
+{
+    const unsigned tcp = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN;
+    const unsigned udp = OFFLOAD_TUN_F_USO4 | OFFLOAD_TUN_F_USO6;
+
+    if (tun_set_offload(fd, tcp | udp) == 0)
+        return;
+    if (tun_set_offload(fd, tcp) == 0)
+        return;
+    log_warn("TUN offloads unavailable: packets go one by one");
+}
+
+/* The tunnel MTU when the cluster file sets none: as wg-quick does, the
+ * smallest MTU of the routes to the peers' endpoints (or of the default
+ * route), less the largest overhead (IPv6 40 + UDP 8 + WireGuard 32). */
+#define TUNNEL_OVERHEAD 80u
+static unsigned route_mtu(struct setup *s, struct nl *nl)
+{
+    static const uint8_t any4[4] = { 192, 0, 2, 1 };   /* TEST-NET-1: the default route */
+    unsigned best = 0, mtu;
+
+    for (size_t i = 0; i < s->dev.n_peers; i++) {
+        const union endpoint *e = &s->dev.peers[i]->endpoint;
+        const void *dst = e->sa.sa_family == AF_INET6 ? (const void *)&e->in6.sin6_addr
+                                                      : (const void *)&e->in4.sin_addr;
+        if (e->sa.sa_family == AF_UNSPEC || nl_route_mtu(nl, e->sa.sa_family, dst, &mtu))
+            continue;
+        if (!best || mtu < best)
+            best = mtu;
+    }
+    if (!best && nl_route_mtu(nl, AF_INET, any4, &mtu) == 0)
+        best = mtu;
+    if (best <= TUNNEL_OVERHEAD + CLUSTER_MTU_MIN_IPV4)
+        return CLUSTER_MTU_DEFAULT;
+    best -= TUNNEL_OVERHEAD;
+    return best > DEVICE_MTU_MAX ? DEVICE_MTU_MAX : best;
+}
+
 static int setup_interface(struct setup *s)
 {
     const struct cluster *c = &s->dev.cluster;
-    struct tun_options topt = { .vnet_hdr = false, .queues = 1 };
+    struct tun_options topt = { .vnet_hdr = true, .queues = 1 };
     struct nl nl;
     int ret, ifindex;
 
@@ -163,9 +210,10 @@ static int setup_interface(struct setup *s)
                     s->dev.ifname);
     if (ret)
         return fail(s, ret, "cannot create %s: %s", s->dev.ifname, strerror(-ret));
-    s->dev.mtu = c->mtu;
+    enable_offloads(s->tun_fd);
     if ((ret = nl_open(&nl)))
         return fail(s, ret, "rtnetlink: %s", strerror(-ret));
+    s->dev.mtu = c->mtu_set ? c->mtu : route_mtu(s, &nl);
     ifindex = nl_link_index(&nl, s->dev.ifname);
     ret = ifindex < 0 ? ifindex : nl_link_set_mtu(&nl, ifindex, s->dev.mtu);
     if (!ret)
@@ -276,6 +324,7 @@ static int setup_all(struct setup *s)
 {
     int ret;
 
+    resolve_endpoints(s);
     if ((ret = setup_signals(s)) || (ret = setup_sockets(s)) || (ret = setup_interface(s)))
         return ret;
     daemon_socket_path(s->socket_path, sizeof(s->socket_path), s->opt->run_dir, s->dev.ifname);
@@ -290,7 +339,6 @@ static int setup_all(struct setup *s)
         return fail(s, ret, "io_uring: %s", strerror(-ret));
     s->loop_ready = true;
     s->dev.loop = &s->loop;
-    resolve_endpoints(s);
     if ((ret = write_hosts(s)) || (ret = write_state(s)) || (ret = drop_privileges(s)))
         return ret;
     return 0;
@@ -305,6 +353,10 @@ static void close_fd(int *fd)
 
 static void teardown(struct setup *s)
 {
+    /* A setup that failed leaves nothing behind for `down` to clean (we
+     * are still root then). After a run, `down` removes the files. */
+    if (!s->running && s->control_fd >= 0)
+        unlink(s->socket_path);
     if (s->loop_ready)
         loop_destroy(&s->loop);
     device_destroy(&s->dev);
@@ -321,8 +373,10 @@ int daemon_run(struct daemon_options *opt)
     struct setup *s = calloc(1, sizeof(*s));
     int ret;
 
-    if (!s)
+    if (!s) {
+        cluster_free(opt->cluster);
         return -ENOMEM;
+    }
     s->opt = opt;
     s->tun_fd = s->udp4_fd = s->udp6_fd = s->control_fd = s->signal_fd = -1;
     char ident[64];
@@ -344,6 +398,7 @@ int daemon_run(struct daemon_options *opt)
     if (!ret)
         ret = setup_all(s);
     if (!ret) {
+        s->running = true;
         report_ready(s);
         uint64_t now = clock_now_ns();
         /* Reach out to every peer whose endpoint we know: the mesh is up
@@ -351,7 +406,12 @@ int daemon_run(struct daemon_options *opt)
         for (size_t i = 0; i < s->dev.n_peers; i++)
             handshake_send_initiation(s->dev.peers[i], false, now);
         ret = loop_run(&s->loop);
-        log_info("%s stopped", s->dev.ifname);
+        const struct device_stats *st = &s->dev.stats;
+        log_info("%s stopped; %llu TUN reads gave %llu packets, %llu receives held %llu "
+                 "datagrams, %llu TUN writes", s->dev.ifname,
+                 (unsigned long long)st->tun_reads, (unsigned long long)st->tun_segments,
+                 (unsigned long long)st->udp_receives, (unsigned long long)st->udp_datagrams,
+                 (unsigned long long)st->tun_writes);
     }
     teardown(s);
     free(s);

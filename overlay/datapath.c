@@ -1,17 +1,28 @@
 /* The data path.
  *
- * Outbound: a packet read from ddp0 -> the peer whose overlay address is
- * its destination -> staged on that peer -> sealed in place with the
- * current keypair -> sent to the peer's endpoint. Without a usable session
- * the packets wait (PEER_STAGED_MAX at most) while a handshake runs.
+ * Outbound: one read from ddp0 brings a vnet header and a packet of up to
+ * 64 KiB (the kernel's TSO/USO super-packet, TUN_F_TSO*). Its destination
+ * names the peer. The packet is cut into MTU-sized IP packets written at a
+ * fixed stride into the buffer's area (tun/offload.c), each with room
+ * around it, so that every segment is sealed in place and all of them go
+ * out back to back in one UDP GSO send (UDP_SEGMENT = stride). Without a
+ * usable session the buffer waits on the peer (PEER_STAGED_MAX at most)
+ * while a handshake runs.
  *
- * Inbound: a transport message -> its keypair by receiver index -> opened
- * in place (the replay window moves only after authentication) -> the
- * sender's endpoint follows the packet (roaming) -> the inner source must be
- * the peer's overlay address -> written to ddp0. The same buffer carries a
- * packet from read to write; nothing is allocated per packet. */
+ * Inbound: one receive brings many datagrams back to back (UDP_GRO). Each
+ * transport message is opened in place (the replay window moves only after
+ * authentication; the sender's endpoint follows it: roaming), its inner
+ * source must be the peer's overlay address, and then consecutive TCP
+ * segments of a flow are coalesced into super-packets that ddp0 takes in
+ * one write each (writev pointing into the receive buffer: no copy).
+ *
+ * Crypto is the cost that remains: no allocation and no copy per packet
+ * besides the one segmentation copy. */
 #include <string.h>
 
+#include <linux/virtio_net.h>
+
+#include "crypto/bytes.h"
 #include "overlay/engine.h"
 #include "overlay/log.h"
 #include "overlay/timers.h"
@@ -25,7 +36,7 @@
 #define IPV6_SRC_OFF      8u
 #define IPV6_DST_OFF      24u
 
-/* An inner IP packet's family, length and addresses, or false. */
+/* An inner IP packet's family, length and addresses. */
 struct inner {
     int family;
     uint32_t len;
@@ -56,16 +67,69 @@ static bool parse_inner(const uint8_t *ip, uint32_t avail, struct inner *in)
     return false;
 }
 
+/* --- outbound ------------------------------------------------------------------ */
+
+/* The slot size for the segments of this packet: a full segment sealed,
+ * so that the sealed full segments lie back to back for GSO. */
+static uint32_t segment_stride(const struct device *dev, const struct vnet_hdr *h,
+                               const uint8_t *ip, uint32_t len)
+{
+    struct offload_ip oip;
+    size_t full = len;
+
+    if (h->gso_type != VIRTIO_NET_HDR_GSO_NONE && offload_parse(ip, len, &oip) == 0)
+        full = (size_t)oip.l3_len + oip.l4_hlen + h->gso_size;
+    if (full > dev->mtu)
+        full = dev->mtu;
+    return (uint32_t)transport_sealed_len_limited(full, dev->mtu);
+}
+
+static int segment(struct device *dev, struct pkt *pkt, const uint8_t *ip, uint32_t len,
+                   const struct vnet_hdr *h)
+{
+    struct offload_area area;
+    uint32_t stride = segment_stride(dev, h, ip, len);
+    size_t slots = PKT_AREA_CAP / stride;
+
+    area.base = pkt->area;
+    area.stride = stride;
+    area.headroom = WG_TRANSPORT_HEADER_LEN;
+    /* The padding fits in what the stride leaves after a full segment. */
+    area.tailroom = WG_AEAD_TAG_LEN;
+    area.slots = slots < PKT_MAX_SEGS ? slots : PKT_MAX_SEGS;
+    area.lens = pkt->seg_len;
+    int n = offload_segment(h, ip, len, &area);
+    if (n <= 0)
+        return n;
+    pkt->nseg = (uint16_t)n;
+    pkt->sent = 0;
+    pkt->stride = stride;
+    return n;
+}
+
 void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
 {
+    const uint8_t *ip = pkt->in + OFFLOAD_VNET_HDR_LEN;
+    uint32_t len = pkt->len - OFFLOAD_VNET_HDR_LEN;
+    struct vnet_hdr h;
     struct inner in;
     struct peer *p;
+    int ret;
 
-    if (!parse_inner(pkt_plain(pkt), pkt->len, &in) ||
-        !(p = device_peer_by_address(dev, in.family, in.dst))) {
+    if (pkt->len < OFFLOAD_VNET_HDR_LEN || vnet_hdr_parse(pkt->in, pkt->len, &h) ||
+        !parse_inner(ip, len, &in) || !(p = device_peer_by_address(dev, in.family, in.dst))) {
         loop_pkt_put(dev->loop, pkt);
         return;
     }
+    ret = segment(dev, pkt, ip, len, &h);
+    if (ret <= 0) {
+        log_debug("dropped a packet from %s that cannot be segmented (%d)", dev->ifname, ret);
+        loop_pkt_put(dev->loop, pkt);
+        return;
+    }
+    dev->stats.tun_reads++;
+    dev->stats.tun_segments += (uint64_t)ret;
+    pkt->op = PKT_HELD;
     peer_stage(p, pkt);
     datapath_send_staged(p, now);
 }
@@ -74,6 +138,24 @@ static bool keypair_usable(const struct noise_keypair *kp, uint64_t now)
 {
     return kp && kp->send_counter < WG_REJECT_AFTER_MESSAGES &&
            now - kp->birth_ns < WG_REJECT_AFTER_TIME * WG_NSEC_PER_SEC;
+}
+
+/* Seals every segment of pkt in place; false when the key cannot. */
+static bool seal_segments(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
+                          uint64_t now, bool *has_data)
+{
+    struct transport_packet tp[PKT_MAX_SEGS];
+
+    for (unsigned i = 0; i < pkt->nseg; i++) {
+        tp[i] = (struct transport_packet){ .buf = pkt_slot(pkt, i), .cap = pkt->stride,
+                                           .len = pkt->seg_len[i], .pad_limit = p->dev->mtu };
+        *has_data |= pkt->seg_len[i] > 0;
+    }
+    if (transport_seal_batch(kp, tp, pkt->nseg, now) != pkt->nseg)
+        return false;
+    pkt->len = (uint32_t)tp[pkt->nseg - 1].len;
+    peer_count_tx(p, (uint64_t)(pkt->nseg - 1) * pkt->stride + pkt->len, now);
+    return true;
 }
 
 void datapath_send_staged(struct peer *p, uint64_t now)
@@ -89,17 +171,12 @@ void datapath_send_staged(struct peer *p, uint64_t now)
         return;
     }
     while ((pkt = peer_unstage(p))) {
-        uint32_t plain_len = pkt->len;
-        struct transport_packet tp = { .buf = pkt->data, .cap = sizeof(pkt->data),
-                                       .len = plain_len };
-        if (transport_seal(kp, &tp, now)) {
+        if (!seal_segments(p, kp, pkt, now, &sent_data)) {
             loop_pkt_put(p->dev->loop, pkt);
             continue;
         }
         sent = true;
-        sent_data |= plain_len > 0;
-        peer_count_tx(p, tp.len, now);
-        loop_send_udp(p->dev->loop, p->dev, pkt, &p->endpoint, (uint32_t)tp.len);
+        loop_send(p->dev->loop, pkt, &p->endpoint);
     }
     if (sent) {
         timers_any_authenticated_packet_traversal(p, now);
@@ -117,11 +194,14 @@ void datapath_send_keepalive(struct peer *p, uint64_t now)
         struct pkt *pkt = loop_pkt_get(p->dev->loop);
         if (!pkt)
             return;
-        pkt->len = 0;
+        pkt_single(pkt, 0);
+        pkt->op = PKT_HELD;
         peer_stage(p, pkt);
     }
     datapath_send_staged(p, now);
 }
+
+/* --- inbound -------------------------------------------------------------------- */
 
 /* The initiator renews its session before the responder would have to
  * drop it: once per session, when it nears REJECT_AFTER_TIME. */
@@ -144,34 +224,32 @@ static bool source_allowed(const struct peer *p, const struct inner *in)
     return p->address.family == in->family && !memcmp(p->address.bytes, in->src, n);
 }
 
-static void drop(struct device *dev, struct pkt *pkt, uint64_t *counter)
-{
-    (*counter)++;
-    loop_pkt_put(dev->loop, pkt);
-}
-
-void datapath_from_udp(struct device *dev, struct pkt *pkt, uint64_t now)
+/* Opens one transport message in place. Returns its plaintext length, or
+ * -1 when it is dropped; *peer_out names the sender. */
+static long open_message(struct device *dev, uint8_t *msg, uint32_t len,
+                         const union endpoint *src, uint64_t now, struct peer **peer_out)
 {
     struct index_entry *e;
-    struct inner in;
 
-    if (pkt->len < WG_TRANSPORT_MIN_LEN ||
-        !(e = index_find(&dev->indices, transport_receiver(pkt->data))) || !e->keypair) {
-        drop(dev, pkt, &dev->stats.dropped_bad_packet);
-        return;
+    if (len < WG_TRANSPORT_MIN_LEN ||
+        !(e = index_find(&dev->indices, transport_receiver(msg))) || !e->keypair) {
+        dev->stats.dropped_bad_packet++;
+        return -1;
     }
     struct peer *p = e->peer;
     struct noise_keypair *kp = e->keypair;
-    struct transport_packet tp = { .buf = pkt->data, .cap = sizeof(pkt->data), .len = pkt->len };
+    struct transport_packet tp = { .buf = msg, .cap = len, .len = len };
     int ret = transport_open(kp, &tp, now);
     if (ret) {
-        drop(dev, pkt, ret == -WG_EREPLAY ? &dev->stats.dropped_replay
-                                          : &dev->stats.dropped_bad_packet);
-        return;
+        if (ret == -WG_EREPLAY)
+            dev->stats.dropped_replay++;
+        else
+            dev->stats.dropped_bad_packet++;
+        return -1;
     }
     /* Authentic from here on. */
-    peer_update_endpoint(p, &pkt->addr);
-    peer_count_rx(p, pkt->len, now);
+    peer_update_endpoint(p, src);
+    peer_count_rx(p, len, now);
     if (peer_received_with_keypair(p, kp)) {
         timers_handshake_complete(p, now);
         datapath_send_staged(p, now);
@@ -179,14 +257,84 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint64_t now)
     keep_key_fresh_on_receive(p, now);
     timers_any_authenticated_packet_received(p, now);
     timers_any_authenticated_packet_traversal(p, now);
-    if (tp.len == 0) {            /* keepalive */
-        loop_pkt_put(dev->loop, pkt);
+    *peer_out = p;
+    return (long)tp.len;
+}
+
+/* A handshake message inside a receive batch gets a buffer of its own. */
+static void pass_to_handshake(struct device *dev, const uint8_t *msg, uint32_t len,
+                              const union endpoint *src, uint64_t now)
+{
+    struct pkt *h = loop_pkt_get(dev->loop);
+
+    if (!h)
         return;
+    memcpy(h->in, msg, len);
+    h->len = len;
+    h->addr = *src;
+    handshake_receive(dev, h, now);
+}
+
+/* Writes the opened packets of a batch to ddp0, coalesced. */
+static void write_batch(struct device *dev, struct pkt *pkt, struct offload_pkt *plain,
+                        size_t n)
+{
+    size_t next[PKT_MAX_SEGS];
+    struct offload_run runs[PKT_MAX_SEGS];
+    int nruns = offload_coalesce(plain, n, 0, next, runs);
+
+    for (int r = 0; r < nruns; r++) {
+        struct tun_write *w = loop_tun_write_get(dev->loop);
+        if (!w)
+            break;
+        int iovcnt = offload_run_iov(plain, next, &runs[r], w->vnet, w->iov, PKT_MAX_SEGS + 1);
+        if (iovcnt < 0) {
+            loop_tun_write_put(dev->loop, w);
+            continue;
+        }
+        w->iovcnt = (unsigned)iovcnt;
+        w->owner = pkt;
+        dev->stats.tun_writes++;
+        pkt->refs++;
+        loop_write_tun(dev->loop, w);
     }
-    if (!parse_inner(pkt_plain(pkt), (uint32_t)tp.len, &in) || !source_allowed(p, &in)) {
-        drop(dev, pkt, &dev->stats.dropped_source);
-        return;
+}
+
+void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
+{
+    struct offload_pkt plain[PKT_MAX_SEGS];
+    size_t n = 0;
+
+    pkt->op = PKT_HELD;
+    pkt->refs = 1;   /* ours, while we go through the batch */
+    dev->stats.udp_receives++;
+    dev->stats.udp_datagrams += (pkt->len + seg_size - 1) / seg_size;
+    for (uint32_t off = 0; off < pkt->len && n < PKT_MAX_SEGS; off += seg_size) {
+        uint8_t *msg = pkt->in + off;
+        uint32_t len = pkt->len - off < seg_size ? pkt->len - off : seg_size;
+        uint32_t type = noise_message_type(msg, len);
+        struct peer *p;
+        struct inner in;
+
+        if (type != WG_MSG_TRANSPORT) {
+            if (type >= WG_MSG_INITIATION && type <= WG_MSG_COOKIE_REPLY)
+                pass_to_handshake(dev, msg, len, &pkt->addr, now);
+            else
+                dev->stats.dropped_bad_packet++;
+            continue;
+        }
+        long plen = open_message(dev, msg, len, &pkt->addr, now, &p);
+        if (plen <= 0)      /* dropped, or a keepalive */
+            continue;
+        uint8_t *ip = msg + WG_TRANSPORT_HEADER_LEN;
+        if (!parse_inner(ip, (uint32_t)plen, &in) || !source_allowed(p, &in)) {
+            dev->stats.dropped_source++;
+            continue;
+        }
+        timers_data_received(p, now);
+        plain[n++] = (struct offload_pkt){ ip, in.len };
     }
-    timers_data_received(p, now);
-    loop_write_tun(dev->loop, dev, pkt, in.len);
+    if (n)
+        write_batch(dev, pkt, plain, n);
+    loop_pkt_unref(dev->loop, pkt);
 }

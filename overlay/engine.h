@@ -41,10 +41,12 @@ void handshake_send_initiation(struct peer *p, bool is_retry, uint64_t now);
 void handshake_receive(struct device *dev, struct pkt *pkt, uint64_t now);
 
 /* --- datapath.c --------------------------------------------------------------- */
-/* A packet read from the TUN device (plaintext at pkt_plain). Takes it. */
+/* A read from the TUN device: vnet header and packet in pkt->in, pkt->len
+ * bytes. Takes pkt. */
 void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now);
-/* A transport message (type 4) from the network. Takes it. */
-void datapath_from_udp(struct device *dev, struct pkt *pkt, uint64_t now);
+/* A UDP receive: pkt->len bytes in pkt->in, datagrams of seg_size bytes
+ * back to back (GRO; the last may be shorter). Takes pkt. */
+void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now);
 /* Sends the staged packets, or starts a handshake when no session is
  * usable. */
 void datapath_send_staged(struct peer *p, uint64_t now);
@@ -53,10 +55,19 @@ void datapath_send_keepalive(struct peer *p, uint64_t now);
 /* --- loop.c --------------------------------------------------------------------- */
 struct pkt *loop_pkt_get(struct loop *loop);
 void loop_pkt_put(struct loop *loop, struct pkt *pkt);
-/* Queues pkt->data[0..len) to dst over the matching socket; takes pkt. */
-void loop_send_udp(struct loop *loop, struct device *dev, struct pkt *pkt,
-                   const union endpoint *dst, uint32_t len);
-/* Queues pkt_plain(pkt)[0..len) to the TUN device; takes pkt. */
-void loop_write_tun(struct loop *loop, struct device *dev, struct pkt *pkt, uint32_t len);
+/* Sends pkt's segments (sealed messages in its slots: nseg of them, all
+ * `stride` bytes but the last, which is pkt->len) to dst, as UDP GSO
+ * sends; takes pkt. */
+void loop_send(struct loop *loop, struct pkt *pkt, const union endpoint *dst);
+/* Sends one message of len bytes at pkt->area; takes pkt. */
+void loop_send_message(struct loop *loop, struct pkt *pkt, const union endpoint *dst,
+                       uint32_t len);
+/* Queues one coalesced run to the TUN device; w points into its owner,
+ * which stays held until every write on it completed. */
+void loop_write_tun(struct loop *loop, struct tun_write *w);
+struct tun_write *loop_tun_write_get(struct loop *loop);
+void loop_tun_write_put(struct loop *loop, struct tun_write *w);
+/* Drops one reference to a received pkt held by TUN writes. */
+void loop_pkt_unref(struct loop *loop, struct pkt *pkt);
 
 #endif

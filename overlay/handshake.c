@@ -40,13 +40,14 @@ static void forget_handshake_index(struct peer *p)
         index_remove(&p->dev->indices, p->handshake.local_index);
 }
 
+/* Sends the message of len bytes at pkt->area. */
 static void send_handshake_message(struct peer *p, struct pkt *pkt, uint32_t len, uint64_t now)
 {
-    cookie_add_macs(&p->cookie, pkt->data, len, now);
+    cookie_add_macs(&p->cookie, pkt->area, len, now);
     peer_count_tx(p, len, now);
     timers_any_authenticated_packet_traversal(p, now);
     timers_any_authenticated_packet_sent(p, now);
-    loop_send_udp(p->dev->loop, p->dev, pkt, &p->endpoint, len);
+    loop_send_message(p->dev->loop, pkt, &p->endpoint, len);
 }
 
 void handshake_send_initiation(struct peer *p, bool is_retry, uint64_t now)
@@ -72,7 +73,7 @@ void handshake_send_initiation(struct peer *p, bool is_retry, uint64_t now)
     uint32_t index = index_add(&dev->indices, p, NULL);
     clock_gettime(CLOCK_REALTIME, &wall);
     tai64n_encode(ts, (uint64_t)wall.tv_sec, (uint32_t)wall.tv_nsec);
-    if (!index || noise_create_initiation(&p->handshake, dev->local, index, ts, pkt->data)) {
+    if (!index || noise_create_initiation(&p->handshake, dev->local, index, ts, pkt->area)) {
         index_remove(&dev->indices, index);
         loop_pkt_put(dev->loop, pkt);
         return;
@@ -115,13 +116,13 @@ static void send_cookie_reply(struct device *dev, struct pkt *pkt, const uint8_t
     uint8_t reply[WG_COOKIE_REPLY_LEN];
     union endpoint to = pkt->addr;
 
-    if (cookie_create_reply(&dev->checker, pkt->data, pkt->len,
-                            get_le32(pkt->data + SENDER_INDEX_OFFSET), src, src_len, reply)) {
+    if (cookie_create_reply(&dev->checker, pkt->in, pkt->len,
+                            get_le32(pkt->in + SENDER_INDEX_OFFSET), src, src_len, reply)) {
         loop_pkt_put(dev->loop, pkt);
         return;
     }
-    memcpy(pkt->data, reply, sizeof(reply));
-    loop_send_udp(dev->loop, dev, pkt, &to, sizeof(reply));
+    memcpy(pkt->area, reply, sizeof(reply));
+    loop_send_message(dev->loop, pkt, &to, sizeof(reply));
 }
 
 static void note_session(struct peer *p, const char *role)
@@ -138,7 +139,7 @@ static void consume_initiation(struct device *dev, struct pkt *pkt, uint64_t now
     struct noise_lookup lookup = { lookup_by_key, lookup_by_index, dev };
     struct noise_handshake *hs = NULL;
     struct noise_keypair kp;
-    int ret = noise_consume_initiation(dev->local, pkt->data, pkt->len, now, &lookup, &hs);
+    int ret = noise_consume_initiation(dev->local, pkt->in, pkt->len, now, &lookup, &hs);
 
     if (ret) {
         log_debug("dropped handshake initiation: %s", wg_strerror(ret));
@@ -157,7 +158,7 @@ static void consume_initiation(struct device *dev, struct pkt *pkt, uint64_t now
     timers_any_authenticated_packet_traversal(p, now);
 
     uint32_t index = index_add(&dev->indices, p, NULL);
-    if (!index || noise_create_response(hs, index, pkt->data) ||
+    if (!index || noise_create_response(hs, index, pkt->area) ||
         noise_begin_session(hs, &kp, now)) {
         index_remove(&dev->indices, index);
         noise_handshake_reset(hs);
@@ -175,7 +176,7 @@ static void consume_response(struct device *dev, struct pkt *pkt, uint64_t now)
     struct noise_lookup lookup = { lookup_by_key, lookup_by_index, dev };
     struct noise_handshake *hs = NULL;
     struct noise_keypair kp;
-    int ret = noise_consume_response(dev->local, pkt->data, pkt->len, &lookup, &hs);
+    int ret = noise_consume_response(dev->local, pkt->in, pkt->len, &lookup, &hs);
 
     if (ret) {
         log_debug("dropped handshake response: %s", wg_strerror(ret));
@@ -201,9 +202,9 @@ static void consume_response(struct device *dev, struct pkt *pkt, uint64_t now)
 
 static void consume_cookie_reply(struct device *dev, struct pkt *pkt, uint64_t now)
 {
-    struct index_entry *e = index_find(&dev->indices, cookie_reply_receiver(pkt->data));
+    struct index_entry *e = index_find(&dev->indices, cookie_reply_receiver(pkt->in));
 
-    if (!e || cookie_consume_reply(&e->peer->cookie, pkt->data, pkt->len, now))
+    if (!e || cookie_consume_reply(&e->peer->cookie, pkt->in, pkt->len, now))
         dev->stats.dropped_bad_packet++;
     else
         log_debug("peer %s: got a cookie (it is under load)", e->peer->name);
@@ -222,7 +223,7 @@ static uint32_t expected_len(uint32_t type)
 
 void handshake_receive(struct device *dev, struct pkt *pkt, uint64_t now)
 {
-    uint32_t type = noise_message_type(pkt->data, pkt->len);
+    uint32_t type = noise_message_type(pkt->in, pkt->len);
     uint8_t src[18];
     size_t src_len;
 
@@ -236,7 +237,7 @@ void handshake_receive(struct device *dev, struct pkt *pkt, uint64_t now)
         return;
     }
     src_len = source_bytes(&pkt->addr, src);
-    int ret = cookie_validate(&dev->checker, pkt->data, pkt->len, src, src_len,
+    int ret = cookie_validate(&dev->checker, pkt->in, pkt->len, src, src_len,
                               under_load(dev, now));
     if (ret == -WG_ECOOKIE) {
         send_cookie_reply(dev, pkt, src, src_len);

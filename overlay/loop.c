@@ -1,8 +1,10 @@
-/* The io_uring event loop (see loop.h). Completions carry the pkt they
- * belong to as user_data; the two polled fds use small tags, which no
- * (16-byte aligned) pkt address can equal. */
+/* The io_uring event loop (see loop.h). Completions carry the struct they
+ * belong to as user_data (a pkt or a tun_write, told apart by their first
+ * field); the two polled fds use small tags, which no (16-byte aligned)
+ * buffer address can equal. */
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/signalfd.h>
@@ -18,6 +20,8 @@
 #define TAG_SIGNAL  2u
 /* Wake at least this often, so the cookie secret rotates on time. */
 #define LOOP_MAX_SLEEP_NS (10 * WG_NSEC_PER_SEC)
+/* A GSO send stays below the 64 KiB an IP packet can carry. */
+#define GSO_MAX_BYTES 65000u
 
 /* io_uring waits on blocking fds itself (poll inside the kernel); on an
  * O_NONBLOCK fd it would hand back -EAGAIN instead. */
@@ -51,44 +55,100 @@ void loop_pkt_put(struct loop *l, struct pkt *pkt)
     pkt_put(&l->pool, pkt);
 }
 
+struct tun_write *loop_tun_write_get(struct loop *l)
+{
+    return tun_write_get(&l->pool);
+}
+
+void loop_tun_write_put(struct loop *l, struct tun_write *w)
+{
+    tun_write_put(&l->pool, w);
+}
+
+void loop_pkt_unref(struct loop *l, struct pkt *pkt)
+{
+    if (--pkt->refs == 0)
+        pkt_put(&l->pool, pkt);
+}
+
 static socklen_t sockaddr_len(const union endpoint *e)
 {
     return e->sa.sa_family == AF_INET6 ? sizeof(e->in6) : sizeof(e->in4);
 }
 
-void loop_send_udp(struct loop *l, struct device *dev, struct pkt *pkt,
-                   const union endpoint *dst, uint32_t len)
+/* Submits the next run of segments of pkt as one send. */
+static void send_chunk(struct loop *l, struct pkt *pkt)
+{
+    unsigned left = (unsigned)(pkt->nseg - pkt->sent), chunk = left;
+    unsigned by_bytes = GSO_MAX_BYTES / pkt->stride;
+    struct io_uring_sqe *sqe = get_sqe(l);
+
+    if (!sqe) {
+        pkt_put(&l->pool, pkt);
+        return;
+    }
+    if (chunk > PKT_GSO_MAX_SEGS)
+        chunk = PKT_GSO_MAX_SEGS;
+    if (by_bytes && chunk > by_bytes)
+        chunk = by_bytes;
+    bool last_in = pkt->sent + chunk == pkt->nseg;
+    size_t bytes = (size_t)(chunk - 1) * pkt->stride + (last_in ? pkt->len : pkt->stride);
+
+    pkt->chunk = (uint16_t)chunk;
+    pkt->iov = (struct iovec){ pkt_slot(pkt, pkt->sent), bytes };
+    pkt->msg = (struct msghdr){ .msg_name = &pkt->addr, .msg_namelen = sockaddr_len(&pkt->addr),
+                                .msg_iov = &pkt->iov, .msg_iovlen = 1 };
+    if (chunk > 1) {
+        /* All but the last datagram of the run are exactly stride bytes. */
+        pkt->msg.msg_control = pkt->ctrl.bytes;
+        pkt->msg.msg_controllen = CMSG_SPACE(sizeof(uint16_t));
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&pkt->msg);
+        cm->cmsg_level = SOL_UDP;
+        cm->cmsg_type = UDP_SEGMENT;
+        cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+        uint16_t gso = (uint16_t)pkt->stride;
+        memcpy(CMSG_DATA(cm), &gso, sizeof(gso));
+    }
+    pkt->op = PKT_UDP_SEND;
+    io_uring_prep_sendmsg(sqe, pkt->fd, &pkt->msg, 0);
+    io_uring_sqe_set_data(sqe, pkt);
+}
+
+void loop_send(struct loop *l, struct pkt *pkt, const union endpoint *dst)
 {
     int fd = l->udp_fd[dst->sa.sa_family == AF_INET6];
-    struct io_uring_sqe *sqe;
 
-    (void)dev;
-    if (fd < 0 || !(sqe = get_sqe(l))) {
+    if (fd < 0 || pkt->nseg == 0) {
         pkt_put(&l->pool, pkt);
         return;
     }
     if (&pkt->addr != dst)
         pkt->addr = *dst;
-    pkt->op = PKT_UDP_SEND;
-    pkt->iov = (struct iovec){ pkt->data, len };
-    pkt->msg = (struct msghdr){ .msg_name = &pkt->addr, .msg_namelen = sockaddr_len(&pkt->addr),
-                                .msg_iov = &pkt->iov, .msg_iovlen = 1 };
-    io_uring_prep_sendmsg(sqe, fd, &pkt->msg, 0);
-    io_uring_sqe_set_data(sqe, pkt);
+    pkt->fd = fd;
+    pkt->sent = 0;
+    send_chunk(l, pkt);
 }
 
-void loop_write_tun(struct loop *l, struct device *dev, struct pkt *pkt, uint32_t len)
+void loop_send_message(struct loop *l, struct pkt *pkt, const union endpoint *dst, uint32_t len)
+{
+    pkt->nseg = 1;
+    pkt->stride = len;
+    pkt->len = len;
+    loop_send(l, pkt, dst);
+}
+
+void loop_write_tun(struct loop *l, struct tun_write *w)
 {
     struct io_uring_sqe *sqe = get_sqe(l);
 
-    (void)dev;
     if (!sqe) {
-        pkt_put(&l->pool, pkt);
+        loop_pkt_unref(l, w->owner);
+        tun_write_put(&l->pool, w);
         return;
     }
-    pkt->op = PKT_TUN_WRITE;
-    io_uring_prep_write(sqe, l->tun_fd, pkt_plain(pkt), len, 0);
-    io_uring_sqe_set_data(sqe, pkt);
+    w->op = PKT_TUN_WRITE;
+    io_uring_prep_writev(sqe, l->tun_fd, w->iov, w->iovcnt, 0);
+    io_uring_sqe_set_data(sqe, w);
 }
 
 static bool arm_tun_read(struct loop *l)
@@ -103,7 +163,7 @@ static bool arm_tun_read(struct loop *l)
         return false;
     }
     pkt->op = PKT_TUN_READ;
-    io_uring_prep_read(sqe, l->tun_fd, pkt_plain(pkt), DEVICE_MTU_MAX, 0);
+    io_uring_prep_read(sqe, l->tun_fd, pkt->in, PKT_IN_CAP, 0);
     io_uring_sqe_set_data(sqe, pkt);
     l->tun_reads++;
     return true;
@@ -122,9 +182,11 @@ static bool arm_udp_recv(struct loop *l, int which)
     }
     pkt->op = PKT_UDP_RECV;
     pkt->fd = l->udp_fd[which];
-    pkt->iov = (struct iovec){ pkt->data, sizeof(pkt->data) };
+    pkt->iov = (struct iovec){ pkt->in, sizeof(pkt->in) };
     pkt->msg = (struct msghdr){ .msg_name = &pkt->addr, .msg_namelen = sizeof(pkt->addr),
-                                .msg_iov = &pkt->iov, .msg_iovlen = 1 };
+                                .msg_iov = &pkt->iov, .msg_iovlen = 1,
+                                .msg_control = pkt->ctrl.bytes,
+                                .msg_controllen = sizeof(pkt->ctrl.bytes) };
     io_uring_prep_recvmsg(sqe, pkt->fd, &pkt->msg, 0);
     io_uring_sqe_set_data(sqe, pkt);
     l->udp_recvs[which]++;
@@ -155,21 +217,37 @@ static void refill(struct loop *l)
     arm_poll(l, l->signal_fd, TAG_SIGNAL, &l->signal_polled);
 }
 
-static void on_udp_datagram(struct loop *l, struct pkt *pkt, uint64_t now)
+/* The datagram size of a GRO receive, or the whole length without GRO. */
+static uint32_t gro_segment_size(struct pkt *pkt)
 {
-    switch (noise_message_type(pkt->data, pkt->len)) {
-    case WG_MSG_INITIATION:
-    case WG_MSG_RESPONSE:
-    case WG_MSG_COOKIE_REPLY:
-        handshake_receive(l->dev, pkt, now);
-        break;
-    case WG_MSG_TRANSPORT:
-        datapath_from_udp(l->dev, pkt, now);
-        break;
-    default:
-        l->dev->stats.dropped_bad_packet++;
-        pkt_put(&l->pool, pkt);
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&pkt->msg); cm; cm = CMSG_NXTHDR(&pkt->msg, cm)) {
+        if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
+            int size;
+            memcpy(&size, CMSG_DATA(cm), sizeof(size));
+            if (size > 0)
+                return (uint32_t)size;
+        }
     }
+    return pkt->len;
+}
+
+static void on_udp_datagrams(struct loop *l, struct pkt *pkt, uint64_t now)
+{
+    uint32_t seg = gro_segment_size(pkt);
+
+    /* A lone handshake message is handled in this buffer; batches of
+     * transport messages go through the data path. */
+    if (seg == pkt->len && noise_message_type(pkt->in, pkt->len) != WG_MSG_TRANSPORT) {
+        uint32_t type = noise_message_type(pkt->in, pkt->len);
+        if (type >= WG_MSG_INITIATION && type <= WG_MSG_COOKIE_REPLY) {
+            handshake_receive(l->dev, pkt, now);
+        } else {
+            l->dev->stats.dropped_bad_packet++;
+            pkt_put(&l->pool, pkt);
+        }
+        return;
+    }
+    datapath_from_udp(l->dev, pkt, seg, now);
 }
 
 static void on_tun_read(struct loop *l, struct pkt *pkt, int res, uint64_t now)
@@ -189,8 +267,29 @@ static void on_tun_read(struct loop *l, struct pkt *pkt, int res, uint64_t now)
     }
 }
 
-static void on_packet(struct loop *l, struct pkt *pkt, int res, uint64_t now)
+static void on_send(struct loop *l, struct pkt *pkt, int res)
 {
+    if (res < 0)
+        log_debug("send failed: %s", strerror(-res));
+    pkt->sent = (uint16_t)(pkt->sent + pkt->chunk);
+    if (res >= 0 && pkt->sent < pkt->nseg)
+        send_chunk(l, pkt);
+    else
+        pkt_put(&l->pool, pkt);
+}
+
+static void on_tun_write(struct loop *l, struct tun_write *w, int res)
+{
+    if (res < 0)
+        log_debug("write to %s failed: %s", l->dev->ifname, strerror(-res));
+    loop_pkt_unref(l, w->owner);
+    tun_write_put(&l->pool, w);
+}
+
+static void on_buffer(struct loop *l, void *ptr, int res, uint64_t now)
+{
+    struct pkt *pkt = ptr;
+
     switch (pkt->op) {
     case PKT_TUN_READ:
         on_tun_read(l, pkt, res, now);
@@ -199,20 +298,19 @@ static void on_packet(struct loop *l, struct pkt *pkt, int res, uint64_t now)
         l->udp_recvs[pkt->fd == l->udp_fd[1]]--;
         if (res > 0) {
             pkt->len = (uint32_t)res;
-            on_udp_datagram(l, pkt, now);
+            on_udp_datagrams(l, pkt, now);
         } else {
             pkt_put(&l->pool, pkt);
         }
         break;
     case PKT_UDP_SEND:
+        on_send(l, pkt, res);
+        break;
     case PKT_TUN_WRITE:
-        if (res < 0)
-            log_debug("%s failed: %s", pkt->op == PKT_UDP_SEND ? "send" : "tun write",
-                      strerror(-res));
-        pkt_put(&l->pool, pkt);
+        on_tun_write(l, ptr, res);
         break;
     default:
-        pkt_put(&l->pool, pkt);
+        log_error("completion for a buffer in state %d", pkt->op);
     }
 }
 
@@ -245,7 +343,7 @@ static void on_completion(struct loop *l, struct io_uring_cqe *cqe, uint64_t now
     else if (tag == TAG_SIGNAL)
         on_signal(l);
     else
-        on_packet(l, (struct pkt *)(uintptr_t)tag, cqe->res, now);
+        on_buffer(l, (void *)(uintptr_t)tag, cqe->res, now);
 }
 
 /* Runs due timers; returns the next deadline. */
@@ -308,7 +406,7 @@ int loop_init(struct loop *l, struct device *dev, int tun_fd, int udp4_fd, int u
     for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
         if (fds[i] >= 0 && (ret = make_blocking(fds[i])))
             return ret;
-    ret = pkt_pool_init(&l->pool, LOOP_POOL_SIZE);
+    ret = pkt_pool_init(&l->pool, LOOP_POOL_SIZE, LOOP_TUN_WRITES);
     if (ret)
         return ret;
     ret = io_uring_queue_init(LOOP_RING_ENTRIES, &l->ring, 0);

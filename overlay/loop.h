@@ -14,10 +14,11 @@
 #include "overlay/pkt.h"
 
 /* Buffers in the pool, and how many reads each source keeps in flight. */
-#define LOOP_POOL_SIZE     1024u
-#define LOOP_TUN_READS     16u
-#define LOOP_UDP_RECVS     32u
-#define LOOP_RING_ENTRIES  512u
+#define LOOP_POOL_SIZE     192u
+#define LOOP_TUN_WRITES    1024u
+#define LOOP_TUN_READS     4u
+#define LOOP_UDP_RECVS     8u
+#define LOOP_RING_ENTRIES  1024u
 
 struct loop {
     struct io_uring ring;
