@@ -53,30 +53,56 @@ static bool expired(const struct noise_keypair *kp, uint64_t now_ns)
     return age_ns(kp, now_ns) >= WG_REJECT_AFTER_TIME * WG_NSEC_PER_SEC;
 }
 
+bool transport_expired(const struct noise_keypair *kp, uint64_t now_ns)
+{
+    return expired(kp, now_ns);
+}
+
 bool transport_needs_rekey(const struct noise_keypair *kp, uint64_t now_ns)
 {
     return kp->send_counter >= WG_REKEY_AFTER_MESSAGES ||
            (kp->is_initiator && age_ns(kp, now_ns) >= WG_REKEY_AFTER_TIME * WG_NSEC_PER_SEC);
 }
 
-static int seal_one(struct noise_keypair *kp, struct transport_packet *p)
+static bool fits(const struct transport_packet *p)
+{
+    return p->len <= p->cap && transport_sealed_len_limited(p->len, p->pad_limit) <= p->cap;
+}
+
+int transport_encrypt(const uint8_t key[WG_KEY_LEN], uint32_t remote_index, uint64_t counter,
+                      struct transport_packet *p)
 {
     size_t padded = padded_limited(p->len, p->pad_limit);
+    uint8_t *body = p->buf + WG_TRANSPORT_HEADER_LEN;
 
-    if (p->len > p->cap || transport_sealed_len_limited(p->len, p->pad_limit) > p->cap)
+    if (!fits(p))
+        return -EMSGSIZE;
+    memset(body + p->len, 0, padded - p->len);
+    put_le32(p->buf + HDR_TYPE_OFFSET, WG_MSG_TRANSPORT);
+    put_le32(p->buf + HDR_RECEIVER_OFFSET, remote_index);
+    put_le64(p->buf + HDR_COUNTER_OFFSET, counter);
+    aead_seal(body, body, padded, NULL, 0, counter, key);
+    p->counter = counter;
+    p->len = WG_TRANSPORT_HEADER_LEN + padded + WG_AEAD_TAG_LEN;
+    return 0;
+}
+
+int transport_reserve(struct noise_keypair *kp, unsigned n, uint64_t now_ns, uint64_t *first)
+{
+    if (expired(kp, now_ns) || n > WG_REJECT_AFTER_MESSAGES - kp->send_counter)
+        return -WG_ESTALE;
+    *first = kp->send_counter;
+    kp->send_counter += n;
+    return 0;
+}
+
+static int seal_one(struct noise_keypair *kp, struct transport_packet *p)
+{
+    if (!fits(p))
         return -EMSGSIZE;
     if (kp->send_counter >= WG_REJECT_AFTER_MESSAGES)
         return -WG_ESTALE;
-    p->counter = kp->send_counter++;
-
-    uint8_t *body = p->buf + WG_TRANSPORT_HEADER_LEN;
-    memset(body + p->len, 0, padded - p->len);
-    put_le32(p->buf + HDR_TYPE_OFFSET, WG_MSG_TRANSPORT);
-    put_le32(p->buf + HDR_RECEIVER_OFFSET, kp->remote_index);
-    put_le64(p->buf + HDR_COUNTER_OFFSET, p->counter);
-    aead_seal(body, body, padded, NULL, 0, p->counter, kp->send_key);
-    p->len = WG_TRANSPORT_HEADER_LEN + padded + WG_AEAD_TAG_LEN;
-    return 0;
+    return transport_encrypt(kp->send_key, kp->remote_index, kp->send_counter++, p);
 }
 
 unsigned transport_seal_batch(struct noise_keypair *kp, struct transport_packet *pkts,
@@ -92,14 +118,10 @@ unsigned transport_seal_batch(struct noise_keypair *kp, struct transport_packet 
     return sealed;
 }
 
-/* Everything here before the AEAD touches no state: the counter and the
- * replay window move only for packets that authenticated. */
-static int open_one(struct noise_keypair *kp, struct transport_packet *p)
+int transport_decrypt(const uint8_t key[WG_KEY_LEN], struct transport_packet *p)
 {
-    if (p->len < WG_TRANSPORT_MIN_LEN || p->len > p->cap)
-        return -EBADMSG;
-    if (get_le32(p->buf + HDR_TYPE_OFFSET) != WG_MSG_TRANSPORT ||
-        transport_receiver(p->buf) != kp->local_index)
+    if (p->len < WG_TRANSPORT_MIN_LEN || p->len > p->cap ||
+        get_le32(p->buf + HDR_TYPE_OFFSET) != WG_MSG_TRANSPORT)
         return -EBADMSG;
 
     uint64_t counter = get_le64(p->buf + HDR_COUNTER_OFFSET);
@@ -108,13 +130,26 @@ static int open_one(struct noise_keypair *kp, struct transport_packet *p)
 
     uint8_t *body = p->buf + WG_TRANSPORT_HEADER_LEN;
     size_t body_len = p->len - WG_TRANSPORT_HEADER_LEN;
-    if (aead_open(body, body, body_len, NULL, 0, counter, kp->recv_key))
+    if (aead_open(body, body, body_len, NULL, 0, counter, key))
         return -EBADMSG;
-    if (replay_check(&kp->replay, counter))
-        return -WG_EREPLAY;
     p->counter = counter;
     p->len = body_len - WG_AEAD_TAG_LEN;
     return 0;
+}
+
+int transport_accept(struct noise_keypair *kp, uint64_t counter)
+{
+    return replay_check(&kp->replay, counter);
+}
+
+/* Everything before the AEAD touches no state: the counter and the replay
+ * window move only for packets that authenticated. */
+static int open_one(struct noise_keypair *kp, struct transport_packet *p)
+{
+    if (p->len >= WG_TRANSPORT_MIN_LEN && transport_receiver(p->buf) != kp->local_index)
+        return -EBADMSG;
+    int ret = transport_decrypt(kp->recv_key, p);
+    return ret ? ret : transport_accept(kp, p->counter);
 }
 
 unsigned transport_open_batch(struct noise_keypair *kp, struct transport_packet *pkts,

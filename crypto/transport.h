@@ -66,6 +66,20 @@ unsigned transport_open_batch(struct noise_keypair *kp, struct transport_packet 
 int transport_seal(struct noise_keypair *kp, struct transport_packet *pkt, uint64_t now_ns);
 int transport_open(struct noise_keypair *kp, struct transport_packet *pkt, uint64_t now_ns);
 
+/* The halves of sealing and opening, for doing the AEAD on another
+ * thread while the state stays with the caller: transport_reserve takes n
+ * consecutive counters (-WG_ESTALE past the key's limits);
+ * transport_encrypt seals one packet with an explicit counter and touches
+ * only bytes; transport_decrypt checks the message's form and opens it
+ * (-EBADMSG), leaving the counter in p->counter; transport_accept then
+ * runs the replay check (-WG_EREPLAY), which must come after decrypt. The
+ * caller checks the receiver index and the key's age itself. */
+int transport_reserve(struct noise_keypair *kp, unsigned n, uint64_t now_ns, uint64_t *first);
+int transport_encrypt(const uint8_t key[WG_KEY_LEN], uint32_t remote_index, uint64_t counter,
+                      struct transport_packet *p);
+int transport_decrypt(const uint8_t key[WG_KEY_LEN], struct transport_packet *p);
+int transport_accept(struct noise_keypair *kp, uint64_t counter);
+
 /* The receiver index of a transport message (len already checked by the
  * caller to be at least WG_TRANSPORT_MIN_LEN), for finding the keypair. */
 uint32_t transport_receiver(const uint8_t *msg);
@@ -73,6 +87,9 @@ uint32_t transport_receiver(const uint8_t *msg);
 /* Whether the keypair should be replaced soon (REKEY_AFTER_MESSAGES sent,
  * or, for the initiator, REKEY_AFTER_TIME passed). */
 bool transport_needs_rekey(const struct noise_keypair *kp, uint64_t now_ns);
+
+/* Whether the keypair is past REJECT_AFTER_TIME. */
+bool transport_expired(const struct noise_keypair *kp, uint64_t now_ns);
 
 /* Wipes the keys. */
 void transport_keypair_clear(struct noise_keypair *kp);

@@ -311,13 +311,30 @@ static void report_ready(struct setup *s)
     char addr[INET6_ADDRSTRLEN];
 
     cluster_addr_format(&s->dev.self->address, addr, sizeof(addr));
-    log_info("%s up: %s/%u, node %s, %zu peers, UDP port %u", s->dev.ifname, addr,
-             s->dev.cluster.prefix, s->dev.self->name, s->dev.n_peers, s->dev.listen_port);
+    log_info("%s up: %s/%u, node %s, %zu peers, UDP port %u, mtu %u, %u crypto threads",
+             s->dev.ifname, addr, s->dev.cluster.prefix, s->dev.self->name, s->dev.n_peers,
+             s->dev.listen_port, s->dev.mtu, s->loop.crypto.n_threads);
     if (s->opt->ready_fd >= 0) {
         dprintf(s->opt->ready_fd, "ok\n");
         close(s->opt->ready_fd);
         s->opt->ready_fd = -1;
     }
+}
+
+/* Crypto workers: DDPNET_CRYPTO_THREADS if set, else one per core beyond
+ * the two that the loop and the kernel's network stack keep busy (on a
+ * two-core machine, inline crypto measured faster: see crypto_pool.h). */
+#define CRYPTO_THREADS_MAX 8
+static unsigned crypto_threads(void)
+{
+    const char *env = getenv("DDPNET_CRYPTO_THREADS");
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+    if (env && *env)
+        return (unsigned)strtoul(env, NULL, 10);
+    if (cores <= 2)
+        return 0;
+    return cores - 2 > CRYPTO_THREADS_MAX ? CRYPTO_THREADS_MAX : (unsigned)(cores - 2);
 }
 
 static int setup_all(struct setup *s)
@@ -334,7 +351,7 @@ static int setup_all(struct setup *s)
         return fail(s, s->control_fd, "control socket %s: %s", s->socket_path,
                     strerror(-s->control_fd));
     ret = loop_init(&s->loop, &s->dev, s->tun_fd, s->udp4_fd, s->udp6_fd, s->control_fd,
-                    s->signal_fd);
+                    s->signal_fd, crypto_threads());
     if (ret)
         return fail(s, ret, "io_uring: %s", strerror(-ret));
     s->loop_ready = true;

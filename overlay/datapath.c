@@ -23,6 +23,9 @@
 #include <linux/virtio_net.h>
 
 #include "crypto/bytes.h"
+#include <sodium.h>
+
+#include "overlay/crypto_pool.h"
 #include "overlay/engine.h"
 #include "overlay/log.h"
 #include "overlay/timers.h"
@@ -140,21 +143,38 @@ static bool keypair_usable(const struct noise_keypair *kp, uint64_t now)
            now - kp->birth_ns < WG_REJECT_AFTER_TIME * WG_NSEC_PER_SEC;
 }
 
-/* Seals every segment of pkt in place; false when the key cannot. */
-static bool seal_segments(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
+/* Seals every segment of pkt, on a crypto worker when there are some
+ * (the loop takes it back in order and sends it: datapath_crypto_done),
+ * else here. The counters are taken now, on the loop's thread. False when
+ * the key cannot seal them. */
+static bool seal_and_send(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
                           uint64_t now, bool *has_data)
 {
-    struct transport_packet tp[PKT_MAX_SEGS];
+    struct crypto_job local, *job;
+    uint64_t first;
+    unsigned last = pkt->nseg - 1u;
 
-    for (unsigned i = 0; i < pkt->nseg; i++) {
-        tp[i] = (struct transport_packet){ .buf = pkt_slot(pkt, i), .cap = pkt->stride,
-                                           .len = pkt->seg_len[i], .pad_limit = p->dev->mtu };
-        *has_data |= pkt->seg_len[i] > 0;
-    }
-    if (transport_seal_batch(kp, tp, pkt->nseg, now) != pkt->nseg)
+    if (transport_reserve(kp, pkt->nseg, now, &first))
         return false;
-    pkt->len = (uint32_t)tp[pkt->nseg - 1].len;
-    peer_count_tx(p, (uint64_t)(pkt->nseg - 1) * pkt->stride + pkt->len, now);
+    for (unsigned i = 0; i < pkt->nseg; i++)
+        *has_data |= pkt->seg_len[i] > 0;
+    peer_count_tx(p, (uint64_t)last * pkt->stride +
+                         transport_sealed_len_limited(pkt->seg_len[last], p->dev->mtu), now);
+    job = loop_crypto_job(p->dev->loop, now);
+    bool inline_work = !job;
+    if (inline_work)
+        job = &local;
+    *job = (struct crypto_job){ .kind = CRYPTO_SEAL, .pkt = pkt, .peer = p,
+                                .remote_index = kp->remote_index, .first_counter = first,
+                                .pad_limit = p->dev->mtu };
+    memcpy(job->key, kp->send_key, WG_KEY_LEN);
+    if (!inline_work) {
+        loop_crypto_submit(p->dev->loop, job);
+        return true;
+    }
+    crypto_job_run(job);
+    sodium_memzero(job->key, WG_KEY_LEN);
+    loop_send(p->dev->loop, pkt, &p->endpoint);
     return true;
 }
 
@@ -171,12 +191,11 @@ void datapath_send_staged(struct peer *p, uint64_t now)
         return;
     }
     while ((pkt = peer_unstage(p))) {
-        if (!seal_segments(p, kp, pkt, now, &sent_data)) {
+        if (!seal_and_send(p, kp, pkt, now, &sent_data)) {
             loop_pkt_put(p->dev->loop, pkt);
             continue;
         }
         sent = true;
-        loop_send(p->dev->loop, pkt, &p->endpoint);
     }
     if (sent) {
         timers_any_authenticated_packet_traversal(p, now);
@@ -224,30 +243,11 @@ static bool source_allowed(const struct peer *p, const struct inner *in)
     return p->address.family == in->family && !memcmp(p->address.bytes, in->src, n);
 }
 
-/* Opens one transport message in place. Returns its plaintext length, or
- * -1 when it is dropped; *peer_out names the sender. */
-static long open_message(struct device *dev, uint8_t *msg, uint32_t len,
-                         const union endpoint *src, uint64_t now, struct peer **peer_out)
+/* What follows an authentic transport message of len bytes from src:
+ * roaming, counters, session confirmation, timers. */
+static void after_authentic(struct device *dev, struct peer *p, struct noise_keypair *kp,
+                            uint32_t len, const union endpoint *src, uint64_t now)
 {
-    struct index_entry *e;
-
-    if (len < WG_TRANSPORT_MIN_LEN ||
-        !(e = index_find(&dev->indices, transport_receiver(msg))) || !e->keypair) {
-        dev->stats.dropped_bad_packet++;
-        return -1;
-    }
-    struct peer *p = e->peer;
-    struct noise_keypair *kp = e->keypair;
-    struct transport_packet tp = { .buf = msg, .cap = len, .len = len };
-    int ret = transport_open(kp, &tp, now);
-    if (ret) {
-        if (ret == -WG_EREPLAY)
-            dev->stats.dropped_replay++;
-        else
-            dev->stats.dropped_bad_packet++;
-        return -1;
-    }
-    /* Authentic from here on. */
     peer_update_endpoint(p, src);
     peer_count_rx(p, len, now);
     if (peer_received_with_keypair(p, kp)) {
@@ -257,8 +257,65 @@ static long open_message(struct device *dev, uint8_t *msg, uint32_t len,
     keep_key_fresh_on_receive(p, now);
     timers_any_authenticated_packet_received(p, now);
     timers_any_authenticated_packet_traversal(p, now);
-    *peer_out = p;
+    (void)dev;
+}
+
+/* The keypair a transport message is addressed to, or NULL. */
+static struct index_entry *message_keypair(struct device *dev, const uint8_t *msg, uint32_t len)
+{
+    struct index_entry *e;
+
+    if (len < WG_TRANSPORT_MIN_LEN ||
+        !(e = index_find(&dev->indices, transport_receiver(msg))) || !e->keypair)
+        return NULL;
+    return e;
+}
+
+static void count_drop(struct device *dev, int status)
+{
+    if (status == -WG_EREPLAY)
+        dev->stats.dropped_replay++;
+    else
+        dev->stats.dropped_bad_packet++;
+}
+
+/* Opens one transport message in place. Returns its plaintext length, or
+ * -1 when it is dropped; *peer_out names the sender. */
+static long open_message(struct device *dev, uint8_t *msg, uint32_t len,
+                         const union endpoint *src, uint64_t now, struct peer **peer_out)
+{
+    struct index_entry *e = message_keypair(dev, msg, len);
+
+    if (!e) {
+        dev->stats.dropped_bad_packet++;
+        return -1;
+    }
+    struct transport_packet tp = { .buf = msg, .cap = len, .len = len };
+    int ret = transport_open(e->keypair, &tp, now);
+    if (ret) {
+        count_drop(dev, ret);
+        return -1;
+    }
+    after_authentic(dev, e->peer, e->keypair, len, src, now);
+    *peer_out = e->peer;
     return (long)tp.len;
+}
+
+/* Keeps an opened packet for the TUN write if its source is the peer's. */
+static void keep_plain(struct device *dev, struct peer *p, uint8_t *msg, long plen,
+                       struct offload_pkt *plain, size_t *n, uint64_t now)
+{
+    uint8_t *ip = msg + WG_TRANSPORT_HEADER_LEN;
+    struct inner in;
+
+    if (plen <= 0)      /* a keepalive */
+        return;
+    if (!parse_inner(ip, (uint32_t)plen, &in) || !source_allowed(p, &in)) {
+        dev->stats.dropped_source++;
+        return;
+    }
+    timers_data_received(p, now);
+    plain[(*n)++] = (struct offload_pkt){ ip, in.len };
 }
 
 /* A handshake message inside a receive batch gets a buffer of its own. */
@@ -300,21 +357,53 @@ static void write_batch(struct device *dev, struct pkt *pkt, struct offload_pkt 
     }
 }
 
-void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
+/* A receive whose datagrams are all transport messages to one keypair
+ * can be opened on a worker; returns that keypair's entry. */
+static struct index_entry *one_keypair(struct device *dev, struct pkt *pkt, uint32_t seg_size)
 {
-    struct offload_pkt plain[PKT_MAX_SEGS];
-    size_t n = 0;
+    struct index_entry *first = NULL;
 
+    for (uint32_t off = 0; off < pkt->len; off += seg_size) {
+        uint32_t len = pkt->len - off < seg_size ? pkt->len - off : seg_size;
+        if (noise_message_type(pkt->in + off, len) != WG_MSG_TRANSPORT)
+            return NULL;
+        struct index_entry *e = message_keypair(dev, pkt->in + off, len);
+        if (!e || (first && e != first))
+            return NULL;
+        first = e;
+    }
+    return first && (pkt->len + seg_size - 1) / seg_size <= PKT_MAX_SEGS ? first : NULL;
+}
+
+static void start_batch(struct device *dev, struct pkt *pkt, uint32_t seg_size)
+{
     pkt->op = PKT_HELD;
     pkt->refs = 1;   /* ours, while we go through the batch */
     dev->stats.udp_receives++;
     dev->stats.udp_datagrams += (pkt->len + seg_size - 1) / seg_size;
+}
+
+void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
+{
+    struct offload_pkt plain[PKT_MAX_SEGS];
+    size_t n = 0;
+    struct index_entry *e;
+    struct crypto_job *job;
+
+    start_batch(dev, pkt, seg_size);
+    if ((e = one_keypair(dev, pkt, seg_size)) && (job = loop_crypto_job(dev->loop, now))) {
+        *job = (struct crypto_job){ .kind = CRYPTO_OPEN, .pkt = pkt, .seg_size = seg_size };
+        memcpy(job->key, e->keypair->recv_key, WG_KEY_LEN);
+        loop_crypto_submit(dev->loop, job);
+        return;
+    }
+    /* Opened here: after whatever the workers still hold, to keep order. */
+    loop_crypto_drain(dev->loop, now);
     for (uint32_t off = 0; off < pkt->len && n < PKT_MAX_SEGS; off += seg_size) {
         uint8_t *msg = pkt->in + off;
         uint32_t len = pkt->len - off < seg_size ? pkt->len - off : seg_size;
         uint32_t type = noise_message_type(msg, len);
         struct peer *p;
-        struct inner in;
 
         if (type != WG_MSG_TRANSPORT) {
             if (type >= WG_MSG_INITIATION && type <= WG_MSG_COOKIE_REPLY)
@@ -324,17 +413,49 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, u
             continue;
         }
         long plen = open_message(dev, msg, len, &pkt->addr, now, &p);
-        if (plen <= 0)      /* dropped, or a keepalive */
-            continue;
-        uint8_t *ip = msg + WG_TRANSPORT_HEADER_LEN;
-        if (!parse_inner(ip, (uint32_t)plen, &in) || !source_allowed(p, &in)) {
-            dev->stats.dropped_source++;
-            continue;
-        }
-        timers_data_received(p, now);
-        plain[n++] = (struct offload_pkt){ ip, in.len };
+        if (plen >= 0)
+            keep_plain(dev, p, msg, plen, plain, &n, now);
     }
     if (n)
         write_batch(dev, pkt, plain, n);
     loop_pkt_unref(dev->loop, pkt);
+}
+
+/* A receive opened by a worker: the replay checks and the rest, here. The
+ * keypair is looked up again: it may have gone while the worker ran. */
+static void finish_open(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
+{
+    struct offload_pkt plain[PKT_MAX_SEGS];
+    size_t n = 0;
+    unsigned i = 0;
+
+    for (uint32_t off = 0; off < pkt->len && i < PKT_MAX_SEGS; off += seg_size, i++) {
+        uint8_t *msg = pkt->in + off;
+        uint32_t len = pkt->len - off < seg_size ? pkt->len - off : seg_size;
+        struct index_entry *e = NULL;
+        int status = pkt->seg_status[i];
+
+        if (!status && (!(e = message_keypair(dev, msg, len)) ||
+                        transport_expired(e->keypair, now)))
+            status = -WG_ESTALE;
+        if (!status)
+            status = transport_accept(e->keypair, pkt->seg_counter[i]);
+        if (status) {
+            count_drop(dev, status);
+            continue;
+        }
+        after_authentic(dev, e->peer, e->keypair, len, &pkt->addr, now);
+        keep_plain(dev, e->peer, msg, pkt->seg_len[i], plain, &n, now);
+    }
+    if (n)
+        write_batch(dev, pkt, plain, n);
+    loop_pkt_unref(dev->loop, pkt);
+}
+
+void datapath_crypto_done(struct device *dev, struct crypto_job *job, uint64_t now)
+{
+    if (job->kind == CRYPTO_SEAL)
+        loop_send(dev->loop, job->pkt, &job->peer->endpoint);
+    else
+        finish_open(dev, job->pkt, job->seg_size, now);
 }

@@ -52,6 +52,10 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, u
 void datapath_send_staged(struct peer *p, uint64_t now);
 void datapath_send_keepalive(struct peer *p, uint64_t now);
 
+/* Takes back a job the crypto workers finished (in submission order). */
+struct crypto_job;
+void datapath_crypto_done(struct device *dev, struct crypto_job *job, uint64_t now);
+
 /* --- loop.c --------------------------------------------------------------------- */
 struct pkt *loop_pkt_get(struct loop *loop);
 void loop_pkt_put(struct loop *loop, struct pkt *pkt);
@@ -67,6 +71,12 @@ void loop_send_message(struct loop *loop, struct pkt *pkt, const union endpoint 
 void loop_write_tun(struct loop *loop, struct tun_write *w);
 struct tun_write *loop_tun_write_get(struct loop *loop);
 void loop_tun_write_put(struct loop *loop, struct tun_write *w);
+/* A crypto job slot, waiting for the oldest job when all are in flight;
+ * NULL when there are no workers (run the work inline). */
+struct crypto_job *loop_crypto_job(struct loop *loop, uint64_t now);
+void loop_crypto_submit(struct loop *loop, struct crypto_job *job);
+/* Waits for every job in flight and takes them back. */
+void loop_crypto_drain(struct loop *loop, uint64_t now);
 /* Drops one reference to a received pkt held by TUN writes. */
 void loop_pkt_unref(struct loop *loop, struct pkt *pkt);
 

@@ -18,6 +18,7 @@
 
 #define TAG_CONTROL 1u
 #define TAG_SIGNAL  2u
+#define TAG_CRYPTO  3u
 /* Wake at least this often, so the cookie secret rotates on time. */
 #define LOOP_MAX_SLEEP_NS (10 * WG_NSEC_PER_SEC)
 /* A GSO send stays below the 64 KiB an IP packet can carry. */
@@ -215,6 +216,7 @@ static void refill(struct loop *l)
             ;
     arm_poll(l, l->control_fd, TAG_CONTROL, &l->control_polled);
     arm_poll(l, l->signal_fd, TAG_SIGNAL, &l->signal_polled);
+    arm_poll(l, l->crypto.event_fd, TAG_CRYPTO, &l->crypto_polled);
 }
 
 /* The datagram size of a GRO receive, or the whole length without GRO. */
@@ -334,11 +336,71 @@ static void on_signal(struct loop *l)
     }
 }
 
+/* Takes back every finished job that is next in order. */
+static void take_crypto(struct loop *l, uint64_t now)
+{
+    struct crypto_job *job;
+
+    while ((job = crypto_pool_take(&l->crypto))) {
+        struct crypto_job done = *job;   /* the slot may be reused below */
+        datapath_crypto_done(l->dev, &done, now);
+    }
+}
+
+/* Clears the eventfd, then takes back what is done. */
+static void crypto_wake(struct loop *l, uint64_t now)
+{
+    uint64_t n;
+
+    (void)!read(l->crypto.event_fd, &n, sizeof(n));
+    take_crypto(l, now);
+}
+
+/* Waits (briefly) for the oldest job, for callers that need room or
+ * order now. */
+static void crypto_wait(struct loop *l, uint64_t now)
+{
+    struct pollfd pfd = { l->crypto.event_fd, POLLIN, 0 };
+
+    poll(&pfd, 1, 100);
+    crypto_wake(l, now);
+}
+
+static void on_crypto(struct loop *l, uint64_t now)
+{
+    l->crypto_polled = false;
+    crypto_wake(l, now);
+}
+
+struct crypto_job *loop_crypto_job(struct loop *l, uint64_t now)
+{
+    struct crypto_job *job;
+
+    if (!l->crypto.n_threads)
+        return NULL;
+    while (!(job = crypto_pool_reserve(&l->crypto)))
+        crypto_wait(l, now);
+    return job;
+}
+
+void loop_crypto_submit(struct loop *l, struct crypto_job *job)
+{
+    crypto_pool_submit(&l->crypto, job);
+}
+
+void loop_crypto_drain(struct loop *l, uint64_t now)
+{
+    while (l->crypto.n_threads && l->crypto.head != l->crypto.tail)
+        crypto_wait(l, now);
+}
+
 static void on_completion(struct loop *l, struct io_uring_cqe *cqe, uint64_t now)
 {
     uint64_t tag = io_uring_cqe_get_data64(cqe);
 
-    if (tag == TAG_CONTROL)
+    if (tag == TAG_CRYPTO)
+        on_crypto(l, now);
+    else if (tag == TAG_CONTROL)
         on_control(l, now);
     else if (tag == TAG_SIGNAL)
         on_signal(l);
@@ -391,7 +453,7 @@ int loop_run(struct loop *l)
 }
 
 int loop_init(struct loop *l, struct device *dev, int tun_fd, int udp4_fd, int udp6_fd,
-              int control_fd, int signal_fd)
+              int control_fd, int signal_fd, unsigned crypto_threads)
 {
     int ret;
 
@@ -414,11 +476,18 @@ int loop_init(struct loop *l, struct device *dev, int tun_fd, int udp4_fd, int u
         pkt_pool_destroy(&l->pool);
         return ret;
     }
+    ret = crypto_pool_start(&l->crypto, crypto_threads);
+    if (ret) {
+        io_uring_queue_exit(&l->ring);
+        pkt_pool_destroy(&l->pool);
+        return ret;
+    }
     return 0;
 }
 
 void loop_destroy(struct loop *l)
 {
+    crypto_pool_stop(&l->crypto);
     io_uring_queue_exit(&l->ring);
     pkt_pool_destroy(&l->pool);
 }

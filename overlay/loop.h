@@ -10,6 +10,7 @@
 #include <liburing.h>
 #include <stdbool.h>
 
+#include "overlay/crypto_pool.h"
 #include "overlay/device.h"
 #include "overlay/pkt.h"
 
@@ -26,15 +27,17 @@ struct loop {
     struct device *dev;
     int tun_fd, udp_fd[2], control_fd, signal_fd;
     unsigned tun_reads, udp_recvs[2];     /* in flight */
-    bool control_polled, signal_polled;
+    bool control_polled, signal_polled, crypto_polled;
+    struct crypto_pool crypto;
     bool stop;
     bool tun_gone;                        /* ddp0 was deleted under us */
 };
 
 /* Fds: the TUN device, the IPv4 and IPv6 sockets (-1 if absent), the
- * listening control socket and a signalfd for SIGTERM/SIGINT. */
+ * listening control socket and a signalfd for SIGTERM/SIGINT;
+ * crypto_threads workers for the AEAD (crypto_pool.h), 0 for none. */
 int loop_init(struct loop *l, struct device *dev, int tun_fd, int udp4_fd, int udp6_fd,
-              int control_fd, int signal_fd);
+              int control_fd, int signal_fd, unsigned crypto_threads);
 /* Runs until a stop signal or the loss of the TUN device. */
 int loop_run(struct loop *l);
 void loop_destroy(struct loop *l);

@@ -57,6 +57,9 @@ struct pkt {
     uint16_t nseg, sent, chunk;  /* chunk: segments in the send in flight */
     uint32_t stride;
     uint16_t seg_len[PKT_MAX_SEGS];
+    /* Opening a receive: per datagram, the status and the counter. */
+    int32_t seg_status[PKT_MAX_SEGS];
+    uint64_t seg_counter[PKT_MAX_SEGS];
 
     uint8_t in[PKT_IN_CAP] __attribute__((aligned(16)));
     uint8_t area[PKT_AREA_CAP] __attribute__((aligned(16)));
