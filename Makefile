@@ -24,7 +24,7 @@ WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS = $(CSTD) $(CFLAGS) $(WARN) -I. -MMD -MP
 SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-LDLIBS  := -lsodium -lmnl -luring -lpthread
+LDLIBS  := -lsodium -lmnl -luring
 TEST_LDLIBS := $(LDLIBS) -lcmocka
 # Unit tests count our code's allocations (tests/unit/alloc_count.h).
 TEST_WRAP   := $(foreach f,malloc calloc realloc sodium_malloc,-Wl,--wrap=$(f))
