@@ -1,12 +1,14 @@
 /* The CLI's shared parts: the option table and its parser, the messages
  * several verbs print, and the checks `up` and `down` make on the system
  * (privilege, directories, the state file, processes, interfaces). */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/capability.h>
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
 #include <net/if.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,8 +17,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "crypto/wg_const.h"
 #include "overlay/cli_args.h"
 #include "overlay/daemon.h"
 
@@ -26,6 +30,7 @@
 #define CLI_PROC_NAME      "ddpnet"
 /* The ethtool driver name of a TUN device. */
 #define CLI_TUN_DRIVER     "tun"
+#define CLI_MS_PER_S       1000
 /* The keys of the state file (daemon.h). */
 #define CLI_STATE_PID      "pid="
 #define CLI_STATE_HOSTS    "hosts="
@@ -75,7 +80,7 @@ static bool ifname_valid(const char *s)
         return false;
     for (const char *p = s; *p; p++) {
         unsigned char c = (unsigned char)*p;
-        if (c == '/' || c == ':' || c == '%' || c <= ' ' || c == 0x7f)
+        if (c == '/' || c == ':' || c == '%' || c == ' ' || iscntrl(c))
             return false;
     }
     return true;
@@ -455,4 +460,47 @@ int cli_link_is_tun(const char *ifname)
     if (ret != 0)
         return ret;
     return strncmp(info.driver, CLI_TUN_DRIVER, sizeof(info.driver)) == 0;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * CLI_MS_PER_S +
+           ts.tv_nsec / (long)(WG_NSEC_PER_SEC / CLI_MS_PER_S);
+}
+
+int cli_read_report(int fd, char *line, size_t cap, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    size_t len = 0;
+    ssize_t got;
+
+    if (cap == 0)
+        return -EINVAL;
+    if (fd < 0)
+        return -EBADF;    /* poll would ignore it and wait out the time */
+    while (len + 1 < cap) {
+        int64_t left = deadline - now_ms();
+        int n = left > 0 ? poll(&p, 1, (int)left) : 0;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return -ETIMEDOUT;
+        /* A byte at a time: the line is short, and nothing after it matters. */
+        got = read(fd, line + len, 1);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return -errno;
+        if (got == 0 || line[len] == '\n')
+            break;
+        len++;
+    }
+    line[len] = '\0';
+    return (int)len;
 }

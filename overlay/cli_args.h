@@ -107,4 +107,10 @@ bool cli_process_is_ddpnet(pid_t pid);
  * interface, -EINVAL for a bad name, or -errno. */
 int cli_link_is_tun(const char *ifname);
 
+/* Reads one line of a daemon's setup report from fd (a pipe) into line,
+ * without its newline, NUL-terminated, cut at cap - 1 bytes; waits at most
+ * timeout_ms in all. Returns its length (0: EOF before any byte),
+ * -ETIMEDOUT, -EINVAL when cap is 0, -EBADF, or -errno of poll/read. */
+int cli_read_report(int fd, char *line, size_t cap, int timeout_ms);
+
 #endif

@@ -8,12 +8,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <net/if.h>
-#include <poll.h>
 #include <signal.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -119,46 +116,6 @@ static int up_prepare(struct up *u)
     return CLI_CONTINUE;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * UP_MS_PER_S + ts.tv_nsec / (long)(WG_NSEC_PER_SEC / UP_MS_PER_S);
-}
-
-/* Reads the daemon's one report line (without its newline) into line.
- * Returns 0 (len 0: EOF before any byte), -ETIMEDOUT, or -errno. */
-static int up_read_report(int fd, char *line, size_t cap, size_t *len)
-{
-    int64_t deadline = now_ms() + (int64_t)UP_READY_TIMEOUT_S * UP_MS_PER_S;
-    struct pollfd p = { .fd = fd, .events = POLLIN };
-    ssize_t got;
-
-    *len = 0;
-    while (*len + 1 < cap) {
-        int64_t left = deadline - now_ms();
-        int n = left > 0 ? poll(&p, 1, (int)left) : 0;
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        if (n == 0)
-            return -ETIMEDOUT;
-        /* A byte at a time: the line is short, and nothing after it matters. */
-        got = read(fd, line + *len, 1);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0)
-            return -errno;
-        if (got == 0 || line[*len] == '\n')
-            break;
-        (*len)++;
-    }
-    line[*len] = '\0';
-    return 0;
-}
-
 static int up_report_ok(const struct up *u)
 {
     char addr[INET6_ADDRSTRLEN];
@@ -175,8 +132,7 @@ static int up_report_ok(const struct up *u)
 static int up_wait(const struct up *u, int fd, pid_t child)
 {
     char line[UP_REPORT_MAX];
-    size_t len = 0;
-    int ret = up_read_report(fd, line, sizeof(line), &len);
+    int ret = cli_read_report(fd, line, sizeof(line), UP_READY_TIMEOUT_S * UP_MS_PER_S);
 
     if (ret == -ETIMEDOUT) {
         /* Half set up is worse than not at all: stop it. */
@@ -185,11 +141,11 @@ static int up_wait(const struct up *u, int fd, pid_t child)
                 "stopped it (see syslog)\n", UP_READY_TIMEOUT_S);
         return CLI_EXIT_FAIL;
     }
-    if (ret != 0) {
+    if (ret < 0) {
         fprintf(stderr, "ddpnet up: reading the daemon's report: %s\n", strerror(-ret));
         return CLI_EXIT_FAIL;
     }
-    if (len == 0) {
+    if (ret == 0) {
         fprintf(stderr, "ddpnet up: daemon exited during setup (see syslog)\n");
         return CLI_EXIT_FAIL;
     }

@@ -399,3 +399,348 @@ if bad:
     print("; ".join(bad)); sys.exit(1)
 PYEOF
 }
+
+# --- NAT topologies: VPC gateways, firewalls, counters, mesh timing ----------
+# (nat_traversal.sh, mesh16.sh). The hub stands for the internet, with
+# "public" addresses in $E2E_INET.0.0/16 (a shared-address range, inside our
+# namespaces only). A VPC is a router namespace: wan0 on the hub, a LAN
+# bridge lan0 at $E2E_LAN.1/24, NAT from the LAN to wan0, and a gateway
+# firewall that lets nothing unsolicited in from the internet. Every VPC
+# uses the same LAN range, as two default VPCs do.
+E2E_INET=100.64
+E2E_LAN=172.31.1
+
+# e2e_public_node NAME X.Y: a node on the hub at $E2E_INET.X.Y/16.
+e2e_public_node() {
+    local n=$1 ns=$E2E_PFX$1
+    e2e_netns "$n"
+    E2E_NODES+=("$n")
+    mkdir -p "$T/$n/run"
+    ip -n "${E2E_PFX}hub" link add "p-$n" type veth peer name eth0 netns "$ns"
+    ip -n "${E2E_PFX}hub" link set "p-$n" master br0 up
+    ip -n "$ns" addr add "$E2E_INET.$2/16" dev eth0
+    ip -n "$ns" link set eth0 up
+    e2e_holder "$n"
+}
+
+# e2e_router NAME X.Y MODE: a VPC gateway with wan0 at $E2E_INET.X.Y/16.
+# MODE cone: masquerade, which keeps the source port where it is free and,
+# while any flow from a host:port is tracked, gives that host:port's new
+# flows the same mapping: endpoint-independent for as long as the node
+# keeps one flow alive; symmetric: masquerade random,fully-random, a new
+# port per destination; eim: masquerade plus the static per-host mappings
+# of e2e_router_map (the same port even after every flow expired).
+# The gateway drops unsolicited packets to itself in its input hook, so
+# they never become conntrack entries: an unreplied entry for
+# (peer -> gateway:port) would make masquerade give the next outgoing flow
+# to that peer another port, and no hole could be punched.
+e2e_router() {
+    local r=$1 wan=$2 mode=$3 ns=$E2E_PFX$1 nat
+    case "$mode" in
+    cone|eim) nat="masquerade" ;;
+    symmetric) nat="masquerade random,fully-random" ;;
+    *) fail "e2e_router $r: unknown NAT mode '$mode'" ;;
+    esac
+    e2e_netns "$r"
+    ip -n "${E2E_PFX}hub" link add "p-$r" type veth peer name wan0 netns "$ns"
+    ip -n "${E2E_PFX}hub" link set "p-$r" master br0 up
+    ip -n "$ns" addr add "$E2E_INET.$wan/16" dev wan0
+    ip -n "$ns" link set wan0 up
+    ip -n "$ns" link add lan0 type bridge forward_delay 0 stp_state 0
+    ip -n "$ns" addr add "$E2E_LAN.1/24" dev lan0
+    ip -n "$ns" link set lan0 up
+    ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1
+    # LAN to LAN stays plain bridging, never the IP hooks (br_netfilter).
+    ip netns exec "$ns" sysctl -qw net.bridge.bridge-nf-call-iptables=0 2>/dev/null || true
+    ip netns exec "$ns" nft -f - <<EOF || fail "router $r: nftables rules refused"
+table ip nat {
+    chain postrouting {
+        type nat hook postrouting priority srcnat; policy accept;
+        oifname "wan0" $nat
+    }
+}
+table inet gw {
+    chain input {
+        type filter hook input priority filter; policy accept;
+        iifname "wan0" ct state established,related accept
+        iifname "wan0" drop
+    }
+    chain forward {
+        type filter hook forward priority filter; policy accept;
+        iifname "wan0" ct state established,related accept
+        iifname "wan0" drop
+    }
+}
+EOF
+}
+
+# e2e_router_map ROUTER HOST PORT WANPORT: on an eim gateway, UDP from
+# $E2E_LAN.HOST:PORT always leaves as wan0's address :WANPORT.
+e2e_router_map() {
+    local ns=$E2E_PFX$1 wan
+    wan=$(ip -n "$ns" -4 -o addr show dev wan0 | awk '{ split($4, a, "/"); print a[1] }')
+    ip netns exec "$ns" nft insert rule ip nat postrouting oifname wan0 \
+        ip saddr "$E2E_LAN.$2" udp sport "$3" snat to "$wan:$4" ||
+        fail "router $1: mapping for $E2E_LAN.$2:$3 refused"
+}
+
+# e2e_lan_node ROUTER NAME HOST: a node in ROUTER's LAN at $E2E_LAN.HOST/24,
+# default route via the gateway.
+e2e_lan_node() {
+    local r=$1 n=$2 ns=$E2E_PFX$2
+    e2e_netns "$n"
+    E2E_NODES+=("$n")
+    mkdir -p "$T/$n/run"
+    ip -n "$E2E_PFX$r" link add "l-$n" type veth peer name eth0 netns "$ns"
+    ip -n "$E2E_PFX$r" link set "l-$n" master lan0 up
+    ip -n "$ns" addr add "$E2E_LAN.$3/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" route add default via "$E2E_LAN.1"
+    e2e_holder "$n"
+}
+
+# e2e_firewall NODE PORT: a host firewall on NODE's underlay link eth0 (as a
+# security group would be): only established/related traffic and UDP to
+# PORT come in; the rest is dropped and counted. Traffic inside the overlay
+# (ddp0) and on lo is not filtered.
+e2e_firewall() {
+    ip netns exec "$E2E_PFX$1" nft -f - <<EOF || fail "node $1: firewall rules refused"
+table inet ddpfw {
+    counter dropped { }
+    chain input {
+        type filter hook input priority filter; policy accept;
+        iifname != "eth0" accept
+        ct state established,related accept
+        udp dport $2 accept
+        counter name dropped drop
+    }
+}
+EOF
+}
+
+# e2e_fw_dropped NODE: the packets NODE's firewall has dropped so far.
+e2e_fw_dropped() {
+    ip netns exec "$E2E_PFX$1" nft list counter inet ddpfw dropped |
+        sed -n 's/.*packets \([0-9]*\) bytes.*/\1/p'
+}
+
+# e2e_udp_counters NODE PORT: counts the UDP bytes NODE receives on and
+# sends from PORT (every one, before any firewall decides).
+e2e_udp_counters() {
+    ip netns exec "$E2E_PFX$1" nft -f - <<EOF || fail "node $1: counter rules refused"
+table inet ddpcount {
+    counter rx { }
+    counter tx { }
+    chain in {
+        type filter hook input priority raw; policy accept;
+        udp dport $2 counter name rx
+    }
+    chain out {
+        type filter hook output priority raw; policy accept;
+        udp sport $2 counter name tx
+    }
+}
+EOF
+}
+
+# e2e_udp_bytes NODE: "RX TX", the bytes e2e_udp_counters counted so far.
+e2e_udp_bytes() {
+    local ns=$E2E_PFX$1 rx tx
+    rx=$(ip netns exec "$ns" nft list counter inet ddpcount rx | sed -n 's/.*bytes \([0-9]*\).*/\1/p')
+    tx=$(ip netns exec "$ns" nft list counter inet ddpcount tx | sed -n 's/.*bytes \([0-9]*\).*/\1/p')
+    [ -n "$rx" ] && [ -n "$tx" ] || fail "node $1: no UDP counters (e2e_udp_counters first)"
+    echo "$rx $tx"
+}
+
+# e2e_reset: every node down (checked, as ddp_down does) and every
+# namespace and process made so far gone, the scratch directory kept: a
+# script can then build another topology with the same node names.
+e2e_reset() {
+    local i n ns pid pids
+    for (( i=${#E2E_UP[@]}-1; i>=0; i-- )); do
+        n=${E2E_UP[i]}
+        [ -f "$T/$n/pid" ] && ddp_down "$n"
+    done
+    for ns in "${E2E_NETNS[@]}"; do
+        pids=$(ip netns pids "$ns" 2>/dev/null)
+        [ -z "$pids" ] || kill $pids 2>/dev/null || true
+    done
+    for pid in "${E2E_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${E2E_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    for (( i=${#E2E_NETNS[@]}-1; i>=0; i-- )); do
+        ip netns del "${E2E_NETNS[i]}" 2>/dev/null || true
+    done
+    for n in "${E2E_NODES[@]}"; do rm -f "$T/$n/pid"; done
+    E2E_NETNS=() E2E_NODES=() E2E_UP=() E2E_PIDS=()
+}
+
+# e2e_mesh_time T0 SECONDS NODE...: every NODE pings every other NODE by
+# name over the overlay, all at once: one pinger per node sends an echo
+# to each peer not yet answered every 100 ms, until all have answered or
+# SECONDS after T0 (date +%s%N). Sets MESH_MS (the last first-answer, in
+# ms after T0; empty if some pair never answered), MESH_MISSING ("a->b
+# ..."), and prints the slowest pair.
+e2e_mesh_time() {
+    local t0=$1 secs=$2 n m pids=() kind peer ms worst=0 worst_pair="" answered=0
+    shift 2
+    e2e_meshping_py
+    for n in "$@"; do
+        local others=()
+        for m in "$@"; do [ "$m" = "$n" ] || others+=("$m"); done
+        nx_bg "$n" meshping "$PY" "$T/meshping.py" "$t0" "$secs" "${others[@]}"
+        pids+=("$BG_PID")
+    done
+    for n in "${pids[@]}"; do wait "$n" 2>/dev/null || true; done
+    MESH_MISSING=""
+    for n in "$@"; do
+        grep -q '^done' "$T/$n/meshping.out" ||
+            fail "node $n: mesh pinger failed: $(tail -n 5 "$T/$n/meshping.out")"
+        while read -r kind peer ms; do
+            case "$kind" in
+            ok) answered=$((answered + 1))
+                if [ "$ms" -gt "$worst" ]; then worst=$ms worst_pair="$n->$peer"; fi ;;
+            missing) MESH_MISSING="$MESH_MISSING $n->$peer" ;;
+            esac
+        done <"$T/$n/meshping.out"
+    done
+    MESH_MISSING=${MESH_MISSING# }
+    ms="$(( worst / 1000 )).$(printf '%03d' $(( worst % 1000 ))) s"
+    if [ -z "$MESH_MISSING" ]; then
+        MESH_MS=$worst
+        say "full mesh ($answered pairs) $ms after T0 (slowest: $worst_pair)"
+    else
+        MESH_MS=""
+        say "no full mesh within $secs s: $(wc -w <<<"$MESH_MISSING") pairs never answered; the $answered that did, within $ms"
+    fi
+}
+
+# Writes $T/meshping.py, the pinger e2e_mesh_time runs in each node.
+e2e_meshping_py() {
+    [ -f "$T/meshping.py" ] && return 0
+    cat >"$T/meshping.py" <<'PYEOF'
+# meshping T0_NS SECONDS NAME...: ICMP echo to each NAME (resolved in this
+# node's hosts file) every 100 ms until it answers or T0 + SECONDS; prints
+# "ok NAME MS" (first answer, ms after T0) or "missing NAME", then "done".
+import os, select, socket, struct, sys, time
+
+def checksum(b):
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    s = (s >> 16) + (s & 0xffff)
+    s += s >> 16
+    return ~s & 0xffff
+
+t0, secs, names = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
+end = t0 + int(secs * 1e9)
+sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+ident = os.getpid() & 0xffff
+addr, got, seq = {}, {}, 0
+while len(got) < len(names) and time.time_ns() < end:
+    tick = time.time_ns() + 100_000_000
+    seq = (seq + 1) & 0xffff
+    for n in names:
+        if n in got:
+            continue
+        try:
+            addr.setdefault(n, socket.gethostbyname(n))
+        except OSError:
+            continue  # the hosts block is not there yet
+        hdr = struct.pack("!BBHHH", 8, 0, 0, ident, seq)
+        pkt = struct.pack("!BBHHH", 8, 0, checksum(hdr + b"meshping"), ident, seq) + b"meshping"
+        try:
+            sock.sendto(pkt, (addr[n], 0))
+        except OSError:
+            pass  # no route or no key yet: try again next tick
+    while True:
+        left = (min(tick, end) - time.time_ns()) / 1e9
+        if left <= 0 or not select.select([sock], [], [], left)[0]:
+            break
+        data, src = sock.recvfrom(2048)
+        ihl = (data[0] & 0x0f) * 4
+        typ, _, _, rid, _ = struct.unpack("!BBHHH", data[ihl:ihl + 8])
+        if typ != 0 or rid != ident:
+            continue
+        for n, a in addr.items():
+            if a == src[0] and n not in got:
+                got[n] = (time.time_ns() - t0) // 1_000_000
+for n in names:
+    print("ok %s %d" % (n, got[n]) if n in got else "missing %s" % n)
+print("done", flush=True)
+PYEOF
+    chmod 644 "$T/meshping.py"
+}
+
+# e2e_peer_path NODE PEER: prints "PATH VIA RTT_MS ENDPOINT" for PEER from
+# NODE's `ddpnet status --json` (the path fields of issue 5; "-" where
+# empty or null). Else prints why not (a missing field is named) and
+# returns 1: got=$(e2e_peer_path ...) || fail "...: $got".
+e2e_peer_path() {
+    local n=$1 peer=$2 out
+    if ! out=$(ddp_status "$n" --json 2>&1); then
+        echo "ddpnet status --json failed: $out"
+        return 1
+    fi
+    printf '%s\n' "$out" >"$T/$n/status.json"
+    "$PY" - "$T/$n/status.json" "$peer" <<'PYEOF'
+import json, sys
+try:
+    doc = json.load(open(sys.argv[1]))
+except ValueError as e:
+    print("ddpnet status --json is not JSON (%s): %s" % (e, open(sys.argv[1]).read()[:300])); sys.exit(1)
+row = next((p for p in doc.get("peers", []) if p.get("name") == sys.argv[2]), None)
+if row is None:
+    print("ddpnet status --json has no row for %s" % sys.argv[2]); sys.exit(1)
+missing = [k for k in ("path", "via", "rtt_ms") if k not in row]
+if missing:
+    print("ddpnet status --json: field(s) %s missing in the row of %s (issue 5: path, via, rtt_ms): %s"
+          % (", ".join(missing), sys.argv[2], json.dumps(row))); sys.exit(1)
+val = lambda k: "-" if row.get(k) in (None, "") else str(row[k])
+print(val("path"), val("via"), val("rtt_ms"), val("endpoint"))
+PYEOF
+}
+
+# e2e_allreduce NODE...: torchrun on every NODE (c10d rendezvous at the
+# first NODE by name, port 29500; Gloo over ddp0, as torch.sh runs it);
+# each rank adds rank + 1 and all must see the sum. TORCH_TIMEOUT bounds it.
+e2e_allreduce() {
+    local n tpids=() failed="" rc line world=$# first=$1 want i
+    want=$(( world * (world + 1) / 2 ))
+    cat >"$T/allreduce.py" <<'PYEOF'
+import socket
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+t = torch.tensor([float(rank + 1)])
+dist.all_reduce(t)
+want = world * (world + 1) / 2
+print("allreduce host=%s rank=%d world=%d sum=%g want=%g"
+      % (socket.gethostname(), rank, world, t.item(), want), flush=True)
+dist.barrier()
+dist.destroy_process_group()
+raise SystemExit(0 if t.item() == want else 1)
+PYEOF
+    chmod 644 "$T/allreduce.py"
+    for n in "$@"; do
+        nx_bg "$n" torchrun timeout "${TORCH_TIMEOUT:-240}" sh -c '
+            eval "$("$1" env --run-dir "$2")" || exit 3
+            export OMP_NUM_THREADS=1
+            exec torchrun --nnodes "$4" --nproc_per_node 1 --rdzv_backend=c10d \
+                --rdzv_endpoint="$5:29500" --rdzv_id=ddpnet-e2e --max_restarts 0 \
+                --redirects 2 --tee 1 "$3"' sh "$DDPNET" "$T/$n/run" "$T/allreduce.py" "$world" "$first"
+        tpids+=("$BG_PID")
+    done
+    i=0
+    for n in "$@"; do
+        rc=0; wait "${tpids[i]}" || rc=$?
+        [ "$rc" -eq 0 ] || failed="$failed $n(exit $rc)"
+        i=$((i + 1))
+    done
+    [ -z "$failed" ] || fail "torchrun failed on:$failed"
+    for n in "$@"; do
+        line=$(grep -h 'allreduce host=' "$T/$n/torchrun.out" | tail -n 1)
+        say "$n: ${line#*allreduce }"
+        case "$line" in *"host=$n "*"world=$world sum=$want "*) ;;
+            *) fail "$n: no all_reduce result with sum $want: $(tail -n 20 "$T/$n/torchrun.out")" ;; esac
+    done
+}

@@ -1,0 +1,1385 @@
+/* Tests of the `ddpnet` verbs without the built binary: the option parser
+ * (a table of command lines), and each verb called as main would call it,
+ * with stdin, stdout and stderr redirected so its exact output and exit
+ * status are checked. `up` and `down` are driven only along paths that stop
+ * before a daemon would start; those that need privileges (an interface,
+ * another uid) run as root in child processes and report themselves
+ * skipped otherwise. Real bring-up is the e2e tests' business. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <net/if.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sodium.h>
+
+#include "crypto/aead.h"
+#include "crypto/x25519.h"
+#include "overlay/cli.h"
+#include "overlay/cli_args.h"
+#include "overlay/keyfile.h"
+#include "tun/tun.h"
+
+/* Key pairs as `wg genkey | tee k | wg pubkey` printed them. */
+#define PRIV_A "ODZ3UHZcW47hcSkJxyygI2pvBXvA2l/QYyTDWAUVr3E="
+#define PUB_A  "DNAWmnT2QifBYO65SpqskpErSH6K7lf3IILszNNeZCc="
+#define PRIV_B "wC9XXeY1XJ43WaROWUlFUk+9/WH2k6YEeydMBJbCJWA="
+#define PUB_B  "MfEmnnjWLoTnOcOaQh4knjAGQidLNo6LVdkQByFx+Wo="
+#define PRIV_C "6LpLBFYDDwpeOvH04qUA1EYVasMXu/lQJHxs4LcqbGY="
+#define PUB_C  "fPQrJDWt4YOR6Gp8Ud55Yy6RemIRuPSwil9NOybwyhE="
+
+#define GOOD_CLUSTER \
+    "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n\n" \
+    "[node alpha]\npublic-key = " PUB_A "\naddress = 10.77.0.1\n\n" \
+    "[node beta]\npublic-key = " PUB_B "\naddress = 10.77.0.2\n"
+/* Three errors, on lines 3, 4 and 6. */
+#define BAD_CLUSTER \
+    "[cluster]\nnetwork = 10.77.0.0/16\nport = 515820\n" \
+    "[node alpha]\npublic-key = " PUB_A "\nadress = 10.77.0.1\n"
+#define BAD_CLUSTER_ERRORS(f) \
+    f ":3: bad port '515820' (expected 1..65535)\n" \
+    f ":4: missing required key 'address' in [node alpha]\n" \
+    f ":6: unknown key 'adress'\n"
+
+#define UP_USAGE_LINE "usage: ddpnet up -c CLUSTER -k KEYFILE [-i IFNAME] " \
+    "[--run-dir DIR] [--hosts-file FILE] [--foreground] [--debug]\n"
+#define NOBODY 65534
+#define CAP_CHUNK_BITS 32u   /* bits per __user_cap_data_struct word */
+
+#define CAPTURE_MAX 8192
+
+/* Short, so that every path built from it fits the buffers below. */
+static char tmpdir[64];
+#define PATH_CAP 256
+#define PATH_CAP2 (2 * PATH_CAP)   /* a path built from another one */
+#define MSG_CAP  1024
+
+struct captured {
+    int rc;
+    char out[CAPTURE_MAX];
+    char err[CAPTURE_MAX];
+};
+
+/* --- helpers --------------------------------------------------------------------- */
+
+static int setup(void **state)
+{
+    (void)state;
+    if (crypto_core_init() != 0)
+        return -1;
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_cli.XXXXXX");
+    if (mkdtemp(tmpdir) == NULL)
+        return -1;
+    /* Children that run as nobody must reach their files in here. */
+    return chmod(tmpdir, 0755);
+}
+
+static int teardown(void **state)
+{
+    char cmd[sizeof(tmpdir) + 16];
+
+    (void)state;
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void skip_unless_root(void)
+{
+    if (geteuid() != 0) {
+        print_message("skipped: needs root\n");
+        skip();
+    }
+}
+
+/* tmpdir/name into buf. */
+static const char *tmp_path(char *buf, const char *name)
+{
+    snprintf(buf, PATH_CAP, "%s/%s", tmpdir, name);
+    return buf;
+}
+
+static void write_file(const char *path, const char *content, mode_t mode)
+{
+    int fd;
+
+    unlink(path);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+    assert_int_equal(fchmod(fd, mode), 0);
+    close(fd);
+}
+
+static void read_file(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    assert_non_null(f);
+    n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+static void read_back(FILE *f, char *buf, size_t cap)
+{
+    size_t n;
+
+    rewind(f);
+    n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+/* Runs fn(argc, argv) (argv NULL-terminated) with stdin reading in (NULL:
+ * empty) and stdout/stderr captured. Asserts nothing, so it also serves
+ * child processes. */
+static void run_verb(int (*fn)(int, char **), const char *const *argv,
+                     const char *in, struct captured *c)
+{
+    FILE *fi = tmpfile(), *fo = tmpfile(), *fe = tmpfile();
+    int saved[3], argc = 0;
+    char *args[32];
+
+    while (argv[argc] != NULL && argc < 31) {
+        args[argc] = (char *)(uintptr_t)argv[argc];   /* verbs take char ** */
+        argc++;
+    }
+    args[argc] = NULL;
+    if (in != NULL)
+        fputs(in, fi);
+    fflush(fi);
+    rewind(fi);
+    fflush(stdout);
+    fflush(stderr);
+    for (int i = 0; i < 3; i++)
+        saved[i] = dup(i);
+    dup2(fileno(fi), STDIN_FILENO);
+    dup2(fileno(fo), STDOUT_FILENO);
+    dup2(fileno(fe), STDERR_FILENO);
+    c->rc = fn(argc, args);
+    fflush(stdout);
+    fflush(stderr);
+    for (int i = 0; i < 3; i++) {
+        dup2(saved[i], i);
+        close(saved[i]);
+    }
+    fclose(fi);
+    read_back(fo, c->out, sizeof(c->out));
+    read_back(fe, c->err, sizeof(c->err));
+}
+
+static void assert_run(int (*fn)(int, char **), const char *const *argv,
+                       const char *in, int rc, const char *out, const char *err)
+{
+    static struct captured c;
+
+    run_verb(fn, argv, in, &c);
+    if (strcmp(c.err, err) != 0 || c.rc != rc)
+        print_message("stderr was: %s", c.err);
+    assert_string_equal(c.out, out);
+    assert_string_equal(c.err, err);
+    assert_int_equal(c.rc, rc);
+}
+
+/* Forks; the child runs fn (which returns an exit code, 0 = as expected)
+ * and the parent asserts that code. */
+static void in_child(int (*fn)(void))
+{
+    pid_t pid = fork();
+    int status;
+
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(fn());
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static int become_nobody(void)
+{
+    return setgroups(0, NULL) == 0 && setresgid(NOBODY, NOBODY, NOBODY) == 0 &&
+           setresuid(NOBODY, NOBODY, NOBODY) == 0 ? 0 : -1;
+}
+
+/* --- option parsing -------------------------------------------------------------- */
+
+#define UP_OPTS (CLI_OPT_CLUSTER | CLI_OPT_KEY | CLI_OPT_INTERFACE | CLI_OPT_RUN_DIR | \
+                 CLI_OPT_HOSTS_FILE | CLI_OPT_FOREGROUND | CLI_OPT_DEBUG)
+#define UP_REQ  (CLI_OPT_CLUSTER | CLI_OPT_KEY)
+#define DOWN_OPTS (CLI_OPT_INTERFACE | CLI_OPT_RUN_DIR)
+#define STATUS_OPTS (CLI_OPT_INTERFACE | CLI_OPT_RUN_DIR | CLI_OPT_JSON)
+
+struct args_case {
+    const char *argv[16];
+    unsigned allowed, required;
+    const char *err;            /* NULL: must parse */
+    struct cli_args want;       /* when it parses; NULL strings take defaults */
+};
+
+static const struct args_case args_cases[] = {
+    /* accepted forms */
+    { { "up", "-c", "f", "-k", "k" }, UP_OPTS, UP_REQ, NULL,
+      { .cluster = "f", .key = "k" } },
+    { { "up", "--cluster=f", "--key", "k", "-i", "ddp7", "--run-dir", "/r",
+        "--hosts-file=/h", "--foreground", "--debug" }, UP_OPTS, UP_REQ, NULL,
+      { .cluster = "f", .key = "k", .ifname = "ddp7", .run_dir = "/r",
+        .hosts_file = "/h", .foreground = true, .debug = true } },
+    { { "up", "-cf", "-kk", "-iwg1" }, UP_OPTS, UP_REQ, NULL,
+      { .cluster = "f", .key = "k", .ifname = "wg1" } },
+    { { "up", "-c", "a", "-k", "k", "-c", "b" }, UP_OPTS, UP_REQ, NULL,
+      { .cluster = "b", .key = "k" } },
+    { { "up", "-c", "f", "-k", "k", "--" }, UP_OPTS, UP_REQ, NULL,
+      { .cluster = "f", .key = "k" } },
+    { { "up", "-c", "f", "-k", "k", "-i", "abcdefghijklmno" }, UP_OPTS, UP_REQ, NULL,
+      { .cluster = "f", .key = "k", .ifname = "abcdefghijklmno" } },
+    { { "check", "-c", "-" }, CLI_OPT_CLUSTER, CLI_OPT_CLUSTER, NULL, { .cluster = "-" } },
+    { { "check", "--cluster", "a=b" }, CLI_OPT_CLUSTER, CLI_OPT_CLUSTER, NULL,
+      { .cluster = "a=b" } },
+    { { "down" }, DOWN_OPTS, 0, NULL, { .cluster = NULL } },
+    { { "status", "--json", "-i", "ddp1" }, STATUS_OPTS, 0, NULL,
+      { .json = true, .ifname = "ddp1" } },
+    { { "env", "--master", "gpu-a1" }, CLI_OPT_INTERFACE | CLI_OPT_MASTER, 0, NULL,
+      { .master = "gpu-a1" } },
+    /* help wins over what is missing, and ends parsing */
+    { { "up", "--help" }, UP_OPTS, UP_REQ, NULL, { .help = true } },
+    { { "up", "-c", "f", "-h", "--bogus" }, UP_OPTS, UP_REQ, NULL,
+      { .cluster = "f", .help = true } },
+    /* unknown options, also those of other verbs */
+    { { "up", "--bogus" }, UP_OPTS, UP_REQ, "unknown option '--bogus'", { 0 } },
+    { { "up", "--bogus=3" }, UP_OPTS, UP_REQ, "unknown option '--bogus'", { 0 } },
+    { { "up", "-x" }, UP_OPTS, UP_REQ, "unknown option '-x'", { 0 } },
+    { { "up", "-xyz" }, UP_OPTS, UP_REQ, "unknown option '-x'", { 0 } },
+    { { "up", "--clust", "f" }, UP_OPTS, UP_REQ, "unknown option '--clust'", { 0 } },
+    { { "up", "--", "x" }, UP_OPTS, UP_REQ, "unexpected argument 'x'", { 0 } },
+    { { "down", "-k", "k" }, DOWN_OPTS, 0, "unknown option '-k'", { 0 } },
+    { { "down", "--cluster", "c" }, DOWN_OPTS, 0, "unknown option '--cluster'", { 0 } },
+    { { "genkey", "--json" }, 0, 0, "unknown option '--json'", { 0 } },
+    /* values */
+    { { "up", "-c" }, UP_OPTS, UP_REQ, "option '-c' needs a value", { 0 } },
+    { { "up", "--cluster" }, UP_OPTS, UP_REQ, "option '--cluster' needs a value", { 0 } },
+    { { "up", "-c", "-k", "k" }, UP_OPTS, UP_REQ, "option '-c' needs a value", { 0 } },
+    { { "up", "--cluster=", "-k", "k" }, UP_OPTS, UP_REQ,
+      "option '--cluster' needs a value", { 0 } },
+    { { "up", "-c", "", "-k", "k" }, UP_OPTS, UP_REQ, "option '-c' needs a value", { 0 } },
+    { { "up", "-c", "f", "-k", "k", "-i", "" }, UP_OPTS, UP_REQ,
+      "option '-i' needs a value", { 0 } },
+    { { "up", "-c", "f", "-k", "k", "--foreground=yes" }, UP_OPTS, UP_REQ,
+      "option '--foreground' takes no value", { 0 } },
+    /* what is required */
+    { { "up" }, UP_OPTS, UP_REQ, "missing option -c/--cluster", { 0 } },
+    { { "up", "-c", "f" }, UP_OPTS, UP_REQ, "missing option -k/--key", { 0 } },
+    { { "x" }, DOWN_OPTS, CLI_OPT_RUN_DIR, "missing option --run-dir", { 0 } },
+    /* arguments */
+    { { "up", "-c", "f", "-k", "k", "extra" }, UP_OPTS, UP_REQ,
+      "unexpected argument 'extra'", { 0 } },
+    { { "up", "--", "-c", "f" }, UP_OPTS, UP_REQ, "unexpected argument '-c'", { 0 } },
+    { { "pubkey", "-" }, 0, 0, "unexpected argument '-'", { 0 } },
+    /* interface names the kernel would refuse */
+    { { "down", "-i", "a/b" }, DOWN_OPTS, 0, "invalid interface name 'a/b'", { 0 } },
+    { { "down", "-i", "abcdefghijklmnop" }, DOWN_OPTS, 0,
+      "invalid interface name 'abcdefghijklmnop'", { 0 } },
+    { { "down", "-i", "." }, DOWN_OPTS, 0, "invalid interface name '.'", { 0 } },
+    { { "down", "-i", ".." }, DOWN_OPTS, 0, "invalid interface name '..'", { 0 } },
+    { { "down", "-i", "a b" }, DOWN_OPTS, 0, "invalid interface name 'a b'", { 0 } },
+    { { "down", "-i", "a:1" }, DOWN_OPTS, 0, "invalid interface name 'a:1'", { 0 } },
+    { { "down", "-i", "eth%d" }, DOWN_OPTS, 0, "invalid interface name 'eth%d'", { 0 } },
+    { { "down", "--interface=x\ty" }, DOWN_OPTS, 0, "invalid interface name 'x\ty'", { 0 } },
+};
+
+static void assert_str_or_default(const char *got, const char *want, const char *dflt)
+{
+    if (want == NULL)
+        want = dflt;
+    if (want == NULL)
+        assert_null(got);
+    else
+        assert_string_equal(got, want);
+}
+
+static void test_args_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(args_cases) / sizeof(args_cases[0]); i++) {
+        const struct args_case *t = &args_cases[i];
+        struct cli_args a;
+        char err[MSG_CAP] = "stale";
+        int argc = 0;
+
+        while (t->argv[argc] != NULL)
+            argc++;
+        int ret = cli_args_parse(argc, (char **)(uintptr_t)t->argv, t->allowed,
+                                 t->required, &a, err, sizeof(err));
+        if ((ret != 0) != (t->err != NULL))
+            print_message("case %zu: %s %s: %d '%s'\n", i, t->argv[0],
+                          argc > 1 ? t->argv[1] : "", ret, err);
+        if (t->err != NULL) {
+            assert_int_equal(ret, -EINVAL);
+            assert_string_equal(err, t->err);
+            continue;
+        }
+        assert_int_equal(ret, 0);
+        assert_string_equal(err, "");
+        assert_str_or_default(a.cluster, t->want.cluster, NULL);
+        assert_str_or_default(a.key, t->want.key, NULL);
+        assert_str_or_default(a.master, t->want.master, NULL);
+        assert_str_or_default(a.ifname, t->want.ifname, "ddp0");
+        assert_str_or_default(a.run_dir, t->want.run_dir, "/var/run/wireguard");
+        assert_str_or_default(a.hosts_file, t->want.hosts_file, "/etc/hosts");
+        assert_int_equal(a.foreground, t->want.foreground);
+        assert_int_equal(a.debug, t->want.debug);
+        assert_int_equal(a.json, t->want.json);
+        assert_int_equal(a.help, t->want.help);
+    }
+}
+
+static void test_args_short_error_buffer(void **state)
+{
+    const char *argv[] = { "up", "--a-rather-long-unknown-option", NULL };
+    struct cli_args a;
+    char err[16];
+
+    (void)state;
+    memset(err, 'x', sizeof(err));
+    assert_int_equal(cli_args_parse(2, (char **)(uintptr_t)argv, UP_OPTS, 0, &a, err, 8),
+                     -EINVAL);
+    assert_int_equal(strlen(err), 7);
+    assert_int_equal(err[8], 'x');
+    assert_int_equal(cli_args_parse(2, (char **)(uintptr_t)argv, UP_OPTS, 0, &a, NULL, 0),
+                     -EINVAL);
+}
+
+static int handle_up(int argc, char **argv)
+{
+    struct cli_args a;
+
+    return cli_args_handle(argc, argv, UP_OPTS, UP_REQ,
+                           "-c CLUSTER -k KEYFILE [-i IFNAME] [--run-dir DIR] "
+                           "[--hosts-file FILE] [--foreground] [--debug]", &a);
+}
+
+static int handle_genkey(int argc, char **argv)
+{
+    struct cli_args a;
+
+    return cli_args_handle(argc, argv, 0, 0, "", &a);
+}
+
+static void test_args_handle(void **state)
+{
+    (void)state;
+    assert_run(handle_up, (const char *[]){ "up", "-c", "f", "-k", "k", NULL }, NULL,
+               CLI_CONTINUE, "", "");
+    assert_run(handle_up, (const char *[]){ "up", "--help", NULL }, NULL,
+               CLI_EXIT_OK, UP_USAGE_LINE, "");
+    assert_run(handle_up, (const char *[]){ "up", "--nope", NULL }, NULL, CLI_EXIT_USAGE,
+               "", "ddpnet up: unknown option '--nope'\n" UP_USAGE_LINE);
+    /* No stray blank before the end of a usage without options. */
+    assert_run(handle_genkey, (const char *[]){ "genkey", "-h", NULL }, NULL,
+               CLI_EXIT_OK, "usage: ddpnet genkey\n", "");
+}
+
+/* --- genkey and pubkey ----------------------------------------------------------- */
+
+static void test_genkey(void **state)
+{
+    struct captured c;
+    uint8_t priv[WG_KEY_LEN];
+
+    (void)state;
+    run_verb(cli_genkey, (const char *[]){ "genkey", NULL }, NULL, &c);
+    assert_int_equal(c.rc, 0);
+    assert_string_equal(c.err, "");
+    assert_int_equal(strlen(c.out), KEYFILE_B64_LEN + 1);
+    assert_int_equal(c.out[KEYFILE_B64_LEN], '\n');
+    assert_int_equal(keyfile_parse(c.out, strlen(c.out), priv), 0);
+    /* Clamped as wg genkey clamps. */
+    assert_int_equal(priv[0] & 7, 0);
+    assert_int_equal(priv[WG_KEY_LEN - 1] & 0xc0, 0x40);
+
+    /* Two runs never print the same key. */
+    char first[sizeof(c.out)];
+    memcpy(first, c.out, sizeof(first));
+    run_verb(cli_genkey, (const char *[]){ "genkey", NULL }, NULL, &c);
+    assert_string_not_equal(first, c.out);
+
+    assert_run(cli_genkey, (const char *[]){ "genkey", "extra", NULL }, NULL,
+               CLI_EXIT_USAGE, "", "ddpnet genkey: unexpected argument 'extra'\n"
+               "usage: ddpnet genkey\n");
+}
+
+/* Like wg genkey: a warning when the key goes to a file others may read. */
+static void test_genkey_warns_on_open_file(void **state)
+{
+    char path[PATH_CAP], text[MSG_CAP];
+    int fd, saved;
+    int rc;
+
+    (void)state;
+    tmp_path(path, "open-key");
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(fchmod(fd, 0644), 0);
+    FILE *fe = tmpfile();
+    fflush(stdout);
+    fflush(stderr);
+    saved = dup(STDOUT_FILENO);
+    int saved_err = dup(STDERR_FILENO);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fileno(fe), STDERR_FILENO);
+    rc = cli_genkey(1, (char *[]){ (char *)(uintptr_t)"genkey", NULL });
+    fflush(stdout);
+    fflush(stderr);
+    dup2(saved, STDOUT_FILENO);
+    dup2(saved_err, STDERR_FILENO);
+    close(saved);
+    close(saved_err);
+    close(fd);
+    read_back(fe, text, sizeof(text));
+    assert_int_equal(rc, 0);
+    assert_string_equal(text, "Warning: writing private key to world accessible file.\n");
+    read_file(path, text, sizeof(text));
+    assert_int_equal(strlen(text), KEYFILE_B64_LEN + 1);
+}
+
+static void test_pubkey_matches_wg(void **state)
+{
+    (void)state;
+    assert_run(cli_pubkey, (const char *[]){ "pubkey", NULL }, PRIV_A "\n", 0,
+               PUB_A "\n", "");
+    assert_run(cli_pubkey, (const char *[]){ "pubkey", NULL }, PRIV_B, 0, PUB_B "\n", "");
+    assert_run(cli_pubkey, (const char *[]){ "pubkey", NULL }, PRIV_C "\r\n", 0,
+               PUB_C "\n", "");
+    /* Unclamped input is clamped first, as wg pubkey does. */
+    assert_run(cli_pubkey, (const char *[]){ "pubkey", NULL },
+               "//////////////////////////////////////////8=\n", 0,
+               "hHwNLDdSNPNl5mCVUYejc1oPdhPRYJ06ak2MU66qWiI=\n", "");
+}
+
+/* genkey's output through pubkey equals the public key of the same bytes. */
+static void test_genkey_pubkey_chain(void **state)
+{
+    struct captured g, p;
+    uint8_t priv[WG_KEY_LEN], pub[WG_KEY_LEN];
+    char want[KEYFILE_B64_LEN + 2];
+
+    (void)state;
+    run_verb(cli_genkey, (const char *[]){ "genkey", NULL }, NULL, &g);
+    run_verb(cli_pubkey, (const char *[]){ "pubkey", NULL }, g.out, &p);
+    assert_int_equal(p.rc, 0);
+    assert_int_equal(keyfile_parse(g.out, strlen(g.out), priv), 0);
+    assert_int_equal(x25519_public(pub, priv), 0);
+    keyfile_format(want, pub);
+    strcat(want, "\n");
+    assert_string_equal(p.out, want);
+}
+
+static void test_pubkey_invalid(void **state)
+{
+    static const char *const bad[] = {
+        "", "\n", "garbage\n", PUB_A "x\n", " " PRIV_A "\n", PRIV_A "\n" PRIV_A "\n",
+        "ODZ3UHZcW47hcSkJxyygI2pvBXvA2l/QYyTDWAUVr3E\n",
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_run(cli_pubkey, (const char *[]){ "pubkey", NULL }, bad[i], CLI_EXIT_FAIL,
+                   "", "ddpnet pubkey: invalid private key on stdin\n");
+    assert_run(cli_pubkey, (const char *[]){ "pubkey", "key", NULL }, PRIV_A, CLI_EXIT_USAGE,
+               "", "ddpnet pubkey: unexpected argument 'key'\n"
+               "usage: ddpnet pubkey < PRIVATE-KEY\n");
+}
+
+/* --- check and the cluster loader ------------------------------------------------ */
+
+static void test_cluster_load_reports(void **state)
+{
+    char path[PATH_CAP], want[MSG_CAP], text[MSG_CAP];
+    struct cluster c;
+    FILE *errs;
+
+    (void)state;
+    write_file(tmp_path(path, "good.conf"), GOOD_CLUSTER, 0644);
+    errs = tmpfile();
+    assert_int_equal(cli_cluster_load(path, &c, errs), 0);
+    assert_int_equal(c.n_nodes, 2);
+    cluster_free(&c);
+    read_back(errs, text, sizeof(text));
+    assert_string_equal(text, "");
+
+    write_file(tmp_path(path, "bad.conf"), BAD_CLUSTER, 0644);
+    errs = tmpfile();
+    assert_int_equal(cli_cluster_load(path, &c, errs), -EINVAL);
+    assert_null(c.nodes);
+    read_back(errs, text, sizeof(text));
+    snprintf(want, sizeof(want), BAD_CLUSTER_ERRORS("%s"), path, path, path);
+    assert_string_equal(text, want);
+
+    errs = tmpfile();
+    assert_int_equal(cli_cluster_load(tmp_path(path, "none.conf"), &c, errs), -ENOENT);
+    read_back(errs, text, sizeof(text));
+    snprintf(want, sizeof(want), "%s: No such file or directory\n", path);
+    assert_string_equal(text, want);
+
+    errs = tmpfile();
+    assert_int_equal(cli_cluster_load(tmpdir, &c, errs), -EISDIR);
+    read_back(errs, text, sizeof(text));
+    snprintf(want, sizeof(want), "%s: Is a directory\n", tmpdir);
+    assert_string_equal(text, want);
+}
+
+/* More errors than the parser keeps: the rest are counted, not lost. */
+static void test_cluster_load_dropped(void **state)
+{
+    static char text[CLUSTER_DIAG_MAX * 16 + 256];
+    char path[PATH_CAP], out[CAPTURE_MAX * 2], last[MSG_CAP];
+    struct cluster c;
+    FILE *errs;
+    size_t n = 0;
+
+    (void)state;
+    n += (size_t)snprintf(text + n, sizeof(text) - n, "[cluster]\nnetwork = 10.77.0.0/16\nport = 1\n");
+    for (unsigned i = 0; i < CLUSTER_DIAG_MAX + 2; i++)
+        n += (size_t)snprintf(text + n, sizeof(text) - n, "bogus%u = 1\n", i);
+    write_file(tmp_path(path, "many.conf"), text, 0644);
+    errs = tmpfile();
+    assert_int_equal(cli_cluster_load(path, &c, errs), -EINVAL);
+    read_back(errs, out, sizeof(out));
+    snprintf(last, sizeof(last), "\n%s: ", path);
+    char *tail = strstr(out, last);
+    while (tail != NULL && strstr(tail + 1, last) != NULL)
+        tail = strstr(tail + 1, last);
+    assert_non_null(tail);
+    assert_non_null(strstr(tail, "more error"));
+    assert_non_null(strstr(tail, "not shown\n"));
+}
+
+static void test_check(void **state)
+{
+    char path[PATH_CAP], want[MSG_CAP];
+
+    (void)state;
+    write_file(tmp_path(path, "good.conf"), GOOD_CLUSTER, 0644);
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, NULL }, NULL, 0, "ok\n", "");
+    assert_run(cli_check, (const char *[]){ "check", "--cluster", path, NULL }, NULL, 0,
+               "ok\n", "");
+
+    write_file(tmp_path(path, "bad.conf"), BAD_CLUSTER, 0644);
+    snprintf(want, sizeof(want), BAD_CLUSTER_ERRORS("%s"), path, path, path);
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, NULL }, NULL, 1, "", want);
+
+    tmp_path(path, "none.conf");
+    snprintf(want, sizeof(want), "%s: No such file or directory\n", path);
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, NULL }, NULL, 1, "", want);
+
+    assert_run(cli_check, (const char *[]){ "check", NULL }, NULL, 2, "",
+               "ddpnet check: missing option -c/--cluster\nusage: ddpnet check -c CLUSTER\n");
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, "-k", "x", NULL }, NULL, 2,
+               "", "ddpnet check: unknown option '-k'\nusage: ddpnet check -c CLUSTER\n");
+}
+
+/* --- up: every refusal before the daemon starts ---------------------------------- */
+
+/* Writes the files `up` reads; returns the cluster path in cl, keys in ka/kc. */
+static void up_files(char *cl, char *ka, char *kc)
+{
+    write_file(tmp_path(cl, "up.conf"), GOOD_CLUSTER, 0644);
+    write_file(tmp_path(ka, "a.key"), PRIV_A "\n", 0600);
+    write_file(tmp_path(kc, "c.key"), PRIV_C "\n", 0600);
+}
+
+/* cli_up with a run directory and a hosts file in tmpdir (NULL run_dir:
+ * the default one there): should a check regress and let it through, it
+ * touches nothing outside the test's directory. */
+static void assert_up(const char *cl, const char *key, const char *ifname,
+                      const char *run_dir, int rc, const char *err)
+{
+    char hosts[PATH_CAP], dflt_run[PATH_CAP];
+
+    if (run_dir == NULL)
+        run_dir = tmp_path(dflt_run, "run-up");
+    tmp_path(hosts, "hosts-up");
+    assert_run(cli_up, (const char *[]){ "up", "-c", cl, "-k", key, "-i", ifname,
+                                         "--run-dir", run_dir, "--hosts-file", hosts,
+                                         NULL }, NULL, rc, "", err);
+}
+
+static void test_up_usage(void **state)
+{
+    (void)state;
+    assert_run(cli_up, (const char *[]){ "up", NULL }, NULL, 2, "",
+               "ddpnet up: missing option -c/--cluster\n" UP_USAGE_LINE);
+    assert_run(cli_up, (const char *[]){ "up", "-c", "x", "-k", "y", "--json", NULL }, NULL,
+               2, "", "ddpnet up: unknown option '--json'\n" UP_USAGE_LINE);
+    assert_run(cli_up, (const char *[]){ "up", "-c", "x", "-k", NULL }, NULL, 2, "",
+               "ddpnet up: option '-k' needs a value\n" UP_USAGE_LINE);
+    assert_run(cli_up, (const char *[]){ "up", "--help", NULL }, NULL, 0, UP_USAGE_LINE, "");
+}
+
+static void test_up_cluster_errors(void **state)
+{
+    char cl[PATH_CAP], ka[PATH_CAP], kc[PATH_CAP], bad[PATH_CAP], want[MSG_CAP];
+
+    (void)state;
+    up_files(cl, ka, kc);
+    write_file(tmp_path(bad, "bad.conf"), BAD_CLUSTER, 0644);
+    snprintf(want, sizeof(want), BAD_CLUSTER_ERRORS("%s"), bad, bad, bad);
+    assert_up(bad, ka, "ddptest9", NULL, 1, want);
+
+    tmp_path(bad, "none.conf");
+    snprintf(want, sizeof(want), "%s: No such file or directory\n", bad);
+    assert_up(bad, ka, "ddptest9", NULL, 1, want);
+}
+
+static void test_up_key_errors(void **state)
+{
+    char cl[PATH_CAP], ka[PATH_CAP], kc[PATH_CAP], key[PATH_CAP], want[MSG_CAP];
+
+    (void)state;
+    up_files(cl, ka, kc);
+    tmp_path(key, "no.key");
+    snprintf(want, sizeof(want), "%s: no such file\n", key);
+    assert_up(cl, key, "ddptest9", NULL, 1, want);
+
+    write_file(tmp_path(key, "open.key"), PRIV_A "\n", 0640);
+    snprintf(want, sizeof(want), "%s: permissions 0640 are too open; run: chmod 600 %s\n",
+             key, key);
+    assert_up(cl, key, "ddptest9", NULL, 1, want);
+
+    write_file(tmp_path(key, "pub.key"), PUB_A "x\n", 0600);
+    snprintf(want, sizeof(want), "%s: not a WireGuard private key (expected 44 base64 "
+             "characters)\n", key);
+    assert_up(cl, key, "ddptest9", NULL, 1, want);
+
+    /* A valid key whose public half is not in the file. */
+    snprintf(want, sizeof(want), "%s: this node's public key " PUB_C " is not in the "
+             "cluster file\n", cl);
+    assert_up(cl, kc, "ddptest9", NULL, 1, want);
+}
+
+static void test_up_interface_exists(void **state)
+{
+    char cl[PATH_CAP], ka[PATH_CAP], kc[PATH_CAP];
+
+    (void)state;
+    skip_unless_root();
+    up_files(cl, ka, kc);
+    assert_up(cl, ka, "lo", NULL, 1, "ddpnet up: interface lo already exists\n");
+}
+
+static void test_up_run_dir_refused(void **state)
+{
+    char cl[PATH_CAP], ka[PATH_CAP], kc[PATH_CAP], file[PATH_CAP], dir[PATH_CAP2];
+    char want[MSG_CAP];
+
+    (void)state;
+    skip_unless_root();
+    up_files(cl, ka, kc);
+    write_file(tmp_path(file, "plain"), "", 0644);
+    snprintf(dir, sizeof(dir), "%s/run", file);
+    snprintf(want, sizeof(want), "ddpnet up: cannot create run directory %s: "
+             "Not a directory\n", dir);
+    assert_up(cl, ka, "ddptest9", dir, 1, want);
+}
+
+/* As nobody: up and down say what is missing. */
+static int up_down_as_nobody(void)
+{
+    char cl[PATH_CAP], ka[PATH_CAP];
+    struct captured c;
+
+    tmp_path(cl, "up.conf");
+    tmp_path(ka, "nobody.key");
+    if (become_nobody() != 0 || cli_permitted())
+        return 1;
+    run_verb(cli_up, (const char *[]){ "up", "-c", cl, "-k", ka, "-i", "ddptest9",
+                                       "--hosts-file", "/nonexistent", NULL }, NULL, &c);
+    if (c.rc != 1 || strcmp(c.err, "ddpnet up: not permitted: run as root (or with "
+                            "CAP_NET_ADMIN)\n") != 0)
+        return 2;
+    run_verb(cli_down, (const char *[]){ "down", NULL }, NULL, &c);
+    if (c.rc != 1 || strcmp(c.err, "ddpnet down: not permitted: run as root (or with "
+                            "CAP_NET_ADMIN)\n") != 0)
+        return 3;
+    return 0;
+}
+
+static void test_up_down_not_permitted(void **state)
+{
+    char cl[PATH_CAP], ka[PATH_CAP], kc[PATH_CAP], key[PATH_CAP];
+
+    (void)state;
+    skip_unless_root();
+    up_files(cl, ka, kc);
+    write_file(tmp_path(key, "nobody.key"), PRIV_A "\n", 0600);
+    assert_int_equal(chown(key, NOBODY, NOBODY), 0);
+    in_child(up_down_as_nobody);
+}
+
+/* --- down ------------------------------------------------------------------------- */
+
+#define HOSTS_OTHER "127.0.0.1 localhost\n::1 localhost\n"
+#define HOSTS_BLOCK(ifname) \
+    "# BEGIN ddpnet " ifname " (managed by ddpnet; do not edit)\n" \
+    "10.77.0.1 alpha\n10.77.0.2 beta\n# END ddpnet " ifname "\n"
+
+struct down_env {
+    char run_dir[PATH_CAP];
+    char state[PATH_CAP2];
+    char sock[PATH_CAP2];
+    char hosts[PATH_CAP];
+};
+
+/* A run directory with a state file naming pid (and a hosts file with our
+ * block and other lines), and a stand-in socket file. */
+static void down_env(struct down_env *e, const char *ifname, pid_t pid)
+{
+    char text[MSG_CAP];
+
+    snprintf(e->run_dir, sizeof(e->run_dir), "%s/run-%s", tmpdir, ifname);
+    assert_int_equal(cli_mkdir_p(e->run_dir, 0755), 0);
+    snprintf(e->state, sizeof(e->state), "%s/%s.state", e->run_dir, ifname);
+    snprintf(e->sock, sizeof(e->sock), "%s/%s.sock", e->run_dir, ifname);
+    snprintf(e->hosts, sizeof(e->hosts), "%s/hosts-%s", tmpdir, ifname);
+    write_file(e->hosts, HOSTS_OTHER HOSTS_BLOCK("ddpx0"), 0644);
+    snprintf(text, sizeof(text), "pid=%d\nhosts=%s\n", (int)pid, e->hosts);
+    write_file(e->state, text, 0644);
+    write_file(e->sock, "", 0600);
+}
+
+static void assert_down_cleaned(const struct down_env *e)
+{
+    char text[MSG_CAP];
+
+    assert_int_equal(access(e->state, F_OK), -1);
+    assert_int_equal(access(e->sock, F_OK), -1);
+    read_file(e->hosts, text, sizeof(text));
+    assert_string_equal(text, HOSTS_OTHER);
+}
+
+/* A child that sleeps under the given process name; ignoring SIGTERM if
+ * asked. Returns once its name shows in /proc. */
+static pid_t spawn_named(const char *name, bool ignore_term)
+{
+    char path[64], comm[64] = "";
+    pid_t pid = fork();
+
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* A failed assertion in the parent must not leave it behind. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (ignore_term)
+            signal(SIGTERM, SIG_IGN);
+        prctl(PR_SET_NAME, name);
+        for (;;)
+            pause();
+    }
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+    for (int i = 0; i < 1000 && strncmp(comm, name, strlen(name)) != 0; i++) {
+        FILE *f = fopen(path, "r");
+        if (f != NULL) {
+            if (fgets(comm, sizeof(comm), f) == NULL)
+                comm[0] = '\0';
+            fclose(f);
+        }
+        usleep(1000);
+    }
+    assert_int_equal(strncmp(comm, name, strlen(name)), 0);
+    return pid;
+}
+
+/* waitpid for at most ms milliseconds; the pid, or 0 when it still runs
+ * (a test that fails must not hang). */
+static pid_t wait_bounded(pid_t pid, int *status, int ms)
+{
+    pid_t got = 0;
+
+    for (int i = 0; i < ms && (got = waitpid(pid, status, WNOHANG)) == 0; i++)
+        usleep(1000);
+    return got;
+}
+
+/* A pid that no process has now: a child that already exited and was reaped. */
+static pid_t dead_pid(void)
+{
+    pid_t pid = fork();
+
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(0);
+    assert_int_equal(waitpid(pid, NULL, 0), pid);
+    return pid;
+}
+
+static void test_down_not_up(void **state)
+{
+    char dir[PATH_CAP];
+
+    (void)state;
+    skip_unless_root();
+    tmp_path(dir, "run-empty");
+    assert_run(cli_down, (const char *[]){ "down", "-i", "ddpnone0", "--run-dir", dir, NULL },
+               NULL, 1, "", "ddpnet down: ddpnone0 is not up\n");
+    assert_run(cli_down, (const char *[]){ "down", "--bogus", NULL }, NULL, 2, "",
+               "ddpnet down: unknown option '--bogus'\n"
+               "usage: ddpnet down [-i IFNAME] [--run-dir DIR]\n");
+}
+
+static void test_down_refuses_other_links(void **state)
+{
+    char dir[PATH_CAP];
+
+    (void)state;
+    skip_unless_root();
+    tmp_path(dir, "run-empty");
+    assert_run(cli_down, (const char *[]){ "down", "-i", "lo", "--run-dir", dir, NULL }, NULL,
+               1, "", "ddpnet down: lo is not a ddpnet interface (not a TUN device); "
+               "leaving it alone\n");
+    assert_true(if_nametoindex("lo") > 0);
+}
+
+/* The daemon is gone but left its files: down cleans them up. */
+static void test_down_stale_state(void **state)
+{
+    struct down_env e;
+
+    (void)state;
+    skip_unless_root();
+    down_env(&e, "ddpx0", dead_pid());
+    assert_run(cli_down, (const char *[]){ "down", "-i", "ddpx0", "--run-dir", e.run_dir,
+                                           NULL }, NULL, 0, "ddpnet: ddpx0 is down\n", "");
+    assert_down_cleaned(&e);
+}
+
+/* A pid reused by another program is never signalled. */
+static void test_down_spares_other_process(void **state)
+{
+    struct down_env e;
+    pid_t other;
+    int status;
+
+    (void)state;
+    skip_unless_root();
+    other = spawn_named("not-ours", false);
+    down_env(&e, "ddpx0", other);
+    assert_run(cli_down, (const char *[]){ "down", "-i", "ddpx0", "--run-dir", e.run_dir,
+                                           NULL }, NULL, 0, "ddpnet: ddpx0 is down\n", "");
+    assert_down_cleaned(&e);
+    assert_int_equal(waitpid(other, &status, WNOHANG), 0);   /* still running */
+    kill(other, SIGKILL);
+    waitpid(other, NULL, 0);
+}
+
+static void test_down_stops_daemon(void **state)
+{
+    struct down_env e;
+    pid_t daemon;
+    int status;
+
+    (void)state;
+    skip_unless_root();
+    daemon = spawn_named("ddpnet", false);
+    down_env(&e, "ddpx0", daemon);
+    assert_run(cli_down, (const char *[]){ "down", "-i", "ddpx0", "--run-dir", e.run_dir,
+                                           NULL }, NULL, 0, "ddpnet: ddpx0 is down\n", "");
+    assert_down_cleaned(&e);
+    assert_int_equal(waitpid(daemon, &status, WNOHANG), daemon);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGTERM);
+}
+
+/* A daemon that ignores SIGTERM is killed after the wait. */
+static void test_down_kills_stuck_daemon(void **state)
+{
+    struct down_env e;
+    char want[MSG_CAP];
+    pid_t daemon;
+    int status;
+
+    (void)state;
+    skip_unless_root();
+    daemon = spawn_named("ddpnet", true);
+    down_env(&e, "ddpx0", daemon);
+    snprintf(want, sizeof(want), "ddpnet down: the daemon (pid %d) did not exit within "
+             "5 s; killing it\n", (int)daemon);
+    assert_run(cli_down, (const char *[]){ "down", "-i", "ddpx0", "--run-dir", e.run_dir,
+                                           NULL }, NULL, 0, "ddpnet: ddpx0 is down\n", want);
+    assert_down_cleaned(&e);
+    assert_int_equal(wait_bounded(daemon, &status, 2000), daemon);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGKILL);
+}
+
+static void test_down_bad_state_file(void **state)
+{
+    struct down_env e;
+    char want[MSG_CAP], text[MSG_CAP];
+
+    (void)state;
+    skip_unless_root();
+    down_env(&e, "ddpx0", dead_pid());
+    write_file(e.state, "pid=zero\nhosts=/etc/hosts\n", 0644);
+    snprintf(want, sizeof(want), "ddpnet down: %s: not a ddpnet state file; its daemon "
+             "and hosts entries are left as they are\n", e.state);
+    assert_run(cli_down, (const char *[]){ "down", "-i", "ddpx0", "--run-dir", e.run_dir,
+                                           NULL }, NULL, 1, "ddpnet: ddpx0 is down\n", want);
+    /* The files go; the hosts file it did not name is left alone. */
+    assert_int_equal(access(e.state, F_OK), -1);
+    read_file(e.hosts, text, sizeof(text));
+    assert_string_equal(text, HOSTS_OTHER HOSTS_BLOCK("ddpx0"));
+}
+
+static void test_down_damaged_hosts_block(void **state)
+{
+    struct down_env e;
+    char want[MSG_CAP];
+
+    (void)state;
+    skip_unless_root();
+    down_env(&e, "ddpx0", dead_pid());
+    write_file(e.hosts, HOSTS_OTHER "# BEGIN ddpnet ddpx0 (managed by ddpnet; do not "
+               "edit)\n10.77.0.1 alpha\n", 0644);
+    snprintf(want, sizeof(want), "ddpnet down: %s: the ddpnet ddpx0 block is damaged; "
+             "remove it by hand\n", e.hosts);
+    assert_run(cli_down, (const char *[]){ "down", "-i", "ddpx0", "--run-dir", e.run_dir,
+                                           NULL }, NULL, 1, "ddpnet: ddpx0 is down\n", want);
+    assert_int_equal(access(e.state, F_OK), -1);
+}
+
+/* In a network namespace of its own: down deletes a TUN interface. */
+static int down_deletes_tun(void)
+{
+    struct tun_options opt = { .vnet_hdr = false, .queues = 1 };
+    char dir[PATH_CAP];
+    struct captured c;
+    int fd = -1;
+
+    if (unshare(CLONE_NEWNET) != 0 || tun_create("ddptest0", &opt, &fd) != 0)
+        return 77;
+    if (cli_link_is_tun("ddptest0") != 1)
+        return 1;
+    tmp_path(dir, "run-tun");
+    run_verb(cli_down, (const char *[]){ "down", "-i", "ddptest0", "--run-dir", dir, NULL },
+             NULL, &c);
+    if (c.rc != 0 || strcmp(c.out, "ddpnet: ddptest0 is down\n") != 0 || c.err[0] != '\0')
+        return 2;
+    if (if_nametoindex("ddptest0") != 0)
+        return 3;
+    close(fd);
+    return 0;
+}
+
+static void test_down_deletes_tun(void **state)
+{
+    pid_t pid;
+    int status;
+
+    (void)state;
+    skip_unless_root();
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(down_deletes_tun());
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77) {
+        print_message("skipped: no network namespace or /dev/net/tun\n");
+        skip();
+    }
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* --- helpers of up and down ------------------------------------------------------ */
+
+static void test_state_parse(void **state)
+{
+    static const struct {
+        const char *text;
+        int ret;
+        int pid;
+        const char *hosts;
+    } cases[] = {
+        { "pid=1234\nhosts=/etc/hosts\n", 0, 1234, "/etc/hosts" },
+        { "hosts=/h\npid=99", 0, 99, "/h" },                       /* any order, no final NL */
+        { "pid=2\n", 0, 2, "" },                                   /* no hosts file named */
+        { "pid=7\nversion=3\nhosts=/a b\n", 0, 7, "/a b" },        /* unknown keys skipped */
+        { "pid=7\nhosts=\n", 0, 7, "" },
+        { "pid=2147483647\n", 0, 2147483647, "" },
+        { "", -EBADMSG, 0, "" },
+        { "hosts=/etc/hosts\n", -EBADMSG, 0, "" },
+        { "pid=\n", -EBADMSG, 0, "" },
+        { "pid=0\n", -EBADMSG, 0, "" },
+        { "pid=1\n", -EBADMSG, 0, "" },                            /* never init */
+        { "pid=-5\n", -EBADMSG, 0, "" },
+        { "pid=+5\n", -EBADMSG, 0, "" },
+        { "pid=12a\n", -EBADMSG, 0, "" },
+        { "pid= 12\n", -EBADMSG, 0, "" },
+        { "pid=2147483648\n", -EBADMSG, 0, "" },
+        { "pid=99999999999999999999999\n", -EBADMSG, 0, "" },
+        { "PID=12\n", -EBADMSG, 0, "" },
+    };
+    char hosts[64];
+    pid_t pid;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int ret = cli_state_parse(cases[i].text, strlen(cases[i].text), &pid, hosts,
+                                  sizeof(hosts));
+        if (ret != cases[i].ret)
+            print_message("case %zu: '%s'\n", i, cases[i].text);
+        assert_int_equal(ret, cases[i].ret);
+        if (ret == 0) {
+            assert_int_equal(pid, cases[i].pid);
+            assert_string_equal(hosts, cases[i].hosts);
+        }
+    }
+    /* A NUL anywhere is not a state file. */
+    static const char nul[] = "pid=12\n\0hosts=/x\n";
+    assert_int_equal(cli_state_parse(nul, sizeof(nul) - 1, &pid, hosts, sizeof(hosts)),
+                     -EBADMSG);
+    /* A hosts path that does not fit. */
+    static const char long_hosts[] = "pid=12\nhosts=/0123456789\n";
+    assert_int_equal(cli_state_parse(long_hosts, strlen(long_hosts), &pid, hosts, 11),
+                     -ENAMETOOLONG);
+    assert_int_equal(cli_state_parse(long_hosts, strlen(long_hosts), &pid, hosts, 12), 0);
+    assert_string_equal(hosts, "/0123456789");
+    assert_int_equal(cli_state_parse(long_hosts, strlen(long_hosts), &pid, hosts, 0),
+                     -ENAMETOOLONG);
+}
+
+/* A pipe whose write end got text (and was closed when close_it). */
+static int report_pipe(const char *text, bool close_it, int *write_end)
+{
+    int fds[2];
+
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(write(fds[1], text, strlen(text)), (ssize_t)strlen(text));
+    if (close_it) {
+        close(fds[1]);
+        fds[1] = -1;
+    }
+    *write_end = fds[1];
+    return fds[0];
+}
+
+static void test_read_report(void **state)
+{
+    char line[16];
+    int r, w;
+
+    (void)state;
+    r = report_pipe("ok\n", false, &w);      /* the daemon stays, the pipe open */
+    assert_int_equal(cli_read_report(r, line, sizeof(line), 1000), 2);
+    assert_string_equal(line, "ok");
+    close(r);
+    close(w);
+
+    r = report_pipe("bad thing\nmore\n", true, &w);
+    assert_int_equal(cli_read_report(r, line, sizeof(line), 1000), 9);
+    assert_string_equal(line, "bad thing");
+    close(r);
+
+    /* EOF before any byte: the daemon died during setup. */
+    r = report_pipe("", true, &w);
+    assert_int_equal(cli_read_report(r, line, sizeof(line), 1000), 0);
+    assert_string_equal(line, "");
+    close(r);
+
+    /* EOF after part of a line: the part. */
+    r = report_pipe("half", true, &w);
+    assert_int_equal(cli_read_report(r, line, sizeof(line), 1000), 4);
+    assert_string_equal(line, "half");
+    close(r);
+
+    /* Longer than the buffer: cut. */
+    r = report_pipe("0123456789abcdefghij\n", true, &w);
+    assert_int_equal(cli_read_report(r, line, sizeof(line), 1000), 15);
+    assert_string_equal(line, "0123456789abcde");
+    close(r);
+
+    /* Silence: a timeout, also after a partial line. */
+    r = report_pipe("", false, &w);
+    assert_int_equal(cli_read_report(r, line, sizeof(line), 50), -ETIMEDOUT);
+    close(r);
+    close(w);
+    r = report_pipe("o", false, &w);
+    assert_int_equal(cli_read_report(r, line, sizeof(line), 50), -ETIMEDOUT);
+    close(r);
+    close(w);
+
+    assert_int_equal(cli_read_report(-1, line, sizeof(line), 50), -EBADF);
+    /* A descriptor that is no longer open. */
+    r = report_pipe("", true, &w);
+    close(r);
+    assert_int_equal(cli_read_report(r, line, sizeof(line), 50), -EBADF);
+    assert_int_equal(cli_read_report(0, line, 0, 50), -EINVAL);
+}
+
+static void test_mkdir_p(void **state)
+{
+    char path[PATH_CAP2], file[PATH_CAP];
+    char long_path[PATH_MAX + 8];
+    struct stat st;
+    mode_t old = umask(022);
+
+    (void)state;
+    snprintf(path, sizeof(path), "%s/a/b/c", tmpdir);
+    assert_int_equal(cli_mkdir_p(path, 0755), 0);
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0755);
+    /* Again: it exists, which is fine; trailing and doubled slashes too. */
+    assert_int_equal(cli_mkdir_p(path, 0755), 0);
+    snprintf(path, sizeof(path), "%s//a//b/c/d/", tmpdir);
+    assert_int_equal(cli_mkdir_p(path, 0755), 0);
+    assert_int_equal(cli_mkdir_p("/", 0755), 0);
+    /* Relative paths are made from the current directory. */
+    assert_int_equal(chdir(tmpdir), 0);
+    assert_int_equal(cli_mkdir_p("rel/x", 0755), 0);
+    assert_int_equal(stat("rel/x", &st), 0);
+    assert_int_equal(chdir("/"), 0);
+
+    /* A file in the way, as the target or as a parent. */
+    write_file(tmp_path(file, "file"), "", 0644);
+    assert_int_equal(cli_mkdir_p(file, 0755), -ENOTDIR);
+    snprintf(path, sizeof(path), "%s/sub", file);
+    assert_int_equal(cli_mkdir_p(path, 0755), -ENOTDIR);
+
+    assert_int_equal(cli_mkdir_p("", 0755), -EINVAL);
+    assert_int_equal(cli_mkdir_p(NULL, 0755), -EINVAL);
+    memset(long_path, 'a', sizeof(long_path) - 1);
+    long_path[sizeof(long_path) - 1] = '\0';
+    assert_int_equal(cli_mkdir_p(long_path, 0755), -ENAMETOOLONG);
+    umask(old);
+}
+
+static void test_abspath(void **state)
+{
+    char out[PATH_CAP], want[PATH_CAP + 8];
+
+    (void)state;
+    assert_int_equal(cli_abspath("/var/run/x", out, sizeof(out)), 0);
+    assert_string_equal(out, "/var/run/x");
+    assert_int_equal(chdir(tmpdir), 0);
+    assert_int_equal(cli_abspath("hosts", out, sizeof(out)), 0);
+    snprintf(want, sizeof(want), "%s/hosts", tmpdir);
+    assert_string_equal(out, want);
+    /* Not resolved: what the user wrote stays. */
+    assert_int_equal(cli_abspath("../x", out, sizeof(out)), 0);
+    snprintf(want, sizeof(want), "%s/../x", tmpdir);
+    assert_string_equal(out, want);
+    assert_int_equal(chdir("/"), 0);
+    assert_int_equal(cli_abspath("etc/hosts", out, sizeof(out)), 0);
+    assert_string_equal(out, "/etc/hosts");
+
+    assert_int_equal(cli_abspath("", out, sizeof(out)), -EINVAL);
+    assert_int_equal(cli_abspath(NULL, out, sizeof(out)), -EINVAL);
+    assert_int_equal(cli_abspath("/abc", out, 4), -ENAMETOOLONG);
+    assert_int_equal(cli_abspath("/abc", out, 5), 0);
+    assert_int_equal(cli_abspath("abc", out, 4), -ENAMETOOLONG);
+}
+
+static void test_process_checks(void **state)
+{
+    pid_t ours, other, cmd, path_only, zombie;
+    char path[64], comm[64];
+
+    (void)state;
+    /* This test program is not ddpnet; pids 0 and 1 and negative never are. */
+    assert_true(cli_process_alive(getpid()));
+    assert_false(cli_process_is_ddpnet(getpid()));
+    assert_false(cli_process_is_ddpnet(0));
+    assert_false(cli_process_is_ddpnet(1));
+    assert_false(cli_process_is_ddpnet(-1));
+    assert_false(cli_process_alive(0));
+    assert_false(cli_process_alive(-1));
+    assert_false(cli_process_is_ddpnet(dead_pid()));
+    assert_false(cli_process_alive(dead_pid()));
+
+    ours = spawn_named("ddpnet", false);
+    other = spawn_named("ddpnetx-not", false);   /* the prefix is what counts */
+    assert_true(cli_process_is_ddpnet(ours));
+    assert_true(cli_process_is_ddpnet(other));
+    kill(other, SIGKILL);
+    waitpid(other, NULL, 0);
+
+    /* Only argv[0]'s base name counts: /opt/ddpnet yes, /ddpnet/sleep no. */
+    cmd = fork();
+    assert_true(cmd >= 0);
+    if (cmd == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        execl("/bin/sleep", "/opt/ddpnet", "30", (char *)NULL);
+        _exit(127);
+    }
+    path_only = fork();
+    assert_true(path_only >= 0);
+    if (path_only == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        execl("/bin/sleep", "/ddpnet/sleep", "30", (char *)NULL);
+        _exit(127);
+    }
+    /* Wait until both have exec'd (their comm becomes "sleep"). */
+    for (int i = 0; i < 2000; i++) {
+        int ready = 0;
+        pid_t both[2] = { cmd, path_only };
+        for (int k = 0; k < 2; k++) {
+            snprintf(path, sizeof(path), "/proc/%d/comm", (int)both[k]);
+            FILE *f = fopen(path, "r");
+            if (f != NULL && fgets(comm, sizeof(comm), f) != NULL &&
+                strcmp(comm, "sleep\n") == 0)
+                ready++;
+            if (f != NULL)
+                fclose(f);
+        }
+        if (ready == 2)
+            break;
+        usleep(1000);
+    }
+    assert_true(cli_process_is_ddpnet(cmd));
+    assert_false(cli_process_is_ddpnet(path_only));
+    kill(cmd, SIGKILL);
+    kill(path_only, SIGKILL);
+    waitpid(cmd, NULL, 0);
+    waitpid(path_only, NULL, 0);
+
+    /* A ddpnet process that died but is not reaped yet is dead. */
+    zombie = ours;
+    kill(zombie, SIGKILL);
+    siginfo_t si;
+    assert_int_equal(waitid(P_PID, (id_t)zombie, &si, WEXITED | WNOWAIT), 0);
+    assert_false(cli_process_alive(zombie));
+    assert_false(cli_process_is_ddpnet(zombie));
+    waitpid(zombie, NULL, 0);
+}
+
+static int cap_set_effective_net_admin(void)
+{
+    struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+    memset(data, 0, sizeof(data));
+    data[CAP_NET_ADMIN / CAP_CHUNK_BITS].permitted = 1u << (CAP_NET_ADMIN % CAP_CHUNK_BITS);
+    data[CAP_NET_ADMIN / CAP_CHUNK_BITS].effective = 1u << (CAP_NET_ADMIN % CAP_CHUNK_BITS);
+    return (int)syscall(SYS_capset, &hdr, data);
+}
+
+/* Not root, but CAP_NET_ADMIN kept: permitted. */
+static int permitted_with_cap(void)
+{
+    if (prctl(PR_SET_KEEPCAPS, 1) != 0 || become_nobody() != 0)
+        return 1;
+    if (cli_permitted())
+        return 2;        /* keepcaps keeps permitted, not effective */
+    if (cap_set_effective_net_admin() != 0)
+        return 3;
+    return cli_permitted() ? 0 : 4;
+}
+
+static int not_permitted_as_nobody(void)
+{
+    if (become_nobody() != 0)
+        return 1;
+    return cli_permitted() ? 2 : 0;
+}
+
+static void test_permitted(void **state)
+{
+    (void)state;
+    skip_unless_root();
+    assert_true(cli_permitted());
+    in_child(not_permitted_as_nobody);
+    in_child(permitted_with_cap);
+}
+
+static void test_link_is_tun_errors(void **state)
+{
+    (void)state;
+    assert_int_equal(cli_link_is_tun(NULL), -EINVAL);
+    assert_int_equal(cli_link_is_tun(""), -EINVAL);
+    assert_int_equal(cli_link_is_tun("a/b"), -EINVAL);
+    assert_int_equal(cli_link_is_tun("abcdefghijklmnop"), -EINVAL);
+    assert_int_equal(cli_link_is_tun("ddpnosuch9"), -ENODEV);
+    assert_int_equal(cli_link_is_tun("lo"), 0);
+}
+
+static void test_not_permitted_message(void **state)
+{
+    (void)state;
+    /* cli_not_permitted prints and returns the failure status. */
+    FILE *fe = tmpfile();
+    char text[MSG_CAP];
+    int saved;
+
+    fflush(stderr);
+    saved = dup(STDERR_FILENO);
+    dup2(fileno(fe), STDERR_FILENO);
+    int rc = cli_not_permitted("up");
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    read_back(fe, text, sizeof(text));
+    assert_int_equal(rc, CLI_EXIT_FAIL);
+    assert_string_equal(text, "ddpnet up: not permitted: run as root (or with "
+                        "CAP_NET_ADMIN)\n");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_args_table),
+        cmocka_unit_test(test_args_short_error_buffer),
+        cmocka_unit_test(test_args_handle),
+        cmocka_unit_test(test_genkey),
+        cmocka_unit_test(test_genkey_warns_on_open_file),
+        cmocka_unit_test(test_pubkey_matches_wg),
+        cmocka_unit_test(test_genkey_pubkey_chain),
+        cmocka_unit_test(test_pubkey_invalid),
+        cmocka_unit_test(test_cluster_load_reports),
+        cmocka_unit_test(test_cluster_load_dropped),
+        cmocka_unit_test(test_check),
+        cmocka_unit_test(test_up_usage),
+        cmocka_unit_test(test_up_cluster_errors),
+        cmocka_unit_test(test_up_key_errors),
+        cmocka_unit_test(test_up_interface_exists),
+        cmocka_unit_test(test_up_run_dir_refused),
+        cmocka_unit_test(test_up_down_not_permitted),
+        cmocka_unit_test(test_down_not_up),
+        cmocka_unit_test(test_down_refuses_other_links),
+        cmocka_unit_test(test_down_stale_state),
+        cmocka_unit_test(test_down_spares_other_process),
+        cmocka_unit_test(test_down_stops_daemon),
+        cmocka_unit_test(test_down_kills_stuck_daemon),
+        cmocka_unit_test(test_down_bad_state_file),
+        cmocka_unit_test(test_down_damaged_hosts_block),
+        cmocka_unit_test(test_down_deletes_tun),
+        cmocka_unit_test(test_state_parse),
+        cmocka_unit_test(test_read_report),
+        cmocka_unit_test(test_mkdir_p),
+        cmocka_unit_test(test_abspath),
+        cmocka_unit_test(test_process_checks),
+        cmocka_unit_test(test_permitted),
+        cmocka_unit_test(test_link_is_tun_errors),
+        cmocka_unit_test(test_not_permitted_message),
+    };
+
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
