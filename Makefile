@@ -26,6 +26,15 @@ ALL_CFLAGS = $(CSTD) $(CFLAGS) $(WARN) -I. -MMD -MP
 SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDLIBS  := -lsodium -lmnl -luring
 TEST_LDLIBS := $(LDLIBS) -lcmocka
+# OpenSSL's libcrypto (3.0 or later), when its headers are installed, is a
+# second AEAD backend (crypto/aead_openssl.c); HAVE_OPENSSL=0 leaves it out
+# (after a make clean: objects do not track the flag).
+HAVE_OPENSSL ?= $(shell pkg-config --atleast-version=3.0 libcrypto 2>/dev/null && echo 1)
+ifeq ($(HAVE_OPENSSL),1)
+CSTD        += -DDDPNET_HAVE_OPENSSL $(shell pkg-config --cflags libcrypto)
+LDLIBS      += $(shell pkg-config --libs libcrypto)
+TEST_LDLIBS += $(shell pkg-config --libs libcrypto)
+endif
 # Unit tests count our code's allocations (tests/unit/alloc_count.h).
 TEST_WRAP   := $(foreach f,malloc calloc realloc sodium_malloc,-Wl,--wrap=$(f))
 
@@ -56,6 +65,8 @@ DEB_PKGS := make gcc clang pkg-config libc6-dev libsodium-dev libmnl-dev \
 E2E_DEB_PKGS := iproute2 iperf3 nftables wireguard-tools wireguard-go \
                 python3 python3-torch procps iputils-ping util-linux
 DEB_PKGS += $(E2E_DEB_PKGS)
+# Headers of the OpenSSL AEAD backend (optional: the build works without).
+DEB_PKGS += libssl-dev
 
 .PHONY: all deps unit unit-plain unit-asan test fuzz fuzz-smoke clean
 .PHONY: e2e demo install
@@ -116,6 +127,11 @@ unit-asan: $(ASAN_TESTS)
 test: unit fuzz-smoke
 test: e2e
 
+# --- the AEAD benchmark (bench/aead_bench.c; `make bench` builds and runs it) ----
+
+build/bench/aead_bench: bench/aead_bench.c $(PLAIN_LIB)
+	$(call quiet,LD,$@)mkdir -p $(dir $@) && $(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
 # --- end-to-end tests and the demo (root, network namespaces) -------------------
 
 # Each script in tests/e2e under a time limit; skips itself (exit 77) where it cannot run.
@@ -153,3 +169,17 @@ clean:
 	rm -rf build bin
 
 -include $(shell find build -name '*.d' 2>/dev/null)
+
+# --- benchmarks (root, network namespaces; not part of `make test`) ----------
+
+# ddpnet side by side with the bare veth and other userspace WireGuards;
+# see bench/README.md (BENCH_ROUNDS, BENCH_SECONDS, BENCH_QUICK, BENCH_EXTRA).
+# The AEAD floor comes from build/bench/aead_bench, built here when its
+# source exists; if it does not build, the bench says the floor is missing.
+.PHONY: bench
+bench: bin/ddpnet
+	$(Q)aead=build/bench/aead_bench; \
+	if [ -f bench/aead_bench.c ] && ! $(MAKE) --no-print-directory $$aead; then \
+	  echo "bench: $$aead did not build: no AEAD floor this run" >&2; aead=; \
+	fi; \
+	BENCH_AEAD_BIN=$$aead bash bench/bench.sh

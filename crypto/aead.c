@@ -1,22 +1,18 @@
-/* ChaCha20-Poly1305 (RFC 8439) and XChaCha20-Poly1305 over libsodium: the
- * nonce layout of WireGuard's transport counter, the length limits, and the
- * rule that opening writes nothing to dst until the tag has verified.
- *
- * Sealing is libsodium's AEAD as is. Opening is the same construction put
- * together from libsodium's primitives (keystream block 0 as the Poly1305
- * key, verify, then decrypt from block 1), because libsodium's own
- * decrypt_detached zeroes dst when the tag is wrong; that would destroy an
- * in-place packet, and the contract here is "dst untouched on failure".
- * Doing it ourselves keeps one Poly1305 pass per packet. XChaCha20 is
- * HChaCha20 to a subkey, then the same IETF AEAD (as in
- * draft-irtf-cfrg-xchacha), so both AEADs share one open path. */
+/* The AEAD dispatch: which backend serves (crypto_core_init's choice,
+ * aead_set_backend), WireGuard's nonce layouts, the length limits, and
+ * XChaCha20 on top of whichever IETF AEAD is selected. Everything a backend
+ * could get wrong about its input is checked here once, so that the
+ * backends (crypto/aead_sodium.c, crypto/aead_openssl.c) only do the
+ * cryptography and both give byte-for-byte the same results. */
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sodium.h>
 
+#define DDPNET_AEAD_INTERNAL
 #include "crypto/aead.h"
 
 /* The 12-byte IETF nonce ends with a 64-bit field: WireGuard's counter, or
@@ -24,6 +20,18 @@
 #define NONCE_PREFIX_LEN (WG_AEAD_NONCE_LEN - sizeof(uint64_t))
 /* The part of an XChaCha20 nonce that HChaCha20 consumes. */
 #define XNONCE_HEAD_LEN  crypto_core_hchacha20_INPUTBYTES
+
+static const char *const backend_names[AEAD_BACKEND_COUNT] = {
+    [AEAD_BACKEND_SODIUM] = "sodium",
+    [AEAD_BACKEND_OPENSSL] = "openssl",
+};
+
+/* Read on every seal and open, from any thread; written by set_backend.
+ * Atomic so that a switch while traffic flows is a clean hand-over: each
+ * call runs wholly on the one backend it loaded. */
+static const struct aead_ops *active = &aead_sodium_backend;
+/* Set once crypto_core_init has applied $DDPNET_AEAD or the default. */
+static int backend_chosen;
 
 /* Largest plaintext either AEAD accepts: the IETF block counter is 32 bits
  * (XChaCha20 runs through the same IETF stream here), and len + tag must
@@ -34,19 +42,145 @@ static int aead_len_ok(size_t len)
            (uint64_t)len <= (uint64_t)crypto_aead_chacha20poly1305_ietf_MESSAGEBYTES_MAX;
 }
 
+static const struct aead_ops *backend_ops(enum aead_backend backend)
+{
+    switch (backend) {
+    case AEAD_BACKEND_SODIUM:
+        return &aead_sodium_backend;
+    case AEAD_BACKEND_OPENSSL:
+        return aead_openssl_ops();
+    default:
+        return NULL;
+    }
+}
+
+static int backend_valid(enum aead_backend backend)
+{
+    return (unsigned)backend < AEAD_BACKEND_COUNT;
+}
+
+const char *aead_backend_name(enum aead_backend backend)
+{
+    return backend_valid(backend) ? backend_names[backend] : NULL;
+}
+
+int aead_backend_parse(const char *name, enum aead_backend *out)
+{
+    if (!name)
+        return -EINVAL;
+    for (unsigned i = 0; i < AEAD_BACKEND_COUNT; i++) {
+        if (strcmp(name, backend_names[i]) == 0) {
+            *out = (enum aead_backend)i;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+int aead_backend_available(enum aead_backend backend)
+{
+    return backend_valid(backend) && backend_ops(backend) != NULL;
+}
+
+int aead_set_backend(enum aead_backend backend)
+{
+    const struct aead_ops *ops;
+    int ret;
+
+    if (!backend_valid(backend))
+        return -EINVAL;
+    ops = backend_ops(backend);
+    if (!ops)
+        return -EOPNOTSUPP;
+    /* The caller's own thread learns of -ENOMEM now, not on a packet. */
+    ret = ops->thread_init();
+    if (ret)
+        return ret;
+    __atomic_store_n(&active, ops, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static const struct aead_ops *active_ops(void)
+{
+    return __atomic_load_n(&active, __ATOMIC_ACQUIRE);
+}
+
+/* From the table itself, so it names what really serves. */
+enum aead_backend aead_get_backend(void)
+{
+    return active_ops()->id;
+}
+
+int aead_thread_init(void)
+{
+    return active_ops()->thread_init();
+}
+
+/* Every backend, not only the active one: a thread may hold state from
+ * before a switch. */
+void aead_thread_cleanup(void)
+{
+    for (unsigned i = 0; i < AEAD_BACKEND_COUNT; i++) {
+        const struct aead_ops *ops = backend_ops((enum aead_backend)i);
+
+        if (ops)
+            ops->thread_cleanup();
+    }
+}
+
+/* $DDPNET_AEAD when set, else the fastest built in: OpenSSL measures about
+ * twice libsodium's rate (bench/aead_bench.c), so it is the default. */
+static int backend_choose(const char *env)
+{
+    enum aead_backend backend;
+
+    if (env && *env) {
+        if (aead_backend_parse(env, &backend))
+            return -EINVAL;
+        return aead_set_backend(backend);
+    }
+    if (aead_set_backend(AEAD_BACKEND_OPENSSL) == 0)
+        return 0;
+    return aead_set_backend(AEAD_BACKEND_SODIUM);
+}
+
 int crypto_core_init(void)
 {
     /* 1 means an earlier call already initialised the library. */
     int ret = sodium_init();
 
-    return ret == 0 || ret == 1 ? 0 : -EIO;
+    if (ret != 0 && ret != 1)
+        return -EIO;
+    if (__atomic_load_n(&backend_chosen, __ATOMIC_ACQUIRE))
+        return 0;
+    /* getenv, not secure_getenv: a binary with file capabilities should
+     * still obey it, and either value only picks between correct backends. */
+    ret = backend_choose(getenv(AEAD_BACKEND_ENV));
+    if (ret == 0)
+        __atomic_store_n(&backend_chosen, 1, __ATOMIC_RELEASE);
+    return ret;
 }
+
+/* --- shared by the backends ------------------------------------------------ */
 
 static void store_le64(uint8_t *out, uint64_t v)
 {
     for (size_t i = 0; i < sizeof(v); i++)
         out[i] = (uint8_t)(v >> (CHAR_BIT * i));
 }
+
+size_t aead_pad_len(size_t len)
+{
+    return (WG_POLY1305_BLOCK_LEN - len % WG_POLY1305_BLOCK_LEN) % WG_POLY1305_BLOCK_LEN;
+}
+
+void aead_length_block(uint8_t out[WG_POLY1305_BLOCK_LEN], size_t adlen, size_t ctlen)
+{
+    store_le64(out, (uint64_t)adlen);
+    store_le64(out + sizeof(uint64_t), (uint64_t)ctlen);
+}
+
+/* --- nonces and the checked entry points --------------------------------------- */
 
 static void counter_nonce(uint8_t nonce[WG_AEAD_NONCE_LEN], uint64_t counter)
 {
@@ -72,67 +206,21 @@ static int seal_ietf(uint8_t *dst, const uint8_t *src, size_t len,
 {
     if (!aead_len_ok(len))
         return -EMSGSIZE;
-    /* libsodium encrypts first, then MACs the ciphertext: in-place is safe. */
-    crypto_aead_chacha20poly1305_ietf_encrypt_detached(dst, dst + len, NULL, src, len,
-                                                       ad, adlen, NULL, nonce, key);
-    return 0;
-}
-
-/* Poly1305 over one field of the AEAD input, zero-padded to a block. */
-static void mac_padded(crypto_onetimeauth_poly1305_state *st, const uint8_t *data, size_t len)
-{
-    static const uint8_t zeros[WG_POLY1305_BLOCK_LEN];
-    size_t rem = len % WG_POLY1305_BLOCK_LEN;
-
-    if (len)
-        crypto_onetimeauth_poly1305_update(st, data, len);
-    if (rem)
-        crypto_onetimeauth_poly1305_update(st, zeros, WG_POLY1305_BLOCK_LEN - rem);
-}
-
-/* RFC 8439 section 2.8: tag = Poly1305(pad(ad) || pad(ct) || le64 adlen || le64 ctlen). */
-static void aead_tag(uint8_t tag[WG_AEAD_TAG_LEN], const uint8_t *ad, size_t adlen,
-                     const uint8_t *ct, size_t ctlen,
-                     const uint8_t nonce[WG_AEAD_NONCE_LEN], const uint8_t key[WG_KEY_LEN])
-{
-    crypto_onetimeauth_poly1305_state st;
-    uint8_t polykey[crypto_onetimeauth_poly1305_KEYBYTES];
-    uint8_t lens[2 * sizeof(uint64_t)];
-
-    /* The one-time key is the start of keystream block 0. */
-    crypto_stream_chacha20_ietf(polykey, sizeof(polykey), nonce, key);
-    crypto_onetimeauth_poly1305_init(&st, polykey);
-    mac_padded(&st, ad, adlen);
-    mac_padded(&st, ct, ctlen);
-    store_le64(lens, (uint64_t)adlen);
-    store_le64(lens + sizeof(uint64_t), (uint64_t)ctlen);
-    crypto_onetimeauth_poly1305_update(&st, lens, sizeof(lens));
-    crypto_onetimeauth_poly1305_final(&st, tag);
-    sodium_memzero(polykey, sizeof(polykey));
-    sodium_memzero(&st, sizeof(st));
+    return active_ops()->seal(dst, src, len, ad, adlen, nonce, key);
 }
 
 static int open_ietf(uint8_t *dst, const uint8_t *src, size_t len,
                      const uint8_t *ad, size_t adlen,
                      const uint8_t nonce[WG_AEAD_NONCE_LEN], const uint8_t key[WG_KEY_LEN])
 {
-    uint8_t tag[WG_AEAD_TAG_LEN];
     size_t mlen;
-    int bad;
 
     if (len < WG_AEAD_TAG_LEN)
         return -EBADMSG;
     mlen = len - WG_AEAD_TAG_LEN;
     if (!aead_len_ok(mlen))
         return -EMSGSIZE;
-    aead_tag(tag, ad, adlen, src, mlen, nonce, key);
-    bad = crypto_verify_16(tag, src + mlen);
-    sodium_memzero(tag, sizeof(tag));
-    if (bad)
-        return -EBADMSG;
-    /* Only now, and from block 1 on: block 0 went to the Poly1305 key. */
-    crypto_stream_chacha20_ietf_xor_ic(dst, src, mlen, nonce, 1, key);
-    return 0;
+    return active_ops()->open(dst, src, mlen, ad, adlen, nonce, key);
 }
 
 void aead_seal(uint8_t *dst, const uint8_t *src, size_t len,

@@ -1,8 +1,17 @@
 /* The two AEADs of the protocol: ChaCha20-Poly1305 (RFC 8439) for handshake
- * fields and transport data, XChaCha20-Poly1305 for cookie replies. A thin
- * layer over libsodium, so that the data path sees one small interface and
- * another backend can slot in behind it. Opening never writes plaintext
- * that failed authentication. */
+ * fields and transport data, XChaCha20-Poly1305 for cookie replies, behind
+ * one small interface with two backends chosen at run time: libsodium
+ * (crypto/aead_sodium.c, always built) and OpenSSL's libcrypto
+ * (crypto/aead_openssl.c, built when DDPNET_HAVE_OPENSSL is defined). The
+ * dispatch, the nonce layouts and the length limits live in crypto/aead.c,
+ * so both backends see the same checked input and give the same output.
+ *
+ * Opening never writes to dst unless the tag verifies, with either backend
+ * and in place or not: both compute the tag over the ciphertext first and
+ * decrypt only after it matched.
+ *
+ * XChaCha20-Poly1305 is HChaCha20 from libsodium (OpenSSL 3.0 has neither
+ * HChaCha20 nor an XChaCha AEAD), then the IETF AEAD of the selected backend. */
 #ifndef DDPNET_AEAD_H
 #define DDPNET_AEAD_H
 
@@ -11,16 +20,58 @@
 
 #include "crypto/wg_const.h"
 
-/* Must be called once before any other crypto function (sodium_init). */
+enum aead_backend {
+    AEAD_BACKEND_SODIUM,
+    AEAD_BACKEND_OPENSSL,
+    AEAD_BACKEND_COUNT       /* not a backend: how many there are */
+};
+
+/* Environment variable that picks the backend: "sodium" or "openssl". */
+#define AEAD_BACKEND_ENV "DDPNET_AEAD"
+
+/* Must be called once before any other crypto function (sodium_init). Its
+ * first successful call also selects the AEAD backend: $DDPNET_AEAD when
+ * set and not empty, else OpenSSL when built in and usable, else libsodium;
+ * later calls keep whatever is selected by then. Returns 0, -EIO when
+ * libsodium cannot start, -EINVAL when $DDPNET_AEAD names no backend,
+ * -EOPNOTSUPP when it names one that is not built in or not usable. */
 int crypto_core_init(void);
 
+/* Selects the backend for every later call, in every thread. Returns 0,
+ * -EINVAL for a value that is no backend, -EOPNOTSUPP for one not built in
+ * (or whose library lacks ChaCha20-Poly1305, as a FIPS-only OpenSSL does),
+ * -ENOMEM when the calling thread's context cannot be allocated. On error
+ * the selection is unchanged. */
+int aead_set_backend(enum aead_backend backend);
+enum aead_backend aead_get_backend(void);
+/* 1 when the backend is built in and usable, else 0. */
+int aead_backend_available(enum aead_backend backend);
+/* "sodium", "openssl"; NULL for a value that is no backend. */
+const char *aead_backend_name(enum aead_backend backend);
+/* The inverse of aead_backend_name: 0, or -EINVAL (out untouched) when name
+ * (exact, lower case) is none of them or NULL. */
+int aead_backend_parse(const char *name, enum aead_backend *out);
+
+/* A backend may keep per-thread state (OpenSSL: its cipher and MAC
+ * contexts, made on first use). aead_thread_init makes it now, so that a
+ * worker thread learns of -ENOMEM at its start rather than on a packet
+ * (where aead_seal, which has no status, would abort). aead_thread_cleanup
+ * frees it, wiping the key it last held; it also runs by itself when a
+ * thread exits. Both are no-ops for libsodium. */
+int aead_thread_init(void);
+void aead_thread_cleanup(void);
+
 /* WireGuard's nonce: 32 zero bits then the 64-bit counter, little-endian.
- * dst receives len + WG_AEAD_TAG_LEN bytes; dst may equal src. */
+ * dst receives len + WG_AEAD_TAG_LEN bytes; dst may equal src. Aborts (no
+ * status to return) on a length no buffer can have, or if the backend
+ * fails inside, which only a failed allocation can cause. */
 void aead_seal(uint8_t *dst, const uint8_t *src, size_t len,
                const uint8_t *ad, size_t adlen, uint64_t counter,
                const uint8_t key[WG_KEY_LEN]);
-/* len includes the tag. Returns 0, or -EBADMSG (nothing written to dst
- * that a caller may use) when authentication fails or len < tag. */
+/* len includes the tag. Returns 0; -EBADMSG (dst untouched) when
+ * authentication fails or len < tag; -EMSGSIZE for a length beyond the
+ * AEAD's limit; -ENOMEM or -EIO (dst untouched) when the OpenSSL backend
+ * cannot allocate its thread context or libcrypto fails inside. */
 int aead_open(uint8_t *dst, const uint8_t *src, size_t len,
               const uint8_t *ad, size_t adlen, uint64_t counter,
               const uint8_t key[WG_KEY_LEN]);
@@ -45,5 +96,33 @@ int xaead_open(uint8_t *dst, const uint8_t *src, size_t len,
                const uint8_t *ad, size_t adlen,
                const uint8_t *nonce, size_t noncelen,
                const uint8_t key[WG_KEY_LEN]);
+
+#ifdef DDPNET_AEAD_INTERNAL
+/* --- between crypto/aead.c and its backends; no other file defines
+ * DDPNET_AEAD_INTERNAL. The dispatch has checked every length: len (the
+ * plaintext, without the tag) fits the AEAD, and the tag of an open lies at
+ * src + len. Each returns 0 or a negative errno. */
+struct aead_ops {
+    enum aead_backend id;
+    int (*seal)(uint8_t *dst, const uint8_t *src, size_t len,
+                const uint8_t *ad, size_t adlen,
+                const uint8_t nonce[WG_AEAD_NONCE_LEN], const uint8_t key[WG_KEY_LEN]);
+    int (*open)(uint8_t *dst, const uint8_t *src, size_t len,
+                const uint8_t *ad, size_t adlen,
+                const uint8_t nonce[WG_AEAD_NONCE_LEN], const uint8_t key[WG_KEY_LEN]);
+    int (*thread_init)(void);
+    void (*thread_cleanup)(void);
+};
+
+/* libsodium is always there; OpenSSL's table is NULL when it is not built
+ * in or its libcrypto cannot serve ChaCha20 and Poly1305. */
+extern const struct aead_ops aead_sodium_backend;
+const struct aead_ops *aead_openssl_ops(void);
+
+/* Shared by the backends: the padding that brings len to a whole Poly1305
+ * block, and the closing block le64(adlen) || le64(ctlen). */
+size_t aead_pad_len(size_t len);
+void aead_length_block(uint8_t out[WG_POLY1305_BLOCK_LEN], size_t adlen, size_t ctlen);
+#endif
 
 #endif

@@ -90,5 +90,9 @@ const char *wg_strerror(int status);
 /* --- AEAD construction (RFC 8439 section 2.8) ------------------------------- */
 /* Poly1305 consumes 16-byte blocks; AD and ciphertext are zero-padded to them. */
 #define WG_POLY1305_BLOCK_LEN      16u
+/* ChaCha20 makes 64-byte keystream blocks; block 0's first 32 bytes are the
+ * Poly1305 one-time key, and the payload is XORed from block 1 on. */
+#define WG_CHACHA20_BLOCK_LEN      64u
+#define WG_POLY1305_KEY_LEN        32u
 
 #endif

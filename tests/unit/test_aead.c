@@ -1,6 +1,9 @@
 /* Tests for crypto/aead: the RFC 8439 example, the Wycheproof
  * ChaCha20-Poly1305 and XChaCha20-Poly1305 suites, WireGuard's counter
- * nonce, and the rule that a failed open leaves dst untouched. */
+ * nonce, and the rule that a failed open leaves dst untouched, each run once
+ * per backend (libsodium, OpenSSL); then the backend selection itself
+ * ($DDPNET_AEAD, aead_set_backend), the two backends against each other,
+ * and the OpenSSL backend's per-thread contexts. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -10,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -258,12 +263,19 @@ static int tc_run(const struct suite *s, const struct json *j)
     return ok;
 }
 
-static void run_suite(const struct suite *s)
+/* The suite's name carries the backend: "wycheproof chacha20poly1305 (openssl)". */
+static void run_suite(const struct suite *base)
 {
-    const char *path = vectors_path(s->file);
+    const char *path = vectors_path(base->file);
     struct json *root = json_load(path);
     const struct json *groups;
     size_t passed = 0, total = 0;
+    char name[128];
+    struct suite named = *base;
+    const struct suite *s = &named;
+
+    snprintf(name, sizeof(name), "%s (%s)", base->name, aead_backend_name(aead_get_backend()));
+    named.name = name;
 
     if (!root) {
         printf("%s: skipped (no %s)\n", s->name, path);
@@ -533,23 +545,395 @@ static void test_core_init_twice(void **state)
     assert_int_equal(crypto_core_init(), 0);
 }
 
-int main(void)
+/* --- backend selection ------------------------------------------------------------ */
+
+#ifdef DDPNET_HAVE_OPENSSL
+#define OPENSSL_BUILT 1
+#else
+#define OPENSSL_BUILT 0
+#endif
+
+/* Values that name no backend. */
+static const int bogus_backends[] = { AEAD_BACKEND_COUNT, AEAD_BACKEND_COUNT + 1, -1, 1000 };
+#define NBOGUS (sizeof(bogus_backends) / sizeof(bogus_backends[0]))
+
+static void test_backend_names(void **state)
 {
+    (void)state;
+    assert_string_equal(aead_backend_name(AEAD_BACKEND_SODIUM), "sodium");
+    assert_string_equal(aead_backend_name(AEAD_BACKEND_OPENSSL), "openssl");
+    for (size_t i = 0; i < NBOGUS; i++)
+        assert_null(aead_backend_name((enum aead_backend)bogus_backends[i]));
+}
+
+static void test_backend_parse(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "", "Sodium", "SODIUM", "openssl ", " openssl", "libsodium", "open", "sodiumx", "ssl",
+    };
+    enum aead_backend b = AEAD_BACKEND_COUNT;
+
+    for (int i = 0; i < AEAD_BACKEND_COUNT; i++) {
+        assert_int_equal(aead_backend_parse(aead_backend_name((enum aead_backend)i), &b), 0);
+        assert_int_equal(b, i);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        b = AEAD_BACKEND_COUNT;
+        assert_int_equal(aead_backend_parse(bad[i], &b), -EINVAL);
+        assert_int_equal(b, AEAD_BACKEND_COUNT);    /* untouched */
+    }
+    assert_int_equal(aead_backend_parse(NULL, &b), -EINVAL);
+    assert_int_equal(b, AEAD_BACKEND_COUNT);
+}
+
+static void test_set_backend(void **state)
+{
+    (void)state;
+    assert_int_equal(aead_backend_available(AEAD_BACKEND_SODIUM), 1);
+    assert_int_equal(aead_backend_available(AEAD_BACKEND_OPENSSL), OPENSSL_BUILT);
+
+    assert_int_equal(aead_set_backend(AEAD_BACKEND_SODIUM), 0);
+    assert_int_equal(aead_get_backend(), AEAD_BACKEND_SODIUM);
+    if (OPENSSL_BUILT) {
+        assert_int_equal(aead_set_backend(AEAD_BACKEND_OPENSSL), 0);
+        assert_int_equal(aead_get_backend(), AEAD_BACKEND_OPENSSL);
+    } else {
+        assert_int_equal(aead_set_backend(AEAD_BACKEND_OPENSSL), -EOPNOTSUPP);
+        assert_int_equal(aead_get_backend(), AEAD_BACKEND_SODIUM);
+    }
+    /* Unknown values are refused and change nothing. */
+    for (size_t i = 0; i < NBOGUS; i++) {
+        enum aead_backend before = aead_get_backend();
+
+        assert_int_equal(aead_backend_available((enum aead_backend)bogus_backends[i]), 0);
+        assert_int_equal(aead_set_backend((enum aead_backend)bogus_backends[i]), -EINVAL);
+        assert_int_equal(aead_get_backend(), before);
+    }
+    assert_int_equal(aead_set_backend(AEAD_BACKEND_SODIUM), 0);
+    assert_int_equal(aead_get_backend(), AEAD_BACKEND_SODIUM);
+}
+
+/* $DDPNET_AEAD is read by the first crypto_core_init of a process, so each
+ * case runs in a fresh one: this binary again, exec'd with ENV_CHILD_ARG. It
+ * prints the first init's status and backend, then, after switching to
+ * libsodium by hand, those of a second init (which must keep libsodium
+ * when the first succeeded). */
+#define ENV_CHILD_ARG "--aead-env-child"
+
+static int env_child(void)
+{
+    int first = crypto_core_init();
+    enum aead_backend chosen = aead_get_backend();
+    int second;
+
+    if (aead_set_backend(AEAD_BACKEND_SODIUM) != 0)
+        return 1;
+    second = crypto_core_init();
+    printf("%d %s %d %s\n", first, aead_backend_name(chosen), second,
+           aead_backend_name(aead_get_backend()));
+    return 0;
+}
+
+/* Runs env_child with $DDPNET_AEAD set to value (NULL: unset); its line in out. */
+static void env_run(const char *value, char *out, size_t outlen)
+{
+    int fds[2], status;
+    ssize_t n, got = 0;
+    pid_t pid;
+
+    assert_int_equal(pipe(fds), 0);
+    fflush(NULL);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (value)
+            setenv(AEAD_BACKEND_ENV, value, 1);
+        else
+            unsetenv(AEAD_BACKEND_ENV);
+        dup2(fds[1], STDOUT_FILENO);
+        execl("/proc/self/exe", "test_aead", ENV_CHILD_ARG, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    while ((n = read(fds[0], out + got, outlen - 1 - (size_t)got)) > 0)
+        got += n;
+    out[got] = '\0';
+    close(fds[0]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void expect_env(const char *value, int status, const char *backend)
+{
+    char out[256], want[256];
+
+    env_run(value, out, sizeof(out));
+    /* A failed init leaves the static default, libsodium, and the next one
+     * reads the variable again, failing alike; a good one is kept. */
+    snprintf(want, sizeof(want), "%d %s %d sodium\n", status, status ? "sodium" : backend, status);
+    if (strcmp(out, want) != 0)
+        fail_msg("%s=%s: got \"%s\", want \"%s\"", AEAD_BACKEND_ENV, value ? value : "(unset)",
+                 out, want);
+}
+
+static void test_env_override(void **state)
+{
+    (void)state;
+    const char *deflt = OPENSSL_BUILT ? "openssl" : "sodium";
+
+    expect_env(NULL, 0, deflt);
+    expect_env("", 0, deflt);
+    expect_env("sodium", 0, "sodium");
+    expect_env("openssl", OPENSSL_BUILT ? 0 : -EOPNOTSUPP, "openssl");
+    expect_env("bogus", -EINVAL, NULL);
+    expect_env("OpenSSL", -EINVAL, NULL);
+}
+
+/* --- the backends against each other ------------------------------------------------ */
+
+static int require_openssl(void)
+{
+    if (!aead_backend_available(AEAD_BACKEND_OPENSSL)) {
+        printf("openssl backend: not built in\n");
+        return 0;
+    }
+    return 1;
+}
+
+/* Seals with one backend, opens with the other (apart and in place). */
+static void cross_one(const uint8_t *msg, size_t len, const uint8_t *ad, size_t adlen,
+                      const uint8_t key[WG_KEY_LEN], uint8_t *a, uint8_t *b)
+{
+    const uint64_t counter = UINT64_C(0x1122334455667788) + len;
+
+    assert_int_equal(aead_set_backend(AEAD_BACKEND_SODIUM), 0);
+    aead_seal(a, msg, len, ad, adlen, counter, key);
+    assert_int_equal(aead_set_backend(AEAD_BACKEND_OPENSSL), 0);
+    aead_seal(b, msg, len, ad, adlen, counter, key);
+    if (memcmp(a, b, len + WG_AEAD_TAG_LEN) != 0)
+        fail_msg("sealed %zu bytes (ad %zu): the backends differ", len, adlen);
+
+    /* openssl opens libsodium's message, libsodium opens openssl's in place. */
+    memset(b, PATTERN, len + WG_AEAD_TAG_LEN);
+    assert_int_equal(aead_open(b, a, len + WG_AEAD_TAG_LEN, ad, adlen, counter, key), 0);
+    assert_memory_equal(b, msg, len);
+    assert_int_equal(aead_set_backend(AEAD_BACKEND_OPENSSL), 0);
+    aead_seal(b, b, len, ad, adlen, counter, key);
+    assert_int_equal(aead_set_backend(AEAD_BACKEND_SODIUM), 0);
+    assert_int_equal(aead_open(b, b, len + WG_AEAD_TAG_LEN, ad, adlen, counter, key), 0);
+    assert_memory_equal(b, msg, len);
+}
+
+static void test_cross_backend(void **state)
+{
+    (void)state;
+    /* Around Poly1305's 16 and ChaCha20's 64-byte blocks, the MTU, and the
+     * OpenSSL backend's 64 KiB update chunks. */
+    static const size_t lens[] = {
+        0, 1, 15, 16, 17, 63, 64, 65, 127, 1420, 8192, 65535, 65536, 65537, 200003,
+    };
+    static const size_t adlens[] = { 0, 1, 13, 16, 32, 100 };
+    const size_t max = 200003;
+    uint8_t key[WG_KEY_LEN], ad[100], *msg, *a, *b;
+
+    if (!require_openssl())
+        skip();
+    msg = malloc(max);
+    a = malloc(max + WG_AEAD_TAG_LEN);
+    b = malloc(max + WG_AEAD_TAG_LEN);
+    assert_non_null(msg);
+    assert_non_null(a);
+    assert_non_null(b);
+    randombytes_buf(key, sizeof(key));
+    randombytes_buf(ad, sizeof(ad));
+    randombytes_buf(msg, max);
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+        for (size_t j = 0; j < sizeof(adlens) / sizeof(adlens[0]); j++)
+            cross_one(msg, lens[i], ad, adlens[j], key, a, b);
+    free(msg);
+    free(a);
+    free(b);
+}
+
+/* --- per-thread state ----------------------------------------------------------------- */
+
+#define THREAD_ROUNDS 2000
+#define THREAD_MSG_LEN 1420
+
+struct worker {
+    uint8_t key[WG_KEY_LEN];
+    uint8_t msg[THREAD_MSG_LEN];
+    int rounds, ok;
+};
+
+/* Seal and open with its own key, round after round; wrong output shows a
+ * context shared with the other thread. Uses no aead_thread_init: the
+ * backend makes its state on first use and frees it at thread exit (which
+ * LeakSanitizer checks in the ASan build). */
+static void *worker_run(void *arg)
+{
+    struct worker *w = arg;
+    uint8_t buf[THREAD_MSG_LEN + WG_AEAD_TAG_LEN];
+
+    w->ok = 1;
+    for (int i = 0; i < w->rounds && w->ok; i++) {
+        aead_seal(buf, w->msg, sizeof(w->msg), NULL, 0, (uint64_t)i, w->key);
+        w->ok = aead_open(buf, buf, sizeof(buf), NULL, 0, (uint64_t)i, w->key) == 0 &&
+                memcmp(buf, w->msg, sizeof(w->msg)) == 0;
+    }
+    return NULL;
+}
+
+static void run_workers(int rounds)
+{
+    struct worker w[2];
+    pthread_t th[2];
+
+    for (size_t i = 0; i < 2; i++) {
+        randombytes_buf(w[i].key, sizeof(w[i].key));
+        randombytes_buf(w[i].msg, sizeof(w[i].msg));
+        w[i].rounds = rounds;
+        w[i].ok = 0;
+        assert_int_equal(pthread_create(&th[i], NULL, worker_run, &w[i]), 0);
+    }
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        assert_true(w[i].ok);
+    }
+}
+
+static void test_thread_state(void **state)
+{
+    (void)state;
+    uint8_t key[WG_KEY_LEN] = { 9 }, msg[64] = { 1 }, buf[sizeof(msg) + WG_AEAD_TAG_LEN];
+
+    assert_int_equal(aead_thread_init(), 0);
+    assert_int_equal(aead_thread_init(), 0);
+    run_workers(THREAD_ROUNDS);
+    run_workers(1);
+
+    /* Freed, then made again on the next call; freeing twice is harmless. */
+    aead_thread_cleanup();
+    aead_thread_cleanup();
+    aead_seal(buf, msg, sizeof(msg), NULL, 0, 3, key);
+    aead_thread_cleanup();
+    assert_int_equal(aead_open(buf, buf, sizeof(buf), NULL, 0, 3, key), 0);
+    assert_memory_equal(buf, msg, sizeof(msg));
+    assert_int_equal(aead_thread_init(), 0);
+}
+
+/* --- keys left on the stack --------------------------------------------------------------- */
+
+/* Each call runs on a scratch stack of its own (ucontext), which is then
+ * searched for the key: libcrypto's ChaCha20 leaves it there unless the
+ * backend scrubs its stack. */
+#define SCRATCH_STACK_BYTES (256 * 1024)
+static uint8_t scratch_stack[SCRATCH_STACK_BYTES] __attribute__((aligned(16)));
+static ucontext_t main_context, step_context;
+
+static struct {
+    uint8_t key[WG_KEY_LEN];
+    uint8_t buf[8192 + WG_AEAD_TAG_LEN];
+    size_t len;
+    int open, ret;
+} step;
+
+static void step_run(void)
+{
+    if (step.open)
+        step.ret = aead_open(step.buf, step.buf, step.len + WG_AEAD_TAG_LEN, NULL, 0, 1, step.key);
+    else
+        aead_seal(step.buf, step.buf, step.len, NULL, 0, 1, step.key);
+}
+
+/* Runs one call on the scratch stack; 1 if the key is found there after. */
+static int key_left_by(int open, size_t len)
+{
+    memset(scratch_stack, 0, sizeof(scratch_stack));
+    step.open = open;
+    step.len = len;
+    step.ret = 0;
+    assert_int_equal(getcontext(&step_context), 0);
+    step_context.uc_stack.ss_sp = scratch_stack;
+    step_context.uc_stack.ss_size = sizeof(scratch_stack);
+    step_context.uc_link = &main_context;
+    makecontext(&step_context, step_run, 0);
+    assert_int_equal(swapcontext(&main_context, &step_context), 0);
+    assert_int_equal(step.ret, 0);
+    return memmem(scratch_stack, sizeof(scratch_stack), step.key, sizeof(step.key)) != NULL;
+}
+
+static void test_key_not_left_on_stack(void **state)
+{
+    (void)state;
+    static const size_t lens[] = { 0, 64, 100, 1420, 8192 };
+
+    randombytes_buf(step.key, sizeof(step.key));
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        if (key_left_by(0, lens[i]))
+            fail_msg("seal of %zu bytes left the key on the stack", lens[i]);
+        if (key_left_by(1, lens[i]))
+            fail_msg("open of %zu bytes left the key on the stack", lens[i]);
+    }
+}
+
+/* --- the table ------------------------------------------------------------------------- */
+
+struct per_backend {
+    enum aead_backend backend;
+    CMUnitTestFunction fn;
+};
+
+/* Selects the case's backend, then runs the test on it. */
+static void on_backend(void **state)
+{
+    const struct per_backend *pb = *state;
+    int ret = aead_set_backend(pb->backend);
+
+    if (ret == -EOPNOTSUPP) {
+        printf("%s backend: not built in\n", aead_backend_name(pb->backend));
+        skip();
+    }
+    assert_int_equal(ret, 0);
+    assert_int_equal(aead_get_backend(), pb->backend);
+    pb->fn(state);
+}
+
+#define ON_BACKEND(f, b, bname) \
+    { .name = #f " (" bname ")", .test_func = on_backend, .setup_func = setup, \
+      .initial_state = &(struct per_backend){ b, f } }
+#define ON_BOTH(f) ON_BACKEND(f, AEAD_BACKEND_SODIUM, "sodium"), \
+                   ON_BACKEND(f, AEAD_BACKEND_OPENSSL, "openssl")
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], ENV_CHILD_ARG) == 0)
+        return env_child();
+
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_core_init_twice, setup),
-        cmocka_unit_test_setup(test_rfc8439_seal, setup),
-        cmocka_unit_test_setup(test_rfc8439_open, setup),
-        cmocka_unit_test_setup(test_counter_nonce_layout, setup),
-        cmocka_unit_test_setup(test_wycheproof_chacha20poly1305, setup),
-        cmocka_unit_test_setup(test_wycheproof_xchacha20poly1305, setup),
-        cmocka_unit_test_setup(test_tamper_every_bit, setup),
-        cmocka_unit_test_setup(test_tamper_in_place, setup),
-        cmocka_unit_test_setup(test_too_short, setup),
-        cmocka_unit_test_setup(test_in_place_round_trip, setup),
-        cmocka_unit_test_setup(test_empty_plaintext, setup),
-        cmocka_unit_test_setup(test_bad_nonce_len, setup),
-        cmocka_unit_test_setup(test_length_overflow, setup),
-        cmocka_unit_test_setup(test_seal_overflow_aborts, setup),
+        ON_BOTH(test_rfc8439_seal),
+        ON_BOTH(test_rfc8439_open),
+        ON_BOTH(test_counter_nonce_layout),
+        ON_BOTH(test_wycheproof_chacha20poly1305),
+        ON_BOTH(test_wycheproof_xchacha20poly1305),
+        ON_BOTH(test_tamper_every_bit),
+        ON_BOTH(test_tamper_in_place),
+        ON_BOTH(test_too_short),
+        ON_BOTH(test_in_place_round_trip),
+        ON_BOTH(test_empty_plaintext),
+        ON_BOTH(test_bad_nonce_len),
+        ON_BOTH(test_length_overflow),
+        ON_BOTH(test_seal_overflow_aborts),
+        ON_BOTH(test_thread_state),
+        ON_BOTH(test_key_not_left_on_stack),
+        cmocka_unit_test_setup(test_backend_names, setup),
+        cmocka_unit_test_setup(test_backend_parse, setup),
+        cmocka_unit_test_setup(test_set_backend, setup),
+        cmocka_unit_test_setup(test_env_override, setup),
+        cmocka_unit_test_setup(test_cross_backend, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
