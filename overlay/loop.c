@@ -471,7 +471,13 @@ int loop_init(struct loop *l, struct device *dev, int tun_fd, int udp4_fd, int u
     ret = pkt_pool_init(&l->pool, LOOP_POOL_SIZE, LOOP_TUN_WRITES);
     if (ret)
         return ret;
-    ret = io_uring_queue_init(LOOP_RING_ENTRIES, &l->ring, 0);
+    /* One thread submits; completions' task work runs when we wait, not
+     * by interrupting us (fewer wake-ups and IPIs). Older kernels refuse
+     * these flags: then plain. */
+    ret = io_uring_queue_init(LOOP_RING_ENTRIES, &l->ring,
+                              IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
+    if (ret == -EINVAL)
+        ret = io_uring_queue_init(LOOP_RING_ENTRIES, &l->ring, 0);
     if (ret) {
         pkt_pool_destroy(&l->pool);
         return ret;
