@@ -8,6 +8,7 @@
 
 #include <sodium.h>
 
+#include "crypto/aead.h"
 #include "crypto/transport.h"
 #include "overlay/crypto_pool.h"
 #include "overlay/pkt.h"
@@ -57,6 +58,9 @@ static void *worker(void *arg)
 {
     struct crypto_pool *pool = arg;
 
+    /* The AEAD's per-thread state is made now, not on the first packet
+     * (a failure here is tried again there). */
+    (void)aead_thread_init();
     pthread_mutex_lock(&pool->lock);
     for (;;) {
         while (pool->next == pool->tail && !pool->stopping)
@@ -76,6 +80,7 @@ static void *worker(void *arg)
         }
     }
     pthread_mutex_unlock(&pool->lock);
+    aead_thread_cleanup();
     return NULL;
 }
 

@@ -404,8 +404,9 @@ int daemon_run(struct daemon_options *opt)
     s->dev.cluster = *opt->cluster;          /* taken over */
     memset(opt->cluster, 0, sizeof(*opt->cluster));
     s->dev.self = opt->self;                 /* points into the same nodes */
-    if (crypto_core_init())
-        ret = fail(s, -EIO, "libsodium failed to initialise");
+    if ((ret = crypto_core_init()))
+        ret = fail(s, ret, "cannot initialise the crypto library (%s=%s?): %s", AEAD_BACKEND_ENV,
+                   getenv(AEAD_BACKEND_ENV) ? getenv(AEAD_BACKEND_ENV) : "", strerror(-ret));
     else if (s->dev.cluster.mtu > DEVICE_MTU_MAX)
         ret = fail(s, -EINVAL, "mtu %u is above the %u this version supports",
                    s->dev.cluster.mtu, DEVICE_MTU_MAX);
