@@ -46,10 +46,10 @@ struct pkt {
     union endpoint addr;         /* source of a receive, destination of a send */
     struct msghdr msg;
     struct iovec iov;
-    union {
-        struct cmsghdr align;
+    /* Control messages (UDP_SEGMENT, UDP_GRO), aligned as cmsghdr wants. */
+    struct {
         uint8_t bytes[CMSG_SPACE(sizeof(int))];
-    } ctrl;
+    } ctrl __attribute__((aligned(__alignof__(struct cmsghdr))));
 
     /* The segments in `area`: segment i's plaintext (seg_len[i] bytes) at
      * area + i * stride + WG_TRANSPORT_HEADER_LEN; its sealed message at
