@@ -95,4 +95,47 @@ const char *wg_strerror(int status);
 #define WG_CHACHA20_BLOCK_LEN      64u
 #define WG_POLY1305_KEY_LEN        32u
 
+/* --- discovery, NAT traversal and relays (ddpnet's disco: overlay/disco*.c) --
+ * Not WireGuard's: the schedule of the messages ddpnet nodes exchange inside
+ * the tunnel (overlay/disco_msg.h) and of the handshakes they aim at each
+ * other's candidate addresses. */
+/* Interface addresses (local candidates) are read again this often (s). */
+#define DISCO_LOCAL_REFRESH_S        30u
+/* ENDPOINTS go to a peer when its session begins, then again at most this
+ * often while something changed, and at least this often anyway (s). */
+#define DISCO_ENDPOINTS_MIN_S        10u
+#define DISCO_ENDPOINTS_MAX_S        30u
+/* A punch round: the same initiation to every candidate of a peer, every
+ * DISCO_PUNCH_INTERVAL_MS, DISCO_PUNCH_COUNT times (not paced by
+ * REKEY_TIMEOUT: these are aimed, and each is the one handshake). */
+#define DISCO_PUNCH_INTERVAL_MS      250u
+#define DISCO_PUNCH_COUNT            12u
+/* No session this long after an attempt began: go through a relay (ms). */
+#define DISCO_RELAY_AFTER_MS         3000u
+/* An attempt that brought no session ends after this long (s); new
+ * candidates or a handshake the data path wants start another. */
+#define DISCO_ATTEMPT_S              10u
+/* Relayed: the direct candidates are probed again this often (s). */
+#define DISCO_PROBE_INTERVAL_S       12u
+/* Direct to a public address: the peer's local ones are tried this often (s). */
+#define DISCO_UPGRADE_INTERVAL_S     30u
+/* Round-trip pings on the path (s); slower once this many went unanswered
+ * (a plain WireGuard peer never answers). */
+#define DISCO_PING_INTERVAL_S        5u
+#define DISCO_PING_SLOW_S            30u
+#define DISCO_PING_UNANSWERED_MAX    4u
+/* This many pings on the path unanswered in a row: the path is taken for
+ * broken (an attempt begins: punches, then the relay). */
+#define DISCO_PING_LOST_MAX          2u
+/* A ping without an answer for this long is lost (ms). */
+#define DISCO_PING_LOST_MS           1000u
+/* A pong is matched to a ping at most this old (s). */
+#define DISCO_PING_TIMEOUT_S         10u
+/* When two initiations cross, ours wins if it is younger than this and our
+ * public key is the larger: the peer answers ours, we drop theirs (ms). */
+#define DISCO_CROSSING_WINDOW_MS     1000u
+/* A direct path that carried nothing authentic for this long gives way to
+ * a relay the peer now uses (s). */
+#define DISCO_DIRECT_STALE_S         8u
+
 #endif

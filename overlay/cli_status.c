@@ -23,7 +23,7 @@
 #define DEC_MAX_LEN     20u
 /* A table cell; longer text (never from a sane daemon) is cut. */
 #define CELL_MAX        96u
-#define N_COLUMNS       8u
+#define N_COLUMNS       10u
 #define COLUMN_GAP      "  "
 #define SECS_PER_MIN    60u
 #define SECS_PER_HOUR   3600u
@@ -33,12 +33,16 @@
 #define KILO            1000.0
 /* Values below this get one decimal ("8.5 Mbit/s"), above none ("85 Mbit/s"). */
 #define ONE_DECIMAL_BELOW 9.95
+/* Round trips below this many ms get two decimals ("0.12 ms"). */
+#define TWO_DECIMALS_BELOW 0.995
+#define US_PER_MS       1000u
 
 /* --- the response, parsed ---------------------------------------------------------- */
 
 struct st_peer {
-    const char *name, *address, *endpoint;
-    uint64_t handshake_sec, rx_bytes, tx_bytes, rx_rate, tx_rate;
+    const char *name, *address, *endpoint, *path, *via;
+    uint64_t handshake_sec, rx_bytes, tx_bytes, rx_rate, tx_rate, rtt_us;
+    bool has_rtt;
 };
 
 struct st_resp {
@@ -110,7 +114,14 @@ static int peer_line(struct st_peer *p, const char *key, const char *v)
         p->address = v;
     else if (!strcmp(key, UAPI_KEY_ENDPOINT))
         p->endpoint = v;
-    else if (!strcmp(key, UAPI_KEY_LAST_HANDSHAKE_SEC))
+    else if (!strcmp(key, CONTROL_KEY_PATH))
+        p->path = v;
+    else if (!strcmp(key, CONTROL_KEY_VIA))
+        p->via = v;
+    else if (!strcmp(key, CONTROL_KEY_RTT_US)) {
+        p->has_rtt = true;
+        return parse_u64(v, &p->rtt_us);
+    } else if (!strcmp(key, UAPI_KEY_LAST_HANDSHAKE_SEC))
         return parse_u64(v, &p->handshake_sec);
     else if (!strcmp(key, UAPI_KEY_RX_BYTES))
         return parse_u64(v, &p->rx_bytes);
@@ -270,25 +281,50 @@ static void human_age(char *buf, size_t len, uint64_t then, uint64_t now)
 /* --- the table ------------------------------------------------------------------------ */
 
 static const char *const column_names[N_COLUMNS] = {
-    "NAME", "ADDRESS", "ENDPOINT", "HANDSHAKE", "RX", "TX", "RX/s", "TX/s",
+    "NAME", "ADDRESS", "ENDPOINT", "PATH", "RTT", "HANDSHAKE", "RX", "TX", "RX/s", "TX/s",
 };
 /* Numbers line up on the right. */
 static const bool column_right[N_COLUMNS] = {
-    false, false, false, false, true, true, true, true,
+    false, false, false, false, true, false, true, true, true, true,
 };
 
 typedef char row_cells[N_COLUMNS][CELL_MAX];
+
+/* "direct", "relay via NAME", or "-" without a path. */
+static void path_cell(char *buf, size_t len, const struct st_peer *p)
+{
+    if (p->path && p->via)
+        snprintf(buf, len, "%s via %s", p->path, p->via);
+    else
+        snprintf(buf, len, "%s", p->path ? p->path : "-");
+}
+
+static void rtt_cell(char *buf, size_t len, const struct st_peer *p)
+{
+    double ms = (double)p->rtt_us / (double)US_PER_MS;
+
+    if (!p->has_rtt)
+        snprintf(buf, len, "-");
+    else if (ms < TWO_DECIMALS_BELOW)
+        snprintf(buf, len, "%.2f ms", ms);
+    else if (ms < ONE_DECIMAL_BELOW)
+        snprintf(buf, len, "%.1f ms", ms);
+    else
+        snprintf(buf, len, "%.0f ms", ms);
+}
 
 static void fill_row(row_cells c, const struct st_peer *p, uint64_t now_unix)
 {
     snprintf(c[0], CELL_MAX, "%s", p->name);
     snprintf(c[1], CELL_MAX, "%s", p->address);
     snprintf(c[2], CELL_MAX, "%s", p->endpoint ? p->endpoint : "-");
-    human_age(c[3], CELL_MAX, p->handshake_sec, now_unix);
-    human_bytes(c[4], CELL_MAX, p->rx_bytes);
-    human_bytes(c[5], CELL_MAX, p->tx_bytes);
-    human_rate(c[6], CELL_MAX, p->rx_rate);
-    human_rate(c[7], CELL_MAX, p->tx_rate);
+    path_cell(c[3], CELL_MAX, p);
+    rtt_cell(c[4], CELL_MAX, p);
+    human_age(c[5], CELL_MAX, p->handshake_sec, now_unix);
+    human_bytes(c[6], CELL_MAX, p->rx_bytes);
+    human_bytes(c[7], CELL_MAX, p->tx_bytes);
+    human_rate(c[8], CELL_MAX, p->rx_rate);
+    human_rate(c[9], CELL_MAX, p->tx_rate);
 }
 
 static void print_row(FILE *out, const char *const cells[N_COLUMNS],
@@ -385,6 +421,16 @@ static void json_peer(FILE *out, const struct st_peer *p)
     json_string(out, p->address);
     fputs(",\"endpoint\":", out);
     json_string(out, p->endpoint);
+    fputs(",\"path\":", out);
+    json_string(out, p->path);
+    fputs(",\"via\":", out);
+    json_string(out, p->via);
+    fputs(",\"rtt_ms\":", out);
+    if (p->has_rtt)
+        fprintf(out, "%llu.%03llu", (unsigned long long)(p->rtt_us / US_PER_MS),
+                (unsigned long long)(p->rtt_us % US_PER_MS));
+    else
+        fputs("null", out);
     fputs(",\"latest_handshake\":", out);
     if (p->handshake_sec)
         fprintf(out, "%llu", (unsigned long long)p->handshake_sec);

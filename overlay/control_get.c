@@ -13,9 +13,10 @@
 
 /* Upper bounds of the text written, for sizing the buffer. The longest
  * line is a 64-digit key or an IPv6 endpoint with a numeric zone (under 80
- * bytes); a peer takes at most ten lines (about 500 bytes) in either
+ * bytes); a peer takes at most thirteen lines (about 600 bytes) in either
  * response, the interface section at most eight short ones. */
-#define GET_PEER_TEXT_MAX   640u
+#define GET_PEER_TEXT_MAX   768u
+#define NS_PER_US           1000u
 #define GET_IFACE_TEXT_MAX  1024u
 
 static int alloc_for_peers(const struct device *dev, struct uapi_buf *b)
@@ -119,13 +120,30 @@ static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
     uapi_put_u64(b, CONTROL_KEY_MTU, dev->mtu);
 }
 
+/* The path: the endpoint in use (the relay's, when relayed), direct or
+ * relayed and through whom, and the round trip. */
+static void put_path(struct uapi_buf *b, const struct peer *p)
+{
+    const union endpoint *ep = p->via ? &p->via->endpoint : &p->endpoint;
+
+    if (ep->sa.sa_family != AF_UNSPEC)
+        uapi_put_endpoint(b, &ep->sa);
+    if (p->via) {
+        uapi_put_str(b, CONTROL_KEY_PATH, CONTROL_PATH_RELAY);
+        uapi_put_str(b, CONTROL_KEY_VIA, p->via->name);
+    } else if (p->endpoint.sa.sa_family != AF_UNSPEC) {
+        uapi_put_str(b, CONTROL_KEY_PATH, CONTROL_PATH_DIRECT);
+    }
+    if (p->disco.rtt_ns)
+        uapi_put_u64(b, CONTROL_KEY_RTT_US, p->disco.rtt_ns / NS_PER_US);
+}
+
 static void put_ddpnet_peer(struct uapi_buf *b, const struct peer *p, uint64_t now_ns)
 {
     uapi_put_key(b, UAPI_KEY_PUBLIC_KEY, p->public_key);
     uapi_put_str(b, CONTROL_KEY_NAME, p->name);
     put_addr(b, CONTROL_KEY_ADDRESS, &p->address);
-    if (p->endpoint.sa.sa_family != AF_UNSPEC)
-        uapi_put_endpoint(b, &p->endpoint.sa);
+    put_path(b, p);
     uapi_put_u64(b, UAPI_KEY_LAST_HANDSHAKE_SEC, (uint64_t)p->last_handshake.tv_sec);
     uapi_put_u64(b, UAPI_KEY_LAST_HANDSHAKE_NSEC, (uint64_t)p->last_handshake.tv_nsec);
     uapi_put_u64(b, UAPI_KEY_RX_BYTES, p->rx_bytes);

@@ -15,8 +15,11 @@ struct device;
 /* Keys of a get=ddpnet response beyond those of uapi.h. Interface section:
  * interface, self, address, prefix, listen_port, master, master_address,
  * mtu; then one section per peer, opened by public_key: name, address,
- * endpoint (when known), last_handshake_time_sec/_nsec, rx_bytes,
- * tx_bytes, rx_rate, tx_rate (bytes per second); then errno. */
+ * endpoint (the one in use: the relay's when relayed; when known), path
+ * ("direct" or "relay", when there is one), via (the relay's name, when
+ * relayed), rtt_us (the latest round trip in microseconds, when measured),
+ * last_handshake_time_sec/_nsec, rx_bytes, tx_bytes, rx_rate, tx_rate
+ * (bytes per second); then errno. */
 #define CONTROL_KEY_INTERFACE       "interface"
 #define CONTROL_KEY_SELF            "self"
 #define CONTROL_KEY_ADDRESS         "address"
@@ -27,6 +30,11 @@ struct device;
 #define CONTROL_KEY_NAME            "name"
 #define CONTROL_KEY_RX_RATE         "rx_rate"
 #define CONTROL_KEY_TX_RATE         "tx_rate"
+#define CONTROL_KEY_PATH            "path"
+#define CONTROL_KEY_VIA             "via"
+#define CONTROL_KEY_RTT_US          "rtt_us"
+#define CONTROL_PATH_DIRECT         "direct"
+#define CONTROL_PATH_RELAY          "relay"
 
 /* The largest response control_request accepts. */
 #define CONTROL_RESPONSE_MAX        (1u << 20)

@@ -419,6 +419,8 @@ int daemon_run(struct daemon_options *opt)
         s->running = true;
         report_ready(s);
         uint64_t now = clock_now_ns();
+        /* Our local candidates first: the first ENDPOINTS carry them. */
+        disco_local_refresh(&s->dev, now);
         /* Reach out to every peer whose endpoint we know: the mesh is up
          * before the first training step needs it. */
         for (size_t i = 0; i < s->dev.n_peers; i++)
@@ -430,6 +432,10 @@ int daemon_run(struct daemon_options *opt)
                  (unsigned long long)st->tun_reads, (unsigned long long)st->tun_segments,
                  (unsigned long long)st->udp_receives, (unsigned long long)st->udp_datagrams,
                  (unsigned long long)st->tun_writes);
+        if (st->relay_forwarded || st->relay_refused || st->disco_bad)
+            log_info("%s: relayed %llu messages for others, refused %llu; %llu bad disco "
+                     "messages", s->dev.ifname, (unsigned long long)st->relay_forwarded,
+                     (unsigned long long)st->relay_refused, (unsigned long long)st->disco_bad);
     }
     teardown(s);
     free(s);

@@ -38,6 +38,8 @@
 #define IPV6_PAYLEN_OFF   4u
 #define IPV6_SRC_OFF      8u
 #define IPV6_DST_OFF      24u
+#define IPV4_PROTO_OFF    9u
+#define IPV6_NEXT_OFF     6u
 
 /* An inner IP packet's family, length and addresses. */
 struct inner {
@@ -70,12 +72,21 @@ static bool parse_inner(const uint8_t *ip, uint32_t avail, struct inner *in)
     return false;
 }
 
+/* Disco's protocol number: the daemon's own messages. Read from ddp0 they
+ * are dropped (only the daemon speaks disco for this node); received,
+ * they are handled and never written to ddp0. */
+static bool is_disco(const uint8_t *ip, const struct inner *in)
+{
+    return ip[in->family == AF_INET ? IPV4_PROTO_OFF : IPV6_NEXT_OFF] == DISCO_IP_PROTO;
+}
+
 /* --- outbound ------------------------------------------------------------------ */
 
-/* The slot size for the segments of this packet: a full segment sealed,
- * so that the sealed full segments lie back to back for GSO. */
+/* The slot size for the segments of this packet: a full segment sealed
+ * (padded no further than the path's MTU), so that the sealed full
+ * segments lie back to back for GSO. */
 static uint32_t segment_stride(const struct device *dev, const struct vnet_hdr *h,
-                               const uint8_t *ip, uint32_t len)
+                               const uint8_t *ip, uint32_t len, unsigned mtu)
 {
     struct offload_ip oip;
     size_t full = len;
@@ -84,14 +95,33 @@ static uint32_t segment_stride(const struct device *dev, const struct vnet_hdr *
         full = (size_t)oip.l3_len + oip.l4_hlen + h->gso_size;
     if (full > dev->mtu)
         full = dev->mtu;
-    return (uint32_t)transport_sealed_len_limited(full, dev->mtu);
+    return (uint32_t)transport_sealed_len_limited(full, mtu);
+}
+
+/* A TCP super-packet for a path with a smaller MTU (a relay's) is cut
+ * into smaller segments: TCP takes any segment size, so nothing outgrows
+ * the underlay. (UDP datagrams keep their size: it is the application's.) */
+static void fit_tso(struct vnet_hdr *h, const uint8_t *ip, uint32_t len, unsigned mtu)
+{
+    struct offload_ip oip;
+    uint8_t type = h->gso_type & (uint8_t)~VIRTIO_NET_HDR_GSO_ECN;
+
+    if ((type != VIRTIO_NET_HDR_GSO_TCPV4 && type != VIRTIO_NET_HDR_GSO_TCPV6) ||
+        offload_parse(ip, len, &oip) || (size_t)oip.l3_len + oip.l4_hlen >= mtu)
+        return;
+    if ((size_t)oip.l3_len + oip.l4_hlen + h->gso_size > mtu)
+        h->gso_size = (uint16_t)(mtu - oip.l3_len - oip.l4_hlen);
 }
 
 static int segment(struct device *dev, struct pkt *pkt, const uint8_t *ip, uint32_t len,
-                   const struct vnet_hdr *h)
+                   struct vnet_hdr *h, unsigned mtu)
 {
     struct offload_area area;
-    uint32_t stride = segment_stride(dev, h, ip, len);
+    uint32_t stride;
+
+    if (mtu < dev->mtu)
+        fit_tso(h, ip, len, mtu);
+    stride = segment_stride(dev, h, ip, len, mtu);
     size_t slots = PKT_AREA_CAP / stride;
 
     area.base = pkt->area;
@@ -120,11 +150,12 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
     int ret;
 
     if (pkt->len < OFFLOAD_VNET_HDR_LEN || vnet_hdr_parse(pkt->in, pkt->len, &h) ||
-        !parse_inner(ip, len, &in) || !(p = device_peer_by_address(dev, in.family, in.dst))) {
+        !parse_inner(ip, len, &in) || is_disco(ip, &in) ||
+        !(p = device_peer_by_address(dev, in.family, in.dst))) {
         loop_pkt_put(dev->loop, pkt);
         return;
     }
-    ret = segment(dev, pkt, ip, len, &h);
+    ret = segment(dev, pkt, ip, len, &h, path_mtu(p));
     if (ret <= 0) {
         log_debug("dropped a packet from %s that cannot be segmented (%d)", dev->ifname, ret);
         loop_pkt_put(dev->loop, pkt);
@@ -145,28 +176,25 @@ static bool keypair_usable(const struct noise_keypair *kp, uint64_t now)
 
 /* Seals every segment of pkt, on a crypto worker when there are some
  * (the loop takes it back in order and sends it: datapath_crypto_done),
- * else here. The counters are taken now, on the loop's thread. False when
- * the key cannot seal them. */
-static bool seal_and_send(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
-                          uint64_t now, bool *has_data)
+ * else here. The counters are taken now, on the loop's thread. */
+bool datapath_seal(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
+                   uint32_t pad_limit, uint64_t now)
 {
     struct crypto_job local, *job;
     uint64_t first;
     unsigned last = pkt->nseg - 1u;
 
-    if (transport_reserve(kp, pkt->nseg, now, &first))
+    if (!kp || transport_reserve(kp, pkt->nseg, now, &first))
         return false;
-    for (unsigned i = 0; i < pkt->nseg; i++)
-        *has_data |= pkt->seg_len[i] > 0;
     peer_count_tx(p, (uint64_t)last * pkt->stride +
-                         transport_sealed_len_limited(pkt->seg_len[last], p->dev->mtu), now);
+                         transport_sealed_len_limited(pkt->seg_len[last], pad_limit), now);
     job = loop_crypto_job(p->dev->loop, now);
     bool inline_work = !job;
     if (inline_work)
         job = &local;
     *job = (struct crypto_job){ .kind = CRYPTO_SEAL, .pkt = pkt, .peer = p,
                                 .remote_index = kp->remote_index, .first_counter = first,
-                                .pad_limit = p->dev->mtu };
+                                .pad_limit = pad_limit };
     memcpy(job->key, kp->send_key, WG_KEY_LEN);
     if (!inline_work) {
         loop_crypto_submit(p->dev->loop, job);
@@ -174,8 +202,16 @@ static bool seal_and_send(struct peer *p, struct noise_keypair *kp, struct pkt *
     }
     crypto_job_run(job);
     sodium_memzero(job->key, WG_KEY_LEN);
-    loop_send(p->dev->loop, pkt, &p->endpoint);
+    path_send(p, pkt, now);
     return true;
+}
+
+static bool seal_and_send(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
+                          uint64_t now, bool *has_data)
+{
+    for (unsigned i = 0; i < pkt->nseg; i++)
+        *has_data |= pkt->seg_len[i] > 0;
+    return datapath_seal(p, kp, pkt, path_mtu(p), now);
 }
 
 void datapath_send_staged(struct peer *p, uint64_t now)
@@ -186,7 +222,7 @@ void datapath_send_staged(struct peer *p, uint64_t now)
 
     if (!p->staged_count)
         return;
-    if (!keypair_usable(kp, now) || p->endpoint.sa.sa_family == AF_UNSPEC) {
+    if (!keypair_usable(kp, now) || !path_usable(p)) {
         handshake_send_initiation(p, false, now);
         return;
     }
@@ -243,21 +279,22 @@ static bool source_allowed(const struct peer *p, const struct inner *in)
     return p->address.family == in->family && !memcmp(p->address.bytes, in->src, n);
 }
 
-/* What follows an authentic transport message of len bytes from src:
- * roaming, counters, session confirmation, timers. */
-static void after_authentic(struct device *dev, struct peer *p, struct noise_keypair *kp,
-                            uint32_t len, const union endpoint *src, uint64_t now)
+/* What follows an authentic transport message of len bytes from src (or
+ * through the relay via): the path (roaming), counters, session
+ * confirmation, timers. */
+static void after_authentic(struct peer *p, struct noise_keypair *kp, uint32_t len,
+                            const union endpoint *src, struct peer *via, uint64_t now)
 {
-    peer_update_endpoint(p, src);
+    path_received(p, src, via, false, now);
     peer_count_rx(p, len, now);
     if (peer_received_with_keypair(p, kp)) {
         timers_handshake_complete(p, now);
+        disco_session_up(p, now);
         datapath_send_staged(p, now);
     }
     keep_key_fresh_on_receive(p, now);
     timers_any_authenticated_packet_received(p, now);
     timers_any_authenticated_packet_traversal(p, now);
-    (void)dev;
 }
 
 /* The keypair a transport message is addressed to, or NULL. */
@@ -280,13 +317,15 @@ static void count_drop(struct device *dev, int status)
 }
 
 /* Opens one transport message in place. Returns its plaintext length, or
- * -1 when it is dropped; *peer_out names the sender. */
+ * -1 when it is dropped; *peer_out names the sender. A message that came
+ * through a relay must be from the peer the relay named (want). */
 static long open_message(struct device *dev, uint8_t *msg, uint32_t len,
-                         const union endpoint *src, uint64_t now, struct peer **peer_out)
+                         const union endpoint *src, struct peer *via, const struct peer *want,
+                         uint64_t now, struct peer **peer_out)
 {
     struct index_entry *e = message_keypair(dev, msg, len);
 
-    if (!e) {
+    if (!e || (want && e->peer != want)) {
         dev->stats.dropped_bad_packet++;
         return -1;
     }
@@ -296,26 +335,107 @@ static long open_message(struct device *dev, uint8_t *msg, uint32_t len,
         count_drop(dev, ret);
         return -1;
     }
-    after_authentic(dev, e->peer, e->keypair, len, src, now);
+    after_authentic(e->peer, e->keypair, len, src, via, now);
     *peer_out = e->peer;
     return (long)tp.len;
 }
 
-/* Keeps an opened packet for the TUN write if its source is the peer's. */
-static void keep_plain(struct device *dev, struct peer *p, uint8_t *msg, long plen,
-                       struct offload_pkt *plain, size_t *n, uint64_t now)
+/* The packets of one receive bound for ddp0, and where the receive came
+ * from (a relayed message's source is its relay). */
+struct rx_batch {
+    struct pkt *pkt;
+    struct offload_pkt plain[PKT_MAX_SEGS];
+    size_t n;
+};
+
+static void keep_plain(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *msg,
+                       long plen, struct peer *via, uint64_t now);
+
+/* A RELAYED: a WireGuard message from the peer the relay r names, handled
+ * as if it came from a virtual endpoint "through r" -- a handshake
+ * message in a buffer of its own, a transport message opened where it
+ * lies and its packet kept for ddp0 with the rest of the batch. */
+static void relayed_in(struct device *dev, struct rx_batch *b, struct peer *r, uint8_t *msg,
+                       uint32_t len, const uint8_t key[WG_KEY_LEN], uint64_t now)
+{
+    struct peer *src = device_peer_by_key(dev, key), *p;
+    uint32_t type = noise_message_type(msg, len);
+
+    if (!src || src == r) {
+        dev->stats.dropped_bad_packet++;
+        return;
+    }
+    if (type != WG_MSG_TRANSPORT) {
+        struct pkt *h = loop_pkt_get(dev->loop);
+        if (!h)
+            return;
+        memcpy(h->in, msg, len);
+        h->len = len;
+        h->addr = b->pkt->addr;     /* what cookies bind to: the relay's address */
+        h->via = r;
+        h->relay_src = src;
+        handshake_receive(dev, h, now);
+        return;
+    }
+    long plen = open_message(dev, msg, len, NULL, r, src, now, &p);
+    if (plen >= 0)
+        keep_plain(dev, b, p, msg, plen, r, now);
+}
+
+/* A disco packet from p (the inner packet ip[0..len)), handled here and
+ * never written to ddp0. */
+static void disco_in(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *ip,
+                     uint32_t len, struct peer *via, uint64_t now)
+{
+    const uint8_t *src, *dst, *payload;
+    struct disco_msg *m = dev->disco.in_msg;
+    size_t plen;
+    int family;
+
+    if (disco_ip_parse(ip, len, &family, &src, &dst, &payload, &plen) ||
+        memcmp(dst, dev->self->address.bytes, family == AF_INET ? 4 : 16) ||
+        !m || disco_decode(payload, plen, m)) {
+        dev->stats.disco_bad++;
+        return;
+    }
+    if (m->type != DISCO_RELAYED) {
+        disco_receive(p, via ? NULL : &b->pkt->addr, via, m, now);
+        return;
+    }
+    /* Not through two relays: the relay must have reached us directly. */
+    if (via) {
+        dev->stats.relay_refused++;
+        return;
+    }
+    uint8_t key[WG_KEY_LEN];
+    memcpy(key, m->relay.key, WG_KEY_LEN);
+    relayed_in(dev, b, p, ip + (m->relay.msg - ip), m->relay.msg_len, key, now);
+}
+
+/* Keeps an opened packet for the TUN write if its source is the peer's;
+ * disco packets go to disco instead. */
+static void keep_plain(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *msg,
+                       long plen, struct peer *via, uint64_t now)
 {
     uint8_t *ip = msg + WG_TRANSPORT_HEADER_LEN;
     struct inner in;
 
-    if (plen <= 0)      /* a keepalive */
-        return;
-    if (!parse_inner(ip, (uint32_t)plen, &in) || !source_allowed(p, &in)) {
+    if (plen > 0 && (!parse_inner(ip, (uint32_t)plen, &in) || !source_allowed(p, &in))) {
         dev->stats.dropped_source++;
         return;
     }
+    if (plen > 0 && is_disco(ip, &in)) {
+        disco_in(dev, b, p, ip, in.len, via, now);
+        return;
+    }
+    /* Data (or a keepalive) sent to us directly while we relay: the
+     * peer's direct path works, and so will ours. */
+    if (!via && p->via)
+        path_received(p, &b->pkt->addr, NULL, true, now);
+    if (plen <= 0)      /* a keepalive */
+        return;
     timers_data_received(p, now);
-    plain[(*n)++] = (struct offload_pkt){ ip, in.len };
+    b->plain[b->n++] = (struct offload_pkt){ ip, in.len };
 }
 
 /* A handshake message inside a receive batch gets a buffer of its own. */
@@ -357,6 +477,15 @@ static void write_batch(struct device *dev, struct pkt *pkt, struct offload_pkt 
     }
 }
 
+/* The batch's packets to ddp0; what it had for relays goes out too. */
+static void end_batch(struct device *dev, struct rx_batch *b, uint64_t now)
+{
+    if (b->n)
+        write_batch(dev, b->pkt, b->plain, b->n);
+    path_flush(dev, now);
+    loop_pkt_unref(dev->loop, b->pkt);
+}
+
 /* A receive whose datagrams are all transport messages to one keypair
  * can be opened on a worker; returns that keypair's entry. */
 static struct index_entry *one_keypair(struct device *dev, struct pkt *pkt, uint32_t seg_size)
@@ -385,8 +514,7 @@ static void start_batch(struct device *dev, struct pkt *pkt, uint32_t seg_size)
 
 void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
 {
-    struct offload_pkt plain[PKT_MAX_SEGS];
-    size_t n = 0;
+    struct rx_batch b = { .pkt = pkt, .n = 0 };
     struct index_entry *e;
     struct crypto_job *job;
 
@@ -399,7 +527,7 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, u
     }
     /* Opened here: after whatever the workers still hold, to keep order. */
     loop_crypto_drain(dev->loop, now);
-    for (uint32_t off = 0; off < pkt->len && n < PKT_MAX_SEGS; off += seg_size) {
+    for (uint32_t off = 0; off < pkt->len && b.n < PKT_MAX_SEGS; off += seg_size) {
         uint8_t *msg = pkt->in + off;
         uint32_t len = pkt->len - off < seg_size ? pkt->len - off : seg_size;
         uint32_t type = noise_message_type(msg, len);
@@ -412,21 +540,18 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, u
                 dev->stats.dropped_bad_packet++;
             continue;
         }
-        long plen = open_message(dev, msg, len, &pkt->addr, now, &p);
+        long plen = open_message(dev, msg, len, &pkt->addr, NULL, NULL, now, &p);
         if (plen >= 0)
-            keep_plain(dev, p, msg, plen, plain, &n, now);
+            keep_plain(dev, &b, p, msg, plen, NULL, now);
     }
-    if (n)
-        write_batch(dev, pkt, plain, n);
-    loop_pkt_unref(dev->loop, pkt);
+    end_batch(dev, &b, now);
 }
 
 /* A receive opened by a worker: the replay checks and the rest, here. The
  * keypair is looked up again: it may have gone while the worker ran. */
 static void finish_open(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
 {
-    struct offload_pkt plain[PKT_MAX_SEGS];
-    size_t n = 0;
+    struct rx_batch b = { .pkt = pkt, .n = 0 };
     unsigned i = 0;
 
     for (uint32_t off = 0; off < pkt->len && i < PKT_MAX_SEGS; off += seg_size, i++) {
@@ -444,18 +569,17 @@ static void finish_open(struct device *dev, struct pkt *pkt, uint32_t seg_size, 
             count_drop(dev, status);
             continue;
         }
-        after_authentic(dev, e->peer, e->keypair, len, &pkt->addr, now);
-        keep_plain(dev, e->peer, msg, pkt->seg_len[i], plain, &n, now);
+        struct peer *p = e->peer;
+        after_authentic(p, e->keypair, len, &pkt->addr, NULL, now);
+        keep_plain(dev, &b, p, msg, pkt->seg_len[i], NULL, now);
     }
-    if (n)
-        write_batch(dev, pkt, plain, n);
-    loop_pkt_unref(dev->loop, pkt);
+    end_batch(dev, &b, now);
 }
 
 void datapath_crypto_done(struct device *dev, struct crypto_job *job, uint64_t now)
 {
     if (job->kind == CRYPTO_SEAL)
-        loop_send(dev->loop, job->pkt, &job->peer->endpoint);
+        path_send(job->peer, job->pkt, now);
     else
         finish_open(dev, job->pkt, job->seg_size, now);
 }

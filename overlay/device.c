@@ -157,6 +157,8 @@ int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint6
         dev->peers[dev->n_peers++] = p;
     }
     ret = map_build(dev);
+    if (!ret)
+        ret = disco_init(dev);
     if (ret)
         goto fail;
     return 0;
@@ -167,6 +169,7 @@ fail:
 
 void device_destroy(struct device *dev)
 {
+    disco_destroy(dev);
     for (size_t i = 0; i < dev->n_peers; i++)
         peer_free(dev->peers[i]);
     free(dev->peers);

@@ -18,8 +18,11 @@
 #include "crypto/cookie.h"
 #include "crypto/noise.h"
 #include "crypto/transport.h"
+#include "overlay/disco.h"
 #include "overlay/index.h"
 
+/* Relays remembered per peer, in case the one in use goes away. */
+#define PEER_RELAYS_MAX      4u
 /* Packets held for a peer while its handshake is under way. */
 #define PEER_STAGED_MAX      32u
 /* Largest inner packet we carry (no offloads yet): an IPv6 jumbo-free MTU. */
@@ -91,6 +94,22 @@ struct peer {
 
     unsigned staged_head, staged_count;
     struct pkt *staged[PEER_STAGED_MAX];  /* a ring, oldest at staged_head */
+
+    /* Discovery and paths (disco.h, disco_io.c, path.c). via: the peer our
+     * messages to this one go through (a relay), NULL when they go to
+     * `endpoint`; relays: peers that told us they reach this one directly
+     * (latest first), the relays to take when no direct path comes up. */
+    struct disco_state disco;
+    struct peer *via;
+    struct peer *relays[PEER_RELAYS_MAX];
+    uint64_t last_direct_ns;              /* last authentic packet that came directly */
+    bool speaks_disco;                    /* it sent us a disco message: a ddpnet node */
+    bool introduced;                      /* to the others, since it came (back) */
+    uint64_t introduced_ns;
+    /* Our latest initiation as sent (MACs aside), and when it was made:
+     * punches send the same one again to every candidate. */
+    uint8_t initiation[WG_INITIATION_LEN];
+    uint64_t initiation_ns;
 };
 
 struct device_stats {
@@ -101,6 +120,32 @@ struct device_stats {
     /* Batching, to see what the offloads buy: reads and the segments they
      * gave, receives and the datagrams they held, TUN writes. */
     uint64_t tun_reads, tun_segments, udp_receives, udp_datagrams, tun_writes;
+    /* Discovery and relays: disco messages that did not decode or were
+     * refused; messages forwarded for other peers (as a relay) and refused
+     * (destination unknown or not directly reached). */
+    uint64_t disco_bad, relay_forwarded, relay_refused;
+};
+
+/* This node's side of discovery (disco_io.c): its local candidates, the
+ * generation of what its ENDPOINTS say (bumped on every change), scratch
+ * space for the messages it builds, and messages it forwards as a relay,
+ * gathered into one send per destination. */
+#define DISCO_SCRATCH_LEN (DEVICE_PKT_CAP + DISCO_RELAY_OVERHEAD + 2 * WG_PADDING_MULTIPLE + \
+                           WG_TRANSPORT_MIN_LEN)
+struct disco_device {
+    uint8_t n_local;
+    struct disco_endpoint local[DISCO_MAX_LOCAL];
+    uint64_t next_local_ns;
+    uint64_t next_check_ns;               /* the earliest disco deadline */
+    bool rescan;                          /* one came forward while running them */
+    uint32_t gen;
+    struct disco_msg *in_msg;             /* the message being handled */
+    struct disco_msg *out_msg;            /* one being built */
+    struct disco_msg *wrap_msg;           /* a relay wrapping being built */
+    uint8_t *scratch;                     /* a sealed disco message */
+    uint8_t *wrap;                        /* the same, wrapped for a relay */
+    struct pkt *fwd;                      /* forwarded messages not yet sent ... */
+    struct peer *fwd_to;                  /* ... to this peer */
 };
 
 struct device {
@@ -126,6 +171,7 @@ struct device {
     uint64_t load_window_start_ns;
     unsigned load_window_count;
     uint64_t under_load_until_ns;
+    struct disco_device disco;
 };
 
 /* Lookups for the control socket and the engine; NULL when none. */

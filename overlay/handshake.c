@@ -14,15 +14,43 @@
 
 #define SENDER_INDEX_OFFSET 4
 
+#define MS_NS (WG_NSEC_PER_SEC / 1000u)
+
+/* What the lookups see: the device, the time, and whether an initiation
+ * was turned away because ours crossed it. */
+struct lookup_ctx {
+    struct device *dev;
+    uint64_t now;
+    bool crossed;
+};
+
+/* Two initiations crossed (both sides were told to punch at once): if
+ * both were answered, each side's own would be forgotten and neither
+ * response would find its handshake. So one stands: ours, while it is
+ * young, when our public key is the larger; the peer answers it, and we
+ * drop theirs without a word. A plain WireGuard peer answers ours too. */
+static bool ours_stands(const struct peer *p, uint64_t now)
+{
+    return p->handshake.state == NOISE_STATE_CREATED_INITIATION && p->initiation_ns &&
+           now - p->initiation_ns < DISCO_CROSSING_WINDOW_MS * MS_NS &&
+           memcmp(p->dev->local->public_key, p->public_key, WG_KEY_LEN) > 0;
+}
+
 static struct noise_handshake *lookup_by_key(void *ctx, const uint8_t key[WG_KEY_LEN])
 {
-    struct peer *p = device_peer_by_key(ctx, key);
+    struct lookup_ctx *c = ctx;
+    struct peer *p = device_peer_by_key(c->dev, key);
+
+    if (p && ours_stands(p, c->now)) {
+        c->crossed = true;
+        return NULL;
+    }
     return p ? &p->handshake : NULL;
 }
 
 static struct noise_handshake *lookup_by_index(void *ctx, uint32_t index)
 {
-    struct index_entry *e = index_find(&((struct device *)ctx)->indices, index);
+    struct index_entry *e = index_find(&((struct lookup_ctx *)ctx)->dev->indices, index);
     return e && !e->keypair ? &e->peer->handshake : NULL;
 }
 
@@ -40,48 +68,84 @@ static void forget_handshake_index(struct peer *p)
         index_remove(&p->dev->indices, p->handshake.local_index);
 }
 
-/* Sends the message of len bytes at pkt->area. */
+/* Sends the message of len bytes at pkt->area on p's path. */
 static void send_handshake_message(struct peer *p, struct pkt *pkt, uint32_t len, uint64_t now)
 {
     cookie_add_macs(&p->cookie, pkt->area, len, now);
     peer_count_tx(p, len, now);
     timers_any_authenticated_packet_traversal(p, now);
     timers_any_authenticated_packet_sent(p, now);
-    loop_send_message(p->dev->loop, pkt, &p->endpoint, len);
+    path_send_message(p, pkt, len, now);
 }
 
-void handshake_send_initiation(struct peer *p, bool is_retry, uint64_t now)
+/* Sends the initiation kept in p->initiation (its MACs made afresh: a
+ * cookie may have come since) on the path, and to every candidate unless
+ * a direct session works already. */
+static void send_initiation(struct peer *p, uint64_t now)
+{
+    struct pkt *pkt;
+
+    cookie_add_macs(&p->cookie, p->initiation, WG_INITIATION_LEN, now);
+    if (path_usable(p) && (pkt = loop_pkt_get(p->dev->loop))) {
+        memcpy(pkt->area, p->initiation, WG_INITIATION_LEN);
+        send_handshake_message(p, pkt, WG_INITIATION_LEN, now);
+    } else {
+        timers_any_authenticated_packet_traversal(p, now);
+        timers_any_authenticated_packet_sent(p, now);
+    }
+    if (!path_direct(p) || !peer_can_send(p, now))
+        disco_spray(p, p->initiation, WG_INITIATION_LEN, now);
+}
+
+void handshake_initiate(struct peer *p, uint64_t now)
 {
     struct device *dev = p->dev;
     uint8_t ts[WG_TIMESTAMP_LEN];
     struct timespec wall;
-    struct pkt *pkt;
 
+    forget_handshake_index(p);
+    uint32_t index = index_add(&dev->indices, p, NULL);
+    clock_gettime(CLOCK_REALTIME, &wall);
+    tai64n_encode(ts, (uint64_t)wall.tv_sec, (uint32_t)wall.tv_nsec);
+    if (!index ||
+        noise_create_initiation(&p->handshake, dev->local, index, ts, p->initiation)) {
+        index_remove(&dev->indices, index);
+        p->initiation_ns = 0;
+        return;
+    }
+    p->last_handshake_sent_ns = now;
+    p->initiation_ns = now ? now : 1;
+    log_debug("peer %s: sending handshake initiation", p->name);
+    timers_handshake_initiated(p, now);
+    send_initiation(p, now);
+}
+
+void handshake_punch(struct peer *p, uint64_t now)
+{
+    /* The same initiation, so that whichever copy arrives first is the
+     * handshake: one state, many addresses. */
+    if (p->handshake.state == NOISE_STATE_CREATED_INITIATION && p->initiation_ns &&
+        now - p->initiation_ns < WG_REKEY_TIMEOUT * WG_NSEC_PER_SEC) {
+        send_initiation(p, now);
+        return;
+    }
+    handshake_initiate(p, now);
+}
+
+void handshake_send_initiation(struct peer *p, bool is_retry, uint64_t now)
+{
     if (!is_retry)
         p->timers.handshake_attempts = 0;
     if (p->last_handshake_sent_ns &&
         now - p->last_handshake_sent_ns < WG_REKEY_TIMEOUT * WG_NSEC_PER_SEC)
         return;
-    if (p->endpoint.sa.sa_family == AF_UNSPEC) {
+    if (!path_usable(p) && !disco_has_targets(p)) {
         log_debug("peer %s: no endpoint known yet, waiting for it to reach us", p->name);
         return;
     }
-    pkt = loop_pkt_get(dev->loop);
-    if (!pkt)
-        return;
-    forget_handshake_index(p);
-    uint32_t index = index_add(&dev->indices, p, NULL);
-    clock_gettime(CLOCK_REALTIME, &wall);
-    tai64n_encode(ts, (uint64_t)wall.tv_sec, (uint32_t)wall.tv_nsec);
-    if (!index || noise_create_initiation(&p->handshake, dev->local, index, ts, pkt->area)) {
-        index_remove(&dev->indices, index);
-        loop_pkt_put(dev->loop, pkt);
-        return;
-    }
-    p->last_handshake_sent_ns = now;
-    log_debug("peer %s: sending handshake initiation", p->name);
-    timers_handshake_initiated(p, now);
-    send_handshake_message(p, pkt, WG_INITIATION_LEN, now);
+    handshake_initiate(p, now);
+    /* Without a working session: punches follow, then a relay. */
+    disco_want_session(p, true, now);
 }
 
 /* Under load when more handshakes arrived in the last second than we care
@@ -111,13 +175,19 @@ static size_t source_bytes(const union endpoint *src, uint8_t out[18])
 }
 
 static void send_cookie_reply(struct device *dev, struct pkt *pkt, const uint8_t *src,
-                              size_t src_len)
+                              size_t src_len, uint64_t now)
 {
     uint8_t reply[WG_COOKIE_REPLY_LEN];
     union endpoint to = pkt->addr;
 
     if (cookie_create_reply(&dev->checker, pkt->in, pkt->len,
                             get_le32(pkt->in + SENDER_INDEX_OFFSET), src, src_len, reply)) {
+        loop_pkt_put(dev->loop, pkt);
+        return;
+    }
+    /* Back the way it came: through the relay, to the peer it named. */
+    if (pkt->via && pkt->relay_src) {
+        path_relay_now(pkt->via, pkt->relay_src->public_key, reply, sizeof(reply), now);
         loop_pkt_put(dev->loop, pkt);
         return;
     }
@@ -136,23 +206,27 @@ static void note_session(struct peer *p, const char *role)
 
 static void consume_initiation(struct device *dev, struct pkt *pkt, uint64_t now)
 {
-    struct noise_lookup lookup = { lookup_by_key, lookup_by_index, dev };
+    struct lookup_ctx ctx = { dev, now, false };
+    struct noise_lookup lookup = { lookup_by_key, lookup_by_index, &ctx };
     struct noise_handshake *hs = NULL;
     struct noise_keypair kp;
     int ret = noise_consume_initiation(dev->local, pkt->in, pkt->len, now, &lookup, &hs);
 
     if (ret) {
-        log_debug("dropped handshake initiation: %s", wg_strerror(ret));
-        if (ret == -WG_ENOPEER)
-            dev->stats.dropped_unknown_peer++;
+        if (ctx.crossed)
+            log_debug("dropped a handshake initiation that crossed ours");
         else
+            log_debug("dropped handshake initiation: %s", wg_strerror(ret));
+        if (ret == -WG_ENOPEER && !ctx.crossed)
+            dev->stats.dropped_unknown_peer++;
+        else if (ret != -WG_ENOPEER)
             dev->stats.dropped_bad_packet++;
         loop_pkt_put(dev->loop, pkt);
         return;
     }
     struct peer *p = peer_of(hs);
     forget_handshake_index(p);
-    peer_update_endpoint(p, &pkt->addr);
+    path_received(p, &pkt->addr, pkt->via, true, now);
     peer_count_rx(p, pkt->len, now);
     timers_any_authenticated_packet_received(p, now);
     timers_any_authenticated_packet_traversal(p, now);
@@ -173,7 +247,8 @@ static void consume_initiation(struct device *dev, struct pkt *pkt, uint64_t now
 
 static void consume_response(struct device *dev, struct pkt *pkt, uint64_t now)
 {
-    struct noise_lookup lookup = { lookup_by_key, lookup_by_index, dev };
+    struct lookup_ctx ctx = { dev, now, false };
+    struct noise_lookup lookup = { lookup_by_key, lookup_by_index, &ctx };
     struct noise_handshake *hs = NULL;
     struct noise_keypair kp;
     int ret = noise_consume_response(dev->local, pkt->in, pkt->len, &lookup, &hs);
@@ -185,7 +260,7 @@ static void consume_response(struct device *dev, struct pkt *pkt, uint64_t now)
         return;
     }
     struct peer *p = peer_of(hs);
-    peer_update_endpoint(p, &pkt->addr);
+    path_received(p, &pkt->addr, pkt->via, true, now);
     peer_count_rx(p, pkt->len, now);
     timers_any_authenticated_packet_received(p, now);
     timers_any_authenticated_packet_traversal(p, now);
@@ -196,8 +271,10 @@ static void consume_response(struct device *dev, struct pkt *pkt, uint64_t now)
     timers_session_derived(p, now);
     timers_handshake_complete(p, now);
     note_session(p, "initiator");
-    /* Confirms the session to the responder: staged data, or a keepalive. */
-    datapath_send_keepalive(p, now);
+    /* Confirms the session to the responder: disco's first messages,
+     * staged data, or a keepalive. */
+    if (!disco_session_up(p, now) || p->staged_count)
+        datapath_send_keepalive(p, now);
 }
 
 static void consume_cookie_reply(struct device *dev, struct pkt *pkt, uint64_t now)
@@ -240,7 +317,7 @@ void handshake_receive(struct device *dev, struct pkt *pkt, uint64_t now)
     int ret = cookie_validate(&dev->checker, pkt->in, pkt->len, src, src_len,
                               under_load(dev, now));
     if (ret == -WG_ECOOKIE) {
-        send_cookie_reply(dev, pkt, src, src_len);
+        send_cookie_reply(dev, pkt, src, src_len, now);
         return;
     }
     if (ret) {

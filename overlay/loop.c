@@ -92,6 +92,11 @@ static void send_chunk(struct loop *l, struct pkt *pkt)
         chunk = PKT_GSO_MAX_SEGS;
     if (by_bytes && chunk > by_bytes)
         chunk = by_bytes;
+    /* Larger than a full-size message (a relayed packet that did not fit
+     * the relay's MTU): the kernel refuses such a GSO send, but fragments
+     * a lone datagram. */
+    if (pkt->stride > l->dev->mtu + WG_TRANSPORT_MIN_LEN)
+        chunk = 1;
     bool last_in = pkt->sent + chunk == pkt->nseg;
     size_t bytes = (size_t)(chunk - 1) * pkt->stride + (last_in ? pkt->len : pkt->stride);
 
@@ -128,6 +133,18 @@ void loop_send(struct loop *l, struct pkt *pkt, const union endpoint *dst)
     pkt->fd = fd;
     pkt->sent = 0;
     send_chunk(l, pkt);
+}
+
+int loop_send_now(struct loop *l, const uint8_t *msg, uint32_t len, const union endpoint *dst)
+{
+    int fd = l->udp_fd[dst->sa.sa_family == AF_INET6];
+
+    if (fd < 0 || dst->sa.sa_family == AF_UNSPEC)
+        return -EAFNOSUPPORT;
+    /* The sockets block for the ring's sake; this send must not. */
+    if (sendto(fd, msg, len, MSG_DONTWAIT, &dst->sa, sockaddr_len(dst)) < 0)
+        return -errno;
+    return 0;
 }
 
 void loop_send_message(struct loop *l, struct pkt *pkt, const union endpoint *dst, uint32_t len)
@@ -408,20 +425,22 @@ static void on_completion(struct loop *l, struct io_uring_cqe *cqe, uint64_t now
         on_buffer(l, (void *)(uintptr_t)tag, cqe->res, now);
 }
 
-/* Runs due timers; returns the next deadline. */
+/* Runs due timers, WireGuard's and discovery's; returns the next deadline. */
 static uint64_t run_timers(struct loop *l, uint64_t now)
 {
-    uint64_t next = now + LOOP_MAX_SLEEP_NS;
+    uint64_t next = now + LOOP_MAX_SLEEP_NS, t;
 
     cookie_checker_rotate(&l->dev->checker, now);
     for (size_t i = 0; i < l->dev->n_peers; i++) {
         struct peer *p = l->dev->peers[i];
         if (timers_next(p) <= now)
             timers_run(p, now);
-        uint64_t t = timers_next(p);
-        if (t < next)
+        if ((t = timers_next(p)) < next)
             next = t;
     }
+    if ((t = disco_run_timers(l->dev, now)) < next)
+        next = t;
+    path_flush(l->dev, now);
     return next;
 }
 

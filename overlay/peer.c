@@ -115,6 +115,14 @@ void peer_clear_keys(struct peer *p)
     noise_handshake_reset(&p->handshake);
 }
 
+bool peer_can_send(const struct peer *p, uint64_t now)
+{
+    const struct noise_keypair *kp = p->current;
+
+    return kp && kp->send_counter < WG_REJECT_AFTER_MESSAGES &&
+           now - kp->birth_ns < WG_REJECT_AFTER_TIME * WG_NSEC_PER_SEC;
+}
+
 /* --- staged packets ------------------------------------------------------------- */
 
 void peer_stage(struct peer *p, struct pkt *pkt)
@@ -164,10 +172,10 @@ static bool endpoint_equal(const union endpoint *a, const union endpoint *b)
            a->in6.sin6_scope_id == b->in6.sin6_scope_id;
 }
 
-void peer_update_endpoint(struct peer *p, const union endpoint *src)
+bool peer_update_endpoint(struct peer *p, const union endpoint *src)
 {
     if (endpoint_equal(&p->endpoint, src))
-        return;
+        return false;
     if (p->endpoint.sa.sa_family != AF_UNSPEC) {
         char old[64], new[64];
         endpoint_format(&p->endpoint, old, sizeof(old));
@@ -176,6 +184,7 @@ void peer_update_endpoint(struct peer *p, const union endpoint *src)
     }
     memset(&p->endpoint, 0, sizeof(p->endpoint));
     memcpy(&p->endpoint, src, endpoint_len(src));
+    return true;
 }
 
 void peer_set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len)
@@ -187,6 +196,9 @@ void peer_set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len)
     memset(&e, 0, sizeof(e));
     memcpy(&e, sa, len);
     peer_update_endpoint(p, &e);
+    /* Set by hand: that is the path now, not a relay. */
+    p->via = NULL;
+    p->dev->disco.gen++;
 }
 
 void peer_set_persistent_keepalive(struct peer *p, uint16_t seconds, uint64_t now_ns)

@@ -42,6 +42,7 @@ struct pkt *pkt_get(struct pkt_pool *pool)
     p->len = 0;
     p->refs = 0;
     p->nseg = p->sent = 0;
+    p->via = p->relay_src = NULL;
     return p;
 }
 

@@ -44,6 +44,9 @@ struct pkt {
     int fd;                      /* socket of a receive or send */
     unsigned refs;               /* TUN writes in flight that point into `in` */
     union endpoint addr;         /* source of a receive, destination of a send */
+    /* A message that came through a relay: the relay (its UDP source is
+     * addr), and the peer the relay says sent it. NULL otherwise. */
+    struct peer *via, *relay_src;
     struct msghdr msg;
     struct iovec iov;
     /* Control messages (UDP_SEGMENT, UDP_GRO), aligned as cmsghdr wants. */

@@ -33,13 +33,12 @@
 # overlay port, nothing else (ddp0 is not filtered). node-c counts the UDP
 # bytes on its overlay port (nftables, before its firewall).
 #
-# Until issue 5 lands the script skips itself unless DDPNET_NAT_E2E=1.
 # NAT_SELFTEST=1 first checks the testbed itself with plain UDP sockets
 # and no ddpnet (each node reaches c through its NAT; the cone mapping is
 # endpoint-independent and the symmetric one is not; the firewalls drop
 # what was not asked for; two sockets behind the cone NATs punch a hole to
-# each other, and behind the symmetric one they cannot), then stops, or
-# goes on to the real checks when DDPNET_NAT_E2E=1 is set too.
+# each other, and behind the symmetric one they cannot), then goes on to
+# the real checks.
 # Environment: NAT_UP_ORDER (default "node-c node-a node-b"),
 # NAT_TARGET_CONE_S (5), NAT_TARGET_SYM_S (10), NAT_MESH_DEADLINE_S (30),
 # TORCH_TIMEOUT (180), and lib.sh's.
@@ -47,16 +46,9 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 
 NAT_SELFTEST=${NAT_SELFTEST:-0}
-DDPNET_NAT_E2E=${DDPNET_NAT_E2E:-0}
-if [ "$NAT_SELFTEST" != 1 ] && [ "$DDPNET_NAT_E2E" != 1 ]; then
-    skip "NAT traversal not implemented yet (DDPNET_NAT_E2E=1 runs it anyway; NAT_SELFTEST=1 checks the testbed alone)"
-fi
-e2e_init nat_traversal ping iperf3 ss nft getent
-if [ "$DDPNET_NAT_E2E" = 1 ]; then
-    need torchrun
-    "$PY" -c 'import torch, torch.distributed' 2>/dev/null ||
-        skip "$PY cannot import torch (apt-get install python3-torch)"
-fi
+e2e_init nat_traversal ping iperf3 ss nft getent torchrun
+"$PY" -c 'import torch, torch.distributed' 2>/dev/null ||
+    skip "$PY cannot import torch (apt-get install python3-torch)"
 NAT_UP_ORDER=${NAT_UP_ORDER:-node-c node-a node-b}
 NAT_TARGET_CONE_S=${NAT_TARGET_CONE_S:-5}
 NAT_TARGET_SYM_S=${NAT_TARGET_SYM_S:-10}
@@ -376,7 +368,6 @@ phase_symmetric() {
 declare -A FIG=()
 if [ "$NAT_SELFTEST" = 1 ]; then
     selftest
-    if [ "$DDPNET_NAT_E2E" != 1 ]; then exit 0; fi
 fi
 write_cluster
 phase_cone

@@ -1,0 +1,662 @@
+/* Tests of discovery's decisions (overlay/disco.c) with a fake clock: a
+ * peer's candidates and where to aim (local first, never our own
+ * addresses), which interface addresses are candidates, the schedule of
+ * an attempt (punches, then the relay, then giving up), of a session
+ * (pings, ENDPOINTS, probes), the pings' bookkeeping; and the engine's
+ * choices that need no network (overlay/path.c: which path a received
+ * packet moves a peer to, the relayed MTU; a relay's refusals). */
+#include <arpa/inet.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <sodium.h>
+
+#include "overlay/disco.h"
+#include "overlay/engine.h"
+
+#define MS   (WG_NSEC_PER_SEC / 1000u)
+#define SEC  WG_NSEC_PER_SEC
+#define T0   (1000 * SEC)
+
+static struct disco_endpoint ep4(uint8_t a, uint8_t b, uint8_t c, uint8_t d, uint16_t port)
+{
+    struct disco_endpoint e = { .family = DISCO_FAMILY_IPV4, .port = port };
+
+    e.addr[0] = a;
+    e.addr[1] = b;
+    e.addr[2] = c;
+    e.addr[3] = d;
+    return e;
+}
+
+static struct disco_endpoint ep6(const char *text, uint16_t port)
+{
+    struct disco_endpoint e = { .family = DISCO_FAMILY_IPV6, .port = port };
+
+    assert_int_equal(inet_pton(AF_INET6, text, e.addr), 1);
+    return e;
+}
+
+static void assert_ep(const struct disco_endpoint *got, const struct disco_endpoint *want)
+{
+    if (!disco_endpoint_equal(got, want))
+        fail_msg("endpoint family %u port %u, expected family %u port %u (or another address)",
+                 got->family, got->port, want->family, want->port);
+}
+
+/* --- candidates ------------------------------------------------------------------ */
+
+static void test_cand_add(void **state)
+{
+    struct disco_state s = { 0 };
+    struct disco_endpoint pub = ep4(100, 64, 2, 1, 51820), lan = ep4(172, 31, 1, 12, 51820);
+    struct disco_endpoint bad = ep4(100, 64, 2, 1, 0), out[DISCO_CANDS_MAX];
+
+    (void)state;
+    assert_true(disco_cand_add(&s, &pub, false, T0));
+    assert_false(disco_cand_add(&s, &pub, false, T0 + SEC));     /* known: refreshed */
+    assert_int_equal(s.n_cand, 1);
+    assert_true(s.cand[0].seen_ns == T0 + SEC);
+    assert_false(disco_cand_add(&s, &bad, false, T0));           /* port 0: no endpoint */
+    assert_int_equal(s.n_cand, 1);
+    /* Nothing a peer says makes us aim at our own services or the LAN. */
+    struct disco_endpoint refused[] = { ep4(127, 0, 0, 53, 53), ep4(169, 254, 1, 1, 51820),
+                                        ep4(224, 0, 0, 251, 5353), ep4(255, 255, 255, 255, 9),
+                                        ep6("::1", 51820), ep6("fe80::1", 51820),
+                                        ep6("ff02::1", 51820) };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+        assert_false(disco_cand_add(&s, &refused[i], i % 2, T0));
+    assert_int_equal(s.n_cand, 1);
+    assert_false(disco_cand_is_local(&s, &pub));
+    assert_true(disco_cand_add(&s, &lan, true, T0));
+    assert_true(disco_cand_is_local(&s, &lan));
+    assert_int_equal(disco_cand_local(&s, out, DISCO_CANDS_MAX), 1);
+    assert_ep(&out[0], &lan);
+    /* An observed one the peer reports as its own becomes local. */
+    assert_false(disco_cand_add(&s, &pub, true, T0));
+    assert_true(disco_cand_is_local(&s, &pub));
+    assert_int_equal(disco_cand_local(&s, out, 1), 1);           /* max respected */
+}
+
+static void test_cand_full(void **state)
+{
+    struct disco_state s = { 0 };
+    struct disco_endpoint e;
+
+    (void)state;
+    /* Observed ones: the oldest makes room. */
+    for (unsigned i = 0; i < DISCO_OBSERVED_MAX; i++) {
+        e = ep4(100, 64, 9, (uint8_t)i, 1000);
+        assert_true(disco_cand_add(&s, &e, false, T0 + i * SEC));
+    }
+    e = ep4(100, 64, 9, 200, 1000);
+    assert_true(disco_cand_add(&s, &e, false, T0 + 100 * SEC));
+    assert_int_equal(s.n_cand, DISCO_OBSERVED_MAX);
+    struct disco_endpoint oldest = ep4(100, 64, 9, 0, 1000), second = ep4(100, 64, 9, 1, 1000);
+    bool has_oldest = false, has_second = false;
+    for (unsigned i = 0; i < s.n_cand; i++) {
+        has_oldest |= disco_endpoint_equal(&s.cand[i].ep, &oldest);
+        has_second |= disco_endpoint_equal(&s.cand[i].ep, &second);
+    }
+    assert_false(has_oldest);
+    assert_true(has_second);
+    /* Local ones: beyond DISCO_MAX_LOCAL they are dropped. */
+    for (unsigned i = 0; i < DISCO_MAX_LOCAL; i++) {
+        e = ep4(10, 0, 0, (uint8_t)(i + 1), 51820);
+        assert_true(disco_cand_add(&s, &e, true, T0));
+    }
+    e = ep4(10, 0, 0, 99, 51820);
+    assert_false(disco_cand_add(&s, &e, true, T0));
+    assert_int_equal(s.n_cand, DISCO_CANDS_MAX);
+    /* A full set of local ones: an observed one cannot be promoted. */
+    e = ep4(100, 64, 9, 200, 1000);
+    assert_false(disco_cand_add(&s, &e, true, T0));
+    assert_false(disco_cand_is_local(&s, &e));
+}
+
+static void test_cand_set_local(void **state)
+{
+    struct disco_state s = { 0 };
+    struct disco_endpoint a[3] = { ep4(172, 31, 1, 10, 51820), ep6("fd00:dd::3", 51820),
+                                   ep4(192, 168, 0, 1, 0) /* invalid: skipped */ };
+    struct disco_endpoint pub = ep4(100, 64, 1, 1, 4242), b = ep4(10, 1, 1, 1, 51820);
+    struct disco_endpoint out[DISCO_CANDS_MAX];
+
+    (void)state;
+    disco_cand_add(&s, &pub, false, T0);
+    assert_true(disco_cand_set_local(&s, a, 3, T0));
+    assert_int_equal(disco_cand_local(&s, out, DISCO_CANDS_MAX), 2);
+    assert_ep(&out[0], &a[0]);
+    assert_ep(&out[1], &a[1]);
+    assert_false(disco_cand_set_local(&s, a, 3, T0 + SEC));      /* the same: no change */
+    assert_false(disco_cand_set_local(&s, a, 2, T0 + SEC));
+    assert_true(disco_cand_set_local(&s, &b, 1, T0 + SEC));      /* replaced */
+    assert_int_equal(disco_cand_local(&s, out, DISCO_CANDS_MAX), 1);
+    assert_ep(&out[0], &b);
+    assert_false(disco_cand_is_local(&s, &a[0]));
+    assert_true(s.n_cand == 2);                                  /* the observed one stays */
+    assert_true(disco_cand_set_local(&s, NULL, 0, T0));          /* none any more */
+    assert_int_equal(disco_cand_local(&s, out, DISCO_CANDS_MAX), 0);
+}
+
+/* Local first in the peer's order, then observed newest first; never one
+ * of our own addresses (whatever the port: a stranger in our own private
+ * range, or ourselves); no duplicates; max respected. */
+static void test_targets(void **state)
+{
+    struct disco_state s = { 0 };
+    struct disco_endpoint own[2] = { ep4(172, 31, 1, 11, 51820), ep6("fd00::1", 51820) };
+    struct disco_endpoint lan_same = ep4(172, 31, 1, 11, 51820);   /* our address */
+    struct disco_endpoint lan = ep4(172, 31, 1, 12, 51820), lan6 = ep6("fd00::2", 51820);
+    struct disco_endpoint old_pub = ep4(100, 64, 2, 1, 1111), new_pub = ep4(100, 64, 2, 1, 2222);
+    struct disco_endpoint own_other_port = ep4(172, 31, 1, 11, 9999);
+    struct disco_endpoint locals[3] = { lan_same, lan, lan6 }, out[DISCO_CANDS_MAX];
+
+    (void)state;
+    disco_cand_add(&s, &old_pub, false, T0);
+    disco_cand_add(&s, &new_pub, false, T0 + SEC);
+    disco_cand_add(&s, &own_other_port, false, T0 + 2 * SEC);
+    disco_cand_set_local(&s, locals, 3, T0);
+    assert_int_equal(disco_targets(&s, own, 2, false, out, DISCO_CANDS_MAX), 4);
+    assert_ep(&out[0], &lan);
+    assert_ep(&out[1], &lan6);
+    assert_ep(&out[2], &new_pub);
+    assert_ep(&out[3], &old_pub);
+    assert_int_equal(disco_targets(&s, own, 2, true, out, DISCO_CANDS_MAX), 2);
+    assert_int_equal(disco_targets(&s, own, 2, false, out, 3), 3);
+    assert_ep(&out[2], &new_pub);
+    /* Without own addresses, ours are targets too. */
+    assert_int_equal(disco_targets(&s, NULL, 0, false, out, DISCO_CANDS_MAX), 6);
+    struct disco_state empty = { 0 };
+    assert_int_equal(disco_targets(&empty, own, 2, false, out, DISCO_CANDS_MAX), 0);
+}
+
+static void test_local_usable(void **state)
+{
+    struct disco_endpoint overlay = ep4(10, 77, 0, 1, 0);
+    static const struct {
+        struct disco_endpoint ep;
+        bool loopback_if, overlay_if, want;
+    } cases[] = {
+        { { DISCO_FAMILY_IPV4, { 172, 31, 1, 10 }, 51820 }, false, false, true },
+        { { DISCO_FAMILY_IPV4, { 100, 64, 0, 3 }, 51820 }, false, false, true },
+        { { DISCO_FAMILY_IPV4, { 172, 31, 1, 10 }, 51820 }, true, false, false },
+        { { DISCO_FAMILY_IPV4, { 172, 31, 1, 10 }, 51820 }, false, true, false },
+        { { DISCO_FAMILY_IPV4, { 127, 0, 0, 1 }, 51820 }, false, false, false },
+        { { DISCO_FAMILY_IPV4, { 169, 254, 3, 4 }, 51820 }, false, false, false },
+        { { DISCO_FAMILY_IPV4, { 224, 0, 0, 1 }, 51820 }, false, false, false },
+        { { DISCO_FAMILY_IPV4, { 0, 1, 2, 3 }, 51820 }, false, false, false },
+        { { DISCO_FAMILY_IPV4, { 10, 77, 0, 1 }, 51820 }, false, false, false },  /* overlay */
+        { { DISCO_FAMILY_IPV4, { 172, 31, 1, 10 }, 0 }, false, false, false },    /* no port */
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (disco_local_usable(&cases[i].ep, cases[i].loopback_if, cases[i].overlay_if,
+                               &overlay) != cases[i].want)
+            fail_msg("case %zu: expected %s", i, cases[i].want ? "usable" : "refused");
+    struct disco_endpoint ula = ep6("fd00:dd::3", 51820), ll = ep6("fe80::1", 51820);
+    struct disco_endpoint lo6 = ep6("::1", 51820), mc6 = ep6("ff02::1", 51820);
+    struct disco_endpoint glob = ep6("2001:db8::5", 51820);
+    assert_true(disco_local_usable(&ula, false, false, &overlay));
+    assert_true(disco_local_usable(&glob, false, false, NULL));
+    assert_false(disco_local_usable(&ll, false, false, &overlay));
+    assert_false(disco_local_usable(&lo6, false, false, &overlay));
+    assert_false(disco_local_usable(&mc6, false, false, &overlay));
+}
+
+/* --- the schedule --------------------------------------------------------------- */
+
+/* Ticks from `from` to `to` in 1 ms steps; returns the actions seen (or'd)
+ * and counts punches; checks that disco_next never names a time in the
+ * past after a tick (no busy loop) and that nothing happens before it. */
+static unsigned run(struct disco_state *s, const struct disco_facts *f, uint32_t gen,
+                    uint64_t from, uint64_t to, unsigned *punches)
+{
+    unsigned all = 0;
+
+    for (uint64_t now = from; now <= to; now += MS) {
+        uint64_t next = disco_next(s, f, gen);
+        unsigned act = disco_tick(s, f, gen, now);
+        if (act && next > now)
+            fail_msg("acted (%#x) at %llu before its deadline %llu", act,
+                     (unsigned long long)now, (unsigned long long)next);
+        if (disco_next(s, f, gen) <= now)
+            fail_msg("next deadline %llu not after now %llu (actions %#x)",
+                     (unsigned long long)disco_next(s, f, gen), (unsigned long long)now, act);
+        if (punches && (act & DISCO_DO_PUNCH))
+            (*punches)++;
+        all |= act;
+    }
+    return all;
+}
+
+static void test_attempt_punches_then_relay(void **state)
+{
+    struct disco_state s = { 0 };
+    struct disco_facts f = { .path = DISCO_PATH_NONE, .relay_known = true };
+    unsigned punches = 0, act;
+
+    (void)state;
+    assert_int_equal(disco_tick(&s, &f, 0, T0), 0);              /* no attempt: nothing */
+    assert_true(disco_attempt(&s, false, T0));
+    assert_false(disco_attempt(&s, false, T0 + MS));             /* one at a time */
+    act = disco_tick(&s, &f, 0, T0);
+    assert_int_equal(act, DISCO_DO_PUNCH);
+    punches = 1;
+    /* The rest of the punches, DISCO_PUNCH_INTERVAL_MS apart, before the relay. */
+    act = run(&s, &f, 0, T0 + MS, T0 + (DISCO_RELAY_AFTER_MS - 1) * MS, &punches);
+    assert_int_equal(act & DISCO_DO_RELAY, 0);
+    assert_int_equal(punches, DISCO_PUNCH_COUNT);
+    act = disco_tick(&s, &f, 0, T0 + DISCO_RELAY_AFTER_MS * MS);
+    assert_int_equal(act, DISCO_DO_RELAY);
+    /* Once per attempt, even if the engine did not switch. */
+    act = run(&s, &f, 0, T0 + (DISCO_RELAY_AFTER_MS + 1) * MS, T0 + (DISCO_ATTEMPT_S - 1) * SEC,
+              NULL);
+    assert_int_equal(act, 0);
+    /* The attempt ends; another may begin. */
+    run(&s, &f, 0, T0 + (DISCO_ATTEMPT_S - 1) * SEC, T0 + (DISCO_ATTEMPT_S + 1) * SEC, NULL);
+    assert_true(s.attempt_ns == 0);
+    assert_true(disco_next(&s, &f, 0) == UINT64_MAX);
+    assert_true(disco_attempt(&s, true, T0 + 20 * SEC));
+    /* punched: the first went out with the initiation. */
+    assert_int_equal(disco_tick(&s, &f, 0, T0 + 20 * SEC), 0);
+    assert_int_equal(disco_tick(&s, &f, 0, T0 + 20 * SEC + DISCO_PUNCH_INTERVAL_MS * MS),
+                     DISCO_DO_PUNCH);
+}
+
+static void test_attempt_without_relay(void **state)
+{
+    struct disco_state s = { 0 };
+    struct disco_facts f = { .path = DISCO_PATH_NONE };
+    unsigned act;
+
+    (void)state;
+    disco_attempt(&s, false, T0);
+    act = run(&s, &f, 0, T0, T0 + (DISCO_ATTEMPT_S + 1) * SEC, NULL);
+    assert_int_equal(act, DISCO_DO_PUNCH);                      /* never the relay */
+    /* Already relayed: no turn to the relay either. */
+    f.path = DISCO_PATH_RELAY;
+    f.relay_known = true;
+    disco_attempt(&s, false, T0 + 100 * SEC);
+    act = run(&s, &f, 0, T0 + 100 * SEC, T0 + 111 * SEC, NULL);
+    assert_int_equal(act, DISCO_DO_PUNCH);
+}
+
+/* A working session ends the attempt's punches; session_began ends it. */
+static void test_attempt_stops_with_session(void **state)
+{
+    struct disco_state s = { 0 };
+    struct disco_facts f = { .path = DISCO_PATH_DIRECT, .relay_known = true };
+
+    (void)state;
+    disco_attempt(&s, false, T0);
+    assert_int_equal(disco_tick(&s, &f, 0, T0), DISCO_DO_PUNCH);
+    f.session = f.working = true;
+    disco_session_began(&s, T0 + 10 * MS);
+    assert_true(s.attempt_ns == 0);
+    unsigned act = run(&s, &f, 0, T0 + 10 * MS, T0 + 4 * SEC, NULL);
+    assert_int_equal(act & (DISCO_DO_PUNCH | DISCO_DO_RELAY), 0);
+    /* A session that stopped working lets a new attempt punch again. */
+    f.working = false;
+    assert_true(disco_attempt(&s, false, T0 + 5 * SEC));
+    assert_true(disco_tick(&s, &f, 0, T0 + 5 * SEC) & DISCO_DO_PUNCH);
+}
+
+static void test_session_pings_and_endpoints(void **state)
+{
+    struct disco_state s = { 0 };
+    struct disco_facts f = { .session = true, .working = true, .path = DISCO_PATH_DIRECT };
+    unsigned act;
+
+    (void)state;
+    assert_int_equal(disco_tick(&s, &(struct disco_facts){ 0 }, 1, T0), 0);  /* no session */
+    disco_session_began(&s, T0);
+    act = disco_tick(&s, &f, 1, T0);
+    assert_int_equal(act, DISCO_DO_PING | DISCO_DO_ENDPOINTS);
+    /* Pings every DISCO_PING_INTERVAL_S; ENDPOINTS every DISCO_ENDPOINTS_MAX_S
+     * while nothing changed. */
+    assert_int_equal(disco_tick(&s, &f, 1, T0 + DISCO_PING_INTERVAL_S * SEC - MS), 0);
+    assert_int_equal(disco_tick(&s, &f, 1, T0 + DISCO_PING_INTERVAL_S * SEC), DISCO_DO_PING);
+    assert_int_equal(disco_tick(&s, &f, 1, T0 + (DISCO_ENDPOINTS_MAX_S - 1) * SEC),
+                     DISCO_DO_PING);
+    assert_int_equal(disco_tick(&s, &f, 1, T0 + DISCO_ENDPOINTS_MAX_S * SEC),
+                     DISCO_DO_ENDPOINTS);
+    /* Something changed: after DISCO_ENDPOINTS_MIN_S, not before. */
+    uint64_t t = T0 + DISCO_ENDPOINTS_MAX_S * SEC;
+    assert_int_equal(disco_tick(&s, &f, 2, t + (DISCO_ENDPOINTS_MIN_S - 1) * SEC) &
+                     DISCO_DO_ENDPOINTS, 0);
+    assert_true(disco_tick(&s, &f, 2, t + DISCO_ENDPOINTS_MIN_S * SEC) & DISCO_DO_ENDPOINTS);
+    run(&s, &f, 2, t + DISCO_ENDPOINTS_MIN_S * SEC + MS, t + 100 * SEC, NULL);
+}
+
+static void test_pings_slow_down_unanswered(void **state)
+{
+    struct disco_state s = { 0 };
+    struct disco_facts f = { .session = true, .working = true, .path = DISCO_PATH_DIRECT };
+    struct disco_ping_slot slot;
+    uint64_t now = T0;
+
+    (void)state;
+    disco_session_began(&s, now);
+    for (unsigned i = 0; i < DISCO_PING_UNANSWERED_MAX; i++) {
+        assert_true(disco_tick(&s, &f, 0, now) & DISCO_DO_PING);
+        assert_true(s.next_ping_ns == now + DISCO_PING_INTERVAL_S * SEC);
+        disco_ping_sent(&s, 100 + i, NULL, now);
+        now = s.next_ping_ns;
+    }
+    assert_int_equal(s.unanswered, DISCO_PING_UNANSWERED_MAX);
+    assert_true(disco_tick(&s, &f, 0, now) & DISCO_DO_PING);
+    assert_true(s.next_ping_ns == now + DISCO_PING_SLOW_S * SEC);
+    /* An answer brings the pace back. */
+    disco_ping_sent(&s, 999, NULL, now);
+    assert_true(disco_pong(&s, 999, now + 2 * MS, &slot));
+    assert_int_equal(s.unanswered, 0);
+    assert_true(s.rtt_ns == 2 * MS);
+    now = s.next_ping_ns;
+    assert_true(disco_tick(&s, &f, 0, now) & DISCO_DO_PING);
+    assert_true(s.next_ping_ns == now + DISCO_PING_INTERVAL_S * SEC);
+}
+
+/* Relayed: probes of the direct candidates every DISCO_PROBE_INTERVAL_S,
+ * the first one interval after the path was taken; direct to a public
+ * address with local candidates: every DISCO_UPGRADE_INTERVAL_S. */
+static void test_probes(void **state)
+{
+    struct disco_state s = { 0 };
+    struct disco_facts f = { .session = true, .working = true, .path = DISCO_PATH_RELAY };
+
+    (void)state;
+    disco_session_began(&s, T0);
+    disco_tick(&s, &f, 0, T0);
+    assert_int_equal(disco_tick(&s, &f, 0, T0 + (DISCO_PROBE_INTERVAL_S * SEC) - MS) &
+                     DISCO_DO_PROBE, 0);
+    assert_true(disco_tick(&s, &f, 0, T0 + DISCO_PROBE_INTERVAL_S * SEC) & DISCO_DO_PROBE);
+    assert_true(s.next_probe_ns == T0 + 2 * DISCO_PROBE_INTERVAL_S * SEC);
+    run(&s, &f, 0, T0 + DISCO_PROBE_INTERVAL_S * SEC + MS, T0 + 40 * SEC, NULL);
+
+    /* Direct now, nothing better to try: no probes. */
+    f.path = DISCO_PATH_DIRECT;
+    disco_path_changed(&s);
+    assert_int_equal(run(&s, &f, 0, T0 + 41 * SEC, T0 + 120 * SEC, NULL) & DISCO_DO_PROBE, 0);
+    /* Direct to a public address, local candidates known. */
+    f.can_upgrade = true;
+    disco_path_changed(&s);
+    uint64_t t = T0 + 121 * SEC;
+    disco_tick(&s, &f, 0, t);
+    assert_true(s.next_probe_ns == t + DISCO_UPGRADE_INTERVAL_S * SEC);
+    assert_true(disco_tick(&s, &f, 0, t + DISCO_UPGRADE_INTERVAL_S * SEC) & DISCO_DO_PROBE);
+    /* No session: no probes, pings or ENDPOINTS. */
+    f.session = f.working = false;
+    assert_int_equal(run(&s, &f, 0, t + 31 * SEC, t + 100 * SEC, NULL), 0);
+}
+
+/* --- pings ---------------------------------------------------------------------- */
+
+static void test_pong_matching(void **state)
+{
+    struct disco_state s = { 0 };
+    struct disco_endpoint cand = ep4(100, 64, 2, 1, 51820);
+    struct disco_ping_slot slot;
+
+    (void)state;
+    disco_ping_sent(&s, 1, NULL, T0);
+    disco_ping_sent(&s, 2, &cand, T0 + MS);
+    assert_int_equal(s.unanswered, 1);                           /* probes do not count */
+    assert_false(disco_pong(&s, 3, T0 + 2 * MS, &slot));         /* not ours */
+    assert_true(s.last_pong_ns == 0);
+    assert_true(disco_pong(&s, 2, T0 + 3 * MS, &slot));
+    assert_true(s.last_pong_ns == T0 + 3 * MS);
+    assert_true(slot.probe);
+    assert_ep(&slot.to, &cand);
+    assert_true(s.rtt_ns == 0);                                  /* a probe is not the path */
+    assert_false(disco_pong(&s, 2, T0 + 4 * MS, &slot));         /* answered once only */
+    assert_true(disco_pong(&s, 1, T0 + 5 * MS, &slot));
+    assert_false(slot.probe);
+    assert_true(s.rtt_ns == 5 * MS);
+    assert_true(s.last_pong_ns == T0 + 5 * MS);
+    /* Too old. */
+    disco_ping_sent(&s, 7, NULL, T0);
+    assert_false(disco_pong(&s, 7, T0 + DISCO_PING_TIMEOUT_S * SEC, &slot));
+    assert_true(s.last_pong_ns == T0 + 5 * MS);
+    assert_false(disco_pong(&s, 7, T0 + MS, &slot));             /* and forgotten */
+    /* Lost: path pings since the last pong, unanswered for a while. */
+    struct disco_state l = { 0 };
+    assert_int_equal(disco_pings_lost(&l, T0), 0);
+    disco_ping_sent(&l, 1, NULL, T0);
+    disco_ping_sent(&l, 2, &cand, T0);                           /* probes do not count */
+    assert_int_equal(disco_pings_lost(&l, T0 + (DISCO_PING_LOST_MS - 1) * MS), 0);
+    assert_int_equal(disco_pings_lost(&l, T0 + DISCO_PING_LOST_MS * MS), 1);
+    disco_ping_sent(&l, 3, NULL, T0 + 5 * SEC);
+    assert_int_equal(disco_pings_lost(&l, T0 + 5 * SEC + 10 * MS), 1);   /* not yet */
+    assert_int_equal(disco_pings_lost(&l, T0 + 6 * SEC), 2);
+    assert_true(disco_pong(&l, 3, T0 + 6 * SEC, &slot));         /* an answer: none lost */
+    assert_int_equal(disco_pings_lost(&l, T0 + 7 * SEC), 0);
+    /* The ring keeps the latest DISCO_PINGS_MAX. */
+    for (uint64_t i = 0; i <= DISCO_PINGS_MAX; i++)
+        disco_ping_sent(&s, 1000 + i, NULL, T0);
+    assert_false(disco_pong(&s, 1000, T0 + MS, &slot));
+    assert_true(disco_pong(&s, 1000 + DISCO_PINGS_MAX, T0 + MS, &slot));
+    assert_true(disco_pong(&s, 1001, T0 + MS, &slot));
+}
+
+/* --- the engine's choices without a network -------------------------------------- */
+
+struct world {
+    struct device dev;
+    struct cluster_node self;
+    struct peer peers[3];           /* a, b: peers; r: a relay */
+    struct peer *list[3];
+};
+
+static struct world *world_new(void)
+{
+    struct world *w = calloc(1, sizeof(*w));
+
+    assert_non_null(w);
+    w->self.address.family = AF_INET;
+    w->self.address.bytes[0] = 10;
+    w->dev.self = &w->self;
+    w->dev.mtu = 1420;
+    for (int i = 0; i < 3; i++) {
+        struct peer *p = &w->peers[i];
+        p->dev = &w->dev;
+        snprintf(p->name, sizeof(p->name), "peer%d", i);
+        memset(p->public_key, i + 1, WG_KEY_LEN);
+        p->address.family = AF_INET;
+        p->address.bytes[0] = 10;
+        p->address.bytes[3] = (uint8_t)(i + 2);
+        p->endpoint.sa.sa_family = AF_UNSPEC;
+        w->list[i] = p;
+    }
+    w->dev.peers = w->list;
+    w->dev.n_peers = 3;
+    return w;
+}
+
+static void set_endpoint(struct peer *p, const char *addr, uint16_t port)
+{
+    memset(&p->endpoint, 0, sizeof(p->endpoint));
+    p->endpoint.in4.sin_family = AF_INET;
+    p->endpoint.in4.sin_port = htons(port);
+    inet_pton(AF_INET, addr, &p->endpoint.in4.sin_addr);
+}
+
+/* A keypair the peer can send with (no keys needed for these choices). */
+static void give_session(struct peer *p, uint64_t now)
+{
+    p->keypairs[0].birth_ns = now;
+    p->current = &p->keypairs[0];
+}
+
+static void test_path_kinds_and_mtu(void **state)
+{
+    struct world *w = world_new();
+    struct peer *a = &w->peers[0], *r = &w->peers[2];
+
+    (void)state;
+    assert_int_equal(path_of(a), DISCO_PATH_NONE);
+    assert_false(path_usable(a));
+    assert_int_equal(path_mtu(a), 1420);
+    set_endpoint(a, "100.64.2.1", 51820);
+    assert_int_equal(path_of(a), DISCO_PATH_DIRECT);
+    assert_true(path_direct(a));
+    /* A relay must be direct, with a session. */
+    assert_false(path_relay_ready(r, T0));
+    assert_false(path_relay_ready(NULL, T0));
+    set_endpoint(r, "100.64.0.3", 51820);
+    assert_false(path_relay_ready(r, T0));
+    give_session(r, T0);
+    assert_true(path_relay_ready(r, T0));
+    assert_false(path_relay_ready(r, T0 + WG_REJECT_AFTER_TIME * SEC));   /* expired */
+    path_use_relay(a, r, T0);
+    assert_int_equal(path_of(a), DISCO_PATH_RELAY);
+    assert_true(a->via == r);
+    assert_false(path_direct(a));
+    assert_true(path_usable(a));
+    assert_int_equal(path_mtu(a), 1420 - DISCO_RELAY_OVERHEAD);
+    /* Not through itself, and not through a relayed peer. */
+    path_use_relay(r, r, T0);
+    assert_null(r->via);
+    path_use_relay(r, a, T0);
+    assert_false(path_relay_ready(r, T0));
+    free(w);
+}
+
+/* What a received packet does to a peer's path. */
+static void test_path_received(void **state)
+{
+    struct world *w = world_new();
+    struct peer *a = &w->peers[0], *r = &w->peers[2], *r2 = &w->peers[1];
+    union endpoint src, src2;
+    uint32_t gen;
+
+    (void)state;
+    memset(&src, 0, sizeof(src));
+    src.in4.sin_family = AF_INET;
+    src.in4.sin_port = htons(51820);
+    inet_pton(AF_INET, "100.64.2.1", &src.in4.sin_addr);
+    src2 = src;
+    src2.in4.sin_port = htons(4000);
+
+    /* No path: a direct packet gives one (roaming), as does a relayed one. */
+    gen = w->dev.disco.gen;
+    path_received(a, &src, NULL, false, T0);
+    assert_int_equal(path_of(a), DISCO_PATH_DIRECT);
+    assert_true(w->dev.disco.gen != gen);
+    assert_true(a->last_direct_ns == T0);
+    /* Direct and fresh: the peer going through a relay does not move us. */
+    path_received(a, NULL, r, false, T0 + SEC);
+    assert_int_equal(path_of(a), DISCO_PATH_DIRECT);
+    /* Direct but silent for DISCO_DIRECT_STALE_S: we follow it. */
+    path_received(a, NULL, r, false, T0 + DISCO_DIRECT_STALE_S * SEC);
+    assert_true(a->via == r);
+    /* Relayed: a direct packet that is not confirmed (a probe) does not
+     * move us; a confirmed one (a handshake, data) does. */
+    path_received(a, &src2, NULL, false, T0 + 20 * SEC);
+    assert_true(a->via == r);
+    assert_true(a->last_direct_ns == T0 + 20 * SEC);
+    path_received(a, &src2, NULL, true, T0 + 21 * SEC);
+    assert_null(a->via);
+    assert_int_equal(ntohs(a->endpoint.in4.sin_port), 4000);
+    /* A relayed peer that moves to another relay is followed. */
+    a->endpoint.sa.sa_family = AF_UNSPEC;
+    path_received(a, NULL, r, false, T0 + 30 * SEC);
+    assert_true(a->via == r);
+    path_received(a, NULL, r2, false, T0 + 31 * SEC);
+    assert_true(a->via == r2);
+    /* A peer is never its own relay. */
+    path_received(r2, NULL, r2, false, T0 + 32 * SEC);
+    assert_null(r2->via);
+    free(w);
+}
+
+/* A relay forwards only between members, the destination reached
+ * directly and speaking disco; nothing else leaves (no loop is needed to
+ * see that: each refusal is counted before anything is built). */
+static void test_relay_refusals(void **state)
+{
+    struct world *w = world_new();
+    struct peer *a = &w->peers[0], *b = &w->peers[1], *plain = &w->peers[2];
+    uint8_t msg[WG_TRANSPORT_MIN_LEN] = { WG_MSG_TRANSPORT };
+
+    (void)state;
+    path_forward(&w->dev, a, NULL, msg, sizeof(msg), T0);        /* not a member */
+    assert_int_equal(w->dev.stats.relay_refused, 1);
+    path_forward(&w->dev, a, a, msg, sizeof(msg), T0);           /* back to the sender */
+    assert_int_equal(w->dev.stats.relay_refused, 2);
+    path_forward(&w->dev, a, b, msg, sizeof(msg), T0);           /* b not reached */
+    assert_int_equal(w->dev.stats.relay_refused, 3);
+    set_endpoint(b, "100.64.2.1", 51820);
+    give_session(b, T0);
+    path_forward(&w->dev, a, b, msg, sizeof(msg), T0);           /* b never spoke disco */
+    assert_int_equal(w->dev.stats.relay_refused, 4);
+    b->speaks_disco = true;
+    b->via = plain;                                              /* b relayed: no chains */
+    path_forward(&w->dev, a, b, msg, sizeof(msg), T0);
+    assert_int_equal(w->dev.stats.relay_refused, 5);
+    assert_int_equal(w->dev.stats.relay_forwarded, 0);
+    assert_null(w->dev.disco.fwd);
+    free(w);
+}
+
+/* Disco messages a peer may not send: a RELAY that itself came through a
+ * relay, one to a key outside the cluster; a RELAYED outside the data
+ * path. Each is refused and counted; nothing is sent. */
+static void test_disco_refusals(void **state)
+{
+    struct world *w = world_new();
+    struct peer *a = &w->peers[0], *r = &w->peers[2];
+    struct disco_msg *m = calloc(1, sizeof(*m));
+    uint8_t msg[WG_TRANSPORT_MIN_LEN] = { WG_MSG_TRANSPORT };
+
+    (void)state;
+    assert_non_null(m);
+    m->type = DISCO_RELAY;
+    memset(m->relay.key, 2, WG_KEY_LEN);                         /* peer1's key */
+    m->relay.msg = msg;
+    m->relay.msg_len = sizeof(msg);
+    disco_receive(a, NULL, r, m, T0);
+    assert_int_equal(w->dev.stats.relay_refused, 1);
+    assert_true(a->speaks_disco);                                 /* it did speak disco */
+    memset(m->relay.key, 0x77, WG_KEY_LEN);                      /* no such member */
+    disco_receive(a, NULL, NULL, m, T0);
+    assert_int_equal(w->dev.stats.relay_refused, 2);
+    m->type = DISCO_RELAYED;
+    disco_receive(a, NULL, NULL, m, T0);
+    assert_int_equal(w->dev.stats.disco_bad, 1);
+    free(m);
+    free(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cand_add),
+        cmocka_unit_test(test_cand_full),
+        cmocka_unit_test(test_cand_set_local),
+        cmocka_unit_test(test_targets),
+        cmocka_unit_test(test_local_usable),
+        cmocka_unit_test(test_attempt_punches_then_relay),
+        cmocka_unit_test(test_attempt_without_relay),
+        cmocka_unit_test(test_attempt_stops_with_session),
+        cmocka_unit_test(test_session_pings_and_endpoints),
+        cmocka_unit_test(test_pings_slow_down_unanswered),
+        cmocka_unit_test(test_probes),
+        cmocka_unit_test(test_pong_matching),
+        cmocka_unit_test(test_path_kinds_and_mtu),
+        cmocka_unit_test(test_path_received),
+        cmocka_unit_test(test_relay_refusals),
+        cmocka_unit_test(test_disco_refusals),
+    };
+
+    if (sodium_init() < 0)
+        return 1;
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
