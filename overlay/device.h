@@ -1,7 +1,9 @@
 /* The daemon's state: this node's identity, one peer per other node of the
- * cluster (full mesh), the UDP sockets, the TUN device and the index table
- * that maps receiver indices to handshakes and keypairs. The engine
- * (device.c, peer.c, handshake.c, datapath.c, timers.c, loop.c) owns it;
+ * cluster (full mesh) with its path (direct or through a relay) and what
+ * discovery knows of it, the UDP sockets, the TUN device and the index
+ * table that maps receiver indices to handshakes and keypairs. The engine
+ * (device.c, peer.c, handshake.c, datapath.c, path.c, disco_io.c,
+ * disco_local.c, timers.c, loop.c) owns it;
  * the control socket reads it and changes peers only through the functions
  * below. Single-threaded: everything runs on the event loop's thread. */
 #ifndef DDPNET_DEVICE_H

@@ -85,7 +85,7 @@ static bool is_endpoint(const struct peer *p, const struct disco_endpoint *e)
  * (after which WireGuard would rekey), and, for a peer that answers
  * pings, fewer than DISCO_PING_LOST_MAX lost in a row -- the sooner of
  * the two to notice a path that broke. */
-static bool working(const struct peer *p, uint64_t now)
+bool disco_working(const struct peer *p, uint64_t now)
 {
     return peer_can_send(p, now) && p->last_received_ns &&
            now - p->last_received_ns < (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) * WG_NSEC_PER_SEC &&
@@ -109,7 +109,7 @@ bool disco_has_targets(const struct peer *p)
 /* A relay to choose: it carries messages, and answers. */
 static bool relay_good(const struct peer *r, uint64_t now)
 {
-    return path_relay_ready(r, now) && working(r, now);
+    return path_relay_ready(r, now) && disco_working(r, now);
 }
 
 /* The first good relay of p, or NULL. */
@@ -332,11 +332,11 @@ static void learn_record(struct peer *x, struct peer *via, const struct disco_pe
     if (rec->has_observed)
         disco_cand_add(&q->disco, &rec->observed, false, now);
     /* q's own word on its addresses wins over what others pass on. */
-    if (rec->n_local && !(path_direct(q) && q->speaks_disco && working(q, now)))
+    if (rec->n_local && !(path_direct(q) && q->speaks_disco && disco_working(q, now)))
         disco_cand_set_local(&q->disco, rec->local, rec->n_local, now);
     if (rec->direct && !via && path_direct(x))
         offer_relay(q, x);
-    if (!working(q, now))
+    if (!disco_working(q, now))
         disco_want_session(q, false, now);
 }
 
@@ -372,7 +372,7 @@ static void on_punch(struct peer *x, struct peer *via, const struct disco_punch 
         disco_cand_add(&q->disco, &pu->cand[i], false, now);
     if (!via && path_direct(x))
         offer_relay(q, x);
-    if (!working(q, now))
+    if (!disco_working(q, now))
         disco_want_session(q, false, now);
 }
 
@@ -502,7 +502,7 @@ bool disco_session_up(struct peer *p, uint64_t now)
 
 void disco_want_session(struct peer *p, bool sent, uint64_t now)
 {
-    if (working(p, now) || (!disco_has_targets(p) && !relay_for(p, now)))
+    if (disco_working(p, now) || (!disco_has_targets(p) && !relay_for(p, now)))
         return;
     if (disco_attempt(&p->disco, sent, now))
         disco_wake(p->dev);
@@ -513,7 +513,7 @@ static void facts_of(const struct peer *p, uint64_t now, struct disco_facts *f)
     struct disco_endpoint cur, t[DISCO_CANDS_MAX];
 
     f->session = peer_can_send(p, now);
-    f->working = working(p, now);
+    f->working = disco_working(p, now);
     f->path = path_of(p);
     /* A relay that lost its session, or stopped answering: as no path. */
     if (f->path == DISCO_PATH_RELAY && !relay_good(p->via, now))

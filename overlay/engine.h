@@ -1,7 +1,8 @@
 /* The engine's internal calls between its parts: peers and their keypairs
- * (peer.c), handshakes (handshake.c), the data path (datapath.c) and the
- * I/O the event loop performs for them (loop.c). Not for the control
- * socket or the CLI, which use device.h. */
+ * (peer.c), handshakes (handshake.c), the data path (datapath.c), paths
+ * and relays (path.c), discovery (disco_io.c, disco_local.c; its decisions
+ * are disco.h's) and the I/O the event loop performs for them (loop.c).
+ * Not for the control socket or the CLI, which use device.h. */
 #ifndef DDPNET_ENGINE_H
 #define DDPNET_ENGINE_H
 
@@ -118,6 +119,9 @@ bool disco_session_up(struct peer *p, uint64_t now);
  * works, an attempt begins (punches, then a relay) when p has candidates
  * or a relay. sent: an initiation just went out, the first punch. */
 void disco_want_session(struct peer *p, bool sent, uint64_t now);
+/* A session with p that works: a keypair, and the peer heard from lately
+ * (and answering pings, if it speaks disco). */
+bool disco_working(const struct peer *p, uint64_t now);
 /* Whether p has candidates to aim at. */
 bool disco_has_targets(const struct peer *p);
 /* Sends msg[0..len) (an initiation) to each of p's candidates at once. */

@@ -1,7 +1,10 @@
 /* Handshake messages on the wire: sending initiations (paced to one per
- * REKEY_TIMEOUT), answering initiations with responses, taking responses,
- * and cookie replies under load. Nothing changes for a message that fails
- * its MAC or its AEAD; unknown keys and bad MACs get no answer. */
+ * REKEY_TIMEOUT, or aimed again at a peer's candidates by discovery's
+ * punches), answering initiations with responses, taking responses, and
+ * cookie replies under load; all on the peer's path, direct or through a
+ * relay. When two initiations cross, one of them stands (ours_stands).
+ * Nothing changes for a message that fails its MAC or its AEAD; unknown
+ * keys and bad MACs get no answer. */
 #include <errno.h>
 #include <string.h>
 #include <time.h>
@@ -80,7 +83,7 @@ static void send_handshake_message(struct peer *p, struct pkt *pkt, uint32_t len
 
 /* Sends the initiation kept in p->initiation (its MACs made afresh: a
  * cookie may have come since) on the path, and to every candidate unless
- * a direct session works already. */
+ * a direct session works (a rekey needs no search). */
 static void send_initiation(struct peer *p, uint64_t now)
 {
     struct pkt *pkt;
@@ -93,7 +96,7 @@ static void send_initiation(struct peer *p, uint64_t now)
         timers_any_authenticated_packet_traversal(p, now);
         timers_any_authenticated_packet_sent(p, now);
     }
-    if (!path_direct(p) || !peer_can_send(p, now))
+    if (!path_direct(p) || !disco_working(p, now))
         disco_spray(p, p->initiation, WG_INITIATION_LEN, now);
 }
 

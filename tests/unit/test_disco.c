@@ -577,6 +577,38 @@ static void test_path_received(void **state)
     free(w);
 }
 
+/* A session works while the peer is heard from and, when it speaks
+ * disco, answers pings; a relay must be direct and work. */
+static void test_working(void **state)
+{
+    struct world *w = world_new();
+    struct peer *a = &w->peers[0];
+    struct disco_ping_slot slot;
+
+    (void)state;
+    assert_false(disco_working(a, T0));                         /* no keypair */
+    give_session(a, T0);
+    assert_false(disco_working(a, T0));                         /* never heard from */
+    a->last_received_ns = T0;
+    assert_true(disco_working(a, T0 + SEC));
+    assert_false(disco_working(a, T0 + (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) * SEC));
+    /* A disco peer whose pings go unanswered stops working sooner. */
+    a->speaks_disco = true;
+    a->last_received_ns = T0 + 10 * SEC;
+    disco_ping_sent(&a->disco, 1, NULL, T0 + 10 * SEC);
+    disco_ping_sent(&a->disco, 2, NULL, T0 + 11 * SEC);
+    assert_true(disco_working(a, T0 + 11 * SEC + MS));
+    assert_false(disco_working(a, T0 + 12 * SEC));
+    assert_true(disco_pong(&a->disco, 2, T0 + 12 * SEC, &slot));
+    assert_true(disco_working(a, T0 + 12 * SEC));
+    /* A plain WireGuard peer is not judged by pings. */
+    a->speaks_disco = false;
+    disco_ping_sent(&a->disco, 3, NULL, T0 + 13 * SEC);
+    disco_ping_sent(&a->disco, 4, NULL, T0 + 13 * SEC);
+    assert_true(disco_working(a, T0 + 20 * SEC));
+    free(w);
+}
+
 /* A relay forwards only between members, the destination reached
  * directly and speaking disco; nothing else leaves (no loop is needed to
  * see that: each refusal is counted before anything is built). */
@@ -652,6 +684,7 @@ int main(void)
         cmocka_unit_test(test_pong_matching),
         cmocka_unit_test(test_path_kinds_and_mtu),
         cmocka_unit_test(test_path_received),
+        cmocka_unit_test(test_working),
         cmocka_unit_test(test_relay_refusals),
         cmocka_unit_test(test_disco_refusals),
     };
