@@ -170,8 +170,7 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
 
 static bool keypair_usable(const struct noise_keypair *kp, uint64_t now)
 {
-    return kp && kp->send_counter < WG_REJECT_AFTER_MESSAGES &&
-           now - kp->birth_ns < WG_REJECT_AFTER_TIME * WG_NSEC_PER_SEC;
+    return kp && kp->send_counter < WG_REJECT_AFTER_MESSAGES && !transport_expired(kp, now);
 }
 
 /* Seals every segment of pkt, on a crypto worker when there are some
