@@ -248,6 +248,8 @@ static int result_build(struct cluster_parser *p, struct cluster *out)
     *out = p->settings;
     if (!out->mtu_set)
         out->mtu = CLUSTER_MTU_DEFAULT;
+    if (!out->busy_poll_set)
+        out->busy_poll_us = CLUSTER_BUSY_POLL_DEFAULT;
     out->n_nodes = p->n_nodes;
     out->nodes = calloc(p->n_nodes, sizeof(*out->nodes));
     if (!out->nodes) {

@@ -27,6 +27,10 @@
 #define CLUSTER_MTU_MAX       65535u
 #define CLUSTER_PORT_MAX      65535u
 #define CLUSTER_KEEPALIVE_MAX 65535u   /* seconds; 0 means off */
+/* busy-poll: microseconds a daemon keeps polling after a packet that ends
+ * an idle spell, instead of sleeping (overlay/busy_poll.h); 0 is off. */
+#define CLUSTER_BUSY_POLL_DEFAULT 300u
+#define CLUSTER_BUSY_POLL_MAX     10000u
 
 /* An IPv4 (first 4 bytes used) or IPv6 address; family is AF_INET or
  * AF_INET6. */
@@ -62,6 +66,8 @@ struct cluster {
     uint16_t mtu;                         /* CLUSTER_MTU_DEFAULT unless set */
     bool mtu_set;
     uint16_t persistent_keepalive;        /* seconds, 0 = off */
+    uint16_t busy_poll_us;                /* CLUSTER_BUSY_POLL_DEFAULT unless set */
+    bool busy_poll_set;
     size_t n_nodes;                       /* at least 1 after a parse */
     struct cluster_node *nodes;           /* file order; nodes[0] = master */
 };

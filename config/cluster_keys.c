@@ -94,6 +94,21 @@ static void keepalive_apply(struct cluster_parser *p, int line, const char *valu
     p->settings.persistent_keepalive = (uint16_t)v;
 }
 
+static void busy_poll_apply(struct cluster_parser *p, int line, const char *value)
+{
+    char q[CLUSTER_QUOTE_MAX + 4];
+    unsigned v;
+
+    if (cluster_uint_parse(value, CLUSTER_BUSY_POLL_MAX, &v) < 0) {
+        cluster_quote(q, sizeof(q), value);
+        cluster_diag_add(p, line, "bad busy-poll '%s' (expected microseconds "
+                         "0..%u, 0 = off)", q, CLUSTER_BUSY_POLL_MAX);
+        return;
+    }
+    p->settings.busy_poll_us = (uint16_t)v;
+    p->settings.busy_poll_set = true;
+}
+
 static void public_key_apply(struct cluster_parser *p, int line, const char *value)
 {
     /* base64 never decodes to more bytes than it has characters */
@@ -155,6 +170,7 @@ static const struct key_def cluster_keys[CLUSTER_KEY_COUNT] = {
     [CLUSTER_KEY_PORT]      = { "port", true, port_apply },
     [CLUSTER_KEY_MTU]       = { "mtu", false, mtu_apply },
     [CLUSTER_KEY_KEEPALIVE] = { "persistent-keepalive", false, keepalive_apply },
+    [CLUSTER_KEY_BUSY_POLL] = { "busy-poll", false, busy_poll_apply },
 };
 
 static const struct key_def node_keys[CLUSTER_NODE_KEY_COUNT] = {

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netinet/udp.h>
 #include <poll.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -311,11 +312,14 @@ static void on_buffer(struct loop *l, void *ptr, int res, uint64_t now)
 
     switch (pkt->op) {
     case PKT_TUN_READ:
+        if (res > 0)
+            busy_poll_packet(&l->busy, now);
         on_tun_read(l, pkt, res, now);
         break;
     case PKT_UDP_RECV:
         l->udp_recvs[pkt->fd == l->udp_fd[1]]--;
         if (res > 0) {
+            busy_poll_packet(&l->busy, now);
             pkt->len = (uint32_t)res;
             on_udp_datagrams(l, pkt, now);
         } else {
@@ -444,6 +448,17 @@ static uint64_t run_timers(struct loop *l, uint64_t now)
     return next;
 }
 
+/* Submits, then takes what is done without sleeping (busy_poll.h); an
+ * empty poll yields the CPU to whoever we are waiting for. */
+static int poll_ring(struct loop *l)
+{
+    int ret = io_uring_submit_and_get_events(&l->ring);
+
+    if (ret >= 0 && !io_uring_cq_ready(&l->ring))
+        sched_yield();
+    return ret;
+}
+
 int loop_run(struct loop *l)
 {
     while (!l->stop) {
@@ -456,7 +471,9 @@ int loop_run(struct loop *l)
         unsigned head, seen = 0;
 
         refill(l);
-        int ret = io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, &ts, NULL);
+        int ret = busy_poll_active(&l->busy, now)
+                      ? poll_ring(l)
+                      : io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, &ts, NULL);
         if (ret < 0 && ret != -ETIME && ret != -EINTR) {
             log_error("io_uring: %s", strerror(-ret));
             return ret;
@@ -478,6 +495,7 @@ int loop_init(struct loop *l, struct device *dev, int tun_fd, int udp4_fd, int u
 
     memset(l, 0, sizeof(*l));
     l->dev = dev;
+    busy_poll_init(&l->busy, dev->cluster.busy_poll_us);
     l->tun_fd = tun_fd;
     l->udp_fd[0] = udp4_fd;
     l->udp_fd[1] = udp6_fd;

@@ -2,14 +2,17 @@
  * from ddp0 and receives on the UDP sockets are kept in flight, each in a
  * buffer of the packet pool; sends and TUN writes are queued from the same
  * buffers; the control socket and the signal fd are polled; timers are the
- * wait's timeout, computed from the peers' earliest deadline. No busy
- * polling: an idle daemon sleeps in io_uring_enter until the next timer. */
+ * wait's timeout, computed from the peers' earliest deadline. An idle
+ * daemon sleeps in io_uring_enter until the next timer; only for a short
+ * window after a packet that ends an idle spell does it poll instead
+ * (busy_poll.h), so that the answer to a request finds it awake. */
 #ifndef DDPNET_LOOP_H
 #define DDPNET_LOOP_H
 
 #include <liburing.h>
 #include <stdbool.h>
 
+#include "overlay/busy_poll.h"
 #include "overlay/crypto_pool.h"
 #include "overlay/device.h"
 #include "overlay/pkt.h"
@@ -29,6 +32,7 @@ struct loop {
     unsigned tun_reads, udp_recvs[2];     /* in flight */
     bool control_polled, signal_polled, crypto_polled;
     struct crypto_pool crypto;
+    struct busy_poll busy;
     bool stop;
     bool tun_gone;                        /* ddp0 was deleted under us */
 };

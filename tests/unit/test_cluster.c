@@ -90,7 +90,7 @@ static const char ipv4_file[] =
     "\tport\t=\t51820\n"
     "mtu=1380\n"
     "persistent-keepalive = 25 # seconds\n"
-    "\n"
+    "busy-poll = 0\n"
     "   \t  \n"
     "[node gpu-a1]\n"
     "public-key = " K1 "\n"
@@ -122,6 +122,8 @@ static void test_valid_ipv4(void **state)
     assert_int_equal(c.mtu, 1380);
     assert_true(c.mtu_set);
     assert_int_equal(c.persistent_keepalive, 25);
+    assert_int_equal(c.busy_poll_us, 0);
+    assert_true(c.busy_poll_set);
     assert_int_equal(c.n_nodes, 4);
 
     assert_string_equal(c.nodes[0].name, "gpu-a1");
@@ -173,6 +175,8 @@ static void test_valid_ipv6_defaults(void **state)
     assert_int_equal(c.mtu, 1420);
     assert_false(c.mtu_set);
     assert_int_equal(c.persistent_keepalive, 0);
+    assert_int_equal(c.busy_poll_us, CLUSTER_BUSY_POLL_DEFAULT);
+    assert_false(c.busy_poll_set);
     assert_int_equal(c.n_nodes, 1);
     assert_addr(&c.nodes[0].address, "fd77::ffff:1");
     assert_endpoint(&c.nodes[0], "[fe80::1]:65535");
@@ -368,6 +372,12 @@ static const struct bad_case bad_cases[] = {
         "'65536' (expected seconds 0..65535, 0 = off)"),
     BAD(C4 "persistent-keepalive = 25s\n" NA, 4, "bad persistent-keepalive "
         "'25s' (expected seconds 0..65535, 0 = off)"),
+    BAD(C4 "busy-poll = 10001\n" NA, 4, "bad busy-poll '10001' "
+        "(expected microseconds 0..10000, 0 = off)"),
+    BAD(C4 "busy-poll = 300us\n" NA, 4, "bad busy-poll '300us' "
+        "(expected microseconds 0..10000, 0 = off)"),
+    BAD(C4 "busy-poll = -1\n" NA, 4, "bad busy-poll '-1' "
+        "(expected microseconds 0..10000, 0 = off)"),
     /* public key */
     BAD(C4 "[node a]\npublic-key = not-base64!\naddress = 10.77.0.1\n", 5,
         "bad public-key: not valid base64 (expected 44 characters ending in '=', "

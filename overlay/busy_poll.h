@@ -1,0 +1,40 @@
+/* Busy polling after an idle spell: when to poll the ring instead of
+ * sleeping in it.
+ *
+ * Why: on the VMs that clusters run on, waking a sleeping process on an
+ * idle vCPU costs tens of microseconds (an IPI and a VM exit), and a
+ * request-response exchange through the tunnel wakes the daemons up to
+ * four times (ping: 230 us where the bare link takes 10). A daemon that
+ * keeps polling for a short window after a packet catches the answer
+ * without being woken. It yields the CPU on every empty poll, so the
+ * processes it waits for still run.
+ *
+ * When: only a packet that follows an idle spell (BUSY_POLL_IDLE_NS
+ * without packets) opens a window; each packet inside it extends it.
+ * More than BUSY_POLL_MAX_PACKETS packets in one window mean a bulk flow,
+ * which keeps the loop busy anyway: polling stops until the next idle
+ * spell, so bulk transfers pay nothing for it and an idle daemon never
+ * polls. Pure logic over a caller's clock, so it tests without a ring. */
+#ifndef DDPNET_BUSY_POLL_H
+#define DDPNET_BUSY_POLL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define BUSY_POLL_IDLE_NS     1000000ull  /* 1 ms without packets is an idle spell */
+#define BUSY_POLL_MAX_PACKETS 16u
+
+struct busy_poll {
+    uint64_t window_ns;      /* from the cluster file's busy-poll; 0 = never */
+    uint64_t until;          /* poll, do not sleep, while now < until */
+    uint64_t last_packet;    /* when the last packet came; 0 = never */
+    unsigned packets;        /* packets in the current window */
+};
+
+void busy_poll_init(struct busy_poll *bp, unsigned window_us);
+/* A packet came (read from ddp0 or received) at now. */
+void busy_poll_packet(struct busy_poll *bp, uint64_t now);
+/* Whether the loop should poll rather than sleep at now. */
+bool busy_poll_active(const struct busy_poll *bp, uint64_t now);
+
+#endif

@@ -1,0 +1,115 @@
+/* Tests of busy polling's window (overlay/busy_poll.c) on a fake clock:
+ * off, opened by a packet after an idle spell, extended by the answer,
+ * closed by time, never opened inside a flow, and given up for a bulk
+ * flow until the next idle spell. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "overlay/busy_poll.h"
+
+#define US 1000ull
+#define MS (1000ull * US)
+#define T0 (5000ull * MS)        /* any clock reading well after zero */
+
+static void test_off_never_polls(void **state)
+{
+    struct busy_poll bp;
+    (void)state;
+
+    busy_poll_init(&bp, 0);
+    busy_poll_packet(&bp, T0);
+    assert_false(busy_poll_active(&bp, T0));
+    assert_false(busy_poll_active(&bp, T0 + 1));
+}
+
+static void test_idle_daemon_does_not_poll(void **state)
+{
+    struct busy_poll bp;
+    (void)state;
+
+    busy_poll_init(&bp, 300);
+    assert_false(busy_poll_active(&bp, 0));
+    assert_false(busy_poll_active(&bp, T0));
+}
+
+static void test_request_opens_answer_extends(void **state)
+{
+    struct busy_poll bp;
+    (void)state;
+
+    busy_poll_init(&bp, 300);
+    busy_poll_packet(&bp, T0);                    /* the first packet ever */
+    assert_true(busy_poll_active(&bp, T0));
+    assert_true(busy_poll_active(&bp, T0 + 299 * US));
+    busy_poll_packet(&bp, T0 + 100 * US);         /* the answer */
+    assert_true(busy_poll_active(&bp, T0 + 399 * US));
+    assert_false(busy_poll_active(&bp, T0 + 400 * US));
+}
+
+static void test_window_closes_and_reopens_after_idle(void **state)
+{
+    struct busy_poll bp;
+    (void)state;
+
+    busy_poll_init(&bp, 300);
+    busy_poll_packet(&bp, T0);
+    assert_false(busy_poll_active(&bp, T0 + 300 * US));
+    /* 0.5 ms later: no idle spell yet, the window stays shut. */
+    busy_poll_packet(&bp, T0 + 500 * US);
+    assert_false(busy_poll_active(&bp, T0 + 500 * US));
+    /* 10 ms of quiet, then the next request: a new window. */
+    busy_poll_packet(&bp, T0 + 10 * MS + 500 * US);
+    assert_true(busy_poll_active(&bp, T0 + 10 * MS + 600 * US));
+}
+
+static void test_bulk_flow_stops_polling(void **state)
+{
+    struct busy_poll bp;
+    uint64_t t = T0;
+    (void)state;
+
+    busy_poll_init(&bp, 300);
+    for (unsigned i = 0; i < BUSY_POLL_MAX_PACKETS; i++, t += 10 * US) {
+        busy_poll_packet(&bp, t);
+        assert_true(busy_poll_active(&bp, t));
+    }
+    busy_poll_packet(&bp, t);                     /* one too many */
+    assert_false(busy_poll_active(&bp, t));
+    /* The flow goes on without polling however long it lasts. */
+    for (unsigned i = 0; i < 10000; i++, t += 10 * US) {
+        busy_poll_packet(&bp, t);
+        assert_false(busy_poll_active(&bp, t));
+    }
+    /* It ends; after an idle spell a request polls again. */
+    t += BUSY_POLL_IDLE_NS + 1;
+    busy_poll_packet(&bp, t);
+    assert_true(busy_poll_active(&bp, t));
+}
+
+static void test_largest_window(void **state)
+{
+    struct busy_poll bp;
+    (void)state;
+
+    busy_poll_init(&bp, 10000);                   /* CLUSTER_BUSY_POLL_MAX */
+    busy_poll_packet(&bp, T0);
+    assert_true(busy_poll_active(&bp, T0 + 9999 * US));
+    assert_false(busy_poll_active(&bp, T0 + 10 * MS));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_off_never_polls),
+        cmocka_unit_test(test_idle_daemon_does_not_poll),
+        cmocka_unit_test(test_request_opens_answer_extends),
+        cmocka_unit_test(test_window_closes_and_reopens_after_idle),
+        cmocka_unit_test(test_bulk_flow_stops_polling),
+        cmocka_unit_test(test_largest_window),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
