@@ -76,6 +76,27 @@ int aead_open(uint8_t *dst, const uint8_t *src, size_t len,
               const uint8_t *ad, size_t adlen, uint64_t counter,
               const uint8_t key[WG_KEY_LEN]);
 
+/* A batch of transport messages sealed or opened in place under one key
+ * (no AD; the nonce is WireGuard's counter nonce): the segments of one
+ * super-packet, or the datagrams of one GRO receive. */
+struct aead_msg {
+    uint8_t *buf;          /* seal: plaintext, the tag is written after it;
+                            * open: ciphertext, followed by its tag */
+    size_t len;            /* without the tag */
+    uint64_t counter;
+    int status;            /* open: 0, or -EBADMSG with buf untouched */
+};
+
+/* The same results as aead_seal / aead_open on each message, in place.
+ * On a CPU with AVX-512 and at least AEAD_BATCH_MIN messages, the ChaCha20
+ * of up to 16 of them runs at once (crypto/chacha_multi.h) and Poly1305
+ * comes from the selected backend; else one call per message. An open
+ * verifies every tag before it decrypts anything. Seal aborts as aead_seal
+ * does on a length no buffer can have. */
+#define AEAD_BATCH_MIN 4u
+void aead_seal_batch(struct aead_msg *msgs, unsigned n, const uint8_t key[WG_KEY_LEN]);
+void aead_open_batch(struct aead_msg *msgs, unsigned n, const uint8_t key[WG_KEY_LEN]);
+
 /* The same with an explicit nonce of noncelen bytes; -EINVAL unless
  * noncelen is WG_AEAD_NONCE_LEN. For vector tests and generic callers. */
 int aead_seal_nonce(uint8_t *dst, const uint8_t *src, size_t len,
@@ -110,6 +131,10 @@ struct aead_ops {
     int (*open)(uint8_t *dst, const uint8_t *src, size_t len,
                 const uint8_t *ad, size_t adlen,
                 const uint8_t nonce[WG_AEAD_NONCE_LEN], const uint8_t key[WG_KEY_LEN]);
+    /* The RFC 8439 tag over ad and ct under a Poly1305 key (keystream
+     * block 0), for the batch path. */
+    int (*mac)(uint8_t tag[WG_AEAD_TAG_LEN], const uint8_t polykey[WG_POLY1305_KEY_LEN],
+               const uint8_t *ad, size_t adlen, const uint8_t *ct, size_t ctlen);
     int (*thread_init)(void);
     void (*thread_cleanup)(void);
 };

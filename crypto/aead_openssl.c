@@ -233,10 +233,23 @@ static int openssl_open(uint8_t *dst, const uint8_t *src, size_t len,
     return ret;
 }
 
+static int openssl_mac(uint8_t tag[WG_AEAD_TAG_LEN], const uint8_t polykey[WG_POLY1305_KEY_LEN],
+                       const uint8_t *ad, size_t adlen, const uint8_t *ct, size_t ctlen)
+{
+    int ok, ret = openssl_thread_init();
+
+    if (ret)
+        return ret;
+    ok = mac_tag(tag, polykey, ad, adlen, ct, ctlen);
+    stack_scrub();
+    return ok ? 0 : -EIO;
+}
+
 static const struct aead_ops openssl_backend = {
     .id = AEAD_BACKEND_OPENSSL,
     .seal = openssl_seal,
     .open = openssl_open,
+    .mac = openssl_mac,
     .thread_init = openssl_thread_init,
     .thread_cleanup = openssl_thread_cleanup,
 };

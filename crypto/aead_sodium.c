@@ -39,24 +39,32 @@ static void mac_padded(crypto_onetimeauth_poly1305_state *st, const uint8_t *dat
 }
 
 /* RFC 8439 section 2.8: tag = Poly1305(pad(ad) || pad(ct) || le64 adlen || le64 ctlen). */
-static void aead_tag(uint8_t tag[WG_AEAD_TAG_LEN], const uint8_t *ad, size_t adlen,
-                     const uint8_t *ct, size_t ctlen,
-                     const uint8_t nonce[WG_AEAD_NONCE_LEN], const uint8_t key[WG_KEY_LEN])
+static int sodium_mac(uint8_t tag[WG_AEAD_TAG_LEN], const uint8_t polykey[WG_POLY1305_KEY_LEN],
+                      const uint8_t *ad, size_t adlen, const uint8_t *ct, size_t ctlen)
 {
     crypto_onetimeauth_poly1305_state st;
-    uint8_t polykey[crypto_onetimeauth_poly1305_KEYBYTES];
     uint8_t lens[WG_POLY1305_BLOCK_LEN];
 
-    /* The one-time key is the start of keystream block 0. */
-    crypto_stream_chacha20_ietf(polykey, sizeof(polykey), nonce, key);
     crypto_onetimeauth_poly1305_init(&st, polykey);
     mac_padded(&st, ad, adlen);
     mac_padded(&st, ct, ctlen);
     aead_length_block(lens, adlen, ctlen);
     crypto_onetimeauth_poly1305_update(&st, lens, sizeof(lens));
     crypto_onetimeauth_poly1305_final(&st, tag);
-    sodium_memzero(polykey, sizeof(polykey));
     sodium_memzero(&st, sizeof(st));
+    return 0;
+}
+
+static void aead_tag(uint8_t tag[WG_AEAD_TAG_LEN], const uint8_t *ad, size_t adlen,
+                     const uint8_t *ct, size_t ctlen,
+                     const uint8_t nonce[WG_AEAD_NONCE_LEN], const uint8_t key[WG_KEY_LEN])
+{
+    uint8_t polykey[crypto_onetimeauth_poly1305_KEYBYTES];
+
+    /* The one-time key is the start of keystream block 0. */
+    crypto_stream_chacha20_ietf(polykey, sizeof(polykey), nonce, key);
+    sodium_mac(tag, polykey, ad, adlen, ct, ctlen);
+    sodium_memzero(polykey, sizeof(polykey));
 }
 
 /* len is the ciphertext without the tag, which follows it at src + len. */
@@ -90,6 +98,7 @@ const struct aead_ops aead_sodium_backend = {
     .id = AEAD_BACKEND_SODIUM,
     .seal = sodium_seal,
     .open = sodium_open,
+    .mac = sodium_mac,
     .thread_init = sodium_thread_init,
     .thread_cleanup = sodium_thread_cleanup,
 };

@@ -69,22 +69,66 @@ static bool fits(const struct transport_packet *p)
     return p->len <= p->cap && transport_sealed_len_limited(p->len, p->pad_limit) <= p->cap;
 }
 
-int transport_encrypt(const uint8_t key[WG_KEY_LEN], uint32_t remote_index, uint64_t counter,
-                      struct transport_packet *p)
+/* Header and padding of a message to seal; returns the padded plaintext
+ * length, or 0 with p->status = -EMSGSIZE when it does not fit. */
+static size_t frame(uint32_t remote_index, uint64_t counter, struct transport_packet *p)
 {
     size_t padded = padded_limited(p->len, p->pad_limit);
     uint8_t *body = p->buf + WG_TRANSPORT_HEADER_LEN;
 
-    if (!fits(p))
-        return -EMSGSIZE;
+    p->status = 0;
+    if (!fits(p)) {
+        p->status = -EMSGSIZE;
+        return 0;
+    }
     memset(body + p->len, 0, padded - p->len);
     put_le32(p->buf + HDR_TYPE_OFFSET, WG_MSG_TRANSPORT);
     put_le32(p->buf + HDR_RECEIVER_OFFSET, remote_index);
     put_le64(p->buf + HDR_COUNTER_OFFSET, counter);
-    aead_seal(body, body, padded, NULL, 0, counter, key);
+    return padded;
+}
+
+static void sealed(struct transport_packet *p, uint64_t counter, size_t padded)
+{
     p->counter = counter;
     p->len = WG_TRANSPORT_HEADER_LEN + padded + WG_AEAD_TAG_LEN;
+    p->status = 0;
+}
+
+int transport_encrypt(const uint8_t key[WG_KEY_LEN], uint32_t remote_index, uint64_t counter,
+                      struct transport_packet *p)
+{
+    size_t padded = frame(remote_index, counter, p);
+
+    if (p->status)
+        return p->status;
+    aead_seal(p->buf + WG_TRANSPORT_HEADER_LEN, p->buf + WG_TRANSPORT_HEADER_LEN, padded,
+              NULL, 0, counter, key);
+    sealed(p, counter, padded);
     return 0;
+}
+
+void transport_encrypt_batch(const uint8_t key[WG_KEY_LEN], uint32_t remote_index,
+                             uint64_t first_counter, struct transport_packet *pkts, unsigned n)
+{
+    struct aead_msg msgs[TRANSPORT_BATCH];
+    unsigned idx[TRANSPORT_BATCH];
+
+    for (unsigned at = 0; at < n; at += TRANSPORT_BATCH) {
+        unsigned k = n - at < TRANSPORT_BATCH ? n - at : TRANSPORT_BATCH, m = 0;
+
+        for (unsigned i = at; i < at + k; i++) {
+            size_t padded = frame(remote_index, first_counter + i, &pkts[i]);
+            if (pkts[i].status)
+                continue;
+            msgs[m] = (struct aead_msg){ pkts[i].buf + WG_TRANSPORT_HEADER_LEN, padded,
+                                         first_counter + i, 0 };
+            idx[m++] = i;
+        }
+        aead_seal_batch(msgs, m, key);
+        for (unsigned j = 0; j < m; j++)
+            sealed(&pkts[idx[j]], msgs[j].counter, msgs[j].len);
+    }
 }
 
 int transport_reserve(struct noise_keypair *kp, unsigned n, uint64_t now_ns, uint64_t *first)
@@ -118,23 +162,61 @@ unsigned transport_seal_batch(struct noise_keypair *kp, struct transport_packet 
     return sealed;
 }
 
-int transport_decrypt(const uint8_t key[WG_KEY_LEN], struct transport_packet *p)
+/* The form of a message to open: 0 with its counter, or -EBADMSG. */
+static int parse(const struct transport_packet *p, uint64_t *counter)
 {
     if (p->len < WG_TRANSPORT_MIN_LEN || p->len > p->cap ||
         get_le32(p->buf + HDR_TYPE_OFFSET) != WG_MSG_TRANSPORT)
         return -EBADMSG;
+    *counter = get_le64(p->buf + HDR_COUNTER_OFFSET);
+    return *counter >= WG_REJECT_AFTER_MESSAGES ? -EBADMSG : 0;
+}
 
-    uint64_t counter = get_le64(p->buf + HDR_COUNTER_OFFSET);
-    if (counter >= WG_REJECT_AFTER_MESSAGES)
-        return -EBADMSG;
-
-    uint8_t *body = p->buf + WG_TRANSPORT_HEADER_LEN;
-    size_t body_len = p->len - WG_TRANSPORT_HEADER_LEN;
-    if (aead_open(body, body, body_len, NULL, 0, counter, key))
-        return -EBADMSG;
+static void opened(struct transport_packet *p, uint64_t counter)
+{
     p->counter = counter;
-    p->len = body_len - WG_AEAD_TAG_LEN;
+    p->len = p->len - WG_TRANSPORT_HEADER_LEN - WG_AEAD_TAG_LEN;
+}
+
+int transport_decrypt(const uint8_t key[WG_KEY_LEN], struct transport_packet *p)
+{
+    uint64_t counter;
+    uint8_t *body = p->buf + WG_TRANSPORT_HEADER_LEN;
+
+    if (parse(p, &counter) ||
+        aead_open(body, body, p->len - WG_TRANSPORT_HEADER_LEN, NULL, 0, counter, key))
+        return -EBADMSG;
+    opened(p, counter);
     return 0;
+}
+
+void transport_decrypt_batch(const uint8_t key[WG_KEY_LEN], struct transport_packet *pkts,
+                             unsigned n)
+{
+    struct aead_msg msgs[TRANSPORT_BATCH];
+    unsigned idx[TRANSPORT_BATCH];
+
+    for (unsigned at = 0; at < n; at += TRANSPORT_BATCH) {
+        unsigned k = n - at < TRANSPORT_BATCH ? n - at : TRANSPORT_BATCH, m = 0;
+
+        for (unsigned i = at; i < at + k; i++) {
+            uint64_t counter;
+            pkts[i].status = parse(&pkts[i], &counter);
+            if (pkts[i].status)
+                continue;
+            msgs[m] = (struct aead_msg){ pkts[i].buf + WG_TRANSPORT_HEADER_LEN,
+                                         pkts[i].len - WG_TRANSPORT_HEADER_LEN - WG_AEAD_TAG_LEN,
+                                         counter, 0 };
+            idx[m++] = i;
+        }
+        aead_open_batch(msgs, m, key);
+        for (unsigned j = 0; j < m; j++) {
+            struct transport_packet *p = &pkts[idx[j]];
+            p->status = msgs[j].status;
+            if (!p->status)
+                opened(p, msgs[j].counter);
+        }
+    }
 }
 
 int transport_accept(struct noise_keypair *kp, uint64_t counter)

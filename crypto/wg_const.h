@@ -94,6 +94,13 @@ const char *wg_strerror(int status);
  * Poly1305 one-time key, and the payload is XORed from block 1 on. */
 #define WG_CHACHA20_BLOCK_LEN      64u
 #define WG_POLY1305_KEY_LEN        32u
+/* ChaCha20's state: the constant "expand 32-byte k" as four little-endian
+ * words, then 8 key words, the block counter and 3 nonce words; 20 rounds. */
+#define WG_CHACHA20_SIGMA0         0x61707865u
+#define WG_CHACHA20_SIGMA1         0x3320646eu
+#define WG_CHACHA20_SIGMA2         0x79622d32u
+#define WG_CHACHA20_SIGMA3         0x6b206574u
+#define WG_CHACHA20_ROUNDS         20u
 
 /* --- discovery, NAT traversal and relays (ddpnet's disco: overlay/disco*.c) --
  * Not WireGuard's: the schedule of the messages ddpnet nodes exchange inside

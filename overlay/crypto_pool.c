@@ -13,31 +13,48 @@
 #include "overlay/crypto_pool.h"
 #include "overlay/pkt.h"
 
+/* In runs of TRANSPORT_BATCH segments: the AEAD does many at once. */
 static void run_seal(struct crypto_job *job)
 {
+    struct transport_packet tp[TRANSPORT_BATCH];
     struct pkt *pkt = job->pkt;
 
-    for (unsigned i = 0; i < pkt->nseg; i++) {
-        struct transport_packet tp = { .buf = pkt_slot(pkt, i), .cap = pkt->stride,
-                                       .len = pkt->seg_len[i], .pad_limit = job->pad_limit };
+    for (unsigned at = 0; at < pkt->nseg; at += TRANSPORT_BATCH) {
+        unsigned n = pkt->nseg - at < TRANSPORT_BATCH ? pkt->nseg - at : TRANSPORT_BATCH;
+
+        for (unsigned i = 0; i < n; i++)
+            tp[i] = (struct transport_packet){ .buf = pkt_slot(pkt, at + i), .cap = pkt->stride,
+                                               .len = pkt->seg_len[at + i],
+                                               .pad_limit = job->pad_limit };
         /* The sizes were checked when the segments were cut: cannot fail. */
-        transport_encrypt(job->key, job->remote_index, job->first_counter + i, &tp);
-        if (i + 1u == pkt->nseg)
-            pkt->len = (uint32_t)tp.len;
+        transport_encrypt_batch(job->key, job->remote_index, job->first_counter + at, tp, n);
+        if (at + n == pkt->nseg)
+            pkt->len = (uint32_t)tp[n - 1].len;
     }
 }
 
 static void run_open(struct crypto_job *job)
 {
+    struct transport_packet tp[TRANSPORT_BATCH];
     struct pkt *pkt = job->pkt;
-    unsigned i = 0;
+    unsigned total = (unsigned)((pkt->len + job->seg_size - 1) / job->seg_size);
 
-    for (uint32_t off = 0; off < pkt->len && i < PKT_MAX_SEGS; off += job->seg_size, i++) {
-        uint32_t len = pkt->len - off < job->seg_size ? pkt->len - off : job->seg_size;
-        struct transport_packet tp = { .buf = pkt->in + off, .cap = len, .len = len };
-        pkt->seg_status[i] = transport_decrypt(job->key, &tp);
-        pkt->seg_len[i] = (uint16_t)tp.len;
-        pkt->seg_counter[i] = tp.counter;
+    if (total > PKT_MAX_SEGS)
+        total = PKT_MAX_SEGS;
+    for (unsigned at = 0; at < total; at += TRANSPORT_BATCH) {
+        unsigned n = total - at < TRANSPORT_BATCH ? total - at : TRANSPORT_BATCH;
+
+        for (unsigned i = 0; i < n; i++) {
+            uint32_t off = (at + i) * job->seg_size;
+            uint32_t len = pkt->len - off < job->seg_size ? pkt->len - off : job->seg_size;
+            tp[i] = (struct transport_packet){ .buf = pkt->in + off, .cap = len, .len = len };
+        }
+        transport_decrypt_batch(job->key, tp, n);
+        for (unsigned i = 0; i < n; i++) {
+            pkt->seg_status[at + i] = tp[i].status;
+            pkt->seg_len[at + i] = (uint16_t)tp[i].len;
+            pkt->seg_counter[at + i] = tp[i].counter;
+        }
     }
 }
 

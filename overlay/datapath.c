@@ -511,43 +511,9 @@ static void start_batch(struct device *dev, struct pkt *pkt, uint32_t seg_size)
     dev->stats.udp_datagrams += (pkt->len + seg_size - 1) / seg_size;
 }
 
-void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
-{
-    struct rx_batch b = { .pkt = pkt, .n = 0 };
-    struct index_entry *e;
-    struct crypto_job *job;
-
-    start_batch(dev, pkt, seg_size);
-    if ((e = one_keypair(dev, pkt, seg_size)) && (job = loop_crypto_job(dev->loop, now))) {
-        *job = (struct crypto_job){ .kind = CRYPTO_OPEN, .pkt = pkt, .seg_size = seg_size };
-        memcpy(job->key, e->keypair->recv_key, WG_KEY_LEN);
-        loop_crypto_submit(dev->loop, job);
-        return;
-    }
-    /* Opened here: after whatever the workers still hold, to keep order. */
-    loop_crypto_drain(dev->loop, now);
-    for (uint32_t off = 0; off < pkt->len && b.n < PKT_MAX_SEGS; off += seg_size) {
-        uint8_t *msg = pkt->in + off;
-        uint32_t len = pkt->len - off < seg_size ? pkt->len - off : seg_size;
-        uint32_t type = noise_message_type(msg, len);
-        struct peer *p;
-
-        if (type != WG_MSG_TRANSPORT) {
-            if (type >= WG_MSG_INITIATION && type <= WG_MSG_COOKIE_REPLY)
-                pass_to_handshake(dev, msg, len, &pkt->addr, now);
-            else
-                dev->stats.dropped_bad_packet++;
-            continue;
-        }
-        long plen = open_message(dev, msg, len, &pkt->addr, NULL, NULL, now, &p);
-        if (plen >= 0)
-            keep_plain(dev, &b, p, msg, plen, NULL, now);
-    }
-    end_batch(dev, &b, now);
-}
-
-/* A receive opened by a worker: the replay checks and the rest, here. The
- * keypair is looked up again: it may have gone while the worker ran. */
+/* A receive opened as a batch (by a worker or here): the replay checks
+ * and the rest, on the loop's thread. The keypair is looked up again: it
+ * may have gone while a worker ran. */
 static void finish_open(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
 {
     struct rx_batch b = { .pkt = pkt, .n = 0 };
@@ -571,6 +537,61 @@ static void finish_open(struct device *dev, struct pkt *pkt, uint32_t seg_size, 
         struct peer *p = e->peer;
         after_authentic(p, e->keypair, len, &pkt->addr, NULL, now);
         keep_plain(dev, &b, p, msg, pkt->seg_len[i], NULL, now);
+    }
+    end_batch(dev, &b, now);
+}
+
+/* A receive whose datagrams all go to one keypair, opened as a batch: on
+ * a worker when there are some (the loop takes it back in order:
+ * datapath_crypto_done), else here. */
+static void open_batch(struct device *dev, struct pkt *pkt, uint32_t seg_size,
+                       const struct index_entry *e, uint64_t now)
+{
+    struct crypto_job local, *job = loop_crypto_job(dev->loop, now);
+    bool inline_work = !job;
+
+    if (inline_work)
+        job = &local;
+    *job = (struct crypto_job){ .kind = CRYPTO_OPEN, .pkt = pkt, .seg_size = seg_size };
+    memcpy(job->key, e->keypair->recv_key, WG_KEY_LEN);
+    if (!inline_work) {
+        loop_crypto_submit(dev->loop, job);
+        return;
+    }
+    crypto_job_run(job);
+    sodium_memzero(job->key, WG_KEY_LEN);
+    finish_open(dev, pkt, seg_size, now);
+}
+
+void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
+{
+    struct rx_batch b = { .pkt = pkt, .n = 0 };
+    struct index_entry *e;
+
+    start_batch(dev, pkt, seg_size);
+    if ((e = one_keypair(dev, pkt, seg_size))) {
+        open_batch(dev, pkt, seg_size, e, now);
+        return;
+    }
+    /* Opened here, one by one: after whatever the workers still hold, to
+     * keep order. */
+    loop_crypto_drain(dev->loop, now);
+    for (uint32_t off = 0; off < pkt->len && b.n < PKT_MAX_SEGS; off += seg_size) {
+        uint8_t *msg = pkt->in + off;
+        uint32_t len = pkt->len - off < seg_size ? pkt->len - off : seg_size;
+        uint32_t type = noise_message_type(msg, len);
+        struct peer *p;
+
+        if (type != WG_MSG_TRANSPORT) {
+            if (type >= WG_MSG_INITIATION && type <= WG_MSG_COOKIE_REPLY)
+                pass_to_handshake(dev, msg, len, &pkt->addr, now);
+            else
+                dev->stats.dropped_bad_packet++;
+            continue;
+        }
+        long plen = open_message(dev, msg, len, &pkt->addr, NULL, NULL, now, &p);
+        if (plen >= 0)
+            keep_plain(dev, &b, p, msg, plen, NULL, now);
     }
     end_batch(dev, &b, now);
 }

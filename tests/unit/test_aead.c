@@ -3,7 +3,8 @@
  * nonce, and the rule that a failed open leaves dst untouched, each run once
  * per backend (libsodium, OpenSSL); then the backend selection itself
  * ($DDPNET_AEAD, aead_set_backend), the two backends against each other,
- * and the OpenSSL backend's per-thread contexts. */
+ * the OpenSSL backend's per-thread contexts, and the batch path (and its
+ * multi-message ChaCha20) against the one-message calls. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 #include <sodium.h>
 
 #include "crypto/aead.h"
+#include "crypto/chacha_multi.h"
 #include "tests/unit/vectors.h"
 
 #define PATTERN 0x5c
@@ -824,6 +826,148 @@ static void test_thread_state(void **state)
     assert_int_equal(aead_thread_init(), 0);
 }
 
+/* --- batches ---------------------------------------------------------------- */
+
+#define BATCH_MAX_MSGS 40
+#define BATCH_MAX_LEN  1500
+
+static struct {
+    uint8_t buf[BATCH_MAX_MSGS][BATCH_MAX_LEN + WG_AEAD_TAG_LEN];
+    uint8_t ref[BATCH_MAX_MSGS][BATCH_MAX_LEN + WG_AEAD_TAG_LEN];
+    uint8_t plain[BATCH_MAX_MSGS][BATCH_MAX_LEN];
+    struct aead_msg msgs[BATCH_MAX_MSGS];
+} bt;
+
+/* Lengths that hit every edge of a 64-byte block, and random ones. */
+static size_t batch_len(unsigned i)
+{
+    static const size_t edges[] = { 0, 1, 15, 16, 63, 64, 65, 127, 128, 1420, 1500 };
+
+    if (i < sizeof(edges) / sizeof(edges[0]))
+        return edges[i];
+    return randombytes_uniform(BATCH_MAX_LEN + 1);
+}
+
+/* n messages sealed one by one into bt.ref and as a batch into bt.buf. */
+static void batch_seal(unsigned n, const uint8_t key[WG_KEY_LEN])
+{
+    for (unsigned i = 0; i < n; i++) {
+        size_t len = batch_len(i);
+        uint64_t counter = ((uint64_t)randombytes_random() << 32) | randombytes_random();
+
+        randombytes_buf(bt.plain[i], len);
+        memcpy(bt.buf[i], bt.plain[i], len);
+        aead_seal(bt.ref[i], bt.plain[i], len, NULL, 0, counter, key);
+        bt.msgs[i] = (struct aead_msg){ bt.buf[i], len, counter, 1 };
+    }
+    aead_seal_batch(bt.msgs, n, key);
+}
+
+static void test_batch_matches_single(void **state)
+{
+    static const unsigned counts[] = { 1, 3, AEAD_BATCH_MIN, 5, 16, 17, BATCH_MAX_MSGS };
+    uint8_t key[WG_KEY_LEN];
+    (void)state;
+
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+        unsigned n = counts[c];
+        randombytes_buf(key, sizeof(key));
+        batch_seal(n, key);
+        for (unsigned i = 0; i < n; i++) {
+            assert_int_equal(bt.msgs[i].status, 0);
+            assert_memory_equal(bt.buf[i], bt.ref[i], bt.msgs[i].len + WG_AEAD_TAG_LEN);
+        }
+        aead_open_batch(bt.msgs, n, key);
+        for (unsigned i = 0; i < n; i++) {
+            assert_int_equal(bt.msgs[i].status, 0);
+            if (bt.msgs[i].len)
+                assert_memory_equal(bt.buf[i], bt.plain[i], bt.msgs[i].len);
+        }
+    }
+}
+
+/* Forged messages among good ones: each refused with its bytes untouched,
+ * the others opened; a wrong key refuses them all. */
+static void test_batch_open_refuses_forgeries(void **state)
+{
+    const unsigned n = 20;
+    uint8_t key[WG_KEY_LEN], other[WG_KEY_LEN];
+    (void)state;
+
+    randombytes_buf(key, sizeof(key));
+    batch_seal(n, key);
+    for (unsigned i = 0; i < n; i += 3) {
+        size_t len = bt.msgs[i].len;
+        /* flip a bit of the tag, of the ciphertext, or use the wrong counter */
+        if (i % 9 == 0)
+            bt.buf[i][len] ^= 0x01;
+        else if (len && i % 9 == 3)
+            bt.buf[i][randombytes_uniform((uint32_t)len)] ^= 0x80;
+        else
+            bt.msgs[i].counter++;
+    }
+    memcpy(bt.ref, bt.buf, sizeof(bt.buf));
+    aead_open_batch(bt.msgs, n, key);
+    for (unsigned i = 0; i < n; i++) {
+        size_t total = bt.msgs[i].len + WG_AEAD_TAG_LEN;
+        if (i % 3 == 0) {
+            assert_int_equal(bt.msgs[i].status, -EBADMSG);
+            assert_memory_equal(bt.buf[i], bt.ref[i], total);
+        } else {
+            assert_int_equal(bt.msgs[i].status, 0);
+            if (bt.msgs[i].len)
+                assert_memory_equal(bt.buf[i], bt.plain[i], bt.msgs[i].len);
+        }
+    }
+    batch_seal(n, key);
+    memcpy(bt.ref, bt.buf, sizeof(bt.buf));
+    randombytes_buf(other, sizeof(other));
+    aead_open_batch(bt.msgs, n, other);
+    for (unsigned i = 0; i < n; i++) {
+        assert_int_equal(bt.msgs[i].status, -EBADMSG);
+        assert_memory_equal(bt.buf[i], bt.ref[i], bt.msgs[i].len + WG_AEAD_TAG_LEN);
+    }
+}
+
+/* chacha_multi against libsodium's ChaCha20: block 0 and the stream from
+ * block 1, out of place and in place, 1 to 16 lanes of mixed lengths. */
+static void test_chacha_multi(void **state)
+{
+    static uint8_t src[CHACHA_MULTI_LANES][BATCH_MAX_LEN], dst[CHACHA_MULTI_LANES][BATCH_MAX_LEN];
+    static uint8_t want[BATCH_MAX_LEN];
+    uint8_t key[WG_KEY_LEN], block0[CHACHA_MULTI_LANES][WG_CHACHA20_BLOCK_LEN];
+    uint8_t zero[WG_CHACHA20_BLOCK_LEN] = { 0 }, want0[WG_CHACHA20_BLOCK_LEN];
+    struct chacha_lane lanes[CHACHA_MULTI_LANES];
+    (void)state;
+
+    if (!chacha_multi_available()) {
+        printf("chacha_multi: this CPU has no AVX-512F\n");
+        skip();
+    }
+    for (unsigned n = 1; n <= CHACHA_MULTI_LANES; n++) {
+        for (int in_place = 0; in_place < 2; in_place++) {
+            randombytes_buf(key, sizeof(key));
+            for (unsigned j = 0; j < n; j++) {
+                size_t len = batch_len((j + n) % 20);
+                randombytes_buf(src[j], len);
+                memcpy(dst[j], src[j], len);
+                lanes[j] = (struct chacha_lane){ dst[j], in_place ? dst[j] : src[j], len, { 0 } };
+                randombytes_buf(lanes[j].nonce, sizeof(lanes[j].nonce));
+            }
+            chacha_multi(key, lanes, n, in_place ? NULL : block0);
+            for (unsigned j = 0; j < n; j++) {
+                crypto_stream_chacha20_ietf_xor_ic(want, src[j], lanes[j].len, lanes[j].nonce, 1, key);
+                if (lanes[j].len)
+                    assert_memory_equal(dst[j], want, lanes[j].len);
+                if (!in_place) {
+                    crypto_stream_chacha20_ietf_xor_ic(want0, zero, sizeof(zero), lanes[j].nonce, 0, key);
+                    assert_memory_equal(block0[j], want0, sizeof(want0));
+                }
+            }
+        }
+    }
+}
+
 /* --- keys left on the stack --------------------------------------------------------------- */
 
 /* Each call runs on a scratch stack of its own (ucontext), which is then
@@ -837,11 +981,24 @@ static struct {
     uint8_t key[WG_KEY_LEN];
     uint8_t buf[8192 + WG_AEAD_TAG_LEN];
     size_t len;
-    int open, ret;
+    int open, ret, batch;
 } step;
+
+#define STEP_BATCH_MSGS 16u
 
 static void step_run(void)
 {
+    if (step.batch) {
+        for (unsigned i = 0; i < STEP_BATCH_MSGS; i++)
+            bt.msgs[i] = (struct aead_msg){ bt.buf[i], step.len, i, 0 };
+        if (step.open)
+            aead_open_batch(bt.msgs, STEP_BATCH_MSGS, step.key);
+        else
+            aead_seal_batch(bt.msgs, STEP_BATCH_MSGS, step.key);
+        for (unsigned i = 0; i < STEP_BATCH_MSGS; i++)
+            step.ret |= bt.msgs[i].status;
+        return;
+    }
     if (step.open)
         step.ret = aead_open(step.buf, step.buf, step.len + WG_AEAD_TAG_LEN, NULL, 0, 1, step.key);
     else
@@ -865,6 +1022,20 @@ static int key_left_by(int open, size_t len)
     return memmem(scratch_stack, sizeof(scratch_stack), step.key, sizeof(step.key)) != NULL;
 }
 
+/* Whether a key word lies on the scratch stack twice in a row: the way a
+ * vector broadcast of it (chacha_multi's state) would have been left. */
+static int key_words_left(void)
+{
+    for (size_t w = 0; w < WG_KEY_LEN; w += 4) {
+        uint8_t twice[8];
+        memcpy(twice, step.key + w, 4);
+        memcpy(twice + 4, step.key + w, 4);
+        if (memmem(scratch_stack, sizeof(scratch_stack), twice, sizeof(twice)))
+            return 1;
+    }
+    return 0;
+}
+
 static void test_key_not_left_on_stack(void **state)
 {
     (void)state;
@@ -877,6 +1048,24 @@ static void test_key_not_left_on_stack(void **state)
         if (key_left_by(1, lens[i]))
             fail_msg("open of %zu bytes left the key on the stack", lens[i]);
     }
+}
+
+/* A batch of 16 sealed, then opened, each on the scratch stack. */
+static void test_batch_key_not_left_on_stack(void **state)
+{
+    static const size_t lens[] = { 64, 1420 };
+    (void)state;
+
+    randombytes_buf(step.key, sizeof(step.key));
+    step.batch = 1;
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        for (int open = 0; open < 2; open++) {
+            if (key_left_by(open, lens[i]) || key_words_left())
+                fail_msg("batch %s of 16 x %zu bytes left the key on the stack",
+                         open ? "open" : "seal", lens[i]);
+        }
+    }
+    step.batch = 0;
 }
 
 /* --- the table ------------------------------------------------------------------------- */
@@ -929,6 +1118,10 @@ int main(int argc, char **argv)
         ON_BOTH(test_seal_overflow_aborts),
         ON_BOTH(test_thread_state),
         ON_BOTH(test_key_not_left_on_stack),
+        ON_BOTH(test_batch_matches_single),
+        ON_BOTH(test_batch_open_refuses_forgeries),
+        ON_BOTH(test_batch_key_not_left_on_stack),
+        cmocka_unit_test_setup(test_chacha_multi, setup),
         cmocka_unit_test_setup(test_backend_names, setup),
         cmocka_unit_test_setup(test_backend_parse, setup),
         cmocka_unit_test_setup(test_set_backend, setup),

@@ -795,6 +795,91 @@ static void test_keypair_clear(void **state)
 
 #define T(f) cmocka_unit_test_setup_teardown(f, pair_setup, pair_teardown)
 
+/* --- transport_encrypt_batch / transport_decrypt_batch ------------------------- */
+
+#define XB_N   70u                         /* two runs of TRANSPORT_BATCH */
+#define XB_CAP 1600u
+
+static uint8_t xb_batch[XB_N][XB_CAP], xb_single[XB_N][XB_CAP];
+
+static size_t xb_len(unsigned i)
+{
+    return (i * 97u) % 1420u;
+}
+
+/* Per packet, the batch gives what transport_encrypt gives: bytes, length,
+ * status (one packet too big for its cap), with and without a pad limit. */
+static void test_encrypt_batch_matches_single(void **state)
+{
+    struct transport_packet b[XB_N], s1;
+    const unsigned too_big = 33;
+    (void)state;
+
+    for (unsigned i = 0; i < XB_N; i++) {
+        size_t len = xb_len(i), cap = i == too_big ? len + 1 : XB_CAP;
+        randombytes_buf(xb_batch[i] + WG_TRANSPORT_HEADER_LEN, len);
+        memcpy(xb_single[i], xb_batch[i], XB_CAP);
+        b[i] = pkt_of(xb_batch[i], cap, len);
+        b[i].pad_limit = i % 2 ? 1420 : 0;
+    }
+    transport_encrypt_batch(pair.a.send_key, B_INDEX, 500, b, XB_N);
+    for (unsigned i = 0; i < XB_N; i++) {
+        s1 = pkt_of(xb_single[i], i == too_big ? xb_len(i) + 1 : XB_CAP, xb_len(i));
+        s1.pad_limit = i % 2 ? 1420 : 0;
+        int ret = transport_encrypt(pair.a.send_key, B_INDEX, 500 + i, &s1);
+        assert_int_equal(b[i].status, ret);
+        if (ret) {
+            assert_int_equal(ret, -EMSGSIZE);
+            continue;
+        }
+        assert_int_equal(b[i].len, s1.len);
+        assert_int_equal(b[i].counter, 500 + i);
+        assert_memory_equal(xb_batch[i], xb_single[i], s1.len);
+    }
+}
+
+/* Sealed messages, some spoiled in every way decrypt refuses; the batch
+ * and the one-packet call agree on each. */
+static void test_decrypt_batch_matches_single(void **state)
+{
+    struct transport_packet b[XB_N], s1;
+    size_t mlen[XB_N];
+    (void)state;
+
+    for (unsigned i = 0; i < XB_N; i++) {
+        b[i] = pkt_of(xb_batch[i], XB_CAP, xb_len(i));
+        randombytes_buf(xb_batch[i] + WG_TRANSPORT_HEADER_LEN, xb_len(i));
+    }
+    transport_encrypt_batch(pair.a.send_key, B_INDEX, 0, b, XB_N);
+    for (unsigned i = 0; i < XB_N; i++) {
+        size_t len = b[i].len;
+        switch (i % 7) {
+        case 1: xb_batch[i][len - 1] ^= 1; break;                      /* tag */
+        case 2: xb_batch[i][WG_TRANSPORT_HEADER_LEN] ^= 0x40; break;   /* ciphertext */
+        case 3: xb_batch[i][0] = WG_MSG_COOKIE_REPLY; break;           /* type */
+        case 4: len = WG_TRANSPORT_MIN_LEN - 1; break;                 /* too short */
+        case 5: le64_put(xb_batch[i] + 8, WG_REJECT_AFTER_MESSAGES); break;
+        default: break;
+        }
+        memcpy(xb_single[i], xb_batch[i], XB_CAP);
+        mlen[i] = len;
+        b[i] = pkt_of(xb_batch[i], i == 69 ? len - 1 : XB_CAP, len);   /* len > cap */
+    }
+    transport_decrypt_batch(pair.b.recv_key, b, XB_N);
+    for (unsigned i = 0; i < XB_N; i++) {
+        s1 = pkt_of(xb_single[i], b[i].cap, mlen[i]);
+        int ret = transport_decrypt(pair.b.recv_key, &s1);
+        assert_int_equal(b[i].status, ret);
+        assert_int_equal(ret == 0, (i % 7 == 0 || i % 7 == 6) && i != 69);
+        if (ret == 0) {
+            assert_int_equal(b[i].len, s1.len);
+            assert_int_equal(b[i].counter, s1.counter);
+            assert_memory_equal(xb_batch[i] + WG_TRANSPORT_HEADER_LEN,
+                                xb_single[i] + WG_TRANSPORT_HEADER_LEN, s1.len);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -823,6 +908,8 @@ int main(void)
         T(test_batch_duplicate),
         T(test_batch_seal_partial),
         T(test_batch_stale),
+        T(test_encrypt_batch_matches_single),
+        T(test_decrypt_batch_matches_single),
         T(test_no_allocation),
         T(test_keypair_clear),
     };
