@@ -289,6 +289,8 @@ static void seal_group(struct aead_msg *msgs, unsigned n, const uint8_t key[WG_K
             sodium_misuse();
         msgs[j].status = 0;
     }
+    if (ops->scrub)
+        ops->scrub();
     sodium_memzero(block0, sizeof(block0));
 }
 
@@ -313,6 +315,8 @@ static void open_group(struct aead_msg *msgs, unsigned n, const uint8_t key[WG_K
         if (ok)
             lane_of(&lanes[good++], m, m->len);
     }
+    if (ops->scrub)
+        ops->scrub();
     if (good)
         chacha_multi(key, lanes, good, NULL);
     sodium_memzero(block0, sizeof(block0));

@@ -241,7 +241,6 @@ static int openssl_mac(uint8_t tag[WG_AEAD_TAG_LEN], const uint8_t polykey[WG_PO
     if (ret)
         return ret;
     ok = mac_tag(tag, polykey, ad, adlen, ct, ctlen);
-    stack_scrub();
     return ok ? 0 : -EIO;
 }
 
@@ -250,6 +249,7 @@ static const struct aead_ops openssl_backend = {
     .seal = openssl_seal,
     .open = openssl_open,
     .mac = openssl_mac,
+    .scrub = stack_scrub,
     .thread_init = openssl_thread_init,
     .thread_cleanup = openssl_thread_cleanup,
 };

@@ -75,13 +75,13 @@ static void transpose(lanes16 v[WORDS])
     STAGE(v, 8u, KEEP8, SWAP8);
 }
 
-/* Block `block` of every lane: out[j] is lane j's 64 keystream bytes. */
+/* Block `block` of every lane: out[j] is lane j's 64 keystream bytes. x is
+ * the caller's scratch, wiped once when all passes are done. */
 __attribute__((target("avx512f")))
-static void keystream_pass(const lanes16 init[WORDS], uint32_t block, lanes16 out[WORDS])
+static void keystream_pass(const lanes16 init[WORDS], uint32_t block, lanes16 out[WORDS],
+                           lanes16 x[WORDS])
 {
-    lanes16 x[WORDS];
-
-    memcpy(x, init, sizeof(x));
+    memcpy(x, init, WORDS * sizeof(*x));
     x[WORD_CTR] += block;
     for (unsigned i = 0; i < WG_CHACHA20_ROUNDS / 2; i++) {
         QUARTER(x[0], x[4], x[8], x[12]);
@@ -97,7 +97,6 @@ static void keystream_pass(const lanes16 init[WORDS], uint32_t block, lanes16 ou
         out[i] = x[i] + init[i];
     out[WORD_CTR] += block;
     transpose(out);
-    sodium_memzero(x, sizeof(x));
 }
 
 /* The first pass's state, block counter 0: constants, key, nonces. */
@@ -143,7 +142,7 @@ __attribute__((target("avx512f")))
 void chacha_multi(const uint8_t key[WG_KEY_LEN], const struct chacha_lane *lanes, unsigned n,
                   uint8_t (*block0)[WG_CHACHA20_BLOCK_LEN])
 {
-    lanes16 init[WORDS], ks[WORDS];
+    lanes16 init[WORDS], ks[WORDS], x[WORDS];
     size_t longest = 0;
 
     if (n == 0 || n > CHACHA_MULTI_LANES)
@@ -155,7 +154,7 @@ void chacha_multi(const uint8_t key[WG_KEY_LEN], const struct chacha_lane *lanes
 
     state_init(init, key, lanes, n);
     for (uint32_t b = block0 ? 0 : 1; b < blocks; b++) {
-        keystream_pass(init, b, ks);
+        keystream_pass(init, b, ks, x);
         for (unsigned j = 0; j < n; j++) {
             if (b == 0)
                 memcpy(block0[j], &ks[j], WG_CHACHA20_BLOCK_LEN);
@@ -165,4 +164,5 @@ void chacha_multi(const uint8_t key[WG_KEY_LEN], const struct chacha_lane *lanes
     }
     sodium_memzero(init, sizeof(init));
     sodium_memzero(ks, sizeof(ks));
+    sodium_memzero(x, sizeof(x));
 }
