@@ -929,6 +929,40 @@ static void test_batch_open_refuses_forgeries(void **state)
     }
 }
 
+/* RFC 8439 section 2.8.2 through chacha_multi: its ciphertext (keystream
+ * from block 1) and its Poly1305 key (block 0), in every lane at once. */
+static void test_chacha_multi_rfc8439(void **state)
+{
+    static const char polykey_hex[] =
+        "7bac2b252db447af09b67a55a4e955840ae1d6731075d9eb2a9375783ed553ff";
+    const size_t len = sizeof(rfc_plain) - 1;
+    uint8_t key[WG_KEY_LEN], want[sizeof(rfc_plain) - 1], polykey[WG_POLY1305_KEY_LEN];
+    uint8_t out[CHACHA_MULTI_LANES][sizeof(rfc_plain) - 1];
+    uint8_t block0[CHACHA_MULTI_LANES][WG_CHACHA20_BLOCK_LEN];
+    struct chacha_lane lanes[CHACHA_MULTI_LANES];
+    (void)state;
+
+    if (!chacha_multi_available()) {
+        printf("chacha_multi: this CPU has no AVX-512F\n");
+        skip();
+    }
+    rfc_key(key);
+    hex_decode_to(want, len, rfc_ct_hex);
+    hex_decode_to(polykey, sizeof(polykey), polykey_hex);
+    for (unsigned j = 0; j < CHACHA_MULTI_LANES; j++) {
+        lanes[j] = (struct chacha_lane){ out[j], (const uint8_t *)rfc_plain, len, { 0 } };
+        hex_decode_to(lanes[j].nonce, WG_AEAD_NONCE_LEN, "070000004041424344454647");
+    }
+    for (unsigned n = 1; n <= CHACHA_MULTI_LANES; n += CHACHA_MULTI_LANES - 1) {
+        memset(out, 0, sizeof(out));
+        chacha_multi(key, lanes, n, block0);
+        for (unsigned j = 0; j < n; j++) {
+            assert_memory_equal(out[j], want, len);
+            assert_memory_equal(block0[j], polykey, sizeof(polykey));
+        }
+    }
+}
+
 /* chacha_multi against libsodium's ChaCha20: block 0 and the stream from
  * block 1, out of place and in place, 1 to 16 lanes of mixed lengths. */
 static void test_chacha_multi(void **state)
@@ -1122,6 +1156,7 @@ int main(int argc, char **argv)
         ON_BOTH(test_batch_open_refuses_forgeries),
         ON_BOTH(test_batch_key_not_left_on_stack),
         cmocka_unit_test_setup(test_chacha_multi, setup),
+        cmocka_unit_test_setup(test_chacha_multi_rfc8439, setup),
         cmocka_unit_test_setup(test_backend_names, setup),
         cmocka_unit_test_setup(test_backend_parse, setup),
         cmocka_unit_test_setup(test_set_backend, setup),
