@@ -89,8 +89,9 @@ struct aead_msg {
 
 /* The same results as aead_seal / aead_open on each message, in place.
  * On a CPU with AVX-512 and at least AEAD_BATCH_MIN messages, the ChaCha20
- * of up to 16 of them runs at once (crypto/chacha_multi.h) and Poly1305
- * comes from the selected backend; else one call per message. An open
+ * of up to 16 of them runs at once (crypto/chacha_multi.h) and, with IFMA,
+ * their Poly1305 eight at a time (crypto/poly1305_multi.h), else from the
+ * selected backend; without AVX-512, one backend call per message. An open
  * verifies every tag before it decrypts anything. Seal aborts as aead_seal
  * does on a length no buffer can have. */
 #define AEAD_BATCH_MIN 4u

@@ -19,8 +19,9 @@
  * Crypto works on whole buffers, never packet by packet: a super-packet's
  * segments are sealed, and a receive's datagrams to one keypair opened, as
  * one batch (transport_encrypt_batch, transport_decrypt_batch), whose
- * ChaCha20 runs 16 messages at once on AVX-512 (crypto/chacha_multi.h)
- * and whose opens check every tag before anything is decrypted. Inline on
+ * ChaCha20 runs 16 messages at once on AVX-512 (crypto/chacha_multi.h),
+ * whose Poly1305 runs 8 at once with IFMA (crypto/poly1305_multi.h), and
+ * whose opens check every tag before anything is decrypted. Inline on
  * the loop by default, on worker threads where there are cores to spare
  * (crypto_pool.h says why that shape). No allocation and no copy per
  * packet besides the one segmentation copy.

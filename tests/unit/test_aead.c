@@ -24,6 +24,7 @@
 
 #include "crypto/aead.h"
 #include "crypto/chacha_multi.h"
+#include "crypto/poly1305_multi.h"
 #include "tests/unit/vectors.h"
 
 #define PATTERN 0x5c
@@ -963,6 +964,62 @@ static void test_chacha_multi_rfc8439(void **state)
     }
 }
 
+/* libsodium's Poly1305 over the AEAD's input (no AD): ct, zero padding to
+ * 16 bytes, le64(0) || le64(len). */
+static void poly_ref(uint8_t tag[WG_AEAD_TAG_LEN], const uint8_t key[WG_POLY1305_KEY_LEN],
+                     const uint8_t *ct, size_t len)
+{
+    static const uint8_t zeros[WG_POLY1305_BLOCK_LEN];
+    crypto_onetimeauth_poly1305_state st;
+    uint8_t lens[WG_POLY1305_BLOCK_LEN] = { 0 };
+
+    crypto_onetimeauth_poly1305_init(&st, key);
+    if (len)
+        crypto_onetimeauth_poly1305_update(&st, ct, len);
+    if (len % WG_POLY1305_BLOCK_LEN)
+        crypto_onetimeauth_poly1305_update(&st, zeros, WG_POLY1305_BLOCK_LEN - len % WG_POLY1305_BLOCK_LEN);
+    for (unsigned i = 0; i < 8; i++)
+        lens[8 + i] = (uint8_t)((uint64_t)len >> (8 * i));
+    crypto_onetimeauth_poly1305_update(&st, lens, sizeof(lens));
+    crypto_onetimeauth_poly1305_final(&st, tag);
+}
+
+/* poly1305_multi against libsodium: 1 to 8 lanes of random lengths, keys
+ * and messages, and the extremes (all-ones keys and messages, zero keys). */
+static void test_poly1305_multi(void **state)
+{
+    static uint8_t ct[POLY1305_MULTI_LANES][BATCH_MAX_LEN];
+    uint8_t key[POLY1305_MULTI_LANES][WG_POLY1305_KEY_LEN];
+    uint8_t tag[POLY1305_MULTI_LANES][WG_AEAD_TAG_LEN], want[WG_AEAD_TAG_LEN];
+    struct poly1305_lane lanes[POLY1305_MULTI_LANES];
+    (void)state;
+
+    if (!poly1305_multi_available()) {
+        printf("poly1305_multi: this CPU has no AVX-512 IFMA\n");
+        skip();
+    }
+    for (unsigned it = 0; it < 3000; it++) {
+        unsigned n = 1 + it % POLY1305_MULTI_LANES;
+        for (unsigned j = 0; j < n; j++) {
+            size_t len = batch_len(it * 3 + j);
+            randombytes_buf(ct[j], len);
+            randombytes_buf(key[j], sizeof(key[j]));
+            if (it % 5 == 1)
+                memset(key[j], 0xff, sizeof(key[j]));
+            if (it % 5 == 2)
+                memset(key[j], 0, sizeof(key[j]));
+            if (it % 3 == 1)
+                memset(ct[j], 0xff, len);
+            lanes[j] = (struct poly1305_lane){ key[j], ct[j], len, tag[j] };
+        }
+        poly1305_multi_aead(lanes, n);
+        for (unsigned j = 0; j < n; j++) {
+            poly_ref(want, key[j], ct[j], lanes[j].len);
+            assert_memory_equal(tag[j], want, sizeof(want));
+        }
+    }
+}
+
 /* chacha_multi against libsodium's ChaCha20: block 0 and the stream from
  * block 1, out of place and in place, 1 to 16 lanes of mixed lengths. */
 static void test_chacha_multi(void **state)
@@ -1157,6 +1214,7 @@ int main(int argc, char **argv)
         ON_BOTH(test_batch_key_not_left_on_stack),
         cmocka_unit_test_setup(test_chacha_multi, setup),
         cmocka_unit_test_setup(test_chacha_multi_rfc8439, setup),
+        cmocka_unit_test_setup(test_poly1305_multi, setup),
         cmocka_unit_test_setup(test_backend_names, setup),
         cmocka_unit_test_setup(test_backend_parse, setup),
         cmocka_unit_test_setup(test_set_backend, setup),
