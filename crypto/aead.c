@@ -171,6 +171,16 @@ static void store_le64(uint8_t *out, uint64_t v)
         out[i] = (uint8_t)(v >> (CHAR_BIT * i));
 }
 
+/* Its frame takes the place of the library frames that ran before it. */
+__attribute__((noinline))
+void aead_stack_scrub(void)
+{
+    uint8_t area[AEAD_STACK_SCRUB_LEN];
+
+    sodium_memzero(area, sizeof(area));
+    __asm__ __volatile__("" : : "r"(area) : "memory");
+}
+
 size_t aead_pad_len(size_t len)
 {
     return (WG_POLY1305_BLOCK_LEN - len % WG_POLY1305_BLOCK_LEN) % WG_POLY1305_BLOCK_LEN;
@@ -251,26 +261,42 @@ int aead_open(uint8_t *dst, const uint8_t *src, size_t len,
 
 /* --- batches (see aead_seal_batch) ----------------------------------------------- */
 
-/* What this CPU runs, asked once: bit 0 chacha_multi, bit 1 poly1305_multi. */
-#define MULTI_CHACHA 1
-#define MULTI_POLY   2
+/* The multi-message paths in use: what this CPU runs, asked once, less
+ * what $DDPNET_AEAD_MULTI=0 or aead_multi_paths turned off. */
 static int multi_usable = -1;
 
-static int multi(void)
+static unsigned cpu_paths(void)
+{
+    const char *env = getenv(AEAD_MULTI_ENV);
+
+    if (env && strcmp(env, "0") == 0)
+        return 0;
+    return (chacha_multi_available() ? AEAD_MULTI_CHACHA : 0) |
+           (poly1305_multi_available() ? AEAD_MULTI_POLY : 0);
+}
+
+static unsigned multi(void)
 {
     int usable = __atomic_load_n(&multi_usable, __ATOMIC_RELAXED);
 
     if (usable < 0) {
-        usable = (chacha_multi_available() ? MULTI_CHACHA : 0) |
-                 (poly1305_multi_available() ? MULTI_POLY : 0);
+        usable = (int)cpu_paths();
         __atomic_store_n(&multi_usable, usable, __ATOMIC_RELAXED);
     }
-    return usable;
+    return (unsigned)usable;
+}
+
+unsigned aead_multi_paths(unsigned mask)
+{
+    unsigned before = multi();
+
+    __atomic_store_n(&multi_usable, (int)(mask & cpu_paths()), __ATOMIC_RELAXED);
+    return before;
 }
 
 static bool use_multi(unsigned n)
 {
-    return (multi() & MULTI_CHACHA) && n >= AEAD_BATCH_MIN;
+    return (multi() & AEAD_MULTI_CHACHA) && n >= AEAD_BATCH_MIN;
 }
 
 /* tags[j] = the AEAD tag (no AD) of msgs[j]'s first len bytes, under the
@@ -282,7 +308,7 @@ static int group_tags(const struct aead_msg *msgs, unsigned n,
     const struct aead_ops *ops = active_ops();
     int ret = 0;
 
-    if (multi() & MULTI_POLY) {
+    if (multi() & AEAD_MULTI_POLY) {
         struct poly1305_lane lanes[POLY1305_MULTI_LANES];
         for (unsigned at = 0; at < n; at += POLY1305_MULTI_LANES) {
             unsigned k = n - at < POLY1305_MULTI_LANES ? n - at : POLY1305_MULTI_LANES;

@@ -60,10 +60,6 @@ const struct aead_ops *aead_openssl_ops(void)
 /* EVP_CipherUpdate takes an int length: longer input goes in chunks of this
  * many bytes, a whole number of ChaCha20 blocks. */
 #define OSSL_CHUNK_LEN      ((size_t)1 << 16)
-/* How much stack below our frame is zeroed after each call: libcrypto 3.0's
- * deepest use measured here is about 1 KiB (x86_64, AVX2); four leave room
- * for other builds (AVX-512 paths keep more state). About 50 ns a call. */
-#define OSSL_STACK_SCRUB_LEN 4096u
 
 struct ossl_thread {
     EVP_CIPHER_CTX *cipher;
@@ -80,16 +76,6 @@ static int usable;
 static __thread struct ossl_thread tls;
 
 static const uint8_t zeros[WG_CHACHA20_BLOCK_LEN];
-
-/* Its frame takes the place of the libcrypto frames that ran before it. */
-__attribute__((noinline))
-static void stack_scrub(void)
-{
-    uint8_t area[OSSL_STACK_SCRUB_LEN];
-
-    sodium_memzero(area, sizeof(area));
-    __asm__ __volatile__("" : : "r"(area) : "memory");
-}
 
 static void openssl_thread_cleanup(void)
 {
@@ -207,7 +193,7 @@ static int openssl_seal(uint8_t *dst, const uint8_t *src, size_t len,
     ok = stream_start(block0, nonce, key) && stream_xor(dst, src, len) &&
          mac_tag(dst + len, block0, ad, adlen, dst, len);
     sodium_memzero(block0, sizeof(block0));
-    stack_scrub();
+    aead_stack_scrub();
     return ok ? 0 : -EIO;
 }
 
@@ -229,7 +215,7 @@ static int openssl_open(uint8_t *dst, const uint8_t *src, size_t len,
         ret = -EIO;
     sodium_memzero(block0, sizeof(block0));
     sodium_memzero(tag, sizeof(tag));
-    stack_scrub();
+    aead_stack_scrub();
     return ret;
 }
 
@@ -249,7 +235,7 @@ static const struct aead_ops openssl_backend = {
     .seal = openssl_seal,
     .open = openssl_open,
     .mac = openssl_mac,
-    .scrub = stack_scrub,
+    .scrub = aead_stack_scrub,
     .thread_init = openssl_thread_init,
     .thread_cleanup = openssl_thread_cleanup,
 };

@@ -864,14 +864,18 @@ static void batch_seal(unsigned n, const uint8_t key[WG_KEY_LEN])
     aead_seal_batch(bt.msgs, n, key);
 }
 
+/* Every way a batch can go: both multi paths, ChaCha20 only (Poly1305
+ * from the backend), none (the backend for all). */
 static void test_batch_matches_single(void **state)
 {
     static const unsigned counts[] = { 1, 3, AEAD_BATCH_MIN, 5, 16, 17, BATCH_MAX_MSGS };
+    static const unsigned paths[] = { AEAD_MULTI_CHACHA | AEAD_MULTI_POLY, AEAD_MULTI_CHACHA, 0 };
     uint8_t key[WG_KEY_LEN];
     (void)state;
 
-    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
-        unsigned n = counts[c];
+    for (size_t c = 0; c < 3 * sizeof(counts) / sizeof(counts[0]); c++) {
+        unsigned before = aead_multi_paths(paths[c % 3]);
+        unsigned n = counts[c / 3];
         randombytes_buf(key, sizeof(key));
         batch_seal(n, key);
         for (unsigned i = 0; i < n; i++) {
@@ -884,16 +888,30 @@ static void test_batch_matches_single(void **state)
             if (bt.msgs[i].len)
                 assert_memory_equal(bt.buf[i], bt.plain[i], bt.msgs[i].len);
         }
+        aead_multi_paths(before);
     }
 }
 
 /* Forged messages among good ones: each refused with its bytes untouched,
  * the others opened; a wrong key refuses them all. */
+static void batch_open_refuses_forgeries(void);
+
 static void test_batch_open_refuses_forgeries(void **state)
+{
+    static const unsigned paths[] = { AEAD_MULTI_CHACHA | AEAD_MULTI_POLY, AEAD_MULTI_CHACHA, 0 };
+    (void)state;
+
+    for (size_t p = 0; p < sizeof(paths) / sizeof(paths[0]); p++) {
+        unsigned before = aead_multi_paths(paths[p]);
+        batch_open_refuses_forgeries();
+        aead_multi_paths(before);
+    }
+}
+
+static void batch_open_refuses_forgeries(void)
 {
     const unsigned n = 20;
     uint8_t key[WG_KEY_LEN], other[WG_KEY_LEN];
-    (void)state;
 
     randombytes_buf(key, sizeof(key));
     batch_seal(n, key);
@@ -1134,9 +1152,9 @@ static void test_key_not_left_on_stack(void **state)
 
     randombytes_buf(step.key, sizeof(step.key));
     for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
-        if (key_left_by(0, lens[i]))
+        if (key_left_by(0, lens[i]) || key_words_left())
             fail_msg("seal of %zu bytes left the key on the stack", lens[i]);
-        if (key_left_by(1, lens[i]))
+        if (key_left_by(1, lens[i]) || key_words_left())
             fail_msg("open of %zu bytes left the key on the stack", lens[i]);
     }
 }
