@@ -80,33 +80,37 @@ static void mtu_apply(struct cluster_parser *p, int line, const char *value)
     p->settings.mtu_set = true;
 }
 
-static void keepalive_apply(struct cluster_parser *p, int line, const char *value)
+/* A count of unit up to max where 0 turns the feature off; false (and an
+ * error naming key) when value is not one. */
+static bool off_or_count(struct cluster_parser *p, int line, const char *key, const char *unit,
+                         const char *value, unsigned max, unsigned *out)
 {
     char q[CLUSTER_QUOTE_MAX + 4];
+
+    if (cluster_uint_parse(value, max, out) < 0) {
+        cluster_quote(q, sizeof(q), value);
+        cluster_diag_add(p, line, "bad %s '%s' (expected %s 0..%u, 0 = off)", key, q, unit, max);
+        return false;
+    }
+    return true;
+}
+
+static void keepalive_apply(struct cluster_parser *p, int line, const char *value)
+{
     unsigned v;
 
-    if (cluster_uint_parse(value, CLUSTER_KEEPALIVE_MAX, &v) < 0) {
-        cluster_quote(q, sizeof(q), value);
-        cluster_diag_add(p, line, "bad persistent-keepalive '%s' (expected "
-                         "seconds 0..%u, 0 = off)", q, CLUSTER_KEEPALIVE_MAX);
-        return;
-    }
-    p->settings.persistent_keepalive = (uint16_t)v;
+    if (off_or_count(p, line, "persistent-keepalive", "seconds", value, CLUSTER_KEEPALIVE_MAX, &v))
+        p->settings.persistent_keepalive = (uint16_t)v;
 }
 
 static void busy_poll_apply(struct cluster_parser *p, int line, const char *value)
 {
-    char q[CLUSTER_QUOTE_MAX + 4];
     unsigned v;
 
-    if (cluster_uint_parse(value, CLUSTER_BUSY_POLL_MAX, &v) < 0) {
-        cluster_quote(q, sizeof(q), value);
-        cluster_diag_add(p, line, "bad busy-poll '%s' (expected microseconds "
-                         "0..%u, 0 = off)", q, CLUSTER_BUSY_POLL_MAX);
-        return;
+    if (off_or_count(p, line, "busy-poll", "microseconds", value, CLUSTER_BUSY_POLL_MAX, &v)) {
+        p->settings.busy_poll_us = (uint16_t)v;
+        p->settings.busy_poll_set = true;
     }
-    p->settings.busy_poll_us = (uint16_t)v;
-    p->settings.busy_poll_set = true;
 }
 
 static void public_key_apply(struct cluster_parser *p, int line, const char *value)
