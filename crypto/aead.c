@@ -321,8 +321,7 @@ static int group_tags(const struct aead_msg *msgs, unsigned n,
     }
     for (unsigned j = 0; j < n && !ret; j++)
         ret = ops->mac(tags[j], block0[j], NULL, 0, msgs[j].buf, msgs[j].len);
-    if (ops->scrub)
-        ops->scrub();
+    aead_stack_scrub();
     return ret;
 }
 

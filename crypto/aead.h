@@ -142,9 +142,8 @@ struct aead_ops {
                 const uint8_t *ad, size_t adlen,
                 const uint8_t nonce[WG_AEAD_NONCE_LEN], const uint8_t key[WG_KEY_LEN]);
     /* The RFC 8439 tag over ad and ct under a Poly1305 key (keystream
-     * block 0), for the batch path; what it leaves on the stack is wiped
-     * by scrub (NULL: nothing to wipe), once per group of messages. */
-    void (*scrub)(void);
+     * block 0), for the batch path; the caller wipes the stack after a
+     * group of them (aead_stack_scrub). */
     int (*mac)(uint8_t tag[WG_AEAD_TAG_LEN], const uint8_t polykey[WG_POLY1305_KEY_LEN],
                const uint8_t *ad, size_t adlen, const uint8_t *ct, size_t ctlen);
     int (*thread_init)(void);

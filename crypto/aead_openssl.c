@@ -235,7 +235,6 @@ static const struct aead_ops openssl_backend = {
     .seal = openssl_seal,
     .open = openssl_open,
     .mac = openssl_mac,
-    .scrub = aead_stack_scrub,
     .thread_init = openssl_thread_init,
     .thread_cleanup = openssl_thread_cleanup,
 };
