@@ -184,9 +184,31 @@ static bool keypair_usable(const struct noise_keypair *kp, uint64_t now)
     return kp && kp->send_counter < WG_REJECT_AFTER_MESSAGES && !transport_expired(kp, now);
 }
 
-/* Seals every segment of pkt, on a crypto worker when there are some
- * (the loop takes it back in order and sends it: datapath_crypto_done),
- * else here. The counters are taken now, on the loop's thread. */
+/* Where a crypto job is filled in: a worker's slot when the loop has
+ * workers, else local, for running here. */
+static struct crypto_job *job_slot(struct device *dev, struct crypto_job *local, uint64_t now)
+{
+    struct crypto_job *job = loop_crypto_job(dev->loop, now);
+
+    return job ? job : local;
+}
+
+/* Hands a filled-in job to the workers (the loop takes it back in order:
+ * datapath_crypto_done), or runs it here and finishes it at once. */
+static void job_start(struct device *dev, struct crypto_job *job, const struct crypto_job *local,
+                      uint64_t now)
+{
+    if (job != local) {
+        loop_crypto_submit(dev->loop, job);
+        return;
+    }
+    crypto_job_run(job);
+    sodium_memzero(job->key, WG_KEY_LEN);
+    datapath_crypto_done(dev, job, now);
+}
+
+/* Seals every segment of pkt, on a crypto worker or here (job_start). The
+ * counters are taken now, on the loop's thread. */
 bool datapath_seal(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
                    uint32_t pad_limit, uint64_t now)
 {
@@ -198,21 +220,12 @@ bool datapath_seal(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
         return false;
     peer_count_tx(p, (uint64_t)last * pkt->stride +
                          transport_sealed_len_limited(pkt->seg_len[last], pad_limit), now);
-    job = loop_crypto_job(p->dev->loop, now);
-    bool inline_work = !job;
-    if (inline_work)
-        job = &local;
+    job = job_slot(p->dev, &local, now);
     *job = (struct crypto_job){ .kind = CRYPTO_SEAL, .pkt = pkt, .peer = p,
                                 .remote_index = kp->remote_index, .first_counter = first,
                                 .pad_limit = pad_limit };
     memcpy(job->key, kp->send_key, WG_KEY_LEN);
-    if (!inline_work) {
-        loop_crypto_submit(p->dev->loop, job);
-        return true;
-    }
-    crypto_job_run(job);
-    sodium_memzero(job->key, WG_KEY_LEN);
-    path_send(p, pkt, now);
+    job_start(p->dev, job, &local, now);
     return true;
 }
 
@@ -552,26 +565,16 @@ static void finish_open(struct device *dev, struct pkt *pkt, uint32_t seg_size, 
     end_batch(dev, &b, now);
 }
 
-/* A receive whose datagrams all go to one keypair, opened as a batch: on
- * a worker when there are some (the loop takes it back in order:
- * datapath_crypto_done), else here. */
+/* A receive whose datagrams all go to one keypair, opened as a batch on a
+ * worker or here (job_start). */
 static void open_batch(struct device *dev, struct pkt *pkt, uint32_t seg_size,
                        const struct index_entry *e, uint64_t now)
 {
-    struct crypto_job local, *job = loop_crypto_job(dev->loop, now);
-    bool inline_work = !job;
+    struct crypto_job local, *job = job_slot(dev, &local, now);
 
-    if (inline_work)
-        job = &local;
     *job = (struct crypto_job){ .kind = CRYPTO_OPEN, .pkt = pkt, .seg_size = seg_size };
     memcpy(job->key, e->keypair->recv_key, WG_KEY_LEN);
-    if (!inline_work) {
-        loop_crypto_submit(dev->loop, job);
-        return;
-    }
-    crypto_job_run(job);
-    sodium_memzero(job->key, WG_KEY_LEN);
-    finish_open(dev, pkt, seg_size, now);
+    job_start(dev, job, &local, now);
 }
 
 void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
