@@ -315,7 +315,7 @@ static int group_tags(const struct aead_msg *msgs, unsigned n,
             for (unsigned j = 0; j < k; j++)
                 lanes[j] = (struct poly1305_lane){ block0[at + j], msgs[at + j].buf,
                                                    msgs[at + j].len, tags[at + j] };
-            poly1305_multi_aead(lanes, k);
+            poly1305_multi_aead(lanes, k);         /* wipes its own stack */
         }
         return 0;
     }

@@ -8,9 +8,12 @@
  * Each 52x52-bit product comes as a low and a high half (vpmadd52luq,
  * vpmadd52huq), the high half weighing 2^52 more; the carries put both
  * back into 44/44/42-bit limbs, folding what passes 2^130 back as x5.
- * Bounds: clamping keeps r0, r1 < 2^44 and r2 < 2^36; the limbs stay
- * below 2^46 after a block is added, so every operand fits 52 bits and
- * every sum 64. */
+ * Bounds: clamping keeps r0, r1 < 2^44 and r2 < 2^36; r^2 (for two
+ * blocks at a time) has carried limbs, < 2^44, 2^44 + 2 and 2^42, so
+ * 20 x its top limb < 2^47. The limbs of h stay below 2^46 after a block
+ * is added, so every operand fits 52 bits; a sum gathers at most six
+ * products (low halves < 2^52, high halves < 2^41), so every sum fits 64
+ * bits, also after the x 2^10 x 5 fold. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -27,6 +30,7 @@
 #define FOLD_SHIFT  10u                  /* 2^(52 + 88) = 2^10 * 2^130 */
 #define BLOCK       WG_POLY1305_BLOCK_LEN
 #define HIBIT       (UINT64_C(1) << 40)  /* 2^128 at limb 2 */
+#define WIPE_MARGIN 256u                 /* sodium_memzero's frame, a return address */
 
 static const uint64_t clamp_lo = UINT64_C(0x0ffffffc0fffffff);
 static const uint64_t clamp_hi = UINT64_C(0x0ffffffc0ffffffc);
@@ -79,60 +83,122 @@ static const uint8_t *block_at(const struct lane_blocks *b, const struct poly130
     return row < b->full ? l->ct + row * BLOCK : b->tail[row - b->full];
 }
 
-__attribute__((target("avx512f")))
-static inline __m512i times5(__m512i x)
+#define VEC_FN __attribute__((target("avx512f,avx512ifma"), always_inline)) static inline
+
+VEC_FN __m512i times5(__m512i x)
 {
     return _mm512_add_epi64(_mm512_slli_epi64(x, 2), x);
 }
 
-/* h = (h + m) * r, for the lanes in mask. */
-__attribute__((target("avx512f,avx512ifma")))
-static void step(__m512i h[3], const __m512i r[3], const __m512i s[3], __m512i lo, __m512i hi,
-                 __mmask8 mask)
+/* The limbs of a block (its two little-endian words, lo and hi), with
+ * the 2^128 pad bit. */
+VEC_FN void block_limbs(__m512i m[3], __m512i lo, __m512i hi)
+{
+    const __m512i m44 = _mm512_set1_epi64((long long)MASK44);
+
+    m[0] = _mm512_and_si512(lo, m44);
+    m[1] = _mm512_and_si512(_mm512_or_si512(_mm512_srli_epi64(lo, 44), _mm512_slli_epi64(hi, 20)),
+                            m44);
+    m[2] = _mm512_or_si512(_mm512_srli_epi64(hi, 24), _mm512_set1_epi64((long long)HIBIT));
+}
+
+/* Unreduced product sums: lo[i] and up[i] gather the low and high halves
+ * of every 52x52-bit product landing at limb i. */
+struct sums {
+    __m512i lo[3], up[3];
+};
+
+/* sums += x * r, where s = 20 r (see the top of the file). Each sum is a
+ * chain of multiply-adds; the chains of one call are independent. */
+VEC_FN void mul_add(struct sums *a, const __m512i x[3], const __m512i r[3], const __m512i s[3])
+{
+#define MADD3(f, acc, a0, b0, a1, b1, a2, b2) acc = f(f(f(acc, a0, b0), a1, b1), a2, b2)
+    MADD3(_mm512_madd52lo_epu64, a->lo[0], x[0], r[0], x[1], s[2], x[2], s[1]);
+    MADD3(_mm512_madd52hi_epu64, a->up[0], x[0], r[0], x[1], s[2], x[2], s[1]);
+    MADD3(_mm512_madd52lo_epu64, a->lo[1], x[0], r[1], x[1], r[0], x[2], s[2]);
+    MADD3(_mm512_madd52hi_epu64, a->up[1], x[0], r[1], x[1], r[0], x[2], s[2]);
+    MADD3(_mm512_madd52lo_epu64, a->lo[2], x[0], r[2], x[1], r[1], x[2], r[0]);
+    MADD3(_mm512_madd52hi_epu64, a->up[2], x[0], r[2], x[1], r[1], x[2], r[0]);
+#undef MADD3
+}
+
+VEC_FN void sums_zero(struct sums *a)
+{
+    for (unsigned i = 0; i < 3; i++)
+        a->lo[i] = a->up[i] = _mm512_setzero_si512();
+}
+
+/* The sums back into 44/44/42-bit limbs: the high halves move up one limb
+ * (x 2^8), d2's wrapping past 2^130 (x 5). */
+VEC_FN void carry(__m512i h[3], struct sums *a)
 {
     const __m512i m44 = _mm512_set1_epi64((long long)MASK44);
     const __m512i m42 = _mm512_set1_epi64((long long)MASK42);
-    const __m512i zero = _mm512_setzero_si512();
-    __m512i h0, h1, h2, l0, l1, l2, u0, u1, u2, c;
+    __m512i l0, l1, l2, c;
 
-    h0 = _mm512_add_epi64(h[0], _mm512_and_si512(lo, m44));
-    h1 = _mm512_add_epi64(h[1], _mm512_and_si512(_mm512_or_si512(_mm512_srli_epi64(lo, 44),
-                                                                 _mm512_slli_epi64(hi, 20)), m44));
-    h2 = _mm512_add_epi64(h[2], _mm512_or_si512(_mm512_srli_epi64(hi, 24),
-                                                _mm512_set1_epi64((long long)HIBIT)));
-
-    /* Three independent multiply-adds per sum, added after: a shorter
-     * dependency chain than one accumulator. */
-#define SUM3(f, a0, b0, a1, b1, a2, b2)                                       \
-    _mm512_add_epi64(_mm512_add_epi64(f(zero, a0, b0), f(zero, a1, b1)), f(zero, a2, b2))
-    l0 = SUM3(_mm512_madd52lo_epu64, h0, r[0], h1, s[2], h2, s[1]);
-    u0 = SUM3(_mm512_madd52hi_epu64, h0, r[0], h1, s[2], h2, s[1]);
-    l1 = SUM3(_mm512_madd52lo_epu64, h0, r[1], h1, r[0], h2, s[2]);
-    u1 = SUM3(_mm512_madd52hi_epu64, h0, r[1], h1, r[0], h2, s[2]);
-    l2 = SUM3(_mm512_madd52lo_epu64, h0, r[2], h1, r[1], h2, r[0]);
-    u2 = SUM3(_mm512_madd52hi_epu64, h0, r[2], h1, r[1], h2, r[0]);
-#undef SUM3
-
-    /* The high halves move up one limb (x 2^8); d2's wraps past 2^130. */
-    l0 = _mm512_add_epi64(l0, times5(_mm512_slli_epi64(u2, FOLD_SHIFT)));
-    l1 = _mm512_add_epi64(l1, _mm512_slli_epi64(u0, HI_SHIFT));
-    l2 = _mm512_add_epi64(l2, _mm512_slli_epi64(u1, HI_SHIFT));
+    l0 = _mm512_add_epi64(a->lo[0], times5(_mm512_slli_epi64(a->up[2], FOLD_SHIFT)));
+    l1 = _mm512_add_epi64(a->lo[1], _mm512_slli_epi64(a->up[0], HI_SHIFT));
+    l2 = _mm512_add_epi64(a->lo[2], _mm512_slli_epi64(a->up[1], HI_SHIFT));
     c = _mm512_srli_epi64(l0, LIMB_BITS);
-    h0 = _mm512_and_si512(l0, m44);
+    h[0] = _mm512_and_si512(l0, m44);
     l1 = _mm512_add_epi64(l1, c);
     c = _mm512_srli_epi64(l1, LIMB_BITS);
-    h1 = _mm512_and_si512(l1, m44);
+    h[1] = _mm512_and_si512(l1, m44);
     l2 = _mm512_add_epi64(l2, c);
     c = _mm512_srli_epi64(l2, TOP_BITS);
-    h2 = _mm512_and_si512(l2, m42);
-    h0 = _mm512_add_epi64(h0, times5(c));
-    c = _mm512_srli_epi64(h0, LIMB_BITS);
-    h0 = _mm512_and_si512(h0, m44);
-    h1 = _mm512_add_epi64(h1, c);
+    h[2] = _mm512_and_si512(l2, m42);
+    h[0] = _mm512_add_epi64(h[0], times5(c));
+    c = _mm512_srli_epi64(h[0], LIMB_BITS);
+    h[0] = _mm512_and_si512(h[0], m44);
+    h[1] = _mm512_add_epi64(h[1], c);
+}
 
-    h[0] = _mm512_mask_mov_epi64(h[0], mask, h0);
-    h[1] = _mm512_mask_mov_epi64(h[1], mask, h1);
-    h[2] = _mm512_mask_mov_epi64(h[2], mask, h2);
+/* A key's powers as the multiply needs them: r and 20 r. */
+struct power {
+    __m512i r[3], s[3];
+};
+
+VEC_FN void power_of(struct power *p, const __m512i r[3])
+{
+    for (unsigned i = 0; i < 3; i++) {
+        p->r[i] = r[i];
+        p->s[i] = _mm512_slli_epi64(times5(r[i]), 2);
+    }
+}
+
+/* h = (h + m) * r, for the lanes in mask. */
+VEC_FN void step(__m512i h[3], const struct power *r1, __m512i lo, __m512i hi, __mmask8 mask)
+{
+    __m512i m[3], x[3], out[3];
+    struct sums a;
+
+    block_limbs(m, lo, hi);
+    for (unsigned i = 0; i < 3; i++)
+        x[i] = _mm512_add_epi64(h[i], m[i]);
+    sums_zero(&a);
+    mul_add(&a, x, r1->r, r1->s);
+    carry(out, &a);
+    for (unsigned i = 0; i < 3; i++)
+        h[i] = _mm512_mask_mov_epi64(h[i], mask, out[i]);
+}
+
+/* Two blocks in one: h = ((h + m) * r + n) * r = (h + m) * r^2 + n * r.
+ * The n * r products do not wait for h, and one carry serves both blocks,
+ * so a block costs about half the dependent work of step(). All lanes. */
+VEC_FN void step2(__m512i h[3], const struct power *r1, const struct power *r2, __m512i mlo,
+                  __m512i mhi, __m512i nlo, __m512i nhi)
+{
+    __m512i m[3], n[3];
+    struct sums a;
+
+    block_limbs(m, mlo, mhi);
+    block_limbs(n, nlo, nhi);
+    sums_zero(&a);
+    mul_add(&a, n, r1->r, r1->s);
+    for (unsigned i = 0; i < 3; i++)
+        m[i] = _mm512_add_epi64(h[i], m[i]);
+    mul_add(&a, m, r2->r, r2->s);
+    carry(h, &a);
 }
 
 /* h mod p, plus s, mod 2^128: the tag. Constant time. */
@@ -164,19 +230,22 @@ static void finish(uint8_t tag[WG_AEAD_TAG_LEN], uint64_t h0, uint64_t h1, uint6
     store_le64(tag + 8, (uint64_t)(v >> 64));
 }
 
-__attribute__((target("avx512f,avx512ifma")))
-void poly1305_multi_aead(const struct poly1305_lane *lanes, unsigned n)
+/* The stack pointer of the calling function (x86-64, like the rest). */
+#define STACK_POINTER(sp) __asm__ __volatile__("mov %%rsp, %0" : "=r"(sp))
+
+__attribute__((target("avx512f,avx512ifma"), noinline))
+static void hash_lanes(const struct poly1305_lane *lanes, unsigned n, uintptr_t *deepest)
 {
     struct lane_blocks blk[POLY1305_MULTI_LANES];
     uint64_t rl[3][POLY1305_MULTI_LANES] = { { 0 } }, mlo[POLY1305_MULTI_LANES],
              mhi[POLY1305_MULTI_LANES], hv[3][POLY1305_MULTI_LANES];
-    __m512i h[3], r[3], s[3];
+    __m512i h[3], r[3], rr[3];
+    struct power r1, r2;
+    struct sums sq;
     size_t rows = 0, common = SIZE_MAX;
     long long base[POLY1305_MULTI_LANES] = { 0 };
     __mmask8 all = (__mmask8)((1u << n) - 1);
 
-    if (n == 0 || n > POLY1305_MULTI_LANES)
-        return;
     for (unsigned j = 0; j < n; j++) {
         uint64_t k0 = load_le64(lanes[j].key) & clamp_lo;
         uint64_t k1 = load_le64(lanes[j].key + 8) & clamp_hi;
@@ -192,21 +261,30 @@ void poly1305_multi_aead(const struct poly1305_lane *lanes, unsigned n)
     }
     for (unsigned i = 0; i < 3; i++) {
         r[i] = _mm512_loadu_si512(rl[i]);
-        s[i] = _mm512_slli_epi64(times5(r[i]), 2);            /* 20 r */
         h[i] = _mm512_setzero_si512();
     }
+    power_of(&r1, r);
+    sums_zero(&sq);
+    mul_add(&sq, r, r1.r, r1.s);
+    carry(rr, &sq);                                 /* r^2, limbs as after a step */
+    power_of(&r2, rr);
     /* Rows where every lane has a whole ciphertext block: gathered. */
     __m512i at = _mm512_loadu_si512(base);
     const __m512i next = _mm512_set1_epi64(BLOCK);
     size_t row = 0;
-    for (; row < common; row++) {
-        __m512i lo = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), all, at, NULL, 1);
-        __m512i hi = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), all,
-                                                 _mm512_add_epi64(at, _mm512_set1_epi64(8)),
-                                                 NULL, 1);
-        step(h, r, s, lo, hi, all);
-        at = _mm512_add_epi64(at, next);
+    const __m512i eight = _mm512_set1_epi64(8);
+#define GATHER(off) _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), all, \
+                                                _mm512_add_epi64(at, off), NULL, 1)
+    for (; row + 2 <= common; row += 2) {
+        step2(h, &r1, &r2, GATHER(_mm512_setzero_si512()), GATHER(eight), GATHER(next),
+              GATHER(_mm512_add_epi64(next, eight)));
+        at = _mm512_add_epi64(at, _mm512_add_epi64(next, next));
     }
+    if (row < common) {
+        step(h, &r1, GATHER(_mm512_setzero_si512()), GATHER(eight), all);
+        row++;
+    }
+#undef GATHER
     /* The rest, lane by lane: tails, length blocks, longer messages. */
     for (; row < rows; row++) {
         __mmask8 mask = 0;
@@ -220,7 +298,7 @@ void poly1305_multi_aead(const struct poly1305_lane *lanes, unsigned n)
             memcpy(&mhi[j], b + 8, 8);
             mask |= (__mmask8)(1u << j);
         }
-        step(h, r, s, _mm512_loadu_si512(mlo), _mm512_loadu_si512(mhi), mask);
+        step(h, &r1, _mm512_loadu_si512(mlo), _mm512_loadu_si512(mhi), mask);
     }
     for (unsigned i = 0; i < 3; i++)
         _mm512_storeu_si512(hv[i], h[i]);
@@ -231,4 +309,29 @@ void poly1305_multi_aead(const struct poly1305_lane *lanes, unsigned n)
     sodium_memzero(blk, sizeof(blk));
     sodium_memzero(mlo, sizeof(mlo));
     sodium_memzero(mhi, sizeof(mhi));
+    STACK_POINTER(*deepest);
+}
+
+/* Zeroes len bytes of stack below the caller's frame. */
+__attribute__((noinline))
+static void wipe_below(size_t len)
+{
+    uint8_t area[len];
+
+    sodium_memzero(area, len);
+    __asm__ __volatile__("" : : "r"(area) : "memory");
+}
+
+/* hash_lanes spills r, r^2 and the accumulators from vector registers into
+ * its frame, whose size depends on the compiler and its flags (three times
+ * larger under ASan): it says how deep it went, and that much is wiped. */
+void poly1305_multi_aead(const struct poly1305_lane *lanes, unsigned n)
+{
+    uintptr_t here, deepest;
+
+    if (n == 0 || n > POLY1305_MULTI_LANES)
+        return;
+    STACK_POINTER(here);
+    hash_lanes(lanes, n, &deepest);
+    wipe_below(here - deepest + WIPE_MARGIN);
 }

@@ -3,9 +3,9 @@
  *
  * Why: a library's Poly1305 is fast per byte but pays a set-up per
  * message (the vector paths precompute powers of r), which at 1420 bytes
- * costs as much as the hashing. Eight messages side by side need no
- * powers: each lane runs the plain Horner step, h = (h + block) * r, on
- * its own message with 52-bit multiply-adds, in radix 2^44.
+ * costs as much as the hashing. Eight messages side by side need only r
+ * and r^2: each lane runs Horner's rule on its own message, two blocks a
+ * step, h = (h + m) * r^2 + n * r, with 52-bit multiply-adds in radix 2^44.
  *
  * Built for AVX-512F with IFMA; poly1305_multi_available says whether this
  * CPU runs it (crypto/aead.c otherwise takes Poly1305 from the backend).

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1159,7 +1160,39 @@ static void test_key_not_left_on_stack(void **state)
     }
 }
 
-/* A batch of 16 sealed, then opened, each on the scratch stack. */
+static uint64_t le64_at(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* Whether message i's one-time Poly1305 key (keystream block 0 of its
+ * nonce) was left: whole, its s half, or the 44-bit limbs of its clamped r
+ * as 64-bit words (how both the IFMA code and libsodium's Poly1305 hold
+ * it). */
+static int poly_key_left(uint64_t counter)
+{
+    uint8_t nonce[WG_AEAD_NONCE_LEN] = { 0 }, block0[WG_CHACHA20_BLOCK_LEN] = { 0 };
+
+    for (unsigned i = 0; i < 8; i++)
+        nonce[4 + i] = (uint8_t)(counter >> (8 * i));
+    crypto_stream_chacha20_ietf_xor_ic(block0, block0, sizeof(block0), nonce, 0, step.key);
+    uint64_t k0 = le64_at(block0) & UINT64_C(0x0ffffffc0fffffff);
+    uint64_t k1 = le64_at(block0 + 8) & UINT64_C(0x0ffffffc0ffffffc);
+    uint64_t limbs[3] = { k0 & ((UINT64_C(1) << 44) - 1),
+                          ((k0 >> 44) | (k1 << 20)) & ((UINT64_C(1) << 44) - 1), k1 >> 24 };
+    int left = memmem(scratch_stack, sizeof(scratch_stack), block0, WG_POLY1305_KEY_LEN) ||
+               memmem(scratch_stack, sizeof(scratch_stack), block0 + 16, 16);
+    for (unsigned i = 0; i < 3 && !left; i++)
+        left = memmem(scratch_stack, sizeof(scratch_stack), &limbs[i], sizeof(limbs[i])) != NULL;
+    sodium_memzero(block0, sizeof(block0));
+    return left;
+}
+
+/* A batch of 16 sealed, then opened, each on the scratch stack: neither
+ * the key nor any message's Poly1305 key may stay there. */
 static void test_batch_key_not_left_on_stack(void **state)
 {
     static const size_t lens[] = { 64, 1420 };
@@ -1172,6 +1205,11 @@ static void test_batch_key_not_left_on_stack(void **state)
             if (key_left_by(open, lens[i]) || key_words_left())
                 fail_msg("batch %s of 16 x %zu bytes left the key on the stack",
                          open ? "open" : "seal", lens[i]);
+            for (uint64_t m = 0; m < STEP_BATCH_MSGS; m++)
+                if (poly_key_left(m))
+                    fail_msg("batch %s of 16 x %zu bytes left message %" PRIu64
+                             "'s Poly1305 key on the stack",
+                             open ? "open" : "seal", lens[i], m);
         }
     }
     step.batch = 0;
