@@ -30,8 +30,11 @@ static const char *const backend_names[AEAD_BACKEND_COUNT] = {
 
 /* Read on every seal and open, from any thread; written by set_backend.
  * Atomic so that a switch while traffic flows is a clean hand-over: each
- * call runs wholly on the one backend it loaded. */
+ * call runs wholly on the one backend it loaded. `small` serves messages
+ * under AEAD_SMALL_LEN: the same as `active` when a backend was named,
+ * libsodium under the default choice. */
 static const struct aead_ops *active = &aead_sodium_backend;
+static const struct aead_ops *small = &aead_sodium_backend;
 /* Set once crypto_core_init has applied $DDPNET_AEAD or the default. */
 static int backend_chosen;
 
@@ -98,13 +101,37 @@ int aead_set_backend(enum aead_backend backend)
     ret = ops->thread_init();
     if (ret)
         return ret;
+    __atomic_store_n(&small, ops, __ATOMIC_RELEASE);
     __atomic_store_n(&active, ops, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* libcrypto pays a set-up of about 400 ns a call (its EVP parameter
+ * machinery), libsodium about 250: below AEAD_SMALL_LEN bytes (TCP ACKs,
+ * handshakes, keepalives) libsodium is the faster one, above it libcrypto. */
+int aead_set_default_backend(void)
+{
+    int ret = aead_set_backend(AEAD_BACKEND_OPENSSL);
+
+    if (ret)
+        return aead_set_backend(AEAD_BACKEND_SODIUM);
+    __atomic_store_n(&small, &aead_sodium_backend, __ATOMIC_RELEASE);
     return 0;
 }
 
 static const struct aead_ops *active_ops(void)
 {
     return __atomic_load_n(&active, __ATOMIC_ACQUIRE);
+}
+
+static const struct aead_ops *ops_for(size_t len)
+{
+    return len < AEAD_SMALL_LEN ? __atomic_load_n(&small, __ATOMIC_ACQUIRE) : active_ops();
+}
+
+enum aead_backend aead_backend_for(size_t len)
+{
+    return ops_for(len)->id;
 }
 
 /* From the table itself, so it names what really serves. */
@@ -130,8 +157,8 @@ void aead_thread_cleanup(void)
     }
 }
 
-/* $DDPNET_AEAD when set, else the fastest built in: OpenSSL measures about
- * twice libsodium's rate (bench/aead_bench.c), so it is the default. */
+/* $DDPNET_AEAD when set, else the fastest built in for each size
+ * (aead_set_default_backend; bench/aead_bench.c measures both). */
 static int backend_choose(const char *env)
 {
     enum aead_backend backend;
@@ -141,9 +168,7 @@ static int backend_choose(const char *env)
             return -EINVAL;
         return aead_set_backend(backend);
     }
-    if (aead_set_backend(AEAD_BACKEND_OPENSSL) == 0)
-        return 0;
-    return aead_set_backend(AEAD_BACKEND_SODIUM);
+    return aead_set_default_backend();
 }
 
 int crypto_core_init(void)
@@ -218,7 +243,7 @@ static int seal_ietf(uint8_t *dst, const uint8_t *src, size_t len,
 {
     if (!aead_len_ok(len))
         return -EMSGSIZE;
-    return active_ops()->seal(dst, src, len, ad, adlen, nonce, key);
+    return ops_for(len)->seal(dst, src, len, ad, adlen, nonce, key);
 }
 
 static int open_ietf(uint8_t *dst, const uint8_t *src, size_t len,
@@ -232,7 +257,7 @@ static int open_ietf(uint8_t *dst, const uint8_t *src, size_t len,
     mlen = len - WG_AEAD_TAG_LEN;
     if (!aead_len_ok(mlen))
         return -EMSGSIZE;
-    return active_ops()->open(dst, src, mlen, ad, adlen, nonce, key);
+    return ops_for(mlen)->open(dst, src, mlen, ad, adlen, nonce, key);
 }
 
 void aead_seal(uint8_t *dst, const uint8_t *src, size_t len,

@@ -31,8 +31,8 @@ enum aead_backend {
 
 /* Must be called once before any other crypto function (sodium_init). Its
  * first successful call also selects the AEAD backend: $DDPNET_AEAD when
- * set and not empty, else OpenSSL when built in and usable, else libsodium;
- * later calls keep whatever is selected by then. Returns 0, -EIO when
+ * set and not empty, else aead_set_default_backend(); later calls keep
+ * whatever is selected by then. Returns 0, -EIO when
  * libsodium cannot start, -EINVAL when $DDPNET_AEAD names no backend,
  * -EOPNOTSUPP when it names one that is not built in or not usable. */
 int crypto_core_init(void);
@@ -43,7 +43,16 @@ int crypto_core_init(void);
  * -ENOMEM when the calling thread's context cannot be allocated. On error
  * the selection is unchanged. */
 int aead_set_backend(enum aead_backend backend);
+/* The default: OpenSSL when built in and usable, except for messages under
+ * AEAD_SMALL_LEN bytes, which libsodium serves faster; else libsodium for
+ * all. Returns 0, or -ENOMEM as aead_set_backend. */
+#define AEAD_SMALL_LEN 384u
+int aead_set_default_backend(void);
+/* The backend of messages of AEAD_SMALL_LEN bytes and more (the one set,
+ * or OpenSSL under the default); aead_backend_for(len): the one that
+ * serves a message of len bytes. */
 enum aead_backend aead_get_backend(void);
+enum aead_backend aead_backend_for(size_t len);
 /* 1 when the backend is built in and usable, else 0. */
 int aead_backend_available(enum aead_backend backend);
 /* "sodium", "openssl"; NULL for a value that is no backend. */

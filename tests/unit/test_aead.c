@@ -591,6 +591,46 @@ static void test_backend_parse(void **state)
     assert_int_equal(b, AEAD_BACKEND_COUNT);
 }
 
+/* The default splits by size; naming a backend puts every size on it. The
+ * output is the same whichever serves. */
+static void test_default_backend_by_size(void **state)
+{
+    static const size_t lens[] = { 0, 64, AEAD_SMALL_LEN - 1, AEAD_SMALL_LEN, 1420 };
+    enum aead_backend bulk = OPENSSL_BUILT ? AEAD_BACKEND_OPENSSL : AEAD_BACKEND_SODIUM;
+    uint8_t key[WG_KEY_LEN], plain[1420], want[1420 + WG_AEAD_TAG_LEN],
+            got[1420 + WG_AEAD_TAG_LEN];
+    (void)state;
+
+    randombytes_buf(key, sizeof(key));
+    randombytes_buf(plain, sizeof(plain));
+    assert_int_equal(aead_set_default_backend(), 0);
+    assert_int_equal(aead_get_backend(), bulk);
+    assert_int_equal(aead_backend_for(0), AEAD_BACKEND_SODIUM);
+    assert_int_equal(aead_backend_for(64), AEAD_BACKEND_SODIUM);
+    assert_int_equal(aead_backend_for(AEAD_SMALL_LEN - 1), AEAD_BACKEND_SODIUM);
+    assert_int_equal(aead_backend_for(AEAD_SMALL_LEN), bulk);
+    assert_int_equal(aead_backend_for(1420), bulk);
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        size_t len = lens[i];
+
+        assert_int_equal(aead_set_backend(AEAD_BACKEND_SODIUM), 0);
+        aead_seal(want, plain, len, NULL, 0, 7, key);
+        assert_int_equal(aead_set_default_backend(), 0);
+        aead_seal(got, plain, len, NULL, 0, 7, key);
+        assert_memory_equal(got, want, len + WG_AEAD_TAG_LEN);
+        assert_int_equal(aead_open(got, got, len + WG_AEAD_TAG_LEN, NULL, 0, 7, key), 0);
+        assert_memory_equal(got, plain, len);
+    }
+    for (unsigned b = 0; b < AEAD_BACKEND_COUNT; b++) {
+        if (!aead_backend_available((enum aead_backend)b))
+            continue;
+        assert_int_equal(aead_set_backend((enum aead_backend)b), 0);
+        assert_int_equal(aead_backend_for(64), b);
+        assert_int_equal(aead_backend_for(1420), b);
+    }
+    assert_int_equal(aead_set_default_backend(), 0);
+}
+
 static void test_set_backend(void **state)
 {
     (void)state;
@@ -1274,6 +1314,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup(test_backend_names, setup),
         cmocka_unit_test_setup(test_backend_parse, setup),
         cmocka_unit_test_setup(test_set_backend, setup),
+        cmocka_unit_test_setup(test_default_backend_by_size, setup),
         cmocka_unit_test_setup(test_env_override, setup),
         cmocka_unit_test_setup(test_cross_backend, setup),
     };
