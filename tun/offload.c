@@ -152,14 +152,14 @@ static uint64_t halves(uint64_t w)
 typedef uint64_t csum_vec __attribute__((vector_size(32)));
 
 /* The native-order sum of n64 blocks of CSUM_BLOCK bytes, the bulk of a
- * packet's checksum (sum_raw does the rest). Each 64-bit lane is split
- * into its 32-bit halves as halves() does, so no carry is lost: a lane
- * grows by < 2^34 a step, far from overflow for any packet. Built for AVX2
- * where the CPU has it (the same C, four lanes an instruction), else for
- * the baseline: 2-4x the speed of a scalar loop on the send path, where
- * every segment is summed. */
-__attribute__((target_clones("avx2", "default")))
-static uint64_t sum_blocks(const uint8_t *p, size_t n64)
+ * packet's checksum (sum_raw does the rest), and their copy to `copy`
+ * unless it is NULL. Each 64-bit lane is split into its 32-bit halves as
+ * halves() does, so no carry is lost: a lane grows by < 2^34 a step, far
+ * from overflow for any packet. Built for AVX2 where the CPU has it (the
+ * same C, four lanes an instruction), else for the baseline: 2-4x the
+ * speed of a scalar loop on the send path, where every segment is summed. */
+__attribute__((always_inline))
+static inline uint64_t blocks_sum_copy(const uint8_t *p, size_t n64, uint8_t *copy)
 {
     const csum_vec low = { UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX };
     csum_vec a = { 0 }, b = { 0 }, x, y;
@@ -167,6 +167,11 @@ static uint64_t sum_blocks(const uint8_t *p, size_t n64)
     for (size_t i = 0; i < n64; i++, p += CSUM_BLOCK) {
         memcpy(&x, p, sizeof(x));
         memcpy(&y, p + sizeof(x), sizeof(y));
+        if (copy) {
+            memcpy(copy, &x, sizeof(x));
+            memcpy(copy + sizeof(x), &y, sizeof(y));
+            copy += CSUM_BLOCK;
+        }
         a += (x & low) + (x >> 32);
         b += (y & low) + (y >> 32);
     }
@@ -174,16 +179,28 @@ static uint64_t sum_blocks(const uint8_t *p, size_t n64)
     return a[0] + a[1] + a[2] + a[3];
 }
 
+__attribute__((target_clones("avx2", "default")))
+static uint64_t sum_blocks(const uint8_t *p, size_t n64)
+{
+    return blocks_sum_copy(p, n64, NULL);
+}
+
+/* One pass that copies and sums: summing the fresh copy afterwards would
+ * wait for its stores to drain first. */
+__attribute__((target_clones("avx2", "default")))
+static uint64_t copy_sum_blocks(uint8_t *dst, const uint8_t *src, size_t n64)
+{
+    return blocks_sum_copy(src, n64, dst);
+}
+
 /* Unfolded native-order sum: whole blocks in sum_blocks, then eight bytes
  * per load, split into 32-bit halves so that no carry is lost. */
-static uint64_t sum_raw(const uint8_t *p, size_t len)
+static uint64_t sum_tail(const uint8_t *p, size_t len)
 {
-    uint64_t a = sum_blocks(p, len / CSUM_BLOCK), w;
+    uint64_t a = 0, w;
     uint32_t w32;
     uint16_t w16;
 
-    p += len - len % CSUM_BLOCK;
-    len %= CSUM_BLOCK;
     for (; len >= sizeof(w); p += sizeof(w), len -= sizeof(w)) {
         memcpy(&w, p, sizeof(w));
         a += halves(w);
@@ -203,6 +220,22 @@ static uint64_t sum_raw(const uint8_t *p, size_t len)
     if (len)    /* the odd byte is the high half of a big-endian word */
         a += to_native16((uint16_t)(p[0] << 8));
     return a;
+}
+
+static uint64_t sum_raw(const uint8_t *p, size_t len)
+{
+    size_t bulk = len - len % CSUM_BLOCK;
+
+    return sum_blocks(p, len / CSUM_BLOCK) + sum_tail(p + bulk, len - bulk);
+}
+
+/* memcpy(dst, src, len), returning sum_raw(src, len). */
+static uint64_t copy_sum(uint8_t *dst, const uint8_t *src, size_t len)
+{
+    size_t bulk = len - len % CSUM_BLOCK;
+
+    memcpy(dst + bulk, src + bulk, len - bulk);
+    return copy_sum_blocks(dst, src, len / CSUM_BLOCK) + sum_tail(src + bulk, len - bulk);
 }
 
 uint16_t offload_csum_add(uint16_t sum, const uint8_t *p, size_t len)
@@ -439,10 +472,13 @@ static size_t segment_write(const struct gso *g, size_t i, uint8_t *dst)
     size_t seg_len = g->hdr_end + plen, l3 = g->ip.l3_len;
     uint32_t l4_len = (uint32_t)(seg_len - l3);
     uint8_t *l4 = dst + l3, *field = l4 + l4_csum_offset(g->ip.proto);
+    uint64_t payload_sum;
     uint16_t sum;
 
     memcpy(dst, g->pkt, g->hdr_end);
-    memcpy(dst + g->hdr_end, g->pkt + g->hdr_end + off, plen);
+    /* The payload starts at an even offset into l4 (the TCP/UDP header is
+     * whole 32-bit words), so its sum adds to the header's as it stands. */
+    payload_sum = copy_sum(dst + g->hdr_end, g->pkt + g->hdr_end + off, plen);
     if (g->ip.version == 4)
         put16(dst + IP4_OFF_ID, (uint16_t)(get16(dst + IP4_OFF_ID) + i));
     ip_set_len(dst, &g->ip, seg_len);
@@ -451,7 +487,8 @@ static size_t segment_write(const struct gso *g, size_t i, uint8_t *dst)
     else
         put16(l4 + UDPH_OFF_LEN, (uint16_t)l4_len);
     put16(field, 0);
-    sum = (uint16_t)~offload_csum_add(pseudo_of(dst, &g->ip, l4_len), l4, l4_len);
+    sum = (uint16_t)~to_native16(fold64(sum_raw(l4, g->hdr_end - l3) + payload_sum +
+                                        to_native16(pseudo_of(dst, &g->ip, l4_len))));
     put16(field, sum ? sum : CSUM_ZERO_SUBST);
     return seg_len;
 }
