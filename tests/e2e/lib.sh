@@ -106,14 +106,22 @@ e2e_exit() {
     exit "$rc"
 }
 
-# On failure, the logs a person needs to see what went wrong.
+# On failure, the logs a person needs to see what went wrong, and what the
+# daemons still up say of their peers (the daemons log to syslog, which a
+# test host may not keep).
 e2e_dump_logs() {
-    local f
+    local f n
     [ -n "$T" ] && [ -d "$T" ] || return 0
     for f in "$T"/*/up.log "$T"/*/*.out; do
         [ -s "$f" ] || continue
         printf -- '--- %s (last 40 lines)\n' "${f#"$T"/}"
         tail -n 40 "$f"
+    done
+    for n in "${E2E_UP[@]}"; do
+        [ -S "$T/$n/run/ddp0.sock" ] || continue
+        printf -- '--- %s: ddpnet status, wg show\n' "$n"
+        ddp_status "$n" 2>&1 | tail -n 20
+        wg_in "$n" show ddp0 2>&1 | tail -n 30
     done
 }
 
