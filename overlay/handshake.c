@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sodium.h>
+
 #include "crypto/bytes.h"
 #include "crypto/tai64n.h"
 #include "overlay/engine.h"
@@ -19,12 +21,15 @@
 
 #define MS_NS (WG_NSEC_PER_SEC / 1000u)
 
-/* What the lookups see: the device, the time, and whether an initiation
- * was turned away because ours crossed it. */
+/* What the lookups see: the device and the time. An initiation that
+ * crosses ours is checked into `scratch` (a copy of the peer's handshake),
+ * so that nothing of the peer's state changes before it is authentic;
+ * `crossed` is then that peer. */
 struct lookup_ctx {
     struct device *dev;
     uint64_t now;
-    bool crossed;
+    struct peer *crossed;
+    struct noise_handshake scratch;
 };
 
 /* Two initiations crossed (both sides were told to punch at once): if
@@ -45,8 +50,9 @@ static struct noise_handshake *lookup_by_key(void *ctx, const uint8_t key[WG_KEY
     struct peer *p = device_peer_by_key(c->dev, key);
 
     if (p && ours_stands(p, c->now)) {
-        c->crossed = true;
-        return NULL;
+        c->crossed = p;
+        c->scratch = p->handshake;
+        return &c->scratch;
     }
     return p ? &p->handshake : NULL;
 }
@@ -207,22 +213,45 @@ static void note_session(struct peer *p, const char *role)
     p->reachable = true;
 }
 
+/* An authentic, fresh initiation from p crossed ours, and ours stands
+ * (ours_stands): p is to answer ours. Ours may never have reached p -- it
+ * went to an endpoint p cannot be reached at, say, while p reaches us from
+ * another -- so it goes again, to where p's came from (p's endpoint now,
+ * as for any authentic packet). Without that, both sides could turn each
+ * other's initiations away for as long as their retries stay in step. Of
+ * p's initiation only its timestamp and time are kept, so that it cannot
+ * be replayed to make us send again. */
+static void keep_ours(struct peer *p, const struct noise_handshake *theirs, struct pkt *pkt,
+                      uint64_t now)
+{
+    memcpy(p->handshake.latest_timestamp, theirs->latest_timestamp, WG_TIMESTAMP_LEN);
+    p->handshake.last_initiation_ns = theirs->last_initiation_ns;
+    p->handshake.consumed_initiation_before = true;
+    log_debug("peer %s: its initiation crossed ours; sending ours again", p->name);
+    path_received(p, &pkt->addr, pkt->via, true, now);
+    peer_count_rx(p, pkt->len, now);
+    loop_pkt_put(p->dev->loop, pkt);
+    send_initiation(p, now);
+}
+
 static void consume_initiation(struct device *dev, struct pkt *pkt, uint64_t now)
 {
-    struct lookup_ctx ctx = { dev, now, false };
+    struct lookup_ctx ctx = { .dev = dev, .now = now };
     struct noise_lookup lookup = { lookup_by_key, lookup_by_index, &ctx };
     struct noise_handshake *hs = NULL;
     struct noise_keypair kp;
     int ret = noise_consume_initiation(dev->local, pkt->in, pkt->len, now, &lookup, &hs);
 
+    if (ret == 0 && ctx.crossed)
+        keep_ours(ctx.crossed, &ctx.scratch, pkt, now);
+    sodium_memzero(&ctx.scratch, sizeof(ctx.scratch));
+    if (ret == 0 && ctx.crossed)
+        return;
     if (ret) {
-        if (ctx.crossed)
-            log_debug("dropped a handshake initiation that crossed ours");
-        else
-            log_debug("dropped handshake initiation: %s", wg_strerror(ret));
-        if (ret == -WG_ENOPEER && !ctx.crossed)
+        log_debug("dropped handshake initiation: %s", wg_strerror(ret));
+        if (ret == -WG_ENOPEER)
             dev->stats.dropped_unknown_peer++;
-        else if (ret != -WG_ENOPEER)
+        else
             dev->stats.dropped_bad_packet++;
         loop_pkt_put(dev->loop, pkt);
         return;
@@ -250,7 +279,7 @@ static void consume_initiation(struct device *dev, struct pkt *pkt, uint64_t now
 
 static void consume_response(struct device *dev, struct pkt *pkt, uint64_t now)
 {
-    struct lookup_ctx ctx = { dev, now, false };
+    struct lookup_ctx ctx = { .dev = dev, .now = now };
     struct noise_lookup lookup = { lookup_by_key, lookup_by_index, &ctx };
     struct noise_handshake *hs = NULL;
     struct noise_keypair kp;
