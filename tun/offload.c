@@ -238,9 +238,16 @@ static uint64_t copy_sum(uint8_t *dst, const uint8_t *src, size_t len)
     return copy_sum_blocks(dst, src, len / CSUM_BLOCK) + sum_tail(src + bulk, len - bulk);
 }
 
+/* A checksum (big-endian, as offload_csum_add's) with an unfolded
+ * native-order sum added. */
+static uint16_t csum_add_raw(uint16_t sum, uint64_t raw)
+{
+    return to_native16(fold64(raw + to_native16(sum)));
+}
+
 uint16_t offload_csum_add(uint16_t sum, const uint8_t *p, size_t len)
 {
-    return to_native16(fold64(sum_raw(p, len) + to_native16(sum)));
+    return csum_add_raw(sum, sum_raw(p, len));
 }
 
 uint16_t offload_csum_pseudo(const uint8_t *src, const uint8_t *dst, size_t addr_len,
@@ -487,8 +494,8 @@ static size_t segment_write(const struct gso *g, size_t i, uint8_t *dst)
     else
         put16(l4 + UDPH_OFF_LEN, (uint16_t)l4_len);
     put16(field, 0);
-    sum = (uint16_t)~to_native16(fold64(sum_raw(l4, g->hdr_end - l3) + payload_sum +
-                                        to_native16(pseudo_of(dst, &g->ip, l4_len))));
+    sum = (uint16_t)~csum_add_raw(pseudo_of(dst, &g->ip, l4_len),
+                                  sum_raw(l4, g->hdr_end - l3) + payload_sum);
     put16(field, sum ? sum : CSUM_ZERO_SUBST);
     return seg_len;
 }
