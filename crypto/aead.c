@@ -5,7 +5,6 @@
  * backends (crypto/aead_sodium.c, crypto/aead_openssl.c) only do the
  * cryptography and both give byte-for-byte the same results. */
 #include <errno.h>
-#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 
 #define DDPNET_AEAD_INTERNAL
 #include "crypto/aead.h"
+#include "crypto/bytes.h"
 #include "crypto/chacha_multi.h"
 #include "crypto/poly1305_multi.h"
 
@@ -190,19 +190,13 @@ int crypto_core_init(void)
 
 /* --- shared by the backends ------------------------------------------------ */
 
-static void store_le64(uint8_t *out, uint64_t v)
-{
-    for (size_t i = 0; i < sizeof(v); i++)
-        out[i] = (uint8_t)(v >> (CHAR_BIT * i));
-}
-
-/* Its frame takes the place of the library frames that ran before it. */
+/* Its frame takes the place of the frames that ran before it. */
 __attribute__((noinline))
-void aead_stack_scrub(void)
+void aead_stack_scrub(size_t len)
 {
-    uint8_t area[AEAD_STACK_SCRUB_LEN];
+    uint8_t area[len];
 
-    sodium_memzero(area, sizeof(area));
+    sodium_memzero(area, len);
     __asm__ __volatile__("" : : "r"(area) : "memory");
 }
 
@@ -213,8 +207,8 @@ size_t aead_pad_len(size_t len)
 
 void aead_length_block(uint8_t out[WG_POLY1305_BLOCK_LEN], size_t adlen, size_t ctlen)
 {
-    store_le64(out, (uint64_t)adlen);
-    store_le64(out + sizeof(uint64_t), (uint64_t)ctlen);
+    put_le64(out, (uint64_t)adlen);
+    put_le64(out + sizeof(uint64_t), (uint64_t)ctlen);
 }
 
 /* --- nonces and the checked entry points --------------------------------------- */
@@ -222,7 +216,7 @@ void aead_length_block(uint8_t out[WG_POLY1305_BLOCK_LEN], size_t adlen, size_t 
 static void counter_nonce(uint8_t nonce[WG_AEAD_NONCE_LEN], uint64_t counter)
 {
     memset(nonce, 0, NONCE_PREFIX_LEN);
-    store_le64(nonce + NONCE_PREFIX_LEN, counter);
+    put_le64(nonce + NONCE_PREFIX_LEN, counter);
 }
 
 /* XChaCha20: the first 16 nonce bytes and the key give a subkey; the last 8
@@ -346,7 +340,7 @@ static int group_tags(const struct aead_msg *msgs, unsigned n,
     }
     for (unsigned j = 0; j < n && !ret; j++)
         ret = ops->mac(tags[j], block0[j], NULL, 0, msgs[j].buf, msgs[j].len);
-    aead_stack_scrub();
+    aead_stack_scrub(AEAD_STACK_SCRUB_LEN);
     return ret;
 }
 

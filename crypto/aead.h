@@ -138,8 +138,8 @@ int xaead_open(uint8_t *dst, const uint8_t *src, size_t len,
                const uint8_t key[WG_KEY_LEN]);
 
 #ifdef DDPNET_AEAD_INTERNAL
-/* --- between crypto/aead.c and its backends; no other file defines
- * DDPNET_AEAD_INTERNAL. The dispatch has checked every length: len (the
+/* --- between crypto/aead.c, its backends and poly1305_multi.c (for the
+ * stack scrub); no other file defines DDPNET_AEAD_INTERNAL. The dispatch has checked every length: len (the
  * plaintext, without the tag) fits the AEAD, and the tag of an open lies at
  * src + len. Each returns 0 or a negative errno. */
 struct aead_ops {
@@ -164,15 +164,15 @@ struct aead_ops {
 extern const struct aead_ops aead_sodium_backend;
 const struct aead_ops *aead_openssl_ops(void);
 
-/* Zeroes AEAD_STACK_SCRUB_LEN bytes of stack below the caller's frame:
- * the vector ChaCha20 code of both libraries leaves key words there
- * (libcrypto the whole key on its one-block path; both, as broadcast
- * words, on their AVX2 paths) and wipes nothing. Called by a backend at
- * the end of each call (or, in batches, of each group) from the depth its
+/* Zeroes len bytes of stack below the caller's frame: the vector ChaCha20
+ * code of both libraries leaves key words there (libcrypto the whole key
+ * on its one-block path; both, as broadcast words, on their AVX2 paths)
+ * and wipes nothing. Called by a backend with AEAD_STACK_SCRUB_LEN at the
+ * end of each call (or, in batches, of each group) from the depth its
  * library calls ran at; their deepest use measured here is about 1 KiB.
- * About 30 ns. */
+ * About 30 ns. poly1305_multi passes the depth it measured itself. */
 #define AEAD_STACK_SCRUB_LEN 4096u
-void aead_stack_scrub(void);
+void aead_stack_scrub(size_t len);
 
 /* Shared by the backends: the padding that brings len to a whole Poly1305
  * block, and the closing block le64(adlen) || le64(ctlen). */

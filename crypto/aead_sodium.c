@@ -25,7 +25,7 @@ static int sodium_seal(uint8_t *dst, const uint8_t *src, size_t len,
     /* libsodium encrypts first, then MACs the ciphertext: in-place is safe. */
     crypto_aead_chacha20poly1305_ietf_encrypt_detached(dst, dst + len, NULL, src, len,
                                                        ad, adlen, NULL, nonce, key);
-    aead_stack_scrub();
+    aead_stack_scrub(AEAD_STACK_SCRUB_LEN);
     return 0;
 }
 
@@ -83,7 +83,7 @@ static int sodium_open(uint8_t *dst, const uint8_t *src, size_t len,
     sodium_memzero(tag, sizeof(tag));
     if (!bad)   /* only now, and from block 1 on: block 0 went to the Poly1305 key */
         crypto_stream_chacha20_ietf_xor_ic(dst, src, len, nonce, 1, key);
-    aead_stack_scrub();
+    aead_stack_scrub(AEAD_STACK_SCRUB_LEN);
     return bad ? -EBADMSG : 0;
 }
 

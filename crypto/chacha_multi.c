@@ -8,6 +8,7 @@
 
 #include <sodium.h>
 
+#include "crypto/bytes.h"
 #include "crypto/chacha_multi.h"
 
 #define WORDS      16u                 /* state words, and lanes per vector */
@@ -26,11 +27,6 @@ bool chacha_multi_available(void)
 {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f");
-}
-
-static uint32_t load_le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 #define ROTL(x, n) (((x) << (n)) | ((x) >> (WORD_BITS - (n))))
@@ -111,10 +107,10 @@ static void state_init(lanes16 init[WORDS], const uint8_t key[WG_KEY_LEN],
     for (unsigned i = 0; i < 4; i++)
         init[i] += sigma[i];
     for (unsigned i = 0; i < KEY_WORDS; i++)
-        init[WORD_KEY + i] += load_le32(key + 4 * i);
+        init[WORD_KEY + i] += get_le32(key + 4 * i);
     for (unsigned j = 0; j < n; j++)
         for (unsigned i = 0; i < NONCE_WORDS; i++)
-            init[WORD_NONCE + i][j] = load_le32(lanes[j].nonce + 4 * i);
+            init[WORD_NONCE + i][j] = get_le32(lanes[j].nonce + 4 * i);
 }
 
 /* XORs keystream block b (>= 1) of a lane into its bytes, if it has any there. */

@@ -14,12 +14,15 @@
  * is added, so every operand fits 52 bits; a sum gathers at most six
  * products (low halves < 2^52, high halves < 2^41), so every sum fits 64
  * bits, also after the x 2^10 x 5 fold. */
+#define DDPNET_AEAD_INTERNAL            /* aead_stack_scrub */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
 
 #include <sodium.h>
 
+#include "crypto/aead.h"
+#include "crypto/bytes.h"
 #include "crypto/poly1305_multi.h"
 
 #define LIMB_BITS   44u
@@ -41,21 +44,6 @@ bool poly1305_multi_available(void)
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512ifma");
 }
 
-static uint64_t load_le64(const uint8_t *p)
-{
-    uint64_t v = 0;
-
-    for (unsigned i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
-static void store_le64(uint8_t *p, uint64_t v)
-{
-    for (unsigned i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
 /* What a lane hashes: its full ciphertext blocks where they lie, then the
  * zero-padded rest and the length block from here. */
 struct lane_blocks {
@@ -73,7 +61,7 @@ static void lane_prepare(struct lane_blocks *b, const struct poly1305_lane *l)
     b->full = l->len / BLOCK;
     if (rest)
         memcpy(b->tail[t++], l->ct + b->full * BLOCK, rest);
-    store_le64(b->tail[t] + 8, (uint64_t)l->len);      /* le64(adlen = 0) || le64(len) */
+    put_le64(b->tail[t] + 8, (uint64_t)l->len);      /* le64(adlen = 0) || le64(len) */
     b->total = b->full + t + 1;
 }
 
@@ -224,10 +212,10 @@ static void finish(uint8_t tag[WG_AEAD_TAG_LEN], uint64_t h0, uint64_t h1, uint6
     mask = (uint64_t)0 - (gtop >> 2);    /* all ones when h + 5 >= 2^130 */
     v = (v & ~(((unsigned __int128)mask << 64) | mask)) |
         (g & (((unsigned __int128)mask << 64) | mask));
-    sv = (unsigned __int128)load_le64(s) | (unsigned __int128)load_le64(s + 8) << 64;
+    sv = (unsigned __int128)get_le64(s) | (unsigned __int128)get_le64(s + 8) << 64;
     v += sv;
-    store_le64(tag, (uint64_t)v);
-    store_le64(tag + 8, (uint64_t)(v >> 64));
+    put_le64(tag, (uint64_t)v);
+    put_le64(tag + 8, (uint64_t)(v >> 64));
 }
 
 /* The stack pointer of the calling function (x86-64, like the rest). */
@@ -247,8 +235,8 @@ static void hash_lanes(const struct poly1305_lane *lanes, unsigned n, uintptr_t 
     __mmask8 all = (__mmask8)((1u << n) - 1);
 
     for (unsigned j = 0; j < n; j++) {
-        uint64_t k0 = load_le64(lanes[j].key) & clamp_lo;
-        uint64_t k1 = load_le64(lanes[j].key + 8) & clamp_hi;
+        uint64_t k0 = get_le64(lanes[j].key) & clamp_lo;
+        uint64_t k1 = get_le64(lanes[j].key + 8) & clamp_hi;
         rl[0][j] = k0 & MASK44;
         rl[1][j] = ((k0 >> LIMB_BITS) | (k1 << (64 - LIMB_BITS))) & MASK44;
         rl[2][j] = k1 >> (2 * LIMB_BITS - 64);
@@ -312,16 +300,6 @@ static void hash_lanes(const struct poly1305_lane *lanes, unsigned n, uintptr_t 
     STACK_POINTER(*deepest);
 }
 
-/* Zeroes len bytes of stack below the caller's frame. */
-__attribute__((noinline))
-static void wipe_below(size_t len)
-{
-    uint8_t area[len];
-
-    sodium_memzero(area, len);
-    __asm__ __volatile__("" : : "r"(area) : "memory");
-}
-
 /* hash_lanes spills r, r^2 and the accumulators from vector registers into
  * its frame, whose size depends on the compiler and its flags (three times
  * larger under ASan): it says how deep it went, and that much is wiped. */
@@ -333,5 +311,5 @@ void poly1305_multi_aead(const struct poly1305_lane *lanes, unsigned n)
         return;
     STACK_POINTER(here);
     hash_lanes(lanes, n, &deepest);
-    wipe_below(here - deepest + WIPE_MARGIN);
+    aead_stack_scrub(here - deepest + WIPE_MARGIN);
 }

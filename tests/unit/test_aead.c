@@ -24,6 +24,7 @@
 #include <sodium.h>
 
 #include "crypto/aead.h"
+#include "crypto/bytes.h"
 #include "crypto/chacha_multi.h"
 #include "crypto/poly1305_multi.h"
 #include "tests/unit/vectors.h"
@@ -1200,14 +1201,6 @@ static void test_key_not_left_on_stack(void **state)
     }
 }
 
-static uint64_t le64_at(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (unsigned i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 /* Whether message i's one-time Poly1305 key (keystream block 0 of its
  * nonce) was left: whole, its s half, or the 44-bit limbs of its clamped r
  * as 64-bit words (how both the IFMA code and libsodium's Poly1305 hold
@@ -1219,8 +1212,8 @@ static int poly_key_left(uint64_t counter)
     for (unsigned i = 0; i < 8; i++)
         nonce[4 + i] = (uint8_t)(counter >> (8 * i));
     crypto_stream_chacha20_ietf_xor_ic(block0, block0, sizeof(block0), nonce, 0, step.key);
-    uint64_t k0 = le64_at(block0) & UINT64_C(0x0ffffffc0fffffff);
-    uint64_t k1 = le64_at(block0 + 8) & UINT64_C(0x0ffffffc0ffffffc);
+    uint64_t k0 = get_le64(block0) & UINT64_C(0x0ffffffc0fffffff);
+    uint64_t k1 = get_le64(block0 + 8) & UINT64_C(0x0ffffffc0ffffffc);
     uint64_t limbs[3] = { k0 & ((UINT64_C(1) << 44) - 1),
                           ((k0 >> 44) | (k1 << 20)) & ((UINT64_C(1) << 44) - 1), k1 >> 24 };
     int left = memmem(scratch_stack, sizeof(scratch_stack), block0, WG_POLY1305_KEY_LEN) ||
