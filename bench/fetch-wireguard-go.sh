@@ -26,7 +26,20 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 apt_dir=$root/build/bench/apt-$suite
 out_dir=$root/build/bench/wireguard-go-$suite
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+
+# The Debian archive this system already uses (deb822 "URIs:" or one-line
+# "deb" entries), so the script names no mirror of its own; DEBIAN_MIRROR
+# overrides. Security and update archives are not full suites: skipped.
+system_mirror() {
+    local f
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -r "$f" ] && sed -n 's/^URIs:[[:space:]]*//p' "$f"
+    done
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+        [ -r "$f" ] && sed -n 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]\+\).*/\2/p' "$f"
+    done
+} 2>/dev/null
+mirror=${DEBIAN_MIRROR:-$(system_mirror | tr ' ' '\n' | grep -E '/debian/?$' | head -n 1)}
 
 die() { echo "fetch-wireguard-go: $*" >&2; exit 1; }
 
@@ -34,6 +47,7 @@ for tool in apt-get dpkg-deb; do
     command -v "$tool" >/dev/null || die "$tool not found (a Debian or Ubuntu system is needed)"
 done
 [ -r "$keyring" ] || die "$keyring not found (apt-get install debian-archive-keyring)"
+[ -n "$mirror" ] || die "no Debian archive in this system's apt sources: set DEBIAN_MIRROR=URL"
 
 mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$out_dir"
 printf 'deb [signed-by=%s] %s %s main\n' "$keyring" "$mirror" "$suite" >"$apt_dir/sources.list"
