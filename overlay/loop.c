@@ -35,8 +35,7 @@
  * loop's thread instead was measured on the bench testbed (2 vCPUs, three
  * interleaved rounds): ping 10% faster, but one TCP stream 15% slower at
  * 7% more CPU per GB (probably because the workers' copies overlap the
- * loop's crypto
- * on the other core). Kept as it is. */
+ * loop's crypto on the other core). Kept as it is. */
 static int make_blocking(int fd)
 {
     int flags = fcntl(fd, F_GETFL);
