@@ -195,6 +195,21 @@ static unsigned route_mtu(struct setup *s, struct nl *nl)
     return best > DEVICE_MTU_MAX ? DEVICE_MTU_MAX : best;
 }
 
+/* Super-packets from ddp0 no larger than one GSO send carries: a 64 KiB
+ * one would leave in two sends (the second of one segment) and arrive as
+ * two GRO batches and two TUN writes, twice the per-packet work. Capped,
+ * one TCP stream measured 24% faster at 16% less CPU per GB (medians of
+ * six interleaved rounds on the bench testbed). Where the kernel refuses,
+ * ddp0 still works, at that cost. */
+static void cap_super_packets(struct nl *nl, int ifindex, unsigned mtu)
+{
+    unsigned segs = pkt_gso_segments(mtu);
+    int ret = nl_link_set_gso_max_segs(nl, ifindex, segs);
+
+    if (ret)
+        log_warn("cannot cap super-packets at %u segments: %s", segs, strerror(-ret));
+}
+
 static int setup_interface(struct setup *s)
 {
     const struct cluster *c = &s->dev.cluster;
@@ -216,6 +231,8 @@ static int setup_interface(struct setup *s)
     s->dev.mtu = c->mtu_set ? c->mtu : route_mtu(s, &nl);
     ifindex = nl_link_index(&nl, s->dev.ifname);
     ret = ifindex < 0 ? ifindex : nl_link_set_mtu(&nl, ifindex, s->dev.mtu);
+    if (!ret)
+        cap_super_packets(&nl, ifindex, s->dev.mtu);
     if (!ret)
         ret = nl_addr_add(&nl, ifindex, s->dev.self->address.family,
                           s->dev.self->address.bytes, c->prefix);

@@ -5,9 +5,12 @@
  * names the peer. The packet is cut into MTU-sized IP packets written at a
  * fixed stride into the buffer's area (tun/offload.c), each with room
  * around it, so that every segment is sealed in place and all of them go
- * out back to back in one UDP GSO send (UDP_SEGMENT = stride). Without a
- * usable session the buffer waits on the peer (PEER_STAGED_MAX at most)
- * while a handshake runs.
+ * out back to back in one UDP GSO send (UDP_SEGMENT = stride). ddp0's
+ * gso_max_segs is set so that a super-packet holds no more segments than
+ * one send carries (pkt_gso_segments: 44 at MTU 1420), so that it leaves
+ * in one send and arrives as one GRO batch. Without a usable session the
+ * buffer waits on the peer (PEER_STAGED_MAX at most) while a handshake
+ * runs.
  *
  * Inbound: one receive brings many datagrams back to back (UDP_GRO). Each
  * transport message is opened in place (the replay window moves only after

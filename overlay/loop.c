@@ -22,8 +22,6 @@
 #define TAG_CRYPTO  3u
 /* Wake at least this often, so the cookie secret rotates on time. */
 #define LOOP_MAX_SLEEP_NS (10 * WG_NSEC_PER_SEC)
-/* A GSO send stays below the 64 KiB an IP packet can carry. */
-#define GSO_MAX_BYTES 65000u
 
 /* io_uring waits on blocking fds itself (poll inside the kernel); on an
  * O_NONBLOCK fd it would hand back -EAGAIN instead.
@@ -91,7 +89,7 @@ static socklen_t sockaddr_len(const union endpoint *e)
 static void send_chunk(struct loop *l, struct pkt *pkt)
 {
     unsigned left = (unsigned)(pkt->nseg - pkt->sent), chunk = left;
-    unsigned by_bytes = GSO_MAX_BYTES / pkt->stride;
+    unsigned by_bytes = PKT_GSO_MAX_BYTES / pkt->stride;
     struct io_uring_sqe *sqe = get_sqe(l);
 
     if (!sqe) {

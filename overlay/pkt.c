@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crypto/transport.h"
 #include "overlay/pkt.h"
 
 int pkt_pool_init(struct pkt_pool *pool, unsigned n, unsigned n_writes)
@@ -77,4 +78,11 @@ void pkt_single(struct pkt *p, uint16_t len)
     p->sent = 0;
     p->stride = (uint32_t)(WG_TRANSPORT_HEADER_LEN + len + WG_PADDING_MULTIPLE + WG_AEAD_TAG_LEN);
     p->seg_len[0] = len;
+}
+
+unsigned pkt_gso_segments(unsigned mtu)
+{
+    size_t n = PKT_GSO_MAX_BYTES / transport_sealed_len_limited(mtu, mtu);
+
+    return n < 1 ? 1 : n > PKT_GSO_MAX_SEGS ? PKT_GSO_MAX_SEGS : (unsigned)n;
 }

@@ -25,8 +25,10 @@
 #define PKT_IN_CAP     (OFFLOAD_VNET_HDR_LEN + OFFLOAD_MAX_IP_LEN)
 #define PKT_MAX_SEGS   256u
 #define PKT_AREA_CAP   (160u * 1024u)
-/* The kernel sends at most this many segments in one UDP GSO send. */
+/* The kernel sends at most this many segments, and a little under 64 KiB
+ * (one IP packet), in one UDP GSO send. */
 #define PKT_GSO_MAX_SEGS 64u
+#define PKT_GSO_MAX_BYTES 65000u
 
 enum pkt_op {
     PKT_IDLE,
@@ -107,5 +109,11 @@ static inline uint8_t *pkt_seg_plain(struct pkt *p, unsigned i)
 /* Makes p hold one empty segment (a keepalive) or len bytes to fill at
  * pkt_seg_plain(p, 0). */
 void pkt_single(struct pkt *p, uint16_t len);
+
+/* How many full-size segments of a tunnel with this MTU fit in one GSO
+ * send: the most a super-packet read from ddp0 should carry, so that it
+ * leaves in one send and arrives as one GRO batch (at MTU 1420: 44; a
+ * 64 KiB one would take two sends, the second of one segment). */
+unsigned pkt_gso_segments(unsigned mtu);
 
 #endif

@@ -26,6 +26,7 @@ struct nl_answer {
     bool seen;          /* a reply of the expected type arrived */
     int ifindex;        /* RTM_NEWLINK: ifi_index */
     unsigned mtu;       /* IFLA_MTU, or the route's RTAX_MTU (0: none) */
+    unsigned gso_max_segs;  /* IFLA_GSO_MAX_SEGS (0: absent) */
     int oif;            /* RTA_OIF of a route, 0 if absent */
 };
 
@@ -146,13 +147,17 @@ static int nl_query(struct nl *nl, struct nlmsghdr *nlh, mnl_cb_t cb,
 static int nl_link_attr_cb(const struct nlattr *attr, void *data)
 {
     struct nl_answer *ans = data;
+    unsigned *into;
 
-    if (mnl_attr_get_type(attr) != IFLA_MTU)
-        return MNL_CB_OK;
+    switch (mnl_attr_get_type(attr)) {
+    case IFLA_MTU:          into = &ans->mtu; break;
+    case IFLA_GSO_MAX_SEGS: into = &ans->gso_max_segs; break;
+    default:                return MNL_CB_OK;
+    }
     if (mnl_attr_validate(attr, MNL_TYPE_U32) < 0)
         ans->err = -EBADMSG;
     else
-        ans->mtu = mnl_attr_get_u32(attr);
+        *into = mnl_attr_get_u32(attr);
     return MNL_CB_OK;
 }
 
@@ -227,7 +232,24 @@ int nl_link_mtu(struct nl *nl, int ifindex, unsigned *mtu)
     return 0;
 }
 
-int nl_link_set_mtu(struct nl *nl, int ifindex, unsigned mtu)
+int nl_link_gso_max_segs(struct nl *nl, int ifindex, unsigned *segs)
+{
+    struct nl_answer ans;
+    int err;
+
+    if (!nl_ready(nl) || ifindex <= 0 || !segs)
+        return -EINVAL;
+    err = nl_link_get(nl, ifindex, NULL, &ans);
+    if (err)
+        return err;
+    if (ans.gso_max_segs == 0)
+        return -EOPNOTSUPP;    /* a kernel that does not report it */
+    *segs = ans.gso_max_segs;
+    return 0;
+}
+
+/* RTM_SETLINK with one u32 attribute. */
+static int nl_link_set_u32(struct nl *nl, int ifindex, uint16_t type, uint32_t value)
 {
     _Alignas(struct nlmsghdr) char buf[NL_REQ_SIZE];
     struct nlmsghdr *nlh;
@@ -235,8 +257,20 @@ int nl_link_set_mtu(struct nl *nl, int ifindex, unsigned mtu)
     if (!nl_ready(nl) || ifindex <= 0)
         return -EINVAL;
     nlh = nl_link_request(buf, RTM_SETLINK, ifindex, NULL);
-    mnl_attr_put_u32(nlh, IFLA_MTU, mtu);
+    mnl_attr_put_u32(nlh, type, value);
     return nl_talk(nl, nlh, NULL, NULL);
+}
+
+int nl_link_set_mtu(struct nl *nl, int ifindex, unsigned mtu)
+{
+    return nl_link_set_u32(nl, ifindex, IFLA_MTU, mtu);
+}
+
+int nl_link_set_gso_max_segs(struct nl *nl, int ifindex, unsigned segs)
+{
+    if (segs == 0)
+        return -EINVAL;
+    return nl_link_set_u32(nl, ifindex, IFLA_GSO_MAX_SEGS, segs);
 }
 
 int nl_link_set_up(struct nl *nl, int ifindex, bool up)

@@ -28,6 +28,12 @@ int nl_link_index(struct nl *nl, const char *ifname);
 /* MTU of the link into *mtu. */
 int nl_link_mtu(struct nl *nl, int ifindex, unsigned *mtu);
 int nl_link_set_mtu(struct nl *nl, int ifindex, unsigned mtu);
+/* The most segments the kernel puts in one TSO/USO packet for the link
+ * (what a reader of a TUN gets at once). Setting it needs Linux 5.19 or
+ * later (older kernels ignore or refuse it); reading it, -EOPNOTSUPP where
+ * the kernel does not report it. */
+int nl_link_gso_max_segs(struct nl *nl, int ifindex, unsigned *segs);
+int nl_link_set_gso_max_segs(struct nl *nl, int ifindex, unsigned segs);
 /* Sets or clears IFF_UP. */
 int nl_link_set_up(struct nl *nl, int ifindex, bool up);
 /* Adds addr/prefix (family AF_INET: 4 bytes, prefix <= 32; AF_INET6: 16

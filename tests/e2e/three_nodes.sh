@@ -72,6 +72,18 @@ step "iperf3 TCP both ways between node-a and node-b"
 iperf_ok node-b "${ADDR[node-b]}" node-a
 iperf_ok node-b "${ADDR[node-b]}" node-a -R
 
+step "ddp0: MTU from the underlay, super-packets that fit one GSO send"
+# The bridge carries 1500 bytes: 1500 - 80 = 1420, whose full segments
+# (1452 bytes sealed) fit 44 to a 65000-byte send.
+for n in node-a node-b node-c; do
+    link=$(nx "$n" ip -d link show ddp0) || fail "$n: no ddp0"
+    mtu=$(printf '%s\n' "$link" | sed -n 's/.* mtu \([0-9]*\) .*/\1/p')
+    segs=$(printf '%s\n' "$link" | sed -n 's/.* gso_max_segs \([0-9]*\).*/\1/p')
+    [ "$mtu" = 1420 ] || fail "$n: ddp0 mtu is '$mtu', want 1420"
+    [ "$segs" = 44 ] || fail "$n: ddp0 gso_max_segs is '$segs', want 44"
+done
+say "ddp0 mtu 1420, gso_max_segs 44 on every node"
+
 step "ddpnet status and wg show"
 for n in node-a node-b node-c; do
     out=$(ddp_status "$n" 2>&1) || fail "$n: ddpnet status failed: $out"

@@ -576,6 +576,33 @@ static void test_route_mtu(void **state)
     assert_int_equal(nl_route_mtu(&fx->nl, AF_INET, v4_peer, NULL), -EINVAL);
 }
 
+/* The cap on super-packets that ddpnet sets on ddp0 (pkt_gso_segments):
+ * read back as the kernel reports it; refused values change nothing. */
+static void test_gso_max_segs(void **state)
+{
+    struct fx *fx = fx_get(state);
+    unsigned segs = 0, before = 0, seq;
+
+    fx_configure(fx, true);
+    assert_int_equal(nl_link_gso_max_segs(&fx->nl, fx->ifindex, &before), 0);
+    assert_true(before > 44);   /* the kernel's default, 65535 */
+    assert_int_equal(nl_link_set_gso_max_segs(&fx->nl, fx->ifindex, 44), 0);
+    assert_int_equal(nl_link_gso_max_segs(&fx->nl, fx->ifindex, &segs), 0);
+    assert_int_equal(segs, 44);
+
+    seq = fx->nl.seq;
+    assert_int_equal(nl_link_set_gso_max_segs(&fx->nl, fx->ifindex, 0), -EINVAL);
+    assert_int_equal(nl_link_set_gso_max_segs(&fx->nl, 0, 44), -EINVAL);
+    assert_int_equal(nl_link_gso_max_segs(&fx->nl, fx->ifindex, NULL), -EINVAL);
+    assert_int_equal(fx->nl.seq, seq);
+    /* Above what the kernel allows (GSO_MAX_SEGS, 65535): its refusal, as it is. */
+    assert_int_equal(nl_link_set_gso_max_segs(&fx->nl, fx->ifindex, 70000), -EINVAL);
+    assert_int_equal(nl_link_set_gso_max_segs(&fx->nl, MISSING_IFINDEX, 44), -ENODEV);
+    assert_int_equal(nl_link_gso_max_segs(&fx->nl, MISSING_IFINDEX, &segs), -ENODEV);
+    assert_int_equal(nl_link_gso_max_segs(&fx->nl, fx->ifindex, &segs), 0);
+    assert_int_equal(segs, 44);
+}
+
 static void test_delete(void **state)
 {
     struct fx *fx = fx_get(state);
@@ -659,6 +686,8 @@ static void test_nl_closed(void **state)
     assert_int_equal(nl_link_index(NULL, "lo"), -EINVAL);
     assert_int_equal(nl_link_mtu(&closed, 1, &mtu), -EINVAL);
     assert_int_equal(nl_link_set_mtu(&closed, 1, TEST_MTU), -EINVAL);
+    assert_int_equal(nl_link_set_gso_max_segs(&closed, 1, 44), -EINVAL);
+    assert_int_equal(nl_link_gso_max_segs(&closed, 1, &mtu), -EINVAL);
     assert_int_equal(nl_link_set_up(&closed, 1, true), -EINVAL);
     assert_int_equal(nl_addr_add(&closed, 1, AF_INET, v4_local, 8), -EINVAL);
     assert_int_equal(nl_link_delete(&closed, "lo"), -EINVAL);
@@ -769,6 +798,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_icmp_echo, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_route_mtu, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_delete, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_gso_max_segs, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_nl_link_errors, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_nl_addr_errors, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_nl_closed, fx_setup, fx_teardown),
