@@ -216,14 +216,19 @@ int nl_link_index(struct nl *nl, const char *ifname)
     return ans.ifindex > 0 ? ans.ifindex : -EBADMSG;
 }
 
+/* The link's attributes, for a getter whose result goes to out. */
+static int nl_link_query(struct nl *nl, int ifindex, const void *out, struct nl_answer *ans)
+{
+    if (!nl_ready(nl) || ifindex <= 0 || !out)
+        return -EINVAL;
+    return nl_link_get(nl, ifindex, NULL, ans);
+}
+
 int nl_link_mtu(struct nl *nl, int ifindex, unsigned *mtu)
 {
     struct nl_answer ans;
-    int err;
+    int err = nl_link_query(nl, ifindex, mtu, &ans);
 
-    if (!nl_ready(nl) || ifindex <= 0 || !mtu)
-        return -EINVAL;
-    err = nl_link_get(nl, ifindex, NULL, &ans);
     if (err)
         return err;
     if (ans.mtu == 0)
@@ -235,11 +240,8 @@ int nl_link_mtu(struct nl *nl, int ifindex, unsigned *mtu)
 int nl_link_gso_max_segs(struct nl *nl, int ifindex, unsigned *segs)
 {
     struct nl_answer ans;
-    int err;
+    int err = nl_link_query(nl, ifindex, segs, &ans);
 
-    if (!nl_ready(nl) || ifindex <= 0 || !segs)
-        return -EINVAL;
-    err = nl_link_get(nl, ifindex, NULL, &ans);
     if (err)
         return err;
     if (ans.gso_max_segs == 0)
