@@ -29,9 +29,9 @@ int nl_link_index(struct nl *nl, const char *ifname);
 int nl_link_mtu(struct nl *nl, int ifindex, unsigned *mtu);
 int nl_link_set_mtu(struct nl *nl, int ifindex, unsigned mtu);
 /* The most segments the kernel puts in one TSO/USO packet for the link
- * (what a reader of a TUN gets at once). Setting it needs Linux 5.19 or
- * later (older kernels ignore or refuse it); reading it, -EOPNOTSUPP where
- * the kernel does not report it. */
+ * (what a reader of a TUN gets at once). Recent kernels (6.18 here) take
+ * a new value on a live link; older ones may refuse or ignore it. Reading
+ * it gives -EOPNOTSUPP where the kernel does not report it. */
 int nl_link_gso_max_segs(struct nl *nl, int ifindex, unsigned *segs);
 int nl_link_set_gso_max_segs(struct nl *nl, int ifindex, unsigned segs);
 /* Sets or clears IFF_UP. */
