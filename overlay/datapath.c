@@ -32,6 +32,7 @@
  * Latency: after a packet that ends an idle spell the loop polls for a
  * short window instead of sleeping (busy_poll.h), so that the answer to a
  * request finds the daemon awake. */
+#include <errno.h>
 #include <string.h>
 
 #include <linux/virtio_net.h>
@@ -41,6 +42,7 @@
 
 #include "overlay/crypto_pool.h"
 #include "overlay/engine.h"
+#include "overlay/icmp.h"
 #include "overlay/log.h"
 #include "overlay/timers.h"
 
@@ -154,32 +156,86 @@ static int segment(struct device *dev, struct pkt *pkt, const uint8_t *ip, uint3
     return n;
 }
 
+static void send_batch(struct peer *p, struct pkt **pkts, unsigned n, uint64_t now);
+
+/* Cuts the read in pkt->in (vnet header and packet, pkt->len bytes) into
+ * p's segments: their count, or <= 0 when it cannot be sent. A read of no
+ * bytes past the vnet header (a staged keepalive) is one empty segment. */
+static int prepare(struct device *dev, struct peer *p, struct pkt *pkt)
+{
+    struct vnet_hdr h;
+
+    if (pkt->len == 0) {
+        pkt_single(pkt, 0);
+        return 1;
+    }
+    if (pkt->len < OFFLOAD_VNET_HDR_LEN || vnet_hdr_parse(pkt->in, pkt->len, &h))
+        return -EINVAL;
+    int ret = segment(dev, pkt, pkt->in + OFFLOAD_VNET_HDR_LEN,
+                      pkt->len - OFFLOAD_VNET_HDR_LEN, &h, path_mtu(p));
+    if (ret <= 0)
+        log_debug("dropped a packet from %s that cannot be segmented (%d)", dev->ifname, ret);
+    else
+        dev->stats.tun_segments += (uint64_t)ret;
+    return ret;
+}
+
+/* A packet to a peer that does not answer gets "unreachable" back at
+ * once (icmp.h), written to ddp0 from the same buffer, so that a connect
+ * fails now instead of after its retries. */
+static void refuse_unreachable(struct device *dev, struct pkt *pkt, const uint8_t *ip,
+                               uint32_t len)
+{
+    struct tun_write *w;
+    long n = icmp_error_build(pkt->area, PKT_AREA_CAP, ip, len, ICMP_ERROR_UNREACHABLE, 0);
+
+    dev->stats.refused_unreachable++;
+    if (n < 0 || !(w = loop_tun_write_get(dev->loop))) {
+        loop_pkt_put(dev->loop, pkt);
+        return;
+    }
+    memset(w->vnet, 0, sizeof(w->vnet));   /* VIRTIO_NET_HDR_GSO_NONE, no checksum to do */
+    w->iov[0] = (struct iovec){ w->vnet, sizeof(w->vnet) };
+    w->iov[1] = (struct iovec){ pkt->area, (size_t)n };
+    w->iovcnt = 2;
+    w->owner = pkt;
+    pkt->op = PKT_HELD;
+    pkt->refs = 1;
+    loop_write_tun(dev->loop, w);
+}
+
 void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
 {
     const uint8_t *ip = pkt->in + OFFLOAD_VNET_HDR_LEN;
     uint32_t len = pkt->len - OFFLOAD_VNET_HDR_LEN;
-    struct vnet_hdr h;
     struct inner in;
     struct peer *p;
-    int ret;
 
-    if (pkt->len < OFFLOAD_VNET_HDR_LEN || vnet_hdr_parse(pkt->in, pkt->len, &h) ||
-        !parse_inner(ip, len, &in) || is_disco(ip, &in) ||
+    if (pkt->len < OFFLOAD_VNET_HDR_LEN || !parse_inner(ip, len, &in) || is_disco(ip, &in) ||
         !(p = device_peer_by_address(dev, in.family, in.dst))) {
         loop_pkt_put(dev->loop, pkt);
         return;
     }
-    ret = segment(dev, pkt, ip, len, &h, path_mtu(p));
-    if (ret <= 0) {
-        log_debug("dropped a packet from %s that cannot be segmented (%d)", dev->ifname, ret);
+    dev->stats.tun_reads++;
+    if (p->no_answer && !datapath_ready(p, now)) {
+        handshake_send_initiation(p, false, now);   /* paced: it may be back */
+        refuse_unreachable(dev, pkt, ip, len);
+        return;
+    }
+    if (p->staged.packets || !datapath_ready(p, now)) {
+        /* Copied out: a pool buffer is never held for a peer (stage.h). */
+        peer_stage(p, pkt->in, pkt->len, now);
+        loop_pkt_put(dev->loop, pkt);
+        datapath_send_staged(p, now);
+        return;
+    }
+    int n = prepare(dev, p, pkt);
+    if (n <= 0) {
         loop_pkt_put(dev->loop, pkt);
         return;
     }
-    dev->stats.tun_reads++;
-    dev->stats.tun_segments += (uint64_t)ret;
     pkt->op = PKT_HELD;
-    peer_stage(p, pkt);
-    datapath_send_staged(p, now);
+    send_batch(p, &pkt, 1, now);
 }
 
 static bool keypair_usable(const struct noise_keypair *kp, uint64_t now)
@@ -232,32 +288,21 @@ bool datapath_seal(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
     return true;
 }
 
-static bool seal_and_send(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
-                          uint64_t now, bool *has_data)
-{
-    for (unsigned i = 0; i < pkt->nseg; i++)
-        *has_data |= pkt->seg_len[i] > 0;
-    return datapath_seal(p, kp, pkt, path_mtu(p), now);
-}
-
-void datapath_send_staged(struct peer *p, uint64_t now)
+/* Seals and sends the prepared buffers pkts[0..n) with p's current
+ * keypair, then what WireGuard's timers want to hear of it. */
+static void send_batch(struct peer *p, struct pkt **pkts, unsigned n, uint64_t now)
 {
     struct noise_keypair *kp = p->current;
     bool sent = false, sent_data = false;
-    struct pkt *pkt;
 
-    if (!p->staged_count)
-        return;
-    if (!keypair_usable(kp, now) || !path_usable(p)) {
-        handshake_send_initiation(p, false, now);
-        return;
-    }
-    while ((pkt = peer_unstage(p))) {
-        if (!seal_and_send(p, kp, pkt, now, &sent_data)) {
+    for (unsigned i = 0; i < n; i++) {
+        struct pkt *pkt = pkts[i];
+        for (unsigned s = 0; s < pkt->nseg; s++)
+            sent_data |= pkt->seg_len[s] > 0;
+        if (datapath_seal(p, kp, pkt, path_mtu(p), now))
+            sent = true;
+        else
             loop_pkt_put(p->dev->loop, pkt);
-            continue;
-        }
-        sent = true;
     }
     if (sent) {
         timers_any_authenticated_packet_traversal(p, now);
@@ -269,16 +314,49 @@ void datapath_send_staged(struct peer *p, uint64_t now)
         handshake_send_initiation(p, false, now);
 }
 
+bool datapath_ready(const struct peer *p, uint64_t now)
+{
+    return keypair_usable(p->current, now) && path_usable(p);
+}
+
+/* Staged packets leave this many buffers at a time. */
+#define STAGED_BATCH 8u
+
+void datapath_send_staged(struct peer *p, uint64_t now)
+{
+    struct pkt *batch[STAGED_BATCH];
+
+    if (!p->staged.packets)
+        return;
+    if (!datapath_ready(p, now)) {
+        handshake_send_initiation(p, false, now);
+        return;
+    }
+    while (p->staged.packets) {
+        unsigned n = 0;
+        while (n < STAGED_BATCH && p->staged.packets) {
+            struct pkt *pkt = loop_pkt_get(p->dev->loop);
+            if (!pkt)
+                break;   /* the rest goes with the next packet or timer */
+            long len = peer_unstage(p, pkt->in, PKT_IN_CAP);
+            pkt->len = len < 0 ? 0 : (uint32_t)len;
+            if (len < 0 || prepare(p->dev, p, pkt) <= 0) {
+                loop_pkt_put(p->dev->loop, pkt);
+                continue;
+            }
+            pkt->op = PKT_HELD;
+            batch[n++] = pkt;
+        }
+        if (!n)
+            break;
+        send_batch(p, batch, n, now);
+    }
+}
+
 void datapath_send_keepalive(struct peer *p, uint64_t now)
 {
-    if (!p->staged_count) {
-        struct pkt *pkt = loop_pkt_get(p->dev->loop);
-        if (!pkt)
-            return;
-        pkt_single(pkt, 0);
-        pkt->op = PKT_HELD;
-        peer_stage(p, pkt);
-    }
+    if (!p->staged.packets)
+        peer_stage(p, NULL, 0, now);
     datapath_send_staged(p, now);
 }
 

@@ -142,6 +142,8 @@ int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint6
     cookie_checker_init(&dev->checker, dev->local->public_key, now);
     /* Each peer: one handshake and three keypairs at most. */
     ret = index_table_init(&dev->indices, 4 * dev->cluster.n_nodes);
+    if (!ret)
+        ret = stage_init(&dev->stage, STAGE_TOTAL_BYTES, STAGE_PEER_BYTES);
     if (ret)
         goto fail;
     for (size_t i = 0; i < dev->cluster.n_nodes; i++) {
@@ -180,6 +182,7 @@ void device_destroy(struct device *dev)
     free(dev->by_address);
     dev->by_address = NULL;
     index_table_destroy(&dev->indices);
+    stage_destroy(&dev->stage);
     noise_local_free(dev->local);
     dev->local = NULL;
     sodium_memzero(&dev->checker, sizeof(dev->checker));

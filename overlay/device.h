@@ -22,11 +22,14 @@
 #include "crypto/transport.h"
 #include "overlay/disco.h"
 #include "overlay/index.h"
+#include "overlay/stage.h"
 
 /* Relays remembered per peer, in case the one in use goes away. */
 #define PEER_RELAYS_MAX      4u
-/* Packets held for a peer while its handshake is under way. */
-#define PEER_STAGED_MAX      32u
+/* Packets wait for a session this long at most (two handshake attempts,
+ * time for a relay to come up); then they are dropped and the peer
+ * refuses new ones at once, with ICMP, until a handshake completes. */
+#define PEER_STAGE_HOLD_SEC  (2u * WG_REKEY_TIMEOUT)
 /* Largest inner packet we carry (no offloads yet): an IPv6 jumbo-free MTU. */
 #define DEVICE_MTU_MAX       9000u
 #define DEVICE_PKT_CAP       (DEVICE_MTU_MAX + WG_TRANSPORT_HEADER_LEN + \
@@ -53,6 +56,7 @@ struct peer_timers {
     uint64_t new_handshake;
     uint64_t zero_key_material;
     uint64_t persistent_keepalive;
+    uint64_t stage_expiry;                 /* staged packets give up waiting */
     unsigned handshake_attempts;
     bool need_another_keepalive;
     bool sent_lastminute_handshake;   /* the receive-side rekey, once per session */
@@ -86,6 +90,10 @@ struct peer {
 
     struct peer_timers timers;
     bool reachable;                       /* a session was made and not lost since */
+    /* Packets waited PEER_STAGE_HOLD_SEC in vain, or the handshake gave
+     * up: new ones are refused at once (ICMP unreachable) instead of held,
+     * until a session comes up. */
+    bool no_answer;
     uint16_t persistent_keepalive;        /* seconds, 0 = off */
     uint64_t last_handshake_sent_ns;      /* monotonic, to pace initiations */
     struct timespec last_handshake;       /* wall clock of the last completion */
@@ -94,8 +102,7 @@ struct peer {
     uint64_t rx_bytes, tx_bytes;          /* UDP payload bytes, as WireGuard counts */
     struct rate rx_rate, tx_rate;
 
-    unsigned staged_head, staged_count;
-    struct pkt *staged[PEER_STAGED_MAX];  /* a ring, oldest at staged_head */
+    struct stage_queue staged;            /* packets waiting for a session (stage.h) */
 
     /* Discovery and paths (disco.h, disco_io.c, path.c). via: the peer our
      * messages to this one go through (a relay), NULL when they go to
@@ -119,6 +126,7 @@ struct device_stats {
     uint64_t dropped_bad_packet;          /* malformed or not authentic */
     uint64_t dropped_replay;
     uint64_t dropped_source;              /* inner source not the peer's address */
+    uint64_t refused_unreachable;         /* to a peer that does not answer: ICMP sent */
     /* Batching, to see what the offloads buy: reads and the segments they
      * gave, receives and the datagrams they held, TUN writes. */
     uint64_t tun_reads, tun_segments, udp_receives, udp_datagrams, tun_writes;
@@ -166,6 +174,7 @@ struct device {
     bool under_load;
 
     struct index_table indices;
+    struct stage_store stage;             /* packets of peers waiting for a session */
     struct peer_map *by_address;          /* overlay address -> peer */
     struct loop *loop;                    /* the event loop doing our I/O */
     struct device_stats stats;

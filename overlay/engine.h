@@ -24,10 +24,17 @@ void peer_install_keypair(struct peer *p, struct noise_keypair *kp);
 bool peer_received_with_keypair(struct peer *p, struct noise_keypair *kp);
 /* Forgets every keypair and the handshake in progress. */
 void peer_clear_keys(struct peer *p);
-/* Staged packets wait for a session; the oldest is dropped when full. */
-void peer_stage(struct peer *p, struct pkt *pkt);
-struct pkt *peer_unstage(struct peer *p);
+/* Staged packets wait for a session, copied into the device's stage
+ * store (stage.h: bounded per peer and in total; the oldest give way),
+ * for PEER_STAGE_HOLD_SEC at most. peer_stage copies len bytes as ddp0
+ * gave them (vnet header and packet; 0 bytes: a keepalive); 0 or -errno.
+ * peer_unstage moves the oldest to out (stage_pop's returns). */
+int peer_stage(struct peer *p, const uint8_t *data, uint32_t len, uint64_t now);
+long peer_unstage(struct peer *p, uint8_t *out, size_t cap);
 void peer_drop_staged(struct peer *p);
+/* The peer does not answer (why: for the log): its staged packets are
+ * dropped, and new ones refused at once until a session comes up. */
+void peer_give_up(struct peer *p, const char *why);
 /* Records the source of an authenticated packet as the endpoint; true
  * when it changed. */
 bool peer_update_endpoint(struct peer *p, const union endpoint *src);
@@ -58,6 +65,8 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now);
 /* A UDP receive: pkt->len bytes in pkt->in, datagrams of seg_size bytes
  * back to back (GRO; the last may be shorter). Takes pkt. */
 void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now);
+/* A session and a path to send on now. */
+bool datapath_ready(const struct peer *p, uint64_t now);
 /* Sends the staged packets, or starts a handshake when no session is
  * usable. */
 void datapath_send_staged(struct peer *p, uint64_t now);

@@ -211,6 +211,7 @@ static void note_session(struct peer *p, const char *role)
     else
         log_debug("peer %s: new session (%s)", p->name, role);
     p->reachable = true;
+    p->no_answer = false;
 }
 
 /* An authentic, fresh initiation from p crossed ours, and ours stands
@@ -305,7 +306,7 @@ static void consume_response(struct device *dev, struct pkt *pkt, uint64_t now)
     note_session(p, "initiator");
     /* Confirms the session to the responder: disco's first messages,
      * staged data, or a keepalive. */
-    if (!disco_session_up(p, now) || p->staged_count)
+    if (!disco_session_up(p, now) || p->staged.packets)
         datapath_send_keepalive(p, now);
 }
 

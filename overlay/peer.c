@@ -125,32 +125,39 @@ bool peer_can_send(const struct peer *p, uint64_t now)
 
 /* --- staged packets ------------------------------------------------------------- */
 
-void peer_stage(struct peer *p, struct pkt *pkt)
+int peer_stage(struct peer *p, const uint8_t *data, uint32_t len, uint64_t now)
 {
-    if (p->staged_count == PEER_STAGED_MAX)
-        loop_pkt_put(p->dev->loop, peer_unstage(p));
-    p->staged[(p->staged_head + p->staged_count) % PEER_STAGED_MAX] = pkt;
-    p->staged_count++;
+    int ret = stage_push(&p->dev->stage, &p->staged, data, len);
+
+    if (!ret && !p->timers.stage_expiry)
+        p->timers.stage_expiry = now + PEER_STAGE_HOLD_SEC * WG_NSEC_PER_SEC;
+    return ret;
 }
 
-struct pkt *peer_unstage(struct peer *p)
+long peer_unstage(struct peer *p, uint8_t *out, size_t cap)
 {
-    struct pkt *pkt;
+    long n = stage_pop(&p->dev->stage, &p->staged, out, cap);
 
-    if (!p->staged_count)
-        return NULL;
-    pkt = p->staged[p->staged_head];
-    p->staged_head = (p->staged_head + 1) % PEER_STAGED_MAX;
-    p->staged_count--;
-    return pkt;
+    if (!p->staged.packets)
+        p->timers.stage_expiry = 0;
+    return n;
 }
 
 void peer_drop_staged(struct peer *p)
 {
-    struct pkt *pkt;
+    stage_clear(&p->dev->stage, &p->staged);
+    p->timers.stage_expiry = 0;
+}
 
-    while ((pkt = peer_unstage(p)))
-        loop_pkt_put(p->dev->loop, pkt);
+void peer_give_up(struct peer *p, const char *why)
+{
+    unsigned n = p->staged.packets;
+
+    peer_drop_staged(p);
+    if (!p->no_answer)
+        log_warn("peer %s does not answer (%s): %u waiting packet%s dropped; packets to it "
+                 "are refused until a handshake completes", p->name, why, n, n == 1 ? "" : "s");
+    p->no_answer = true;
 }
 
 /* --- endpoint, counters, settings ------------------------------------------------- */

@@ -82,7 +82,7 @@ static void expired_retransmit_handshake(struct peer *p, uint64_t now)
                      WG_MAX_TIMER_HANDSHAKES + 2);
         p->reachable = false;
         p->timers.send_keepalive = 0;
-        peer_drop_staged(p);
+        peer_give_up(p, "handshake retries exhausted");
         if (!p->timers.zero_key_material)
             p->timers.zero_key_material = now + secs(3 * WG_REJECT_AFTER_TIME);
         return;
@@ -117,6 +117,17 @@ static void expired_zero_key_material(struct peer *p, uint64_t now)
     peer_clear_keys(p);
 }
 
+/* Packets waited their time for a session: a session that came up took
+ * them already, so there is none. */
+static void expired_stage(struct peer *p, uint64_t now)
+{
+    if (datapath_ready(p, now)) {
+        datapath_send_staged(p, now);
+        return;
+    }
+    peer_give_up(p, "no handshake completed while packets waited");
+}
+
 /* Disarms a deadline that has passed and reports whether it had. */
 static bool due(uint64_t *deadline, uint64_t now)
 {
@@ -134,6 +145,8 @@ void timers_run(struct peer *p, uint64_t now)
         expired_send_keepalive(p, now);
     if (due(&p->timers.new_handshake, now))
         expired_new_handshake(p, now);
+    if (due(&p->timers.stage_expiry, now))
+        expired_stage(p, now);
     if (due(&p->timers.zero_key_material, now))
         expired_zero_key_material(p, now);
     if (due(&p->timers.persistent_keepalive, now) && p->persistent_keepalive)
@@ -144,7 +157,7 @@ uint64_t timers_next(const struct peer *p)
 {
     const uint64_t all[] = { p->timers.retransmit_handshake, p->timers.send_keepalive,
                              p->timers.new_handshake, p->timers.zero_key_material,
-                             p->timers.persistent_keepalive };
+                             p->timers.persistent_keepalive, p->timers.stage_expiry };
     uint64_t next = UINT64_MAX;
 
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
