@@ -23,7 +23,7 @@
 #define DEC_MAX_LEN     20u
 /* A table cell; longer text (never from a sane daemon) is cut. */
 #define CELL_MAX        96u
-#define N_COLUMNS       10u
+#define N_COLUMNS       11u
 #define COLUMN_GAP      "  "
 #define SECS_PER_MIN    60u
 #define SECS_PER_HOUR   3600u
@@ -41,8 +41,8 @@
 
 struct st_peer {
     const char *name, *address, *endpoint, *path, *via;
-    uint64_t handshake_sec, rx_bytes, tx_bytes, rx_rate, tx_rate, rtt_us;
-    bool has_rtt;
+    uint64_t handshake_sec, rx_bytes, tx_bytes, rx_rate, tx_rate, rtt_us, path_mtu;
+    bool has_rtt, has_path_mtu;
 };
 
 struct st_resp {
@@ -121,6 +121,9 @@ static int peer_line(struct st_peer *p, const char *key, const char *v)
     else if (!strcmp(key, CONTROL_KEY_RTT_US)) {
         p->has_rtt = true;
         return parse_u64(v, &p->rtt_us);
+    } else if (!strcmp(key, CONTROL_KEY_PATH_MTU)) {
+        p->has_path_mtu = true;
+        return parse_u64(v, &p->path_mtu);
     } else if (!strcmp(key, UAPI_KEY_LAST_HANDSHAKE_SEC))
         return parse_u64(v, &p->handshake_sec);
     else if (!strcmp(key, UAPI_KEY_RX_BYTES))
@@ -281,11 +284,11 @@ static void human_age(char *buf, size_t len, uint64_t then, uint64_t now)
 /* --- the table ------------------------------------------------------------------------ */
 
 static const char *const column_names[N_COLUMNS] = {
-    "NAME", "ADDRESS", "ENDPOINT", "PATH", "RTT", "HANDSHAKE", "RX", "TX", "RX/s", "TX/s",
+    "NAME", "ADDRESS", "ENDPOINT", "PATH", "MTU", "RTT", "HANDSHAKE", "RX", "TX", "RX/s", "TX/s",
 };
 /* Numbers line up on the right. */
 static const bool column_right[N_COLUMNS] = {
-    false, false, false, false, true, false, true, true, true, true,
+    false, false, false, false, true, true, false, true, true, true, true,
 };
 
 typedef char row_cells[N_COLUMNS][CELL_MAX];
@@ -319,12 +322,16 @@ static void fill_row(row_cells c, const struct st_peer *p, uint64_t now_unix)
     snprintf(c[1], CELL_MAX, "%s", p->address);
     snprintf(c[2], CELL_MAX, "%s", p->endpoint ? p->endpoint : "-");
     path_cell(c[3], CELL_MAX, p);
-    rtt_cell(c[4], CELL_MAX, p);
-    human_age(c[5], CELL_MAX, p->handshake_sec, now_unix);
-    human_bytes(c[6], CELL_MAX, p->rx_bytes);
-    human_bytes(c[7], CELL_MAX, p->tx_bytes);
-    human_rate(c[8], CELL_MAX, p->rx_rate);
-    human_rate(c[9], CELL_MAX, p->tx_rate);
+    if (p->has_path_mtu)
+        snprintf(c[4], CELL_MAX, "%llu", (unsigned long long)p->path_mtu);
+    else
+        snprintf(c[4], CELL_MAX, "-");
+    rtt_cell(c[5], CELL_MAX, p);
+    human_age(c[6], CELL_MAX, p->handshake_sec, now_unix);
+    human_bytes(c[7], CELL_MAX, p->rx_bytes);
+    human_bytes(c[8], CELL_MAX, p->tx_bytes);
+    human_rate(c[9], CELL_MAX, p->rx_rate);
+    human_rate(c[10], CELL_MAX, p->tx_rate);
 }
 
 static void print_row(FILE *out, const char *const cells[N_COLUMNS],
@@ -425,6 +432,11 @@ static void json_peer(FILE *out, const struct st_peer *p)
     json_string(out, p->path);
     fputs(",\"via\":", out);
     json_string(out, p->via);
+    fputs(",\"path_mtu\":", out);
+    if (p->has_path_mtu)
+        fprintf(out, "%llu", (unsigned long long)p->path_mtu);
+    else
+        fputs("null", out);
     fputs(",\"rtt_ms\":", out);
     if (p->has_rtt)
         fprintf(out, "%llu.%03llu", (unsigned long long)(p->rtt_us / US_PER_MS),

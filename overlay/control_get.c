@@ -121,19 +121,24 @@ static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
 }
 
 /* The path: the endpoint in use (the relay's, when relayed), direct or
- * relayed and through whom, and the round trip. */
+ * relayed and through whom (or unreachable: packets to it are refused
+ * until a handshake completes), and the round trip. */
 static void put_path(struct uapi_buf *b, const struct peer *p)
 {
     const union endpoint *ep = p->via ? &p->via->endpoint : &p->endpoint;
 
     if (ep->sa.sa_family != AF_UNSPEC)
         uapi_put_endpoint(b, &ep->sa);
-    if (p->via) {
+    if (p->no_answer) {
+        uapi_put_str(b, CONTROL_KEY_PATH, CONTROL_PATH_UNREACHABLE);
+    } else if (p->via) {
         uapi_put_str(b, CONTROL_KEY_PATH, CONTROL_PATH_RELAY);
         uapi_put_str(b, CONTROL_KEY_VIA, p->via->name);
     } else if (p->endpoint.sa.sa_family != AF_UNSPEC) {
         uapi_put_str(b, CONTROL_KEY_PATH, CONTROL_PATH_DIRECT);
     }
+    if (path_usable(p))
+        uapi_put_u64(b, CONTROL_KEY_PATH_MTU, path_mtu(p));
     if (p->disco.rtt_ns)
         uapi_put_u64(b, CONTROL_KEY_RTT_US, p->disco.rtt_ns / NS_PER_US);
 }

@@ -33,8 +33,10 @@ struct device;
 #define CONTROL_KEY_PATH            "path"
 #define CONTROL_KEY_VIA             "via"
 #define CONTROL_KEY_RTT_US          "rtt_us"
+#define CONTROL_KEY_PATH_MTU        "path_mtu"
 #define CONTROL_PATH_DIRECT         "direct"
 #define CONTROL_PATH_RELAY          "relay"
+#define CONTROL_PATH_UNREACHABLE    "unreachable"
 
 /* The largest response control_request accepts. */
 #define CONTROL_RESPONSE_MAX        (1u << 20)

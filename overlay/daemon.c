@@ -84,6 +84,11 @@ static int fail(struct setup *s, int err, const char *fmt, ...)
 static int open_udp(int family, uint16_t port)
 {
     int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1, size = UDP_BUFFER_BYTES;
+    /* DF on every packet, whatever the kernel learned of the path: a
+     * packet too big for the path is lost rather than fragmented, and
+     * a GSO send is never refused for a path MTU the kernel cached. The
+     * path's MTU is ours to find (pmtu.h): probes must not fragment. */
+    int probe4 = IP_PMTUDISC_PROBE, probe6 = IPV6_PMTUDISC_PROBE;
     union endpoint addr;
 
     if (fd < 0)
@@ -92,9 +97,11 @@ static int open_udp(int family, uint16_t port)
     if (family == AF_INET6) {
         /* v4 has a socket of its own: keep this one to IPv6. */
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+        setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &probe6, sizeof(probe6));
         addr.in6.sin6_family = AF_INET6;
         addr.in6.sin6_port = htons(port);
     } else {
+        setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &probe4, sizeof(probe4));
         addr.in4.sin_family = AF_INET;
         addr.in4.sin_port = htons(port);
     }

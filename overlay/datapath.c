@@ -180,16 +180,17 @@ static int prepare(struct device *dev, struct peer *p, struct pkt *pkt)
     return ret;
 }
 
-/* A packet to a peer that does not answer gets "unreachable" back at
- * once (icmp.h), written to ddp0 from the same buffer, so that a connect
- * fails now instead of after its retries. */
-static void refuse_unreachable(struct device *dev, struct pkt *pkt, const uint8_t *ip,
-                               uint32_t len)
+/* Answers the packet ip[0..len) in pkt with an ICMP error (icmp.h),
+ * written to ddp0 from the same buffer, as a router would: "unreachable"
+ * for a peer that does not answer, so that a connect fails now instead of
+ * after its retries; "too big" with the path's MTU, so that the sender's
+ * kernel keeps packets to that peer small. */
+static void answer_icmp(struct device *dev, struct pkt *pkt, const uint8_t *ip, uint32_t len,
+                        enum icmp_error kind, unsigned mtu)
 {
     struct tun_write *w;
-    long n = icmp_error_build(pkt->area, PKT_AREA_CAP, ip, len, ICMP_ERROR_UNREACHABLE, 0);
+    long n = icmp_error_build(pkt->area, PKT_AREA_CAP, ip, len, kind, mtu);
 
-    dev->stats.refused_unreachable++;
     if (n < 0 || !(w = loop_tun_write_get(dev->loop))) {
         loop_pkt_put(dev->loop, pkt);
         return;
@@ -204,14 +205,35 @@ static void refuse_unreachable(struct device *dev, struct pkt *pkt, const uint8_
     loop_write_tun(dev->loop, w);
 }
 
+/* A packet larger than p's path takes that cannot be cut to fit: not a
+ * TCP super-packet (segmented to the path's size), but a lone packet or a
+ * UDP super-packet whose datagrams are too big. Only once the path's MTU
+ * is known: until then it goes as it is. */
+static bool too_big(const struct peer *p, const struct vnet_hdr *h, const uint8_t *ip,
+                    uint32_t len, unsigned mtu)
+{
+    uint8_t type = h->gso_type & (uint8_t)~VIRTIO_NET_HDR_GSO_ECN;
+    struct offload_ip oip;
+
+    if (!path_mtu_known(p) || type == VIRTIO_NET_HDR_GSO_TCPV4 ||
+        type == VIRTIO_NET_HDR_GSO_TCPV6)
+        return false;
+    if (type == VIRTIO_NET_HDR_GSO_NONE)
+        return len > mtu;
+    return offload_parse(ip, len, &oip) == 0 &&
+           (size_t)oip.l3_len + oip.l4_hlen + h->gso_size > mtu;
+}
+
 void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
 {
     const uint8_t *ip = pkt->in + OFFLOAD_VNET_HDR_LEN;
     uint32_t len = pkt->len - OFFLOAD_VNET_HDR_LEN;
+    struct vnet_hdr h;
     struct inner in;
     struct peer *p;
 
-    if (pkt->len < OFFLOAD_VNET_HDR_LEN || !parse_inner(ip, len, &in) || is_disco(ip, &in) ||
+    if (pkt->len < OFFLOAD_VNET_HDR_LEN || vnet_hdr_parse(pkt->in, pkt->len, &h) ||
+        !parse_inner(ip, len, &in) || is_disco(ip, &in) ||
         !(p = device_peer_by_address(dev, in.family, in.dst))) {
         loop_pkt_put(dev->loop, pkt);
         return;
@@ -219,7 +241,13 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
     dev->stats.tun_reads++;
     if (p->no_answer && !datapath_ready(p, now)) {
         handshake_send_initiation(p, false, now);   /* paced: it may be back */
-        refuse_unreachable(dev, pkt, ip, len);
+        dev->stats.refused_unreachable++;
+        answer_icmp(dev, pkt, ip, len, ICMP_ERROR_UNREACHABLE, 0);
+        return;
+    }
+    if (too_big(p, &h, ip, len, path_mtu(p))) {
+        dev->stats.refused_too_big++;
+        answer_icmp(dev, pkt, ip, len, ICMP_ERROR_TOO_BIG, path_mtu(p));
         return;
     }
     if (p->staged.packets || !datapath_ready(p, now)) {
@@ -470,8 +498,9 @@ static void relayed_in(struct device *dev, struct rx_batch *b, struct peer *r, u
         return;
     }
     if (type != WG_MSG_TRANSPORT) {
-        struct pkt *h = loop_pkt_get(dev->loop);
-        if (!h)
+        struct pkt *h;
+        if (!handshake_admit(dev, msg, len, &b->pkt->addr, now) ||
+            !(h = loop_pkt_get(dev->loop)))
             return;
         memcpy(h->in, msg, len);
         h->len = len;
@@ -546,9 +575,9 @@ static void keep_plain(struct device *dev, struct rx_batch *b, struct peer *p, u
 static void pass_to_handshake(struct device *dev, const uint8_t *msg, uint32_t len,
                               const union endpoint *src, uint64_t now)
 {
-    struct pkt *h = loop_pkt_get(dev->loop);
+    struct pkt *h;
 
-    if (!h)
+    if (!handshake_admit(dev, msg, len, src, now) || !(h = loop_pkt_get(dev->loop)))
         return;
     memcpy(h->in, msg, len);
     h->len = len;
@@ -658,10 +687,32 @@ static void open_batch(struct device *dev, struct pkt *pkt, uint32_t seg_size,
     job_start(dev, job, &local, now);
 }
 
+/* A receive of one handshake message is handled in its own buffer. */
+static void lone_handshake(struct device *dev, struct pkt *pkt, uint64_t now)
+{
+    uint32_t type = noise_message_type(pkt->in, pkt->len);
+
+    if (type < WG_MSG_INITIATION || type > WG_MSG_COOKIE_REPLY) {
+        dev->stats.dropped_bad_packet++;
+        loop_pkt_put(dev->loop, pkt);
+        return;
+    }
+    if (!handshake_admit(dev, pkt->in, pkt->len, &pkt->addr, now)) {
+        loop_pkt_put(dev->loop, pkt);
+        return;
+    }
+    handshake_receive(dev, pkt, now);
+}
+
 void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
 {
     struct rx_batch b = { .pkt = pkt, .n = 0 };
     struct index_entry *e;
+
+    if (seg_size >= pkt->len && noise_message_type(pkt->in, pkt->len) != WG_MSG_TRANSPORT) {
+        lone_handshake(dev, pkt, now);
+        return;
+    }
 
     start_batch(dev, pkt, seg_size);
     if ((e = one_keypair(dev, pkt, seg_size))) {

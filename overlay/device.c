@@ -144,6 +144,8 @@ int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint6
     ret = index_table_init(&dev->indices, 4 * dev->cluster.n_nodes);
     if (!ret)
         ret = stage_init(&dev->stage, STAGE_TOTAL_BYTES, STAGE_PEER_BYTES);
+    if (!ret)
+        ret = ratelimit_init(&dev->ratelimit, RATELIMIT_TABLE_MAX);
     if (ret)
         goto fail;
     for (size_t i = 0; i < dev->cluster.n_nodes; i++) {
@@ -183,6 +185,7 @@ void device_destroy(struct device *dev)
     dev->by_address = NULL;
     index_table_destroy(&dev->indices);
     stage_destroy(&dev->stage);
+    ratelimit_destroy(&dev->ratelimit);
     noise_local_free(dev->local);
     dev->local = NULL;
     sodium_memzero(&dev->checker, sizeof(dev->checker));

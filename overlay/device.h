@@ -22,6 +22,8 @@
 #include "crypto/transport.h"
 #include "overlay/disco.h"
 #include "overlay/index.h"
+#include "overlay/pmtu.h"
+#include "overlay/ratelimit.h"
 #include "overlay/stage.h"
 
 /* Relays remembered per peer, in case the one in use goes away. */
@@ -34,8 +36,9 @@
 #define DEVICE_MTU_MAX       9000u
 #define DEVICE_PKT_CAP       (DEVICE_MTU_MAX + WG_TRANSPORT_HEADER_LEN + \
                               WG_PADDING_MULTIPLE + WG_AEAD_TAG_LEN)
-/* More handshake messages than this in one second put us under load for
- * the next second: then initiations must carry a cookie (mac2). */
+/* More handshake messages than this in one second, each admitted by its
+ * source's rate limit, put us under load for the next second: then
+ * initiations must carry a cookie (mac2). */
 #define DEVICE_LOAD_HANDSHAKES_PER_SEC 128u
 /* The rate shown by `ddpnet status` is averaged over this window. */
 #define PEER_RATE_WINDOW_NS  (2 * WG_NSEC_PER_SEC)
@@ -112,6 +115,7 @@ struct peer {
     struct peer *via;
     struct peer *relays[PEER_RELAYS_MAX];
     uint64_t last_direct_ns;              /* last authentic packet that came directly */
+    struct pmtu pmtu;                     /* the path's MTU, searched anew with each path */
     bool speaks_disco;                    /* it sent us a disco message: a ddpnet node */
     bool introduced;                      /* to the others, since it came (back) */
     uint64_t introduced_ns;
@@ -127,6 +131,8 @@ struct device_stats {
     uint64_t dropped_replay;
     uint64_t dropped_source;              /* inner source not the peer's address */
     uint64_t refused_unreachable;         /* to a peer that does not answer: ICMP sent */
+    uint64_t refused_too_big;             /* larger than the path: ICMP "too big" sent */
+    uint64_t dropped_ratelimited;         /* handshakes over their source's rate */
     /* Batching, to see what the offloads buy: reads and the segments they
      * gave, receives and the datagrams they held, TUN writes. */
     uint64_t tun_reads, tun_segments, udp_receives, udp_datagrams, tun_writes;
@@ -171,10 +177,10 @@ struct device {
     uint16_t listen_port;
     int udp4_fd, udp6_fd, tun_fd;
     unsigned mtu;
-    bool under_load;
 
     struct index_table indices;
     struct stage_store stage;             /* packets of peers waiting for a session */
+    struct ratelimit ratelimit;           /* handshake messages per source address */
     struct peer_map *by_address;          /* overlay address -> peer */
     struct loop *loop;                    /* the event loop doing our I/O */
     struct device_stats stats;
@@ -194,6 +200,13 @@ void peer_set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len)
 void peer_set_persistent_keepalive(struct peer *p, uint16_t seconds, uint64_t now_ns);
 /* psk all zero removes it; takes effect at the next handshake. */
 void peer_set_psk(struct peer *p, const uint8_t psk[WG_KEY_LEN]);
+
+/* The path (path.c). Somewhere to send: an endpoint or a relay. */
+bool path_usable(const struct peer *p);
+/* The largest inner packet for p now: the MTU, less the relay's wrapping
+ * when relayed, and no more than the path MTU found (pmtu.h) for a ddpnet
+ * peer. */
+unsigned path_mtu(const struct peer *p);
 
 /* A rate as of now: the last full window's, or 0 once traffic stopped. */
 uint64_t rate_read(const struct rate *r, uint64_t now_ns);

@@ -35,6 +35,7 @@
 /* PING flags (disco_msg.h leaves their meaning to us): a probe of a direct
  * candidate, sent beside the path rather than on it. */
 #define DISCO_PING_F_PROBE   0x01u
+#define DISCO_PING_F_MTU     0x02u   /* a path MTU probe (padded; pmtu.h) */
 /* What a relayed message adds inside the relay's own transport message:
  * the relay's inner IP header (IPv6 at most), the disco header, a key, and
  * the enclosed message's transport header and tag. A packet to a relayed

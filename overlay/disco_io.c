@@ -142,7 +142,8 @@ static void offer_relay(struct peer *p, struct peer *r)
 /* Writes m for p into the scratch buffer as one sealed transport message
  * (an inner IP packet between our overlay addresses); returns its length
  * or a negative errno. */
-static int seal_disco(struct peer *p, const struct disco_msg *m, uint64_t now)
+static int seal_disco(struct peer *p, const struct disco_msg *m, uint32_t pad_limit,
+                      uint64_t now)
 {
     struct device *dev = p->dev;
     int family = dev->self->address.family;
@@ -150,7 +151,7 @@ static int seal_disco(struct peer *p, const struct disco_msg *m, uint64_t now)
     size_t cap = DISCO_SCRATCH_LEN - WG_TRANSPORT_MIN_LEN - WG_PADDING_MULTIPLE;
     uint8_t *ip = dev->disco.scratch + WG_TRANSPORT_HEADER_LEN;
     struct transport_packet tp = { .buf = dev->disco.scratch, .cap = DISCO_SCRATCH_LEN,
-                                   .pad_limit = path_mtu(p) };
+                                   .pad_limit = pad_limit };
     int n = disco_encode(m, ip + hlen, cap - hlen);
 
     if (n >= 0)
@@ -165,16 +166,16 @@ static int seal_disco(struct peer *p, const struct disco_msg *m, uint64_t now)
 }
 
 /* Sends m to p at once: to `to` when given (a probe or an answer to one),
- * else on p's path. */
-static int send_disco(struct peer *p, const struct disco_msg *m, const union endpoint *to,
-                      uint64_t now)
+ * else on p's path; its padding held to pad_limit. */
+static int send_disco_limited(struct peer *p, const struct disco_msg *m,
+                              const union endpoint *to, uint32_t pad_limit, uint64_t now)
 {
     const uint8_t *buf = p->dev->disco.scratch;
     int n;
 
     if (!peer_can_send(p, now))
         return -ENOTCONN;
-    if ((n = seal_disco(p, m, now)) < 0)
+    if ((n = seal_disco(p, m, pad_limit, now)) < 0)
         return n;
     peer_count_tx(p, (uint64_t)n, now);
     timers_any_authenticated_packet_traversal(p, now);
@@ -189,6 +190,12 @@ static int send_disco(struct peer *p, const struct disco_msg *m, const union end
     if (transport_needs_rekey(p->current, now))
         handshake_send_initiation(p, false, now);
     return n;
+}
+
+static int send_disco(struct peer *p, const struct disco_msg *m, const union endpoint *to,
+                      uint64_t now)
+{
+    return send_disco_limited(p, m, to, path_mtu(p), now);
 }
 
 void disco_spray(struct peer *p, const uint8_t *msg, uint32_t len, uint64_t now)
@@ -417,6 +424,10 @@ static void on_pong(struct peer *p, const union endpoint *src, struct peer *via,
 
     struct disco_endpoint cur, from;
 
+    if (pmtu_acked(&p->pmtu, po->txid, now)) {
+        log_debug("peer %s: path carries %u-byte packets", p->name, (unsigned)p->pmtu.lo);
+        return;
+    }
     if (!disco_pong(&p->disco, po->txid, now, &slot) || !slot.probe || via || !src ||
         !to_disco(src, &from))
         return;
@@ -449,6 +460,7 @@ void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
     if (!p->speaks_disco) {
         p->speaks_disco = true;
         p->dev->disco.gen++;
+        disco_wake(p->dev);   /* its path MTU can be searched now */
     }
     /* Sent to us directly while we relay: the peer has found a direct
      * path (a ping alone does not say so: it may be a probe). */
@@ -490,9 +502,10 @@ bool disco_session_up(struct peer *p, uint64_t now)
 {
     uint64_t sent = p->tx_bytes;
 
-    if (!was_answering(p, now)) {
+    if (!was_answering(p, now) || !p->pmtu.max) {
         p->introduced = false;
         p->dev->disco.gen++;
+        path_mtu_search(p, now);
     }
     disco_session_began(&p->disco, now);
     disco_timers(p, now);
@@ -534,6 +547,37 @@ static void ping(struct peer *p, uint64_t now)
         disco_ping_sent(&p->disco, m->ping.txid, NULL, now);
 }
 
+/* The path MTU search may send a probe on the path: a ddpnet peer with a
+ * session. */
+static bool can_probe_mtu(const struct peer *p, uint64_t now)
+{
+    return p->speaks_disco && p->pmtu.max && peer_can_send(p, now) && path_usable(p);
+}
+
+/* The path MTU search's probe, when one is due: a PING padded so that its
+ * inner packet is exactly the size tried, sealed without further padding
+ * (pmtu.h). Its PONG is not a ping's: on_pong gives it to the search. */
+static void mtu_probe(struct peer *p, uint64_t now)
+{
+    struct disco_msg *m = p->dev->disco.out_msg;
+    size_t fixed = (p->dev->self->address.family == AF_INET6 ? IPV6_HEADER_LEN
+                                                             : IPV4_HEADER_LEN) +
+                   DISCO_HEADER_LEN + DISCO_TXID_LEN + 1u;
+    uint64_t id;
+    uint16_t size;
+
+    randombytes_buf(&id, sizeof(id));
+    if (!can_probe_mtu(p, now) || !(size = pmtu_due(&p->pmtu, id, p->disco.rtt_ns, now)) ||
+        size < fixed)
+        return;
+    m->type = DISCO_PING;
+    m->ping.txid = id;
+    m->ping.flags = DISCO_PING_F_MTU;
+    m->ping.pad = (uint16_t)(size - fixed);
+    send_disco_limited(p, m, NULL, size, now);
+    m->ping.pad = 0;
+}
+
 /* Relayed: every direct candidate; direct to a public address: the local
  * ones (a LAN path beats the way round through the NAT). */
 static void probe(struct peer *p, const struct disco_facts *f, uint64_t now)
@@ -573,6 +617,7 @@ void disco_timers(struct peer *p, uint64_t now)
         probe(p, &f, now);
     if (act & DISCO_DO_PING)
         ping(p, now);
+    mtu_probe(p, now);
     /* A peer that never spoke disco gets ENDPOINTS while it might still. */
     if ((act & DISCO_DO_ENDPOINTS) &&
         (p->speaks_disco || p->disco.unanswered < DISCO_PING_UNANSWERED_MAX))
@@ -584,7 +629,10 @@ static uint64_t next_timer(const struct peer *p, uint64_t now)
     struct disco_facts f;
 
     facts_of(p, now, &f);
-    return disco_next(&p->disco, &f, p->dev->disco.gen);
+    uint64_t next = disco_next(&p->disco, &f, p->dev->disco.gen);
+    if (can_probe_mtu(p, now) && pmtu_next(&p->pmtu) && pmtu_next(&p->pmtu) < next)
+        next = pmtu_next(&p->pmtu);
+    return next;
 }
 
 void disco_wake(struct device *dev)

@@ -259,7 +259,7 @@ static int body_len(const struct disco_msg *m, size_t *len)
     case DISCO_PUNCH:
         return punch_len(&m->punch, len);
     case DISCO_PING:
-        *len = DISCO_TXID_LEN + 1;
+        *len = DISCO_TXID_LEN + 1u + m->ping.pad;
         return 0;
     case DISCO_PONG:
         return pong_len(&m->pong, len);
@@ -359,7 +359,9 @@ static uint8_t *put_body(uint8_t *p, const struct disco_msg *m)
         return put_list(p, m->punch.cand, m->punch.n_cand);
     case DISCO_PING:
         p = put_u64(p, m->ping.txid);
-        return put_u8(p, m->ping.flags);
+        p = put_u8(p, m->ping.flags);
+        memset(p, 0, m->ping.pad);
+        return p + m->ping.pad;
     case DISCO_PONG:
         p = put_u64(p, m->pong.txid);
         p = put_u8(p, m->pong.has_source ? DISCO_PONG_F_SOURCE : 0);
@@ -549,6 +551,21 @@ static bool get_relay(struct reader *r, struct disco_relay *rl)
     return true;
 }
 
+/* The rest of the body, all zero (one encoding per message). */
+static bool get_padding(struct reader *r, uint16_t *pad)
+{
+    const uint8_t *at;
+    size_t n = r->left;
+
+    if (!take(r, n, &at))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (at[i])
+            return false;
+    *pad = (uint16_t)n;
+    return true;
+}
+
 static bool get_body(struct reader *r, uint8_t type, struct disco_msg *m)
 {
     switch (type) {
@@ -557,7 +574,8 @@ static bool get_body(struct reader *r, uint8_t type, struct disco_msg *m)
     case DISCO_PUNCH:
         return get_punch(r, &m->punch);
     case DISCO_PING:
-        return get_u64(r, &m->ping.txid) && get_u8(r, &m->ping.flags);
+        return get_u64(r, &m->ping.txid) && get_u8(r, &m->ping.flags) &&
+               get_padding(r, &m->ping.pad);
     case DISCO_PONG:
         return get_pong(r, &m->pong);
     case DISCO_RELAY:

@@ -53,9 +53,10 @@
  *   1   n (1..DISCO_MAX_CANDIDATES)
  *   n x endpoint  the peer's candidates
  *
- * PING (3) body, exactly 9 bytes:
+ * PING (3) body, at least 9 bytes:
  *   8  transaction id
  *   1  flags, carried unchanged (their meaning is the engine's)
+ *   n  padding: zero bytes, to give a path MTU probe its size
  *
  * PONG (4) body:
  *   8  transaction id of the ping answered
@@ -165,6 +166,7 @@ struct disco_punch {
 struct disco_ping {
     uint64_t txid;
     uint8_t flags;
+    uint16_t pad;                        /* zero bytes after the flags */
 };
 
 struct disco_pong {

@@ -55,7 +55,16 @@ void handshake_initiate(struct peer *p, uint64_t now);
 /* A punch: the initiation in progress again (a new one when it is older
  * than REKEY_TIMEOUT or was answered), on the path and to every candidate. */
 void handshake_punch(struct peer *p, uint64_t now);
-/* A datagram of type 1, 2 or 3 from src. Takes ownership of pkt. */
+/* Whether a datagram msg[0..len) of type 1, 2 or 3 from src (a relay's
+ * address, for a relayed one) is to be handled, decided on its bytes
+ * where they lie: its size, mac1, and its source's rate (ratelimit.h;
+ * this takes a token). Counts what it drops. Call before taking a
+ * buffer for it. */
+bool handshake_admit(struct device *dev, const uint8_t *msg, uint32_t len,
+                     const union endpoint *src, uint64_t now);
+/* An admitted datagram in pkt->in (pkt->len bytes; pkt->addr its source,
+ * pkt->via and pkt->relay_src when relayed): a cookie reply when we are
+ * under load and it has no valid mac2, else handled. Takes pkt. */
 void handshake_receive(struct device *dev, struct pkt *pkt, uint64_t now);
 
 /* --- datapath.c --------------------------------------------------------------- */
@@ -88,11 +97,11 @@ void datapath_crypto_done(struct device *dev, struct crypto_job *job, uint64_t n
 enum disco_path path_of(const struct peer *p);
 /* Direct, with an endpoint. */
 bool path_direct(const struct peer *p);
-/* Somewhere to send: an endpoint or a relay. */
-bool path_usable(const struct peer *p);
-/* The largest inner packet for p: the MTU, less the relay's wrapping when
- * relayed. */
-unsigned path_mtu(const struct peer *p);
+/* Whether path_mtu is more than a safe guess: relayed (the wrapping is
+ * known), or a search ended. Larger packets then get ICMP "too big". */
+bool path_mtu_known(const struct peer *p);
+/* The path changed (or a session began on it): its MTU is searched anew. */
+void path_mtu_search(struct peer *p, uint64_t now);
 /* A relay that can carry messages now: reached directly, with a session. */
 bool path_relay_ready(const struct peer *r, uint64_t now);
 /* Sends pkt's sealed messages (as loop_send) on p's path; takes pkt. */

@@ -4,7 +4,14 @@
  * cookie replies under load; all on the peer's path, direct or through a
  * relay. When two initiations cross, one of them stands (ours_stands).
  * Nothing changes for a message that fails its MAC or its AEAD; unknown
- * keys and bad MACs get no answer. */
+ * keys and bad MACs get no answer.
+ *
+ * What a stranger can make us do is bounded per source address: every
+ * message is first admitted on its bytes where they lie (handshake_admit:
+ * size, mac1, then the source's token bucket, ratelimit.h), before a
+ * buffer is taken or anything else is computed; so a flood costs a
+ * BLAKE2s and a table lookup per packet, and at most RATELIMIT_PER_SEC
+ * cookie replies or X25519s per second per source. */
 #include <errno.h>
 #include <string.h>
 #include <time.h>
@@ -157,9 +164,18 @@ void handshake_send_initiation(struct peer *p, bool is_retry, uint64_t now)
     disco_want_session(p, true, now);
 }
 
-/* Under load when more handshakes arrived in the last second than we care
- * to answer without proof of address (mac2). */
-static bool under_load(struct device *dev, uint64_t now)
+/* Under load when more handshake messages reached the expensive step (an
+ * X25519, consume_*) in the last second than we do without proof of
+ * address: then a message needs a cookie (mac2) first. Only messages the
+ * per-source rate limiter let through count (handshake_admit), so one
+ * sender alone cannot put us under load for everyone: it takes more than
+ * DEVICE_LOAD_HANDSHAKES_PER_SEC / RATELIMIT_PER_SEC sources. */
+static bool under_load(const struct device *dev, uint64_t now)
+{
+    return now < dev->under_load_until_ns;
+}
+
+static void count_handshake_work(struct device *dev, uint64_t now)
 {
     if (now - dev->load_window_start_ns >= WG_NSEC_PER_SEC) {
         dev->load_window_start_ns = now;
@@ -167,7 +183,6 @@ static bool under_load(struct device *dev, uint64_t now)
     }
     if (++dev->load_window_count > DEVICE_LOAD_HANDSHAKES_PER_SEC)
         dev->under_load_until_ns = now + WG_NSEC_PER_SEC;
-    return now < dev->under_load_until_ns;
 }
 
 /* The bytes a cookie is bound to: source address and port. */
@@ -331,6 +346,32 @@ static uint32_t expected_len(uint32_t type)
     }
 }
 
+bool handshake_admit(struct device *dev, const uint8_t *msg, uint32_t len,
+                     const union endpoint *src, uint64_t now)
+{
+    uint32_t type = noise_message_type(msg, len);
+    const void *addr = src->sa.sa_family == AF_INET6 ? (const void *)&src->in6.sin6_addr
+                                                     : (const void *)&src->in4.sin_addr;
+
+    if (len != expected_len(type)) {
+        dev->stats.dropped_bad_packet++;
+        return false;
+    }
+    /* A cookie reply is looked up by an index of ours, and opened only
+     * for a message we sent: nothing to limit. */
+    if (type == WG_MSG_COOKIE_REPLY)
+        return true;
+    if (cookie_validate(&dev->checker, msg, len, NULL, 0, false)) {
+        dev->stats.dropped_bad_packet++;
+        return false;
+    }
+    if (!ratelimit_allow(&dev->ratelimit, src->sa.sa_family, addr, now)) {
+        dev->stats.dropped_ratelimited++;
+        return false;
+    }
+    return true;
+}
+
 void handshake_receive(struct device *dev, struct pkt *pkt, uint64_t now)
 {
     uint32_t type = noise_message_type(pkt->in, pkt->len);
@@ -358,6 +399,7 @@ void handshake_receive(struct device *dev, struct pkt *pkt, uint64_t now)
         loop_pkt_put(dev->loop, pkt);
         return;
     }
+    count_handshake_work(dev, now);
     if (type == WG_MSG_INITIATION)
         consume_initiation(dev, pkt, now);
     else

@@ -13,7 +13,6 @@
 #define PROTO_ICMP        1u
 #define PROTO_ICMPV6      58u
 #define PROTO_FRAGMENT6   44u
-#define IP4_DF            0x40u
 #define IP4_OFFSET_MASK   0x1fffu
 #define IP6_OFFSET_MASK   0xfff8u
 
@@ -50,7 +49,7 @@ static int icmp4_is_query(uint8_t type)
     return memchr(queries, type, sizeof(queries)) != NULL;
 }
 
-static int ip4_answerable(const uint8_t *ip, size_t len, size_t hlen, enum icmp_error kind)
+static int ip4_answerable(const uint8_t *ip, size_t len, size_t hlen)
 {
     const uint8_t *src = ip + 12, *dst = ip + 16;
 
@@ -58,8 +57,6 @@ static int ip4_answerable(const uint8_t *ip, size_t len, size_t hlen, enum icmp_
         return 0;
     if (get_be16(ip + 6) & IP4_OFFSET_MASK)
         return 0;
-    if (kind == ICMP_ERROR_TOO_BIG && !(ip[6] & IP4_DF))
-        return 0;   /* may be fragmented: no error due */
     if (!memcmp(src, "\0\0\0\0", 4) || src[0] >= 224 || dst[0] >= 224)
         return 0;   /* unspecified, multicast, broadcast, class E */
     if (ip[9] == PROTO_ICMP && (len <= hlen || !icmp4_is_query(ip[hlen])))
@@ -72,7 +69,7 @@ static long build4(uint8_t *out, size_t cap, const uint8_t *ip, size_t len,
 {
     size_t hlen = (size_t)(ip[0] & 0x0f) * 4u;
 
-    if (!ip4_answerable(ip, len, hlen, kind))
+    if (!ip4_answerable(ip, len, hlen))
         return -EINVAL;
     size_t quote = len < ICMP4_ERROR_MAX - IP4_HLEN - ICMP_HLEN
                        ? len : ICMP4_ERROR_MAX - IP4_HLEN - ICMP_HLEN;

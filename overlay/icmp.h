@@ -10,7 +10,10 @@
  * it quotes, and a source that is one of our own addresses would be
  * dropped as martian. As RFC 1812 and RFC 4443 ask, no error answers an
  * ICMP error, a fragment other than the first, or a packet from an
- * unspecified or multicast source. */
+ * unspecified or multicast source. Unlike a router, ddp0 does not
+ * fragment an IPv4 packet without DF: it says "fragmentation needed" to
+ * it too, and the sender's kernel (which takes that for any packet to the
+ * destination) fragments at the source. */
 #ifndef DDPNET_ICMP_H
 #define DDPNET_ICMP_H
 
@@ -19,7 +22,7 @@
 
 enum icmp_error {
     ICMP_ERROR_UNREACHABLE,   /* IPv4 host unreachable; IPv6 address unreachable */
-    ICMP_ERROR_TOO_BIG,       /* IPv4 fragmentation needed (DF set); IPv6 packet too big */
+    ICMP_ERROR_TOO_BIG,       /* IPv4 fragmentation needed; IPv6 packet too big */
 };
 
 /* How much of the original an error quotes at most: the whole error fits

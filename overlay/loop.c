@@ -260,21 +260,7 @@ static uint32_t gro_segment_size(struct pkt *pkt)
 
 static void on_udp_datagrams(struct loop *l, struct pkt *pkt, uint64_t now)
 {
-    uint32_t seg = gro_segment_size(pkt);
-
-    /* A lone handshake message is handled in this buffer; batches of
-     * transport messages go through the data path. */
-    if (seg == pkt->len && noise_message_type(pkt->in, pkt->len) != WG_MSG_TRANSPORT) {
-        uint32_t type = noise_message_type(pkt->in, pkt->len);
-        if (type >= WG_MSG_INITIATION && type <= WG_MSG_COOKIE_REPLY) {
-            handshake_receive(l->dev, pkt, now);
-        } else {
-            l->dev->stats.dropped_bad_packet++;
-            pkt_put(&l->pool, pkt);
-        }
-        return;
-    }
-    datapath_from_udp(l->dev, pkt, seg, now);
+    datapath_from_udp(l->dev, pkt, gro_segment_size(pkt), now);
 }
 
 static void on_tun_read(struct loop *l, struct pkt *pkt, int res, uint64_t now)

@@ -25,6 +25,7 @@
 
 #define IPV4_HEADER_LEN 20u
 #define IPV6_HEADER_LEN 40u
+#define UDP_HEADER_LEN  8u
 
 /* --- what the path is ------------------------------------------------------------ */
 
@@ -45,11 +46,46 @@ bool path_usable(const struct peer *p)
     return path_of(p) != DISCO_PATH_NONE;
 }
 
-unsigned path_mtu(const struct peer *p)
+/* The largest inner packet the path could carry: ddp0's MTU, less the
+ * relay's wrapping when relayed. */
+static unsigned path_max(const struct peer *p)
 {
     unsigned mtu = p->dev->mtu;
 
     return p->via && mtu > 2 * DISCO_RELAY_OVERHEAD ? mtu - DISCO_RELAY_OVERHEAD : mtu;
+}
+
+unsigned path_mtu(const struct peer *p)
+{
+    unsigned mtu = path_max(p);
+
+    /* Only a ddpnet peer answers the probes (a plain WireGuard peer keeps
+     * the full size, as before). */
+    if (p->speaks_disco && p->pmtu.current && p->pmtu.current < mtu)
+        mtu = p->pmtu.current;
+    return mtu;
+}
+
+bool path_mtu_known(const struct peer *p)
+{
+    return p->via || (p->speaks_disco && p->pmtu.found);
+}
+
+/* The inner packet whose outer packet is PMTU_OUTER_MIN bytes on this
+ * path: what every path carries. */
+static unsigned path_base(const struct peer *p)
+{
+    const union endpoint *ep = p->via ? &p->via->endpoint : &p->endpoint;
+    unsigned outer = (ep->sa.sa_family == AF_INET ? IPV4_HEADER_LEN : IPV6_HEADER_LEN) +
+                     UDP_HEADER_LEN + WG_TRANSPORT_MIN_LEN;
+
+    return PMTU_OUTER_MIN - outer - (p->via ? DISCO_RELAY_OVERHEAD : 0u);
+}
+
+void path_mtu_search(struct peer *p, uint64_t now)
+{
+    pmtu_reset(&p->pmtu, (uint16_t)path_base(p), (uint16_t)path_max(p), now);
+    disco_wake(p->dev);
 }
 
 bool path_relay_ready(const struct peer *r, uint64_t now)
@@ -63,10 +99,10 @@ void path_use_direct(struct peer *p, const union endpoint *ep, uint64_t now)
 {
     struct peer *was = p->via;
 
-    (void)now;
     if (peer_update_endpoint(p, ep)) {
         p->introduced = false;     /* the others should hear of it */
         p->dev->disco.gen++;
+        path_mtu_search(p, now);   /* another path */
     }
     if (!was)
         return;
@@ -76,19 +112,18 @@ void path_use_direct(struct peer *p, const union endpoint *ep, uint64_t now)
     log_info("peer %s: direct path at %s (was relayed through %s)", p->name, text, was->name);
     p->via = NULL;
     disco_path_changed(&p->disco);
-    disco_wake(p->dev);
+    path_mtu_search(p, now);
 }
 
 void path_use_relay(struct peer *p, struct peer *r, uint64_t now)
 {
-    (void)now;
     if (!r || r == p || p->via == r)
         return;
     log_info("peer %s: relayed through %s", p->name, r->name);
     p->via = r;
     p->dev->disco.gen++;
     disco_path_changed(&p->disco);
-    disco_wake(p->dev);
+    path_mtu_search(p, now);
 }
 
 void path_received(struct peer *p, const union endpoint *src, struct peer *via,

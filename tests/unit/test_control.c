@@ -81,6 +81,7 @@ static const char get_ddpnet_expected[] =
     "address=10.77.0.2\n"
     "endpoint=192.0.2.2:51820\n"
     "path=direct\n"
+    "path_mtu=1420\n"
     "rtt_us=1234\n"
     "last_handshake_time_sec=1700000000\n"
     "last_handshake_time_nsec=5\n"
@@ -417,6 +418,7 @@ static void test_get_sized_for_many_peers(void **state)
     big->persistent_keepalive = UINT16_MAX;
     big->rx_rate = big->tx_rate = (struct rate){ NOW_NS, 0, UINT64_MAX };
     /* Relayed through a peer with the longest name, the longest rtt. */
+    big->dev = &f->dev;
     big->via = big;
     big->disco.rtt_ns = UINT64_MAX;
     for (size_t i = 0; i < N; i++)
@@ -501,7 +503,7 @@ static void test_get_ddpnet_relayed(void **state)
     assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), 0);
     out[len - 1] = '\0';
     assert_non_null(strstr(out, "name=gpu-c\naddress=10.77.0.3\nendpoint=192.0.2.2:51820\n"
-                                "path=relay\nvia=gpu-b\nrtt_us=5470\n"));
+                                "path=relay\nvia=gpu-b\npath_mtu=1308\nrtt_us=5470\n"));
     free(out);
     assert_int_equal(control_get_wg(&f->dev, &out, &len), 0);
     out[len - 1] = '\0';
@@ -1109,12 +1111,12 @@ static void test_status_table(void **state)
 {
     static const char want[] =
         "ddp0: node gpu-a, address 10.77.0.1/16, listen port 51820, 2 peers\n"
-        "NAME   ADDRESS    ENDPOINT         PATH       RTT  HANDSHAKE      RX       TX       RX/s"
-        "        TX/s\n"
-        "gpu-b  10.77.0.2  192.0.2.2:51820  direct  1.2 ms  12s ago    1000 B  2.0 KiB  85 Mbit/s"
-        "  1.0 kbit/s\n"
-        "gpu-c  10.77.0.3  -                -            -  never         0 B      0 B    0 bit/s"
-        "     0 bit/s\n";
+        "NAME   ADDRESS    ENDPOINT         PATH     MTU     RTT  HANDSHAKE      RX       TX"
+        "       RX/s        TX/s\n"
+        "gpu-b  10.77.0.2  192.0.2.2:51820  direct  1420  1.2 ms  12s ago    1000 B  2.0 KiB"
+        "  85 Mbit/s  1.0 kbit/s\n"
+        "gpu-c  10.77.0.3  -                -          -       -  never         0 B      0 B"
+        "    0 bit/s     0 bit/s\n";
     char *text;
 
     (void)state;
@@ -1166,27 +1168,27 @@ static void test_status_units(void **state)
 {
     (void)state;
     expect_row(100, 0, 0, 1023, 0, 124,
-               "b|10.0.0.2|-|-|-|never|0|B|1023|B|0|bit/s|992|bit/s");
+               "b|10.0.0.2|-|-|-|-|never|0|B|1023|B|0|bit/s|992|bit/s");
     expect_row(100, 0, 1024, 1048575, 125, 124999,
-               "b|10.0.0.2|-|-|-|never|1.0|KiB|1.0|MiB|1.0|kbit/s|1.0|Mbit/s");
+               "b|10.0.0.2|-|-|-|-|never|1.0|KiB|1.0|MiB|1.0|kbit/s|1.0|Mbit/s");
     expect_row(100, 0, 1258291, 10 * 1024 * 1024, 10625000, 1250000000,
-               "b|10.0.0.2|-|-|-|never|1.2|MiB|10|MiB|85|Mbit/s|10|Gbit/s");
+               "b|10.0.0.2|-|-|-|-|never|1.2|MiB|10|MiB|85|Mbit/s|10|Gbit/s");
     expect_row(100, 0, UINT64_MAX, 5ull << 40, UINT64_MAX / 8, 1,
-               "b|10.0.0.2|-|-|-|never|16|EiB|5.0|TiB|18|Ebit/s|8|bit/s");
+               "b|10.0.0.2|-|-|-|-|never|16|EiB|5.0|TiB|18|Ebit/s|8|bit/s");
 }
 
 static void test_status_ages(void **state)
 {
     (void)state;
-    expect_row(1000, 1000, 0, 0, 0, 0, "b|10.0.0.2|-|-|-|0s|ago|0|B|0|B|0|bit/s|0|bit/s");
-    expect_row(1000, 941, 0, 0, 0, 0, "b|10.0.0.2|-|-|-|59s|ago|0|B|0|B|0|bit/s|0|bit/s");
-    expect_row(1000, 940, 0, 0, 0, 0, "b|10.0.0.2|-|-|-|1m|ago|0|B|0|B|0|bit/s|0|bit/s");
+    expect_row(1000, 1000, 0, 0, 0, 0, "b|10.0.0.2|-|-|-|-|0s|ago|0|B|0|B|0|bit/s|0|bit/s");
+    expect_row(1000, 941, 0, 0, 0, 0, "b|10.0.0.2|-|-|-|-|59s|ago|0|B|0|B|0|bit/s|0|bit/s");
+    expect_row(1000, 940, 0, 0, 0, 0, "b|10.0.0.2|-|-|-|-|1m|ago|0|B|0|B|0|bit/s|0|bit/s");
     expect_row(100000, 100000 - 3 * 3600 - 59, 0, 0, 0, 0,
-               "b|10.0.0.2|-|-|-|3h|ago|0|B|0|B|0|bit/s|0|bit/s");
+               "b|10.0.0.2|-|-|-|-|3h|ago|0|B|0|B|0|bit/s|0|bit/s");
     expect_row(1000000, 1000000 - 3 * 86400, 0, 0, 0, 0,
-               "b|10.0.0.2|-|-|-|3d|ago|0|B|0|B|0|bit/s|0|bit/s");
+               "b|10.0.0.2|-|-|-|-|3d|ago|0|B|0|B|0|bit/s|0|bit/s");
     /* A clock behind the peer's: no negative ages. */
-    expect_row(1000, 2000, 0, 0, 0, 0, "b|10.0.0.2|-|-|-|0s|ago|0|B|0|B|0|bit/s|0|bit/s");
+    expect_row(1000, 2000, 0, 0, 0, 0, "b|10.0.0.2|-|-|-|-|0s|ago|0|B|0|B|0|bit/s|0|bit/s");
 }
 
 /* The path, through whom, and the round trip: in the table and in JSON. */
@@ -1195,17 +1197,19 @@ static void test_status_paths(void **state)
     static const struct {
         const char *lines, *row, *json;
     } cases[] = {
-        { "endpoint=100.64.0.3:51820\npath=relay\nvia=node-c\nrtt_us=120\n",
-          "b|10.0.0.2|100.64.0.3:51820|relay|via|node-c|0.12|ms|never",
+        { "endpoint=100.64.0.3:51820\npath=relay\nvia=node-c\npath_mtu=1308\nrtt_us=120\n",
+          "b|10.0.0.2|100.64.0.3:51820|relay|via|node-c|1308|0.12|ms|never",
           "\"endpoint\":\"100.64.0.3:51820\",\"path\":\"relay\",\"via\":\"node-c\","
-          "\"rtt_ms\":0.120," },
-        { "endpoint=172.31.1.12:51820\npath=direct\nrtt_us=1249\n",
-          "b|10.0.0.2|172.31.1.12:51820|direct|1.2|ms|never",
-          "\"path\":\"direct\",\"via\":null,\"rtt_ms\":1.249," },
-        { "path=direct\nrtt_us=12345\n", "b|10.0.0.2|-|direct|12|ms|never",
-          "\"path\":\"direct\",\"via\":null,\"rtt_ms\":12.345," },
-        { "path=direct\nrtt_us=0\n", "b|10.0.0.2|-|direct|0.00|ms|never",
+          "\"path_mtu\":1308,\"rtt_ms\":0.120," },
+        { "endpoint=172.31.1.12:51820\npath=direct\npath_mtu=1340\nrtt_us=1249\n",
+          "b|10.0.0.2|172.31.1.12:51820|direct|1340|1.2|ms|never",
+          "\"path\":\"direct\",\"via\":null,\"path_mtu\":1340,\"rtt_ms\":1.249," },
+        { "path=direct\nrtt_us=12345\n", "b|10.0.0.2|-|direct|-|12|ms|never",
+          "\"path\":\"direct\",\"via\":null,\"path_mtu\":null,\"rtt_ms\":12.345," },
+        { "path=direct\nrtt_us=0\n", "b|10.0.0.2|-|direct|-|0.00|ms|never",
           "\"rtt_ms\":0.000," },
+        { "path=unreachable\n", "b|10.0.0.2|-|unreachable|-|-|never",
+          "\"path\":\"unreachable\",\"via\":null," },
     };
     char resp[512];
 
@@ -1242,7 +1246,7 @@ static void test_status_no_peers(void **state)
     text = format_with(table_fn, resp, 0, 0);
     assert_string_equal(text,
                         "ddp0: node solo, address fd77::1, listen port 51820, 0 peers\n"
-                        "NAME  ADDRESS  ENDPOINT  PATH  RTT  HANDSHAKE  RX  TX  RX/s  TX/s\n");
+                        "NAME  ADDRESS  ENDPOINT  PATH  MTU  RTT  HANDSHAKE  RX  TX  RX/s  TX/s\n");
     free(text);
     text = format_with(json_fn, resp, 0, 0);
     assert_string_equal(text, "{\"interface\":\"ddp0\",\"self\":\"solo\",\"address\":"
@@ -1256,11 +1260,11 @@ static void test_status_json(void **state)
         "{\"interface\":\"ddp0\",\"self\":\"gpu-a\",\"address\":\"10.77.0.1\","
         "\"listen_port\":51820,\"peers\":["
         "{\"name\":\"gpu-b\",\"address\":\"10.77.0.2\",\"endpoint\":\"192.0.2.2:51820\","
-        "\"path\":\"direct\",\"via\":null,\"rtt_ms\":1.234,"
+        "\"path\":\"direct\",\"via\":null,\"path_mtu\":1420,\"rtt_ms\":1.234,"
         "\"latest_handshake\":1700000000,\"rx_bytes\":1000,\"tx_bytes\":2000,"
         "\"rx_rate\":10625000,\"tx_rate\":125},"
         "{\"name\":\"gpu-c\",\"address\":\"10.77.0.3\",\"endpoint\":null,"
-        "\"path\":null,\"via\":null,\"rtt_ms\":null,"
+        "\"path\":null,\"via\":null,\"path_mtu\":null,\"rtt_ms\":null,"
         "\"latest_handshake\":null,\"rx_bytes\":0,\"tx_bytes\":0,"
         "\"rx_rate\":0,\"tx_rate\":0}]}\n";
     char *text;

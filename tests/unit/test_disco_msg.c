@@ -128,6 +128,7 @@ static void assert_msg_equal(const struct disco_msg *a, const struct disco_msg *
     case DISCO_PING:
         assert_true(a->ping.txid == b->ping.txid);
         assert_int_equal(a->ping.flags, b->ping.flags);
+        assert_int_equal(a->ping.pad, b->ping.pad);
         break;
     case DISCO_PONG:
         assert_true(a->pong.txid == b->pong.txid);
@@ -293,6 +294,14 @@ static void test_roundtrip_ping_pong(void **state)
     msg_a.ping.txid = UINT64_MAX;
     msg_a.ping.flags = 0xff;                    /* every flag bit is carried */
     roundtrip(&msg_a, DISCO_HEADER_LEN + 9);
+    /* A path MTU probe: padded with zeros to its size. */
+    msg_a.ping.pad = 1300;
+    roundtrip(&msg_a, DISCO_HEADER_LEN + 9 + 1300);
+    int n = disco_encode(&msg_a, buf, sizeof(buf));
+    assert_int_equal(n, DISCO_HEADER_LEN + 9 + 1300);
+    buf[n - 1] = 1;                             /* padding that is not zero */
+    assert_int_equal(disco_decode(buf, (size_t)n, &msg_b), -EBADMSG);
+    msg_a.ping.pad = 0;
 
     make_pong(&msg_a, false);
     roundtrip(&msg_a, DISCO_HEADER_LEN + 9);
@@ -476,6 +485,15 @@ static void test_trailing_bytes_rejected(void **state)
         assert_int_equal(disco_decode(buf, len + 1, &msg_b), -EBADMSG);
         if (goldens[g] == golden_relay || goldens[g] == golden_relayed)
             continue;                           /* a longer transport message is one */
+        if (goldens[g] == golden_ping) {
+            /* A zero byte more is padding (a path MTU probe); another is not. */
+            set_body_len(buf, len + 1 - DISCO_HEADER_LEN);
+            assert_int_equal(disco_decode(buf, len + 1, &msg_b), 0);
+            assert_int_equal(msg_b.ping.pad, 1);
+            buf[len] = 7;
+            assert_int_equal(disco_decode(buf, len + 1, &msg_b), -EBADMSG);
+            continue;
+        }
         set_body_len(buf, len + 1 - DISCO_HEADER_LEN);
         assert_int_equal(disco_decode(buf, len + 1, &msg_b), -EBADMSG);
     }
