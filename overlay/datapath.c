@@ -114,29 +114,17 @@ static uint32_t segment_stride(const struct device *dev, const struct vnet_hdr *
     return (uint32_t)transport_sealed_len_limited(full, mtu);
 }
 
-/* A TCP super-packet for a path with a smaller MTU (a relay's) is cut
- * into smaller segments: TCP takes any segment size, so nothing outgrows
- * the underlay. (UDP datagrams keep their size: it is the application's.) */
-static void fit_tso(struct vnet_hdr *h, const uint8_t *ip, uint32_t len, unsigned mtu)
-{
-    struct offload_ip oip;
-    uint8_t type = h->gso_type & (uint8_t)~VIRTIO_NET_HDR_GSO_ECN;
-
-    if ((type != VIRTIO_NET_HDR_GSO_TCPV4 && type != VIRTIO_NET_HDR_GSO_TCPV6) ||
-        offload_parse(ip, len, &oip) || (size_t)oip.l3_len + oip.l4_hlen >= mtu)
-        return;
-    if ((size_t)oip.l3_len + oip.l4_hlen + h->gso_size > mtu)
-        h->gso_size = (uint16_t)(mtu - oip.l3_len - oip.l4_hlen);
-}
-
 static int segment(struct device *dev, struct pkt *pkt, const uint8_t *ip, uint32_t len,
                    struct vnet_hdr *h, unsigned mtu)
 {
     struct offload_area area;
     uint32_t stride;
 
+    /* A path narrower than ddp0 (a relay's, or one whose MTU is still
+     * being searched): TCP is cut to it, super-packets and lone packets
+     * alike. (UDP datagrams keep their size: it is the application's.) */
     if (mtu < dev->mtu)
-        fit_tso(h, ip, len, mtu);
+        offload_fit_tcp(h, ip, len, mtu);
     stride = segment_stride(dev, h, ip, len, mtu);
     size_t slots = PKT_AREA_CAP / stride;
 

@@ -16,9 +16,13 @@
  * without an answer, each given PMTU_PROBE_TIMEOUT_MS (or three round
  * trips, when longer). Until the first search ends the path is used at
  * `base`, so that nothing is lost while it runs; after it, at the size
- * found. Every PMTU_RAISE_SEC the search runs again, from `max`, in case
- * the path grew (RFC 8899's PMTU_RAISE_TIMER); the size found stays in use
- * meanwhile. The network's own word (ICMP fragmentation needed or packet
+ * found. Every PMTU_CONFIRM_SEC the size in use is probed again (RFC
+ * 8899's CONFIRMATION_TIMER): a route that changed to a narrower path
+ * fails it, and the path falls back to `base` and is searched below that
+ * size, so a path that narrows is a black hole for PMTU_CONFIRM_SEC and a
+ * few probes at most. Every PMTU_RAISE_SEC the search runs again, from
+ * `max`, in case the path grew (RFC 8899's PMTU_RAISE_TIMER); the size
+ * found stays in use meanwhile. The network's own word (ICMP fragmentation needed or packet
  * too big, for our UDP packets) is a hint: a size at or below it is
  * probed at once.
  *
@@ -34,6 +38,7 @@
 #define PMTU_PROBE_TIMEOUT_MS  250u
 #define PMTU_PRECISION         16u     /* the search stops when hi - lo < this */
 #define PMTU_RAISE_SEC         600u
+#define PMTU_CONFIRM_SEC       30u
 /* The outer packet every path carries (IPv6's minimum MTU, RFC 8200). */
 #define PMTU_OUTER_MIN         1280u
 
@@ -44,8 +49,10 @@ struct pmtu {
     uint16_t probe_size;         /* the size being tried; 0: not searching */
     uint8_t tries;               /* probes of probe_size sent */
     bool found;                  /* a search ended since the path began */
+    bool confirming;             /* probe_size is the size in use, probed again */
     uint64_t probe_id;           /* the latest probe's transaction id */
-    uint64_t deadline_ns;        /* the probe's answer is late, or the next search */
+    uint64_t deadline_ns;        /* the probe's answer is late, or the next probe is due */
+    uint64_t raise_ns;           /* the next search from max */
 };
 
 /* A new path (or session): the search begins at once; the path is used at

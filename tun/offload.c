@@ -792,3 +792,36 @@ long offload_run_copy(const struct offload_pkt *pkts, const size_t *next,
     }
     return (long)at;
 }
+
+bool offload_fit_tcp(struct vnet_hdr *h, const uint8_t *pkt, size_t len, size_t mtu)
+{
+    uint8_t type = h->gso_type & (uint8_t)~VIRTIO_NET_HDR_GSO_ECN;
+    struct offload_ip ip;
+    size_t hdrs;
+
+    if (type != VIRTIO_NET_HDR_GSO_TCPV4 && type != VIRTIO_NET_HDR_GSO_TCPV6 &&
+        type != VIRTIO_NET_HDR_GSO_NONE)
+        return false;
+    if (offload_parse(pkt, len, &ip) || ip.proto != IPPROTO_TCP)
+        return false;
+    hdrs = (size_t)ip.l3_len + ip.l4_hlen;
+    if (hdrs >= mtu)
+        return false;
+    if (type == VIRTIO_NET_HDR_GSO_NONE) {
+        if (ip.ip_len != len || len <= mtu)
+            return false;
+        h->gso_type = ip.version == 4 ? VIRTIO_NET_HDR_GSO_TCPV4 : VIRTIO_NET_HDR_GSO_TCPV6;
+        h->gso_size = (uint16_t)(mtu - hdrs);
+        h->hdr_len = 0;
+        /* A partial checksum stays where the kernel put it, at the TCP
+         * checksum; any other request is moot: GSO computes it afresh. */
+        if ((h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) &&
+            (h->csum_start != ip.l3_len || h->csum_offset != TCPH_OFF_CSUM))
+            h->flags &= (uint8_t)~VIRTIO_NET_HDR_F_NEEDS_CSUM;
+        return true;
+    }
+    if (hdrs + h->gso_size <= mtu)
+        return false;
+    h->gso_size = (uint16_t)(mtu - hdrs);
+    return true;
+}

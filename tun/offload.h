@@ -8,6 +8,7 @@
 #ifndef DDPNET_OFFLOAD_H
 #define DDPNET_OFFLOAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -114,6 +115,16 @@ struct offload_area {
  * part there, so the headers are measured from the packet itself. */
 int offload_segment(const struct vnet_hdr *h, const uint8_t *pkt, size_t len,
                     const struct offload_area *area);
+
+/* Fits TCP in pkt (len bytes, as described by *h) to packets of at most
+ * mtu bytes, by rewriting *h only: a TCP super-packet gets a smaller
+ * gso_size; a lone TCP packet (GSO NONE) longer than mtu becomes a
+ * super-packet of mtu-sized segments (TCP takes any segment size, so a
+ * path narrower than the sender thinks costs no loss). offload_segment
+ * then cuts it, with checksums computed afresh. Returns true when *h was
+ * changed; anything else (UDP, packets that fit, headers alone beyond mtu,
+ * what offload_parse refuses) is left as it is. */
+bool offload_fit_tcp(struct vnet_hdr *h, const uint8_t *pkt, size_t len, size_t mtu);
 
 /* --- coalescing: decrypted packets -> TUN writes -------------------------- */
 

@@ -656,6 +656,80 @@ static void test_segment_tso_ecn_and_no_csum_flag(void **state)
     }
 }
 
+/* offload_fit_tcp: TCP, lone or super, cut to a narrower path; nothing else. */
+static void test_fit_tcp(void **state)
+{
+    struct fx *fx = *state;
+
+    for (int v = 4; v <= 6; v += 2) {
+        struct spec s = spec_tcp(v);
+        size_t hdrs = ip_hlen(&s) + l4_hlen(&s), mtu = 1220, len;
+        struct vnet_hdr h, was;
+
+        /* A lone packet of 1400 payload bytes: two segments of the path's size. */
+        s.payload = 1400;
+        s.flags = F_ACK | F_PSH;
+        len = build(fx->pkt, &s);
+        h = (struct vnet_hdr){ .gso_type = VIRTIO_NET_HDR_GSO_NONE, .hdr_len = 66 };
+        assert_true(offload_fit_tcp(&h, fx->pkt, len, mtu));
+        assert_int_equal(h.gso_type, v == 4 ? VIRTIO_NET_HDR_GSO_TCPV4 : VIRTIO_NET_HDR_GSO_TCPV6);
+        assert_int_equal(h.gso_size, mtu - hdrs);
+        assert_int_equal(h.hdr_len, 0);
+        area_init(&fx->ar);
+        assert_int_equal(offload_segment(&h, fx->pkt, len, &fx->ar.a), 2);
+        for (size_t i = 0; i < 2; i++) {
+            assert_true(fx->ar.lens[i] <= mtu);
+            check_segment(seg_at(&fx->ar, i), fx->ar.lens[i], &s, i, 2, h.gso_size);
+        }
+        /* The kernel's partial checksum request is kept where it belongs... */
+        h = (struct vnet_hdr){ .flags = VIRTIO_NET_HDR_F_NEEDS_CSUM,
+                               .csum_start = (uint16_t)ip_hlen(&s), .csum_offset = 16 };
+        assert_true(offload_fit_tcp(&h, fx->pkt, len, mtu));
+        assert_int_equal(h.flags, VIRTIO_NET_HDR_F_NEEDS_CSUM);
+        /* ...and dropped elsewhere (GSO computes it afresh). */
+        h = (struct vnet_hdr){ .flags = VIRTIO_NET_HDR_F_NEEDS_CSUM, .csum_start = 3,
+                               .csum_offset = 16 };
+        assert_true(offload_fit_tcp(&h, fx->pkt, len, mtu));
+        assert_int_equal(h.flags, 0);
+        area_init(&fx->ar);
+        assert_int_equal(offload_segment(&h, fx->pkt, len, &fx->ar.a), 2);
+
+        /* A lone packet that fits, or a path that cannot hold the headers: unchanged. */
+        h = was = (struct vnet_hdr){ .gso_type = VIRTIO_NET_HDR_GSO_NONE };
+        assert_false(offload_fit_tcp(&h, fx->pkt, len, len));
+        assert_false(offload_fit_tcp(&h, fx->pkt, len, hdrs));
+        assert_memory_equal(&h, &was, sizeof(h));
+
+        /* A super-packet: its gso_size shrinks to the path, never grows. */
+        s.payload = 5000;
+        len = build(fx->pkt, &s);
+        h = tso_hdr(&s, MSS);
+        assert_true(offload_fit_tcp(&h, fx->pkt, len, mtu));
+        assert_int_equal(h.gso_size, mtu - hdrs);
+        was = h;
+        assert_false(offload_fit_tcp(&h, fx->pkt, len, 1420));
+        assert_memory_equal(&h, &was, sizeof(h));
+
+        /* UDP keeps its datagrams, lone or not. */
+        struct spec u = spec_udp(v);
+        u.payload = 1400;
+        len = build(fx->pkt, &u);
+        h = was = (struct vnet_hdr){ .gso_type = VIRTIO_NET_HDR_GSO_NONE };
+        assert_false(offload_fit_tcp(&h, fx->pkt, len, mtu));
+        u.payload = 5000;
+        len = build(fx->pkt, &u);
+        h = was = tso_hdr(&u, 1400);
+        assert_false(offload_fit_tcp(&h, fx->pkt, len, mtu));
+        assert_memory_equal(&h, &was, sizeof(h));
+
+        /* Not IP at all. */
+        memset(fx->pkt, 0, 1500);
+        h = was = (struct vnet_hdr){ .gso_type = VIRTIO_NET_HDR_GSO_NONE };
+        assert_false(offload_fit_tcp(&h, fx->pkt, 1500, mtu));
+        assert_memory_equal(&h, &was, sizeof(h));
+    }
+}
+
 static void test_segment_needs_csum_only(void **state)
 {
     struct fx *fx = *state;
@@ -1763,6 +1837,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_segment_tso4_64k, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_segment_tso6, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_segment_uso, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_fit_tcp, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_segment_tso_ecn_and_no_csum_flag, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_segment_needs_csum_only, fx_setup, fx_teardown),

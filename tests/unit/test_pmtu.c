@@ -2,7 +2,8 @@
  * simulated path that answers probes up to a size: wide paths confirm the
  * full size in one probe, narrow ones converge to within PMTU_PRECISION
  * below the path's limit in a bounded number of probes and time, the path
- * is used at base until then, lost answers are retried, the raise timer
+ * is used at base until then, lost answers are retried, the size in use
+ * is confirmed and a path that narrowed falls back, the raise timer
  * finds a grown path, a hint from ICMP is probed at once, and round trips
  * longer than the timeout stretch it. */
 #include <setjmp.h>
@@ -60,8 +61,9 @@ static void test_wide_path_one_probe(void **state)
     assert_int_equal(run(&m, &s, &now, now + WG_NSEC_PER_SEC), 1);
     assert_true(m.found);
     assert_int_equal(m.current, MAX);
-    /* Nothing more until the raise timer. */
-    assert_int_equal(pmtu_next(&m), now + PMTU_RAISE_SEC * WG_NSEC_PER_SEC);
+    /* Nothing more until the confirmation timer; the raise is later. */
+    assert_int_equal(pmtu_next(&m), now + PMTU_CONFIRM_SEC * WG_NSEC_PER_SEC);
+    assert_int_equal(m.raise_ns, now + PMTU_RAISE_SEC * WG_NSEC_PER_SEC);
     assert_int_equal(pmtu_due(&m, 99, MS, now + WG_NSEC_PER_SEC), 0);
 }
 
@@ -133,14 +135,78 @@ static void test_raise_finds_grown_path(void **state)
     run(&m, &s, &now, now + 60 * WG_NSEC_PER_SEC);
     uint16_t narrow = m.current;
     assert_true(narrow <= 1300 && narrow + PMTU_PRECISION > 1300);
-    /* The path grows; before the raise timer nothing is probed. */
+    /* The path grows; before the raise timer only the size in use is
+     * probed, every PMTU_CONFIRM_SEC. */
     s.limit = 1500;
     assert_int_equal(pmtu_due(&m, 1000, MS, now + WG_NSEC_PER_SEC), 0);
-    now = pmtu_next(&m);
-    assert_int_equal(pmtu_due(&m, 1001, MS, now), MAX);
+    unsigned confirms = 0, id = 1000;
+    uint16_t size;
+    for (;;) {
+        now = pmtu_next(&m);
+        size = pmtu_due(&m, ++id, MS, now);
+        if (size != narrow)
+            break;
+        confirms++;
+        assert_true(pmtu_acked(&m, id, now + MS));
+        assert_int_equal(m.current, narrow);
+    }
+    assert_int_equal(confirms, PMTU_RAISE_SEC / PMTU_CONFIRM_SEC - 1);
+    assert_int_equal(size, MAX);
     assert_int_equal(m.current, narrow);     /* kept while the search runs */
-    assert_true(pmtu_acked(&m, 1001, now + MS));
+    assert_true(pmtu_acked(&m, id, now + MS));
     assert_int_equal(m.current, MAX);
+}
+
+static void test_narrowed_path_falls_back(void **state)
+{
+    (void)state;
+    struct pmtu m;
+    struct sim s = { .limit = 1500, .rtt = MS };
+    uint64_t now = 1;
+
+    pmtu_reset(&m, BASE, MAX, now);
+    run(&m, &s, &now, now + WG_NSEC_PER_SEC);
+    assert_int_equal(m.current, MAX);
+    /* A route changes: the path carries 1300 from now on, and says nothing. */
+    s.limit = 1300;
+    uint64_t changed = now;
+    now = pmtu_next(&m);
+    assert_int_equal(now, changed + PMTU_CONFIRM_SEC * WG_NSEC_PER_SEC);
+    for (unsigned i = 0; i < PMTU_PROBE_TRIES; i++) {
+        assert_int_equal(pmtu_due(&m, 500 + i, MS, now), MAX);   /* lost */
+        assert_int_equal(m.current, MAX);
+        now = pmtu_next(&m);
+    }
+    /* Unanswered: back to base at once, and a search below MAX. */
+    uint16_t size = pmtu_due(&m, 600, MS, now);
+    assert_int_equal(m.current, BASE);
+    assert_false(m.found);
+    assert_true(size > BASE && size < MAX);
+    assert_true(now - changed <= PMTU_CONFIRM_SEC * WG_NSEC_PER_SEC +
+                                 PMTU_PROBE_TRIES * PMTU_PROBE_TIMEOUT_MS * MS);
+    if (size <= s.limit)
+        assert_true(pmtu_acked(&m, 600, now + MS));
+    s.id = 600;
+    run(&m, &s, &now, now + 60 * WG_NSEC_PER_SEC);
+    assert_true(m.found);
+    assert_true(m.current <= 1300 && m.current + PMTU_PRECISION > 1300);
+}
+
+static void test_confirm_needs_nothing_at_base(void **state)
+{
+    (void)state;
+    struct pmtu m;
+    struct sim s = { .limit = 1000, .rtt = MS };
+    uint64_t now = 1;
+
+    /* A path that carries nothing above base: nothing to confirm. */
+    pmtu_reset(&m, BASE, MAX, now);
+    run(&m, &s, &now, now + 60 * WG_NSEC_PER_SEC);
+    assert_true(m.found);
+    assert_int_equal(m.current, BASE);
+    now = pmtu_next(&m);
+    assert_int_equal(pmtu_due(&m, 1, MS, now), 0);
+    assert_true(pmtu_next(&m) > now);
 }
 
 static void test_hint_probed_at_once(void **state)
@@ -204,6 +270,8 @@ int main(void)
         cmocka_unit_test(test_base_until_found),
         cmocka_unit_test(test_lost_answers_retried),
         cmocka_unit_test(test_raise_finds_grown_path),
+        cmocka_unit_test(test_narrowed_path_falls_back),
+        cmocka_unit_test(test_confirm_needs_nothing_at_base),
         cmocka_unit_test(test_hint_probed_at_once),
         cmocka_unit_test(test_long_rtt_stretches_timeout),
         cmocka_unit_test(test_base_above_max),
