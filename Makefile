@@ -134,8 +134,15 @@ build/bench/aead_bench: bench/aead_bench.c $(PLAIN_LIB)
 
 # --- end-to-end tests and the demo (root, network namespaces) -------------------
 
+# Helpers the e2e scripts run (tests/e2e/tools: the handshake flooder).
+E2E_TOOLS := $(patsubst tests/e2e/tools/%.c,build/tools/%,$(wildcard tests/e2e/tools/*.c))
+
+.SECONDARY: $(E2E_TOOLS:build/tools/%=build/plain/tests/e2e/tools/%.o)
+build/tools/%: build/plain/tests/e2e/tools/%.o $(PLAIN_LIB)
+	$(call quiet,LD,$@)mkdir -p $(dir $@) && $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 # Each script in tests/e2e under a time limit; skips itself (exit 77) where it cannot run.
-e2e: bin/ddpnet
+e2e: bin/ddpnet $(E2E_TOOLS)
 	$(Q)tests/e2e/run.sh
 
 # deps first, so the build and the demo find what they need.
