@@ -708,7 +708,9 @@ PYEOF
 
 # e2e_allreduce NODE...: torchrun on every NODE (c10d rendezvous at the
 # first NODE by name, port 29500; Gloo over ddp0, as torch.sh runs it);
-# each rank adds rank + 1 and all must see the sum. TORCH_TIMEOUT bounds it.
+# each rank adds rank + 1 and all must see the sum. TORCH_TIMEOUT bounds it;
+# ALLREDUCE_MIB (default 0: one number) makes the tensor that many MiB of
+# float32s, every one of which must hold the sum.
 e2e_allreduce() {
     local n tpids=() failed="" rc line world=$# first=$1 want i
     want=$(( world * (world + 1) / 2 ))
@@ -717,16 +719,24 @@ import socket
 import torch
 import torch.distributed as dist
 
+import os
+import time
+
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
-t = torch.tensor([float(rank + 1)])
+n = max(1, int(os.environ.get("ALLREDUCE_MIB", "0")) * 262144)   # float32s
+t = torch.full((n,), float(rank + 1))
+t0 = time.time()
 dist.all_reduce(t)
+secs = time.time() - t0
 want = world * (world + 1) / 2
-print("allreduce host=%s rank=%d world=%d sum=%g want=%g"
-      % (socket.gethostname(), rank, world, t.item(), want), flush=True)
+ok = bool((t == want).all())
+print("allreduce host=%s rank=%d world=%d sum=%g want=%g bytes=%d secs=%.2f"
+      % (socket.gethostname(), rank, world, t[0].item() if ok else t.min().item(), want,
+         4 * n, secs), flush=True)
 dist.barrier()
 dist.destroy_process_group()
-raise SystemExit(0 if t.item() == want else 1)
+raise SystemExit(0 if ok else 1)
 PYEOF
     chmod 644 "$T/allreduce.py"
     for n in "$@"; do
