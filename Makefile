@@ -3,7 +3,7 @@
 #   make deps       install the Debian packages the build and tests need (root, apt-get)
 #   make unit       unit tests, plain and under ASan+UBSan
 #   make fuzz       each libFuzzer harness for FUZZ_SECONDS (default 300)
-#   make test       everything the project tests
+#   make test       everything the project tests (check-layers, unit, fuzz-smoke, e2e)
 #   make clean
 # Quiet unless V=1. Warnings are errors.
 
@@ -47,7 +47,7 @@ FUZZ_SMOKE_SECONDS ?= 10
 
 # Everything but the CLI entry point is library code that tests link against.
 MODULE_SRC  := $(wildcard crypto/*.c config/*.c tun/*.c) \
-               $(filter-out overlay/main.c,$(wildcard overlay/*.c))
+               $(filter-out overlay/cli/main.c,$(wildcard overlay/*/*.c))
 UNIT_TESTS  := $(wildcard tests/unit/test_*.c)
 UNIT_HELP   := $(filter-out $(UNIT_TESTS),$(wildcard tests/unit/*.c))
 FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
@@ -68,13 +68,13 @@ DEB_PKGS += $(E2E_DEB_PKGS)
 # Headers of the OpenSSL AEAD backend (optional: the build works without).
 DEB_PKGS += libssl-dev
 
-.PHONY: all deps unit unit-plain unit-asan test fuzz fuzz-smoke clean
+.PHONY: all deps unit unit-plain unit-asan test fuzz fuzz-smoke clean check-layers
 .PHONY: e2e demo install
 .DELETE_ON_ERROR:
 
 all: bin/ddpnet
 
-bin/ddpnet: build/plain/overlay/main.o $(PLAIN_LIB)
+bin/ddpnet: build/plain/overlay/cli/main.o $(PLAIN_LIB)
 	$(call quiet,LD,$@)mkdir -p bin && $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 PREFIX ?= /usr/local
@@ -124,8 +124,12 @@ unit-asan: $(ASAN_TESTS)
 	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  tests/run-unit.sh asan $(ASAN_TESTS)
 
-test: unit fuzz-smoke
+test: check-layers unit fuzz-smoke
 test: e2e
+
+# The shape of the tree: which folder may include which (HACKING.md).
+check-layers:
+	$(Q)tests/check_layers.sh
 
 # --- the AEAD benchmark (bench/aead_bench.c; `make bench` builds and runs it) ----
 

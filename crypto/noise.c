@@ -12,9 +12,9 @@
 #include "crypto/noise.h"
 #include "crypto/x25519.h"
 
-#define INIT_SENDER_OFFSET   4
+#define INIT_SENDER_OFFSET   WG_SENDER_INDEX_OFFSET
 #define INIT_BODY_OFFSET     8
-#define RESP_SENDER_OFFSET   4
+#define RESP_SENDER_OFFSET   WG_SENDER_INDEX_OFFSET
 #define RESP_RECEIVER_OFFSET 8
 #define RESP_BODY_OFFSET     12
 
@@ -76,11 +76,6 @@ void noise_handshake_reset(struct noise_handshake *hs)
     hs->local_index = 0;
     hs->remote_index = 0;
     hs->state = NOISE_STATE_ZEROED;
-}
-
-void noise_handshake_destroy(struct noise_handshake *hs)
-{
-    sodium_memzero(hs, sizeof(*hs));
 }
 
 static void new_ephemeral(uint8_t priv[WG_KEY_LEN])

@@ -36,7 +36,7 @@ enum noise_state {
 };
 
 /* One per peer. Holds secrets: keep it in guarded memory (the overlay's
- * peer allocation) and clear it with noise_handshake_destroy. */
+ * peer allocation, whose sodium_free wipes it). */
 struct noise_handshake {
     enum noise_state state;
     uint8_t remote_static[WG_KEY_LEN];
@@ -74,7 +74,6 @@ int noise_handshake_init(struct noise_handshake *hs, const struct noise_local *l
  * timestamp (so old initiations stay refused). */
 void noise_handshake_reset(struct noise_handshake *hs);
 /* Wipes everything. */
-void noise_handshake_destroy(struct noise_handshake *hs);
 
 /* Initiator: writes an initiation (MACs zero) with our local_index and the
  * given TAI64N timestamp. */

@@ -31,6 +31,8 @@
 #define WG_TRANSPORT_MIN_LEN  (WG_TRANSPORT_HEADER_LEN + WG_AEAD_TAG_LEN) /* keepalive */
 #define WG_PADDING_MULTIPLE   16u    /* plaintext padded to a multiple of this */
 /* The two MACs close every handshake message: mac1 then mac2. */
+/* Where initiations and responses carry their sender index. */
+#define WG_SENDER_INDEX_OFFSET 4u
 #define WG_MACS_LEN           (2u * WG_MAC_LEN)
 
 /* --- Noise and WireGuard strings ------------------------------------------ */
@@ -104,7 +106,7 @@ const char *wg_strerror(int status);
 
 /* --- discovery, NAT traversal and relays (ddpnet's disco: overlay/disco*.c) --
  * Not WireGuard's: the schedule of the messages ddpnet nodes exchange inside
- * the tunnel (overlay/disco_msg.h) and of the handshakes they aim at each
+ * the tunnel (overlay/disco/disco_msg.h) and of the handshakes they aim at each
  * other's candidate addresses. */
 /* Interface addresses (local candidates) are read again this often (s). */
 #define DISCO_LOCAL_REFRESH_S        30u

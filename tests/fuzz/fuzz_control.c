@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "config/addr.h"
-#include "overlay/control_int.h"
-#include "overlay/device.h"
-#include "overlay/log.h"
-#include "overlay/uapi.h"
+#include "overlay/base/log.h"
+#include "overlay/control/control_int.h"
+#include "overlay/control/uapi.h"
+#include "overlay/engine/device.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,4 +1,4 @@
-/* libFuzzer harness for discovery's handling of messages (overlay/disco_io.c,
+/* libFuzzer harness for discovery's handling of messages (overlay/engine/disco_io.c,
  * path.c): a disco message, as any peer of a small cluster may send it
  * inside its session (directly or through another), goes to disco_receive,
  * and then every peer's schedule runs at a later time picked by the input
@@ -19,9 +19,9 @@
 #include <sodium.h>
 
 #include "crypto/aead.h"
-#include "overlay/device_setup.h"
-#include "overlay/engine.h"
-#include "overlay/loop.h"
+#include "overlay/engine/device_setup.h"
+#include "overlay/engine/engine.h"
+#include "overlay/loop/loop.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -67,7 +67,8 @@ static void setup(void)
     if (pkt_pool_init(&loop.pool, POOL, POOL))
         abort();
     loop.udp_fd[0] = loop.udp_fd[1] = loop.tun_fd = -1;
-    loop.dev = &dev;
+    loop.name = "ddp0";
+    loop.max_datagram = 1420 + WG_TRANSPORT_MIN_LEN;
     dev.loop = &loop;
     dev.mtu = 1420;
     dev.listen_port = 51820;

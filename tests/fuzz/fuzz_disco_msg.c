@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "overlay/disco_msg.h"
+#include "overlay/disco/disco_msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,7 +9,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "overlay/uapi.h"
+#include "overlay/control/uapi.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

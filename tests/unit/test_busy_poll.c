@@ -1,4 +1,4 @@
-/* Tests of busy polling's window (overlay/busy_poll.c) on a fake clock:
+/* Tests of busy polling's window (overlay/loop/busy_poll.c) on a fake clock:
  * off, opened by a packet after an idle spell, extended by the answer,
  * closed by time, never opened inside a flow, and given up for a bulk
  * flow until the next idle spell. */
@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "overlay/busy_poll.h"
+#include "overlay/loop/busy_poll.h"
 
 #define US 1000ull
 #define MS (1000ull * US)

@@ -33,9 +33,9 @@
 
 #include "crypto/aead.h"
 #include "crypto/x25519.h"
-#include "overlay/cli.h"
-#include "overlay/cli_args.h"
-#include "overlay/keyfile.h"
+#include "overlay/cli/cli.h"
+#include "overlay/cli/cli_args.h"
+#include "overlay/daemon/keyfile.h"
 #include "tun/tun.h"
 
 /* Key pairs as `wg genkey | tee k | wg pubkey` printed them. */

@@ -1,5 +1,5 @@
 /* Tests of the control socket (overlay/control*.c) and of `ddpnet status` /
- * `ddpnet env` (overlay/cli_status.c): a small device built by hand, served
+ * `ddpnet env` (overlay/cli/cli_status.c): a small device built by hand, served
  * through socket pairs and real sockets in a temporary directory; the
  * get/set answers byte for byte, the listener's mode and stale-socket
  * handling, the client's errors, and the CLI's table, JSON and export
@@ -26,11 +26,11 @@
 #include <cmocka.h>
 #include <sodium.h>
 
-#include "overlay/cli.h"
-#include "overlay/control.h"
-#include "overlay/control_int.h"
-#include "overlay/device.h"
-#include "overlay/uapi.h"
+#include "overlay/cli/cli.h"
+#include "overlay/control/control.h"
+#include "overlay/control/control_int.h"
+#include "overlay/control/uapi.h"
+#include "overlay/engine/device.h"
 
 #define PRIV_HEX "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20"
 #define B_HEX    "b0b1b2b3b4b5b6b7b8b9babbbcbdbebfc0c1c2c3c4c5c6c7c8c9cacbcccdcecf"
@@ -274,6 +274,23 @@ static void *client_run(void *arg)
     return NULL;
 }
 
+/* Serves one connection through a control server, as the daemon's loop
+ * does (poll its fd, run it), until the server hangs up. */
+static void serve_fd(struct device *dev, int fd)
+{
+    struct control_server *s = control_server_new(-1);
+
+    assert_non_null(s);
+    if (control_server_adopt(s, fd, NOW_NS) == 0) {
+        while (control_server_clients(s) > 0) {
+            struct pollfd p = { control_server_fd(s), POLLIN, 0 };
+            assert_true(poll(&p, 1, 5000) == 1);
+            control_server_run(s, dev, NOW_NS);
+        }
+    }
+    control_server_free(s);
+}
+
 static char *exchange_n(struct device *dev, const char *req, size_t len, size_t *resp_len)
 {
     struct client c = { .req = req, .req_len = len };
@@ -283,7 +300,7 @@ static char *exchange_n(struct device *dev, const char *req, size_t len, size_t 
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     c.fd = sv[0];
     assert_int_equal(pthread_create(&t, NULL, client_run, &c), 0);
-    control_serve(dev, sv[1], NOW_NS);
+    serve_fd(dev, sv[1]);
     assert_int_equal(pthread_join(t, NULL), 0);
     close(sv[0]);
     assert_non_null(c.resp);
@@ -608,40 +625,98 @@ static void test_request_too_big(void **state)
     free(req);
 }
 
-/* The server gives up on a client that stops talking mid-request. */
+/* A client that stops talking mid-request is hung up on after its idle
+ * time, without a word; until then it costs nothing (run returns at once). */
 static void test_silent_client_times_out(void **state)
 {
     struct fx *f = *state;
-    struct timespec t0, t1;
+    struct control_server *srv = control_server_new(-1);
     char buf[64];
     int sv[2];
-    ssize_t n;
 
     NEED_ROOT();
+    assert_non_null(srv);
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    assert_int_equal(control_server_adopt(srv, sv[1], NOW_NS), 0);
     assert_int_equal(write(sv[0], "get=", 4), 4);
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    control_serve(&f->dev, sv[1], NOW_NS);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    assert_true(t1.tv_sec - t0.tv_sec <= 3);
-    n = read(sv[0], buf, sizeof(buf));
-    assert_true(n <= 0);   /* closed, nothing said */
+    control_server_run(srv, &f->dev, NOW_NS);
+    assert_int_equal(control_server_clients(srv), 1);
+    assert_int_equal(control_server_next(srv), NOW_NS + 5 * WG_NSEC_PER_SEC);
+    control_server_expire(srv, NOW_NS + 4 * WG_NSEC_PER_SEC);
+    assert_int_equal(control_server_clients(srv), 1);
+    control_server_expire(srv, NOW_NS + 5 * WG_NSEC_PER_SEC);
+    assert_int_equal(control_server_clients(srv), 0);
+    assert_int_equal(control_server_next(srv), UINT64_MAX);
+    assert_true(read(sv[0], buf, sizeof(buf)) <= 0);   /* closed, nothing said */
     close(sv[0]);
+    control_server_free(srv);
 }
 
+/* A slow client holds up nobody: while one sits on half a request,
+ * another is answered in full, and no call waits. */
+static void test_slow_client_blocks_nobody(void **state)
+{
+    struct fx *f = *state;
+    struct control_server *srv = control_server_new(-1);
+    struct timespec t0, t1;
+    char buf[8192];
+    int slow[2], quick[2];
+    size_t got = 0;
+
+    NEED_ROOT();
+    assert_non_null(srv);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, slow), 0);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, quick), 0);
+    assert_int_equal(control_server_adopt(srv, slow[1], NOW_NS), 0);
+    assert_int_equal(control_server_adopt(srv, quick[1], NOW_NS), 0);
+    assert_int_equal(write(slow[0], "get=", 4), 4);
+    assert_int_equal(write(quick[0], CONTROL_GET_DDPNET "\n", sizeof(CONTROL_GET_DDPNET)), sizeof(CONTROL_GET_DDPNET));
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < 10 && (got < 2 || memcmp(buf + got - 2, "\n\n", 2)); i++) {
+        control_server_run(srv, &f->dev, NOW_NS);
+        ssize_t n = recv(quick[0], buf + got, sizeof(buf) - got, MSG_DONTWAIT);
+        if (n > 0)
+            got += (size_t)n;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_true(got >= 2 && memcmp(buf + got - 2, "\n\n", 2) == 0);
+    assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 500);
+    assert_int_equal(control_server_clients(srv), 2);   /* the slow one still waits */
+    close(slow[0]);
+    close(quick[0]);
+    control_server_free(srv);
+}
+
+/* Bad arguments and full tables: refused, the connection closed. */
 static void test_serve_bad_arguments(void **state)
 {
     struct fx *f = *state;
+    struct control_server *srv = control_server_new(-1);
     char buf[16];
-    int sv[2];
+    int sv[2], many[9][2];
 
+    NEED_ROOT();
+    assert_non_null(srv);
     /* No device: the connection is closed without a word. */
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    assert_int_equal(control_server_adopt(srv, sv[1], NOW_NS), 0);
     assert_int_equal(write(sv[0], "get=1\n\n", 7), 7);
-    control_serve(NULL, sv[1], NOW_NS);
+    control_server_run(srv, NULL, NOW_NS);
     assert_true(read(sv[0], buf, sizeof(buf)) <= 0);
+    assert_int_equal(control_server_clients(srv), 0);
     close(sv[0]);
-    control_serve(&f->dev, -1, NOW_NS);   /* must not crash */
+    assert_int_equal(control_server_adopt(srv, -1, NOW_NS), -EBADF);
+    /* Eight at once; the ninth is refused and closed. */
+    for (int i = 0; i < 9; i++) {
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, many[i]), 0);
+        assert_int_equal(control_server_adopt(srv, many[i][1], NOW_NS), i < 8 ? 0 : -EBUSY);
+    }
+    assert_int_equal(control_server_clients(srv), 8);
+    assert_true(read(many[8][0], buf, sizeof(buf)) == 0);
+    for (int i = 0; i < 9; i++)
+        close(many[i][0]);
+    control_server_free(srv);
+    (void)f;
 }
 
 /* --- set=1 ---------------------------------------------------------------------------------- */
@@ -898,7 +973,7 @@ static void *srv_run(void *arg)
     if (fd < 0)
         return NULL;
     if (s->mode == SRV_SERVE) {
-        control_serve(s->dev, fd, NOW_NS);   /* closes fd */
+        serve_fd(s->dev, fd);   /* closes fd */
         return NULL;
     }
     fcntl(fd, F_SETFL, 0);
@@ -1065,7 +1140,11 @@ static void test_only_root(void **state)
     pid = spawn_nobody(path);
     cfd = srv_accept(lfd);
     assert_true(cfd >= 0);
-    control_serve(&f->dev, cfd, NOW_NS);
+    struct control_server *srv = control_server_new(-1);
+    assert_non_null(srv);
+    assert_int_equal(control_server_adopt(srv, cfd, NOW_NS), -EPERM);
+    assert_int_equal(control_server_clients(srv), 0);
+    control_server_free(srv);
     /* Hung up before or after the request went out: the same to the caller. */
     assert_int_equal(wait_exit(pid), ECONNRESET);
     close(lfd);
@@ -1662,6 +1741,7 @@ int main(void)
         T(test_bad_set_keeps_connection),
         T(test_request_too_big),
         T(test_silent_client_times_out),
+        T(test_slow_client_blocks_nobody),
         T(test_serve_bad_arguments),
         T(test_set_changes_peer),
         T(test_set_as_wg_sends_it),

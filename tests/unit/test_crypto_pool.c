@@ -1,4 +1,4 @@
-/* Tests of the crypto workers (overlay/crypto_pool.c): jobs come back in
+/* Tests of the crypto workers (overlay/loop/crypto_pool.c): jobs come back in
  * the order they were handed out whatever order the workers finish them,
  * counters reserved on the caller's thread are used exactly once across
  * concurrent workers, and messages opened concurrently pass the replay
@@ -16,8 +16,10 @@
 #include <sodium.h>
 
 #include "crypto/aead.h"
-#include "overlay/crypto_pool.h"
-#include "overlay/pkt.h"
+#include "crypto/replay.h"
+#include "crypto/transport.h"
+#include "overlay/loop/crypto_pool.h"
+#include "overlay/loop/pkt.h"
 
 #define JOBS      48u
 #define SEGS      40u

@@ -1,4 +1,4 @@
-/* Tests of the device's in-memory state (overlay/device.c, peer.c): peers
+/* Tests of the device's in-memory state (overlay/engine/device.c, peer.c): peers
  * made from a cluster file, lookup by overlay address (IPv4 and IPv6), by
  * key and by name, endpoints taken from the file, keypair rotation, and the
  * rate estimate. */
@@ -16,8 +16,8 @@
 
 #include "crypto/aead.h"
 #include "crypto/x25519.h"
-#include "overlay/device_setup.h"
-#include "overlay/engine.h"
+#include "overlay/engine/device_setup.h"
+#include "overlay/engine/engine.h"
 
 #define NODES 40
 

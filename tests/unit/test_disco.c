@@ -1,9 +1,9 @@
-/* Tests of discovery's decisions (overlay/disco.c) with a fake clock: a
+/* Tests of discovery's decisions (overlay/disco/disco.c) with a fake clock: a
  * peer's candidates and where to aim (local first, never our own
  * addresses), which interface addresses are candidates, the schedule of
  * an attempt (punches, then the relay, then giving up), of a session
  * (pings, ENDPOINTS, probes), the pings' bookkeeping; and the engine's
- * choices that need no network (overlay/path.c: which path a received
+ * choices that need no network (overlay/engine/path.c: which path a received
  * packet moves a peer to, the relayed MTU; a relay's refusals). */
 #include <arpa/inet.h>
 #include <setjmp.h>
@@ -17,8 +17,8 @@
 #include <cmocka.h>
 #include <sodium.h>
 
-#include "overlay/disco.h"
-#include "overlay/engine.h"
+#include "overlay/disco/disco.h"
+#include "overlay/engine/engine.h"
 
 #define MS   (WG_NSEC_PER_SEC / 1000u)
 #define SEC  WG_NSEC_PER_SEC

@@ -1,4 +1,4 @@
-/* Tests of the disco codec (overlay/disco_msg.c): round trips of every type
+/* Tests of the disco codec (overlay/disco/disco_msg.c): round trips of every type
  * at its smallest and largest, golden bytes typed in from the layout in
  * disco_msg.h, every truncation, every header byte changed, counts over the
  * maxima, bad endpoints and flags, enclosed messages that are not
@@ -18,7 +18,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
-#include "overlay/disco_msg.h"
+#include "overlay/disco/disco_msg.h"
 #include "tests/unit/alloc_count.h"
 #include "tests/unit/vectors.h"
 

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "overlay/hosts.h"
+#include "overlay/daemon/hosts.h"
 
 #define BEGIN0 "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
 #define END0   "# END ddpnet ddp0\n"

@@ -1,4 +1,4 @@
-/* Tests of the ICMP errors ddp0 hands back (overlay/icmp.c): for IPv4 and
+/* Tests of the ICMP errors ddp0 hands back (overlay/engine/icmp.c): for IPv4 and
  * IPv6, unreachable and too-big, the checksums (verified here with a
  * checksum of the test's own), the quoted header, the MTU, the addresses
  * swapped, the size limits; and the packets that must get no error. */
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "overlay/icmp.h"
+#include "overlay/engine/icmp.h"
 
 static uint8_t out[ICMP6_ERROR_MAX];
 

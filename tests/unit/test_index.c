@@ -1,4 +1,4 @@
-/* Tests of the receiver-index table (overlay/index.c): add, find, remove,
+/* Tests of the receiver-index table (overlay/engine/index.c): add, find, remove,
  * full table, and a long random run against a plain array as the model,
  * which exercises removal from the middle of probe runs. */
 #include <setjmp.h>
@@ -10,7 +10,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
-#include "overlay/index.h"
+#include "overlay/engine/index.h"
 
 static void test_add_find_remove(void **state)
 {

@@ -20,7 +20,7 @@
 
 #include "crypto/aead.h"
 #include "crypto/x25519.h"
-#include "overlay/keyfile.h"
+#include "overlay/daemon/keyfile.h"
 #include "tests/unit/alloc_count.h"
 
 /* Private and public keys as `wg genkey | tee k | wg pubkey` printed them;

@@ -1,4 +1,4 @@
-/* Tests of overlay/pkt.c's sizing: how many full-size segments one GSO
+/* Tests of overlay/loop/pkt.c's sizing: how many full-size segments one GSO
  * send carries, which caps ddp0's super-packets (a cap one too high would
  * send every super-packet in two sends; one too low wastes a segment per
  * send). The expected counts are worked out here from the wire layout
@@ -12,8 +12,8 @@
 #include <cmocka.h>
 
 #include "config/cluster.h"
-#include "overlay/device.h"
-#include "overlay/pkt.h"
+#include "overlay/engine/device.h"
+#include "overlay/loop/pkt.h"
 
 #define HEADER_AND_TAG 32u
 

@@ -1,4 +1,4 @@
-/* Tests of the path MTU search (overlay/pmtu.c) on a fake clock, against a
+/* Tests of the path MTU search (overlay/disco/pmtu.c) on a fake clock, against a
  * simulated path that answers probes up to a size: wide paths confirm the
  * full size in one probe, narrow ones converge to within PMTU_PRECISION
  * below the path's limit in a bounded number of probes and time, the path
@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "crypto/wg_const.h"
-#include "overlay/pmtu.h"
+#include "overlay/disco/pmtu.h"
 
 #define MS (WG_NSEC_PER_SEC / 1000u)
 #define BASE 1200u

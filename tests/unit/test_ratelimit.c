@@ -1,4 +1,4 @@
-/* Tests of the per-source handshake rate limiter (overlay/ratelimit.c) on a
+/* Tests of the per-source handshake rate limiter (overlay/engine/ratelimit.c) on a
  * fake clock: the burst, the steady rate, sources apart, IPv6 by /64, the
  * table bound, expiry of idle sources, and no allocation per call. */
 #include <errno.h>
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "overlay/ratelimit.h"
+#include "overlay/engine/ratelimit.h"
 #include "tests/unit/alloc_count.h"
 
 #define SEC UINT64_C(1000000000)

@@ -1,4 +1,4 @@
-/* Tests of the staging store (overlay/stage.c): packets come back whole
+/* Tests of the staging store (overlay/engine/stage.c): packets come back whole
  * and in order whatever their size (cells straddled, keepalives of no
  * bytes); each peer is held to its bound by losing its oldest; a full
  * store takes from the peer that holds the most; nothing is allocated
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "overlay/stage.h"
+#include "overlay/engine/stage.h"
 #include "tests/unit/alloc_count.h"
 
 #define MAX_PKT (64u * 1024u + 12u)

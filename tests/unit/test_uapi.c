@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "overlay/uapi.h"
+#include "overlay/control/uapi.h"
 
 #define KEY_A "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 #define KEY_B "e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff"

@@ -1,0 +1,506 @@
+/* The CLI's shared parts: the option table and its parser, the messages
+ * several verbs print, and the checks `up` and `down` make on the system
+ * (privilege, directories, the state file, processes, interfaces). */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "crypto/wg_const.h"
+#include "overlay/cli/cli_args.h"
+#include "overlay/daemon/daemon.h"
+
+/* Room for one error line about an argument. */
+#define CLI_ERR_MAX        512u
+/* What the process name of a ddpnet daemon begins with. */
+#define CLI_PROC_NAME      "ddpnet"
+/* The ethtool driver name of a TUN device. */
+#define CLI_TUN_DRIVER     "tun"
+#define CLI_MS_PER_S       1000
+/* The keys of the state file (daemon.h). */
+#define CLI_STATE_PID      "pid="
+#define CLI_STATE_HOSTS    "hosts="
+
+struct opt_def {
+    enum cli_opt bit;
+    char short_name;          /* 0: long form only */
+    const char *long_name;
+    bool has_value;
+};
+
+static const struct opt_def opt_defs[] = {
+    { CLI_OPT_CLUSTER,    'c', "cluster",    true  },
+    { CLI_OPT_KEY,        'k', "key",        true  },
+    { CLI_OPT_INTERFACE,  'i', "interface",  true  },
+    { CLI_OPT_RUN_DIR,    0,   "run-dir",    true  },
+    { CLI_OPT_HOSTS_FILE, 0,   "hosts-file", true  },
+    { CLI_OPT_FOREGROUND, 0,   "foreground", false },
+    { CLI_OPT_DEBUG,      0,   "debug",      false },
+    { CLI_OPT_JSON,       0,   "json",       false },
+    { CLI_OPT_MASTER,     0,   "master",     true  },
+};
+#define N_OPT_DEFS (sizeof(opt_defs) / sizeof(opt_defs[0]))
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err != NULL && errlen > 0) {
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -EINVAL;
+}
+
+/* The kernel's rules for a link name (dev_valid_name), plus no '%'
+ * (a template) and no control characters (unprintable in messages). */
+static bool ifname_valid(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n >= IFNAMSIZ || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+        return false;
+    for (const char *p = s; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '/' || c == ':' || c == '%' || c == ' ' || iscntrl(c))
+            return false;
+    }
+    return true;
+}
+
+/* The definition arg names among the allowed ones, or NULL. *value gets
+ * the text after '=' (long) or after the letter (short), else NULL;
+ * *shown how many characters of arg name the option. */
+static const struct opt_def *opt_find(const char *arg, unsigned allowed,
+                                      const char **value, int *shown)
+{
+    bool is_long = arg[1] == '-';
+    const char *name = arg + (is_long ? 2 : 1);
+    size_t n = is_long ? strcspn(name, "=") : 1;
+
+    *shown = (int)(name - arg + n);
+    *value = name[n] ? name + n + (is_long ? 1 : 0) : NULL;
+    for (size_t i = 0; i < N_OPT_DEFS; i++) {
+        const struct opt_def *d = &opt_defs[i];
+        if (!(allowed & d->bit))
+            continue;
+        if (is_long ? strlen(d->long_name) == n && strncmp(d->long_name, name, n) == 0
+                    : d->short_name != 0 && d->short_name == name[0])
+            return d;
+    }
+    return NULL;
+}
+
+static void opt_store(struct cli_args *a, enum cli_opt bit, const char *value)
+{
+    switch (bit) {
+    case CLI_OPT_CLUSTER:    a->cluster = value; break;
+    case CLI_OPT_KEY:        a->key = value; break;
+    case CLI_OPT_INTERFACE:  a->ifname = value; break;
+    case CLI_OPT_RUN_DIR:    a->run_dir = value; break;
+    case CLI_OPT_HOSTS_FILE: a->hosts_file = value; break;
+    case CLI_OPT_MASTER:     a->master = value; break;
+    case CLI_OPT_FOREGROUND: a->foreground = true; break;
+    case CLI_OPT_DEBUG:      a->debug = true; break;
+    case CLI_OPT_JSON:       a->json = true; break;
+    }
+}
+
+/* "-c/--cluster" or "--run-dir", for messages about a definition. */
+static void opt_describe(const struct opt_def *d, char *buf, size_t len)
+{
+    if (d->short_name)
+        snprintf(buf, len, "-%c/--%s", d->short_name, d->long_name);
+    else
+        snprintf(buf, len, "--%s", d->long_name);
+}
+
+static bool looks_like_option(const char *s)
+{
+    return s[0] == '-' && s[1] != '\0';
+}
+
+/* One option at argv[*i] (advanced past a separate value). */
+static int parse_one(int argc, char **argv, int *i, unsigned allowed,
+                     struct cli_args *a, unsigned *seen, char *err, size_t errlen)
+{
+    const char *arg = argv[*i], *value;
+    int shown;
+    const struct opt_def *d = opt_find(arg, allowed, &value, &shown);
+
+    if (d == NULL)
+        return fail(err, errlen, "unknown option '%.*s'", shown, arg);
+    if (!d->has_value && value != NULL)
+        return fail(err, errlen, "option '%.*s' takes no value", shown, arg);
+    if (d->has_value && value == NULL && *i + 1 < argc &&
+        !looks_like_option(argv[*i + 1]))
+        value = argv[++*i];
+    if (d->has_value && (value == NULL || *value == '\0'))
+        return fail(err, errlen, "option '%.*s' needs a value", shown, arg);
+    opt_store(a, d->bit, value);
+    *seen |= d->bit;
+    return 0;
+}
+
+static int check_required(unsigned required, unsigned seen, char *err, size_t errlen)
+{
+    char name[64];
+
+    for (size_t i = 0; i < N_OPT_DEFS; i++) {
+        if ((required & opt_defs[i].bit) && !(seen & opt_defs[i].bit)) {
+            opt_describe(&opt_defs[i], name, sizeof(name));
+            return fail(err, errlen, "missing option %s", name);
+        }
+    }
+    return 0;
+}
+
+int cli_args_parse(int argc, char **argv, unsigned allowed, unsigned required,
+                   struct cli_args *a, char *err, size_t errlen)
+{
+    unsigned seen = 0;
+    bool options_ended = false;
+    int i, ret;
+
+    memset(a, 0, sizeof(*a));
+    a->ifname = DAEMON_DEFAULT_IFNAME;
+    a->run_dir = DAEMON_DEFAULT_RUN_DIR;
+    a->hosts_file = DAEMON_DEFAULT_HOSTS;
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    for (i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (options_ended || !looks_like_option(arg))
+            return fail(err, errlen, "unexpected argument '%s'", arg);
+        if (strcmp(arg, "--") == 0) {
+            options_ended = true;
+        } else if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            a->help = true;
+            return 0;
+        } else if ((ret = parse_one(argc, argv, &i, allowed, a, &seen, err, errlen)) != 0) {
+            return ret;
+        }
+    }
+    if ((ret = check_required(required, seen, err, errlen)) != 0)
+        return ret;
+    if ((allowed & CLI_OPT_INTERFACE) && !ifname_valid(a->ifname))
+        return fail(err, errlen, "invalid interface name '%s'", a->ifname);
+    return 0;
+}
+
+int cli_args_handle(int argc, char **argv, unsigned allowed, unsigned required,
+                    const char *usage, struct cli_args *a)
+{
+    char err[CLI_ERR_MAX];
+    const char *verb = argc > 0 ? argv[0] : "?";
+    const char *sep = *usage ? " " : "";
+
+    if (cli_args_parse(argc, argv, allowed, required, a, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ddpnet %s: %s\nusage: ddpnet %s%s%s\n", verb, err, verb,
+                sep, usage);
+        return CLI_EXIT_USAGE;
+    }
+    if (a->help) {
+        printf("usage: ddpnet %s%s%s\n", verb, sep, usage);
+        return CLI_EXIT_OK;
+    }
+    return CLI_CONTINUE;
+}
+
+int cli_cluster_load(const char *path, struct cluster *c, FILE *errs)
+{
+    struct cluster_diag diag;
+    char line[PATH_MAX + CLUSTER_DIAG_MSG_LEN + 32];
+    int ret = cluster_load(path, c, &diag);
+
+    if (ret == 0)
+        return 0;
+    if (diag.n == 0) {
+        fprintf(errs, "%s: %s\n", path, strerror(-ret));
+        return ret;
+    }
+    for (size_t i = 0; i < diag.n; i++) {
+        /* A truncated line is still the best we can print. */
+        (void)cluster_diag_format(&diag, i, path, line, sizeof(line));
+        fprintf(errs, "%s\n", line);
+    }
+    if (diag.dropped > 0)
+        fprintf(errs, "%s: %zu more error%s not shown\n", path, diag.dropped,
+                diag.dropped == 1 ? "" : "s");
+    return ret;
+}
+
+bool cli_permitted(void)
+{
+    struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+    const unsigned bits = 8u * sizeof(data[0].effective);
+
+    if (geteuid() == 0)
+        return true;
+    memset(data, 0, sizeof(data));
+    if (syscall(SYS_capget, &hdr, data) != 0)
+        return false;
+    return (data[CAP_NET_ADMIN / bits].effective >> (CAP_NET_ADMIN % bits)) & 1u;
+}
+
+int cli_not_permitted(const char *verb)
+{
+    fprintf(stderr, "ddpnet %s: not permitted: run as root (or with CAP_NET_ADMIN)\n",
+            verb);
+    return CLI_EXIT_FAIL;
+}
+
+static int mkdir_one(const char *dir, mode_t mode)
+{
+    struct stat st;
+
+    if (mkdir(dir, mode) == 0)
+        return 0;
+    if (errno != EEXIST)
+        return -errno;
+    if (stat(dir, &st) != 0)
+        return -errno;
+    return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+int cli_mkdir_p(const char *path, mode_t mode)
+{
+    char buf[PATH_MAX];
+    size_t n = path ? strlen(path) : 0;
+    int ret;
+
+    if (n == 0)
+        return -EINVAL;
+    if (n >= sizeof(buf))
+        return -ENAMETOOLONG;
+    memcpy(buf, path, n + 1);
+    /* Each prefix that ends before a '/', then the whole path. */
+    for (char *p = buf + 1; ; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char saved = *p;
+        *p = '\0';
+        ret = mkdir_one(buf, mode);
+        if (ret != 0 || saved == '\0')
+            return ret;
+        *p = saved;
+    }
+}
+
+int cli_abspath(const char *path, char *out, size_t len)
+{
+    char cwd[PATH_MAX];
+    int n;
+
+    if (path == NULL || *path == '\0')
+        return -EINVAL;
+    if (path[0] == '/') {
+        n = snprintf(out, len, "%s", path);
+    } else {
+        if (getcwd(cwd, sizeof(cwd)) == NULL)
+            return -errno;
+        n = snprintf(out, len, "%s%s%s", cwd, strcmp(cwd, "/") == 0 ? "" : "/", path);
+    }
+    if (n < 0 || (size_t)n >= len)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+/* Decimal digits only, within pid_t, above 1 (never init, never a group). */
+static int pid_parse(const char *s, size_t n, pid_t *pid)
+{
+    long long v = 0;
+
+    if (n == 0)
+        return -EBADMSG;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -EBADMSG;
+        v = v * 10 + (s[i] - '0');
+        if (v > INT_MAX)
+            return -EBADMSG;
+    }
+    if (v <= 1)
+        return -EBADMSG;
+    *pid = (pid_t)v;
+    return 0;
+}
+
+static bool line_has_key(const char *line, size_t n, const char *key)
+{
+    size_t k = strlen(key);
+
+    return n >= k && memcmp(line, key, k) == 0;
+}
+
+int cli_state_parse(const char *text, size_t len, pid_t *pid, char *hosts,
+                    size_t hosts_len)
+{
+    const char *p = text, *end = text + len;
+    bool have_pid = false;
+
+    *pid = 0;
+    if (hosts_len == 0)
+        return -ENAMETOOLONG;
+    hosts[0] = '\0';
+    if (len > 0 && memchr(text, '\0', len) != NULL)
+        return -EBADMSG;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = (size_t)((nl ? nl : end) - p);
+        if (line_has_key(p, n, CLI_STATE_PID)) {
+            size_t k = strlen(CLI_STATE_PID);
+            if (pid_parse(p + k, n - k, pid) != 0)
+                return -EBADMSG;
+            have_pid = true;
+        } else if (line_has_key(p, n, CLI_STATE_HOSTS)) {
+            size_t k = strlen(CLI_STATE_HOSTS);
+            if (n - k >= hosts_len)
+                return -ENAMETOOLONG;
+            memcpy(hosts, p + k, n - k);
+            hosts[n - k] = '\0';
+        }
+        p = nl ? nl + 1 : end;
+    }
+    return have_pid ? 0 : -EBADMSG;
+}
+
+/* Reads /proc/PID/NAME into buf (NUL-terminated); returns the bytes read
+ * or -errno. */
+static ssize_t proc_read(pid_t pid, const char *name, char *buf, size_t len)
+{
+    char path[64];
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+    f = fopen(path, "re");
+    if (f == NULL)
+        return -errno;
+    n = fread(buf, 1, len - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return (ssize_t)n;
+}
+
+/* /proc/PID/stat's state field follows the last ')' (the name between
+ * the parentheses may hold any character). */
+bool cli_process_alive(pid_t pid)
+{
+    char buf[512];
+    const char *rp;
+
+    if (pid <= 0 || proc_read(pid, "stat", buf, sizeof(buf)) <= 0)
+        return false;
+    rp = strrchr(buf, ')');
+    return rp != NULL && rp[1] == ' ' && rp[2] != '\0' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
+static bool has_prefix(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+bool cli_process_is_ddpnet(pid_t pid)
+{
+    char buf[PATH_MAX];
+    const char *base;
+
+    if (pid <= 1 || !cli_process_alive(pid))
+        return false;
+    if (proc_read(pid, "comm", buf, sizeof(buf)) > 0 && has_prefix(buf, CLI_PROC_NAME))
+        return true;
+    /* argv[0] ends at the first NUL, which proc_read kept. */
+    if (proc_read(pid, "cmdline", buf, sizeof(buf)) <= 0)
+        return false;
+    base = strrchr(buf, '/');
+    return has_prefix(base ? base + 1 : buf, CLI_PROC_NAME);
+}
+
+int cli_link_is_tun(const char *ifname)
+{
+    struct ethtool_drvinfo info;
+    struct ifreq ifr;
+    int fd, ret;
+
+    if (ifname == NULL || !ifname_valid(ifname))
+        return -EINVAL;
+    memset(&info, 0, sizeof(info));
+    memset(&ifr, 0, sizeof(ifr));
+    info.cmd = ETHTOOL_GDRVINFO;
+    memcpy(ifr.ifr_name, ifname, strlen(ifname));
+    ifr.ifr_data = (char *)&info;
+    /* Any socket reaches the interfaces of our network namespace. */
+    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    ret = ioctl(fd, SIOCETHTOOL, &ifr) == 0 ? 0 : -errno;
+    close(fd);
+    if (ret == -EOPNOTSUPP)
+        return 0;     /* a driver without ethtool is not tun */
+    if (ret != 0)
+        return ret;
+    return strncmp(info.driver, CLI_TUN_DRIVER, sizeof(info.driver)) == 0;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * CLI_MS_PER_S +
+           ts.tv_nsec / (long)(WG_NSEC_PER_SEC / CLI_MS_PER_S);
+}
+
+int cli_read_report(int fd, char *line, size_t cap, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    size_t len = 0;
+    ssize_t got;
+
+    if (cap == 0)
+        return -EINVAL;
+    if (fd < 0)
+        return -EBADF;    /* poll would ignore it and wait out the time */
+    while (len + 1 < cap) {
+        int64_t left = deadline - now_ms();
+        int n = left > 0 ? poll(&p, 1, (int)left) : 0;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return -ETIMEDOUT;
+        /* A byte at a time: the line is short, and nothing after it matters. */
+        got = read(fd, line + len, 1);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return -errno;
+        if (got == 0 || line[len] == '\n')
+            break;
+        len++;
+    }
+    line[len] = '\0';
+    return (int)len;
+}

@@ -1,0 +1,622 @@
+/* `ddpnet status` and `ddpnet env`: ask the daemon over its control socket
+ * (get=ddpnet) and print a table, JSON, or export lines. The printing is
+ * done by pure functions of the response text (control_int.h), so it is
+ * tested without a daemon. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "overlay/cli/cli.h"
+#include "overlay/cli/cli_args.h"
+#include "overlay/control/control.h"
+#include "overlay/control/control_int.h"
+#include "overlay/control/uapi.h"
+#include "overlay/daemon/daemon.h"
+
+/* Longest decimal text of a uint64_t. */
+#define DEC_MAX_LEN     20u
+/* A table cell; longer text (never from a sane daemon) is cut. */
+#define CELL_MAX        96u
+#define N_COLUMNS       11u
+#define COLUMN_GAP      "  "
+#define SECS_PER_MIN    60u
+#define SECS_PER_HOUR   3600u
+#define SECS_PER_DAY    86400u
+#define BITS_PER_BYTE   8u
+#define KIBI            1024.0
+#define KILO            1000.0
+/* Values below this get one decimal ("8.5 Mbit/s"), above none ("85 Mbit/s"). */
+#define ONE_DECIMAL_BELOW 9.95
+/* Round trips below this many ms get two decimals ("0.12 ms"). */
+#define TWO_DECIMALS_BELOW 0.995
+#define US_PER_MS       1000u
+
+/* --- the response, parsed ---------------------------------------------------------- */
+
+struct st_peer {
+    const char *name, *address, *endpoint, *path, *via;
+    uint64_t handshake_sec, rx_bytes, tx_bytes, rx_rate, tx_rate, rtt_us, path_mtu;
+    bool has_rtt, has_path_mtu;
+};
+
+struct st_resp {
+    char *text;                      /* a copy, cut into the strings below */
+    const char *interface, *self, *address, *master, *master_address;
+    uint64_t listen_port, prefix;
+    bool has_listen_port, has_prefix;
+    size_t n_peers, cap_peers;
+    struct st_peer *peers;
+};
+
+static void resp_free(struct st_resp *r)
+{
+    free(r->text);
+    free(r->peers);
+    memset(r, 0, sizeof(*r));
+}
+
+/* Decimal digits only, within uint64_t. */
+static int parse_u64(const char *s, uint64_t *out)
+{
+    uint64_t n = 0;
+
+    if (!*s || strlen(s) > DEC_MAX_LEN)
+        return -EPROTO;
+    for (; *s; s++) {
+        unsigned d = (unsigned)(unsigned char)*s - '0';
+
+        if (d > 9 || n > (UINT64_MAX - d) / 10)
+            return -EPROTO;
+        n = n * 10 + d;
+    }
+    *out = n;
+    return 0;
+}
+
+/* "errno=0" or "errno=-N". */
+static int parse_errno(const char *s, int *err)
+{
+    uint64_t n;
+    bool neg = s[0] == '-';
+
+    if (parse_u64(s + neg, &n) < 0 || n > INT32_MAX || (n && !neg))
+        return -EPROTO;
+    *err = -(int)n;
+    return 0;
+}
+
+static int add_peer(struct st_resp *r)
+{
+    if (r->n_peers == r->cap_peers) {
+        size_t cap = r->cap_peers ? 2 * r->cap_peers : 16;
+        struct st_peer *p = realloc(r->peers, cap * sizeof(*p));
+
+        if (!p)
+            return -ENOMEM;
+        r->peers = p;
+        r->cap_peers = cap;
+    }
+    memset(&r->peers[r->n_peers++], 0, sizeof(struct st_peer));
+    return 0;
+}
+
+static int peer_line(struct st_peer *p, const char *key, const char *v)
+{
+    if (!strcmp(key, CONTROL_KEY_NAME))
+        p->name = v;
+    else if (!strcmp(key, CONTROL_KEY_ADDRESS))
+        p->address = v;
+    else if (!strcmp(key, UAPI_KEY_ENDPOINT))
+        p->endpoint = v;
+    else if (!strcmp(key, CONTROL_KEY_PATH))
+        p->path = v;
+    else if (!strcmp(key, CONTROL_KEY_VIA))
+        p->via = v;
+    else if (!strcmp(key, CONTROL_KEY_RTT_US)) {
+        p->has_rtt = true;
+        return parse_u64(v, &p->rtt_us);
+    } else if (!strcmp(key, CONTROL_KEY_PATH_MTU)) {
+        p->has_path_mtu = true;
+        return parse_u64(v, &p->path_mtu);
+    } else if (!strcmp(key, UAPI_KEY_LAST_HANDSHAKE_SEC))
+        return parse_u64(v, &p->handshake_sec);
+    else if (!strcmp(key, UAPI_KEY_RX_BYTES))
+        return parse_u64(v, &p->rx_bytes);
+    else if (!strcmp(key, UAPI_KEY_TX_BYTES))
+        return parse_u64(v, &p->tx_bytes);
+    else if (!strcmp(key, CONTROL_KEY_RX_RATE))
+        return parse_u64(v, &p->rx_rate);
+    else if (!strcmp(key, CONTROL_KEY_TX_RATE))
+        return parse_u64(v, &p->tx_rate);
+    return 0;   /* keys added later are skipped, not refused */
+}
+
+static int iface_line(struct st_resp *r, const char *key, const char *v)
+{
+    if (!strcmp(key, CONTROL_KEY_INTERFACE))
+        r->interface = v;
+    else if (!strcmp(key, CONTROL_KEY_SELF))
+        r->self = v;
+    else if (!strcmp(key, CONTROL_KEY_ADDRESS))
+        r->address = v;
+    else if (!strcmp(key, CONTROL_KEY_MASTER))
+        r->master = v;
+    else if (!strcmp(key, CONTROL_KEY_MASTER_ADDRESS))
+        r->master_address = v;
+    else if (!strcmp(key, CONTROL_KEY_PREFIX)) {
+        r->has_prefix = true;
+        return parse_u64(v, &r->prefix);
+    } else if (!strcmp(key, UAPI_KEY_LISTEN_PORT)) {
+        r->has_listen_port = true;
+        return parse_u64(v, &r->listen_port);
+    }
+    return 0;
+}
+
+static int resp_line(struct st_resp *r, char *line)
+{
+    char *eq = strchr(line, '=');
+
+    if (!eq || eq == line)
+        return -EPROTO;
+    *eq = '\0';
+    if (!strcmp(line, UAPI_KEY_PUBLIC_KEY))
+        return add_peer(r);
+    if (r->n_peers)
+        return peer_line(&r->peers[r->n_peers - 1], line, eq + 1);
+    return iface_line(r, line, eq + 1);
+}
+
+static int resp_check(const struct st_resp *r)
+{
+    if (!r->interface || !r->self || !r->address || !r->has_listen_port)
+        return -EPROTO;
+    for (size_t i = 0; i < r->n_peers; i++)
+        if (!r->peers[i].name || !r->peers[i].address)
+            return -EPROTO;
+    return 0;
+}
+
+/* Walks "key=value\n" lines up to "errno=N\n\n", which must end the text. */
+static int resp_walk(struct st_resp *r)
+{
+    char *line = r->text;
+
+    for (;;) {
+        char *nl = strchr(line, '\n');
+        int ret, err;
+
+        if (!nl)
+            return -EPROTO;
+        *nl = '\0';
+        if (!strncmp(line, UAPI_KEY_ERRNO "=", sizeof(UAPI_KEY_ERRNO))) {
+            if (parse_errno(line + sizeof(UAPI_KEY_ERRNO), &err) < 0 || strcmp(nl + 1, "\n"))
+                return -EPROTO;
+            return err ? err : resp_check(r);
+        }
+        ret = resp_line(r, line);
+        if (ret < 0)
+            return ret;
+        line = nl + 1;
+    }
+}
+
+static int resp_parse(const char *response, struct st_resp *r)
+{
+    int ret;
+
+    memset(r, 0, sizeof(*r));
+    if (!response)
+        return -EINVAL;
+    r->text = strdup(response);
+    if (!r->text)
+        return -ENOMEM;
+    ret = resp_walk(r);
+    if (ret < 0)
+        resp_free(r);
+    return ret;
+}
+
+/* --- human units ------------------------------------------------------------------ */
+
+/* v in the largest unit it reaches, "1.2 MiB" / "85 Mbit/s". units[0] is
+ * the base unit, written without decimals. */
+static void human(char *buf, size_t len, double v, double step,
+                  const char *const *units, size_t n_units)
+{
+    size_t k = 0;
+
+    while (k + 1 < n_units && v >= step) {
+        v /= step;
+        k++;
+    }
+    /* 1023.7 KiB would print as "1024 KiB": say "1.0 MiB" instead. */
+    if (k > 0 && k + 1 < n_units && v + 0.5 >= step) {
+        v /= step;
+        k++;
+    }
+    if (k == 0)
+        snprintf(buf, len, "%.0f %s", v, units[0]);
+    else if (v < ONE_DECIMAL_BELOW)
+        snprintf(buf, len, "%.1f %s", v, units[k]);
+    else
+        snprintf(buf, len, "%.0f %s", v, units[k]);
+}
+
+static void human_bytes(char *buf, size_t len, uint64_t bytes)
+{
+    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+
+    human(buf, len, (double)bytes, KIBI, units, sizeof(units) / sizeof(units[0]));
+}
+
+static void human_rate(char *buf, size_t len, uint64_t bytes_per_sec)
+{
+    static const char *const units[] = { "bit/s", "kbit/s", "Mbit/s", "Gbit/s",
+                                         "Tbit/s", "Pbit/s", "Ebit/s" };
+
+    human(buf, len, (double)bytes_per_sec * BITS_PER_BYTE, KILO, units,
+          sizeof(units) / sizeof(units[0]));
+}
+
+static void human_age(char *buf, size_t len, uint64_t then, uint64_t now)
+{
+    uint64_t age = now > then ? now - then : 0;
+
+    if (then == 0)
+        snprintf(buf, len, "never");
+    else if (age < SECS_PER_MIN)
+        snprintf(buf, len, "%llus ago", (unsigned long long)age);
+    else if (age < SECS_PER_HOUR)
+        snprintf(buf, len, "%llum ago", (unsigned long long)(age / SECS_PER_MIN));
+    else if (age < SECS_PER_DAY)
+        snprintf(buf, len, "%lluh ago", (unsigned long long)(age / SECS_PER_HOUR));
+    else
+        snprintf(buf, len, "%llud ago", (unsigned long long)(age / SECS_PER_DAY));
+}
+
+/* --- the table ------------------------------------------------------------------------ */
+
+static const char *const column_names[N_COLUMNS] = {
+    "NAME", "ADDRESS", "ENDPOINT", "PATH", "MTU", "RTT", "HANDSHAKE", "RX", "TX", "RX/s", "TX/s",
+};
+/* Numbers line up on the right. */
+static const bool column_right[N_COLUMNS] = {
+    false, false, false, false, true, true, false, true, true, true, true,
+};
+
+typedef char row_cells[N_COLUMNS][CELL_MAX];
+
+/* "direct", "relay via NAME", or "-" without a path. */
+static void path_cell(char *buf, size_t len, const struct st_peer *p)
+{
+    if (p->path && p->via)
+        snprintf(buf, len, "%s via %s", p->path, p->via);
+    else
+        snprintf(buf, len, "%s", p->path ? p->path : "-");
+}
+
+static void rtt_cell(char *buf, size_t len, const struct st_peer *p)
+{
+    double ms = (double)p->rtt_us / (double)US_PER_MS;
+
+    if (!p->has_rtt)
+        snprintf(buf, len, "-");
+    else if (ms < TWO_DECIMALS_BELOW)
+        snprintf(buf, len, "%.2f ms", ms);
+    else if (ms < ONE_DECIMAL_BELOW)
+        snprintf(buf, len, "%.1f ms", ms);
+    else
+        snprintf(buf, len, "%.0f ms", ms);
+}
+
+static void fill_row(row_cells c, const struct st_peer *p, uint64_t now_unix)
+{
+    snprintf(c[0], CELL_MAX, "%s", p->name);
+    snprintf(c[1], CELL_MAX, "%s", p->address);
+    snprintf(c[2], CELL_MAX, "%s", p->endpoint ? p->endpoint : "-");
+    path_cell(c[3], CELL_MAX, p);
+    if (p->has_path_mtu)
+        snprintf(c[4], CELL_MAX, "%llu", (unsigned long long)p->path_mtu);
+    else
+        snprintf(c[4], CELL_MAX, "-");
+    rtt_cell(c[5], CELL_MAX, p);
+    human_age(c[6], CELL_MAX, p->handshake_sec, now_unix);
+    human_bytes(c[7], CELL_MAX, p->rx_bytes);
+    human_bytes(c[8], CELL_MAX, p->tx_bytes);
+    human_rate(c[9], CELL_MAX, p->rx_rate);
+    human_rate(c[10], CELL_MAX, p->tx_rate);
+}
+
+static void print_row(FILE *out, const char *const cells[N_COLUMNS],
+                      const size_t width[N_COLUMNS])
+{
+    for (size_t i = 0; i < N_COLUMNS; i++) {
+        bool last = i + 1 == N_COLUMNS;
+        int w = (int)width[i];
+
+        if (column_right[i])
+            fprintf(out, "%*s", w, cells[i]);
+        else if (last)
+            fprintf(out, "%s", cells[i]);
+        else
+            fprintf(out, "%-*s", w, cells[i]);
+        fputs(last ? "\n" : COLUMN_GAP, out);
+    }
+}
+
+static void column_widths(const struct st_resp *r, uint64_t now, size_t width[N_COLUMNS])
+{
+    row_cells c;
+
+    for (size_t i = 0; i < N_COLUMNS; i++)
+        width[i] = strlen(column_names[i]);
+    for (size_t p = 0; p < r->n_peers; p++) {
+        fill_row(c, &r->peers[p], now);
+        for (size_t i = 0; i < N_COLUMNS; i++)
+            if (strlen(c[i]) > width[i])
+                width[i] = strlen(c[i]);
+    }
+}
+
+static void print_header(FILE *out, const struct st_resp *r)
+{
+    fprintf(out, "%s: node %s, address %s", r->interface, r->self, r->address);
+    if (r->has_prefix)
+        fprintf(out, "/%llu", (unsigned long long)r->prefix);
+    fprintf(out, ", listen port %llu, %zu peer%s\n", (unsigned long long)r->listen_port,
+            r->n_peers, r->n_peers == 1 ? "" : "s");
+}
+
+int status_format_table(const char *response, FILE *out, uint64_t now_unix)
+{
+    struct st_resp r;
+    size_t width[N_COLUMNS];
+    row_cells c;
+    int ret = resp_parse(response, &r);
+
+    if (ret < 0)
+        return ret;
+    print_header(out, &r);
+    column_widths(&r, now_unix, width);
+    print_row(out, column_names, width);
+    for (size_t p = 0; p < r.n_peers; p++) {
+        const char *cells[N_COLUMNS];
+
+        fill_row(c, &r.peers[p], now_unix);
+        for (size_t i = 0; i < N_COLUMNS; i++)
+            cells[i] = c[i];
+        print_row(out, cells, width);
+    }
+    resp_free(&r);
+    return 0;
+}
+
+/* --- JSON ---------------------------------------------------------------------------------- */
+
+static void json_string(FILE *out, const char *s)
+{
+    if (!s) {
+        fputs("null", out);
+        return;
+    }
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+
+        if (ch == '"' || ch == '\\')
+            fprintf(out, "\\%c", ch);
+        else if (ch < 0x20 || ch == 0x7f)
+            fprintf(out, "\\u%04x", ch);
+        else
+            fputc(ch, out);
+    }
+    fputc('"', out);
+}
+
+static void json_peer(FILE *out, const struct st_peer *p)
+{
+    fputs("{\"name\":", out);
+    json_string(out, p->name);
+    fputs(",\"address\":", out);
+    json_string(out, p->address);
+    fputs(",\"endpoint\":", out);
+    json_string(out, p->endpoint);
+    fputs(",\"path\":", out);
+    json_string(out, p->path);
+    fputs(",\"via\":", out);
+    json_string(out, p->via);
+    fputs(",\"path_mtu\":", out);
+    if (p->has_path_mtu)
+        fprintf(out, "%llu", (unsigned long long)p->path_mtu);
+    else
+        fputs("null", out);
+    fputs(",\"rtt_ms\":", out);
+    if (p->has_rtt)
+        fprintf(out, "%llu.%03llu", (unsigned long long)(p->rtt_us / US_PER_MS),
+                (unsigned long long)(p->rtt_us % US_PER_MS));
+    else
+        fputs("null", out);
+    fputs(",\"latest_handshake\":", out);
+    if (p->handshake_sec)
+        fprintf(out, "%llu", (unsigned long long)p->handshake_sec);
+    else
+        fputs("null", out);
+    fprintf(out, ",\"rx_bytes\":%llu,\"tx_bytes\":%llu,\"rx_rate\":%llu,\"tx_rate\":%llu}",
+            (unsigned long long)p->rx_bytes, (unsigned long long)p->tx_bytes,
+            (unsigned long long)p->rx_rate, (unsigned long long)p->tx_rate);
+}
+
+int status_format_json(const char *response, FILE *out)
+{
+    struct st_resp r;
+    int ret = resp_parse(response, &r);
+
+    if (ret < 0)
+        return ret;
+    fputs("{\"interface\":", out);
+    json_string(out, r.interface);
+    fputs(",\"self\":", out);
+    json_string(out, r.self);
+    fputs(",\"address\":", out);
+    json_string(out, r.address);
+    fprintf(out, ",\"listen_port\":%llu,\"peers\":[", (unsigned long long)r.listen_port);
+    for (size_t p = 0; p < r.n_peers; p++) {
+        if (p)
+            fputc(',', out);
+        json_peer(out, &r.peers[p]);
+    }
+    fputs("]}\n", out);
+    resp_free(&r);
+    return 0;
+}
+
+/* --- env ------------------------------------------------------------------------------------- */
+
+static bool shell_safe(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                    "0123456789@%+=:,./_-", *s))
+            return false;
+    return true;
+}
+
+/* "export NAME=value", the value single-quoted unless plainly safe. */
+static void print_export(FILE *out, const char *name, const char *value)
+{
+    fprintf(out, "export %s=", name);
+    if (shell_safe(value)) {
+        fprintf(out, "%s\n", value);
+        return;
+    }
+    fputc('\'', out);
+    for (; *value; value++) {
+        if (*value == '\'')
+            fputs("'\\''", out);
+        else
+            fputc(*value, out);
+    }
+    fputs("'\n", out);
+}
+
+/* The overlay address of the node named name, this one or a peer;
+ * names match as the cluster file's do, ignoring case. */
+static const char *node_address(const struct st_resp *r, const char *name)
+{
+    if (!strcasecmp(name, r->self))
+        return r->address;
+    for (size_t i = 0; i < r->n_peers; i++)
+        if (!strcasecmp(name, r->peers[i].name))
+            return r->peers[i].address;
+    return NULL;
+}
+
+int status_format_env(const char *response, const char *master, FILE *out)
+{
+    struct st_resp r;
+    const char *addr;
+    int ret = resp_parse(response, &r);
+
+    if (ret < 0)
+        return ret;
+    addr = master ? node_address(&r, master) : r.master_address;
+    if (!addr) {
+        ret = master ? -ENOENT : -EPROTO;
+    } else {
+        print_export(out, "NCCL_SOCKET_IFNAME", r.interface);
+        print_export(out, "GLOO_SOCKET_IFNAME", r.interface);
+        print_export(out, "MASTER_ADDR", addr);
+    }
+    resp_free(&r);
+    return ret;
+}
+
+/* --- the verbs ---------------------------------------------------------------------------- */
+
+#define STATUS_ALLOWED (CLI_OPT_INTERFACE | CLI_OPT_RUN_DIR | CLI_OPT_JSON)
+#define STATUS_USAGE   "[-i IFNAME] [--run-dir DIR] [--json]"
+#define ENV_ALLOWED    (CLI_OPT_INTERFACE | CLI_OPT_RUN_DIR | CLI_OPT_MASTER)
+#define ENV_USAGE      "[-i IFNAME] [--run-dir DIR] [--master NAME]"
+
+/* Asks the daemon; prints the error line itself. Returns 0 or 1. */
+static int fetch(const char *verb, const struct cli_args *a, char **response)
+{
+    char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    int ret;
+
+    if (daemon_socket_path(path, sizeof(path), a->run_dir, a->ifname) < 0) {
+        fprintf(stderr, "ddpnet %s: run directory '%s' is too long for a socket path\n",
+                verb, a->run_dir);
+        return CLI_EXIT_FAIL;
+    }
+    ret = control_request(path, CONTROL_GET_DDPNET "\n", response);
+    if (ret == -ENOENT || ret == -ECONNREFUSED)
+        fprintf(stderr, "ddpnet %s: %s is not up (no control socket at %s)\n", verb,
+                a->ifname, path);
+    /* A daemon that hangs up without a word saw a caller that is not root. */
+    else if (ret == -EACCES || ret == -EPERM || (ret == -ECONNRESET && geteuid() != 0))
+        fprintf(stderr, "ddpnet %s: permission denied: run as root\n", verb);
+    else if (ret < 0)
+        fprintf(stderr, "ddpnet %s: no answer from the daemon at %s: %s\n", verb, path,
+                strerror(-ret));
+    return ret < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}
+
+static int report_format_error(const char *verb, const struct cli_args *a, int ret)
+{
+    if (ret == -ENOENT && a->master)
+        fprintf(stderr, "ddpnet %s: no node named '%s' in the cluster\n", verb, a->master);
+    else if (ret == -EPROTO)
+        fprintf(stderr, "ddpnet %s: the daemon's answer is not understood "
+                        "(is it another version of ddpnet?)\n", verb);
+    else
+        fprintf(stderr, "ddpnet %s: the daemon answered: %s\n", verb, strerror(-ret));
+    return CLI_EXIT_FAIL;
+}
+
+static int print_response(bool env, const struct cli_args *a, const char *response)
+{
+    if (env)
+        return status_format_env(response, a->master, stdout);
+    if (a->json)
+        return status_format_json(response, stdout);
+    return status_format_table(response, stdout, (uint64_t)time(NULL));
+}
+
+static int run_verb(bool env, int argc, char **argv)
+{
+    const char *verb = argc > 0 ? argv[0] : (env ? "env" : "status");
+    struct cli_args a;
+    char *response = NULL;
+    int ret = cli_args_handle(argc, argv, env ? ENV_ALLOWED : STATUS_ALLOWED, 0,
+                              env ? ENV_USAGE : STATUS_USAGE, &a);
+
+    if (ret != CLI_CONTINUE)
+        return ret;
+    if (fetch(verb, &a, &response) != CLI_EXIT_OK)
+        return CLI_EXIT_FAIL;
+    ret = print_response(env, &a, response);
+    free(response);
+    if (ret < 0)
+        return report_format_error(verb, &a, ret);
+    return fflush(stdout) == 0 && !ferror(stdout) ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+}
+
+int cli_status(int argc, char **argv)
+{
+    return run_verb(false, argc, argv);
+}
+
+int cli_env(int argc, char **argv)
+{
+    return run_verb(true, argc, argv);
+}

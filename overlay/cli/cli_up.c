@@ -1,0 +1,241 @@
+/* `ddpnet up`: every check a person can act on (cluster file, key file,
+ * membership, privilege, a free interface name, the run directory) is made
+ * here, before the daemon starts; then the daemon runs in the foreground,
+ * or in a detached child that reports the outcome of its setup through a
+ * pipe, so that `up` returns only once the interface is up or has failed. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <net/if.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "crypto/aead.h"
+#include "crypto/x25519.h"
+#include "overlay/cli/cli.h"
+#include "overlay/cli/cli_args.h"
+#include "overlay/daemon/daemon.h"
+#include "overlay/daemon/keyfile.h"
+
+#define UP_USAGE    "-c CLUSTER -k KEYFILE [-i IFNAME] [--run-dir DIR] " \
+                    "[--hosts-file FILE] [--foreground] [--debug]"
+#define UP_ALLOWED  (CLI_OPT_CLUSTER | CLI_OPT_KEY | CLI_OPT_INTERFACE | \
+                     CLI_OPT_RUN_DIR | CLI_OPT_HOSTS_FILE | CLI_OPT_FOREGROUND | \
+                     CLI_OPT_DEBUG)
+#define UP_REQUIRED (CLI_OPT_CLUSTER | CLI_OPT_KEY)
+#define UP_RUN_DIR_MODE   0755
+/* How long the parent waits for the daemon's "ok" or error line. */
+#define UP_READY_TIMEOUT_S 30
+#define UP_MS_PER_S        1000
+#define UP_REPORT_MAX      512u
+/* The line daemon_run writes when setup succeeded (daemon.h). */
+#define UP_READY_OK        "ok"
+
+struct up {
+    struct cli_args args;
+    struct cluster cluster;
+    struct daemon_options opt;
+    char run_dir[PATH_MAX];
+    char hosts_file[PATH_MAX];
+};
+
+/* Our public key, and our node in the cluster file. */
+static int up_find_self(struct up *u)
+{
+    uint8_t pub[WG_KEY_LEN];
+    char text[KEYFILE_B64_LEN + 1];
+
+    if (x25519_public(pub, u->opt.private_key) != 0) {
+        fprintf(stderr, "%s: not a usable private key\n", u->args.key);
+        return CLI_EXIT_FAIL;
+    }
+    u->opt.self = cluster_find_key(&u->cluster, pub);
+    if (u->opt.self == NULL) {
+        keyfile_format(text, pub);
+        fprintf(stderr, "%s: this node's public key %s is not in the cluster file\n",
+                u->args.cluster, text);
+        return CLI_EXIT_FAIL;
+    }
+    return CLI_CONTINUE;
+}
+
+/* Paths the detached daemon keeps using after it leaves our directory, and
+ * that `down` finds in the state file from wherever it is run. */
+static int up_paths(struct up *u)
+{
+    int ret = cli_mkdir_p(u->args.run_dir, UP_RUN_DIR_MODE);
+
+    if (ret != 0) {
+        fprintf(stderr, "ddpnet up: cannot create run directory %s: %s\n",
+                u->args.run_dir, strerror(-ret));
+        return CLI_EXIT_FAIL;
+    }
+    if ((ret = cli_abspath(u->args.run_dir, u->run_dir, sizeof(u->run_dir))) != 0 ||
+        (ret = cli_abspath(u->args.hosts_file, u->hosts_file, sizeof(u->hosts_file))) != 0) {
+        fprintf(stderr, "ddpnet up: %s\n", strerror(-ret));
+        return CLI_EXIT_FAIL;
+    }
+    return CLI_CONTINUE;
+}
+
+/* The checks in the order a person fixes them; CLI_CONTINUE when all pass. */
+static int up_prepare(struct up *u)
+{
+    char err[PATH_MAX + 128];
+    int ret;
+
+    if (cli_cluster_load(u->args.cluster, &u->cluster, stderr) != 0)
+        return CLI_EXIT_FAIL;
+    if (keyfile_read(u->args.key, u->opt.private_key, err, sizeof(err)) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return CLI_EXIT_FAIL;
+    }
+    if ((ret = up_find_self(u)) != CLI_CONTINUE)
+        return ret;
+    if (!cli_permitted())
+        return cli_not_permitted("up");
+    if (if_nametoindex(u->args.ifname) != 0) {
+        fprintf(stderr, "ddpnet up: interface %s already exists\n", u->args.ifname);
+        return CLI_EXIT_FAIL;
+    }
+    if ((ret = up_paths(u)) != CLI_CONTINUE)
+        return ret;
+    u->opt.ifname = u->args.ifname;
+    u->opt.run_dir = u->run_dir;
+    u->opt.hosts_file = u->hosts_file;
+    u->opt.cluster_path = u->args.cluster;
+    u->opt.cluster = &u->cluster;
+    u->opt.foreground = u->args.foreground;
+    u->opt.debug = u->args.debug;
+    u->opt.ready_fd = -1;
+    return CLI_CONTINUE;
+}
+
+static int up_report_ok(const struct up *u)
+{
+    char addr[INET6_ADDRSTRLEN];
+
+    if (cluster_addr_format(&u->opt.self->address, addr, sizeof(addr)) != 0)
+        addr[0] = '\0';
+    printf("ddpnet: %s is up (%s/%u, node %s)\n", u->args.ifname, addr,
+           u->cluster.prefix, u->opt.self->name);
+    return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+}
+
+/* The parent's side: waits for the child's report and turns it into our
+ * exit status. */
+static int up_wait(const struct up *u, int fd, pid_t child)
+{
+    char line[UP_REPORT_MAX];
+    int ret = cli_read_report(fd, line, sizeof(line), UP_READY_TIMEOUT_S * UP_MS_PER_S);
+
+    if (ret == -ETIMEDOUT) {
+        /* Half set up is worse than not at all: stop it. */
+        kill(child, SIGTERM);
+        fprintf(stderr, "ddpnet up: the daemon did not finish setup within %d s; "
+                "stopped it (see syslog)\n", UP_READY_TIMEOUT_S);
+        return CLI_EXIT_FAIL;
+    }
+    if (ret < 0) {
+        fprintf(stderr, "ddpnet up: reading the daemon's report: %s\n", strerror(-ret));
+        return CLI_EXIT_FAIL;
+    }
+    if (ret == 0) {
+        fprintf(stderr, "ddpnet up: daemon exited during setup (see syslog)\n");
+        return CLI_EXIT_FAIL;
+    }
+    if (strcmp(line, UP_READY_OK) == 0)
+        return up_report_ok(u);
+    fprintf(stderr, "ddpnet up: %s\n", line);
+    return CLI_EXIT_FAIL;
+}
+
+/* The child: detached from our session and terminal, it becomes the
+ * daemon and never returns. */
+static void up_child(struct up *u, int ready_fd) __attribute__((noreturn));
+
+static void up_child(struct up *u, int ready_fd)
+{
+    int null_fd;
+
+    setsid();
+    /* If `up` gave up waiting, the report must not kill the daemon. */
+    signal(SIGPIPE, SIG_IGN);
+    null_fd = open("/dev/null", O_RDWR);
+    if (null_fd >= 0) {
+        dup2(null_fd, STDIN_FILENO);
+        dup2(null_fd, STDOUT_FILENO);
+        dup2(null_fd, STDERR_FILENO);
+        if (null_fd > STDERR_FILENO)
+            close(null_fd);
+    }
+    /* Every path it uses is absolute (up_paths); the cluster file is read.
+     * Failing only keeps the old directory busy, so it is not fatal. */
+    int ignored = chdir("/");
+    (void)ignored;
+    u->opt.ready_fd = ready_fd;
+    _exit(daemon_run(&u->opt) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL);
+}
+
+static int up_detached(struct up *u)
+{
+    int fds[2], ret;
+    pid_t pid;
+
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        fprintf(stderr, "ddpnet up: pipe: %s\n", strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    /* Unflushed output would otherwise be written twice. */
+    fflush(stdout);
+    fflush(stderr);
+    pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "ddpnet up: fork: %s\n", strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        return CLI_EXIT_FAIL;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        up_child(u, fds[1]);
+    }
+    close(fds[1]);
+    /* The key now lives in the daemon only. */
+    sodium_memzero(u->opt.private_key, sizeof(u->opt.private_key));
+    ret = up_wait(u, fds[0], pid);
+    close(fds[0]);
+    return ret;
+}
+
+int cli_up(int argc, char **argv)
+{
+    struct up u;
+    int ret;
+
+    memset(&u, 0, sizeof(u));
+    ret = cli_args_handle(argc, argv, UP_ALLOWED, UP_REQUIRED, UP_USAGE, &u.args);
+    if (ret != CLI_CONTINUE)
+        return ret;
+    if (crypto_core_init() != 0) {
+        fprintf(stderr, "ddpnet up: cannot initialise libsodium\n");
+        return CLI_EXIT_FAIL;
+    }
+    ret = up_prepare(&u);
+    if (ret == CLI_CONTINUE && u.args.foreground) {
+        /* daemon_run takes the cluster over and wipes the key. */
+        ret = daemon_run(&u.opt) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+        sodium_memzero(u.opt.private_key, sizeof(u.opt.private_key));
+        return ret;
+    }
+    if (ret == CLI_CONTINUE)
+        ret = up_detached(&u);
+    sodium_memzero(u.opt.private_key, sizeof(u.opt.private_key));
+    cluster_free(&u.cluster);
+    return ret;
+}

@@ -1,0 +1,611 @@
+/* The control socket's transport: creating the listening socket, serving
+ * one client connection (credentials, framing, one answer per request) and
+ * the CLI's client call (control.h). What a request does lives in
+ * control_get.c and control_set.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "overlay/base/log.h"
+#include "overlay/control/control.h"
+#include "overlay/control/control_int.h"
+#include "overlay/control/uapi.h"
+
+#define CONTROL_BACKLOG          16
+/* Only the owner (root: the daemon binds before dropping it) may connect. */
+#define CONTROL_SOCKET_MODE      0600
+#define CONTROL_SOCKET_UMASK     0177
+/* How long the CLI waits on the daemon. */
+#define CONTROL_CLIENT_TIMEOUT_S 5
+#define CONTROL_READ_CHUNK       4096u
+#define CONTROL_DDPNET_LEN       (sizeof(CONTROL_GET_DDPNET) - 1)
+/* "errno=" DEC "\n\n" */
+#define CONTROL_ERRNO_LINE_MAX   32u
+
+/* --- a growing buffer that may hold secrets ------------------------------- */
+
+struct cbuf {
+    char *p;
+    size_t len, cap;
+};
+
+static void cbuf_wipe(struct cbuf *b)
+{
+    if (b->p) {
+        sodium_memzero(b->p, b->cap);
+        free(b->p);
+    }
+    memset(b, 0, sizeof(*b));
+}
+
+/* Makes room for at least `want` more bytes (plus a NUL), never beyond max
+ * bytes of content. Grows by copying, so no stale copy of a private key is
+ * left behind by realloc. */
+static int cbuf_reserve(struct cbuf *b, size_t want, size_t max)
+{
+    size_t cap;
+    char *p;
+
+    if (b->len + want + 1 <= b->cap)
+        return 0;
+    if (b->len >= max)
+        return -EMSGSIZE;
+    cap = b->cap ? b->cap : CONTROL_READ_CHUNK;
+    while (cap < b->len + want + 1 && cap <= max)
+        cap *= 2;
+    if (cap > max + 1)
+        cap = max + 1;
+    if (cap <= b->cap)
+        return 0;   /* already as large as allowed, and not full */
+    p = malloc(cap);
+    if (!p)
+        return -ENOMEM;
+    if (b->p) {
+        memcpy(p, b->p, b->len);
+        sodium_memzero(b->p, b->cap);
+        free(b->p);
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+/* Reads what is there, up to one chunk, into b. Returns the bytes read,
+ * 0 at EOF, or -errno (-EAGAIN: timed out). */
+static ssize_t cbuf_read(struct cbuf *b, int fd, size_t max)
+{
+    ssize_t n;
+    size_t room;
+    int ret = cbuf_reserve(b, CONTROL_READ_CHUNK, max);
+
+    if (ret < 0)
+        return ret;
+    room = b->cap - 1 - b->len;
+    if (room > max - b->len)
+        room = max - b->len;
+    do {
+        n = read(fd, b->p + b->len, room);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+    b->len += (size_t)n;
+    b->p[b->len] = '\0';
+    return n;
+}
+
+/* Drops the first n bytes, wiping what moved. */
+static void cbuf_consume(struct cbuf *b, size_t n)
+{
+    memmove(b->p, b->p + n, b->len - n);
+    sodium_memzero(b->p + b->len - n, n);
+    b->len -= n;
+}
+
+static int send_all(int fd, const char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int set_timeouts(int fd, int seconds)
+{
+    struct timeval tv = { .tv_sec = seconds };
+
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+        return -errno;
+    return 0;
+}
+
+static int fill_sockaddr(struct sockaddr_un *sun, const char *path)
+{
+    size_t len;
+
+    if (!path)
+        return -EINVAL;
+    len = strlen(path);
+    if (len == 0)
+        return -EINVAL;
+    if (len >= sizeof(sun->sun_path))
+        return -ENAMETOOLONG;
+    memset(sun, 0, sizeof(*sun));
+    sun->sun_family = AF_UNIX;
+    memcpy(sun->sun_path, path, len + 1);
+    return 0;
+}
+
+/* --- listening ------------------------------------------------------------------ */
+
+/* Whether something answers on the socket at sun: 0 nobody (stale),
+ * -EADDRINUSE a live listener, other -errno when unsure. */
+static int probe_stale(const struct sockaddr_un *sun)
+{
+    struct stat st;
+    int fd, ret = 0;
+
+    if (lstat(sun->sun_path, &st) < 0)
+        return errno == ENOENT ? 0 : -errno;
+    /* Never unlink what is not a socket: a typo'd run dir could name a file. */
+    if (!S_ISSOCK(st.st_mode))
+        return -EEXIST;
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (connect(fd, (const struct sockaddr *)sun, sizeof(*sun)) == 0)
+        ret = -EADDRINUSE;
+    else if (errno != ECONNREFUSED && errno != ENOENT)
+        ret = -errno;
+    close(fd);
+    return ret;
+}
+
+static int bind_private(int fd, const struct sockaddr_un *sun)
+{
+    mode_t old = umask(CONTROL_SOCKET_UMASK);
+    int ret = bind(fd, (const struct sockaddr *)sun, sizeof(*sun));
+    int err = errno;
+
+    umask(old);
+    return ret < 0 ? -err : 0;
+}
+
+int control_listen(const char *path)
+{
+    struct sockaddr_un sun;
+    int fd, ret = fill_sockaddr(&sun, path);
+
+    if (ret < 0)
+        return ret;
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    ret = bind_private(fd, &sun);
+    if (ret == -EADDRINUSE) {
+        ret = probe_stale(&sun);
+        if (ret == 0 && (unlink(path) == 0 || errno == ENOENT))
+            ret = bind_private(fd, &sun);
+        else if (ret == 0)
+            ret = -errno;
+    }
+    if (ret == 0 && chmod(path, CONTROL_SOCKET_MODE) < 0)
+        ret = -errno;
+    if (ret == 0 && listen(fd, CONTROL_BACKLOG) < 0)
+        ret = -errno;
+    if (ret < 0) {
+        close(fd);
+        return ret;
+    }
+    return fd;
+}
+
+/* --- serving --------------------------------------------------------------------- */
+
+int control_frame(const char *buf, size_t len, enum control_op *op, size_t *consumed)
+{
+    enum uapi_op uop;
+    size_t n = len < CONTROL_DDPNET_LEN ? len : CONTROL_DDPNET_LEN;
+    int ret;
+
+    if ((!buf && len) || !op || !consumed)
+        return -EINVAL;
+    if (len == 0)
+        return -EAGAIN;
+    /* "get=" starts both get lines: wait until the bytes tell them apart. */
+    if (memcmp(buf, CONTROL_GET_DDPNET, n) == 0) {
+        if (len <= CONTROL_DDPNET_LEN)
+            return -EAGAIN;
+        if (buf[CONTROL_DDPNET_LEN] != '\n')
+            return -EINVAL;
+        *op = CONTROL_GET_DDPNET_OP;
+        *consumed = CONTROL_DDPNET_LEN + 1;
+        return 0;
+    }
+    ret = uapi_parse_request(buf, len, &uop, consumed);
+    if (ret == 0)
+        *op = uop == UAPI_GET ? CONTROL_GET_WG : CONTROL_SET_WG;
+    return ret;
+}
+
+static bool peer_is_root(int fd)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+
+    return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+           len == sizeof(cred) && cred.uid == 0;
+}
+
+/* --- the server: every client served without blocking the loop -------------- */
+
+/* Clients at once; more wait in the listen backlog. */
+#define CONTROL_CLIENTS_MAX     8u
+/* A client silent this long is hung up on. */
+#define CONTROL_IDLE_NS         (5 * WG_NSEC_PER_SEC)
+/* Requests answered per client per turn, so one cannot hold the loop. */
+#define CONTROL_TURN_REQUESTS   16u
+
+struct control_client {
+    int fd;                       /* -1: a free slot */
+    struct cbuf req;              /* bytes read, not yet answered */
+    char *out;                    /* the answer being written (may hold a key) */
+    size_t out_len, out_off;
+    bool eof, closing;            /* the client is done / we hang up once out is sent */
+    bool want_out;                /* registered for EPOLLOUT */
+    uint64_t active_ns;           /* the last time it moved */
+};
+
+struct control_server {
+    int epoll_fd, listen_fd;
+    struct control_client clients[CONTROL_CLIENTS_MAX];
+};
+
+static void client_drop(struct control_server *s, struct control_client *c)
+{
+    epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    cbuf_wipe(&c->req);
+    if (c->out) {
+        sodium_memzero(c->out, c->out_len);
+        free(c->out);
+    }
+    memset(c, 0, sizeof(*c));
+    c->fd = -1;
+}
+
+static void client_watch(struct control_server *s, struct control_client *c, bool out)
+{
+    struct epoll_event ev = { .events = EPOLLIN | (out ? EPOLLOUT : 0u), .data.ptr = c };
+
+    if (out != c->want_out && epoll_ctl(s->epoll_fd, EPOLL_CTL_MOD, c->fd, &ev) == 0)
+        c->want_out = out;
+}
+
+/* Queues "errno=N" as the answer. */
+static int client_queue_errno(struct control_client *c, int err)
+{
+    struct uapi_buf b;
+
+    if (!(c->out = malloc(CONTROL_ERRNO_LINE_MAX)))
+        return -ENOMEM;
+    uapi_buf_init(&b, c->out, CONTROL_ERRNO_LINE_MAX);
+    uapi_put_errno(&b, err);
+    c->out_len = b.len;
+    c->out_off = 0;
+    return 0;
+}
+
+/* Queues a builder's answer (taking out, which it malloc'd) or, when the
+ * builder failed, its errno line. */
+static int client_queue(struct control_client *c, int ret, char *out, size_t len)
+{
+    if (ret == 0) {
+        c->out = out;
+        c->out_len = len;
+        c->out_off = 0;
+        return 0;
+    }
+    if (out) {
+        sodium_memzero(out, len);
+        free(out);
+    }
+    return client_queue_errno(c, ret);
+}
+
+/* Builds the answer to one framed request. */
+static int client_answer(struct control_client *c, struct device *dev, enum control_op op,
+                         size_t len, uint64_t now_ns)
+{
+    char *out = NULL;
+    size_t out_len = 0;
+    int ret;
+
+    switch (op) {
+    case CONTROL_GET_WG:
+        ret = control_get_wg(dev, &out, &out_len);
+        break;
+    case CONTROL_GET_DDPNET_OP:
+        ret = control_get_ddpnet(dev, now_ns, &out, &out_len);
+        break;
+    case CONTROL_SET_WG:
+        ret = control_set(dev, c->req.p + UAPI_OP_LINE_LEN, len - UAPI_OP_LINE_LEN, now_ns);
+        if (ret < 0)
+            log_info("control: set refused: %s", strerror(-ret));
+        return client_queue_errno(c, ret);
+    default:
+        ret = -EINVAL;
+    }
+    return client_queue(c, ret, out, out_len);
+}
+
+/* Writes what the socket takes of the pending answer: 0 when all of it
+ * went (the buffer is wiped), -EAGAIN when some is left, or -errno. */
+static int client_flush(struct control_client *c)
+{
+    while (c->out && c->out_off < c->out_len) {
+        ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN : -errno;
+        c->out_off += (size_t)n;
+    }
+    if (c->out) {
+        sodium_memzero(c->out, c->out_len);
+        free(c->out);
+        c->out = NULL;
+    }
+    return 0;
+}
+
+/* Reads, answers and writes as far as the socket allows now: false when
+ * the client is done (hang up). */
+static bool client_step(struct control_client *c, struct device *dev, uint64_t now_ns)
+{
+    unsigned answered = 0;
+
+    c->active_ns = now_ns;
+    for (;;) {
+        int ret = client_flush(c);
+        if (ret == -EAGAIN)
+            return true;
+        if (ret < 0 || c->closing)
+            return false;
+        if (answered == CONTROL_TURN_REQUESTS)
+            return true;   /* the rest next turn (epoll is level-triggered) */
+
+        enum control_op op;
+        size_t consumed = 0;
+        ret = control_frame(c->req.p, c->req.len, &op, &consumed);
+        if (ret == -EAGAIN) {
+            if (c->eof)
+                return false;
+            ssize_t n = cbuf_read(&c->req, c->fd, UAPI_MAX_REQUEST);
+            if (n == -EAGAIN)
+                return true;
+            if (n == -EMSGSIZE) {
+                c->closing = client_queue_errno(c, -EMSGSIZE) == 0;
+                continue;
+            }
+            if (n < 0)
+                return false;
+            c->eof = n == 0;
+            continue;
+        }
+        if (ret < 0) {
+            /* Not a request: say so once, then hang up, as the stream
+             * cannot be resynchronised. */
+            c->closing = client_queue_errno(c, ret) == 0;
+            continue;
+        }
+        if (client_answer(c, dev, op, consumed, now_ns) < 0)
+            return false;
+        cbuf_consume(&c->req, consumed);
+        answered++;
+    }
+}
+
+struct control_server *control_server_new(int listen_fd)
+{
+    struct control_server *s = calloc(1, sizeof(*s));
+    struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+
+    if (!s)
+        return NULL;
+    s->listen_fd = listen_fd;
+    for (size_t i = 0; i < CONTROL_CLIENTS_MAX; i++)
+        s->clients[i].fd = -1;
+    s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if (s->epoll_fd < 0 ||
+        (listen_fd >= 0 && epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev) < 0)) {
+        int err = errno;
+        if (s->epoll_fd >= 0)
+            close(s->epoll_fd);
+        free(s);
+        errno = err;
+        return NULL;
+    }
+    return s;
+}
+
+void control_server_free(struct control_server *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < CONTROL_CLIENTS_MAX; i++)
+        if (s->clients[i].fd >= 0)
+            client_drop(s, &s->clients[i]);
+    close(s->epoll_fd);
+    free(s);
+}
+
+int control_server_fd(const struct control_server *s)
+{
+    return s->epoll_fd;
+}
+
+size_t control_server_clients(const struct control_server *s)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < CONTROL_CLIENTS_MAX; i++)
+        n += s->clients[i].fd >= 0;
+    return n;
+}
+
+int control_server_adopt(struct control_server *s, int fd, uint64_t now_ns)
+{
+    struct control_client *c = NULL;
+
+    if (fd < 0)
+        return -EBADF;
+    for (size_t i = 0; i < CONTROL_CLIENTS_MAX && !c; i++)
+        if (s->clients[i].fd < 0)
+            c = &s->clients[i];
+    int flags = fcntl(fd, F_GETFL);
+    if (!c || !peer_is_root(fd) || flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+        close(fd);
+        return c ? -EPERM : -EBUSY;
+    }
+    struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+    if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    memset(c, 0, sizeof(*c));
+    c->fd = fd;
+    c->active_ns = now_ns;
+    return 0;
+}
+
+void control_server_run(struct control_server *s, struct device *dev, uint64_t now_ns)
+{
+    struct epoll_event evs[CONTROL_CLIENTS_MAX + 1];
+    int n = epoll_wait(s->epoll_fd, evs, (int)(sizeof(evs) / sizeof(evs[0])), 0);
+
+    for (int i = 0; i < n; i++) {
+        struct control_client *c = evs[i].data.ptr;
+        if (!c) {
+            int fd;
+            while ((fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0)
+                control_server_adopt(s, fd, now_ns);
+            continue;
+        }
+        if (c->fd < 0)
+            continue;
+        if (!dev || !client_step(c, dev, now_ns))
+            client_drop(s, c);
+        else
+            client_watch(s, c, c->out != NULL);
+    }
+}
+
+uint64_t control_server_next(const struct control_server *s)
+{
+    uint64_t next = UINT64_MAX;
+
+    for (size_t i = 0; i < CONTROL_CLIENTS_MAX; i++)
+        if (s->clients[i].fd >= 0 && s->clients[i].active_ns + CONTROL_IDLE_NS < next)
+            next = s->clients[i].active_ns + CONTROL_IDLE_NS;
+    return next;
+}
+
+void control_server_expire(struct control_server *s, uint64_t now_ns)
+{
+    for (size_t i = 0; i < CONTROL_CLIENTS_MAX; i++) {
+        struct control_client *c = &s->clients[i];
+        if (c->fd >= 0 && now_ns >= c->active_ns + CONTROL_IDLE_NS)
+            client_drop(s, c);
+    }
+}
+
+/* --- the client ------------------------------------------------------------------ */
+
+static bool response_complete(const struct cbuf *b)
+{
+    return b->len >= 2 && b->p[b->len - 2] == '\n' && b->p[b->len - 1] == '\n';
+}
+
+static int client_connect(const char *path)
+{
+    struct sockaddr_un sun;
+    int fd, ret = fill_sockaddr(&sun, path);
+
+    if (ret < 0)
+        return ret;
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    ret = set_timeouts(fd, CONTROL_CLIENT_TIMEOUT_S);
+    if (ret == 0 && connect(fd, (const struct sockaddr *)&sun, sizeof(sun)) < 0)
+        ret = -errno;
+    if (ret < 0) {
+        close(fd);
+        return ret;
+    }
+    return fd;
+}
+
+/* Reads until the response's closing empty line. EOF before it: nothing at
+ * all (the daemon hung up, e.g. on a caller that is not root) is
+ * -ECONNRESET, a cut response -EPROTO. */
+static int client_read(int fd, struct cbuf *b)
+{
+    while (!response_complete(b)) {
+        ssize_t n = cbuf_read(b, fd, CONTROL_RESPONSE_MAX);
+
+        if (n == -EAGAIN)
+            return -ETIMEDOUT;
+        if (n < 0)
+            return (int)n;
+        if (n == 0)
+            return b->len == 0 ? -ECONNRESET : -EPROTO;
+    }
+    return 0;
+}
+
+int control_request(const char *path, const char *request, char **response)
+{
+    struct cbuf b = { 0 };
+    int fd, ret;
+
+    if (!request || !response)
+        return -EINVAL;
+    *response = NULL;
+    fd = client_connect(path);
+    if (fd < 0)
+        return fd;
+    ret = send_all(fd, request, strlen(request));
+    if (ret == -EPIPE)
+        ret = -ECONNRESET;   /* hung up before reading: as if after */
+    if (ret == 0)
+        ret = client_read(fd, &b);
+    close(fd);
+    if (ret < 0) {
+        cbuf_wipe(&b);
+        return ret;
+    }
+    *response = b.p;
+    return 0;
+}

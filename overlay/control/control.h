@@ -1,0 +1,55 @@
+/* The control socket RUN_DIR/IFNAME.sock: WireGuard's userspace API
+ * (`get=1`, `set=1`; see uapi.h), so stock `wg show IFNAME` works, plus one
+ * ddpnet request, `get=ddpnet`, that adds what `ddpnet status` and
+ * `ddpnet env` need (names, overlay addresses, rates, the master node).
+ * Only root may connect: the socket file is 0600 and owned by root, and
+ * the peer's credentials are checked too. */
+#ifndef DDPNET_CONTROL_H
+#define DDPNET_CONTROL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct device;
+
+/* The ddpnet request line. */
+#define CONTROL_GET_DDPNET "get=ddpnet\n"
+
+/* Creates, binds (mode 0600) and listens on the socket path; returns the
+ * listening fd (non-blocking, close-on-exec) or -errno. A stale socket file
+ * nobody answers on is replaced; a live one gives -EADDRINUSE. */
+int control_listen(const char *path);
+
+/* The server side: every client is served without blocking, from the
+ * event loop's thread, so a slow or silent client stalls no tunnel. At
+ * most 8 clients at once (more wait in the listen backlog); each may send
+ * several requests, answered in order; one silent for 5 s is hung up on;
+ * a client that is not root is hung up on at once. Answers that carry the
+ * private key (get=1) are wiped once written. */
+struct control_server;
+
+/* A server for the listening socket listen_fd (-1: none, clients are
+ * adopted by hand); NULL with errno on failure. */
+struct control_server *control_server_new(int listen_fd);
+void control_server_free(struct control_server *s);
+/* One fd to poll for readability: then call control_server_run. */
+int control_server_fd(const struct control_server *s);
+/* Serves an accepted connection from now on (made non-blocking); 0, or
+ * -EPERM (not root), -EBUSY (no free slot), -errno: then fd is closed. */
+int control_server_adopt(struct control_server *s, int fd, uint64_t now_ns);
+/* Accepts, reads, answers and writes what is ready, without waiting. */
+void control_server_run(struct control_server *s, struct device *dev, uint64_t now_ns);
+/* When the next silent client is due to be hung up on (UINT64_MAX: none);
+ * control_server_expire does it. */
+uint64_t control_server_next(const struct control_server *s);
+void control_server_expire(struct control_server *s, uint64_t now_ns);
+/* Clients connected now. */
+size_t control_server_clients(const struct control_server *s);
+
+/* Client side, for the CLI: sends request (a whole request, ending in an
+ * empty line) to the socket at path and returns the response in a malloc'd
+ * NUL-terminated buffer (*response), or -errno (-ENOENT / -ECONNREFUSED:
+ * no daemon). */
+int control_request(const char *path, const char *request, char **response);
+
+#endif

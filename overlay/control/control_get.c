@@ -1,0 +1,174 @@
+/* The control socket's `get` answers, read from the device: get=1 exactly as
+ * wireguard-go writes it (so `wg show` and `wg showconf` work), and
+ * get=ddpnet with the names, overlay addresses and rates the CLI shows.
+ * Each is written whole into one buffer sized for every peer. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include <sodium.h>
+
+#include "overlay/control/control_int.h"
+#include "overlay/control/uapi.h"
+#include "overlay/engine/device.h"
+
+/* Upper bounds of the text written, for sizing the buffer. The longest
+ * line is a 64-digit key or an IPv6 endpoint with a numeric zone (under 80
+ * bytes); a peer takes at most thirteen lines (about 600 bytes) in either
+ * response, the interface section at most eight short ones. */
+#define GET_PEER_TEXT_MAX   768u
+#define NS_PER_US           1000u
+#define GET_IFACE_TEXT_MAX  1024u
+
+static int alloc_for_peers(const struct device *dev, struct uapi_buf *b)
+{
+    size_t cap;
+    char *p;
+
+    if (dev->n_peers > (SIZE_MAX - GET_IFACE_TEXT_MAX) / GET_PEER_TEXT_MAX)
+        return -ENOMEM;
+    cap = GET_IFACE_TEXT_MAX + dev->n_peers * GET_PEER_TEXT_MAX;
+    p = malloc(cap);
+    if (!p)
+        return -ENOMEM;
+    uapi_buf_init(b, p, cap);
+    return 0;
+}
+
+/* Hands the text over, or wipes it when it did not fit. */
+static int finish(struct uapi_buf *b, char **out, size_t *len)
+{
+    uapi_put_errno(b, 0);
+    if (b->overflow) {
+        sodium_memzero(b->p, b->cap);
+        free(b->p);
+        return -ENOBUFS;
+    }
+    *out = b->p;
+    *len = b->len;
+    return 0;
+}
+
+static unsigned addr_bits(const struct cluster_addr *a)
+{
+    return a->family == AF_INET6 ? 128u : 32u;
+}
+
+/* --- get=1 ---------------------------------------------------------------------- */
+
+/* The peer's lines in wireguard-go's order. The preshared key is written
+ * only when set: `wg` treats an all-zero one as none anyway. */
+static void put_wg_peer(struct uapi_buf *b, const struct peer *p)
+{
+    uapi_put_key(b, UAPI_KEY_PUBLIC_KEY, p->public_key);
+    if (p->has_psk)
+        uapi_put_key(b, UAPI_KEY_PRESHARED_KEY, p->handshake.psk);
+    uapi_put_u64(b, UAPI_KEY_PROTOCOL_VERSION, UAPI_PROTOCOL_VERSION);
+    if (p->endpoint.sa.sa_family != AF_UNSPEC)
+        uapi_put_endpoint(b, &p->endpoint.sa);
+    uapi_put_u64(b, UAPI_KEY_LAST_HANDSHAKE_SEC, (uint64_t)p->last_handshake.tv_sec);
+    uapi_put_u64(b, UAPI_KEY_LAST_HANDSHAKE_NSEC, (uint64_t)p->last_handshake.tv_nsec);
+    uapi_put_u64(b, UAPI_KEY_TX_BYTES, p->tx_bytes);
+    uapi_put_u64(b, UAPI_KEY_RX_BYTES, p->rx_bytes);
+    uapi_put_u64(b, UAPI_KEY_KEEPALIVE, p->persistent_keepalive);
+    /* The overlay routes exactly one address to each peer. */
+    uapi_put_allowed_ip(b, p->address.family, p->address.bytes, addr_bits(&p->address));
+}
+
+int control_get_wg(struct device *dev, char **out, size_t *len)
+{
+    struct uapi_buf b;
+    int ret;
+
+    if (!dev || !out || !len)
+        return -EINVAL;
+    ret = alloc_for_peers(dev, &b);
+    if (ret < 0)
+        return ret;
+    if (dev->local)
+        uapi_put_key(&b, UAPI_KEY_PRIVATE_KEY, dev->local->private_key);
+    if (dev->listen_port)
+        uapi_put_u64(&b, UAPI_KEY_LISTEN_PORT, dev->listen_port);
+    for (size_t i = 0; i < dev->n_peers; i++)
+        put_wg_peer(&b, dev->peers[i]);
+    return finish(&b, out, len);
+}
+
+/* --- get=ddpnet --------------------------------------------------------------------- */
+
+static void put_addr(struct uapi_buf *b, const char *key, const struct cluster_addr *a)
+{
+    char text[CLUSTER_HOST_MAX + 3];
+
+    /* An address that cannot be written leaves the response invalid. */
+    if (cluster_addr_format(a, text, sizeof(text)) < 0)
+        b->overflow = true;
+    else
+        uapi_put_str(b, key, text);
+}
+
+static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
+{
+    const struct cluster_node *master = &dev->cluster.nodes[0];
+
+    uapi_put_str(b, CONTROL_KEY_INTERFACE, dev->ifname);
+    uapi_put_str(b, CONTROL_KEY_SELF, dev->self->name);
+    put_addr(b, CONTROL_KEY_ADDRESS, &dev->self->address);
+    uapi_put_u64(b, CONTROL_KEY_PREFIX, dev->cluster.prefix);
+    uapi_put_u64(b, UAPI_KEY_LISTEN_PORT, dev->listen_port);
+    uapi_put_str(b, CONTROL_KEY_MASTER, master->name);
+    put_addr(b, CONTROL_KEY_MASTER_ADDRESS, &master->address);
+    uapi_put_u64(b, CONTROL_KEY_MTU, dev->mtu);
+}
+
+/* The path: the endpoint in use (the relay's, when relayed), direct or
+ * relayed and through whom (or unreachable: packets to it are refused
+ * until a handshake completes), and the round trip. */
+static void put_path(struct uapi_buf *b, const struct peer *p)
+{
+    const union endpoint *ep = p->via ? &p->via->endpoint : &p->endpoint;
+
+    if (ep->sa.sa_family != AF_UNSPEC)
+        uapi_put_endpoint(b, &ep->sa);
+    if (p->no_answer) {
+        uapi_put_str(b, CONTROL_KEY_PATH, CONTROL_PATH_UNREACHABLE);
+    } else if (p->via) {
+        uapi_put_str(b, CONTROL_KEY_PATH, CONTROL_PATH_RELAY);
+        uapi_put_str(b, CONTROL_KEY_VIA, p->via->name);
+    } else if (p->endpoint.sa.sa_family != AF_UNSPEC) {
+        uapi_put_str(b, CONTROL_KEY_PATH, CONTROL_PATH_DIRECT);
+    }
+    if (path_usable(p))
+        uapi_put_u64(b, CONTROL_KEY_PATH_MTU, path_mtu(p));
+    if (p->disco.rtt_ns)
+        uapi_put_u64(b, CONTROL_KEY_RTT_US, p->disco.rtt_ns / NS_PER_US);
+}
+
+static void put_ddpnet_peer(struct uapi_buf *b, const struct peer *p, uint64_t now_ns)
+{
+    uapi_put_key(b, UAPI_KEY_PUBLIC_KEY, p->public_key);
+    uapi_put_str(b, CONTROL_KEY_NAME, p->name);
+    put_addr(b, CONTROL_KEY_ADDRESS, &p->address);
+    put_path(b, p);
+    uapi_put_u64(b, UAPI_KEY_LAST_HANDSHAKE_SEC, (uint64_t)p->last_handshake.tv_sec);
+    uapi_put_u64(b, UAPI_KEY_LAST_HANDSHAKE_NSEC, (uint64_t)p->last_handshake.tv_nsec);
+    uapi_put_u64(b, UAPI_KEY_RX_BYTES, p->rx_bytes);
+    uapi_put_u64(b, UAPI_KEY_TX_BYTES, p->tx_bytes);
+    uapi_put_u64(b, CONTROL_KEY_RX_RATE, rate_read(&p->rx_rate, now_ns));
+    uapi_put_u64(b, CONTROL_KEY_TX_RATE, rate_read(&p->tx_rate, now_ns));
+}
+
+int control_get_ddpnet(struct device *dev, uint64_t now_ns, char **out, size_t *len)
+{
+    struct uapi_buf b;
+    int ret;
+
+    if (!dev || !dev->self || dev->cluster.n_nodes == 0 || !out || !len)
+        return -EINVAL;
+    ret = alloc_for_peers(dev, &b);
+    if (ret < 0)
+        return ret;
+    put_ddpnet_iface(&b, dev);
+    for (size_t i = 0; i < dev->n_peers; i++)
+        put_ddpnet_peer(&b, dev->peers[i], now_ns);
+    return finish(&b, out, len);
+}

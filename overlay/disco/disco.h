@@ -1,0 +1,172 @@
+/* Discovery, hole punching and relays: the per-peer state and the
+ * decisions taken on it, as pure functions of that state, a few facts the
+ * engine supplies and a clock the caller passes in (so a unit test drives
+ * them with a fake one). No I/O here: disco_io.c and path.c carry the
+ * decisions out.
+ *
+ * What a node knows of a peer it may not reach yet: its candidates, the
+ * addresses where it might answer -- its own interface addresses as it
+ * reported them ("local"), and the address and port other nodes see its
+ * packets come from ("observed"). An attempt aims the one handshake
+ * initiation at all of them at once, local ones first, several times a
+ * second for a few seconds (a punch round: both sides do it, so both NATs
+ * open); if no session comes of it within DISCO_RELAY_AFTER_MS, the peer is
+ * reached through a relay, a node both reach, while the direct candidates
+ * are probed in the background. Once a session exists: pings on the path
+ * for the round trip, ENDPOINTS now and then. */
+#ifndef DDPNET_DISCO_H
+#define DDPNET_DISCO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "crypto/wg_const.h"
+#include "overlay/disco/disco_msg.h"
+
+/* Observed endpoints kept per peer (several introducers may each see a
+ * different one, behind a NAT that maps per destination). */
+#define DISCO_OBSERVED_MAX   8u
+#define DISCO_CANDS_MAX      (DISCO_MAX_LOCAL + DISCO_OBSERVED_MAX)
+/* The engine looks at every peer's deadlines at least this often, in
+ * case a fact it was not told about (time passing, mostly) moved one. */
+#define DISCO_RECHECK_MS     1000u
+/* Pings in flight per peer. */
+#define DISCO_PINGS_MAX      8u
+/* PING flags (disco_msg.h leaves their meaning to us): a probe of a direct
+ * candidate, sent beside the path rather than on it. */
+#define DISCO_PING_F_PROBE   0x01u
+#define DISCO_PING_F_MTU     0x02u   /* a path MTU probe (padded; pmtu.h) */
+/* What a relayed message adds inside the relay's own transport message:
+ * the relay's inner IP header (IPv6 at most), the disco header, a key, and
+ * the enclosed message's transport header and tag. A packet to a relayed
+ * peer is held to the MTU less this, so that the wrapping still fits. */
+#define DISCO_RELAY_OVERHEAD (DISCO_IP_HEADER_MAX + DISCO_HEADER_LEN + WG_KEY_LEN + \
+                              WG_TRANSPORT_MIN_LEN)
+
+struct disco_cand {
+    struct disco_endpoint ep;
+    bool local;                /* one of the peer's own interface addresses */
+    uint64_t seen_ns;          /* when it was last reported to us */
+};
+
+struct disco_ping_slot {
+    uint64_t txid;
+    uint64_t sent_ns;          /* 0: free */
+    bool probe;                /* sent to `to` directly, not on the path */
+    struct disco_endpoint to;
+};
+
+enum disco_path {
+    DISCO_PATH_NONE,           /* no endpoint and no relay */
+    DISCO_PATH_DIRECT,         /* UDP to the peer's endpoint */
+    DISCO_PATH_RELAY,          /* wrapped, through another peer */
+};
+
+struct disco_state {
+    uint8_t n_cand;
+    struct disco_cand cand[DISCO_CANDS_MAX];
+
+    /* An attempt at a session: punch rounds, then a relay. */
+    uint64_t attempt_ns;       /* when it began; 0: none */
+    uint64_t next_punch_ns;
+    unsigned punches;          /* sent in this attempt */
+    bool relay_taken;          /* this attempt turned to the relay */
+
+    uint64_t next_probe_ns;    /* direct candidates probed (relayed or upgrading) */
+    uint64_t next_ping_ns;
+    unsigned unanswered;       /* pings since the last pong */
+    unsigned ping_next;        /* ring index of the next slot */
+    struct disco_ping_slot pings[DISCO_PINGS_MAX];
+    uint64_t rtt_ns;           /* the latest round trip on the path; 0: unknown */
+    uint64_t last_pong_ns;     /* the latest answer to any ping; 0: none */
+
+    uint64_t endpoints_sent_ns;
+    uint32_t endpoints_gen;    /* the device's generation last sent */
+};
+
+/* What the engine knows that the decisions depend on. */
+struct disco_facts {
+    bool session;              /* a keypair we can send with */
+    bool working;              /* ... and the peer was heard from lately */
+    enum disco_path path;
+    bool relay_known;          /* a relay that reaches the peer is usable now */
+    bool can_upgrade;          /* direct to an address that is not a local
+                                * candidate, and local candidates exist */
+};
+
+/* What disco_tick asks the engine to do now. */
+enum disco_action {
+    DISCO_DO_PUNCH     = 1u << 0,  /* the initiation to every candidate */
+    DISCO_DO_RELAY     = 1u << 1,  /* take the relay path, initiate through it */
+    DISCO_DO_PROBE     = 1u << 2,  /* ping the direct candidates */
+    DISCO_DO_PING      = 1u << 3,  /* ping on the path, for the round trip */
+    DISCO_DO_ENDPOINTS = 1u << 4,  /* send ENDPOINTS */
+};
+
+/* --- candidates ------------------------------------------------------------------ */
+
+/* Records a candidate (an invalid endpoint, or a loopback, link-local,
+ * multicast or unspecified address, is ignored). A known one is
+ * refreshed, and an observed one reported as local becomes local. When
+ * full, the oldest observed candidate makes room for an observed one; a
+ * local one is dropped when all DISCO_MAX_LOCAL are taken. Returns true
+ * when the set changed. */
+bool disco_cand_add(struct disco_state *s, const struct disco_endpoint *ep, bool local,
+                    uint64_t now);
+/* Replaces the local candidates with eps[0..n) (the peer's own list).
+ * Returns true when the set changed. */
+bool disco_cand_set_local(struct disco_state *s, const struct disco_endpoint *eps,
+                          unsigned n, uint64_t now);
+/* The local candidates, up to max; returns how many. */
+unsigned disco_cand_local(const struct disco_state *s, struct disco_endpoint *out,
+                          unsigned max);
+/* Whether ep is one of the local candidates. */
+bool disco_cand_is_local(const struct disco_state *s, const struct disco_endpoint *ep);
+/* Where to aim: local candidates first (in the peer's order), then the
+ * observed ones, newest first; never an address of our own (own[0..n_own):
+ * it would reach us, or a stranger that shares our private range), no
+ * duplicates, up to max. only_local keeps the local ones alone. Returns
+ * how many. */
+unsigned disco_targets(const struct disco_state *s, const struct disco_endpoint *own,
+                       unsigned n_own, bool only_local, struct disco_endpoint *out,
+                       unsigned max);
+
+/* Whether an interface address may be offered as a local candidate: not
+ * loopback, link-local, unspecified or multicast, not on the overlay's own
+ * interface, not the node's overlay address. */
+bool disco_local_usable(const struct disco_endpoint *ep, bool loopback_if, bool overlay_if,
+                        const struct disco_endpoint *overlay_addr);
+
+/* --- the schedule --------------------------------------------------------------- */
+
+/* Begins an attempt unless one is under way. punched: the first punch
+ * went out already (with the initiation that prompted the attempt).
+ * Returns true when it began. */
+bool disco_attempt(struct disco_state *s, bool punched, uint64_t now);
+/* A session began: the attempt is over; ping (the count of unanswered
+ * ones starts over) and send ENDPOINTS at once. */
+void disco_session_began(struct disco_state *s, uint64_t now);
+/* The path changed: probing starts over from its own interval. */
+void disco_path_changed(struct disco_state *s);
+/* Runs what is due: returns DISCO_DO_* flags and moves each deadline on.
+ * gen is the device's generation of what ENDPOINTS says. */
+unsigned disco_tick(struct disco_state *s, const struct disco_facts *f, uint32_t gen,
+                    uint64_t now);
+/* The time of the next action disco_tick would take (UINT64_MAX: none). */
+uint64_t disco_next(const struct disco_state *s, const struct disco_facts *f, uint32_t gen);
+
+/* --- pings ---------------------------------------------------------------------- */
+
+/* Remembers a ping (to: the candidate probed, NULL for one on the path). */
+void disco_ping_sent(struct disco_state *s, uint64_t txid, const struct disco_endpoint *to,
+                     uint64_t now);
+/* Pings on the path sent since the last pong and unanswered for
+ * DISCO_PING_LOST_MS: lost in a row. */
+unsigned disco_pings_lost(const struct disco_state *s, uint64_t now);
+/* A pong: true when it answers a ping of ours younger than
+ * DISCO_PING_TIMEOUT_S (copied to *out and forgotten; last_pong_ns is
+ * now); the round trip of a ping on the path becomes rtt_ns. */
+bool disco_pong(struct disco_state *s, uint64_t txid, uint64_t now,
+                struct disco_ping_slot *out);
+
+#endif

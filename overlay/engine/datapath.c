@@ -1,0 +1,728 @@
+/* The data path.
+ *
+ * Outbound: one read from ddp0 brings a vnet header and a packet of up to
+ * 64 KiB (the kernel's TSO/USO super-packet, TUN_F_TSO*). Its destination
+ * names the peer. The packet is cut into MTU-sized IP packets written at a
+ * fixed stride into the buffer's area (tun/offload.c), each with room
+ * around it, so that every segment is sealed in place and all of them go
+ * out back to back in one UDP GSO send (UDP_SEGMENT = stride). ddp0's
+ * gso_max_segs is set so that a super-packet holds no more segments than
+ * one send carries (pkt_gso_segments: 44 at MTU 1420), so that it leaves
+ * in one send and arrives as one GRO batch. Without a usable session the
+ * buffer waits on the peer (PEER_STAGED_MAX at most) while a handshake
+ * runs.
+ *
+ * Inbound: one receive brings many datagrams back to back (UDP_GRO). Each
+ * transport message is opened in place (the replay window moves only after
+ * authentication; the sender's endpoint follows it: roaming), its inner
+ * source must be the peer's overlay address, and then consecutive TCP
+ * segments of a flow are coalesced into super-packets that ddp0 takes in
+ * one write each (writev pointing into the receive buffer: no copy).
+ *
+ * Crypto works on whole buffers, never packet by packet: a super-packet's
+ * segments are sealed, and a receive's datagrams to one keypair opened, as
+ * one batch (transport_encrypt_batch, transport_decrypt_batch), whose
+ * ChaCha20 runs 16 messages at once on AVX-512 (crypto/chacha_multi.h),
+ * whose Poly1305 runs 8 at once with IFMA (crypto/poly1305_multi.h), and
+ * whose opens check every tag before anything is decrypted. Inline on
+ * the loop by default, on worker threads where there are cores to spare
+ * (crypto_pool.h says why that shape). No allocation and no copy per
+ * packet besides the one segmentation copy.
+ *
+ * Latency: after a packet that ends an idle spell the loop polls for a
+ * short window instead of sleeping (busy_poll.h), so that the answer to a
+ * request finds the daemon awake. */
+#include <errno.h>
+#include <string.h>
+
+#include <linux/virtio_net.h>
+
+#include "crypto/bytes.h"
+#include <sodium.h>
+
+#include "overlay/base/log.h"
+#include "overlay/base/wire.h"
+#include "overlay/engine/engine.h"
+#include "overlay/engine/icmp.h"
+#include "overlay/engine/timers.h"
+#include "overlay/loop/crypto_pool.h"
+
+#define IPV4_TOTLEN_OFF   2u
+#define IPV4_SRC_OFF      12u
+#define IPV4_DST_OFF      16u
+#define IPV6_PAYLEN_OFF   4u
+#define IPV6_SRC_OFF      8u
+#define IPV6_DST_OFF      24u
+#define IPV4_PROTO_OFF    9u
+#define IPV6_NEXT_OFF     6u
+
+/* An inner IP packet's family, length and addresses. */
+struct inner {
+    int family;
+    uint32_t len;
+    const uint8_t *src, *dst;
+};
+
+static bool parse_inner(const uint8_t *ip, uint32_t avail, struct inner *in)
+{
+    if (avail >= IPV4_HEADER_LEN && ip[0] >> 4 == 4) {
+        in->family = AF_INET;
+        in->len = get_be16(ip + IPV4_TOTLEN_OFF);
+        in->src = ip + IPV4_SRC_OFF;
+        in->dst = ip + IPV4_DST_OFF;
+        return in->len >= IPV4_HEADER_LEN && in->len <= avail;
+    }
+    if (avail >= IPV6_HEADER_LEN && ip[0] >> 4 == 6) {
+        in->family = AF_INET6;
+        in->len = IPV6_HEADER_LEN + get_be16(ip + IPV6_PAYLEN_OFF);
+        in->src = ip + IPV6_SRC_OFF;
+        in->dst = ip + IPV6_DST_OFF;
+        return in->len <= avail;
+    }
+    return false;
+}
+
+/* Disco's protocol number: the daemon's own messages. Read from ddp0 they
+ * are dropped (only the daemon speaks disco for this node); received,
+ * they are handled and never written to ddp0. */
+static bool is_disco(const uint8_t *ip, const struct inner *in)
+{
+    return ip[in->family == AF_INET ? IPV4_PROTO_OFF : IPV6_NEXT_OFF] == DISCO_IP_PROTO;
+}
+
+/* --- outbound ------------------------------------------------------------------ */
+
+/* The slot size for the segments of this packet: a full segment sealed
+ * (padded no further than the path's MTU), so that the sealed full
+ * segments lie back to back for GSO. */
+static uint32_t segment_stride(const struct device *dev, const struct vnet_hdr *h,
+                               const uint8_t *ip, uint32_t len, unsigned mtu)
+{
+    struct offload_ip oip;
+    size_t full = len;
+
+    if (h->gso_type != VIRTIO_NET_HDR_GSO_NONE && offload_parse(ip, len, &oip) == 0)
+        full = (size_t)oip.l3_len + oip.l4_hlen + h->gso_size;
+    if (full > dev->mtu)
+        full = dev->mtu;
+    return (uint32_t)transport_sealed_len_limited(full, mtu);
+}
+
+static int segment(struct device *dev, struct pkt *pkt, const uint8_t *ip, uint32_t len,
+                   struct vnet_hdr *h, unsigned mtu)
+{
+    struct offload_area area;
+    uint32_t stride;
+
+    /* A path narrower than ddp0 (a relay's, or one whose MTU is still
+     * being searched): TCP is cut to it, super-packets and lone packets
+     * alike. (UDP datagrams keep their size: it is the application's.) */
+    if (mtu < dev->mtu)
+        offload_fit_tcp(h, ip, len, mtu);
+    stride = segment_stride(dev, h, ip, len, mtu);
+    size_t slots = PKT_AREA_CAP / stride;
+
+    area.base = pkt->area;
+    area.stride = stride;
+    area.headroom = WG_TRANSPORT_HEADER_LEN;
+    /* The padding fits in what the stride leaves after a full segment. */
+    area.tailroom = WG_AEAD_TAG_LEN;
+    area.slots = slots < PKT_MAX_SEGS ? slots : PKT_MAX_SEGS;
+    area.lens = pkt->seg_len;
+    int n = offload_segment(h, ip, len, &area);
+    if (n <= 0)
+        return n;
+    pkt->nseg = (uint16_t)n;
+    pkt->sent = 0;
+    pkt->stride = stride;
+    return n;
+}
+
+static void send_batch(struct peer *p, struct pkt **pkts, unsigned n, uint64_t now);
+
+/* Cuts the read in pkt->in (vnet header and packet, pkt->len bytes) into
+ * p's segments: their count, or <= 0 when it cannot be sent. A read of no
+ * bytes past the vnet header (a staged keepalive) is one empty segment. */
+static int prepare(struct device *dev, struct peer *p, struct pkt *pkt)
+{
+    struct vnet_hdr h;
+
+    if (pkt->len == 0) {
+        pkt_single(pkt, 0);
+        return 1;
+    }
+    if (pkt->len < OFFLOAD_VNET_HDR_LEN || vnet_hdr_parse(pkt->in, pkt->len, &h))
+        return -EINVAL;
+    int ret = segment(dev, pkt, pkt->in + OFFLOAD_VNET_HDR_LEN,
+                      pkt->len - OFFLOAD_VNET_HDR_LEN, &h, path_mtu(p));
+    if (ret <= 0)
+        log_debug("dropped a packet from %s that cannot be segmented (%d)", dev->ifname, ret);
+    else
+        dev->stats.tun_segments += (uint64_t)ret;
+    return ret;
+}
+
+/* Answers the packet ip[0..len) in pkt with an ICMP error (icmp.h),
+ * written to ddp0 from the same buffer, as a router would: "unreachable"
+ * for a peer that does not answer, so that a connect fails now instead of
+ * after its retries; "too big" with the path's MTU, so that the sender's
+ * kernel keeps packets to that peer small. */
+static void answer_icmp(struct device *dev, struct pkt *pkt, const uint8_t *ip, uint32_t len,
+                        enum icmp_error kind, unsigned mtu)
+{
+    struct tun_write *w;
+    long n = icmp_error_build(pkt->area, PKT_AREA_CAP, ip, len, kind, mtu);
+
+    if (n < 0 || !(w = loop_tun_write_get(dev->loop))) {
+        loop_pkt_put(dev->loop, pkt);
+        return;
+    }
+    memset(w->vnet, 0, sizeof(w->vnet));   /* VIRTIO_NET_HDR_GSO_NONE, no checksum to do */
+    w->iov[0] = (struct iovec){ w->vnet, sizeof(w->vnet) };
+    w->iov[1] = (struct iovec){ pkt->area, (size_t)n };
+    w->iovcnt = 2;
+    w->owner = pkt;
+    pkt->op = PKT_HELD;
+    pkt->refs = 1;
+    loop_write_tun(dev->loop, w);
+}
+
+/* A packet larger than p's path takes that cannot be cut to fit: not a
+ * TCP super-packet (segmented to the path's size), but a lone packet or a
+ * UDP super-packet whose datagrams are too big. Only once the path's MTU
+ * is known: until then it goes as it is. */
+static bool too_big(const struct peer *p, const struct vnet_hdr *h, const uint8_t *ip,
+                    uint32_t len, unsigned mtu)
+{
+    uint8_t type = h->gso_type & (uint8_t)~VIRTIO_NET_HDR_GSO_ECN;
+    struct offload_ip oip;
+
+    if (!path_mtu_known(p) || type == VIRTIO_NET_HDR_GSO_TCPV4 ||
+        type == VIRTIO_NET_HDR_GSO_TCPV6)
+        return false;
+    if (type == VIRTIO_NET_HDR_GSO_NONE)
+        return len > mtu;
+    return offload_parse(ip, len, &oip) == 0 &&
+           (size_t)oip.l3_len + oip.l4_hlen + h->gso_size > mtu;
+}
+
+void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
+{
+    const uint8_t *ip = pkt->in + OFFLOAD_VNET_HDR_LEN;
+    uint32_t len = pkt->len - OFFLOAD_VNET_HDR_LEN;
+    struct vnet_hdr h;
+    struct inner in;
+    struct peer *p;
+
+    if (pkt->len < OFFLOAD_VNET_HDR_LEN || vnet_hdr_parse(pkt->in, pkt->len, &h) ||
+        !parse_inner(ip, len, &in) || is_disco(ip, &in) ||
+        !(p = device_peer_by_address(dev, in.family, in.dst))) {
+        loop_pkt_put(dev->loop, pkt);
+        return;
+    }
+    dev->stats.tun_reads++;
+    if (p->no_answer && !datapath_ready(p, now)) {
+        handshake_send_initiation(p, false, now);   /* paced: it may be back */
+        dev->stats.refused_unreachable++;
+        answer_icmp(dev, pkt, ip, len, ICMP_ERROR_UNREACHABLE, 0);
+        return;
+    }
+    if (too_big(p, &h, ip, len, path_mtu(p))) {
+        dev->stats.refused_too_big++;
+        answer_icmp(dev, pkt, ip, len, ICMP_ERROR_TOO_BIG, path_mtu(p));
+        return;
+    }
+    if (p->staged.packets || !datapath_ready(p, now)) {
+        /* Copied out: a pool buffer is never held for a peer (stage.h). */
+        peer_stage(p, pkt->in, pkt->len, now);
+        loop_pkt_put(dev->loop, pkt);
+        datapath_send_staged(p, now);
+        return;
+    }
+    int n = prepare(dev, p, pkt);
+    if (n <= 0) {
+        loop_pkt_put(dev->loop, pkt);
+        return;
+    }
+    pkt->op = PKT_HELD;
+    send_batch(p, &pkt, 1, now);
+}
+
+/* Where a crypto job is filled in: a worker's slot when the loop has
+ * workers, else local, for running here. */
+static struct crypto_job *job_slot(struct device *dev, struct crypto_job *local, uint64_t now)
+{
+    struct crypto_job *job = loop_crypto_job(dev->loop, now);
+
+    return job ? job : local;
+}
+
+/* Hands a filled-in job to the workers (the loop takes it back in order:
+ * datapath_crypto_done), or runs it here and finishes it at once. */
+static void job_start(struct device *dev, struct crypto_job *job, const struct crypto_job *local,
+                      uint64_t now)
+{
+    if (job != local) {
+        loop_crypto_submit(dev->loop, job);
+        return;
+    }
+    crypto_job_run(job);
+    sodium_memzero(job->key, WG_KEY_LEN);
+    datapath_crypto_done(dev, job, now);
+}
+
+/* Seals every segment of pkt, on a crypto worker or here (job_start). The
+ * counters are taken now, on the loop's thread. */
+bool datapath_seal(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
+                   uint32_t pad_limit, uint64_t now)
+{
+    struct crypto_job local, *job;
+    uint64_t first;
+    unsigned last = pkt->nseg - 1u;
+
+    if (!kp || transport_reserve(kp, pkt->nseg, now, &first))
+        return false;
+    peer_count_tx(p, (uint64_t)last * pkt->stride +
+                         transport_sealed_len_limited(pkt->seg_len[last], pad_limit), now);
+    job = job_slot(p->dev, &local, now);
+    *job = (struct crypto_job){ .kind = CRYPTO_SEAL, .pkt = pkt, .peer = p,
+                                .remote_index = kp->remote_index, .first_counter = first,
+                                .pad_limit = pad_limit };
+    memcpy(job->key, kp->send_key, WG_KEY_LEN);
+    job_start(p->dev, job, &local, now);
+    return true;
+}
+
+/* Seals and sends the prepared buffers pkts[0..n) with p's current
+ * keypair, then what WireGuard's timers want to hear of it. */
+static void send_batch(struct peer *p, struct pkt **pkts, unsigned n, uint64_t now)
+{
+    struct noise_keypair *kp = p->current;
+    bool sent = false, sent_data = false;
+
+    for (unsigned i = 0; i < n; i++) {
+        struct pkt *pkt = pkts[i];
+        for (unsigned s = 0; s < pkt->nseg; s++)
+            sent_data |= pkt->seg_len[s] > 0;
+        if (datapath_seal(p, kp, pkt, path_mtu(p), now))
+            sent = true;
+        else
+            loop_pkt_put(p->dev->loop, pkt);
+    }
+    if (sent) {
+        timers_any_authenticated_packet_traversal(p, now);
+        timers_any_authenticated_packet_sent(p, now);
+    }
+    if (sent_data)
+        timers_data_sent(p, now);
+    if (transport_needs_rekey(kp, now))
+        handshake_send_initiation(p, false, now);
+}
+
+bool datapath_ready(const struct peer *p, uint64_t now)
+{
+    return peer_can_send(p, now) && path_usable(p);
+}
+
+/* Staged packets leave this many buffers at a time. */
+#define STAGED_BATCH 8u
+
+void datapath_send_staged(struct peer *p, uint64_t now)
+{
+    struct pkt *batch[STAGED_BATCH];
+
+    if (!p->staged.packets)
+        return;
+    if (!datapath_ready(p, now)) {
+        handshake_send_initiation(p, false, now);
+        return;
+    }
+    while (p->staged.packets) {
+        unsigned n = 0;
+        while (n < STAGED_BATCH && p->staged.packets) {
+            struct pkt *pkt = loop_pkt_get(p->dev->loop);
+            if (!pkt)
+                break;   /* the rest goes with the next packet or timer */
+            long len = peer_unstage(p, pkt->in, PKT_IN_CAP);
+            pkt->len = len < 0 ? 0 : (uint32_t)len;
+            if (len < 0 || prepare(p->dev, p, pkt) <= 0) {
+                loop_pkt_put(p->dev->loop, pkt);
+                continue;
+            }
+            pkt->op = PKT_HELD;
+            batch[n++] = pkt;
+        }
+        if (!n)
+            break;
+        send_batch(p, batch, n, now);
+    }
+}
+
+void datapath_send_keepalive(struct peer *p, uint64_t now)
+{
+    if (!p->staged.packets)
+        peer_stage(p, NULL, 0, now);
+    datapath_send_staged(p, now);
+}
+
+/* --- inbound -------------------------------------------------------------------- */
+
+/* The initiator renews its session before the responder would have to
+ * drop it: once per session, when it nears REJECT_AFTER_TIME. */
+static void keep_key_fresh_on_receive(struct peer *p, uint64_t now)
+{
+    const struct noise_keypair *kp = p->current;
+    const uint64_t limit = (WG_REJECT_AFTER_TIME - WG_KEEPALIVE_TIMEOUT - WG_REKEY_TIMEOUT) *
+                           WG_NSEC_PER_SEC;
+
+    if (kp && kp->is_initiator && now - kp->birth_ns >= limit &&
+        !p->timers.sent_lastminute_handshake) {
+        p->timers.sent_lastminute_handshake = true;
+        handshake_send_initiation(p, false, now);
+    }
+}
+
+static bool source_allowed(const struct peer *p, const struct inner *in)
+{
+    size_t n = in->family == AF_INET ? 4 : 16;
+    return p->address.family == in->family && !memcmp(p->address.bytes, in->src, n);
+}
+
+/* What follows an authentic transport message of len bytes from src (or
+ * through the relay via): the path (roaming), counters, session
+ * confirmation, timers. */
+static void after_authentic(struct peer *p, struct noise_keypair *kp, uint32_t len,
+                            const union endpoint *src, struct peer *via, uint64_t now)
+{
+    path_received(p, src, via, false, now);
+    peer_count_rx(p, len, now);
+    if (peer_received_with_keypair(p, kp)) {
+        timers_handshake_complete(p, now);
+        disco_session_up(p, now);
+        datapath_send_staged(p, now);
+    }
+    keep_key_fresh_on_receive(p, now);
+    timers_any_authenticated_packet_received(p, now);
+    timers_any_authenticated_packet_traversal(p, now);
+}
+
+/* The keypair a transport message is addressed to, or NULL. */
+static struct index_entry *message_keypair(struct device *dev, const uint8_t *msg, uint32_t len)
+{
+    struct index_entry *e;
+
+    if (len < WG_TRANSPORT_MIN_LEN ||
+        !(e = index_find(&dev->indices, transport_receiver(msg))) || !e->keypair)
+        return NULL;
+    return e;
+}
+
+static void count_drop(struct device *dev, int status)
+{
+    if (status == -WG_EREPLAY)
+        dev->stats.dropped_replay++;
+    else
+        dev->stats.dropped_bad_packet++;
+}
+
+/* Opens one transport message in place. Returns its plaintext length, or
+ * -1 when it is dropped; *peer_out names the sender. A message that came
+ * through a relay must be from the peer the relay named (want). */
+static long open_message(struct device *dev, uint8_t *msg, uint32_t len,
+                         const union endpoint *src, struct peer *via, const struct peer *want,
+                         uint64_t now, struct peer **peer_out)
+{
+    struct index_entry *e = message_keypair(dev, msg, len);
+
+    if (!e || (want && e->peer != want)) {
+        dev->stats.dropped_bad_packet++;
+        return -1;
+    }
+    struct transport_packet tp = { .buf = msg, .cap = len, .len = len };
+    int ret = transport_open(e->keypair, &tp, now);
+    if (ret) {
+        count_drop(dev, ret);
+        return -1;
+    }
+    after_authentic(e->peer, e->keypair, len, src, via, now);
+    *peer_out = e->peer;
+    return (long)tp.len;
+}
+
+/* The packets of one receive bound for ddp0, and where the receive came
+ * from (a relayed message's source is its relay). */
+struct rx_batch {
+    struct pkt *pkt;
+    struct offload_pkt plain[PKT_MAX_SEGS];
+    size_t n;
+};
+
+static void keep_plain(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *msg,
+                       long plen, struct peer *via, uint64_t now);
+
+/* A RELAYED: a WireGuard message from the peer the relay r names, handled
+ * as if it came from a virtual endpoint "through r" -- a handshake
+ * message in a buffer of its own, a transport message opened where it
+ * lies and its packet kept for ddp0 with the rest of the batch. */
+static void relayed_in(struct device *dev, struct rx_batch *b, struct peer *r, uint8_t *msg,
+                       uint32_t len, const uint8_t key[WG_KEY_LEN], uint64_t now)
+{
+    struct peer *src = device_peer_by_key(dev, key), *p;
+    uint32_t type = noise_message_type(msg, len);
+
+    if (!src || src == r) {
+        dev->stats.dropped_bad_packet++;
+        return;
+    }
+    if (type != WG_MSG_TRANSPORT) {
+        struct pkt *h;
+        if (!handshake_admit(dev, msg, len, &b->pkt->addr, now) ||
+            !(h = loop_pkt_get(dev->loop)))
+            return;
+        memcpy(h->in, msg, len);
+        h->len = len;
+        h->addr = b->pkt->addr;     /* what cookies bind to: the relay's address */
+        h->via = r;
+        h->relay_src = src;
+        handshake_receive(dev, h, now);
+        return;
+    }
+    long plen = open_message(dev, msg, len, NULL, r, src, now, &p);
+    if (plen >= 0)
+        keep_plain(dev, b, p, msg, plen, r, now);
+}
+
+/* A disco packet from p (the inner packet ip[0..len)), handled here and
+ * never written to ddp0. */
+static void disco_in(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *ip,
+                     uint32_t len, struct peer *via, uint64_t now)
+{
+    const uint8_t *src, *dst, *payload;
+    struct disco_msg *m = dev->disco.in_msg;
+    size_t plen;
+    int family;
+
+    if (disco_ip_parse(ip, len, &family, &src, &dst, &payload, &plen) ||
+        memcmp(dst, dev->self->address.bytes, family == AF_INET ? 4 : 16) ||
+        !m || disco_decode(payload, plen, m)) {
+        dev->stats.disco_bad++;
+        return;
+    }
+    if (m->type != DISCO_RELAYED) {
+        disco_receive(p, via ? NULL : &b->pkt->addr, via, m, now);
+        return;
+    }
+    /* Not through two relays: the relay must have reached us directly. */
+    if (via) {
+        dev->stats.relay_refused++;
+        return;
+    }
+    uint8_t key[WG_KEY_LEN];
+    memcpy(key, m->relay.key, WG_KEY_LEN);
+    relayed_in(dev, b, p, ip + (m->relay.msg - ip), m->relay.msg_len, key, now);
+}
+
+/* Keeps an opened packet for the TUN write if its source is the peer's;
+ * disco packets go to disco instead. */
+static void keep_plain(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *msg,
+                       long plen, struct peer *via, uint64_t now)
+{
+    uint8_t *ip = msg + WG_TRANSPORT_HEADER_LEN;
+    struct inner in;
+
+    if (plen > 0 && (!parse_inner(ip, (uint32_t)plen, &in) || !source_allowed(p, &in))) {
+        dev->stats.dropped_source++;
+        return;
+    }
+    if (plen > 0 && is_disco(ip, &in)) {
+        disco_in(dev, b, p, ip, in.len, via, now);
+        return;
+    }
+    /* Data (or a keepalive) sent to us directly while we relay: the
+     * peer's direct path works, and so will ours. */
+    if (!via && p->via)
+        path_received(p, &b->pkt->addr, NULL, true, now);
+    if (plen <= 0)      /* a keepalive */
+        return;
+    timers_data_received(p, now);
+    b->plain[b->n++] = (struct offload_pkt){ ip, in.len };
+}
+
+/* A handshake message inside a receive batch gets a buffer of its own. */
+static void pass_to_handshake(struct device *dev, const uint8_t *msg, uint32_t len,
+                              const union endpoint *src, uint64_t now)
+{
+    struct pkt *h;
+
+    if (!handshake_admit(dev, msg, len, src, now) || !(h = loop_pkt_get(dev->loop)))
+        return;
+    memcpy(h->in, msg, len);
+    h->len = len;
+    h->addr = *src;
+    handshake_receive(dev, h, now);
+}
+
+/* Writes the opened packets of a batch to ddp0, coalesced. */
+static void write_batch(struct device *dev, struct pkt *pkt, struct offload_pkt *plain,
+                        size_t n)
+{
+    size_t next[PKT_MAX_SEGS];
+    struct offload_run runs[PKT_MAX_SEGS];
+    int nruns = offload_coalesce(plain, n, 0, next, runs);
+
+    for (int r = 0; r < nruns; r++) {
+        struct tun_write *w = loop_tun_write_get(dev->loop);
+        if (!w)
+            break;
+        int iovcnt = offload_run_iov(plain, next, &runs[r], w->vnet, w->iov, PKT_MAX_SEGS + 1);
+        if (iovcnt < 0) {
+            loop_tun_write_put(dev->loop, w);
+            continue;
+        }
+        w->iovcnt = (unsigned)iovcnt;
+        w->owner = pkt;
+        dev->stats.tun_writes++;
+        pkt->refs++;
+        loop_write_tun(dev->loop, w);
+    }
+}
+
+/* The batch's packets to ddp0; what it had for relays goes out too. */
+static void end_batch(struct device *dev, struct rx_batch *b, uint64_t now)
+{
+    if (b->n)
+        write_batch(dev, b->pkt, b->plain, b->n);
+    path_flush(dev, now);
+    loop_pkt_unref(dev->loop, b->pkt);
+}
+
+/* A receive whose datagrams are all transport messages to one keypair
+ * can be opened on a worker; returns that keypair's entry. */
+static struct index_entry *one_keypair(struct device *dev, struct pkt *pkt, uint32_t seg_size)
+{
+    struct index_entry *first = NULL;
+
+    for (uint32_t off = 0; off < pkt->len; off += seg_size) {
+        uint32_t len = pkt->len - off < seg_size ? pkt->len - off : seg_size;
+        if (noise_message_type(pkt->in + off, len) != WG_MSG_TRANSPORT)
+            return NULL;
+        struct index_entry *e = message_keypair(dev, pkt->in + off, len);
+        if (!e || (first && e != first))
+            return NULL;
+        first = e;
+    }
+    return first && (pkt->len + seg_size - 1) / seg_size <= PKT_MAX_SEGS ? first : NULL;
+}
+
+static void start_batch(struct device *dev, struct pkt *pkt, uint32_t seg_size)
+{
+    pkt->op = PKT_HELD;
+    pkt->refs = 1;   /* ours, while we go through the batch */
+    dev->stats.udp_receives++;
+    dev->stats.udp_datagrams += (pkt->len + seg_size - 1) / seg_size;
+}
+
+/* A receive opened as a batch (by a worker or here): the replay checks
+ * and the rest, on the loop's thread. The keypair is looked up again: it
+ * may have gone while a worker ran. */
+static void finish_open(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
+{
+    struct rx_batch b = { .pkt = pkt, .n = 0 };
+    unsigned i = 0;
+
+    for (uint32_t off = 0; off < pkt->len && i < PKT_MAX_SEGS; off += seg_size, i++) {
+        uint8_t *msg = pkt->in + off;
+        uint32_t len = pkt->len - off < seg_size ? pkt->len - off : seg_size;
+        struct index_entry *e = NULL;
+        int status = pkt->seg_status[i];
+
+        if (!status && (!(e = message_keypair(dev, msg, len)) ||
+                        transport_expired(e->keypair, now)))
+            status = -WG_ESTALE;
+        if (!status)
+            status = transport_accept(e->keypair, pkt->seg_counter[i]);
+        if (status) {
+            count_drop(dev, status);
+            continue;
+        }
+        struct peer *p = e->peer;
+        after_authentic(p, e->keypair, len, &pkt->addr, NULL, now);
+        keep_plain(dev, &b, p, msg, pkt->seg_len[i], NULL, now);
+    }
+    end_batch(dev, &b, now);
+}
+
+/* A receive whose datagrams all go to one keypair, opened as a batch on a
+ * worker or here (job_start). */
+static void open_batch(struct device *dev, struct pkt *pkt, uint32_t seg_size,
+                       const struct index_entry *e, uint64_t now)
+{
+    struct crypto_job local, *job = job_slot(dev, &local, now);
+
+    *job = (struct crypto_job){ .kind = CRYPTO_OPEN, .pkt = pkt, .seg_size = seg_size };
+    memcpy(job->key, e->keypair->recv_key, WG_KEY_LEN);
+    job_start(dev, job, &local, now);
+}
+
+/* A receive of one handshake message is handled in its own buffer. */
+static void lone_handshake(struct device *dev, struct pkt *pkt, uint64_t now)
+{
+    uint32_t type = noise_message_type(pkt->in, pkt->len);
+
+    if (type < WG_MSG_INITIATION || type > WG_MSG_COOKIE_REPLY) {
+        dev->stats.dropped_bad_packet++;
+        loop_pkt_put(dev->loop, pkt);
+        return;
+    }
+    if (!handshake_admit(dev, pkt->in, pkt->len, &pkt->addr, now)) {
+        loop_pkt_put(dev->loop, pkt);
+        return;
+    }
+    handshake_receive(dev, pkt, now);
+}
+
+void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
+{
+    struct rx_batch b = { .pkt = pkt, .n = 0 };
+    struct index_entry *e;
+
+    if (seg_size >= pkt->len && noise_message_type(pkt->in, pkt->len) != WG_MSG_TRANSPORT) {
+        lone_handshake(dev, pkt, now);
+        return;
+    }
+
+    start_batch(dev, pkt, seg_size);
+    if ((e = one_keypair(dev, pkt, seg_size))) {
+        open_batch(dev, pkt, seg_size, e, now);
+        return;
+    }
+    /* Opened here, one by one: after whatever the workers still hold, to
+     * keep order. */
+    loop_crypto_drain(dev->loop, now);
+    for (uint32_t off = 0; off < pkt->len && b.n < PKT_MAX_SEGS; off += seg_size) {
+        uint8_t *msg = pkt->in + off;
+        uint32_t len = pkt->len - off < seg_size ? pkt->len - off : seg_size;
+        uint32_t type = noise_message_type(msg, len);
+        struct peer *p;
+
+        if (type != WG_MSG_TRANSPORT) {
+            if (type >= WG_MSG_INITIATION && type <= WG_MSG_COOKIE_REPLY)
+                pass_to_handshake(dev, msg, len, &pkt->addr, now);
+            else
+                dev->stats.dropped_bad_packet++;
+            continue;
+        }
+        long plen = open_message(dev, msg, len, &pkt->addr, NULL, NULL, now, &p);
+        if (plen >= 0)
+            keep_plain(dev, &b, p, msg, plen, NULL, now);
+    }
+    end_batch(dev, &b, now);
+}
+
+void datapath_crypto_done(struct device *dev, struct crypto_job *job, uint64_t now)
+{
+    if (job->kind == CRYPTO_SEAL)
+        path_send(job->peer, job->pkt, now);
+    else
+        finish_open(dev, job->pkt, job->seg_size, now);
+}

@@ -1,0 +1,167 @@
+/* The device: peers made from the cluster file, lookups by key, name and
+ * overlay address, and small shared helpers (clock, endpoint text). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <sodium.h>
+
+#include "overlay/engine/device_setup.h"
+#include "overlay/engine/engine.h"
+
+/* Overlay address -> peer, open addressing, built once. */
+struct peer_map {
+    size_t cap;                   /* a power of two */
+    struct peer **slots;
+};
+
+static size_t addr_hash(int family, const uint8_t *addr)
+{
+    size_t n = family == AF_INET ? 4 : 16, h = 2166136261u;
+
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ addr[i]) * 16777619u;
+    return h;
+}
+
+static bool addr_is(const struct cluster_addr *a, int family, const uint8_t *addr)
+{
+    return a->family == family && !memcmp(a->bytes, addr, family == AF_INET ? 4 : 16);
+}
+
+static int map_build(struct device *dev)
+{
+    struct peer_map *m = calloc(1, sizeof(*m));
+    size_t cap = 16;
+
+    while (cap < 2 * dev->n_peers)
+        cap *= 2;
+    if (!m || !(m->slots = calloc(cap, sizeof(*m->slots)))) {
+        free(m);
+        return -ENOMEM;
+    }
+    m->cap = cap;
+    for (size_t i = 0; i < dev->n_peers; i++) {
+        struct peer *p = dev->peers[i];
+        size_t s = addr_hash(p->address.family, p->address.bytes) & (cap - 1);
+        while (m->slots[s])
+            s = (s + 1) & (cap - 1);
+        m->slots[s] = p;
+    }
+    dev->by_address = m;
+    return 0;
+}
+
+struct peer *device_peer_by_address(struct device *dev, int family, const uint8_t *addr)
+{
+    struct peer_map *m = dev->by_address;
+
+    for (size_t s = addr_hash(family, addr) & (m->cap - 1); m->slots[s];
+         s = (s + 1) & (m->cap - 1))
+        if (addr_is(&m->slots[s]->address, family, addr))
+            return m->slots[s];
+    return NULL;
+}
+
+struct peer *device_peer_by_key(struct device *dev, const uint8_t key[WG_KEY_LEN])
+{
+    struct peer *found = NULL;
+
+    /* Visits every peer: the time taken says nothing about the key. */
+    for (size_t i = 0; i < dev->n_peers; i++)
+        if (sodium_memcmp(dev->peers[i]->public_key, key, WG_KEY_LEN) == 0)
+            found = dev->peers[i];
+    return found;
+}
+
+struct peer *device_peer_by_name(struct device *dev, const char *name)
+{
+    for (size_t i = 0; i < dev->n_peers; i++)
+        if (!strcasecmp(dev->peers[i]->name, name))
+            return dev->peers[i];
+    return NULL;
+}
+
+/* The endpoint of a node as the cluster file gives it, when it is an IP
+ * literal; hostnames are resolved by the daemon before this (see
+ * device_setup.h). */
+static void endpoint_from_node(union endpoint *e, const struct cluster_node *n)
+{
+    memset(e, 0, sizeof(*e));
+    e->sa.sa_family = AF_UNSPEC;
+    if (!n->has_endpoint || !n->endpoint.literal)
+        return;
+    if (n->endpoint.addr.family == AF_INET) {
+        e->in4.sin_family = AF_INET;
+        e->in4.sin_port = htons(n->endpoint.port);
+        memcpy(&e->in4.sin_addr, n->endpoint.addr.bytes, 4);
+    } else {
+        e->in6.sin6_family = AF_INET6;
+        e->in6.sin6_port = htons(n->endpoint.port);
+        memcpy(&e->in6.sin6_addr, n->endpoint.addr.bytes, 16);
+    }
+}
+
+int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint64_t now)
+{
+    int ret = -ENOMEM;
+
+    dev->local = noise_local_new(private_key);
+    dev->peers = calloc(dev->cluster.n_nodes, sizeof(*dev->peers));
+    if (!dev->local || !dev->peers)
+        goto fail;
+    cookie_checker_init(&dev->checker, dev->local->public_key, now);
+    /* Each peer: one handshake and three keypairs at most. */
+    ret = index_table_init(&dev->indices, 4 * dev->cluster.n_nodes);
+    if (!ret)
+        ret = stage_init(&dev->stage, STAGE_TOTAL_BYTES, STAGE_PEER_BYTES);
+    if (!ret)
+        ret = ratelimit_init(&dev->ratelimit, RATELIMIT_TABLE_MAX);
+    if (ret)
+        goto fail;
+    for (size_t i = 0; i < dev->cluster.n_nodes; i++) {
+        const struct cluster_node *n = &dev->cluster.nodes[i];
+        if (n == dev->self)
+            continue;
+        struct peer *p = peer_new(dev, n);
+        if (!p) {
+            ret = -EINVAL;   /* only a low-order key makes this fail */
+            goto fail;
+        }
+        endpoint_from_node(&p->endpoint, n);
+        dev->peers[dev->n_peers++] = p;
+    }
+    ret = map_build(dev);
+    if (!ret)
+        ret = disco_init(dev);
+    if (ret)
+        goto fail;
+    return 0;
+fail:
+    device_destroy(dev);
+    return ret;
+}
+
+void device_destroy(struct device *dev)
+{
+    disco_destroy(dev);
+    for (size_t i = 0; i < dev->n_peers; i++)
+        peer_free(dev->peers[i]);
+    free(dev->peers);
+    dev->peers = NULL;
+    dev->n_peers = 0;
+    if (dev->by_address)
+        free(dev->by_address->slots);
+    free(dev->by_address);
+    dev->by_address = NULL;
+    index_table_destroy(&dev->indices);
+    stage_destroy(&dev->stage);
+    ratelimit_destroy(&dev->ratelimit);
+    noise_local_free(dev->local);
+    dev->local = NULL;
+    sodium_memzero(&dev->checker, sizeof(dev->checker));
+}

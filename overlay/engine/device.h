@@ -1,0 +1,214 @@
+/* The daemon's state: this node's identity, one peer per other node of the
+ * cluster (full mesh) with its path (direct or through a relay) and what
+ * discovery knows of it, the UDP sockets, the TUN device and the index
+ * table that maps receiver indices to handshakes and keypairs. The engine
+ * (device.c, peer.c, handshake.c, datapath.c, path.c, disco_io.c,
+ * disco_local.c, timers.c, loop.c) owns it;
+ * the control socket reads it and changes peers only through the functions
+ * below. Single-threaded: everything runs on the event loop's thread. */
+#ifndef DDPNET_DEVICE_H
+#define DDPNET_DEVICE_H
+
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "config/cluster.h"
+#include "crypto/cookie.h"
+#include "crypto/noise.h"
+#include "crypto/transport.h"
+#include "overlay/base/clock.h"
+#include "overlay/base/endpoint.h"
+#include "overlay/disco/disco.h"
+#include "overlay/disco/pmtu.h"
+#include "overlay/engine/index.h"
+#include "overlay/engine/ratelimit.h"
+#include "overlay/engine/stage.h"
+
+/* Relays remembered per peer, in case the one in use goes away. */
+#define PEER_RELAYS_MAX      4u
+/* Packets wait for a session this long at most (two handshake attempts,
+ * time for a relay to come up); then they are dropped and the peer
+ * refuses new ones at once, with ICMP, until a handshake completes. */
+#define PEER_STAGE_HOLD_SEC  (2u * WG_REKEY_TIMEOUT)
+/* ddp0's largest MTU (a jumbo-frame network's, less the tunnel); super-
+ * packets from the offloads are cut to the MTU before they are sealed. */
+#define DEVICE_MTU_MAX       9000u
+#define DEVICE_PKT_CAP       (DEVICE_MTU_MAX + WG_TRANSPORT_HEADER_LEN + \
+                              WG_PADDING_MULTIPLE + WG_AEAD_TAG_LEN)
+/* More handshake messages than this in one second, each admitted by its
+ * source's rate limit, put us under load for the next second: then
+ * initiations must carry a cookie (mac2). */
+#define DEVICE_LOAD_HANDSHAKES_PER_SEC 128u
+/* The rate shown by `ddpnet status` is averaged over this window. */
+#define PEER_RATE_WINDOW_NS  (2 * WG_NSEC_PER_SEC)
+
+
+struct pkt;
+
+/* Timer deadlines in monotonic ns; 0 = not armed (see timers.h). */
+struct peer_timers {
+    uint64_t retransmit_handshake;
+    uint64_t send_keepalive;
+    uint64_t new_handshake;
+    uint64_t zero_key_material;
+    uint64_t persistent_keepalive;
+    uint64_t stage_expiry;                 /* staged packets give up waiting */
+    unsigned handshake_attempts;
+    bool need_another_keepalive;
+    bool sent_lastminute_handshake;   /* the receive-side rekey, once per session */
+};
+
+/* A rate estimate: bytes counted since the window began, and the last
+ * complete window's rate. */
+struct rate {
+    uint64_t window_start_ns;
+    uint64_t window_bytes;
+    uint64_t bytes_per_sec;
+};
+
+/* Lives in guarded memory (sodium_malloc): it holds the handshake and
+ * session keys. */
+struct peer {
+    struct device *dev;
+    char name[CLUSTER_NAME_MAX + 1];
+    uint8_t public_key[WG_KEY_LEN];
+    struct cluster_addr address;          /* overlay address: the only allowed IP */
+    bool has_psk;
+
+    union endpoint endpoint;              /* sa_family AF_UNSPEC: none known */
+
+    struct noise_handshake handshake;
+    struct cookie_maker cookie;
+    /* current: in use for sending; previous: still accepted; next: the
+     * responder's new keypair, promoted when the initiator first uses it. */
+    struct noise_keypair *current, *previous, *next;
+    struct noise_keypair keypairs[3];     /* storage the three point into */
+
+    struct peer_timers timers;
+    bool reachable;                       /* a session was made and not lost since */
+    /* Packets waited PEER_STAGE_HOLD_SEC in vain, or the handshake gave
+     * up: new ones are refused at once (ICMP unreachable) instead of held,
+     * until a session comes up. */
+    bool no_answer;
+    uint16_t persistent_keepalive;        /* seconds, 0 = off */
+    uint64_t last_handshake_sent_ns;      /* monotonic, to pace initiations */
+    struct timespec last_handshake;       /* wall clock of the last completion */
+    uint64_t last_sent_ns, last_received_ns;
+
+    uint64_t rx_bytes, tx_bytes;          /* UDP payload bytes, as WireGuard counts */
+    struct rate rx_rate, tx_rate;
+
+    struct stage_queue staged;            /* packets waiting for a session (stage.h) */
+
+    /* Discovery and paths (disco.h, disco_io.c, path.c). via: the peer our
+     * messages to this one go through (a relay), NULL when they go to
+     * `endpoint`; relays: peers that told us they reach this one directly
+     * (latest first), the relays to take when no direct path comes up. */
+    struct disco_state disco;
+    struct peer *via;
+    struct peer *relays[PEER_RELAYS_MAX];
+    uint64_t last_direct_ns;              /* last authentic packet that came directly */
+    struct pmtu pmtu;                     /* the path's MTU, searched anew with each path */
+    bool speaks_disco;                    /* it sent us a disco message: a ddpnet node */
+    bool introduced;                      /* to the others, since it came (back) */
+    uint64_t introduced_ns;
+    /* Our latest initiation as sent (MACs aside), and when it was made:
+     * punches send the same one again to every candidate. */
+    uint8_t initiation[WG_INITIATION_LEN];
+    uint64_t initiation_ns;
+};
+
+struct device_stats {
+    uint64_t dropped_unknown_peer;        /* handshakes from keys not in the cluster */
+    uint64_t dropped_bad_packet;          /* malformed or not authentic */
+    uint64_t dropped_replay;
+    uint64_t dropped_source;              /* inner source not the peer's address */
+    uint64_t refused_unreachable;         /* to a peer that does not answer: ICMP sent */
+    uint64_t refused_too_big;             /* larger than the path: ICMP "too big" sent */
+    uint64_t dropped_ratelimited;         /* handshakes over their source's rate */
+    /* Batching, to see what the offloads buy: reads and the segments they
+     * gave, receives and the datagrams they held, TUN writes. */
+    uint64_t tun_reads, tun_segments, udp_receives, udp_datagrams, tun_writes;
+    /* Discovery and relays: disco messages that did not decode or were
+     * refused; messages forwarded for other peers (as a relay) and refused
+     * (destination unknown or not directly reached). */
+    uint64_t disco_bad, relay_forwarded, relay_refused;
+};
+
+/* This node's side of discovery (disco_io.c): its local candidates, the
+ * generation of what its ENDPOINTS say (bumped on every change), scratch
+ * space for the messages it builds, and messages it forwards as a relay,
+ * gathered into one send per destination. */
+#define DISCO_SCRATCH_LEN (DEVICE_PKT_CAP + DISCO_RELAY_OVERHEAD + 2 * WG_PADDING_MULTIPLE + \
+                           WG_TRANSPORT_MIN_LEN)
+struct disco_device {
+    uint8_t n_local;
+    struct disco_endpoint local[DISCO_MAX_LOCAL];
+    uint64_t next_local_ns;
+    uint64_t next_check_ns;               /* the earliest disco deadline */
+    bool rescan;                          /* one came forward while running them */
+    uint32_t gen;
+    struct disco_msg *in_msg;             /* the message being handled */
+    struct disco_msg *out_msg;            /* one being built */
+    struct disco_msg *wrap_msg;           /* a relay wrapping being built */
+    uint8_t *scratch;                     /* a sealed disco message */
+    uint8_t *wrap;                        /* the same, wrapped for a relay */
+    struct pkt *fwd;                      /* forwarded messages not yet sent ... */
+    struct peer *fwd_to;                  /* ... to this peer */
+};
+
+struct device {
+    char ifname[IFNAMSIZ];
+    struct noise_local *local;
+    struct cookie_checker checker;
+    const struct cluster_node *self;
+    struct cluster cluster;               /* the parsed cluster file */
+
+    size_t n_peers;
+    struct peer **peers;                  /* cluster order, self left out */
+
+    uint16_t listen_port;
+    int udp4_fd, udp6_fd, tun_fd;
+    unsigned mtu;
+
+    struct index_table indices;
+    struct stage_store stage;             /* packets of peers waiting for a session */
+    struct ratelimit ratelimit;           /* handshake messages per source address */
+    struct peer_map *by_address;          /* overlay address -> peer */
+    struct loop *loop;                    /* the event loop doing our I/O */
+    struct device_stats stats;
+    /* Handshake messages seen in the current second, for the load test. */
+    uint64_t load_window_start_ns;
+    unsigned load_window_count;
+    uint64_t under_load_until_ns;
+    uint64_t timers_next_ns;              /* no peer's deadline is earlier (timers.c) */
+    struct disco_device disco;
+};
+
+/* Lookups for the control socket and the engine; NULL when none. */
+struct peer *device_peer_by_key(struct device *dev, const uint8_t key[WG_KEY_LEN]);
+struct peer *device_peer_by_name(struct device *dev, const char *name);
+/* Peer by overlay destination address of an inner packet. */
+struct peer *device_peer_by_address(struct device *dev, int family, const uint8_t *addr);
+
+/* Changes made through the control socket (`wg set`). */
+void peer_set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len);
+void peer_set_persistent_keepalive(struct peer *p, uint16_t seconds, uint64_t now_ns);
+/* psk all zero removes it; takes effect at the next handshake. */
+void peer_set_psk(struct peer *p, const uint8_t psk[WG_KEY_LEN]);
+
+/* The path (path.c). Somewhere to send: an endpoint or a relay. */
+bool path_usable(const struct peer *p);
+/* The largest inner packet for p now: the MTU, less the relay's wrapping
+ * when relayed, and no more than the path MTU found (pmtu.h) for a ddpnet
+ * peer. */
+unsigned path_mtu(const struct peer *p);
+
+/* A rate as of now: the last full window's, or 0 once traffic stopped. */
+uint64_t rate_read(const struct rate *r, uint64_t now_ns);
+
+#endif

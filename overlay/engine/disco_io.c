@@ -1,0 +1,668 @@
+/* Discovery on the wire: the disco messages (disco_msg.h) a node sends and
+ * answers, and the schedule of disco.h carried out for each peer.
+ *
+ * Every disco message travels inside a session, as an inner packet of
+ * protocol DISCO_IP_PROTO between overlay addresses, so it is as secret
+ * and as authentic as any data; nothing here acts on a message that did
+ * not open with a peer's keys. Each goes out at once from one scratch
+ * buffer (sealed in place, one send), beside the packet pool, so a burst
+ * of introductions never starves the data path of buffers.
+ *
+ *   ENDPOINTS  to each peer with a session: where we see it, our local
+ *              candidates, and the peers we reach directly with theirs.
+ *              Any node is thus an introducer; there is no server.
+ *   PUNCH      from the node that introduces two peers, to both at once:
+ *              each aims its handshake at the other's candidates.
+ *   PING/PONG  the round trip on the path, and probes of direct
+ *              candidates while relayed (a pong confirms the path).
+ *   RELAY      forwarded as RELAYED (path.c; RELAYED is the data path's). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "overlay/base/log.h"
+#include "overlay/base/wire.h"
+#include "overlay/engine/engine.h"
+#include "overlay/engine/timers.h"
+
+
+int disco_init(struct device *dev)
+{
+    struct disco_device *d = &dev->disco;
+
+    d->in_msg = calloc(1, sizeof(*d->in_msg));
+    d->out_msg = calloc(1, sizeof(*d->out_msg));
+    d->wrap_msg = calloc(1, sizeof(*d->wrap_msg));
+    d->scratch = malloc(DISCO_SCRATCH_LEN);
+    d->wrap = malloc(DISCO_SCRATCH_LEN);
+    if (!d->in_msg || !d->out_msg || !d->wrap_msg || !d->scratch || !d->wrap) {
+        disco_destroy(dev);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void disco_destroy(struct device *dev)
+{
+    struct disco_device *d = &dev->disco;
+
+    free(d->in_msg);
+    free(d->out_msg);
+    free(d->wrap_msg);
+    free(d->scratch);
+    free(d->wrap);
+    d->in_msg = d->out_msg = d->wrap_msg = NULL;
+    d->scratch = d->wrap = NULL;
+    d->fwd = NULL;     /* its buffer went with the loop's pool */
+}
+
+/* --- small helpers ------------------------------------------------------------------ */
+
+static bool to_disco(const union endpoint *e, struct disco_endpoint *out)
+{
+    return e->sa.sa_family != AF_UNSPEC &&
+           disco_endpoint_from_sockaddr(out, &e->sa, endpoint_sockaddr_len(e)) == 0;
+}
+
+static bool from_disco(const struct disco_endpoint *e, union endpoint *out)
+{
+    memset(out, 0, sizeof(*out));
+    return disco_endpoint_to_sockaddr(e, &out->sa, sizeof(*out)) > 0;
+}
+
+static bool is_endpoint(const struct peer *p, const struct disco_endpoint *e)
+{
+    struct disco_endpoint cur;
+
+    return to_disco(&p->endpoint, &cur) && disco_endpoint_equal(&cur, e);
+}
+
+/* A session that still works: heard from within KEEPALIVE + REKEY_TIMEOUT
+ * (after which WireGuard would rekey), and, for a peer that answers
+ * pings, fewer than DISCO_PING_LOST_MAX lost in a row -- the sooner of
+ * the two to notice a path that broke. */
+bool disco_working(const struct peer *p, uint64_t now)
+{
+    return peer_can_send(p, now) && p->last_received_ns &&
+           now - p->last_received_ns < (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) * WG_NSEC_PER_SEC &&
+           (!p->speaks_disco || disco_pings_lost(&p->disco, now) < DISCO_PING_LOST_MAX);
+}
+
+static unsigned targets(const struct peer *p, bool only_local, struct disco_endpoint *out)
+{
+    const struct disco_device *d = &p->dev->disco;
+
+    return disco_targets(&p->disco, d->local, d->n_local, only_local, out, DISCO_CANDS_MAX);
+}
+
+bool disco_has_targets(const struct peer *p)
+{
+    struct disco_endpoint t[DISCO_CANDS_MAX];
+
+    return targets(p, false, t) > 0;
+}
+
+/* A relay to choose: it carries messages, and answers. */
+static bool relay_good(const struct peer *r, uint64_t now)
+{
+    return path_relay_ready(r, now) && disco_working(r, now);
+}
+
+/* The first good relay of p, or NULL. */
+static struct peer *relay_for(const struct peer *p, uint64_t now)
+{
+    for (unsigned i = 0; i < PEER_RELAYS_MAX; i++)
+        if (p->relays[i] && relay_good(p->relays[i], now))
+            return p->relays[i];
+    return NULL;
+}
+
+/* r reaches p directly: it goes first among p's relays (the one that
+ * told us last knows best), the oldest making room. */
+static void offer_relay(struct peer *p, struct peer *r)
+{
+    unsigned at = PEER_RELAYS_MAX - 1u;
+
+    if (r == p || p->relays[0] == r)
+        return;
+    for (unsigned i = 0; i < PEER_RELAYS_MAX; i++)
+        if (p->relays[i] == r)
+            at = i;
+    memmove(&p->relays[1], &p->relays[0], at * sizeof(p->relays[0]));
+    p->relays[0] = r;
+    disco_wake(p->dev);
+}
+
+/* --- sending ------------------------------------------------------------------------- */
+
+/* Writes m for p into the scratch buffer as one sealed transport message
+ * (an inner IP packet between our overlay addresses); returns its length
+ * or a negative errno. */
+static int seal_disco(struct peer *p, const struct disco_msg *m, uint32_t pad_limit,
+                      uint64_t now)
+{
+    struct device *dev = p->dev;
+    int family = dev->self->address.family;
+    size_t hlen = family == AF_INET6 ? IPV6_HEADER_LEN : IPV4_HEADER_LEN;
+    size_t cap = DISCO_SCRATCH_LEN - WG_TRANSPORT_MIN_LEN - WG_PADDING_MULTIPLE;
+    uint8_t *ip = dev->disco.scratch + WG_TRANSPORT_HEADER_LEN;
+    struct transport_packet tp = { .buf = dev->disco.scratch, .cap = DISCO_SCRATCH_LEN,
+                                   .pad_limit = pad_limit };
+    int n = disco_encode(m, ip + hlen, cap - hlen);
+
+    if (n >= 0)
+        n = disco_ip_wrap(family, dev->self->address.bytes, p->address.bytes, ip + hlen,
+                          (size_t)n, ip, cap);
+    if (n < 0)
+        return n;
+    tp.len = (size_t)n;
+    if (transport_seal(p->current, &tp, now))
+        return -ESTALE;
+    return (int)tp.len;
+}
+
+/* Sends m to p at once: to `to` when given (a probe or an answer to one),
+ * else on p's path; its padding held to pad_limit. */
+static int send_disco_limited(struct peer *p, const struct disco_msg *m,
+                              const union endpoint *to, uint32_t pad_limit, uint64_t now)
+{
+    const uint8_t *buf = p->dev->disco.scratch;
+    int n;
+
+    if (!peer_can_send(p, now))
+        return -ENOTCONN;
+    if ((n = seal_disco(p, m, pad_limit, now)) < 0)
+        return n;
+    peer_count_tx(p, (uint64_t)n, now);
+    /* Authenticated, but not data: a disco message expects no data back,
+     * so it arms no new handshake (timers.h). */
+    timers_any_authenticated_packet_traversal(p, now);
+    timers_any_authenticated_packet_sent(p, now);
+    if (to || !p->via)
+        n = loop_send_now(p->dev->loop, buf, (uint32_t)n, to ? to : &p->endpoint);
+    else
+        n = path_relay_now(p->via, p->public_key, buf, (uint32_t)n, now);
+    /* As any sender: an old key is renewed (pings alone keep a session
+     * in use). */
+    if (transport_needs_rekey(p->current, now))
+        handshake_send_initiation(p, false, now);
+    return n;
+}
+
+static int send_disco(struct peer *p, const struct disco_msg *m, const union endpoint *to,
+                      uint64_t now)
+{
+    return send_disco_limited(p, m, to, path_mtu(p), now);
+}
+
+unsigned disco_spray(struct peer *p, const uint8_t *msg, uint32_t len, uint64_t now)
+{
+    struct disco_endpoint t[DISCO_CANDS_MAX];
+    unsigned n = targets(p, false, t), sent = 0;
+    union endpoint ep;
+
+    for (unsigned i = 0; i < n; i++) {
+        /* The path had its copy already. */
+        if ((!p->via && is_endpoint(p, &t[i])) || !from_disco(&t[i], &ep))
+            continue;
+        if (loop_send_now(p->dev->loop, msg, len, &ep) == 0) {
+            peer_count_tx(p, len, now);
+            sent++;
+        }
+    }
+    return sent;
+}
+
+/* --- ENDPOINTS ----------------------------------------------------------------------- */
+
+/* p's record for others: only peers we reach directly, with a session,
+ * that speak disco (a plain WireGuard peer would not answer a punch). */
+static bool record_of(const struct peer *p, uint64_t now, struct disco_peer *rec)
+{
+    if (!path_direct(p) || !peer_can_send(p, now) || !p->speaks_disco)
+        return false;
+    memcpy(rec->key, p->public_key, WG_KEY_LEN);
+    rec->has_observed = to_disco(&p->endpoint, &rec->observed);
+    rec->direct = true;
+    rec->n_local = (uint8_t)disco_cand_local(&p->disco, rec->local, DISCO_MAX_LOCAL);
+    return true;
+}
+
+static size_t endpoint_len(const struct disco_endpoint *e)
+{
+    return e->family == DISCO_FAMILY_IPV4 ? DISCO_ENDPOINT_V4_LEN : DISCO_ENDPOINT_V6_LEN;
+}
+
+static size_t record_len(const struct disco_peer *rec)
+{
+    size_t n = WG_KEY_LEN + 2u + (rec->has_observed ? endpoint_len(&rec->observed) : 0);
+
+    for (unsigned i = 0; i < rec->n_local; i++)
+        n += endpoint_len(&rec->local[i]);
+    return n;
+}
+
+/* ENDPOINTS for x without peer records yet; returns its encoded length. */
+static size_t endpoints_head(const struct peer *x, struct disco_msg *m)
+{
+    const struct disco_device *d = &x->dev->disco;
+    struct disco_endpoints *e = &m->endpoints;
+
+    m->type = DISCO_ENDPOINTS;
+    e->has_observed = path_direct(x) && to_disco(&x->endpoint, &e->observed);
+    e->n_local = d->n_local;
+    memcpy(e->local, d->local, sizeof(e->local[0]) * d->n_local);
+    e->n_peers = 0;
+    return (size_t)disco_encoded_len(m);
+}
+
+/* Records go in as many messages as it takes to keep each within the
+ * path's MTU. */
+static void send_endpoints(struct peer *x, uint64_t now)
+{
+    struct device *dev = x->dev;
+    struct disco_msg *m = dev->disco.out_msg;
+    size_t hlen = dev->self->address.family == AF_INET6 ? IPV6_HEADER_LEN : IPV4_HEADER_LEN;
+    size_t limit = path_mtu(x) - hlen, size = endpoints_head(x, m);
+    struct disco_peer rec;
+
+    for (size_t i = 0; i < dev->n_peers; i++) {
+        struct peer *y = dev->peers[i];
+        if (y == x || !record_of(y, now, &rec))
+            continue;
+        size_t len = record_len(&rec);
+        if (m->endpoints.n_peers == DISCO_MAX_PEERS || size + len > limit) {
+            send_disco(x, m, NULL, now);
+            size = endpoints_head(x, m);
+        }
+        m->endpoints.peers[m->endpoints.n_peers++] = rec;
+        size += len;
+    }
+    send_disco(x, m, NULL, now);
+}
+
+/* --- introductions -------------------------------------------------------------------- */
+
+/* Where `about` may be reached: where we see it, then its own addresses. */
+static uint8_t candidates_of(const struct peer *about, struct disco_endpoint *out)
+{
+    unsigned n = 0;
+
+    if (to_disco(&about->endpoint, &out[0]))
+        n++;
+    n += disco_cand_local(&about->disco, out + n, DISCO_MAX_CANDIDATES - n);
+    return (uint8_t)n;
+}
+
+static void send_punch(struct peer *to, const struct peer *about, uint64_t id, uint64_t now)
+{
+    struct disco_msg *m = to->dev->disco.out_msg;
+
+    m->type = DISCO_PUNCH;
+    memcpy(m->punch.key, about->public_key, WG_KEY_LEN);
+    m->punch.id = id;
+    m->punch.n_cand = candidates_of(about, m->punch.cand);
+    if (m->punch.n_cand)
+        send_disco(to, m, NULL, now);
+}
+
+/* x just told us where it is: every other peer we reach directly is told
+ * to punch to x, and x to each of them, at the same moment. */
+static void introduce(struct peer *x, uint64_t now)
+{
+    struct device *dev = x->dev;
+    struct disco_peer rec;
+
+    for (size_t i = 0; i < dev->n_peers; i++) {
+        struct peer *y = dev->peers[i];
+        uint64_t id;
+
+        if (y == x || !record_of(y, now, &rec))
+            continue;
+        randombytes_buf(&id, sizeof(id));
+        send_punch(y, x, id, now);
+        send_punch(x, y, id, now);
+    }
+}
+
+/* --- receiving ------------------------------------------------------------------------ */
+
+/* What a peer x says about q: candidates, maybe a relay. */
+static void learn_record(struct peer *x, struct peer *via, const struct disco_peer *rec,
+                         uint64_t now)
+{
+    struct device *dev = x->dev;
+    struct peer *q = device_peer_by_key(dev, rec->key);
+
+    if (!q || q == x)
+        return;     /* ourselves, or a key not in the cluster */
+    if (rec->has_observed)
+        disco_cand_add(&q->disco, &rec->observed, false, now);
+    /* q's own word on its addresses wins over what others pass on. */
+    if (rec->n_local && !(path_direct(q) && q->speaks_disco && disco_working(q, now)))
+        disco_cand_set_local(&q->disco, rec->local, rec->n_local, now);
+    if (rec->direct && !via && path_direct(x))
+        offer_relay(q, x);
+    if (!disco_working(q, now))
+        disco_want_session(q, false, now);
+}
+
+static void on_endpoints(struct peer *x, struct peer *via, const struct disco_endpoints *e,
+                         uint64_t now)
+{
+    struct device *dev = x->dev;
+
+    if (disco_cand_set_local(&x->disco, e->local, e->n_local, now)) {
+        dev->disco.gen++;
+        x->introduced = false;
+    }
+    /* Introduced once when it comes, again when its addresses change, and
+     * not more often than ENDPOINTS may change. */
+    if (!via && !x->introduced && path_direct(x) && peer_can_send(x, now) &&
+        (!x->introduced_ns || now - x->introduced_ns >= DISCO_ENDPOINTS_MIN_S * WG_NSEC_PER_SEC)) {
+        x->introduced = true;
+        x->introduced_ns = now;
+        introduce(x, now);
+    }
+    for (unsigned i = 0; i < e->n_peers; i++)
+        learn_record(x, via, &e->peers[i], now);
+}
+
+static void on_punch(struct peer *x, struct peer *via, const struct disco_punch *pu,
+                     uint64_t now)
+{
+    struct peer *q = device_peer_by_key(x->dev, pu->key);
+
+    if (!q || q == x)
+        return;
+    for (unsigned i = 0; i < pu->n_cand; i++)
+        disco_cand_add(&q->disco, &pu->cand[i], false, now);
+    if (!via && path_direct(x))
+        offer_relay(q, x);
+    if (!disco_working(q, now))
+        disco_want_session(q, false, now);
+}
+
+static void send_probe(struct peer *p, const struct disco_endpoint *to, uint64_t now)
+{
+    struct disco_msg *m = p->dev->disco.out_msg;
+    union endpoint ep;
+
+    if (!from_disco(to, &ep))
+        return;
+    m->type = DISCO_PING;
+    randombytes_buf(&m->ping.txid, sizeof(m->ping.txid));
+    m->ping.flags = DISCO_PING_F_PROBE;
+    if (send_disco(p, m, &ep, now) == 0)
+        disco_ping_sent(&p->disco, m->ping.txid, to, now);
+}
+
+static void on_ping(struct peer *p, const union endpoint *src, struct peer *via,
+                    const struct disco_ping *pi, uint64_t now)
+{
+    struct disco_msg *m = p->dev->disco.out_msg;
+    struct disco_endpoint from;
+    bool direct = !via && src && to_disco(src, &from);
+
+    m->type = DISCO_PONG;
+    m->pong.txid = pi->txid;
+    m->pong.has_source = direct;
+    if (direct)
+        m->pong.source = from;
+    /* A direct ping is answered where it came from, whatever our path. */
+    send_disco(p, m, direct ? src : NULL, now);
+    /* Probed directly while we relay: probe back at once, so that both
+     * sides can move to the direct path within a round trip. */
+    if (direct && p->via && (pi->flags & DISCO_PING_F_PROBE))
+        send_probe(p, &from, now);
+}
+
+static void on_pong(struct peer *p, const union endpoint *src, struct peer *via,
+                    const struct disco_pong *po, uint64_t now)
+{
+    struct disco_ping_slot slot;
+
+    struct disco_endpoint cur, from;
+
+    if (pmtu_acked(&p->pmtu, po->txid, now)) {
+        log_debug("peer %s: path carries %u-byte packets", p->name, (unsigned)p->pmtu.lo);
+        return;
+    }
+    if (!disco_pong(&p->disco, po->txid, now, &slot) || !slot.probe || via || !src ||
+        !to_disco(src, &from))
+        return;
+    /* Already direct to a local address: a public one that answers too
+     * (a NAT that hairpins) is the longer way. */
+    if (!p->via && to_disco(&p->endpoint, &cur) && disco_cand_is_local(&p->disco, &cur) &&
+        !disco_cand_is_local(&p->disco, &from))
+        return;
+    /* A probe answered directly: the path works both ways. */
+    path_use_direct(p, src, now);
+    p->disco.rtt_ns = now - slot.sent_ns ? now - slot.sent_ns : 1;
+}
+
+static void on_relay(struct peer *p, struct peer *via, const struct disco_relay *rl,
+                     uint64_t now)
+{
+    struct device *dev = p->dev;
+
+    /* A relay takes messages only from a member that reached it directly. */
+    if (via) {
+        dev->stats.relay_refused++;
+        return;
+    }
+    path_forward(dev, p, device_peer_by_key(dev, rl->key), rl->msg, rl->msg_len, now);
+}
+
+void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
+                   const struct disco_msg *m, uint64_t now)
+{
+    if (!p->speaks_disco) {
+        p->speaks_disco = true;
+        p->dev->disco.gen++;
+        disco_wake(p->dev);   /* its path MTU can be searched now */
+    }
+    /* Sent to us directly while we relay: the peer has found a direct
+     * path (a ping alone does not say so: it may be a probe). */
+    if (!via && src && p->via && m->type != DISCO_PING)
+        path_use_direct(p, src, now);
+    switch (m->type) {
+    case DISCO_ENDPOINTS:
+        on_endpoints(p, via, &m->endpoints, now);
+        break;
+    case DISCO_PUNCH:
+        on_punch(p, via, &m->punch, now);
+        break;
+    case DISCO_PING:
+        on_ping(p, src, via, &m->ping, now);
+        break;
+    case DISCO_PONG:
+        on_pong(p, src, via, &m->pong, now);
+        break;
+    case DISCO_RELAY:
+        on_relay(p, via, &m->relay, now);
+        break;
+    default:
+        p->dev->stats.disco_bad++;   /* RELAYED never gets here */
+    }
+}
+
+/* --- the schedule ---------------------------------------------------------------------- */
+
+/* A session that begins while the peer answered pings lately is a rekey:
+ * nothing changed for the others. Else the peer is new, or back. */
+static bool was_answering(const struct peer *p, uint64_t now)
+{
+    const uint64_t lately = 2u * DISCO_PING_INTERVAL_S * WG_NSEC_PER_SEC;
+
+    return p->speaks_disco && p->disco.last_pong_ns && now - p->disco.last_pong_ns < lately;
+}
+
+bool disco_session_up(struct peer *p, uint64_t now)
+{
+    uint64_t sent = p->tx_bytes;
+
+    if (!was_answering(p, now) || !p->pmtu.max) {
+        p->introduced = false;
+        p->dev->disco.gen++;
+        path_mtu_search(p, now);
+    }
+    disco_session_began(&p->disco, now);
+    disco_timers(p, now);
+    disco_wake(p->dev);
+    return p->tx_bytes != sent;
+}
+
+void disco_want_session(struct peer *p, bool sent, uint64_t now)
+{
+    if (disco_working(p, now) || (!disco_has_targets(p) && !relay_for(p, now)))
+        return;
+    if (disco_attempt(&p->disco, sent, now))
+        disco_wake(p->dev);
+}
+
+static void facts_of(const struct peer *p, uint64_t now, struct disco_facts *f)
+{
+    struct disco_endpoint cur, t[DISCO_CANDS_MAX];
+
+    f->session = peer_can_send(p, now);
+    f->working = disco_working(p, now);
+    f->path = path_of(p);
+    /* A relay that lost its session, or stopped answering: as no path. */
+    if (f->path == DISCO_PATH_RELAY && !relay_good(p->via, now))
+        f->path = DISCO_PATH_NONE;
+    f->relay_known = relay_for(p, now) != NULL;
+    f->can_upgrade = f->path == DISCO_PATH_DIRECT && to_disco(&p->endpoint, &cur) &&
+                     !disco_cand_is_local(&p->disco, &cur) && targets(p, true, t) > 0;
+}
+
+static void ping(struct peer *p, uint64_t now)
+{
+    struct disco_msg *m = p->dev->disco.out_msg;
+
+    m->type = DISCO_PING;
+    randombytes_buf(&m->ping.txid, sizeof(m->ping.txid));
+    m->ping.flags = 0;
+    if (send_disco(p, m, NULL, now) == 0)
+        disco_ping_sent(&p->disco, m->ping.txid, NULL, now);
+}
+
+/* The path MTU search may send a probe on the path: a ddpnet peer with a
+ * session. */
+static bool can_probe_mtu(const struct peer *p, uint64_t now)
+{
+    return p->speaks_disco && p->pmtu.max && peer_can_send(p, now) && path_usable(p);
+}
+
+/* The path MTU search's probe, when one is due: a PING padded so that its
+ * inner packet is exactly the size tried, sealed without further padding
+ * (pmtu.h). Its PONG is not a ping's: on_pong gives it to the search. */
+static void mtu_probe(struct peer *p, uint64_t now)
+{
+    struct disco_msg *m = p->dev->disco.out_msg;
+    size_t fixed = (p->dev->self->address.family == AF_INET6 ? IPV6_HEADER_LEN
+                                                             : IPV4_HEADER_LEN) +
+                   DISCO_HEADER_LEN + DISCO_TXID_LEN + 1u;
+    uint64_t id;
+    uint16_t size;
+
+    randombytes_buf(&id, sizeof(id));
+    if (!can_probe_mtu(p, now) || !(size = pmtu_due(&p->pmtu, id, p->disco.rtt_ns, now)) ||
+        size < fixed)
+        return;
+    m->type = DISCO_PING;
+    m->ping.txid = id;
+    m->ping.flags = DISCO_PING_F_MTU;
+    m->ping.pad = (uint16_t)(size - fixed);
+    send_disco_limited(p, m, NULL, size, now);
+    m->ping.pad = 0;
+}
+
+/* Relayed: every direct candidate; direct to a public address: the local
+ * ones (a LAN path beats the way round through the NAT). */
+static void probe(struct peer *p, const struct disco_facts *f, uint64_t now)
+{
+    struct disco_endpoint t[DISCO_CANDS_MAX];
+    unsigned n = targets(p, f->path == DISCO_PATH_DIRECT, t);
+
+    for (unsigned i = 0; i < n; i++)
+        if (p->via || !is_endpoint(p, &t[i]))
+            send_probe(p, &t[i], now);
+}
+
+void disco_timers(struct peer *p, uint64_t now)
+{
+    struct disco_facts f;
+    unsigned act;
+
+    /* The relay in use stopped answering: another that reaches the peer
+     * takes over at once (a new handshake through it). */
+    struct peer *r;
+    if (p->via && !relay_good(p->via, now) && (r = relay_for(p, now))) {
+        path_use_relay(p, r, now);
+        handshake_initiate(p, now);
+    }
+    facts_of(p, now, &f);
+    /* A session whose path stopped answering: find another. */
+    if (f.session && !f.working)
+        disco_want_session(p, false, now);
+    act = disco_tick(&p->disco, &f, p->dev->disco.gen, now);
+    if (act & DISCO_DO_RELAY) {
+        path_use_relay(p, relay_for(p, now), now);
+        handshake_initiate(p, now);
+    } else if (act & DISCO_DO_PUNCH) {
+        handshake_punch(p, now);
+    }
+    if (act & DISCO_DO_PROBE)
+        probe(p, &f, now);
+    if (act & DISCO_DO_PING)
+        ping(p, now);
+    mtu_probe(p, now);
+    /* A peer that never spoke disco gets ENDPOINTS while it might still. */
+    if ((act & DISCO_DO_ENDPOINTS) &&
+        (p->speaks_disco || p->disco.unanswered < DISCO_PING_UNANSWERED_MAX))
+        send_endpoints(p, now);
+}
+
+static uint64_t next_timer(const struct peer *p, uint64_t now)
+{
+    struct disco_facts f;
+
+    facts_of(p, now, &f);
+    uint64_t next = disco_next(&p->disco, &f, p->dev->disco.gen);
+    if (can_probe_mtu(p, now) && pmtu_next(&p->pmtu) && pmtu_next(&p->pmtu) < next)
+        next = pmtu_next(&p->pmtu);
+    return next;
+}
+
+void disco_wake(struct device *dev)
+{
+    dev->disco.next_check_ns = 0;
+    dev->disco.rescan = true;
+}
+
+uint64_t disco_run_timers(struct device *dev, uint64_t now)
+{
+    struct disco_device *d = &dev->disco;
+    uint64_t next = now + DISCO_RECHECK_MS * (WG_NSEC_PER_SEC / 1000u), t;
+
+    if (now < d->next_check_ns)
+        return d->next_check_ns;
+    d->rescan = false;
+    if (now >= d->next_local_ns)
+        disco_local_refresh(dev, now);
+    if (d->next_local_ns < next)
+        next = d->next_local_ns;
+    for (size_t i = 0; i < dev->n_peers; i++) {
+        struct peer *p = dev->peers[i];
+        if (next_timer(p, now) <= now)
+            disco_timers(p, now);
+        if ((t = next_timer(p, now)) < next)
+            next = t;
+    }
+    /* Something came forward while we ran: look again at once. */
+    d->next_check_ns = d->rescan ? now : next;
+    return d->next_check_ns;
+}

@@ -1,0 +1,43 @@
+/* The engine's side of the event loop: what each completion means
+ * (engine.h: engine_loop_handlers). The loop knows no peers; it calls
+ * these with the device as its context. */
+#include "overlay/engine/engine.h"
+#include "overlay/engine/timers.h"
+
+static void on_udp(void *ctx, struct pkt *pkt, uint32_t seg_size, uint64_t now)
+{
+    datapath_from_udp(ctx, pkt, seg_size, now);
+}
+
+static void on_tun(void *ctx, struct pkt *pkt, uint64_t now)
+{
+    datapath_from_tun(ctx, pkt, now);
+}
+
+static void on_crypto_done(void *ctx, struct crypto_job *job, uint64_t now)
+{
+    datapath_crypto_done(ctx, job, now);
+}
+
+/* WireGuard's timers and discovery's; then what they queued for relays. */
+static uint64_t on_timers(void *ctx, uint64_t now)
+{
+    struct device *dev = ctx;
+    uint64_t next, t;
+
+    cookie_checker_rotate(&dev->checker, now);
+    next = timers_run_device(dev, now);
+    if ((t = disco_run_timers(dev, now)) < next)
+        next = t;
+    path_flush(dev, now);
+    return next;
+}
+
+void engine_loop_handlers(struct device *dev, struct loop_handlers *h)
+{
+    h->ctx = dev;
+    h->udp = on_udp;
+    h->tun = on_tun;
+    h->crypto_done = on_crypto_done;
+    h->timers = on_timers;
+}

@@ -1,0 +1,412 @@
+/* Handshake messages on the wire: sending initiations (paced to one per
+ * REKEY_TIMEOUT, or aimed again at a peer's candidates by discovery's
+ * punches), answering initiations with responses, taking responses, and
+ * cookie replies under load; all on the peer's path, direct or through a
+ * relay. When two initiations cross, one of them stands (ours_stands).
+ * Nothing changes for a message that fails its MAC or its AEAD; unknown
+ * keys and bad MACs get no answer.
+ *
+ * What a stranger can make us do is bounded per source address: every
+ * message is first admitted on its bytes where they lie (handshake_admit:
+ * size, mac1, then the source's token bucket, ratelimit.h), before a
+ * buffer is taken or anything else is computed; so a flood costs a
+ * BLAKE2s and a table lookup per packet, and at most RATELIMIT_PER_SEC
+ * cookie replies or X25519s per second per source. */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include <sodium.h>
+
+#include "crypto/bytes.h"
+#include "crypto/tai64n.h"
+#include "overlay/base/log.h"
+#include "overlay/engine/engine.h"
+#include "overlay/engine/timers.h"
+
+
+
+/* What the lookups see: the device and the time. An initiation that
+ * crosses ours is checked into `scratch` (a copy of the peer's handshake),
+ * so that nothing of the peer's state changes before it is authentic;
+ * `crossed` is then that peer. */
+struct lookup_ctx {
+    struct device *dev;
+    uint64_t now;
+    struct peer *crossed;
+    struct noise_handshake scratch;
+};
+
+/* Two initiations crossed (both sides were told to punch at once): if
+ * both were answered, each side's own would be forgotten and neither
+ * response would find its handshake. So one stands: ours, while it is
+ * young, when our public key is the larger; the peer answers it, and we
+ * drop theirs without a word. A plain WireGuard peer answers ours too. */
+static bool ours_stands(const struct peer *p, uint64_t now)
+{
+    return p->handshake.state == NOISE_STATE_CREATED_INITIATION && p->initiation_ns &&
+           now - p->initiation_ns < DISCO_CROSSING_WINDOW_MS * NS_PER_MS &&
+           memcmp(p->dev->local->public_key, p->public_key, WG_KEY_LEN) > 0;
+}
+
+static struct noise_handshake *lookup_by_key(void *ctx, const uint8_t key[WG_KEY_LEN])
+{
+    struct lookup_ctx *c = ctx;
+    struct peer *p = device_peer_by_key(c->dev, key);
+
+    if (p && ours_stands(p, c->now)) {
+        c->crossed = p;
+        c->scratch = p->handshake;
+        return &c->scratch;
+    }
+    return p ? &p->handshake : NULL;
+}
+
+static struct noise_handshake *lookup_by_index(void *ctx, uint32_t index)
+{
+    struct index_entry *e = index_find(&((struct lookup_ctx *)ctx)->dev->indices, index);
+    return e && !e->keypair ? &e->peer->handshake : NULL;
+}
+
+static struct peer *peer_of(struct noise_handshake *hs)
+{
+    return (struct peer *)((char *)hs - offsetof(struct peer, handshake));
+}
+
+/* Releases the index of a handshake that is being replaced. */
+static void forget_handshake_index(struct peer *p)
+{
+    struct index_entry *e = index_find(&p->dev->indices, p->handshake.local_index);
+
+    if (e && !e->keypair && e->peer == p)
+        index_remove(&p->dev->indices, p->handshake.local_index);
+}
+
+/* Sends the message of len bytes at pkt->area on p's path. */
+static void send_handshake_message(struct peer *p, struct pkt *pkt, uint32_t len, uint64_t now)
+{
+    cookie_add_macs(&p->cookie, pkt->area, len, now);
+    peer_count_tx(p, len, now);
+    timers_any_authenticated_packet_traversal(p, now);
+    timers_any_authenticated_packet_sent(p, now);
+    path_send_message(p, pkt, len, now);
+}
+
+/* Sends the initiation kept in p->initiation (its MACs made afresh: a
+ * cookie may have come since) on the path, and to every candidate unless
+ * a direct session works (a rekey needs no search). */
+static void send_initiation(struct peer *p, uint64_t now)
+{
+    struct pkt *pkt;
+
+    bool on_path = false;
+    unsigned sprayed = 0;
+
+    cookie_add_macs(&p->cookie, p->initiation, WG_INITIATION_LEN, now);
+    if (path_usable(p) && (pkt = loop_pkt_get(p->dev->loop))) {
+        memcpy(pkt->area, p->initiation, WG_INITIATION_LEN);
+        send_handshake_message(p, pkt, WG_INITIATION_LEN, now);
+        on_path = true;
+    }
+    if (!path_direct(p) || !disco_working(p, now))
+        sprayed = disco_spray(p, p->initiation, WG_INITIATION_LEN, now);
+    /* The sent-events only for what went out (send_handshake_message
+     * fired them for the path's copy). */
+    if (!on_path && sprayed) {
+        timers_any_authenticated_packet_traversal(p, now);
+        timers_any_authenticated_packet_sent(p, now);
+    }
+}
+
+void handshake_initiate(struct peer *p, uint64_t now)
+{
+    struct device *dev = p->dev;
+    uint8_t ts[WG_TIMESTAMP_LEN];
+    struct timespec wall;
+
+    forget_handshake_index(p);
+    uint32_t index = index_add(&dev->indices, p, NULL);
+    clock_gettime(CLOCK_REALTIME, &wall);
+    tai64n_encode(ts, (uint64_t)wall.tv_sec, (uint32_t)wall.tv_nsec);
+    if (!index ||
+        noise_create_initiation(&p->handshake, dev->local, index, ts, p->initiation)) {
+        index_remove(&dev->indices, index);
+        p->initiation_ns = 0;
+        return;
+    }
+    p->last_handshake_sent_ns = now;
+    p->initiation_ns = now ? now : 1;
+    log_debug("peer %s: sending handshake initiation", p->name);
+    timers_handshake_initiated(p, now);
+    send_initiation(p, now);
+}
+
+void handshake_punch(struct peer *p, uint64_t now)
+{
+    /* The same initiation, so that whichever copy arrives first is the
+     * handshake: one state, many addresses. */
+    if (p->handshake.state == NOISE_STATE_CREATED_INITIATION && p->initiation_ns &&
+        now - p->initiation_ns < WG_REKEY_TIMEOUT * WG_NSEC_PER_SEC) {
+        send_initiation(p, now);
+        return;
+    }
+    handshake_initiate(p, now);
+}
+
+void handshake_send_initiation(struct peer *p, bool is_retry, uint64_t now)
+{
+    if (!is_retry)
+        p->timers.handshake_attempts = 0;
+    if (p->last_handshake_sent_ns &&
+        now - p->last_handshake_sent_ns < WG_REKEY_TIMEOUT * WG_NSEC_PER_SEC)
+        return;
+    if (!path_usable(p) && !disco_has_targets(p)) {
+        log_debug("peer %s: no endpoint known yet, waiting for it to reach us", p->name);
+        return;
+    }
+    handshake_initiate(p, now);
+    /* Without a working session: punches follow, then a relay. */
+    disco_want_session(p, true, now);
+}
+
+/* Under load when more handshake messages reached the expensive step (an
+ * X25519, consume_*) in the last second than we do without proof of
+ * address: then a message needs a cookie (mac2) first. Only messages the
+ * per-source rate limiter let through count (handshake_admit), so one
+ * sender alone cannot put us under load for everyone: it takes more than
+ * DEVICE_LOAD_HANDSHAKES_PER_SEC / RATELIMIT_PER_SEC sources. */
+static bool under_load(const struct device *dev, uint64_t now)
+{
+    return now < dev->under_load_until_ns;
+}
+
+static void count_handshake_work(struct device *dev, uint64_t now)
+{
+    if (now - dev->load_window_start_ns >= WG_NSEC_PER_SEC) {
+        dev->load_window_start_ns = now;
+        dev->load_window_count = 0;
+    }
+    if (++dev->load_window_count > DEVICE_LOAD_HANDSHAKES_PER_SEC)
+        dev->under_load_until_ns = now + WG_NSEC_PER_SEC;
+}
+
+/* The bytes a cookie is bound to: source address and port. */
+static size_t source_bytes(const union endpoint *src, uint8_t out[18])
+{
+    if (src->sa.sa_family == AF_INET6) {
+        memcpy(out, &src->in6.sin6_addr, 16);
+        memcpy(out + 16, &src->in6.sin6_port, 2);
+        return 18;
+    }
+    memcpy(out, &src->in4.sin_addr, 4);
+    memcpy(out + 4, &src->in4.sin_port, 2);
+    return 6;
+}
+
+static void send_cookie_reply(struct device *dev, struct pkt *pkt, const uint8_t *src,
+                              size_t src_len, uint64_t now)
+{
+    uint8_t reply[WG_COOKIE_REPLY_LEN];
+    union endpoint to = pkt->addr;
+
+    if (cookie_create_reply(&dev->checker, pkt->in, pkt->len,
+                            get_le32(pkt->in + WG_SENDER_INDEX_OFFSET), src, src_len, reply)) {
+        loop_pkt_put(dev->loop, pkt);
+        return;
+    }
+    /* Back the way it came: through the relay, to the peer it named. */
+    if (pkt->via && pkt->relay_src) {
+        path_relay_now(pkt->via, pkt->relay_src->public_key, reply, sizeof(reply), now);
+        loop_pkt_put(dev->loop, pkt);
+        return;
+    }
+    memcpy(pkt->area, reply, sizeof(reply));
+    loop_send_message(dev->loop, pkt, &to, sizeof(reply));
+}
+
+static void note_session(struct peer *p, const char *role)
+{
+    if (!p->reachable)
+        log_info("peer %s: handshake completed (%s)", p->name, role);
+    else
+        log_debug("peer %s: new session (%s)", p->name, role);
+    p->reachable = true;
+    p->no_answer = false;
+}
+
+/* An authentic, fresh initiation from p crossed ours, and ours stands
+ * (ours_stands): p is to answer ours. Ours may never have reached p -- it
+ * went to an endpoint p cannot be reached at, say, while p reaches us from
+ * another -- so it goes again, to where p's came from (p's endpoint now,
+ * as for any authentic packet). Without that, both sides could turn each
+ * other's initiations away for as long as their retries stay in step. Of
+ * p's initiation only its timestamp and time are kept, so that it cannot
+ * be replayed to make us send again. */
+static void keep_ours(struct peer *p, const struct noise_handshake *theirs, struct pkt *pkt,
+                      uint64_t now)
+{
+    memcpy(p->handshake.latest_timestamp, theirs->latest_timestamp, WG_TIMESTAMP_LEN);
+    p->handshake.last_initiation_ns = theirs->last_initiation_ns;
+    p->handshake.consumed_initiation_before = true;
+    log_debug("peer %s: its initiation crossed ours; sending ours again", p->name);
+    path_received(p, &pkt->addr, pkt->via, true, now);
+    peer_count_rx(p, pkt->len, now);
+    loop_pkt_put(p->dev->loop, pkt);
+    send_initiation(p, now);
+}
+
+static void consume_initiation(struct device *dev, struct pkt *pkt, uint64_t now)
+{
+    struct lookup_ctx ctx = { .dev = dev, .now = now };
+    struct noise_lookup lookup = { lookup_by_key, lookup_by_index, &ctx };
+    struct noise_handshake *hs = NULL;
+    struct noise_keypair kp;
+    int ret = noise_consume_initiation(dev->local, pkt->in, pkt->len, now, &lookup, &hs);
+
+    if (ret == 0 && ctx.crossed)
+        keep_ours(ctx.crossed, &ctx.scratch, pkt, now);
+    sodium_memzero(&ctx.scratch, sizeof(ctx.scratch));
+    if (ret == 0 && ctx.crossed)
+        return;
+    if (ret) {
+        log_debug("dropped handshake initiation: %s", wg_strerror(ret));
+        if (ret == -WG_ENOPEER)
+            dev->stats.dropped_unknown_peer++;
+        else
+            dev->stats.dropped_bad_packet++;
+        loop_pkt_put(dev->loop, pkt);
+        return;
+    }
+    struct peer *p = peer_of(hs);
+    forget_handshake_index(p);
+    path_received(p, &pkt->addr, pkt->via, true, now);
+    peer_count_rx(p, pkt->len, now);
+    timers_any_authenticated_packet_received(p, now);
+    timers_any_authenticated_packet_traversal(p, now);
+
+    uint32_t index = index_add(&dev->indices, p, NULL);
+    if (!index || noise_create_response(hs, index, pkt->area) ||
+        noise_begin_session(hs, &kp, now)) {
+        index_remove(&dev->indices, index);
+        noise_handshake_reset(hs);
+        loop_pkt_put(dev->loop, pkt);
+        return;
+    }
+    peer_install_keypair(p, &kp);
+    timers_session_derived(p, now);
+    note_session(p, "responder");
+    send_handshake_message(p, pkt, WG_RESPONSE_LEN, now);
+}
+
+static void consume_response(struct device *dev, struct pkt *pkt, uint64_t now)
+{
+    struct lookup_ctx ctx = { .dev = dev, .now = now };
+    struct noise_lookup lookup = { lookup_by_key, lookup_by_index, &ctx };
+    struct noise_handshake *hs = NULL;
+    struct noise_keypair kp;
+    int ret = noise_consume_response(dev->local, pkt->in, pkt->len, &lookup, &hs);
+
+    if (ret) {
+        log_debug("dropped handshake response: %s", wg_strerror(ret));
+        dev->stats.dropped_bad_packet++;
+        loop_pkt_put(dev->loop, pkt);
+        return;
+    }
+    struct peer *p = peer_of(hs);
+    path_received(p, &pkt->addr, pkt->via, true, now);
+    peer_count_rx(p, pkt->len, now);
+    timers_any_authenticated_packet_received(p, now);
+    timers_any_authenticated_packet_traversal(p, now);
+    loop_pkt_put(dev->loop, pkt);
+    if (noise_begin_session(hs, &kp, now))
+        return;
+    peer_install_keypair(p, &kp);
+    timers_session_derived(p, now);
+    timers_handshake_complete(p, now);
+    note_session(p, "initiator");
+    /* Confirms the session to the responder: disco's first messages,
+     * staged data, or a keepalive. */
+    if (!disco_session_up(p, now) || p->staged.packets)
+        datapath_send_keepalive(p, now);
+}
+
+static void consume_cookie_reply(struct device *dev, struct pkt *pkt, uint64_t now)
+{
+    struct index_entry *e = index_find(&dev->indices, cookie_reply_receiver(pkt->in));
+
+    if (!e || cookie_consume_reply(&e->peer->cookie, pkt->in, pkt->len, now))
+        dev->stats.dropped_bad_packet++;
+    else
+        log_debug("peer %s: got a cookie (it is under load)", e->peer->name);
+    loop_pkt_put(dev->loop, pkt);
+}
+
+static uint32_t expected_len(uint32_t type)
+{
+    switch (type) {
+    case WG_MSG_INITIATION:   return WG_INITIATION_LEN;
+    case WG_MSG_RESPONSE:     return WG_RESPONSE_LEN;
+    case WG_MSG_COOKIE_REPLY: return WG_COOKIE_REPLY_LEN;
+    default:                  return 0;
+    }
+}
+
+bool handshake_admit(struct device *dev, const uint8_t *msg, uint32_t len,
+                     const union endpoint *src, uint64_t now)
+{
+    uint32_t type = noise_message_type(msg, len);
+    const void *addr = src->sa.sa_family == AF_INET6 ? (const void *)&src->in6.sin6_addr
+                                                     : (const void *)&src->in4.sin_addr;
+
+    if (len != expected_len(type)) {
+        dev->stats.dropped_bad_packet++;
+        return false;
+    }
+    /* A cookie reply is looked up by an index of ours, and opened only
+     * for a message we sent: nothing to limit. */
+    if (type == WG_MSG_COOKIE_REPLY)
+        return true;
+    if (cookie_validate(&dev->checker, msg, len, NULL, 0, false)) {
+        dev->stats.dropped_bad_packet++;
+        return false;
+    }
+    if (!ratelimit_allow(&dev->ratelimit, src->sa.sa_family, addr, now)) {
+        dev->stats.dropped_ratelimited++;
+        return false;
+    }
+    return true;
+}
+
+void handshake_receive(struct device *dev, struct pkt *pkt, uint64_t now)
+{
+    uint32_t type = noise_message_type(pkt->in, pkt->len);
+    uint8_t src[18];
+    size_t src_len;
+
+    if (pkt->len != expected_len(type)) {
+        dev->stats.dropped_bad_packet++;
+        loop_pkt_put(dev->loop, pkt);
+        return;
+    }
+    if (type == WG_MSG_COOKIE_REPLY) {
+        consume_cookie_reply(dev, pkt, now);
+        return;
+    }
+    src_len = source_bytes(&pkt->addr, src);
+    int ret = cookie_validate(&dev->checker, pkt->in, pkt->len, src, src_len,
+                              under_load(dev, now));
+    if (ret == -WG_ECOOKIE) {
+        send_cookie_reply(dev, pkt, src, src_len, now);
+        return;
+    }
+    if (ret) {
+        dev->stats.dropped_bad_packet++;
+        loop_pkt_put(dev->loop, pkt);
+        return;
+    }
+    count_handshake_work(dev, now);
+    if (type == WG_MSG_INITIATION)
+        consume_initiation(dev, pkt, now);
+    else
+        consume_response(dev, pkt, now);
+}

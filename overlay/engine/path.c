@@ -1,0 +1,362 @@
+/* Paths: where a peer's WireGuard messages go, and the relay's part.
+ *
+ * Direct: UDP to the peer's endpoint, which follows the source of its
+ * authentic packets (WireGuard's roaming). Relayed: each message for the
+ * peer -- sealed end to end with the peer's own keys -- becomes the body
+ * of a disco RELAY in an inner IP packet to the relay, sealed with our
+ * session with the relay; the relay opens that, checks that the
+ * destination is a cluster member it reaches directly, and sends the same
+ * bytes on as a RELAYED inside its session with the destination: one open
+ * and one seal per packet, and it never sees the inner plaintext.
+ *
+ * A relayed peer's packets are held to path_mtu (the MTU less the
+ * wrapping), so that the wrapped message is no larger than a direct
+ * full-size one and fits the underlay as that does. Wrapped segments keep
+ * the layout of the data path (one stride, the last possibly shorter), so
+ * they still leave in one GSO send. */
+#include <errno.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "overlay/base/log.h"
+#include "overlay/base/wire.h"
+#include "overlay/engine/engine.h"
+#include "overlay/engine/timers.h"
+
+
+/* --- what the path is ------------------------------------------------------------ */
+
+enum disco_path path_of(const struct peer *p)
+{
+    if (p->via)
+        return DISCO_PATH_RELAY;
+    return p->endpoint.sa.sa_family != AF_UNSPEC ? DISCO_PATH_DIRECT : DISCO_PATH_NONE;
+}
+
+bool path_direct(const struct peer *p)
+{
+    return path_of(p) == DISCO_PATH_DIRECT;
+}
+
+bool path_usable(const struct peer *p)
+{
+    return path_of(p) != DISCO_PATH_NONE;
+}
+
+/* The largest inner packet the path could carry: ddp0's MTU, less the
+ * relay's wrapping when relayed. */
+static unsigned path_max(const struct peer *p)
+{
+    unsigned mtu = p->dev->mtu;
+
+    return p->via && mtu > 2 * DISCO_RELAY_OVERHEAD ? mtu - DISCO_RELAY_OVERHEAD : mtu;
+}
+
+unsigned path_mtu(const struct peer *p)
+{
+    unsigned mtu = path_max(p);
+
+    /* Only a ddpnet peer answers the probes (a plain WireGuard peer keeps
+     * the full size, as before). */
+    if (p->speaks_disco && p->pmtu.current && p->pmtu.current < mtu)
+        mtu = p->pmtu.current;
+    return mtu;
+}
+
+bool path_mtu_known(const struct peer *p)
+{
+    return p->via || (p->speaks_disco && p->pmtu.found);
+}
+
+/* The inner packet whose outer packet is PMTU_OUTER_MIN bytes on this
+ * path: what every path carries. */
+static unsigned path_base(const struct peer *p)
+{
+    const union endpoint *ep = p->via ? &p->via->endpoint : &p->endpoint;
+    unsigned outer = (ep->sa.sa_family == AF_INET ? IPV4_HEADER_LEN : IPV6_HEADER_LEN) +
+                     UDP_HEADER_LEN + WG_TRANSPORT_MIN_LEN;
+
+    return PMTU_OUTER_MIN - outer - (p->via ? DISCO_RELAY_OVERHEAD : 0u);
+}
+
+void path_mtu_search(struct peer *p, uint64_t now)
+{
+    pmtu_reset(&p->pmtu, (uint16_t)path_base(p), (uint16_t)path_max(p), now);
+    disco_wake(p->dev);
+}
+
+bool path_relay_ready(const struct peer *r, uint64_t now)
+{
+    return r && path_direct(r) && peer_can_send(r, now);
+}
+
+/* --- changing it ------------------------------------------------------------------ */
+
+void path_use_direct(struct peer *p, const union endpoint *ep, uint64_t now)
+{
+    struct peer *was = p->via;
+
+    if (peer_update_endpoint(p, ep)) {
+        p->introduced = false;     /* the others should hear of it */
+        p->dev->disco.gen++;
+        path_mtu_search(p, now);   /* another path */
+    }
+    if (!was)
+        return;
+    p->dev->disco.gen++;
+    char text[64];
+    endpoint_format(&p->endpoint, text, sizeof(text));
+    log_info("peer %s: direct path at %s (was relayed through %s)", p->name, text, was->name);
+    p->via = NULL;
+    disco_path_changed(&p->disco);
+    path_mtu_search(p, now);
+}
+
+void path_use_relay(struct peer *p, struct peer *r, uint64_t now)
+{
+    if (!r || r == p || p->via == r)
+        return;
+    log_info("peer %s: relayed through %s", p->name, r->name);
+    p->via = r;
+    p->dev->disco.gen++;
+    disco_path_changed(&p->disco);
+    path_mtu_search(p, now);
+}
+
+void path_received(struct peer *p, const union endpoint *src, struct peer *via,
+                   bool confirmed, uint64_t now)
+{
+    if (!via) {
+        p->last_direct_ns = now;
+        /* Relayed: a probe that got through one way proves nothing yet. */
+        if (!p->via || confirmed)
+            path_use_direct(p, src, now);
+        return;
+    }
+    if (via == p || via == p->via)
+        return;
+    /* The peer went through a relay while our direct path still carries
+     * its packets: keep ours (it may still be finding its way). */
+    if (path_direct(p) && p->last_direct_ns &&
+        now - p->last_direct_ns < DISCO_DIRECT_STALE_S * WG_NSEC_PER_SEC)
+        return;
+    path_use_relay(p, via, now);
+}
+
+/* --- wrapping for a relay --------------------------------------------------------- */
+
+static size_t ip_header_len(const struct device *dev)
+{
+    return dev->self->address.family == AF_INET6 ? IPV6_HEADER_LEN : IPV4_HEADER_LEN;
+}
+
+/* The inner packet a RELAY/RELAYED of a len-byte message makes. */
+static size_t relay_plain_len(const struct device *dev, uint32_t len)
+{
+    return ip_header_len(dev) + DISCO_HEADER_LEN + WG_KEY_LEN + len;
+}
+
+/* Writes at out the inner IP packet to `to` carrying a RELAY or RELAYED
+ * of msg[0..len) with key (the destination, or the source). Returns its
+ * length or a negative errno. */
+static int write_relay(struct device *dev, const struct peer *to, const uint8_t key[WG_KEY_LEN],
+                       enum disco_type type, const uint8_t *msg, uint32_t len, uint8_t *out,
+                       size_t cap)
+{
+    size_t hlen = ip_header_len(dev), at = hlen + DISCO_HEADER_LEN + WG_KEY_LEN;
+    struct disco_msg *m = dev->disco.wrap_msg;
+    int n;
+
+    if (len > DISCO_MAX_ENCLOSED || cap < at || len > cap - at)
+        return -EMSGSIZE;
+    memcpy(out + at, msg, len);
+    m->type = type;
+    memcpy(m->relay.key, key, WG_KEY_LEN);
+    m->relay.msg = out + at;
+    m->relay.msg_len = (uint16_t)len;
+    n = disco_encode(m, out + hlen, cap - hlen);
+    if (n < 0)
+        return n;
+    return disco_ip_wrap(dev->self->address.family, dev->self->address.bytes,
+                         to->address.bytes, out + hlen, (size_t)n, out, cap);
+}
+
+/* The sealed message of segment i: all but the last fill the stride. */
+static uint32_t message_len(const struct pkt *pkt, unsigned i)
+{
+    return i + 1u == pkt->nseg ? pkt->len : pkt->stride;
+}
+
+/* Fills out with the messages of pkt from segment i on, each wrapped for
+ * r, as many as one GSO send of out can take; returns the first one left. */
+static unsigned wrap_segments(struct peer *r, const uint8_t key[WG_KEY_LEN], struct pkt *pkt,
+                              unsigned i, struct pkt *out)
+{
+    struct device *dev = r->dev;
+
+    out->stride = (uint32_t)transport_sealed_len_limited(
+        relay_plain_len(dev, message_len(pkt, i)), dev->mtu);
+    out->nseg = 0;
+    while (i < pkt->nseg && out->nseg < PKT_MAX_SEGS &&
+           (size_t)(out->nseg + 1u) * out->stride <= PKT_AREA_CAP) {
+        uint32_t len = message_len(pkt, i);
+        size_t sealed = transport_sealed_len_limited(relay_plain_len(dev, len), dev->mtu);
+        if (sealed > out->stride)
+            break;
+        int n = write_relay(dev, r, key, DISCO_RELAY, pkt_slot(pkt, i), len,
+                            pkt_seg_plain(out, out->nseg), out->stride - WG_TRANSPORT_MIN_LEN);
+        i++;
+        if (n < 0)
+            continue;
+        out->seg_len[out->nseg++] = (uint16_t)n;
+        if (sealed < out->stride)
+            break;    /* a shorter one ends a GSO run */
+    }
+    return i;
+}
+
+/* Seals out for q, a peer reached directly, and sends it (the data path's
+ * sealing: counters now, the AEAD maybe on a worker); takes out. */
+static void seal_for(struct peer *q, struct pkt *out, uint64_t now)
+{
+    if (!path_relay_ready(q, now) || !datapath_seal(q, q->current, out, q->dev->mtu, now)) {
+        loop_pkt_put(q->dev->loop, out);
+        return;
+    }
+    timers_any_authenticated_packet_traversal(q, now);
+    timers_any_authenticated_packet_sent(q, now);
+    timers_data_sent(q, now);
+}
+
+/* Sends pkt's messages, for the peer with key `key`, through r; takes pkt. */
+static void relay_pkt(struct peer *r, const uint8_t key[WG_KEY_LEN], struct pkt *pkt,
+                      uint64_t now)
+{
+    struct device *dev = r->dev;
+    unsigned i = 0;
+
+    while (path_relay_ready(r, now) && i < pkt->nseg) {
+        struct pkt *out = loop_pkt_get(dev->loop);
+        if (!out)
+            break;
+        i = wrap_segments(r, key, pkt, i, out);
+        if (!out->nseg) {
+            loop_pkt_put(dev->loop, out);
+            continue;
+        }
+        seal_for(r, out, now);
+    }
+    loop_pkt_put(dev->loop, pkt);
+}
+
+void path_send(struct peer *p, struct pkt *pkt, uint64_t now)
+{
+    if (p->via)
+        relay_pkt(p->via, p->public_key, pkt, now);
+    else
+        loop_send(p->dev->loop, pkt, &p->endpoint);
+}
+
+void path_send_message(struct peer *p, struct pkt *pkt, uint32_t len, uint64_t now)
+{
+    pkt->nseg = 1;
+    pkt->stride = len;
+    pkt->len = len;
+    path_send(p, pkt, now);
+}
+
+int path_relay_now(struct peer *r, const uint8_t dst[WG_KEY_LEN], const uint8_t *msg,
+                   uint32_t len, uint64_t now)
+{
+    struct device *dev = r->dev;
+    uint8_t *buf = dev->disco.wrap;
+    struct transport_packet tp = { .buf = buf, .cap = DISCO_SCRATCH_LEN, .pad_limit = dev->mtu };
+    int n;
+
+    if (!path_relay_ready(r, now))
+        return -ENOTCONN;
+    n = write_relay(dev, r, dst, DISCO_RELAY, msg, len, buf + WG_TRANSPORT_HEADER_LEN,
+                    DISCO_SCRATCH_LEN - WG_TRANSPORT_MIN_LEN - WG_PADDING_MULTIPLE);
+    if (n < 0)
+        return n;
+    tp.len = (size_t)n;
+    if (transport_seal(r->current, &tp, now))
+        return -ESTALE;
+    peer_count_tx(r, tp.len, now);
+    timers_any_authenticated_packet_traversal(r, now);
+    timers_any_authenticated_packet_sent(r, now);
+    timers_data_sent(r, now);
+    return loop_send_now(dev->loop, buf, (uint32_t)tp.len, &r->endpoint);
+}
+
+/* --- forwarding, as the relay ------------------------------------------------------ */
+
+/* Whether one more message whose sealed wrapping is `sealed` bytes joins
+ * the pending send. */
+static bool joins(const struct pkt *out, size_t sealed)
+{
+    return sealed <= out->stride && out->nseg < PKT_MAX_SEGS &&
+           (size_t)(out->nseg + 1u) * out->stride <= PKT_AREA_CAP;
+}
+
+/* The pending send to `to` with room for a message whose wrapping seals
+ * to `sealed` bytes: the one waiting, or a new one (the other flushed). */
+static struct pkt *forward_slot(struct device *dev, struct peer *to, size_t sealed,
+                                uint64_t now)
+{
+    struct pkt *out = dev->disco.fwd;
+
+    if (out && (dev->disco.fwd_to != to || !joins(out, sealed)))
+        path_flush(dev, now);
+    if ((out = dev->disco.fwd))
+        return out;
+    if (!(out = loop_pkt_get(dev->loop)))
+        return NULL;
+    out->nseg = 0;
+    out->stride = (uint32_t)sealed;
+    dev->disco.fwd = out;
+    dev->disco.fwd_to = to;
+    return out;
+}
+
+void path_forward(struct device *dev, struct peer *from, struct peer *to, const uint8_t *msg,
+                  uint32_t len, uint64_t now)
+{
+    size_t sealed = transport_sealed_len_limited(relay_plain_len(dev, len), dev->mtu);
+    struct pkt *out;
+    int n;
+
+    /* Only between two members, the destination reached directly: no
+     * chains of relays, and nothing for nodes outside the cluster. */
+    if (!to || to == from || !to->speaks_disco || !path_relay_ready(to, now)) {
+        dev->stats.relay_refused++;
+        return;
+    }
+    if (!(out = forward_slot(dev, to, sealed, now)))
+        return;
+    n = write_relay(dev, to, from->public_key, DISCO_RELAYED, msg, len,
+                    pkt_seg_plain(out, out->nseg), out->stride - WG_TRANSPORT_MIN_LEN);
+    if (n < 0) {
+        dev->stats.relay_refused++;
+        return;
+    }
+    out->seg_len[out->nseg++] = (uint16_t)n;
+    dev->stats.relay_forwarded++;
+    if (sealed < out->stride || !joins(out, out->stride))
+        path_flush(dev, now);
+}
+
+void path_flush(struct device *dev, uint64_t now)
+{
+    struct pkt *out = dev->disco.fwd;
+
+    if (!out)
+        return;
+    dev->disco.fwd = NULL;
+    if (!out->nseg) {
+        loop_pkt_put(dev->loop, out);
+        return;
+    }
+    seal_for(dev->disco.fwd_to, out, now);
+}

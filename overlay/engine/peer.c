@@ -1,0 +1,249 @@
+/* Peers: one per other node of the cluster. Each holds its handshake, up
+ * to three keypairs (current, previous, next, as the Linux module keeps
+ * them), its endpoint, timers, counters and the packets waiting for a
+ * session. The struct lives in libsodium's guarded memory since it holds
+ * keys. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "overlay/base/log.h"
+#include "overlay/engine/engine.h"
+#include "overlay/engine/timers.h"
+
+struct peer *peer_new(struct device *dev, const struct cluster_node *node)
+{
+    struct peer *p = sodium_malloc(sizeof(*p));
+
+    if (!p)
+        return NULL;
+    memset(p, 0, sizeof(*p));
+    if (noise_handshake_init(&p->handshake, dev->local, node->public_key, NULL)) {
+        sodium_free(p);
+        return NULL;
+    }
+    p->dev = dev;
+    snprintf(p->name, sizeof(p->name), "%s", node->name);
+    memcpy(p->public_key, node->public_key, WG_KEY_LEN);
+    p->address = node->address;
+    p->persistent_keepalive = dev->cluster.persistent_keepalive;
+    p->endpoint.sa.sa_family = AF_UNSPEC;
+    cookie_maker_init(&p->cookie, node->public_key);
+    return p;
+}
+
+void peer_free(struct peer *p)
+{
+    if (!p)
+        return;
+    peer_drop_staged(p);
+    sodium_free(p);   /* wipes the keys */
+}
+
+/* --- keypairs ------------------------------------------------------------------ */
+
+static void drop_keypair(struct peer *p, struct noise_keypair **slot)
+{
+    if (!*slot)
+        return;
+    index_remove(&p->dev->indices, (*slot)->local_index);
+    transport_keypair_clear(*slot);
+    *slot = NULL;
+}
+
+static struct noise_keypair *free_storage(struct peer *p)
+{
+    for (int i = 0; i < 3; i++) {
+        struct noise_keypair *k = &p->keypairs[i];
+        if (k != p->current && k != p->previous && k != p->next)
+            return k;
+    }
+    return NULL;   /* cannot happen: callers drop one first */
+}
+
+void peer_install_keypair(struct peer *p, struct noise_keypair *kp)
+{
+    struct noise_keypair *slot;
+
+    if (kp->is_initiator) {
+        /* The new one is used at once; the one we had stays acceptable. A
+         * waiting next (never confirmed) becomes previous instead. */
+        drop_keypair(p, &p->previous);
+        if (p->next) {
+            p->previous = p->next;
+            p->next = NULL;
+            drop_keypair(p, &p->current);
+        } else {
+            p->previous = p->current;
+        }
+        slot = free_storage(p);
+        p->current = slot;
+    } else {
+        /* Not usable until the initiator sends with it (confirmation). */
+        drop_keypair(p, &p->next);
+        drop_keypair(p, &p->previous);
+        slot = free_storage(p);
+        p->next = slot;
+    }
+    *slot = *kp;
+    transport_keypair_clear(kp);
+    struct index_entry *e = index_find(&p->dev->indices, slot->local_index);
+    if (e)
+        e->keypair = slot;
+}
+
+bool peer_received_with_keypair(struct peer *p, struct noise_keypair *kp)
+{
+    if (kp != p->next)
+        return false;
+    drop_keypair(p, &p->previous);
+    p->previous = p->current;
+    p->current = p->next;
+    p->next = NULL;
+    return true;
+}
+
+void peer_clear_keys(struct peer *p)
+{
+    drop_keypair(p, &p->current);
+    drop_keypair(p, &p->previous);
+    drop_keypair(p, &p->next);
+    if (p->handshake.state != NOISE_STATE_ZEROED && p->handshake.local_index)
+        index_remove(&p->dev->indices, p->handshake.local_index);
+    noise_handshake_reset(&p->handshake);
+}
+
+bool peer_can_send(const struct peer *p, uint64_t now)
+{
+    const struct noise_keypair *kp = p->current;
+
+    return kp && kp->send_counter < WG_REJECT_AFTER_MESSAGES && !transport_expired(kp, now);
+}
+
+/* --- staged packets ------------------------------------------------------------- */
+
+int peer_stage(struct peer *p, const uint8_t *data, uint32_t len, uint64_t now)
+{
+    int ret = stage_push(&p->dev->stage, &p->staged, data, len);
+
+    if (!ret)
+        timers_staged(p, now);
+    return ret;
+}
+
+long peer_unstage(struct peer *p, uint8_t *out, size_t cap)
+{
+    long n = stage_pop(&p->dev->stage, &p->staged, out, cap);
+
+    if (!p->staged.packets)
+        p->timers.stage_expiry = 0;
+    return n;
+}
+
+void peer_drop_staged(struct peer *p)
+{
+    stage_clear(&p->dev->stage, &p->staged);
+    p->timers.stage_expiry = 0;
+}
+
+void peer_give_up(struct peer *p, const char *why)
+{
+    unsigned n = p->staged.packets;
+
+    peer_drop_staged(p);
+    if (!p->no_answer)
+        log_warn("peer %s does not answer (%s): %u waiting packet%s dropped; packets to it "
+                 "are refused until a handshake completes", p->name, why, n, n == 1 ? "" : "s");
+    p->no_answer = true;
+}
+
+/* --- endpoint, counters, settings ------------------------------------------------- */
+
+
+static bool endpoint_equal(const union endpoint *a, const union endpoint *b)
+{
+    if (a->sa.sa_family != b->sa.sa_family)
+        return false;
+    if (a->sa.sa_family == AF_INET)
+        return a->in4.sin_port == b->in4.sin_port &&
+               a->in4.sin_addr.s_addr == b->in4.sin_addr.s_addr;
+    return a->in6.sin6_port == b->in6.sin6_port &&
+           !memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, sizeof(a->in6.sin6_addr)) &&
+           a->in6.sin6_scope_id == b->in6.sin6_scope_id;
+}
+
+bool peer_update_endpoint(struct peer *p, const union endpoint *src)
+{
+    if (endpoint_equal(&p->endpoint, src))
+        return false;
+    if (p->endpoint.sa.sa_family != AF_UNSPEC) {
+        char old[64], new[64];
+        endpoint_format(&p->endpoint, old, sizeof(old));
+        endpoint_format(src, new, sizeof(new));
+        log_info("peer %s: endpoint changed from %s to %s", p->name, old, new);
+    }
+    memset(&p->endpoint, 0, sizeof(p->endpoint));
+    memcpy(&p->endpoint, src, endpoint_sockaddr_len(src));
+    return true;
+}
+
+void peer_set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len)
+{
+    union endpoint e;
+
+    if ((sa->sa_family != AF_INET && sa->sa_family != AF_INET6) || len > sizeof(e))
+        return;
+    memset(&e, 0, sizeof(e));
+    memcpy(&e, sa, len);
+    peer_update_endpoint(p, &e);
+    /* Set by hand: that is the path now, not a relay. */
+    p->via = NULL;
+    p->dev->disco.gen++;
+}
+
+void peer_set_persistent_keepalive(struct peer *p, uint16_t seconds, uint64_t now_ns)
+{
+    p->persistent_keepalive = seconds;
+    timers_persistent_keepalive_set(p, now_ns);
+}
+
+void peer_set_psk(struct peer *p, const uint8_t psk[WG_KEY_LEN])
+{
+    memcpy(p->handshake.psk, psk, WG_KEY_LEN);
+    p->has_psk = !sodium_is_zero(psk, WG_KEY_LEN);
+}
+
+static void rate_count(struct rate *r, uint64_t bytes, uint64_t now)
+{
+    if (now - r->window_start_ns >= PEER_RATE_WINDOW_NS) {
+        uint64_t elapsed = now - r->window_start_ns;
+        /* A window that ended long ago says the rate since is zero. */
+        r->bytes_per_sec = elapsed >= 2 * PEER_RATE_WINDOW_NS
+                               ? 0
+                               : r->window_bytes * WG_NSEC_PER_SEC / elapsed;
+        r->window_start_ns = now;
+        r->window_bytes = 0;
+    }
+    r->window_bytes += bytes;
+}
+
+uint64_t rate_read(const struct rate *r, uint64_t now_ns)
+{
+    return now_ns - r->window_start_ns >= 2 * PEER_RATE_WINDOW_NS ? 0 : r->bytes_per_sec;
+}
+
+void peer_count_rx(struct peer *p, uint64_t bytes, uint64_t now)
+{
+    p->rx_bytes += bytes;
+    p->last_received_ns = now;
+    rate_count(&p->rx_rate, bytes, now);
+}
+
+void peer_count_tx(struct peer *p, uint64_t bytes, uint64_t now)
+{
+    p->tx_bytes += bytes;
+    p->last_sent_ns = now;
+    rate_count(&p->tx_rate, bytes, now);
+}

@@ -1,0 +1,204 @@
+/* WireGuard's timers (see timers.h), after the Linux module's timers.c. */
+#include <sodium.h>
+
+#include "crypto/wg_const.h"
+#include "overlay/base/log.h"
+#include "overlay/engine/engine.h"
+#include "overlay/engine/timers.h"
+
+#define MS 1000000ull
+
+static uint64_t jitter(void)
+{
+    return (uint64_t)randombytes_uniform(WG_REKEY_TIMEOUT_JITTER_MAX_MS) * MS;
+}
+
+static uint64_t secs(uint64_t s)
+{
+    return s * WG_NSEC_PER_SEC;
+}
+
+/* Every deadline is set here, so that the device's earliest one
+ * (dev->timers_next_ns) is never later than a peer's: the loop then looks
+ * at the peers only when one is due (timers_run_device). */
+static void arm(struct peer *p, uint64_t *deadline, uint64_t when)
+{
+    *deadline = when;
+    if (when && when < p->dev->timers_next_ns)
+        p->dev->timers_next_ns = when;
+}
+
+void timers_data_sent(struct peer *p, uint64_t now)
+{
+    if (!p->timers.new_handshake)
+        arm(p, &p->timers.new_handshake, now + secs(WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) + jitter());
+}
+
+void timers_data_received(struct peer *p, uint64_t now)
+{
+    if (!p->timers.send_keepalive)
+        arm(p, &p->timers.send_keepalive, now + secs(WG_KEEPALIVE_TIMEOUT));
+    else
+        p->timers.need_another_keepalive = true;
+}
+
+void timers_any_authenticated_packet_sent(struct peer *p, uint64_t now)
+{
+    (void)now;
+    p->timers.send_keepalive = 0;
+}
+
+void timers_any_authenticated_packet_received(struct peer *p, uint64_t now)
+{
+    (void)now;
+    p->timers.new_handshake = 0;
+}
+
+void timers_any_authenticated_packet_traversal(struct peer *p, uint64_t now)
+{
+    if (p->persistent_keepalive)
+        arm(p, &p->timers.persistent_keepalive, now + secs(p->persistent_keepalive));
+}
+
+void timers_handshake_initiated(struct peer *p, uint64_t now)
+{
+    arm(p, &p->timers.retransmit_handshake, now + secs(WG_REKEY_TIMEOUT) + jitter());
+}
+
+void timers_handshake_complete(struct peer *p, uint64_t now)
+{
+    (void)now;
+    p->timers.retransmit_handshake = 0;
+    p->timers.handshake_attempts = 0;
+    p->timers.sent_lastminute_handshake = false;
+    clock_gettime(CLOCK_REALTIME, &p->last_handshake);
+}
+
+void timers_session_derived(struct peer *p, uint64_t now)
+{
+    arm(p, &p->timers.zero_key_material, now + secs(3 * WG_REJECT_AFTER_TIME));
+}
+
+static void expired_retransmit_handshake(struct peer *p, uint64_t now)
+{
+    if (p->timers.handshake_attempts > WG_MAX_TIMER_HANDSHAKES) {
+        if (p->reachable || p->timers.handshake_attempts == WG_MAX_TIMER_HANDSHAKES + 1)
+            log_warn("peer %s unreachable: no handshake after %u attempts", p->name,
+                     WG_MAX_TIMER_HANDSHAKES + 2);
+        p->reachable = false;
+        p->timers.send_keepalive = 0;
+        peer_give_up(p, "handshake retries exhausted");
+        if (!p->timers.zero_key_material)
+            arm(p, &p->timers.zero_key_material, now + secs(3 * WG_REJECT_AFTER_TIME));
+        return;
+    }
+    p->timers.handshake_attempts++;
+    log_debug("peer %s: handshake did not complete after %u seconds, retrying (try %u)",
+              p->name, WG_REKEY_TIMEOUT, p->timers.handshake_attempts + 1);
+    handshake_send_initiation(p, true, now);
+}
+
+static void expired_send_keepalive(struct peer *p, uint64_t now)
+{
+    datapath_send_keepalive(p, now);
+    if (p->timers.need_another_keepalive) {
+        p->timers.need_another_keepalive = false;
+        arm(p, &p->timers.send_keepalive, now + secs(WG_KEEPALIVE_TIMEOUT));
+    }
+}
+
+static void expired_new_handshake(struct peer *p, uint64_t now)
+{
+    log_debug("peer %s: no reply for %u seconds, retrying handshake", p->name,
+              WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT);
+    handshake_send_initiation(p, false, now);
+}
+
+static void expired_zero_key_material(struct peer *p, uint64_t now)
+{
+    (void)now;
+    log_debug("peer %s: zeroing keys after %u seconds without a new session", p->name,
+              3 * WG_REJECT_AFTER_TIME);
+    peer_clear_keys(p);
+}
+
+/* Packets waited their time for a session: a session that came up took
+ * them already, so there is none. */
+static void expired_stage(struct peer *p, uint64_t now)
+{
+    if (datapath_ready(p, now)) {
+        datapath_send_staged(p, now);
+        return;
+    }
+    peer_give_up(p, "no handshake completed while packets waited");
+}
+
+/* Disarms a deadline that has passed and reports whether it had. */
+static bool due(uint64_t *deadline, uint64_t now)
+{
+    if (!*deadline || *deadline > now)
+        return false;
+    *deadline = 0;
+    return true;
+}
+
+void timers_run(struct peer *p, uint64_t now)
+{
+    if (due(&p->timers.retransmit_handshake, now))
+        expired_retransmit_handshake(p, now);
+    if (due(&p->timers.send_keepalive, now))
+        expired_send_keepalive(p, now);
+    if (due(&p->timers.new_handshake, now))
+        expired_new_handshake(p, now);
+    if (due(&p->timers.stage_expiry, now))
+        expired_stage(p, now);
+    if (due(&p->timers.zero_key_material, now))
+        expired_zero_key_material(p, now);
+    if (due(&p->timers.persistent_keepalive, now) && p->persistent_keepalive)
+        datapath_send_keepalive(p, now);
+}
+
+uint64_t timers_next(const struct peer *p)
+{
+    const uint64_t all[] = { p->timers.retransmit_handshake, p->timers.send_keepalive,
+                             p->timers.new_handshake, p->timers.zero_key_material,
+                             p->timers.persistent_keepalive, p->timers.stage_expiry };
+    uint64_t next = UINT64_MAX;
+
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        if (all[i] && all[i] < next)
+            next = all[i];
+    return next;
+}
+
+void timers_staged(struct peer *p, uint64_t now)
+{
+    if (!p->timers.stage_expiry)
+        arm(p, &p->timers.stage_expiry, now + secs(PEER_STAGE_HOLD_SEC));
+}
+
+void timers_persistent_keepalive_set(struct peer *p, uint64_t now)
+{
+    arm(p, &p->timers.persistent_keepalive,
+        p->persistent_keepalive ? now + secs(p->persistent_keepalive) : 0);
+}
+
+uint64_t timers_run_device(struct device *dev, uint64_t now)
+{
+    if (now < dev->timers_next_ns)
+        return dev->timers_next_ns;
+    /* Deadlines armed while the peers run (one peer's timer may start
+     * another's handshake) lower it again through arm(). */
+    dev->timers_next_ns = UINT64_MAX;
+    uint64_t next = UINT64_MAX, t;
+    for (size_t i = 0; i < dev->n_peers; i++) {
+        struct peer *p = dev->peers[i];
+        if (timers_next(p) <= now)
+            timers_run(p, now);
+        if ((t = timers_next(p)) < next)
+            next = t;
+    }
+    if (next < dev->timers_next_ns)
+        dev->timers_next_ns = next;
+    return dev->timers_next_ns;
+}

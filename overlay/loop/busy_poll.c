@@ -1,0 +1,30 @@
+/* Busy polling after an idle spell (see busy_poll.h). */
+#include "overlay/loop/busy_poll.h"
+
+#define NSEC_PER_USEC 1000ull
+
+void busy_poll_init(struct busy_poll *bp, unsigned window_us)
+{
+    *bp = (struct busy_poll){ .window_ns = window_us * NSEC_PER_USEC };
+}
+
+void busy_poll_packet(struct busy_poll *bp, uint64_t now)
+{
+    bool after_idle = !bp->last_packet || now - bp->last_packet > BUSY_POLL_IDLE_NS;
+
+    bp->last_packet = now;
+    if (!bp->window_ns)
+        return;
+    if (after_idle) {
+        bp->packets = 1;
+        bp->until = now + bp->window_ns;
+    } else if (now < bp->until) {
+        /* A bulk flow: stop until the next idle spell. */
+        bp->until = ++bp->packets > BUSY_POLL_MAX_PACKETS ? 0 : now + bp->window_ns;
+    }
+}
+
+bool busy_poll_active(const struct busy_poll *bp, uint64_t now)
+{
+    return now < bp->until;
+}

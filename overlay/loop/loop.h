@@ -1,0 +1,117 @@
+/* The event loop: one io_uring drives everything the daemon does. Reads
+ * from ddp0 and receives on the UDP sockets are kept in flight, each in a
+ * buffer of the packet pool; sends and TUN writes are queued from the same
+ * buffers; the control socket and the signal fd are polled; timers are the
+ * wait's timeout, the earliest deadline the engine reports. The loop is an
+ * I/O service: what each completion means is the engine's, reached through
+ * the handlers registered at loop_init (struct loop_handlers). An idle
+ * daemon sleeps in io_uring_enter until the next timer; only for a short
+ * window after a packet that ends an idle spell does it poll instead
+ * (busy_poll.h), so that the answer to a request finds it awake. */
+#ifndef DDPNET_LOOP_H
+#define DDPNET_LOOP_H
+
+#include <liburing.h>
+#include <stdbool.h>
+
+#include "overlay/base/endpoint.h"
+#include "overlay/loop/busy_poll.h"
+#include "overlay/loop/crypto_pool.h"
+#include "overlay/loop/pkt.h"
+
+/* Buffers in the pool, and how many reads each source keeps in flight. */
+#define LOOP_POOL_SIZE     192u
+#define LOOP_TUN_WRITES    1024u
+#define LOOP_TUN_READS     4u
+#define LOOP_UDP_RECVS     8u
+#define LOOP_RING_ENTRIES  1024u
+/* Wake at least this often (the engine's periodic chores: the cookie secret). */
+#define LOOP_MAX_SLEEP_NS  (10 * WG_NSEC_PER_SEC)
+
+/* What the loop does with what completes: the engine's entry points,
+ * registered by whoever builds the loop (the daemon). The loop knows no
+ * peers; everything past the I/O happens in these. Each is called on the
+ * loop's thread with the time the completions were taken. */
+struct loop_handlers {
+    void *ctx;
+    /* A receive on a UDP socket: pkt->len bytes at pkt->in, datagrams of
+     * seg_size bytes back to back (UDP GRO), the source in pkt->addr.
+     * Takes pkt. */
+    void (*udp)(void *ctx, struct pkt *pkt, uint32_t seg_size, uint64_t now);
+    /* A read from the TUN device, pkt->len bytes at pkt->in. Takes pkt. */
+    void (*tun)(void *ctx, struct pkt *pkt, uint64_t now);
+    /* A crypto job came back from the workers, in submission order. */
+    void (*crypto_done)(void *ctx, struct crypto_job *job, uint64_t now);
+    /* Runs what is due; returns the next deadline (the loop sleeps until
+     * then at most, and never longer than LOOP_MAX_SLEEP_NS). */
+    uint64_t (*timers)(void *ctx, uint64_t now);
+    /* The control socket's side, with its own context: its fd (the
+     * config's control_fd) is readable; and its own deadlines, run like
+     * the timers above (NULL: none). */
+    void *control_ctx;
+    void (*control)(void *control_ctx, uint64_t now);
+    uint64_t (*control_timers)(void *control_ctx, uint64_t now);
+};
+
+struct loop_config {
+    const char *name;             /* the TUN device's, for the log */
+    /* The largest datagram a full-size packet makes: larger sends (a
+     * relayed packet that did not fit) go one by one, unsegmented. */
+    uint32_t max_datagram;
+    unsigned busy_poll_us;        /* busy_poll.h; 0 is off */
+    /* The TUN device, the IPv4 and IPv6 sockets (-1 if absent), the
+     * control socket's fd to poll (-1: none) and a signalfd for
+     * SIGTERM/SIGINT. */
+    int tun_fd, udp4_fd, udp6_fd, control_fd, signal_fd;
+    unsigned crypto_threads;      /* AEAD workers (crypto_pool.h), 0 for none */
+};
+
+struct loop {
+    struct io_uring ring;
+    struct pkt_pool pool;
+    struct loop_handlers on;
+    const char *name;
+    uint32_t max_datagram;
+    int tun_fd, udp_fd[2], control_fd, signal_fd;
+    unsigned tun_reads, udp_recvs[2];     /* in flight */
+    bool control_polled, signal_polled, crypto_polled;
+    struct crypto_pool crypto;
+    struct busy_poll busy;
+    bool stop;
+    bool tun_gone;                        /* ddp0 was deleted under us */
+};
+
+int loop_init(struct loop *l, const struct loop_config *c, const struct loop_handlers *on);
+/* Runs until a stop signal or the loss of the TUN device. */
+int loop_run(struct loop *l);
+void loop_destroy(struct loop *l);
+
+/* --- what the engine asks of the loop ----------------------------------------- */
+
+struct pkt *loop_pkt_get(struct loop *loop);
+void loop_pkt_put(struct loop *loop, struct pkt *pkt);
+/* Sends pkt's segments (sealed messages in its slots: nseg of them, all
+ * `stride` bytes but the last, which is pkt->len) to dst, as UDP GSO
+ * sends; takes pkt. */
+void loop_send(struct loop *loop, struct pkt *pkt, const union endpoint *dst);
+/* Sends one message of len bytes at pkt->area; takes pkt. */
+void loop_send_message(struct loop *loop, struct pkt *pkt, const union endpoint *dst,
+                       uint32_t len);
+/* Queues one coalesced run to the TUN device; w points into its owner,
+ * which stays held until every write on it completed. */
+void loop_write_tun(struct loop *loop, struct tun_write *w);
+struct tun_write *loop_tun_write_get(struct loop *loop);
+void loop_tun_write_put(struct loop *loop, struct tun_write *w);
+/* A crypto job slot, waiting for the oldest job when all are in flight;
+ * NULL when there are no workers (run the work inline). */
+struct crypto_job *loop_crypto_job(struct loop *loop, uint64_t now);
+void loop_crypto_submit(struct loop *loop, struct crypto_job *job);
+/* Waits for every job in flight and takes them back. */
+void loop_crypto_drain(struct loop *loop, uint64_t now);
+/* Drops one reference to a received pkt held by TUN writes. */
+void loop_pkt_unref(struct loop *loop, struct pkt *pkt);
+/* Sends one small message now, beside the ring (punches, probes, disco):
+ * 0 or -errno; nothing is queued or retried. */
+int loop_send_now(struct loop *loop, const uint8_t *msg, uint32_t len, const union endpoint *dst);
+
+#endif

@@ -1,0 +1,88 @@
+/* The packet pool (see pkt.h). The buffers are large but mostly untouched
+ * until used, so the pool costs address space more than memory. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crypto/transport.h"
+#include "overlay/loop/pkt.h"
+
+int pkt_pool_init(struct pkt_pool *pool, unsigned n, unsigned n_writes)
+{
+    memset(pool, 0, sizeof(*pool));
+    pool->all = aligned_alloc(16, sizeof(struct pkt) * n);
+    pool->writes = calloc(n_writes, sizeof(struct tun_write));
+    if (!pool->all || !pool->writes) {
+        pkt_pool_destroy(pool);
+        return -ENOMEM;
+    }
+    pool->n = n;
+    for (unsigned i = 0; i < n; i++)
+        pkt_put(pool, &pool->all[i]);
+    for (unsigned i = 0; i < n_writes; i++)
+        tun_write_put(pool, &pool->writes[i]);
+    return 0;
+}
+
+void pkt_pool_destroy(struct pkt_pool *pool)
+{
+    free(pool->all);
+    free(pool->writes);
+    memset(pool, 0, sizeof(*pool));
+}
+
+struct pkt *pkt_get(struct pkt_pool *pool)
+{
+    struct pkt *p = pool->free;
+
+    if (!p)
+        return NULL;
+    pool->free = p->next;
+    pool->n_free--;
+    p->next = NULL;
+    p->len = 0;
+    p->refs = 0;
+    p->nseg = p->sent = 0;
+    p->via = p->relay_src = NULL;
+    return p;
+}
+
+void pkt_put(struct pkt_pool *pool, struct pkt *p)
+{
+    p->op = PKT_IDLE;
+    p->next = pool->free;
+    pool->free = p;
+    pool->n_free++;
+}
+
+struct tun_write *tun_write_get(struct pkt_pool *pool)
+{
+    struct tun_write *w = pool->free_writes;
+
+    if (w)
+        pool->free_writes = w->next;
+    return w;
+}
+
+void tun_write_put(struct pkt_pool *pool, struct tun_write *w)
+{
+    w->op = PKT_HELD;
+    w->owner = NULL;
+    w->next = pool->free_writes;
+    pool->free_writes = w;
+}
+
+void pkt_single(struct pkt *p, uint16_t len)
+{
+    p->nseg = 1;
+    p->sent = 0;
+    p->stride = (uint32_t)(WG_TRANSPORT_HEADER_LEN + len + WG_PADDING_MULTIPLE + WG_AEAD_TAG_LEN);
+    p->seg_len[0] = len;
+}
+
+unsigned pkt_gso_segments(unsigned mtu)
+{
+    size_t n = PKT_GSO_MAX_BYTES / transport_sealed_len_limited(mtu, mtu);
+
+    return n < 1 ? 1 : n > PKT_GSO_MAX_SEGS ? PKT_GSO_MAX_SEGS : (unsigned)n;
+}

@@ -1,0 +1,121 @@
+/* Packet buffers: a pool preallocated at start-up, so the data path never
+ * allocates. One buffer carries a batch of packets through its whole life:
+ *
+ *   send:    TUN read into `in` (vnet header + a super-packet of up to
+ *            64 KiB) -> cut into segments in `area`, one per slot of
+ *            `stride` bytes with room for the transport header before and
+ *            padding and tag after -> each sealed in place -> the slots
+ *            go out back to back in one UDP GSO send
+ *   receive: UDP receive into `in` (with GRO, many datagrams of gso_size
+ *            bytes back to back) -> each opened in place -> coalesced into
+ *            TUN writes that point into `in` (struct tun_write)
+ *
+ * The I/O in flight on it is described in the same struct, which is also
+ * what io_uring hands back on completion. */
+#ifndef DDPNET_PKT_H
+#define DDPNET_PKT_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "overlay/base/endpoint.h"
+#include "tun/offload.h"
+
+struct peer;
+
+#define PKT_IN_CAP     (OFFLOAD_VNET_HDR_LEN + OFFLOAD_MAX_IP_LEN)
+#define PKT_MAX_SEGS   256u
+#define PKT_AREA_CAP   (160u * 1024u)
+/* The kernel sends at most this many segments, and a little under 64 KiB
+ * (one IP packet), in one UDP GSO send. */
+#define PKT_GSO_MAX_SEGS 64u
+#define PKT_GSO_MAX_BYTES 65000u
+
+enum pkt_op {
+    PKT_IDLE,
+    PKT_TUN_READ,
+    PKT_UDP_RECV,
+    PKT_UDP_SEND,
+    PKT_HELD,                    /* staged, or owned by TUN writes in flight */
+    PKT_TUN_WRITE,               /* a struct tun_write in flight */
+};
+
+struct pkt {
+    enum pkt_op op;
+    struct pkt *next;            /* free list */
+    uint32_t len;                /* bytes in `in` (receive); last segment's message (send) */
+    int fd;                      /* socket of a receive or send */
+    unsigned refs;               /* TUN writes in flight that point into `in` */
+    union endpoint addr;         /* source of a receive, destination of a send */
+    /* A message that came through a relay: the relay (its UDP source is
+     * addr), and the peer the relay says sent it. NULL otherwise. */
+    struct peer *via, *relay_src;
+    struct msghdr msg;
+    struct iovec iov;
+    /* Control messages (UDP_SEGMENT, UDP_GRO), aligned as cmsghdr wants. */
+    struct {
+        uint8_t bytes[CMSG_SPACE(sizeof(int))];
+    } ctrl __attribute__((aligned(__alignof__(struct cmsghdr))));
+
+    /* The segments in `area`: segment i's plaintext (seg_len[i] bytes) at
+     * area + i * stride + WG_TRANSPORT_HEADER_LEN; its sealed message at
+     * area + i * stride. sent counts those already handed to the kernel. */
+    uint16_t nseg, sent, chunk;  /* chunk: segments in the send in flight */
+    uint32_t stride;
+    uint16_t seg_len[PKT_MAX_SEGS];
+    /* Opening a receive: per datagram, the status and the counter. */
+    int32_t seg_status[PKT_MAX_SEGS];
+    uint64_t seg_counter[PKT_MAX_SEGS];
+
+    uint8_t in[PKT_IN_CAP] __attribute__((aligned(16)));
+    uint8_t area[PKT_AREA_CAP] __attribute__((aligned(16)));
+};
+
+/* A TUN write of one coalesced run; points into its owner's `in`. */
+struct tun_write {
+    enum pkt_op op;              /* PKT_TUN_WRITE in flight: tells it from a pkt */
+    struct tun_write *next;
+    struct pkt *owner;
+    unsigned iovcnt;
+    uint8_t vnet[OFFLOAD_VNET_HDR_LEN];
+    struct iovec iov[PKT_MAX_SEGS + 1];
+};
+
+struct pkt_pool {
+    struct pkt *all;
+    struct pkt *free;
+    unsigned n, n_free;
+    struct tun_write *writes, *free_writes;
+};
+
+int pkt_pool_init(struct pkt_pool *pool, unsigned n, unsigned n_writes);
+void pkt_pool_destroy(struct pkt_pool *pool);
+/* NULL when every buffer is in use. */
+struct pkt *pkt_get(struct pkt_pool *pool);
+void pkt_put(struct pkt_pool *pool, struct pkt *p);
+struct tun_write *tun_write_get(struct pkt_pool *pool);
+void tun_write_put(struct pkt_pool *pool, struct tun_write *w);
+
+/* Segment i of a pkt: its slot (sealed message) and its plaintext. */
+static inline uint8_t *pkt_slot(struct pkt *p, unsigned i)
+{
+    return p->area + (size_t)i * p->stride;
+}
+
+static inline uint8_t *pkt_seg_plain(struct pkt *p, unsigned i)
+{
+    return pkt_slot(p, i) + WG_TRANSPORT_HEADER_LEN;
+}
+
+/* Makes p hold one empty segment (a keepalive) or len bytes to fill at
+ * pkt_seg_plain(p, 0). */
+void pkt_single(struct pkt *p, uint16_t len);
+
+/* How many full-size segments of a tunnel with this MTU fit in one GSO
+ * send: the most a super-packet read from ddp0 should carry, so that it
+ * leaves in one send and arrives as one GRO batch (at MTU 1420: 44; a
+ * 64 KiB one would take two sends, the second of one segment). */
+unsigned pkt_gso_segments(unsigned mtu);
+
+#endif

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Keeps the shape of the tree (HACKING.md, "The map"): fails, naming the
+# file and line, when
+#  - crypto/, config/ or tun/ include anything of another top folder
+#    (each stands alone: they are libraries the daemon uses);
+#  - a folder of overlay/ includes a folder at its own level or above it
+#    in the order below (the arrows point one way, so there is no cycle,
+#    and the event loop knows no engine);
+#  - a C or header file sits at overlay/'s top level, a folder of overlay/
+#    is not in the order (a new one must be placed), or one holds more
+#    than 15 C files.
+# Run by `make test` (make check-layers); needs only grep and bash.
+set -u
+cd "$(dirname "$0")/.."
+
+# overlay/'s folders, lowest first: each may include only those before it.
+ORDER=(base disco loop engine control daemon cli)
+MAX_C_FILES=15
+declare -A RANK=()
+for i in "${!ORDER[@]}"; do RANK[${ORDER[i]}]=$i; done
+bad=0
+complain() { printf 'check-layers: %s\n' "$*"; bad=1; }
+
+# The stand-alone libraries.
+for top in crypto config tun; do
+    while IFS= read -r hit; do
+        complain "$hit: $top/ includes another folder"
+    done < <(grep -nE '^#include "(crypto|config|tun|overlay)/' "$top"/*.[ch] 2>/dev/null |
+             grep -vE "#include \"$top/")
+done
+
+# overlay/: nothing loose at the top, every folder placed and small enough.
+for f in overlay/*.c overlay/*.h; do
+    [ -e "$f" ] && complain "$f: at overlay/'s top level; put it in the folder it belongs to"
+done
+for d in overlay/*/; do
+    d=${d%/}; name=${d#overlay/}
+    [ -n "${RANK[$name]:-}" ] || complain "$d: not in tests/check_layers.sh's ORDER; place it there and in HACKING.md"
+    n=$(find "$d" -maxdepth 1 -name '*.c' | wc -l)
+    [ "$n" -le "$MAX_C_FILES" ] || complain "$d: $n C files, more than $MAX_C_FILES: split it by concern"
+done
+
+# overlay/: the arrows.
+for d in overlay/*/; do
+    d=${d%/}; from=${d#overlay/}
+    [ -n "${RANK[$from]:-}" ] || continue
+    while IFS=: read -r file line text; do
+        to=${text#*\"overlay/}; to=${to%%/*}
+        [ "$to" = "$from" ] && continue
+        if [ -z "${RANK[$to]:-}" ]; then
+            complain "$file:$line: includes overlay/$to/, which is not in the order"
+        elif [ "${RANK[$to]}" -ge "${RANK[$from]}" ]; then
+            complain "$file:$line: overlay/$from/ includes overlay/$to/ (arrows go down only: ${ORDER[*]})"
+        fi
+    done < <(grep -nE '^#include "overlay/' "$d"/*.[ch] 2>/dev/null)
+done
+
+if [ "$bad" -ne 0 ]; then
+    echo "check-layers: FAILED"
+    exit 1
+fi
+echo "check-layers: passed (${ORDER[*]}; crypto config tun stand alone)"
