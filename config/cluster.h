@@ -28,7 +28,7 @@
 #define CLUSTER_PORT_MAX      65535u
 #define CLUSTER_KEEPALIVE_MAX 65535u   /* seconds; 0 means off */
 /* busy-poll: microseconds a daemon keeps polling after a packet that ends
- * an idle spell, instead of sleeping (overlay/busy_poll.h); 0 is off. */
+ * an idle spell, instead of sleeping (overlay/loop/busy_poll.h); 0 is off. */
 #define CLUSTER_BUSY_POLL_DEFAULT 300u
 #define CLUSTER_BUSY_POLL_MAX     10000u
 
