@@ -117,22 +117,3 @@ bool pmtu_acked(struct pmtu *m, uint64_t id, uint64_t now)
     advance(m, now);
     return true;
 }
-
-void pmtu_hint(struct pmtu *m, uint16_t size, uint64_t now)
-{
-    if (size < m->base)
-        size = m->base;
-    if (size >= m->max || (m->found && size >= m->current && !m->probe_size))
-        return;
-    /* What is in use may be too big now: fall back to what surely
-     * passes and search below the hint. */
-    if (m->current > size)
-        m->current = m->base;
-    m->confirming = false;
-    m->found = false;
-    m->lo = m->base;
-    m->hi = size;
-    m->probe_size = size;   /* the hint itself first */
-    m->tries = 0;
-    m->deadline_ns = now;
-}

@@ -22,9 +22,8 @@
  * size, so a path that narrows is a black hole for PMTU_CONFIRM_SEC and a
  * few probes at most. Every PMTU_RAISE_SEC the search runs again, from
  * `max`, in case the path grew (RFC 8899's PMTU_RAISE_TIMER); the size
- * found stays in use meanwhile. The network's own word (ICMP fragmentation needed or packet
- * too big, for our UDP packets) is a hint: a size at or below it is
- * probed at once.
+ * found stays in use meanwhile. (ICMP from the network about our UDP
+ * packets is not read yet: the probes find what it would say.)
  *
  * Pure: state and decisions on a clock the caller passes; the caller
  * sends the probes and reports the answers (disco_io.c). */
@@ -63,8 +62,6 @@ void pmtu_reset(struct pmtu *m, uint16_t base, uint16_t max, uint64_t now);
 uint16_t pmtu_due(struct pmtu *m, uint64_t id, uint64_t rtt_ns, uint64_t now);
 /* A PONG with this transaction id: true when it answered our probe. */
 bool pmtu_acked(struct pmtu *m, uint64_t id, uint64_t now);
-/* The network said packets above `size` (inner) do not pass. */
-void pmtu_hint(struct pmtu *m, uint16_t size, uint64_t now);
 /* The next deadline (0: none). */
 static inline uint64_t pmtu_next(const struct pmtu *m)
 {

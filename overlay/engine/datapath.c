@@ -457,45 +457,19 @@ struct rx_batch {
     size_t n;
 };
 
-static void keep_plain(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *msg,
-                       long plen, struct peer *via, uint64_t now);
+/* A RELAYED message to open: the WireGuard message msg[0..len) that the
+ * relay says came from src. */
+struct relayed {
+    struct peer *relay, *src;
+    uint8_t *msg;
+    uint32_t len;
+};
 
-/* A RELAYED: a WireGuard message from the peer the relay r names, handled
- * as if it came from a virtual endpoint "through r" -- a handshake
- * message in a buffer of its own, a transport message opened where it
- * lies and its packet kept for ddp0 with the rest of the batch. */
-static void relayed_in(struct device *dev, struct rx_batch *b, struct peer *r, uint8_t *msg,
-                       uint32_t len, const uint8_t key[WG_KEY_LEN], uint64_t now)
-{
-    struct peer *src = device_peer_by_key(dev, key), *p;
-    uint32_t type = noise_message_type(msg, len);
-
-    if (!src || src == r) {
-        dev->stats.dropped_bad_packet++;
-        return;
-    }
-    if (type != WG_MSG_TRANSPORT) {
-        struct pkt *h;
-        if (!handshake_admit(dev, msg, len, &b->pkt->addr, now) ||
-            !(h = loop_pkt_get(dev->loop)))
-            return;
-        memcpy(h->in, msg, len);
-        h->len = len;
-        h->addr = b->pkt->addr;     /* what cookies bind to: the relay's address */
-        h->via = r;
-        h->relay_src = src;
-        handshake_receive(dev, h, now);
-        return;
-    }
-    long plen = open_message(dev, msg, len, NULL, r, src, now, &p);
-    if (plen >= 0)
-        keep_plain(dev, b, p, msg, plen, r, now);
-}
-
-/* A disco packet from p (the inner packet ip[0..len)), handled here and
- * never written to ddp0. */
-static void disco_in(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *ip,
-                     uint32_t len, struct peer *via, uint64_t now)
+/* A disco packet from p (the inner packet ip[0..len)), never written to
+ * ddp0: handled here, or, for a RELAYED that came directly, unwrapped
+ * into *out for the caller to open (true). */
+static bool disco_in(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *ip,
+                     uint32_t len, struct peer *via, uint64_t now, struct relayed *out)
 {
     const uint8_t *src, *dst, *payload;
     struct disco_msg *m = dev->disco.in_msg;
@@ -506,46 +480,92 @@ static void disco_in(struct device *dev, struct rx_batch *b, struct peer *p, uin
         memcmp(dst, dev->self->address.bytes, family == AF_INET ? 4 : 16) ||
         !m || disco_decode(payload, plen, m)) {
         dev->stats.disco_bad++;
-        return;
+        return false;
     }
     if (m->type != DISCO_RELAYED) {
         disco_receive(p, via ? NULL : &b->pkt->addr, via, m, now);
-        return;
+        return false;
     }
     /* Not through two relays: the relay must have reached us directly. */
     if (via) {
         dev->stats.relay_refused++;
-        return;
+        return false;
     }
-    uint8_t key[WG_KEY_LEN];
-    memcpy(key, m->relay.key, WG_KEY_LEN);
-    relayed_in(dev, b, p, ip + (m->relay.msg - ip), m->relay.msg_len, key, now);
+    out->relay = p;
+    out->src = device_peer_by_key(dev, m->relay.key);
+    out->msg = ip + (m->relay.msg - ip);
+    out->len = (uint32_t)m->relay.msg_len;
+    if (!out->src || out->src == p) {
+        dev->stats.dropped_bad_packet++;
+        return false;
+    }
+    return true;
 }
 
-/* Keeps an opened packet for the TUN write if its source is the peer's;
- * disco packets go to disco instead. */
-static void keep_plain(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *msg,
-                       long plen, struct peer *via, uint64_t now)
+/* Keeps an opened packet for the TUN write if its source is the peer's.
+ * A disco packet goes to disco_in instead; true when it was a RELAYED,
+ * left in *r to open. */
+static bool keep_plain(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *msg,
+                       long plen, struct peer *via, uint64_t now, struct relayed *r)
 {
     uint8_t *ip = msg + WG_TRANSPORT_HEADER_LEN;
     struct inner in;
 
     if (plen > 0 && (!parse_inner(ip, (uint32_t)plen, &in) || !source_allowed(p, &in))) {
         dev->stats.dropped_source++;
-        return;
+        return false;
     }
-    if (plen > 0 && is_disco(ip, &in)) {
-        disco_in(dev, b, p, ip, in.len, via, now);
-        return;
-    }
+    if (plen > 0 && is_disco(ip, &in))
+        return disco_in(dev, b, p, ip, in.len, via, now, r);
     /* Data (or a keepalive) sent to us directly while we relay: the
      * peer's direct path works, and so will ours. */
     if (!via && p->via)
         path_received(p, &b->pkt->addr, NULL, true, now);
     if (plen <= 0)      /* a keepalive */
-        return;
+        return false;
     timers_data_received(p, now);
     b->plain[b->n++] = (struct offload_pkt){ ip, in.len };
+    return false;
+}
+
+/* A RELAYED's message, handled as if it came from a virtual endpoint
+ * "through the relay": a handshake message in a buffer of its own; a
+ * transport message opened where it lies (true, *p and *plen set). */
+static bool open_relayed(struct device *dev, struct rx_batch *b, const struct relayed *r,
+                         uint64_t now, struct peer **p, long *plen)
+{
+    if (noise_message_type(r->msg, r->len) != WG_MSG_TRANSPORT) {
+        struct pkt *h;
+        if (!handshake_admit(dev, r->msg, r->len, &b->pkt->addr, now) ||
+            !(h = loop_pkt_get(dev->loop)))
+            return false;
+        memcpy(h->in, r->msg, r->len);
+        h->len = r->len;
+        h->addr = b->pkt->addr;     /* what cookies bind to: the relay's address */
+        h->via = r->relay;
+        h->relay_src = r->src;
+        handshake_receive(dev, h, now);
+        return false;
+    }
+    *plen = open_message(dev, r->msg, r->len, NULL, r->relay, r->src, now, p);
+    return *plen >= 0;
+}
+
+/* An opened transport message from p: kept for ddp0, or handled as
+ * disco. A RELAYED inside it is opened in turn, in this loop: it runs at
+ * most twice, since what came through a relay may not be a RELAYED again
+ * (disco_in refuses it). */
+static void take_opened(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *msg,
+                        long plen, uint64_t now)
+{
+    struct peer *via = NULL;
+    struct relayed r;
+
+    while (keep_plain(dev, b, p, msg, plen, via, now, &r) &&
+           open_relayed(dev, b, &r, now, &p, &plen)) {
+        msg = r.msg;
+        via = r.relay;
+    }
 }
 
 /* A handshake message inside a receive batch gets a buffer of its own. */
@@ -647,7 +667,7 @@ static void finish_open(struct device *dev, struct pkt *pkt, uint32_t seg_size, 
         }
         struct peer *p = e->peer;
         after_authentic(p, e->keypair, len, &pkt->addr, NULL, now);
-        keep_plain(dev, &b, p, msg, pkt->seg_len[i], NULL, now);
+        take_opened(dev, &b, p, msg, pkt->seg_len[i], now);
     }
     end_batch(dev, &b, now);
 }
@@ -714,7 +734,7 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, u
         }
         long plen = open_message(dev, msg, len, &pkt->addr, NULL, NULL, now, &p);
         if (plen >= 0)
-            keep_plain(dev, &b, p, msg, plen, NULL, now);
+            take_opened(dev, &b, p, msg, plen, now);
     }
     end_batch(dev, &b, now);
 }

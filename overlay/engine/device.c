@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include <sodium.h>
@@ -76,14 +75,6 @@ struct peer *device_peer_by_key(struct device *dev, const uint8_t key[WG_KEY_LEN
         if (sodium_memcmp(dev->peers[i]->public_key, key, WG_KEY_LEN) == 0)
             found = dev->peers[i];
     return found;
-}
-
-struct peer *device_peer_by_name(struct device *dev, const char *name)
-{
-    for (size_t i = 0; i < dev->n_peers; i++)
-        if (!strcasecmp(dev->peers[i]->name, name))
-            return dev->peers[i];
-    return NULL;
 }
 
 /* The endpoint of a node as the cluster file gives it, when it is an IP

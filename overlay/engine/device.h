@@ -191,7 +191,6 @@ struct device {
 
 /* Lookups for the control socket and the engine; NULL when none. */
 struct peer *device_peer_by_key(struct device *dev, const uint8_t key[WG_KEY_LEN]);
-struct peer *device_peer_by_name(struct device *dev, const char *name);
 /* Peer by overlay destination address of an inner packet. */
 struct peer *device_peer_by_address(struct device *dev, int family, const uint8_t *addr);
 

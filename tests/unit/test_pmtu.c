@@ -4,7 +4,7 @@
  * below the path's limit in a bounded number of probes and time, the path
  * is used at base until then, lost answers are retried, the size in use
  * is confirmed and a path that narrowed falls back, the raise timer
- * finds a grown path, a hint from ICMP is probed at once, and round trips
+ * finds a grown path, and round trips
  * longer than the timeout stretch it. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -209,33 +209,6 @@ static void test_confirm_needs_nothing_at_base(void **state)
     assert_true(pmtu_next(&m) > now);
 }
 
-static void test_hint_probed_at_once(void **state)
-{
-    (void)state;
-    struct pmtu m;
-    struct sim s = { .limit = 1500, .rtt = MS };
-    uint64_t now = 1;
-
-    pmtu_reset(&m, BASE, MAX, now);
-    run(&m, &s, &now, now + WG_NSEC_PER_SEC);
-    assert_int_equal(m.current, MAX);
-    /* ICMP says 1340 at most: back to base, 1340 probed first. */
-    s.limit = 1340;
-    pmtu_hint(&m, 1340, now);
-    assert_int_equal(m.current, BASE);
-    assert_int_equal(pmtu_due(&m, 77, MS, now), 1340);
-    assert_true(pmtu_acked(&m, 77, now + MS));
-    assert_true(m.found);
-    assert_int_equal(m.current, 1340);
-    /* A hint above what is in use changes nothing. */
-    pmtu_hint(&m, 1400, now);
-    assert_int_equal(m.current, 1340);
-    assert_int_equal(m.probe_size, 0);
-    /* Nor one above the range. */
-    pmtu_hint(&m, 9000, now);
-    assert_int_equal(m.current, 1340);
-}
-
 static void test_long_rtt_stretches_timeout(void **state)
 {
     (void)state;
@@ -272,7 +245,6 @@ int main(void)
         cmocka_unit_test(test_raise_finds_grown_path),
         cmocka_unit_test(test_narrowed_path_falls_back),
         cmocka_unit_test(test_confirm_needs_nothing_at_base),
-        cmocka_unit_test(test_hint_probed_at_once),
         cmocka_unit_test(test_long_rtt_stretches_timeout),
         cmocka_unit_test(test_base_above_max),
     };

@@ -1,0 +1,496 @@
+/* The engine end to end, in one process: two devices (overlay/engine)
+ * joined by an in-memory network, with the loop's I/O faked here (every
+ * loop_* the engine calls: sends are queued and delivered to the other
+ * device by pump(); TUN writes are counted) and a fake clock, as
+ * wireguard-go's device tests pair two devices over channels. It reaches
+ * handshake.c, datapath.c and timers.c the way the daemon does:
+ *   - a packet with no session waits, a handshake runs, the packet arrives
+ *   - a peer that is down: retransmits every REKEY_TIMEOUT, then the
+ *     handshake gives up after MAX_TIMER_HANDSHAKES and new packets are
+ *     refused with ICMP at once
+ *   - rekey after REKEY_AFTER_TIME under traffic, with nothing lost
+ *   - keys zeroed 3 x REJECT_AFTER_TIME after the last session, when the
+ *     peer is gone
+ *   - the side that only received answers within KEEPALIVE_TIMEOUT
+ *   - initiations that cross: one session, and data both ways
+ * The crypto runs inline (no workers). */
+#include <arpa/inet.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+#include <sodium.h>
+
+#include "config/cluster.h"
+#include "crypto/aead.h"
+#include "crypto/bytes.h"
+#include "overlay/base/log.h"
+#include "overlay/engine/device_setup.h"
+#include "overlay/engine/engine.h"
+#include "overlay/loop/loop.h"
+
+#define NODES     2u
+#define POOL      32u
+#define START_NS  (1000u * WG_NSEC_PER_SEC)
+#define SEC       WG_NSEC_PER_SEC
+#define WIRE_MAX  4096u
+#define MSG_MAX   2048u
+
+struct node {
+    struct device dev;
+    struct loop loop;
+    struct loop_handlers on;
+    union endpoint ep;
+    bool down;                     /* switched off: sends nothing, everything to it is lost */
+    unsigned tun_packets;          /* packets written to its ddp0 */
+    unsigned icmp_packets;         /* of which ICMP (errors from the engine) */
+    unsigned initiations, keepalives;   /* sent by it */
+    unsigned transports;           /* transport messages sent by it (data, disco, keepalives) */
+};
+
+struct wire_msg {
+    unsigned from, to;
+    uint32_t len;
+    uint8_t data[MSG_MAX];
+};
+
+static struct node nodes[NODES];
+static struct wire_msg wire[WIRE_MAX];
+static unsigned wire_head, wire_tail;
+
+static unsigned node_of_loop(const struct loop *l)
+{
+    for (unsigned i = 0; i < NODES; i++)
+        if (&nodes[i].loop == l)
+            return i;
+    fail_msg("unknown loop");
+    return 0;
+}
+
+static int node_of_endpoint(const union endpoint *e)
+{
+    for (unsigned i = 0; i < NODES; i++)
+        if (e->sa.sa_family == AF_INET &&
+            e->in4.sin_addr.s_addr == nodes[i].ep.in4.sin_addr.s_addr &&
+            e->in4.sin_port == nodes[i].ep.in4.sin_port)
+            return (int)i;
+    return -1;
+}
+
+static void wire_put(unsigned from, const union endpoint *dst, const uint8_t *msg, uint32_t len)
+{
+    int to = node_of_endpoint(dst);
+
+    if (len >= WG_TRANSPORT_MIN_LEN && get_le32(msg) == WG_MSG_TRANSPORT) {
+        nodes[from].transports++;
+        nodes[from].keepalives += len == WG_TRANSPORT_MIN_LEN;
+    }
+    if (len == WG_INITIATION_LEN && get_le32(msg) == WG_MSG_INITIATION) {
+        nodes[from].initiations++;
+        /* An initiation's timestamp is wall-clock time in grains of
+         * WG_TIMESTAMP_GRAIN_NS, and a responder takes only newer ones:
+         * the next initiation must be a grain later in real time too. */
+        struct timespec grain = { 0, (long)WG_TIMESTAMP_GRAIN_NS + 1000000L };
+        nanosleep(&grain, NULL);
+    }
+    if (to < 0 || nodes[to].down || len > MSG_MAX)
+        return;
+    assert_true(wire_tail - wire_head < WIRE_MAX);
+    struct wire_msg *w = &wire[wire_tail++ % WIRE_MAX];
+    w->from = from;
+    w->to = (unsigned)to;
+    w->len = len;
+    memcpy(w->data, msg, len);
+}
+
+/* --- the loop, faked: what the engine asks of it ------------------------------ */
+
+struct pkt *loop_pkt_get(struct loop *l)
+{
+    return pkt_get(&l->pool);
+}
+
+void loop_pkt_put(struct loop *l, struct pkt *pkt)
+{
+    pkt_put(&l->pool, pkt);
+}
+
+void loop_pkt_unref(struct loop *l, struct pkt *pkt)
+{
+    if (--pkt->refs == 0)
+        pkt_put(&l->pool, pkt);
+}
+
+struct tun_write *loop_tun_write_get(struct loop *l)
+{
+    return tun_write_get(&l->pool);
+}
+
+void loop_tun_write_put(struct loop *l, struct tun_write *w)
+{
+    tun_write_put(&l->pool, w);
+}
+
+void loop_send(struct loop *l, struct pkt *pkt, const union endpoint *dst)
+{
+    unsigned from = node_of_loop(l);
+
+    for (unsigned i = 0; i < pkt->nseg; i++)
+        wire_put(from, dst, pkt_slot(pkt, i), i + 1u == pkt->nseg ? pkt->len : pkt->stride);
+    pkt_put(&l->pool, pkt);
+}
+
+void loop_send_message(struct loop *l, struct pkt *pkt, const union endpoint *dst, uint32_t len)
+{
+    pkt->nseg = 1;
+    pkt->stride = len;
+    pkt->len = len;
+    loop_send(l, pkt, dst);
+}
+
+int loop_send_now(struct loop *l, const uint8_t *msg, uint32_t len, const union endpoint *dst)
+{
+    wire_put(node_of_loop(l), dst, msg, len);
+    return 0;
+}
+
+void loop_write_tun(struct loop *l, struct tun_write *w)
+{
+    struct node *n = &nodes[node_of_loop(l)];
+
+    /* Coalesced runs may be one super-packet; count the IP packets'
+     * protocol by the first. */
+    for (unsigned i = 1; i < w->iovcnt; i++) {
+        const uint8_t *ip = w->iov[i].iov_base;
+        n->tun_packets++;
+        if (w->iov[i].iov_len >= 20 && ip[9] == IPPROTO_ICMP)
+            n->icmp_packets++;
+    }
+    loop_pkt_unref(l, w->owner);
+    tun_write_put(&l->pool, w);
+}
+
+struct crypto_job *loop_crypto_job(struct loop *l, uint64_t now)
+{
+    (void)l;
+    (void)now;
+    return NULL;   /* no workers: the engine seals and opens inline */
+}
+
+void loop_crypto_submit(struct loop *l, struct crypto_job *job)
+{
+    (void)l;
+    (void)job;
+    fail_msg("a crypto job without workers");
+}
+
+void loop_crypto_drain(struct loop *l, uint64_t now)
+{
+    (void)l;
+    (void)now;
+}
+
+/* --- the world ------------------------------------------------------------------------ */
+
+static void make_cluster(struct cluster *c)
+{
+    char text[2048], b64[64];
+    uint8_t priv[WG_KEY_LEN], pub[WG_KEY_LEN];
+    size_t len = (size_t)snprintf(text, sizeof(text),
+                                  "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n");
+
+    for (unsigned i = 0; i < NODES; i++) {
+        memset(priv, (int)(0x41 + i), sizeof(priv));
+        crypto_scalarmult_base(pub, priv);
+        sodium_bin2base64(b64, sizeof(b64), pub, WG_KEY_LEN, sodium_base64_VARIANT_ORIGINAL);
+        len += (size_t)snprintf(text + len, sizeof(text) - len,
+                                "[node n%u]\npublic-key = %s\naddress = 10.77.0.%u\n"
+                                "endpoint = 192.0.2.%u:51820\n", i, b64, i + 1, i + 1);
+    }
+    assert_int_equal(cluster_parse(text, len, c, NULL), 0);
+}
+
+static int world_setup(void **state)
+{
+    (void)state;
+    /* TEST_ENGINE_DEBUG=1: the engine's debug log on stderr. */
+    log_init("test_engine", true, getenv("TEST_ENGINE_DEBUG") ? LOG_LVL_DEBUG : LOG_LVL_WARN);
+    assert_int_equal(crypto_core_init(), 0);
+    memset(nodes, 0, sizeof(nodes));
+    wire_head = wire_tail = 0;
+    for (unsigned i = 0; i < NODES; i++) {
+        struct node *n = &nodes[i];
+        uint8_t priv[WG_KEY_LEN];
+
+        make_cluster(&n->dev.cluster);
+        n->dev.self = &n->dev.cluster.nodes[i];
+        n->dev.loop = &n->loop;
+        n->dev.mtu = 1420;
+        n->dev.listen_port = 51820;
+        snprintf(n->dev.ifname, sizeof(n->dev.ifname), "ddp%u", i);
+        memset(priv, (int)(0x41 + i), sizeof(priv));
+        assert_int_equal(device_init(&n->dev, priv, START_NS), 0);
+        assert_int_equal(pkt_pool_init(&n->loop.pool, POOL, POOL), 0);
+        n->loop.udp_fd[0] = n->loop.udp_fd[1] = n->loop.tun_fd = -1;
+        n->loop.name = n->dev.ifname;
+        n->loop.max_datagram = 1420 + WG_TRANSPORT_MIN_LEN;
+        engine_loop_handlers(&n->dev, &n->on);
+        n->ep.in4.sin_family = AF_INET;
+        n->ep.in4.sin_port = htons(51820);
+        n->ep.in4.sin_addr.s_addr = htonl(0xc0000201u + i);   /* 192.0.2.1, .2 */
+    }
+    return 0;
+}
+
+static int world_teardown(void **state)
+{
+    (void)state;
+    for (unsigned i = 0; i < NODES; i++) {
+        struct node *n = &nodes[i];
+        /* Nothing of the pool is kept once the queues are empty. */
+        device_destroy(&n->dev);
+        cluster_free(&n->dev.cluster);
+        pkt_pool_destroy(&n->loop.pool);
+    }
+    return 0;
+}
+
+/* The one peer of node i. */
+static struct peer *peer_of(unsigned i)
+{
+    assert_int_equal(nodes[i].dev.n_peers, 1);
+    return nodes[i].dev.peers[0];
+}
+
+/* Delivers everything on the wire, and what that makes, at time now. */
+static void pump(uint64_t now)
+{
+    for (unsigned guard = 0; wire_head != wire_tail; guard++) {
+        assert_true(guard < 100000);
+        struct wire_msg *w = &wire[wire_head++ % WIRE_MAX];
+        struct node *to = &nodes[w->to];
+        struct pkt *pkt = loop_pkt_get(&to->loop);
+        if (!pkt)
+            continue;   /* a full pool drops, as a busy receiver would */
+        memcpy(pkt->in, w->data, w->len);
+        pkt->len = w->len;
+        pkt->addr = nodes[w->from].ep;
+        to->on.udp(to->on.ctx, pkt, w->len, now);
+    }
+}
+
+/* Every live node's timers at now, then the network. */
+static void tick(uint64_t now)
+{
+    for (unsigned i = 0; i < NODES; i++)
+        if (!nodes[i].down)
+            nodes[i].on.timers(nodes[i].on.ctx, now);
+    pump(now);
+}
+
+/* An IPv4/UDP packet of `payload` bytes from node `from` to node `to`
+ * read from ddp0 by `from`. */
+static void app_send(unsigned from, unsigned to, size_t payload, uint64_t now)
+{
+    struct node *n = &nodes[from];
+    struct pkt *pkt = loop_pkt_get(&n->loop);
+    uint8_t *ip;
+    size_t len = 20 + 8 + payload;
+
+    assert_non_null(pkt);
+    memset(pkt->in, 0, OFFLOAD_VNET_HDR_LEN + len);
+    ip = pkt->in + OFFLOAD_VNET_HDR_LEN;
+    ip[0] = 0x45;
+    ip[2] = (uint8_t)(len >> 8);
+    ip[3] = (uint8_t)len;
+    ip[8] = 64;
+    ip[9] = IPPROTO_UDP;
+    uint8_t src[4] = { 10, 77, 0, (uint8_t)(from + 1) }, dst[4] = { 10, 77, 0, (uint8_t)(to + 1) };
+    memcpy(ip + 12, src, 4);
+    memcpy(ip + 16, dst, 4);
+    uint32_t sum = 0;
+    for (int i = 0; i < 20; i += 2)
+        sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    ip[10] = (uint8_t)(~sum >> 8);
+    ip[11] = (uint8_t)~sum;
+    ip[20] = 0x9c;   /* ports 40000 -> 5201 */
+    ip[21] = 0x40;
+    ip[22] = 0x14;
+    ip[23] = 0x51;
+    ip[24] = (uint8_t)((8 + payload) >> 8);
+    ip[25] = (uint8_t)(8 + payload);
+    pkt->len = (uint32_t)(OFFLOAD_VNET_HDR_LEN + len);
+    n->on.tun(n->on.ctx, pkt, now);
+}
+
+/* a -> b: a handshake, then the packet that waited. */
+static uint64_t establish(void)
+{
+    uint64_t now = START_NS + SEC;
+
+    app_send(0, 1, 100, now);
+    assert_int_equal(nodes[1].tun_packets, 0);
+    pump(now);
+    assert_non_null(peer_of(0)->current);
+    assert_non_null(peer_of(1)->current ? peer_of(1)->current : peer_of(1)->next);
+    assert_int_equal(nodes[1].tun_packets, 1);
+    assert_int_equal(nodes[0].initiations, 1);
+    return now;
+}
+
+static void test_first_packet_waits_for_the_handshake(void **state)
+{
+    (void)state;
+    uint64_t now = establish();
+
+    /* And back: b's answer goes at once, on the session. */
+    app_send(1, 0, 50, now);
+    pump(now);
+    assert_int_equal(nodes[0].tun_packets, 1);
+    assert_int_equal(nodes[1].initiations, 0);
+}
+
+static void test_down_peer_retries_then_gives_up(void **state)
+{
+    (void)state;
+    uint64_t now = START_NS + SEC;
+
+    nodes[1].down = true;
+    app_send(0, 1, 100, now);
+    pump(now);
+    for (unsigned s = 0; s < 120; s++)
+        tick(now += SEC);
+    /* The first initiation and MAX_TIMER_HANDSHAKES + 1 retries (the Linux
+     * module's count: "after 20 attempts"), then quiet. */
+    assert_int_equal(nodes[0].initiations, WG_MAX_TIMER_HANDSHAKES + 2);
+    struct peer *p = peer_of(0);
+    assert_true(p->no_answer);
+    assert_int_equal(p->staged.packets, 0);
+    assert_int_equal(p->timers.retransmit_handshake, 0);
+    for (unsigned s = 0; s < 60; s++)
+        tick(now += SEC);
+    assert_int_equal(nodes[0].initiations, WG_MAX_TIMER_HANDSHAKES + 2);
+    /* A new packet is refused at once, with ICMP to the sender. */
+    app_send(0, 1, 100, now);
+    assert_int_equal(nodes[0].icmp_packets, 1);
+    /* Every buffer is back in the pool. */
+    pump(now);
+    assert_int_equal(nodes[0].loop.pool.n_free, POOL);
+}
+
+static void test_rekey_under_traffic_loses_nothing(void **state)
+{
+    (void)state;
+    uint64_t now = establish();
+    uint32_t first = peer_of(0)->current->local_index;
+    unsigned sent = 1;
+
+    for (unsigned s = 0; s < WG_REKEY_AFTER_TIME + 20; s++) {
+        now += SEC;
+        app_send(0, 1, 1000, now);
+        sent++;
+        pump(now);
+        tick(now);
+    }
+    assert_int_not_equal(peer_of(0)->current->local_index, first);
+    assert_int_equal(nodes[0].initiations, 2);
+    assert_int_equal(nodes[1].tun_packets, sent);
+}
+
+/* The peer is switched off after a session: no new session can come, and
+ * 3 x REJECT_AFTER_TIME after the last one every key is wiped. (Between
+ * two live ddpnet nodes the discovery pings keep the session in use, and
+ * it is rekeyed every REKEY_AFTER_TIME instead.) */
+static void test_keys_zeroed_without_a_new_session(void **state)
+{
+    (void)state;
+    uint64_t now = establish(), made = now;
+
+    nodes[1].down = true;
+    for (; now < made + (3 * WG_REJECT_AFTER_TIME - 10) * SEC; now += 10 * SEC)
+        tick(now);
+    assert_non_null(peer_of(0)->current);    /* not yet */
+    for (; now < made + (3 * WG_REJECT_AFTER_TIME + 30) * SEC; now += 10 * SEC)
+        tick(now);
+    struct peer *p = peer_of(0);
+    assert_null(p->current);
+    assert_null(p->previous);
+    assert_null(p->next);
+    for (size_t k = 0; k < sizeof(p->keypairs) / sizeof(p->keypairs[0]); k++) {
+        assert_true(sodium_is_zero(p->keypairs[k].send_key, WG_KEY_LEN));
+        assert_true(sodium_is_zero(p->keypairs[k].recv_key, WG_KEY_LEN));
+    }
+}
+
+/* The side that only receives data answers within KEEPALIVE_TIMEOUT, so
+ * the sender learns the session works: its send_keepalive deadline is
+ * armed by the data, and by then it has sent an authenticated message (a
+ * keepalive, or a disco message that made one unneeded), which disarms it. */
+static void test_receiver_answers_within_keepalive_timeout(void **state)
+{
+    (void)state;
+    uint64_t now = establish();
+    unsigned before = nodes[1].transports;
+
+    assert_int_equal(peer_of(1)->timers.send_keepalive, now + WG_KEEPALIVE_TIMEOUT * SEC);
+    for (unsigned ms = 0; ms <= (WG_KEEPALIVE_TIMEOUT + 1) * 1000; ms += 500)
+        tick(now + ms * (SEC / 1000));
+    assert_true(nodes[1].transports > before);
+    assert_int_equal(peer_of(1)->timers.send_keepalive, 0);
+    /* Nothing more came in: no keepalive is owed. */
+    before = nodes[1].keepalives;
+    for (unsigned s = 0; s < 3 * WG_KEEPALIVE_TIMEOUT; s++)
+        tick(now + (WG_KEEPALIVE_TIMEOUT + 2 + s) * SEC);
+    assert_int_equal(nodes[1].keepalives, before);
+}
+
+static void test_crossing_initiations_make_one_session(void **state)
+{
+    (void)state;
+    uint64_t now = START_NS + SEC;
+
+    /* Both start at once; neither initiation has arrived when the other
+     * is sent. */
+    app_send(0, 1, 100, now);
+    app_send(1, 0, 100, now);
+    assert_int_equal(nodes[0].initiations, 1);
+    assert_int_equal(nodes[1].initiations, 1);
+    pump(now);
+    for (unsigned s = 0; s < 12; s++)
+        tick(now += SEC);
+    /* Both waiting packets arrived, and data flows both ways on the
+     * session that stood. */
+    assert_int_equal(nodes[0].tun_packets, 1);
+    assert_int_equal(nodes[1].tun_packets, 1);
+    app_send(0, 1, 10, now);
+    app_send(1, 0, 10, now);
+    pump(now);
+    assert_int_equal(nodes[0].tun_packets, 2);
+    assert_int_equal(nodes[1].tun_packets, 2);
+    assert_true(peer_can_send(peer_of(0), now) && peer_can_send(peer_of(1), now));
+    assert_int_equal(peer_of(0)->current->remote_index, peer_of(1)->current->local_index);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_first_packet_waits_for_the_handshake),
+        T(test_down_peer_retries_then_gives_up),
+        T(test_rekey_under_traffic_loses_nothing),
+        T(test_keys_zeroed_without_a_new_session),
+        T(test_receiver_answers_within_keepalive_timeout),
+        T(test_crossing_initiations_make_one_session),
+    };
+
+    return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
+}
