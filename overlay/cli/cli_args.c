@@ -282,6 +282,32 @@ static int mkdir_one(const char *dir, mode_t mode)
     return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
+int cli_check_private_dir(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+
+    if (stat(path, &st) != 0) {
+        int e = errno;
+        snprintf(err, errlen, "%s: %s", path, strerror(e));
+        return -e;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a directory", path);
+        return -ENOTDIR;
+    }
+    if (st.st_uid != 0 && st.st_uid != geteuid()) {
+        snprintf(err, errlen, "%s: owned by uid %u, not by root; run: chown root %s", path,
+                 (unsigned)st.st_uid, path);
+        return -EPERM;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        snprintf(err, errlen, "%s: permissions %04o let others write in it; run: chmod go-w %s",
+                 path, (unsigned)st.st_mode & 07777u, path);
+        return -EPERM;
+    }
+    return 0;
+}
+
 int cli_mkdir_p(const char *path, mode_t mode)
 {
     char buf[PATH_MAX];

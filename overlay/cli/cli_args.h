@@ -80,6 +80,12 @@ int cli_not_permitted(const char *verb);
  * -ENAMETOOLONG, or -errno of mkdir. */
 int cli_mkdir_p(const char *path, mode_t mode);
 
+/* A directory only root may change, as ssh wants of its files' homes: it
+ * must be a directory owned by root (or by the effective user, who runs
+ * us with CAP_NET_ADMIN), writable by nobody else. 0, or -errno with a
+ * line a person can act on in err. */
+int cli_check_private_dir(const char *path, char *err, size_t errlen);
+
 /* path made absolute against the current directory (not resolved: links
  * and ".." stay as written), for a daemon that leaves its working
  * directory. Returns 0, -EINVAL for an empty path, -ENAMETOOLONG when it

@@ -75,6 +75,11 @@ static int up_paths(struct up *u)
                 u->args.run_dir, strerror(-ret));
         return CLI_EXIT_FAIL;
     }
+    char err[PATH_MAX + 128];
+    if ((ret = cli_check_private_dir(u->args.run_dir, err, sizeof(err))) != 0) {
+        fprintf(stderr, "ddpnet up: run directory %s\n", err);
+        return CLI_EXIT_FAIL;
+    }
     if ((ret = cli_abspath(u->args.run_dir, u->run_dir, sizeof(u->run_dir))) != 0 ||
         (ret = cli_abspath(u->args.hosts_file, u->hosts_file, sizeof(u->hosts_file))) != 0) {
         fprintf(stderr, "ddpnet up: %s\n", strerror(-ret));

@@ -6,12 +6,14 @@
  * and the fds stay open), reports "ok" to the CLI, and runs the loop. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <linux/if_tun.h>
 #include <netinet/udp.h>
 #include <netdb.h>
 #include <pwd.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@
 #include <sys/syscall.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -272,15 +275,29 @@ static int write_hosts(struct setup *s)
     return 0;
 }
 
+int daemon_write_state(const char *path, long pid, const char *hosts_file)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *f;
+
+    if (fd < 0)
+        return -errno;
+    if (!(f = fdopen(fd, "w"))) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    fprintf(f, "pid=%ld\nhosts=%s\n", pid, hosts_file);
+    return fclose(f) ? -errno : 0;
+}
+
 static int write_state(struct setup *s)
 {
-    FILE *f = fopen(s->state_path, "we");
+    int ret = daemon_write_state(s->state_path, (long)getpid(), s->opt->hosts_file);
 
-    if (!f)
-        return fail(s, -errno, "cannot write %s: %s", s->state_path, strerror(errno));
-    fprintf(f, "pid=%d\nhosts=%s\n", (int)getpid(), s->opt->hosts_file);
-    if (fclose(f))
-        return fail(s, -errno, "cannot write %s: %s", s->state_path, strerror(errno));
+    if (ret)
+        return fail(s, ret, "cannot write %s: %s", s->state_path,
+                    ret == -ELOOP ? "it is a symbolic link" : strerror(-ret));
     return 0;
 }
 
@@ -312,16 +329,47 @@ static int drop_capabilities(struct setup *s)
     return 0;
 }
 
+/* DAEMON_USER, made when missing as Debian's packages make theirs: a
+ * system user with its own group, no home and no shell, so that no other
+ * service shares (and can signal) our process. */
+static struct passwd *daemon_user(struct setup *s)
+{
+    static const char *const useradd[] = { "/usr/sbin/useradd", "/sbin/useradd" };
+    char *argv[] = { "useradd", "--system", "--user-group", "--no-create-home",
+                     "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin",
+                     "--comment", "ddpnet daemon", DAEMON_USER, NULL };
+    char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+    struct passwd *pw = getpwnam(DAEMON_USER);
+    int err = ENOENT, status = 0;
+    pid_t pid;
+
+    for (size_t i = 0; !pw && i < sizeof(useradd) / sizeof(useradd[0]); i++) {
+        err = posix_spawn(&pid, useradd[i], NULL, NULL, argv, envp);
+        if (err)
+            continue;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        /* Another daemon may have made it meanwhile: look again either way. */
+        pw = getpwnam(DAEMON_USER);
+        break;
+    }
+    if (!pw)
+        fail(s, -ENOENT, "no user '%s' to run as, and useradd %s; create it: useradd --system "
+             "--user-group --no-create-home --shell /usr/sbin/nologin %s", DAEMON_USER,
+             err ? strerror(err) : "failed", DAEMON_USER);
+    return pw;
+}
+
 /* Continues as DAEMON_USER without supplementary groups or capabilities,
- * unable to regain them, and not dumpable (no core with keys in it). */
+ * unable to regain them, and not dumpable (no core with keys in it). The
+ * crypto workers start after this, so they are born the same. */
 static int drop_privileges(struct setup *s)
 {
-    struct passwd *pw = getpwnam(DAEMON_USER);
-
     if (geteuid() != 0)
         return drop_capabilities(s);   /* started with CAP_NET_ADMIN, not as root */
+    struct passwd *pw = daemon_user(s);
     if (!pw)
-        return fail(s, -ENOENT, "no user '%s' to run as", DAEMON_USER);
+        return -ENOENT;
     if (setgroups(0, NULL) || setgid(pw->pw_gid) || setuid(pw->pw_uid))
         return fail(s, -errno, "cannot drop privileges: %s", strerror(errno));
     if (setuid(0) == 0)
@@ -398,7 +446,6 @@ static int setup_all(struct setup *s)
         .busy_poll_us = s->dev.cluster.busy_poll_us,
         .tun_fd = s->tun_fd, .udp4_fd = s->udp4_fd, .udp6_fd = s->udp6_fd,
         .control_fd = control_server_fd(s->control), .signal_fd = s->signal_fd,
-        .crypto_threads = crypto_threads(),
     };
     struct loop_handlers on;
     engine_loop_handlers(&s->dev, &on);
@@ -412,6 +459,9 @@ static int setup_all(struct setup *s)
     s->dev.loop = &s->loop;
     if ((ret = write_hosts(s)) || (ret = write_state(s)) || (ret = drop_privileges(s)))
         return ret;
+    /* After the drop: threads are born with what their creator has. */
+    if ((ret = loop_start_crypto(&s->loop, crypto_threads())))
+        return fail(s, ret, "crypto workers: %s", strerror(-ret));
     return 0;
 }
 

@@ -14,8 +14,9 @@
 #define DAEMON_DEFAULT_IFNAME   "ddp0"
 #define DAEMON_DEFAULT_RUN_DIR  "/var/run/wireguard"
 #define DAEMON_DEFAULT_HOSTS    "/etc/hosts"
-/* The unprivileged user the daemon continues as. */
-#define DAEMON_USER             "nobody"
+/* The unprivileged system user the daemon continues as (made by the
+ * first `up` when missing: no home, no shell, its own group). */
+#define DAEMON_USER             "ddpnet"
 
 struct daemon_options {
     const char *ifname;
@@ -42,5 +43,8 @@ int daemon_run(struct daemon_options *opt);
  * reads to stop the daemon and clean its hosts block. */
 int daemon_socket_path(char *buf, size_t len, const char *run_dir, const char *ifname);
 int daemon_state_path(char *buf, size_t len, const char *run_dir, const char *ifname);
+/* Writes the state file at path (mode 0644), never through a symbolic
+ * link (-ELOOP): 0 or -errno. */
+int daemon_write_state(const char *path, long pid, const char *hosts_file);
 
 #endif

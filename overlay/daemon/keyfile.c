@@ -117,6 +117,13 @@ static int check_file(int fd, const char *path, char *err, size_t errlen)
         set_err(err, errlen, "%s: not a regular file", path);
         return -EINVAL;
     }
+    /* Owned by root (or by whoever runs us with CAP_NET_ADMIN): another
+     * user could change the key under us. */
+    if (st.st_uid != 0 && st.st_uid != geteuid()) {
+        set_err(err, errlen, "%s: owned by uid %u, not by root; run: chown root %s", path,
+                (unsigned)st.st_uid, path);
+        return -EPERM;
+    }
     if (st.st_mode & KEYFILE_FORBIDDEN_MODE) {
         set_err(err, errlen, "%s: permissions %04o are too open; run: chmod 600 %s",
                 path, (unsigned)st.st_mode & KEYFILE_MODE_BITS, path);

@@ -582,13 +582,18 @@ static void pass_to_handshake(struct device *dev, const uint8_t *msg, uint32_t l
     handshake_receive(dev, h, now);
 }
 
-/* Writes the opened packets of a batch to ddp0, coalesced. */
+/* Writes the opened packets of a batch to ddp0, coalesced. Each TCP
+ * segment's checksums are verified before it is merged: the AEAD vouches
+ * for the bytes a peer sent, not for the checksums in them, and a merged
+ * run goes up with NEEDS_CSUM, which the kernel takes as computed here --
+ * so a member (or its broken stack) could otherwise slip corrupt data
+ * past TCP. A segment that fails passes alone, for the kernel to drop. */
 static void write_batch(struct device *dev, struct pkt *pkt, struct offload_pkt *plain,
                         size_t n)
 {
     size_t next[PKT_MAX_SEGS];
     struct offload_run runs[PKT_MAX_SEGS];
-    int nruns = offload_coalesce(plain, n, 0, next, runs);
+    int nruns = offload_coalesce(plain, n, OFFLOAD_COALESCE_VERIFY, next, runs);
 
     for (int r = 0; r < nruns; r++) {
         struct tun_write *w = loop_tun_write_get(dev->loop);

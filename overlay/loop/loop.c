@@ -467,6 +467,7 @@ int loop_init(struct loop *l, const struct loop_config *c, const struct loop_han
     int ret;
 
     memset(l, 0, sizeof(*l));
+    l->crypto.event_fd = -1;          /* no workers until loop_start_crypto */
     l->on = *on;
     l->name = c->name;
     l->max_datagram = c->max_datagram;
@@ -494,13 +495,12 @@ int loop_init(struct loop *l, const struct loop_config *c, const struct loop_han
         pkt_pool_destroy(&l->pool);
         return ret;
     }
-    ret = crypto_pool_start(&l->crypto, c->crypto_threads);
-    if (ret) {
-        io_uring_queue_exit(&l->ring);
-        pkt_pool_destroy(&l->pool);
-        return ret;
-    }
     return 0;
+}
+
+int loop_start_crypto(struct loop *l, unsigned threads)
+{
+    return crypto_pool_start(&l->crypto, threads);
 }
 
 void loop_destroy(struct loop *l)

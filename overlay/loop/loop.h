@@ -63,7 +63,6 @@ struct loop_config {
      * control socket's fd to poll (-1: none) and a signalfd for
      * SIGTERM/SIGINT. */
     int tun_fd, udp4_fd, udp6_fd, control_fd, signal_fd;
-    unsigned crypto_threads;      /* AEAD workers (crypto_pool.h), 0 for none */
 };
 
 struct loop {
@@ -82,6 +81,10 @@ struct loop {
 };
 
 int loop_init(struct loop *l, const struct loop_config *c, const struct loop_handlers *on);
+/* Starts `threads` AEAD workers (crypto_pool.h; 0 for none, the crypto
+ * then runs inline). Separate from loop_init so that the caller can drop
+ * its privileges first: the threads are born without them. 0 or -errno. */
+int loop_start_crypto(struct loop *l, unsigned threads);
 /* Runs until a stop signal or the loss of the TUN device. */
 int loop_run(struct loop *l);
 void loop_destroy(struct loop *l);

@@ -35,6 +35,7 @@
 #include "crypto/x25519.h"
 #include "overlay/cli/cli.h"
 #include "overlay/cli/cli_args.h"
+#include "overlay/daemon/daemon.h"
 #include "overlay/daemon/keyfile.h"
 #include "tun/tun.h"
 
@@ -1172,6 +1173,63 @@ static void test_mkdir_p(void **state)
     umask(old);
 }
 
+/* The run directory must be root's and writable by nobody else. */
+static void test_check_private_dir(void **state)
+{
+    char path[PATH_CAP], file[PATH_CAP], err[PATH_CAP + 128];
+
+    (void)state;
+    snprintf(path, sizeof(path), "%s/run", tmpdir);
+    assert_int_equal(cli_mkdir_p(path, 0700), 0);
+    assert_int_equal(chmod(path, 0755), 0);
+    assert_int_equal(cli_check_private_dir(path, err, sizeof(err)), 0);
+    assert_int_equal(chmod(path, 0700), 0);
+    assert_int_equal(cli_check_private_dir(path, err, sizeof(err)), 0);
+    assert_int_equal(chmod(path, 0777), 0);
+    assert_int_equal(cli_check_private_dir(path, err, sizeof(err)), -EPERM);
+    assert_non_null(strstr(err, "permissions 0777 let others write in it; run: chmod go-w"));
+    assert_int_equal(chmod(path, 0775), 0);
+    assert_int_equal(cli_check_private_dir(path, err, sizeof(err)), -EPERM);
+    assert_int_equal(chmod(path, 0700), 0);
+    if (geteuid() == 0) {
+        assert_int_equal(chown(path, 65534, 65534), 0);
+        assert_int_equal(cli_check_private_dir(path, err, sizeof(err)), -EPERM);
+        assert_non_null(strstr(err, "owned by uid 65534, not by root; run: chown root"));
+        assert_int_equal(chown(path, 0, 0), 0);
+    }
+    write_file(tmp_path(file, "plain"), "", 0600);
+    assert_int_equal(cli_check_private_dir(file, err, sizeof(err)), -ENOTDIR);
+    snprintf(path, sizeof(path), "%s/none", tmpdir);
+    assert_int_equal(cli_check_private_dir(path, err, sizeof(err)), -ENOENT);
+}
+
+/* The state file is never written through a symbolic link. */
+static void test_write_state_no_symlink(void **state)
+{
+    char path[PATH_CAP], target[PATH_CAP], text[256];
+
+    (void)state;
+    tmp_path(path, "ddp0.state");
+    unlink(path);
+    assert_int_equal(daemon_write_state(path, 1234, "/etc/hosts"), 0);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    ssize_t n = read(fd, text, sizeof(text) - 1);
+    close(fd);
+    assert_true(n > 0);
+    text[n] = '\0';
+    assert_string_equal(text, "pid=1234\nhosts=/etc/hosts\n");
+    unlink(path);
+    write_file(tmp_path(target, "victim"), "keep", 0644);
+    assert_int_equal(symlink(target, path), 0);
+    assert_int_equal(daemon_write_state(path, 1, "/etc/hosts"), -ELOOP);
+    fd = open(target, O_RDONLY);
+    n = read(fd, text, sizeof(text) - 1);
+    close(fd);
+    assert_int_equal(n, 4);    /* the link's target is untouched */
+    unlink(path);
+}
+
 static void test_abspath(void **state)
 {
     char out[PATH_CAP], want[PATH_CAP + 8];
@@ -1374,6 +1432,8 @@ int main(void)
         cmocka_unit_test(test_state_parse),
         cmocka_unit_test(test_read_report),
         cmocka_unit_test(test_mkdir_p),
+        cmocka_unit_test(test_check_private_dir),
+        cmocka_unit_test(test_write_state_no_symlink),
         cmocka_unit_test(test_abspath),
         cmocka_unit_test(test_process_checks),
         cmocka_unit_test(test_permitted),

@@ -405,6 +405,27 @@ static void test_file_symlink(void **state)
     unlink(link_path);
 }
 
+/* A key file another user owns is refused, even at mode 0600: that user
+ * could change it. (Needs root to give it away.) */
+static void test_file_owner(void **state)
+{
+    char suffix[MSG_CAP];
+    const char *path;
+
+    (void)state;
+    if (geteuid() != 0) {
+        fprintf(stderr, "skipped: giving a file away needs root\n");
+        skip();
+    }
+    path = make_key_file("k", K0 "\n", 0600);
+    assert_int_equal(chown(path, 65534, 65534), 0);
+    snprintf(suffix, sizeof(suffix), ": owned by uid 65534, not by root; run: chown root %s",
+             path);
+    assert_read_fails(path, -EPERM, suffix);
+    assert_int_equal(chown(path, 0, 0), 0);
+    assert_read_ok(path, k0_bytes);
+}
+
 static void test_file_bad_arguments(void **state)
 {
     uint8_t key[WG_KEY_LEN];
@@ -458,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_file_not_regular),
         cmocka_unit_test(test_file_other_errors),
         cmocka_unit_test(test_file_symlink),
+        cmocka_unit_test(test_file_owner),
         cmocka_unit_test(test_file_bad_arguments),
         cmocka_unit_test(test_no_allocation),
     };

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# What the running daemon may do (issue 15): every thread of it (the event
+# loop, the crypto workers, io_uring's workers) runs as the system user
+# `ddpnet` -- made by `up` when missing, with no shell and no home -- in
+# its own group, without supplementary groups, with no capability in any
+# set and no_new_privs, after a session has carried traffic (so that the
+# workers have all started). Also checked: `up` refuses a run directory
+# others can write to and a key file another user owns.
+set -eu
+. "$(dirname "$0")/lib.sh"
+e2e_init privileges ping getent awk
+
+step "two nodes, node-a with two crypto workers"
+e2e_hub
+e2e_node node-a 1 -
+e2e_node node-b 2 -
+e2e_key node-a
+e2e_key node-b
+cluster_begin "$T/cluster.conf"
+cluster_node "$T/cluster.conf" node-a "$(pub node-a)" 10.77.0.1 "$E2E_V4NET.1:$E2E_PORT"
+cluster_node "$T/cluster.conf" node-b "$(pub node-b)" 10.77.0.2 "$E2E_V4NET.2:$E2E_PORT"
+
+step "up refuses a run directory others can write to, and a key another user owns"
+mkdir -p "$T/open-run"
+chmod 777 "$T/open-run"
+if out=$(nx node-a timeout 30 "$DDPNET" up -c "$T/cluster.conf" -k "$T/node-a/key" \
+        --run-dir "$T/open-run" --hosts-file "$T/node-a/hosts" 2>&1); then
+    fail "up accepted a run directory of mode 0777"
+fi
+case "$out" in *"let others write in it; run: chmod go-w"*) say "refused: $out" ;;
+    *) fail "up with a 0777 run directory: '$out'" ;; esac
+cp "$T/node-a/key" "$T/other-key"
+chown 65534 "$T/other-key"
+if out=$(nx node-a timeout 30 "$DDPNET" up -c "$T/cluster.conf" -k "$T/other-key" \
+        --run-dir "$T/node-a/run" --hosts-file "$T/node-a/hosts" 2>&1); then
+    fail "up accepted a key file owned by uid 65534"
+fi
+case "$out" in *"owned by uid 65534, not by root"*) say "refused: $out" ;;
+    *) fail "up with a key owned by another user: '$out'" ;; esac
+nx node-a ip link show dev ddp0 >/dev/null 2>&1 && fail "a refused up left ddp0 behind"
+
+step "up, and traffic through the workers"
+DDPNET_CRYPTO_THREADS=2 ddp_up node-a
+ddp_up node-b
+ping_ok node-a 10.77.0.2
+nx node-a ping -n -q -c 50 -i 0.01 -s 1200 10.77.0.2 >/dev/null || fail "ping with 1200-byte payloads failed"
+getent passwd ddpnet >/dev/null || fail "no user ddpnet after up"
+IFS=: read -r _ _ U G _ HOME_DIR SHELL_PATH <<<"$(getent passwd ddpnet)"
+say "user ddpnet: uid $U, gid $G, home $HOME_DIR, shell $SHELL_PATH"
+case "$SHELL_PATH" in */nologin|*/false) ;; *) fail "user ddpnet has a login shell: $SHELL_PATH" ;; esac
+[ ! -e "$HOME_DIR" ] || fail "user ddpnet has a home directory: $HOME_DIR"
+
+# check_threads NODE [MIN]: every task of NODE's daemon, as above.
+check_threads() {
+    local n=$1 min=${2:-1} pid="" p task tasks=0 st bad=""
+    for p in $(ip netns pids "$E2E_PFX$n"); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = ddpnet ] && pid=$p
+    done
+    [ -n "$pid" ] || fail "$n: no ddpnet process"
+    for task in /proc/"$pid"/task/*; do
+        st=$(cat "$task/status" 2>/dev/null) || continue
+        tasks=$((tasks + 1))
+        local name uid gid groups caps nnp
+        name=$(echo "$st" | awk '/^Name:/ { print $2 }')
+        uid=$(echo "$st" | awk '/^Uid:/ { print $2, $3, $4, $5 }')
+        gid=$(echo "$st" | awk '/^Gid:/ { print $2, $3, $4, $5 }')
+        groups=$(echo "$st" | awk '/^Groups:/ { $1 = ""; print }' | tr -d ' ')
+        caps=$(echo "$st" | awk '/^Cap(Inh|Prm|Eff|Amb):/ && $2 !~ /^0+$/ { printf "%s%s ", $1, $2 }')
+        nnp=$(echo "$st" | awk '/^NoNewPrivs:/ { print $2 }')
+        [ "$uid" = "$U $U $U $U" ] || bad+=" $name(uid $uid)"
+        [ "$gid" = "$G $G $G $G" ] || bad+=" $name(gid $gid)"
+        [ -z "$groups" ] || bad+=" $name(groups $groups)"
+        [ -z "$caps" ] || bad+=" $name($caps)"
+        [ "$nnp" = 1 ] || bad+=" $name(NoNewPrivs $nnp)"
+    done
+    [ -z "$bad" ] || fail "$n: threads with more than they should have:$bad"
+    [ "$tasks" -ge "$min" ] || fail "$n: $tasks threads, expected at least $min"
+    say "ok: $n's daemon (pid $pid): $tasks threads, all uid/gid ddpnet ($U/$G), no groups, no capabilities, no_new_privs"
+}
+check_threads node-a 3
+check_threads node-b 1
