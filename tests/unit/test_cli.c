@@ -1295,9 +1295,12 @@ static void test_process_checks(void **state)
         execl("/bin/sleep", "/ddpnet/sleep", "30", (char *)NULL);
         _exit(127);
     }
-    /* Wait until both have exec'd (their comm becomes "sleep"). */
-    for (int i = 0; i < 2000; i++) {
-        int ready = 0;
+    /* Wait until both have exec'd (their comm becomes "sleep"): up to 10 s,
+     * for a loaded machine under ASan; a check on a child that has not
+     * exec'd yet would test the wrong program. */
+    int ready = 0;
+    for (int i = 0; i < 10000; i++) {
+        ready = 0;
         pid_t both[2] = { cmd, path_only };
         for (int k = 0; k < 2; k++) {
             snprintf(path, sizeof(path), "/proc/%d/comm", (int)both[k]);
@@ -1312,6 +1315,7 @@ static void test_process_checks(void **state)
             break;
         usleep(1000);
     }
+    assert_int_equal(ready, 2);
     assert_true(cli_process_is_ddpnet(cmd));
     assert_false(cli_process_is_ddpnet(path_only));
     kill(cmd, SIGKILL);
