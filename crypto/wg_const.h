@@ -146,5 +146,27 @@ const char *wg_strerror(int status);
 /* A direct path that carried nothing authentic for this long gives way to
  * a relay the peer now uses (s). */
 #define DISCO_DIRECT_STALE_S         8u
+/* What a member says about others is a hint (issue 15). A candidate not
+ * reported again for this long, and not answering, is forgotten (s). */
+#define DISCO_CAND_TTL_S             120u
+/* Sends to a candidate that never answered: after this many it is no
+ * longer tried (until it answers, or the peer comes back). */
+#define DISCO_CAND_TRIES_MAX         32u
+/* Bytes sent to an address that has not answered are paid for by the
+ * member that told us of it: it earns this many times the bytes it sent
+ * us, up to DISCO_HINT_CREDIT_MAX; and the device sends no more than
+ * DISCO_UNANSWERED_BYTES_PER_SEC (burst DISCO_UNANSWERED_BURST) to such
+ * addresses in all. */
+#define DISCO_HINT_FACTOR            2u
+#define DISCO_HINT_CREDIT_MAX        16384u
+#define DISCO_UNANSWERED_BYTES_PER_SEC 32768u
+#define DISCO_UNANSWERED_BURST       65536u
+/* A relay is used only once a message sent through it was answered end to
+ * end; a relay on trial that brings no answer within this long has failed
+ * (ms), and a failed one is not tried again for DISCO_RELAY_PENALTY_S (s)
+ * while another may be. A claim to reach a peer that is not renewed for
+ * DISCO_CAND_TTL_S is forgotten. */
+#define DISCO_RELAY_TRIAL_MS         2000u
+#define DISCO_RELAY_PENALTY_S        60u
 
 #endif

@@ -71,8 +71,16 @@ static int free_slot(struct disco_state *s, bool local)
     return oldest;
 }
 
+static void note_informant(struct disco_cand *c, disco_id who)
+{
+    if (c->informant[0] != who) {
+        c->informant[1] = c->informant[0];
+        c->informant[0] = who;
+    }
+}
+
 bool disco_cand_add(struct disco_state *s, const struct disco_endpoint *ep, bool local,
-                    uint64_t now)
+                    disco_id informant, uint64_t now)
 {
     int i;
 
@@ -84,6 +92,7 @@ bool disco_cand_add(struct disco_state *s, const struct disco_endpoint *ep, bool
     if (i >= 0) {
         bool promoted = local && !s->cand[i].local;
         s->cand[i].seen_ns = now;
+        note_informant(&s->cand[i], informant);
         if (promoted && count_kind(s, true) < DISCO_MAX_LOCAL)
             s->cand[i].local = true;
         return false;
@@ -91,7 +100,8 @@ bool disco_cand_add(struct disco_state *s, const struct disco_endpoint *ep, bool
     i = free_slot(s, local);
     if (i < 0)
         return false;
-    s->cand[i] = (struct disco_cand){ .ep = *ep, .local = local, .seen_ns = now };
+    s->cand[i] = (struct disco_cand){ .ep = *ep, .local = local, .informant = { informant },
+                                      .seen_ns = now };
     return true;
 }
 
@@ -118,7 +128,7 @@ static bool same_locals(const struct disco_state *s, const struct disco_endpoint
 }
 
 bool disco_cand_set_local(struct disco_state *s, const struct disco_endpoint *eps,
-                          unsigned n, uint64_t now)
+                          unsigned n, disco_id informant, uint64_t now)
 {
     bool changed = !same_locals(s, eps, n);
 
@@ -127,8 +137,55 @@ bool disco_cand_set_local(struct disco_state *s, const struct disco_endpoint *ep
         if (s->cand[i].local)
             remove_cand(s, i);
     for (unsigned i = 0; i < n && i < DISCO_MAX_LOCAL; i++)
-        disco_cand_add(s, &eps[i], true, now);
+        disco_cand_add(s, &eps[i], true, informant, now);
+    s->locals_from = informant;
     return changed;
+}
+
+bool disco_cand_locals_from(const struct disco_state *s, disco_id self)
+{
+    return s->locals_from == self;
+}
+
+struct disco_cand *disco_cand_get(struct disco_state *s, const struct disco_endpoint *ep)
+{
+    int i = find_cand(s, ep);
+
+    return i >= 0 ? &s->cand[i] : NULL;
+}
+
+void disco_cand_answered(struct disco_state *s, const struct disco_endpoint *ep, uint64_t now)
+{
+    struct disco_cand *c = disco_cand_get(s, ep);
+
+    if (c) {
+        c->answered_ns = now ? now : 1;
+        c->tries = 0;
+    }
+}
+
+bool disco_cand_answers(const struct disco_cand *c, uint64_t now)
+{
+    return c->answered_ns && now - c->answered_ns < secs(DISCO_CAND_TTL_S);
+}
+
+void disco_cand_expire(struct disco_state *s, uint64_t now)
+{
+    for (unsigned i = s->n_cand; i-- > 0;)
+        if (now - s->cand[i].seen_ns >= secs(DISCO_CAND_TTL_S) &&
+            !disco_cand_answers(&s->cand[i], now))
+            remove_cand(s, i);
+}
+
+void disco_cand_retry(struct disco_state *s)
+{
+    for (unsigned i = 0; i < s->n_cand; i++)
+        s->cand[i].tries = 0;
+}
+
+static bool given_up(const struct disco_cand *c)
+{
+    return c->tries >= DISCO_CAND_TRIES_MAX;
 }
 
 unsigned disco_cand_local(const struct disco_state *s, struct disco_endpoint *out,
@@ -189,13 +246,14 @@ unsigned disco_targets(const struct disco_state *s, const struct disco_endpoint 
 
     for (unsigned k = 0; k < s->n_cand && n < max; k++) {
         const struct disco_endpoint *ep = &s->cand[k].ep;
-        if (s->cand[k].local && !is_own(ep, own, n_own) && !listed(ep, out, n))
+        if (s->cand[k].local && !given_up(&s->cand[k]) && !is_own(ep, own, n_own) &&
+            !listed(ep, out, n))
             out[n++] = *ep;
     }
     while (!only_local && n < max && (i = newest_observed(s, taken)) >= 0) {
         const struct disco_endpoint *ep = &s->cand[i].ep;
         taken[i] = true;
-        if (!is_own(ep, own, n_own) && !listed(ep, out, n))
+        if (!given_up(&s->cand[i]) && !is_own(ep, own, n_own) && !listed(ep, out, n))
             out[n++] = *ep;
     }
     return n;
@@ -240,6 +298,10 @@ void disco_session_began(struct disco_state *s, uint64_t now)
 void disco_path_changed(struct disco_state *s)
 {
     s->next_probe_ns = 0;
+    /* The old path's pings say nothing of the new one. */
+    for (unsigned i = 0; i < DISCO_PINGS_MAX; i++)
+        if (!s->pings[i].probe)
+            s->pings[i].sent_ns = 0;
 }
 
 /* When ENDPOINTS are due: at once if never sent in this session. */

@@ -43,10 +43,42 @@
 #define DISCO_RELAY_OVERHEAD (DISCO_IP_HEADER_MAX + DISCO_HEADER_LEN + WG_KEY_LEN + \
                               WG_TRANSPORT_MIN_LEN)
 
+/* Who told us of a candidate or a relay: the engine's id of that peer
+ * (never 0). */
+typedef uint32_t disco_id;
+
 struct disco_cand {
     struct disco_endpoint ep;
     bool local;                /* one of the peer's own interface addresses */
+    /* The two latest members that reported it (distinct; 0: none): either
+     * may pay for sends to it, so no one member can take the cost of
+     * another's honest report onto an empty account of its own. */
+    disco_id informant[2];
     uint64_t seen_ns;          /* when it was last reported to us */
+    uint64_t answered_ns;      /* the peer's authentic packet came from it; 0: never */
+    uint8_t tries;             /* sends since it last answered */
+};
+
+/* Relays that may reach a peer: claimed by a member ("I reach it
+ * directly"), tried with one message sent end to end through it, used
+ * once that was answered, and failed when an answer did not come. */
+#define DISCO_RELAYS_MAX     4u
+struct disco_relay_slot {
+    disco_id id;               /* 0: a free slot */
+    uint64_t claimed_ns;       /* the latest claim, or when it carried the peer to us */
+    uint64_t confirmed_ns;     /* the latest end-to-end answer through it; 0: none */
+    uint64_t failed_ns;        /* when a trial or its use failed; 0: never */
+};
+struct disco_relays {
+    struct disco_relay_slot slot[DISCO_RELAYS_MAX];
+    disco_id trial;            /* on trial now; 0: none */
+    uint64_t trial_ns;
+};
+
+/* A byte budget: the device's for sends to addresses that never answered. */
+struct disco_bucket {
+    uint64_t tokens;
+    uint64_t last_ns;
 };
 
 struct disco_ping_slot {
@@ -65,6 +97,7 @@ enum disco_path {
 struct disco_state {
     uint8_t n_cand;
     struct disco_cand cand[DISCO_CANDS_MAX];
+    disco_id locals_from;      /* who gave the local candidates; 0: nobody */
 
     /* An attempt at a session: punch rounds, then a relay. */
     uint64_t attempt_ns;       /* when it began; 0: none */
@@ -105,25 +138,43 @@ enum disco_action {
 
 /* --- candidates ------------------------------------------------------------------ */
 
-/* Records a candidate (an invalid endpoint, or a loopback, link-local,
- * multicast or unspecified address, is ignored). A known one is
- * refreshed, and an observed one reported as local becomes local. When
- * full, the oldest observed candidate makes room for an observed one; a
- * local one is dropped when all DISCO_MAX_LOCAL are taken. Returns true
- * when the set changed. */
+/* Records a candidate that `informant` reported (an invalid endpoint, or
+ * a loopback, link-local, multicast or unspecified address, is ignored).
+ * A known one is refreshed (informant joins its two latest), and an
+ * observed one reported as local becomes local. When full, the oldest
+ * observed candidate makes room for an observed one; a local one is
+ * dropped when all DISCO_MAX_LOCAL are taken. Returns true when the set
+ * changed. */
 bool disco_cand_add(struct disco_state *s, const struct disco_endpoint *ep, bool local,
-                    uint64_t now);
-/* Replaces the local candidates with eps[0..n) (the peer's own list).
- * Returns true when the set changed. */
+                    disco_id informant, uint64_t now);
+/* Replaces the local candidates with eps[0..n), as `informant` reports
+ * them. Returns true when the set changed. */
 bool disco_cand_set_local(struct disco_state *s, const struct disco_endpoint *eps,
-                          unsigned n, uint64_t now);
+                          unsigned n, disco_id informant, uint64_t now);
+/* Whether the local candidates are the peer's own word (self: its id):
+ * then no other member's list replaces them, and only they are passed on. */
+bool disco_cand_locals_from(const struct disco_state *s, disco_id self);
+/* The candidate at ep, or NULL. */
+struct disco_cand *disco_cand_get(struct disco_state *s, const struct disco_endpoint *ep);
+/* The peer's authentic packet came from ep: it answers there (its tries
+ * start over). */
+void disco_cand_answered(struct disco_state *s, const struct disco_endpoint *ep, uint64_t now);
+/* Whether c answered within DISCO_CAND_TTL_S: sending to it is free. */
+bool disco_cand_answers(const struct disco_cand *c, uint64_t now);
+/* Forgets the candidates not reported for DISCO_CAND_TTL_S that did not
+ * answer within it either. */
+void disco_cand_expire(struct disco_state *s, uint64_t now);
+/* The peer came (back): candidates that stopped being tried are tried
+ * again. */
+void disco_cand_retry(struct disco_state *s);
 /* The local candidates, up to max; returns how many. */
 unsigned disco_cand_local(const struct disco_state *s, struct disco_endpoint *out,
                           unsigned max);
 /* Whether ep is one of the local candidates. */
 bool disco_cand_is_local(const struct disco_state *s, const struct disco_endpoint *ep);
 /* Where to aim: local candidates first (in the peer's order), then the
- * observed ones, newest first; never an address of our own (own[0..n_own):
+ * observed ones, newest first; none tried DISCO_CAND_TRIES_MAX times in
+ * vain; never an address of our own (own[0..n_own):
  * it would reach us, or a stranger that shares our private range), no
  * duplicates, up to max. only_local keeps the local ones alone. Returns
  * how many. */
@@ -137,6 +188,52 @@ unsigned disco_targets(const struct disco_state *s, const struct disco_endpoint 
 bool disco_local_usable(const struct disco_endpoint *ep, bool loopback_if, bool overlay_if,
                         const struct disco_endpoint *overlay_addr);
 
+/* --- what hints may cost ----------------------------------------------------------- */
+
+/* A member sent us `bytes`: its credit grows by DISCO_HINT_FACTOR times
+ * that, to DISCO_HINT_CREDIT_MAX at most. */
+void disco_credit_earn(uint32_t *credit, uint64_t bytes);
+/* Takes `bytes` from a credit; false (nothing taken) when it has less. */
+bool disco_credit_spend(uint32_t *credit, uint32_t bytes);
+/* Takes `bytes` from the device's bucket (DISCO_UNANSWERED_BYTES_PER_SEC,
+ * burst DISCO_UNANSWERED_BURST); false (nothing taken) when it has less. */
+bool disco_bucket_take(struct disco_bucket *b, uint32_t bytes, uint64_t now);
+
+/* --- relays ---------------------------------------------------------------------- */
+
+/* id says it reaches the peer directly: remembered (its claim renewed).
+ * When the slots are full it takes the place of one that failed, or else
+ * of the oldest claim never answered through; never of a relay that was
+ * answered through. Claims not renewed for DISCO_CAND_TTL_S, and never
+ * answered through since, are forgotten. */
+void disco_relay_claim(struct disco_relays *rs, disco_id id, uint64_t now);
+/* The relay to try next, or 0: among those usable now (usable[i] for
+ * slot i, the engine's view: a working direct session with it), not
+ * `exclude`, not failed within DISCO_RELAY_PENALTY_S -- the latest
+ * answered through first, then in the order they were claimed. One that
+ * failed within the penalty is tried again only when no other is left,
+ * and REKEY_TIMEOUT after it failed. */
+disco_id disco_relay_pick(const struct disco_relays *rs, const bool usable[DISCO_RELAYS_MAX],
+                          disco_id exclude, uint64_t now);
+/* A message to the peer is sent through id now: it is on trial until an
+ * answer comes through it or DISCO_RELAY_TRIAL_MS pass (remembered as a
+ * claim if it was not one). */
+void disco_relay_trial(struct disco_relays *rs, disco_id id, uint64_t now);
+/* The relay on trial now, or 0. */
+disco_id disco_relay_on_trial(const struct disco_relays *rs, uint64_t now);
+/* A trial that ran out: its relay failed. Returns that relay, or 0. */
+disco_id disco_relay_trial_over(struct disco_relays *rs, uint64_t now);
+/* An authentic message from the peer came through id. True when id was on
+ * trial: the exchange through it succeeded, and it may be used. */
+bool disco_relay_answered(struct disco_relays *rs, disco_id id, uint64_t now);
+/* The relay id, in use, carried an authentic message from the peer. */
+void disco_relay_carried(struct disco_relays *rs, disco_id id, uint64_t now);
+/* The relay id, in use, stopped carrying answers (or its own session
+ * ended): failed. */
+void disco_relay_failed(struct disco_relays *rs, disco_id id, uint64_t now);
+/* Forgets id (a peer that left). */
+void disco_relay_forget(struct disco_relays *rs, disco_id id);
+
 /* --- the schedule --------------------------------------------------------------- */
 
 /* Begins an attempt unless one is under way. punched: the first punch
@@ -146,7 +243,8 @@ bool disco_attempt(struct disco_state *s, bool punched, uint64_t now);
 /* A session began: the attempt is over; ping (the count of unanswered
  * ones starts over) and send ENDPOINTS at once. */
 void disco_session_began(struct disco_state *s, uint64_t now);
-/* The path changed: probing starts over from its own interval. */
+/* The path changed: probing starts over from its own interval, and the
+ * pings still unanswered on the old path are forgotten. */
 void disco_path_changed(struct disco_state *s);
 /* Runs what is due: returns DISCO_DO_* flags and moves each deadline on.
  * gen is the device's generation of what ENDPOINTS says. */

@@ -77,6 +77,14 @@ struct peer *device_peer_by_key(struct device *dev, const uint8_t key[WG_KEY_LEN
     return found;
 }
 
+struct peer *device_peer_by_id(struct device *dev, disco_id id)
+{
+    for (size_t i = 0; id && i < dev->n_peers; i++)
+        if (dev->peers[i]->id == id)
+            return dev->peers[i];
+    return NULL;
+}
+
 /* The endpoint of a node as the cluster file gives it, when it is an IP
  * literal; hostnames are resolved by the daemon before this (see
  * device_setup.h). */
@@ -124,6 +132,7 @@ int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint6
             goto fail;
         }
         endpoint_from_node(&p->endpoint, n);
+        p->id = ++dev->next_peer_id;
         dev->peers[dev->n_peers++] = p;
     }
     ret = map_build(dev);

@@ -28,8 +28,6 @@
 #include "overlay/engine/ratelimit.h"
 #include "overlay/engine/stage.h"
 
-/* Relays remembered per peer, in case the one in use goes away. */
-#define PEER_RELAYS_MAX      4u
 /* Packets wait for a session this long at most (two handshake attempts,
  * time for a relay to come up); then they are dropped and the peer
  * refuses new ones at once, with ICMP, until a handshake completes. */
@@ -74,6 +72,7 @@ struct rate {
  * session keys. */
 struct peer {
     struct device *dev;
+    disco_id id;                          /* this device's name for it in disco's records */
     char name[CLUSTER_NAME_MAX + 1];
     uint8_t public_key[WG_KEY_LEN];
     struct cluster_addr address;          /* overlay address: the only allowed IP */
@@ -106,11 +105,14 @@ struct peer {
 
     /* Discovery and paths (disco.h, disco_io.c, path.c). via: the peer our
      * messages to this one go through (a relay), NULL when they go to
-     * `endpoint`; relays: peers that told us they reach this one directly
-     * (latest first), the relays to take when no direct path comes up. */
+     * `endpoint`; relays: peers that may reach this one, tried end to end
+     * before one is used (trust.c); hint_credit: what this peer may make
+     * us send to addresses that never answered (what it told us of others
+     * is paid from it). */
     struct disco_state disco;
     struct peer *via;
-    struct peer *relays[PEER_RELAYS_MAX];
+    struct disco_relays relays;
+    uint32_t hint_credit;
     uint64_t last_direct_ns;              /* last authentic packet that came directly */
     struct pmtu pmtu;                     /* the path's MTU, searched anew with each path */
     bool speaks_disco;                    /* it sent us a disco message: a ddpnet node */
@@ -137,6 +139,10 @@ struct device_stats {
      * refused; messages forwarded for other peers (as a relay) and refused
      * (destination unknown or not directly reached). */
     uint64_t disco_bad, relay_forwarded, relay_refused;
+    /* What members' hints cost: bytes sent to addresses that had not
+     * answered, sends refused for want of credit, relay trials that
+     * failed and relays dropped because answers stopped. */
+    uint64_t hint_bytes, hint_refused, relay_trials_failed, relay_dropped;
 };
 
 /* This node's side of discovery (disco_io.c): its local candidates, the
@@ -157,6 +163,7 @@ struct disco_device {
     struct disco_msg *wrap_msg;           /* a relay wrapping being built */
     uint8_t *scratch;                     /* a sealed disco message */
     uint8_t *wrap;                        /* the same, wrapped for a relay */
+    struct disco_bucket unanswered;       /* sends to addresses that never answered */
     struct pkt *fwd;                      /* forwarded messages not yet sent ... */
     struct peer *fwd_to;                  /* ... to this peer */
 };
@@ -170,6 +177,7 @@ struct device {
 
     size_t n_peers;
     struct peer **peers;                  /* cluster order, self left out */
+    disco_id next_peer_id;                /* the next peer's id (ids are never reused) */
 
     uint16_t listen_port;
     int udp4_fd, udp6_fd, tun_fd;
@@ -191,6 +199,8 @@ struct device {
 
 /* Lookups for the control socket and the engine; NULL when none. */
 struct peer *device_peer_by_key(struct device *dev, const uint8_t key[WG_KEY_LEN]);
+/* Peer by its id (disco's records name peers so). */
+struct peer *device_peer_by_id(struct device *dev, disco_id id);
 /* Peer by overlay destination address of an inner packet. */
 struct peer *device_peer_by_address(struct device *dev, int family, const uint8_t *addr);
 

@@ -110,32 +110,89 @@ static bool relay_good(const struct peer *r, uint64_t now)
     return path_relay_ready(r, now) && disco_working(r, now);
 }
 
-/* The first good relay of p, or NULL. */
-static struct peer *relay_for(const struct peer *p, uint64_t now)
+/* The relay to try next for p (trust.c's order), or NULL. */
+static struct peer *relay_next(const struct peer *p, uint64_t now)
 {
-    for (unsigned i = 0; i < PEER_RELAYS_MAX; i++)
-        if (p->relays[i] && relay_good(p->relays[i], now))
-            return p->relays[i];
-    return NULL;
+    bool usable[DISCO_RELAYS_MAX];
+
+    for (unsigned i = 0; i < DISCO_RELAYS_MAX; i++) {
+        const struct peer *r = device_peer_by_id(p->dev, p->relays.slot[i].id);
+        usable[i] = r && r != p && relay_good(r, now);
+    }
+    return device_peer_by_id(p->dev, disco_relay_pick(&p->relays, usable,
+                                                      p->via ? p->via->id : 0, now));
 }
 
-/* r reaches p directly: it goes first among p's relays (the one that
- * told us last knows best), the oldest making room. */
-static void offer_relay(struct peer *p, struct peer *r)
+/* r says it reaches p directly: a relay to try, no more (trust.c). */
+static void offer_relay(struct peer *p, struct peer *r, uint64_t now)
 {
-    unsigned at = PEER_RELAYS_MAX - 1u;
-
-    if (r == p || p->relays[0] == r)
+    if (r == p)
         return;
-    for (unsigned i = 0; i < PEER_RELAYS_MAX; i++)
-        if (p->relays[i] == r)
-            at = i;
-    memmove(&p->relays[1], &p->relays[0], at * sizeof(p->relays[0]));
-    p->relays[0] = r;
+    disco_relay_claim(&p->relays, r->id, now);
     disco_wake(p->dev);
 }
 
+/* Tries the next relay for p: an initiation goes through it (and through
+ * it again with every initiation while it is on trial); the relay is used
+ * once the answer comes back through it (path_received). */
+static bool try_relay(struct peer *p, uint64_t now)
+{
+    struct peer *r = relay_next(p, now);
+
+    if (!r)
+        return false;
+    log_debug("peer %s: trying the relay %s", p->name, r->name);
+    disco_relay_trial(&p->relays, r->id, now);
+    handshake_initiate(p, now);
+    return true;
+}
+
+/* Whether a send of len bytes to t, a candidate of p, may go. Free to an
+ * address that answered (or to p's endpoint, which came from p's own
+ * authentic packets or from the operator); else paid from the credit of a
+ * member that told us of it, within the device's bucket (trust.c). */
+static bool hint_allows(struct peer *p, const struct disco_endpoint *t, uint32_t len,
+                        uint64_t now)
+{
+    struct device *dev = p->dev;
+    struct disco_cand *c;
+
+    if (is_endpoint(p, t))
+        return true;
+    if (!(c = disco_cand_get(&p->disco, t)))
+        return false;
+    if (disco_cand_answers(c, now))
+        return true;
+    for (unsigned i = 0; i < 2; i++) {
+        struct peer *who = device_peer_by_id(dev, c->informant[i]);
+        if (!who || who->hint_credit < len)
+            continue;
+        if (!disco_bucket_take(&dev->disco.unanswered, len, now))
+            break;
+        disco_credit_spend(&who->hint_credit, len);
+        if (c->tries < UINT8_MAX)
+            c->tries++;
+        dev->stats.hint_bytes += len;
+        return true;
+    }
+    dev->stats.hint_refused++;
+    return false;
+}
+
+void disco_note_answer(struct peer *p, const union endpoint *src, uint64_t now)
+{
+    struct disco_endpoint from;
+
+    if (to_disco(src, &from))
+        disco_cand_answered(&p->disco, &from, now);
+}
+
 /* --- sending ------------------------------------------------------------------------- */
+
+static size_t ip_header_len(const struct device *dev)
+{
+    return dev->self->address.family == AF_INET6 ? IPV6_HEADER_LEN : IPV4_HEADER_LEN;
+}
 
 /* Writes m for p into the scratch buffer as one sealed transport message
  * (an inner IP packet between our overlay addresses); returns its length
@@ -200,12 +257,15 @@ static int send_disco(struct peer *p, const struct disco_msg *m, const union end
 unsigned disco_spray(struct peer *p, const uint8_t *msg, uint32_t len, uint64_t now)
 {
     struct disco_endpoint t[DISCO_CANDS_MAX];
-    unsigned n = targets(p, false, t), sent = 0;
+    unsigned n, sent = 0;
     union endpoint ep;
 
+    disco_cand_expire(&p->disco, now);
+    n = targets(p, false, t);
     for (unsigned i = 0; i < n; i++) {
         /* The path had its copy already. */
-        if ((!p->via && is_endpoint(p, &t[i])) || !from_disco(&t[i], &ep))
+        if ((!p->via && is_endpoint(p, &t[i])) || !from_disco(&t[i], &ep) ||
+            !hint_allows(p, &t[i], len, now))
             continue;
         if (loop_send_now(p->dev->loop, msg, len, &ep) == 0) {
             peer_count_tx(p, len, now);
@@ -217,6 +277,15 @@ unsigned disco_spray(struct peer *p, const uint8_t *msg, uint32_t len, uint64_t 
 
 /* --- ENDPOINTS ----------------------------------------------------------------------- */
 
+/* p's local candidates as p itself gave them: what others told us of
+ * them is not passed on (one member's word would become ours). */
+static unsigned own_locals(const struct peer *p, struct disco_endpoint *out, unsigned max)
+{
+    if (!disco_cand_locals_from(&p->disco, p->id))
+        return 0;
+    return disco_cand_local(&p->disco, out, max);
+}
+
 /* p's record for others: only peers we reach directly, with a session,
  * that speak disco (a plain WireGuard peer would not answer a punch). */
 static bool record_of(const struct peer *p, uint64_t now, struct disco_peer *rec)
@@ -226,7 +295,7 @@ static bool record_of(const struct peer *p, uint64_t now, struct disco_peer *rec
     memcpy(rec->key, p->public_key, WG_KEY_LEN);
     rec->has_observed = to_disco(&p->endpoint, &rec->observed);
     rec->direct = true;
-    rec->n_local = (uint8_t)disco_cand_local(&p->disco, rec->local, DISCO_MAX_LOCAL);
+    rec->n_local = (uint8_t)own_locals(p, rec->local, DISCO_MAX_LOCAL);
     return true;
 }
 
@@ -292,7 +361,7 @@ static uint8_t candidates_of(const struct peer *about, struct disco_endpoint *ou
 
     if (to_disco(&about->endpoint, &out[0]))
         n++;
-    n += disco_cand_local(&about->disco, out + n, DISCO_MAX_CANDIDATES - n);
+    n += own_locals(about, out + n, DISCO_MAX_CANDIDATES - n);
     return (uint8_t)n;
 }
 
@@ -339,12 +408,12 @@ static void learn_record(struct peer *x, struct peer *via, const struct disco_pe
     if (!q || q == x)
         return;     /* ourselves, or a key not in the cluster */
     if (rec->has_observed)
-        disco_cand_add(&q->disco, &rec->observed, false, now);
+        disco_cand_add(&q->disco, &rec->observed, false, x->id, now);
     /* q's own word on its addresses wins over what others pass on. */
-    if (rec->n_local && !(path_direct(q) && q->speaks_disco && disco_working(q, now)))
-        disco_cand_set_local(&q->disco, rec->local, rec->n_local, now);
+    if (rec->n_local && !disco_cand_locals_from(&q->disco, q->id))
+        disco_cand_set_local(&q->disco, rec->local, rec->n_local, x->id, now);
     if (rec->direct && !via && path_direct(x))
-        offer_relay(q, x);
+        offer_relay(q, x, now);
     if (!disco_working(q, now))
         disco_want_session(q, false, now);
 }
@@ -354,7 +423,7 @@ static void on_endpoints(struct peer *x, struct peer *via, const struct disco_en
 {
     struct device *dev = x->dev;
 
-    if (disco_cand_set_local(&x->disco, e->local, e->n_local, now)) {
+    if (disco_cand_set_local(&x->disco, e->local, e->n_local, x->id, now)) {
         dev->disco.gen++;
         x->introduced = false;
     }
@@ -378,23 +447,32 @@ static void on_punch(struct peer *x, struct peer *via, const struct disco_punch 
     if (!q || q == x)
         return;
     for (unsigned i = 0; i < pu->n_cand; i++)
-        disco_cand_add(&q->disco, &pu->cand[i], false, now);
+        disco_cand_add(&q->disco, &pu->cand[i], false, x->id, now);
     if (!via && path_direct(x))
-        offer_relay(q, x);
+        offer_relay(q, x, now);
     if (!disco_working(q, now))
         disco_want_session(q, false, now);
 }
 
-static void send_probe(struct peer *p, const struct disco_endpoint *to, uint64_t now)
+/* A probe of the candidate `to`: paid for (hint_allows) unless `to` is
+ * where the peer's authentic packet just came from. */
+static void send_probe(struct peer *p, const struct disco_endpoint *to, bool answered,
+                       uint64_t now)
 {
     struct disco_msg *m = p->dev->disco.out_msg;
     union endpoint ep;
+    int n;
 
     if (!from_disco(to, &ep))
         return;
     m->type = DISCO_PING;
     randombytes_buf(&m->ping.txid, sizeof(m->ping.txid));
     m->ping.flags = DISCO_PING_F_PROBE;
+    if ((n = disco_encoded_len(m)) < 0)
+        return;
+    size_t sealed = transport_sealed_len_limited(ip_header_len(p->dev) + (size_t)n, path_mtu(p));
+    if (!answered && !hint_allows(p, to, (uint32_t)sealed, now))
+        return;
     if (send_disco(p, m, &ep, now) == 0)
         disco_ping_sent(&p->disco, m->ping.txid, to, now);
 }
@@ -416,7 +494,7 @@ static void on_ping(struct peer *p, const union endpoint *src, struct peer *via,
     /* Probed directly while we relay: probe back at once, so that both
      * sides can move to the direct path within a round trip. */
     if (direct && p->via && (pi->flags & DISCO_PING_F_PROBE))
-        send_probe(p, &from, now);
+        send_probe(p, &from, true, now);
 }
 
 static void on_pong(struct peer *p, const union endpoint *src, struct peer *via,
@@ -508,6 +586,7 @@ bool disco_session_up(struct peer *p, uint64_t now)
         p->introduced = false;
         p->dev->disco.gen++;
         path_mtu_search(p, now);
+        disco_cand_retry(&p->disco);   /* new, or back: its addresses may work again */
     }
     disco_session_began(&p->disco, now);
     disco_timers(p, now);
@@ -517,7 +596,7 @@ bool disco_session_up(struct peer *p, uint64_t now)
 
 void disco_want_session(struct peer *p, bool sent, uint64_t now)
 {
-    if (disco_working(p, now) || (!disco_has_targets(p) && !relay_for(p, now)))
+    if (disco_working(p, now) || (!disco_has_targets(p) && !relay_next(p, now)))
         return;
     if (disco_attempt(&p->disco, sent, now))
         disco_wake(p->dev);
@@ -533,7 +612,7 @@ static void facts_of(const struct peer *p, uint64_t now, struct disco_facts *f)
     /* A relay that lost its session, or stopped answering: as no path. */
     if (f->path == DISCO_PATH_RELAY && !relay_good(p->via, now))
         f->path = DISCO_PATH_NONE;
-    f->relay_known = relay_for(p, now) != NULL;
+    f->relay_known = relay_next(p, now) != NULL;
     f->can_upgrade = f->path == DISCO_PATH_DIRECT && to_disco(&p->endpoint, &cur) &&
                      !disco_cand_is_local(&p->disco, &cur) && targets(p, true, t) > 0;
 }
@@ -585,11 +664,13 @@ static void mtu_probe(struct peer *p, uint64_t now)
 static void probe(struct peer *p, const struct disco_facts *f, uint64_t now)
 {
     struct disco_endpoint t[DISCO_CANDS_MAX];
-    unsigned n = targets(p, f->path == DISCO_PATH_DIRECT, t);
+    unsigned n;
 
+    disco_cand_expire(&p->disco, now);
+    n = targets(p, f->path == DISCO_PATH_DIRECT, t);
     for (unsigned i = 0; i < n; i++)
         if (p->via || !is_endpoint(p, &t[i]))
-            send_probe(p, &t[i], now);
+            send_probe(p, &t[i], false, now);
 }
 
 void disco_timers(struct peer *p, uint64_t now)
@@ -597,21 +678,28 @@ void disco_timers(struct peer *p, uint64_t now)
     struct disco_facts f;
     unsigned act;
 
-    /* The relay in use stopped answering: another that reaches the peer
-     * takes over at once (a new handshake through it). */
-    struct peer *r;
-    if (p->via && !relay_good(p->via, now) && (r = relay_for(p, now))) {
-        path_use_relay(p, r, now);
-        handshake_initiate(p, now);
+    disco_cand_expire(&p->disco, now);
+    /* A relay on trial that brought no answer failed: the next one is
+     * tried at once. */
+    if (disco_relay_trial_over(&p->relays, now)) {
+        p->dev->stats.relay_trials_failed++;
+        if (!disco_working(p, now))
+            try_relay(p, now);
+    }
+    /* The relay in use lost its own session with us, or the peer stopped
+     * answering through it (whatever the relay says of itself): dropped,
+     * and the next tried at once. */
+    if (p->via && (!relay_good(p->via, now) || (peer_can_send(p, now) && !disco_working(p, now)))) {
+        path_drop_relay(p, now);
+        try_relay(p, now);
     }
     facts_of(p, now, &f);
     /* A session whose path stopped answering: find another. */
     if (f.session && !f.working)
         disco_want_session(p, false, now);
     act = disco_tick(&p->disco, &f, p->dev->disco.gen, now);
-    if (act & DISCO_DO_RELAY) {
-        path_use_relay(p, relay_for(p, now), now);
-        handshake_initiate(p, now);
+    if ((act & DISCO_DO_RELAY) && !disco_relay_on_trial(&p->relays, now) && try_relay(p, now)) {
+        /* the initiation went to the candidates too */
     } else if (act & DISCO_DO_PUNCH) {
         handshake_punch(p, now);
     }

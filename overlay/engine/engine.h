@@ -113,9 +113,20 @@ int path_relay_now(struct peer *r, const uint8_t dst[WG_KEY_LEN], const uint8_t 
 /* An authentic message from p came from src (UDP) or, when via is not
  * NULL, through via. A handshake message, or a confirmed direct packet,
  * moves a relayed peer to the direct path; other direct packets do not
- * (the peer may only be probing). */
+ * (the peer may only be probing). Through a relay: p moves to it only
+ * when it was on trial (the message answers one we sent through it). */
 void path_received(struct peer *p, const union endpoint *src, struct peer *via,
                    bool confirmed, uint64_t now);
+/* The relay in use stopped carrying p's answers: it failed (trust.c),
+ * and p has no relay until another is tried. */
+void path_drop_relay(struct peer *p, uint64_t now);
+/* The relay on trial for p (to send a copy of each initiation through),
+ * or NULL. */
+struct peer *path_relay_trial(struct peer *p, uint64_t now);
+/* A handshake message from p came through the relay via: the relay to
+ * answer through (put on trial: p's next message through it confirms
+ * it), or NULL when the answer takes p's path. */
+struct peer *path_answer_through(struct peer *p, struct peer *via, uint64_t now);
 /* Switches p to the direct path at ep, or to the relay r. */
 void path_use_direct(struct peer *p, const union endpoint *ep, uint64_t now);
 void path_use_relay(struct peer *p, struct peer *r, uint64_t now);
@@ -140,8 +151,11 @@ void disco_want_session(struct peer *p, bool sent, uint64_t now);
 bool disco_working(const struct peer *p, uint64_t now);
 /* Whether p has candidates to aim at. */
 bool disco_has_targets(const struct peer *p);
-/* Sends msg[0..len) (an initiation) to each of p's candidates at once;
- * returns how many went out. */
+/* p's authentic packet came from src: that candidate answers. */
+void disco_note_answer(struct peer *p, const union endpoint *src, uint64_t now);
+/* Sends msg[0..len) (an initiation) to each of p's candidates at once,
+ * those that never answered only as far as their informants' credit
+ * goes (trust.c); returns how many went out. */
 unsigned disco_spray(struct peer *p, const uint8_t *msg, uint32_t len, uint64_t now);
 /* A disco message from p (decoded from an authentic inner packet), which
  * came from src or through via. RELAYED is the data path's; everything

@@ -82,14 +82,21 @@ static void forget_handshake_index(struct peer *p)
         index_remove(&p->dev->indices, p->handshake.local_index);
 }
 
-/* Sends the message of len bytes at pkt->area on p's path. */
-static void send_handshake_message(struct peer *p, struct pkt *pkt, uint32_t len, uint64_t now)
+/* Sends the message of len bytes at pkt->area on p's path, or through
+ * the relay `through` (an answer goes back the way its question came). */
+static void send_handshake_message(struct peer *p, struct pkt *pkt, uint32_t len,
+                                   struct peer *through, uint64_t now)
 {
     cookie_add_macs(&p->cookie, pkt->area, len, now);
     peer_count_tx(p, len, now);
     timers_any_authenticated_packet_traversal(p, now);
     timers_any_authenticated_packet_sent(p, now);
-    path_send_message(p, pkt, len, now);
+    if (!through) {
+        path_send_message(p, pkt, len, now);
+        return;
+    }
+    path_relay_now(through, p->public_key, pkt->area, len, now);
+    loop_pkt_put(p->dev->loop, pkt);
 }
 
 /* Sends the initiation kept in p->initiation (its MACs made afresh: a
@@ -97,6 +104,7 @@ static void send_handshake_message(struct peer *p, struct pkt *pkt, uint32_t len
  * a direct session works (a rekey needs no search). */
 static void send_initiation(struct peer *p, uint64_t now)
 {
+    struct peer *trial = path_relay_trial(p, now);
     struct pkt *pkt;
 
     bool on_path = false;
@@ -105,11 +113,16 @@ static void send_initiation(struct peer *p, uint64_t now)
     cookie_add_macs(&p->cookie, p->initiation, WG_INITIATION_LEN, now);
     if (path_usable(p) && (pkt = loop_pkt_get(p->dev->loop))) {
         memcpy(pkt->area, p->initiation, WG_INITIATION_LEN);
-        send_handshake_message(p, pkt, WG_INITIATION_LEN, now);
+        send_handshake_message(p, pkt, WG_INITIATION_LEN, NULL, now);
         on_path = true;
     }
     if (!path_direct(p) || !disco_working(p, now))
         sprayed = disco_spray(p, p->initiation, WG_INITIATION_LEN, now);
+    /* A relay on trial carries a copy: its answer makes it the path. */
+    if (trial && path_relay_now(trial, p->public_key, p->initiation, WG_INITIATION_LEN, now) == 0) {
+        peer_count_tx(p, WG_INITIATION_LEN, now);
+        sprayed++;
+    }
     /* The sent-events only for what went out (send_handshake_message
      * fired them for the path's copy). */
     if (!on_path && sprayed) {
@@ -160,8 +173,9 @@ void handshake_send_initiation(struct peer *p, bool is_retry, uint64_t now)
     if (p->last_handshake_sent_ns &&
         now - p->last_handshake_sent_ns < WG_REKEY_TIMEOUT * WG_NSEC_PER_SEC)
         return;
-    if (!path_usable(p) && !disco_has_targets(p)) {
+    if (!path_usable(p) && !disco_has_targets(p) && !path_relay_trial(p, now)) {
         log_debug("peer %s: no endpoint known yet, waiting for it to reach us", p->name);
+        disco_want_session(p, false, now);    /* a relay may reach it */
         return;
     }
     handshake_initiate(p, now);
@@ -250,6 +264,7 @@ static void keep_ours(struct peer *p, const struct noise_handshake *theirs, stru
     p->handshake.consumed_initiation_before = true;
     log_debug("peer %s: its initiation crossed ours; sending ours again", p->name);
     path_received(p, &pkt->addr, pkt->via, true, now);
+    path_answer_through(p, pkt->via, now);   /* ours goes that way too */
     peer_count_rx(p, pkt->len, now);
     loop_pkt_put(p->dev->loop, pkt);
     send_initiation(p, now);
@@ -280,6 +295,7 @@ static void consume_initiation(struct device *dev, struct pkt *pkt, uint64_t now
     struct peer *p = peer_of(hs);
     forget_handshake_index(p);
     path_received(p, &pkt->addr, pkt->via, true, now);
+    struct peer *back = path_answer_through(p, pkt->via, now);
     peer_count_rx(p, pkt->len, now);
     timers_any_authenticated_packet_received(p, now);
     timers_any_authenticated_packet_traversal(p, now);
@@ -295,7 +311,7 @@ static void consume_initiation(struct device *dev, struct pkt *pkt, uint64_t now
     peer_install_keypair(p, &kp);
     timers_session_derived(p, now);
     note_session(p, "responder");
-    send_handshake_message(p, pkt, WG_RESPONSE_LEN, now);
+    send_handshake_message(p, pkt, WG_RESPONSE_LEN, back, now);
 }
 
 static void consume_response(struct device *dev, struct pkt *pkt, uint64_t now)

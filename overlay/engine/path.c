@@ -124,17 +124,59 @@ void path_use_relay(struct peer *p, struct peer *r, uint64_t now)
     path_mtu_search(p, now);
 }
 
+void path_drop_relay(struct peer *p, uint64_t now)
+{
+    struct peer *r = p->via;
+
+    if (!r)
+        return;
+    log_info("peer %s: no answers through %s any more; relay dropped", p->name, r->name);
+    disco_relay_failed(&p->relays, r->id, now);
+    p->dev->stats.relay_dropped++;
+    p->via = NULL;
+    p->dev->disco.gen++;
+    disco_path_changed(&p->disco);
+    path_mtu_search(p, now);
+}
+
+struct peer *path_relay_trial(struct peer *p, uint64_t now)
+{
+    struct peer *r = device_peer_by_id(p->dev, disco_relay_on_trial(&p->relays, now));
+
+    return r && r != p && r != p->via && path_relay_ready(r, now) ? r : NULL;
+}
+
+struct peer *path_answer_through(struct peer *p, struct peer *via, uint64_t now)
+{
+    if (!via || via == p || via == p->via)
+        return NULL;
+    disco_relay_trial(&p->relays, via->id, now);
+    return via;
+}
+
 void path_received(struct peer *p, const union endpoint *src, struct peer *via,
                    bool confirmed, uint64_t now)
 {
     if (!via) {
         p->last_direct_ns = now;
-        /* Relayed: a probe that got through one way proves nothing yet. */
+        /* Relayed: a probe that got through one way proves nothing yet,
+         * but its address answers (sends to it are no hint's to pay). */
         if (!p->via || confirmed)
             path_use_direct(p, src, now);
+        else
+            disco_note_answer(p, src, now);
         return;
     }
-    if (via == p || via == p->via)
+    if (via == p)
+        return;
+    if (via == p->via) {
+        disco_relay_carried(&p->relays, via->id, now);
+        return;
+    }
+    /* Through another relay: taken only when it was on trial, so that this
+     * answers what we sent through it (a relay's claim, or a message it
+     * passed on one way, proves nothing). */
+    if (!disco_relay_answered(&p->relays, via->id, now))
         return;
     /* The peer went through a relay while our direct path still carries
      * its packets: keep ours (it may still be finding its way). */

@@ -238,6 +238,8 @@ void peer_count_rx(struct peer *p, uint64_t bytes, uint64_t now)
 {
     p->rx_bytes += bytes;
     p->last_received_ns = now;
+    /* What it sent us is what its word about others may cost us. */
+    disco_credit_earn(&p->hint_credit, bytes);
     rate_count(&p->rx_rate, bytes, now);
 }
 

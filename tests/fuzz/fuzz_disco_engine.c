@@ -88,7 +88,8 @@ static void reset_peers(void)
     for (size_t i = 0; i < dev.n_peers; i++) {
         struct peer *p = dev.peers[i];
         memset(&p->disco, 0, sizeof(p->disco));
-        memset(p->relays, 0, sizeof(p->relays));
+        memset(&p->relays, 0, sizeof(p->relays));
+        p->hint_credit = 0;
         p->via = NULL;
         p->introduced = false;
         p->introduced_ns = 0;

@@ -2,7 +2,8 @@
  * peer's candidates and where to aim (local first, never our own
  * addresses), which interface addresses are candidates, the schedule of
  * an attempt (punches, then the relay, then giving up), of a session
- * (pings, ENDPOINTS, probes), the pings' bookkeeping; and the engine's
+ * (pings, ENDPOINTS, probes), the pings' bookkeeping; what hints may
+ * cost and which relays are used (trust.c); and the engine's
  * choices that need no network (overlay/engine/path.c: which path a received
  * packet moves a peer to, the relayed MTU; a relay's refusals). */
 #include <arpa/inet.h>
@@ -23,6 +24,7 @@
 #define MS   (WG_NSEC_PER_SEC / 1000u)
 #define SEC  WG_NSEC_PER_SEC
 #define T0   (1000 * SEC)
+#define WHO  7u     /* the member that reports candidates */
 
 static struct disco_endpoint ep4(uint8_t a, uint8_t b, uint8_t c, uint8_t d, uint16_t port)
 {
@@ -59,11 +61,11 @@ static void test_cand_add(void **state)
     struct disco_endpoint bad = ep4(100, 64, 2, 1, 0), out[DISCO_CANDS_MAX];
 
     (void)state;
-    assert_true(disco_cand_add(&s, &pub, false, T0));
-    assert_false(disco_cand_add(&s, &pub, false, T0 + SEC));     /* known: refreshed */
+    assert_true(disco_cand_add(&s, &pub, false, WHO, T0));
+    assert_false(disco_cand_add(&s, &pub, false, WHO, T0 + SEC));     /* known: refreshed */
     assert_int_equal(s.n_cand, 1);
     assert_true(s.cand[0].seen_ns == T0 + SEC);
-    assert_false(disco_cand_add(&s, &bad, false, T0));           /* port 0: no endpoint */
+    assert_false(disco_cand_add(&s, &bad, false, WHO, T0));           /* port 0: no endpoint */
     assert_int_equal(s.n_cand, 1);
     /* Nothing a peer says makes us aim at our own services or the LAN. */
     struct disco_endpoint refused[] = { ep4(127, 0, 0, 53, 53), ep4(169, 254, 1, 1, 51820),
@@ -71,15 +73,15 @@ static void test_cand_add(void **state)
                                         ep6("::1", 51820), ep6("fe80::1", 51820),
                                         ep6("ff02::1", 51820) };
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
-        assert_false(disco_cand_add(&s, &refused[i], i % 2, T0));
+        assert_false(disco_cand_add(&s, &refused[i], i % 2, WHO, T0));
     assert_int_equal(s.n_cand, 1);
     assert_false(disco_cand_is_local(&s, &pub));
-    assert_true(disco_cand_add(&s, &lan, true, T0));
+    assert_true(disco_cand_add(&s, &lan, true, WHO, T0));
     assert_true(disco_cand_is_local(&s, &lan));
     assert_int_equal(disco_cand_local(&s, out, DISCO_CANDS_MAX), 1);
     assert_ep(&out[0], &lan);
     /* An observed one the peer reports as its own becomes local. */
-    assert_false(disco_cand_add(&s, &pub, true, T0));
+    assert_false(disco_cand_add(&s, &pub, true, WHO, T0));
     assert_true(disco_cand_is_local(&s, &pub));
     assert_int_equal(disco_cand_local(&s, out, 1), 1);           /* max respected */
 }
@@ -93,10 +95,10 @@ static void test_cand_full(void **state)
     /* Observed ones: the oldest makes room. */
     for (unsigned i = 0; i < DISCO_OBSERVED_MAX; i++) {
         e = ep4(100, 64, 9, (uint8_t)i, 1000);
-        assert_true(disco_cand_add(&s, &e, false, T0 + i * SEC));
+        assert_true(disco_cand_add(&s, &e, false, WHO, T0 + i * SEC));
     }
     e = ep4(100, 64, 9, 200, 1000);
-    assert_true(disco_cand_add(&s, &e, false, T0 + 100 * SEC));
+    assert_true(disco_cand_add(&s, &e, false, WHO, T0 + 100 * SEC));
     assert_int_equal(s.n_cand, DISCO_OBSERVED_MAX);
     struct disco_endpoint oldest = ep4(100, 64, 9, 0, 1000), second = ep4(100, 64, 9, 1, 1000);
     bool has_oldest = false, has_second = false;
@@ -109,14 +111,14 @@ static void test_cand_full(void **state)
     /* Local ones: beyond DISCO_MAX_LOCAL they are dropped. */
     for (unsigned i = 0; i < DISCO_MAX_LOCAL; i++) {
         e = ep4(10, 0, 0, (uint8_t)(i + 1), 51820);
-        assert_true(disco_cand_add(&s, &e, true, T0));
+        assert_true(disco_cand_add(&s, &e, true, WHO, T0));
     }
     e = ep4(10, 0, 0, 99, 51820);
-    assert_false(disco_cand_add(&s, &e, true, T0));
+    assert_false(disco_cand_add(&s, &e, true, WHO, T0));
     assert_int_equal(s.n_cand, DISCO_CANDS_MAX);
     /* A full set of local ones: an observed one cannot be promoted. */
     e = ep4(100, 64, 9, 200, 1000);
-    assert_false(disco_cand_add(&s, &e, true, T0));
+    assert_false(disco_cand_add(&s, &e, true, WHO, T0));
     assert_false(disco_cand_is_local(&s, &e));
 }
 
@@ -129,19 +131,19 @@ static void test_cand_set_local(void **state)
     struct disco_endpoint out[DISCO_CANDS_MAX];
 
     (void)state;
-    disco_cand_add(&s, &pub, false, T0);
-    assert_true(disco_cand_set_local(&s, a, 3, T0));
+    disco_cand_add(&s, &pub, false, WHO, T0);
+    assert_true(disco_cand_set_local(&s, a, 3, WHO, T0));
     assert_int_equal(disco_cand_local(&s, out, DISCO_CANDS_MAX), 2);
     assert_ep(&out[0], &a[0]);
     assert_ep(&out[1], &a[1]);
-    assert_false(disco_cand_set_local(&s, a, 3, T0 + SEC));      /* the same: no change */
-    assert_false(disco_cand_set_local(&s, a, 2, T0 + SEC));
-    assert_true(disco_cand_set_local(&s, &b, 1, T0 + SEC));      /* replaced */
+    assert_false(disco_cand_set_local(&s, a, 3, WHO, T0 + SEC));      /* the same: no change */
+    assert_false(disco_cand_set_local(&s, a, 2, WHO, T0 + SEC));
+    assert_true(disco_cand_set_local(&s, &b, 1, WHO, T0 + SEC));      /* replaced */
     assert_int_equal(disco_cand_local(&s, out, DISCO_CANDS_MAX), 1);
     assert_ep(&out[0], &b);
     assert_false(disco_cand_is_local(&s, &a[0]));
     assert_true(s.n_cand == 2);                                  /* the observed one stays */
-    assert_true(disco_cand_set_local(&s, NULL, 0, T0));          /* none any more */
+    assert_true(disco_cand_set_local(&s, NULL, 0, WHO, T0));          /* none any more */
     assert_int_equal(disco_cand_local(&s, out, DISCO_CANDS_MAX), 0);
 }
 
@@ -159,10 +161,10 @@ static void test_targets(void **state)
     struct disco_endpoint locals[3] = { lan_same, lan, lan6 }, out[DISCO_CANDS_MAX];
 
     (void)state;
-    disco_cand_add(&s, &old_pub, false, T0);
-    disco_cand_add(&s, &new_pub, false, T0 + SEC);
-    disco_cand_add(&s, &own_other_port, false, T0 + 2 * SEC);
-    disco_cand_set_local(&s, locals, 3, T0);
+    disco_cand_add(&s, &old_pub, false, WHO, T0);
+    disco_cand_add(&s, &new_pub, false, WHO, T0 + SEC);
+    disco_cand_add(&s, &own_other_port, false, WHO, T0 + 2 * SEC);
+    disco_cand_set_local(&s, locals, 3, WHO, T0);
     assert_int_equal(disco_targets(&s, own, 2, false, out, DISCO_CANDS_MAX), 4);
     assert_ep(&out[0], &lan);
     assert_ep(&out[1], &lan6);
@@ -446,6 +448,192 @@ static void test_pong_matching(void **state)
     assert_true(disco_pong(&s, 1001, T0 + MS, &slot));
 }
 
+
+/* --- hints: what a member's word about others may cost ------------------------------- */
+
+/* Candidates remember who told us (the two latest), answer, expire, and
+ * stop being aimed at after DISCO_CAND_TRIES_MAX sends in vain. */
+static void test_cand_hints(void **state)
+{
+    struct disco_state s = { 0 };
+    struct disco_endpoint x = ep4(198, 51, 100, 7, 9), y = ep4(198, 51, 100, 8, 9);
+    struct disco_endpoint out[DISCO_CANDS_MAX];
+    struct disco_cand *c;
+
+    (void)state;
+    disco_cand_add(&s, &x, false, 5, T0);
+    c = disco_cand_get(&s, &x);
+    assert_non_null(c);
+    assert_true(c->informant[0] == 5 && c->informant[1] == 0);
+    disco_cand_add(&s, &x, false, 6, T0);          /* a second member reports it */
+    assert_true(c->informant[0] == 6 && c->informant[1] == 5);
+    disco_cand_add(&s, &x, false, 6, T0);          /* again: 5 keeps its place */
+    assert_true(c->informant[0] == 6 && c->informant[1] == 5);
+    assert_null(disco_cand_get(&s, &y));
+    /* Never answered: not free; answered: free for DISCO_CAND_TTL_S. */
+    assert_false(disco_cand_answers(c, T0));
+    c->tries = 3;
+    disco_cand_answered(&s, &x, T0 + SEC);
+    assert_true(disco_cand_answers(c, T0 + SEC));
+    assert_int_equal(c->tries, 0);
+    assert_false(disco_cand_answers(c, T0 + SEC + DISCO_CAND_TTL_S * SEC));
+    disco_cand_answered(&s, &y, T0);               /* not a candidate: nothing */
+    assert_int_equal(s.n_cand, 1);
+    /* Tried in vain DISCO_CAND_TRIES_MAX times: no longer a target, until
+     * the peer comes back. */
+    disco_cand_add(&s, &y, false, 5, T0);
+    assert_int_equal(disco_targets(&s, NULL, 0, false, out, DISCO_CANDS_MAX), 2);
+    disco_cand_get(&s, &y)->tries = DISCO_CAND_TRIES_MAX;
+    assert_int_equal(disco_targets(&s, NULL, 0, false, out, DISCO_CANDS_MAX), 1);
+    assert_ep(&out[0], &x);
+    disco_cand_retry(&s);
+    assert_int_equal(disco_targets(&s, NULL, 0, false, out, DISCO_CANDS_MAX), 2);
+    /* Not reported for DISCO_CAND_TTL_S: forgotten, unless it answered
+     * within it. */
+    disco_cand_answered(&s, &x, T0 + 100 * SEC);
+    disco_cand_expire(&s, T0 + DISCO_CAND_TTL_S * SEC - 1);
+    assert_int_equal(s.n_cand, 2);
+    disco_cand_expire(&s, T0 + DISCO_CAND_TTL_S * SEC);
+    assert_int_equal(s.n_cand, 1);
+    assert_non_null(disco_cand_get(&s, &x));
+    disco_cand_expire(&s, T0 + (100 + DISCO_CAND_TTL_S) * SEC);
+    assert_int_equal(s.n_cand, 0);
+}
+
+/* Local candidates carry whose word they are. */
+static void test_cand_locals_from(void **state)
+{
+    struct disco_state s = { 0 };
+    struct disco_endpoint l = ep4(172, 31, 1, 12, 51820);
+
+    (void)state;
+    assert_false(disco_cand_locals_from(&s, 3));
+    disco_cand_set_local(&s, &l, 1, 9, T0);        /* another member's word */
+    assert_false(disco_cand_locals_from(&s, 3));
+    disco_cand_set_local(&s, &l, 1, 3, T0);        /* the peer's own */
+    assert_true(disco_cand_locals_from(&s, 3));
+}
+
+/* A member earns DISCO_HINT_FACTOR times what it sent, up to a cap; the
+ * device's bucket bounds the whole. */
+static void test_credit_and_bucket(void **state)
+{
+    uint32_t credit = 0;
+    struct disco_bucket b = { 0 };
+
+    (void)state;
+    assert_false(disco_credit_spend(&credit, 1));
+    disco_credit_earn(&credit, 100);
+    assert_int_equal(credit, 100 * DISCO_HINT_FACTOR);
+    assert_false(disco_credit_spend(&credit, 100 * DISCO_HINT_FACTOR + 1));
+    assert_int_equal(credit, 100 * DISCO_HINT_FACTOR);      /* nothing taken */
+    assert_true(disco_credit_spend(&credit, 148));
+    assert_int_equal(credit, 100 * DISCO_HINT_FACTOR - 148);
+    disco_credit_earn(&credit, UINT32_MAX);
+    assert_int_equal(credit, DISCO_HINT_CREDIT_MAX);
+    /* The bucket starts full, refills at its rate, never past its burst. */
+    assert_true(disco_bucket_take(&b, DISCO_UNANSWERED_BURST, T0));
+    assert_false(disco_bucket_take(&b, 1, T0));
+    assert_false(disco_bucket_take(&b, DISCO_UNANSWERED_BYTES_PER_SEC / 2 + 1, T0 + SEC / 2));
+    assert_true(disco_bucket_take(&b, DISCO_UNANSWERED_BYTES_PER_SEC / 2, T0 + SEC / 2));
+    assert_false(disco_bucket_take(&b, DISCO_UNANSWERED_BURST + 1, T0 + 100 * SEC));
+    assert_true(disco_bucket_take(&b, DISCO_UNANSWERED_BURST, T0 + 100 * SEC));
+}
+
+static const bool ALL_USABLE[DISCO_RELAYS_MAX] = { true, true, true, true };
+
+/* A claim makes a relay a candidate; it is used only once an answer came
+ * through it while on trial; a trial that brings none fails it, and a
+ * failed one waits while another may be tried. */
+static void test_relay_trials(void **state)
+{
+    struct disco_relays rs = { 0 };
+    bool usable[DISCO_RELAYS_MAX] = { true, true, true, true };
+
+    (void)state;
+    assert_int_equal(disco_relay_pick(&rs, ALL_USABLE, 0, T0), 0);
+    disco_relay_claim(&rs, 7, T0);                 /* the hostile one claims first */
+    disco_relay_claim(&rs, 8, T0 + SEC);
+    disco_relay_claim(&rs, 7, T0 + 2 * SEC);       /* claiming again changes no order */
+    assert_int_equal(disco_relay_pick(&rs, ALL_USABLE, 0, T0 + 2 * SEC), 7);
+    assert_int_equal(disco_relay_pick(&rs, ALL_USABLE, 7, T0 + 2 * SEC), 8);
+    usable[0] = false;                             /* 7 has no working session with us */
+    assert_int_equal(disco_relay_pick(&rs, usable, 0, T0 + 2 * SEC), 8);
+    /* An answer through a relay that is not on trial proves nothing. */
+    assert_false(disco_relay_answered(&rs, 7, T0 + 2 * SEC));
+    /* 7 on trial brings no answer: it fails, and 8 is next. */
+    disco_relay_trial(&rs, 7, T0 + 3 * SEC);
+    assert_int_equal(disco_relay_on_trial(&rs, T0 + 3 * SEC), 7);
+    assert_int_equal(disco_relay_trial_over(&rs, T0 + 4 * SEC), 0);     /* still live */
+    uint64_t over = T0 + 3 * SEC + DISCO_RELAY_TRIAL_MS * MS;
+    assert_int_equal(disco_relay_on_trial(&rs, over), 0);
+    assert_false(disco_relay_answered(&rs, 7, over));                   /* too late */
+    assert_int_equal(disco_relay_trial_over(&rs, over), 7);
+    assert_int_equal(disco_relay_trial_over(&rs, over), 0);             /* once */
+    assert_int_equal(disco_relay_pick(&rs, ALL_USABLE, 0, over), 8);
+    /* 8 answers within its trial: confirmed, and first from now on. */
+    disco_relay_trial(&rs, 8, over);
+    assert_true(disco_relay_answered(&rs, 8, over + MS));
+    assert_int_equal(disco_relay_on_trial(&rs, over + MS), 0);
+    assert_false(disco_relay_answered(&rs, 8, over + 2 * MS));          /* trial over */
+    /* Past 7's penalty, 8 (answered through) still goes first. */
+    uint64_t later = over + DISCO_RELAY_PENALTY_S * SEC;
+    disco_relay_claim(&rs, 7, later);
+    disco_relay_claim(&rs, 8, later);
+    assert_int_equal(disco_relay_pick(&rs, ALL_USABLE, 0, later), 8);
+    /* 8 in use stops carrying answers: failed; 7 is tried, not 8 again. */
+    disco_relay_failed(&rs, 8, later);
+    assert_int_equal(disco_relay_pick(&rs, ALL_USABLE, 0, later), 7);
+    /* Only failed ones left: the oldest failure, once REKEY_TIMEOUT passed. */
+    disco_relay_trial(&rs, 7, later);
+    assert_int_equal(disco_relay_trial_over(&rs, later + DISCO_RELAY_TRIAL_MS * MS), 7);
+    assert_int_equal(disco_relay_pick(&rs, ALL_USABLE, 0, later + DISCO_RELAY_TRIAL_MS * MS), 0);
+    assert_int_equal(disco_relay_pick(&rs, ALL_USABLE, 0, later + WG_REKEY_TIMEOUT * SEC), 8);
+    /* A relay that carried the peer to us is on trial as we answer
+     * through it: the peer's next message through it confirms it. */
+    disco_relay_trial(&rs, 9, later);
+    assert_true(disco_relay_answered(&rs, 9, later + MS));
+    disco_relay_forget(&rs, 9);
+    assert_false(disco_relay_answered(&rs, 9, later + MS));
+    for (unsigned i = 0; i < DISCO_RELAYS_MAX; i++)
+        assert_true(rs.slot[i].id != 9);
+}
+
+/* The slots: a claim never pushes out a relay answered through; a failed
+ * or stale one goes first; claims not renewed are forgotten. */
+static void test_relay_slots(void **state)
+{
+    struct disco_relays rs = { 0 };
+
+    (void)state;
+    for (disco_id id = 1; id <= DISCO_RELAYS_MAX; id++) {
+        disco_relay_trial(&rs, id, T0);
+        assert_true(disco_relay_answered(&rs, id, T0));
+    }
+    disco_relay_claim(&rs, 50, T0 + SEC);          /* all answered through: no room */
+    for (unsigned i = 0; i < DISCO_RELAYS_MAX; i++)
+        assert_true(rs.slot[i].id != 50);
+    disco_relay_failed(&rs, 2, T0 + SEC);          /* a failed one makes room */
+    disco_relay_claim(&rs, 50, T0 + SEC);
+    assert_true(rs.slot[DISCO_RELAYS_MAX - 1].id == 50);
+    for (unsigned i = 0; i < DISCO_RELAYS_MAX; i++)
+        assert_true(rs.slot[i].id != 2);
+    /* Unanswered claims: the oldest makes room for a new one. */
+    struct disco_relays fresh = { 0 };
+    for (disco_id id = 1; id <= DISCO_RELAYS_MAX; id++)
+        disco_relay_claim(&fresh, id, T0 + id * SEC);
+    disco_relay_claim(&fresh, 1, T0 + 10 * SEC);   /* 1 renewed: 2 is the oldest */
+    disco_relay_claim(&fresh, 60, T0 + 11 * SEC);
+    for (unsigned i = 0; i < DISCO_RELAYS_MAX; i++)
+        assert_true(fresh.slot[i].id != 2);
+    assert_true(fresh.slot[DISCO_RELAYS_MAX - 1].id == 60);
+    /* A claim not renewed for DISCO_CAND_TTL_S is not picked. */
+    assert_int_equal(disco_relay_pick(&fresh, ALL_USABLE, 0, T0 + 11 * SEC), 1);
+    uint64_t stale = T0 + (10 + DISCO_CAND_TTL_S) * SEC;
+    disco_relay_claim(&fresh, 60, stale);
+    assert_int_equal(disco_relay_pick(&fresh, ALL_USABLE, 0, stale), 60);
+}
+
 /* --- the engine's choices without a network -------------------------------------- */
 
 struct world {
@@ -473,6 +661,7 @@ static struct world *world_new(void)
         p->address.bytes[0] = 10;
         p->address.bytes[3] = (uint8_t)(i + 2);
         p->endpoint.sa.sa_family = AF_UNSPEC;
+        p->id = (disco_id)(i + 1);
         w->list[i] = p;
     }
     w->dev.peers = w->list;
@@ -545,32 +734,57 @@ static void test_path_received(void **state)
     src2 = src;
     src2.in4.sin_port = htons(4000);
 
-    /* No path: a direct packet gives one (roaming), as does a relayed one. */
+    /* No path: a direct packet gives one (roaming). */
     gen = w->dev.disco.gen;
     path_received(a, &src, NULL, false, T0);
     assert_int_equal(path_of(a), DISCO_PATH_DIRECT);
     assert_true(w->dev.disco.gen != gen);
     assert_true(a->last_direct_ns == T0);
-    /* Direct and fresh: the peer going through a relay does not move us. */
+    /* Through a relay that is not on trial: nothing we sent went through
+     * it, so the message proves nothing of the way back. */
+    path_received(a, NULL, r, false, T0 + DISCO_DIRECT_STALE_S * SEC);
+    assert_int_equal(path_of(a), DISCO_PATH_DIRECT);
+    /* On trial, but the direct path is fresh: it stays. */
+    disco_relay_trial(&a->relays, r->id, T0 + SEC);
     path_received(a, NULL, r, false, T0 + SEC);
     assert_int_equal(path_of(a), DISCO_PATH_DIRECT);
-    /* Direct but silent for DISCO_DIRECT_STALE_S: we follow it. */
+    /* On trial and the direct path silent for DISCO_DIRECT_STALE_S: the
+     * answer through it makes it the path. */
+    disco_relay_trial(&a->relays, r->id, T0 + DISCO_DIRECT_STALE_S * SEC);
     path_received(a, NULL, r, false, T0 + DISCO_DIRECT_STALE_S * SEC);
     assert_true(a->via == r);
     /* Relayed: a direct packet that is not confirmed (a probe) does not
-     * move us; a confirmed one (a handshake, data) does. */
+     * move us, though its address now answers; a confirmed one (a
+     * handshake, data) does. */
+    disco_cand_add(&a->disco, &(struct disco_endpoint){ .family = DISCO_FAMILY_IPV4,
+                                                        .addr = { 100, 64, 2, 1 }, .port = 4000 },
+                   false, WHO, T0 + 20 * SEC);
     path_received(a, &src2, NULL, false, T0 + 20 * SEC);
     assert_true(a->via == r);
     assert_true(a->last_direct_ns == T0 + 20 * SEC);
+    assert_true(a->disco.cand[0].answered_ns == T0 + 20 * SEC);
     path_received(a, &src2, NULL, true, T0 + 21 * SEC);
     assert_null(a->via);
     assert_int_equal(ntohs(a->endpoint.in4.sin_port), 4000);
-    /* A relayed peer that moves to another relay is followed. */
+    /* Relayed through r: a message through r2, which we never tried, does
+     * not move us; once r2 is on trial, its answer does. */
     a->endpoint.sa.sa_family = AF_UNSPEC;
+    disco_relay_trial(&a->relays, r->id, T0 + 30 * SEC);
     path_received(a, NULL, r, false, T0 + 30 * SEC);
     assert_true(a->via == r);
     path_received(a, NULL, r2, false, T0 + 31 * SEC);
+    assert_true(a->via == r);
+    disco_relay_trial(&a->relays, r2->id, T0 + 31 * SEC);
+    path_received(a, NULL, r2, false, T0 + 31 * SEC);
     assert_true(a->via == r2);
+    /* The relay in use carrying answers keeps it fresh. */
+    path_received(a, NULL, r2, false, T0 + 40 * SEC);
+    assert_true(a->relays.slot[1].id == r2->id && a->relays.slot[1].confirmed_ns == T0 + 40 * SEC);
+    /* Dropped: no path until another is tried, and r2 failed. */
+    path_drop_relay(a, T0 + 41 * SEC);
+    assert_null(a->via);
+    assert_true(a->relays.slot[1].failed_ns == T0 + 41 * SEC);
+    assert_int_equal(w->dev.stats.relay_dropped, 1);
     /* A peer is never its own relay. */
     path_received(r2, NULL, r2, false, T0 + 32 * SEC);
     assert_null(r2->via);
@@ -682,6 +896,11 @@ int main(void)
         cmocka_unit_test(test_pings_slow_down_unanswered),
         cmocka_unit_test(test_probes),
         cmocka_unit_test(test_pong_matching),
+        cmocka_unit_test(test_cand_hints),
+        cmocka_unit_test(test_cand_locals_from),
+        cmocka_unit_test(test_credit_and_bucket),
+        cmocka_unit_test(test_relay_trials),
+        cmocka_unit_test(test_relay_slots),
         cmocka_unit_test(test_path_kinds_and_mtu),
         cmocka_unit_test(test_path_received),
         cmocka_unit_test(test_working),
