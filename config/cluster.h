@@ -56,6 +56,9 @@ struct cluster_node {
     bool has_endpoint;
     struct cluster_endpoint endpoint;
     uint16_t port;                        /* listen port override, 0 if none */
+    /* Keepalive towards this node, overriding [cluster]'s when set. */
+    uint16_t persistent_keepalive;
+    bool keepalive_set;
     int line;                             /* line of the [node NAME] header */
 };
 
@@ -113,6 +116,9 @@ const struct cluster_node *cluster_find_address(const struct cluster *c,
                                                 const struct cluster_addr *a);
 /* The UDP port node n listens on: its override, else the cluster's. */
 int cluster_node_port(const struct cluster *c, const struct cluster_node *n);
+/* The persistent keepalive towards node n (seconds, 0 = off): its own,
+ * else the cluster's. */
+unsigned cluster_node_keepalive(const struct cluster *c, const struct cluster_node *n);
 
 /* Text forms: "10.77.0.1", "fd77::1"; endpoints "host:port", "[v6]:port".
  * Return 0, -ENOSPC when buf is too small, -EAFNOSUPPORT for a bad

@@ -169,6 +169,17 @@ static void node_port_apply(struct cluster_parser *p, int line, const char *valu
     port_value(p, line, value, &current(p)->node.port);
 }
 
+static void node_keepalive_apply(struct cluster_parser *p, int line, const char *value)
+{
+    struct cluster_node *n = &current(p)->node;
+    unsigned v;
+
+    if (off_or_count(p, line, "persistent-keepalive", "seconds", value, CLUSTER_KEEPALIVE_MAX, &v)) {
+        n->persistent_keepalive = (uint16_t)v;
+        n->keepalive_set = true;
+    }
+}
+
 static const struct key_def cluster_keys[CLUSTER_KEY_COUNT] = {
     [CLUSTER_KEY_NETWORK]   = { "network", true, network_apply },
     [CLUSTER_KEY_PORT]      = { "port", true, port_apply },
@@ -182,6 +193,7 @@ static const struct key_def node_keys[CLUSTER_NODE_KEY_COUNT] = {
     [CLUSTER_NODE_KEY_ADDRESS]    = { "address", true, address_apply },
     [CLUSTER_NODE_KEY_ENDPOINT]   = { "endpoint", false, endpoint_apply },
     [CLUSTER_NODE_KEY_PORT]       = { "port", false, node_port_apply },
+    [CLUSTER_NODE_KEY_KEEPALIVE]  = { "persistent-keepalive", false, node_keepalive_apply },
 };
 
 void cluster_key_apply(struct cluster_parser *p, int line, const char *key,

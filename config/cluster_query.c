@@ -118,3 +118,8 @@ int cluster_node_port(const struct cluster *c, const struct cluster_node *n)
 {
     return n->port ? n->port : c->port;
 }
+
+unsigned cluster_node_keepalive(const struct cluster *c, const struct cluster_node *n)
+{
+    return n->keepalive_set ? n->persistent_keepalive : c->persistent_keepalive;
+}

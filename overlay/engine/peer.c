@@ -28,7 +28,7 @@ struct peer *peer_new(struct device *dev, const struct cluster_node *node)
     snprintf(p->name, sizeof(p->name), "%s", node->name);
     memcpy(p->public_key, node->public_key, WG_KEY_LEN);
     p->address = node->address;
-    p->persistent_keepalive = dev->cluster.persistent_keepalive;
+    p->persistent_keepalive = (uint16_t)cluster_node_keepalive(&dev->cluster, node);
     p->endpoint.sa.sa_family = AF_UNSPEC;
     cookie_maker_init(&p->cookie, node->public_key);
     return p;

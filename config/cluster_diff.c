@@ -1,0 +1,137 @@
+/* cluster_diff: nodes matched by name between two models; each compared
+ * on what the engine acts on (key, overlay address, endpoint, the port it
+ * listens on, the keepalive towards it), the effective values taken
+ * (a node's port or keepalive may come from [cluster]). */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "config/addr.h"
+#include "config/cluster_diff.h"
+
+static bool same_endpoint(const struct cluster_node *a, const struct cluster_node *b)
+{
+    if (a->has_endpoint != b->has_endpoint)
+        return false;
+    if (!a->has_endpoint)
+        return true;
+    return a->endpoint.port == b->endpoint.port && !strcmp(a->endpoint.host, b->endpoint.host);
+}
+
+static unsigned node_changes(const struct cluster *old, const struct cluster_node *a,
+                             const struct cluster *new, const struct cluster_node *b)
+{
+    unsigned what = 0;
+
+    if (sodium_memcmp(a->public_key, b->public_key, CLUSTER_KEY_LEN))
+        what |= CLUSTER_CHANGED_KEY;
+    if (!cluster_addr_equal(&a->address, &b->address))
+        what |= CLUSTER_CHANGED_ADDRESS;
+    if (!same_endpoint(a, b))
+        what |= CLUSTER_CHANGED_ENDPOINT;
+    if (cluster_node_port(old, a) != cluster_node_port(new, b))
+        what |= CLUSTER_CHANGED_PORT;
+    if (cluster_node_keepalive(old, a) != cluster_node_keepalive(new, b))
+        what |= CLUSTER_CHANGED_KEEPALIVE;
+    return what;
+}
+
+static unsigned settings_changes(const struct cluster *old, const struct cluster *new)
+{
+    unsigned what = 0;
+
+    if (!cluster_addr_equal(&old->network, &new->network) || old->prefix != new->prefix)
+        what |= CLUSTER_CHANGED_NETWORK;
+    if (old->mtu_set != new->mtu_set || (new->mtu_set && old->mtu != new->mtu))
+        what |= CLUSTER_CHANGED_MTU;
+    if (old->busy_poll_us != new->busy_poll_us)
+        what |= CLUSTER_CHANGED_BUSY_POLL;
+    return what;
+}
+
+static void push(struct cluster_diff *d, enum cluster_change_kind kind, unsigned what,
+                 const struct cluster_node *a, const struct cluster_node *b)
+{
+    d->changes[d->n++] = (struct cluster_change){ kind, what, a, b };
+}
+
+int cluster_diff(const struct cluster *old, const struct cluster *new, struct cluster_diff *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->changes = calloc(old->n_nodes + new->n_nodes + 1, sizeof(*out->changes));
+    if (!out->changes)
+        return -ENOMEM;
+    out->settings = settings_changes(old, new);
+    for (size_t i = 0; i < old->n_nodes; i++)
+        if (!cluster_find_name(new, old->nodes[i].name))
+            push(out, CLUSTER_NODE_REMOVED, 0, &old->nodes[i], NULL);
+    for (size_t i = 0; i < new->n_nodes; i++) {
+        const struct cluster_node *a = cluster_find_name(old, new->nodes[i].name);
+        unsigned what = a ? node_changes(old, a, new, &new->nodes[i]) : 0;
+        if (what)
+            push(out, CLUSTER_NODE_CHANGED, what, a, &new->nodes[i]);
+    }
+    for (size_t i = 0; i < new->n_nodes; i++)
+        if (!cluster_find_name(old, new->nodes[i].name))
+            push(out, CLUSTER_NODE_ADDED, 0, NULL, &new->nodes[i]);
+    return 0;
+}
+
+void cluster_diff_free(struct cluster_diff *d)
+{
+    free(d->changes);
+    memset(d, 0, sizeof(*d));
+}
+
+/* Appends the names of the bits set in `what` (names[i] for bit i),
+ * comma-separated. */
+static int append_names(char *buf, size_t len, size_t at, unsigned what,
+                        const char *const *names, size_t n_names)
+{
+    bool first = true;
+
+    for (size_t i = 0; i < n_names; i++) {
+        if (!(what & (1u << i)))
+            continue;
+        int w = snprintf(buf + at, len - at, "%s%s", first ? "" : ", ", names[i]);
+        if (w < 0 || (size_t)w >= len - at)
+            return -ENOSPC;
+        at += (size_t)w;
+        first = false;
+    }
+    return 0;
+}
+
+static const char *const node_what[] = { "key", "address", "endpoint", "port", "keepalive" };
+static const char *const settings_what[] = { "network", "mtu", "busy-poll" };
+
+int cluster_change_format(const struct cluster_change *c, char *buf, size_t len)
+{
+    static const char *const verb[] = { "added", "removed", "changed" };
+    const struct cluster_node *n = c->new_node ? c->new_node : c->old_node;
+    int w;
+
+    if (!len)
+        return -ENOSPC;
+    w = snprintf(buf, len, "%s %s%s", verb[c->kind], n->name,
+                 c->kind == CLUSTER_NODE_CHANGED ? ": " : "");
+    if (w < 0 || (size_t)w >= len)
+        return -ENOSPC;
+    if (c->kind != CLUSTER_NODE_CHANGED)
+        return 0;
+    return append_names(buf, len, (size_t)w, c->what, node_what,
+                        sizeof(node_what) / sizeof(node_what[0]));
+}
+
+int cluster_settings_format(unsigned settings, char *buf, size_t len)
+{
+    if (!len)
+        return -ENOSPC;
+    buf[0] = '\0';
+    return append_names(buf, len, 0, settings, settings_what,
+                        sizeof(settings_what) / sizeof(settings_what[0]));
+}

@@ -1,0 +1,248 @@
+/* Tests of the difference of two cluster models (config/cluster_diff.c):
+ * an unchanged file, every kind of node change (added, removed, key,
+ * address, endpoint, port, keepalive, from the node or from [cluster]),
+ * a rename, the [cluster] settings a running node cannot take, the
+ * order of the changes, and the lines they print as. Also the per-node
+ * persistent-keepalive key the diff compares. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config/cluster.h"
+#include "config/cluster_diff.h"
+
+#define K1 "A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA="
+#define K2 "BS4f18GN4bvqBI+9jDNN/jvhYyEO+g1rb8A488uT9hA="
+#define K3 "Vn8+av1o9cs0QeHXUAzp4N9q2ltujELleXULv0KQTRo="
+#define K4 "vofb+H8p26CYyRdLZ9bDVFcOCg8L9uPQZkmy7iGBuns="
+
+#define HEAD "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n"
+#define NA "[node a]\npublic-key = " K1 "\naddress = 10.77.0.1\nendpoint = 192.0.2.1:51820\n"
+#define NB "[node b]\npublic-key = " K2 "\naddress = 10.77.0.2\n"
+#define NC "[node c]\npublic-key = " K3 "\naddress = 10.77.0.3\n"
+
+struct pair {
+    struct cluster old, new;
+    struct cluster_diff d;
+};
+
+/* Parses both files and diffs them; the test reads p->d. */
+static void diff_of(struct pair *p, const char *old, const char *new)
+{
+    struct cluster_diag diag;
+
+    memset(p, 0, sizeof(*p));
+    assert_int_equal(cluster_parse(old, strlen(old), &p->old, &diag), 0);
+    assert_int_equal(cluster_parse(new, strlen(new), &p->new, &diag), 0);
+    assert_int_equal(cluster_diff(&p->old, &p->new, &p->d), 0);
+}
+
+static void pair_free(struct pair *p)
+{
+    cluster_diff_free(&p->d);
+    cluster_free(&p->old);
+    cluster_free(&p->new);
+}
+
+/* The i-th change, as the line a person reads. */
+static void assert_line(const struct pair *p, size_t i, const char *want)
+{
+    char buf[128];
+
+    assert_true(i < p->d.n);
+    assert_int_equal(cluster_change_format(&p->d.changes[i], buf, sizeof(buf)), 0);
+    assert_string_equal(buf, want);
+}
+
+static void test_unchanged(void **state)
+{
+    struct pair p;
+
+    (void)state;
+    diff_of(&p, HEAD NA NB, HEAD "# a comment, and the same nodes\n" NA NB);
+    assert_int_equal(p.d.n, 0);
+    assert_int_equal(p.d.settings, 0);
+    pair_free(&p);
+}
+
+static void test_added_removed_in_order(void **state)
+{
+    struct pair p;
+
+    (void)state;
+    /* c goes, d comes, b changes: removed first, then changed, then added. */
+    diff_of(&p, HEAD NA NB NC,
+            HEAD NA "[node b]\npublic-key = " K2 "\naddress = 10.77.0.2\nendpoint = 192.0.2.2:51820\n"
+                    "[node d]\npublic-key = " K4 "\naddress = 10.77.0.4\n");
+    assert_int_equal(p.d.n, 3);
+    assert_line(&p, 0, "removed c");
+    assert_null(p.d.changes[0].new_node);
+    assert_string_equal(p.d.changes[0].old_node->name, "c");
+    assert_line(&p, 1, "changed b: endpoint");
+    assert_line(&p, 2, "added d");
+    assert_null(p.d.changes[2].old_node);
+    assert_string_equal(p.d.changes[2].new_node->name, "d");
+    pair_free(&p);
+}
+
+static void test_each_node_change(void **state)
+{
+    static const struct {
+        const char *new_b;
+        const char *line;
+        unsigned what;
+    } cases[] = {
+        { "[node b]\npublic-key = " K4 "\naddress = 10.77.0.2\n", "changed b: key", CLUSTER_CHANGED_KEY },
+        { "[node b]\npublic-key = " K2 "\naddress = 10.77.0.9\n", "changed b: address",
+          CLUSTER_CHANGED_ADDRESS },
+        { "[node b]\npublic-key = " K2 "\naddress = 10.77.0.2\nendpoint = b.example:51820\n",
+          "changed b: endpoint", CLUSTER_CHANGED_ENDPOINT },
+        { "[node b]\npublic-key = " K2 "\naddress = 10.77.0.2\nport = 4000\n", "changed b: port",
+          CLUSTER_CHANGED_PORT },
+        { "[node b]\npublic-key = " K2 "\naddress = 10.77.0.2\npersistent-keepalive = 25\n",
+          "changed b: keepalive", CLUSTER_CHANGED_KEEPALIVE },
+        /* Set to what it was already (the cluster's 0): no change. */
+        { "[node b]\npublic-key = " K2 "\naddress = 10.77.0.2\npersistent-keepalive = 0\n", NULL, 0 },
+        { "[node b]\npublic-key = " K4 "\naddress = 10.77.0.9\nport = 4000\n",
+          "changed b: key, address, port",
+          CLUSTER_CHANGED_KEY | CLUSTER_CHANGED_ADDRESS | CLUSTER_CHANGED_PORT },
+    };
+    char new[1024];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct pair p;
+        snprintf(new, sizeof(new), HEAD NA "%s", cases[i].new_b);
+        diff_of(&p, HEAD NA NB, new);
+        if (!cases[i].line) {
+            assert_int_equal(p.d.n, 0);
+        } else {
+            assert_int_equal(p.d.n, 1);
+            assert_int_equal(p.d.changes[0].kind, CLUSTER_NODE_CHANGED);
+            assert_int_equal(p.d.changes[0].what, cases[i].what);
+            assert_line(&p, 0, cases[i].line);
+        }
+        pair_free(&p);
+    }
+}
+
+/* An endpoint that goes, one that changes port, one written differently. */
+static void test_endpoint_forms(void **state)
+{
+    struct pair p;
+
+    (void)state;
+    diff_of(&p, HEAD NA NB, HEAD "[node a]\npublic-key = " K1 "\naddress = 10.77.0.1\n" NB);
+    assert_line(&p, 0, "changed a: endpoint");
+    pair_free(&p);
+    diff_of(&p, HEAD NA NB,
+            HEAD "[node a]\npublic-key = " K1 "\naddress = 10.77.0.1\nendpoint = 192.0.2.1:4000\n" NB);
+    assert_line(&p, 0, "changed a: endpoint");
+    pair_free(&p);
+}
+
+/* [cluster]'s port and keepalive reach every node that does not set its
+ * own; network, mtu and busy-poll are settings a running node cannot
+ * take. */
+static void test_cluster_settings(void **state)
+{
+    struct pair p;
+    char buf[64];
+
+    (void)state;
+    diff_of(&p, HEAD NA "[node b]\npublic-key = " K2 "\naddress = 10.77.0.2\nport = 51820\n",
+            "[cluster]\nnetwork = 10.77.0.0/16\nport = 4000\npersistent-keepalive = 25\n" NA
+            "[node b]\npublic-key = " K2 "\naddress = 10.77.0.2\nport = 51820\n");
+    assert_int_equal(p.d.n, 2);
+    assert_line(&p, 0, "changed a: port, keepalive");
+    assert_line(&p, 1, "changed b: keepalive");       /* its own port stayed */
+    assert_int_equal(p.d.settings, 0);
+    pair_free(&p);
+
+    diff_of(&p, HEAD NA NB, "[cluster]\nnetwork = 10.78.0.0/16\nport = 51820\nmtu = 1380\n"
+                            "busy-poll = 0\n"
+                            "[node a]\npublic-key = " K1 "\naddress = 10.78.0.1\n"
+                            "endpoint = 192.0.2.1:51820\n"
+                            "[node b]\npublic-key = " K2 "\naddress = 10.78.0.2\n");
+    assert_int_equal(p.d.settings,
+                     CLUSTER_CHANGED_NETWORK | CLUSTER_CHANGED_MTU | CLUSTER_CHANGED_BUSY_POLL);
+    assert_int_equal(cluster_settings_format(p.d.settings, buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "network, mtu, busy-poll");
+    assert_int_equal(cluster_settings_format(0, buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "");
+    assert_int_equal(cluster_settings_format(p.d.settings, buf, 8), -ENOSPC);
+    pair_free(&p);
+}
+
+/* A rename is a node removed and one added; names match whatever their case. */
+static void test_rename_and_case(void **state)
+{
+    struct pair p;
+
+    (void)state;
+    diff_of(&p, HEAD NA NB, HEAD NA "[node bee]\npublic-key = " K2 "\naddress = 10.77.0.2\n");
+    assert_int_equal(p.d.n, 2);
+    assert_line(&p, 0, "removed b");
+    assert_line(&p, 1, "added bee");
+    pair_free(&p);
+    diff_of(&p, HEAD NA NB, HEAD NA "[node B]\npublic-key = " K2 "\naddress = 10.77.0.2\n");
+    assert_int_equal(p.d.n, 0);
+    pair_free(&p);
+}
+
+static void test_format_bounds(void **state)
+{
+    struct pair p;
+    char buf[12];
+
+    (void)state;
+    diff_of(&p, HEAD NA NB, HEAD NA "[node b]\npublic-key = " K4 "\naddress = 10.77.0.9\n");
+    assert_int_equal(cluster_change_format(&p.d.changes[0], buf, sizeof(buf)), -ENOSPC);
+    assert_int_equal(cluster_change_format(&p.d.changes[0], buf, 0), -ENOSPC);
+    pair_free(&p);
+}
+
+/* The per-node keepalive: parsed, bounded, and falling back to [cluster]'s. */
+static void test_node_keepalive_key(void **state)
+{
+    const char *text = "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\npersistent-keepalive = 15\n"
+                       NA "[node b]\npublic-key = " K2 "\naddress = 10.77.0.2\n"
+                       "persistent-keepalive = 0\n";
+    const char *bad = HEAD NA "[node b]\npublic-key = " K2 "\naddress = 10.77.0.2\n"
+                      "persistent-keepalive = 70000\n";
+    struct cluster c;
+    struct cluster_diag diag;
+    char line[256];
+
+    (void)state;
+    assert_int_equal(cluster_parse(text, strlen(text), &c, &diag), 0);
+    assert_int_equal(cluster_node_keepalive(&c, &c.nodes[0]), 15);
+    assert_int_equal(cluster_node_keepalive(&c, &c.nodes[1]), 0);
+    cluster_free(&c);
+    assert_int_equal(cluster_parse(bad, strlen(bad), &c, &diag), -EINVAL);
+    assert_int_equal(diag.n, 1);
+    assert_int_equal(cluster_diag_format(&diag, 0, "c.conf", line, sizeof(line)), 0);
+    assert_string_equal(line, "c.conf:11: bad persistent-keepalive '70000' (expected seconds "
+                              "0..65535, 0 = off)");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unchanged),
+        cmocka_unit_test(test_added_removed_in_order),
+        cmocka_unit_test(test_each_node_change),
+        cmocka_unit_test(test_endpoint_forms),
+        cmocka_unit_test(test_cluster_settings),
+        cmocka_unit_test(test_rename_and_case),
+        cmocka_unit_test(test_format_bounds),
+        cmocka_unit_test(test_node_keepalive_key),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
