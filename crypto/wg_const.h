@@ -158,7 +158,12 @@ const char *wg_strerror(int status);
  * DISCO_UNANSWERED_BYTES_PER_SEC (burst DISCO_UNANSWERED_BURST) to such
  * addresses in all. */
 #define DISCO_HINT_FACTOR            2u
-#define DISCO_HINT_CREDIT_MAX        16384u
+/* Each report of a candidate lets it cost this much more (two handshake
+ * initiations: enough for both sides of a punch to open their NATs), to
+ * twice that at most; a node that passes a peer's local addresses on pays
+ * as much per address and per recipient from that peer's credit. */
+#define DISCO_CAND_REPORT_BYTES      (2u * WG_INITIATION_LEN)
+#define DISCO_HINT_CREDIT_MAX        8192u
 #define DISCO_UNANSWERED_BYTES_PER_SEC 32768u
 #define DISCO_UNANSWERED_BURST       65536u
 /* A relay is used only once a message sent through it was answered end to

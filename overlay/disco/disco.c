@@ -93,6 +93,9 @@ bool disco_cand_add(struct disco_state *s, const struct disco_endpoint *ep, bool
         bool promoted = local && !s->cand[i].local;
         s->cand[i].seen_ns = now;
         note_informant(&s->cand[i], informant);
+        s->cand[i].allowance = s->cand[i].allowance + DISCO_CAND_REPORT_BYTES < 2u * DISCO_CAND_REPORT_BYTES
+                                   ? (uint16_t)(s->cand[i].allowance + DISCO_CAND_REPORT_BYTES)
+                                   : (uint16_t)(2u * DISCO_CAND_REPORT_BYTES);
         if (promoted && count_kind(s, true) < DISCO_MAX_LOCAL)
             s->cand[i].local = true;
         return false;
@@ -101,7 +104,7 @@ bool disco_cand_add(struct disco_state *s, const struct disco_endpoint *ep, bool
     if (i < 0)
         return false;
     s->cand[i] = (struct disco_cand){ .ep = *ep, .local = local, .informant = { informant },
-                                      .seen_ns = now };
+                                      .seen_ns = now, .allowance = DISCO_CAND_REPORT_BYTES };
     return true;
 }
 
@@ -162,6 +165,14 @@ void disco_cand_answered(struct disco_state *s, const struct disco_endpoint *ep,
         c->answered_ns = now ? now : 1;
         c->tries = 0;
     }
+}
+
+bool disco_cand_spend(struct disco_cand *c, uint32_t len)
+{
+    if (c->allowance < len)
+        return false;
+    c->allowance = (uint16_t)(c->allowance - len);
+    return true;
 }
 
 bool disco_cand_answers(const struct disco_cand *c, uint64_t now)

@@ -57,6 +57,9 @@ struct disco_cand {
     uint64_t seen_ns;          /* when it was last reported to us */
     uint64_t answered_ns;      /* the peer's authentic packet came from it; 0: never */
     uint8_t tries;             /* sends since it last answered */
+    /* What sends to it may still cost before it answers: each report
+     * adds DISCO_CAND_REPORT_BYTES, to twice that. */
+    uint16_t allowance;
 };
 
 /* Relays that may reach a peer: claimed by a member ("I reach it
@@ -161,6 +164,8 @@ struct disco_cand *disco_cand_get(struct disco_state *s, const struct disco_endp
 void disco_cand_answered(struct disco_state *s, const struct disco_endpoint *ep, uint64_t now);
 /* Whether c answered within DISCO_CAND_TTL_S: sending to it is free. */
 bool disco_cand_answers(const struct disco_cand *c, uint64_t now);
+/* Takes len bytes of c's allowance: false (nothing taken) when it has less. */
+bool disco_cand_spend(struct disco_cand *c, uint32_t len);
 /* Forgets the candidates not reported for DISCO_CAND_TTL_S that did not
  * answer within it either. */
 void disco_cand_expire(struct disco_state *s, uint64_t now);

@@ -149,8 +149,9 @@ static bool try_relay(struct peer *p, uint64_t now)
 
 /* Whether a send of len bytes to t, a candidate of p, may go. Free to an
  * address that answered (or to p's endpoint, which came from p's own
- * authentic packets or from the operator); else paid from the credit of a
- * member that told us of it, within the device's bucket (trust.c). */
+ * authentic packets or from the operator); else within what its reports
+ * allow it, paid from the credit of a member that told us of it, within
+ * the device's bucket (trust.c). */
 static bool hint_allows(struct peer *p, const struct disco_endpoint *t, uint32_t len,
                         uint64_t now)
 {
@@ -163,13 +164,14 @@ static bool hint_allows(struct peer *p, const struct disco_endpoint *t, uint32_t
         return false;
     if (disco_cand_answers(c, now))
         return true;
-    for (unsigned i = 0; i < 2; i++) {
+    for (unsigned i = 0; i < 2 && c->allowance >= len; i++) {
         struct peer *who = device_peer_by_id(dev, c->informant[i]);
         if (!who || who->hint_credit < len)
             continue;
         if (!disco_bucket_take(&dev->disco.unanswered, len, now))
             break;
         disco_credit_spend(&who->hint_credit, len);
+        disco_cand_spend(c, len);
         if (c->tries < UINT8_MAX)
             c->tries++;
         dev->stats.hint_bytes += len;
@@ -277,25 +279,38 @@ unsigned disco_spray(struct peer *p, const uint8_t *msg, uint32_t len, uint64_t 
 
 /* --- ENDPOINTS ----------------------------------------------------------------------- */
 
-/* p's local candidates as p itself gave them: what others told us of
- * them is not passed on (one member's word would become ours). */
-static unsigned own_locals(const struct peer *p, struct disco_endpoint *out, unsigned max)
+/* p's local candidates as p itself gave them, to pass on: what others
+ * told us of them never is (one member's word would become ours). Each
+ * recipient may spend DISCO_CAND_REPORT_BYTES on each, so we pay as much
+ * from p's credit first: what a member says of itself costs the cluster
+ * no more than twice what it sent us, however many we tell. */
+static unsigned pass_locals(struct peer *p, struct disco_endpoint *out, unsigned max)
 {
+    unsigned n;
+
     if (!disco_cand_locals_from(&p->disco, p->id))
         return 0;
-    return disco_cand_local(&p->disco, out, max);
+    n = disco_cand_local(&p->disco, out, max);
+    if (!n || !disco_credit_spend(&p->hint_credit, n * DISCO_CAND_REPORT_BYTES))
+        return 0;
+    return n;
 }
 
-/* p's record for others: only peers we reach directly, with a session,
+/* Peers others may hear of: those we reach directly, with a session,
  * that speak disco (a plain WireGuard peer would not answer a punch). */
-static bool record_of(const struct peer *p, uint64_t now, struct disco_peer *rec)
+static bool recordable(const struct peer *p, uint64_t now)
 {
-    if (!path_direct(p) || !peer_can_send(p, now) || !p->speaks_disco)
+    return path_direct(p) && peer_can_send(p, now) && p->speaks_disco;
+}
+
+static bool record_of(struct peer *p, uint64_t now, struct disco_peer *rec)
+{
+    if (!recordable(p, now))
         return false;
     memcpy(rec->key, p->public_key, WG_KEY_LEN);
     rec->has_observed = to_disco(&p->endpoint, &rec->observed);
     rec->direct = true;
-    rec->n_local = (uint8_t)own_locals(p, rec->local, DISCO_MAX_LOCAL);
+    rec->n_local = (uint8_t)pass_locals(p, rec->local, DISCO_MAX_LOCAL);
     return true;
 }
 
@@ -355,17 +370,17 @@ static void send_endpoints(struct peer *x, uint64_t now)
 /* --- introductions -------------------------------------------------------------------- */
 
 /* Where `about` may be reached: where we see it, then its own addresses. */
-static uint8_t candidates_of(const struct peer *about, struct disco_endpoint *out)
+static uint8_t candidates_of(struct peer *about, struct disco_endpoint *out)
 {
     unsigned n = 0;
 
     if (to_disco(&about->endpoint, &out[0]))
         n++;
-    n += own_locals(about, out + n, DISCO_MAX_CANDIDATES - n);
+    n += pass_locals(about, out + n, DISCO_MAX_CANDIDATES - n);
     return (uint8_t)n;
 }
 
-static void send_punch(struct peer *to, const struct peer *about, uint64_t id, uint64_t now)
+static void send_punch(struct peer *to, struct peer *about, uint64_t id, uint64_t now)
 {
     struct disco_msg *m = to->dev->disco.out_msg;
 
@@ -382,13 +397,12 @@ static void send_punch(struct peer *to, const struct peer *about, uint64_t id, u
 static void introduce(struct peer *x, uint64_t now)
 {
     struct device *dev = x->dev;
-    struct disco_peer rec;
 
     for (size_t i = 0; i < dev->n_peers; i++) {
         struct peer *y = dev->peers[i];
         uint64_t id;
 
-        if (y == x || !record_of(y, now, &rec))
+        if (y == x || !recordable(y, now))
             continue;
         randombytes_buf(&id, sizeof(id));
         send_punch(y, x, id, now);

@@ -469,6 +469,14 @@ static void test_cand_hints(void **state)
     assert_true(c->informant[0] == 6 && c->informant[1] == 5);
     disco_cand_add(&s, &x, false, 6, T0);          /* again: 5 keeps its place */
     assert_true(c->informant[0] == 6 && c->informant[1] == 5);
+    /* Each report lets it cost DISCO_CAND_REPORT_BYTES more, to twice that. */
+    assert_int_equal(c->allowance, 2 * DISCO_CAND_REPORT_BYTES);
+    assert_true(disco_cand_spend(c, DISCO_CAND_REPORT_BYTES));
+    assert_true(disco_cand_spend(c, DISCO_CAND_REPORT_BYTES));
+    assert_false(disco_cand_spend(c, 1));
+    assert_int_equal(c->allowance, 0);
+    disco_cand_add(&s, &x, false, 6, T0);
+    assert_int_equal(c->allowance, DISCO_CAND_REPORT_BYTES);
     assert_null(disco_cand_get(&s, &y));
     /* Never answered: not free; answered: free for DISCO_CAND_TTL_S. */
     assert_false(disco_cand_answers(c, T0));
