@@ -410,6 +410,31 @@ int cli_state_parse(const char *text, size_t len, pid_t *pid, char *hosts,
     return have_pid ? 0 : -EBADMSG;
 }
 
+int cli_state_value(const char *text, size_t len, const char *key, char *out, size_t out_len)
+{
+    const char *p = text, *end = text + len;
+    size_t k = strlen(key);
+
+    if (out_len == 0)
+        return -ENAMETOOLONG;
+    out[0] = '\0';
+    if (len > 0 && memchr(text, '\0', len) != NULL)
+        return -EBADMSG;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = (size_t)((nl ? nl : end) - p);
+        if (n > k && memcmp(p, key, k) == 0 && p[k] == '=') {
+            if (n - k - 1 >= out_len)
+                return -ENAMETOOLONG;
+            memcpy(out, p + k + 1, n - k - 1);
+            out[n - k - 1] = '\0';
+            return 0;
+        }
+        p = nl ? nl + 1 : end;
+    }
+    return 0;
+}
+
 /* Reads /proc/PID/NAME into buf (NUL-terminated); returns the bytes read
  * or -errno. */
 static ssize_t proc_read(pid_t pid, const char *name, char *buf, size_t len)

@@ -99,6 +99,11 @@ int cli_abspath(const char *path, char *out, size_t len);
 int cli_state_parse(const char *text, size_t len, pid_t *pid, char *hosts,
                     size_t hosts_len);
 
+/* The value of a state file's "KEY=VALUE" line into out ("" when there is
+ * none): 0, -EBADMSG for a NUL in the text, -ENAMETOOLONG when it does not
+ * fit. */
+int cli_state_value(const char *text, size_t len, const char *key, char *out, size_t out_len);
+
 /* Whether pid exists and is not a zombie (a dead daemon whose parent has
  * not reaped it yet). */
 bool cli_process_alive(pid_t pid);

@@ -19,7 +19,7 @@
 #include "overlay/cli/cli.h"
 #include "overlay/cli/cli_args.h"
 #include "overlay/daemon/daemon.h"
-#include "overlay/daemon/hosts.h"
+#include "overlay/membership/hosts.h"
 #include "tun/netlink.h"
 
 #define DOWN_USAGE    "[-i IFNAME] [--run-dir DIR]"
@@ -30,7 +30,7 @@
 #define DOWN_MS_PER_S 1000
 #define DOWN_NS_PER_MS 1000000L
 /* A state file is a pid and a path; anything longer is not ours. */
-#define DOWN_STATE_MAX (PATH_MAX + 64)
+#define DOWN_STATE_MAX (2 * PATH_MAX + 64)   /* pid, hosts and cluster lines */
 
 struct down {
     const char *ifname;

@@ -47,9 +47,11 @@ struct st_peer {
 
 struct st_resp {
     char *text;                      /* a copy, cut into the strings below */
-    const char *interface, *self, *address, *master, *master_address;
-    uint64_t listen_port, prefix;
-    bool has_listen_port, has_prefix;
+    const char *interface, *self, *address, *master, *master_address, *cluster_sum;
+    uint64_t listen_port, prefix, cluster_applied;
+    /* hint_bytes, hint_refused, relay_trials_failed, relay_dropped */
+    uint64_t hints[4];
+    bool has_listen_port, has_prefix, has_cluster_applied;
     size_t n_peers, cap_peers;
     struct st_peer *peers;
 };
@@ -149,6 +151,20 @@ static int iface_line(struct st_resp *r, const char *key, const char *v)
         r->master = v;
     else if (!strcmp(key, CONTROL_KEY_MASTER_ADDRESS))
         r->master_address = v;
+    else if (!strcmp(key, CONTROL_KEY_CLUSTER_SUM))
+        r->cluster_sum = v;
+    else if (!strcmp(key, CONTROL_KEY_HINT_BYTES))
+        return parse_u64(v, &r->hints[0]);
+    else if (!strcmp(key, CONTROL_KEY_HINT_REFUSED))
+        return parse_u64(v, &r->hints[1]);
+    else if (!strcmp(key, CONTROL_KEY_RELAY_TRIALS_FAILED))
+        return parse_u64(v, &r->hints[2]);
+    else if (!strcmp(key, CONTROL_KEY_RELAY_DROPPED))
+        return parse_u64(v, &r->hints[3]);
+    else if (!strcmp(key, CONTROL_KEY_CLUSTER_APPLIED)) {
+        r->has_cluster_applied = true;
+        return parse_u64(v, &r->cluster_applied);
+    }
     else if (!strcmp(key, CONTROL_KEY_PREFIX)) {
         r->has_prefix = true;
         return parse_u64(v, &r->prefix);
@@ -365,13 +381,27 @@ static void column_widths(const struct st_resp *r, uint64_t now, size_t width[N_
     }
 }
 
-static void print_header(FILE *out, const struct st_resp *r)
+/* The cluster file the node runs: its checksum (the same on every node
+ * that runs the same file) and how long ago it was applied. */
+static void print_cluster_file(FILE *out, const struct st_resp *r, uint64_t now_unix)
+{
+    if (!r->cluster_sum || !r->has_cluster_applied)
+        return;
+    fprintf(out, "cluster file %s, applied ", r->cluster_sum);
+    if (now_unix >= r->cluster_applied)
+        fprintf(out, "%llu s ago\n", (unsigned long long)(now_unix - r->cluster_applied));
+    else
+        fprintf(out, "at %llu\n", (unsigned long long)r->cluster_applied);
+}
+
+static void print_header(FILE *out, const struct st_resp *r, uint64_t now_unix)
 {
     fprintf(out, "%s: node %s, address %s", r->interface, r->self, r->address);
     if (r->has_prefix)
         fprintf(out, "/%llu", (unsigned long long)r->prefix);
     fprintf(out, ", listen port %llu, %zu peer%s\n", (unsigned long long)r->listen_port,
             r->n_peers, r->n_peers == 1 ? "" : "s");
+    print_cluster_file(out, r, now_unix);
 }
 
 int status_format_table(const char *response, FILE *out, uint64_t now_unix)
@@ -383,7 +413,7 @@ int status_format_table(const char *response, FILE *out, uint64_t now_unix)
 
     if (ret < 0)
         return ret;
-    print_header(out, &r);
+    print_header(out, &r, now_unix);
     column_widths(&r, now_unix, width);
     print_row(out, column_names, width);
     for (size_t p = 0; p < r.n_peers; p++) {
@@ -466,7 +496,22 @@ int status_format_json(const char *response, FILE *out)
     json_string(out, r.self);
     fputs(",\"address\":", out);
     json_string(out, r.address);
-    fprintf(out, ",\"listen_port\":%llu,\"peers\":[", (unsigned long long)r.listen_port);
+    fprintf(out, ",\"listen_port\":%llu", (unsigned long long)r.listen_port);
+    fputs(",\"cluster_sum\":", out);
+    if (r.cluster_sum)
+        json_string(out, r.cluster_sum);
+    else
+        fputs("null", out);
+    fputs(",\"cluster_applied\":", out);
+    if (r.has_cluster_applied)
+        fprintf(out, "%llu", (unsigned long long)r.cluster_applied);
+    else
+        fputs("null", out);
+    fprintf(out, ",\"hints\":{\"unanswered_bytes\":%llu,\"refused\":%llu,"
+                 "\"relay_trials_failed\":%llu,\"relays_dropped\":%llu}",
+            (unsigned long long)r.hints[0], (unsigned long long)r.hints[1],
+            (unsigned long long)r.hints[2], (unsigned long long)r.hints[3]);
+    fputs(",\"peers\":[", out);
     for (size_t p = 0; p < r.n_peers; p++) {
         if (p)
             fputc(',', out);

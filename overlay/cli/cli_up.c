@@ -42,6 +42,7 @@ struct up {
     struct daemon_options opt;
     char run_dir[PATH_MAX];
     char hosts_file[PATH_MAX];
+    char cluster_file[PATH_MAX];
 };
 
 /* Our public key, and our node in the cluster file. */
@@ -81,7 +82,8 @@ static int up_paths(struct up *u)
         return CLI_EXIT_FAIL;
     }
     if ((ret = cli_abspath(u->args.run_dir, u->run_dir, sizeof(u->run_dir))) != 0 ||
-        (ret = cli_abspath(u->args.hosts_file, u->hosts_file, sizeof(u->hosts_file))) != 0) {
+        (ret = cli_abspath(u->args.hosts_file, u->hosts_file, sizeof(u->hosts_file))) != 0 ||
+        (ret = cli_abspath(u->args.cluster, u->cluster_file, sizeof(u->cluster_file))) != 0) {
         fprintf(stderr, "ddpnet up: %s\n", strerror(-ret));
         return CLI_EXIT_FAIL;
     }
@@ -113,7 +115,7 @@ static int up_prepare(struct up *u)
     u->opt.ifname = u->args.ifname;
     u->opt.run_dir = u->run_dir;
     u->opt.hosts_file = u->hosts_file;
-    u->opt.cluster_path = u->args.cluster;
+    u->opt.cluster_path = u->cluster_file;
     u->opt.cluster = &u->cluster;
     u->opt.foreground = u->args.foreground;
     u->opt.debug = u->args.debug;

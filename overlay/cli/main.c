@@ -19,6 +19,7 @@ struct verb {
 static const struct verb verbs[] = {
     { "up",     cli_up,     "bring up the overlay interface from the cluster file and this node's key" },
     { "down",   cli_down,   "stop the daemon, remove the interface and its hosts entries" },
+    { "reload", cli_reload, "apply the changed cluster file to the running node" },
     { "status", cli_status, "show each peer: address, endpoint, latest handshake, bytes, rates" },
     { "env",    cli_env,    "print export lines for NCCL, Gloo and torchrun, for eval" },
     { "check",  cli_check,  "validate a cluster file" },

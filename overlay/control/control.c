@@ -220,16 +220,71 @@ int control_listen(const char *path)
 
 /* --- serving --------------------------------------------------------------------- */
 
+#define CONTROL_CLUSTER_LEN  (sizeof(CONTROL_SET_CLUSTER) - 1)
+#define CONTROL_LENGTH_LEN   (sizeof(CONTROL_LENGTH_KEY) - 1)
+/* Digits of the length line: UAPI_MAX_REQUEST has 7. */
+#define CONTROL_LENGTH_DIGITS 8u
+
+/* set=ddpnet-cluster, "length=N" and N bytes: the header's length in
+ * *head and N in *body. */
+static int frame_cluster(const char *buf, size_t len, size_t *head, size_t *body)
+{
+    size_t at = CONTROL_CLUSTER_LEN, n = 0, digits = 0;
+
+    for (size_t i = 0; i < CONTROL_LENGTH_LEN; i++, at++) {
+        if (at >= len)
+            return -EAGAIN;
+        if (buf[at] != CONTROL_LENGTH_KEY[i])
+            return -EINVAL;
+    }
+    for (;; at++, digits++) {
+        if (at >= len)
+            return digits > CONTROL_LENGTH_DIGITS ? -EINVAL : -EAGAIN;
+        if (buf[at] == '\n')
+            break;
+        if (buf[at] < '0' || buf[at] > '9' || digits == CONTROL_LENGTH_DIGITS)
+            return -EINVAL;
+        n = n * 10 + (size_t)(buf[at] - '0');
+    }
+    if (!digits)
+        return -EINVAL;
+    *head = at + 1;
+    if (n > UAPI_MAX_REQUEST - *head)
+        return -EMSGSIZE;
+    *body = n;
+    return len - *head < n ? -EAGAIN : 0;
+}
+
+void control_cluster_body(const char *req, size_t consumed, const char **body, size_t *len)
+{
+    size_t at = CONTROL_CLUSTER_LEN + CONTROL_LENGTH_LEN;
+
+    while (req[at] != '\n')
+        at++;
+    *body = req + at + 1;
+    *len = consumed - (at + 1);
+}
+
 int control_frame(const char *buf, size_t len, enum control_op *op, size_t *consumed)
 {
     enum uapi_op uop;
-    size_t n = len < CONTROL_DDPNET_LEN ? len : CONTROL_DDPNET_LEN;
+    size_t n = len < CONTROL_DDPNET_LEN ? len : CONTROL_DDPNET_LEN, head, body;
     int ret;
 
     if ((!buf && len) || !op || !consumed)
         return -EINVAL;
     if (len == 0)
         return -EAGAIN;
+    /* "set=" starts both set lines too. */
+    if (memcmp(buf, CONTROL_SET_CLUSTER, len < CONTROL_CLUSTER_LEN ? len : CONTROL_CLUSTER_LEN) == 0) {
+        if (len < CONTROL_CLUSTER_LEN)
+            return -EAGAIN;
+        if ((ret = frame_cluster(buf, len, &head, &body)))
+            return ret;
+        *op = CONTROL_RELOAD_OP;
+        *consumed = head + body;
+        return 0;
+    }
     /* "get=" starts both get lines: wait until the bytes tell them apart. */
     if (memcmp(buf, CONTROL_GET_DDPNET, n) == 0) {
         if (len <= CONTROL_DDPNET_LEN)
@@ -351,6 +406,13 @@ static int client_answer(struct control_client *c, struct device *dev, enum cont
         if (ret < 0)
             log_info("control: set refused: %s", strerror(-ret));
         return client_queue_errno(c, ret);
+    case CONTROL_RELOAD_OP: {
+        const char *body;
+        size_t body_len;
+        control_cluster_body(c->req.p, len, &body, &body_len);
+        ret = control_reload(dev, body, body_len, now_ns, &out, &out_len);
+        break;
+    }
     default:
         ret = -EINVAL;
     }

@@ -12,8 +12,12 @@
 
 struct device;
 
-/* The ddpnet request line. */
-#define CONTROL_GET_DDPNET "get=ddpnet\n"
+/* The ddpnet request lines. get=ddpnet stands alone; set=ddpnet-cluster
+ * is followed by "length=N\n" and the N bytes of a cluster file, which the
+ * daemon applies live (`ddpnet reload`, membership/members.h). */
+#define CONTROL_GET_DDPNET  "get=ddpnet\n"
+#define CONTROL_SET_CLUSTER "set=ddpnet-cluster\n"
+#define CONTROL_LENGTH_KEY  "length="
 
 /* Creates, binds (mode 0600) and listens on the socket path; returns the
  * listening fd (non-blocking, close-on-exec) or -errno. A stale socket file

@@ -118,6 +118,16 @@ static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
     uapi_put_str(b, CONTROL_KEY_MASTER, master->name);
     put_addr(b, CONTROL_KEY_MASTER_ADDRESS, &master->address);
     uapi_put_u64(b, CONTROL_KEY_MTU, dev->mtu);
+    uapi_put_u64(b, CONTROL_KEY_HINT_BYTES, dev->stats.hint_bytes);
+    uapi_put_u64(b, CONTROL_KEY_HINT_REFUSED, dev->stats.hint_refused);
+    uapi_put_u64(b, CONTROL_KEY_RELAY_TRIALS_FAILED, dev->stats.relay_trials_failed);
+    uapi_put_u64(b, CONTROL_KEY_RELAY_DROPPED, dev->stats.relay_dropped);
+    if (dev->cluster_applied_unix) {
+        char hex[2 * DEVICE_CLUSTER_SUM_LEN + 1];
+        sodium_bin2hex(hex, sizeof(hex), dev->cluster_sum, sizeof(dev->cluster_sum));
+        uapi_put_str(b, CONTROL_KEY_CLUSTER_SUM, hex);
+        uapi_put_u64(b, CONTROL_KEY_CLUSTER_APPLIED, dev->cluster_applied_unix);
+    }
 }
 
 /* The path: the endpoint in use (the relay's, when relayed), direct or

@@ -41,12 +41,37 @@ struct device;
 /* The largest response control_request accepts. */
 #define CONTROL_RESPONSE_MAX        (1u << 20)
 
-enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP };
+enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL_RELOAD_OP };
 
-/* Frames one request at the start of buf[0..len): the two of uapi.h and
- * the get=ddpnet line followed by an empty line. Returns as
+/* Keys of the answer to set=ddpnet-cluster: one line per change, error of
+ * the file, or reason it was refused (membership/members.h), then errno. */
+#define CONTROL_KEY_CHANGE          "change"
+#define CONTROL_KEY_ERROR           "error"
+#define CONTROL_KEY_REFUSED         "refused"
+/* get=ddpnet's interface section: the cluster file's checksum (hex) and
+ * when it was applied (unix seconds). */
+#define CONTROL_KEY_CLUSTER_SUM     "cluster_sum"
+#define CONTROL_KEY_CLUSTER_APPLIED "cluster_applied"
+/* What members' hints cost (engine/device.h's device_stats): bytes sent
+ * to addresses that had not answered, sends refused for want of credit,
+ * relay trials that failed, relays dropped when answers stopped. */
+#define CONTROL_KEY_HINT_BYTES      "hint_bytes"
+#define CONTROL_KEY_HINT_REFUSED    "hint_refused"
+#define CONTROL_KEY_RELAY_TRIALS_FAILED "relay_trials_failed"
+#define CONTROL_KEY_RELAY_DROPPED   "relay_dropped"
+
+/* Frames one request at the start of buf[0..len): the two of uapi.h, the
+ * get=ddpnet line followed by an empty line, and set=ddpnet-cluster with
+ * its length line and bytes (*body, *body_len: the file). Returns as
  * uapi_parse_request: 0 (*op, *consumed set), -EAGAIN, -EINVAL, -EMSGSIZE. */
 int control_frame(const char *buf, size_t len, enum control_op *op, size_t *consumed);
+/* Where a framed set=ddpnet-cluster request's file lies in it. */
+void control_cluster_body(const char *req, size_t consumed, const char **body, size_t *len);
+
+/* Applies a cluster file live (set=ddpnet-cluster): the answer's lines in
+ * a new malloc'd buffer, ending with its errno line. 0 or -ENOMEM. */
+int control_reload(struct device *dev, const char *text, size_t len, uint64_t now_ns,
+                   char **out, size_t *out_len);
 
 /* Whole responses in a new malloc'd buffer (*out, *len; not
  * NUL-terminated), ending "errno=0\n\n". The get=1 one holds the private

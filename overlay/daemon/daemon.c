@@ -24,6 +24,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -32,7 +33,8 @@
 #include "overlay/base/log.h"
 #include "overlay/control/control.h"
 #include "overlay/daemon/daemon.h"
-#include "overlay/daemon/hosts.h"
+#include "overlay/membership/hosts.h"
+#include "overlay/membership/members.h"
 #include "overlay/engine/device_setup.h"
 #include "overlay/engine/engine.h"
 #include "overlay/loop/loop.h"
@@ -255,27 +257,99 @@ static int setup_interface(struct setup *s)
     return 0;
 }
 
+/* The names block, through a descriptor kept for the daemon's life: after
+ * the drop it can no longer open the file, yet a reload changes the block. */
 static int write_hosts(struct setup *s)
 {
-    const struct cluster *c = &s->dev.cluster;
-    struct hosts_entry *e = calloc(c->n_nodes, sizeof(*e));
-    int ret;
+    int ret = hosts_open(s->opt->hosts_file);
 
-    if (!e)
-        return fail(s, -ENOMEM, "out of memory");
-    for (size_t i = 0; i < c->n_nodes; i++) {
-        cluster_addr_format(&c->nodes[i].address, e[i].address, sizeof(e[i].address));
-        snprintf(e[i].name, sizeof(e[i].name), "%s", c->nodes[i].name);
+    if (ret >= 0) {
+        s->dev.hosts_fd = ret;
+        ret = members_write_hosts(&s->dev);
     }
-    ret = hosts_update(s->opt->hosts_file, s->dev.ifname, e, c->n_nodes);
-    free(e);
     if (ret)
         return fail(s, ret, "cannot write the names block to %s: %s", s->opt->hosts_file,
                     strerror(-ret));
     return 0;
 }
 
-int daemon_write_state(const char *path, long pid, const char *hosts_file)
+/* Reads the cluster file at path (CLUSTER_MAX_FILE at most) into a new
+ * buffer: 0 or -errno. */
+static int read_cluster_file(const char *path, char **text, size_t *len)
+{
+    FILE *f = fopen(path, "re");
+    char *buf = NULL;
+    size_t n;
+
+    if (!f)
+        return -errno;
+    if (!(buf = malloc(CLUSTER_MAX_FILE + 1))) {
+        fclose(f);
+        return -ENOMEM;
+    }
+    n = fread(buf, 1, CLUSTER_MAX_FILE + 1, f);
+    int err = ferror(f) ? -EIO : n > CLUSTER_MAX_FILE ? -EFBIG : 0;
+    fclose(f);
+    if (err) {
+        free(buf);
+        return err;
+    }
+    *text = buf;
+    *len = n;
+    return 0;
+}
+
+/* Which file this node runs, for `status`: its checksum, applied now. */
+static void note_cluster_file(struct setup *s)
+{
+    char *text;
+    size_t len;
+    int ret = s->opt->cluster_path ? read_cluster_file(s->opt->cluster_path, &text, &len)
+                                   : -ENOENT;
+
+    if (ret) {
+        log_warn("cannot read %s again for its checksum: %s",
+                 s->opt->cluster_path ? s->opt->cluster_path : "the cluster file",
+                 strerror(-ret));
+        return;
+    }
+    members_checksum(text, len, s->dev.cluster_sum);
+    s->dev.cluster_applied_unix = (uint64_t)time(NULL);
+    free(text);
+}
+
+static void log_reload_line(void *ctx, const char *kind, const char *line)
+{
+    const char *path = ((struct setup *)ctx)->opt->cluster_path;
+
+    if (!strcmp(kind, MEMBERS_SAY_ERROR))
+        log_error("reload: %s:%s", path, line);
+    else if (!strcmp(kind, MEMBERS_SAY_REFUSED))
+        log_error("reload refused: %s", line);
+}
+
+/* SIGHUP: the cluster file read again by path, as the daemon's user (a
+ * file only root may read needs `ddpnet reload`, which sends its bytes). */
+static void on_hangup(void *ctx, uint64_t now)
+{
+    struct setup *s = ctx;
+    char *text;
+    size_t len;
+    int ret = read_cluster_file(s->opt->cluster_path, &text, &len);
+
+    if (ret) {
+        log_error("SIGHUP: cannot read %s as user %s: %s; run `ddpnet reload -i %s` as root",
+                  s->opt->cluster_path, DAEMON_USER, strerror(-ret), s->dev.ifname);
+        return;
+    }
+    ret = members_reload(&s->dev, text, len, log_reload_line, s, now);
+    free(text);
+    if (ret == 0)
+        log_info("SIGHUP: %s applied", s->opt->cluster_path);
+}
+
+int daemon_write_state(const char *path, long pid, const char *hosts_file,
+                       const char *cluster_file)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
     FILE *f;
@@ -288,12 +362,15 @@ int daemon_write_state(const char *path, long pid, const char *hosts_file)
         return err;
     }
     fprintf(f, "pid=%ld\nhosts=%s\n", pid, hosts_file);
+    if (cluster_file)
+        fprintf(f, "cluster=%s\n", cluster_file);
     return fclose(f) ? -errno : 0;
 }
 
 static int write_state(struct setup *s)
 {
-    int ret = daemon_write_state(s->state_path, (long)getpid(), s->opt->hosts_file);
+    int ret = daemon_write_state(s->state_path, (long)getpid(), s->opt->hosts_file,
+                                 s->opt->cluster_path);
 
     if (ret)
         return fail(s, ret, "cannot write %s: %s", s->state_path,
@@ -452,11 +529,13 @@ static int setup_all(struct setup *s)
     on.control_ctx = s;
     on.control = on_control;
     on.control_timers = on_control_timers;
+    on.hangup = on_hangup;
     ret = loop_init(&s->loop, &lc, &on);
     if (ret)
         return fail(s, ret, "io_uring: %s", strerror(-ret));
     s->loop_ready = true;
     s->dev.loop = &s->loop;
+    note_cluster_file(s);   /* as root: the file may be readable by root alone */
     if ((ret = write_hosts(s)) || (ret = write_state(s)) || (ret = drop_privileges(s)))
         return ret;
     /* After the drop: threads are born with what their creator has. */
@@ -488,6 +567,7 @@ static void teardown(struct setup *s)
     close_fd(&s->udp6_fd);
     close_fd(&s->tun_fd);
     close_fd(&s->signal_fd);
+    close_fd(&s->dev.hosts_fd);
 }
 
 int daemon_run(struct daemon_options *opt)
@@ -501,6 +581,7 @@ int daemon_run(struct daemon_options *opt)
     }
     s->opt = opt;
     s->tun_fd = s->udp4_fd = s->udp6_fd = s->control_fd = s->signal_fd = -1;
+    s->dev.hosts_fd = -1;
     char ident[64];
     snprintf(ident, sizeof(ident), "ddpnet/%s", opt->ifname);
     log_init(ident, opt->foreground, opt->debug ? LOG_LVL_DEBUG : LOG_LVL_INFO);

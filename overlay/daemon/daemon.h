@@ -22,7 +22,7 @@ struct daemon_options {
     const char *ifname;
     const char *run_dir;
     const char *hosts_file;
-    const char *cluster_path;             /* for messages */
+    const char *cluster_path;             /* absolute: for messages, checksum and reloads */
     struct cluster *cluster;              /* parsed; the daemon takes it over */
     const struct cluster_node *self;      /* within *cluster */
     uint8_t private_key[WG_KEY_LEN];      /* wiped by daemon_run */
@@ -39,12 +39,14 @@ struct daemon_options {
 int daemon_run(struct daemon_options *opt);
 
 /* Paths in the run directory: the control socket RUN_DIR/IFNAME.sock and
- * the state file RUN_DIR/IFNAME.state ("pid=N\nhosts=PATH\n"), which `down`
- * reads to stop the daemon and clean its hosts block. */
+ * the state file RUN_DIR/IFNAME.state ("pid=N\nhosts=PATH\ncluster=PATH\n"),
+ * which `down` reads to stop the daemon and clean its hosts block, and
+ * `reload` to find the cluster file the node was started with. */
 int daemon_socket_path(char *buf, size_t len, const char *run_dir, const char *ifname);
 int daemon_state_path(char *buf, size_t len, const char *run_dir, const char *ifname);
 /* Writes the state file at path (mode 0644), never through a symbolic
- * link (-ELOOP): 0 or -errno. */
-int daemon_write_state(const char *path, long pid, const char *hosts_file);
+ * link (-ELOOP): 0 or -errno. cluster_file may be NULL (not written). */
+int daemon_write_state(const char *path, long pid, const char *hosts_file,
+                       const char *cluster_file);
 
 #endif

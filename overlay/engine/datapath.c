@@ -40,6 +40,7 @@
 #include "crypto/bytes.h"
 #include <sodium.h>
 
+#include "config/addr.h"
 #include "overlay/base/log.h"
 #include "overlay/base/wire.h"
 #include "overlay/engine/engine.h"
@@ -206,6 +207,17 @@ static bool too_big(const struct peer *p, const struct vnet_hdr *h, const uint8_
            (size_t)oip.l3_len + oip.l4_hlen + h->gso_size > mtu;
 }
 
+/* An address of the overlay's network that no member holds. */
+static bool no_member_at(const struct device *dev, const struct inner *in)
+{
+    struct cluster_addr a = { .family = in->family };
+
+    memcpy(a.bytes, in->dst, in->family == AF_INET ? 4 : 16);
+    return cluster_addr_in_network(&a, &dev->cluster.network, dev->cluster.prefix) &&
+           !cluster_addr_equal(&a, &dev->self->address) &&
+           !cluster_addr_is_broadcast(&a, dev->cluster.prefix);
+}
+
 void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
 {
     const uint8_t *ip = pkt->in + OFFLOAD_VNET_HDR_LEN;
@@ -215,8 +227,18 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
     struct peer *p;
 
     if (pkt->len < OFFLOAD_VNET_HDR_LEN || vnet_hdr_parse(pkt->in, pkt->len, &h) ||
-        !parse_inner(ip, len, &in) || is_disco(ip, &in) ||
-        !(p = device_peer_by_address(dev, in.family, in.dst))) {
+        !parse_inner(ip, len, &in) || is_disco(ip, &in)) {
+        loop_pkt_put(dev->loop, pkt);
+        return;
+    }
+    if (!(p = device_peer_by_address(dev, in.family, in.dst))) {
+        /* No member there (any more: a reload removed it): the sender
+         * learns at once, as from a member that does not answer. */
+        if (no_member_at(dev, &in)) {
+            dev->stats.refused_unreachable++;
+            answer_icmp(dev, pkt, ip, len, ICMP_ERROR_UNREACHABLE, 0);
+            return;
+        }
         loop_pkt_put(dev->loop, pkt);
         return;
     }

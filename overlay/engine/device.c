@@ -32,6 +32,15 @@ static bool addr_is(const struct cluster_addr *a, int family, const uint8_t *add
     return a->family == family && !memcmp(a->bytes, addr, family == AF_INET ? 4 : 16);
 }
 
+static void map_free(struct peer_map *m)
+{
+    if (m)
+        free(m->slots);
+    free(m);
+}
+
+/* The map of dev->peers as they are now, in place of the old one (kept
+ * when memory runs out). */
 static int map_build(struct device *dev)
 {
     struct peer_map *m = calloc(1, sizeof(*m));
@@ -51,8 +60,14 @@ static int map_build(struct device *dev)
             s = (s + 1) & (cap - 1);
         m->slots[s] = p;
     }
+    map_free(dev->by_address);
     dev->by_address = m;
     return 0;
+}
+
+int device_remap(struct device *dev)
+{
+    return map_build(dev);
 }
 
 struct peer *device_peer_by_address(struct device *dev, int family, const uint8_t *addr)
@@ -88,7 +103,7 @@ struct peer *device_peer_by_id(struct device *dev, disco_id id)
 /* The endpoint of a node as the cluster file gives it, when it is an IP
  * literal; hostnames are resolved by the daemon before this (see
  * device_setup.h). */
-static void endpoint_from_node(union endpoint *e, const struct cluster_node *n)
+void device_node_endpoint(union endpoint *e, const struct cluster_node *n)
 {
     memset(e, 0, sizeof(*e));
     e->sa.sa_family = AF_UNSPEC;
@@ -131,7 +146,7 @@ int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint6
             ret = -EINVAL;   /* only a low-order key makes this fail */
             goto fail;
         }
-        endpoint_from_node(&p->endpoint, n);
+        device_node_endpoint(&p->endpoint, n);
         p->id = ++dev->next_peer_id;
         dev->peers[dev->n_peers++] = p;
     }
@@ -154,9 +169,7 @@ void device_destroy(struct device *dev)
     free(dev->peers);
     dev->peers = NULL;
     dev->n_peers = 0;
-    if (dev->by_address)
-        free(dev->by_address->slots);
-    free(dev->by_address);
+    map_free(dev->by_address);
     dev->by_address = NULL;
     index_table_destroy(&dev->indices);
     stage_destroy(&dev->stage);

@@ -168,12 +168,21 @@ struct disco_device {
     struct peer *fwd_to;                  /* ... to this peer */
 };
 
+/* The cluster file's checksum as `status` shows it (membership/members.h). */
+#define DEVICE_CLUSTER_SUM_LEN 8u
+
 struct device {
     char ifname[IFNAMSIZ];
     struct noise_local *local;
     struct cookie_checker checker;
     const struct cluster_node *self;
     struct cluster cluster;               /* the parsed cluster file */
+    /* Which file that is, for a person: its checksum and when it was
+     * applied (wall clock, s); and the hosts file, kept open from set-up
+     * so that the names block follows a reload without root (-1: none). */
+    uint8_t cluster_sum[DEVICE_CLUSTER_SUM_LEN];
+    uint64_t cluster_applied_unix;
+    int hosts_fd;
 
     size_t n_peers;
     struct peer **peers;                  /* cluster order, self left out */

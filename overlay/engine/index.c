@@ -86,3 +86,27 @@ void index_remove(struct index_table *t, uint32_t index)
         hole = i;
     }
 }
+
+int index_table_reserve(struct index_table *t, size_t max_entries)
+{
+    struct index_table bigger;
+    int ret;
+
+    if (2 * max_entries <= t->cap)
+        return 0;
+    if ((ret = index_table_init(&bigger, max_entries)))
+        return ret;
+    for (size_t i = 0; i < t->cap; i++) {
+        const struct index_entry *e = &t->slots[i];
+        if (!e->index)
+            continue;
+        size_t s = slot_of(&bigger, e->index);
+        while (bigger.slots[s].index)
+            s = (s + 1) & (bigger.cap - 1);
+        bigger.slots[s] = *e;
+        bigger.used++;
+    }
+    index_table_destroy(t);
+    *t = bigger;
+    return 0;
+}

@@ -28,6 +28,10 @@ struct index_table {
 /* Room for max_entries live indices. */
 int index_table_init(struct index_table *t, size_t max_entries);
 void index_table_destroy(struct index_table *t);
+/* Room for max_entries (the cluster grew): the live indices move to a
+ * larger table, so entries found before are found again, at new
+ * addresses. 0, or -ENOMEM with the table as it was. */
+int index_table_reserve(struct index_table *t, size_t max_entries);
 /* Registers a fresh random index (never 0) for peer; 0 when full. */
 uint32_t index_add(struct index_table *t, struct peer *peer, struct noise_keypair *kp);
 void index_remove(struct index_table *t, uint32_t index);

@@ -7,6 +7,7 @@
 #include <netinet/udp.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -327,12 +328,17 @@ static void on_control(struct loop *l, uint64_t now)
     l->on.control(l->on.control_ctx, now);
 }
 
-static void on_signal(struct loop *l)
+static void on_signal(struct loop *l, uint64_t now)
 {
     struct signalfd_siginfo si;
 
     l->signal_polled = false;
     while (read(l->signal_fd, &si, sizeof(si)) == sizeof(si)) {
+        if (si.ssi_signo == SIGHUP && l->on.hangup) {
+            log_info("%s: SIGHUP, reloading the cluster file", l->name);
+            l->on.hangup(l->on.control_ctx, now);
+            continue;
+        }
         log_info("%s: signal %u, stopping", l->name, si.ssi_signo);
         l->stop = true;
     }
@@ -405,7 +411,7 @@ static void on_completion(struct loop *l, struct io_uring_cqe *cqe, uint64_t now
     else if (tag == TAG_CONTROL)
         on_control(l, now);
     else if (tag == TAG_SIGNAL)
-        on_signal(l);
+        on_signal(l, now);
     else
         on_buffer(l, (void *)(uintptr_t)tag, cqe->res, now);
 }

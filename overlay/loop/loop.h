@@ -45,6 +45,9 @@ struct loop_handlers {
     /* Runs what is due; returns the next deadline (the loop sleeps until
      * then at most, and never longer than LOOP_MAX_SLEEP_NS). */
     uint64_t (*timers)(void *ctx, uint64_t now);
+    /* SIGHUP (NULL: it stops the loop, as SIGTERM does). Called with
+     * control_ctx. */
+    void (*hangup)(void *ctx, uint64_t now);
     /* The control socket's side, with its own context: its fd (the
      * config's control_fd) is readable; and its own deadlines, run like
      * the timers above (NULL: none). */

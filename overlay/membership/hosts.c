@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "overlay/daemon/hosts.h"
+#include "overlay/membership/hosts.h"
 
 /* Where ifname's block lies in the old content: [start, end). */
 struct block_span {
@@ -289,6 +289,28 @@ static int update_fd(int fd, const char *ifname, const struct hosts_entry *e, si
         ret = write_all(fd, new, newlen);
     free(new);
     free(old);
+    return ret;
+}
+
+int hosts_open(const char *path)
+{
+    int fd;
+
+    if (!path)
+        return -EINVAL;
+    /* O_RDWR and no O_TRUNC: we write into this very inode, never a new one. */
+    fd = open(path, O_RDWR | O_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+int hosts_update_fd(int fd, const char *ifname, const struct hosts_entry *e, size_t n)
+{
+    int ret;
+
+    if (fd < 0)
+        return -EBADF;
+    ret = update_fd(fd, ifname, e, n);
+    flock(fd, LOCK_UN);
     return ret;
 }
 

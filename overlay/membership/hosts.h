@@ -49,6 +49,14 @@ int hosts_edit(const char *old, size_t oldlen, const char *ifname,
 int hosts_update(const char *path, const char *ifname,
                  const struct hosts_entry *e, size_t n);
 
+/* The file at path opened for hosts_update_fd (O_RDWR): an fd, or -errno.
+ * The daemon opens it during set-up, as root, and keeps it, so that it can
+ * still rewrite its block after dropping its privileges. */
+int hosts_open(const char *path);
+/* hosts_update on a file opened by hosts_open; the lock is released
+ * before it returns, the fd stays open. -EBADF for a negative fd. */
+int hosts_update_fd(int fd, const char *ifname, const struct hosts_entry *e, size_t n);
+
 /* Removes ifname's block from the file at path (hosts_update with no entries). */
 int hosts_remove(const char *path, const char *ifname);
 

@@ -1011,6 +1011,30 @@ static void test_down_deletes_tun(void **state)
 
 /* --- helpers of up and down ------------------------------------------------------ */
 
+/* The state file's other lines, read by key (reload reads cluster=). */
+static void test_state_value(void **state)
+{
+    static const char text[] = "pid=12\nhosts=/etc/hosts\ncluster=/etc/ddpnet/ddp0.conf\n";
+    char out[64];
+
+    (void)state;
+    assert_int_equal(cli_state_value(text, sizeof(text) - 1, "cluster", out, sizeof(out)), 0);
+    assert_string_equal(out, "/etc/ddpnet/ddp0.conf");
+    assert_int_equal(cli_state_value(text, sizeof(text) - 1, "hosts", out, sizeof(out)), 0);
+    assert_string_equal(out, "/etc/hosts");
+    /* Absent, or only a prefix of another key: empty. */
+    assert_int_equal(cli_state_value(text, sizeof(text) - 1, "clus", out, sizeof(out)), 0);
+    assert_string_equal(out, "");
+    assert_int_equal(cli_state_value("pid=1", 5, "cluster", out, sizeof(out)), 0);
+    assert_string_equal(out, "");
+    /* The last line without its newline still counts. */
+    assert_int_equal(cli_state_value("cluster=/c", 10, "cluster", out, sizeof(out)), 0);
+    assert_string_equal(out, "/c");
+    assert_int_equal(cli_state_value(text, sizeof(text) - 1, "cluster", out, 10), -ENAMETOOLONG);
+    assert_int_equal(cli_state_value("cluster=\0x", 10, "cluster", out, sizeof(out)), -EBADMSG);
+    assert_int_equal(cli_state_value(text, sizeof(text) - 1, "cluster", out, 0), -ENAMETOOLONG);
+}
+
 static void test_state_parse(void **state)
 {
     static const struct {
@@ -1211,18 +1235,18 @@ static void test_write_state_no_symlink(void **state)
     (void)state;
     tmp_path(path, "ddp0.state");
     unlink(path);
-    assert_int_equal(daemon_write_state(path, 1234, "/etc/hosts"), 0);
+    assert_int_equal(daemon_write_state(path, 1234, "/etc/hosts", "/etc/ddpnet/ddp0.conf"), 0);
     int fd = open(path, O_RDONLY);
     assert_true(fd >= 0);
     ssize_t n = read(fd, text, sizeof(text) - 1);
     close(fd);
     assert_true(n > 0);
     text[n] = '\0';
-    assert_string_equal(text, "pid=1234\nhosts=/etc/hosts\n");
+    assert_string_equal(text, "pid=1234\nhosts=/etc/hosts\ncluster=/etc/ddpnet/ddp0.conf\n");
     unlink(path);
     write_file(tmp_path(target, "victim"), "keep", 0644);
     assert_int_equal(symlink(target, path), 0);
-    assert_int_equal(daemon_write_state(path, 1, "/etc/hosts"), -ELOOP);
+    assert_int_equal(daemon_write_state(path, 1, "/etc/hosts", NULL), -ELOOP);
     fd = open(target, O_RDONLY);
     n = read(fd, text, sizeof(text) - 1);
     close(fd);
@@ -1434,6 +1458,7 @@ int main(void)
         cmocka_unit_test(test_down_damaged_hosts_block),
         cmocka_unit_test(test_down_deletes_tun),
         cmocka_unit_test(test_state_parse),
+        cmocka_unit_test(test_state_value),
         cmocka_unit_test(test_read_report),
         cmocka_unit_test(test_mkdir_p),
         cmocka_unit_test(test_check_private_dir),

@@ -76,6 +76,10 @@ static const char get_ddpnet_expected[] =
     "master=gpu-a\n"
     "master_address=10.77.0.1\n"
     "mtu=1420\n"
+    "hint_bytes=0\n"
+    "hint_refused=0\n"
+    "relay_trials_failed=0\n"
+    "relay_dropped=0\n"
     "public_key=" B_HEX "\n"
     "name=gpu-b\n"
     "address=10.77.0.2\n"
@@ -563,6 +567,25 @@ static void test_frame(void **state)
     assert_int_equal(consumed, 21);
     assert_int_equal(control_frame("set=1\nlisten_port=1\n", 20, &op, &consumed), -EAGAIN);
     assert_int_equal(control_frame("hello", 5, &op, &consumed), -EINVAL);
+    /* set=ddpnet-cluster: a length line, then exactly that many bytes. */
+    static const char reload[] = "set=ddpnet-cluster\nlength=5\nab\ncd";
+    const char *body;
+    size_t body_len;
+    for (size_t n = 1; n < sizeof(reload) - 1; n++)
+        assert_int_equal(control_frame(reload, n, &op, &consumed), -EAGAIN);
+    assert_int_equal(control_frame(reload, sizeof(reload) - 1, &op, &consumed), 0);
+    assert_int_equal(op, CONTROL_RELOAD_OP);
+    assert_int_equal(consumed, sizeof(reload) - 1);
+    control_cluster_body(reload, consumed, &body, &body_len);
+    assert_int_equal(body_len, 5);
+    assert_memory_equal(body, "ab\ncd", 5);
+    assert_int_equal(control_frame("set=ddpnet-cluster\nlength=0\nget=1\n\n", 35, &op, &consumed), 0);
+    assert_int_equal(consumed, 28);
+    assert_int_equal(control_frame("set=ddpnet-cluster\nlen=5\n", 25, &op, &consumed), -EINVAL);
+    assert_int_equal(control_frame("set=ddpnet-cluster\nlength=\n", 27, &op, &consumed), -EINVAL);
+    assert_int_equal(control_frame("set=ddpnet-cluster\nlength=1x\n", 29, &op, &consumed), -EINVAL);
+    assert_int_equal(control_frame("set=ddpnet-cluster\nlength=123456789\n", 36, &op, &consumed), -EINVAL);
+    assert_int_equal(control_frame("set=ddpnet-cluster\nlength=9999999\n", 34, &op, &consumed), -EMSGSIZE);
     assert_int_equal(control_frame(NULL, 3, &op, &consumed), -EINVAL);
     assert_int_equal(control_frame("get=1\n\n", 7, NULL, &consumed), -EINVAL);
     assert_int_equal(control_frame("get=1\n\n", 7, &op, NULL), -EINVAL);
@@ -1329,7 +1352,9 @@ static void test_status_no_peers(void **state)
     free(text);
     text = format_with(json_fn, resp, 0, 0);
     assert_string_equal(text, "{\"interface\":\"ddp0\",\"self\":\"solo\",\"address\":"
-                              "\"fd77::1\",\"listen_port\":51820,\"peers\":[]}\n");
+                              "\"fd77::1\",\"listen_port\":51820,"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},"
+                              "\"peers\":[]}\n");
     free(text);
 }
 
@@ -1337,7 +1362,9 @@ static void test_status_json(void **state)
 {
     static const char want[] =
         "{\"interface\":\"ddp0\",\"self\":\"gpu-a\",\"address\":\"10.77.0.1\","
-        "\"listen_port\":51820,\"peers\":["
+        "\"listen_port\":51820,"
+        "\"cluster_sum\":null,\"cluster_applied\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},"
+        "\"peers\":["
         "{\"name\":\"gpu-b\",\"address\":\"10.77.0.2\",\"endpoint\":\"192.0.2.2:51820\","
         "\"path\":\"direct\",\"via\":null,\"path_mtu\":1420,\"rtt_ms\":1.234,"
         "\"latest_handshake\":1700000000,\"rx_bytes\":1000,\"tx_bytes\":2000,"
@@ -1364,7 +1391,9 @@ static void test_status_json_escapes(void **state)
     text = format_with(json_fn, resp, 0, 0);
     assert_string_equal(text, "{\"interface\":\"d\\\"p\\\\0\",\"self\":"
                               "\"a\\u0009b\\u0001\\u007f\",\"address\":\"x\","
-                              "\"listen_port\":1,\"peers\":[]}\n");
+                              "\"listen_port\":1,"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},"
+                              "\"peers\":[]}\n");
     free(text);
 }
 

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "overlay/daemon/hosts.h"
+#include "overlay/membership/hosts.h"
 
 #define BEGIN0 "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
 #define END0   "# END ddpnet ddp0\n"
@@ -340,6 +340,33 @@ static void test_file_update_in_place(void **state)
     unlink(t.path);
 }
 
+/* Through a descriptor kept open (the daemon's, after it dropped root):
+ * the same edits, the lock given back each time, the fd left open. */
+static void test_file_update_by_fd(void **state)
+{
+    struct tmpfile t;
+    int fd, other;
+    (void)state;
+    tmp_create(&t, "127.0.0.1 localhost\n");
+    fd = hosts_open(t.path);
+    assert_true(fd >= 0);
+    assert_int_equal(hosts_update_fd(fd, "ddp0", two, 2), 0);
+    assert_file(&t, "127.0.0.1 localhost\n" BLOCK0);
+    other = open(t.path, O_RDONLY);
+    assert_true(other >= 0);
+    assert_int_equal(flock(other, LOCK_EX | LOCK_NB), 0);      /* not held by us */
+    close(other);
+    assert_int_equal(hosts_update_fd(fd, "ddp0", two, 1), 0);
+    assert_file(&t, "127.0.0.1 localhost\n" BEGIN0 "10.77.0.1 node-a\n" END0);
+    assert_int_equal(hosts_update_fd(fd, "ddp0", NULL, 0), 0);
+    assert_file(&t, "127.0.0.1 localhost\n");
+    assert_int_equal(close(fd), 0);
+    assert_int_equal(hosts_update_fd(-1, "ddp0", two, 2), -EBADF);
+    assert_int_equal(hosts_open(NULL), -EINVAL);
+    unlink(t.path);
+    assert_int_equal(hosts_open(t.path), -ENOENT);
+}
+
 static void test_file_unchanged_not_written(void **state)
 {
     struct timespec old[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
@@ -460,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_file_not_regular),
         cmocka_unit_test(test_file_waits_for_lock),
         cmocka_unit_test(test_file_too_big),
+        cmocka_unit_test(test_file_update_by_fd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

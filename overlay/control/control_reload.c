@@ -1,0 +1,55 @@
+/* set=ddpnet-cluster: a cluster file applied live (membership/members.h),
+ * answered with a line per change, per error of the file or per reason it
+ * was refused, then its errno line:
+ *
+ *   change=added node-d
+ *   change=changed node-b: keepalive
+ *   errno=0
+ *
+ * The file is never on disk here: the CLI read it (as root, which may
+ * read what the daemon's user may not) and sent its bytes. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "overlay/control/control_int.h"
+#include "overlay/control/uapi.h"
+#include "overlay/membership/members.h"
+
+struct answer {
+    FILE *f;
+};
+
+/* A line of the file may hold any byte but a newline (the parser said
+ * which): in the answer it is one line, its control bytes shown as '?'. */
+static void say_line(void *ctx, const char *kind, const char *line)
+{
+    struct answer *a = ctx;
+
+    fprintf(a->f, "%s=", kind);
+    for (const char *p = line; *p; p++)
+        fputc((unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p, a->f);
+    fputc('\n', a->f);
+}
+
+int control_reload(struct device *dev, const char *text, size_t len, uint64_t now_ns,
+                   char **out, size_t *out_len)
+{
+    struct answer a;
+    char *buf = NULL;
+    size_t size = 0;
+    int ret;
+
+    if (!(a.f = open_memstream(&buf, &size)))
+        return -ENOMEM;
+    ret = members_reload(dev, text, len, say_line, &a, now_ns);
+    fprintf(a.f, "%s=%d\n\n", UAPI_KEY_ERRNO, ret < 0 ? -ret : 0);
+    if (fclose(a.f)) {
+        free(buf);
+        return -ENOMEM;
+    }
+    *out = buf;
+    *out_len = size;
+    return 0;
+}

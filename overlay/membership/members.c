@@ -1,0 +1,341 @@
+/* members_reload: parse, check, diff, then apply in two steps -- first
+ * everything that can fail (new peers, a larger index table, the new
+ * peers array), then the swap, which cannot -- so a reload is applied
+ * whole or not at all. The crypto workers are drained and the relay's
+ * pending sends flushed first: no job or send in flight names a peer that
+ * goes. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <stdarg.h>
+
+#include <sodium.h>
+
+#include "config/cluster_diff.h"
+#include "crypto/blake2s.h"
+#include "overlay/base/log.h"
+#include "overlay/engine/device_setup.h"
+#include "overlay/engine/engine.h"
+#include "overlay/membership/hosts.h"
+#include "overlay/membership/members.h"
+
+#define SAY_MAX 512u
+
+__attribute__((format(printf, 4, 5)))
+static void sayf(members_say say, void *ctx, const char *kind, const char *fmt, ...)
+{
+    char line[SAY_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    say(ctx, kind, line);
+}
+
+void members_checksum(const char *text, size_t len, uint8_t out[DEVICE_CLUSTER_SUM_LEN])
+{
+    blake2s(out, DEVICE_CLUSTER_SUM_LEN, (const uint8_t *)text, len, NULL, 0);
+}
+
+int members_write_hosts(struct device *dev)
+{
+    const struct cluster *c = &dev->cluster;
+    struct hosts_entry *e = calloc(c->n_nodes, sizeof(*e));
+    int ret;
+
+    if (!e)
+        return -ENOMEM;
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        cluster_addr_format(&c->nodes[i].address, e[i].address, sizeof(e[i].address));
+        snprintf(e[i].name, sizeof(e[i].name), "%s", c->nodes[i].name);
+    }
+    ret = hosts_update_fd(dev->hosts_fd, dev->ifname, e, c->n_nodes);
+    free(e);
+    return ret;
+}
+
+/* --- what a running node cannot take --------------------------------------------- */
+
+static const struct cluster_change *change_of(const struct cluster_diff *d, const char *name)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        const struct cluster_node *n = d->changes[i].old_node ? d->changes[i].old_node
+                                                              : d->changes[i].new_node;
+        if (!strcasecmp(n->name, name))
+            return &d->changes[i];
+    }
+    return NULL;
+}
+
+/* Says why the new model cannot be applied live, and what to run instead;
+ * 0 when it can. */
+static int refuse(const struct device *dev, const struct cluster_diff *d, members_say say,
+                  void *ctx)
+{
+    const struct cluster_change *self = change_of(d, dev->self->name);
+    const char *restart = "run `ddpnet down` and `ddpnet up` on this node";
+    char what[64];
+
+    if (self && self->kind == CLUSTER_NODE_REMOVED) {
+        sayf(say, ctx, MEMBERS_SAY_REFUSED, "this node (%s) is not in the new file; to leave "
+             "the cluster, run `ddpnet down -i %s`", dev->self->name, dev->ifname);
+        return -EPERM;
+    }
+    if (self && (self->what & CLUSTER_CHANGED_KEY)) {
+        sayf(say, ctx, MEMBERS_SAY_REFUSED, "the new file changes this node's (%s) key: %s "
+             "with the new key file (-k)", dev->self->name, restart);
+        return -EPERM;
+    }
+    if (self && (self->what & (CLUSTER_CHANGED_ADDRESS | CLUSTER_CHANGED_PORT))) {
+        sayf(say, ctx, MEMBERS_SAY_REFUSED, "the new file changes this node's (%s) %s: %s",
+             dev->self->name, self->what & CLUSTER_CHANGED_ADDRESS ? "address" : "port",
+             restart);
+        return -EPERM;
+    }
+    if (d->settings) {
+        cluster_settings_format(d->settings, what, sizeof(what));
+        sayf(say, ctx, MEMBERS_SAY_REFUSED, "the new file changes [cluster] %s: %s, "
+             "and on every node", what, restart);
+        return -EPERM;
+    }
+    return 0;
+}
+
+/* --- applying it ------------------------------------------------------------------ */
+
+struct plan {
+    struct peer **peers;         /* the new array, in the new file's order */
+    size_t n_peers;
+    struct peer **made;          /* peers made for it (added, re-keyed) */
+    size_t n_made;
+};
+
+static struct peer *old_peer(struct device *dev, const struct cluster_node *n)
+{
+    struct peer *p = device_peer_by_key(dev, n->public_key);
+
+    return p && !strcasecmp(p->name, n->name) ? p : NULL;
+}
+
+static void plan_free(struct plan *pl, bool made_too)
+{
+    for (size_t i = 0; made_too && i < pl->n_made; i++)
+        peer_free(pl->made[i]);
+    free(pl->peers);
+    free(pl->made);
+}
+
+/* Everything that may fail: the new peers and the new array. */
+static int plan_make(struct device *dev, const struct cluster *next,
+                     const struct cluster_node *self, struct plan *pl)
+{
+    memset(pl, 0, sizeof(*pl));
+    pl->peers = calloc(next->n_nodes, sizeof(*pl->peers));
+    pl->made = calloc(next->n_nodes, sizeof(*pl->made));
+    if (!pl->peers || !pl->made)
+        goto nomem;
+    for (size_t i = 0; i < next->n_nodes; i++) {
+        const struct cluster_node *n = &next->nodes[i];
+        struct peer *p;
+        if (n == self)
+            continue;
+        if (!(p = old_peer(dev, n))) {
+            if (!(p = peer_new(dev, n)))
+                goto nomem;
+            pl->made[pl->n_made++] = p;
+        }
+        pl->peers[pl->n_peers++] = p;
+    }
+    if (index_table_reserve(&dev->indices, 4 * next->n_nodes))
+        goto nomem;
+    return 0;
+nomem:
+    plan_free(pl, true);
+    return -ENOMEM;
+}
+
+static bool in_plan(const struct plan *pl, const struct peer *p)
+{
+    for (size_t i = 0; i < pl->n_peers; i++)
+        if (pl->peers[i] == p)
+            return true;
+    return false;
+}
+
+/* The peers that leave (not in the plan): no peer that stays relays
+ * through them any more; then their keys are wiped, their indices
+ * released and their waiting packets dropped. */
+static void peers_leave(struct device *dev, const struct plan *pl, uint64_t now)
+{
+    for (size_t i = 0; i < dev->n_peers; i++) {
+        struct peer *p = dev->peers[i];
+        if (in_plan(pl, p))
+            continue;
+        for (size_t k = 0; k < pl->n_peers; k++) {
+            struct peer *q = pl->peers[k];
+            if (q->via == p)
+                path_drop_relay(q, now);
+            disco_relay_forget(&q->relays, p->id);
+        }
+    }
+    for (size_t i = 0; i < dev->n_peers; i++) {
+        struct peer *p = dev->peers[i];
+        if (in_plan(pl, p))
+            continue;
+        log_info("peer %s: removed from the cluster; its sessions are wiped", p->name);
+        peer_clear_keys(p);
+        peer_drop_staged(p);
+        peer_free(p);
+    }
+}
+
+/* Where the file names a literal endpoint, a hostname resolved now, or
+ * none (the peer keeps the one it was reached at). */
+static void set_endpoint(struct peer *p, const struct cluster_node *n)
+{
+    struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res;
+    union endpoint ep;
+    char port[8];
+
+    if (!n->has_endpoint)
+        return;
+    device_node_endpoint(&ep, n);
+    if (ep.sa.sa_family != AF_UNSPEC) {
+        peer_set_endpoint(p, &ep.sa, endpoint_sockaddr_len(&ep));
+        return;
+    }
+    snprintf(port, sizeof(port), "%u", n->endpoint.port);
+    int ret = getaddrinfo(n->endpoint.host, port, &hints, &res);
+    if (ret) {
+        log_warn("peer %s: cannot resolve %s: %s", p->name, n->endpoint.host, gai_strerror(ret));
+        return;
+    }
+    peer_set_endpoint(p, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+}
+
+/* A kept peer takes what changed about its node. */
+static void update_peer(struct peer *p, const struct cluster *next,
+                        const struct cluster_change *c, uint64_t now)
+{
+    const struct cluster_node *n = c->new_node;
+
+    snprintf(p->name, sizeof(p->name), "%s", n->name);
+    if (c->what & CLUSTER_CHANGED_ADDRESS)
+        p->address = n->address;
+    if (c->what & CLUSTER_CHANGED_ENDPOINT)
+        set_endpoint(p, n);
+    if (c->what & CLUSTER_CHANGED_KEEPALIVE)
+        peer_set_persistent_keepalive(p, (uint16_t)cluster_node_keepalive(next, n), now);
+}
+
+/* The swap: nothing here fails (device_remap's memory aside, whose
+ * failure keeps a map that misses only the new peers' addresses until
+ * the next reload). */
+static void plan_commit(struct device *dev, struct cluster *next, const struct cluster_diff *d,
+                        const struct cluster_node *self, struct plan *pl, uint64_t now)
+{
+    struct peer **old = dev->peers;
+
+    peers_leave(dev, pl, now);
+    dev->peers = pl->peers;
+    dev->n_peers = pl->n_peers;
+    pl->peers = NULL;
+    free(old);
+    for (size_t i = 0; i < d->n; i++) {
+        const struct cluster_change *c = &d->changes[i];
+        struct peer *p = c->new_node ? device_peer_by_key(dev, c->new_node->public_key) : NULL;
+        if (c->kind == CLUSTER_NODE_CHANGED && p && !(c->what & CLUSTER_CHANGED_KEY))
+            update_peer(p, next, c, now);
+    }
+    for (size_t i = 0; i < pl->n_made; i++) {
+        struct peer *p = pl->made[i];
+        const struct cluster_node *n = cluster_find_key(next, p->public_key);
+        p->id = ++dev->next_peer_id;
+        set_endpoint(p, n);
+        p->persistent_keepalive = (uint16_t)cluster_node_keepalive(next, n);
+    }
+    /* The device runs the new model from here: self points into it. */
+    cluster_free(&dev->cluster);
+    dev->cluster = *next;
+    memset(next, 0, sizeof(*next));
+    dev->self = self;
+    if (device_remap(dev))
+        log_error("reload: out of memory for the address map");
+    dev->disco.gen++;
+    disco_wake(dev);
+    for (size_t i = 0; i < pl->n_made; i++)
+        handshake_send_initiation(pl->made[i], false, now);
+}
+
+static void say_errors(const struct cluster_diag *diag, members_say say, void *ctx)
+{
+    for (size_t i = 0; i < diag->n; i++) {
+        if (diag->items[i].line)
+            sayf(say, ctx, MEMBERS_SAY_ERROR, "%d: %s", diag->items[i].line,
+                 diag->items[i].message);
+        else
+            say(ctx, MEMBERS_SAY_ERROR, diag->items[i].message);
+    }
+    if (diag->dropped)
+        sayf(say, ctx, MEMBERS_SAY_ERROR, "... and %zu more errors", diag->dropped);
+}
+
+static void say_changes(const struct cluster_diff *d, members_say say, void *ctx)
+{
+    char line[SAY_MAX];
+
+    for (size_t i = 0; i < d->n; i++) {
+        if (cluster_change_format(&d->changes[i], line, sizeof(line)) == 0) {
+            log_info("reload: %s", line);
+            say(ctx, MEMBERS_SAY_CHANGE, line);
+        }
+    }
+}
+
+int members_reload(struct device *dev, const char *text, size_t len, members_say say,
+                   void *ctx, uint64_t now)
+{
+    struct cluster next;
+    struct cluster_diag *diag = calloc(1, sizeof(*diag));
+    struct cluster_diff d = { 0 };
+    struct plan pl;
+    const struct cluster_node *self;
+    int ret;
+
+    if (!diag)
+        return -ENOMEM;
+    ret = cluster_parse(text, len, &next, diag);
+    if (ret == -EINVAL)
+        say_errors(diag, say, ctx);
+    free(diag);
+    if (ret)
+        return ret;
+    self = cluster_find_name(&next, dev->self->name);
+    if ((ret = cluster_diff(&dev->cluster, &next, &d)) || (ret = refuse(dev, &d, say, ctx)))
+        goto out;
+    if (d.n && (ret = plan_make(dev, &next, self, &pl)) == 0) {
+        loop_crypto_drain(dev->loop, now);
+        path_flush(dev, now);
+        say_changes(&d, say, ctx);
+        plan_commit(dev, &next, &d, self, &pl, now);
+        plan_free(&pl, false);
+    }
+    if (ret)
+        goto out;
+    members_checksum(text, len, dev->cluster_sum);
+    dev->cluster_applied_unix = (uint64_t)time(NULL);
+    if (d.n && dev->hosts_fd >= 0 && (ret = members_write_hosts(dev)))
+        log_warn("reload: the names block was not updated: %s", strerror(-ret));
+    ret = 0;
+out:
+    cluster_diff_free(&d);
+    cluster_free(&next);
+    return ret;
+}

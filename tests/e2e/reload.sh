@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# The cluster changes while it trains (issue 16): `ddpnet reload` applies
+# the changed file live.
+#  1. a, b and c up; iperf3 a -> b runs for RELOAD_IPERF_S seconds, with a
+#     report every second;
+#  2. meanwhile the file changes -- node-d added, node-c removed, node-b's
+#     keepalive set -- and `ddpnet reload` runs on a and b: each prints its
+#     changes (and b, whose own keepalive is not its to change, the same);
+#  3. d comes up with the new file: d reaches a and b within RELOAD_JOIN_S
+#     of its `up`;
+#  4. iperf3 a -> b: no second below half its median (the reload touched
+#     nothing of a <-> b);
+#  5. c can no longer reach a or b; it is gone from their hosts blocks and
+#     `status`; a's status shows the new file's checksum, and c (which
+#     still runs the old file) another;
+#  6. a broken file is refused with FILE:LINE, a change of a's own address
+#     is refused with what to run instead, and neither changes anything; a
+#     reload of the unchanged file says "no changes".
+#
+#                    namespace "hub": bridge br0
+#      +--------------+--------------+--------------+
+#    node-a .1      node-b .2      node-c .3      node-d .4     192.168.241.0/24
+#    10.77.0.1      10.77.0.2      10.77.0.3      10.77.0.4     (ddp0)
+#                                  (removed)      (added)
+# Environment: RELOAD_IPERF_S (10), RELOAD_JOIN_S (3), and lib.sh's.
+set -eu
+. "$(dirname "$0")/lib.sh"
+e2e_init reload ping iperf3 ss getent
+
+RELOAD_IPERF_S=${RELOAD_IPERF_S:-10}
+RELOAD_JOIN_S=${RELOAD_JOIN_S:-3}
+declare -A ADDR=([node-a]=10.77.0.1 [node-b]=10.77.0.2 [node-c]=10.77.0.3 [node-d]=10.77.0.4)
+
+step "namespaces, keys, the first file (a, b, c)"
+e2e_hub
+for i in 1 2 3 4; do
+    n=node-$(printf "\\x$(printf %x $((96 + i)))")
+    e2e_node "$n" "$i" -
+    e2e_key "$n"
+done
+node_lines() {   # node_lines FILE NAME: its section, endpoint on the hub
+    local i=${ADDR[$2]##*.}
+    cluster_node "$1" "$2" "$(pub "$2")" "${ADDR[$2]}" "$E2E_V4NET.$i:$E2E_PORT"
+}
+C=$T/cluster.conf
+cluster_begin "$C"
+for n in node-a node-b node-c; do node_lines "$C" "$n"; done
+# Each node is started with its own copy, as on real machines; reload
+# re-reads the copy the node was started with.
+for n in node-a node-b node-c node-d; do cp "$C" "$T/$n/cluster.conf"; done
+for n in node-a node-b node-c; do ddp_up "$n" "$T/$n/cluster.conf"; done
+for n in node-b node-c; do ping_ok node-a "${ADDR[$n]}"; done
+ping_ok node-b "${ADDR[node-c]}"
+sum_of() { ddp_status "$1" --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["cluster_sum"])'; }
+old_sum=$(sum_of node-a)
+[ "$old_sum" != None ] && [ "$(sum_of node-c)" = "$old_sum" ] ||
+    fail "status does not show the same cluster file checksum on a and c: $old_sum, $(sum_of node-c)"
+say "a and c run the cluster file $old_sum"
+
+step "the new file: node-d added, node-c removed, node-b's keepalive 7 s"
+N=$T/cluster.new
+cluster_begin "$N"
+node_lines "$N" node-a
+node_lines "$N" node-b
+printf 'persistent-keepalive = 7\n' >>"$N"
+node_lines "$N" node-d
+
+step "iperf3 a -> b for ${RELOAD_IPERF_S} s; reload on a and b in the middle"
+nx_bg node-b iperf3-server timeout 60 iperf3 -s -1 -B "${ADDR[node-b]}" -p 5201
+wait_for 10 e2e_listening node-b 5201 || fail "iperf3 server on node-b did not start"
+nx_bg node-a iperf3 timeout $((RELOAD_IPERF_S + 20)) iperf3 -c "${ADDR[node-b]}" -p 5201 \
+    -t "$RELOAD_IPERF_S" -i 1 -J
+IPERF_PID=$BG_PID
+sleep $((RELOAD_IPERF_S / 2))
+reload_on() {   # reload_on NODE: the new file in place of its copy, then reload
+    cp "$N" "$T/$1/cluster.conf"
+    nx "$1" timeout 20 "$DDPNET" reload --run-dir "$T/$1/run" >"$T/$1/reload.out" 2>&1 ||
+        fail "$1: ddpnet reload failed: $(cat "$T/$1/reload.out")"
+    say "$1: ddpnet reload printed: $(tr '\n' ';' <"$T/$1/reload.out")"
+}
+reload_on node-a
+reload_on node-b
+for n in node-a node-b; do
+    for want in "added node-d" "removed node-c" "changed node-b: keepalive"; do
+        grep -qx "$want" "$T/$n/reload.out" || fail "$n: reload did not print '$want': $(cat "$T/$n/reload.out")"
+    done
+    [ "$(wc -l <"$T/$n/reload.out")" -eq 3 ] || fail "$n: reload printed more than its 3 changes"
+done
+wait "$IPERF_PID" || fail "iperf3 a -> b failed across the reload: $(tail -n 20 "$T/node-a/iperf3.out")"
+
+step "node-d comes up with the new file and reaches a and b within ${RELOAD_JOIN_S} s"
+cp "$N" "$T/node-d/cluster.conf"
+t0=$(date +%s%N)
+ddp_up node-d "$T/node-d/cluster.conf"
+for n in node-a node-b; do
+    wait_for "$RELOAD_JOIN_S" nx node-d ping -n -c 1 -W 1 "${ADDR[$n]}" ||
+        fail "node-d does not reach $n within ${RELOAD_JOIN_S} s of its up"
+done
+say "node-d reaches a and b $(( ($(date +%s%N) - t0) / 1000000 )) ms after its up began"
+ping_ok node-a node-d
+ping_ok node-b node-d
+
+step "iperf3 a -> b across the reload: no second below half the median"
+"$PY" - "$T/node-a/iperf3.out" <<'PYEOF' || fail "iperf3 a -> b dipped across the reload (above)"
+import json, statistics, sys
+d = json.load(open(sys.argv[1]))
+rates = [i["sum"]["bits_per_second"] / 1e9 for i in d["intervals"]]
+med = statistics.median(rates)
+print("reload: iperf3 a -> b, Gbit/s each second: " + " ".join("%.2f" % r for r in rates) +
+      " (median %.2f)" % med)
+low = [r for r in rates if r < med / 2]
+sys.exit(1 if low or len(rates) < 3 else 0)
+PYEOF
+
+step "node-c is gone from a and b: no traffic, no name, no status row"
+for n in node-a node-b; do
+    ping_fails node-c "${ADDR[$n]}"
+    ping_fails "$n" "${ADDR[node-c]}"
+    ! grep -q 'node-c' "$T/$n/hosts" || fail "$n: node-c still in the hosts block: $(cat "$T/$n/hosts")"
+    grep -q "${ADDR[node-d]} node-d" "$T/$n/hosts" || fail "$n: node-d not in the hosts block: $(cat "$T/$n/hosts")"
+    ! ddp_status "$n" | grep -q 'node-c' || fail "$n: status still shows node-c: $(ddp_status "$n")"
+    nx "$n" getent hosts node-d >/dev/null || fail "$n: node-d does not resolve"
+done
+ka=$(wg_in node-a show ddp0 persistent-keepalive | awk -v k="$(pub node-b)" '$1 == k { print $2 }')
+[ "$ka" = 7 ] || fail "node-a: keepalive towards node-b is '$ka', want 7"
+new_sum=$(sum_of node-a)
+[ "$new_sum" != "$old_sum" ] && [ "$(sum_of node-d)" = "$new_sum" ] && [ "$(sum_of node-c)" = "$old_sum" ] ||
+    fail "checksums: a $new_sum, d $(sum_of node-d), c $(sum_of node-c) (old $old_sum)"
+say "a and d run $new_sum; c still runs $old_sum"
+
+step "refused: a broken file, a change of a's own address; unchanged: no changes"
+status_before=$(ddp_status node-a --json | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(sorted(p["name"] for p in d["peers"]), d["cluster_sum"])')
+cp "$N" "$T/node-a/cluster.conf"
+printf '\n[node node-e]\npublic-key = %s\nadress = 10.77.0.5\n' "$(pub node-c)" >>"$T/node-a/cluster.conf"
+bad_line=$(grep -n '^adress' "$T/node-a/cluster.conf" | cut -d: -f1)
+if out=$(nx node-a "$DDPNET" reload --run-dir "$T/node-a/run" 2>&1); then
+    fail "reload took a broken file: $out"
+fi
+grep -q "cluster.conf:$bad_line: unknown key 'adress'" <<<"$out" || fail "reload of a broken file said: $out"
+say "broken file: $out"
+sed "s/^address = ${ADDR[node-a]}\$/address = 10.77.0.9/" "$N" >"$T/node-a/cluster.conf"
+if out=$(nx node-a "$DDPNET" reload --run-dir "$T/node-a/run" 2>&1); then
+    fail "reload took a change of the node's own address: $out"
+fi
+grep -q "changes this node's (node-a) address: run .ddpnet down. and .ddpnet up." <<<"$out" ||
+    fail "reload of a new own address said: $out"
+say "own address: $out"
+status_after=$(ddp_status node-a --json | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(sorted(p["name"] for p in d["peers"]), d["cluster_sum"])')
+[ "$status_after" = "$status_before" ] || fail "a refused reload changed something: $status_before -> $status_after"
+cp "$N" "$T/node-a/cluster.conf"
+out=$(nx node-a "$DDPNET" reload --run-dir "$T/node-a/run" 2>&1) || fail "reload of the unchanged file failed: $out"
+[ "$out" = "no changes" ] || fail "reload of the unchanged file printed: $out"
+ping_ok node-a node-b
+ping_ok node-a node-d
