@@ -13,6 +13,9 @@
 #define CLUSTER_KEY_LEN       32u      /* a public key, as `wg pubkey` prints */
 #define CLUSTER_NAME_MAX      63u      /* node name, one DNS label's length */
 #define CLUSTER_HOST_MAX      253u     /* endpoint hostname, DNS limit */
+/* More names a node is known by (`aliases = ...`): each a hostname of at
+ * most CLUSTER_NAME_MAX characters, as the hosts block takes them. */
+#define CLUSTER_ALIASES_MAX   4u
 #define CLUSTER_MAX_LINE      1024u    /* longer lines are an error */
 #define CLUSTER_MAX_FILE      (1u << 20) /* cluster_load refuses bigger files */
 /* A file within CLUSTER_MAX_FILE holds fewer complete nodes than this; the
@@ -59,6 +62,8 @@ struct cluster_node {
     /* Keepalive towards this node, overriding [cluster]'s when set. */
     uint16_t persistent_keepalive;
     bool keepalive_set;
+    uint8_t n_aliases;
+    char aliases[CLUSTER_ALIASES_MAX][CLUSTER_NAME_MAX + 1];
     int line;                             /* line of the [node NAME] header */
 };
 

@@ -178,6 +178,56 @@ static void check_duplicates(struct cluster_parser *p, const struct dup_check *d
     }
 }
 
+/* A name a node goes by: its own, or an alias. */
+struct known_name {
+    const char *name;
+    node_ptr node;
+    bool alias;
+};
+
+static int cmp_known(const void *a, const void *b)
+{
+    const struct known_name *x = a, *y = b;
+    int c = strcasecmp(x->name, y->name);
+
+    /* Equal names: the node's own name first, then by line. */
+    if (c || x->alias != y->alias)
+        return c ? c : (x->alias ? 1 : -1);
+    return (x->node->node.line > y->node->node.line) - (x->node->node.line < y->node->node.line);
+}
+
+/* An alias names one node only: not another node's name or alias, nor its
+ * own node's name again. (Two nodes of one name are check_duplicates'.) */
+static void check_aliases(struct cluster_parser *p)
+{
+    size_t n = 0, cap = 0;
+    struct known_name *all;
+
+    for (size_t i = 0; i < p->n_nodes; i++)
+        cap += 1u + p->nodes[i].node.n_aliases;
+    if (!(all = malloc(cap * sizeof(*all)))) {
+        p->oom = true;
+        return;
+    }
+    for (size_t i = 0; i < p->n_nodes; i++) {
+        node_ptr w = &p->nodes[i];
+        if (w->name_ok)
+            all[n++] = (struct known_name){ w->node.name, w, false };
+        for (unsigned k = 0; k < w->node.n_aliases; k++)
+            all[n++] = (struct known_name){ w->node.aliases[k], w, true };
+    }
+    qsort(all, n, sizeof(*all), cmp_known);
+    for (size_t i = 1; i < n; i++) {
+        const struct known_name *first = &all[i - 1], *later = &all[i];
+        if (strcasecmp(first->name, later->name) || !later->alias)
+            continue;
+        cluster_diag_add(p, later->node->key_line[CLUSTER_NODE_KEY_ALIASES],
+                         "alias '%s' is already %s of node %s", later->name,
+                         first->alias ? "an alias" : "the name", name_of(first->node));
+    }
+    free(all);
+}
+
 void cluster_check_all(struct cluster_parser *p)
 {
     node_ptr *sorted;
@@ -186,6 +236,7 @@ void cluster_check_all(struct cluster_parser *p)
     cluster_keys_require(p);
     check_mtu(p);
     check_addresses(p);
+    check_aliases(p);
     if (p->n_nodes < 2)
         return;
     sorted = malloc(p->n_nodes * sizeof(*sorted));

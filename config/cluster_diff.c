@@ -1,7 +1,8 @@
 /* cluster_diff: nodes matched by name between two models; each compared
  * on what the engine acts on (key, overlay address, endpoint, the port it
  * listens on, the keepalive towards it), the effective values taken
- * (a node's port or keepalive may come from [cluster]). */
+ * (a node's port or keepalive may come from [cluster]), and the other
+ * names it goes by. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,6 +23,16 @@ static bool same_endpoint(const struct cluster_node *a, const struct cluster_nod
     return a->endpoint.port == b->endpoint.port && !strcmp(a->endpoint.host, b->endpoint.host);
 }
 
+static bool same_aliases(const struct cluster_node *a, const struct cluster_node *b)
+{
+    if (a->n_aliases != b->n_aliases)
+        return false;
+    for (unsigned i = 0; i < a->n_aliases; i++)
+        if (strcmp(a->aliases[i], b->aliases[i]))
+            return false;
+    return true;
+}
+
 static unsigned node_changes(const struct cluster *old, const struct cluster_node *a,
                              const struct cluster *new, const struct cluster_node *b)
 {
@@ -37,6 +48,8 @@ static unsigned node_changes(const struct cluster *old, const struct cluster_nod
         what |= CLUSTER_CHANGED_PORT;
     if (cluster_node_keepalive(old, a) != cluster_node_keepalive(new, b))
         what |= CLUSTER_CHANGED_KEEPALIVE;
+    if (!same_aliases(a, b))
+        what |= CLUSTER_CHANGED_ALIASES;
     return what;
 }
 
@@ -106,7 +119,8 @@ static int append_names(char *buf, size_t len, size_t at, unsigned what,
     return 0;
 }
 
-static const char *const node_what[] = { "key", "address", "endpoint", "port", "keepalive" };
+static const char *const node_what[] = { "key", "address", "endpoint", "port", "keepalive",
+                                         "aliases" };
 static const char *const settings_what[] = { "network", "mtu", "busy-poll" };
 
 int cluster_change_format(const struct cluster_change *c, char *buf, size_t len)

@@ -180,6 +180,32 @@ static void node_keepalive_apply(struct cluster_parser *p, int line, const char 
     }
 }
 
+/* Names separated by spaces: hostnames of at most CLUSTER_NAME_MAX
+ * characters (a machine's own hostname, say), CLUSTER_ALIASES_MAX at most. */
+static void aliases_apply(struct cluster_parser *p, int line, const char *value)
+{
+    struct cluster_node *n = &current(p)->node;
+    char q[CLUSTER_QUOTE_MAX + 4], word[CLUSTER_MAX_LINE];
+    const char *at = value;
+    int len;
+
+    n->n_aliases = 0;
+    while (sscanf(at, " %1023s%n", word, &len) == 1) {
+        at += len;
+        cluster_quote(q, sizeof(q), word);
+        if (strlen(word) > CLUSTER_NAME_MAX || !cluster_hostname_valid(word)) {
+            cluster_diag_add(p, line, "bad alias '%s' (expected a hostname of at most %u "
+                             "characters)", q, CLUSTER_NAME_MAX);
+            return;
+        }
+        if (n->n_aliases == CLUSTER_ALIASES_MAX) {
+            cluster_diag_add(p, line, "too many aliases (at most %u)", CLUSTER_ALIASES_MAX);
+            return;
+        }
+        snprintf(n->aliases[n->n_aliases++], sizeof(n->aliases[0]), "%s", word);
+    }
+}
+
 static const struct key_def cluster_keys[CLUSTER_KEY_COUNT] = {
     [CLUSTER_KEY_NETWORK]   = { "network", true, network_apply },
     [CLUSTER_KEY_PORT]      = { "port", true, port_apply },
@@ -194,6 +220,7 @@ static const struct key_def node_keys[CLUSTER_NODE_KEY_COUNT] = {
     [CLUSTER_NODE_KEY_ENDPOINT]   = { "endpoint", false, endpoint_apply },
     [CLUSTER_NODE_KEY_PORT]       = { "port", false, node_port_apply },
     [CLUSTER_NODE_KEY_KEEPALIVE]  = { "persistent-keepalive", false, node_keepalive_apply },
+    [CLUSTER_NODE_KEY_ALIASES]    = { "aliases", false, aliases_apply },
 };
 
 void cluster_key_apply(struct cluster_parser *p, int line, const char *key,

@@ -43,19 +43,25 @@ void members_checksum(const char *text, size_t len, uint8_t out[DEVICE_CLUSTER_S
     blake2s(out, DEVICE_CLUSTER_SUM_LEN, (const uint8_t *)text, len, NULL, 0);
 }
 
+/* A line per name: the node's own, then its aliases. */
 int members_write_hosts(struct device *dev)
 {
     const struct cluster *c = &dev->cluster;
-    struct hosts_entry *e = calloc(c->n_nodes, sizeof(*e));
+    struct hosts_entry *e = calloc(c->n_nodes * (1u + CLUSTER_ALIASES_MAX), sizeof(*e));
+    size_t n = 0;
     int ret;
 
     if (!e)
         return -ENOMEM;
     for (size_t i = 0; i < c->n_nodes; i++) {
-        cluster_addr_format(&c->nodes[i].address, e[i].address, sizeof(e[i].address));
-        snprintf(e[i].name, sizeof(e[i].name), "%s", c->nodes[i].name);
+        const struct cluster_node *node = &c->nodes[i];
+        for (unsigned k = 0; k <= node->n_aliases; k++) {
+            cluster_addr_format(&node->address, e[n].address, sizeof(e[n].address));
+            snprintf(e[n].name, sizeof(e[n].name), "%s", k ? node->aliases[k - 1] : node->name);
+            n++;
+        }
     }
-    ret = hosts_update_fd(dev->hosts_fd, dev->ifname, e, c->n_nodes);
+    ret = hosts_update_fd(dev->hosts_fd, dev->ifname, e, n);
     free(e);
     return ret;
 }

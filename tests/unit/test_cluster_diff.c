@@ -2,8 +2,9 @@
  * an unchanged file, every kind of node change (added, removed, key,
  * address, endpoint, port, keepalive, from the node or from [cluster]),
  * a rename, the [cluster] settings a running node cannot take, the
- * order of the changes, and the lines they print as. Also the per-node
- * persistent-keepalive key the diff compares. */
+ * order of the changes, and the lines they print as. Also the keys the
+ * diff compares that only [node] sections have: persistent-keepalive and
+ * aliases. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -231,6 +232,63 @@ static void test_node_keepalive_key(void **state)
                               "0..65535, 0 = off)");
 }
 
+/* aliases = ...: hostnames, four at most, each naming one node only. */
+static void test_aliases_key(void **state)
+{
+    const char *good = HEAD NA "[node b]\npublic-key = " K2 "\naddress = 10.77.0.2\n"
+                       "aliases = ip-192-0-2-2  b.example.internal\n";
+    static const struct {
+        const char *extra;
+        const char *message;
+    } bad[] = {
+        { "aliases = under_score\n", "bad alias 'under_score' (expected a hostname of at most 63 characters)" },
+        { "aliases = a1 a2 a3 a4 a5\n", "too many aliases (at most 4)" },
+        { "aliases =   \n", "missing value for 'aliases'" },
+        { "aliases = A\n", "alias 'A' is already the name of node a" },
+        { "aliases = b\n", "alias 'b' is already the name of node b" },
+        { "aliases = x x\n", "alias 'x' is already an alias of node b" },
+    };
+    struct cluster c;
+    struct cluster_diag diag;
+    char text[1024], line[256];
+
+    (void)state;
+    assert_int_equal(cluster_parse(good, strlen(good), &c, &diag), 0);
+    assert_int_equal(c.nodes[1].n_aliases, 2);
+    assert_string_equal(c.nodes[1].aliases[0], "ip-192-0-2-2");
+    assert_string_equal(c.nodes[1].aliases[1], "b.example.internal");
+    assert_int_equal(c.nodes[0].n_aliases, 0);
+    cluster_free(&c);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(text, sizeof(text), HEAD NA "[node b]\npublic-key = " K2 "\naddress = 10.77.0.2\n%s",
+                 bad[i].extra);
+        assert_int_equal(cluster_parse(text, strlen(text), &c, &diag), -EINVAL);
+        assert_int_equal(diag.n, 1);
+        assert_int_equal(cluster_diag_format(&diag, 0, "c", line, sizeof(line)), 0);
+        snprintf(text, sizeof(text), "c:11: %s", bad[i].message);
+        assert_string_equal(line, text);
+    }
+    /* Another node's alias too. */
+    snprintf(text, sizeof(text), HEAD "[node a]\npublic-key = " K1 "\naddress = 10.77.0.1\n"
+             "aliases = gpu\n" "[node b]\npublic-key = " K2 "\naddress = 10.77.0.2\n"
+             "aliases = GPU\n");
+    assert_int_equal(cluster_parse(text, strlen(text), &c, &diag), -EINVAL);
+    assert_int_equal(cluster_diag_format(&diag, 0, "c", line, sizeof(line)), 0);
+    assert_string_equal(line, "c:11: alias 'GPU' is already an alias of node a");
+}
+
+static void test_aliases_change(void **state)
+{
+    struct pair p;
+
+    (void)state;
+    diff_of(&p, HEAD NA NB, HEAD NA NB "aliases = ip-192-0-2-2\n");
+    assert_int_equal(p.d.n, 1);
+    assert_int_equal(p.d.changes[0].what, CLUSTER_CHANGED_ALIASES);
+    assert_line(&p, 0, "changed b: aliases");
+    pair_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -242,6 +300,8 @@ int main(void)
         cmocka_unit_test(test_rename_and_case),
         cmocka_unit_test(test_format_bounds),
         cmocka_unit_test(test_node_keepalive_key),
+        cmocka_unit_test(test_aliases_key),
+        cmocka_unit_test(test_aliases_change),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,150 @@
+/* Tests of overlay/membership/members.c that need no running engine: the
+ * names block written from the cluster model (a line per node and per
+ * alias) through a kept descriptor, the checksum `status` shows, and a
+ * reload refused before anything is touched (a file with errors, a change
+ * of this node's key, address or port, of [cluster]'s network, a file
+ * without this node) -- each said in the lines a person reads. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "overlay/membership/hosts.h"
+#include "overlay/membership/members.h"
+
+#define K1 "A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA="
+#define K2 "BS4f18GN4bvqBI+9jDNN/jvhYyEO+g1rb8A488uT9hA="
+#define K3 "Vn8+av1o9cs0QeHXUAzp4N9q2ltujELleXULv0KQTRo="
+
+#define HEAD "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n"
+#define NA "[node a]\npublic-key = " K1 "\naddress = 10.77.0.1\n"
+#define NB "[node b]\npublic-key = " K2 "\naddress = 10.77.0.2\naliases = ip-192-0-2-2 b.internal\n"
+
+/* A device holding only what membership reads before it applies: the
+ * model, this node, the interface name, the hosts descriptor. */
+static void device_of(struct device *dev, const char *text)
+{
+    memset(dev, 0, sizeof(*dev));
+    assert_int_equal(cluster_parse(text, strlen(text), &dev->cluster, NULL), 0);
+    dev->self = &dev->cluster.nodes[0];
+    snprintf(dev->ifname, sizeof(dev->ifname), "ddp0");
+    dev->hosts_fd = -1;
+}
+
+static void test_hosts_block_with_aliases(void **state)
+{
+    char path[] = "/tmp/ddpnet-members-XXXXXX", buf[1024];
+    struct device dev;
+    int fd = mkstemp(path);
+    ssize_t n;
+
+    (void)state;
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "127.0.0.1 localhost\n", 20), 20);
+    device_of(&dev, HEAD NA NB);
+    dev.hosts_fd = fd;
+    assert_int_equal(members_write_hosts(&dev), 0);
+    n = pread(fd, buf, sizeof(buf) - 1, 0);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    assert_string_equal(buf, "127.0.0.1 localhost\n"
+                             "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
+                             "10.77.0.1 a\n"
+                             "10.77.0.2 b\n"
+                             "10.77.0.2 ip-192-0-2-2\n"
+                             "10.77.0.2 b.internal\n"
+                             "# END ddpnet ddp0\n");
+    dev.hosts_fd = -1;
+    assert_int_equal(members_write_hosts(&dev), -EBADF);
+    close(fd);
+    unlink(path);
+    cluster_free(&dev.cluster);
+}
+
+static void test_checksum(void **state)
+{
+    uint8_t x[DEVICE_CLUSTER_SUM_LEN], y[DEVICE_CLUSTER_SUM_LEN];
+
+    (void)state;
+    members_checksum(HEAD NA, strlen(HEAD NA), x);
+    members_checksum(HEAD NA, strlen(HEAD NA), y);
+    assert_memory_equal(x, y, sizeof(x));
+    members_checksum(HEAD NA "# a comment\n", strlen(HEAD NA "# a comment\n"), y);
+    assert_memory_not_equal(x, y, sizeof(x));
+}
+
+struct said {
+    char text[4096];
+};
+
+static void collect(void *ctx, const char *kind, const char *line)
+{
+    struct said *s = ctx;
+    size_t at = strlen(s->text);
+
+    snprintf(s->text + at, sizeof(s->text) - at, "%s=%s\n", kind, line);
+}
+
+/* Each refusal: its exit code, its lines, and the device left as it was. */
+static void test_refused(void **state)
+{
+    static const struct {
+        const char *file;
+        int ret;
+        const char *said;
+    } cases[] = {
+        { HEAD NA NB "adress = 1\n", -EINVAL, "error=11: unknown key 'adress'\n" },
+        { HEAD "[node a]\npublic-key = " K3 "\naddress = 10.77.0.1\n" NB, -EPERM,
+          "refused=the new file changes this node's (a) key: run `ddpnet down` and `ddpnet up` "
+          "on this node with the new key file (-k)\n" },
+        { HEAD "[node a]\npublic-key = " K1 "\naddress = 10.77.0.7\n" NB, -EPERM,
+          "refused=the new file changes this node's (a) address: run `ddpnet down` and "
+          "`ddpnet up` on this node\n" },
+        { HEAD "[node a]\npublic-key = " K1 "\naddress = 10.77.0.1\nport = 9\n" NB, -EPERM,
+          "refused=the new file changes this node's (a) port: run `ddpnet down` and "
+          "`ddpnet up` on this node\n" },
+        { "[cluster]\nnetwork = 10.77.0.0/24\nport = 51820\n" NA NB, -EPERM,
+          "refused=the new file changes [cluster] network: run `ddpnet down` and `ddpnet up` "
+          "on this node, and on every node\n" },
+        { HEAD NB, -EPERM, "refused=this node (a) is not in the new file; to leave the "
+                           "cluster, run `ddpnet down -i ddp0`\n" },
+    };
+    struct device dev;
+
+    (void)state;
+    device_of(&dev, HEAD NA NB);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct said s = { "" };
+        assert_int_equal(members_reload(&dev, cases[i].file, strlen(cases[i].file), collect, &s,
+                                         1000), cases[i].ret);
+        assert_string_equal(s.text, cases[i].said);
+        assert_int_equal(dev.cluster.n_nodes, 2);
+        assert_int_equal(dev.cluster_applied_unix, 0);
+    }
+    /* The same file: applied (nothing to change), its checksum noted. */
+    struct said s = { "" };
+    assert_int_equal(members_reload(&dev, HEAD NA NB, strlen(HEAD NA NB), collect, &s, 1000), 0);
+    assert_string_equal(s.text, "");
+    assert_true(dev.cluster_applied_unix > 0);
+    uint8_t sum[DEVICE_CLUSTER_SUM_LEN];
+    members_checksum(HEAD NA NB, strlen(HEAD NA NB), sum);
+    assert_memory_equal(sum, dev.cluster_sum, sizeof(sum));
+    cluster_free(&dev.cluster);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hosts_block_with_aliases),
+        cmocka_unit_test(test_checksum),
+        cmocka_unit_test(test_refused),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
