@@ -15,7 +15,9 @@
 #     still runs the old file) another;
 #  6. a broken file is refused with FILE:LINE, a change of a's own address
 #     is refused with what to run instead, and neither changes anything; a
-#     reload of the unchanged file says "no changes".
+#     reload of the unchanged file says "no changes";
+#  7. SIGHUP: node-b's daemon reads its (world-readable) file itself, as
+#     the unprivileged user it runs as, and applies it.
 #
 #                    namespace "hub": bridge br0
 #      +--------------+--------------+--------------+
@@ -152,3 +154,21 @@ out=$(nx node-a "$DDPNET" reload --run-dir "$T/node-a/run" 2>&1) || fail "reload
 [ "$out" = "no changes" ] || fail "reload of the unchanged file printed: $out"
 ping_ok node-a node-b
 ping_ok node-a node-d
+
+step "SIGHUP: node-b's daemon re-reads its file itself, as its unprivileged user"
+# The daemon runs as the user ddpnet: the file and the folders above it
+# must let others read it (as /etc/ddpnet/*.conf does); the keys in $T
+# stay readable by root alone.
+chmod 711 "$T" "$T/node-b"
+{ cat "$N"; printf 'persistent-keepalive = 11\n'; } >"$T/node-b/cluster.conf"   # node-d's section is last
+chmod 644 "$T/node-b/cluster.conf"
+bpid=$(sed -n 's/^pid=//p' "$T/node-b/run/ddp0.state")
+kill -HUP "$bpid" || fail "cannot send SIGHUP to node-b's daemon ($bpid)"
+d_keepalive() { wg_in node-b show ddp0 persistent-keepalive | awk -v k="$(pub node-d)" '$1 == k { print $2 }'; }
+wait_for 5 test "$(d_keepalive)" = 11 ||
+    fail "node-b: SIGHUP did not apply the changed file (keepalive towards node-d: $(d_keepalive))"
+[ "$(sum_of node-b)" != "$new_sum" ] || fail "node-b: the checksum did not follow the SIGHUP"
+e2e_no_daemon node-b && fail "node-b: the daemon stopped on SIGHUP"
+ping_ok node-b node-a
+ping_ok node-b node-d
+say "node-b applied its file on SIGHUP: keepalive towards node-d 11 s, checksum $(sum_of node-b)"
