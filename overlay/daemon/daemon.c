@@ -63,6 +63,8 @@ struct setup {
     struct loop loop;
     bool loop_ready;
     struct control_server *control;
+    struct nl route_nl;                   /* the path MTU search asks the kernel (route_mtu) */
+    bool route_nl_open;
     int tun_fd, udp4_fd, udp6_fd, control_fd, signal_fd;
     char socket_path[256], state_path[256];
     bool running;                         /* setup completed */
@@ -487,6 +489,33 @@ static unsigned crypto_threads(void)
     return cores - 2 > CRYPTO_THREADS_MAX ? CRYPTO_THREADS_MAX : (unsigned)(cores - 2);
 }
 
+/* The kernel's MTU towards an underlay address: its route's, lowered by
+ * the ICMP "fragmentation needed" / "packet too big" it received about
+ * our packets (device.h's route_mtu). */
+static int kernel_mtu(void *ctx, const union endpoint *to, unsigned *mtu)
+{
+    struct setup *s = ctx;
+
+    if (to->sa.sa_family == AF_INET)
+        return nl_route_mtu(&s->route_nl, AF_INET, &to->in4.sin_addr, mtu);
+    if (to->sa.sa_family == AF_INET6)
+        return nl_route_mtu(&s->route_nl, AF_INET6, &to->in6.sin6_addr, mtu);
+    return -EAFNOSUPPORT;
+}
+
+static void open_route_queries(struct setup *s)
+{
+    int ret = nl_open(&s->route_nl);
+
+    if (ret) {
+        log_warn("rtnetlink: %s; path MTUs are found by probes alone", strerror(-ret));
+        return;
+    }
+    s->route_nl_open = true;
+    s->dev.route_mtu = kernel_mtu;
+    s->dev.route_ctx = s;
+}
+
 /* The control socket's handlers (control.h): served from the loop. */
 static void on_control(void *ctx, uint64_t now)
 {
@@ -536,6 +565,7 @@ static int setup_all(struct setup *s)
     s->loop_ready = true;
     s->dev.loop = &s->loop;
     note_cluster_file(s);   /* as root: the file may be readable by root alone */
+    open_route_queries(s);
     if ((ret = write_hosts(s)) || (ret = write_state(s)) || (ret = drop_privileges(s)))
         return ret;
     /* After the drop: threads are born with what their creator has. */
@@ -568,6 +598,8 @@ static void teardown(struct setup *s)
     close_fd(&s->tun_fd);
     close_fd(&s->signal_fd);
     close_fd(&s->dev.hosts_fd);
+    if (s->route_nl_open)
+        nl_close(&s->route_nl);
 }
 
 int daemon_run(struct daemon_options *opt)

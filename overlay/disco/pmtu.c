@@ -28,7 +28,7 @@ static void search_ends(struct pmtu *m, uint64_t now)
 {
     m->current = m->lo;
     m->found = true;
-    m->raise_ns = now + PMTU_RAISE_SEC * WG_NSEC_PER_SEC;
+    m->raise_ns = now + (m->told ? PMTU_TOLD_RAISE_SEC : PMTU_RAISE_SEC) * WG_NSEC_PER_SEC;
     idle(m, now);
 }
 
@@ -45,6 +45,7 @@ static void advance(struct pmtu *m, uint64_t now)
 static void search(struct pmtu *m, uint64_t now)
 {
     m->confirming = false;
+    m->told = false;
     m->lo = m->found ? m->current : m->base;
     m->hi = m->max;
     advance(m, now);
@@ -101,6 +102,26 @@ uint16_t pmtu_due(struct pmtu *m, uint64_t id, uint64_t rtt_ns, uint64_t now)
     m->probe_id = id;
     m->deadline_ns = now + wait;
     return m->probe_size;
+}
+
+void pmtu_told(struct pmtu *m, uint16_t most, uint64_t now)
+{
+    /* Below what every path carries: not believed (ICMP can be forged). */
+    if (most < m->base)
+        most = m->base;
+    if (most >= m->hi)
+        return;
+    m->hi = most;
+    m->told = true;
+    if (m->lo > most)
+        m->lo = m->base;
+    if (m->current > most)
+        m->current = m->base;   /* it is being dropped: what surely passes, until confirmed */
+    /* Try what it said at once: one round trip, if it is right. */
+    m->confirming = false;
+    m->probe_size = most;
+    m->tries = 0;
+    m->deadline_ns = now;
 }
 
 bool pmtu_acked(struct pmtu *m, uint64_t id, uint64_t now)

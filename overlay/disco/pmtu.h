@@ -22,8 +22,12 @@
  * size, so a path that narrows is a black hole for PMTU_CONFIRM_SEC and a
  * few probes at most. Every PMTU_RAISE_SEC the search runs again, from
  * `max`, in case the path grew (RFC 8899's PMTU_RAISE_TIMER); the size
- * found stays in use meanwhile. (ICMP from the network about our UDP
- * packets is not read yet: the probes find what it would say.)
+ * found stays in use meanwhile. What the network says -- the kernel's
+ * per-destination MTU, learned from ICMP "fragmentation needed" / "packet
+ * too big" about our UDP packets -- narrows the search at once
+ * (pmtu_told): its size is tried next, and confirmed by the peer's answer
+ * like any other, so a forged ICMP can cost a probe, never the path
+ * (nothing below `base` is believed).
  *
  * Pure: state and decisions on a clock the caller passes; the caller
  * sends the probes and reports the answers (disco_io.c). */
@@ -38,6 +42,9 @@
 #define PMTU_PRECISION         16u     /* the search stops when hi - lo < this */
 #define PMTU_RAISE_SEC         600u
 #define PMTU_CONFIRM_SEC       30u
+/* A search the network's word cut short runs again this soon (a forged
+ * ICMP costs a minute at most, a true one a lost probe a minute). */
+#define PMTU_TOLD_RAISE_SEC    60u
 /* The outer packet every path carries (IPv6's minimum MTU, RFC 8200). */
 #define PMTU_OUTER_MIN         1280u
 
@@ -49,6 +56,7 @@ struct pmtu {
     uint8_t tries;               /* probes of probe_size sent */
     bool found;                  /* a search ended since the path began */
     bool confirming;             /* probe_size is the size in use, probed again */
+    bool told;                   /* this search's ceiling came from the network */
     uint64_t probe_id;           /* the latest probe's transaction id */
     uint64_t deadline_ns;        /* the probe's answer is late, or the next probe is due */
     uint64_t raise_ns;           /* the next search from max */
@@ -60,6 +68,12 @@ void pmtu_reset(struct pmtu *m, uint16_t base, uint16_t max, uint64_t now);
 /* The size to probe now (its transaction id is id, which the caller
  * draws), or 0 when nothing is due. Call at pmtu_next's time. */
 uint16_t pmtu_due(struct pmtu *m, uint64_t id, uint64_t rtt_ns, uint64_t now);
+/* The network says nothing larger than `most` passes (the kernel's
+ * per-destination MTU, less the tunnel's overhead): the search's ceiling
+ * drops to it, the size in use falls back to base when above it, and
+ * `most` is tried next. Values below base are taken as base; values not
+ * below the ceiling change nothing. */
+void pmtu_told(struct pmtu *m, uint16_t most, uint64_t now);
 /* A PONG with this transaction id: true when it answered our probe. */
 bool pmtu_acked(struct pmtu *m, uint64_t id, uint64_t now);
 /* The next deadline (0: none). */

@@ -203,6 +203,11 @@ struct device {
     unsigned load_window_count;
     uint64_t under_load_until_ns;
     uint64_t timers_next_ns;              /* no peer's deadline is earlier (timers.c) */
+    /* The kernel's MTU towards an underlay address (its route's, or what
+     * ICMP taught it): the daemon's rtnetlink query. 0 or -errno; NULL:
+     * none (tests), and the path MTU search relies on probes alone. */
+    int (*route_mtu)(void *ctx, const union endpoint *to, unsigned *mtu);
+    void *route_ctx;
     struct disco_device disco;
 };
 

@@ -649,6 +649,26 @@ static bool can_probe_mtu(const struct peer *p, uint64_t now)
     return p->speaks_disco && p->pmtu.max && peer_can_send(p, now) && path_usable(p);
 }
 
+/* A probe of a direct path went unanswered: what does the kernel know of
+ * that destination now (ICMP "fragmentation needed" / "packet too big"
+ * about our packets lowers its MTU)? Its word, less the tunnel's
+ * overhead, narrows the search (pmtu_told); the probes still check it. */
+static void heed_the_network(struct peer *p, uint64_t now)
+{
+    struct device *dev = p->dev;
+    unsigned mtu, overhead;
+
+    if (!dev->route_mtu || p->via || !p->pmtu.probe_size || !p->pmtu.tries ||
+        now < pmtu_next(&p->pmtu) || dev->route_mtu(dev->route_ctx, &p->endpoint, &mtu))
+        return;
+    overhead = (p->endpoint.sa.sa_family == AF_INET6 ? IPV6_HEADER_LEN : IPV4_HEADER_LEN) +
+               UDP_HEADER_LEN + WG_TRANSPORT_MIN_LEN;
+    if (mtu > overhead && mtu - overhead < p->pmtu.hi) {
+        log_debug("peer %s: the network carries %u-byte packets to it at most", p->name, mtu);
+        pmtu_told(&p->pmtu, (uint16_t)(mtu - overhead), now);
+    }
+}
+
 /* The path MTU search's probe, when one is due: a PING padded so that its
  * inner packet is exactly the size tried, sealed without further padding
  * (pmtu.h). Its PONG is not a ping's: on_pong gives it to the search. */
@@ -662,8 +682,10 @@ static void mtu_probe(struct peer *p, uint64_t now)
     uint16_t size;
 
     randombytes_buf(&id, sizeof(id));
-    if (!can_probe_mtu(p, now) || !(size = pmtu_due(&p->pmtu, id, p->disco.rtt_ns, now)) ||
-        size < fixed)
+    if (!can_probe_mtu(p, now))
+        return;
+    heed_the_network(p, now);
+    if (!(size = pmtu_due(&p->pmtu, id, p->disco.rtt_ns, now)) || size < fixed)
         return;
     m->type = DISCO_PING;
     m->ping.txid = id;

@@ -15,7 +15,8 @@
 # Checked in each: a -> b over ddp0 goes direct; iperf3 a -> b keeps at
 # least PMTU_MIN_RATIO of the baseline (the time from the first byte to a
 # flowing stream is printed); `ddpnet status --json` shows the learned
-# path MTU (below ddp0's MTU on a narrow path, ddp0's MTU on a wide one).
+# path MTU (below ddp0's MTU on a narrow path, ddp0's MTU on a wide one;
+# in the icmp case exactly what the gateway's ICMP said, less 60).
 # In the silent case, a torchrun Gloo all_reduce of PMTU_ALLREDUCE_MIB
 # over a, b and c.
 #
@@ -166,6 +167,13 @@ run_case() {
     [ "$mtu_b" -lt "$DDP0_MTU" ] || fail "$c: path MTU to node-b is $mtu_b over a $NARROW-byte path"
     # An IPv4 outer packet is the inner one + 60 bytes; the search stops within 16.
     [ "$mtu_b" -ge $((NARROW - 60 - 16)) ] || fail "$c: path MTU to node-b is $mtu_b, want within 16 of $((NARROW - 60))"
+    # Told by ICMP (the kernel's MTU for b's address), it is exact: the
+    # probes only confirm it.
+    if [ "$c" = icmp ]; then
+        [ "$mtu_b" -eq $((NARROW - 60)) ] ||
+            fail "icmp: path MTU to node-b is $mtu_b, want $((NARROW - 60)) exactly (what the gateway's ICMP said)"
+        say "ok: the gateway's ICMP gave the exact path MTU ($mtu_b)"
+    fi
     if [ "$c" = ab ]; then
         wait_for 15 mtu_settled node-a node-c || true
         mtu_c=$(peer_mtu node-a node-c)

@@ -235,6 +235,54 @@ static void test_base_above_max(void **state)
     assert_int_equal(pmtu_due(&m, 1, MS, now), 0);
 }
 
+/* The network's word (the kernel's MTU for the destination, from ICMP):
+ * tried next, and found in one probe when right. */
+static void test_told_by_the_network(void **state)
+{
+    (void)state;
+    struct pmtu m;
+    struct sim s = { .limit = 1340, .rtt = MS };
+    uint64_t now = 1000;
+
+    pmtu_reset(&m, BASE, MAX, now);
+    assert_int_equal(pmtu_due(&m, ++s.id, MS, now), MAX);      /* the full size: lost */
+    pmtu_told(&m, 1340, now + MS);
+    assert_int_equal(m.hi, 1340);
+    assert_int_equal(m.probe_size, 1340);
+    assert_int_equal(run(&m, &s, &now, now + WG_NSEC_PER_SEC), 1);
+    assert_true(m.found);
+    assert_int_equal(m.current, 1340);
+    /* The network's word is not kept for long: the path may grow. */
+    assert_int_equal(m.raise_ns, now + PMTU_TOLD_RAISE_SEC * WG_NSEC_PER_SEC);
+    /* Said again, or larger: nothing changes. */
+    pmtu_told(&m, 1340, now);
+    pmtu_told(&m, 1400, now);
+    assert_int_equal(m.current, 1340);
+    assert_int_equal(m.probe_size, 0);
+}
+
+/* The network's word is checked like any other: wrong (the path carries
+ * less still), the search goes on below it; below base, base is tried;
+ * narrower than the size in use, that size stops being used at once. */
+static void test_told_is_checked(void **state)
+{
+    (void)state;
+    struct pmtu m;
+    struct sim s = { .limit = 1300, .rtt = MS };
+    uint64_t now = 1000;
+
+    pmtu_reset(&m, BASE, MAX, now);
+    pmtu_told(&m, 1360, now);
+    run(&m, &s, &now, now + 10 * WG_NSEC_PER_SEC);
+    assert_true(m.found);
+    assert_true(m.current <= 1300 && m.current > 1300 - PMTU_PRECISION);
+    /* A forged "1000": base is what it can cost. */
+    pmtu_told(&m, 1000, now);
+    assert_int_equal(m.hi, BASE);
+    assert_int_equal(m.current, BASE);
+    assert_int_equal(m.probe_size, BASE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -247,6 +295,8 @@ int main(void)
         cmocka_unit_test(test_confirm_needs_nothing_at_base),
         cmocka_unit_test(test_long_rtt_stretches_timeout),
         cmocka_unit_test(test_base_above_max),
+        cmocka_unit_test(test_told_by_the_network),
+        cmocka_unit_test(test_told_is_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
