@@ -1,7 +1,7 @@
 /* libFuzzer harness for the cluster-file parser: arbitrary bytes in. On
  * success the model must hold what the parser promises (addresses inside
  * the network, names, addresses and keys unique, every node found by its
- * own lookups); on failure the error list must be non-empty, in line order
+ * own lookups, aliases naming one node only); on failure the error list must be non-empty, in line order
  * and printable on one line each. */
 #include <errno.h>
 #include <stdint.h>
@@ -32,6 +32,17 @@ static void check_node(const struct cluster *c, const struct cluster_node *n)
         abort();
     if (cluster_node_port(c, n) <= 0)
         abort();
+    /* An alias is a hostname that names this node only. */
+    for (unsigned k = 0; k < n->n_aliases; k++) {
+        if (n->n_aliases > CLUSTER_ALIASES_MAX || !cluster_hostname_valid(n->aliases[k]) ||
+            cluster_find_name(c, n->aliases[k]))
+            abort();
+        for (size_t j = 0; j < c->n_nodes; j++)
+            for (unsigned l = 0; l < c->nodes[j].n_aliases; l++)
+                if ((&c->nodes[j] != n || l != k) &&
+                    !strcasecmp(c->nodes[j].aliases[l], n->aliases[k]))
+                    abort();
+    }
 }
 
 static void check_success(const struct cluster *c)
