@@ -76,6 +76,7 @@ struct cluster {
     uint16_t persistent_keepalive;        /* seconds, 0 = off */
     uint16_t busy_poll_us;                /* CLUSTER_BUSY_POLL_DEFAULT unless set */
     bool busy_poll_set;
+    bool hostnames_off;                   /* `hostnames = off`: machines' names not shared */
     size_t n_nodes;                       /* at least 1 after a parse */
     struct cluster_node *nodes;           /* file order; nodes[0] = master */
 };

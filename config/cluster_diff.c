@@ -63,6 +63,8 @@ static unsigned settings_changes(const struct cluster *old, const struct cluster
         what |= CLUSTER_CHANGED_MTU;
     if (old->busy_poll_us != new->busy_poll_us)
         what |= CLUSTER_CHANGED_BUSY_POLL;
+    if (old->hostnames_off != new->hostnames_off)
+        what |= CLUSTER_CHANGED_HOSTNAMES;
     return what;
 }
 
@@ -121,7 +123,7 @@ static int append_names(char *buf, size_t len, size_t at, unsigned what,
 
 static const char *const node_what[] = { "key", "address", "endpoint", "port", "keepalive",
                                          "aliases" };
-static const char *const settings_what[] = { "network", "mtu", "busy-poll" };
+static const char *const settings_what[] = { "network", "mtu", "busy-poll", "hostnames" };
 
 int cluster_change_format(const struct cluster_change *c, char *buf, size_t len)
 {

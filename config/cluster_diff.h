@@ -29,6 +29,7 @@ enum cluster_change_kind {
 #define CLUSTER_CHANGED_NETWORK    0x01u
 #define CLUSTER_CHANGED_MTU        0x02u
 #define CLUSTER_CHANGED_BUSY_POLL  0x04u
+#define CLUSTER_CHANGED_HOSTNAMES  0x08u
 
 struct cluster_change {
     enum cluster_change_kind kind;

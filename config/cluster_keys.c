@@ -113,6 +113,20 @@ static void busy_poll_apply(struct cluster_parser *p, int line, const char *valu
     }
 }
 
+static void hostnames_apply(struct cluster_parser *p, int line, const char *value)
+{
+    char q[CLUSTER_QUOTE_MAX + 4];
+
+    if (!strcmp(value, "on") || !strcmp(value, "yes")) {
+        p->settings.hostnames_off = false;
+    } else if (!strcmp(value, "off") || !strcmp(value, "no")) {
+        p->settings.hostnames_off = true;
+    } else {
+        cluster_quote(q, sizeof(q), value);
+        cluster_diag_add(p, line, "bad hostnames '%s' (expected on or off)", q);
+    }
+}
+
 static void public_key_apply(struct cluster_parser *p, int line, const char *value)
 {
     /* base64 never decodes to more bytes than it has characters */
@@ -212,6 +226,7 @@ static const struct key_def cluster_keys[CLUSTER_KEY_COUNT] = {
     [CLUSTER_KEY_MTU]       = { "mtu", false, mtu_apply },
     [CLUSTER_KEY_KEEPALIVE] = { "persistent-keepalive", false, keepalive_apply },
     [CLUSTER_KEY_BUSY_POLL] = { "busy-poll", false, busy_poll_apply },
+    [CLUSTER_KEY_HOSTNAMES] = { "hostnames", false, hostnames_apply },
 };
 
 static const struct key_def node_keys[CLUSTER_NODE_KEY_COUNT] = {

@@ -259,12 +259,46 @@ static int setup_interface(struct setup *s)
     return 0;
 }
 
+/* The names this machine goes by -- its hostname and, when it has one, its
+ * FQDN (the canonical name of the hostname, from the hosts file or DNS) --
+ * read before our block is written (it would answer instead). torchrun
+ * announces rank 0 by these names; with them in every node's block they
+ * resolve to the overlay everywhere. */
+static void learn_own_names(struct setup *s)
+{
+    struct device *dev = &s->dev;
+    struct addrinfo hints = { .ai_flags = AI_CANONNAME, .ai_socktype = SOCK_STREAM }, *res;
+    char host[256];
+
+    if (dev->cluster.hostnames_off || gethostname(host, sizeof(host)) || !disco_name_valid(host))
+        return;
+    snprintf(dev->self_names[dev->n_self_names++], sizeof(dev->self_names[0]), "%.63s", host);
+    if (getaddrinfo(host, NULL, &hints, &res))
+        return;
+    if (res->ai_canonname && strchr(res->ai_canonname, '.') && strcasecmp(res->ai_canonname, host) &&
+        disco_name_valid(res->ai_canonname))
+        snprintf(dev->self_names[dev->n_self_names++], sizeof(dev->self_names[0]), "%.63s",
+                 res->ai_canonname);
+    freeaddrinfo(res);
+}
+
+/* A peer told us its machine's names: the block follows. */
+static void names_changed(struct device *dev)
+{
+    int ret = members_write_hosts(dev);
+
+    if (ret)
+        log_warn("the names block was not updated: %s", strerror(-ret));
+}
+
 /* The names block, through a descriptor kept for the daemon's life: after
  * the drop it can no longer open the file, yet a reload changes the block. */
 static int write_hosts(struct setup *s)
 {
     int ret = hosts_open(s->opt->hosts_file);
 
+    learn_own_names(s);
+    s->dev.names_changed = names_changed;
     if (ret >= 0) {
         s->dev.hosts_fd = ret;
         ret = members_write_hosts(&s->dev);

@@ -251,6 +251,43 @@ static int pong_len(const struct disco_pong *p, size_t *len)
     return 0;
 }
 
+static bool name_char(uint8_t c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '.';
+}
+
+static bool name_bytes_ok(const uint8_t *s, size_t len)
+{
+    if (len == 0 || len > DISCO_NAME_MAX || s[0] == '-' || s[0] == '.' ||
+        s[len - 1] == '-' || s[len - 1] == '.')
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!name_char(s[i]))
+            return false;
+    return true;
+}
+
+bool disco_name_valid(const char *name)
+{
+    size_t len = strnlen(name, DISCO_NAME_MAX + 1);
+
+    return name_bytes_ok((const uint8_t *)name, len);
+}
+
+static int names_len(const struct disco_names *n, size_t *len)
+{
+    if (n->n == 0 || n->n > DISCO_MAX_NAMES)
+        return -EINVAL;
+    *len = 1;
+    for (unsigned i = 0; i < n->n; i++) {
+        if (!disco_name_valid(n->name[i]))
+            return -EINVAL;
+        *len += 1 + strlen(n->name[i]);
+    }
+    return 0;
+}
+
 static int body_len(const struct disco_msg *m, size_t *len)
 {
     *len = 0;
@@ -270,6 +307,8 @@ static int body_len(const struct disco_msg *m, size_t *len)
             return -EINVAL;
         *len = WG_KEY_LEN + (size_t)m->relay.msg_len;
         return 0;
+    case DISCO_NAMES:
+        return names_len(&m->names, len);
     }
     return -EINVAL;
 }
@@ -371,6 +410,14 @@ static uint8_t *put_body(uint8_t *p, const struct disco_msg *m)
     case DISCO_RELAYED:
         /* The enclosed message went first (disco_encode); only the key. */
         return put_bytes(p, m->relay.key, WG_KEY_LEN) + m->relay.msg_len;
+    case DISCO_NAMES:
+        p = put_u8(p, m->names.n);
+        for (unsigned i = 0; i < m->names.n; i++) {
+            size_t n = strlen(m->names.name[i]);
+            p = put_u8(p, (unsigned)n);
+            p = put_bytes(p, (const uint8_t *)m->names.name[i], n);
+        }
+        return p;
     }
     return p;
 }
@@ -567,6 +614,22 @@ static bool get_padding(struct reader *r, uint16_t *pad)
     return true;
 }
 
+static bool get_names(struct reader *r, struct disco_names *n)
+{
+    const uint8_t *at;
+    uint8_t len;
+
+    if (!get_u8(r, &n->n) || n->n == 0 || n->n > DISCO_MAX_NAMES)
+        return false;
+    for (unsigned i = 0; i < n->n; i++) {
+        if (!get_u8(r, &len) || !take(r, len, &at) || !name_bytes_ok(at, len))
+            return false;
+        memcpy(n->name[i], at, len);
+        n->name[i][len] = '\0';
+    }
+    return true;
+}
+
 static bool get_body(struct reader *r, uint8_t type, struct disco_msg *m)
 {
     switch (type) {
@@ -582,6 +645,8 @@ static bool get_body(struct reader *r, uint8_t type, struct disco_msg *m)
     case DISCO_RELAY:
     case DISCO_RELAYED:
         return get_relay(r, &m->relay);
+    case DISCO_NAMES:
+        return get_names(r, &m->names);
     default:
         return false;
     }

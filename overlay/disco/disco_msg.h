@@ -75,6 +75,13 @@
  *   initiation 148, response 92, cookie reply 64, transport at least 32.
  *   RELAY and RELAYED bodies have the same size, so a relay may rewrite
  *   one into the other in place (disco_encode copies with memmove).
+ *
+ * NAMES (7) body, the names the sender's machine goes by (its hostname,
+ * its FQDN), which the receiver may map to the sender's overlay address:
+ *   1   n (1..DISCO_MAX_NAMES)
+ *   n x name:
+ *     1   length (1..DISCO_NAME_MAX)
+ *     n   letters, digits, '-' and '.', neither first nor last a '-' or '.'
  */
 #ifndef DDPNET_DISCO_MSG_H
 #define DDPNET_DISCO_MSG_H
@@ -129,7 +136,19 @@ enum disco_type {
     DISCO_PONG = 4,
     DISCO_RELAY = 5,
     DISCO_RELAYED = 6,
+    DISCO_NAMES = 7,
 };
+
+#define DISCO_MAX_NAMES       2u     /* hostname and FQDN */
+#define DISCO_NAME_MAX        63u    /* as a hosts block takes them */
+
+struct disco_names {
+    uint8_t n;
+    char name[DISCO_MAX_NAMES][DISCO_NAME_MAX + 1];   /* NUL-terminated */
+};
+
+/* Whether name (NUL-terminated) may go in a NAMES message. */
+bool disco_name_valid(const char *name);
 
 /* An IPv4 endpoint uses addr[0..3]; decoding zeroes the other bytes. */
 struct disco_endpoint {
@@ -193,6 +212,7 @@ struct disco_msg {
         struct disco_ping ping;
         struct disco_pong pong;
         struct disco_relay relay;       /* DISCO_RELAY and DISCO_RELAYED */
+        struct disco_names names;
     };
 };
 

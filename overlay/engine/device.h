@@ -116,6 +116,10 @@ struct peer {
     uint64_t last_direct_ns;              /* last authentic packet that came directly */
     struct pmtu pmtu;                     /* the path's MTU, searched anew with each path */
     bool speaks_disco;                    /* it sent us a disco message: a ddpnet node */
+    /* The names its machine goes by, as it told us (NAMES): written to the
+     * hosts block when no one else claims them (membership/members.c). */
+    uint8_t n_names;
+    char names[DISCO_MAX_NAMES][DISCO_NAME_MAX + 1];
     bool introduced;                      /* to the others, since it came (back) */
     uint64_t introduced_ns;
     /* Our latest initiation as sent (MACs aside), and when it was made:
@@ -183,6 +187,12 @@ struct device {
     uint8_t cluster_sum[DEVICE_CLUSTER_SUM_LEN];
     uint64_t cluster_applied_unix;
     int hosts_fd;
+    /* The names this machine goes by (hostname, FQDN), told to every peer
+     * unless `hostnames = off`; and what to call when a peer's change
+     * (membership/members.h's members_write_hosts, from the daemon). */
+    uint8_t n_self_names;
+    char self_names[DISCO_MAX_NAMES][DISCO_NAME_MAX + 1];
+    void (*names_changed)(struct device *dev);
 
     size_t n_peers;
     struct peer **peers;                  /* cluster order, self left out */

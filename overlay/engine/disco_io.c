@@ -15,7 +15,9 @@
  *              each aims its handshake at the other's candidates.
  *   PING/PONG  the round trip on the path, and probes of direct
  *              candidates while relayed (a pong confirms the path).
- *   RELAY      forwarded as RELAYED (path.c; RELAYED is the data path's). */
+ *   RELAY      forwarded as RELAYED (path.c; RELAYED is the data path's).
+ *   NAMES      with ENDPOINTS: the names this machine goes by (hostname,
+ *              FQDN), for the peers' hosts blocks (`hostnames = off`: none). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,6 +344,19 @@ static size_t endpoints_head(const struct peer *x, struct disco_msg *m)
     return (size_t)disco_encoded_len(m);
 }
 
+static void send_names(struct peer *x, uint64_t now)
+{
+    struct device *dev = x->dev;
+    struct disco_msg *m = dev->disco.out_msg;
+
+    if (!dev->n_self_names || dev->cluster.hostnames_off)
+        return;
+    m->type = DISCO_NAMES;
+    m->names.n = dev->n_self_names;
+    memcpy(m->names.name, dev->self_names, sizeof(m->names.name));
+    send_disco(x, m, NULL, now);
+}
+
 /* Records go in as many messages as it takes to keep each within the
  * path's MTU. */
 static void send_endpoints(struct peer *x, uint64_t now)
@@ -365,6 +380,7 @@ static void send_endpoints(struct peer *x, uint64_t now)
         size += len;
     }
     send_disco(x, m, NULL, now);
+    send_names(x, now);
 }
 
 /* --- introductions -------------------------------------------------------------------- */
@@ -548,6 +564,36 @@ static void on_relay(struct peer *p, struct peer *via, const struct disco_relay 
     path_forward(dev, p, device_peer_by_key(dev, rl->key), rl->msg, rl->msg_len, now);
 }
 
+static bool same_names(const struct peer *p, const struct disco_names *n)
+{
+    if (p->n_names != n->n)
+        return false;
+    for (unsigned i = 0; i < n->n; i++)
+        if (strcmp(p->names[i], n->name[i]))
+            return false;
+    return true;
+}
+
+/* The names p's machine goes by: kept as p says them (whether they reach
+ * the hosts block is membership's call: a name another node claims, or
+ * the cluster file gives, is not written). */
+static void on_names(struct peer *p, const struct disco_names *n)
+{
+    struct device *dev = p->dev;
+
+    if (dev->cluster.hostnames_off)
+        return;
+    if (same_names(p, n))
+        return;
+    memset(p->names, 0, sizeof(p->names));
+    memcpy(p->names, n->name, n->n * sizeof(n->name[0]));
+    p->n_names = n->n;
+    log_info("peer %s: its machine goes by %s%s%s", p->name, n->name[0], n->n > 1 ? ", " : "",
+             n->n > 1 ? n->name[1] : "");
+    if (dev->names_changed)
+        dev->names_changed(dev);
+}
+
 void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
                    const struct disco_msg *m, uint64_t now)
 {
@@ -575,6 +621,9 @@ void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
         break;
     case DISCO_RELAY:
         on_relay(p, via, &m->relay, now);
+        break;
+    case DISCO_NAMES:
+        on_names(p, &m->names);
         break;
     default:
         p->dev->stats.disco_bad++;   /* RELAYED never gets here */

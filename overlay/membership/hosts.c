@@ -140,11 +140,16 @@ static char *block_write(char *p, const char *ifname, const struct hosts_entry *
     p = put_str(p, HOSTS_BEGIN_PREFIX);
     p = put_str(p, ifname);
     p = put_str(p, HOSTS_BEGIN_SUFFIX "\n");
+    /* Entries of one address in a row share its line: the first name is
+     * the address's canonical name (what AI_CANONNAME gives). */
     for (size_t i = 0; i < n; i++) {
-        p = put_str(p, e[i].address);
+        if (i == 0 || strcmp(e[i].address, e[i - 1].address)) {
+            p = put_str(p, e[i].address);
+        }
         p = put(p, " ", 1);
         p = put_str(p, e[i].name);
-        p = put(p, "\n", 1);
+        if (i + 1 == n || strcmp(e[i].address, e[i + 1].address))
+            p = put(p, "\n", 1);
     }
     p = put_str(p, HOSTS_END_PREFIX);
     p = put_str(p, ifname);
@@ -170,7 +175,7 @@ int hosts_edit(const char *old, size_t oldlen, const char *ifname,
                const struct hosts_entry *e, size_t n, char **out, size_t *outlen)
 {
     struct block_span span;
-    size_t head, tail, blen = 0, sep = 0;
+    size_t head, tail, blen = 0;
     char *buf, *p;
     int ret;
 
@@ -184,16 +189,16 @@ int hosts_edit(const char *old, size_t oldlen, const char *ifname,
         n = 0;
     if (n)
         blen = block_len(ifname, e, n);
-    /* Old content splits into the bytes before our block and those after. */
-    head = span.found ? span.start : oldlen;
-    tail = span.found ? oldlen - span.end : 0;
-    if (!span.found && n && oldlen && old[oldlen - 1] != '\n')
-        sep = 1;
-    buf = malloc(head + sep + blen + tail + 1);
+    /* Old content splits into the bytes before our block and those after.
+     * A new block goes first: a machine's own line for its hostname
+     * (127.0.1.1, as Debian and cloud-init write it) comes after it, so the
+     * overlay address is the one its hostname resolves to first. */
+    head = span.found ? span.start : 0;
+    tail = span.found ? oldlen - span.end : oldlen;
+    buf = malloc(head + blen + tail + 1);
     if (!buf)
         return -ENOMEM;
     p = put(buf, old ? old : "", head);
-    p = put(p, "\n", sep);
     if (n)
         p = block_write(p, ifname, e, n);
     p = put(p, old ? old + oldlen - tail : "", tail);

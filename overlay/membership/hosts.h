@@ -1,5 +1,5 @@
 /* The names block that ddpnet keeps in a hosts file (default /etc/hosts):
- * one marked block per interface with an `ADDRESS NAME` line per node,
+ * one marked block per interface with an `ADDRESS NAME...` line per node,
  *
  *   # BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)
  *   10.77.0.1 node-a
@@ -31,8 +31,9 @@ struct hosts_entry {
 /* Pure: computes the content of a hosts file whose old content is
  * old[0..oldlen) after setting ifname's block to the n entries of e, or
  * removing it when n == 0 or e == NULL. An existing block is replaced where
- * it stands; a new one is appended (after a newline when old lacks a final
- * one). On success *out is a malloc'd buffer (NUL-terminated, the NUL not
+ * it stands; a new one goes at the top of the file, before every line (so
+ * that its names win over the machine's own 127.0.1.1 line). Consecutive
+ * entries of one address share a line, in their order. On success *out is a malloc'd buffer (NUL-terminated, the NUL not
  * counted in *outlen) that the caller frees. Returns 0; -EINVAL for a bad
  * argument, interface name, address or name; -E2BIG for more than
  * HOSTS_MAX_ENTRIES entries; -EBADMSG when ifname's markers are damaged

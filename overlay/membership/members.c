@@ -43,11 +43,78 @@ void members_checksum(const char *text, size_t len, uint8_t out[DEVICE_CLUSTER_S
     blake2s(out, DEVICE_CLUSTER_SUM_LEN, (const uint8_t *)text, len, NULL, 0);
 }
 
-/* A line per name: the node's own, then its aliases. */
+/* --- the names block ---------------------------------------------------------- */
+
+/* The machine names a node's line may carry: this node's own, or what a
+ * peer said of itself (hostnames = off: none). */
+static unsigned machine_names(struct device *dev, const struct cluster_node *node,
+                              const char (**names)[DISCO_NAME_MAX + 1])
+{
+    struct peer *p;
+
+    if (dev->cluster.hostnames_off)
+        return 0;
+    if (node == dev->self) {
+        *names = dev->self_names;
+        return dev->n_self_names;
+    }
+    if (!(p = device_peer_by_key(dev, node->public_key)))
+        return 0;
+    *names = p->names;
+    return p->n_names;
+}
+
+/* How many nodes' lines would carry `name`: its node name or an alias
+ * (the file's word), or a machine name (a node's word about itself). */
+static unsigned claims(struct device *dev, const char *name)
+{
+    const struct cluster *c = &dev->cluster;
+    const char (*names)[DISCO_NAME_MAX + 1];
+    unsigned n = 0;
+
+    for (size_t i = 0; i < c->n_nodes; i++) {
+        const struct cluster_node *node = &c->nodes[i];
+        bool here = !strcasecmp(node->name, name);
+        for (unsigned k = 0; k < node->n_aliases; k++)
+            here |= !strcasecmp(node->aliases[k], name);
+        for (unsigned k = machine_names(dev, node, &names); k-- > 0;)
+            here |= !strcasecmp(names[k], name);
+        n += here;
+    }
+    return n;
+}
+
+/* A machine name is written only when no other node's line would carry
+ * it: a member speaks for its own address, so a name two claim (or one
+ * the file gives another node) resolves to neither by that claim. */
+static bool machine_name_ok(struct device *dev, const struct cluster_node *node,
+                            const char *name)
+{
+    /* Already on the line (the node's own name, an alias). */
+    if (!strcasecmp(name, node->name))
+        return false;
+    for (unsigned k = 0; k < node->n_aliases; k++)
+        if (!strcasecmp(name, node->aliases[k]))
+            return false;
+    return strncasecmp(name, "localhost", 9) && claims(dev, name) == 1;
+}
+
+static void add_entry(struct hosts_entry *e, size_t *n, const struct cluster_node *node,
+                      const char *name)
+{
+    cluster_addr_format(&node->address, e[*n].address, sizeof(e[*n].address));
+    snprintf(e[*n].name, sizeof(e[*n].name), "%s", name);
+    (*n)++;
+}
+
+/* A line per node: its name, its aliases, then the names its machine
+ * goes by. */
 int members_write_hosts(struct device *dev)
 {
     const struct cluster *c = &dev->cluster;
-    struct hosts_entry *e = calloc(c->n_nodes * (1u + CLUSTER_ALIASES_MAX), sizeof(*e));
+    const unsigned per_node = 1u + CLUSTER_ALIASES_MAX + DISCO_MAX_NAMES;
+    struct hosts_entry *e = calloc(c->n_nodes * per_node, sizeof(*e));
+    const char (*names)[DISCO_NAME_MAX + 1];
     size_t n = 0;
     int ret;
 
@@ -55,11 +122,12 @@ int members_write_hosts(struct device *dev)
         return -ENOMEM;
     for (size_t i = 0; i < c->n_nodes; i++) {
         const struct cluster_node *node = &c->nodes[i];
-        for (unsigned k = 0; k <= node->n_aliases; k++) {
-            cluster_addr_format(&node->address, e[n].address, sizeof(e[n].address));
-            snprintf(e[n].name, sizeof(e[n].name), "%s", k ? node->aliases[k - 1] : node->name);
-            n++;
-        }
+        add_entry(e, &n, node, node->name);
+        for (unsigned k = 0; k < node->n_aliases; k++)
+            add_entry(e, &n, node, node->aliases[k]);
+        for (unsigned k = 0, m = machine_names(dev, node, &names); k < m; k++)
+            if (machine_name_ok(dev, node, names[k]) && (k == 0 || strcasecmp(names[k], names[0])))
+                add_entry(e, &n, node, names[k]);
     }
     ret = hosts_update_fd(dev->hosts_fd, dev->ifname, e, n);
     free(e);

@@ -5,7 +5,9 @@
  * (sessions wiped, packets to them refused), changed ones are updated in
  * place or, when re-keyed, replaced; unchanged peers are not touched, so
  * their sessions, paths and traffic go on. The names block follows, through
- * the hosts file descriptor kept from set-up (hosts.h). Runs on the event
+ * the hosts file descriptor kept from set-up (hosts.h): each node's name,
+ * aliases and the names its machine goes by (its own, or what a peer said
+ * of itself, when no other node claims them). Runs on the event
  * loop's thread. */
 #ifndef DDPNET_MEMBERS_H
 #define DDPNET_MEMBERS_H

@@ -277,6 +277,33 @@ static void test_aliases_key(void **state)
     assert_string_equal(line, "c:11: alias 'GPU' is already an alias of node a");
 }
 
+/* hostnames = on|off in [cluster]; a change of it is a setting a running
+ * node does not take. */
+static void test_hostnames_key(void **state)
+{
+    struct cluster c;
+    struct cluster_diag diag;
+    struct pair p;
+    char line[256];
+    const char *off = "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\nhostnames = off\n" NA;
+    const char *bad = "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\nhostnames = maybe\n" NA;
+
+    (void)state;
+    assert_int_equal(cluster_parse(HEAD NA, strlen(HEAD NA), &c, &diag), 0);
+    assert_false(c.hostnames_off);
+    cluster_free(&c);
+    assert_int_equal(cluster_parse(off, strlen(off), &c, &diag), 0);
+    assert_true(c.hostnames_off);
+    cluster_free(&c);
+    assert_int_equal(cluster_parse(bad, strlen(bad), &c, &diag), -EINVAL);
+    assert_int_equal(cluster_diag_format(&diag, 0, "c", line, sizeof(line)), 0);
+    assert_string_equal(line, "c:4: bad hostnames 'maybe' (expected on or off)");
+    diff_of(&p, HEAD NA, off);
+    assert_int_equal(p.d.settings, CLUSTER_CHANGED_HOSTNAMES);
+    assert_int_equal(p.d.n, 0);
+    pair_free(&p);
+}
+
 static void test_aliases_change(void **state)
 {
     struct pair p;
@@ -302,6 +329,7 @@ int main(void)
         cmocka_unit_test(test_node_keepalive_key),
         cmocka_unit_test(test_aliases_key),
         cmocka_unit_test(test_aliases_change),
+        cmocka_unit_test(test_hostnames_key),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -548,10 +548,85 @@ static void test_bad_magic_version_type(void **state)
     buf[4] = 1;
     buf[5] = 0;
     assert_int_equal(disco_decode(buf, len, &msg_b), -EBADMSG);
-    buf[5] = 7;
+    buf[5] = DISCO_NAMES + 1;      /* no such type */
     assert_int_equal(disco_decode(buf, len, &msg_b), -EBADMSG);
     buf[5] = DISCO_PING;
     assert_int_equal(disco_decode(buf, len, &msg_b), 0);
+}
+
+/* --- NAMES ------------------------------------------------------------------------------ */
+
+/* The bytes of a NAMES message, as disco_msg.h lays them out. */
+static const uint8_t golden_names[] = {
+    'D', 'D', 'P', 'D', 1, DISCO_NAMES, 0, 39,
+    2,
+    12, 'i', 'p', '-', '1', '9', '2', '-', '0', '-', '2', '-', '1',
+    24, 'i', 'p', '-', '1', '9', '2', '-', '0', '-', '2', '-', '1', '.', 'e', 'c', '2', '.',
+        'i', 'n', 't', 'e', 'r', 'n', 'a',
+};
+
+static void test_names(void **state)
+{
+    uint8_t out[128];
+    (void)state;
+    memset(&msg_a, 0, sizeof(msg_a));
+    msg_a.type = DISCO_NAMES;
+    msg_a.names.n = 2;
+    strcpy(msg_a.names.name[0], "ip-192-0-2-1");
+    strcpy(msg_a.names.name[1], "ip-192-0-2-1.ec2.interna");
+    assert_int_equal(disco_encoded_len(&msg_a), (int)sizeof(golden_names));
+    assert_int_equal(disco_encode(&msg_a, out, sizeof(out)), (int)sizeof(golden_names));
+    assert_memory_equal(out, golden_names, sizeof(golden_names));
+    assert_int_equal(disco_decode(golden_names, sizeof(golden_names), &msg_b), 0);
+    assert_int_equal(msg_b.type, DISCO_NAMES);
+    assert_int_equal(msg_b.names.n, 2);
+    assert_string_equal(msg_b.names.name[0], "ip-192-0-2-1");
+    assert_string_equal(msg_b.names.name[1], "ip-192-0-2-1.ec2.interna");
+    /* One name of the longest length. */
+    msg_a.names.n = 1;
+    memset(msg_a.names.name[0], 'a', DISCO_NAME_MAX);
+    msg_a.names.name[0][DISCO_NAME_MAX] = '\0';
+    int n = disco_encode(&msg_a, out, sizeof(out));
+    assert_int_equal(n, DISCO_HEADER_LEN + 2 + DISCO_NAME_MAX);
+    assert_int_equal(disco_decode(out, (size_t)n, &msg_b), 0);
+    assert_int_equal(strlen(msg_b.names.name[0]), DISCO_NAME_MAX);
+}
+
+static void test_names_rejected(void **state)
+{
+    static const char *const bad[] = { "", "-a", "a-", ".a", "a.", "a b", "a_b", "a/b", "\xc3\xa9" };
+    uint8_t out[128];
+    (void)state;
+    memset(&msg_a, 0, sizeof(msg_a));
+    msg_a.type = DISCO_NAMES;
+    /* Encoding refuses what decoding would. */
+    assert_int_equal(disco_encoded_len(&msg_a), -EINVAL);            /* no name */
+    msg_a.names.n = DISCO_MAX_NAMES + 1;
+    assert_int_equal(disco_encoded_len(&msg_a), -EINVAL);
+    msg_a.names.n = 1;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        strcpy(msg_a.names.name[0], bad[i]);
+        assert_int_equal(disco_encode(&msg_a, out, sizeof(out)), -EINVAL);
+        assert_false(disco_name_valid(bad[i]));
+    }
+    /* Decoding: counts, lengths and bytes. */
+    static const uint8_t zero[] = { 'D', 'D', 'P', 'D', 1, DISCO_NAMES, 0, 1, 0 };
+    static const uint8_t three[] = { 'D', 'D', 'P', 'D', 1, DISCO_NAMES, 0, 7, 3, 1, 'a', 1, 'b', 1, 'c' };
+    static const uint8_t empty[] = { 'D', 'D', 'P', 'D', 1, DISCO_NAMES, 0, 2, 1, 0 };
+    static const uint8_t shortn[] = { 'D', 'D', 'P', 'D', 1, DISCO_NAMES, 0, 3, 1, 5, 'a' };
+    static const uint8_t trail[] = { 'D', 'D', 'P', 'D', 1, DISCO_NAMES, 0, 4, 1, 1, 'a', 0 };
+    static const uint8_t under[] = { 'D', 'D', 'P', 'D', 1, DISCO_NAMES, 0, 3, 1, 1, '_' };
+    assert_int_equal(disco_decode(zero, sizeof(zero), &msg_b), -EBADMSG);
+    assert_int_equal(disco_decode(three, sizeof(three), &msg_b), -EBADMSG);
+    assert_int_equal(disco_decode(empty, sizeof(empty), &msg_b), -EBADMSG);
+    assert_int_equal(disco_decode(shortn, sizeof(shortn), &msg_b), -EBADMSG);
+    assert_int_equal(disco_decode(trail, sizeof(trail), &msg_b), -EBADMSG);
+    assert_int_equal(disco_decode(under, sizeof(under), &msg_b), -EBADMSG);
+    uint8_t toolong[DISCO_HEADER_LEN + 2 + DISCO_NAME_MAX + 1] = { 'D', 'D', 'P', 'D', 1, DISCO_NAMES, 0,
+                                                                  2 + DISCO_NAME_MAX + 1, 1,
+                                                                  DISCO_NAME_MAX + 1 };
+    memset(toolong + DISCO_HEADER_LEN + 2, 'a', DISCO_NAME_MAX + 1);
+    assert_int_equal(disco_decode(toolong, sizeof(toolong), &msg_b), -EBADMSG);
 }
 
 /* --- counts over the maxima ---------------------------------------------------------- */
@@ -1279,6 +1354,8 @@ int main(void)
         cmocka_unit_test(test_trailing_bytes_rejected),
         cmocka_unit_test(test_header_mutations),
         cmocka_unit_test(test_bad_magic_version_type),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_names_rejected),
         cmocka_unit_test(test_counts_over_max_encode),
         cmocka_unit_test(test_counts_over_max_decode),
         cmocka_unit_test(test_endpoint_valid),

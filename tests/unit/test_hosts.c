@@ -77,16 +77,31 @@ static void test_empty_file(void **state)
     free(out);
 }
 
-static void test_append_after_final_newline(void **state)
+/* A new block goes first, so that its names win over the machine's own
+ * 127.0.1.1 line; the rest follows byte for byte. */
+static void test_new_block_goes_first(void **state)
 {
     (void)state;
-    assert_edit("127.0.0.1 localhost\n", two, 2, "127.0.0.1 localhost\n" BLOCK0);
+    assert_edit("127.0.0.1 localhost\n127.0.1.1 ip-192-0-2-1\n", two, 2,
+                BLOCK0 "127.0.0.1 localhost\n127.0.1.1 ip-192-0-2-1\n");
 }
 
-static void test_append_without_final_newline(void **state)
+static void test_new_block_without_final_newline(void **state)
 {
     (void)state;
-    assert_edit("127.0.0.1 localhost", two, 2, "127.0.0.1 localhost\n" BLOCK0);
+    assert_edit("127.0.0.1 localhost", two, 2, BLOCK0 "127.0.0.1 localhost");
+}
+
+/* Entries of one address in a row share a line; the first name leads. */
+static void test_names_of_one_address_share_a_line(void **state)
+{
+    static const struct hosts_entry e[] = {
+        { "10.77.0.1", "node-a" }, { "10.77.0.1", "ip-192-0-2-1" },
+        { "10.77.0.1", "ip-192-0-2-1.ec2.internal" }, { "10.77.0.2", "node-b" },
+    };
+    (void)state;
+    assert_edit("", e, 4, BEGIN0 "10.77.0.1 node-a ip-192-0-2-1 ip-192-0-2-1.ec2.internal\n"
+                              "10.77.0.2 node-b\n" END0);
 }
 
 static void test_replace_in_place(void **state)
@@ -112,9 +127,8 @@ static void test_other_interface_untouched(void **state)
     (void)state;
     /* "ddp" is a prefix of "ddp0" and "ddp1": their blocks are not ours. */
     out = edit(BLOCK0 OTHER, "ddp", two, 1);
-    assert_string_equal(out, BLOCK0 OTHER
-                        "# BEGIN ddpnet ddp (managed by ddpnet; do not edit)\n"
-                        "10.77.0.1 node-a\n# END ddpnet ddp\n");
+    assert_string_equal(out, "# BEGIN ddpnet ddp (managed by ddpnet; do not edit)\n"
+                             "10.77.0.1 node-a\n# END ddpnet ddp\n" BLOCK0 OTHER);
     free(out);
     /* Removing ddp1's block leaves ddp0's, byte for byte. */
     out = edit("x\n" BLOCK0 OTHER "y\n", "ddp1", NULL, 0);
@@ -190,7 +204,7 @@ static void test_damaged_block(void **state)
     assert_edit_fails(BLOCK0 "x\n" BLOCK0, "ddp0", NULL, 0, -EBADMSG);
     /* Another interface's damage is not ours to judge. */
     char *out = edit("# BEGIN ddpnet ddp1\n", "ddp0", two, 2);
-    assert_string_equal(out, "# BEGIN ddpnet ddp1\n" BLOCK0);
+    assert_string_equal(out, BLOCK0 "# BEGIN ddpnet ddp1\n");
     free(out);
 }
 
@@ -264,8 +278,8 @@ static void test_embedded_nul_kept(void **state)
     /* Content is bytes, not a C string: a NUL in it is carried over. */
     assert_int_equal(hosts_edit(old, sizeof(old) - 1, "ddp0", two, 2, &out, &len), 0);
     assert_int_equal(len, sizeof(old) - 1 + strlen(BLOCK0));
-    assert_memory_equal(out, old, sizeof(old) - 1);
-    assert_memory_equal(out + sizeof(old) - 1, BLOCK0, strlen(BLOCK0));
+    assert_memory_equal(out, BLOCK0, strlen(BLOCK0));
+    assert_memory_equal(out + strlen(BLOCK0), old, sizeof(old) - 1);
     free(out);
 }
 
@@ -326,16 +340,16 @@ static void test_file_update_in_place(void **state)
     ino = inode_of(t.path);
 
     assert_int_equal(hosts_update(t.path, "ddp0", two, 2), 0);
-    assert_file(&t, "127.0.0.1 localhost\n" OTHER "::1 ip6-localhost\n" BLOCK0);
+    assert_file(&t, BLOCK0 "127.0.0.1 localhost\n" OTHER "::1 ip6-localhost");
     assert_int_equal(inode_of(t.path), ino);
 
     /* A shorter block: the file shrinks (ftruncate), nothing stale remains. */
     assert_int_equal(hosts_update(t.path, "ddp0", two, 1), 0);
-    assert_file(&t, "127.0.0.1 localhost\n" OTHER "::1 ip6-localhost\n"
-                BEGIN0 "10.77.0.1 node-a\n" END0);
+    assert_file(&t, BEGIN0 "10.77.0.1 node-a\n" END0
+                "127.0.0.1 localhost\n" OTHER "::1 ip6-localhost");
 
     assert_int_equal(hosts_remove(t.path, "ddp0"), 0);
-    assert_file(&t, "127.0.0.1 localhost\n" OTHER "::1 ip6-localhost\n");
+    assert_file(&t, orig);      /* byte for byte, as it was */
     assert_int_equal(inode_of(t.path), ino);
     unlink(t.path);
 }
@@ -351,13 +365,13 @@ static void test_file_update_by_fd(void **state)
     fd = hosts_open(t.path);
     assert_true(fd >= 0);
     assert_int_equal(hosts_update_fd(fd, "ddp0", two, 2), 0);
-    assert_file(&t, "127.0.0.1 localhost\n" BLOCK0);
+    assert_file(&t, BLOCK0 "127.0.0.1 localhost\n");
     other = open(t.path, O_RDONLY);
     assert_true(other >= 0);
     assert_int_equal(flock(other, LOCK_EX | LOCK_NB), 0);      /* not held by us */
     close(other);
     assert_int_equal(hosts_update_fd(fd, "ddp0", two, 1), 0);
-    assert_file(&t, "127.0.0.1 localhost\n" BEGIN0 "10.77.0.1 node-a\n" END0);
+    assert_file(&t, BEGIN0 "10.77.0.1 node-a\n" END0 "127.0.0.1 localhost\n");
     assert_int_equal(hosts_update_fd(fd, "ddp0", NULL, 0), 0);
     assert_file(&t, "127.0.0.1 localhost\n");
     assert_int_equal(close(fd), 0);
@@ -447,7 +461,7 @@ static void test_file_waits_for_lock(void **state)
     assert_int_equal(flock(fd, LOCK_UN), 0);
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    assert_file(&t, "a\n" BLOCK0);
+    assert_file(&t, BLOCK0 "a\n");
     close(fd);
     unlink(t.path);
 }
@@ -467,8 +481,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_empty_file),
-        cmocka_unit_test(test_append_after_final_newline),
-        cmocka_unit_test(test_append_without_final_newline),
+        cmocka_unit_test(test_new_block_goes_first),
+        cmocka_unit_test(test_new_block_without_final_newline),
+        cmocka_unit_test(test_names_of_one_address_share_a_line),
         cmocka_unit_test(test_replace_in_place),
         cmocka_unit_test(test_other_interface_untouched),
         cmocka_unit_test(test_round_trip),

@@ -1,6 +1,7 @@
 /* Tests of overlay/membership/members.c that need no running engine: the
- * names block written from the cluster model (a line per node and per
- * alias) through a kept descriptor, the checksum `status` shows, and a
+ * names block written from the cluster model (a line per node: its name,
+ * aliases and machine names, a machine name written only when one node
+ * claims it) through a kept descriptor, the checksum `status` shows, and a
  * reload refused before anything is touched (a file with errors, a change
  * of this node's key, address or port, of [cluster]'s network, a file
  * without this node) -- each said in the lines a person reads. */
@@ -53,17 +54,86 @@ static void test_hosts_block_with_aliases(void **state)
     n = pread(fd, buf, sizeof(buf) - 1, 0);
     assert_true(n > 0);
     buf[n] = '\0';
-    assert_string_equal(buf, "127.0.0.1 localhost\n"
-                             "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
+    assert_string_equal(buf, "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
                              "10.77.0.1 a\n"
-                             "10.77.0.2 b\n"
-                             "10.77.0.2 ip-192-0-2-2\n"
-                             "10.77.0.2 b.internal\n"
-                             "# END ddpnet ddp0\n");
+                             "10.77.0.2 b ip-192-0-2-2 b.internal\n"
+                             "# END ddpnet ddp0\n"
+                             "127.0.0.1 localhost\n");
     dev.hosts_fd = -1;
     assert_int_equal(members_write_hosts(&dev), -EBADF);
     close(fd);
     unlink(path);
+    cluster_free(&dev.cluster);
+}
+
+/* The hosts block's text for dev, through a fresh temporary file. */
+static char *block_of(struct device *dev)
+{
+    static char buf[2048];
+    char path[] = "/tmp/ddpnet-members-XXXXXX";
+    int fd = mkstemp(path);
+    ssize_t n;
+
+    assert_true(fd >= 0);
+    dev->hosts_fd = fd;
+    assert_int_equal(members_write_hosts(dev), 0);
+    n = pread(fd, buf, sizeof(buf) - 1, 0);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    close(fd);
+    unlink(path);
+    dev->hosts_fd = -1;
+    return buf;
+}
+
+/* Machine names: this node's own and what peers said of themselves go on
+ * their nodes' lines; a name two claim, or the file gives another node,
+ * goes on neither; hostnames = off writes none. */
+static void test_machine_names(void **state)
+{
+    struct device dev;
+    struct peer *b = calloc(1, sizeof(*b));
+    struct peer *list[1] = { b };
+
+    (void)state;
+    assert_non_null(b);
+    device_of(&dev, HEAD NA NB);
+    dev.peers = list;
+    dev.n_peers = 1;
+    memcpy(b->public_key, dev.cluster.nodes[1].public_key, WG_KEY_LEN);
+    dev.n_self_names = 2;
+    strcpy(dev.self_names[0], "ip-192-0-2-1");
+    strcpy(dev.self_names[1], "ip-192-0-2-1.ec2.internal");
+    b->n_names = 2;
+    strcpy(b->names[0], "ip-192-0-2-2");     /* already b's alias: not twice */
+    strcpy(b->names[1], "gpu-b.internal");
+    assert_string_equal(block_of(&dev),
+                        "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
+                        "10.77.0.1 a ip-192-0-2-1 ip-192-0-2-1.ec2.internal\n"
+                        "10.77.0.2 b ip-192-0-2-2 b.internal gpu-b.internal\n"
+                        "# END ddpnet ddp0\n");
+    /* b says it is a's machine, and "a" (a node name) and localhost. */
+    strcpy(b->names[0], "IP-192-0-2-1");
+    strcpy(b->names[1], "a");
+    assert_string_equal(block_of(&dev),
+                        "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
+                        "10.77.0.1 a ip-192-0-2-1.ec2.internal\n"
+                        "10.77.0.2 b ip-192-0-2-2 b.internal\n"
+                        "# END ddpnet ddp0\n");
+    strcpy(b->names[0], "localhost");
+    b->n_names = 1;
+    assert_string_equal(block_of(&dev),
+                        "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
+                        "10.77.0.1 a ip-192-0-2-1 ip-192-0-2-1.ec2.internal\n"
+                        "10.77.0.2 b ip-192-0-2-2 b.internal\n"
+                        "# END ddpnet ddp0\n");
+    dev.cluster.hostnames_off = true;
+    assert_string_equal(block_of(&dev),
+                        "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
+                        "10.77.0.1 a\n"
+                        "10.77.0.2 b ip-192-0-2-2 b.internal\n"
+                        "# END ddpnet ddp0\n");
+    free(b);
     cluster_free(&dev.cluster);
 }
 
@@ -142,6 +212,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hosts_block_with_aliases),
+        cmocka_unit_test(test_machine_names),
         cmocka_unit_test(test_checksum),
         cmocka_unit_test(test_refused),
     };
