@@ -264,22 +264,41 @@ static int setup_interface(struct setup *s)
  * read before our block is written (it would answer instead). torchrun
  * announces rank 0 by these names; with them in every node's block they
  * resolve to the overlay everywhere. */
+#define FQDN_WAIT_MS 300
 static void learn_own_names(struct setup *s)
 {
+    /* Static: a lookup that cannot be cancelled still writes here later. */
+    static char host[256];
+    static struct addrinfo hints = { .ai_flags = AI_CANONNAME, .ai_socktype = SOCK_STREAM };
+    static struct gaicb req;
+    struct gaicb *list[1] = { &req };
+    struct timespec wait = { 0, FQDN_WAIT_MS * 1000000L };
     struct device *dev = &s->dev;
-    struct addrinfo hints = { .ai_flags = AI_CANONNAME, .ai_socktype = SOCK_STREAM }, *res;
-    char host[256];
+    struct addrinfo *res;
 
     if (dev->cluster.hostnames_off || gethostname(host, sizeof(host)) || !disco_name_valid(host))
         return;
     snprintf(dev->self_names[dev->n_self_names++], sizeof(dev->self_names[0]), "%.63s", host);
-    if (getaddrinfo(host, NULL, &hints, &res))
+    /* The FQDN: the hosts file answers at once; a DNS server that does not
+     * answer within FQDN_WAIT_MS must not hold `up` (the resolver's own
+     * timeout is 5 s), and then the machine has no FQDN for us. */
+    req = (struct gaicb){ .ar_name = host, .ar_request = &hints };
+    if (getaddrinfo_a(GAI_NOWAIT, list, 1, NULL))
         return;
-    if (res->ai_canonname && strchr(res->ai_canonname, '.') && strcasecmp(res->ai_canonname, host) &&
-        disco_name_valid(res->ai_canonname))
+    gai_suspend((const struct gaicb *const *)list, 1, &wait);
+    if (gai_error(&req)) {
+        if (gai_cancel(&req) == EAI_ALLDONE && (res = req.ar_result))
+            freeaddrinfo(res);
+        log_info("no FQDN for %s within %u ms: peers learn its hostname alone", host, FQDN_WAIT_MS);
+        return;
+    }
+    res = req.ar_result;
+    if (res && res->ai_canonname && strchr(res->ai_canonname, '.') &&
+        strcasecmp(res->ai_canonname, host) && disco_name_valid(res->ai_canonname))
         snprintf(dev->self_names[dev->n_self_names++], sizeof(dev->self_names[0]), "%.63s",
                  res->ai_canonname);
-    freeaddrinfo(res);
+    if (res)
+        freeaddrinfo(res);
 }
 
 /* A peer told us its machine's names: the block follows. */

@@ -8,7 +8,8 @@
 # last attempt). Before, during (every DOWN_CHECK_EVERY s) and after the
 # bursts: a <-> b ping (20 echoes, average RTT printed; none may be lost)
 # and iperf3 a -> b (3 s; at least DOWN_MIN_RATIO of the rate before the
-# bursts). Also checked: after the hold time the down members show as
+# bursts -- during them, the median of the samples, each at least
+# DOWN_MIN_SAMPLE_RATIO). Also checked: after the hold time the down members show as
 # `unreachable` in `ddpnet status` and a TCP connect to one fails at once
 # ("No route to host") instead of hanging; node-a's daemon still answers
 # after it all.
@@ -23,7 +24,7 @@
 #   ddp0 10.77.0.1       ddp0 10.77.0.2      10.77.0.11..18: down members
 #
 # Environment: DOWN_BURST_SECONDS (default 105), DOWN_CHECK_EVERY (25),
-# DOWN_MIN_RATIO (0.5), DOWN_MODES ("inline workers"), and lib.sh's.
+# DOWN_MIN_RATIO (0.5), DOWN_MIN_SAMPLE_RATIO (0.4), DOWN_MODES ("inline workers"), and lib.sh's.
 set -eu
 . "$(dirname "$0")/lib.sh"
 e2e_init down_members ping iperf3 awk
@@ -31,6 +32,7 @@ e2e_init down_members ping iperf3 awk
 DOWN_BURST_SECONDS=${DOWN_BURST_SECONDS:-105}
 DOWN_CHECK_EVERY=${DOWN_CHECK_EVERY:-25}
 DOWN_MIN_RATIO=${DOWN_MIN_RATIO:-0.5}
+DOWN_MIN_SAMPLE_RATIO=${DOWN_MIN_SAMPLE_RATIO:-0.4}
 DOWN_MODES=${DOWN_MODES:-inline workers}
 A=10.77.0.1 B=10.77.0.2
 DOWN=()
@@ -84,10 +86,23 @@ check() {
     iperf_ab "$1"
     row "$1" "${PING_AVG} ms" "${PING_LOSS}%" "$GBITS"
     say "$MODE $1: ping a -> b avg ${PING_AVG} ms, loss ${PING_LOSS}%; iperf3 a -> b $GBITS Gbit/s"
-    if [ -n "${BASE_GBITS:-}" ] &&
-       ! awk -v g="$GBITS" -v b="$BASE_GBITS" -v r="$DOWN_MIN_RATIO" 'BEGIN { exit !(g >= b * r) }'; then
-        fail "$MODE $1: iperf3 a -> b $GBITS Gbit/s, below $DOWN_MIN_RATIO x $BASE_GBITS before the bursts"
+    [ -n "${BASE_GBITS:-}" ] || return 0
+    local r=$DOWN_MIN_RATIO
+    case "$1" in during*) DURING+=("$GBITS"); r=$DOWN_MIN_SAMPLE_RATIO ;; esac
+    if ! awk -v g="$GBITS" -v b="$BASE_GBITS" -v r="$r" 'BEGIN { exit !(g >= b * r) }'; then
+        fail "$MODE $1: iperf3 a -> b $GBITS Gbit/s, below $r x $BASE_GBITS before the bursts"
     fi
+}
+
+# The median of the samples taken during the bursts must keep
+# DOWN_MIN_RATIO of the rate before them (one 3 s sample on a shared
+# 2-vCPU machine, among 16 ping and connect loops, swings by itself).
+check_median() {
+    local med
+    med=$(printf '%s\n' "${DURING[@]}" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }')
+    say "$MODE: iperf3 a -> b during the bursts, median $med Gbit/s (before: $BASE_GBITS)"
+    awk -v g="$med" -v b="$BASE_GBITS" -v r="$DOWN_MIN_RATIO" 'BEGIN { exit !(g >= b * r) }' ||
+        fail "$MODE: iperf3 a -> b median $med Gbit/s during the bursts, below $DOWN_MIN_RATIO x $BASE_GBITS before them"
 }
 
 # The bursts: to each down member a ping every 2 ms and a TCP connect loop.
@@ -113,6 +128,7 @@ run_mode() {
 
     step "$MODE: before the bursts"
     BASE_GBITS=""
+    DURING=()
     check "before"
     BASE_GBITS=$GBITS
 
@@ -130,6 +146,8 @@ run_mode() {
         fi
         sleep 1
     done
+
+    check_median
 
     step "$MODE: what node-a says of the down members"
     local st
