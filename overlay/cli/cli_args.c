@@ -32,8 +32,9 @@
 #define CLI_TUN_DRIVER     "tun"
 #define CLI_MS_PER_S       1000
 /* The keys of the state file (daemon.h). */
-#define CLI_STATE_PID      "pid="
-#define CLI_STATE_HOSTS    "hosts="
+#define CLI_STATE_PID      "pid"
+#define CLI_STATE_HOSTS    "hosts"
+#define CLI_PID_TEXT_MAX   16      /* "pid=" digits: an int and its NUL, with room */
 
 struct opt_def {
     enum cli_opt bit;
@@ -371,43 +372,22 @@ static int pid_parse(const char *s, size_t n, pid_t *pid)
     return 0;
 }
 
-static bool line_has_key(const char *line, size_t n, const char *key)
-{
-    size_t k = strlen(key);
-
-    return n >= k && memcmp(line, key, k) == 0;
-}
-
 int cli_state_parse(const char *text, size_t len, pid_t *pid, char *hosts,
                     size_t hosts_len)
 {
-    const char *p = text, *end = text + len;
-    bool have_pid = false;
+    char value[CLI_PID_TEXT_MAX];
+    int ret;
 
     *pid = 0;
     if (hosts_len == 0)
         return -ENAMETOOLONG;
     hosts[0] = '\0';
-    if (len > 0 && memchr(text, '\0', len) != NULL)
+    ret = cli_state_value(text, len, CLI_STATE_PID, value, sizeof(value));
+    if (ret == -ENAMETOOLONG || (ret == 0 && pid_parse(value, strlen(value), pid)))
         return -EBADMSG;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t n = (size_t)((nl ? nl : end) - p);
-        if (line_has_key(p, n, CLI_STATE_PID)) {
-            size_t k = strlen(CLI_STATE_PID);
-            if (pid_parse(p + k, n - k, pid) != 0)
-                return -EBADMSG;
-            have_pid = true;
-        } else if (line_has_key(p, n, CLI_STATE_HOSTS)) {
-            size_t k = strlen(CLI_STATE_HOSTS);
-            if (n - k >= hosts_len)
-                return -ENAMETOOLONG;
-            memcpy(hosts, p + k, n - k);
-            hosts[n - k] = '\0';
-        }
-        p = nl ? nl + 1 : end;
-    }
-    return have_pid ? 0 : -EBADMSG;
+    if (ret)
+        return ret;
+    return cli_state_value(text, len, CLI_STATE_HOSTS, hosts, hosts_len);
 }
 
 int cli_state_value(const char *text, size_t len, const char *key, char *out, size_t out_len)

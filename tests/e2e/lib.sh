@@ -706,21 +706,18 @@ print(val("path"), val("via"), val("rtt_ms"), val("endpoint"))
 PYEOF
 }
 
-# e2e_allreduce NODE...: torchrun on every NODE (c10d rendezvous at the
-# first NODE by name, port 29500; Gloo over ddp0, as torch.sh runs it);
-# each rank adds rank + 1 and all must see the sum. TORCH_TIMEOUT bounds it;
-# ALLREDUCE_MIB (default 0: one number) makes the tensor that many MiB of
-# float32s, every one of which must hold the sum.
-e2e_allreduce() {
-    local n tpids=() failed="" rc line world=$# first=$1 want i
-    want=$(( world * (world + 1) / 2 ))
+# e2e_allreduce_script: $T/allreduce.py, one Gloo all_reduce of
+# ALLREDUCE_MIB MiB (0: one number) where each rank adds rank + 1; it
+# prints "allreduce host=H rank=R world=W sum=S want=S bytes=B secs=T
+# master=M" and exits 1 unless every element is the sum it should be.
+e2e_allreduce_script() {
     cat >"$T/allreduce.py" <<'PYEOF'
+import os
 import socket
+import time
+
 import torch
 import torch.distributed as dist
-
-import os
-import time
 
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
@@ -731,14 +728,25 @@ dist.all_reduce(t)
 secs = time.time() - t0
 want = world * (world + 1) / 2
 ok = bool((t == want).all())
-print("allreduce host=%s rank=%d world=%d sum=%g want=%g bytes=%d secs=%.2f"
+print("allreduce host=%s rank=%d world=%d sum=%g want=%g bytes=%d secs=%.2f master=%s"
       % (socket.gethostname(), rank, world, t[0].item() if ok else t.min().item(), want,
-         4 * n, secs), flush=True)
+         4 * n, secs, os.environ.get("MASTER_ADDR")), flush=True)
 dist.barrier()
 dist.destroy_process_group()
 raise SystemExit(0 if ok else 1)
 PYEOF
     chmod 644 "$T/allreduce.py"
+}
+
+# e2e_allreduce NODE...: torchrun on every NODE (c10d rendezvous at the
+# first NODE by name, port 29500; Gloo over ddp0, as torch.sh runs it);
+# each rank adds rank + 1 and all must see the sum. TORCH_TIMEOUT bounds it;
+# ALLREDUCE_MIB (default 0: one number) makes the tensor that many MiB of
+# float32s, every one of which must hold the sum.
+e2e_allreduce() {
+    local n tpids=() failed="" rc line world=$# first=$1 want i
+    want=$(( world * (world + 1) / 2 ))
+    e2e_allreduce_script
     for n in "$@"; do
         nx_bg "$n" torchrun timeout "${TORCH_TIMEOUT:-240}" sh -c '
             eval "$("$1" env --run-dir "$2")" || exit 3

@@ -47,26 +47,7 @@ done
 case "$envout" in *"export MASTER_ADDR=node-a"*|*"export MASTER_ADDR=10.77.0.1"*) ;;
     *) fail "ddpnet env: MASTER_ADDR is not node-a (10.77.0.1): $envout" ;; esac
 
-cat >"$T/allreduce.py" <<'PYEOF'
-# One Gloo all_reduce: each rank adds rank + 1; with three ranks the sum is 6.
-import os
-import socket
-import torch
-import torch.distributed as dist
-
-dist.init_process_group("gloo")
-rank, world = dist.get_rank(), dist.get_world_size()
-t = torch.tensor([float(rank + 1)])
-dist.all_reduce(t)
-want = world * (world + 1) / 2
-print("allreduce host=%s rank=%d world=%d sum=%g want=%g master=%s"
-      % (socket.gethostname(), rank, world, t.item(), want, os.environ.get("MASTER_ADDR")),
-      flush=True)
-dist.barrier()
-dist.destroy_process_group()
-raise SystemExit(0 if t.item() == want else 1)
-PYEOF
-chmod 644 "$T/allreduce.py"
+e2e_allreduce_script
 
 step "torchrun on three nodes (c10d rendezvous at node-a:29500, Gloo over ddp0)"
 declare -A TPID

@@ -69,26 +69,7 @@ done
 say "every hostname and FQDN resolves to its overlay address on every node (its own too, first); hostname -i on node-a: $(nx node-a hostname -i)"
 say "node-a's hosts file: $(grep -v '^#' "$T/node-a/hosts" | tr '\n' ';')"
 
-cat >"$T/allreduce.py" <<'PYEOF'
-# One Gloo all_reduce: each rank adds rank + 1; with three ranks the sum is 6.
-import os
-import socket
-import torch
-import torch.distributed as dist
-
-dist.init_process_group("gloo")
-rank, world = dist.get_rank(), dist.get_world_size()
-t = torch.tensor([float(rank + 1)])
-dist.all_reduce(t)
-want = world * (world + 1) / 2
-print("allreduce host=%s rank=%d world=%d sum=%g want=%g master=%s"
-      % (socket.gethostname(), rank, world, t.item(), want, os.environ.get("MASTER_ADDR")),
-      flush=True)
-dist.barrier()
-dist.destroy_process_group()
-raise SystemExit(0 if t.item() == want else 1)
-PYEOF
-chmod 644 "$T/allreduce.py"
+e2e_allreduce_script
 
 run_torch() {   # run_torch ENDPOINT-HOST TAG
     local n rc failed="" line
