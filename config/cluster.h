@@ -105,6 +105,9 @@ int cluster_parse(const char *text, size_t len, struct cluster *out,
  * directory, -EFBIG when too big); diag then holds no items. */
 int cluster_load(const char *path, struct cluster *out,
                  struct cluster_diag *diag);
+/* The bytes of the file at path, as cluster_load reads them, in a new
+ * buffer (*text, *len): 0 or -errno (-EISDIR, -EFBIG as cluster_load). */
+int cluster_read(const char *path, char **text, size_t *len);
 void cluster_free(struct cluster *c);
 
 /* "FILE:LINE: message" (or "FILE: message" for line 0) into buf. Returns

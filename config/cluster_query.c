@@ -44,17 +44,11 @@ static int read_all(int fd, char **out, size_t *len)
     return 0;
 }
 
-int cluster_load(const char *path, struct cluster *out,
-                 struct cluster_diag *diag)
+int cluster_read(const char *path, char **text, size_t *len)
 {
     struct stat st;
-    char *text = NULL;
-    size_t len = 0;
     int fd, r;
 
-    memset(out, 0, sizeof(*out));
-    if (diag)
-        memset(diag, 0, sizeof(*diag));
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0)
         return -errno;
@@ -63,9 +57,22 @@ int cluster_load(const char *path, struct cluster *out,
     else if (S_ISDIR(st.st_mode))
         r = -EISDIR;
     else
-        r = read_all(fd, &text, &len);
+        r = read_all(fd, text, len);
     close(fd);
-    if (r < 0)
+    return r;
+}
+
+int cluster_load(const char *path, struct cluster *out,
+                 struct cluster_diag *diag)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int r;
+
+    memset(out, 0, sizeof(*out));
+    if (diag)
+        memset(diag, 0, sizeof(*diag));
+    if ((r = cluster_read(path, &text, &len)) < 0)
         return r;
     r = cluster_parse(text, len, out, diag);
     free(text);

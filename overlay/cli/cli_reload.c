@@ -60,26 +60,17 @@ static int cluster_path_of(const struct cli_args *a, char *path, size_t len)
  * file is text, and the request goes as a string). */
 static int build_request(const char *path, char **out)
 {
-    FILE *f = fopen(path, "re");
     char *text = NULL, *req = NULL;
-    size_t n;
-    int ret = 0;
+    size_t n = 0;
+    int ret = cluster_read(path, &text, &n);
 
-    if (!f) {
-        ret = -errno;
-        fprintf(stderr, "%s: %s\n", path, strerror(-ret));
-        return ret;
-    }
-    if (!(text = malloc(RELOAD_FILE_MAX + 1)))
-        ret = -ENOMEM;
-    else if ((n = fread(text, 1, RELOAD_FILE_MAX + 1, f)) > RELOAD_FILE_MAX || ferror(f))
-        ret = ferror(f) ? -EIO : -EFBIG;
-    else if (memchr(text, '\0', n))
+    if (ret == 0 && n > RELOAD_FILE_MAX)
+        ret = -EFBIG;
+    else if (ret == 0 && memchr(text, '\0', n))
         ret = -EBADMSG;
-    else if (asprintf(&req, "%s%s%zu\n%.*s", CONTROL_SET_CLUSTER, CONTROL_LENGTH_KEY, n,
-                      (int)n, text) < 0)
+    else if (ret == 0 && asprintf(&req, "%s%s%zu\n%.*s", CONTROL_SET_CLUSTER, CONTROL_LENGTH_KEY,
+                                  n, (int)n, text) < 0)
         ret = -ENOMEM;
-    fclose(f);
     free(text);
     if (ret)
         fprintf(stderr, "%s: %s\n", path, ret == -EBADMSG ? "not a text file (it holds a NUL byte)"

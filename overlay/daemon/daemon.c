@@ -328,38 +328,12 @@ static int write_hosts(struct setup *s)
     return 0;
 }
 
-/* Reads the cluster file at path (CLUSTER_MAX_FILE at most) into a new
- * buffer: 0 or -errno. */
-static int read_cluster_file(const char *path, char **text, size_t *len)
-{
-    FILE *f = fopen(path, "re");
-    char *buf = NULL;
-    size_t n;
-
-    if (!f)
-        return -errno;
-    if (!(buf = malloc(CLUSTER_MAX_FILE + 1))) {
-        fclose(f);
-        return -ENOMEM;
-    }
-    n = fread(buf, 1, CLUSTER_MAX_FILE + 1, f);
-    int err = ferror(f) ? -EIO : n > CLUSTER_MAX_FILE ? -EFBIG : 0;
-    fclose(f);
-    if (err) {
-        free(buf);
-        return err;
-    }
-    *text = buf;
-    *len = n;
-    return 0;
-}
-
 /* Which file this node runs, for `status`: its checksum, applied now. */
 static void note_cluster_file(struct setup *s)
 {
     char *text;
     size_t len;
-    int ret = s->opt->cluster_path ? read_cluster_file(s->opt->cluster_path, &text, &len)
+    int ret = s->opt->cluster_path ? cluster_read(s->opt->cluster_path, &text, &len)
                                    : -ENOENT;
 
     if (ret) {
@@ -390,7 +364,7 @@ static void on_hangup(void *ctx, uint64_t now)
     struct setup *s = ctx;
     char *text;
     size_t len;
-    int ret = read_cluster_file(s->opt->cluster_path, &text, &len);
+    int ret = cluster_read(s->opt->cluster_path, &text, &len);
 
     if (ret) {
         log_error("SIGHUP: cannot read %s as user %s: %s; run `ddpnet reload -i %s` as root",
