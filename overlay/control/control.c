@@ -404,7 +404,7 @@ static int client_answer(struct control_client *c, struct device *dev, enum cont
     case CONTROL_SET_WG:
         ret = control_set(dev, c->req.p + UAPI_OP_LINE_LEN, len - UAPI_OP_LINE_LEN, now_ns);
         if (ret < 0)
-            log_info("control: set refused: %s", strerror(-ret));
+            log_info_rl("control: set refused: %s", strerror(-ret));   /* a client may repeat it */
         return client_queue_errno(c, ret);
     case CONTROL_RELOAD_OP: {
         const char *body;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "overlay/base/log.h"
 #include "overlay/control/control_int.h"
 #include "overlay/control/uapi.h"
 #include "overlay/membership/members.h"
@@ -44,6 +45,11 @@ int control_reload(struct device *dev, const char *text, size_t len, uint64_t no
     if (!(a.f = open_memstream(&buf, &size)))
         return -ENOMEM;
     ret = members_reload(dev, text, len, say_line, &a, now_ns);
+    /* The reasons went back to whoever ran it; the journal keeps that it
+     * happened (an applied one is logged by members_reload). */
+    if (ret < 0)
+        log_notice("reload from the control socket refused: %s; the node runs the file it "
+                   "had", strerror(-ret));
     fprintf(a.f, "%s=%d\n\n", UAPI_KEY_ERRNO, ret < 0 ? -ret : 0);
     if (fclose(a.f)) {
         free(buf);

@@ -266,7 +266,7 @@ static void on_tun_read(struct loop *l, struct pkt *pkt, int res, uint64_t now)
     pkt_put(&l->pool, pkt);
     if (res != -EAGAIN && res != -EINTR && !l->tun_gone) {
         /* The interface was deleted (ddpnet down) or broke. */
-        log_info("%s: device gone (%s), stopping", l->name, strerror(-res));
+        log_notice("%s: device gone (%s), stopping", l->name, strerror(-res));
         l->tun_gone = true;
         l->stop = true;
     }
@@ -275,7 +275,7 @@ static void on_tun_read(struct loop *l, struct pkt *pkt, int res, uint64_t now)
 static void on_send(struct loop *l, struct pkt *pkt, int res)
 {
     if (res < 0)
-        log_debug("send failed: %s", strerror(-res));
+        log_debug_rl("send failed: %s", strerror(-res));   /* per packet */
     pkt->sent = (uint16_t)(pkt->sent + pkt->chunk);
     if (res >= 0 && pkt->sent < pkt->nseg)
         send_chunk(l, pkt);
@@ -286,7 +286,7 @@ static void on_send(struct loop *l, struct pkt *pkt, int res)
 static void on_tun_write(struct loop *l, struct tun_write *w, int res)
 {
     if (res < 0)
-        log_debug("write to %s failed: %s", l->name, strerror(-res));
+        log_debug_rl("write to %s failed: %s", l->name, strerror(-res));
     loop_pkt_unref(l, w->owner);
     tun_write_put(&l->pool, w);
 }
@@ -318,7 +318,7 @@ static void on_buffer(struct loop *l, void *ptr, int res, uint64_t now)
         on_tun_write(l, ptr, res);
         break;
     default:
-        log_error("completion for a buffer in state %d", pkt->op);
+        log_error_rl("completion for a buffer in state %d", pkt->op);
     }
 }
 
@@ -339,7 +339,7 @@ static void on_signal(struct loop *l, uint64_t now)
             l->on.hangup(l->on.control_ctx, now);
             continue;
         }
-        log_info("%s: signal %u, stopping", l->name, si.ssi_signo);
+        log_notice("%s: signal %u, stopping", l->name, si.ssi_signo);
         l->stop = true;
     }
 }
@@ -424,6 +424,9 @@ static uint64_t run_timers(struct loop *l, uint64_t now)
 
     if (l->on.control_timers && (t = l->on.control_timers(l->on.control_ctx, now)) < next)
         next = t;
+    /* Rate-limited lines whose window is over say what they suppressed
+     * (LOOP_MAX_SLEEP_NS late at most). */
+    log_flush(now);
 
     return next < now + LOOP_MAX_SLEEP_NS ? next : now + LOOP_MAX_SLEEP_NS;
 }

@@ -262,7 +262,7 @@ static void peers_leave(struct device *dev, const struct plan *pl, uint64_t now)
         struct peer *p = dev->peers[i];
         if (in_plan(pl, p))
             continue;
-        log_info("peer %s: removed from the cluster; its sessions are wiped", p->name);
+        log_notice("peer %s: removed from the cluster; its sessions are wiped", p->name);
         peer_clear_keys(p);
         peer_drop_staged(p);
         peer_free(p);
@@ -348,6 +348,21 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
         handshake_send_initiation(pl->made[i], false, now);
 }
 
+/* One line per reload, whichever way it came (SIGHUP, ddpnet reload): the
+ * checksum is the one `status` shows, so a person can match nodes to files. */
+static void log_applied(const struct device *dev, size_t changes)
+{
+    char hex[2 * DEVICE_CLUSTER_SUM_LEN + 1];
+
+    for (unsigned i = 0; i < DEVICE_CLUSTER_SUM_LEN; i++)
+        snprintf(hex + 2 * i, 3, "%02x", dev->cluster_sum[i]);
+    if (changes)
+        log_notice("reload applied: %zu change%s, cluster file %s", changes,
+                   changes == 1 ? "" : "s", hex);
+    else
+        log_info("reload: no changes, cluster file %s", hex);
+}
+
 static void say_errors(const struct cluster_diag *diag, members_say say, void *ctx)
 {
     for (size_t i = 0; i < diag->n; i++) {
@@ -367,7 +382,7 @@ static void say_changes(const struct cluster_diff *d, members_say say, void *ctx
 
     for (size_t i = 0; i < d->n; i++) {
         if (cluster_change_format(&d->changes[i], line, sizeof(line)) == 0) {
-            log_info("reload: %s", line);
+            log_notice("reload: %s", line);
             say(ctx, MEMBERS_SAY_CHANGE, line);
         }
     }
@@ -405,6 +420,7 @@ int members_reload(struct device *dev, const char *text, size_t len, members_say
         goto out;
     members_checksum(text, len, dev->cluster_sum);
     dev->cluster_applied_unix = (uint64_t)time(NULL);
+    log_applied(dev, d.n);
     if (d.n && dev->hosts_fd >= 0 && (ret = members_write_hosts(dev)))
         log_warn("reload: the names block was not updated: %s", strerror(-ret));
     ret = 0;
