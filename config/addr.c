@@ -124,6 +124,19 @@ bool cluster_addr_in_network(const struct cluster_addr *a,
     return cluster_addr_equal(&m, &n);
 }
 
+bool cluster_addr_is_loopback(const struct cluster_addr *a)
+{
+    static const uint8_t v6_loopback[16] = { [15] = 1 };
+    static const uint8_t v4_mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+    if (a->family == AF_INET)
+        return a->bytes[0] == 127;
+    if (a->family != AF_INET6)
+        return false;
+    return !memcmp(a->bytes, v6_loopback, sizeof(v6_loopback)) ||
+           (!memcmp(a->bytes, v4_mapped, sizeof(v4_mapped)) && a->bytes[12] == 127);
+}
+
 bool cluster_addr_is_broadcast(const struct cluster_addr *a, unsigned prefix)
 {
     struct cluster_addr host = *a;

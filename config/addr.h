@@ -30,6 +30,8 @@ bool cluster_addr_in_network(const struct cluster_addr *a,
                              const struct cluster_addr *net, unsigned prefix);
 /* Every host bit set: the IPv4 broadcast address (never true for IPv6). */
 bool cluster_addr_is_broadcast(const struct cluster_addr *a, unsigned prefix);
+/* 127.0.0.0/8 or ::1 (an IPv4-mapped 127/8 too). */
+bool cluster_addr_is_loopback(const struct cluster_addr *a);
 
 /* Node name: letters, digits, '-' and '.', 1..CLUSTER_NAME_MAX characters,
  * no empty label, not starting or ending with '-' or '.'. */

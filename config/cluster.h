@@ -42,6 +42,19 @@ struct cluster_addr {
     uint8_t bytes[16];
 };
 
+/* Where the Prometheus endpoint listens (`metrics = ADDRESS:PORT`): off,
+ * an IP literal, or `overlay:PORT`, each node's own overlay address (one
+ * line that fits every node of a shared file). */
+enum cluster_metrics_at { CLUSTER_METRICS_OFF, CLUSTER_METRICS_ADDRESS, CLUSTER_METRICS_OVERLAY };
+struct cluster_metrics {
+    enum cluster_metrics_at at;
+    struct cluster_addr addr;             /* CLUSTER_METRICS_ADDRESS */
+    uint16_t port;
+    /* `metrics-public = yes`: an address that is neither loopback nor the
+     * overlay's is accepted (the counters are then anyone's to read). */
+    bool public_ok;
+};
+
 /* Where a node is reached: an IP literal (literal set, addr filled) or a
  * hostname that the daemon resolves later. host holds the text as written,
  * without brackets. */
@@ -77,6 +90,7 @@ struct cluster {
     uint16_t busy_poll_us;                /* CLUSTER_BUSY_POLL_DEFAULT unless set */
     bool busy_poll_set;
     bool hostnames_off;                   /* `hostnames = off`: machines' names not shared */
+    struct cluster_metrics metrics;
     size_t n_nodes;                       /* at least 1 after a parse */
     struct cluster_node *nodes;           /* file order; nodes[0] = master */
 };

@@ -32,6 +32,27 @@ static void check_mtu(struct cluster_parser *p)
                          CLUSTER_MTU_MIN_IPV6);
 }
 
+/* Counters are the cluster's business: served where only this machine
+ * (loopback) or the overlay's members can reach them, unless the file
+ * says otherwise. An overlay address is one node's own; `up` refuses it
+ * on any other node (overlay:PORT fits them all). */
+static void check_metrics(struct cluster_parser *p)
+{
+    const struct cluster_metrics *m = &p->settings.metrics;
+    char text[CLUSTER_HOST_MAX + 3];
+
+    if (m->at != CLUSTER_METRICS_ADDRESS || m->public_ok || cluster_addr_is_loopback(&m->addr))
+        return;
+    if (p->network_ok &&
+        cluster_addr_in_network(&m->addr, &p->settings.network, p->settings.prefix))
+        return;
+    cluster_addr_format(&m->addr, text, sizeof(text));
+    cluster_diag_add(p, p->key_line[CLUSTER_KEY_METRICS], "metrics address %s is neither "
+                     "loopback nor in the overlay network: anyone who reaches it could read "
+                     "the counters; use 127.0.0.1:PORT or overlay:PORT, or set "
+                     "metrics-public = yes", text);
+}
+
 static void check_address(struct cluster_parser *p, node_ptr w)
 {
     const struct cluster *c = &p->settings;
@@ -235,6 +256,7 @@ void cluster_check_all(struct cluster_parser *p)
     check_presence(p);
     cluster_keys_require(p);
     check_mtu(p);
+    check_metrics(p);
     check_addresses(p);
     check_aliases(p);
     if (p->n_nodes < 2)

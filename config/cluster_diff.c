@@ -65,6 +65,11 @@ static unsigned settings_changes(const struct cluster *old, const struct cluster
         what |= CLUSTER_CHANGED_BUSY_POLL;
     if (old->hostnames_off != new->hostnames_off)
         what |= CLUSTER_CHANGED_HOSTNAMES;
+    if (old->metrics.at != new->metrics.at || old->metrics.port != new->metrics.port ||
+        old->metrics.public_ok != new->metrics.public_ok ||
+        (new->metrics.at == CLUSTER_METRICS_ADDRESS &&
+         !cluster_addr_equal(&old->metrics.addr, &new->metrics.addr)))
+        what |= CLUSTER_CHANGED_METRICS;
     return what;
 }
 
@@ -123,7 +128,8 @@ static int append_names(char *buf, size_t len, size_t at, unsigned what,
 
 static const char *const node_what[] = { "key", "address", "endpoint", "port", "keepalive",
                                          "aliases" };
-static const char *const settings_what[] = { "network", "mtu", "busy-poll", "hostnames" };
+static const char *const settings_what[] = { "network", "mtu", "busy-poll", "hostnames",
+                                              "metrics" };
 
 int cluster_change_format(const struct cluster_change *c, char *buf, size_t len)
 {

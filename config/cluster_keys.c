@@ -127,6 +127,58 @@ static void hostnames_apply(struct cluster_parser *p, int line, const char *valu
     }
 }
 
+/* "overlay:PORT", or an IP literal and port as an endpoint is written
+ * ("127.0.0.1:9586", "[::1]:9586"); never a hostname (nothing here
+ * resolves). */
+#define METRICS_OVERLAY_PREFIX "overlay:"
+static void metrics_apply(struct cluster_parser *p, int line, const char *value)
+{
+    char q[CLUSTER_QUOTE_MAX + 4];
+    struct cluster_metrics *m = &p->settings.metrics;
+    struct cluster_endpoint e;
+    const char *why = "";
+    unsigned port;
+
+    cluster_quote(q, sizeof(q), value);
+    if (!strncmp(value, METRICS_OVERLAY_PREFIX, strlen(METRICS_OVERLAY_PREFIX))) {
+        if (cluster_uint_parse(value + strlen(METRICS_OVERLAY_PREFIX), CLUSTER_PORT_MAX,
+                               &port) < 0 || port == 0) {
+            cluster_diag_add(p, line, "bad metrics '%s': bad port (expected 1..%u)", q,
+                             CLUSTER_PORT_MAX);
+            return;
+        }
+        m->at = CLUSTER_METRICS_OVERLAY;
+        m->port = (uint16_t)port;
+        return;
+    }
+    if (cluster_endpoint_parse(value, &e, &why) < 0) {
+        cluster_diag_add(p, line, "bad metrics '%s': %s", q, why);
+        return;
+    }
+    if (!e.literal) {
+        cluster_diag_add(p, line, "bad metrics '%s': expected an IP address (or "
+                         "overlay:PORT), not a hostname", q);
+        return;
+    }
+    m->at = CLUSTER_METRICS_ADDRESS;
+    m->addr = e.addr;
+    m->port = e.port;
+}
+
+static void metrics_public_apply(struct cluster_parser *p, int line, const char *value)
+{
+    char q[CLUSTER_QUOTE_MAX + 4];
+
+    if (!strcmp(value, "yes") || !strcmp(value, "on")) {
+        p->settings.metrics.public_ok = true;
+    } else if (!strcmp(value, "no") || !strcmp(value, "off")) {
+        p->settings.metrics.public_ok = false;
+    } else {
+        cluster_quote(q, sizeof(q), value);
+        cluster_diag_add(p, line, "bad metrics-public '%s' (expected yes or no)", q);
+    }
+}
+
 static void public_key_apply(struct cluster_parser *p, int line, const char *value)
 {
     /* base64 never decodes to more bytes than it has characters */
@@ -227,6 +279,8 @@ static const struct key_def cluster_keys[CLUSTER_KEY_COUNT] = {
     [CLUSTER_KEY_KEEPALIVE] = { "persistent-keepalive", false, keepalive_apply },
     [CLUSTER_KEY_BUSY_POLL] = { "busy-poll", false, busy_poll_apply },
     [CLUSTER_KEY_HOSTNAMES] = { "hostnames", false, hostnames_apply },
+    [CLUSTER_KEY_METRICS]   = { "metrics", false, metrics_apply },
+    [CLUSTER_KEY_METRICS_PUBLIC] = { "metrics-public", false, metrics_public_apply },
 };
 
 static const struct key_def node_keys[CLUSTER_NODE_KEY_COUNT] = {

@@ -32,6 +32,8 @@
 #include "crypto/aead.h"
 #include "overlay/base/log.h"
 #include "overlay/control/control.h"
+#include "overlay/daemon/notify.h"
+#include "overlay/daemon/services.h"
 #include "overlay/daemon/daemon.h"
 #include "overlay/membership/hosts.h"
 #include "overlay/membership/members.h"
@@ -62,7 +64,8 @@ struct setup {
     struct device dev;
     struct loop loop;
     bool loop_ready;
-    struct control_server *control;
+    struct services services;             /* the control socket, metrics */
+    bool services_open;
     struct nl route_nl;                   /* the path MTU search asks the kernel (route_mtu) */
     bool route_nl_open;
     int tun_fd, udp4_fd, udp6_fd, control_fd, signal_fd;
@@ -493,6 +496,10 @@ static void report_ready(struct setup *s)
     log_info("%s up: %s/%u, node %s, %zu peers, UDP port %u, mtu %u, %u crypto threads",
              s->dev.ifname, addr, s->dev.cluster.prefix, s->dev.self->name, s->dev.n_peers,
              s->dev.listen_port, s->dev.mtu, s->loop.crypto.n_threads);
+    char status[256];
+    snprintf(status, sizeof(status), "READY=1\nSTATUS=%s up: %s/%u, node %s, %zu peers",
+             s->dev.ifname, addr, s->dev.cluster.prefix, s->dev.self->name, s->dev.n_peers);
+    notify_send(status);
     if (s->opt->ready_fd >= 0) {
         dprintf(s->opt->ready_fd, "ok\n");
         close(s->opt->ready_fd);
@@ -543,20 +550,28 @@ static void open_route_queries(struct setup *s)
     s->dev.route_ctx = s;
 }
 
-/* The control socket's handlers (control.h): served from the loop. */
+/* The control socket and metrics (services.h): served from the loop. */
 static void on_control(void *ctx, uint64_t now)
 {
     struct setup *s = ctx;
 
-    control_server_run(s->control, &s->dev, now);
+    services_run(&s->services, now);
 }
 
 static uint64_t on_control_timers(void *ctx, uint64_t now)
 {
     struct setup *s = ctx;
 
-    control_server_expire(s->control, now);
-    return control_server_next(s->control);
+    return services_timers(&s->services, now);
+}
+
+static int open_services(struct setup *s)
+{
+    char err[256];
+    int ret = services_open(&s->services, &s->dev, s->control_fd, err, sizeof(err));
+
+    s->services_open = true;
+    return ret ? fail(s, ret, "%s", err) : 0;
 }
 
 static int setup_all(struct setup *s)
@@ -572,13 +587,13 @@ static int setup_all(struct setup *s)
     if (s->control_fd < 0)
         return fail(s, s->control_fd, "control socket %s: %s", s->socket_path,
                     strerror(-s->control_fd));
-    if (!(s->control = control_server_new(s->control_fd)))
-        return fail(s, -errno, "control socket: %s", strerror(errno));
+    if ((ret = open_services(s)))
+        return ret;
     struct loop_config lc = {
         .name = s->dev.ifname, .max_datagram = s->dev.mtu + WG_TRANSPORT_MIN_LEN,
         .busy_poll_us = s->dev.cluster.busy_poll_us,
         .tun_fd = s->tun_fd, .udp4_fd = s->udp4_fd, .udp6_fd = s->udp6_fd,
-        .control_fd = control_server_fd(s->control), .signal_fd = s->signal_fd,
+        .control_fd = services_fd(&s->services), .signal_fd = s->signal_fd,
     };
     struct loop_handlers on;
     engine_loop_handlers(&s->dev, &on);
@@ -616,7 +631,9 @@ static void teardown(struct setup *s)
         unlink(s->socket_path);
     if (s->loop_ready)
         loop_destroy(&s->loop);
-    control_server_free(s->control);
+    if (s->services_open)
+        services_close(&s->services);
+    notify_close();
     device_destroy(&s->dev);
     cluster_free(&s->dev.cluster);
     close_fd(&s->control_fd);
@@ -649,6 +666,11 @@ int daemon_run(struct daemon_options *opt)
     s->dev.cluster = *opt->cluster;          /* taken over */
     memset(opt->cluster, 0, sizeof(*opt->cluster));
     s->dev.self = opt->self;                 /* points into the same nodes */
+    /* While root: systemd's socket may be out of reach of our own user. */
+    if ((ret = notify_open()))
+        log_warn("NOTIFY_SOCKET: %s; systemd will not hear that %s is up", strerror(-ret),
+                 opt->ifname);
+    ret = 0;
     if ((ret = crypto_core_init()))
         ret = fail(s, ret, "cannot initialise the crypto library (%s=%s?): %s", AEAD_BACKEND_ENV,
                    getenv(AEAD_BACKEND_ENV) ? getenv(AEAD_BACKEND_ENV) : "", strerror(-ret));
@@ -671,6 +693,7 @@ int daemon_run(struct daemon_options *opt)
         for (size_t i = 0; i < s->dev.n_peers; i++)
             handshake_send_initiation(s->dev.peers[i], false, now);
         ret = loop_run(&s->loop);
+        notify_send("STOPPING=1");
         const struct device_stats *st = &s->dev.stats;
         log_info("%s stopped; %llu TUN reads gave %llu packets, %llu receives held %llu "
                  "datagrams, %llu TUN writes", s->dev.ifname,

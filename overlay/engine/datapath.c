@@ -559,7 +559,7 @@ static bool open_relayed(struct device *dev, struct rx_batch *b, const struct re
     if (noise_message_type(r->msg, r->len) != WG_MSG_TRANSPORT) {
         struct pkt *h;
         if (!handshake_admit(dev, r->msg, r->len, &b->pkt->addr, now) ||
-            !(h = loop_pkt_get(dev->loop)))
+            !(h = device_pkt_get(dev)))
             return false;
         memcpy(h->in, r->msg, r->len);
         h->len = r->len;
@@ -596,7 +596,7 @@ static void pass_to_handshake(struct device *dev, const uint8_t *msg, uint32_t l
 {
     struct pkt *h;
 
-    if (!handshake_admit(dev, msg, len, src, now) || !(h = loop_pkt_get(dev->loop)))
+    if (!handshake_admit(dev, msg, len, src, now) || !(h = device_pkt_get(dev)))
         return;
     memcpy(h->in, msg, len);
     h->len = len;

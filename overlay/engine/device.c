@@ -100,6 +100,15 @@ struct peer *device_peer_by_id(struct device *dev, disco_id id)
     return NULL;
 }
 
+struct pkt *device_pkt_get(struct device *dev)
+{
+    struct pkt *pkt = loop_pkt_get(dev->loop);
+
+    if (!pkt)
+        dev->stats.dropped_no_buffer++;
+    return pkt;
+}
+
 /* The endpoint of a node as the cluster file gives it, when it is an IP
  * literal; hostnames are resolved by the daemon before this (see
  * device_setup.h). */

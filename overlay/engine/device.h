@@ -99,6 +99,9 @@ struct peer {
     uint64_t last_sent_ns, last_received_ns;
 
     uint64_t rx_bytes, tx_bytes;          /* UDP payload bytes, as WireGuard counts */
+    /* Initiations sent (retries too) and sessions made, either role: the
+     * metrics' ddpnet_peer_handshakes_*_total. */
+    uint64_t handshakes_sent, handshakes_completed;
     struct rate rx_rate, tx_rate;
 
     struct stage_queue staged;            /* packets waiting for a session (stage.h) */
@@ -147,6 +150,8 @@ struct device_stats {
      * answered, sends refused for want of credit, relay trials that
      * failed and relays dropped because answers stopped. */
     uint64_t hint_bytes, hint_refused, relay_trials_failed, relay_dropped;
+    /* Packets dropped for want of a free buffer in the pool. */
+    uint64_t dropped_no_buffer;
 };
 
 /* This node's side of discovery (disco_io.c): its local candidates, the
@@ -225,6 +230,9 @@ struct device {
 struct peer *device_peer_by_key(struct device *dev, const uint8_t key[WG_KEY_LEN]);
 /* Peer by its id (disco's records name peers so). */
 struct peer *device_peer_by_id(struct device *dev, disco_id id);
+/* A pool buffer for a message that is dropped without one: NULL (counted
+ * in stats.dropped_no_buffer) when the pool is empty. */
+struct pkt *device_pkt_get(struct device *dev);
 /* Peer by overlay destination address of an inner packet. */
 struct peer *device_peer_by_address(struct device *dev, int family, const uint8_t *addr);
 

@@ -111,7 +111,7 @@ static void send_initiation(struct peer *p, uint64_t now)
     unsigned sprayed = 0;
 
     cookie_add_macs(&p->cookie, p->initiation, WG_INITIATION_LEN, now);
-    if (path_usable(p) && (pkt = loop_pkt_get(p->dev->loop))) {
+    if (path_usable(p) && (pkt = device_pkt_get(p->dev))) {
         memcpy(pkt->area, p->initiation, WG_INITIATION_LEN);
         send_handshake_message(p, pkt, WG_INITIATION_LEN, NULL, now);
         on_path = true;
@@ -125,6 +125,8 @@ static void send_initiation(struct peer *p, uint64_t now)
     }
     /* The sent-events only for what went out (send_handshake_message
      * fired them for the path's copy). */
+    if (on_path || sprayed)
+        p->handshakes_sent++;
     if (!on_path && sprayed) {
         timers_any_authenticated_packet_traversal(p, now);
         timers_any_authenticated_packet_sent(p, now);
@@ -246,6 +248,7 @@ static void note_session(struct peer *p, const char *role)
         log_debug("peer %s: new session (%s)", p->name, role);
     p->reachable = true;
     p->no_answer = false;
+    p->handshakes_completed++;
 }
 
 /* An authentic, fresh initiation from p crossed ours, and ours stands

@@ -279,7 +279,7 @@ static void relay_pkt(struct peer *r, const uint8_t key[WG_KEY_LEN], struct pkt 
     unsigned i = 0;
 
     while (path_relay_ready(r, now) && i < pkt->nseg) {
-        struct pkt *out = loop_pkt_get(dev->loop);
+        struct pkt *out = device_pkt_get(dev);
         if (!out)
             break;
         i = wrap_segments(r, key, pkt, i, out);
@@ -353,7 +353,7 @@ static struct pkt *forward_slot(struct device *dev, struct peer *to, size_t seal
         path_flush(dev, now);
     if ((out = dev->disco.fwd))
         return out;
-    if (!(out = loop_pkt_get(dev->loop)))
+    if (!(out = device_pkt_get(dev)))
         return NULL;
     out->nseg = 0;
     out->stride = (uint32_t)sealed;

@@ -1,0 +1,230 @@
+/* The exposition (metrics.h): each family's HELP and TYPE, then its
+ * samples, every peer's together, as the text format wants them grouped.
+ * Written into a memory stream: a scrape is a few hundred bytes per peer
+ * and happens off the data path. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <sodium.h>
+
+#include "overlay/control/metrics.h"
+#include "overlay/engine/device.h"
+#include "overlay/loop/loop.h"
+
+#define NS_PER_SEC_F 1e9
+
+/* A label value with the three characters the format escapes. */
+static void put_label_value(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\')
+            fputs("\\\\", f);
+        else if (*s == '"')
+            fputs("\\\"", f);
+        else if (*s == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+static void put_label(FILE *f, const char *name, const char *value, bool first)
+{
+    fprintf(f, "%s%s=\"", first ? "" : ",", name);
+    put_label_value(f, value);
+    fputc('"', f);
+}
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* {interface=...,public_key=...,allowed_ips=...,friendly_name=...} without
+ * the closing brace, for a caller that adds labels of its own. */
+static void peer_labels_open(FILE *f, const struct device *dev, const struct peer *p)
+{
+    char key[sodium_base64_ENCODED_LEN(WG_KEY_LEN, sodium_base64_VARIANT_ORIGINAL)];
+    char addr[CLUSTER_HOST_MAX + 3], allowed[CLUSTER_HOST_MAX + 8];
+
+    sodium_bin2base64(key, sizeof(key), p->public_key, WG_KEY_LEN, sodium_base64_VARIANT_ORIGINAL);
+    if (cluster_addr_format(&p->address, addr, sizeof(addr)) < 0)
+        addr[0] = '\0';
+    snprintf(allowed, sizeof(allowed), "%s/%u", addr, p->address.family == AF_INET6 ? 128 : 32);
+    fputc('{', f);
+    put_label(f, "interface", dev->ifname, true);
+    put_label(f, "public_key", key, false);
+    put_label(f, "allowed_ips", allowed, false);
+    put_label(f, "friendly_name", p->name, false);
+}
+
+static void peer_sample(FILE *f, const struct device *dev, const struct peer *p,
+                        const char *name, double value)
+{
+    fputs(name, f);
+    peer_labels_open(f, dev, p);
+    fprintf(f, "} %.17g\n", value);
+}
+
+/* One per-peer family: value(p) for every peer; has(p) false skips one
+ * (a round trip never measured is absent, not 0). */
+struct peer_family {
+    const char *name, *type, *help;
+    double (*value)(const struct peer *p);
+    bool (*has)(const struct peer *p);
+};
+
+static double sent_bytes(const struct peer *p) { return (double)p->tx_bytes; }
+static double received_bytes(const struct peer *p) { return (double)p->rx_bytes; }
+static double handshakes_sent(const struct peer *p) { return (double)p->handshakes_sent; }
+static double handshakes_done(const struct peer *p) { return (double)p->handshakes_completed; }
+static double rtt(const struct peer *p) { return (double)p->disco.rtt_ns / NS_PER_SEC_F; }
+static bool has_rtt(const struct peer *p) { return p->disco.rtt_ns != 0; }
+static double mtu(const struct peer *p) { return path_mtu(p); }
+static bool has_mtu(const struct peer *p) { return path_usable(p); }
+static double reachable(const struct peer *p) { return p->reachable && !p->no_answer; }
+
+static double latest_handshake(const struct peer *p)
+{
+    return (double)p->last_handshake.tv_sec + (double)p->last_handshake.tv_nsec / NS_PER_SEC_F;
+}
+
+static const struct peer_family peer_families[] = {
+    { "wireguard_sent_bytes_total", "counter",
+      "Bytes sent to the peer (UDP payload, as WireGuard counts them).", sent_bytes, NULL },
+    { "wireguard_received_bytes_total", "counter",
+      "Bytes received from the peer (UDP payload, as WireGuard counts them).",
+      received_bytes, NULL },
+    { "wireguard_latest_handshake_seconds", "gauge",
+      "Unix time of the latest completed handshake with the peer (0: none yet).",
+      latest_handshake, NULL },
+    { "ddpnet_peer_reachable", "gauge",
+      "1 while a session with the peer stands, 0 while it does not answer.", reachable, NULL },
+    { "ddpnet_peer_rtt_seconds", "gauge",
+      "The latest round trip to the peer, measured by discovery pings.", rtt, has_rtt },
+    { "ddpnet_peer_path_mtu_bytes", "gauge",
+      "The largest inner packet the path to the peer carries.", mtu, has_mtu },
+    { "ddpnet_peer_handshakes_sent_total", "counter",
+      "Handshake initiations sent to the peer, retries included.", handshakes_sent, NULL },
+    { "ddpnet_peer_handshakes_completed_total", "counter",
+      "Sessions made with the peer, as initiator or responder.", handshakes_done, NULL },
+};
+
+static void put_peer_family(FILE *f, const struct device *dev, const struct peer_family *pf)
+{
+    family(f, pf->name, pf->type, pf->help);
+    for (size_t i = 0; i < dev->n_peers; i++)
+        if (!pf->has || pf->has(dev->peers[i]))
+            peer_sample(f, dev, dev->peers[i], pf->name, pf->value(dev->peers[i]));
+}
+
+/* 1 with the path as labels: path="direct", "relay" (via="NAME"),
+ * "unreachable" or "none" (no endpoint known yet). */
+static void put_paths(FILE *f, const struct device *dev)
+{
+    family(f, "ddpnet_peer_path", "gauge",
+           "The path to the peer: direct, relay (via names the relay), unreachable or none.");
+    for (size_t i = 0; i < dev->n_peers; i++) {
+        const struct peer *p = dev->peers[i];
+        const char *path = p->no_answer ? "unreachable"
+                         : p->via ? "relay"
+                         : p->endpoint.sa.sa_family != AF_UNSPEC ? "direct" : "none";
+        fputs("ddpnet_peer_path", f);
+        peer_labels_open(f, dev, p);
+        put_label(f, "path", path, false);
+        put_label(f, "via", p->via && !p->no_answer ? p->via->name : "", false);
+        fputs("} 1\n", f);
+    }
+}
+
+static void device_sample(FILE *f, const struct device *dev, const char *name,
+                          const char *label, const char *label_value, uint64_t value)
+{
+    fputs(name, f);
+    fputc('{', f);
+    put_label(f, "interface", dev->ifname, true);
+    if (label)
+        put_label(f, label, label_value, false);
+    fprintf(f, "} %llu\n", (unsigned long long)value);
+}
+
+static void put_drops(FILE *f, const struct device *dev)
+{
+    const struct device_stats *st = &dev->stats;
+    const struct stage_stats *sg = &dev->stage.stats;
+    const struct { const char *reason; uint64_t n; } drops[] = {
+        { "replay", st->dropped_replay },
+        { "bad_source", st->dropped_source },
+        { "no_session", sg->dropped_peer_full + sg->dropped_store_full + sg->dropped_too_big },
+        { "rate_limited", st->dropped_ratelimited },
+        { "pool_full", st->dropped_no_buffer },
+        { "bad_packet", st->dropped_bad_packet },
+        { "unknown_peer", st->dropped_unknown_peer },
+        { "unreachable", st->refused_unreachable },
+        { "too_big", st->refused_too_big },
+        { "relay_refused", st->relay_refused },
+        { "hint_refused", st->hint_refused },
+    };
+
+    family(f, "ddpnet_packets_dropped_total", "counter",
+           "Packets dropped or refused, by reason: replay, bad_source (inner source not the "
+           "peer's), no_session (waiting for a handshake, no room left), rate_limited "
+           "(handshakes over their source's rate), pool_full (no free buffer), bad_packet, "
+           "unknown_peer, unreachable and too_big (ICMP sent back), relay_refused, "
+           "hint_refused (a member's hint over its credit).");
+    for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
+        device_sample(f, dev, "ddpnet_packets_dropped_total", "reason", drops[i].reason,
+                      drops[i].n);
+}
+
+static void put_device(FILE *f, const struct device *dev)
+{
+    const struct pkt_pool *pool = dev->loop ? &dev->loop->pool : NULL;
+
+    family(f, "ddpnet_info", "gauge", "This node: 1, with its name as a label.");
+    fputs("ddpnet_info{", f);
+    put_label(f, "interface", dev->ifname, true);
+    put_label(f, "node", dev->self ? dev->self->name : "", false);
+    fputs("} 1\n", f);
+    family(f, "ddpnet_peers", "gauge", "Peers in the cluster, this node not counted.");
+    device_sample(f, dev, "ddpnet_peers", NULL, NULL, dev->n_peers);
+    if (pool) {
+        family(f, "ddpnet_buffers_in_use", "gauge", "Packet buffers of the pool in use.");
+        device_sample(f, dev, "ddpnet_buffers_in_use", NULL, NULL, pool->n - pool->n_free);
+        family(f, "ddpnet_buffers", "gauge", "Packet buffers in the pool.");
+        device_sample(f, dev, "ddpnet_buffers", NULL, NULL, pool->n);
+    }
+    family(f, "ddpnet_relay_forwarded_total", "counter",
+           "Messages this node forwarded as a relay for other peers.");
+    device_sample(f, dev, "ddpnet_relay_forwarded_total", NULL, NULL, dev->stats.relay_forwarded);
+    family(f, "ddpnet_cluster_file_applied_timestamp_seconds", "gauge",
+           "Unix time the running cluster file was applied (up or reload).");
+    device_sample(f, dev, "ddpnet_cluster_file_applied_timestamp_seconds", NULL, NULL,
+                  dev->cluster_applied_unix);
+}
+
+int metrics_format(const struct device *dev, char **out, size_t *len)
+{
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f;
+
+    if (!dev || !out || !len)
+        return -EINVAL;
+    f = open_memstream(&buf, &size);
+    if (!f)
+        return -ENOMEM;
+    for (size_t i = 0; i < sizeof(peer_families) / sizeof(peer_families[0]); i++)
+        put_peer_family(f, dev, &peer_families[i]);
+    put_paths(f, dev);
+    put_drops(f, dev);
+    put_device(f, dev);
+    if (ferror(f) | fclose(f)) {
+        free(buf);
+        return -ENOMEM;
+    }
+    *out = buf;
+    *len = size;
+    return 0;
+}
