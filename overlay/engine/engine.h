@@ -33,9 +33,10 @@ void peer_clear_keys(struct peer *p);
 int peer_stage(struct peer *p, const uint8_t *data, uint32_t len, uint64_t now);
 long peer_unstage(struct peer *p, uint8_t *out, size_t cap);
 void peer_drop_staged(struct peer *p);
-/* The peer does not answer (why: for the log): its staged packets are
- * dropped, and new ones refused at once until a session comes up. */
-void peer_give_up(struct peer *p, const char *why);
+/* The peer does not answer (why: for the log, which warns once until a
+ * session comes up again): its staged packets are dropped, and new ones
+ * refused at once until a session comes up. */
+void peer_give_up(struct peer *p, const char *why, uint64_t now);
 /* Records the source of an authenticated packet as the endpoint; true
  * when it changed. */
 bool peer_update_endpoint(struct peer *p, const union endpoint *src);

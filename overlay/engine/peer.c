@@ -4,6 +4,7 @@
  * session. The struct lives in libsodium's guarded memory since it holds
  * keys. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,15 +149,36 @@ void peer_drop_staged(struct peer *p)
     p->timers.stage_expiry = 0;
 }
 
-void peer_give_up(struct peer *p, const char *why)
+/* When we last heard from it, for the warning: a peer never heard from
+ * since we started is likely not set up (or its port is shut); one that
+ * was went away. */
+static void last_heard(const struct peer *p, uint64_t now, char *buf, size_t len)
+{
+    if (!p->last_received_ns)
+        snprintf(buf, len, "never heard from since this node started");
+    else
+        snprintf(buf, len, "last heard from %llu s ago",
+                 (unsigned long long)((now - p->last_received_ns) / WG_NSEC_PER_SEC));
+}
+
+void peer_give_up(struct peer *p, const char *why, uint64_t now)
 {
     unsigned n = p->staged.packets;
+    char seen[64];
 
     peer_drop_staged(p);
-    if (!p->no_answer)
-        log_warn("peer %s does not answer (%s): %u waiting packet%s dropped; packets to it "
-                 "are refused until a handshake completes", p->name, why, n, n == 1 ? "" : "s");
+    /* Once per time it goes away (a person should look), however often
+     * traffic towards it starts another round of initiations after. */
+    if (!p->no_answer) {
+        last_heard(p, now, seen, sizeof(seen));
+        log_warn("peer %s: unreachable: %s (%s); %u waiting packet%s dropped, packets to it "
+                 "get ICMP unreachable until a handshake completes", p->name, why, seen, n,
+                 n == 1 ? "" : "s");
+    } else {
+        log_debug_rl("peer %s: still unreachable: %s", p->name, why);
+    }
     p->no_answer = true;
+    p->reachable = false;
 }
 
 /* --- endpoint, counters, settings ------------------------------------------------- */
@@ -182,7 +204,8 @@ bool peer_update_endpoint(struct peer *p, const union endpoint *src)
         char old[64], new[64];
         endpoint_format(&p->endpoint, old, sizeof(old));
         endpoint_format(src, new, sizeof(new));
-        log_info("peer %s: endpoint changed from %s to %s", p->name, old, new);
+        /* Roaming (a NAT's new mapping, a move): a peer can repeat it. */
+        log_info_peer_rl("peer %s: endpoint changed from %s to %s", p->name, old, new);
     }
     memset(&p->endpoint, 0, sizeof(p->endpoint));
     memcpy(&p->endpoint, src, endpoint_sockaddr_len(src));

@@ -1,4 +1,6 @@
 /* WireGuard's timers (see timers.h), after the Linux module's timers.c. */
+#include <stdio.h>
+
 #include <sodium.h>
 
 #include "crypto/wg_const.h"
@@ -82,19 +84,18 @@ void timers_session_derived(struct peer *p, uint64_t now)
 static void expired_retransmit_handshake(struct peer *p, uint64_t now)
 {
     if (p->timers.handshake_attempts > WG_MAX_TIMER_HANDSHAKES) {
-        if (p->reachable || p->timers.handshake_attempts == WG_MAX_TIMER_HANDSHAKES + 1)
-            log_warn("peer %s unreachable: no handshake after %u attempts", p->name,
-                     WG_MAX_TIMER_HANDSHAKES + 2);
-        p->reachable = false;
+        char why[64];
+        snprintf(why, sizeof(why), "no answer to %u handshake initiations",
+                 WG_MAX_TIMER_HANDSHAKES + 2);
         p->timers.send_keepalive = 0;
-        peer_give_up(p, "handshake retries exhausted");
+        peer_give_up(p, why, now);   /* the warning, once per time it goes away */
         if (!p->timers.zero_key_material)
             arm(p, &p->timers.zero_key_material, now + secs(3 * WG_REJECT_AFTER_TIME));
         return;
     }
     p->timers.handshake_attempts++;
-    log_debug("peer %s: handshake did not complete after %u seconds, retrying (try %u)",
-              p->name, WG_REKEY_TIMEOUT, p->timers.handshake_attempts + 1);
+    log_debug_rl("peer %s: handshake did not complete after %u seconds, retrying (try %u)",
+                 p->name, WG_REKEY_TIMEOUT, p->timers.handshake_attempts + 1);
     handshake_send_initiation(p, true, now);
 }
 
@@ -109,16 +110,16 @@ static void expired_send_keepalive(struct peer *p, uint64_t now)
 
 static void expired_new_handshake(struct peer *p, uint64_t now)
 {
-    log_debug("peer %s: no reply for %u seconds, retrying handshake", p->name,
-              WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT);
+    log_debug_rl("peer %s: no reply for %u seconds, retrying handshake", p->name,
+                 WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT);
     handshake_send_initiation(p, false, now);
 }
 
 static void expired_zero_key_material(struct peer *p, uint64_t now)
 {
     (void)now;
-    log_debug("peer %s: zeroing keys after %u seconds without a new session", p->name,
-              3 * WG_REJECT_AFTER_TIME);
+    log_debug_rl("peer %s: zeroing keys after %u seconds without a new session", p->name,
+                 3 * WG_REJECT_AFTER_TIME);
     peer_clear_keys(p);
 }
 
@@ -130,7 +131,10 @@ static void expired_stage(struct peer *p, uint64_t now)
         datapath_send_staged(p, now);
         return;
     }
-    peer_give_up(p, "no handshake completed while packets waited");
+    char why[64];
+    snprintf(why, sizeof(why), "no handshake within %u s while packets waited",
+             PEER_STAGE_HOLD_SEC);
+    peer_give_up(p, why, now);
 }
 
 /* Disarms a deadline that has passed and reports whether it had. */
