@@ -378,6 +378,22 @@ static const struct bad_case bad_cases[] = {
         "(expected microseconds 0..10000, 0 = off)"),
     BAD(C4 "busy-poll = -1\n" NA, 4, "bad busy-poll '-1' "
         "(expected microseconds 0..10000, 0 = off)"),
+    /* metrics */
+    BAD(C4 "metrics = 192.0.2.1:9586\n" NA, 4, "metrics address 192.0.2.1 is neither loopback "
+        "nor in the overlay network: anyone who reaches it could read the counters; use "
+        "127.0.0.1:PORT or overlay:PORT, or set metrics-public = yes"),
+    BAD(C4 "metrics = [::]:9586\n" NA, 4, "metrics address :: is neither loopback "
+        "nor in the overlay network: anyone who reaches it could read the counters; use "
+        "127.0.0.1:PORT or overlay:PORT, or set metrics-public = yes"),
+    BAD(C4 "metrics = localhost:9586\n" NA, 4, "bad metrics 'localhost:9586': expected an "
+        "IP address (or overlay:PORT), not a hostname"),
+    BAD(C4 "metrics = 127.0.0.1\n" NA, 4, "bad metrics '127.0.0.1': missing port "
+        "(expected host:port)"),
+    BAD(C4 "metrics = 127.0.0.1:0\n" NA, 4, "bad metrics '127.0.0.1:0': port must be 1..65535"),
+    BAD(C4 "metrics = overlay:\n" NA, 4, "bad metrics 'overlay:': bad port (expected 1..65535)"),
+    BAD(C4 "metrics = overlay:65536\n" NA, 4,
+        "bad metrics 'overlay:65536': bad port (expected 1..65535)"),
+    BAD(C4 "metrics-public = maybe\n" NA, 4, "bad metrics-public 'maybe' (expected yes or no)"),
     /* public key */
     BAD(C4 "[node a]\npublic-key = not-base64!\naddress = 10.77.0.1\n", 5,
         "bad public-key: not valid base64 (expected 44 characters ending in '=', "
@@ -936,6 +952,57 @@ static void test_endpoint_parse_lengths(void **state)
     assert_int_equal(cluster_endpoint_parse("no-port", &e, NULL), -EINVAL);
 }
 
+/* Where metrics may listen: loopback and the overlay network as they
+ * are; anything else only with metrics-public = yes. */
+static void test_metrics_keys(void **state)
+{
+    static const struct { const char *line; enum cluster_metrics_at at; const char *addr;
+                          unsigned port; bool public_ok; } ok[] = {
+        { "", CLUSTER_METRICS_OFF, NULL, 0, false },
+        { "metrics = overlay:9586\n", CLUSTER_METRICS_OVERLAY, NULL, 9586, false },
+        { "metrics = 127.0.0.1:9586\n", CLUSTER_METRICS_ADDRESS, "127.0.0.1", 9586, false },
+        { "metrics = 127.1.2.3:1\n", CLUSTER_METRICS_ADDRESS, "127.1.2.3", 1, false },
+        { "metrics = [::1]:9586\n", CLUSTER_METRICS_ADDRESS, "::1", 9586, false },
+        { "metrics = 10.77.0.1:9586\n", CLUSTER_METRICS_ADDRESS, "10.77.0.1", 9586, false },
+        { "metrics = 0.0.0.0:9586\nmetrics-public = yes\n", CLUSTER_METRICS_ADDRESS, "0.0.0.0",
+          9586, true },
+        { "metrics-public = yes\nmetrics = 192.0.2.1:80\n", CLUSTER_METRICS_ADDRESS,
+          "192.0.2.1", 80, true },
+        { "metrics = 127.0.0.1:9586\nmetrics-public = no\n", CLUSTER_METRICS_ADDRESS,
+          "127.0.0.1", 9586, false },
+    };
+    char text[512];
+    struct cluster c;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        int n = snprintf(text, sizeof(text), C4 "%s" NA, ok[i].line);
+        parse_ok(text, (size_t)n, &c);
+        assert_int_equal(c.metrics.at, ok[i].at);
+        assert_int_equal(c.metrics.port, ok[i].port);
+        assert_int_equal(c.metrics.public_ok, ok[i].public_ok);
+        if (ok[i].addr)
+            assert_addr(&c.metrics.addr, ok[i].addr);
+        cluster_free(&c);
+    }
+}
+
+static void test_loopback(void **state)
+{
+    static const struct { const char *addr; bool loopback; } cases[] = {
+        { "127.0.0.1", true }, { "127.255.255.254", true }, { "::1", true },
+        { "::ffff:127.0.0.1", true }, { "128.0.0.1", false }, { "10.77.0.1", false },
+        { "::", false }, { "::2", false }, { "::ffff:10.0.0.1", false }, { "fe80::1", false },
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cluster_addr a;
+        assert_int_equal(cluster_addr_parse(cases[i].addr, &a), 0);
+        assert_int_equal(cluster_addr_is_loopback(&a), cases[i].loopback);
+    }
+}
+
 static void test_network_math(void **state)
 {
     struct cluster_addr net, a;
@@ -997,6 +1064,8 @@ int main(void)
         cmocka_unit_test(test_names_and_hostnames),
         cmocka_unit_test(test_endpoint_parse_lengths),
         cmocka_unit_test(test_network_math),
+        cmocka_unit_test(test_metrics_keys),
+        cmocka_unit_test(test_loopback),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

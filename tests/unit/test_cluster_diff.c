@@ -304,6 +304,37 @@ static void test_hostnames_key(void **state)
     pair_free(&p);
 }
 
+/* metrics and metrics-public: where the endpoint listens is a setting a
+ * running node does not take (its socket was made at up). */
+static void test_metrics_change(void **state)
+{
+    static const char *const files[] = {
+        "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n" NA,
+        "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\nmetrics = overlay:9586\n" NA,
+        "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\nmetrics = overlay:9587\n" NA,
+        "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\nmetrics = 127.0.0.1:9587\n" NA,
+        "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\nmetrics = 127.0.0.2:9587\n" NA,
+        "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\nmetrics = 127.0.0.2:9587\n"
+        "metrics-public = yes\n" NA,
+    };
+    struct pair p;
+    char buf[64];
+
+    (void)state;
+    for (size_t i = 0; i + 1 < sizeof(files) / sizeof(files[0]); i++) {
+        diff_of(&p, files[i], files[i + 1]);
+        assert_int_equal(p.d.settings, CLUSTER_CHANGED_METRICS);
+        assert_int_equal(p.d.n, 0);
+        pair_free(&p);
+        diff_of(&p, files[i + 1], files[i + 1]);
+        assert_int_equal(p.d.settings, 0);
+        pair_free(&p);
+    }
+    assert_int_equal(cluster_settings_format(CLUSTER_CHANGED_METRICS | CLUSTER_CHANGED_MTU, buf,
+                                             sizeof(buf)), 0);
+    assert_string_equal(buf, "mtu, metrics");
+}
+
 static void test_aliases_change(void **state)
 {
     struct pair p;
@@ -330,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_aliases_key),
         cmocka_unit_test(test_aliases_change),
         cmocka_unit_test(test_hostnames_key),
+        cmocka_unit_test(test_metrics_change),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
