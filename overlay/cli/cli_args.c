@@ -35,24 +35,35 @@
 #define CLI_STATE_PID      "pid"
 #define CLI_STATE_HOSTS    "hosts"
 #define CLI_PID_TEXT_MAX   16      /* "pid=" digits: an int and its NUL, with room */
+#define CLI_NS_DIGITS      9       /* decimals of a second that cli_args_seconds keeps */
+#define CLI_SECONDS_MAX    10000000000ull   /* 10^10 s: its ns fit a uint64_t */
+
+enum opt_value {
+    OPT_FLAG,                 /* takes no value */
+    OPT_VALUE,                /* needs one */
+    /* May go without: a separate one is taken only when it looks like a
+     * number, so "--watch -i x" keeps its -i and "--watch x" its x. */
+    OPT_MAYBE,
+};
 
 struct opt_def {
     enum cli_opt bit;
     char short_name;          /* 0: long form only */
     const char *long_name;
-    bool has_value;
+    enum opt_value value;
 };
 
 static const struct opt_def opt_defs[] = {
-    { CLI_OPT_CLUSTER,    'c', "cluster",    true  },
-    { CLI_OPT_KEY,        'k', "key",        true  },
-    { CLI_OPT_INTERFACE,  'i', "interface",  true  },
-    { CLI_OPT_RUN_DIR,    0,   "run-dir",    true  },
-    { CLI_OPT_HOSTS_FILE, 0,   "hosts-file", true  },
-    { CLI_OPT_FOREGROUND, 0,   "foreground", false },
-    { CLI_OPT_DEBUG,      0,   "debug",      false },
-    { CLI_OPT_JSON,       0,   "json",       false },
-    { CLI_OPT_MASTER,     0,   "master",     true  },
+    { CLI_OPT_CLUSTER,    'c', "cluster",    OPT_VALUE },
+    { CLI_OPT_KEY,        'k', "key",        OPT_VALUE },
+    { CLI_OPT_INTERFACE,  'i', "interface",  OPT_VALUE },
+    { CLI_OPT_RUN_DIR,    0,   "run-dir",    OPT_VALUE },
+    { CLI_OPT_HOSTS_FILE, 0,   "hosts-file", OPT_VALUE },
+    { CLI_OPT_FOREGROUND, 0,   "foreground", OPT_FLAG  },
+    { CLI_OPT_DEBUG,      0,   "debug",      OPT_FLAG  },
+    { CLI_OPT_JSON,       0,   "json",       OPT_FLAG  },
+    { CLI_OPT_MASTER,     0,   "master",     OPT_VALUE },
+    { CLI_OPT_WATCH,      'w', "watch",      OPT_MAYBE },
 };
 #define N_OPT_DEFS (sizeof(opt_defs) / sizeof(opt_defs[0]))
 
@@ -110,6 +121,53 @@ static const struct opt_def *opt_find(const char *arg, unsigned allowed,
     return NULL;
 }
 
+int cli_args_seconds(const char *s, uint64_t *ns)
+{
+    uint64_t whole = 0, frac = 0, scale = WG_NSEC_PER_SEC;
+    size_t digits = 0, decimals = 0;
+    const char *p = s;
+
+    for (; *p >= '0' && *p <= '9'; p++, digits++) {
+        whole = whole * 10 + (uint64_t)(*p - '0');
+        if (whole > CLI_SECONDS_MAX)
+            return -ERANGE;
+    }
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++, decimals++) {
+            if (decimals == CLI_NS_DIGITS)
+                return -EINVAL;     /* finer than a nanosecond: a typo */
+            scale /= 10;
+            frac += (uint64_t)(*p - '0') * scale;
+        }
+    }
+    if (*p != '\0' || digits + decimals == 0)
+        return -EINVAL;
+    *ns = whole * WG_NSEC_PER_SEC + frac;
+    return 0;
+}
+
+/* "2", "-1", ".5": what may follow an option whose value is optional. */
+static bool looks_like_number(const char *s)
+{
+    if (*s == '-' || *s == '+')
+        s++;
+    return (*s >= '0' && *s <= '9') || *s == '.';
+}
+
+static int store_watch(struct cli_args *a, const char *value, int shown, const char *arg,
+                       char *err, size_t errlen)
+{
+    uint64_t ns = CLI_WATCH_DEFAULT_NS;
+
+    if (value != NULL && (cli_args_seconds(value, &ns) != 0 || ns < CLI_WATCH_MIN_NS ||
+                          ns > CLI_WATCH_MAX_NS))
+        return fail(err, errlen, "option '%.*s' wants seconds from 0.1 to 3600, not '%s'",
+                    shown, arg, value);
+    a->watch = true;
+    a->watch_ns = ns;
+    return 0;
+}
+
 static void opt_store(struct cli_args *a, enum cli_opt bit, const char *value)
 {
     switch (bit) {
@@ -122,6 +180,7 @@ static void opt_store(struct cli_args *a, enum cli_opt bit, const char *value)
     case CLI_OPT_FOREGROUND: a->foreground = true; break;
     case CLI_OPT_DEBUG:      a->debug = true; break;
     case CLI_OPT_JSON:       a->json = true; break;
+    case CLI_OPT_WATCH:      break;   /* store_watch: its value is checked */
     }
 }
 
@@ -149,13 +208,19 @@ static int parse_one(int argc, char **argv, int *i, unsigned allowed,
 
     if (d == NULL)
         return fail(err, errlen, "unknown option '%.*s'", shown, arg);
-    if (!d->has_value && value != NULL)
+    if (d->value == OPT_FLAG && value != NULL)
         return fail(err, errlen, "option '%.*s' takes no value", shown, arg);
-    if (d->has_value && value == NULL && *i + 1 < argc &&
-        !looks_like_option(argv[*i + 1]))
+    if (d->value != OPT_FLAG && value == NULL && *i + 1 < argc &&
+        (d->value == OPT_MAYBE ? looks_like_number(argv[*i + 1])
+                               : !looks_like_option(argv[*i + 1])))
         value = argv[++*i];
-    if (d->has_value && (value == NULL || *value == '\0'))
+    if (d->value == OPT_VALUE && (value == NULL || *value == '\0'))
         return fail(err, errlen, "option '%.*s' needs a value", shown, arg);
+    if (d->bit == CLI_OPT_WATCH) {
+        int ret = store_watch(a, value, shown, arg, err, errlen);
+        if (ret != 0)
+            return ret;
+    }
     opt_store(a, d->bit, value);
     *seen |= d->bit;
     return 0;
@@ -185,6 +250,7 @@ int cli_args_parse(int argc, char **argv, unsigned allowed, unsigned required,
     a->ifname = DAEMON_DEFAULT_IFNAME;
     a->run_dir = DAEMON_DEFAULT_RUN_DIR;
     a->hosts_file = DAEMON_DEFAULT_HOSTS;
+    a->watch_ns = CLI_WATCH_DEFAULT_NS;
     if (err != NULL && errlen > 0)
         err[0] = '\0';
     for (i = 1; i < argc; i++) {

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -30,7 +31,15 @@ enum cli_opt {
     CLI_OPT_DEBUG      = 1u << 6,   /* --debug */
     CLI_OPT_JSON       = 1u << 7,   /* --json */
     CLI_OPT_MASTER     = 1u << 8,   /* --master NAME */
+    CLI_OPT_WATCH      = 1u << 9,   /* -w, --watch [SECONDS] */
 };
+
+/* --watch's interval: 1 s when none is given; below 0.1 s the control
+ * socket would be asked more often than a person can read, above an hour
+ * it is more likely a typo than a wish. */
+#define CLI_WATCH_DEFAULT_NS  1000000000ull
+#define CLI_WATCH_MIN_NS       100000000ull
+#define CLI_WATCH_MAX_NS     3600000000000ull
 
 /* The parsed options. Strings point into argv. */
 struct cli_args {
@@ -41,19 +50,31 @@ struct cli_args {
     const char *hosts_file;   /* default DAEMON_DEFAULT_HOSTS */
     const char *master;       /* NULL unless given */
     bool foreground, debug, json;
+    bool watch;               /* -w/--watch given */
+    uint64_t watch_ns;        /* its interval, CLI_WATCH_DEFAULT_NS unless given */
     bool help;                /* -h/--help: print usage, do nothing else */
 };
 
 /* Parses argv[1..argc) (argv[0] is the verb) for the options in allowed;
  * those in required must be present. Values come as "-c FILE", "-cFILE",
  * "--cluster FILE" or "--cluster=FILE"; "--" ends the options; a later
- * option overrides an earlier one. -h/--help sets help and ends parsing
- * (nothing is then required). Returns 0, or -EINVAL with one line in err:
- * "unknown option '--x'", "option '-c' needs a value", "option
- * '--debug' takes no value", "missing option -c/--cluster", "unexpected
- * argument 'x'" or "invalid interface name 'x'". */
+ * option overrides an earlier one. -w/--watch's value may be left out: it
+ * takes the next argument only when that looks like a number ("-w 2",
+ * "--watch=0.5", "-w2"; "--watch -i x" and "--watch foo" do not eat the
+ * next argument). -h/--help sets help and ends parsing (nothing is then
+ * required). Returns 0, or -EINVAL with one line in err: "unknown option
+ * '--x'", "option '-c' needs a value", "option '--debug' takes no value",
+ * "option '-w' wants seconds from 0.1 to 3600, not 'x'", "missing option
+ * -c/--cluster", "unexpected argument 'x'" or "invalid interface name
+ * 'x'". */
 int cli_args_parse(int argc, char **argv, unsigned allowed, unsigned required,
                    struct cli_args *a, char *err, size_t errlen);
+
+/* A number of seconds as a person writes it -- digits, and at most 9
+ * decimals after a point ("2", "0.5", ".25") -- in nanoseconds. 0, or
+ * -EINVAL for anything else (signs, exponents, "inf", spaces), or -ERANGE
+ * above 10^10 s. */
+int cli_args_seconds(const char *s, uint64_t *ns);
 
 /* cli_args_parse as every verb uses it: after --help prints "usage: ddpnet
  * VERB USAGE" on stdout and returns CLI_EXIT_OK; after an error prints

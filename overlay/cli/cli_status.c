@@ -1,6 +1,7 @@
 /* `ddpnet status` and `ddpnet env`: ask the daemon over its control socket
- * (get=ddpnet) and print a table, JSON, or export lines. The printing is
- * done by pure functions of the response text (control_int.h), so it is
+ * (get=ddpnet) and print a table, JSON, or export lines; `status --watch`
+ * hands the table's frames to cli_watch.c. The printing is done by pure
+ * functions of the response text (control_int.h, cli_watch.h), so it is
  * tested without a daemon. */
 #include <errno.h>
 #include <stdbool.h>
@@ -14,6 +15,7 @@
 
 #include "overlay/cli/cli.h"
 #include "overlay/cli/cli_args.h"
+#include "overlay/cli/cli_watch.h"
 #include "overlay/control/control.h"
 #include "overlay/control/control_int.h"
 #include "overlay/control/uapi.h"
@@ -40,7 +42,7 @@
 /* --- the response, parsed ---------------------------------------------------------- */
 
 struct st_peer {
-    const char *name, *address, *endpoint, *path, *via;
+    const char *key, *name, *address, *endpoint, *path, *via;
     uint64_t handshake_sec, rx_bytes, tx_bytes, rx_rate, tx_rate, rtt_us, path_mtu;
     bool has_rtt, has_path_mtu;
 };
@@ -182,8 +184,13 @@ static int resp_line(struct st_resp *r, char *line)
     if (!eq || eq == line)
         return -EPROTO;
     *eq = '\0';
-    if (!strcmp(line, UAPI_KEY_PUBLIC_KEY))
-        return add_peer(r);
+    if (!strcmp(line, UAPI_KEY_PUBLIC_KEY)) {
+        int ret = add_peer(r);
+
+        if (ret == 0)
+            r->peers[r->n_peers - 1].key = eq + 1;
+        return ret;
+    }
     if (r->n_peers)
         return peer_line(&r->peers[r->n_peers - 1], line, eq + 1);
     return iface_line(r, line, eq + 1);
@@ -332,7 +339,14 @@ static void rtt_cell(char *buf, size_t len, const struct st_peer *p)
         snprintf(buf, len, "%.0f ms", ms);
 }
 
-static void fill_row(row_cells c, const struct st_peer *p, uint64_t now_unix)
+/* The rates a row shows: the watch's, where it knows them, else the daemon's. */
+struct row_rates {
+    const struct watch_rate *rates;   /* NULL: the daemon's */
+    size_t n;
+};
+
+static void fill_row(row_cells c, const struct st_peer *p, uint64_t now_unix,
+                     const struct watch_rate *rate)
 {
     snprintf(c[0], CELL_MAX, "%s", p->name);
     snprintf(c[1], CELL_MAX, "%s", p->address);
@@ -346,8 +360,15 @@ static void fill_row(row_cells c, const struct st_peer *p, uint64_t now_unix)
     human_age(c[6], CELL_MAX, p->handshake_sec, now_unix);
     human_bytes(c[7], CELL_MAX, p->rx_bytes);
     human_bytes(c[8], CELL_MAX, p->tx_bytes);
-    human_rate(c[9], CELL_MAX, p->rx_rate);
-    human_rate(c[10], CELL_MAX, p->tx_rate);
+    human_rate(c[9], CELL_MAX, rate ? rate->rx : p->rx_rate);
+    human_rate(c[10], CELL_MAX, rate ? rate->tx : p->tx_rate);
+}
+
+static const struct watch_rate *rate_of(const struct row_rates *rr, size_t peer)
+{
+    if (!rr->rates || peer >= rr->n || !rr->rates[peer].known)
+        return NULL;
+    return &rr->rates[peer];
 }
 
 static void print_row(FILE *out, const char *const cells[N_COLUMNS],
@@ -367,14 +388,15 @@ static void print_row(FILE *out, const char *const cells[N_COLUMNS],
     }
 }
 
-static void column_widths(const struct st_resp *r, uint64_t now, size_t width[N_COLUMNS])
+static void column_widths(const struct st_resp *r, uint64_t now, const struct row_rates *rr,
+                          size_t width[N_COLUMNS])
 {
     row_cells c;
 
     for (size_t i = 0; i < N_COLUMNS; i++)
         width[i] = strlen(column_names[i]);
     for (size_t p = 0; p < r->n_peers; p++) {
-        fill_row(c, &r->peers[p], now);
+        fill_row(c, &r->peers[p], now, rate_of(rr, p));
         for (size_t i = 0; i < N_COLUMNS; i++)
             if (strlen(c[i]) > width[i])
                 width[i] = strlen(c[i]);
@@ -383,9 +405,14 @@ static void column_widths(const struct st_resp *r, uint64_t now, size_t width[N_
 
 /* The cluster file the node runs: its checksum (the same on every node
  * that runs the same file) and how long ago it was applied. */
+static bool has_cluster_file(const struct st_resp *r)
+{
+    return r->cluster_sum && r->has_cluster_applied;
+}
+
 static void print_cluster_file(FILE *out, const struct st_resp *r, uint64_t now_unix)
 {
-    if (!r->cluster_sum || !r->has_cluster_applied)
+    if (!has_cluster_file(r))
         return;
     fprintf(out, "cluster file %s, applied ", r->cluster_sum);
     if (now_unix >= r->cluster_applied)
@@ -404,26 +431,124 @@ static void print_header(FILE *out, const struct st_resp *r, uint64_t now_unix)
     print_cluster_file(out, r, now_unix);
 }
 
-int status_format_table(const char *response, FILE *out, uint64_t now_unix)
+/* The header, the column names and the first n_rows peers' rows; the
+ * widths fit every peer, so that a row cut off does not move the others. */
+static void print_table(FILE *out, const struct st_resp *r, uint64_t now_unix,
+                        const struct row_rates *rr, size_t n_rows)
 {
-    struct st_resp r;
     size_t width[N_COLUMNS];
     row_cells c;
-    int ret = resp_parse(response, &r);
 
-    if (ret < 0)
-        return ret;
-    print_header(out, &r, now_unix);
-    column_widths(&r, now_unix, width);
+    print_header(out, r, now_unix);
+    column_widths(r, now_unix, rr, width);
     print_row(out, column_names, width);
-    for (size_t p = 0; p < r.n_peers; p++) {
+    for (size_t p = 0; p < n_rows && p < r->n_peers; p++) {
         const char *cells[N_COLUMNS];
 
-        fill_row(c, &r.peers[p], now_unix);
+        fill_row(c, &r->peers[p], now_unix, rate_of(rr, p));
         for (size_t i = 0; i < N_COLUMNS; i++)
             cells[i] = c[i];
         print_row(out, cells, width);
     }
+}
+
+int status_format_table(const char *response, FILE *out, uint64_t now_unix)
+{
+    static const struct row_rates daemons = { NULL, 0 };
+    struct st_resp r;
+    int ret = resp_parse(response, &r);
+
+    if (ret < 0)
+        return ret;
+    print_table(out, &r, now_unix, &daemons, r.n_peers);
+    resp_free(&r);
+    return 0;
+}
+
+/* --- the watch's frame ----------------------------------------------------------------- */
+
+/* Copies text's lines to out: at most rows of them (0: all), each cut to
+ * cols characters (0: whole). A character is a UTF-8 sequence, so a name
+ * is never cut inside one. */
+static void put_clipped(FILE *out, const char *text, size_t rows, size_t cols)
+{
+    const char *line = text;
+
+    for (size_t n = 0; *line && (rows == 0 || n < rows); n++) {
+        size_t len = strcspn(line, "\n"), chars = 0, keep = 0;
+
+        for (; keep < len; keep++) {
+            bool starts_char = ((unsigned char)line[keep] & 0xc0) != 0x80;
+
+            if (starts_char && cols && chars == cols)
+                break;
+            chars += starts_char;
+        }
+        fwrite(line, 1, keep, out);
+        fputc('\n', out);
+        line += len + (line[len] == '\n');
+    }
+}
+
+int status_format_frame(const char *response, const struct watch_frame *f, FILE *out,
+                        uint64_t now_unix)
+{
+    struct row_rates rr = { f->rates, f->n_rates };
+    struct st_resp r;
+    char *text = NULL;
+    size_t len = 0, head, n_rows;
+    FILE *mem;
+    int ret = resp_parse(response, &r);
+
+    if (ret < 0)
+        return ret;
+    /* The node's line, the cluster file's, the column names. */
+    head = 2 + has_cluster_file(&r);
+    n_rows = r.n_peers;
+    if (f->rows && head + r.n_peers > f->rows)
+        n_rows = f->rows > head + 1 ? f->rows - head - 1 : 0;
+    mem = open_memstream(&text, &len);
+    if (!mem) {
+        resp_free(&r);
+        return -ENOMEM;
+    }
+    print_table(mem, &r, now_unix, &rr, n_rows);
+    if (n_rows < r.n_peers)
+        fprintf(mem, "... %zu more peer%s\n", r.n_peers - n_rows,
+                r.n_peers - n_rows == 1 ? "" : "s");
+    ret = fclose(mem) == 0 ? 0 : -ENOMEM;
+    if (ret == 0)
+        put_clipped(out, text, f->rows, f->cols);
+    free(text);
+    resp_free(&r);
+    return ret;
+}
+
+int status_sample(const char *response, uint64_t at_ns, struct watch_sample *s)
+{
+    struct st_resp r;
+    int ret = resp_parse(response, &r);
+
+    memset(s, 0, sizeof(*s));
+    if (ret < 0)
+        return ret;
+    s->at_ns = at_ns;
+    if (r.n_peers) {
+        s->peers = calloc(r.n_peers, sizeof(*s->peers));
+        if (!s->peers) {
+            resp_free(&r);
+            return -ENOMEM;
+        }
+    }
+    for (size_t i = 0; i < r.n_peers; i++) {
+        struct watch_counter *c = &s->peers[i];
+        size_t n = strnlen(r.peers[i].key, WATCH_KEY_MAX - 1);
+
+        memcpy(c->key, r.peers[i].key, n);   /* calloc'd: NUL-terminated */
+        c->rx_bytes = r.peers[i].rx_bytes;
+        c->tx_bytes = r.peers[i].tx_bytes;
+    }
+    s->n = r.n_peers;
     resp_free(&r);
     return 0;
 }
@@ -587,18 +712,21 @@ int status_format_env(const char *response, const char *master, FILE *out)
 
 /* --- the verbs ---------------------------------------------------------------------------- */
 
-#define STATUS_ALLOWED (CLI_OPT_INTERFACE | CLI_OPT_RUN_DIR | CLI_OPT_JSON)
-#define STATUS_USAGE   "[-i IFNAME] [--run-dir DIR] [--json]"
+#define STATUS_ALLOWED (CLI_OPT_INTERFACE | CLI_OPT_RUN_DIR | CLI_OPT_JSON | CLI_OPT_WATCH)
+#define STATUS_USAGE   "[-i IFNAME] [--run-dir DIR] [--json | -w|--watch [SECONDS]]"
 #define ENV_ALLOWED    (CLI_OPT_INTERFACE | CLI_OPT_RUN_DIR | CLI_OPT_MASTER)
 #define ENV_USAGE      "[-i IFNAME] [--run-dir DIR] [--master NAME]"
 
-/* Asks the daemon; prints the error line itself. Returns 0 or 1. */
-static int fetch(const char *verb, const struct cli_args *a, char **response)
+/* Room for the control socket's path. */
+#define SOCK_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
+
+/* Asks the daemon at the socket of a (its path into path, SOCK_PATH_MAX
+ * bytes); prints the error line itself. Returns 0 or 1. */
+static int fetch(const char *verb, const struct cli_args *a, char *path, char **response)
 {
-    char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     int ret;
 
-    if (daemon_socket_path(path, sizeof(path), a->run_dir, a->ifname) < 0) {
+    if (daemon_socket_path(path, SOCK_PATH_MAX, a->run_dir, a->ifname) < 0) {
         fprintf(stderr, "ddpnet %s: run directory '%s' is too long for a socket path\n",
                 verb, a->run_dir);
         return CLI_EXIT_FAIL;
@@ -637,18 +765,52 @@ static int print_response(bool env, const struct cli_args *a, const char *respon
     return status_format_table(response, stdout, (uint64_t)time(NULL));
 }
 
+/* The watch's later questions, which cli_watch.c reports itself. */
+static int fetch_again(void *path, char **response)
+{
+    return control_request(path, CONTROL_GET_DDPNET "\n", response);
+}
+
+/* `status --watch`, from the daemon's first answer (taken over). */
+static int watch(const char *verb, const struct cli_args *a, char *path, char *response)
+{
+    struct watch_sample s;
+    struct watch_opts o = {
+        .verb = verb, .ifname = a->ifname, .interval_ns = a->watch_ns,
+        .in_fd = STDIN_FILENO, .out_fd = STDOUT_FILENO, .fetch = fetch_again, .ctx = path,
+    };
+    /* An answer not understood is said as plain status says it, before
+     * the terminal is touched. */
+    int ret = status_sample(response, 0, &s);
+
+    if (ret < 0) {
+        free(response);
+        return report_format_error(verb, a, ret);
+    }
+    watch_sample_free(&s);
+    return watch_run(&o, response);
+}
+
 static int run_verb(bool env, int argc, char **argv)
 {
     const char *verb = argc > 0 ? argv[0] : (env ? "env" : "status");
     struct cli_args a;
+    char path[SOCK_PATH_MAX];
     char *response = NULL;
     int ret = cli_args_handle(argc, argv, env ? ENV_ALLOWED : STATUS_ALLOWED, 0,
                               env ? ENV_USAGE : STATUS_USAGE, &a);
 
     if (ret != CLI_CONTINUE)
         return ret;
-    if (fetch(verb, &a, &response) != CLI_EXIT_OK)
+    if (a.watch && a.json) {
+        fprintf(stderr, "ddpnet %s: --watch draws the table; it does not go with --json\n"
+                        "usage: ddpnet %s %s\n", verb, verb, STATUS_USAGE);
+        return CLI_EXIT_USAGE;
+    }
+    if (fetch(verb, &a, path, &response) != CLI_EXIT_OK)
         return CLI_EXIT_FAIL;
+    if (a.watch)
+        return watch(verb, &a, path, response);
     ret = print_response(env, &a, response);
     free(response);
     if (ret < 0)
