@@ -118,6 +118,7 @@ struct peer {
     uint32_t hint_credit;
     uint64_t last_direct_ns;              /* last authentic packet that came directly */
     struct pmtu pmtu;                     /* the path's MTU, searched anew with each path */
+    uint16_t pmtu_logged;                 /* what the log last said of it (0: nothing) */
     bool speaks_disco;                    /* it sent us a disco message: a ddpnet node */
     /* The names its machine goes by, as it told us (NAMES): written to the
      * hosts block when no one else claims them (membership/members.c). */

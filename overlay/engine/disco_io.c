@@ -143,7 +143,7 @@ static bool try_relay(struct peer *p, uint64_t now)
 
     if (!r)
         return false;
-    log_debug("peer %s: trying the relay %s", p->name, r->name);
+    log_debug_rl("peer %s: trying the relay %s", p->name, r->name);
     disco_relay_trial(&p->relays, r->id, now);
     handshake_initiate(p, now);
     return true;
@@ -527,15 +527,45 @@ static void on_ping(struct peer *p, const union endpoint *src, struct peer *via,
         send_probe(p, &from, true, now);
 }
 
+/* What the search found, when it differs from what the log last said:
+ * a search ended (a new path's, or one that found another size), or the
+ * size in use moved while one was known, or it stopped getting through
+ * (was: the search's state before this step of it). A rekey's new search
+ * that finds the same size says nothing. The network (a forged ICMP) can
+ * make it move: rate-limited. */
+static void log_mtu_changed(struct peer *p, const struct pmtu *was)
+{
+    const struct pmtu *m = &p->pmtu;
+    unsigned mtu = path_mtu(p);
+    char path[96];
+
+    if (was->found && !m->found) {
+        path_format(p, path, sizeof(path));
+        log_info_peer_rl("peer %s: %u-byte packets stopped getting through (%s): %u until "
+                         "a new search ends", p->name, (unsigned)was->current, path, mtu);
+    } else if (!m->found || mtu == p->pmtu_logged) {
+        return;
+    } else {
+        path_format(p, path, sizeof(path));
+        if (p->pmtu_logged)
+            log_info_peer_rl("peer %s: path MTU %u, was %u (%s)", p->name, mtu,
+                             (unsigned)p->pmtu_logged, path);
+        else
+            log_info_peer_rl("peer %s: path MTU %u (%s)", p->name, mtu, path);
+    }
+    p->pmtu_logged = (uint16_t)mtu;
+}
+
 static void on_pong(struct peer *p, const union endpoint *src, struct peer *via,
                     const struct disco_pong *po, uint64_t now)
 {
     struct disco_ping_slot slot;
-
     struct disco_endpoint cur, from;
+    struct pmtu was = p->pmtu;   /* for the log, should the search move */
 
     if (pmtu_acked(&p->pmtu, po->txid, now)) {
-        log_debug("peer %s: path carries %u-byte packets", p->name, (unsigned)p->pmtu.lo);
+        log_debug_rl("peer %s: path carries %u-byte packets", p->name, (unsigned)p->pmtu.lo);
+        log_mtu_changed(p, &was);
         return;
     }
     if (!disco_pong(&p->disco, po->txid, now, &slot) || !slot.probe || via || !src ||
@@ -588,8 +618,9 @@ static void on_names(struct peer *p, const struct disco_names *n)
     memset(p->names, 0, sizeof(p->names));
     memcpy(p->names, n->name, n->n * sizeof(n->name[0]));
     p->n_names = n->n;
-    log_info("peer %s: its machine goes by %s%s%s", p->name, n->name[0], n->n > 1 ? ", " : "",
-             n->n > 1 ? n->name[1] : "");
+    /* A peer may say new names as often as it likes: rate-limited. */
+    log_info_peer_rl("peer %s: its machine goes by %s%s%s", p->name, n->name[0],
+                     n->n > 1 ? ", " : "", n->n > 1 ? n->name[1] : "");
     if (dev->names_changed)
         dev->names_changed(dev);
 }
@@ -713,7 +744,8 @@ static void heed_the_network(struct peer *p, uint64_t now)
     overhead = (p->endpoint.sa.sa_family == AF_INET6 ? IPV6_HEADER_LEN : IPV4_HEADER_LEN) +
                UDP_HEADER_LEN + WG_TRANSPORT_MIN_LEN;
     if (mtu > overhead && mtu - overhead < p->pmtu.hi) {
-        log_debug("peer %s: the network carries %u-byte packets to it at most", p->name, mtu);
+        log_debug_rl("peer %s: the network carries %u-byte packets to it at most", p->name,
+                     mtu);
         pmtu_told(&p->pmtu, (uint16_t)(mtu - overhead), now);
     }
 }
@@ -730,11 +762,15 @@ static void mtu_probe(struct peer *p, uint64_t now)
     uint64_t id;
     uint16_t size;
 
+    struct pmtu was = p->pmtu;
+
     randombytes_buf(&id, sizeof(id));
     if (!can_probe_mtu(p, now))
         return;
     heed_the_network(p, now);
-    if (!(size = pmtu_due(&p->pmtu, id, p->disco.rtt_ns, now)) || size < fixed)
+    size = pmtu_due(&p->pmtu, id, p->disco.rtt_ns, now);
+    log_mtu_changed(p, &was);
+    if (!size || size < fixed)
         return;
     m->type = DISCO_PING;
     m->ping.txid = id;

@@ -96,6 +96,9 @@ void datapath_crypto_done(struct device *dev, struct crypto_job *job, uint64_t n
 enum disco_path path_of(const struct peer *p);
 /* Direct, with an endpoint. */
 bool path_direct(const struct peer *p);
+/* The path as a log line says it: "direct at ADDR:PORT", "via relay
+ * NAME" or "no path". */
+void path_format(const struct peer *p, char *buf, size_t len);
 /* Whether path_mtu is more than a safe guess: relayed (the wrapping is
  * known), or a search ended. Larger packets then get ICMP "too big". */
 bool path_mtu_known(const struct peer *p);

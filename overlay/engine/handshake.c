@@ -151,7 +151,7 @@ void handshake_initiate(struct peer *p, uint64_t now)
     }
     p->last_handshake_sent_ns = now;
     p->initiation_ns = now ? now : 1;
-    log_debug("peer %s: sending handshake initiation", p->name);
+    log_debug_rl("peer %s: sending handshake initiation", p->name);
     timers_handshake_initiated(p, now);
     send_initiation(p, now);
 }
@@ -176,7 +176,8 @@ void handshake_send_initiation(struct peer *p, bool is_retry, uint64_t now)
         now - p->last_handshake_sent_ns < WG_REKEY_TIMEOUT * WG_NSEC_PER_SEC)
         return;
     if (!path_usable(p) && !disco_has_targets(p) && !path_relay_trial(p, now)) {
-        log_debug("peer %s: no endpoint known yet, waiting for it to reach us", p->name);
+        /* Each packet for it comes here (no initiation went, none is paced). */
+        log_debug_rl("peer %s: no endpoint known yet, waiting for it to reach us", p->name);
         disco_want_session(p, false, now);    /* a relay may reach it */
         return;
     }
@@ -240,12 +241,18 @@ static void send_cookie_reply(struct device *dev, struct pkt *pkt, const uint8_t
     loop_send_message(dev->loop, pkt, &to, sizeof(reply));
 }
 
+/* A session: the peer is reachable. Said once per time it comes (back),
+ * as the pair of peer_give_up's warning; rekeys are per session. */
 static void note_session(struct peer *p, const char *role)
 {
-    if (!p->reachable)
-        log_info("peer %s: handshake completed (%s)", p->name, role);
-    else
-        log_debug("peer %s: new session (%s)", p->name, role);
+    char path[96];
+
+    if (!p->reachable) {
+        path_format(p, path, sizeof(path));
+        log_notice("peer %s: reachable, %s (handshake completed as %s)", p->name, path, role);
+    } else {
+        log_debug_rl("peer %s: new session (%s)", p->name, role);
+    }
     p->reachable = true;
     p->no_answer = false;
     p->handshakes_completed++;
@@ -265,12 +272,25 @@ static void keep_ours(struct peer *p, const struct noise_handshake *theirs, stru
     memcpy(p->handshake.latest_timestamp, theirs->latest_timestamp, WG_TIMESTAMP_LEN);
     p->handshake.last_initiation_ns = theirs->last_initiation_ns;
     p->handshake.consumed_initiation_before = true;
-    log_debug("peer %s: its initiation crossed ours; sending ours again", p->name);
+    log_debug_rl("peer %s: its initiation crossed ours; sending ours again", p->name);
     path_received(p, &pkt->addr, pkt->via, true, now);
     path_answer_through(p, pkt->via, now);   /* ours goes that way too */
     peer_count_rx(p, pkt->len, now);
     loop_pkt_put(p->dev->loop, pkt);
     send_initiation(p, now);
+}
+
+/* A handshake message that did not authenticate: anyone can send those,
+ * so the line is rate-limited and says no more of it than its source. */
+static void log_dropped(const struct pkt *pkt, const char *what, int err)
+{
+    char from[64];
+
+    if (!log_enabled(LOG_LVL_DEBUG))
+        return;
+    endpoint_format(&pkt->addr, from, sizeof(from));
+    log_debug_rl("dropped a handshake %s from %s%s: %s", what, from,
+                 pkt->via ? " (relayed)" : "", wg_strerror(err));
 }
 
 static void consume_initiation(struct device *dev, struct pkt *pkt, uint64_t now)
@@ -287,7 +307,7 @@ static void consume_initiation(struct device *dev, struct pkt *pkt, uint64_t now
     if (ret == 0 && ctx.crossed)
         return;
     if (ret) {
-        log_debug("dropped handshake initiation: %s", wg_strerror(ret));
+        log_dropped(pkt, "initiation", ret);
         if (ret == -WG_ENOPEER)
             dev->stats.dropped_unknown_peer++;
         else
@@ -326,7 +346,7 @@ static void consume_response(struct device *dev, struct pkt *pkt, uint64_t now)
     int ret = noise_consume_response(dev->local, pkt->in, pkt->len, &lookup, &hs);
 
     if (ret) {
-        log_debug("dropped handshake response: %s", wg_strerror(ret));
+        log_dropped(pkt, "response", ret);
         dev->stats.dropped_bad_packet++;
         loop_pkt_put(dev->loop, pkt);
         return;
@@ -356,7 +376,7 @@ static void consume_cookie_reply(struct device *dev, struct pkt *pkt, uint64_t n
     if (!e || cookie_consume_reply(&e->peer->cookie, pkt->in, pkt->len, now))
         dev->stats.dropped_bad_packet++;
     else
-        log_debug("peer %s: got a cookie (it is under load)", e->peer->name);
+        log_debug_rl("peer %s: got a cookie (it is under load)", e->peer->name);
     loop_pkt_put(dev->loop, pkt);
 }
 

@@ -15,6 +15,7 @@
  * the layout of the data path (one stride, the last possibly shorter), so
  * they still leave in one GSO send. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <sodium.h>
@@ -42,6 +43,23 @@ bool path_direct(const struct peer *p)
 bool path_usable(const struct peer *p)
 {
     return path_of(p) != DISCO_PATH_NONE;
+}
+
+void path_format(const struct peer *p, char *buf, size_t len)
+{
+    char ep[64];
+
+    switch (path_of(p)) {
+    case DISCO_PATH_RELAY:
+        snprintf(buf, len, "via relay %s", p->via->name);
+        break;
+    case DISCO_PATH_DIRECT:
+        endpoint_format(&p->endpoint, ep, sizeof(ep));
+        snprintf(buf, len, "direct at %s", ep);
+        break;
+    default:
+        snprintf(buf, len, "no path");
+    }
 }
 
 /* The largest inner packet the path could carry: ddp0's MTU, less the
@@ -93,6 +111,24 @@ bool path_relay_ready(const struct peer *r, uint64_t now)
 
 /* --- changing it ------------------------------------------------------------------ */
 
+/* One line per change of a reachable peer's path (was: the path before,
+ * as path_format says it; why: NULL, or what made it change). Until the
+ * peer is reachable the line that says so names the path. A peer or a
+ * relay can make it change again and again: rate-limited. */
+static void log_path_changed(const struct peer *p, const char *was, const char *why)
+{
+    char now[96];
+
+    if (!log_enabled(p->reachable ? LOG_LVL_NOTICE : LOG_LVL_DEBUG))
+        return;
+    path_format(p, now, sizeof(now));
+    if (p->reachable)
+        log_notice_peer_rl("peer %s: path changed: %s (was %s%s%s)", p->name, now, was,
+                           why ? ": " : "", why ? why : "");
+    else
+        log_debug_rl("peer %s: path changed: %s (was %s)", p->name, now, was);
+}
+
 void path_use_direct(struct peer *p, const union endpoint *ep, uint64_t now)
 {
     struct peer *was = p->via;
@@ -105,20 +141,23 @@ void path_use_direct(struct peer *p, const union endpoint *ep, uint64_t now)
     if (!was)
         return;
     p->dev->disco.gen++;
-    char text[64];
-    endpoint_format(&p->endpoint, text, sizeof(text));
-    log_info("peer %s: direct path at %s (was relayed through %s)", p->name, text, was->name);
+    char before[96];
+    snprintf(before, sizeof(before), "via relay %s", was->name);
     p->via = NULL;
+    log_path_changed(p, before, NULL);
     disco_path_changed(&p->disco);
     path_mtu_search(p, now);
 }
 
 void path_use_relay(struct peer *p, struct peer *r, uint64_t now)
 {
+    char was[96];
+
     if (!r || r == p || p->via == r)
         return;
-    log_info("peer %s: relayed through %s", p->name, r->name);
+    path_format(p, was, sizeof(was));
     p->via = r;
+    log_path_changed(p, was, NULL);
     p->dev->disco.gen++;
     disco_path_changed(&p->disco);
     path_mtu_search(p, now);
@@ -130,10 +169,12 @@ void path_drop_relay(struct peer *p, uint64_t now)
 
     if (!r)
         return;
-    log_info("peer %s: no answers through %s any more; relay dropped", p->name, r->name);
+    char before[96];
+    snprintf(before, sizeof(before), "via relay %s", r->name);
     disco_relay_failed(&p->relays, r->id, now);
     p->dev->stats.relay_dropped++;
     p->via = NULL;
+    log_path_changed(p, before, "no answers through the relay any more");
     p->dev->disco.gen++;
     disco_path_changed(&p->disco);
     path_mtu_search(p, now);

@@ -13,6 +13,8 @@
  *     peer is gone
  *   - the side that only received answers within KEEPALIVE_TIMEOUT
  *   - initiations that cross: one session, and data both ways
+ *   - the log names the peer: one warning when it goes away, one notice
+ *     when it comes back (as the journal gets them)
  * The crypto runs inline (no workers). */
 #include <arpa/inet.h>
 #include <setjmp.h>
@@ -22,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <sodium.h>
@@ -479,6 +483,91 @@ static void test_crossing_initiations_make_one_session(void **state)
     assert_int_equal(peer_of(0)->current->remote_index, peer_of(1)->current->local_index);
 }
 
+/* What the engine logs, as the journal would get it: stderr is a scratch
+ * file that JOURNAL_STREAM names. Restored before any assert. */
+static int log_saved = -1, log_fd = -1;
+static char log_text[1 << 16];
+
+static void log_capture_begin(void)
+{
+    char path[] = "/tmp/test_engine_log.XXXXXX", v[64];
+    struct stat st;
+
+    log_fd = mkstemp(path);
+    assert_true(log_fd >= 0);
+    unlink(path);
+    fflush(stderr);
+    log_saved = dup(STDERR_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    fstat(log_fd, &st);
+    snprintf(v, sizeof(v), "%llu:%llu", (unsigned long long)st.st_dev,
+             (unsigned long long)st.st_ino);
+    setenv("JOURNAL_STREAM", v, 1);
+    log_init("test_engine", true, LOG_LVL_INFO);
+}
+
+static const char *log_capture_end(void)
+{
+    ssize_t n;
+
+    dup2(log_saved, STDERR_FILENO);
+    close(log_saved);
+    unsetenv("JOURNAL_STREAM");
+    log_init("test_engine", true, getenv("TEST_ENGINE_DEBUG") ? LOG_LVL_DEBUG : LOG_LVL_WARN);
+    n = pread(log_fd, log_text, sizeof(log_text) - 1, 0);
+    close(log_fd);
+    log_text[n > 0 ? n : 0] = '\0';
+    return log_text;
+}
+
+static unsigned count_of(const char *text, const char *what)
+{
+    unsigned n = 0;
+
+    for (const char *at = text; (at = strstr(at, what)); at += strlen(what))
+        n++;
+    return n;
+}
+
+/* A peer that is down and comes back: one warning naming it (not one per
+ * round of initiations that traffic towards it starts), then one notice
+ * naming it and its path; nothing else at warning or above. */
+static void test_peer_events_name_the_peer(void **state)
+{
+    (void)state;
+    uint64_t now = START_NS + SEC;
+
+    log_capture_begin();
+    nodes[1].down = true;
+    app_send(0, 1, 100, now);
+    pump(now);
+    /* The packet waits in vain (10 s), the initiations give up (20 of
+     * them), and a packet after starts another round that gives up too. */
+    for (unsigned s = 0; s < 240; s++) {
+        tick(now += SEC);
+        if (s == 119)
+            app_send(0, 1, 100, now);   /* refused with ICMP; initiations again */
+    }
+    nodes[1].down = false;
+    app_send(0, 1, 100, now);
+    pump(now);
+    for (unsigned s = 0; s < WG_REKEY_TIMEOUT + 2; s++)   /* the next retry gets through */
+        tick(now += SEC);
+    bool up = peer_can_send(peer_of(0), now);
+    const char *text = log_capture_end();
+
+    if (!up)
+        fail_msg("no session after node 1 came back; the log:\n%s", text);
+    if (count_of(text, "<4>peer n1: unreachable: ") != 1 || count_of(text, "<4>") != 1 ||
+        count_of(text, "<3>") != 0)
+        fail_msg("not one warning naming n1; the log:\n%s", text);
+    if (count_of(text, "<5>peer n1: reachable, direct at 192.0.2.2:51820") != 1 ||
+        count_of(text, "<5>peer n0: reachable, direct at 192.0.2.1:51820") != 1)
+        fail_msg("no notice naming the peer and its path; the log:\n%s", text);
+    /* The warning comes first, the notice after: down, then back. */
+    assert_true(strstr(text, "<4>peer n1: unreachable") < strstr(text, "<5>peer n1: reachable"));
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
 
 int main(void)
@@ -490,6 +579,7 @@ int main(void)
         T(test_keys_zeroed_without_a_new_session),
         T(test_receiver_answers_within_keepalive_timeout),
         T(test_crossing_initiations_make_one_session),
+        T(test_peer_events_name_the_peer),
     };
 
     return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
