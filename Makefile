@@ -63,7 +63,7 @@ DEB_PKGS := make gcc clang pkg-config libc6-dev libsodium-dev libmnl-dev \
 # What the end-to-end tests and the demo run (tests/e2e). With
 # --no-install-recommends, as deps installs: wireguard-tools would pull a kernel.
 E2E_DEB_PKGS := iproute2 iperf3 nftables wireguard-tools wireguard-go \
-                python3 python3-torch procps iputils-ping util-linux prometheus
+                python3 python3-torch procps iputils-ping util-linux prometheus tmux
 DEB_PKGS += $(E2E_DEB_PKGS)
 # Headers of the OpenSSL AEAD backend (optional: the build works without).
 DEB_PKGS += libssl-dev
