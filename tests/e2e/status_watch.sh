@@ -40,10 +40,9 @@ ddp_up node-a
 ddp_up node-b
 ping_ok node-a 10.77.0.2
 
-# A tmux server of our own (its own socket, no configuration), killed by
-# lib.sh's cleanup with the rest.
-TMUX_SOCK="ddpe2e-watch-$$"
-tm() { tmux -L "$TMUX_SOCK" -f /dev/null "$@"; }
+# A tmux server of our own (its socket in the scratch directory, no
+# configuration), killed by lib.sh's cleanup with the rest.
+tm() { tmux -S "$T/tmux.sock" -f /dev/null "$@"; }
 # $T/watch.sh TAG ARGS...: in the pane, `ddpnet status ARGS...` inside
 # node-a; the terminal's modes before and after (stty -g), its exit
 # status into $T/TAG.rc, then it stays, so the pane can still be read.
