@@ -242,13 +242,19 @@ static void send_cookie_reply(struct device *dev, struct pkt *pkt, const uint8_t
 }
 
 /* A session: the peer is reachable. Said once per time it comes (back),
- * as the pair of peer_give_up's warning; rekeys are per session. */
-static void note_session(struct peer *p, const char *role)
+ * as the pair of peer_give_up's warning; rekeys are per session. via: the
+ * relay the handshake came through, named when the peer has no path yet
+ * (the relay was on trial: the peer's next message through it makes it
+ * the path). */
+static void note_session(struct peer *p, const char *role, const struct peer *via)
 {
     char path[96];
 
     if (!p->reachable) {
-        path_format(p, path, sizeof(path));
+        if (via && via != p && !path_usable(p))
+            snprintf(path, sizeof(path), "through relay %s", via->name);
+        else
+            path_format(p, path, sizeof(path));
         log_notice("peer %s: reachable, %s (handshake completed as %s)", p->name, path, role);
     } else {
         log_debug_rl("peer %s: new session (%s)", p->name, role);
@@ -333,7 +339,7 @@ static void consume_initiation(struct device *dev, struct pkt *pkt, uint64_t now
     }
     peer_install_keypair(p, &kp);
     timers_session_derived(p, now);
-    note_session(p, "responder");
+    note_session(p, "responder", pkt->via);
     send_handshake_message(p, pkt, WG_RESPONSE_LEN, back, now);
 }
 
@@ -351,7 +357,7 @@ static void consume_response(struct device *dev, struct pkt *pkt, uint64_t now)
         loop_pkt_put(dev->loop, pkt);
         return;
     }
-    struct peer *p = peer_of(hs);
+    struct peer *p = peer_of(hs), *via = pkt->via;
     path_received(p, &pkt->addr, pkt->via, true, now);
     peer_count_rx(p, pkt->len, now);
     timers_any_authenticated_packet_received(p, now);
@@ -362,7 +368,7 @@ static void consume_response(struct device *dev, struct pkt *pkt, uint64_t now)
     peer_install_keypair(p, &kp);
     timers_session_derived(p, now);
     timers_handshake_complete(p, now);
-    note_session(p, "initiator");
+    note_session(p, "initiator", via);
     /* Confirms the session to the responder: disco's first messages,
      * staged data, or a keepalive. */
     if (!disco_session_up(p, now) || p->staged.packets)
