@@ -67,6 +67,10 @@ E2E_DEB_PKGS := iproute2 iperf3 nftables wireguard-tools wireguard-go \
 DEB_PKGS += $(E2E_DEB_PKGS)
 # Headers of the OpenSSL AEAD backend (optional: the build works without).
 DEB_PKGS += libssl-dev
+# What tests/packaging.sh runs: man and its renderer (groff-base is
+# enough for man pages on a terminal), lintian, systemd-analyze (systemd
+# need not be PID 1), dpkg-shlibdeps (make deb's Depends).
+DEB_PKGS += man-db groff-base lintian systemd dpkg-dev
 
 .PHONY: all deps unit unit-plain unit-asan test fuzz fuzz-smoke clean check-layers
 .PHONY: e2e demo install
@@ -81,6 +85,9 @@ PREFIX ?= /usr/local
 install: bin/ddpnet
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 bin/ddpnet $(DESTDIR)$(PREFIX)/bin/ddpnet
+
+# The unit, man pages, bash completion and /etc/ddpnet; make deb.
+include dist/dist.mk
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
@@ -124,7 +131,7 @@ unit-asan: $(ASAN_TESTS)
 	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  tests/run-unit.sh asan $(ASAN_TESTS)
 
-test: check-layers unit fuzz-smoke
+test: check-layers unit packaging fuzz-smoke
 test: e2e
 
 # The shape of the tree: which folder may include which (HACKING.md).
