@@ -1665,7 +1665,7 @@ static void test_cli_usage(void **state)
         run_verb(cli_status, argv, &c);
         assert_int_equal(c.ret, 2);
         assert_string_equal(c.err, "ddpnet status: unknown option '--bogus'\n"
-                                   "usage: ddpnet status [-i IFNAME] [--run-dir DIR] [--json]\n");
+                                   "usage: ddpnet status [-i IFNAME] [--run-dir DIR] [--json | -w|--watch [SECONDS]]\n");
     }
     {
         char *argv[] = { "status", "--master", "x", NULL };   /* env's option */
