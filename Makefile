@@ -24,7 +24,7 @@ WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS = $(CSTD) $(CFLAGS) $(WARN) -I. -MMD -MP
 SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-LDLIBS  := -lsodium -lmnl -luring -lmicrohttpd
+LDLIBS  := -lsodium -lmnl -luring -lmicrohttpd -lcurl -ljson-c
 TEST_LDLIBS := $(LDLIBS) -lcmocka
 # OpenSSL's libcrypto (3.0 or later), when its headers are installed, is a
 # second AEAD backend (crypto/aead_openssl.c); HAVE_OPENSSL=0 leaves it out
@@ -59,11 +59,13 @@ ASAN_TESTS  := $(UNIT_TESTS:tests/unit/%.c=build/asan/unit/%)
 FUZZERS     := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/bin/%)
 
 DEB_PKGS := make gcc clang pkg-config libc6-dev libsodium-dev libmnl-dev \
-            liburing-dev libcmocka-dev libmicrohttpd-dev
+            liburing-dev libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev \
+            libjson-c-dev
 # What the end-to-end tests and the demo run (tests/e2e). With
 # --no-install-recommends, as deps installs: wireguard-tools would pull a kernel.
 E2E_DEB_PKGS := iproute2 iperf3 nftables wireguard-tools wireguard-go \
-                python3 python3-torch procps iputils-ping util-linux prometheus tmux
+                python3 python3-torch procps iputils-ping util-linux prometheus \
+                etcd-server etcd-client tmux
 DEB_PKGS += $(E2E_DEB_PKGS)
 # Headers of the OpenSSL AEAD backend (optional: the build works without).
 DEB_PKGS += libssl-dev

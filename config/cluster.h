@@ -65,6 +65,26 @@ struct cluster_endpoint {
     struct cluster_addr addr;
 };
 
+/* `registry = etcd://HOST:PORT[,HOST:PORT...]/PREFIX`: membership kept in
+ * etcd under PREFIX (overlay/registry/), reached over TLS when any of ca,
+ * cert or key is set, with a user and the password in a file when user
+ * is set. Paths are as written (the daemon reads them at up). */
+#define CLUSTER_REGISTRY_ENDPOINTS_MAX 8u
+#define CLUSTER_REGISTRY_PREFIX_MAX    128u
+#define CLUSTER_PATH_MAX               255u
+#define CLUSTER_USER_MAX               64u
+#define CLUSTER_REGISTRY_TTL_DEFAULT   15u
+#define CLUSTER_REGISTRY_TTL_MIN       5u
+#define CLUSTER_REGISTRY_TTL_MAX       3600u
+struct cluster_registry {
+    size_t n_endpoints;                   /* 0: no registry */
+    struct cluster_endpoint endpoints[CLUSTER_REGISTRY_ENDPOINTS_MAX];
+    char prefix[CLUSTER_REGISTRY_PREFIX_MAX + 1];   /* "/ddpnet/prod", no trailing '/' */
+    char ca[CLUSTER_PATH_MAX + 1], cert[CLUSTER_PATH_MAX + 1], key[CLUSTER_PATH_MAX + 1];
+    char user[CLUSTER_USER_MAX + 1], password_file[CLUSTER_PATH_MAX + 1];
+    unsigned ttl_s;                       /* lease time-to-live */
+};
+
 struct cluster_node {
     char name[CLUSTER_NAME_MAX + 1];
     uint8_t public_key[CLUSTER_KEY_LEN];
@@ -91,6 +111,7 @@ struct cluster {
     bool busy_poll_set;
     bool hostnames_off;                   /* `hostnames = off`: machines' names not shared */
     struct cluster_metrics metrics;
+    struct cluster_registry registry;
     size_t n_nodes;                       /* at least 1 after a parse */
     struct cluster_node *nodes;           /* file order; nodes[0] = master */
 };

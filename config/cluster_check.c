@@ -17,8 +17,41 @@ static void check_presence(struct cluster_parser *p)
 {
     if (!p->cluster_line)
         cluster_diag_add(p, 0, "missing [cluster] section");
-    if (p->n_nodes == 0)
-        cluster_diag_add(p, 0, "no nodes (add at least one [node NAME] section)");
+    /* With a registry, nodes may all come from it. */
+    if (p->n_nodes == 0 && !p->settings.registry.n_endpoints)
+        cluster_diag_add(p, 0, "no nodes (add at least one [node NAME] section, or a "
+                         "registry)");
+}
+
+/* The registry's keys come as a set: each needs `registry`, a client
+ * certificate its key (and the other way round), a user its password. */
+static void check_registry(struct cluster_parser *p)
+{
+    static const enum cluster_key needs_registry[] = {
+        CLUSTER_KEY_REGISTRY_CA, CLUSTER_KEY_REGISTRY_CERT, CLUSTER_KEY_REGISTRY_KEY,
+        CLUSTER_KEY_REGISTRY_USER, CLUSTER_KEY_REGISTRY_PASSWORD_FILE, CLUSTER_KEY_REGISTRY_TTL,
+    };
+    static const char *const names[] = {
+        "registry-ca", "registry-cert", "registry-key", "registry-user",
+        "registry-password-file", "registry-ttl",
+    };
+    const int *at = p->key_line;
+
+    if (!at[CLUSTER_KEY_REGISTRY]) {
+        for (size_t i = 0; i < sizeof(needs_registry) / sizeof(needs_registry[0]); i++)
+            if (at[needs_registry[i]])
+                cluster_diag_add(p, at[needs_registry[i]], "%s without registry", names[i]);
+        return;
+    }
+    if (!at[CLUSTER_KEY_REGISTRY_CERT] != !at[CLUSTER_KEY_REGISTRY_KEY])
+        cluster_diag_add(p, at[CLUSTER_KEY_REGISTRY_CERT] ? at[CLUSTER_KEY_REGISTRY_CERT]
+                                                         : at[CLUSTER_KEY_REGISTRY_KEY],
+                         "registry-cert and registry-key go together (a client certificate "
+                         "and its private key)");
+    if (!at[CLUSTER_KEY_REGISTRY_USER] != !at[CLUSTER_KEY_REGISTRY_PASSWORD_FILE])
+        cluster_diag_add(p, at[CLUSTER_KEY_REGISTRY_USER] ? at[CLUSTER_KEY_REGISTRY_USER]
+                                                         : at[CLUSTER_KEY_REGISTRY_PASSWORD_FILE],
+                         "registry-user and registry-password-file go together");
 }
 
 static void check_mtu(struct cluster_parser *p)
@@ -257,6 +290,7 @@ void cluster_check_all(struct cluster_parser *p)
     cluster_keys_require(p);
     check_mtu(p);
     check_metrics(p);
+    check_registry(p);
     check_addresses(p);
     check_aliases(p);
     if (p->n_nodes < 2)

@@ -53,6 +53,19 @@ static unsigned node_changes(const struct cluster *old, const struct cluster_nod
     return what;
 }
 
+static bool same_registry(const struct cluster_registry *a, const struct cluster_registry *b)
+{
+    if (a->n_endpoints != b->n_endpoints || a->ttl_s != b->ttl_s || strcmp(a->prefix, b->prefix) ||
+        strcmp(a->ca, b->ca) || strcmp(a->cert, b->cert) || strcmp(a->key, b->key) ||
+        strcmp(a->user, b->user) || strcmp(a->password_file, b->password_file))
+        return false;
+    for (size_t i = 0; i < a->n_endpoints; i++)
+        if (strcmp(a->endpoints[i].host, b->endpoints[i].host) ||
+            a->endpoints[i].port != b->endpoints[i].port)
+            return false;
+    return true;
+}
+
 static unsigned settings_changes(const struct cluster *old, const struct cluster *new)
 {
     unsigned what = 0;
@@ -70,6 +83,8 @@ static unsigned settings_changes(const struct cluster *old, const struct cluster
         (new->metrics.at == CLUSTER_METRICS_ADDRESS &&
          !cluster_addr_equal(&old->metrics.addr, &new->metrics.addr)))
         what |= CLUSTER_CHANGED_METRICS;
+    if (!same_registry(&old->registry, &new->registry))
+        what |= CLUSTER_CHANGED_REGISTRY;
     return what;
 }
 
@@ -129,7 +144,7 @@ static int append_names(char *buf, size_t len, size_t at, unsigned what,
 static const char *const node_what[] = { "key", "address", "endpoint", "port", "keepalive",
                                          "aliases" };
 static const char *const settings_what[] = { "network", "mtu", "busy-poll", "hostnames",
-                                              "metrics" };
+                                              "metrics", "registry" };
 
 int cluster_change_format(const struct cluster_change *c, char *buf, size_t len)
 {

@@ -31,6 +31,7 @@ enum cluster_change_kind {
 #define CLUSTER_CHANGED_BUSY_POLL  0x04u
 #define CLUSTER_CHANGED_HOSTNAMES  0x08u
 #define CLUSTER_CHANGED_METRICS    0x10u
+#define CLUSTER_CHANGED_REGISTRY   0x20u
 
 struct cluster_change {
     enum cluster_change_kind kind;

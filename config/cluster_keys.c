@@ -1,6 +1,7 @@
 /* The keys of the cluster file: one table per section naming each key,
  * whether it is required, and the handler that validates its value and
  * stores it. Errors name the key and quote the value as written. */
+#include <ctype.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
@@ -179,6 +180,139 @@ static void metrics_public_apply(struct cluster_parser *p, int line, const char 
     }
 }
 
+/* etcd://HOST:PORT[,HOST:PORT...]/PREFIX: endpoints as a node's are
+ * written (hostnames allowed: the registry client resolves them), a
+ * prefix of letters, digits and "._-/". */
+#define REGISTRY_SCHEME "etcd://"
+static bool registry_prefix_ok(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n == 0 || n > CLUSTER_REGISTRY_PREFIX_MAX || s[n - 1] == '/' || strstr(s, "//"))
+        return false;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && !strchr("._-/", *s))
+            return false;
+    return true;
+}
+
+static void registry_apply(struct cluster_parser *p, int line, const char *value)
+{
+    char q[CLUSTER_QUOTE_MAX + 4], hosts[CLUSTER_MAX_LINE];
+    struct cluster_registry *r = &p->settings.registry;
+    const char *slash, *why = "";
+    char *save = NULL, *one;
+
+    cluster_quote(q, sizeof(q), value);
+    if (strncmp(value, REGISTRY_SCHEME, strlen(REGISTRY_SCHEME)) ||
+        !(slash = strchr(value + strlen(REGISTRY_SCHEME), '/'))) {
+        cluster_diag_add(p, line, "bad registry '%s' (expected "
+                         "etcd://HOST:PORT[,HOST:PORT...]/PREFIX)", q);
+        return;
+    }
+    if (!registry_prefix_ok(slash)) {
+        cluster_diag_add(p, line, "bad registry '%s': the prefix must be letters, digits and "
+                         "'._-/', at most %u characters, not ending in '/'", q,
+                         CLUSTER_REGISTRY_PREFIX_MAX);
+        return;
+    }
+    snprintf(hosts, sizeof(hosts), "%.*s", (int)(slash - value - strlen(REGISTRY_SCHEME)),
+             value + strlen(REGISTRY_SCHEME));
+    r->n_endpoints = 0;
+    for (one = strtok_r(hosts, ",", &save); one; one = strtok_r(NULL, ",", &save)) {
+        if (r->n_endpoints == CLUSTER_REGISTRY_ENDPOINTS_MAX) {
+            cluster_diag_add(p, line, "bad registry '%s': at most %u etcd endpoints", q,
+                             CLUSTER_REGISTRY_ENDPOINTS_MAX);
+            r->n_endpoints = 0;
+            return;
+        }
+        if (cluster_endpoint_parse(one, &r->endpoints[r->n_endpoints], &why) < 0) {
+            cluster_quote(q, sizeof(q), one);
+            cluster_diag_add(p, line, "bad registry endpoint '%s': %s", q, why);
+            r->n_endpoints = 0;
+            return;
+        }
+        r->n_endpoints++;
+    }
+    if (!r->n_endpoints) {
+        cluster_diag_add(p, line, "bad registry '%s': no etcd endpoint", q);
+        return;
+    }
+    snprintf(r->prefix, sizeof(r->prefix), "%s", slash);
+    if (!r->ttl_s)
+        r->ttl_s = CLUSTER_REGISTRY_TTL_DEFAULT;
+}
+
+static void path_value(struct cluster_parser *p, int line, const char *key, const char *value,
+                       char *out, size_t len)
+{
+    char q[CLUSTER_QUOTE_MAX + 4];
+
+    if (value[0] != '/' || strlen(value) >= len) {
+        cluster_quote(q, sizeof(q), value);
+        cluster_diag_add(p, line, "bad %s '%s' (expected an absolute path of at most %zu "
+                         "characters)", key, q, len - 1);
+        return;
+    }
+    snprintf(out, len, "%s", value);
+}
+
+static void registry_ca_apply(struct cluster_parser *p, int line, const char *value)
+{
+    path_value(p, line, "registry-ca", value, p->settings.registry.ca,
+               sizeof(p->settings.registry.ca));
+}
+
+static void registry_cert_apply(struct cluster_parser *p, int line, const char *value)
+{
+    path_value(p, line, "registry-cert", value, p->settings.registry.cert,
+               sizeof(p->settings.registry.cert));
+}
+
+static void registry_key_apply(struct cluster_parser *p, int line, const char *value)
+{
+    path_value(p, line, "registry-key", value, p->settings.registry.key,
+               sizeof(p->settings.registry.key));
+}
+
+static void registry_password_file_apply(struct cluster_parser *p, int line, const char *value)
+{
+    path_value(p, line, "registry-password-file", value, p->settings.registry.password_file,
+               sizeof(p->settings.registry.password_file));
+}
+
+/* etcd's own rule for user names is loose; ours: printable, no spaces. */
+static void registry_user_apply(struct cluster_parser *p, int line, const char *value)
+{
+    char q[CLUSTER_QUOTE_MAX + 4];
+    bool ok = strlen(value) <= CLUSTER_USER_MAX;
+
+    for (const char *s = value; ok && *s; s++)
+        ok = isgraph((unsigned char)*s);
+    if (!ok) {
+        cluster_quote(q, sizeof(q), value);
+        cluster_diag_add(p, line, "bad registry-user '%s' (expected at most %u printable "
+                         "characters, no spaces)", q, CLUSTER_USER_MAX);
+        return;
+    }
+    snprintf(p->settings.registry.user, sizeof(p->settings.registry.user), "%s", value);
+}
+
+static void registry_ttl_apply(struct cluster_parser *p, int line, const char *value)
+{
+    char q[CLUSTER_QUOTE_MAX + 4];
+    unsigned v;
+
+    if (cluster_uint_parse(value, CLUSTER_REGISTRY_TTL_MAX, &v) < 0 ||
+        v < CLUSTER_REGISTRY_TTL_MIN) {
+        cluster_quote(q, sizeof(q), value);
+        cluster_diag_add(p, line, "bad registry-ttl '%s' (expected seconds %u..%u)", q,
+                         CLUSTER_REGISTRY_TTL_MIN, CLUSTER_REGISTRY_TTL_MAX);
+        return;
+    }
+    p->settings.registry.ttl_s = v;
+}
+
 static void public_key_apply(struct cluster_parser *p, int line, const char *value)
 {
     /* base64 never decodes to more bytes than it has characters */
@@ -281,6 +415,14 @@ static const struct key_def cluster_keys[CLUSTER_KEY_COUNT] = {
     [CLUSTER_KEY_HOSTNAMES] = { "hostnames", false, hostnames_apply },
     [CLUSTER_KEY_METRICS]   = { "metrics", false, metrics_apply },
     [CLUSTER_KEY_METRICS_PUBLIC] = { "metrics-public", false, metrics_public_apply },
+    [CLUSTER_KEY_REGISTRY]  = { "registry", false, registry_apply },
+    [CLUSTER_KEY_REGISTRY_CA] = { "registry-ca", false, registry_ca_apply },
+    [CLUSTER_KEY_REGISTRY_CERT] = { "registry-cert", false, registry_cert_apply },
+    [CLUSTER_KEY_REGISTRY_KEY] = { "registry-key", false, registry_key_apply },
+    [CLUSTER_KEY_REGISTRY_USER] = { "registry-user", false, registry_user_apply },
+    [CLUSTER_KEY_REGISTRY_PASSWORD_FILE] = { "registry-password-file", false,
+                                             registry_password_file_apply },
+    [CLUSTER_KEY_REGISTRY_TTL] = { "registry-ttl", false, registry_ttl_apply },
 };
 
 static const struct key_def node_keys[CLUSTER_NODE_KEY_COUNT] = {

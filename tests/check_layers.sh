@@ -14,7 +14,7 @@ set -u
 cd "$(dirname "$0")/.."
 
 # overlay/'s folders, lowest first: each may include only those before it.
-ORDER=(base disco loop engine membership control daemon cli)
+ORDER=(base disco loop engine registry membership control daemon cli)
 MAX_C_FILES=15
 declare -A RANK=()
 for i in "${!ORDER[@]}"; do RANK[${ORDER[i]}]=$i; done

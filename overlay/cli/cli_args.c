@@ -64,6 +64,8 @@ static const struct opt_def opt_defs[] = {
     { CLI_OPT_JSON,       0,   "json",       OPT_FLAG  },
     { CLI_OPT_MASTER,     0,   "master",     OPT_VALUE },
     { CLI_OPT_WATCH,      'w', "watch",      OPT_MAYBE },
+    { CLI_OPT_NAME,       0,   "name",       OPT_VALUE },
+    { CLI_OPT_ENDPOINT,   0,   "endpoint",   OPT_VALUE },
 };
 #define N_OPT_DEFS (sizeof(opt_defs) / sizeof(opt_defs[0]))
 
@@ -177,6 +179,8 @@ static void opt_store(struct cli_args *a, enum cli_opt bit, const char *value)
     case CLI_OPT_RUN_DIR:    a->run_dir = value; break;
     case CLI_OPT_HOSTS_FILE: a->hosts_file = value; break;
     case CLI_OPT_MASTER:     a->master = value; break;
+    case CLI_OPT_NAME:       a->name = value; break;
+    case CLI_OPT_ENDPOINT:   a->endpoint = value; break;
     case CLI_OPT_FOREGROUND: a->foreground = true; break;
     case CLI_OPT_DEBUG:      a->debug = true; break;
     case CLI_OPT_JSON:       a->json = true; break;

@@ -32,6 +32,8 @@ enum cli_opt {
     CLI_OPT_JSON       = 1u << 7,   /* --json */
     CLI_OPT_MASTER     = 1u << 8,   /* --master NAME */
     CLI_OPT_WATCH      = 1u << 9,   /* -w, --watch [SECONDS] */
+    CLI_OPT_NAME       = 1u << 10,  /* --name NAME (joining a registry) */
+    CLI_OPT_ENDPOINT   = 1u << 11,  /* --endpoint HOST:PORT (joining a registry) */
 };
 
 /* --watch's interval: 1 s when none is given; below 0.1 s the control
@@ -49,6 +51,7 @@ struct cli_args {
     const char *run_dir;      /* default DAEMON_DEFAULT_RUN_DIR */
     const char *hosts_file;   /* default DAEMON_DEFAULT_HOSTS */
     const char *master;       /* NULL unless given */
+    const char *name, *endpoint;  /* NULL unless given */
     bool foreground, debug, json;
     bool watch;               /* -w/--watch given */
     uint64_t watch_ns;        /* its interval, CLI_WATCH_DEFAULT_NS unless given */

@@ -50,6 +50,8 @@ struct st_peer {
 struct st_resp {
     char *text;                      /* a copy, cut into the strings below */
     const char *interface, *self, *address, *master, *master_address, *cluster_sum;
+    const char *registry_state, *registry_endpoint, *registry_error;
+    uint64_t registry_revision;
     uint64_t listen_port, prefix, cluster_applied;
     /* hint_bytes, hint_refused, relay_trials_failed, relay_dropped */
     uint64_t hints[4];
@@ -155,6 +157,14 @@ static int iface_line(struct st_resp *r, const char *key, const char *v)
         r->master_address = v;
     else if (!strcmp(key, CONTROL_KEY_CLUSTER_SUM))
         r->cluster_sum = v;
+    else if (!strcmp(key, CONTROL_KEY_REGISTRY_STATE))
+        r->registry_state = v;
+    else if (!strcmp(key, CONTROL_KEY_REGISTRY_ENDPOINT))
+        r->registry_endpoint = v;
+    else if (!strcmp(key, CONTROL_KEY_REGISTRY_ERROR))
+        r->registry_error = v;
+    else if (!strcmp(key, CONTROL_KEY_REGISTRY_REVISION))
+        return parse_u64(v, &r->registry_revision);
     else if (!strcmp(key, CONTROL_KEY_HINT_BYTES))
         return parse_u64(v, &r->hints[0]);
     else if (!strcmp(key, CONTROL_KEY_HINT_REFUSED))
@@ -429,6 +439,15 @@ static void print_header(FILE *out, const struct st_resp *r, uint64_t now_unix)
     fprintf(out, ", listen port %llu, %zu peer%s\n", (unsigned long long)r->listen_port,
             r->n_peers, r->n_peers == 1 ? "" : "s");
     print_cluster_file(out, r, now_unix);
+    if (r->registry_state) {
+        fprintf(out, "registry %s, revision %llu applied", r->registry_state,
+                (unsigned long long)r->registry_revision);
+        if (r->registry_endpoint)
+            fprintf(out, ", %s", r->registry_endpoint);
+        if (r->registry_error && strcmp(r->registry_state, "synced"))
+            fprintf(out, " (%s)", r->registry_error);
+        fputc('\n', out);
+    }
 }
 
 /* The header, the column names and the first n_rows peers' rows; the
@@ -632,6 +651,24 @@ int status_format_json(const char *response, FILE *out)
         fprintf(out, "%llu", (unsigned long long)r.cluster_applied);
     else
         fputs("null", out);
+    fputs(",\"registry\":", out);
+    if (r.registry_state) {
+        fputs("{\"state\":", out);
+        json_string(out, r.registry_state);
+        fprintf(out, ",\"revision\":%llu,\"endpoint\":", (unsigned long long)r.registry_revision);
+        if (r.registry_endpoint)
+            json_string(out, r.registry_endpoint);
+        else
+            fputs("null", out);
+        fputs(",\"error\":", out);
+        if (r.registry_error)
+            json_string(out, r.registry_error);
+        else
+            fputs("null", out);
+        fputc('}', out);
+    } else {
+        fputs("null", out);
+    }
     fprintf(out, ",\"hints\":{\"unanswered_bytes\":%llu,\"refused\":%llu,"
                  "\"relay_trials_failed\":%llu,\"relays_dropped\":%llu}",
             (unsigned long long)r.hints[0], (unsigned long long)r.hints[1],

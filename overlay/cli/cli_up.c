@@ -15,6 +15,7 @@
 
 #include <sodium.h>
 
+#include "config/addr.h"
 #include "crypto/aead.h"
 #include "crypto/x25519.h"
 #include "overlay/cli/cli.h"
@@ -23,10 +24,11 @@
 #include "overlay/daemon/keyfile.h"
 
 #define UP_USAGE    "-c CLUSTER -k KEYFILE [-i IFNAME] [--run-dir DIR] " \
-                    "[--hosts-file FILE] [--foreground] [--debug]"
+                    "[--hosts-file FILE] [--name NAME] [--endpoint HOST:PORT] " \
+                    "[--foreground] [--debug]"
 #define UP_ALLOWED  (CLI_OPT_CLUSTER | CLI_OPT_KEY | CLI_OPT_INTERFACE | \
                      CLI_OPT_RUN_DIR | CLI_OPT_HOSTS_FILE | CLI_OPT_FOREGROUND | \
-                     CLI_OPT_DEBUG)
+                     CLI_OPT_DEBUG | CLI_OPT_NAME | CLI_OPT_ENDPOINT)
 #define UP_REQUIRED (CLI_OPT_CLUSTER | CLI_OPT_KEY)
 #define UP_RUN_DIR_MODE   0755
 /* How long the parent waits for the daemon's "ok" or error line. */
@@ -45,7 +47,39 @@ struct up {
     char cluster_file[PATH_MAX];
 };
 
-/* Our public key, and our node in the cluster file. */
+/* Who joins the registry: --name, else this machine's hostname; its
+ * public key; --endpoint when given. The address is the registry's. */
+static int up_registry_self(struct up *u, const uint8_t pub[WG_KEY_LEN])
+{
+    struct cluster_node *n = &u->opt.registry_self;
+    char host[HOST_NAME_MAX + 1] = "";
+    const char *name = u->args.name, *why = "";
+
+    if (!name) {
+        if (gethostname(host, sizeof(host)) != 0)
+            host[0] = '\0';
+        name = host;
+    }
+    if (strlen(name) > CLUSTER_NAME_MAX || !cluster_name_valid(name)) {
+        fprintf(stderr, "ddpnet up: '%s' is not a valid node name (letters, digits, '-' and "
+                "'.', at most %u characters)%s\n", name, CLUSTER_NAME_MAX,
+                u->args.name ? "" : "; give one with --name");
+        return CLI_EXIT_FAIL;
+    }
+    snprintf(n->name, sizeof(n->name), "%s", name);
+    memcpy(n->public_key, pub, WG_KEY_LEN);
+    if (u->args.endpoint) {
+        if (cluster_endpoint_parse(u->args.endpoint, &n->endpoint, &why) < 0) {
+            fprintf(stderr, "ddpnet up: bad --endpoint '%s': %s\n", u->args.endpoint, why);
+            return CLI_EXIT_FAIL;
+        }
+        n->has_endpoint = true;
+    }
+    return CLI_CONTINUE;
+}
+
+/* Our public key, and our node in the cluster file (or, with a registry,
+ * who we join as). */
 static int up_find_self(struct up *u)
 {
     uint8_t pub[WG_KEY_LEN];
@@ -56,6 +90,16 @@ static int up_find_self(struct up *u)
         return CLI_EXIT_FAIL;
     }
     u->opt.self = cluster_find_key(&u->cluster, pub);
+    if (u->opt.self && (u->args.name || u->args.endpoint))
+        fprintf(stderr, "ddpnet up: this node is %s in %s: the file's entry wins over "
+                "--name and --endpoint\n", u->opt.self->name, u->args.cluster);
+    if (u->opt.self == NULL && u->cluster.registry.n_endpoints)
+        return up_registry_self(u, pub);
+    if (u->opt.self == NULL && (u->args.name || u->args.endpoint)) {
+        fprintf(stderr, "ddpnet up: --name and --endpoint are for joining a registry, and %s "
+                "has none\n", u->args.cluster);
+        return CLI_EXIT_FAIL;
+    }
     if (u->opt.self == NULL) {
         keyfile_format(text, pub);
         fprintf(stderr, "%s: this node's public key %s is not in the cluster file\n",
@@ -127,6 +171,11 @@ static int up_report_ok(const struct up *u)
 {
     char addr[INET6_ADDRSTRLEN];
 
+    if (!u->opt.self) {                   /* joined: the address is the daemon's to tell */
+        printf("ddpnet: %s is up (node %s, joined %s)\n", u->args.ifname,
+               u->opt.registry_self.name, u->cluster.registry.prefix);
+        return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+    }
     if (cluster_addr_format(&u->opt.self->address, addr, sizeof(addr)) != 0)
         addr[0] = '\0';
     printf("ddpnet: %s is up (%s/%u, node %s)\n", u->args.ifname, addr,

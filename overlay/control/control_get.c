@@ -10,6 +10,7 @@
 #include "overlay/control/control_int.h"
 #include "overlay/control/uapi.h"
 #include "overlay/engine/device.h"
+#include "overlay/registry/registry.h"
 
 /* Upper bounds of the text written, for sizing the buffer. The longest
  * line is a 64-digit key or an IPv6 endpoint with a numeric zone (under 80
@@ -122,6 +123,16 @@ static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
     uapi_put_u64(b, CONTROL_KEY_HINT_REFUSED, dev->stats.hint_refused);
     uapi_put_u64(b, CONTROL_KEY_RELAY_TRIALS_FAILED, dev->stats.relay_trials_failed);
     uapi_put_u64(b, CONTROL_KEY_RELAY_DROPPED, dev->stats.relay_dropped);
+    if (dev->registry) {
+        struct registry_status rs;
+        registry_status(dev->registry, &rs);
+        uapi_put_str(b, CONTROL_KEY_REGISTRY_STATE, registry_state_name(rs.state));
+        uapi_put_u64(b, CONTROL_KEY_REGISTRY_REVISION, (uint64_t)dev->registry_revision);
+        if (rs.endpoint[0])
+            uapi_put_str(b, CONTROL_KEY_REGISTRY_ENDPOINT, rs.endpoint);
+        if (rs.error[0])
+            uapi_put_str(b, CONTROL_KEY_REGISTRY_ERROR, rs.error);
+    }
     if (dev->cluster_applied_unix) {
         char hex[2 * DEVICE_CLUSTER_SUM_LEN + 1];
         sodium_bin2hex(hex, sizeof(hex), dev->cluster_sum, sizeof(dev->cluster_sum));

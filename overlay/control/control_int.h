@@ -52,6 +52,13 @@ enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL
  * when it was applied (unix seconds). */
 #define CONTROL_KEY_CLUSTER_SUM     "cluster_sum"
 #define CONTROL_KEY_CLUSTER_APPLIED "cluster_applied"
+/* get=ddpnet's interface section, with a registry: its state (synced,
+ * connecting, unreachable), the revision applied, the etcd endpoint in
+ * use and its latest error. */
+#define CONTROL_KEY_REGISTRY_STATE    "registry_state"
+#define CONTROL_KEY_REGISTRY_REVISION "registry_revision"
+#define CONTROL_KEY_REGISTRY_ENDPOINT "registry_endpoint"
+#define CONTROL_KEY_REGISTRY_ERROR    "registry_error"
 /* What members' hints cost (engine/device.h's device_stats): bytes sent
  * to addresses that had not answered, sends refused for want of credit,
  * relay trials that failed, relays dropped when answers stopped. */

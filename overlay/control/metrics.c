@@ -11,6 +11,7 @@
 #include "overlay/control/metrics.h"
 #include "overlay/engine/device.h"
 #include "overlay/loop/loop.h"
+#include "overlay/registry/registry.h"
 
 #define NS_PER_SEC_F 1e9
 
@@ -198,6 +199,17 @@ static void put_device(FILE *f, const struct device *dev)
     family(f, "ddpnet_relay_forwarded_total", "counter",
            "Messages this node forwarded as a relay for other peers.");
     device_sample(f, dev, "ddpnet_relay_forwarded_total", NULL, NULL, dev->stats.relay_forwarded);
+    if (dev->registry) {
+        struct registry_status rs;
+        registry_status(dev->registry, &rs);
+        family(f, "ddpnet_registry_up", "gauge",
+               "1 while the registry (etcd) is followed, 0 while it is out of reach.");
+        device_sample(f, dev, "ddpnet_registry_up", NULL, NULL, rs.state == REGISTRY_SYNCED);
+        family(f, "ddpnet_registry_revision", "gauge",
+               "The etcd revision of the membership this node applied.");
+        device_sample(f, dev, "ddpnet_registry_revision", NULL, NULL,
+                      (uint64_t)dev->registry_revision);
+    }
     family(f, "ddpnet_cluster_file_applied_timestamp_seconds", "gauge",
            "Unix time the running cluster file was applied (up or reload).");
     device_sample(f, dev, "ddpnet_cluster_file_applied_timestamp_seconds", NULL, NULL,

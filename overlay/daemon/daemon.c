@@ -34,6 +34,7 @@
 #include "overlay/control/control.h"
 #include "overlay/daemon/notify.h"
 #include "overlay/daemon/services.h"
+#include "overlay/registry/registry.h"
 #include "overlay/daemon/daemon.h"
 #include "overlay/membership/hosts.h"
 #include "overlay/membership/members.h"
@@ -143,7 +144,7 @@ static int setup_sockets(struct setup *s)
     if (s->udp4_fd < 0 && s->udp6_fd < 0)
         return fail(s, s->udp4_fd, "cannot bind UDP port %u: %s", port, strerror(-s->udp4_fd));
     if (s->udp4_fd < 0 || s->udp6_fd < 0)
-        log_warn("UDP port %u: only IPv%c is available", port, s->udp4_fd < 0 ? '6' : '4');
+        log_notice("UDP port %u: only IPv%c is available", port, s->udp4_fd < 0 ? '6' : '4');
     return 0;
 }
 
@@ -184,7 +185,7 @@ static void enable_offloads(int fd)
         return;
     if (tun_set_offload(fd, tcp) == 0)
         return;
-    log_warn("TUN offloads unavailable: packets go one by one");
+    log_notice("TUN offloads unavailable: packets go one by one");
 }
 
 /* The tunnel MTU when the cluster file sets none: as wg-quick does, the
@@ -225,7 +226,7 @@ static void cap_super_packets(struct nl *nl, int ifindex, unsigned mtu)
     int ret = nl_link_set_gso_max_segs(nl, ifindex, segs);
 
     if (ret)
-        log_warn("cannot cap super-packets at %u segments: %s", segs, strerror(-ret));
+        log_notice("cannot cap super-packets at %u segments: %s", segs, strerror(-ret));
 }
 
 static int setup_interface(struct setup *s)
@@ -355,9 +356,9 @@ static void log_reload_line(void *ctx, const char *kind, const char *line)
     const char *path = ((struct setup *)ctx)->opt->cluster_path;
 
     if (!strcmp(kind, MEMBERS_SAY_ERROR))
-        log_error("reload: %s:%s", path, line);
+        log_warn("reload: %s:%s", path, line);
     else if (!strcmp(kind, MEMBERS_SAY_REFUSED))
-        log_error("reload refused: %s", line);
+        log_warn("reload refused: %s", line);
 }
 
 /* SIGHUP: the cluster file read again by path, as the daemon's user (a
@@ -370,14 +371,14 @@ static void on_hangup(void *ctx, uint64_t now)
     int ret = cluster_read(s->opt->cluster_path, &text, &len);
 
     if (ret) {
-        log_error("SIGHUP: cannot read %s as user %s: %s; run `ddpnet reload -i %s` as root",
+        log_warn("SIGHUP: cannot read %s as user %s: %s; run `ddpnet reload -i %s` as root",
                   s->opt->cluster_path, DAEMON_USER, strerror(-ret), s->dev.ifname);
         return;
     }
     ret = members_reload(&s->dev, text, len, log_reload_line, s, now);
     free(text);
     if (ret == 0)
-        log_info("SIGHUP: %s applied", s->opt->cluster_path);
+        log_debug("SIGHUP: %s applied", s->opt->cluster_path);
 }
 
 int daemon_write_state(const char *path, long pid, const char *hosts_file,
@@ -493,7 +494,7 @@ static void report_ready(struct setup *s)
     char addr[INET6_ADDRSTRLEN];
 
     cluster_addr_format(&s->dev.self->address, addr, sizeof(addr));
-    log_info("%s up: %s/%u, node %s, %zu peers, UDP port %u, mtu %u, %u crypto threads",
+    log_notice("%s up: %s/%u, node %s, %zu peers, UDP port %u, mtu %u, %u crypto threads",
              s->dev.ifname, addr, s->dev.cluster.prefix, s->dev.self->name, s->dev.n_peers,
              s->dev.listen_port, s->dev.mtu, s->loop.crypto.n_threads);
     char status[256];
@@ -542,7 +543,7 @@ static void open_route_queries(struct setup *s)
     int ret = nl_open(&s->route_nl);
 
     if (ret) {
-        log_warn("rtnetlink: %s; path MTUs are found by probes alone", strerror(-ret));
+        log_notice("rtnetlink: %s; path MTUs are found by probes alone", strerror(-ret));
         return;
     }
     s->route_nl_open = true;
@@ -572,6 +573,45 @@ static int open_services(struct setup *s)
 
     s->services_open = true;
     return ret ? fail(s, ret, "%s", err) : 0;
+}
+
+/* The model the device starts with: the file's nodes and, with a
+ * registry, this node as it joined when the file does not list it (the
+ * others come with the registry's first snapshot, after set-up). The
+ * registry's files are read here, as root. */
+static int setup_membership(struct setup *s)
+{
+    struct cluster *c = &s->dev.cluster;
+    char err[512];
+    int ret;
+
+    if ((ret = registry_model(c, NULL, NULL, 0, &s->dev.file, &(size_t){ 0 }, NULL, NULL)))
+        return fail(s, ret, "out of memory");
+    if (!c->registry.n_endpoints)
+        return 0;
+    if (!(s->dev.registry = registry_new(c, err, sizeof(err))))
+        return fail(s, -EINVAL, "%s", err);
+    if (s->dev.self)
+        return 0;                             /* listed: the file's entry it is */
+    struct cluster_node self = s->opt->registry_self;
+    if ((ret = registry_join(s->dev.registry, &self, err, sizeof(err))))
+        return fail(s, ret, "%s", err);
+    s->dev.self_registered = true;
+    s->dev.registry_self = self;
+    cluster_free(c);
+    if ((ret = registry_model(&s->dev.file, &self, NULL, 0, c, &(size_t){ 0 }, NULL, NULL)))
+        return fail(s, ret, "out of memory");
+    s->dev.self = cluster_find_name(c, self.name);
+    return 0;
+}
+
+/* The registry's threads, once privileges are dropped: they are born
+ * without them. */
+static int start_registry(struct setup *s)
+{
+    int ret = s->dev.registry ? registry_start(s->dev.registry) : 0;
+
+    return ret ? fail(s, ret, "registry: cannot start its threads: %s", strerror(-ret)) : 0;
 }
 
 static int setup_all(struct setup *s)
@@ -613,6 +653,8 @@ static int setup_all(struct setup *s)
     /* After the drop: threads are born with what their creator has. */
     if ((ret = loop_start_crypto(&s->loop, crypto_threads())))
         return fail(s, ret, "crypto workers: %s", strerror(-ret));
+    if ((ret = start_registry(s)))
+        return ret;
     return 0;
 }
 
@@ -635,6 +677,7 @@ static void teardown(struct setup *s)
         services_close(&s->services);
     notify_close();
     device_destroy(&s->dev);
+    registry_free(s->dev.registry);
     cluster_free(&s->dev.cluster);
     close_fd(&s->control_fd);
     close_fd(&s->udp4_fd);
@@ -677,6 +720,8 @@ int daemon_run(struct daemon_options *opt)
     else if (s->dev.cluster.mtu > DEVICE_MTU_MAX)
         ret = fail(s, -EINVAL, "mtu %u is above the %u this version supports",
                    s->dev.cluster.mtu, DEVICE_MTU_MAX);
+    else if ((ret = setup_membership(s)))
+        ;
     else if ((ret = device_init(&s->dev, opt->private_key, clock_now_ns())))
         ret = fail(s, ret, "cannot set up peers: %s", strerror(-ret));
     sodium_memzero(opt->private_key, sizeof(opt->private_key));
@@ -694,6 +739,8 @@ int daemon_run(struct daemon_options *opt)
             handshake_send_initiation(s->dev.peers[i], false, now);
         ret = loop_run(&s->loop);
         notify_send("STOPPING=1");
+        if (s->dev.registry)
+            registry_leave(s->dev.registry);   /* gone from every peer at once */
         const struct device_stats *st = &s->dev.stats;
         log_info("%s stopped; %llu TUN reads gave %llu packets, %llu receives held %llu "
                  "datagrams, %llu TUN writes", s->dev.ifname,

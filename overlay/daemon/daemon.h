@@ -24,7 +24,10 @@ struct daemon_options {
     const char *hosts_file;
     const char *cluster_path;             /* absolute: for messages, checksum and reloads */
     struct cluster *cluster;              /* parsed; the daemon takes it over */
-    const struct cluster_node *self;      /* within *cluster */
+    const struct cluster_node *self;      /* within *cluster; NULL: joins the registry */
+    /* With a registry and a node the file does not list: who joins (name,
+     * public key, endpoint and port; the address is the registry's). */
+    struct cluster_node registry_self;
     uint8_t private_key[WG_KEY_LEN];      /* wiped by daemon_run */
     bool foreground;                      /* log to stderr */
     bool debug;                           /* log debug lines */

@@ -6,10 +6,13 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "overlay/base/log.h"
 #include "overlay/control/control.h"
 #include "overlay/control/metrics.h"
 #include "overlay/daemon/services.h"
 #include "overlay/engine/device.h"
+#include "overlay/membership/members.h"
+#include "overlay/registry/registry.h"
 
 static int watch(struct services *sv, int fd)
 {
@@ -57,9 +60,28 @@ int services_open(struct services *sv, struct device *dev, int control_fd, char 
         snprintf(err, errlen, "control socket: epoll: %s", strerror(-ret));
         return ret;
     }
+    if (dev->registry && (ret = watch(sv, registry_event_fd(dev->registry)))) {
+        snprintf(err, errlen, "registry: epoll: %s", strerror(-ret));
+        return ret;
+    }
     if (dev->cluster.metrics.at != CLUSTER_METRICS_OFF)
         return open_metrics(sv, err, errlen);
     return 0;
+}
+
+/* A new snapshot of the registry's nodes: applied through membership. */
+static void take_registry(struct services *sv, uint64_t now_ns)
+{
+    struct cluster_node *nodes;
+    size_t n;
+    int64_t revision;
+    int ret = registry_take(sv->dev->registry, &nodes, &n, &revision);
+
+    if (ret == 1 && (ret = members_registry(sv->dev, nodes, n, revision, now_ns)))
+        log_warn("registry: revision %lld not applied: %s", (long long)revision,
+                 strerror(-ret));
+    else if (ret < 0)
+        log_warn("registry: %s", strerror(-ret));
 }
 
 void services_close(struct services *sv)
@@ -82,6 +104,8 @@ int services_fd(const struct services *sv)
 void services_run(struct services *sv, uint64_t now_ns)
 {
     control_server_run(sv->control, sv->dev, now_ns);
+    if (sv->dev->registry)
+        take_registry(sv, now_ns);
     if (sv->metrics) {
         metrics_server_run(sv->metrics, now_ns);
         sv->metrics_due = metrics_server_next(sv->metrics, now_ns);

@@ -157,7 +157,7 @@ static int prepare(struct device *dev, struct peer *p, struct pkt *pkt)
     int ret = segment(dev, pkt, pkt->in + OFFLOAD_VNET_HDR_LEN,
                       pkt->len - OFFLOAD_VNET_HDR_LEN, &h, path_mtu(p));
     if (ret <= 0)
-        log_debug("dropped a packet from %s that cannot be segmented (%d)", dev->ifname, ret);
+        log_debug_rl("dropped a packet from %s that cannot be segmented (%d)", dev->ifname, ret);
     else
         dev->stats.tun_segments += (uint64_t)ret;
     return ret;

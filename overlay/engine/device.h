@@ -46,6 +46,7 @@
 
 
 struct pkt;
+struct registry;
 
 /* Timer deadlines in monotonic ns; 0 = not armed (see timers.h). */
 struct peer_timers {
@@ -186,7 +187,18 @@ struct device {
     struct noise_local *local;
     struct cookie_checker checker;
     const struct cluster_node *self;
-    struct cluster cluster;               /* the parsed cluster file */
+    struct cluster cluster;               /* the model it runs: the file's and registered nodes */
+    /* Membership's inputs (membership/members.c): the cluster file as
+     * parsed; the registry's latest nodes (registry/registry.h); this node
+     * as it joined through the registry when the file does not list it;
+     * the registry itself, opaque here (NULL: none). */
+    struct cluster file;
+    struct cluster_node *registered;
+    size_t n_registered;
+    int64_t registry_revision;            /* of the nodes applied */
+    bool self_registered;
+    struct cluster_node registry_self;
+    struct registry *registry;
     /* Which file that is, for a person: its checksum and when it was
      * applied (wall clock, s); and the hosts file, kept open from set-up
      * so that the names block follows a reload without root (-1: none). */

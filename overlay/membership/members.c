@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <stdarg.h>
@@ -23,6 +24,7 @@
 #include "overlay/engine/engine.h"
 #include "overlay/membership/hosts.h"
 #include "overlay/membership/members.h"
+#include "overlay/registry/registry.h"
 
 #define SAY_MAX 512u
 
@@ -388,44 +390,104 @@ static void say_changes(const struct cluster_diff *d, members_say say, void *ctx
     }
 }
 
+static void log_skip(void *ctx, const struct cluster_node *n, const char *why)
+{
+    (void)ctx;
+    log_warn_rl("registry: node %s not applied: %s", n->name, why);
+}
+
+/* The model to run: the file's nodes, then the registry's (registry.h). */
+static int merged(struct device *dev, const struct cluster *file, struct cluster *out)
+{
+    size_t skipped;
+
+    return registry_model(file, dev->self_registered ? &dev->registry_self : NULL,
+                          dev->registered, dev->n_registered, out, &skipped, log_skip, dev);
+}
+
+/* Applies the model next (taken) as the file's comment says; *changes:
+ * how many. Nothing changes unless it returns 0. */
+static int apply(struct device *dev, struct cluster *next, members_say say, void *ctx,
+                 uint64_t now, size_t *changes)
+{
+    const struct cluster_node *self = cluster_find_name(next, dev->self->name);
+    struct cluster_diff d = { 0 };
+    struct plan pl;
+    int ret;
+
+    *changes = 0;
+    if ((ret = cluster_diff(&dev->cluster, next, &d)) || (ret = refuse(dev, &d, say, ctx)))
+        goto out;
+    if (d.n && (ret = plan_make(dev, next, self, &pl)) == 0) {
+        loop_crypto_drain(dev->loop, now);
+        path_flush(dev, now);
+        say_changes(&d, say, ctx);
+        plan_commit(dev, next, &d, self, &pl, now);
+        plan_free(&pl, false);
+    }
+    if (ret)
+        goto out;
+    *changes = d.n;
+    if (d.n && dev->hosts_fd >= 0 && (ret = members_write_hosts(dev)))
+        log_warn("membership: the names block was not updated: %s", strerror(-ret));
+    ret = 0;
+out:
+    cluster_diff_free(&d);
+    cluster_free(next);
+    return ret;
+}
+
 int members_reload(struct device *dev, const char *text, size_t len, members_say say,
                    void *ctx, uint64_t now)
 {
-    struct cluster next;
+    struct cluster file, next;
     struct cluster_diag *diag = calloc(1, sizeof(*diag));
-    struct cluster_diff d = { 0 };
-    struct plan pl;
-    const struct cluster_node *self;
+    size_t changes;
     int ret;
 
     if (!diag)
         return -ENOMEM;
-    ret = cluster_parse(text, len, &next, diag);
+    ret = cluster_parse(text, len, &file, diag);
     if (ret == -EINVAL)
         say_errors(diag, say, ctx);
     free(diag);
     if (ret)
         return ret;
-    self = cluster_find_name(&next, dev->self->name);
-    if ((ret = cluster_diff(&dev->cluster, &next, &d)) || (ret = refuse(dev, &d, say, ctx)))
-        goto out;
-    if (d.n && (ret = plan_make(dev, &next, self, &pl)) == 0) {
-        loop_crypto_drain(dev->loop, now);
-        path_flush(dev, now);
-        say_changes(&d, say, ctx);
-        plan_commit(dev, &next, &d, self, &pl, now);
-        plan_free(&pl, false);
+    if ((ret = merged(dev, &file, &next)) || (ret = apply(dev, &next, say, ctx, now, &changes))) {
+        cluster_free(&file);
+        return ret;
     }
-    if (ret)
-        goto out;
+    cluster_free(&dev->file);
+    dev->file = file;
     members_checksum(text, len, dev->cluster_sum);
     dev->cluster_applied_unix = (uint64_t)time(NULL);
-    log_applied(dev, d.n);
-    if (d.n && dev->hosts_fd >= 0 && (ret = members_write_hosts(dev)))
-        log_warn("reload: the names block was not updated: %s", strerror(-ret));
-    ret = 0;
-out:
-    cluster_diff_free(&d);
-    cluster_free(&next);
-    return ret;
+    log_applied(dev, changes);
+    return 0;
+}
+
+static void say_to_log(void *ctx, const char *kind, const char *line)
+{
+    (void)ctx;
+    if (strcmp(kind, MEMBERS_SAY_CHANGE))
+        log_warn("registry: %s", line);
+}
+
+int members_registry(struct device *dev, struct cluster_node *nodes, size_t n, int64_t revision,
+                     uint64_t now)
+{
+    struct cluster next;
+    size_t changes;
+    int ret;
+
+    free(dev->registered);
+    dev->registered = nodes;
+    dev->n_registered = n;
+    if ((ret = merged(dev, &dev->file, &next)) ||
+        (ret = apply(dev, &next, say_to_log, NULL, now, &changes)))
+        return ret;
+    dev->registry_revision = revision;
+    if (changes)
+        log_notice("registry: revision %lld applied: %zu change%s", (long long)revision, changes,
+                   changes == 1 ? "" : "s");
+    return 0;
 }

@@ -35,6 +35,13 @@ typedef void (*members_say)(void *ctx, const char *kind, const char *line);
 int members_reload(struct device *dev, const char *text, size_t len, members_say say,
                    void *ctx, uint64_t now);
 
+/* Applies the registry's latest nodes (taken: freed with the next ones or
+ * the device), merged with the cluster file's (registry_model), at etcd
+ * revision `revision`. Each change is logged. 0, -EPERM (refused, logged),
+ * -ENOMEM. */
+int members_registry(struct device *dev, struct cluster_node *nodes, size_t n, int64_t revision,
+                     uint64_t now);
+
 /* The names block (an ADDRESS NAME line per node) written through
  * dev->hosts_fd: 0 or -errno. */
 int members_write_hosts(struct device *dev);

@@ -61,7 +61,8 @@
     f ":6: unknown key 'adress'\n"
 
 #define UP_USAGE_LINE "usage: ddpnet up -c CLUSTER -k KEYFILE [-i IFNAME] " \
-    "[--run-dir DIR] [--hosts-file FILE] [--foreground] [--debug]\n"
+    "[--run-dir DIR] [--hosts-file FILE] [--name NAME] [--endpoint HOST:PORT] " \
+    "[--foreground] [--debug]\n"
 #define NOBODY 65534
 #define CAP_CHUNK_BITS 32u   /* bits per __user_cap_data_struct word */
 
@@ -375,7 +376,8 @@ static int handle_up(int argc, char **argv)
 
     return cli_args_handle(argc, argv, UP_OPTS, UP_REQ,
                            "-c CLUSTER -k KEYFILE [-i IFNAME] [--run-dir DIR] "
-                           "[--hosts-file FILE] [--foreground] [--debug]", &a);
+                           "[--hosts-file FILE] [--name NAME] [--endpoint HOST:PORT] "
+                           "[--foreground] [--debug]", &a);
 }
 
 static int handle_genkey(int argc, char **argv)
@@ -675,6 +677,35 @@ static void test_up_key_errors(void **state)
     snprintf(want, sizeof(want), "%s: this node's public key " PUB_C " is not in the "
              "cluster file\n", cl);
     assert_up(cl, kc, "ddptest9", NULL, 1, want);
+}
+
+/* --name and --endpoint: for joining a registry only; checked before any
+ * daemon starts. */
+static void test_up_registry_options(void **state)
+{
+    char cl[PATH_CAP], ka[PATH_CAP], kc[PATH_CAP], reg[PATH_CAP], run[PATH_CAP];
+    char hosts[PATH_CAP], want[MSG_CAP];
+
+    (void)state;
+    up_files(cl, ka, kc);
+    tmp_path(run, "run-up");
+    tmp_path(hosts, "hosts-up");
+    snprintf(want, sizeof(want), "ddpnet up: --name and --endpoint are for joining a registry, "
+             "and %s has none\n", cl);
+    assert_run(cli_up, (const char *[]){ "up", "-c", cl, "-k", kc, "--name", "x", "-i",
+                                         "ddptest9", "--run-dir", run, "--hosts-file", hosts,
+                                         NULL }, NULL, 1, "", want);
+    write_file(tmp_path(reg, "reg.conf"), "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n"
+               "registry = etcd://127.0.0.1:1/ddpnet\n", 0644);
+    assert_run(cli_up, (const char *[]){ "up", "-c", reg, "-k", kc, "--name", "bad_name", "-i",
+                                         "ddptest9", "--run-dir", run, "--hosts-file", hosts,
+                                         NULL }, NULL, 1, "",
+               "ddpnet up: 'bad_name' is not a valid node name (letters, digits, '-' and '.', "
+               "at most 63 characters)\n");
+    assert_run(cli_up, (const char *[]){ "up", "-c", reg, "-k", kc, "--name", "ok",
+                                         "--endpoint", "host", "-i", "ddptest9", "--run-dir",
+                                         run, "--hosts-file", hosts, NULL }, NULL, 1, "",
+               "ddpnet up: bad --endpoint 'host': missing port (expected host:port)\n");
 }
 
 static void test_up_interface_exists(void **state)
@@ -1445,6 +1476,7 @@ int main(void)
         cmocka_unit_test(test_up_usage),
         cmocka_unit_test(test_up_cluster_errors),
         cmocka_unit_test(test_up_key_errors),
+        cmocka_unit_test(test_up_registry_options),
         cmocka_unit_test(test_up_interface_exists),
         cmocka_unit_test(test_up_run_dir_refused),
         cmocka_unit_test(test_up_down_not_permitted),

@@ -278,7 +278,7 @@ static const struct bad_case bad_cases[] = {
     BAD(C4 NA "[cluster]\nmtu = 1400\n", 7,
         "duplicate section [cluster] (first at line 1)"),
     BAD(NA, 0, "missing [cluster] section"),
-    BAD(C4, 0, "no nodes (add at least one [node NAME] section)"),
+    BAD(C4, 0, "no nodes (add at least one [node NAME] section, or a registry)"),
     /* lines */
     BAD("adress = 1\n" C4 NA, 1, "key 'adress' outside a section (put it under "
         "[cluster] or [node NAME])"),
@@ -536,7 +536,7 @@ static void test_empty_file(void **state)
     static const int lines[] = { 0, 0 };
     static const char *const messages[] = {
         "missing [cluster] section",
-        "no nodes (add at least one [node NAME] section)",
+        "no nodes (add at least one [node NAME] section, or a registry)",
     };
     (void)state;
 
@@ -663,7 +663,7 @@ static void test_diag_cap_keeps_first_lines(void **state)
     assert_int_equal(d.dropped, bad_lines + 2 - CLUSTER_DIAG_MAX);
     assert_int_equal(d.items[0].line, 0);
     assert_string_equal(d.items[0].message,
-                        "no nodes (add at least one [node NAME] section)");
+                        "no nodes (add at least one [node NAME] section, or a registry)");
     assert_int_equal(d.items[1].line, 1);
     assert_string_equal(d.items[1].message, "missing required key 'port' in [cluster]");
     for (size_t i = 2; i < d.n; i++) {
@@ -834,7 +834,7 @@ static void test_diag_format(void **state)
 
     assert_int_equal(parse_str(C4, &c, &d), -EINVAL);
     assert_int_equal(cluster_diag_format(&d, 0, "/etc/ddpnet/c.conf", buf, sizeof(buf)), 0);
-    assert_string_equal(buf, "/etc/ddpnet/c.conf: no nodes (add at least one [node NAME] section)");
+    assert_string_equal(buf, "/etc/ddpnet/c.conf: no nodes (add at least one [node NAME] section, or a registry)");
 }
 
 static void test_addr_format(void **state)

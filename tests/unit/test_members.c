@@ -206,6 +206,7 @@ static void test_refused(void **state)
     members_checksum(HEAD NA NB, strlen(HEAD NA NB), sum);
     assert_memory_equal(sum, dev.cluster_sum, sizeof(sum));
     cluster_free(&dev.cluster);
+    cluster_free(&dev.file);
 }
 
 int main(void)

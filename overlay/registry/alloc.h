@@ -1,0 +1,19 @@
+/* Which overlay address a registering node gets: the one its key already
+ * holds (a node that comes back), else the lowest address of the network
+ * that is neither the network's own, its broadcast address, nor taken
+ * (by a node of the cluster file or an earlier registration). etcd's
+ * transactions make the choice safe under concurrency (registry.c): a
+ * node whose pick was taken meanwhile picks again. Pure. */
+#ifndef DDPNET_ALLOC_H
+#define DDPNET_ALLOC_H
+
+#include <stddef.h>
+
+#include "config/cluster.h"
+
+/* The lowest free address of net/prefix, given taken[0..n) (any order;
+ * sorted in place). 0 with *out, or -ENOSPC when the network is full. */
+int alloc_lowest_free(const struct cluster_addr *net, unsigned prefix,
+                      struct cluster_addr *taken, size_t n, struct cluster_addr *out);
+
+#endif

@@ -1,0 +1,172 @@
+/* The registry's values (record.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <json-c/json.h>
+#include <sodium.h>
+
+#include "config/addr.h"
+#include "overlay/registry/record.h"
+
+#define JSON_NAME     "name"
+#define JSON_KEY      "public_key"
+#define JSON_ADDRESS  "address"
+#define JSON_ENDPOINT "endpoint"
+#define JSON_PORT     "port"
+
+int record_encode(const struct cluster_node *n, char *buf, size_t len)
+{
+    char key[sodium_base64_ENCODED_LEN(CLUSTER_KEY_LEN, sodium_base64_VARIANT_ORIGINAL)];
+    char addr[CLUSTER_HOST_MAX + 3], ep[CLUSTER_HOST_MAX + 16];
+    json_object *o;
+    const char *text;
+    int ret = -ENOMEM;
+
+    if (!n->name[0] || cluster_addr_format(&n->address, addr, sizeof(addr)) < 0)
+        return -EINVAL;
+    sodium_bin2base64(key, sizeof(key), n->public_key, CLUSTER_KEY_LEN,
+                      sodium_base64_VARIANT_ORIGINAL);
+    if (!(o = json_object_new_object()))
+        return -ENOMEM;
+    if (json_object_object_add(o, JSON_NAME, json_object_new_string(n->name)) ||
+        json_object_object_add(o, JSON_KEY, json_object_new_string(key)) ||
+        json_object_object_add(o, JSON_ADDRESS, json_object_new_string(addr)))
+        goto out;
+    if (n->has_endpoint) {
+        if (cluster_endpoint_format(&n->endpoint, ep, sizeof(ep)) < 0) {
+            ret = -EINVAL;
+            goto out;
+        }
+        if (json_object_object_add(o, JSON_ENDPOINT, json_object_new_string(ep)))
+            goto out;
+    }
+    if (n->port && json_object_object_add(o, JSON_PORT, json_object_new_int(n->port)))
+        goto out;
+    text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+    ret = -ENOSPC;
+    if (text && strlen(text) < len && strlen(text) <= RECORD_VALUE_MAX) {
+        memcpy(buf, text, strlen(text) + 1);
+        ret = (int)strlen(text);
+    }
+out:
+    json_object_put(o);
+    return ret;
+}
+
+/* The string member `name` of o: NULL when absent or not a string. */
+static const char *string_of(json_object *o, const char *name)
+{
+    json_object *v;
+
+    if (!json_object_object_get_ex(o, name, &v) || !json_object_is_type(v, json_type_string))
+        return NULL;
+    /* "\u0000" inside: the text before it is not the whole value. */
+    if (strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v))
+        return NULL;
+    return json_object_get_string(v);
+}
+
+static int decode_key(const char *b64, uint8_t out[CLUSTER_KEY_LEN])
+{
+    size_t n = 0;
+
+    if (!b64 || sodium_base642bin(out, CLUSTER_KEY_LEN, b64, strlen(b64), NULL, &n, NULL,
+                                  sodium_base64_VARIANT_ORIGINAL) != 0 || n != CLUSTER_KEY_LEN)
+        return -EINVAL;
+    return 0;
+}
+
+static int decode_fields(json_object *o, const struct cluster *c, struct cluster_node *n,
+                         const char **why)
+{
+    const char *name = string_of(o, JSON_NAME), *addr = string_of(o, JSON_ADDRESS);
+    const char *ep = string_of(o, JSON_ENDPOINT);
+    json_object *port;
+
+    if (!name || strlen(name) > CLUSTER_NAME_MAX || !cluster_name_valid(name))
+        return *why = "no valid name", -EINVAL;
+    snprintf(n->name, sizeof(n->name), "%s", name);
+    if (decode_key(string_of(o, JSON_KEY), n->public_key))
+        return *why = "no valid public_key (44 characters of base64, 32 bytes)", -EINVAL;
+    if (!addr || cluster_addr_parse(addr, &n->address) < 0)
+        return *why = "no valid address", -EINVAL;
+    if (!cluster_addr_in_network(&n->address, &c->network, c->prefix) ||
+        cluster_addr_is_broadcast(&n->address, c->prefix) ||
+        cluster_addr_equal(&n->address, &c->network))
+        return *why = "an address outside the network", -EINVAL;
+    if (ep || json_object_object_get_ex(o, JSON_ENDPOINT, NULL)) {
+        if (!ep)
+            return *why = "no valid endpoint (a string HOST:PORT)", -EINVAL;
+        if (cluster_endpoint_parse(ep, &n->endpoint, why) < 0)
+            return -EINVAL;
+        n->has_endpoint = true;
+    }
+    if (json_object_object_get_ex(o, JSON_PORT, &port)) {
+        int32_t v = json_object_get_int(port);
+        if (!json_object_is_type(port, json_type_int) || v < 1 || v > (int32_t)CLUSTER_PORT_MAX)
+            return *why = "a port outside 1..65535", -EINVAL;
+        n->port = (uint16_t)v;
+    }
+    return 0;
+}
+
+int record_decode(const char *value, size_t len, const struct cluster *c,
+                  struct cluster_node *n, const char **why)
+{
+    json_tokener *tok;
+    json_object *o;
+    int ret;
+
+    memset(n, 0, sizeof(*n));
+    if (len > RECORD_VALUE_MAX || memchr(value, '\0', len))
+        return *why = "a value too long or not text", -EINVAL;
+    if (!(tok = json_tokener_new()))
+        return *why = "out of memory", -ENOMEM;
+    o = json_tokener_parse_ex(tok, value, (int)len);
+    /* One whole object and nothing after it. */
+    if (!o || json_tokener_get_error(tok) != json_tokener_success ||
+        (size_t)json_tokener_get_parse_end(tok) != len) {
+        json_object_put(o);
+        json_tokener_free(tok);
+        return *why = "not one JSON object", -EINVAL;
+    }
+    json_tokener_free(tok);
+    ret = json_object_is_type(o, json_type_object) ? decode_fields(o, c, n, why)
+                                                    : (*why = "not a JSON object", -EINVAL);
+    json_object_put(o);
+    if (ret)
+        memset(n, 0, sizeof(*n));
+    return ret;
+}
+
+int record_member_key(const char *prefix, const char *name, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%s%s%s", prefix, RECORD_MEMBERS, name);
+
+    return n < 0 || (size_t)n >= len ? -ENOSPC : n;
+}
+
+int record_address_key(const char *prefix, const struct cluster_addr *a, char *buf, size_t len)
+{
+    char text[CLUSTER_HOST_MAX + 3];
+    int n;
+
+    if (cluster_addr_format(a, text, sizeof(text)) < 0)
+        return -EINVAL;
+    n = snprintf(buf, len, "%s%s%s", prefix, RECORD_ADDRESSES, text);
+    return n < 0 || (size_t)n >= len ? -ENOSPC : n;
+}
+
+const char *record_key_tail(const char *prefix, const char *kind, const char *key, size_t key_len,
+                            char *tail, size_t tail_len)
+{
+    size_t p = strlen(prefix), k = strlen(kind);
+
+    if (key_len <= p + k || memcmp(key, prefix, p) || memcmp(key + p, kind, k) ||
+        key_len - p - k >= tail_len || memchr(key + p + k, '\0', key_len - p - k))
+        return NULL;
+    memcpy(tail, key + p + k, key_len - p - k);
+    tail[key_len - p - k] = '\0';
+    return tail;
+}

@@ -1,0 +1,752 @@
+/* The registry (registry.h): joining, the keeper and watcher threads, the
+ * snapshot handed to the loop, and the model merged from file and etcd. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "config/addr.h"
+#include "overlay/base/log.h"
+#include "overlay/registry/alloc.h"
+#include "overlay/registry/etcd.h"
+#include "overlay/registry/record.h"
+#include "overlay/registry/registry.h"
+
+#define PEM_MAX          (64u * 1024u)
+#define PASSWORD_MAX     256u
+#define KEY_TEXT_MAX     (CLUSTER_REGISTRY_PREFIX_MAX + 64u)
+#define KEY_B64_LEN      sodium_base64_ENCODED_LEN(CLUSTER_KEY_LEN, sodium_base64_VARIANT_ORIGINAL)
+#define ALLOC_TRIES      64
+#define MS_PER_S         1000u
+
+struct member {
+    char name[CLUSTER_NAME_MAX + 1];
+    struct cluster_node node;
+};
+
+struct registry {
+    /* What decoding and allocation check against: the network and the
+     * file's nodes (their addresses are never handed out). */
+    struct cluster_addr network;
+    unsigned net_prefix;
+    struct cluster_addr *file_addrs;
+    size_t n_file_addrs;
+    char prefix[CLUSTER_REGISTRY_PREFIX_MAX + 1];
+    char members_prefix[KEY_TEXT_MAX];
+    unsigned ttl_s;
+    /* The client's configuration, owned here. */
+    char *urls[CLUSTER_REGISTRY_ENDPOINTS_MAX];
+    struct etcd_config cfg;
+    void *ca, *cert, *key;
+    char *user, *password;
+    struct etcd *etcd;                    /* the caller's thread: join, leave */
+    /* After a join: our record and the lease that holds it. */
+    bool joined;
+    struct cluster_node self;
+    char self_value[RECORD_VALUE_MAX + 1];
+    _Atomic int64_t lease;
+    /* Threads. */
+    pthread_t watcher, keeper;
+    bool watcher_on, keeper_on;
+    atomic_bool stop;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;                  /* stop, for the keeper's sleep */
+    int event_fd;
+    /* Under lock: the registered nodes as the watcher knows them. */
+    struct member *members;
+    size_t n_members, cap_members;
+    int64_t revision;
+    bool fresh;                           /* changed since the last take */
+    struct registry_status status;
+};
+
+/* --- files read at set-up ----------------------------------------------------- */
+
+static int read_small(const char *path, size_t max, char **out, size_t *len, char *err,
+                      size_t errlen, const char *what)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    ssize_t n;
+
+    if (fd < 0) {
+        snprintf(err, errlen, "%s %s: %s", what, path, strerror(errno));
+        return -errno;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
+        close(fd);
+        snprintf(err, errlen, "%s %s: not a regular file of at most %zu bytes", what, path, max);
+        return -EINVAL;
+    }
+    *out = calloc(1, (size_t)st.st_size + 1);
+    if (!*out) {
+        close(fd);
+        return -ENOMEM;
+    }
+    n = read(fd, *out, (size_t)st.st_size);
+    close(fd);
+    if (n != st.st_size) {
+        free(*out);
+        *out = NULL;
+        snprintf(err, errlen, "%s %s: short read", what, path);
+        return -EIO;
+    }
+    *len = (size_t)n;
+    return 0;
+}
+
+/* The password: its file readable by its owner alone (as the key file). */
+static int read_password(struct registry *r, const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    size_t len;
+    int ret;
+
+    if (lstat(path, &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO))) {
+        snprintf(err, errlen, "registry-password-file %s: readable by group or others; run: "
+                 "chmod 600 %s", path, path);
+        return -EPERM;
+    }
+    if ((ret = read_small(path, PASSWORD_MAX, &r->password, &len, err, errlen,
+                          "registry-password-file")))
+        return ret;
+    while (len && (r->password[len - 1] == '\n' || r->password[len - 1] == '\r'))
+        r->password[--len] = '\0';
+    return 0;
+}
+
+static int read_client_files(struct registry *r, const struct cluster_registry *c, char *err,
+                             size_t errlen)
+{
+    int ret = 0;
+
+    if (c->ca[0] && (ret = read_small(c->ca, PEM_MAX, (char **)&r->ca, &r->cfg.ca_len, err,
+                                      errlen, "registry-ca")))
+        return ret;
+    if (c->cert[0] && ((ret = read_small(c->cert, PEM_MAX, (char **)&r->cert, &r->cfg.cert_len,
+                                         err, errlen, "registry-cert")) ||
+                       (ret = read_small(c->key, PEM_MAX, (char **)&r->key, &r->cfg.key_len,
+                                         err, errlen, "registry-key"))))
+        return ret;
+    if (c->user[0] && (ret = read_password(r, c->password_file, err, errlen)))
+        return ret;
+    r->cfg.ca = r->ca;
+    r->cfg.cert = r->cert;
+    r->cfg.key = r->key;
+    r->user = c->user[0] ? strdup(c->user) : NULL;
+    r->cfg.user = r->user;
+    r->cfg.password = r->password;
+    return c->user[0] && !r->user ? -ENOMEM : 0;
+}
+
+static int make_urls(struct registry *r, const struct cluster_registry *c)
+{
+    bool tls = c->ca[0] || c->cert[0];
+
+    for (size_t i = 0; i < c->n_endpoints; i++) {
+        char ep[CLUSTER_HOST_MAX + 16];
+        if (cluster_endpoint_format(&c->endpoints[i], ep, sizeof(ep)) < 0 ||
+            asprintf(&r->urls[i], "%s://%s", tls ? "https" : "http", ep) < 0) {
+            r->urls[i] = NULL;
+            return -ENOMEM;
+        }
+    }
+    r->cfg.urls = (const char *const *)r->urls;
+    r->cfg.n_urls = c->n_endpoints;
+    r->cfg.timeout_ms = REGISTRY_TIMEOUT_MS;
+    return 0;
+}
+
+struct registry *registry_new(const struct cluster *c, char *err, size_t errlen)
+{
+    struct registry *r = calloc(1, sizeof(*r));
+    int ret = -ENOMEM;
+
+    if (!r)
+        goto fail;
+    r->network = c->network;
+    r->net_prefix = c->prefix;
+    r->ttl_s = c->registry.ttl_s ? c->registry.ttl_s : CLUSTER_REGISTRY_TTL_DEFAULT;
+    snprintf(r->prefix, sizeof(r->prefix), "%s", c->registry.prefix);
+    snprintf(r->members_prefix, sizeof(r->members_prefix), "%s%s", r->prefix, RECORD_MEMBERS);
+    r->event_fd = -1;
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_cond_init(&r->wake, NULL);
+    r->file_addrs = calloc(c->n_nodes + 1, sizeof(*r->file_addrs));
+    if (!r->file_addrs)
+        goto fail;
+    for (size_t i = 0; i < c->n_nodes; i++)
+        r->file_addrs[r->n_file_addrs++] = c->nodes[i].address;
+    if ((ret = make_urls(r, &c->registry)) || (ret = read_client_files(r, &c->registry, err,
+                                                                       errlen)))
+        goto fail;
+    ret = -ENOMEM;
+    if ((r->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 || !(r->etcd = etcd_new(&r->cfg)))
+        goto fail;
+    return r;
+fail:
+    if (ret == -ENOMEM)
+        snprintf(err, errlen, "registry: out of memory");
+    registry_free(r);
+    return NULL;
+}
+
+void registry_free(struct registry *r)
+{
+    if (!r)
+        return;
+    registry_leave(r);
+    etcd_free(r->etcd);
+    for (size_t i = 0; i < CLUSTER_REGISTRY_ENDPOINTS_MAX; i++)
+        free(r->urls[i]);
+    if (r->key)
+        sodium_memzero(r->key, r->cfg.key_len);
+    free(r->ca);
+    free(r->cert);
+    free(r->key);
+    free(r->user);
+    if (r->password)
+        sodium_memzero(r->password, strlen(r->password));
+    free(r->password);
+    free(r->file_addrs);
+    free(r->members);
+    if (r->event_fd >= 0)
+        close(r->event_fd);
+    pthread_mutex_destroy(&r->lock);
+    pthread_cond_destroy(&r->wake);
+    free(r);
+}
+
+int registry_event_fd(const struct registry *r)
+{
+    return r->event_fd;
+}
+
+/* --- status -------------------------------------------------------------------- */
+
+const char *registry_state_name(enum registry_state s)
+{
+    static const char *const names[] = { "connecting", "synced", "unreachable" };
+
+    return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "unknown";
+}
+
+/* Records the state (and the error for the log, once per change). */
+static void set_state(struct registry *r, struct etcd *e, enum registry_state s, const char *error)
+{
+    bool changed;
+
+    pthread_mutex_lock(&r->lock);
+    changed = r->status.state != s;
+    r->status.state = s;
+    snprintf(r->status.error, sizeof(r->status.error), "%s", error ? error : "");
+    snprintf(r->status.endpoint, sizeof(r->status.endpoint), "%s", etcd_endpoint(e));
+    pthread_mutex_unlock(&r->lock);
+    if (changed && s == REGISTRY_UNREACHABLE)
+        log_warn("registry: %s; keeping the last membership, trying again", error);
+    else if (s == REGISTRY_UNREACHABLE)
+        log_debug_rl("registry: still out of reach: %s", error);
+    else if (changed && s == REGISTRY_SYNCED)
+        log_info("registry: following %s at %s", r->members_prefix, etcd_endpoint(e));
+}
+
+void registry_status(struct registry *r, struct registry_status *out)
+{
+    pthread_mutex_lock(&r->lock);
+    *out = r->status;
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* --- joining ------------------------------------------------------------------- */
+
+struct scan {
+    struct registry *r;
+    const uint8_t *key;
+    const char *key_b64, *name;
+    /* what was found */
+    struct cluster_addr *taken;
+    size_t n_taken, cap_taken;
+    bool has_own_address;
+    struct cluster_addr own_address;
+    char other_name[CLUSTER_NAME_MAX + 1];     /* our key under another name */
+    bool name_taken;                           /* our name under another key */
+    bool name_ours;
+    char old_value[RECORD_VALUE_MAX + 1];      /* our stale record, to replace */
+    bool oom;
+};
+
+static void scan_address(void *ctx, const struct etcd_kv *kv)
+{
+    struct scan *s = ctx;
+    char tail[CLUSTER_HOST_MAX + 3];
+    struct cluster_addr a;
+
+    if (!record_key_tail(s->r->prefix, RECORD_ADDRESSES, kv->key, kv->key_len, tail, sizeof(tail)) ||
+        cluster_addr_parse(tail, &a) < 0)
+        return;
+    if (kv->value_len == strlen(s->key_b64) && !memcmp(kv->value, s->key_b64, kv->value_len)) {
+        s->has_own_address = true;
+        s->own_address = a;
+    }
+    if (s->n_taken == s->cap_taken) {
+        size_t cap = s->cap_taken ? 2 * s->cap_taken : 64;
+        struct cluster_addr *t = realloc(s->taken, cap * sizeof(*t));
+        if (!t) {
+            s->oom = true;
+            return;
+        }
+        s->taken = t;
+        s->cap_taken = cap;
+    }
+    s->taken[s->n_taken++] = a;
+}
+
+static void scan_member(void *ctx, const struct etcd_kv *kv)
+{
+    struct scan *s = ctx;
+    struct cluster c = { .network = s->r->network, .prefix = s->r->net_prefix };
+    struct cluster_node n;
+    const char *why;
+    char tail[CLUSTER_NAME_MAX + 1];
+
+    if (!record_key_tail(s->r->prefix, RECORD_MEMBERS, kv->key, kv->key_len, tail, sizeof(tail)) ||
+        record_decode(kv->value, kv->value_len, &c, &n, &why) != 0)
+        return;
+    bool same_key = !sodium_memcmp(n.public_key, s->key, CLUSTER_KEY_LEN);
+    if (!strcasecmp(tail, s->name)) {
+        s->name_ours = same_key;
+        s->name_taken = !same_key;
+        if (same_key)
+            snprintf(s->old_value, sizeof(s->old_value), "%.*s", (int)kv->value_len, kv->value);
+    } else if (same_key) {
+        snprintf(s->other_name, sizeof(s->other_name), "%s", tail);
+    }
+}
+
+static bool unreachable(int ret)
+{
+    return ret == -ETIMEDOUT || ret == -ECONNREFUSED || ret == -EHOSTUNREACH || ret == -EIO ||
+           ret == -EPIPE;
+}
+
+/* Our address: the one our key holds, else the lowest free, claimed. */
+static int claim_address(struct registry *r, struct scan *s, struct cluster_addr *out)
+{
+    char key[KEY_TEXT_MAX];
+    int64_t rev;
+    int ret;
+
+    for (int tries = 0; tries < ALLOC_TRIES; tries++) {
+        char prefix[KEY_TEXT_MAX];
+        s->n_taken = 0;
+        s->has_own_address = false;
+        snprintf(prefix, sizeof(prefix), "%s%s", r->prefix, RECORD_ADDRESSES);
+        if ((ret = etcd_range_prefix(r->etcd, prefix, scan_address, s, &rev)))
+            return ret;
+        if (s->oom)
+            return -ENOMEM;
+        if (s->has_own_address) {
+            *out = s->own_address;
+            return 0;
+        }
+        struct cluster_addr *all = realloc(s->taken, (s->n_taken + r->n_file_addrs + 1) *
+                                                     sizeof(*all));
+        if (!all)
+            return -ENOMEM;
+        s->taken = all;
+        s->cap_taken = s->n_taken + r->n_file_addrs + 1;
+        memcpy(all + s->n_taken, r->file_addrs, r->n_file_addrs * sizeof(*all));
+        if (alloc_lowest_free(&r->network, r->net_prefix, all, s->n_taken + r->n_file_addrs,
+                              out))
+            return -ENOSPC;
+        bool created = false;
+        if ((ret = record_address_key(r->prefix, out, key, sizeof(key))) < 0 ||
+            (ret = etcd_create(r->etcd, key, s->key_b64, 0, &created)))
+            return ret;
+        if (created)
+            return 0;
+    }
+    return -EAGAIN;
+}
+
+/* Puts our record under a new lease: created, or in place of our own
+ * stale one (a crash), never over another key's. */
+static int put_record(struct registry *r, struct etcd *e, const char *old_value)
+{
+    char key[KEY_TEXT_MAX];
+    int64_t lease;
+    bool done = false;
+    int ret;
+
+    if ((ret = record_member_key(r->prefix, r->self.name, key, sizeof(key))) < 0 ||
+        (ret = etcd_lease_grant(e, r->ttl_s, &lease)))
+        return ret;
+    ret = old_value && old_value[0]
+              ? etcd_replace(e, key, old_value, r->self_value, lease, &done)
+              : etcd_create(e, key, r->self_value, lease, &done);
+    if (ret || !done) {
+        etcd_lease_revoke(e, lease);
+        return ret ? ret : -EEXIST;
+    }
+    atomic_store(&r->lease, lease);
+    return 0;
+}
+
+static int join_once(struct registry *r, struct cluster_node *self, char *err, size_t errlen)
+{
+    char key_b64[KEY_B64_LEN];
+    struct scan s = { .r = r, .key = self->public_key, .key_b64 = key_b64, .name = self->name };
+    int64_t rev;
+    int ret;
+
+    sodium_bin2base64(key_b64, sizeof(key_b64), self->public_key, CLUSTER_KEY_LEN,
+                      sodium_base64_VARIANT_ORIGINAL);
+    if ((ret = etcd_range_prefix(r->etcd, r->members_prefix, scan_member, &s, &rev)))
+        goto out;
+    if (s.name_taken) {
+        snprintf(err, errlen, "registry: the name %s is registered with another key; choose "
+                 "another with --name", self->name);
+        ret = -EEXIST;
+        goto out;
+    }
+    if (s.other_name[0]) {
+        snprintf(err, errlen, "registry: this key is registered as %s; run `ddpnet down` there "
+                 "first (or wait %u s for its lease to run out)", s.other_name, r->ttl_s);
+        ret = -EEXIST;
+        goto out;
+    }
+    if ((ret = claim_address(r, &s, &self->address))) {
+        if (ret == -ENOSPC || ret == -EAGAIN)
+            snprintf(err, errlen, "registry: no free address left in the network");
+        goto out;
+    }
+    r->self = *self;
+    if ((ret = record_encode(self, r->self_value, sizeof(r->self_value))) < 0)
+        goto out;
+    ret = put_record(r, r->etcd, s.name_ours ? s.old_value : NULL);
+    if (ret == -EEXIST)
+        snprintf(err, errlen, "registry: the name %s was taken meanwhile; try again",
+                 self->name);
+out:
+    free(s.taken);
+    return ret;
+}
+
+int registry_join(struct registry *r, struct cluster_node *self, char *err, size_t errlen)
+{
+    struct timespec start, now;
+    unsigned backoff = REGISTRY_BACKOFF_MIN_MS;
+    int ret;
+
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        err[0] = '\0';
+        ret = join_once(r, self, err, errlen);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (!unreachable(ret) || now.tv_sec - start.tv_sec >= REGISTRY_JOIN_TIMEOUT_S)
+            break;
+        usleep(backoff * 1000u);
+        backoff = backoff * 2 > REGISTRY_BACKOFF_MAX_MS ? REGISTRY_BACKOFF_MAX_MS : backoff * 2;
+    }
+    if (ret && !err[0])
+        snprintf(err, errlen, "registry: %s", ret == -ENOMEM ? "out of memory"
+                                              : etcd_error(r->etcd)[0] ? etcd_error(r->etcd)
+                                                                      : strerror(-ret));
+    if (ret == 0) {
+        char addr[CLUSTER_HOST_MAX + 3];
+        r->joined = true;
+        cluster_addr_format(&self->address, addr, sizeof(addr));
+        log_info("registry: joined as %s, address %s", self->name, addr);
+    }
+    return ret;
+}
+
+/* --- the watcher ------------------------------------------------------------------ */
+
+static struct member *find_member(struct registry *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_members; i++)
+        if (!strcasecmp(r->members[i].name, name))
+            return &r->members[i];
+    return NULL;
+}
+
+static void forget_member(struct registry *r, const char *name)
+{
+    struct member *m = find_member(r, name);
+
+    if (m)
+        *m = r->members[--r->n_members];
+}
+
+/* A put of PREFIX/members/NAME; under lock. Bad values drop the member. */
+static void learn_member(struct registry *r, const struct etcd_kv *kv, const char *name)
+{
+    struct cluster c = { .network = r->network, .prefix = r->net_prefix };
+    struct cluster_node n;
+    const char *why = "";
+    struct member *m;
+
+    if (record_decode(kv->value, kv->value_len, &c, &n, &why) != 0 ||
+        (strcasecmp(n.name, name) && (why = "a record whose name is not its key's"))) {
+        log_warn_rl("registry: ignored %s%s: %s", r->members_prefix, name, why);
+        forget_member(r, name);
+        return;
+    }
+    if (!(m = find_member(r, name))) {
+        if (r->n_members == r->cap_members) {
+            size_t cap = r->cap_members ? 2 * r->cap_members : 64;
+            struct member *grown;
+            if (cap > CLUSTER_MAX_NODES || !(grown = realloc(r->members, cap * sizeof(*grown)))) {
+                log_warn_rl("registry: ignored %s%s: too many members", r->members_prefix, name);
+                return;
+            }
+            r->members = grown;
+            r->cap_members = cap;
+        }
+        m = &r->members[r->n_members++];
+        snprintf(m->name, sizeof(m->name), "%s", name);
+    }
+    m->node = n;
+}
+
+static void on_range_kv(void *ctx, const struct etcd_kv *kv)
+{
+    struct registry *r = ctx;
+    char name[CLUSTER_NAME_MAX + 1];
+
+    if (record_key_tail(r->prefix, RECORD_MEMBERS, kv->key, kv->key_len, name, sizeof(name)))
+        learn_member(r, kv, name);
+}
+
+static void publish(struct registry *r, int64_t revision)
+{
+    uint64_t one = 1;
+
+    r->revision = revision;
+    r->fresh = true;
+    (void)!write(r->event_fd, &one, sizeof(one));
+}
+
+static int on_watch_event(void *ctx, bool deleted, const struct etcd_kv *kv, int64_t revision)
+{
+    struct registry *r = ctx;
+    char name[CLUSTER_NAME_MAX + 1];
+
+    if (!record_key_tail(r->prefix, RECORD_MEMBERS, kv->key, kv->key_len, name, sizeof(name)))
+        return 0;
+    pthread_mutex_lock(&r->lock);
+    if (deleted)
+        forget_member(r, name);
+    else
+        learn_member(r, kv, name);
+    publish(r, revision);
+    pthread_mutex_unlock(&r->lock);
+    return 0;
+}
+
+/* Sleeps ms, or less when stopped; false when stopped. */
+static bool pause_ms(struct registry *r, unsigned ms)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / MS_PER_S;
+    until.tv_nsec += (long)(ms % MS_PER_S) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&r->lock);
+    while (!atomic_load(&r->stop) &&
+           pthread_cond_timedwait(&r->wake, &r->lock, &until) != ETIMEDOUT)
+        ;
+    pthread_mutex_unlock(&r->lock);
+    return !atomic_load(&r->stop);
+}
+
+static void *watcher_run(void *arg)
+{
+    struct registry *r = arg;
+    struct etcd *e = etcd_new(&r->cfg);
+    unsigned backoff = REGISTRY_BACKOFF_MIN_MS;
+    int64_t revision = 0;
+    int ret;
+
+    while (e && !atomic_load(&r->stop)) {
+        pthread_mutex_lock(&r->lock);
+        r->n_members = 0;                 /* read whole, again */
+        pthread_mutex_unlock(&r->lock);
+        /* The range runs without the lock (it may take seconds); nobody
+         * else writes the list meanwhile. */
+        ret = etcd_range_prefix(e, r->members_prefix, on_range_kv, r, &revision);
+        if (ret == 0) {
+            pthread_mutex_lock(&r->lock);
+            publish(r, revision);
+            pthread_mutex_unlock(&r->lock);
+            set_state(r, e, REGISTRY_SYNCED, NULL);
+            backoff = REGISTRY_BACKOFF_MIN_MS;
+            ret = etcd_watch_prefix(e, r->members_prefix, revision + 1, on_watch_event, r,
+                                    &r->stop);
+        }
+        if (ret == -ECANCELED)
+            break;
+        set_state(r, e, REGISTRY_UNREACHABLE, etcd_error(e));
+        if (!pause_ms(r, backoff))
+            break;
+        backoff = backoff * 2 > REGISTRY_BACKOFF_MAX_MS ? REGISTRY_BACKOFF_MAX_MS : backoff * 2;
+    }
+    etcd_free(e);
+    return NULL;
+}
+
+/* --- the keeper ------------------------------------------------------------------- */
+
+/* Renews the lease every third of its life; a lease that ran out (etcd
+ * was out of reach too long) is replaced and our record put again. */
+static void *keeper_run(void *arg)
+{
+    struct registry *r = arg;
+    struct etcd *e = etcd_new(&r->cfg);
+    unsigned period = r->ttl_s * MS_PER_S / 3;
+    int64_t left;
+
+    while (e && pause_ms(r, period)) {
+        int ret = etcd_lease_keepalive(e, atomic_load(&r->lease), &left);
+        if (ret) {
+            log_debug("registry: keep-alive: %s", etcd_error(e));
+            continue;
+        }
+        if (left > 0)
+            continue;
+        /* Lost: join again under a new lease, with our old record. */
+        ret = put_record(r, e, NULL);
+        if (ret == -EEXIST)
+            ret = put_record(r, e, r->self_value);   /* still ours, held by the old lease */
+        if (ret)
+            log_warn("registry: our lease ran out and joining again failed: %s",
+                     ret == -EEXIST ? "the name is another key's now" : etcd_error(e));
+        else
+            log_notice("registry: our lease ran out while etcd was out of reach; joined again");
+    }
+    etcd_free(e);
+    return NULL;
+}
+
+int registry_start(struct registry *r)
+{
+    int ret;
+
+    atomic_store(&r->stop, false);
+    if ((ret = pthread_create(&r->watcher, NULL, watcher_run, r)))
+        return -ret;
+    r->watcher_on = true;
+    if (r->joined) {
+        if ((ret = pthread_create(&r->keeper, NULL, keeper_run, r)))
+            return -ret;
+        r->keeper_on = true;
+    }
+    return 0;
+}
+
+int registry_take(struct registry *r, struct cluster_node **nodes, size_t *n, int64_t *revision)
+{
+    uint64_t count;
+    int ret = 0;
+
+    (void)!read(r->event_fd, &count, sizeof(count));
+    pthread_mutex_lock(&r->lock);
+    if (r->fresh) {
+        *nodes = calloc(r->n_members + 1, sizeof(**nodes));
+        if (!*nodes) {
+            ret = -ENOMEM;
+        } else {
+            for (size_t i = 0; i < r->n_members; i++)
+                (*nodes)[i] = r->members[i].node;
+            *n = r->n_members;
+            *revision = r->revision;
+            r->status.revision = r->revision;
+            r->fresh = false;
+            ret = 1;
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    return ret;
+}
+
+void registry_leave(struct registry *r)
+{
+    int64_t lease = atomic_exchange(&r->lease, 0);
+
+    pthread_mutex_lock(&r->lock);
+    atomic_store(&r->stop, true);
+    pthread_cond_broadcast(&r->wake);
+    pthread_mutex_unlock(&r->lock);
+    if (r->keeper_on)
+        pthread_join(r->keeper, NULL);
+    r->keeper_on = false;
+    if (lease && etcd_lease_revoke(r->etcd, lease) != 0)
+        log_warn("registry: could not leave at once (%s); the lease runs out in %u s",
+                 etcd_error(r->etcd), r->ttl_s);
+    if (r->watcher_on)
+        pthread_join(r->watcher, NULL);
+    r->watcher_on = false;
+}
+
+/* --- the model ---------------------------------------------------------------------- */
+
+static const char *clash(const struct cluster *m, const struct cluster_node *n)
+{
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        const struct cluster_node *o = &m->nodes[i];
+        if (!strcasecmp(o->name, n->name))
+            return "its name is another node's";
+        if (!sodium_memcmp(o->public_key, n->public_key, CLUSTER_KEY_LEN))
+            return "its key is another node's";
+        if (cluster_addr_equal(&o->address, &n->address))
+            return "its address is another node's";
+    }
+    return NULL;
+}
+
+int registry_model(const struct cluster *file, const struct cluster_node *self,
+                   const struct cluster_node *nodes, size_t n, struct cluster *out,
+                   size_t *skipped, registry_skip_fn skip, void *ctx)
+{
+    const char *why;
+
+    *out = *file;
+    *skipped = 0;
+    out->nodes = calloc(file->n_nodes + n + 1, sizeof(*out->nodes));
+    if (!out->nodes) {
+        memset(out, 0, sizeof(*out));
+        return -ENOMEM;
+    }
+    memcpy(out->nodes, file->nodes, file->n_nodes * sizeof(*out->nodes));
+    out->n_nodes = file->n_nodes;
+    if (self && !cluster_find_name(out, self->name))
+        out->nodes[out->n_nodes++] = *self;
+    for (size_t i = 0; i < n; i++) {
+        if (self && !strcasecmp(nodes[i].name, self->name) &&
+            !sodium_memcmp(nodes[i].public_key, self->public_key, CLUSTER_KEY_LEN))
+            continue;                     /* ourselves, already in */
+        if ((why = clash(out, &nodes[i]))) {
+            ++*skipped;
+            if (skip)
+                skip(ctx, &nodes[i], why);
+            continue;
+        }
+        out->nodes[out->n_nodes++] = nodes[i];
+    }
+    return 0;
+}

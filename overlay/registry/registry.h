@@ -1,0 +1,95 @@
+/* The registry: cluster membership kept in etcd (`registry = etcd://...`
+ * in the cluster file), for clusters whose nodes come and go.
+ *
+ * A node the cluster file does not list joins at `up`: it takes an
+ * overlay address (the one its key held before, else the lowest free one,
+ * claimed in a transaction: alloc.h) and puts its record under
+ * PREFIX/members/NAME, held by a lease (record.h). Then two threads of its
+ * own keep it there: the keeper renews the lease every third of its TTL
+ * (and joins again if the lease was lost while etcd was out of reach), the
+ * watcher reads PREFIX/members/ and follows it with a watch from that
+ * revision on (no polling). Every change gives a new snapshot of the
+ * registered nodes, handed to the event loop through an eventfd; the loop
+ * merges it with the file's nodes (registry_model) and applies the result
+ * through the membership engine (membership/members.h). `down` revokes the
+ * lease, so the node leaves everyone's mesh at once; a node that crashes
+ * leaves when its lease runs out.
+ *
+ * etcd out of reach, in part or whole: calls move on to the next member;
+ * the watcher and keeper retry with backoff (REGISTRY_BACKOFF_MAX_MS at
+ * most) and the mesh keeps the last membership it applied. Values that do
+ * not decode, or that clash with the file or with one another, are never
+ * applied; each is logged once per revision. */
+#ifndef DDPNET_REGISTRY_H
+#define DDPNET_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/cluster.h"
+
+#define REGISTRY_TIMEOUT_MS     3000L     /* one request */
+#define REGISTRY_JOIN_TIMEOUT_S 20u       /* `up` waits this long for etcd */
+#define REGISTRY_BACKOFF_MIN_MS 200u
+#define REGISTRY_BACKOFF_MAX_MS 5000u
+
+enum registry_state {
+    REGISTRY_CONNECTING,                  /* never read the prefix yet */
+    REGISTRY_SYNCED,                      /* watching: what it applied is current */
+    REGISTRY_UNREACHABLE,                 /* lost: the last membership stays */
+};
+
+struct registry;
+
+/* Reads what the client needs from c->registry (the CA, certificate and key
+ * files; the password file, refused when group or others may read it), so
+ * call it while those files are readable (as root, before the privilege
+ * drop). NULL with one line for a person in err. */
+struct registry *registry_new(const struct cluster *c, char *err, size_t errlen);
+void registry_free(struct registry *r);
+
+/* Joins as self (name, key, endpoint and port set; the address is
+ * chosen and written to self->address), trying for up to
+ * REGISTRY_JOIN_TIMEOUT_S while etcd cannot be reached. 0, or -errno with
+ * one line for a person in err: the name taken by another key, the key
+ * registered under another name, the network full, etcd out of reach. */
+int registry_join(struct registry *r, struct cluster_node *self, char *err, size_t errlen);
+
+/* Starts the watcher (and, after a join, the keeper). 0 or -errno. */
+int registry_start(struct registry *r);
+/* Readable when a new snapshot is waiting: then registry_take. */
+int registry_event_fd(const struct registry *r);
+
+/* The latest snapshot: the registered nodes (a new array in *nodes, to
+ * free), the etcd revision it reflects. 1 when there was a new one, 0 when
+ * nothing changed since the last take, -ENOMEM. */
+int registry_take(struct registry *r, struct cluster_node **nodes, size_t *n, int64_t *revision);
+
+/* For `status` and the metrics: the state, the revision last handed over,
+ * the endpoint in use and the last error ("" when none). */
+struct registry_status {
+    enum registry_state state;
+    int64_t revision;
+    char endpoint[128];
+    char error[256];
+};
+void registry_status(struct registry *r, struct registry_status *out);
+const char *registry_state_name(enum registry_state s);
+
+/* Leaves: revokes the lease (the node is gone from every peer's mesh at
+ * once) and stops the threads. */
+void registry_leave(struct registry *r);
+
+/* The model the device runs: the file's settings and nodes, then each
+ * registered node that clashes with none before it (same name, key or
+ * address: the file's entry wins, then the earlier registration), and self
+ * always (as it joined, whatever etcd says now). *out is new (cluster_free
+ * it). Nodes left out are counted in *skipped and each said to skip(ctx,
+ * node, why) when skip is not NULL. 0 or -ENOMEM. */
+typedef void (*registry_skip_fn)(void *ctx, const struct cluster_node *n, const char *why);
+int registry_model(const struct cluster *file, const struct cluster_node *self,
+                   const struct cluster_node *nodes, size_t n, struct cluster *out,
+                   size_t *skipped, registry_skip_fn skip, void *ctx);
+
+#endif
