@@ -1,0 +1,233 @@
+/* Tests of overlay/registry/alloc.c, the address a registering node gets:
+ * the lowest of the network when nothing is taken, the lowest free one
+ * whatever the order and repetitions of the taken list, never the
+ * network's own address nor its broadcast address, -ENOSPC for a full
+ * network and for those with no host address to give (/31, /32), and
+ * IPv6 networks (/64, /120), with taken addresses of the other family
+ * or outside the network making no difference. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config/addr.h"
+#include "config/cluster.h"
+#include "overlay/registry/alloc.h"
+
+#define TAKEN_MAX 300
+
+struct net {
+    struct cluster_addr addr;
+    unsigned prefix;
+};
+
+static struct net net_of(const char *text)
+{
+    struct net n;
+    const char *why = NULL;
+
+    assert_int_equal(cluster_prefix_parse(text, &n.addr, &n.prefix, &why), 0);
+    cluster_addr_mask(&n.addr, n.prefix);
+    return n;
+}
+
+static struct cluster_addr addr_of(const char *text)
+{
+    struct cluster_addr a;
+
+    memset(&a, 0, sizeof(a));
+    assert_int_equal(cluster_addr_parse(text, &a), 0);
+    return a;
+}
+
+/* The pick for network `net` with the addresses of the NULL-ended list
+ * taken; "" for -ENOSPC. */
+static const char *pick(const char *net, const char *const *taken, char *buf, size_t len)
+{
+    struct cluster_addr list[TAKEN_MAX], out;
+    struct net n = net_of(net);
+    size_t count = 0;
+    int r;
+
+    for (; taken && taken[count]; count++) {
+        assert_true(count < TAKEN_MAX);
+        list[count] = addr_of(taken[count]);
+    }
+    memset(&out, 0, sizeof(out));
+    r = alloc_lowest_free(&n.addr, n.prefix, list, count, &out);
+    if (r == -ENOSPC)
+        return "";
+    assert_int_equal(r, 0);
+    assert_int_equal(out.family, n.addr.family);
+    assert_true(cluster_addr_in_network(&out, &n.addr, n.prefix));
+    assert_int_equal(cluster_addr_format(&out, buf, len), 0);
+    return buf;
+}
+
+#define LIST(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
+static void test_empty_network(void **state)
+{
+    char buf[64];
+
+    (void)state;
+    assert_string_equal(pick("10.77.0.0/24", NULL, buf, sizeof(buf)), "10.77.0.1");
+    assert_string_equal(pick("10.77.0.0/16", NULL, buf, sizeof(buf)), "10.77.0.1");
+    assert_string_equal(pick("10.0.0.0/8", NULL, buf, sizeof(buf)), "10.0.0.1");
+    assert_string_equal(pick("10.77.0.4/30", NULL, buf, sizeof(buf)), "10.77.0.5");
+    assert_string_equal(pick("192.168.7.128/25", NULL, buf, sizeof(buf)), "192.168.7.129");
+}
+
+static void test_skips_taken_in_any_order(void **state)
+{
+    char buf[64];
+
+    (void)state;
+    assert_string_equal(pick("10.77.0.0/24", LIST("10.77.0.1"), buf, sizeof(buf)), "10.77.0.2");
+    assert_string_equal(pick("10.77.0.0/24", LIST("10.77.0.1", "10.77.0.2", "10.77.0.3"), buf,
+                             sizeof(buf)), "10.77.0.4");
+    assert_string_equal(pick("10.77.0.0/24", LIST("10.77.0.3", "10.77.0.1", "10.77.0.2"), buf,
+                             sizeof(buf)), "10.77.0.4");
+    /* A hole is filled before anything above it. */
+    assert_string_equal(pick("10.77.0.0/24", LIST("10.77.0.9", "10.77.0.1", "10.77.0.3",
+                                                  "10.77.0.2", "10.77.0.5"), buf, sizeof(buf)),
+                        "10.77.0.4");
+    assert_string_equal(pick("10.77.0.0/24", LIST("10.77.0.200"), buf, sizeof(buf)), "10.77.0.1");
+    /* Carrying into the next byte. */
+    static const char *big[TAKEN_MAX];
+    static char texts[TAKEN_MAX][20];
+    size_t n = 0;
+    for (unsigned i = 255; i >= 1; i--, n++) {          /* 10.77.0.255 .. 10.77.0.1, downwards */
+        snprintf(texts[n], sizeof(texts[n]), "10.77.0.%u", i);
+        big[n] = texts[n];
+    }
+    big[n] = NULL;
+    assert_string_equal(pick("10.77.0.0/16", big, buf, sizeof(buf)), "10.77.1.0");
+    /* In a /16, x.y.0.255 and x.y.1.0 are host addresses like any other. */
+    big[0] = "10.77.1.0";
+    assert_string_equal(pick("10.77.0.0/16", big, buf, sizeof(buf)), "10.77.0.255");
+}
+
+static void test_duplicates(void **state)
+{
+    char buf[64];
+
+    (void)state;
+    assert_string_equal(pick("10.77.0.0/24", LIST("10.77.0.1", "10.77.0.1"), buf, sizeof(buf)),
+                        "10.77.0.2");
+    assert_string_equal(pick("10.77.0.0/24", LIST("10.77.0.2", "10.77.0.1", "10.77.0.2",
+                                                  "10.77.0.1", "10.77.0.3", "10.77.0.3"),
+                             buf, sizeof(buf)), "10.77.0.4");
+    assert_string_equal(pick("10.77.0.4/30", LIST("10.77.0.5", "10.77.0.5", "10.77.0.6",
+                                                  "10.77.0.6"), buf, sizeof(buf)), "");
+}
+
+static void test_never_network_or_broadcast(void **state)
+{
+    char buf[64];
+
+    (void)state;
+    /* The network's own address taken or not, .1 is first. */
+    assert_string_equal(pick("10.77.0.0/24", LIST("10.77.0.0"), buf, sizeof(buf)), "10.77.0.1");
+    /* All but the broadcast address taken: full. */
+    static const char *all[TAKEN_MAX];
+    static char texts[TAKEN_MAX][20];
+    size_t n = 0;
+    for (unsigned i = 1; i <= 254; i++, n++) {
+        snprintf(texts[n], sizeof(texts[n]), "10.77.0.%u", i);
+        all[n] = texts[n];
+    }
+    all[n] = NULL;
+    assert_string_equal(pick("10.77.0.0/24", all, buf, sizeof(buf)), "");
+    /* One freed: that one. */
+    all[99] = "10.77.0.1";
+    assert_string_equal(pick("10.77.0.0/24", all, buf, sizeof(buf)), "10.77.0.100");
+    /* In a /30 only the two middle ones are hosts. */
+    assert_string_equal(pick("10.77.0.4/30", LIST("10.77.0.5"), buf, sizeof(buf)), "10.77.0.6");
+    assert_string_equal(pick("10.77.0.4/30", LIST("10.77.0.6"), buf, sizeof(buf)), "10.77.0.5");
+}
+
+static void test_full_small_networks(void **state)
+{
+    char buf[64];
+
+    (void)state;
+    assert_string_equal(pick("10.77.0.4/30", LIST("10.77.0.6", "10.77.0.5"), buf, sizeof(buf)),
+                        "");
+    /* /31 and /32 have no host address (the cluster file refuses them;
+     * the rule still says so rather than hand out a network's edge). */
+    struct cluster_addr net = addr_of("10.77.0.4"), out, none[1];
+    assert_int_equal(alloc_lowest_free(&net, 31, none, 0, &out), -ENOSPC);
+    assert_int_equal(alloc_lowest_free(&net, 32, none, 0, &out), -ENOSPC);
+    /* The last network of the space: no wrap-around to 0.0.0.0. */
+    net = addr_of("255.255.255.252");
+    struct cluster_addr taken[2] = { addr_of("255.255.255.253"), addr_of("255.255.255.254") };
+    assert_int_equal(alloc_lowest_free(&net, 30, taken, 2, &out), -ENOSPC);
+    assert_int_equal(alloc_lowest_free(&net, 30, taken, 1, &out), 0);
+    assert_int_equal(cluster_addr_format(&out, buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "255.255.255.254");
+}
+
+static void test_ipv6(void **state)
+{
+    char buf[64];
+
+    (void)state;
+    assert_string_equal(pick("fd77::/64", NULL, buf, sizeof(buf)), "fd77::1");
+    assert_string_equal(pick("fd77:1:2:3::/64", LIST("fd77:1:2:3::1", "fd77:1:2:3::3"), buf,
+                             sizeof(buf)), "fd77:1:2:3::2");
+    assert_string_equal(pick("fd77::/120", NULL, buf, sizeof(buf)), "fd77::1");
+    assert_string_equal(pick("fd77::100/120", LIST("fd77::101"), buf, sizeof(buf)),
+                        "fd77::102");
+    /* Carrying across a 16-bit group. */
+    assert_string_equal(pick("fd77::/64", LIST("fd77::1", "fd77::ffff"), buf, sizeof(buf)),
+                        "fd77::2");
+    /* IPv6 has no broadcast address: a /120's last address is a host. */
+    static const char *all[TAKEN_MAX];
+    static char texts[TAKEN_MAX][40];
+    size_t n = 0;
+    for (unsigned i = 1; i <= 254; i++, n++) {
+        snprintf(texts[n], sizeof(texts[n]), "fd77::%x", i);
+        all[n] = texts[n];
+    }
+    all[n] = NULL;
+    assert_string_equal(pick("fd77::/120", all, buf, sizeof(buf)), "fd77::ff");
+    all[n++] = "fd77::ff";
+    all[n] = NULL;
+    assert_string_equal(pick("fd77::/120", all, buf, sizeof(buf)), "");
+    /* A /127 holds one host address besides its own. */
+    assert_string_equal(pick("fd77::/127", NULL, buf, sizeof(buf)), "fd77::1");
+    assert_string_equal(pick("fd77::/127", LIST("fd77::1"), buf, sizeof(buf)), "");
+}
+
+static void test_other_addresses_ignored(void **state)
+{
+    char buf[64];
+
+    (void)state;
+    /* Taken addresses of the other family or of other networks. */
+    assert_string_equal(pick("10.77.0.0/24", LIST("fd77::1", "10.78.0.1", "0.0.0.1"), buf,
+                             sizeof(buf)), "10.77.0.1");
+    assert_string_equal(pick("fd77::/64", LIST("10.77.0.1", "::1", "fd78::1", "fd77::1"), buf,
+                             sizeof(buf)), "fd77::2");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_empty_network),
+        cmocka_unit_test(test_skips_taken_in_any_order),
+        cmocka_unit_test(test_duplicates),
+        cmocka_unit_test(test_never_network_or_broadcast),
+        cmocka_unit_test(test_full_small_networks),
+        cmocka_unit_test(test_ipv6),
+        cmocka_unit_test(test_other_addresses_ignored),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
