@@ -822,6 +822,7 @@ static void test_first_endpoint_dead(void **state)
 /* --- registry_join ---------------------------------------------------------------------- */
 
 #define JOIN_NET "[cluster]\nnetwork = 10.77.0.0/24\nport = 51820\nregistry-ttl = 10\n"
+#define JOIN_NET29 "[cluster]\nnetwork = 10.77.0.0/29\nport = 51820\nregistry-ttl = 10\n"
 #define JOIN_FILE_NODE "[node filed]\npublic-key = " K5 "\naddress = 10.77.0.1\n"
 
 static struct registry *registry_at(const char *prefix, const char *head, const char *nodes)
@@ -870,6 +871,24 @@ static int join(struct registry *r, const char *name, const char *key, char *add
     return ret;
 }
 
+/* A new address (the pick among the free ones is registry.c's to make):
+ * inside net, neither its own nor its broadcast address, none of not[]. */
+static void assert_picked(const char *addr, const char *net, const char *const not[])
+{
+    struct cluster_addr a, n;
+    unsigned prefix;
+    const char *why = NULL;
+
+    assert_int_equal(cluster_addr_parse(addr, &a), 0);
+    assert_int_equal(cluster_prefix_parse(net, &n, &prefix, &why), 0);
+    assert_true(cluster_addr_in_network(&a, &n, prefix));
+    assert_false(cluster_addr_equal(&a, &n));
+    assert_false(cluster_addr_is_broadcast(&a, prefix));
+    for (size_t i = 0; not && not[i]; i++)
+        if (!strcmp(addr, not[i]))
+            fail_msg("joined at %s, which was not free", addr);
+}
+
 static void test_join(void **state)
 {
     struct registry *r1, *r2, *r3;
@@ -883,23 +902,29 @@ static void test_join(void **state)
     (void)state;
     NEED_ETCD();
     e = client();
-    /* An address held for a key that is not registered now is not free. */
+    /* An address held for a key that is not registered now is not free;
+     * nor is the file's node's. A /29 leaves .2, .4, .5 and .6. */
     put(e, "/t/join/addresses/10.77.0.3", K4);
-    r1 = registry_at("/t/join", JOIN_NET, JOIN_FILE_NODE);
-    r2 = registry_at("/t/join", JOIN_NET, JOIN_FILE_NODE);
+    r1 = registry_at("/t/join", JOIN_NET29, JOIN_FILE_NODE);
+    r2 = registry_at("/t/join", JOIN_NET29, JOIN_FILE_NODE);
     assert_int_equal(join(r1, "n1", K1, addr, sizeof(addr), err, sizeof(err)), 0);
-    assert_string_equal(addr, "10.77.0.2");             /* .1 is the file's */
+    assert_picked(addr, "10.77.0.0/29", (const char *const[]){ "10.77.0.1", "10.77.0.3", NULL });
+    char a1[64], a2[64], akey[96];
+    snprintf(a1, sizeof(a1), "%s", addr);
     assert_int_equal(join(r2, "n2", K2, addr, sizeof(addr), err, sizeof(err)), 0);
-    assert_string_equal(addr, "10.77.0.4");             /* .3 is held for K4 */
+    assert_picked(addr, "10.77.0.0/29", (const char *const[]){ "10.77.0.1", "10.77.0.3", a1,
+                                                               NULL });
+    snprintf(a2, sizeof(a2), "%s", addr);
 
     /* What a join leaves in etcd. */
-    assert_string_equal(get(e, "/t/join/addresses/10.77.0.2", &s), K1);
+    snprintf(akey, sizeof(akey), "/t/join/addresses/%s", a1);
+    assert_string_equal(get(e, akey, &s), K1);
     assert_int_equal(s.lease[0], 0);                    /* kept for the key's return */
     assert_non_null(get(e, "/t/join/members/n1", &s));
     assert_true(s.lease[0] != 0);
     net.network.family = 0;
     assert_int_equal(cluster_addr_parse("10.77.0.0", &net.network), 0);
-    net.prefix = 24;
+    net.prefix = 29;
     assert_int_equal(record_decode(s.value[0], strlen(s.value[0]), &net, &rec, &why), 0);
     assert_string_equal(rec.name, "n1");
     assert_true(rec.has_endpoint);
@@ -911,7 +936,7 @@ static void test_join(void **state)
     assert_true(ttl > 0 && ttl <= 10);
 
     /* A name held by another key; a key held under another name. */
-    r3 = registry_at("/t/join", JOIN_NET, JOIN_FILE_NODE);
+    r3 = registry_at("/t/join", JOIN_NET29, JOIN_FILE_NODE);
     assert_int_equal(join(r3, "n1", K3, addr, sizeof(addr), err, sizeof(err)), -EEXIST);
     assert_string_equal(err, "registry: the name n1 is registered with another key; choose "
                              "another with --name");
@@ -928,10 +953,10 @@ static void test_join(void **state)
      * its own; joining again gives the same address, under a new lease. */
     registry_free(r1);
     assert_null(get(e, "/t/join/members/n1", &s));
-    assert_string_equal(get(e, "/t/join/addresses/10.77.0.2", &s), K1);
-    r1 = registry_at("/t/join", JOIN_NET, JOIN_FILE_NODE);
+    assert_string_equal(get(e, akey, &s), K1);
+    r1 = registry_at("/t/join", JOIN_NET29, JOIN_FILE_NODE);
     assert_int_equal(join(r1, "n1", K1, addr, sizeof(addr), err, sizeof(err)), 0);
-    assert_string_equal(addr, "10.77.0.2");
+    assert_string_equal(addr, a1);
     assert_non_null(get(e, "/t/join/members/n1", &s));
     assert_true(s.lease[0] != 0 && s.lease[0] != lease);
 
@@ -939,9 +964,9 @@ static void test_join(void **state)
      * back: its record is replaced, its address the same. */
     assert_non_null(get(e, "/t/join/members/n2", &s));
     int64_t old_lease = s.lease[0];
-    r3 = registry_at("/t/join", JOIN_NET, JOIN_FILE_NODE);
+    r3 = registry_at("/t/join", JOIN_NET29, JOIN_FILE_NODE);
     assert_int_equal(join(r3, "n2", K2, addr, sizeof(addr), err, sizeof(err)), 0);
-    assert_string_equal(addr, "10.77.0.4");
+    assert_string_equal(addr, a2);
     assert_non_null(get(e, "/t/join/members/n2", &s));
     assert_true(s.lease[0] != old_lease);
     registry_free(r3);
@@ -1030,7 +1055,9 @@ static void test_watcher(void **state)
     NEED_ETCD();
     r1 = registry_at("/t/watcher", JOIN_NET, "");
     assert_int_equal(join(r1, "w1", K1, addr, sizeof(addr), err, sizeof(err)), 0);
-    assert_string_equal(addr, "10.77.0.1");             /* no file node: the first */
+    assert_picked(addr, "10.77.0.0/24", NULL);
+    char w1[64];
+    snprintf(w1, sizeof(w1), "%s", addr);
     registry_status(r1, &st);
     assert_int_equal(st.state, REGISTRY_CONNECTING);
     assert_int_equal(registry_start(r1), 0);
@@ -1049,7 +1076,7 @@ static void test_watcher(void **state)
     /* Another joins: a new snapshot with both; it leaves: without it. */
     r2 = registry_at("/t/watcher", JOIN_NET, "");
     assert_int_equal(join(r2, "w2", K2, addr, sizeof(addr), err, sizeof(err)), 0);
-    assert_string_equal(addr, "10.77.0.2");
+    assert_picked(addr, "10.77.0.0/24", (const char *const[]){ w1, NULL });
     assert_true(take_until(r1, "w1 w2", &rev2));
     assert_true(rev2 > rev);
     registry_free(r2);
@@ -1179,7 +1206,7 @@ static void test_auth(void **state)
              pwfile);
     struct registry *r = registry_at("/t/auth", text, "");
     assert_int_equal(join(r, "a1", K1, addr, sizeof(addr), err, sizeof(err)), 0);
-    assert_string_equal(addr, "10.77.0.1");
+    assert_picked(addr, "10.77.0.0/24", NULL);
     assert_non_null(get(e, "/t/auth/members/a1", &s));
     registry_free(r);
     assert_null(get(e, "/t/auth/members/a1", &s));     /* left: revoked with auth too */
