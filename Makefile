@@ -196,6 +196,12 @@ clean:
 # see bench/README.md (BENCH_ROUNDS, BENCH_SECONDS, BENCH_QUICK, BENCH_EXTRA).
 # The AEAD floor comes from build/bench/aead_bench, built here when its
 # source exists; if it does not build, the bench says the floor is missing.
+# The scale run (bench/scale.sh): SCALE_NODES (64) nodes join through etcd;
+# time to full mesh, memory, idle CPU and etcd requests. Several minutes.
+.PHONY: scale
+scale: bin/ddpnet
+	$(Q)bench/scale.sh
+
 .PHONY: bench
 bench: bin/ddpnet
 	$(Q)aead=build/bench/aead_bench; \

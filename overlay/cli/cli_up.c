@@ -66,6 +66,11 @@ static int up_registry_self(struct up *u, const uint8_t pub[WG_KEY_LEN])
                 u->args.name ? "" : "; give one with --name");
         return CLI_EXIT_FAIL;
     }
+    if (cluster_find_name(&u->cluster, name)) {
+        fprintf(stderr, "ddpnet up: the name %s is another node's in %s; choose another with "
+                "--name\n", name, u->args.cluster);
+        return CLI_EXIT_FAIL;
+    }
     snprintf(n->name, sizeof(n->name), "%s", name);
     memcpy(n->public_key, pub, WG_KEY_LEN);
     if (u->args.endpoint) {

@@ -4,6 +4,7 @@
  * Each is written whole into one buffer sized for every peer. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <sodium.h>
 
@@ -107,9 +108,27 @@ static void put_addr(struct uapi_buf *b, const char *key, const struct cluster_a
         uapi_put_str(b, key, text);
 }
 
+/* The default MASTER_ADDR of `ddpnet env`: the file's first node; in a
+ * file of no node (all registered), the node with the lowest address,
+ * which every node of the mesh agrees on. */
+static const struct cluster_node *master_of(const struct device *dev)
+{
+    const struct cluster_node *m = &dev->cluster.nodes[0];
+
+    if (dev->file.n_nodes || !dev->registry)
+        return m;
+    for (size_t i = 1; i < dev->cluster.n_nodes; i++) {
+        const struct cluster_addr *a = &dev->cluster.nodes[i].address;
+        if (a->family == m->address.family &&
+            memcmp(a->bytes, m->address.bytes, a->family == AF_INET ? 4 : 16) < 0)
+            m = &dev->cluster.nodes[i];
+    }
+    return m;
+}
+
 static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
 {
-    const struct cluster_node *master = &dev->cluster.nodes[0];
+    const struct cluster_node *master = master_of(dev);
 
     uapi_put_str(b, CONTROL_KEY_INTERFACE, dev->ifname);
     uapi_put_str(b, CONTROL_KEY_SELF, dev->self->name);

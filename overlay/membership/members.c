@@ -378,13 +378,14 @@ static void say_errors(const struct cluster_diag *diag, members_say say, void *c
         sayf(say, ctx, MEMBERS_SAY_ERROR, "... and %zu more errors", diag->dropped);
 }
 
-static void say_changes(const struct cluster_diff *d, members_say say, void *ctx)
+static void say_changes(const struct cluster_diff *d, const char *source, members_say say,
+                        void *ctx)
 {
     char line[SAY_MAX];
 
     for (size_t i = 0; i < d->n; i++) {
         if (cluster_change_format(&d->changes[i], line, sizeof(line)) == 0) {
-            log_notice("reload: %s", line);
+            log_notice("%s: %s", source, line);
             say(ctx, MEMBERS_SAY_CHANGE, line);
         }
     }
@@ -407,8 +408,8 @@ static int merged(struct device *dev, const struct cluster *file, struct cluster
 
 /* Applies the model next (taken) as the file's comment says; *changes:
  * how many. Nothing changes unless it returns 0. */
-static int apply(struct device *dev, struct cluster *next, members_say say, void *ctx,
-                 uint64_t now, size_t *changes)
+static int apply(struct device *dev, struct cluster *next, const char *source, members_say say,
+                 void *ctx, uint64_t now, size_t *changes)
 {
     const struct cluster_node *self = cluster_find_name(next, dev->self->name);
     struct cluster_diff d = { 0 };
@@ -421,7 +422,7 @@ static int apply(struct device *dev, struct cluster *next, members_say say, void
     if (d.n && (ret = plan_make(dev, next, self, &pl)) == 0) {
         loop_crypto_drain(dev->loop, now);
         path_flush(dev, now);
-        say_changes(&d, say, ctx);
+        say_changes(&d, source, say, ctx);
         plan_commit(dev, next, &d, self, &pl, now);
         plan_free(&pl, false);
     }
@@ -453,7 +454,7 @@ int members_reload(struct device *dev, const char *text, size_t len, members_say
     free(diag);
     if (ret)
         return ret;
-    if ((ret = merged(dev, &file, &next)) || (ret = apply(dev, &next, say, ctx, now, &changes))) {
+    if ((ret = merged(dev, &file, &next)) || (ret = apply(dev, &next, "reload", say, ctx, now, &changes))) {
         cluster_free(&file);
         return ret;
     }
@@ -483,7 +484,7 @@ int members_registry(struct device *dev, struct cluster_node *nodes, size_t n, i
     dev->registered = nodes;
     dev->n_registered = n;
     if ((ret = merged(dev, &dev->file, &next)) ||
-        (ret = apply(dev, &next, say_to_log, NULL, now, &changes)))
+        (ret = apply(dev, &next, "registry", say_to_log, NULL, now, &changes)))
         return ret;
     dev->registry_revision = revision;
     if (changes)

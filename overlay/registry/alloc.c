@@ -36,15 +36,17 @@ static bool addr_next(struct cluster_addr *a)
     return false;
 }
 
-int alloc_lowest_free(const struct cluster_addr *net, unsigned prefix,
-                      struct cluster_addr *taken, size_t n, struct cluster_addr *out)
+int alloc_free_nth(const struct cluster_addr *net, unsigned prefix, struct cluster_addr *taken,
+                   size_t n, unsigned nth, struct cluster_addr *out)
 {
-    struct cluster_addr cand = *net;
+    struct cluster_addr cand = *net, last = { 0 };
     size_t at = 0;
+    unsigned seen = 0;
 
-    qsort(taken, n, sizeof(*taken), cmp_addr);
-    /* Every candidate below the first taken one that is larger: each step
-     * skips one taken address or ends, so this runs n + 2 times at most. */
+    if (n > 1)
+        qsort(taken, n, sizeof(*taken), cmp_addr);
+    /* Each step passes one taken address or one free one: this runs at
+     * most n + nth + 2 times. */
     while (addr_next(&cand) && cluster_addr_in_network(&cand, net, prefix)) {
         if (cluster_addr_is_broadcast(&cand, prefix))
             break;
@@ -55,8 +57,18 @@ int alloc_lowest_free(const struct cluster_addr *net, unsigned prefix,
             at++;
         if (at < n && cmp_addr(&taken[at], &cand) == 0)
             continue;
-        *out = cand;
-        return 0;
+        last = cand;
+        if (seen++ == nth)
+            break;
     }
-    return -ENOSPC;
+    if (!seen)
+        return -ENOSPC;
+    *out = last;            /* the nth free one, or the last when fewer are free */
+    return 0;
+}
+
+int alloc_lowest_free(const struct cluster_addr *net, unsigned prefix,
+                      struct cluster_addr *taken, size_t n, struct cluster_addr *out)
+{
+    return alloc_free_nth(net, prefix, taken, n, 0, out);
 }

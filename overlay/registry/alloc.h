@@ -15,5 +15,12 @@
  * sorted in place). 0 with *out, or -ENOSPC when the network is full. */
 int alloc_lowest_free(const struct cluster_addr *net, unsigned prefix,
                       struct cluster_addr *taken, size_t n, struct cluster_addr *out);
+/* The nth free address (0: the lowest), or the highest free one when
+ * fewer than nth + 1 are free. Nodes that join at once each pick a random
+ * nth among the first few, so that their transactions rarely collide
+ * (all taking the lowest, each but one would have to try again, one
+ * round after another). */
+int alloc_free_nth(const struct cluster_addr *net, unsigned prefix, struct cluster_addr *taken,
+                   size_t n, unsigned nth, struct cluster_addr *out);
 
 #endif

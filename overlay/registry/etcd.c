@@ -362,8 +362,9 @@ static int post_once(struct etcd *e, const char *path, const char *body, json_ob
     }
     curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
     if (status != 200) {
+        /* Only etcd's own trouble is worth trying again; a refusal is not. */
         answer_error(e, status);
-        return -EIO;
+        return status >= 500 ? -EIO : (status == 401 || status == 403) ? -EACCES : -EINVAL;
     }
     *answer = e->buf ? json_tokener_parse(e->buf) : NULL;
     if (!*answer || !json_object_is_type(*answer, json_type_object)) {
@@ -409,7 +410,8 @@ static int post(struct etcd *e, const char *path, json_object *req, json_object 
     ret = e->user && !e->token ? authenticate(e) : 0;
     if (ret == 0)
         ret = post_once(e, path, json_object_to_json_string(req), answer);
-    if (ret == -EIO && e->user && strstr(e->error, "token") && authenticate(e) == 0)
+    if ((ret == -EIO || ret == -EACCES || ret == -EINVAL) && e->user && strstr(e->error, "token") &&
+        authenticate(e) == 0)
         ret = post_once(e, path, json_object_to_json_string(req), answer);
     json_object_put(req);
     return ret;
@@ -482,72 +484,92 @@ static json_object *put_request(const char *key, const char *value, int64_t leas
     return put(op, "request_put", p) ? op : (json_object_put(op), NULL);
 }
 
-/* A transaction: when compare (taken) holds, put key = value;
- * *succeeded says whether it did. */
-static int txn_put(struct etcd *e, json_object *compare, const char *key, const char *value,
-                   int64_t lease, bool *succeeded)
+static json_object *compare_of(const struct etcd_cmp *c)
 {
-    json_object *req = json_object_new_object(), *cmps = json_object_new_array();
-    json_object *ops = json_object_new_array(), *op = NULL, *ok, *ans;
+    json_object *cmp = key_request(c->key);
+    bool ok = cmp && put(cmp, "result", json_object_new_string("EQUAL"));
+
+    if (ok && c->value)
+        ok = put(cmp, "target", json_object_new_string("VALUE")) &&
+             put(cmp, "value", b64_string(c->value, strlen(c->value)));
+    else if (ok)
+        ok = put(cmp, "target", json_object_new_string("CREATE")) &&
+             put(cmp, "create_revision", int64_string(0));
+    if (!ok) {
+        json_object_put(cmp);
+        return NULL;
+    }
+    return cmp;
+}
+
+/* Appends each made object to arr; false when one could not be made. */
+static bool fill_array(json_object *arr, json_object *(*make)(const void *), const void *items,
+                       size_t size, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        json_object *o = make((const char *)items + i * size);
+        if (!o || json_object_array_add(arr, o)) {
+            json_object_put(o);
+            return false;
+        }
+    }
+    return true;
+}
+
+static json_object *make_compare(const void *c) { return compare_of(c); }
+
+static json_object *make_put(const void *v)
+{
+    const struct etcd_put *p = v;
+
+    return put_request(p->key, p->value, p->lease);
+}
+
+int etcd_txn(struct etcd *e, const struct etcd_cmp *cmps, size_t n_cmps,
+             const struct etcd_put *puts, size_t n_puts, bool *succeeded)
+{
+    json_object *req = json_object_new_object(), *c = json_object_new_array();
+    json_object *ops = json_object_new_array(), *ok, *ans;
     int ret;
 
-    if (!req || !cmps || !ops || !compare)
-        goto oom;
-    if (json_object_array_add(cmps, compare))
-        goto oom;
-    compare = NULL;                           /* cmps' now */
-    if (!(op = put_request(key, value, lease)) || json_object_array_add(ops, op))
-        goto oom;
-    op = NULL;                                /* ops' now */
-    ret = put(req, "compare", cmps);
-    cmps = NULL;                              /* req's, or freed by put */
-    if (!ret)
-        goto oom;
-    ret = put(req, "success", ops);
-    ops = NULL;
-    if (!ret)
-        goto oom;
+    if (!req || !c || !ops || !fill_array(c, make_compare, cmps, sizeof(*cmps), n_cmps) ||
+        !fill_array(ops, make_put, puts, sizeof(*puts), n_puts)) {
+        json_object_put(c);
+        json_object_put(ops);
+        json_object_put(req);
+        return set_error(e, -ENOMEM, "out of memory");
+    }
+    /* put() takes its value even when it fails. */
+    if (!put(req, "compare", c) || !put(req, "success", ops)) {
+        if (!json_object_object_get_ex(req, "compare", NULL))
+            json_object_put(ops);
+        json_object_put(req);
+        return set_error(e, -ENOMEM, "out of memory");
+    }
     if ((ret = post(e, "/v3/kv/txn", req, &ans)))
         return ret;
     /* proto3 leaves false out of the JSON. */
     *succeeded = json_object_object_get_ex(ans, "succeeded", &ok) && json_object_get_boolean(ok);
     json_object_put(ans);
     return 0;
-oom:
-    json_object_put(compare);
-    json_object_put(op);
-    json_object_put(cmps);
-    json_object_put(ops);
-    json_object_put(req);
-    return set_error(e, -ENOMEM, "out of memory");
 }
 
 int etcd_create(struct etcd *e, const char *key, const char *value, int64_t lease,
                 bool *created)
 {
-    json_object *cmp = key_request(key);
+    struct etcd_cmp cmp = { key, NULL };
+    struct etcd_put p = { key, value, lease };
 
-    if (cmp && !(put(cmp, "result", json_object_new_string("EQUAL")) &&
-                 put(cmp, "target", json_object_new_string("CREATE")) &&
-                 put(cmp, "create_revision", int64_string(0)))) {
-        json_object_put(cmp);
-        cmp = NULL;
-    }
-    return txn_put(e, cmp, key, value, lease, created);
+    return etcd_txn(e, &cmp, 1, &p, 1, created);
 }
 
 int etcd_replace(struct etcd *e, const char *key, const char *expect, const char *value,
                  int64_t lease, bool *swapped)
 {
-    json_object *cmp = key_request(key);
+    struct etcd_cmp cmp = { key, expect };
+    struct etcd_put p = { key, value, lease };
 
-    if (cmp && !(put(cmp, "result", json_object_new_string("EQUAL")) &&
-                 put(cmp, "target", json_object_new_string("VALUE")) &&
-                 put(cmp, "value", b64_string(expect, strlen(expect))))) {
-        json_object_put(cmp);
-        cmp = NULL;
-    }
-    return txn_put(e, cmp, key, value, lease, swapped);
+    return etcd_txn(e, &cmp, 1, &p, 1, swapped);
 }
 
 int etcd_delete(struct etcd *e, const char *key)
@@ -628,8 +650,16 @@ static int stream_message(struct etcd *e, json_object *msg)
                   (long long)int64_of(result, "compact_revision"));
         return -ESTALE;
     }
-    if (json_object_object_get_ex(result, "canceled", &type) && json_object_get_boolean(type))
-        return set_error(e, -EIO, "%s: watch canceled", e->urls[e->at]);
+    if (json_object_object_get_ex(result, "canceled", &type) && json_object_get_boolean(type)) {
+        json_object *why;
+        const char *reason = json_object_object_get_ex(result, "cancel_reason", &why)
+                                 ? json_object_get_string(why) : "";
+        if (strstr(reason, "token")) {       /* authenticate again next time */
+            free(e->token);
+            e->token = NULL;
+        }
+        return set_error(e, -EIO, "%s: watch canceled: %s", e->urls[e->at], reason);
+    }
     revision = json_object_object_get_ex(result, "header", &header)
                    ? int64_of(header, "revision") : 0;
     if (!json_object_object_get_ex(result, "events", &events) ||
@@ -694,8 +724,12 @@ static json_object *watch_request(const char *prefix, int64_t start)
     json_object *create = key_request(prefix), *req = json_object_new_object();
 
     if (!create || !req || !put(create, "range_end", range_end_of(prefix)) ||
-        !put(create, "start_revision", int64_string(start)) ||
-        !put(req, "create_request", create)) {
+        !put(create, "start_revision", int64_string(start))) {
+        json_object_put(create);
+        json_object_put(req);
+        return NULL;
+    }
+    if (!put(req, "create_request", create)) {    /* create freed by put */
         json_object_put(req);
         return NULL;
     }

@@ -62,6 +62,18 @@ int etcd_create(struct etcd *e, const char *key, const char *value, int64_t leas
  * (compare-and-swap); *swapped says whether it was. */
 int etcd_replace(struct etcd *e, const char *key, const char *expect, const char *value,
                  int64_t lease, bool *swapped);
+/* A transaction: when every comparison holds (a key's value equals
+ * `value`, or with value NULL, the key does not exist), every put is made,
+ * at once; *succeeded says whether they were. */
+struct etcd_cmp {
+    const char *key, *value;
+};
+struct etcd_put {
+    const char *key, *value;
+    int64_t lease;                        /* 0: none */
+};
+int etcd_txn(struct etcd *e, const struct etcd_cmp *cmps, size_t n_cmps,
+             const struct etcd_put *puts, size_t n_puts, bool *succeeded);
 int etcd_delete(struct etcd *e, const char *key);
 int etcd_lease_grant(struct etcd *e, unsigned ttl_s, int64_t *id);
 /* One keep-alive: *ttl_s is what is left, 0 when the lease is gone. */

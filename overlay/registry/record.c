@@ -123,6 +123,7 @@ int record_decode(const char *value, size_t len, const struct cluster *c,
         return *why = "a value too long or not text", -EINVAL;
     if (!(tok = json_tokener_new()))
         return *why = "out of memory", -ENOMEM;
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);   /* no comments, quotes or commas of JS */
     o = json_tokener_parse_ex(tok, value, (int)len);
     /* One whole object and nothing after it. */
     if (!o || json_tokener_get_error(tok) != json_tokener_success ||

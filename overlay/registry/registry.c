@@ -27,6 +27,7 @@
 #define KEY_TEXT_MAX     (CLUSTER_REGISTRY_PREFIX_MAX + 64u)
 #define KEY_B64_LEN      sodium_base64_ENCODED_LEN(CLUSTER_KEY_LEN, sodium_base64_VARIANT_ORIGINAL)
 #define ALLOC_TRIES      64
+#define ALLOC_SPREAD     32u      /* joiners pick among this many free addresses */
 #define MS_PER_S         1000u
 
 struct member {
@@ -73,9 +74,11 @@ struct registry {
 /* --- files read at set-up ----------------------------------------------------- */
 
 static int read_small(const char *path, size_t max, char **out, size_t *len, char *err,
-                      size_t errlen, const char *what)
+                      size_t errlen, const char *what, bool secret)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* A CA or certificate is often a link (/etc/ssl/certs); a secret is
+     * read only from the file named, whose mode was checked. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | (secret ? O_NOFOLLOW : 0));
     struct stat st;
     ssize_t n;
 
@@ -112,13 +115,18 @@ static int read_password(struct registry *r, const char *path, char *err, size_t
     size_t len;
     int ret;
 
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+        snprintf(err, errlen, "registry-password-file %s: a symbolic link; name the file itself",
+                 path);
+        return -ELOOP;
+    }
     if (lstat(path, &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO))) {
         snprintf(err, errlen, "registry-password-file %s: readable by group or others; run: "
                  "chmod 600 %s", path, path);
         return -EPERM;
     }
     if ((ret = read_small(path, PASSWORD_MAX, &r->password, &len, err, errlen,
-                          "registry-password-file")))
+                          "registry-password-file", true)))
         return ret;
     while (len && (r->password[len - 1] == '\n' || r->password[len - 1] == '\r'))
         r->password[--len] = '\0';
@@ -131,12 +139,12 @@ static int read_client_files(struct registry *r, const struct cluster_registry *
     int ret = 0;
 
     if (c->ca[0] && (ret = read_small(c->ca, PEM_MAX, (char **)&r->ca, &r->cfg.ca_len, err,
-                                      errlen, "registry-ca")))
+                                      errlen, "registry-ca", false)))
         return ret;
     if (c->cert[0] && ((ret = read_small(c->cert, PEM_MAX, (char **)&r->cert, &r->cfg.cert_len,
-                                         err, errlen, "registry-cert")) ||
+                                         err, errlen, "registry-cert", false)) ||
                        (ret = read_small(c->key, PEM_MAX, (char **)&r->key, &r->cfg.key_len,
-                                         err, errlen, "registry-key"))))
+                                         err, errlen, "registry-key", true))))
         return ret;
     if (c->user[0] && (ret = read_password(r, c->password_file, err, errlen)))
         return ret;
@@ -333,131 +341,149 @@ static void scan_member(void *ctx, const struct etcd_kv *kv)
     }
 }
 
+static void scan_kv(void *ctx, const struct etcd_kv *kv)
+{
+    struct scan *s = ctx;
+    size_t p = strlen(s->r->prefix);
+
+    if (kv->key_len > p + strlen(RECORD_MEMBERS) &&
+        !memcmp(kv->key + p, RECORD_MEMBERS, strlen(RECORD_MEMBERS)))
+        scan_member(ctx, kv);
+    else
+        scan_address(ctx, kv);
+}
+
 static bool unreachable(int ret)
 {
     return ret == -ETIMEDOUT || ret == -ECONNREFUSED || ret == -EHOSTUNREACH || ret == -EIO ||
            ret == -EPIPE;
 }
 
-/* Our address: the one our key holds, else the lowest free, claimed. */
-static int claim_address(struct registry *r, struct scan *s, struct cluster_addr *out)
+/* Reads the whole prefix once: members (conflicts) and addresses. */
+static int scan_prefix(struct registry *r, struct scan *s)
 {
-    char key[KEY_TEXT_MAX];
+    char prefix[KEY_TEXT_MAX];
     int64_t rev;
     int ret;
 
-    for (int tries = 0; tries < ALLOC_TRIES; tries++) {
-        char prefix[KEY_TEXT_MAX];
-        s->n_taken = 0;
-        s->has_own_address = false;
-        snprintf(prefix, sizeof(prefix), "%s%s", r->prefix, RECORD_ADDRESSES);
-        if ((ret = etcd_range_prefix(r->etcd, prefix, scan_address, s, &rev)))
-            return ret;
-        if (s->oom)
-            return -ENOMEM;
-        if (s->has_own_address) {
-            *out = s->own_address;
-            return 0;
-        }
-        struct cluster_addr *all = realloc(s->taken, (s->n_taken + r->n_file_addrs + 1) *
-                                                     sizeof(*all));
-        if (!all)
-            return -ENOMEM;
-        s->taken = all;
-        s->cap_taken = s->n_taken + r->n_file_addrs + 1;
-        memcpy(all + s->n_taken, r->file_addrs, r->n_file_addrs * sizeof(*all));
-        if (alloc_lowest_free(&r->network, r->net_prefix, all, s->n_taken + r->n_file_addrs,
-                              out))
-            return -ENOSPC;
-        bool created = false;
-        if ((ret = record_address_key(r->prefix, out, key, sizeof(key))) < 0 ||
-            (ret = etcd_create(r->etcd, key, s->key_b64, 0, &created)))
-            return ret;
-        if (created)
-            return 0;
-    }
-    return -EAGAIN;
+    s->n_taken = 0;
+    s->has_own_address = s->name_taken = s->name_ours = false;
+    s->other_name[0] = s->old_value[0] = '\0';
+    snprintf(prefix, sizeof(prefix), "%s/", r->prefix);
+    if ((ret = etcd_range_prefix(r->etcd, prefix, scan_kv, s, &rev)))
+        return ret;
+    return s->oom ? -ENOMEM : 0;
 }
 
-/* Puts our record under a new lease: created, or in place of our own
- * stale one (a crash), never over another key's. */
-static int put_record(struct registry *r, struct etcd *e, const char *old_value)
+/* The address to claim: our key's, else the lowest free one; after a
+ * transaction lost to another node, a random one of the first
+ * ALLOC_SPREAD free ones (alloc.h says why). */
+static int pick_address(struct registry *r, struct scan *s, int tries, struct cluster_addr *out)
 {
-    char key[KEY_TEXT_MAX];
-    int64_t lease;
+    struct cluster_addr *all;
+
+    if (s->has_own_address) {
+        *out = s->own_address;
+        return 0;
+    }
+    all = realloc(s->taken, (s->n_taken + r->n_file_addrs + 1) * sizeof(*all));
+    if (!all)
+        return -ENOMEM;
+    s->taken = all;
+    s->cap_taken = s->n_taken + r->n_file_addrs + 1;
+    memcpy(all + s->n_taken, r->file_addrs, r->n_file_addrs * sizeof(*all));
+    return alloc_free_nth(&r->network, r->net_prefix, all, s->n_taken + r->n_file_addrs,
+                          tries ? randombytes_uniform(ALLOC_SPREAD) : 0, out);
+}
+
+/* One transaction: the address (unless it is already our key's) and our
+ * record under the lease, each only if nobody took it since we looked. */
+static int claim(struct registry *r, struct scan *s, int64_t lease, bool *done)
+{
+    char akey[KEY_TEXT_MAX], mkey[KEY_TEXT_MAX];
+    struct etcd_cmp cmps[2];
+    struct etcd_put puts[2];
+    size_t n = 0;
+    int ret;
+
+    if ((ret = record_address_key(r->prefix, &r->self.address, akey, sizeof(akey))) < 0 ||
+        (ret = record_member_key(r->prefix, r->self.name, mkey, sizeof(mkey))) < 0)
+        return ret;
+    if (!s->has_own_address) {
+        cmps[n] = (struct etcd_cmp){ akey, NULL };
+        puts[n++] = (struct etcd_put){ akey, s->key_b64, 0 };
+    }
+    cmps[n] = (struct etcd_cmp){ mkey, s->name_ours ? s->old_value : NULL };
+    puts[n++] = (struct etcd_put){ mkey, r->self_value, lease };
+    return etcd_txn(r->etcd, cmps, n, puts, n, done);
+}
+
+static int join_once(struct registry *r, struct cluster_node *self, struct scan *s,
+                     int64_t *lease, char *err, size_t errlen)
+{
     bool done = false;
     int ret;
 
-    if ((ret = record_member_key(r->prefix, r->self.name, key, sizeof(key))) < 0 ||
-        (ret = etcd_lease_grant(e, r->ttl_s, &lease)))
-        return ret;
-    ret = old_value && old_value[0]
-              ? etcd_replace(e, key, old_value, r->self_value, lease, &done)
-              : etcd_create(e, key, r->self_value, lease, &done);
-    if (ret || !done) {
-        etcd_lease_revoke(e, lease);
-        return ret ? ret : -EEXIST;
+    for (int tries = 0; tries < ALLOC_TRIES; tries++) {
+        if ((ret = scan_prefix(r, s)))
+            return ret;
+        if (s->name_taken) {
+            snprintf(err, errlen, "registry: the name %s is registered with another key; "
+                     "choose another with --name", self->name);
+            return -EEXIST;
+        }
+        if (s->other_name[0]) {
+            snprintf(err, errlen, "registry: this key is registered as %s; run `ddpnet down` "
+                     "there first (or wait %u s for its lease to run out)", s->other_name,
+                     r->ttl_s);
+            return -EEXIST;
+        }
+        if ((ret = pick_address(r, s, tries, &self->address))) {
+            if (ret == -ENOSPC)
+                snprintf(err, errlen, "registry: no free address left in the network");
+            return ret;
+        }
+        r->self = *self;
+        if ((ret = record_encode(self, r->self_value, sizeof(r->self_value))) < 0)
+            return ret;
+        if (!*lease && (ret = etcd_lease_grant(r->etcd, r->ttl_s, lease)))
+            return ret;
+        if ((ret = claim(r, s, *lease, &done)))
+            return ret;
+        if (done) {
+            atomic_store(&r->lease, *lease);
+            return 0;
+        }
     }
-    atomic_store(&r->lease, lease);
-    return 0;
-}
-
-static int join_once(struct registry *r, struct cluster_node *self, char *err, size_t errlen)
-{
-    char key_b64[KEY_B64_LEN];
-    struct scan s = { .r = r, .key = self->public_key, .key_b64 = key_b64, .name = self->name };
-    int64_t rev;
-    int ret;
-
-    sodium_bin2base64(key_b64, sizeof(key_b64), self->public_key, CLUSTER_KEY_LEN,
-                      sodium_base64_VARIANT_ORIGINAL);
-    if ((ret = etcd_range_prefix(r->etcd, r->members_prefix, scan_member, &s, &rev)))
-        goto out;
-    if (s.name_taken) {
-        snprintf(err, errlen, "registry: the name %s is registered with another key; choose "
-                 "another with --name", self->name);
-        ret = -EEXIST;
-        goto out;
-    }
-    if (s.other_name[0]) {
-        snprintf(err, errlen, "registry: this key is registered as %s; run `ddpnet down` there "
-                 "first (or wait %u s for its lease to run out)", s.other_name, r->ttl_s);
-        ret = -EEXIST;
-        goto out;
-    }
-    if ((ret = claim_address(r, &s, &self->address))) {
-        if (ret == -ENOSPC || ret == -EAGAIN)
-            snprintf(err, errlen, "registry: no free address left in the network");
-        goto out;
-    }
-    r->self = *self;
-    if ((ret = record_encode(self, r->self_value, sizeof(r->self_value))) < 0)
-        goto out;
-    ret = put_record(r, r->etcd, s.name_ours ? s.old_value : NULL);
-    if (ret == -EEXIST)
-        snprintf(err, errlen, "registry: the name %s was taken meanwhile; try again",
-                 self->name);
-out:
-    free(s.taken);
-    return ret;
+    snprintf(err, errlen, "registry: %d tries to claim an address all lost to other nodes",
+             ALLOC_TRIES);
+    return -EAGAIN;
 }
 
 int registry_join(struct registry *r, struct cluster_node *self, char *err, size_t errlen)
 {
+    char key_b64[KEY_B64_LEN];
+    struct scan s = { .r = r, .key = self->public_key, .key_b64 = key_b64, .name = self->name };
     struct timespec start, now;
     unsigned backoff = REGISTRY_BACKOFF_MIN_MS;
+    int64_t lease = 0;
     int ret;
 
+    sodium_bin2base64(key_b64, sizeof(key_b64), self->public_key, CLUSTER_KEY_LEN,
+                      sodium_base64_VARIANT_ORIGINAL);
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (;;) {
         err[0] = '\0';
-        ret = join_once(r, self, err, errlen);
+        ret = join_once(r, self, &s, &lease, err, errlen);
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (!unreachable(ret) || now.tv_sec - start.tv_sec >= REGISTRY_JOIN_TIMEOUT_S)
             break;
         usleep(backoff * 1000u);
         backoff = backoff * 2 > REGISTRY_BACKOFF_MAX_MS ? REGISTRY_BACKOFF_MAX_MS : backoff * 2;
     }
+    free(s.taken);
+    if (ret && lease)
+        etcd_lease_revoke(r->etcd, lease);
     if (ret && !err[0])
         snprintf(err, errlen, "registry: %s", ret == -ENOMEM ? "out of memory"
                                               : etcd_error(r->etcd)[0] ? etcd_error(r->etcd)
@@ -591,10 +617,10 @@ static void *watcher_run(void *arg)
          * else writes the list meanwhile. */
         ret = etcd_range_prefix(e, r->members_prefix, on_range_kv, r, &revision);
         if (ret == 0) {
+            set_state(r, e, REGISTRY_SYNCED, NULL);
             pthread_mutex_lock(&r->lock);
             publish(r, revision);
             pthread_mutex_unlock(&r->lock);
-            set_state(r, e, REGISTRY_SYNCED, NULL);
             backoff = REGISTRY_BACKOFF_MIN_MS;
             ret = etcd_watch_prefix(e, r->members_prefix, revision + 1, on_watch_event, r,
                                     &r->stop);
@@ -611,6 +637,29 @@ static void *watcher_run(void *arg)
 }
 
 /* --- the keeper ------------------------------------------------------------------- */
+
+/* Puts our record under a new lease: where none is, or over our own
+ * (still held by the lease that ran out, as etcd may not have dropped it
+ * yet); never over another key's (-EEXIST). */
+static int rejoin(struct registry *r, struct etcd *e)
+{
+    char key[KEY_TEXT_MAX];
+    int64_t lease;
+    bool done = false;
+    int ret;
+
+    if ((ret = record_member_key(r->prefix, r->self.name, key, sizeof(key))) < 0 ||
+        (ret = etcd_lease_grant(e, r->ttl_s, &lease)))
+        return ret;
+    if ((ret = etcd_create(e, key, r->self_value, lease, &done)) == 0 && !done)
+        ret = etcd_replace(e, key, r->self_value, r->self_value, lease, &done);
+    if (ret || !done) {
+        etcd_lease_revoke(e, lease);
+        return ret ? ret : -EEXIST;
+    }
+    atomic_store(&r->lease, lease);
+    return 0;
+}
 
 /* Renews the lease every third of its life; a lease that ran out (etcd
  * was out of reach too long) is replaced and our record put again. */
@@ -629,10 +678,8 @@ static void *keeper_run(void *arg)
         }
         if (left > 0)
             continue;
-        /* Lost: join again under a new lease, with our old record. */
-        ret = put_record(r, e, NULL);
-        if (ret == -EEXIST)
-            ret = put_record(r, e, r->self_value);   /* still ours, held by the old lease */
+        /* Lost: our record again, under a new lease. */
+        ret = rejoin(r, e);
         if (ret)
             log_warn("registry: our lease ran out and joining again failed: %s",
                      ret == -EEXIST ? "the name is another key's now" : etcd_error(e));

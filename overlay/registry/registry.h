@@ -30,7 +30,7 @@
 #include "config/cluster.h"
 
 #define REGISTRY_TIMEOUT_MS     3000L     /* one request */
-#define REGISTRY_JOIN_TIMEOUT_S 20u       /* `up` waits this long for etcd */
+#define REGISTRY_JOIN_TIMEOUT_S 60u       /* `up` waits this long for etcd */
 #define REGISTRY_BACKOFF_MIN_MS 200u
 #define REGISTRY_BACKOFF_MAX_MS 5000u
 

@@ -205,6 +205,35 @@ static void test_ipv6(void **state)
     assert_string_equal(pick("fd77::/127", LIST("fd77::1"), buf, sizeof(buf)), "");
 }
 
+/* The nth free address, for joiners that lost a race: the holes count
+ * in order, and past the last free one the last free one is given. */
+static void test_nth_free(void **state)
+{
+    static const struct { unsigned nth; const char *want; } cases[] = {
+        { 0, "10.1.2.2" }, { 1, "10.1.2.4" }, { 2, "10.1.2.6" }, { 3, "10.1.2.6" },
+        { 1000, "10.1.2.6" },
+    };
+    struct net n = net_of("10.1.2.0/29");
+    char buf[64];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cluster_addr taken[] = { addr_of("10.1.2.5"), addr_of("10.1.2.1"),
+                                        addr_of("10.1.2.3") };
+        struct cluster_addr out;
+        assert_int_equal(alloc_free_nth(&n.addr, n.prefix, taken, 3, cases[i].nth, &out), 0);
+        assert_int_equal(cluster_addr_format(&out, buf, sizeof(buf)), 0);
+        assert_string_equal(buf, cases[i].want);
+    }
+    struct cluster_addr full[] = { addr_of("10.1.2.1"), addr_of("10.1.2.2"), addr_of("10.1.2.3"),
+                                   addr_of("10.1.2.4"), addr_of("10.1.2.5"), addr_of("10.1.2.6") };
+    struct cluster_addr out;
+    assert_int_equal(alloc_free_nth(&n.addr, n.prefix, full, 6, 3, &out), -ENOSPC);
+    assert_int_equal(alloc_free_nth(&n.addr, n.prefix, NULL, 0, 5, &out), 0);
+    assert_int_equal(cluster_addr_format(&out, buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "10.1.2.6");
+}
+
 static void test_other_addresses_ignored(void **state)
 {
     char buf[64];
@@ -227,6 +256,7 @@ int main(void)
         cmocka_unit_test(test_full_small_networks),
         cmocka_unit_test(test_ipv6),
         cmocka_unit_test(test_other_addresses_ignored),
+        cmocka_unit_test(test_nth_free),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

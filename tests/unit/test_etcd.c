@@ -543,7 +543,7 @@ static void test_lease(void **state)
     assert_int_equal(etcd_lease_revoke(e, id2), 0);
     assert_null(get(e, "/t/lease/moved", &s));
     /* Revoking it again: etcd's error, said with the endpoint. */
-    assert_int_equal(etcd_lease_revoke(e, id), -EIO);
+    assert_int_equal(etcd_lease_revoke(e, id), -EINVAL);
     assert_non_null(strstr(etcd_error(e), env.url));
     assert_non_null(strstr(etcd_error(e), "lease not found"));
     /* A lease that was never granted. */
@@ -1151,15 +1151,15 @@ static void test_auth(void **state)
     put(e, "/t/auth/k", "v");
     assert_string_equal(get(e, "/t/auth/k", &s), "v");
     /* Outside its prefix: etcd's refusal, as an error answer. */
-    assert_int_equal(etcd_get(e, "/t/other", noop_kv, NULL), -EIO);
+    assert_int_equal(etcd_get(e, "/t/other", noop_kv, NULL), -EACCES);
     assert_non_null(strstr(etcd_error(e), "permission denied"));
     /* A wrong password; none at all. */
     struct etcd *bad = client_as("ddp", "wrong");
-    assert_int_equal(etcd_get(bad, "/t/auth/k", noop_kv, NULL), -EIO);
+    assert_int_equal(etcd_get(bad, "/t/auth/k", noop_kv, NULL), -EINVAL);
     assert_non_null(strstr(etcd_error(bad), "authentication failed"));
     etcd_free(bad);
     bad = client();
-    assert_int_equal(etcd_get(bad, "/t/auth/k", noop_kv, NULL), -EIO);
+    assert_int_equal(etcd_get(bad, "/t/auth/k", noop_kv, NULL), -EINVAL);
     etcd_free(bad);
 
     /* Tokens live 1 s here: after a pause a call authenticates again. A

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The scale run (`make scale`; issue 18): SCALE_NODES nodes (default 64),
+# each in network namespaces of its own on one machine, join through one
+# etcd member with a cluster file that lists no node. Reports
+#  - the time from the last `up` to the full mesh (every node has a
+#    session with every other);
+#  - each daemon's resident memory (median and largest);
+#  - once idle (no traffic for SCALE_SETTLE_S), over SCALE_IDLE_S: the CPU
+#    the daemons take (all together, and per node as a share of one core),
+#    and the requests etcd served per node per minute.
+# Not part of `make test` (it takes several minutes). Root; uses the
+# end-to-end tests' plumbing (tests/e2e/lib.sh).
+set -eu
+. "$(dirname "$0")/../tests/e2e/lib.sh"
+e2e_init scale etcd etcdctl curl
+
+SCALE_NODES=${SCALE_NODES:-64}
+SCALE_SETTLE_S=${SCALE_SETTLE_S:-30}
+SCALE_IDLE_S=${SCALE_IDLE_S:-60}
+SCALE_DEADLINE_S=${SCALE_DEADLINE_S:-120}
+ETCD=$E2E_V4NET.250:2379
+[ "$SCALE_NODES" -ge 2 ] && [ "$SCALE_NODES" -le 200 ] || fail "SCALE_NODES: 2..200"
+
+step "etcd, $SCALE_NODES nodes"
+e2e_hub
+e2e_node etcd 250 -
+mkdir -p "$T/etcd/data"
+nx_bg etcd etcd timeout 3600 etcd --name e1 --data-dir "$T/etcd/data" \
+    --listen-client-urls "http://$ETCD" --advertise-client-urls "http://$ETCD" \
+    --listen-peer-urls "http://$E2E_V4NET.250:2380" \
+    --initial-advertise-peer-urls "http://$E2E_V4NET.250:2380" \
+    --initial-cluster "e1=http://$E2E_V4NET.250:2380"
+wait_for 30 nx etcd etcdctl --endpoints "$ETCD" endpoint health ||
+    fail "etcd did not start: $(tail -n 5 "$T/etcd/etcd.out")"
+C=$T/cluster.conf
+cluster_begin "$C" "registry = etcd://$ETCD/ddpnet/scale"
+chmod 644 "$C"
+NODES=()
+for i in $(seq 1 "$SCALE_NODES"); do
+    n=n$i
+    NODES+=("$n")
+    e2e_node "$n" "$i" -
+    e2e_key "$n"
+done
+
+step "every node up at once"
+pids=()
+for n in "${NODES[@]}"; do
+    E2E_UP+=("$n")
+    if [ "$E2E_FOREGROUND" = 1 ]; then   # logs in $T/NODE/daemon.out
+        nx_bg "$n" daemon timeout 3600 "$DDPNET" up -c "$C" -k "$T/$n/key" \
+            --run-dir "$T/$n/run" --hosts-file "$T/$n/hosts" --foreground \
+            --endpoint "$E2E_V4NET.${n#n}:$E2E_PORT"
+        continue
+    fi
+    nx "$n" timeout 60 "$DDPNET" up -c "$C" -k "$T/$n/key" --run-dir "$T/$n/run" \
+        --hosts-file "$T/$n/hosts" --endpoint "$E2E_V4NET.${n#n}:$E2E_PORT" \
+        >"$T/$n/up.log" 2>&1 &
+    pids+=("$!")
+done
+for i in "${!pids[@]}"; do
+    wait "${pids[i]}" || fail "${NODES[i]}: up failed: $(cat "$T/${NODES[i]}/up.log")"
+done
+for n in "${NODES[@]}"; do
+    [ "$E2E_FOREGROUND" = 1 ] || break
+    wait_for 30 test -S "$T/$n/run/ddp0.sock" || fail "$n: no daemon: $(tail -n 5 "$T/$n/daemon.out")"
+done
+last_up=$(date +%s.%N)
+# sessions NODE: how many peers it has a handshake with.
+sessions() {
+    ddp_status "$1" --json | "$PY" -c '
+import json, sys
+print(sum(1 for p in json.load(sys.stdin)["peers"] if p["latest_handshake"]))'
+}
+full=0
+want=$((SCALE_NODES - 1))
+pending=("${NODES[@]}")
+while [ ${#pending[@]} -gt 0 ]; do
+    now=$("$PY" -c "import time; print(time.time() - $last_up)")
+    "$PY" -c "import sys; sys.exit(0 if $now < $SCALE_DEADLINE_S else 1)" ||
+        fail "no full mesh within $SCALE_DEADLINE_S s: ${#pending[@]} nodes short, e.g. ${pending[0]} with $(sessions "${pending[0]}") of $want"
+    left=()
+    for n in "${pending[@]}"; do
+        [ "$(sessions "$n")" -ge "$want" ] || left+=("$n")
+    done
+    pending=("${left[@]}")
+    [ ${#pending[@]} -eq 0 ] || sleep 0.2
+done
+mesh_s=$("$PY" -c "import time; print(f'{time.time() - $last_up:.1f}')")
+say "full mesh of $SCALE_NODES nodes $mesh_s s after the last up"
+
+daemon_pids() {
+    local n pid
+    for n in "${NODES[@]}"; do
+        for pid in $(ip netns pids "$E2E_PFX$n"); do
+            case "$(cat "/proc/$pid/comm" 2>/dev/null)" in ddpnet*) echo "$pid" ;; esac
+        done
+    done
+}
+PIDS=$(daemon_pids)
+[ "$(wc -w <<<"$PIDS")" -eq "$SCALE_NODES" ] || fail "expected $SCALE_NODES daemons, found $(wc -w <<<"$PIDS")"
+rss=$(for p in $PIDS; do awk '/^VmRSS/ {print $2}' "/proc/$p/status"; done | sort -n)
+rss_med=$(sed -n "$(( (SCALE_NODES + 1) / 2 ))p" <<<"$rss")
+rss_max=$(tail -n 1 <<<"$rss")
+
+step "idle: settle $SCALE_SETTLE_S s, then measure $SCALE_IDLE_S s"
+sleep "$SCALE_SETTLE_S"
+cpu_ticks() {   # user + system ticks of every daemon, threads included
+    local p sum=0 t
+    for p in $PIDS; do
+        t=$(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)
+        sum=$((sum + t))
+    done
+    echo "$sum"
+}
+etcd_handled() {
+    nx etcd curl -s "http://$ETCD/metrics" | awk '/^grpc_server_handled_total/ {s += $2} END {printf "%d\n", s}'
+}
+c0=$(cpu_ticks); e0=$(etcd_handled); t0=$(date +%s.%N)
+sleep "$SCALE_IDLE_S"
+c1=$(cpu_ticks); e1=$(etcd_handled); t1=$(date +%s.%N)
+hz=$(getconf CLK_TCK)
+read -r cores per_node per_min < <("$PY" -c "
+el = $t1 - $t0
+cores = ($c1 - $c0) / $hz / el
+print(f'{cores:.4f}', f'{cores / $SCALE_NODES * 100:.3f}', f'{($e1 - $e0) / $SCALE_NODES / el * 60:.1f}')")
+[ "$(wc -w <<<"$(daemon_pids)")" -eq "$SCALE_NODES" ] || fail "a daemon died while idle"
+
+step "report"
+printf 'scale: nodes %s, full mesh %s s after the last up\n' "$SCALE_NODES" "$mesh_s"
+printf 'scale: daemon RSS median %s KiB, largest %s KiB\n' "$rss_med" "$rss_max"
+printf 'scale: idle CPU %s of a core in all, %s%% of a core per node\n' "$cores" "$per_node"
+printf 'scale: etcd requests per node per minute when idle: %s\n' "$per_min"
