@@ -22,6 +22,7 @@
 #include "overlay/cli/cli_args.h"
 #include "overlay/daemon/daemon.h"
 #include "overlay/daemon/keyfile.h"
+#include "overlay/registry/registry.h"
 
 #define UP_USAGE    "-c CLUSTER -k KEYFILE [-i IFNAME] [--run-dir DIR] " \
                     "[--hosts-file FILE] [--name NAME] [--endpoint HOST:PORT] " \
@@ -193,13 +194,15 @@ static int up_report_ok(const struct up *u)
 static int up_wait(const struct up *u, int fd, pid_t child)
 {
     char line[UP_REPORT_MAX];
-    int ret = cli_read_report(fd, line, sizeof(line), UP_READY_TIMEOUT_S * UP_MS_PER_S);
+    /* Joining a registry may wait that long for etcd on its own. */
+    int wait_s = UP_READY_TIMEOUT_S + (u->opt.self ? 0 : (int)REGISTRY_JOIN_TIMEOUT_S);
+    int ret = cli_read_report(fd, line, sizeof(line), wait_s * UP_MS_PER_S);
 
     if (ret == -ETIMEDOUT) {
         /* Half set up is worse than not at all: stop it. */
         kill(child, SIGTERM);
         fprintf(stderr, "ddpnet up: the daemon did not finish setup within %d s; "
-                "stopped it (see syslog)\n", UP_READY_TIMEOUT_S);
+                "stopped it (see syslog)\n", wait_s);
         return CLI_EXIT_FAIL;
     }
     if (ret < 0) {
