@@ -24,8 +24,24 @@ ETCD=$E2E_V4NET.250:2379
 step "etcd, $SCALE_NODES nodes"
 e2e_hub
 e2e_node etcd 250 -
-mkdir -p "$T/etcd/data"
-nx_bg etcd etcd timeout 3600 etcd --name e1 --data-dir "$T/etcd/data" \
+# etcd's data in memory: its fsyncs on this machine's disk would be the
+# figure, not ddpnet's (a production etcd has a disk of its own).
+ETCD_DATA=$(mktemp -d /dev/shm/ddpnet-scale-etcd.XXXXXX)
+# The kernel keeps one neighbour (ARP) table for every namespace of the
+# machine, 1024 entries at most by default: a full mesh of N nodes on one
+# link needs N * (N - 1) of them, and past the limit ARP fails, pings say
+# "No buffer space available" and handshakes never arrive. Raised for the
+# run (a real machine holds only its own peers), restored after.
+NEIGH=net.ipv4.neigh.default
+NEIGH_WAS=$(sysctl -n $NEIGH.gc_thresh1 $NEIGH.gc_thresh2 $NEIGH.gc_thresh3 | tr '\n' ' ')
+sysctl -qw $NEIGH.gc_thresh1=8192 $NEIGH.gc_thresh2=32768 $NEIGH.gc_thresh3=65536
+scale_cleanup() {
+    rm -rf "$ETCD_DATA"
+    set -- $NEIGH_WAS
+    sysctl -qw $NEIGH.gc_thresh1="$1" $NEIGH.gc_thresh2="$2" $NEIGH.gc_thresh3="$3"
+}
+trap 'rc=$?; set +E; trap - ERR; scale_cleanup; (exit $rc); e2e_exit' EXIT
+nx_bg etcd etcd timeout 3600 etcd --name e1 --data-dir "$ETCD_DATA" \
     --listen-client-urls "http://$ETCD" --advertise-client-urls "http://$ETCD" \
     --listen-peer-urls "http://$E2E_V4NET.250:2380" \
     --initial-advertise-peer-urls "http://$E2E_V4NET.250:2380" \
@@ -105,24 +121,25 @@ rss_max=$(tail -n 1 <<<"$rss")
 
 step "idle: settle $SCALE_SETTLE_S s, then measure $SCALE_IDLE_S s"
 sleep "$SCALE_SETTLE_S"
-cpu_ticks() {   # user + system ticks of every daemon, threads included
-    local p sum=0 t
+cpu_ns() {   # time on a CPU of every daemon's threads (the scheduler's count, in ns)
+    local p f sum=0 t rest
     for p in $PIDS; do
-        t=$(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)
-        sum=$((sum + t))
+        for f in /proc/"$p"/task/*/schedstat; do
+            read -r t rest <"$f" 2>/dev/null || continue
+            sum=$((sum + t))
+        done
     done
     echo "$sum"
 }
 etcd_handled() {
     nx etcd curl -s "http://$ETCD/metrics" | awk '/^grpc_server_handled_total/ {s += $2} END {printf "%d\n", s}'
 }
-c0=$(cpu_ticks); e0=$(etcd_handled); t0=$(date +%s.%N)
+c0=$(cpu_ns); e0=$(etcd_handled); t0=$(date +%s.%N)
 sleep "$SCALE_IDLE_S"
-c1=$(cpu_ticks); e1=$(etcd_handled); t1=$(date +%s.%N)
-hz=$(getconf CLK_TCK)
+c1=$(cpu_ns); e1=$(etcd_handled); t1=$(date +%s.%N)
 read -r cores per_node per_min < <("$PY" -c "
 el = $t1 - $t0
-cores = ($c1 - $c0) / $hz / el
+cores = ($c1 - $c0) / 1e9 / el
 print(f'{cores:.4f}', f'{cores / $SCALE_NODES * 100:.3f}', f'{($e1 - $e0) / $SCALE_NODES / el * 60:.1f}')")
 [ "$(wc -w <<<"$(daemon_pids)")" -eq "$SCALE_NODES" ] || fail "a daemon died while idle"
 

@@ -133,6 +133,16 @@ const char *wg_strerror(int status);
 #define DISCO_PING_INTERVAL_S        5u
 #define DISCO_PING_SLOW_S            30u
 #define DISCO_PING_UNANSWERED_MAX    4u
+/* A peer this node exchanged no data with for DISCO_IDLE_AFTER_S is idle:
+ * it is pinged only to keep its path known, and less often the larger the
+ * cluster -- every DISCO_PING_INTERVAL_S per DISCO_IDLE_PEERS_PER_STEP
+ * peers (twice that at least), DISCO_IDLE_PING_MAX_S at most -- so what
+ * idle peers cost a node stays about the same whatever the cluster's
+ * size. Its ENDPOINTS go every DISCO_IDLE_ENDPOINTS_FACTOR pings. */
+#define DISCO_IDLE_AFTER_S           30u
+#define DISCO_IDLE_PEERS_PER_STEP    8u
+#define DISCO_IDLE_PING_MAX_S        60u
+#define DISCO_IDLE_ENDPOINTS_FACTOR  3u
 /* This many pings on the path unanswered in a row: the path is taken for
  * broken (an attempt begins: punches, then the relay). */
 #define DISCO_PING_LOST_MAX          2u

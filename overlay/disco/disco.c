@@ -316,9 +316,12 @@ void disco_path_changed(struct disco_state *s)
 }
 
 /* When ENDPOINTS are due: at once if never sent in this session. */
-static uint64_t endpoints_at(const struct disco_state *s, uint32_t gen)
+static uint64_t endpoints_at(const struct disco_state *s, const struct disco_facts *f,
+                             uint32_t gen)
 {
-    uint64_t wait = secs(gen != s->endpoints_gen ? DISCO_ENDPOINTS_MIN_S : DISCO_ENDPOINTS_MAX_S);
+    unsigned idle = f->idle_ping_s * DISCO_IDLE_ENDPOINTS_FACTOR;
+    uint64_t wait = secs(gen != s->endpoints_gen ? DISCO_ENDPOINTS_MIN_S
+                         : idle > DISCO_ENDPOINTS_MAX_S ? idle : DISCO_ENDPOINTS_MAX_S);
 
     return s->endpoints_sent_ns ? s->endpoints_sent_ns + wait : 0;
 }
@@ -375,10 +378,10 @@ static unsigned tick_session(struct disco_state *s, const struct disco_facts *f,
     }
     if (now >= s->next_ping_ns) {
         act |= DISCO_DO_PING;
-        s->next_ping_ns = now + secs(s->unanswered >= DISCO_PING_UNANSWERED_MAX
-                                         ? DISCO_PING_SLOW_S : DISCO_PING_INTERVAL_S);
+        s->next_ping_ns = now + secs(s->unanswered >= DISCO_PING_UNANSWERED_MAX ? DISCO_PING_SLOW_S
+                                     : f->idle_ping_s ? f->idle_ping_s : DISCO_PING_INTERVAL_S);
     }
-    if (now >= endpoints_at(s, gen)) {
+    if (now >= endpoints_at(s, f, gen)) {
         act |= DISCO_DO_ENDPOINTS;
         s->endpoints_sent_ns = now ? now : 1;
         s->endpoints_gen = gen;
@@ -415,7 +418,7 @@ uint64_t disco_next(const struct disco_state *s, const struct disco_facts *f, ui
     if (probing(f))
         earliest(&next, s->next_probe_ns);
     earliest(&next, s->next_ping_ns);
-    earliest(&next, endpoints_at(s, gen));
+    earliest(&next, endpoints_at(s, f, gen));
     return next;
 }
 

@@ -128,6 +128,7 @@ struct disco_facts {
     bool relay_known;          /* a relay that reaches the peer is usable now */
     bool can_upgrade;          /* direct to an address that is not a local
                                 * candidate, and local candidates exist */
+    unsigned idle_ping_s;      /* no data lately: ping this seldom (0: not idle) */
 };
 
 /* What disco_tick asks the engine to do now. */

@@ -337,7 +337,7 @@ static void send_batch(struct peer *p, struct pkt **pkts, unsigned n, uint64_t n
     }
     if (sent_data)
         timers_data_sent(p, now);
-    if (transport_needs_rekey(kp, now))
+    if (transport_needs_rekey(kp, now + p->rekey_early_ns))
         handshake_send_initiation(p, false, now);
 }
 
@@ -477,6 +477,7 @@ struct rx_batch {
     struct pkt *pkt;
     struct offload_pkt plain[PKT_MAX_SEGS];
     size_t n;
+    uint64_t forwarded;                   /* stats.relay_forwarded when it began */
 };
 
 /* A RELAYED message to open: the WireGuard message msg[0..len) that the
@@ -639,6 +640,10 @@ static void end_batch(struct device *dev, struct rx_batch *b, uint64_t now)
 {
     if (b->n)
         write_batch(dev, b->pkt, b->plain, b->n);
+    /* Only the network's upkeep (discovery, keepalives): nobody here waits
+     * for what comes next, so the loop need not poll for it. */
+    else if (dev->stats.relay_forwarded == b->forwarded)
+        loop_packet_unawaited(dev->loop);
     path_flush(dev, now);
     loop_pkt_unref(dev->loop, b->pkt);
 }
@@ -674,7 +679,7 @@ static void start_batch(struct device *dev, struct pkt *pkt, uint32_t seg_size)
  * may have gone while a worker ran. */
 static void finish_open(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
 {
-    struct rx_batch b = { .pkt = pkt, .n = 0 };
+    struct rx_batch b = { .pkt = pkt, .n = 0, .forwarded = dev->stats.relay_forwarded };
     unsigned i = 0;
 
     for (uint32_t off = 0; off < pkt->len && i < PKT_MAX_SEGS; off += seg_size, i++) {
@@ -716,6 +721,7 @@ static void lone_handshake(struct device *dev, struct pkt *pkt, uint64_t now)
 {
     uint32_t type = noise_message_type(pkt->in, pkt->len);
 
+    loop_packet_unawaited(dev->loop);
     if (type < WG_MSG_INITIATION || type > WG_MSG_COOKIE_REPLY) {
         dev->stats.dropped_bad_packet++;
         loop_pkt_put(dev->loop, pkt);
@@ -730,7 +736,7 @@ static void lone_handshake(struct device *dev, struct pkt *pkt, uint64_t now)
 
 void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
 {
-    struct rx_batch b = { .pkt = pkt, .n = 0 };
+    struct rx_batch b = { .pkt = pkt, .n = 0, .forwarded = dev->stats.relay_forwarded };
     struct index_entry *e;
 
     if (seg_size >= pkt->len && noise_message_type(pkt->in, pkt->len) != WG_MSG_TRANSPORT) {

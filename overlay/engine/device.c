@@ -15,8 +15,21 @@
 /* Overlay address -> peer, open addressing, built once. */
 struct peer_map {
     size_t cap;                   /* a power of two */
-    struct peer **slots;
+    struct peer **slots;          /* by overlay address */
+    struct peer **by_id;          /* by disco id: discovery looks peers up so,
+                                   * for every relay slot of every peer */
+    struct peer **by_key;         /* by public key: each handshake, relayed
+                                   * message and member's record names one */
 };
+
+/* Public keys are uniformly random: their first bytes are a hash. */
+static size_t key_hash(const uint8_t key[WG_KEY_LEN])
+{
+    uint64_t h;
+
+    memcpy(&h, key, sizeof(h));
+    return (size_t)h;
+}
 
 static size_t addr_hash(int family, const uint8_t *addr)
 {
@@ -34,8 +47,11 @@ static bool addr_is(const struct cluster_addr *a, int family, const uint8_t *add
 
 static void map_free(struct peer_map *m)
 {
-    if (m)
+    if (m) {
         free(m->slots);
+        free(m->by_id);
+        free(m->by_key);
+    }
     free(m);
 }
 
@@ -48,8 +64,10 @@ static int map_build(struct device *dev)
 
     while (cap < 2 * dev->n_peers)
         cap *= 2;
-    if (!m || !(m->slots = calloc(cap, sizeof(*m->slots)))) {
-        free(m);
+    if (!m || !(m->slots = calloc(cap, sizeof(*m->slots))) ||
+        !(m->by_id = calloc(cap, sizeof(*m->by_id))) ||
+        !(m->by_key = calloc(cap, sizeof(*m->by_key)))) {
+        map_free(m);
         return -ENOMEM;
     }
     m->cap = cap;
@@ -59,6 +77,12 @@ static int map_build(struct device *dev)
         while (m->slots[s])
             s = (s + 1) & (cap - 1);
         m->slots[s] = p;
+        for (s = p->id & (cap - 1); m->by_id[s]; s = (s + 1) & (cap - 1))
+            ;
+        m->by_id[s] = p;
+        for (s = key_hash(p->public_key) & (cap - 1); m->by_key[s]; s = (s + 1) & (cap - 1))
+            ;
+        m->by_key[s] = p;
     }
     map_free(dev->by_address);
     dev->by_address = m;
@@ -81,22 +105,39 @@ struct peer *device_peer_by_address(struct device *dev, int family, const uint8_
     return NULL;
 }
 
+/* Public keys are no secret (the cluster file lists them): a lookup
+ * that takes longer for some keys than others tells nobody anything. */
 struct peer *device_peer_by_key(struct device *dev, const uint8_t key[WG_KEY_LEN])
 {
-    struct peer *found = NULL;
+    struct peer_map *m = dev->by_address;
 
-    /* Visits every peer: the time taken says nothing about the key. */
-    for (size_t i = 0; i < dev->n_peers; i++)
-        if (sodium_memcmp(dev->peers[i]->public_key, key, WG_KEY_LEN) == 0)
-            found = dev->peers[i];
-    return found;
+    if (!m) {                              /* a device not set up by device_init */
+        for (size_t i = 0; i < dev->n_peers; i++)
+            if (!memcmp(dev->peers[i]->public_key, key, WG_KEY_LEN))
+                return dev->peers[i];
+        return NULL;
+    }
+    for (size_t s = key_hash(key) & (m->cap - 1); m->by_key[s]; s = (s + 1) & (m->cap - 1))
+        if (!memcmp(m->by_key[s]->public_key, key, WG_KEY_LEN))
+            return m->by_key[s];
+    return NULL;
 }
 
 struct peer *device_peer_by_id(struct device *dev, disco_id id)
 {
-    for (size_t i = 0; id && i < dev->n_peers; i++)
-        if (dev->peers[i]->id == id)
-            return dev->peers[i];
+    struct peer_map *m = dev->by_address;
+
+    if (!id)
+        return NULL;
+    if (!m) {                              /* a device not set up by device_init */
+        for (size_t i = 0; i < dev->n_peers; i++)
+            if (dev->peers[i]->id == id)
+                return dev->peers[i];
+        return NULL;
+    }
+    for (size_t s = id & (m->cap - 1); m->by_id[s]; s = (s + 1) & (m->cap - 1))
+        if (m->by_id[s]->id == id)
+            return m->by_id[s];
     return NULL;
 }
 

@@ -43,6 +43,8 @@
 #define DEVICE_LOAD_HANDSHAKES_PER_SEC 128u
 /* The rate shown by `ddpnet status` is averaged over this window. */
 #define PEER_RATE_WINDOW_NS  (2 * WG_NSEC_PER_SEC)
+/* Sessions rekey up to this much before REKEY_AFTER_TIME (rekey_early_ns). */
+#define PEER_REKEY_SPREAD_MS 30000u
 
 
 struct pkt;
@@ -98,6 +100,11 @@ struct peer {
     uint64_t last_handshake_sent_ns;      /* monotonic, to pace initiations */
     struct timespec last_handshake;       /* wall clock of the last completion */
     uint64_t last_sent_ns, last_received_ns;
+    uint64_t last_data_ns;                /* data (not discovery) either way; 0: none yet */
+    /* How much sooner than REKEY_AFTER_TIME this session rekeys: drawn at
+     * random per session, so that sessions made at once (a cluster
+     * starting, a node joining) do not all rekey in the same second. */
+    uint64_t rekey_early_ns;
 
     uint64_t rx_bytes, tx_bytes;          /* UDP payload bytes, as WireGuard counts */
     /* Initiations sent (retries too) and sessions made, either role: the

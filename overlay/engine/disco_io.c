@@ -87,9 +87,25 @@ static bool is_endpoint(const struct peer *p, const struct disco_endpoint *e)
  * the two to notice a path that broke. */
 bool disco_working(const struct peer *p, uint64_t now)
 {
+    /* An idle peer is heard from only as often as it is pinged. */
+    uint64_t quiet = WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT + disco_idle_ping_s(p, now);
+
     return peer_can_send(p, now) && p->last_received_ns &&
-           now - p->last_received_ns < (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) * WG_NSEC_PER_SEC &&
+           now - p->last_received_ns < quiet * WG_NSEC_PER_SEC &&
            (!p->speaks_disco || disco_pings_lost(&p->disco, now) < DISCO_PING_LOST_MAX);
+}
+
+unsigned disco_idle_ping_s(const struct peer *p, uint64_t now)
+{
+    unsigned steps, s;
+
+    /* A stock WireGuard peer gets no pings at all. */
+    if (!p->speaks_disco ||
+        (p->last_data_ns && now - p->last_data_ns < DISCO_IDLE_AFTER_S * WG_NSEC_PER_SEC))
+        return 0;
+    steps = (unsigned)((p->dev->n_peers + DISCO_IDLE_PEERS_PER_STEP - 1) / DISCO_IDLE_PEERS_PER_STEP);
+    s = DISCO_PING_INTERVAL_S * (steps < 2 ? 2 : steps);
+    return s < DISCO_IDLE_PING_MAX_S ? s : DISCO_IDLE_PING_MAX_S;
 }
 
 static unsigned targets(const struct peer *p, bool only_local, struct disco_endpoint *out)
@@ -247,7 +263,7 @@ static int send_disco_limited(struct peer *p, const struct disco_msg *m,
         n = path_relay_now(p->via, p->public_key, buf, (uint32_t)n, now);
     /* As any sender: an old key is renewed (pings alone keep a session
      * in use). */
-    if (transport_needs_rekey(p->current, now))
+    if (transport_needs_rekey(p->current, now + p->rekey_early_ns))
         handshake_send_initiation(p, false, now);
     return n;
 }
@@ -664,10 +680,12 @@ void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
 /* --- the schedule ---------------------------------------------------------------------- */
 
 /* A session that begins while the peer answered pings lately is a rekey:
- * nothing changed for the others. Else the peer is new, or back. */
+ * nothing changed for the others. Else the peer is new, or back. An idle
+ * peer is pinged seldom: lately is as long as two of its pings. */
 static bool was_answering(const struct peer *p, uint64_t now)
 {
-    const uint64_t lately = 2u * DISCO_PING_INTERVAL_S * WG_NSEC_PER_SEC;
+    const uint64_t lately = 2u * (DISCO_PING_INTERVAL_S + disco_idle_ping_s(p, now)) *
+                            WG_NSEC_PER_SEC;
 
     return p->speaks_disco && p->disco.last_pong_ns && now - p->disco.last_pong_ns < lately;
 }
@@ -709,6 +727,7 @@ static void facts_of(const struct peer *p, uint64_t now, struct disco_facts *f)
     f->relay_known = relay_next(p, now) != NULL;
     f->can_upgrade = f->path == DISCO_PATH_DIRECT && to_disco(&p->endpoint, &cur) &&
                      !disco_cand_is_local(&p->disco, &cur) && targets(p, true, t) > 0;
+    f->idle_ping_s = disco_idle_ping_s(p, now);
 }
 
 static void ping(struct peer *p, uint64_t now)

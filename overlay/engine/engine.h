@@ -153,6 +153,8 @@ void disco_want_session(struct peer *p, bool sent, uint64_t now);
 /* A session with p that works: a keypair, and the peer heard from lately
  * (and answering pings, if it speaks disco). */
 bool disco_working(const struct peer *p, uint64_t now);
+/* How seldom an idle peer is pinged (s; 0: not idle). */
+unsigned disco_idle_ping_s(const struct peer *p, uint64_t now);
 /* Whether p has candidates to aim at. */
 bool disco_has_targets(const struct peer *p);
 /* p's authentic packet came from src: that candidate answers. */

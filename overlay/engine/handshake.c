@@ -262,6 +262,7 @@ static void note_session(struct peer *p, const char *role, const struct peer *vi
     p->reachable = true;
     p->no_answer = false;
     p->handshakes_completed++;
+    p->rekey_early_ns = (uint64_t)randombytes_uniform(PEER_REKEY_SPREAD_MS) * NS_PER_MS;
 }
 
 /* An authentic, fresh initiation from p crossed ours, and ours stands

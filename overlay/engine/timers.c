@@ -32,12 +32,14 @@ static void arm(struct peer *p, uint64_t *deadline, uint64_t when)
 
 void timers_data_sent(struct peer *p, uint64_t now)
 {
+    p->last_data_ns = now;
     if (!p->timers.new_handshake)
         arm(p, &p->timers.new_handshake, now + secs(WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) + jitter());
 }
 
 void timers_data_received(struct peer *p, uint64_t now)
 {
+    p->last_data_ns = now;
     if (!p->timers.send_keepalive)
         arm(p, &p->timers.send_keepalive, now + secs(WG_KEEPALIVE_TIMEOUT));
     else

@@ -24,6 +24,12 @@ void busy_poll_packet(struct busy_poll *bp, uint64_t now)
     }
 }
 
+void busy_poll_unawaited(struct busy_poll *bp)
+{
+    if (bp->packets == 1)
+        bp->until = 0;
+}
+
 bool busy_poll_active(const struct busy_poll *bp, uint64_t now)
 {
     return now < bp->until;

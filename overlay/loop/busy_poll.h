@@ -34,6 +34,10 @@ struct busy_poll {
 void busy_poll_init(struct busy_poll *bp, unsigned window_us);
 /* A packet came (read from ddp0 or received) at now. */
 void busy_poll_packet(struct busy_poll *bp, uint64_t now);
+/* The packet just counted asks no answer that anyone waits for (the
+ * network's upkeep: discovery, keepalives, handshakes): a window it
+ * opened closes, so an idle daemon does not poll after each of them. */
+void busy_poll_unawaited(struct busy_poll *bp);
 /* Whether the loop should poll rather than sleep at now. */
 bool busy_poll_active(const struct busy_poll *bp, uint64_t now);
 

@@ -396,6 +396,11 @@ void loop_crypto_submit(struct loop *l, struct crypto_job *job)
     crypto_pool_submit(&l->crypto, job);
 }
 
+void loop_packet_unawaited(struct loop *l)
+{
+    busy_poll_unawaited(&l->busy);
+}
+
 void loop_crypto_drain(struct loop *l, uint64_t now)
 {
     while (l->crypto.n_threads && l->crypto.head != l->crypto.tail)

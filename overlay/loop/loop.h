@@ -114,6 +114,8 @@ struct crypto_job *loop_crypto_job(struct loop *loop, uint64_t now);
 void loop_crypto_submit(struct loop *loop, struct crypto_job *job);
 /* Waits for every job in flight and takes them back. */
 void loop_crypto_drain(struct loop *loop, uint64_t now);
+/* The receive being handled asks no answer anyone waits for (busy_poll.h). */
+void loop_packet_unawaited(struct loop *loop);
 /* Drops one reference to a received pkt held by TUN writes. */
 void loop_pkt_unref(struct loop *loop, struct pkt *pkt);
 /* Sends one small message now, beside the ring (punches, probes, disco):

@@ -90,6 +90,28 @@ static void test_bulk_flow_stops_polling(void **state)
     assert_true(busy_poll_active(&bp, t));
 }
 
+/* A packet of the network's upkeep (a discovery ping, a keepalive) that
+ * ended an idle spell closes the window it opened; inside a window that
+ * traffic opened, it changes nothing. */
+static void test_upkeep_does_not_poll(void **state)
+{
+    struct busy_poll bp;
+
+    (void)state;
+    busy_poll_init(&bp, 300);
+    busy_poll_packet(&bp, T0);
+    busy_poll_unawaited(&bp);
+    assert_false(busy_poll_active(&bp, T0 + 1));
+    /* The next packet is no new idle spell's first: still no window. */
+    busy_poll_packet(&bp, T0 + 100 * US);
+    assert_false(busy_poll_active(&bp, T0 + 101 * US));
+    /* After an idle spell, a request opens one; upkeep inside keeps it. */
+    busy_poll_packet(&bp, T0 + 10 * MS);
+    busy_poll_packet(&bp, T0 + 10 * MS + 50 * US);
+    busy_poll_unawaited(&bp);
+    assert_true(busy_poll_active(&bp, T0 + 10 * MS + 100 * US));
+}
+
 static void test_largest_window(void **state)
 {
     struct busy_poll bp;
@@ -105,6 +127,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_off_never_polls),
+        cmocka_unit_test(test_upkeep_does_not_poll),
         cmocka_unit_test(test_idle_daemon_does_not_poll),
         cmocka_unit_test(test_request_opens_answer_extends),
         cmocka_unit_test(test_window_closes_and_reopens_after_idle),

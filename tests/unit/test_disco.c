@@ -823,6 +823,20 @@ static void test_working(void **state)
     assert_false(disco_working(a, T0 + 12 * SEC));
     assert_true(disco_pong(&a->disco, 2, T0 + 12 * SEC, &slot));
     assert_true(disco_working(a, T0 + 12 * SEC));
+    /* Idle (no data for DISCO_IDLE_AFTER_S): pinged seldom, so silence
+     * means less -- for as long as one idle ping interval more. */
+    a->disco = (struct disco_state){ 0 };
+    give_session(a, T0 + 100 * SEC);
+    a->last_received_ns = T0 + 100 * SEC;
+    a->last_data_ns = T0 + 50 * SEC;
+    unsigned idle = disco_idle_ping_s(a, T0 + 100 * SEC);
+    assert_int_equal(disco_idle_ping_s(a, T0 + 51 * SEC), 0);   /* data a moment ago */
+    assert_true(idle >= 2 * DISCO_PING_INTERVAL_S && idle <= DISCO_IDLE_PING_MAX_S);
+    assert_true(disco_working(a, T0 + 100 * SEC +
+                              (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT + idle - 1) * SEC));
+    assert_false(disco_working(a, T0 + 100 * SEC +
+                               (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT + idle) * SEC));
+    a->last_received_ns = T0 + 10 * SEC;
     /* A plain WireGuard peer is not judged by pings. */
     a->speaks_disco = false;
     disco_ping_sent(&a->disco, 3, NULL, T0 + 13 * SEC);
