@@ -55,24 +55,23 @@ static void map_free(struct peer_map *m)
     free(m);
 }
 
-/* The map of dev->peers as they are now, in place of the old one (kept
- * when memory runs out). */
-static int map_build(struct device *dev)
+/* The map of peers[0..n). */
+static struct peer_map *map_of(struct peer *const *peers, size_t n)
 {
     struct peer_map *m = calloc(1, sizeof(*m));
     size_t cap = 16;
 
-    while (cap < 2 * dev->n_peers)
+    while (cap < 2 * n)
         cap *= 2;
     if (!m || !(m->slots = calloc(cap, sizeof(*m->slots))) ||
         !(m->by_id = calloc(cap, sizeof(*m->by_id))) ||
         !(m->by_key = calloc(cap, sizeof(*m->by_key)))) {
         map_free(m);
-        return -ENOMEM;
+        return NULL;
     }
     m->cap = cap;
-    for (size_t i = 0; i < dev->n_peers; i++) {
-        struct peer *p = dev->peers[i];
+    for (size_t i = 0; i < n; i++) {
+        struct peer *p = peers[i];
         size_t s = addr_hash(p->address.family, p->address.bytes) & (cap - 1);
         while (m->slots[s])
             s = (s + 1) & (cap - 1);
@@ -84,6 +83,17 @@ static int map_build(struct device *dev)
             ;
         m->by_key[s] = p;
     }
+    return m;
+}
+
+/* The map of dev->peers as they are now, in place of the old one (kept
+ * when memory runs out). */
+static int map_build(struct device *dev)
+{
+    struct peer_map *m = map_of(dev->peers, dev->n_peers);
+
+    if (!m)
+        return -ENOMEM;
     map_free(dev->by_address);
     dev->by_address = m;
     return 0;
@@ -92,6 +102,22 @@ static int map_build(struct device *dev)
 int device_remap(struct device *dev)
 {
     return map_build(dev);
+}
+
+struct peer_map *device_map_new(struct peer *const *peers, size_t n)
+{
+    return map_of(peers, n);
+}
+
+void device_map_install(struct device *dev, struct peer_map *m)
+{
+    map_free(dev->by_address);
+    dev->by_address = m;
+}
+
+void device_map_free(struct peer_map *m)
+{
+    map_free(m);
 }
 
 struct peer *device_peer_by_address(struct device *dev, int family, const uint8_t *addr)

@@ -250,6 +250,12 @@ struct device {
 struct peer *device_peer_by_key(struct device *dev, const uint8_t key[WG_KEY_LEN]);
 /* Peer by its id (disco's records name peers so). */
 struct peer *device_peer_by_id(struct device *dev, disco_id id);
+/* A map for the peers peers[0..n) (ids set), made before a change of the
+ * peers that must not fail halfway (membership), installed when they are
+ * the device's: NULL when out of memory. */
+struct peer_map *device_map_new(struct peer *const *peers, size_t n);
+void device_map_install(struct device *dev, struct peer_map *m);
+void device_map_free(struct peer_map *m);
 /* A pool buffer for a message that is dropped without one: NULL (counted
  * in stats.dropped_no_buffer) when the pool is empty. */
 struct pkt *device_pkt_get(struct device *dev);

@@ -190,6 +190,7 @@ struct plan {
     size_t n_peers;
     struct peer **made;          /* peers made for it (added, re-keyed) */
     size_t n_made;
+    struct peer_map *map;        /* the new array's lookups, installed with it */
 };
 
 static struct peer *old_peer(struct device *dev, const struct cluster_node *n)
@@ -205,6 +206,7 @@ static void plan_free(struct plan *pl, bool made_too)
         peer_free(pl->made[i]);
     free(pl->peers);
     free(pl->made);
+    device_map_free(pl->map);
 }
 
 /* Everything that may fail: the new peers and the new array. */
@@ -224,11 +226,13 @@ static int plan_make(struct device *dev, const struct cluster *next,
         if (!(p = old_peer(dev, n))) {
             if (!(p = peer_new(dev, n)))
                 goto nomem;
+            p->id = ++dev->next_peer_id;
             pl->made[pl->n_made++] = p;
         }
         pl->peers[pl->n_peers++] = p;
     }
-    if (index_table_reserve(&dev->indices, 4 * next->n_nodes))
+    if (index_table_reserve(&dev->indices, 4 * next->n_nodes) ||
+        !(pl->map = device_map_new(pl->peers, pl->n_peers)))
         goto nomem;
     return 0;
 nomem:
@@ -312,8 +316,8 @@ static void update_peer(struct peer *p, const struct cluster *next,
 }
 
 /* The swap: nothing here fails (device_remap's memory aside, whose
- * failure keeps a map that misses only the new peers' addresses until
- * the next reload). */
+ * failure keeps the map made with the plan, which misses only addresses
+ * changed in place until the next change). */
 static void plan_commit(struct device *dev, struct cluster *next, const struct cluster_diff *d,
                         const struct cluster_node *self, struct plan *pl, uint64_t now)
 {
@@ -324,6 +328,9 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
     dev->n_peers = pl->n_peers;
     pl->peers = NULL;
     free(old);
+    /* Lookups find the new peers from here, never one that just left. */
+    device_map_install(dev, pl->map);
+    pl->map = NULL;
     for (size_t i = 0; i < d->n; i++) {
         const struct cluster_change *c = &d->changes[i];
         struct peer *p = c->new_node ? device_peer_by_key(dev, c->new_node->public_key) : NULL;
@@ -333,7 +340,6 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
     for (size_t i = 0; i < pl->n_made; i++) {
         struct peer *p = pl->made[i];
         const struct cluster_node *n = cluster_find_key(next, p->public_key);
-        p->id = ++dev->next_peer_id;
         set_endpoint(p, n);
         p->persistent_keepalive = (uint16_t)cluster_node_keepalive(next, n);
     }
@@ -342,8 +348,10 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
     dev->cluster = *next;
     memset(next, 0, sizeof(*next));
     dev->self = self;
+    /* Again, with the addresses update_peer changed (failing, the map
+     * installed above stays: it misses only those until the next change). */
     if (device_remap(dev))
-        log_error("reload: out of memory for the address map");
+        log_error("membership: out of memory for the address map");
     dev->disco.gen++;
     disco_wake(dev);
     for (size_t i = 0; i < pl->n_made; i++)
