@@ -1314,7 +1314,7 @@ static void test_abspath(void **state)
 static void test_process_checks(void **state)
 {
     pid_t ours, other, cmd, path_only, zombie;
-    char path[64], comm[64];
+    char path[64], comm[64], cmdline[64];
 
     (void)state;
     /* This test program is not ddpnet; pids 0 and 1 and negative never are. */
@@ -1350,21 +1350,30 @@ static void test_process_checks(void **state)
         execl("/bin/sleep", "/ddpnet/sleep", "30", (char *)NULL);
         _exit(127);
     }
-    /* Wait until both have exec'd (their comm becomes "sleep"): up to 10 s,
-     * for a loaded machine under ASan; a check on a child that has not
-     * exec'd yet would test the wrong program. */
+    /* Wait until both have exec'd, up to 10 s for a loaded machine under
+     * ASan: a check on a child that has not exec'd yet would test the wrong
+     * program. The kernel names the task "sleep" a moment before it lays
+     * out the new argv (cmdline reads empty in between), so wait for both. */
     int ready = 0;
     for (int i = 0; i < 10000; i++) {
         ready = 0;
         pid_t both[2] = { cmd, path_only };
+        const char *argv0[2] = { "/opt/ddpnet", "/ddpnet/sleep" };
         for (int k = 0; k < 2; k++) {
             snprintf(path, sizeof(path), "/proc/%d/comm", (int)both[k]);
             FILE *f = fopen(path, "r");
-            if (f != NULL && fgets(comm, sizeof(comm), f) != NULL &&
-                strcmp(comm, "sleep\n") == 0)
-                ready++;
+            bool named = f != NULL && fgets(comm, sizeof(comm), f) != NULL &&
+                         strcmp(comm, "sleep\n") == 0;
             if (f != NULL)
                 fclose(f);
+            snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)both[k]);
+            f = fopen(path, "r");
+            size_t n = f != NULL ? fread(cmdline, 1, sizeof(cmdline) - 1, f) : 0;
+            if (f != NULL)
+                fclose(f);
+            cmdline[n] = '\0';
+            if (named && strcmp(cmdline, argv0[k]) == 0)
+                ready++;
         }
         if (ready == 2)
             break;
