@@ -1,8 +1,10 @@
 /* The keys of the cluster file: one table per section naming each key,
  * whether it is required, and the handler that validates its value and
- * stores it. Errors name the key and quote the value as written. */
+ * stores it (or, for a path, the field it is stored in). Errors name the
+ * key and quote the value as written. */
 #include <ctype.h>
 #include <sodium.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,11 +13,18 @@
 
 typedef void (*key_handler)(struct cluster_parser *p, int line, const char *value);
 
+/* A key is either parsed by its handler, or (apply NULL) is a path: the
+ * registry's files, stored as written at path_at in struct cluster, a
+ * char array of path_len bytes (path_apply). */
 struct key_def {
     const char *name;
     bool required;
     key_handler apply;
+    size_t path_at, path_len;
 };
+
+#define PATH_KEY(key, field) { key, false, NULL, offsetof(struct cluster, field), \
+                               sizeof(((struct cluster *)0)->field) }
 
 static struct cluster_work_node *current(struct cluster_parser *p)
 {
@@ -243,42 +252,18 @@ static void registry_apply(struct cluster_parser *p, int line, const char *value
         r->ttl_s = CLUSTER_REGISTRY_TTL_DEFAULT;
 }
 
-static void path_value(struct cluster_parser *p, int line, const char *key, const char *value,
-                       char *out, size_t len)
+static void path_apply(struct cluster_parser *p, int line, const struct key_def *k,
+                       const char *value)
 {
     char q[CLUSTER_QUOTE_MAX + 4];
 
-    if (value[0] != '/' || strlen(value) >= len) {
+    if (value[0] != '/' || strlen(value) >= k->path_len) {
         cluster_quote(q, sizeof(q), value);
         cluster_diag_add(p, line, "bad %s '%s' (expected an absolute path of at most %zu "
-                         "characters)", key, q, len - 1);
+                         "characters)", k->name, q, k->path_len - 1);
         return;
     }
-    snprintf(out, len, "%s", value);
-}
-
-static void registry_ca_apply(struct cluster_parser *p, int line, const char *value)
-{
-    path_value(p, line, "registry-ca", value, p->settings.registry.ca,
-               sizeof(p->settings.registry.ca));
-}
-
-static void registry_cert_apply(struct cluster_parser *p, int line, const char *value)
-{
-    path_value(p, line, "registry-cert", value, p->settings.registry.cert,
-               sizeof(p->settings.registry.cert));
-}
-
-static void registry_key_apply(struct cluster_parser *p, int line, const char *value)
-{
-    path_value(p, line, "registry-key", value, p->settings.registry.key,
-               sizeof(p->settings.registry.key));
-}
-
-static void registry_password_file_apply(struct cluster_parser *p, int line, const char *value)
-{
-    path_value(p, line, "registry-password-file", value, p->settings.registry.password_file,
-               sizeof(p->settings.registry.password_file));
+    snprintf((char *)&p->settings + k->path_at, k->path_len, "%s", value);
 }
 
 /* etcd's own rule for user names is loose; ours: printable, no spaces. */
@@ -416,12 +401,12 @@ static const struct key_def cluster_keys[CLUSTER_KEY_COUNT] = {
     [CLUSTER_KEY_METRICS]   = { "metrics", false, metrics_apply },
     [CLUSTER_KEY_METRICS_PUBLIC] = { "metrics-public", false, metrics_public_apply },
     [CLUSTER_KEY_REGISTRY]  = { "registry", false, registry_apply },
-    [CLUSTER_KEY_REGISTRY_CA] = { "registry-ca", false, registry_ca_apply },
-    [CLUSTER_KEY_REGISTRY_CERT] = { "registry-cert", false, registry_cert_apply },
-    [CLUSTER_KEY_REGISTRY_KEY] = { "registry-key", false, registry_key_apply },
+    [CLUSTER_KEY_REGISTRY_CA] = PATH_KEY("registry-ca", registry.ca),
+    [CLUSTER_KEY_REGISTRY_CERT] = PATH_KEY("registry-cert", registry.cert),
+    [CLUSTER_KEY_REGISTRY_KEY] = PATH_KEY("registry-key", registry.key),
     [CLUSTER_KEY_REGISTRY_USER] = { "registry-user", false, registry_user_apply },
-    [CLUSTER_KEY_REGISTRY_PASSWORD_FILE] = { "registry-password-file", false,
-                                             registry_password_file_apply },
+    [CLUSTER_KEY_REGISTRY_PASSWORD_FILE] = PATH_KEY("registry-password-file",
+                                                    registry.password_file),
     [CLUSTER_KEY_REGISTRY_TTL] = { "registry-ttl", false, registry_ttl_apply },
 };
 
@@ -457,7 +442,10 @@ void cluster_key_apply(struct cluster_parser *p, int line, const char *key,
         return;
     }
     seen[i] = line;
-    defs[i].apply(p, line, value);
+    if (defs[i].apply)
+        defs[i].apply(p, line, value);
+    else
+        path_apply(p, line, &defs[i], value);
 }
 
 static void require(struct cluster_parser *p, const struct key_def *defs,

@@ -27,6 +27,8 @@
 /* Lines 1-3 and 4-6 of most malformed files below. */
 #define C4 "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n"
 #define NA "[node a]\npublic-key = " K1 "\naddress = 10.77.0.1\n"
+/* Lines 1-4: [cluster] with a registry (which needs no [node]). */
+#define CR C4 "registry = etcd://127.0.0.1:2379/ddpnet\n"
 
 static int parse_str(const char *text, struct cluster *c, struct cluster_diag *d)
 {
@@ -394,6 +396,15 @@ static const struct bad_case bad_cases[] = {
     BAD(C4 "metrics = overlay:65536\n" NA, 4,
         "bad metrics 'overlay:65536': bad port (expected 1..65535)"),
     BAD(C4 "metrics-public = maybe\n" NA, 4, "bad metrics-public 'maybe' (expected yes or no)"),
+    /* the registry's paths */
+    BAD(CR "registry-ca = ca.pem\n", 5, "bad registry-ca 'ca.pem' (expected an absolute "
+        "path of at most 255 characters)"),
+    BAD(CR "registry-cert = c.pem\nregistry-key = /k.pem\n", 5, "bad registry-cert 'c.pem' "
+        "(expected an absolute path of at most 255 characters)"),
+    BAD(CR "registry-cert = /c.pem\nregistry-key = ~/k.pem\n", 6, "bad registry-key '~/k.pem' "
+        "(expected an absolute path of at most 255 characters)"),
+    BAD(CR "registry-user = ddp\nregistry-password-file = ./pw\n", 6, "bad "
+        "registry-password-file './pw' (expected an absolute path of at most 255 characters)"),
     /* public key */
     BAD(C4 "[node a]\npublic-key = not-base64!\naddress = 10.77.0.1\n", 5,
         "bad public-key: not valid base64 (expected 44 characters ending in '=', "
@@ -987,6 +998,48 @@ static void test_metrics_keys(void **state)
     }
 }
 
+/* Each of the registry's paths lands in its own field, up to 255
+ * characters; one more is refused, naming the key. */
+static void test_registry_path_keys(void **state)
+{
+    static const struct { const char *key, *other; size_t at; } keys[] = {
+        { "registry-ca", "", offsetof(struct cluster, registry.ca) },
+        { "registry-cert", "registry-key = /k\n", offsetof(struct cluster, registry.cert) },
+        { "registry-key", "registry-cert = /c\n", offsetof(struct cluster, registry.key) },
+        { "registry-password-file", "registry-user = ddp\n",
+          offsetof(struct cluster, registry.password_file) },
+    };
+    static const int lines[] = { 5 };
+    char path[CLUSTER_PATH_MAX + 2], text[1024], want[CLUSTER_DIAG_MSG_LEN];
+    const char *msg[] = { want };
+    struct cluster c;
+    (void)state;
+
+    parse_ok(CR, strlen(CR), &c);
+    assert_string_equal(c.registry.ca, "");
+    assert_string_equal(c.registry.cert, "");
+    assert_string_equal(c.registry.key, "");
+    assert_string_equal(c.registry.password_file, "");
+    cluster_free(&c);
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        /* "/aaa...", CLUSTER_PATH_MAX characters */
+        memset(path, 'a', sizeof(path));
+        path[0] = '/';
+        path[CLUSTER_PATH_MAX] = '\0';
+        int n = snprintf(text, sizeof(text), CR "%s = %s\n%s", keys[i].key, path, keys[i].other);
+        parse_ok(text, (size_t)n, &c);
+        assert_string_equal((const char *)&c + keys[i].at, path);
+        cluster_free(&c);
+
+        path[CLUSTER_PATH_MAX] = 'a';
+        path[CLUSTER_PATH_MAX + 1] = '\0';
+        n = snprintf(text, sizeof(text), CR "%s = %s\n%s", keys[i].key, path, keys[i].other);
+        snprintf(want, sizeof(want), "bad %s '%.*s...' (expected an absolute path of at most "
+                 "255 characters)", keys[i].key, 64, path);
+        expect_diag(text, (size_t)n, lines, msg, 1);
+    }
+}
+
 static void test_loopback(void **state)
 {
     static const struct { const char *addr; bool loopback; } cases[] = {
@@ -1065,6 +1118,7 @@ int main(void)
         cmocka_unit_test(test_endpoint_parse_lengths),
         cmocka_unit_test(test_network_math),
         cmocka_unit_test(test_metrics_keys),
+        cmocka_unit_test(test_registry_path_keys),
         cmocka_unit_test(test_loopback),
     };
 
