@@ -31,6 +31,7 @@
 #include "overlay/control/control_int.h"
 #include "overlay/control/uapi.h"
 #include "overlay/engine/device.h"
+#include "tests/unit/peer_fixture.h"
 
 #define PRIV_HEX "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20"
 #define B_HEX    "b0b1b2b3b4b5b6b7b8b9babbbcbdbebfc0c1c2c3c4c5c6c7c8c9cacbcccdcecf"
@@ -112,20 +113,6 @@ struct fx {
     char dir[64];           /* a temporary directory, when a test made one */
 };
 
-static void fill_peer(struct fx *f, size_t i)
-{
-    const struct cluster_node *n = &f->dev.cluster.nodes[i + 1];
-    struct peer *p = calloc(1, sizeof(*p));
-
-    assert_non_null(p);
-    p->dev = &f->dev;
-    snprintf(p->name, sizeof(p->name), "%s", n->name);
-    memcpy(p->public_key, n->public_key, WG_KEY_LEN);
-    p->address = n->address;
-    p->endpoint.sa.sa_family = AF_UNSPEC;
-    f->peers[i] = p;
-}
-
 static void fill_cluster(struct fx *f)
 {
     uint8_t priv[WG_KEY_LEN], pub[WG_KEY_LEN];
@@ -160,15 +147,10 @@ static int setup(void **state)
     f->dev.listen_port = 51820;
     f->dev.mtu = 1420;
     f->dev.udp4_fd = f->dev.udp6_fd = f->dev.tun_fd = -1;
-    fill_peer(f, 0);
-    fill_peer(f, 1);
-    f->dev.peers = f->peers;
-    f->dev.n_peers = 2;
+    peer_fixture_fill(&f->dev, f->peers, 2);
 
     b = f->peers[0];
-    b->endpoint.in4.sin_family = AF_INET;
-    b->endpoint.in4.sin_port = htons(51820);
-    inet_pton(AF_INET, "192.0.2.2", &b->endpoint.in4.sin_addr);
+    peer_fixture_endpoint4(b, "192.0.2.2", 51820);
     b->last_handshake.tv_sec = HS_SEC;
     b->last_handshake.tv_nsec = 5;
     b->rx_bytes = 1000;
@@ -194,8 +176,7 @@ static int teardown(void **state)
         if (system(cmd) != 0)
             fprintf(stderr, "could not remove %s\n", f->dir);
     }
-    free(f->peers[0]);
-    free(f->peers[1]);
+    peer_fixture_free(f->peers, 2);
     noise_local_free(f->dev.local);
     cluster_free(&f->dev.cluster);
     free(f);

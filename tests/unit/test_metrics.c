@@ -24,6 +24,7 @@
 #include "overlay/base/clock.h"
 #include "overlay/control/metrics.h"
 #include "overlay/engine/device.h"
+#include "tests/unit/peer_fixture.h"
 
 #define B_B64 "sLGys7S1tre4ubq7vL2+v8DBwsPExcbHyMnKy8zNzs8="
 #define C_B64 "wMHCw8TFxsfIycrLzM3Oz9DR0tPU1dbX2Nna29zd3t8="
@@ -33,20 +34,6 @@ struct fx {
     struct device dev;
     struct peer *peers[2];
 };
-
-static void fill_peer(struct fx *f, size_t i)
-{
-    const struct cluster_node *n = &f->dev.cluster.nodes[i + 1];
-    struct peer *p = calloc(1, sizeof(*p));
-
-    assert_non_null(p);
-    p->dev = &f->dev;
-    snprintf(p->name, sizeof(p->name), "%s", n->name);
-    memcpy(p->public_key, n->public_key, WG_KEY_LEN);
-    p->address = n->address;
-    p->endpoint.sa.sa_family = AF_UNSPEC;
-    f->peers[i] = p;
-}
 
 static int setup(void **state)
 {
@@ -63,14 +50,9 @@ static int setup(void **state)
     snprintf(f->dev.ifname, sizeof(f->dev.ifname), "ddp0");
     f->dev.self = &f->dev.cluster.nodes[0];
     f->dev.mtu = 1420;
-    fill_peer(f, 0);
-    fill_peer(f, 1);
-    f->dev.peers = f->peers;
-    f->dev.n_peers = 2;
+    peer_fixture_fill(&f->dev, f->peers, 2);
     b = f->peers[0];
-    b->endpoint.in4.sin_family = AF_INET;
-    b->endpoint.in4.sin_port = htons(51820);
-    inet_pton(AF_INET, "192.0.2.2", &b->endpoint.in4.sin_addr);
+    peer_fixture_endpoint4(b, "192.0.2.2", 51820);
     b->last_handshake.tv_sec = 1700000000;
     b->last_handshake.tv_nsec = 500000000;
     b->rx_bytes = 1000;
@@ -92,8 +74,7 @@ static int teardown(void **state)
 {
     struct fx *f = *state;
 
-    free(f->peers[0]);
-    free(f->peers[1]);
+    peer_fixture_free(f->peers, 2);
     cluster_free(&f->dev.cluster);
     free(f);
     return 0;
