@@ -47,13 +47,13 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <sodium.h>
 
 #include "config/addr.h"
 #include "config/cluster.h"
 #include "overlay/registry/etcd.h"
 #include "overlay/registry/record.h"
 #include "overlay/registry/registry.h"
+#include "tests/unit/registry_fixture.h"
 
 #define K1 "A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA="
 #define K2 "BS4f18GN4bvqBI+9jDNN/jvhYyEO+g1rb8A488uT9hA="
@@ -844,13 +844,8 @@ static struct registry *registry_at(const char *prefix, const char *head, const 
 
 static struct cluster_node self_of(const char *name, const char *key, const char *endpoint)
 {
-    struct cluster_node n;
-    size_t len = 0;
+    struct cluster_node n = registry_fixture_node(name, key);
 
-    memset(&n, 0, sizeof(n));
-    snprintf(n.name, sizeof(n.name), "%s", name);
-    assert_int_equal(sodium_base642bin(n.public_key, CLUSTER_KEY_LEN, key, strlen(key), NULL,
-                                       &len, NULL, sodium_base64_VARIANT_ORIGINAL), 0);
     if (endpoint) {
         assert_int_equal(cluster_endpoint_parse(endpoint, &n.endpoint, NULL), 0);
         n.has_endpoint = true;
