@@ -71,6 +71,30 @@ static const char *pick(const char *net, const char *const *taken, char *buf, si
 
 #define LIST(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
+/* A long taken list: the addresses fmt gives for each i from first to
+ * last (counting down when last < first), NULL-ended. */
+struct range {
+    const char *list[TAKEN_MAX];
+    char texts[TAKEN_MAX][40];
+};
+
+/* Fills r; how many addresses it holds (list[n] is the NULL). */
+static size_t range_fill(struct range *r, const char *fmt, unsigned first, unsigned last)
+{
+    size_t n = 0;
+
+    for (unsigned i = first;; i = first <= last ? i + 1 : i - 1) {
+        assert_true(n + 1 < TAKEN_MAX);
+        snprintf(r->texts[n], sizeof(r->texts[n]), fmt, i);
+        r->list[n] = r->texts[n];
+        n++;
+        if (i == last)
+            break;
+    }
+    r->list[n] = NULL;
+    return n;
+}
+
 static void test_empty_network(void **state)
 {
     char buf[64];
@@ -99,18 +123,12 @@ static void test_skips_taken_in_any_order(void **state)
                         "10.77.0.4");
     assert_string_equal(pick("10.77.0.0/24", LIST("10.77.0.200"), buf, sizeof(buf)), "10.77.0.1");
     /* Carrying into the next byte. */
-    static const char *big[TAKEN_MAX];
-    static char texts[TAKEN_MAX][20];
-    size_t n = 0;
-    for (unsigned i = 255; i >= 1; i--, n++) {          /* 10.77.0.255 .. 10.77.0.1, downwards */
-        snprintf(texts[n], sizeof(texts[n]), "10.77.0.%u", i);
-        big[n] = texts[n];
-    }
-    big[n] = NULL;
-    assert_string_equal(pick("10.77.0.0/16", big, buf, sizeof(buf)), "10.77.1.0");
+    static struct range big;
+    range_fill(&big, "10.77.0.%u", 255, 1);            /* 10.77.0.255 .. 10.77.0.1, downwards */
+    assert_string_equal(pick("10.77.0.0/16", big.list, buf, sizeof(buf)), "10.77.1.0");
     /* In a /16, x.y.0.255 and x.y.1.0 are host addresses like any other. */
-    big[0] = "10.77.1.0";
-    assert_string_equal(pick("10.77.0.0/16", big, buf, sizeof(buf)), "10.77.0.255");
+    big.list[0] = "10.77.1.0";
+    assert_string_equal(pick("10.77.0.0/16", big.list, buf, sizeof(buf)), "10.77.0.255");
 }
 
 static void test_duplicates(void **state)
@@ -135,18 +153,12 @@ static void test_never_network_or_broadcast(void **state)
     /* The network's own address taken or not, .1 is first. */
     assert_string_equal(pick("10.77.0.0/24", LIST("10.77.0.0"), buf, sizeof(buf)), "10.77.0.1");
     /* All but the broadcast address taken: full. */
-    static const char *all[TAKEN_MAX];
-    static char texts[TAKEN_MAX][20];
-    size_t n = 0;
-    for (unsigned i = 1; i <= 254; i++, n++) {
-        snprintf(texts[n], sizeof(texts[n]), "10.77.0.%u", i);
-        all[n] = texts[n];
-    }
-    all[n] = NULL;
-    assert_string_equal(pick("10.77.0.0/24", all, buf, sizeof(buf)), "");
+    static struct range all;
+    range_fill(&all, "10.77.0.%u", 1, 254);
+    assert_string_equal(pick("10.77.0.0/24", all.list, buf, sizeof(buf)), "");
     /* One freed: that one. */
-    all[99] = "10.77.0.1";
-    assert_string_equal(pick("10.77.0.0/24", all, buf, sizeof(buf)), "10.77.0.100");
+    all.list[99] = "10.77.0.1";
+    assert_string_equal(pick("10.77.0.0/24", all.list, buf, sizeof(buf)), "10.77.0.100");
     /* In a /30 only the two middle ones are hosts. */
     assert_string_equal(pick("10.77.0.4/30", LIST("10.77.0.5"), buf, sizeof(buf)), "10.77.0.6");
     assert_string_equal(pick("10.77.0.4/30", LIST("10.77.0.6"), buf, sizeof(buf)), "10.77.0.5");
@@ -188,18 +200,12 @@ static void test_ipv6(void **state)
     assert_string_equal(pick("fd77::/64", LIST("fd77::1", "fd77::ffff"), buf, sizeof(buf)),
                         "fd77::2");
     /* IPv6 has no broadcast address: a /120's last address is a host. */
-    static const char *all[TAKEN_MAX];
-    static char texts[TAKEN_MAX][40];
-    size_t n = 0;
-    for (unsigned i = 1; i <= 254; i++, n++) {
-        snprintf(texts[n], sizeof(texts[n]), "fd77::%x", i);
-        all[n] = texts[n];
-    }
-    all[n] = NULL;
-    assert_string_equal(pick("fd77::/120", all, buf, sizeof(buf)), "fd77::ff");
-    all[n++] = "fd77::ff";
-    all[n] = NULL;
-    assert_string_equal(pick("fd77::/120", all, buf, sizeof(buf)), "");
+    static struct range all;
+    size_t n = range_fill(&all, "fd77::%x", 1, 254);
+    assert_string_equal(pick("fd77::/120", all.list, buf, sizeof(buf)), "fd77::ff");
+    all.list[n++] = "fd77::ff";
+    all.list[n] = NULL;
+    assert_string_equal(pick("fd77::/120", all.list, buf, sizeof(buf)), "");
     /* A /127 holds one host address besides its own. */
     assert_string_equal(pick("fd77::/127", NULL, buf, sizeof(buf)), "fd77::1");
     assert_string_equal(pick("fd77::/127", LIST("fd77::1"), buf, sizeof(buf)), "");
