@@ -296,12 +296,14 @@ bool disco_attempt(struct disco_state *s, bool punched, uint64_t now)
     return true;
 }
 
-void disco_session_began(struct disco_state *s, uint64_t now)
+void disco_session_began(struct disco_state *s, bool rekey, uint64_t now)
 {
     s->attempt_ns = 0;
     s->relay_taken = false;
     s->punches = 0;
     s->unanswered = 0;
+    if (rekey && s->next_ping_ns)
+        return;
     s->next_ping_ns = now;
     s->endpoints_sent_ns = 0;
 }

@@ -246,9 +246,12 @@ void disco_relay_forget(struct disco_relays *rs, disco_id id);
  * went out already (with the initiation that prompted the attempt).
  * Returns true when it began. */
 bool disco_attempt(struct disco_state *s, bool punched, uint64_t now);
-/* A session began: the attempt is over; ping (the count of unanswered
- * ones starts over) and send ENDPOINTS at once. */
-void disco_session_began(struct disco_state *s, uint64_t now);
+/* A session began: the attempt is over and the count of unanswered pings
+ * starts over. A new peer, or one come back: ping and send ENDPOINTS at
+ * once. A rekey (rekey: the peer answered lately and nothing changed):
+ * both keep their schedule, so that a mesh that rekeys sends no more
+ * than one that does not. */
+void disco_session_began(struct disco_state *s, bool rekey, uint64_t now);
 /* The path changed: probing starts over from its own interval, and the
  * pings still unanswered on the old path are forgotten. */
 void disco_path_changed(struct disco_state *s);

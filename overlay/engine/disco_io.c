@@ -693,14 +693,15 @@ static bool was_answering(const struct peer *p, uint64_t now)
 bool disco_session_up(struct peer *p, uint64_t now)
 {
     uint64_t sent = p->tx_bytes;
+    bool rekey = was_answering(p, now) && p->pmtu.max;
 
-    if (!was_answering(p, now) || !p->pmtu.max) {
+    if (!rekey) {
         p->introduced = false;
         p->dev->disco.gen++;
         path_mtu_search(p, now);
         disco_cand_retry(&p->disco);   /* new, or back: its addresses may work again */
     }
-    disco_session_began(&p->disco, now);
+    disco_session_began(&p->disco, rekey, now);
     disco_timers(p, now);
     disco_wake(p->dev);
     return p->tx_bytes != sent;

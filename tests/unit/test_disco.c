@@ -301,7 +301,7 @@ static void test_attempt_stops_with_session(void **state)
     disco_attempt(&s, false, T0);
     assert_int_equal(disco_tick(&s, &f, 0, T0), DISCO_DO_PUNCH);
     f.session = f.working = true;
-    disco_session_began(&s, T0 + 10 * MS);
+    disco_session_began(&s, false, T0 + 10 * MS);
     assert_true(s.attempt_ns == 0);
     unsigned act = run(&s, &f, 0, T0 + 10 * MS, T0 + 4 * SEC, NULL);
     assert_int_equal(act & (DISCO_DO_PUNCH | DISCO_DO_RELAY), 0);
@@ -319,7 +319,7 @@ static void test_session_pings_and_endpoints(void **state)
 
     (void)state;
     assert_int_equal(disco_tick(&s, &(struct disco_facts){ 0 }, 1, T0), 0);  /* no session */
-    disco_session_began(&s, T0);
+    disco_session_began(&s, false, T0);
     act = disco_tick(&s, &f, 1, T0);
     assert_int_equal(act, DISCO_DO_PING | DISCO_DO_ENDPOINTS);
     /* Pings every DISCO_PING_INTERVAL_S; ENDPOINTS every DISCO_ENDPOINTS_MAX_S
@@ -338,6 +338,26 @@ static void test_session_pings_and_endpoints(void **state)
     run(&s, &f, 2, t + DISCO_ENDPOINTS_MIN_S * SEC + MS, t + 100 * SEC, NULL);
 }
 
+/* A rekey keeps the schedule: no ping or ENDPOINTS out of turn; a peer
+ * new or back gets both at once. */
+static void test_rekey_keeps_schedule(void **state)
+{
+    struct disco_state s = { 0 };
+    struct disco_facts f = { .session = true, .working = true, .path = DISCO_PATH_DIRECT };
+    uint64_t t = T0 + DISCO_PING_INTERVAL_S * SEC / 2;
+
+    (void)state;
+    disco_session_began(&s, true, T0);     /* a "rekey" with nothing scheduled: at once */
+    assert_int_equal(disco_tick(&s, &f, 1, T0), DISCO_DO_PING | DISCO_DO_ENDPOINTS);
+    s.unanswered = 2;
+    disco_session_began(&s, true, t);
+    assert_int_equal(s.unanswered, 0);
+    assert_int_equal(disco_tick(&s, &f, 1, t), 0);
+    assert_int_equal(disco_tick(&s, &f, 1, T0 + DISCO_PING_INTERVAL_S * SEC), DISCO_DO_PING);
+    disco_session_began(&s, false, t + SEC);
+    assert_int_equal(disco_tick(&s, &f, 1, t + SEC), DISCO_DO_PING | DISCO_DO_ENDPOINTS);
+}
+
 static void test_pings_slow_down_unanswered(void **state)
 {
     struct disco_state s = { 0 };
@@ -346,7 +366,7 @@ static void test_pings_slow_down_unanswered(void **state)
     uint64_t now = T0;
 
     (void)state;
-    disco_session_began(&s, now);
+    disco_session_began(&s, false, now);
     for (unsigned i = 0; i < DISCO_PING_UNANSWERED_MAX; i++) {
         assert_true(disco_tick(&s, &f, 0, now) & DISCO_DO_PING);
         assert_true(s.next_ping_ns == now + DISCO_PING_INTERVAL_S * SEC);
@@ -375,7 +395,7 @@ static void test_probes(void **state)
     struct disco_facts f = { .session = true, .working = true, .path = DISCO_PATH_RELAY };
 
     (void)state;
-    disco_session_began(&s, T0);
+    disco_session_began(&s, false, T0);
     disco_tick(&s, &f, 0, T0);
     assert_int_equal(disco_tick(&s, &f, 0, T0 + (DISCO_PROBE_INTERVAL_S * SEC) - MS) &
                      DISCO_DO_PROBE, 0);
@@ -915,6 +935,7 @@ int main(void)
         cmocka_unit_test(test_attempt_without_relay),
         cmocka_unit_test(test_attempt_stops_with_session),
         cmocka_unit_test(test_session_pings_and_endpoints),
+        cmocka_unit_test(test_rekey_keeps_schedule),
         cmocka_unit_test(test_pings_slow_down_unanswered),
         cmocka_unit_test(test_probes),
         cmocka_unit_test(test_pong_matching),
