@@ -13,6 +13,7 @@
 
 #include "config/addr.h"
 #include "config/cluster_diff.h"
+#include "config/cluster_index.h"
 
 static bool same_endpoint(const struct cluster_node *a, const struct cluster_node *b)
 {
@@ -96,24 +97,33 @@ static void push(struct cluster_diff *d, enum cluster_change_kind kind, unsigned
 
 int cluster_diff(const struct cluster *old, const struct cluster *new, struct cluster_diff *out)
 {
+    struct cluster_index *was = cluster_index_of(old), *is = cluster_index_of(new);
+    int ret = -ENOMEM;
+
     memset(out, 0, sizeof(*out));
     out->changes = calloc(old->n_nodes + new->n_nodes + 1, sizeof(*out->changes));
-    if (!out->changes)
-        return -ENOMEM;
+    if (!out->changes || !was || !is) {
+        cluster_diff_free(out);
+        goto out;
+    }
     out->settings = settings_changes(old, new);
     for (size_t i = 0; i < old->n_nodes; i++)
-        if (!cluster_find_name(new, old->nodes[i].name))
+        if (!cluster_index_name(is, old->nodes[i].name))
             push(out, CLUSTER_NODE_REMOVED, 0, &old->nodes[i], NULL);
     for (size_t i = 0; i < new->n_nodes; i++) {
-        const struct cluster_node *a = cluster_find_name(old, new->nodes[i].name);
+        const struct cluster_node *a = cluster_index_name(was, new->nodes[i].name);
         unsigned what = a ? node_changes(old, a, new, &new->nodes[i]) : 0;
         if (what)
             push(out, CLUSTER_NODE_CHANGED, what, a, &new->nodes[i]);
     }
     for (size_t i = 0; i < new->n_nodes; i++)
-        if (!cluster_find_name(old, new->nodes[i].name))
+        if (!cluster_index_name(was, new->nodes[i].name))
             push(out, CLUSTER_NODE_ADDED, 0, NULL, &new->nodes[i]);
-    return 0;
+    ret = 0;
+out:
+    cluster_index_free(was);
+    cluster_index_free(is);
+    return ret;
 }
 
 void cluster_diff_free(struct cluster_diff *d)

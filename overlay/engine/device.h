@@ -133,6 +133,8 @@ struct peer {
     uint8_t n_names;
     char names[DISCO_MAX_NAMES][DISCO_NAME_MAX + 1];
     bool introduced;                      /* to the others, since it came (back) */
+    bool kept;                            /* membership's mark: stays through the change
+                                           * being applied (members.c) */
     uint64_t introduced_ns;
     /* Our latest initiation as sent (MACs aside), and when it was made:
      * punches send the same one again to every candidate. */

@@ -66,30 +66,71 @@ static unsigned machine_names(struct device *dev, const struct cluster_node *nod
     return p->n_names;
 }
 
-/* How many nodes' lines would carry `name`: its node name or an alias
- * (the file's word), or a machine name (a node's word about itself). */
-static unsigned claims(struct device *dev, const char *name)
+/* Every name a node's line would carry -- its node name and aliases (the
+ * file's word), the names its machine goes by (a node's word about
+ * itself) -- once per node, sorted, so that how many nodes claim a name is
+ * a binary search, not a walk of the cluster per name. */
+struct claims {
+    const char **names;
+    size_t n;
+};
+
+static int by_name(const void *a, const void *b)
+{
+    return strcasecmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void claim(struct claims *cl, size_t from, const char *name)
+{
+    for (size_t i = from; i < cl->n; i++)
+        if (!strcasecmp(cl->names[i], name))
+            return;                       /* this node claims it already */
+    cl->names[cl->n++] = name;
+}
+
+static int claims_make(struct device *dev, struct claims *cl, unsigned per_node)
 {
     const struct cluster *c = &dev->cluster;
     const char (*names)[DISCO_NAME_MAX + 1];
-    unsigned n = 0;
 
+    cl->n = 0;
+    if (!(cl->names = calloc(c->n_nodes * per_node + 1, sizeof(*cl->names))))
+        return -ENOMEM;
     for (size_t i = 0; i < c->n_nodes; i++) {
         const struct cluster_node *node = &c->nodes[i];
-        bool here = !strcasecmp(node->name, name);
+        size_t from = cl->n;
+        claim(cl, from, node->name);
         for (unsigned k = 0; k < node->n_aliases; k++)
-            here |= !strcasecmp(node->aliases[k], name);
+            claim(cl, from, node->aliases[k]);
         for (unsigned k = machine_names(dev, node, &names); k-- > 0;)
-            here |= !strcasecmp(names[k], name);
-        n += here;
+            claim(cl, from, names[k]);
     }
-    return n;
+    qsort(cl->names, cl->n, sizeof(*cl->names), by_name);
+    return 0;
+}
+
+/* How many nodes' lines would carry `name`. */
+static size_t claims_of(const struct claims *cl, const char *name)
+{
+    size_t lo = 0, hi = cl->n, first;
+
+    while (lo < hi) {                     /* the first not below name */
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcasecmp(cl->names[mid], name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    first = lo;
+    while (lo < cl->n && !strcasecmp(cl->names[lo], name))
+        lo++;
+    return lo - first;
 }
 
 /* A machine name is written only when no other node's line would carry
  * it: a member speaks for its own address, so a name two claim (or one
  * the file gives another node) resolves to neither by that claim. */
-static bool machine_name_ok(struct device *dev, const struct cluster_node *node,
+static bool machine_name_ok(const struct claims *cl, const struct cluster_node *node,
                             const char *name)
 {
     /* Already on the line (the node's own name, an alias). */
@@ -98,7 +139,7 @@ static bool machine_name_ok(struct device *dev, const struct cluster_node *node,
     for (unsigned k = 0; k < node->n_aliases; k++)
         if (!strcasecmp(name, node->aliases[k]))
             return false;
-    return strncasecmp(name, "localhost", 9) && claims(dev, name) == 1;
+    return strncasecmp(name, "localhost", 9) && claims_of(cl, name) == 1;
 }
 
 static void add_entry(struct hosts_entry *e, size_t *n, const struct cluster_node *node,
@@ -117,22 +158,27 @@ int members_write_hosts(struct device *dev)
     const unsigned per_node = 1u + CLUSTER_ALIASES_MAX + DISCO_MAX_NAMES;
     struct hosts_entry *e = calloc(c->n_nodes * per_node, sizeof(*e));
     const char (*names)[DISCO_NAME_MAX + 1];
+    struct claims cl = { 0 };
     size_t n = 0;
     int ret;
 
-    if (!e)
+    if (!e || claims_make(dev, &cl, per_node)) {
+        free(e);
+        free(cl.names);
         return -ENOMEM;
+    }
     for (size_t i = 0; i < c->n_nodes; i++) {
         const struct cluster_node *node = &c->nodes[i];
         add_entry(e, &n, node, node->name);
         for (unsigned k = 0; k < node->n_aliases; k++)
             add_entry(e, &n, node, node->aliases[k]);
         for (unsigned k = 0, m = machine_names(dev, node, &names); k < m; k++)
-            if (machine_name_ok(dev, node, names[k]) && (k == 0 || strcasecmp(names[k], names[0])))
+            if (machine_name_ok(&cl, node, names[k]) && (k == 0 || strcasecmp(names[k], names[0])))
                 add_entry(e, &n, node, names[k]);
     }
     ret = hosts_update_fd(dev->hosts_fd, dev->ifname, e, n);
     free(e);
+    free(cl.names);
     return ret;
 }
 
@@ -189,6 +235,7 @@ struct plan {
     struct peer **peers;         /* the new array, in the new file's order */
     size_t n_peers;
     struct peer **made;          /* peers made for it (added, re-keyed) */
+    const struct cluster_node **made_node;   /* and the nodes they were made for */
     size_t n_made;
     struct peer_map *map;        /* the new array's lookups, installed with it */
 };
@@ -206,6 +253,7 @@ static void plan_free(struct plan *pl, bool made_too)
         peer_free(pl->made[i]);
     free(pl->peers);
     free(pl->made);
+    free(pl->made_node);
     device_map_free(pl->map);
 }
 
@@ -216,17 +264,23 @@ static int plan_make(struct device *dev, const struct cluster *next,
     memset(pl, 0, sizeof(*pl));
     pl->peers = calloc(next->n_nodes, sizeof(*pl->peers));
     pl->made = calloc(next->n_nodes, sizeof(*pl->made));
-    if (!pl->peers || !pl->made)
+    pl->made_node = calloc(next->n_nodes, sizeof(*pl->made_node));
+    if (!pl->peers || !pl->made || !pl->made_node)
         goto nomem;
+    for (size_t i = 0; i < dev->n_peers; i++)
+        dev->peers[i]->kept = false;
     for (size_t i = 0; i < next->n_nodes; i++) {
         const struct cluster_node *n = &next->nodes[i];
         struct peer *p;
         if (n == self)
             continue;
-        if (!(p = old_peer(dev, n))) {
+        if ((p = old_peer(dev, n))) {
+            p->kept = true;
+        } else {
             if (!(p = peer_new(dev, n)))
                 goto nomem;
             p->id = ++dev->next_peer_id;
+            pl->made_node[pl->n_made] = n;
             pl->made[pl->n_made++] = p;
         }
         pl->peers[pl->n_peers++] = p;
@@ -240,14 +294,6 @@ nomem:
     return -ENOMEM;
 }
 
-static bool in_plan(const struct plan *pl, const struct peer *p)
-{
-    for (size_t i = 0; i < pl->n_peers; i++)
-        if (pl->peers[i] == p)
-            return true;
-    return false;
-}
-
 /* The peers that leave (not in the plan): no peer that stays relays
  * through them any more; then their keys are wiped, their indices
  * released and their waiting packets dropped. */
@@ -255,7 +301,7 @@ static void peers_leave(struct device *dev, const struct plan *pl, uint64_t now)
 {
     for (size_t i = 0; i < dev->n_peers; i++) {
         struct peer *p = dev->peers[i];
-        if (in_plan(pl, p))
+        if (p->kept)
             continue;
         for (size_t k = 0; k < pl->n_peers; k++) {
             struct peer *q = pl->peers[k];
@@ -266,7 +312,7 @@ static void peers_leave(struct device *dev, const struct plan *pl, uint64_t now)
     }
     for (size_t i = 0; i < dev->n_peers; i++) {
         struct peer *p = dev->peers[i];
-        if (in_plan(pl, p))
+        if (p->kept)
             continue;
         log_notice("peer %s: removed from the cluster; its sessions are wiped", p->name);
         peer_clear_keys(p);
@@ -339,7 +385,7 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
     }
     for (size_t i = 0; i < pl->n_made; i++) {
         struct peer *p = pl->made[i];
-        const struct cluster_node *n = cluster_find_key(next, p->public_key);
+        const struct cluster_node *n = pl->made_node[i];
         set_endpoint(p, n);
         p->persistent_keepalive = (uint16_t)cluster_node_keepalive(next, n);
     }

@@ -16,6 +16,7 @@
 #include <sodium.h>
 
 #include "config/addr.h"
+#include "config/cluster_index.h"
 #include "overlay/base/log.h"
 #include "overlay/registry/alloc.h"
 #include "overlay/registry/etcd.h"
@@ -32,6 +33,7 @@
 
 struct member {
     char name[CLUSTER_NAME_MAX + 1];
+    int64_t created;                      /* etcd's create_revision: who came first */
     struct cluster_node node;
 };
 
@@ -544,6 +546,7 @@ static void learn_member(struct registry *r, const struct etcd_kv *kv, const cha
         snprintf(m->name, sizeof(m->name), "%s", name);
     }
     m->node = n;
+    m->created = kv->create_revision;
 }
 
 static void on_range_kv(void *ctx, const struct etcd_kv *kv)
@@ -706,6 +709,17 @@ int registry_start(struct registry *r)
     return 0;
 }
 
+/* Earlier registrations first, so that of two that clash the same one
+ * wins on every node and every time (the list's own order changes as
+ * members leave). */
+static int by_creation(const void *a, const void *b)
+{
+    const struct member *x = *(const struct member *const *)a, *y = *(const struct member *const *)b;
+
+    return x->created != y->created ? (x->created < y->created ? -1 : 1)
+                                    : strcasecmp(x->name, y->name);
+}
+
 int registry_take(struct registry *r, struct cluster_node **nodes, size_t *n, int64_t *revision)
 {
     uint64_t count;
@@ -714,18 +728,25 @@ int registry_take(struct registry *r, struct cluster_node **nodes, size_t *n, in
     (void)!read(r->event_fd, &count, sizeof(count));
     pthread_mutex_lock(&r->lock);
     if (r->fresh) {
+        const struct member **order = calloc(r->n_members + 1, sizeof(*order));
         *nodes = calloc(r->n_members + 1, sizeof(**nodes));
-        if (!*nodes) {
+        if (!*nodes || !order) {
+            free(*nodes);
+            *nodes = NULL;
             ret = -ENOMEM;
         } else {
             for (size_t i = 0; i < r->n_members; i++)
-                (*nodes)[i] = r->members[i].node;
+                order[i] = &r->members[i];
+            qsort(order, r->n_members, sizeof(*order), by_creation);
+            for (size_t i = 0; i < r->n_members; i++)
+                (*nodes)[i] = order[i]->node;
             *n = r->n_members;
             *revision = r->revision;
             r->status.revision = r->revision;
             r->fresh = false;
             ret = 1;
         }
+        free(order);
     }
     pthread_mutex_unlock(&r->lock);
     return ret;
@@ -752,17 +773,15 @@ void registry_leave(struct registry *r)
 
 /* --- the model ---------------------------------------------------------------------- */
 
-static const char *clash(const struct cluster *m, const struct cluster_node *n)
+/* Why n cannot join the model whose nodes ix holds, or NULL. */
+static const char *clash(const struct cluster_index *ix, const struct cluster_node *n)
 {
-    for (size_t i = 0; i < m->n_nodes; i++) {
-        const struct cluster_node *o = &m->nodes[i];
-        if (!strcasecmp(o->name, n->name))
-            return "its name is another node's";
-        if (!sodium_memcmp(o->public_key, n->public_key, CLUSTER_KEY_LEN))
-            return "its key is another node's";
-        if (cluster_addr_equal(&o->address, &n->address))
-            return "its address is another node's";
-    }
+    if (cluster_index_name(ix, n->name))
+        return "its name is another node's";
+    if (cluster_index_key(ix, n->public_key))
+        return "its key is another node's";
+    if (cluster_index_address(ix, &n->address))
+        return "its address is another node's";
     return NULL;
 }
 
@@ -770,30 +789,41 @@ int registry_model(const struct cluster *file, const struct cluster_node *self,
                    const struct cluster_node *nodes, size_t n, struct cluster *out,
                    size_t *skipped, registry_skip_fn skip, void *ctx)
 {
+    size_t most = file->n_nodes + n + 1;
+    struct cluster_index *ix = cluster_index_new(most);
     const char *why;
 
     *out = *file;
     *skipped = 0;
-    out->nodes = calloc(file->n_nodes + n + 1, sizeof(*out->nodes));
-    if (!out->nodes) {
+    out->nodes = calloc(most, sizeof(*out->nodes));
+    if (!out->nodes || !ix) {
+        free(out->nodes);
+        cluster_index_free(ix);
         memset(out, 0, sizeof(*out));
         return -ENOMEM;
     }
+    /* The index points into out->nodes, which does not move from here. */
     memcpy(out->nodes, file->nodes, file->n_nodes * sizeof(*out->nodes));
     out->n_nodes = file->n_nodes;
-    if (self && !cluster_find_name(out, self->name))
-        out->nodes[out->n_nodes++] = *self;
+    for (size_t i = 0; i < out->n_nodes; i++)
+        cluster_index_add(ix, &out->nodes[i]);
+    if (self && !cluster_index_name(ix, self->name)) {
+        out->nodes[out->n_nodes] = *self;
+        cluster_index_add(ix, &out->nodes[out->n_nodes++]);
+    }
     for (size_t i = 0; i < n; i++) {
         if (self && !strcasecmp(nodes[i].name, self->name) &&
             !sodium_memcmp(nodes[i].public_key, self->public_key, CLUSTER_KEY_LEN))
             continue;                     /* ourselves, already in */
-        if ((why = clash(out, &nodes[i]))) {
+        if ((why = clash(ix, &nodes[i]))) {
             ++*skipped;
             if (skip)
                 skip(ctx, &nodes[i], why);
             continue;
         }
-        out->nodes[out->n_nodes++] = nodes[i];
+        out->nodes[out->n_nodes] = nodes[i];
+        cluster_index_add(ix, &out->nodes[out->n_nodes++]);
     }
+    cluster_index_free(ix);
     return 0;
 }

@@ -210,9 +210,9 @@ static void test_model_earlier_registration_wins(void **state)
     said = (struct said){ .text = "" };
     assert_int_equal(registry_model(&file, NULL, rev, 5, &out, &skipped, on_skip, &said), 0);
     assert_string_equal(names(&out, buf, sizeof(buf)), "a b f e d C");
-    /* c clashes with C's name, d's key and e's address; the first one
-     * met (e, placed before d) gives the reason. */
-    assert_string_equal(said.text, "c: its address is another node's\n");
+    /* c clashes with C's name, d's key and e's address: the name is said
+     * first, then the key, then the address. */
+    assert_string_equal(said.text, "c: its name is another node's\n");
     assert_int_equal(skipped, 1);
     cluster_free(&out);
     cluster_free(&file);
