@@ -192,8 +192,10 @@ clean:
 
 # --- benchmarks (root, network namespaces; not part of `make test`) ----------
 
-# ddpnet side by side with the bare veth and other userspace WireGuards;
-# see bench/README.md (BENCH_ROUNDS, BENCH_SECONDS, BENCH_QUICK, BENCH_EXTRA).
+# ddpnet side by side with the bare veth and other userspace WireGuards,
+# two nodes, and what a training job sees on three (all_reduce, a relay);
+# see bench/README.md (BENCH_ONLY, BENCH_ROUNDS, BENCH_SECONDS, BENCH_QUICK,
+# BENCH_EXTRA).
 # The AEAD floor comes from build/bench/aead_bench, built here when its
 # source exists; if it does not build, the bench says the floor is missing.
 # The scale run (bench/scale.sh): SCALE_NODES (64) nodes join through etcd;

@@ -2,14 +2,24 @@
 # `make bench`: ddpnet side by side with the bare veth and other userspace
 # WireGuards, on one two-namespace testbed (see lib.sh), in interleaved
 # rounds so that the noise of a shared machine falls on every contender
-# alike. Per round and contender: one TCP stream each way, 4 streams,
-# ping RTT (average and p99), CPU seconds per GB of both daemons during the
-# one-stream test, and their idle CPU. Then medians, ratios, the AEAD floor
-# of this run and the targets of issue 4 (report.sh). Raw rows go to
-# $BENCH_OUT/results.tsv. See bench/README.md for the knobs.
+# alike. The parts (BENCH_ONLY picks some):
+#   pair       two nodes: one TCP stream each way, 4 streams, ping RTT
+#              (average and p99), CPU seconds per GB of both daemons during
+#              the one-stream test, and their idle CPU (tunnels.sh)
+#   allreduce  three nodes: Gloo all_reduce under torchrun, 64 MiB and
+#              64 KiB per rank, bare, over ddp0 and over each BENCH_EXTRA
+#              wireguard-go (mesh.sh)
+#   relay      three nodes: one stream and ping m1 -> m2 over ddp0, direct
+#              and through m3; the relay's CPU per GB forwarded (mesh.sh)
+#   aead       the AEAD floor (build/bench/aead_bench)
+# Then medians, ratios, the targets of issue 4 and of issue 19 (report.sh).
+# Raw rows go to $BENCH_OUT/results.tsv (pair) and $BENCH_OUT/mesh.tsv
+# (three nodes), every echo's round trip to $BENCH_OUT/rtt/. See
+# bench/README.md for the knobs.
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$BENCH_DIR/tunnels.sh"
+. "$BENCH_DIR/mesh.sh"
 . "$BENCH_DIR/report.sh"
 
 usage_error() { printf 'bench: %s\n' "$*" >&2; exit 2; }
@@ -21,13 +31,32 @@ positive_int() {
     esac
 }
 
+ALL_PARTS="pair allreduce relay aead"
+PARTS=""
+part_on() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+part_off() { PARTS=$(printf ' %s ' $PARTS | sed "s/ $1 / /"); PARTS=$(echo $PARTS); }
+
 bench_config() {
-    local quick=${BENCH_QUICK:-0} r=5 s=5 idle=5
-    if [ "$quick" = 1 ]; then r=1 s=2 idle=2; fi
+    local quick=${BENCH_QUICK:-0} r=5 s=5 idle=5 ari=3 arb=5 p
+    if [ "$quick" = 1 ]; then r=1 s=2 idle=2 ari=2 arb=3; fi
     BENCH_ROUNDS=${BENCH_ROUNDS:-$r}
     BENCH_SECONDS=${BENCH_SECONDS:-$s}
     BENCH_IDLE_SECONDS=${BENCH_IDLE_SECONDS:-$idle}
     BENCH_PINGS=${BENCH_PINGS:-200}
+    BENCH_ONLY=${BENCH_ONLY:-}
+    for p in ${BENCH_ONLY//,/ }; do
+        case " $ALL_PARTS " in *" $p "*) ;; *) usage_error "BENCH_ONLY: no part '$p' (parts: ${ALL_PARTS// /,})" ;; esac
+        part_on "$p" || PARTS="$PARTS $p"
+    done
+    [ -n "$BENCH_ONLY" ] || PARTS=$ALL_PARTS
+    PARTS=$(echo $PARTS)
+    [ -n "$PARTS" ] || usage_error "BENCH_ONLY=$BENCH_ONLY names no part"
+    BENCH_AR_BIG=${BENCH_AR_BIG:-67108864}
+    BENCH_AR_SMALL=${BENCH_AR_SMALL:-65536}
+    BENCH_AR_ITERS=${BENCH_AR_ITERS:-$ari}
+    BENCH_AR_BATCHES=${BENCH_AR_BATCHES:-$arb}
+    BENCH_AR_SMALL_ITERS=${BENCH_AR_SMALL_ITERS:-100}
+    BENCH_AR_TIMEOUT=${BENCH_AR_TIMEOUT:-300}
     BENCH_WGGO=${BENCH_WGGO:-/usr/bin/wireguard-go}
     BENCH_OUT=${BENCH_OUT:-$BENCH_ROOT/build/bench}
     # Empty means "did not build" (the Makefile says so); unset means the default.
@@ -37,6 +66,29 @@ bench_config() {
     positive_int BENCH_SECONDS "$BENCH_SECONDS"
     positive_int BENCH_IDLE_SECONDS "$BENCH_IDLE_SECONDS"
     positive_int BENCH_PINGS "$BENCH_PINGS"
+    positive_int BENCH_AR_BIG "$BENCH_AR_BIG"
+    positive_int BENCH_AR_SMALL "$BENCH_AR_SMALL"
+    positive_int BENCH_AR_ITERS "$BENCH_AR_ITERS"
+    positive_int BENCH_AR_BATCHES "$BENCH_AR_BATCHES"
+    positive_int BENCH_AR_SMALL_ITERS "$BENCH_AR_SMALL_ITERS"
+    positive_int BENCH_AR_TIMEOUT "$BENCH_AR_TIMEOUT"
+}
+
+# mesh_parts_usable: drops a three-node part this machine cannot run, and
+# says why (the report then shows it as not measured).
+mesh_parts_usable() {
+    if part_on allreduce; then
+        if ! command -v torchrun >/dev/null 2>&1; then
+            PART_WHY_allreduce="no torchrun (apt-get install python3-torch)"
+        elif ! "$PY" -c 'import torch.distributed' 2>/dev/null; then
+            PART_WHY_allreduce="$PY cannot import torch.distributed (apt-get install python3-torch)"
+        fi
+        if [ -n "${PART_WHY_allreduce:-}" ]; then warn "allreduce skipped: $PART_WHY_allreduce"; part_off allreduce; fi
+    fi
+    if part_on relay && ! command -v nft >/dev/null 2>&1; then
+        PART_WHY_relay="no nft (apt-get install nftables)"
+        warn "relay skipped: $PART_WHY_relay"; part_off relay
+    fi
 }
 
 # The contenders, in the order each round runs them: C_NAME, C_KIND (veth,
@@ -70,7 +122,7 @@ short() { case "$1" in NA) echo NA ;; *) awk -v v="$1" 'BEGIN { printf "%.2f", v
 measure() {
     local r=$1 i=$2 name=${C_NAME[$2]} kind=${C_KIND[$2]} bin=${C_BIN[$2]}
     local ab=NA ba=NA p4=NA pavg=NA p99=NA lost=NA cpu=NA idle=NA bytes=NA cpus=NA note=""
-    local dir=$T/r$r-$name pids t0 t1 res
+    local dir=$T/r$r-$name pids t0 t1 res began=$SECONDS
     mkdir -p "$dir"
     if [ "$kind" = missing ]; then
         note=$bin
@@ -92,7 +144,7 @@ measure() {
         fi
         res=$(iperf_run a b "$TUN_DEST" "$dir/ba.json" -R) && { set -- $res; ba=$(calc "$1 / 1e9"); }
         res=$(iperf_run a b "$TUN_DEST" "$dir/p4.json" -P 4) && { set -- $res; p4=$(calc "$1 / 1e9"); }
-        if res=$(ping_run a "$TUN_DEST" "$dir/ping.out"); then
+        if res=$(ping_run a "$TUN_DEST" "$dir/ping.out" "$name"); then
             set -- $res; pavg=$1 p99=$2 lost=$3
         else
             warn "round $r $name: no ping replies: $(tail -n 2 "$dir/ping.out")"
@@ -109,9 +161,9 @@ measure() {
     tunnel_down "$kind"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$name" "$ab" "$ba" "$p4" \
         "$pavg" "$p99" "$lost" "$cpu" "$idle" "$bytes" "$cpus" "$note" >>"$TSV"
-    say "$(printf 'round %s/%s %-14s 1 stream %s / %s, 4 streams %s Gbit/s; ping %s / %s µs, lost %s; %s CPU-s/GB; idle %s %%' \
+    say "$(printf 'round %s/%s %-14s 1 stream %s / %s, 4 streams %s Gbit/s; ping %s / %s µs, lost %s; %s CPU-s/GB; idle %s %% (%s s)' \
         "$r" "$BENCH_ROUNDS" "$name:" "$(short "$ab")" "$(short "$ba")" "$(short "$p4")" \
-        "$pavg" "$p99" "$lost" "$(short "$cpu")" "$(short "$idle")")"
+        "$pavg" "$p99" "$lost" "$(short "$cpu")" "$(short "$idle")" "$(( SECONDS - began ))")"
 }
 
 # aead_floor: runs aead_bench once, in this run; sets AEAD_STATUS.
@@ -133,24 +185,46 @@ aead_floor() {
 }
 
 main() {
-    local r i rc
+    local r i rc=0 rc2 t_start=$SECONDS
     bench_config
     bench_contenders
     bench_init
+    mesh_parts_usable
+    mesh_contenders
     mkdir -p "$BENCH_OUT" || fail "cannot create $BENCH_OUT"
-    TSV=$BENCH_OUT/results.tsv
+    rm -rf "$BENCH_OUT/rtt"; mkdir -p "$BENCH_OUT/rtt"
+    TSV=$BENCH_OUT/results.tsv MESH_TSV=$BENCH_OUT/mesh.tsv
     printf 'round\tcontender\tab_gbps\tba_gbps\tp4_gbps\tping_avg_us\tping_p99_us\tping_lost\tcpu_s_per_gb\tidle_pct_core\tab_bytes\tab_cpu_s\tnote\n' >"$TSV"
-    say "$BENCH_ROUNDS rounds x ${BENCH_SECONDS} s per iperf3 test; contenders: ${C_NAME[*]}"
-    say "machine: $(nproc) CPUs, kernel $(uname -r), load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (a shared machine: other work skews every contender alike, not the ratios)"
-    bench_testbed
+    printf 'round\tcontender\tmetric\tvalue\tnote\n' >"$MESH_TSV"
+    say "parts: ${PARTS// /,} (BENCH_ONLY); $BENCH_ROUNDS rounds"
+    part_on pair && say "two nodes: ${BENCH_SECONDS} s per iperf3 test, $BENCH_PINGS echoes; contenders: ${C_NAME[*]}"
+    if part_on allreduce || part_on relay; then
+        say "three nodes: contenders ${M_NAME[*]}$(part_on allreduce && printf '; all_reduce %s + %s bytes per rank, %s timed of the first, %s batches of %s of the second' \
+            "$BENCH_AR_BIG" "$BENCH_AR_SMALL" "$BENCH_AR_ITERS" "$BENCH_AR_BATCHES" "$BENCH_AR_SMALL_ITERS")"
+    fi
+    say "machine: $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), kernel $(uname -r), load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (a shared machine: other work skews every contender alike, not the ratios)"
+    part_on pair && bench_testbed
+    if part_on allreduce || part_on relay; then mesh_testbed; fi
     for (( r = 1; r <= BENCH_ROUNDS; r++ )); do
-        for i in "${!C_NAME[@]}"; do measure "$r" "$i"; done
+        if part_on pair; then
+            for i in "${!C_NAME[@]}"; do measure "$r" "$i"; done
+        fi
+        if part_on allreduce || part_on relay; then
+            for i in "${!M_NAME[@]}"; do mesh_measure "$r" "$i"; done
+        fi
     done
     say "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
-    aead_floor
-    report_print "$TSV" "${AEAD_OUT:-}" "$AEAD_STATUS" "${EXTRA_NAMES[@]}"
-    rc=$?
-    say "raw rows: $TSV"
+    AEAD_STATUS="not run (BENCH_ONLY=$BENCH_ONLY)"
+    part_on aead && aead_floor
+    if part_on pair || part_on aead; then
+        report_print "$TSV" "${AEAD_OUT:-}" "$AEAD_STATUS" "${EXTRA_NAMES[@]}"
+        rc=$?
+    fi
+    report_training "$TSV" "$MESH_TSV" "$BENCH_OUT/rtt" "$PARTS" \
+        "${PART_WHY_allreduce:-}" "${PART_WHY_relay:-}" "${EXTRA_NAMES[@]}"
+    rc2=$?
+    if [ "$rc" -eq 1 ] || [ "$rc2" -eq 1 ]; then rc=1; elif [ "$rc" -eq 0 ]; then rc=$rc2; fi
+    say "raw rows: $TSV (two nodes), $MESH_TSV (three nodes), $BENCH_OUT/rtt/ (every echo); $(( SECONDS - t_start )) s in all"
     [ "$BENCH_STRICT" = 1 ] || rc=0
     return "$rc"
 }

@@ -35,6 +35,7 @@ IPERF_PORT=5201
 T=""              # scratch directory
 BENCH_NETNS=()    # namespaces we created
 BENCH_PIDS=()     # background processes we started
+BENCH_NODES=()    # nodes made by bench_node (a, b; m1, m2, m3: mesh.sh)
 CLK_TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
 
 say()  { printf 'bench: %s\n' "$*"; }
@@ -104,7 +105,7 @@ bench_exit() {
 bench_cleanup() {
     local n ns pid pids
     # `ddpnet down` first, so that daemons leave the way a user's would.
-    for n in a b; do
+    for n in "${BENCH_NODES[@]}"; do
         [ -s "$T/$n/holder.pid" ] && [ -f "$T/$n/run/ddp0.state" ] || continue
         nx "$n" timeout 10 "$DDPNET" down --run-dir "$T/$n/run" >/dev/null 2>&1
     done
@@ -142,7 +143,28 @@ bench_testbed() {
         fail "cannot create the veth pair"
     bench_link a "$UL_A"
     bench_link b "$UL_B"
+    bench_pin_neighbours "a:veth0:$UL_A" "b:veth0:$UL_B"
     wait_for 5 nx a ping -n -c 1 -W 1 "$UL_B" || fail "the veth pair does not carry ping"
+}
+
+# bench_pin_neighbours NODE:IFACE:ADDR...: each gets a permanent neighbour
+# entry for every other. The kernel's neighbour table limit (gc_thresh3) is
+# one for all namespaces, and permanent entries are exempt from it: on a
+# host where another job's namespaces filled the table, ARP in ours would
+# fail ("No buffer space available") and the testbed would carry nothing.
+bench_pin_neighbours() {
+    local x y xn xi xa yn yi ya mac
+    for x in "$@"; do
+        IFS=: read -r xn xi xa <<<"$x"
+        for y in "$@"; do
+            [ "$x" != "$y" ] || continue
+            IFS=: read -r yn yi ya <<<"$y"
+            mac=$(ip -n "$BENCH_PFX$yn" -o link show dev "$yi" | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
+            [ -n "$mac" ] || fail "node $yn: no MAC address on $yi"
+            ip -n "$BENCH_PFX$xn" neigh replace "$ya" lladdr "$mac" dev "$xi" nud permanent ||
+                fail "node $xn: cannot pin the neighbour $ya ($mac) on $xi"
+        done
+    done
 }
 
 bench_link() {
@@ -157,6 +179,7 @@ bench_node() {
     local n=$1 ns=$BENCH_PFX$1
     ip netns add "$ns" || fail "cannot create namespace $ns"
     BENCH_NETNS+=("$ns")
+    BENCH_NODES+=("$n")
     ip -n "$ns" link set lo up
     mkdir -p "$T/$n/run"
     chmod 755 "$T/$n"
@@ -240,20 +263,23 @@ iperf_error() {
         tail -n 3 "$1"
 }
 
-# ping_run FROM DEST OUT: BENCH_PINGS echoes 10 ms apart; prints the
-# per-packet "AVG_US P99_US LOST" (p99 by nearest rank).
+# ping_run FROM DEST OUT [PATH-NAME]: BENCH_PINGS echoes 10 ms apart;
+# prints the per-packet "AVG_US P99_US LOST" (p99 by nearest rank). With a
+# PATH-NAME, each reply's round trip (µs) is also appended to
+# $BENCH_OUT/rtt/PATH-NAME.txt, so the report can take the p99 of all
+# rounds' echoes together.
 ping_run() {
-    local from=$1 dest=$2 out=$3
-    nx "$from" timeout 60 ping -n -i 0.01 -c "$BENCH_PINGS" -w 50 "$dest" >"$out" 2>&1
-    awk -v want="$BENCH_PINGS" '
-        / time=/ { t = $0; sub(/.* time=/, "", t); sub(/ ms.*/, "", t); v[n++] = t * 1000 }
+    local from=$1 dest=$2 out=$3 name=${4:-}
+    nx "$from" timeout $((BENCH_PINGS / 100 + 60)) ping -n -i 0.01 -c "$BENCH_PINGS" \
+        -w $((BENCH_PINGS / 100 + 50)) "$dest" >"$out" 2>&1
+    awk '/ time=/ { t = $0; sub(/.* time=/, "", t); sub(/ ms.*/, "", t); printf "%.1f\n", t * 1000 }' \
+        "$out" >"$out.rtt"
+    [ -z "$name" ] || cat "$out.rtt" >>"$BENCH_OUT/rtt/$name.txt"
+    sort -g "$out.rtt" | awk -v want="$BENCH_PINGS" '
+        { v[n++] = $1; s += $1 }
         END {
             if (n == 0) exit 1
-            for (i = 1; i < n; i++) {   # insertion sort: a few hundred values
-                x = v[i]; for (j = i - 1; j >= 0 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x
-            }
-            for (i = 0; i < n; i++) s += v[i]
             k = int(0.99 * n); if (k < 0.99 * n) k++
             printf "%.1f %.1f %d\n", s / n, v[k - 1], want - n
-        }' "$out"
+        }'
 }

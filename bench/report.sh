@@ -152,3 +152,199 @@ print("targets: %d passed, %d failed, %d not measured" %
 sys.exit(1 if "FAIL" in results else (2 if "----" in results else 0))
 PYEOF
 }
+
+# report_training RESULTS.TSV MESH.TSV RTT-DIR PARTS WHY-ALLREDUCE WHY-RELAY EXTRA-NAMES...
+# What a training job sees (issue 19): Gloo all_reduce on three nodes, a
+# relayed stream next to the direct one with the relay's CPU per GB, ping
+# average and p99 on every path, and one "TARGET ...: VALUE PASS|FAIL" line
+# per target (n/a with the reason where this run could not judge it).
+# RESULTS.TSV is the two-node part's (bench.sh), MESH.TSV the three-node
+# part's (mesh.sh: round, contender, metric, value, note), RTT-DIR holds
+# every echo's round trip per path (lib.sh's ping_run). Returns 0 when every
+# target passed, 1 when one failed, 2 when none failed but one was n/a.
+report_training() {
+    "$PY" - "$@" <<'PYEOF'
+import os, statistics, sys
+
+AR_BIG_MAX = 1.3        # ddp0 / bare, 64 MiB
+AR_SMALL_MAX = 1.5      # ddp0 / bare, 64 KiB
+RELAY_MIN = 0.6         # relayed / direct, one stream
+PING_VS_WGGO_MAX = 0.5  # ddp0 / newer wireguard-go, ping average
+CPU_MAX = 1.8           # CPU-s per GB, both daemons, one stream
+
+tsv, mesh_tsv, rtt_dir, parts, why_ar, why_relay = sys.argv[1:7]
+extras = sys.argv[7:]
+parts = parts.split()
+
+def read(path):
+    try:
+        lines = [l.rstrip("\n").split("\t") for l in open(path) if l.strip()]
+    except OSError:
+        return []
+    return [dict(zip(lines[0], f)) for f in lines[1:]] if lines else []
+
+def num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+def med(vals):
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
+
+pair = read(tsv) if "pair" in parts else []
+mesh = read(mesh_tsv) if ("allreduce" in parts or "relay" in parts) else []
+
+def pair_med(name, key):
+    return med([num(r[key]) for r in pair if r["contender"] == name])
+
+def mesh_vals(name, metric):
+    return [num(r["value"]) for r in mesh if r["contender"] == name and r["metric"] == metric]
+
+def mesh_med(name, metric):
+    return med(mesh_vals(name, metric))
+
+def mesh_rounds(name, metric):
+    return len({r["round"] for r in mesh if r["contender"] == name and r["metric"] == metric})
+
+def notes(name, rows):
+    return sorted({r["note"] for r in rows if r["contender"] == name and r.get("note")})
+
+def pooled(name):
+    """(count, p99) of every echo of every round on this path."""
+    try:
+        v = sorted(float(l) for l in open(os.path.join(rtt_dir, name + ".txt")) if l.strip())
+    except OSError:
+        return 0, None
+    if not v:
+        return 0, None
+    k = -(-99 * len(v) // 100)      # nearest rank
+    return len(v), v[k - 1]
+
+def fmt(v, f="%.2f"):
+    return "–" if v is None else f % v
+
+def ratio(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+def times(r):
+    return "–" if r is None else "%.2fx" % r
+
+def table(head, rows):
+    w = [max(len(str(x)) for x in col) + 2 for col in zip(head, *rows)]
+    for row in [head] + rows:
+        print("  " + "".join(str(x).ljust(n) for x, n in zip(row, w)).rstrip())
+
+print()
+print("=== what a training job sees (issue 19) ===")
+
+# --- all_reduce -------------------------------------------------------------
+ar_names = ["bare", "ddp0"] + [x for x in extras]
+ar = {}
+if "allreduce" in parts:
+    big_b = mesh_med("bare", "ar_big_bytes") or mesh_med("ddp0", "ar_big_bytes")
+    small_b = mesh_med("bare", "ar_small_bytes") or mesh_med("ddp0", "ar_small_bytes")
+    label = lambda b, d: "?" if b is None else ("%g MiB" % (b / 2**20) if b >= 2**20 else "%g KiB" % (b / 2**10))
+    print()
+    print("Gloo all_reduce, 3 nodes (torchrun, one rank each, bridge between namespaces);")
+    print("  medians, all rounds: of every timed all_reduce of the big tensor after the first, of the first")
+    print("  (a job's first all_reduce, median over rounds) and of every batch's time per all_reduce (small)")
+    rows = []
+    for n in ar_names:
+        big, small = mesh_med(n, "ar_big_s"), mesh_med(n, "ar_small_s")
+        ar[n] = (big, small)
+        nb, ns = len([v for v in mesh_vals(n, "ar_big_s") if v is not None]), \
+                 len([v for v in mesh_vals(n, "ar_small_s") if v is not None])
+        what = {"bare": "bare underlay (eth0)", "ddp0": "ddp0 (ddpnet)"}.get(n, n + " (wg0)")
+        rows.append([what, fmt(big, "%.3f"), fmt(mesh_med(n, "ar_big_first_s"), "%.3f"),
+                     fmt(None if small is None else small * 1e3, "%.3f"),
+                     times(ratio(big, ar.get("bare", (None,))[0])) if n != "bare" else "",
+                     times(ratio(small, ar.get("bare", (None, None))[1])) if n != "bare" else "",
+                     "%d / %d (%d rounds)" % (nb, ns, mesh_rounds(n, "ar_big_s"))])
+    table(["path", "%s s" % label(big_b, 1), "first one s", "%s ms" % label(small_b, 1),
+           "big /bare", "small /bare", "samples big / small"], rows)
+    for n in ar_names:
+        for note in notes(n, mesh):
+            print("    note %s: %s" % (n, note))
+    for x in extras:
+        if x in ar:
+            print("  ddp0 / %s: big %s, small %s" % (x, times(ratio(ar["ddp0"][0], ar[x][0])),
+                                                    times(ratio(ar["ddp0"][1], ar[x][1]))))
+
+# --- paths: one stream, ping, CPU ------------------------------------------
+print()
+print("paths: one TCP stream, ping (avg: median of the rounds' averages; p99: all echoes of all")
+print("  rounds together), CPU-s per GB received (whose CPU in brackets)")
+rows = []
+def pair_row(name, what):
+    n, p99 = pooled(name)
+    cpu = pair_med(name, "cpu_s_per_gb")
+    rows.append([what, "2 nodes", fmt(pair_med(name, "ab_gbps")), fmt(pair_med(name, "ping_avg_us"), "%.0f"),
+                 fmt(p99, "%.0f"), str(n), "" if cpu is None else "%.2f (both daemons)" % cpu])
+def mesh_row(name, what, cpu_metric, whose):
+    n, p99 = pooled("mesh-" + name)
+    cpu = mesh_med(name, cpu_metric)
+    rows.append([what, "3 nodes", fmt(mesh_med(name, "stream_gbps")), fmt(mesh_med(name, "ping_avg_us"), "%.0f"),
+                 fmt(p99, "%.0f"), str(n), "" if cpu is None else "%.2f (%s)" % (cpu, whose)])
+if pair:
+    pair_row("veth", "bare underlay (veth)")
+    pair_row("ddpnet", "ddp0")
+    pair_row("wireguard-go", "wireguard-go (Debian)")
+    for x in extras:
+        pair_row(x, x)
+if "relay" in parts:
+    mesh_row("ddp0", "ddp0 m1 -> m2 direct", "cpu_ends_s_per_gb", "both ends")
+    mesh_row("relay", "ddp0 m1 -> m3 -> m2 relayed", "cpu_relay_s_per_gb", "the relay, per GB forwarded")
+if rows:
+    table(["path", "testbed", "1 stream Gbit/s", "ping avg µs", "p99 µs", "echoes", "CPU-s/GB"], rows)
+    for n in ["relay"] if "relay" in parts else []:
+        for note in notes(n, mesh):
+            print("    note %s: %s" % (n, note))
+else:
+    print("  (no part that measures paths ran)")
+
+# --- targets ----------------------------------------------------------------
+results = []
+def target(text, value, ok, na=None):
+    if ok is None:
+        results.append("n/a")
+        print("TARGET %s: n/a (%s)" % (text, na or "not measured"))
+    else:
+        results.append("PASS" if ok else "FAIL")
+        print("TARGET %s: %s %s" % (text, value, "PASS" if ok else "FAIL"))
+
+def judge(r, test):
+    return None if r is None else test(r)
+
+def why_not(part, why, what):
+    if part not in parts:
+        return why or "part %s not run (BENCH_ONLY)" % part
+    return what
+
+print()
+for key, i, limit, size in (("big", 0, AR_BIG_MAX, "64MiB"), ("small", 1, AR_SMALL_MAX, "64KiB")):
+    r = ratio(ar["ddp0"][i], ar["bare"][i]) if "ddp0" in ar and "bare" in ar else None
+    target("all_reduce %s ddp0/bare <= %.1fx" % (size, limit), times(r), judge(r, lambda v: v <= limit),
+           why_not("allreduce", why_ar, "no all_reduce result for ddp0 or bare"))
+direct, relayed = mesh_med("ddp0", "stream_gbps"), mesh_med("relay", "stream_gbps")
+r = ratio(relayed, direct)
+target("relay/direct >= %.1fx" % RELAY_MIN,
+       "%s (%s / %s Gbit/s)" % (times(r), fmt(relayed), fmt(direct)), judge(r, lambda v: v >= RELAY_MIN),
+       why_not("relay", why_relay, "no relayed or direct stream"))
+if not extras:
+    target("ping ddp0/wggo-new <= %.1fx" % PING_VS_WGGO_MAX, "", None, "no wireguard-go given")
+for x in extras:
+    a, b = pair_med("ddpnet", "ping_avg_us"), pair_med(x, "ping_avg_us")
+    r = ratio(a, b)
+    target("ping ddp0/%s <= %.1fx" % (x, PING_VS_WGGO_MAX),
+           "%s (%s / %s µs)" % (times(r), fmt(a, "%.0f"), fmt(b, "%.0f")), judge(r, lambda v: v <= PING_VS_WGGO_MAX),
+           why_not("pair", "", "no ping through ddp0 or %s" % x))
+c = pair_med("ddpnet", "cpu_s_per_gb")
+target("CPU-s/GB both daemons <= %.1f" % CPU_MAX, fmt(c), judge(c, lambda v: v <= CPU_MAX),
+       why_not("pair", "", "no ddpnet CPU figure"))
+print("targets of issue 19: %d passed, %d failed, %d n/a" %
+      (results.count("PASS"), results.count("FAIL"), results.count("n/a")))
+sys.exit(1 if "FAIL" in results else (2 if "n/a" in results else 0))
+PYEOF
+}
