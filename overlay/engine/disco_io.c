@@ -237,6 +237,8 @@ static int seal_disco(struct peer *p, const struct disco_msg *m, uint32_t pad_li
     tp.len = (size_t)n;
     if (transport_seal(p->current, &tp, now))
         return -ESTALE;
+    if (m->type < DISCO_TYPE_COUNT)
+        dev->stats.disco_sent[m->type]++;
     return (int)tp.len;
 }
 
@@ -360,6 +362,20 @@ static size_t endpoints_head(const struct peer *x, struct disco_msg *m)
     return (size_t)disco_encoded_len(m);
 }
 
+/* A PING in the message being built, every field set: the message is a
+ * union, and what another type left in it (an ENDPOINTS' records) would
+ * read as padding -- a ping the size of the path that fails to go. */
+static struct disco_msg *ping_msg(struct device *dev, uint8_t flags)
+{
+    struct disco_msg *m = dev->disco.out_msg;
+
+    m->type = DISCO_PING;
+    memset(&m->ping, 0, sizeof(m->ping));
+    randombytes_buf(&m->ping.txid, sizeof(m->ping.txid));
+    m->ping.flags = flags;
+    return m;
+}
+
 static void send_names(struct peer *x, uint64_t now)
 {
     struct device *dev = x->dev;
@@ -430,6 +446,7 @@ static void introduce(struct peer *x, uint64_t now)
 {
     struct device *dev = x->dev;
 
+    log_debug_rl("peer %s: introduced to the peers we reach", x->name);
     for (size_t i = 0; i < dev->n_peers; i++) {
         struct peer *y = dev->peers[i];
         uint64_t id;
@@ -470,6 +487,7 @@ static void on_endpoints(struct peer *x, struct peer *via, const struct disco_en
     struct device *dev = x->dev;
 
     if (disco_cand_set_local(&x->disco, e->local, e->n_local, x->id, now)) {
+        log_debug_rl("peer %s: its local addresses changed", x->name);
         dev->disco.gen++;
         x->introduced = false;
     }
@@ -505,15 +523,13 @@ static void on_punch(struct peer *x, struct peer *via, const struct disco_punch 
 static void send_probe(struct peer *p, const struct disco_endpoint *to, bool answered,
                        uint64_t now)
 {
-    struct disco_msg *m = p->dev->disco.out_msg;
+    struct disco_msg *m;
     union endpoint ep;
     int n;
 
     if (!from_disco(to, &ep))
         return;
-    m->type = DISCO_PING;
-    randombytes_buf(&m->ping.txid, sizeof(m->ping.txid));
-    m->ping.flags = DISCO_PING_F_PROBE;
+    m = ping_msg(p->dev, DISCO_PING_F_PROBE);
     if ((n = disco_encoded_len(m)) < 0)
         return;
     size_t sealed = transport_sealed_len_limited(ip_header_len(p->dev) + (size_t)n, path_mtu(p));
@@ -644,6 +660,8 @@ static void on_names(struct peer *p, const struct disco_names *n)
 void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
                    const struct disco_msg *m, uint64_t now)
 {
+    if (m->type < DISCO_TYPE_COUNT)
+        p->dev->stats.disco_received[m->type]++;
     if (!p->speaks_disco) {
         p->speaks_disco = true;
         p->dev->disco.gen++;
@@ -696,6 +714,8 @@ bool disco_session_up(struct peer *p, uint64_t now)
     bool rekey = was_answering(p, now) && p->pmtu.max;
 
     if (!rekey) {
+        log_debug_rl("peer %s: new, or back (%s)", p->name,
+                     !p->pmtu.max ? "no path MTU yet" : "no answer to pings lately");
         p->introduced = false;
         p->dev->disco.gen++;
         path_mtu_search(p, now);
@@ -733,11 +753,8 @@ static void facts_of(const struct peer *p, uint64_t now, struct disco_facts *f)
 
 static void ping(struct peer *p, uint64_t now)
 {
-    struct disco_msg *m = p->dev->disco.out_msg;
+    struct disco_msg *m = ping_msg(p->dev, 0);
 
-    m->type = DISCO_PING;
-    randombytes_buf(&m->ping.txid, sizeof(m->ping.txid));
-    m->ping.flags = 0;
     if (send_disco(p, m, NULL, now) == 0)
         disco_ping_sent(&p->disco, m->ping.txid, NULL, now);
 }
@@ -775,7 +792,7 @@ static void heed_the_network(struct peer *p, uint64_t now)
  * (pmtu.h). Its PONG is not a ping's: on_pong gives it to the search. */
 static void mtu_probe(struct peer *p, uint64_t now)
 {
-    struct disco_msg *m = p->dev->disco.out_msg;
+    struct disco_msg *m;
     size_t fixed = (p->dev->self->address.family == AF_INET6 ? IPV6_HEADER_LEN
                                                              : IPV4_HEADER_LEN) +
                    DISCO_HEADER_LEN + DISCO_TXID_LEN + 1u;
@@ -792,12 +809,10 @@ static void mtu_probe(struct peer *p, uint64_t now)
     log_mtu_changed(p, &was);
     if (!size || size < fixed)
         return;
-    m->type = DISCO_PING;
+    m = ping_msg(p->dev, DISCO_PING_F_MTU);
     m->ping.txid = id;
-    m->ping.flags = DISCO_PING_F_MTU;
     m->ping.pad = (uint16_t)(size - fixed);
     send_disco_limited(p, m, NULL, size, now);
-    m->ping.pad = 0;
 }
 
 /* Relayed: every direct candidate; direct to a public address: the local

@@ -134,6 +134,7 @@ void path_use_direct(struct peer *p, const union endpoint *ep, uint64_t now)
     struct peer *was = p->via;
 
     if (peer_update_endpoint(p, ep)) {
+        log_debug_rl("peer %s: reached at a new endpoint", p->name);
         p->introduced = false;     /* the others should hear of it */
         p->dev->disco.gen++;
         path_mtu_search(p, now);   /* another path */
