@@ -179,6 +179,28 @@ static void put_drops(FILE *f, const struct device *dev)
                       drops[i].n);
 }
 
+static void put_disco(FILE *f, const struct device *dev)
+{
+    static const char *const type[DISCO_TYPE_COUNT] = {
+        [DISCO_ENDPOINTS] = "endpoints", [DISCO_PUNCH] = "punch", [DISCO_PING] = "ping",
+        [DISCO_PONG] = "pong", [DISCO_RELAY] = "relay", [DISCO_RELAYED] = "relayed",
+        [DISCO_NAMES] = "names",
+    };
+
+    family(f, "ddpnet_disco_sent_total", "counter",
+           "Discovery messages sent to peers inside their sessions, by type.");
+    for (unsigned t = 0; t < DISCO_TYPE_COUNT; t++)
+        if (type[t])
+            device_sample(f, dev, "ddpnet_disco_sent_total", "type", type[t],
+                          dev->stats.disco_sent[t]);
+    family(f, "ddpnet_disco_received_total", "counter",
+           "Discovery messages received from peers, by type.");
+    for (unsigned t = 0; t < DISCO_TYPE_COUNT; t++)
+        if (type[t])
+            device_sample(f, dev, "ddpnet_disco_received_total", "type", type[t],
+                          dev->stats.disco_received[t]);
+}
+
 static void put_device(FILE *f, const struct device *dev)
 {
     const struct pkt_pool *pool = dev->loop ? &dev->loop->pool : NULL;
@@ -199,6 +221,7 @@ static void put_device(FILE *f, const struct device *dev)
     family(f, "ddpnet_relay_forwarded_total", "counter",
            "Messages this node forwarded as a relay for other peers.");
     device_sample(f, dev, "ddpnet_relay_forwarded_total", NULL, NULL, dev->stats.relay_forwarded);
+    put_disco(f, dev);
     if (dev->registry) {
         struct registry_status rs;
         registry_status(dev->registry, &rs);

@@ -138,6 +138,7 @@ enum disco_type {
     DISCO_RELAYED = 6,
     DISCO_NAMES = 7,
 };
+#define DISCO_TYPE_COUNT      8u     /* types are below this */
 
 #define DISCO_MAX_NAMES       2u     /* hostname and FQDN */
 #define DISCO_NAME_MAX        63u    /* as a hosts block takes them */

@@ -157,6 +157,9 @@ struct device_stats {
      * refused; messages forwarded for other peers (as a relay) and refused
      * (destination unknown or not directly reached). */
     uint64_t disco_bad, relay_forwarded, relay_refused;
+    /* Disco messages sealed for and opened from peers, by type (enum
+     * disco_type): what discovery costs, for the metrics. */
+    uint64_t disco_sent[DISCO_TYPE_COUNT], disco_received[DISCO_TYPE_COUNT];
     /* What members' hints cost: bytes sent to addresses that had not
      * answered, sends refused for want of credit, relay trials that
      * failed and relays dropped because answers stopped. */

@@ -155,7 +155,7 @@ static void test_families_grouped(void **state)
         assert_int_equal(len, strlen(current));
         assert_memory_equal(line, current, len);
     }
-    assert_int_equal(n_seen, 14);   /* without a loop: no buffer counts */
+    assert_int_equal(n_seen, 16);   /* without a loop: no buffer counts */
     free(text);
 }
 
@@ -179,7 +179,11 @@ static void test_relay_and_unreachable(void **state)
 static void test_drops_and_device(void **state)
 {
     struct fx *f = *state;
-    char *text = format(f);
+    char *text;
+
+    f->dev.stats.disco_sent[DISCO_PING] = 11;
+    f->dev.stats.disco_received[DISCO_PONG] = 9;
+    text = format(f);
 
     expect_line(text, "# TYPE ddpnet_packets_dropped_total counter");
     expect_line(text, "ddpnet_packets_dropped_total{interface=\"ddp0\",reason=\"replay\"} 7");
@@ -191,6 +195,11 @@ static void test_drops_and_device(void **state)
     expect_line(text, "ddpnet_peers{interface=\"ddp0\"} 2");
     expect_line(text, "ddpnet_cluster_file_applied_timestamp_seconds{interface=\"ddp0\"} "
                 "1700000123");
+    expect_line(text, "# TYPE ddpnet_disco_sent_total counter");
+    expect_line(text, "ddpnet_disco_sent_total{interface=\"ddp0\",type=\"ping\"} 11");
+    expect_line(text, "ddpnet_disco_sent_total{interface=\"ddp0\",type=\"punch\"} 0");
+    expect_line(text, "ddpnet_disco_received_total{interface=\"ddp0\",type=\"pong\"} 9");
+    expect_line(text, "ddpnet_disco_received_total{interface=\"ddp0\",type=\"names\"} 0");
     /* No loop (a test's device): no buffer counts rather than made-up ones. */
     assert_null(strstr(text, "ddpnet_buffers_in_use{"));
     free(text);
