@@ -72,3 +72,40 @@ int alloc_lowest_free(const struct cluster_addr *net, unsigned prefix,
 {
     return alloc_free_nth(net, prefix, taken, n, 0, out);
 }
+
+static int cmp_key(const void *a, const void *b)
+{
+    return memcmp(a, b, CLUSTER_KEY_LEN);
+}
+
+int alloc_reclaim(const struct alloc_held *held, size_t n, uint8_t (*live)[CLUSTER_KEY_LEN],
+                  size_t m, unsigned nth)
+{
+    /* The nth oldest stale record: nth + 1 passes over held, each taking
+     * the oldest stale one newer than the last taken (n is at most the
+     * registry's cap; nth is small). */
+    int64_t after = INT64_MIN;
+    size_t after_i = 0;
+    int found = -ENOENT;
+
+    if (m > 1)
+        qsort(live, m, sizeof(*live), cmp_key);
+    for (unsigned k = 0; k <= nth; k++) {
+        int best = -1;
+        for (size_t i = 0; i < n; i++) {
+            const struct alloc_held *h = &held[i];
+            bool newer = h->mod_revision > after ||
+                         (h->mod_revision == after && found >= 0 && i > after_i);
+            if (!newer || (h->key_ok && bsearch(h->key, live, m, sizeof(*live), cmp_key)))
+                continue;
+            if (best < 0 || h->mod_revision < held[best].mod_revision)
+                best = (int)i;
+        }
+        if (best < 0)
+            break;
+        found = best;
+        after = held[best].mod_revision;
+        after_i = (size_t)best;
+    }
+    return found;
+}

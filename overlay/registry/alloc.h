@@ -7,7 +7,9 @@
 #ifndef DDPNET_ALLOC_H
 #define DDPNET_ALLOC_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config/cluster.h"
 
@@ -22,5 +24,24 @@ int alloc_lowest_free(const struct cluster_addr *net, unsigned prefix,
  * round after another). */
 int alloc_free_nth(const struct cluster_addr *net, unsigned prefix, struct cluster_addr *taken,
                    size_t n, unsigned nth, struct cluster_addr *out);
+
+/* An address record as a join reads it: the address, the key that holds
+ * it (key_ok false: a value that is no key) and etcd's mod revision. */
+struct alloc_held {
+    struct cluster_addr address;
+    uint8_t key[CLUSTER_KEY_LEN];
+    bool key_ok;
+    int64_t mod_revision;
+};
+
+/* When the network has no address left that was never handed out, one
+ * whose key is no live member's may be taken over: a node that left for
+ * good (its key is gone with its machine) gives its address back only so,
+ * and a key that comes back later gets a new one. Of held[0..n), given the
+ * members' keys live[0..m) (sorted in place), the index of the nth least
+ * recently claimed record whose key is not live (the last such when fewer),
+ * or -ENOENT when none is. */
+int alloc_reclaim(const struct alloc_held *held, size_t n, uint8_t (*live)[CLUSTER_KEY_LEN],
+                  size_t m, unsigned nth);
 
 #endif

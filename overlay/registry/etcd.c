@@ -492,6 +492,9 @@ static json_object *compare_of(const struct etcd_cmp *c)
     if (ok && c->value)
         ok = put(cmp, "target", json_object_new_string("VALUE")) &&
              put(cmp, "value", b64_string(c->value, strlen(c->value)));
+    else if (ok && c->mod_revision)
+        ok = put(cmp, "target", json_object_new_string("MOD")) &&
+             put(cmp, "mod_revision", int64_string(c->mod_revision));
     else if (ok)
         ok = put(cmp, "target", json_object_new_string("CREATE")) &&
              put(cmp, "create_revision", int64_string(0));
@@ -557,7 +560,7 @@ int etcd_txn(struct etcd *e, const struct etcd_cmp *cmps, size_t n_cmps,
 int etcd_create(struct etcd *e, const char *key, const char *value, int64_t lease,
                 bool *created)
 {
-    struct etcd_cmp cmp = { key, NULL };
+    struct etcd_cmp cmp = { key, NULL, 0 };
     struct etcd_put p = { key, value, lease };
 
     return etcd_txn(e, &cmp, 1, &p, 1, created);
@@ -566,7 +569,7 @@ int etcd_create(struct etcd *e, const char *key, const char *value, int64_t leas
 int etcd_replace(struct etcd *e, const char *key, const char *expect, const char *value,
                  int64_t lease, bool *swapped)
 {
-    struct etcd_cmp cmp = { key, expect };
+    struct etcd_cmp cmp = { key, expect, 0 };
     struct etcd_put p = { key, value, lease };
 
     return etcd_txn(e, &cmp, 1, &p, 1, swapped);

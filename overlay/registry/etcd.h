@@ -67,6 +67,8 @@ int etcd_replace(struct etcd *e, const char *key, const char *expect, const char
  * at once; *succeeded says whether they were. */
 struct etcd_cmp {
     const char *key, *value;
+    int64_t mod_revision;                 /* value NULL and this set: the key was last
+                                           * written at this revision */
 };
 struct etcd_put {
     const char *key, *value;

@@ -292,8 +292,29 @@ struct scan {
     bool name_taken;                           /* our name under another key */
     bool name_ours;
     char old_value[RECORD_VALUE_MAX + 1];      /* our stale record, to replace */
+    /* For taking over an address whose key left (alloc_reclaim): each
+     * address record, parallel to taken, and the members' keys. */
+    struct alloc_held *held;
+    size_t cap_held;
+    uint8_t (*live)[CLUSTER_KEY_LEN];
+    size_t n_live, cap_live;
+    int64_t reclaim_revision;                  /* the record taken over; 0: none */
     bool oom;
 };
+
+/* arr with room for one more (n used of *cap, each size bytes): arr
+ * itself, or a larger copy; NULL without memory (arr is kept). */
+static void *room(void *arr, size_t n, size_t *cap, size_t size)
+{
+    size_t c = *cap ? 2 * *cap : 64;
+    void *t;
+
+    if (n < *cap)
+        return arr;
+    if ((t = realloc(arr, c * size)))
+        *cap = c;
+    return t;
+}
 
 static void scan_address(void *ctx, const struct etcd_kv *kv)
 {
@@ -308,16 +329,26 @@ static void scan_address(void *ctx, const struct etcd_kv *kv)
         s->has_own_address = true;
         s->own_address = a;
     }
-    if (s->n_taken == s->cap_taken) {
-        size_t cap = s->cap_taken ? 2 * s->cap_taken : 64;
-        struct cluster_addr *t = realloc(s->taken, cap * sizeof(*t));
-        if (!t) {
-            s->oom = true;
-            return;
-        }
-        s->taken = t;
-        s->cap_taken = cap;
+    struct cluster_addr *taken = room(s->taken, s->n_taken, &s->cap_taken, sizeof(*taken));
+    if (taken)
+        s->taken = taken;
+    struct alloc_held *held = room(s->held, s->n_taken, &s->cap_held, sizeof(*held));
+    if (held)
+        s->held = held;
+    if (!taken || !held) {
+        s->oom = true;
+        return;
     }
+    struct alloc_held *h = &s->held[s->n_taken];
+    char b64[KEY_B64_LEN];
+    size_t key_len = 0;
+    snprintf(b64, sizeof(b64), "%.*s", (int)kv->value_len, kv->value);
+    h->address = a;
+    h->mod_revision = kv->mod_revision;
+    h->key_ok = kv->value_len < sizeof(b64) &&
+                sodium_base642bin(h->key, sizeof(h->key), b64, strlen(b64), NULL, &key_len, NULL,
+                                  sodium_base64_VARIANT_ORIGINAL) == 0 &&
+                key_len == CLUSTER_KEY_LEN;
     s->taken[s->n_taken++] = a;
 }
 
@@ -332,6 +363,13 @@ static void scan_member(void *ctx, const struct etcd_kv *kv)
     if (!record_key_tail(s->r->prefix, RECORD_MEMBERS, kv->key, kv->key_len, tail, sizeof(tail)) ||
         record_decode(kv->value, kv->value_len, &c, &n, &why) != 0)
         return;
+    uint8_t (*live)[CLUSTER_KEY_LEN] = room(s->live, s->n_live, &s->cap_live, sizeof(*live));
+    if (!live) {
+        s->oom = true;
+        return;
+    }
+    s->live = live;
+    memcpy(s->live[s->n_live++], n.public_key, CLUSTER_KEY_LEN);
     bool same_key = !sodium_memcmp(n.public_key, s->key, CLUSTER_KEY_LEN);
     if (!strcasecmp(tail, s->name)) {
         s->name_ours = same_key;
@@ -368,7 +406,8 @@ static int scan_prefix(struct registry *r, struct scan *s)
     int64_t rev;
     int ret;
 
-    s->n_taken = 0;
+    s->n_taken = s->n_live = 0;
+    s->reclaim_revision = 0;
     s->has_own_address = s->name_taken = s->name_ours = false;
     s->other_name[0] = s->old_value[0] = '\0';
     snprintf(prefix, sizeof(prefix), "%s/", r->prefix);
@@ -394,8 +433,19 @@ static int pick_address(struct registry *r, struct scan *s, int tries, struct cl
     s->taken = all;
     s->cap_taken = s->n_taken + r->n_file_addrs + 1;
     memcpy(all + s->n_taken, r->file_addrs, r->n_file_addrs * sizeof(*all));
-    return alloc_free_nth(&r->network, r->net_prefix, all, s->n_taken + r->n_file_addrs,
-                          tries ? randombytes_uniform(ALLOC_SPREAD) : 0, out);
+    unsigned nth = tries ? randombytes_uniform(ALLOC_SPREAD) : 0;
+    int ret = alloc_free_nth(&r->network, r->net_prefix, all, s->n_taken + r->n_file_addrs,
+                             nth, out);
+    if (ret != -ENOSPC)
+        return ret;
+    /* Full: an address whose key is no member's any more, the one
+     * claimed longest ago. */
+    int i = alloc_reclaim(s->held, s->n_taken, s->live, s->n_live, nth);
+    if (i < 0)
+        return -ENOSPC;
+    *out = s->held[i].address;
+    s->reclaim_revision = s->held[i].mod_revision;
+    return 0;
 }
 
 /* One transaction: the address (unless it is already our key's) and our
@@ -412,10 +462,12 @@ static int claim(struct registry *r, struct scan *s, int64_t lease, bool *done)
         (ret = record_member_key(r->prefix, r->self.name, mkey, sizeof(mkey))) < 0)
         return ret;
     if (!s->has_own_address) {
-        cmps[n] = (struct etcd_cmp){ akey, NULL };
+        /* A free address: nobody made it since; one taken over: nobody
+         * took it over since. */
+        cmps[n] = (struct etcd_cmp){ akey, NULL, s->reclaim_revision };
         puts[n++] = (struct etcd_put){ akey, s->key_b64, 0 };
     }
-    cmps[n] = (struct etcd_cmp){ mkey, s->name_ours ? s->old_value : NULL };
+    cmps[n] = (struct etcd_cmp){ mkey, s->name_ours ? s->old_value : NULL, 0 };
     puts[n++] = (struct etcd_put){ mkey, r->self_value, lease };
     return etcd_txn(r->etcd, cmps, n, puts, n, done);
 }
@@ -454,6 +506,12 @@ static int join_once(struct registry *r, struct cluster_node *self, struct scan 
             return ret;
         if (done) {
             atomic_store(&r->lease, *lease);
+            if (s->reclaim_revision) {
+                char addr[CLUSTER_HOST_MAX + 3];
+                cluster_addr_format(&self->address, addr, sizeof(addr));
+                log_notice("registry: the network is full; took over %s, whose key is no "
+                           "member's any more", addr);
+            }
             return 0;
         }
     }
@@ -484,6 +542,8 @@ int registry_join(struct registry *r, struct cluster_node *self, char *err, size
         backoff = backoff * 2 > REGISTRY_BACKOFF_MAX_MS ? REGISTRY_BACKOFF_MAX_MS : backoff * 2;
     }
     free(s.taken);
+    free(s.held);
+    free(s.live);
     if (ret && lease)
         etcd_lease_revoke(r->etcd, lease);
     if (ret && !err[0])

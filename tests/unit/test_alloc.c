@@ -252,6 +252,55 @@ static void test_other_addresses_ignored(void **state)
                              sizeof(buf)), "fd77::2");
 }
 
+/* held[i]: address 10.0.0.(i+1), key byte k (0: no key), mod revision. */
+static void held_set(struct alloc_held *h, unsigned i, uint8_t k, int64_t mod)
+{
+    char text[32];
+
+    memset(h, 0, sizeof(*h));
+    snprintf(text, sizeof(text), "10.0.0.%u", i + 1);
+    assert_int_equal(cluster_addr_parse(text, &h->address), 0);
+    memset(h->key, k, sizeof(h->key));
+    h->key_ok = k != 0;
+    h->mod_revision = mod;
+}
+
+/* Taking over an address whose key left: only one no live member holds,
+ * the least recently claimed first, the nth on request (the last one when
+ * fewer), a record that holds no key counts as left. */
+static void test_reclaim(void **state)
+{
+    struct alloc_held held[5];
+    uint8_t live[3][CLUSTER_KEY_LEN];
+
+    (void)state;
+    held_set(&held[0], 0, 1, 50);      /* live */
+    held_set(&held[1], 1, 2, 40);      /* left */
+    held_set(&held[2], 2, 3, 10);      /* live */
+    held_set(&held[3], 3, 4, 30);      /* left, the oldest of those */
+    held_set(&held[4], 4, 0, 45);      /* no key */
+    memset(live[0], 3, CLUSTER_KEY_LEN);
+    memset(live[1], 1, CLUSTER_KEY_LEN);
+    memset(live[2], 9, CLUSTER_KEY_LEN);
+    assert_int_equal(alloc_reclaim(held, 5, live, 3, 0), 3);
+    assert_int_equal(alloc_reclaim(held, 5, live, 3, 1), 1);
+    assert_int_equal(alloc_reclaim(held, 5, live, 3, 2), 4);
+    assert_int_equal(alloc_reclaim(held, 5, live, 3, 31), 4);
+    /* Every key live: nothing to take. */
+    memset(live[2], 2, CLUSTER_KEY_LEN);
+    held[3].key_ok = held[4].key_ok = true;
+    memset(held[3].key, 1, CLUSTER_KEY_LEN);
+    memset(held[4].key, 3, CLUSTER_KEY_LEN);
+    assert_int_equal(alloc_reclaim(held, 5, live, 3, 0), -ENOENT);
+    assert_int_equal(alloc_reclaim(held, 0, live, 3, 0), -ENOENT);
+    /* No member at all: every record is free to take; equal revisions in
+     * the order read. */
+    held_set(&held[0], 0, 1, 7);
+    held_set(&held[1], 1, 2, 7);
+    assert_int_equal(alloc_reclaim(held, 2, live, 0, 0), 0);
+    assert_int_equal(alloc_reclaim(held, 2, live, 0, 1), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -263,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_ipv6),
         cmocka_unit_test(test_other_addresses_ignored),
         cmocka_unit_test(test_nth_free),
+        cmocka_unit_test(test_reclaim),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -990,6 +990,34 @@ static void test_join_full(void **state)
     registry_free(r1);
 }
 
+/* A full network gives back an address whose key left: n1 joins and
+ * leaves, n2 takes its address over (never-used ones first: there are
+ * none); n1's key comes back to a network whose every address a live
+ * member holds. */
+static void test_join_reclaims(void **state)
+{
+    struct registry *r1, *r2, *r3;
+    char addr[64], err[512];
+
+    (void)state;
+    NEED_ETCD();
+    static const char head[] = "[cluster]\nnetwork = 10.78.0.0/30\nport = 51820\n";
+    static const char file[] = "[node filed]\npublic-key = " K5 "\naddress = 10.78.0.1\n";
+    r1 = registry_at("/t/reclaim", head, file);
+    assert_int_equal(join(r1, "n1", K1, addr, sizeof(addr), err, sizeof(err)), 0);
+    assert_string_equal(addr, "10.78.0.2");
+    registry_leave(r1);                      /* its record goes; its address record stays */
+    r2 = registry_at("/t/reclaim", head, file);
+    assert_int_equal(join(r2, "n2", K2, addr, sizeof(addr), err, sizeof(err)), 0);
+    assert_string_equal(addr, "10.78.0.2");
+    r3 = registry_at("/t/reclaim", head, file);
+    assert_int_equal(join(r3, "n1", K1, addr, sizeof(addr), err, sizeof(err)), -ENOSPC);
+    assert_string_equal(err, "registry: no free address left in the network");
+    registry_free(r3);
+    registry_free(r2);
+    registry_free(r1);
+}
+
 /* --- the watcher ---------------------------------------------------------------------------- */
 
 /* Waits for the next snapshot (false when none came). */
@@ -1223,6 +1251,7 @@ int main(void)
         cmocka_unit_test(test_first_endpoint_dead),
         cmocka_unit_test(test_join),
         cmocka_unit_test(test_join_full),
+        cmocka_unit_test(test_join_reclaims),
         cmocka_unit_test(test_watcher),
         cmocka_unit_test(test_auth),
     };
