@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,10 @@ struct metrics_server {
     struct MHD_Daemon *mhd;
     struct device *dev;
     int listen_fd;
+    /* The connections libmicrohttpd holds (at most METRICS_CLIENTS_MAX),
+     * for reap_gone. */
+    struct MHD_Connection *conns[METRICS_CLIENTS_MAX];
+    size_t n_conns;
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -157,6 +162,49 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return reply(c, MHD_HTTP_OK, text, len, MHD_RESPMEM_MUST_FREE, METRICS_CONTENT_TYPE);
 }
 
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    struct metrics_server *s = cls;
+
+    (void)socket_context;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED && s->n_conns < METRICS_CLIENTS_MAX) {
+        s->conns[s->n_conns++] = c;
+        return;
+    }
+    for (size_t i = 0; toe == MHD_CONNECTION_NOTIFY_CLOSED && i < s->n_conns; i++)
+        if (s->conns[i] == c) {
+            s->conns[i] = s->conns[--s->n_conns];
+            return;
+        }
+}
+
+/* A client whose request and end of stream came before the connection was
+ * accepted: libmicrohttpd (0.9.75, edge-triggered epoll) reads the request
+ * and never sees the end, so the connection would hold its slot until the
+ * idle time-out though its client is gone. One whose client has hung up
+ * (nothing left to read, end of stream) with no answer queued cannot be
+ * completed: it is shut down, which wakes libmicrohttpd to close it. A
+ * client that hung up after a whole request has its answer queued already
+ * and is left to receive it. Returns whether one was. */
+static bool reap_gone(struct metrics_server *s)
+{
+    bool any = false;
+
+    for (size_t i = 0; i < s->n_conns; i++) {
+        const union MHD_ConnectionInfo *fd =
+            MHD_get_connection_info(s->conns[i], MHD_CONNECTION_INFO_CONNECTION_FD);
+        char byte;
+
+        if (!fd || recv(fd->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) != 0 ||
+            MHD_get_connection_info(s->conns[i], MHD_CONNECTION_INFO_HTTP_STATUS))
+            continue;
+        shutdown(fd->connect_fd, SHUT_RDWR);
+        any = true;
+    }
+    return any;
+}
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char line[METRICS_LOG_MAX];
@@ -188,6 +236,7 @@ struct metrics_server *metrics_server_new(int listen_fd, struct device *dev)
                               MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)METRICS_CLIENTS_PER_IP,
                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)METRICS_IDLE_S,
                               MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)METRICS_CONN_MEMORY,
+                              MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
                               MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
                               MHD_OPTION_END);
     if (!s->mhd) {
@@ -216,8 +265,14 @@ int metrics_server_fd(const struct metrics_server *s)
 
 void metrics_server_run(struct metrics_server *s, uint64_t now_ns)
 {
+    /* Each run may read a request whose end of stream it then misses:
+     * look after every one (bounded: each round shuts at least one). */
     (void)now_ns;
-    MHD_run(s->mhd);
+    for (unsigned round = 0; round <= METRICS_CLIENTS_MAX; round++) {
+        MHD_run(s->mhd);
+        if (!reap_gone(s))
+            break;
+    }
 }
 
 uint64_t metrics_server_next(struct metrics_server *s, uint64_t now_ns)
