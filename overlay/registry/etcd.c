@@ -14,7 +14,14 @@
 #include "overlay/registry/etcd.h"
 
 #define ETCD_URLS_MAX      8u
-#define ETCD_ANSWER_MAX    (64u << 20)      /* a range of the whole prefix, at most */
+/* One answer, or one message of a watch, at most. Anyone who may write the
+ * prefix decides how large its values are (up to etcd's request limit,
+ * 1.5 MiB by default), so a prefix is read in pages of at most
+ * ETCD_PAGE_KEYS keys, fewer while a page would not fit, rather than in
+ * one answer that could be any size. */
+#define ETCD_ANSWER_MAX    (8u << 20)
+#define ETCD_PAGE_KEYS     1024L
+#define ETCD_PAGE_SHRINK   8L
 #define ETCD_ERROR_LEN     256u
 #define ETCD_CONNECT_MS    2000L
 /* A watch's connection is probed when silent, so a member that vanished
@@ -33,6 +40,8 @@ struct etcd {
     /* The answer being collected, or the watch being parsed. */
     char *buf;
     size_t len, cap;
+    bool too_big;                          /* the answer went past ETCD_ANSWER_MAX */
+    size_t msg_len;                        /* of the watch message being parsed */
     json_tokener *tok;
     etcd_event_fn on_event;
     void *event_ctx;
@@ -240,8 +249,10 @@ static size_t collect(char *data, size_t size, size_t n, void *arg)
     struct etcd *e = arg;
     size_t len = size * n;
 
-    if (len > ETCD_ANSWER_MAX - e->len)
+    if (len > ETCD_ANSWER_MAX - e->len) {
+        e->too_big = true;
         return 0;                       /* curl then fails the transfer */
+    }
     if (e->len + len + 1 > e->cap) {
         size_t cap = e->cap ? e->cap : 4096;
         while (cap < e->len + len + 1)
@@ -344,6 +355,7 @@ static int post_once(struct etcd *e, const char *path, const char *body, json_ob
     for (size_t tried = 0; tried < e->n_urls; tried++) {
         snprintf(url, sizeof(url), "%s%s", e->urls[e->at], path);
         e->len = 0;
+        e->too_big = false;
         setup_handle(e, url, body, headers);
         curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, e->timeout_ms);
         curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, collect);
@@ -355,6 +367,9 @@ static int post_once(struct etcd *e, const char *path, const char *body, json_ob
         e->at = (e->at + 1) % e->n_urls;
     }
     curl_slist_free_all(headers);
+    if (rc == CURLE_WRITE_ERROR && e->too_big)
+        return set_error(e, -EMSGSIZE, "%s: an answer larger than %u MiB", e->urls[e->at],
+                         ETCD_ANSWER_MAX >> 20);
     if (rc != CURLE_OK) {
         if (!connection_failed(rc))
             set_error(e, 0, "%s: %s", e->urls[e->at], curl_easy_strerror(rc));
@@ -438,24 +453,114 @@ static void each_kv(json_object *kvs, etcd_kv_fn fn, void *ctx)
             fn(ctx, &kv);
 }
 
+/* A range request for the keys from `from` (from_len bytes) up to the end
+ * of prefix, at most limit of them, at revision (0: the latest). */
+static json_object *page_request(const char *from, size_t from_len, const char *prefix,
+                                 int64_t revision, long limit, bool keys_only)
+{
+    json_object *req = json_object_new_object();
+
+    if (!req || !put(req, "key", b64_string(from, from_len)) ||
+        !put(req, "range_end", range_end_of(prefix)) ||
+        !put(req, "limit", int64_string(limit)) ||
+        (revision && !put(req, "revision", int64_string(revision))) ||
+        (keys_only && !put(req, "keys_only", json_object_new_boolean(1)))) {
+        json_object_put(req);
+        return NULL;
+    }
+    return req;
+}
+
+/* Where the next page begins: just after key (key and one zero byte). */
+static int after_key(char **from, size_t *from_len, const char *key, size_t key_len)
+{
+    char *next = malloc(key_len + 1);
+
+    if (!next)
+        return -ENOMEM;
+    memcpy(next, key, key_len);
+    next[key_len] = '\0';
+    free(*from);
+    *from = next;
+    *from_len = key_len + 1;
+    return 0;
+}
+
+/* A key whose value alone makes an answer larger than ETCD_ANSWER_MAX:
+ * its name, read without values, to go on after it. */
+static int skip_key(struct etcd *e, char **from, size_t *from_len, const char *prefix,
+                    int64_t revision, bool *more)
+{
+    json_object *ans, *kvs;
+    struct etcd_kv kv;
+    int ret = post(e, "/v3/kv/range", page_request(*from, *from_len, prefix, revision, 1, true),
+                   &ans);
+
+    if (ret)
+        return ret;
+    *more = false;
+    if (json_object_object_get_ex(ans, "kvs", &kvs) && json_object_is_type(kvs, json_type_array) &&
+        json_object_array_length(kvs) == 1 && kv_of(json_object_array_get_idx(kvs, 0), &kv)) {
+        ret = after_key(from, from_len, kv.key, kv.key_len);
+        *more = true;
+    }
+    json_object_put(ans);
+    return ret;
+}
+
 int etcd_range_prefix(struct etcd *e, const char *prefix, etcd_kv_fn fn, void *ctx,
                       int64_t *revision)
 {
-    json_object *req = key_request(prefix), *ans, *kvs, *header;
-    int ret;
+    size_t from_len = strlen(prefix);
+    char *from = strdup(prefix);
+    int64_t at = 0;                      /* every page read at the first one's revision */
+    long limit = ETCD_PAGE_KEYS;
+    bool more = true;
+    int ret = 0;
 
-    if (req && !put(req, "range_end", range_end_of(prefix))) {
-        json_object_put(req);
-        req = NULL;
+    if (!from)
+        return set_error(e, -ENOMEM, "out of memory");
+    while (more && ret == 0) {
+        json_object *ans, *kvs, *header, *m;
+        size_t n;
+
+        ret = post(e, "/v3/kv/range", page_request(from, from_len, prefix, at, limit, false),
+                   &ans);
+        if (ret == -EMSGSIZE && limit > 1) {
+            /* Too large a page: far fewer keys (each try that fails
+             * costs a whole answer's worth), then more again. */
+            limit = limit > ETCD_PAGE_SHRINK ? limit / ETCD_PAGE_SHRINK : 1;
+            ret = 0;
+            continue;
+        }
+        if (ret == -EMSGSIZE) {
+            ret = skip_key(e, &from, &from_len, prefix, at, &more);   /* one key alone */
+            continue;
+        }
+        if (ret)
+            break;
+        if (!at && json_object_object_get_ex(ans, "header", &header))
+            at = int64_of(header, "revision");
+        n = json_object_object_get_ex(ans, "kvs", &kvs) &&
+            json_object_is_type(kvs, json_type_array) ? json_object_array_length(kvs) : 0;
+        struct etcd_kv kv;
+        bool last_ok = false;
+        for (size_t i = 0; i < n; i++)
+            if ((last_ok = kv_of(json_object_array_get_idx(kvs, i), &kv)))
+                fn(ctx, &kv);
+        /* proto3 leaves false out of the JSON. */
+        more = n > 0 && json_object_object_get_ex(ans, "more", &m) && json_object_get_boolean(m);
+        if (more && !last_ok)
+            ret = set_error(e, -EBADMSG, "%s: a key that is not base64", e->urls[e->at]);
+        else if (more)
+            ret = after_key(&from, &from_len, kv.key, kv.key_len);
+        json_object_put(ans);
+        limit = limit * 2 > ETCD_PAGE_KEYS ? ETCD_PAGE_KEYS : limit * 2;
     }
-    if ((ret = post(e, "/v3/kv/range", req, &ans)))
-        return ret;
-    if (json_object_object_get_ex(ans, "header", &header))
-        *revision = int64_of(header, "revision");
-    if (json_object_object_get_ex(ans, "kvs", &kvs))
-        each_kv(kvs, fn, ctx);
-    json_object_put(ans);
-    return 0;
+    free(from);
+    if (ret == 0)
+        *revision = at;
+    return ret;
 }
 
 int etcd_get(struct etcd *e, const char *key, etcd_kv_fn fn, void *ctx)
@@ -696,8 +801,17 @@ static size_t stream_data(char *data, size_t size, size_t n, void *arg)
         }
         json_object *msg = json_tokener_parse_ex(e->tok, data + at, (int)(len - at));
         enum json_tokener_error err = json_tokener_get_error(e->tok);
-        if (err == json_tokener_continue)
-            return len;                       /* the rest comes with the next chunk */
+        if (err == json_tokener_continue) {
+            /* The rest comes with the next chunk; a watch that starts
+             * behind gets up to 1000 revisions in one message, as large
+             * as whoever writes the prefix made them: not held whole. */
+            e->msg_len += len - at;
+            if (e->msg_len <= ETCD_ANSWER_MAX)
+                return len;
+            e->stream_ret = set_error(e, -EMSGSIZE, "%s: watch: a message larger than %u MiB",
+                                      e->urls[e->at], ETCD_ANSWER_MAX >> 20);
+            return 0;
+        }
         if (err != json_tokener_success || !msg) {
             json_object_put(msg);
             e->stream_ret = set_error(e, -EBADMSG, "%s: watch: %s", e->urls[e->at],
@@ -705,6 +819,7 @@ static size_t stream_data(char *data, size_t size, size_t n, void *arg)
             return 0;
         }
         at += (size_t)json_tokener_get_parse_end(e->tok);
+        e->msg_len = 0;
         json_tokener_reset(e->tok);
         e->stream_ret = stream_message(e, msg);
         json_object_put(msg);
@@ -755,6 +870,7 @@ static int watch_once(struct etcd *e, const char *body)
     curl_easy_setopt(e->curl, CURLOPT_XFERINFOFUNCTION, stream_progress);
     curl_easy_setopt(e->curl, CURLOPT_XFERINFODATA, e);
     e->stream_ret = 0;
+    e->msg_len = 0;
     json_tokener_reset(e->tok);
     rc = curl_easy_perform(e->curl);
     curl_slist_free_all(headers);
