@@ -96,7 +96,7 @@ int alloc_reclaim(const struct alloc_held *held, size_t n, uint8_t (*live)[CLUST
             const struct alloc_held *h = &held[i];
             bool newer = h->mod_revision > after ||
                          (h->mod_revision == after && found >= 0 && i > after_i);
-            if (!newer || (h->key_ok && bsearch(h->key, live, m, sizeof(*live), cmp_key)))
+            if (!newer || (h->key_ok && m && bsearch(h->key, live, m, sizeof(*live), cmp_key)))
                 continue;
             if (best < 0 || h->mod_revision < held[best].mod_revision)
                 best = (int)i;
