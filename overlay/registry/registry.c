@@ -578,7 +578,11 @@ static void forget_member(struct registry *r, const char *name)
 }
 
 /* A put of PREFIX/members/NAME; under lock. Bad values drop the member. */
-static void learn_member(struct registry *r, const struct etcd_kv *kv, const char *name)
+/* read: from a whole read of the prefix, where each key comes once, so
+ * the list need not be searched (that would be the square of the
+ * cluster's size). */
+static void learn_member(struct registry *r, const struct etcd_kv *kv, const char *name,
+                         bool read)
 {
     struct cluster c = { .network = r->network, .prefix = r->net_prefix };
     struct cluster_node n;
@@ -588,10 +592,11 @@ static void learn_member(struct registry *r, const struct etcd_kv *kv, const cha
     if (record_decode(kv->value, kv->value_len, &c, &n, &why) != 0 ||
         (strcasecmp(n.name, name) && (why = "a record whose name is not its key's"))) {
         log_warn_rl("registry: ignored %s%s: %s", r->members_prefix, name, why);
-        forget_member(r, name);
+        if (!read)
+            forget_member(r, name);
         return;
     }
-    if (!(m = find_member(r, name))) {
+    if (read || !(m = find_member(r, name))) {
         if (r->n_members == r->cap_members) {
             size_t cap = r->cap_members ? 2 * r->cap_members : 64;
             struct member *grown;
@@ -614,8 +619,12 @@ static void on_range_kv(void *ctx, const struct etcd_kv *kv)
     struct registry *r = ctx;
     char name[CLUSTER_NAME_MAX + 1];
 
-    if (record_key_tail(r->prefix, RECORD_MEMBERS, kv->key, kv->key_len, name, sizeof(name)))
-        learn_member(r, kv, name);
+    if (!record_key_tail(r->prefix, RECORD_MEMBERS, kv->key, kv->key_len, name, sizeof(name)))
+        return;
+    /* Under the lock: the loop may be taking an earlier snapshot. */
+    pthread_mutex_lock(&r->lock);
+    learn_member(r, kv, name, true);
+    pthread_mutex_unlock(&r->lock);
 }
 
 static void publish(struct registry *r, int64_t revision)
@@ -638,7 +647,7 @@ static int on_watch_event(void *ctx, bool deleted, const struct etcd_kv *kv, int
     if (deleted)
         forget_member(r, name);
     else
-        learn_member(r, kv, name);
+        learn_member(r, kv, name, false);
     publish(r, revision);
     pthread_mutex_unlock(&r->lock);
     return 0;
@@ -675,9 +684,10 @@ static void *watcher_run(void *arg)
     while (e && !atomic_load(&r->stop)) {
         pthread_mutex_lock(&r->lock);
         r->n_members = 0;                 /* read whole, again */
+        r->fresh = false;                 /* nothing to take until it is */
         pthread_mutex_unlock(&r->lock);
-        /* The range runs without the lock (it may take seconds); nobody
-         * else writes the list meanwhile. */
+        /* The range runs without holding the lock (it may take seconds);
+         * each member read takes it. */
         ret = etcd_range_prefix(e, r->members_prefix, on_range_kv, r, &revision);
         if (ret == 0) {
             set_state(r, e, REGISTRY_SYNCED, NULL);
