@@ -697,25 +697,17 @@ void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
 
 /* --- the schedule ---------------------------------------------------------------------- */
 
-/* A session that begins while the peer answered pings lately is a rekey:
- * nothing changed for the others. Else the peer is new, or back. An idle
- * peer is pinged seldom: lately is as long as two of its pings. */
-static bool was_answering(const struct peer *p, uint64_t now)
-{
-    const uint64_t lately = 2u * (DISCO_PING_INTERVAL_S + disco_idle_ping_s(p, now)) *
-                            WG_NSEC_PER_SEC;
-
-    return p->speaks_disco && p->disco.last_pong_ns && now - p->disco.last_pong_ns < lately;
-}
-
 bool disco_session_up(struct peer *p, uint64_t now)
 {
     uint64_t sent = p->tx_bytes;
-    bool rekey = was_answering(p, now) && p->pmtu.max;
+    /* A session while the peer was reachable all along is a rekey: nothing
+     * changed for the others. Else it is new, or back (a session after
+     * the handshake gave up, handshake.c), and the others hear of it. */
+    bool rekey = !p->came_back && p->pmtu.max;
 
+    p->came_back = false;
     if (!rekey) {
-        log_debug_rl("peer %s: new, or back (%s)", p->name,
-                     !p->pmtu.max ? "no path MTU yet" : "no answer to pings lately");
+        log_debug_rl("peer %s: new, or back", p->name);
         p->introduced = false;
         p->dev->disco.gen++;
         path_mtu_search(p, now);

@@ -251,6 +251,7 @@ static void note_session(struct peer *p, const char *role, const struct peer *vi
     char path[96];
 
     if (!p->reachable) {
+        p->came_back = true;
         if (via && via != p && !path_usable(p))
             snprintf(path, sizeof(path), "through relay %s", via->name);
         else
