@@ -7,7 +7,11 @@
 #  - each daemon's resident memory (median and largest);
 #  - once idle (no traffic for SCALE_SETTLE_S), over SCALE_IDLE_S: the CPU
 #    the daemons take (all together, and per node as a share of one core),
-#    and the requests etcd served per node per minute.
+#    and the requests etcd served per node per minute; where it goes: per
+#    thread (CPU and wake-ups), UDP datagrams sent, and disco messages by
+#    type (from each node's metrics, served on its loopback).
+# SCALE_UP_ARGS adds flags to every `up` (--debug, with E2E_FOREGROUND=1
+# and E2E_KEEP=1 for the daemons' logs).
 # Not part of `make test` (it takes several minutes). Root; uses the
 # end-to-end tests' plumbing (tests/e2e/lib.sh).
 set -eu
@@ -49,7 +53,10 @@ nx_bg etcd etcd timeout 3600 etcd --name e1 --data-dir "$ETCD_DATA" \
 wait_for 30 nx etcd etcdctl --endpoints "$ETCD" endpoint health ||
     fail "etcd did not start: $(tail -n 5 "$T/etcd/etcd.out")"
 C=$T/cluster.conf
-cluster_begin "$C" "registry = etcd://$ETCD/ddpnet/scale"
+# Each node serves its metrics on its own loopback: the disco messages it
+# sent, by type, say what idle time goes to.
+METRICS=127.0.0.1:9586
+cluster_begin "$C" "registry = etcd://$ETCD/ddpnet/scale" "metrics = $METRICS"
 chmod 644 "$C"
 NODES=()
 for i in $(seq 1 "$SCALE_NODES"); do
@@ -66,11 +73,11 @@ for n in "${NODES[@]}"; do
     if [ "$E2E_FOREGROUND" = 1 ]; then   # logs in $T/NODE/daemon.out
         nx_bg "$n" daemon timeout 3600 "$DDPNET" up -c "$C" -k "$T/$n/key" \
             --run-dir "$T/$n/run" --hosts-file "$T/$n/hosts" --foreground \
-            --endpoint "$E2E_V4NET.${n#n}:$E2E_PORT"
+            --endpoint "$E2E_V4NET.${n#n}:$E2E_PORT" ${SCALE_UP_ARGS:-}
         continue
     fi
     nx "$n" timeout 60 "$DDPNET" up -c "$C" -k "$T/$n/key" --run-dir "$T/$n/run" \
-        --hosts-file "$T/$n/hosts" --endpoint "$E2E_V4NET.${n#n}:$E2E_PORT" \
+        --hosts-file "$T/$n/hosts" --endpoint "$E2E_V4NET.${n#n}:$E2E_PORT" ${SCALE_UP_ARGS:-} \
         >"$T/$n/up.log" 2>&1 &
     pids+=("$!")
 done
@@ -134,9 +141,38 @@ cpu_ns() {   # time on a CPU of every daemon's threads (the scheduler's count, i
 etcd_handled() {
     nx etcd curl -s "http://$ETCD/metrics" | awk '/^grpc_server_handled_total/ {s += $2} END {printf "%d\n", s}'
 }
-c0=$(cpu_ns); e0=$(etcd_handled); t0=$(date +%s.%N)
+# threads: per thread name, CPU ns and wake-ups (context switches) of all
+# daemons together: where idle time goes.
+threads() {
+    local p f
+    for p in $PIDS; do
+        for f in /proc/"$p"/task/*; do
+            printf '%s %s %s\n' "$(tr ' ' _ <"$f/comm" 2>/dev/null)" \
+                "$(cut -d' ' -f1 "$f/schedstat" 2>/dev/null)" \
+                "$(awk '/ctxt_switches/ {s += $2} END {print s + 0}' "$f/status" 2>/dev/null)"
+        done
+    done | awk '{k = $1; sub(/-[0-9]+$/, "", k); cpu[k] += $2; cs[k] += $3}
+        END {for (k in cpu) printf "%s %.0f %.0f\n", k, cpu[k], cs[k]}' | sort
+}
+udp_out() {   # UDP datagrams all nodes sent
+    local n
+    for n in "${NODES[@]}"; do
+        nx "$n" awk '/^Udp:/ && $2 ~ /^[0-9]/ {print $5}' /proc/net/snmp
+    done | awk '{s += $1} END {print s + 0}'
+}
+disco_sent() {   # TYPE COUNT: disco messages all nodes sent
+    local n
+    for n in "${NODES[@]}"; do
+        nx "$n" curl -s "http://$METRICS/metrics"
+    done | awk '/^ddpnet_disco_sent_total/ && match($0, /type="[a-z]+"/) {
+        s[substr($0, RSTART + 6, RLENGTH - 7)] += $NF }
+        END {for (t in s) printf "%s %.0f\n", t, s[t]}' | sort
+}
+c0=$(cpu_ns); e0=$(etcd_handled); u0=$(udp_out); threads >"$T/threads0"; disco_sent >"$T/disco0"
+t0=$(date +%s.%N)
 sleep "$SCALE_IDLE_S"
-c1=$(cpu_ns); e1=$(etcd_handled); t1=$(date +%s.%N)
+c1=$(cpu_ns); e1=$(etcd_handled); u1=$(udp_out); threads >"$T/threads1"; disco_sent >"$T/disco1"
+t1=$(date +%s.%N)
 read -r cores per_node per_min < <("$PY" -c "
 el = $t1 - $t0
 cores = ($c1 - $c0) / 1e9 / el
@@ -148,3 +184,16 @@ printf 'scale: nodes %s, full mesh %s s after the last up\n' "$SCALE_NODES" "$me
 printf 'scale: daemon RSS median %s KiB, largest %s KiB\n' "$rss_med" "$rss_max"
 printf 'scale: idle CPU %s of a core in all, %s%% of a core per node\n' "$cores" "$per_node"
 printf 'scale: etcd requests per node per minute when idle: %s\n' "$per_min"
+"$PY" -c "print(f'scale: UDP datagrams sent per node per second when idle: {($u1 - $u0) / $SCALE_NODES / ($t1 - $t0):.2f}')"
+join "$T/disco0" "$T/disco1" | "$PY" -c "
+import sys
+el, n = $t1 - $t0, $SCALE_NODES
+print('scale: disco messages sent per node per second when idle:',
+      ', '.join(f'{t} {(int(b) - int(a)) / el / n:.2f}' for t, a, b in (l.split() for l in sys.stdin)))"
+join "$T/threads0" "$T/threads1" | "$PY" -c "
+import sys
+el, n = $t1 - $t0, $SCALE_NODES
+for line in sys.stdin:
+    name, c0, w0, c1, w1 = line.split()
+    print(f'scale: idle thread {name}: {(int(c1) - int(c0)) / 1e9 / el / n * 100:.3f}% of a core, '
+          f'{(int(w1) - int(w0)) / el / n:.1f} wake-ups a second, per node')"
