@@ -147,7 +147,8 @@ threads() {
     local p f
     for p in $PIDS; do
         for f in /proc/"$p"/task/*; do
-            printf '%s %s %s\n' "$(tr ' ' _ <"$f/comm" 2>/dev/null)" \
+            # A thread may end meanwhile (io_uring's workers come and go).
+            printf '%s %s %s\n' "$( { tr ' ' _ <"$f/comm"; } 2>/dev/null)" \
                 "$(cut -d' ' -f1 "$f/schedstat" 2>/dev/null)" \
                 "$(awk '/ctxt_switches/ {s += $2} END {print s + 0}' "$f/status" 2>/dev/null)"
         done

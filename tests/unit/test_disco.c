@@ -865,6 +865,46 @@ static void test_working(void **state)
     free(w);
 }
 
+/* An idle peer is pinged less often the more peers a node has: the
+ * pings a node sends its idle peers together stay at DISCO_IDLE_PEERS_PER_STEP
+ * per DISCO_PING_INTERVAL_S until the interval reaches its cap, so a
+ * node's idle cost grows with the peers it talks to, not with the
+ * cluster; a peer that sent or got data lately is pinged at the working
+ * pace; a stock WireGuard peer never. */
+static void test_idle_rate_falls_with_cluster(void **state)
+{
+    struct world *w = world_new();
+    struct peer *a = &w->peers[0];
+    static const size_t sizes[] = { 1, 2, 8, 16, 24, 64, 96, 200, 1000, 16384 };
+    unsigned last = 0;
+
+    (void)state;
+    a->speaks_disco = true;
+    a->last_data_ns = 0;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        w->dev.n_peers = sizes[i];
+        unsigned s = disco_idle_ping_s(a, T0);
+        assert_true(s >= last);                                  /* never faster */
+        assert_true(s >= 2 * DISCO_PING_INTERVAL_S && s <= DISCO_IDLE_PING_MAX_S);
+        if (s < DISCO_IDLE_PING_MAX_S)                           /* the node's total */
+            assert_true(sizes[i] * DISCO_PING_INTERVAL_S <= (size_t)s * DISCO_IDLE_PEERS_PER_STEP);
+        last = s;
+    }
+    w->dev.n_peers = 8;
+    unsigned small = disco_idle_ping_s(a, T0);
+    w->dev.n_peers = 64;
+    assert_true(disco_idle_ping_s(a, T0) > small);
+    /* Data lately: the working pace; long ago: idle again. */
+    a->last_data_ns = T0 - (DISCO_IDLE_AFTER_S - 1) * SEC;
+    assert_int_equal(disco_idle_ping_s(a, T0), 0);
+    a->last_data_ns = T0 - DISCO_IDLE_AFTER_S * SEC;
+    assert_true(disco_idle_ping_s(a, T0) > 0);
+    a->speaks_disco = false;
+    assert_int_equal(disco_idle_ping_s(a, T0), 0);
+    w->dev.n_peers = 3;
+    free(w);
+}
+
 /* A relay forwards only between members, the destination reached
  * directly and speaking disco; nothing else leaves (no loop is needed to
  * see that: each refusal is counted before anything is built). */
@@ -936,6 +976,7 @@ int main(void)
         cmocka_unit_test(test_attempt_stops_with_session),
         cmocka_unit_test(test_session_pings_and_endpoints),
         cmocka_unit_test(test_rekey_keeps_schedule),
+        cmocka_unit_test(test_idle_rate_falls_with_cluster),
         cmocka_unit_test(test_pings_slow_down_unanswered),
         cmocka_unit_test(test_probes),
         cmocka_unit_test(test_pong_matching),
