@@ -9,7 +9,9 @@
 #    the daemons take (all together, and per node as a share of one core),
 #    and the requests etcd served per node per minute; where it goes: per
 #    thread (CPU and wake-ups), UDP datagrams sent, and disco messages by
-#    type (from each node's metrics, served on its loopback).
+#    type (from each node's metrics, served on its loopback);
+#  - then one more node joins: how soon every node has a session with it,
+#    and what that cost each of the others above the idle baseline.
 # SCALE_UP_ARGS adds flags to every `up` (--debug, with E2E_FOREGROUND=1
 # and E2E_KEEP=1 for the daemons' logs).
 # Not part of `make test` (it takes several minutes). Root; uses the
@@ -180,6 +182,26 @@ cores = ($c1 - $c0) / 1e9 / el
 print(f'{cores:.4f}', f'{cores / $SCALE_NODES * 100:.3f}', f'{($e1 - $e0) / $SCALE_NODES / el * 60:.1f}')")
 [ "$(wc -w <<<"$(daemon_pids)")" -eq "$SCALE_NODES" ] || fail "a daemon died while idle"
 
+# One more node joins the idle cluster: what it costs each of the others
+# (CPU over the idle baseline, datagrams and disco messages), from its up
+# until it has a session with every node, and SCALE_JOIN_SETTLE_S more.
+SCALE_JOIN_SETTLE_S=${SCALE_JOIN_SETTLE_S:-10}
+step "one more node joins"
+J=n$((SCALE_NODES + 1))
+e2e_node "$J" "$((SCALE_NODES + 1))" -
+e2e_key "$J"
+disco_sent >"$T/disco2"; u2=$(udp_out); c2=$(cpu_ns); t2=$(date +%s.%N)
+E2E_UP+=("$J")
+nx "$J" timeout 60 "$DDPNET" up -c "$C" -k "$T/$J/key" --run-dir "$T/$J/run" \
+    --hosts-file "$T/$J/hosts" --endpoint "$E2E_V4NET.$((SCALE_NODES + 1)):$E2E_PORT" \
+    ${SCALE_UP_ARGS:-} >"$T/$J/up.log" 2>&1 || fail "$J: up failed: $(cat "$T/$J/up.log")"
+met_all() { [ "$(sessions "$J")" -ge "$SCALE_NODES" ]; }
+wait_for "$SCALE_DEADLINE_S" met_all ||
+    fail "$J has sessions with $(sessions "$J") of $SCALE_NODES nodes"
+join_s=$("$PY" -c "import time; print(f'{time.time() - $t2:.1f}')")
+sleep "$SCALE_JOIN_SETTLE_S"
+c3=$(cpu_ns); t3=$(date +%s.%N); u3=$(udp_out); disco_sent >"$T/disco3"
+
 step "report"
 printf 'scale: nodes %s, full mesh %s s after the last up\n' "$SCALE_NODES" "$mesh_s"
 printf 'scale: daemon RSS median %s KiB, largest %s KiB\n' "$rss_med" "$rss_max"
@@ -191,6 +213,16 @@ import sys
 el, n = $t1 - $t0, $SCALE_NODES
 print('scale: disco messages sent per node per second when idle:',
       ', '.join(f'{t} {(int(b) - int(a)) / el / n:.2f}' for t, a, b in (l.split() for l in sys.stdin)))"
+"$PY" -c "
+el = $t3 - $t2
+print(f'scale: one more node: a session with every node {$join_s} s after its up; per other node, '
+      f'over {el:.0f} s: CPU {(($c3 - $c2) / 1e9 - $cores * el) / $SCALE_NODES * 1e3:.2f} ms above idle, '
+      f'UDP datagrams {($u3 - $u2) / $SCALE_NODES - ($u1 - $u0) / ($t1 - $t0) / $SCALE_NODES * el:.1f} above idle')"
+join "$T/disco2" "$T/disco3" | "$PY" -c "
+import sys
+n = $SCALE_NODES
+print('scale: one more node: disco messages sent per other node:',
+      ', '.join(f'{t} {(int(b) - int(a)) / n:.1f}' for t, a, b in (l.split() for l in sys.stdin)))"
 join "$T/threads0" "$T/threads1" | "$PY" -c "
 import sys
 el, n = $t1 - $t0, $SCALE_NODES

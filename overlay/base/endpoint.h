@@ -3,6 +3,7 @@
 #ifndef DDPNET_ENDPOINT_H
 #define DDPNET_ENDPOINT_H
 
+#include <stdbool.h>
 #include <netinet/in.h>
 #include <stddef.h>
 #include <sys/socket.h>
@@ -22,5 +23,7 @@ static inline socklen_t endpoint_sockaddr_len(const union endpoint *e)
 /* "192.0.2.1:51820" or "[2001:db8::1]:51820"; "(none)" when unset.
  * 0, or -ENOSPC when buf is too small. */
 int endpoint_format(const union endpoint *e, char *buf, size_t len);
+/* The same family, address and port (and IPv6 scope). */
+bool endpoint_equal(const union endpoint *a, const union endpoint *b);
 
 #endif

@@ -133,6 +133,9 @@ struct peer {
     uint8_t n_names;
     char names[DISCO_MAX_NAMES][DISCO_NAME_MAX + 1];
     bool introduced;                      /* to the others, since it came (back) */
+    /* The endpoint the cluster file, the registry or `wg set` gave it
+     * (AF_UNSPEC: none): what every member knows of it already. */
+    union endpoint listed;
     bool came_back;                       /* a session after none (or after giving up):
                                            * handshake.c sets it, disco_session_up takes it */
     bool kept;                            /* membership's mark: stays through the change

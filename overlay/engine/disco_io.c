@@ -440,18 +440,30 @@ static void send_punch(struct peer *to, struct peer *about, uint64_t id, uint64_
         send_disco(to, m, NULL, now);
 }
 
+/* p is reached directly at the endpoint every member was given for it:
+ * others need no word from us to find it. */
+static bool at_listed(const struct peer *p)
+{
+    return !p->via && p->listed.sa.sa_family != AF_UNSPEC &&
+           endpoint_equal(&p->endpoint, &p->listed);
+}
+
 /* x just told us where it is: every other peer we reach directly is told
- * to punch to x, and x to each of them, at the same moment. */
+ * to punch to x, and x to each of them, at the same moment -- unless both
+ * are where the cluster says they are, which each knows already (so a
+ * node joining a cluster of listed endpoints costs nobody punches, rather
+ * than two per peer from every peer). */
 static void introduce(struct peer *x, uint64_t now)
 {
     struct device *dev = x->dev;
+    bool x_listed = at_listed(x);
 
     log_debug_rl("peer %s: introduced to the peers we reach", x->name);
     for (size_t i = 0; i < dev->n_peers; i++) {
         struct peer *y = dev->peers[i];
         uint64_t id;
 
-        if (y == x || !recordable(y, now))
+        if (y == x || !recordable(y, now) || (x_listed && at_listed(y)))
             continue;
         randombytes_buf(&id, sizeof(id));
         send_punch(y, x, id, now);

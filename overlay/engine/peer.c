@@ -184,18 +184,6 @@ void peer_give_up(struct peer *p, const char *why, uint64_t now)
 /* --- endpoint, counters, settings ------------------------------------------------- */
 
 
-static bool endpoint_equal(const union endpoint *a, const union endpoint *b)
-{
-    if (a->sa.sa_family != b->sa.sa_family)
-        return false;
-    if (a->sa.sa_family == AF_INET)
-        return a->in4.sin_port == b->in4.sin_port &&
-               a->in4.sin_addr.s_addr == b->in4.sin_addr.s_addr;
-    return a->in6.sin6_port == b->in6.sin6_port &&
-           !memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, sizeof(a->in6.sin6_addr)) &&
-           a->in6.sin6_scope_id == b->in6.sin6_scope_id;
-}
-
 bool peer_update_endpoint(struct peer *p, const union endpoint *src)
 {
     if (endpoint_equal(&p->endpoint, src))
@@ -221,6 +209,7 @@ void peer_set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len)
     memset(&e, 0, sizeof(e));
     memcpy(&e, sa, len);
     peer_update_endpoint(p, &e);
+    p->listed = e;
     /* Set by hand: that is the path now, not a relay. */
     p->via = NULL;
     p->dev->disco.gen++;

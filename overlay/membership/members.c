@@ -329,8 +329,10 @@ static void set_endpoint(struct peer *p, const struct cluster_node *n)
     union endpoint ep;
     char port[8];
 
-    if (!n->has_endpoint)
+    if (!n->has_endpoint) {
+        p->listed.sa.sa_family = AF_UNSPEC;   /* it keeps the one it was reached at */
         return;
+    }
     device_node_endpoint(&ep, n);
     if (ep.sa.sa_family != AF_UNSPEC) {
         peer_set_endpoint(p, &ep.sa, endpoint_sockaddr_len(&ep));
