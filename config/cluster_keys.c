@@ -23,6 +23,9 @@ struct key_def {
     size_t path_at, path_len;
 };
 
+/* A key with a handler of its own; a key whose value is a path, put in
+ * the field. Every member named: clang warns of any left out. */
+#define KEY(key, required, fn) { key, required, fn, 0, 0 }
 #define PATH_KEY(key, field) { key, false, NULL, offsetof(struct cluster, field), \
                                sizeof(((struct cluster *)0)->field) }
 
@@ -392,31 +395,31 @@ static void aliases_apply(struct cluster_parser *p, int line, const char *value)
 }
 
 static const struct key_def cluster_keys[CLUSTER_KEY_COUNT] = {
-    [CLUSTER_KEY_NETWORK]   = { "network", true, network_apply },
-    [CLUSTER_KEY_PORT]      = { "port", true, port_apply },
-    [CLUSTER_KEY_MTU]       = { "mtu", false, mtu_apply },
-    [CLUSTER_KEY_KEEPALIVE] = { "persistent-keepalive", false, keepalive_apply },
-    [CLUSTER_KEY_BUSY_POLL] = { "busy-poll", false, busy_poll_apply },
-    [CLUSTER_KEY_HOSTNAMES] = { "hostnames", false, hostnames_apply },
-    [CLUSTER_KEY_METRICS]   = { "metrics", false, metrics_apply },
-    [CLUSTER_KEY_METRICS_PUBLIC] = { "metrics-public", false, metrics_public_apply },
-    [CLUSTER_KEY_REGISTRY]  = { "registry", false, registry_apply },
+    [CLUSTER_KEY_NETWORK]   = KEY("network", true, network_apply),
+    [CLUSTER_KEY_PORT]      = KEY("port", true, port_apply),
+    [CLUSTER_KEY_MTU]       = KEY("mtu", false, mtu_apply),
+    [CLUSTER_KEY_KEEPALIVE] = KEY("persistent-keepalive", false, keepalive_apply),
+    [CLUSTER_KEY_BUSY_POLL] = KEY("busy-poll", false, busy_poll_apply),
+    [CLUSTER_KEY_HOSTNAMES] = KEY("hostnames", false, hostnames_apply),
+    [CLUSTER_KEY_METRICS]   = KEY("metrics", false, metrics_apply),
+    [CLUSTER_KEY_METRICS_PUBLIC] = KEY("metrics-public", false, metrics_public_apply),
+    [CLUSTER_KEY_REGISTRY]  = KEY("registry", false, registry_apply),
     [CLUSTER_KEY_REGISTRY_CA] = PATH_KEY("registry-ca", registry.ca),
     [CLUSTER_KEY_REGISTRY_CERT] = PATH_KEY("registry-cert", registry.cert),
     [CLUSTER_KEY_REGISTRY_KEY] = PATH_KEY("registry-key", registry.key),
-    [CLUSTER_KEY_REGISTRY_USER] = { "registry-user", false, registry_user_apply },
+    [CLUSTER_KEY_REGISTRY_USER] = KEY("registry-user", false, registry_user_apply),
     [CLUSTER_KEY_REGISTRY_PASSWORD_FILE] = PATH_KEY("registry-password-file",
                                                     registry.password_file),
-    [CLUSTER_KEY_REGISTRY_TTL] = { "registry-ttl", false, registry_ttl_apply },
+    [CLUSTER_KEY_REGISTRY_TTL] = KEY("registry-ttl", false, registry_ttl_apply),
 };
 
 static const struct key_def node_keys[CLUSTER_NODE_KEY_COUNT] = {
-    [CLUSTER_NODE_KEY_PUBLIC_KEY] = { "public-key", true, public_key_apply },
-    [CLUSTER_NODE_KEY_ADDRESS]    = { "address", true, address_apply },
-    [CLUSTER_NODE_KEY_ENDPOINT]   = { "endpoint", false, endpoint_apply },
-    [CLUSTER_NODE_KEY_PORT]       = { "port", false, node_port_apply },
-    [CLUSTER_NODE_KEY_KEEPALIVE]  = { "persistent-keepalive", false, node_keepalive_apply },
-    [CLUSTER_NODE_KEY_ALIASES]    = { "aliases", false, aliases_apply },
+    [CLUSTER_NODE_KEY_PUBLIC_KEY] = KEY("public-key", true, public_key_apply),
+    [CLUSTER_NODE_KEY_ADDRESS]    = KEY("address", true, address_apply),
+    [CLUSTER_NODE_KEY_ENDPOINT]   = KEY("endpoint", false, endpoint_apply),
+    [CLUSTER_NODE_KEY_PORT]       = KEY("port", false, node_port_apply),
+    [CLUSTER_NODE_KEY_KEEPALIVE]  = KEY("persistent-keepalive", false, node_keepalive_apply),
+    [CLUSTER_NODE_KEY_ALIASES]    = KEY("aliases", false, aliases_apply),
 };
 
 void cluster_key_apply(struct cluster_parser *p, int line, const char *key,
