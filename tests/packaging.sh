@@ -160,8 +160,11 @@ while read -r short long; do
 done <<<"$opts"
 # Every key of the cluster file (the key tables of config/cluster_keys.c)
 # is in ddpnet.conf(5).
-keys=$(sed -n 's/^ *\[CLUSTER_[A-Z_]*KEY_[A-Z_]*\] *= *{ *"\([a-z-]*\)".*/\1/p' config/cluster_keys.c)
-[[ $(wc -w <<<"$keys") -ge 12 ]] || fail "cannot read the keys from config/cluster_keys.c"
+keys=$(sed -n 's/^ *\[CLUSTER_[A-Z_]*KEY_[A-Z_]*\] *= *[A-Z_]*( *"\([a-z-]*\)".*/\1/p' config/cluster_keys.c)
+# Every entry of both tables is read (the tables' size is their enum's).
+want=$(grep -cE '^ *\[CLUSTER_[A-Z_]*KEY_[A-Z_]*\] *=' config/cluster_keys.c)
+[[ $(wc -w <<<"$keys") -ge 12 && $(wc -w <<<"$keys") -eq $want ]] ||
+    fail "cannot read the keys from config/cluster_keys.c ($(wc -w <<<"$keys") of $want)"
 page5=$(sed 's/\xe2\x80\x90/-/g' "$tmp/ddpnet.conf.5.txt")
 for k in $keys; do
     grep -qE "^ {7}$k = " <<<"$page5" || fail "ddpnet.conf(5) has no entry for the key $k"
