@@ -308,6 +308,11 @@ void disco_session_began(struct disco_state *s, bool rekey, uint64_t now)
     s->endpoints_sent_ns = 0;
 }
 
+void disco_endpoints_stale(struct disco_state *s)
+{
+    s->endpoints_stale = true;
+}
+
 void disco_path_changed(struct disco_state *s)
 {
     s->next_probe_ns = 0;
@@ -322,7 +327,8 @@ static uint64_t endpoints_at(const struct disco_state *s, const struct disco_fac
                              uint32_t gen)
 {
     unsigned idle = f->idle_ping_s * DISCO_IDLE_ENDPOINTS_FACTOR;
-    uint64_t wait = secs(gen != s->endpoints_gen ? DISCO_ENDPOINTS_MIN_S
+    bool changed = gen != s->endpoints_gen || s->endpoints_stale;
+    uint64_t wait = secs(changed ? DISCO_ENDPOINTS_MIN_S
                          : idle > DISCO_ENDPOINTS_MAX_S ? idle : DISCO_ENDPOINTS_MAX_S);
 
     return s->endpoints_sent_ns ? s->endpoints_sent_ns + wait : 0;
@@ -387,6 +393,7 @@ static unsigned tick_session(struct disco_state *s, const struct disco_facts *f,
         act |= DISCO_DO_ENDPOINTS;
         s->endpoints_sent_ns = now ? now : 1;
         s->endpoints_gen = gen;
+        s->endpoints_stale = false;
     }
     return act;
 }

@@ -118,6 +118,7 @@ struct disco_state {
 
     uint64_t endpoints_sent_ns;
     uint32_t endpoints_gen;    /* the device's generation last sent */
+    bool endpoints_stale;      /* what we would tell this peer of itself changed */
 };
 
 /* What the engine knows that the decisions depend on. */
@@ -255,8 +256,16 @@ void disco_session_began(struct disco_state *s, bool rekey, uint64_t now);
 /* The path changed: probing starts over from its own interval, and the
  * pings still unanswered on the old path are forgotten. */
 void disco_path_changed(struct disco_state *s);
+/* Where we see the peer changed: its ENDPOINTS go DISCO_ENDPOINTS_MIN_S
+ * after the last, as after a change of our own (gen). */
+void disco_endpoints_stale(struct disco_state *s);
 /* Runs what is due: returns DISCO_DO_* flags and moves each deadline on.
- * gen is the device's generation of what ENDPOINTS says. */
+ * gen is the device's generation of what ENDPOINTS says of this node
+ * itself (its local candidates): a change there goes to every peer soon.
+ * What they say of third peers is not pushed when it changes (that would
+ * cost every node a message to every peer whenever one node joins): it
+ * goes with the periodic ENDPOINTS, and the news that cannot wait goes as
+ * introductions (PUNCH) to the peers it concerns. */
 unsigned disco_tick(struct disco_state *s, const struct disco_facts *f, uint32_t gen,
                     uint64_t now);
 /* The time of the next action disco_tick would take (UINT64_MAX: none). */

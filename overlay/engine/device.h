@@ -174,7 +174,8 @@ struct device_stats {
 };
 
 /* This node's side of discovery (disco_io.c): its local candidates, the
- * generation of what its ENDPOINTS say (bumped on every change), scratch
+ * generation of what its ENDPOINTS say of itself (bumped when its local
+ * candidates change: disco.h's disco_tick), scratch
  * space for the messages it builds, and messages it forwards as a relay,
  * gathered into one send per destination. */
 #define DISCO_SCRATCH_LEN (DEVICE_PKT_CAP + DISCO_RELAY_OVERHEAD + 2 * WG_PADDING_MULTIPLE + \

@@ -496,12 +496,9 @@ static void learn_record(struct peer *x, struct peer *via, const struct disco_pe
 static void on_endpoints(struct peer *x, struct peer *via, const struct disco_endpoints *e,
                          uint64_t now)
 {
-    struct device *dev = x->dev;
-
     if (disco_cand_set_local(&x->disco, e->local, e->n_local, x->id, now)) {
         log_debug_rl("peer %s: its local addresses changed", x->name);
-        dev->disco.gen++;
-        x->introduced = false;
+        x->introduced = false;     /* the others hear of it as an introduction */
     }
     /* Introduced once when it comes, again when its addresses change, and
      * not more often than ENDPOINTS may change. */
@@ -676,7 +673,6 @@ void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
         p->dev->stats.disco_received[m->type]++;
     if (!p->speaks_disco) {
         p->speaks_disco = true;
-        p->dev->disco.gen++;
         disco_wake(p->dev);   /* its path MTU can be searched now */
     }
     /* Sent to us directly while we relay: the peer has found a direct
@@ -720,8 +716,7 @@ bool disco_session_up(struct peer *p, uint64_t now)
     p->came_back = false;
     if (!rekey) {
         log_debug_rl("peer %s: new, or back", p->name);
-        p->introduced = false;
-        p->dev->disco.gen++;
+        p->introduced = false;     /* the others hear of it as an introduction */
         path_mtu_search(p, now);
         disco_cand_retry(&p->disco);   /* new, or back: its addresses may work again */
     }

@@ -136,12 +136,11 @@ void path_use_direct(struct peer *p, const union endpoint *ep, uint64_t now)
     if (peer_update_endpoint(p, ep)) {
         log_debug_rl("peer %s: reached at a new endpoint", p->name);
         p->introduced = false;     /* the others should hear of it */
-        p->dev->disco.gen++;
+        disco_endpoints_stale(&p->disco);   /* and p, where we see it */
         path_mtu_search(p, now);   /* another path */
     }
     if (!was)
         return;
-    p->dev->disco.gen++;
     char before[96];
     snprintf(before, sizeof(before), "via relay %s", was->name);
     p->via = NULL;
@@ -159,7 +158,6 @@ void path_use_relay(struct peer *p, struct peer *r, uint64_t now)
     path_format(p, was, sizeof(was));
     p->via = r;
     log_path_changed(p, was, NULL);
-    p->dev->disco.gen++;
     disco_path_changed(&p->disco);
     path_mtu_search(p, now);
 }
@@ -176,7 +174,6 @@ void path_drop_relay(struct peer *p, uint64_t now)
     p->dev->stats.relay_dropped++;
     p->via = NULL;
     log_path_changed(p, before, "no answers through the relay any more");
-    p->dev->disco.gen++;
     disco_path_changed(&p->disco);
     path_mtu_search(p, now);
 }

@@ -212,7 +212,7 @@ void peer_set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len)
     p->listed = e;
     /* Set by hand: that is the path now, not a relay. */
     p->via = NULL;
-    p->dev->disco.gen++;
+    disco_endpoints_stale(&p->disco);
 }
 
 void peer_set_persistent_keepalive(struct peer *p, uint16_t seconds, uint64_t now_ns)

@@ -400,7 +400,6 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
      * installed above stays: it misses only those until the next change). */
     if (device_remap(dev))
         log_error("membership: out of memory for the address map");
-    dev->disco.gen++;
     disco_wake(dev);
     for (size_t i = 0; i < pl->n_made; i++)
         handshake_send_initiation(pl->made[i], false, now);

@@ -336,6 +336,17 @@ static void test_session_pings_and_endpoints(void **state)
                      DISCO_DO_ENDPOINTS, 0);
     assert_true(disco_tick(&s, &f, 2, t + DISCO_ENDPOINTS_MIN_S * SEC) & DISCO_DO_ENDPOINTS);
     run(&s, &f, 2, t + DISCO_ENDPOINTS_MIN_S * SEC + MS, t + 100 * SEC, NULL);
+    /* Where we see this peer changed (gen did not): the same, once (the
+     * run sent the last ENDPOINTS at its end). */
+    t += 100 * SEC;
+    assert_true(s.endpoints_sent_ns == t);
+    disco_endpoints_stale(&s);
+    assert_int_equal(disco_tick(&s, &f, 2, t + (DISCO_ENDPOINTS_MIN_S - 1) * SEC) &
+                     DISCO_DO_ENDPOINTS, 0);
+    assert_true(disco_tick(&s, &f, 2, t + DISCO_ENDPOINTS_MIN_S * SEC) & DISCO_DO_ENDPOINTS);
+    assert_false(s.endpoints_stale);
+    assert_int_equal(disco_tick(&s, &f, 2, t + 2 * DISCO_ENDPOINTS_MIN_S * SEC) &
+                     DISCO_DO_ENDPOINTS, 0);
 }
 
 /* A rekey keeps the schedule: no ping or ENDPOINTS out of turn; a peer
@@ -762,11 +773,16 @@ static void test_path_received(void **state)
     src2 = src;
     src2.in4.sin_port = htons(4000);
 
-    /* No path: a direct packet gives one (roaming). */
+    /* No path: a direct packet gives one (roaming). a hears where we see
+     * it soon (its ENDPOINTS are stale); the others are not told: a
+     * change in what we say of a third peer is no news to push to every
+     * peer (disco.h). */
     gen = w->dev.disco.gen;
     path_received(a, &src, NULL, false, T0);
     assert_int_equal(path_of(a), DISCO_PATH_DIRECT);
-    assert_true(w->dev.disco.gen != gen);
+    assert_true(a->disco.endpoints_stale);
+    assert_false(r->disco.endpoints_stale);
+    assert_int_equal(w->dev.disco.gen, gen);
     assert_true(a->last_direct_ns == T0);
     /* Through a relay that is not on trial: nothing we sent went through
      * it, so the message proves nothing of the way back. */
