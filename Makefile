@@ -104,6 +104,11 @@ deps:
 
 # --- objects and libraries --------------------------------------------------
 
+# Objects a pattern rule made on the way (a test's, a fuzzer's, a tool's)
+# are kept: make would delete them at the end, rebuild them next time, and
+# print a line naming every one (hundreds, burying a failure in CI's log).
+.SECONDARY:
+
 build/plain/%.o: %.c
 	$(call quiet,CC,$<)mkdir -p $(dir $@) && $(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -150,7 +155,6 @@ build/bench/aead_bench: bench/aead_bench.c $(PLAIN_LIB)
 # Helpers the e2e scripts run (tests/e2e/tools: the handshake flooder).
 E2E_TOOLS := $(patsubst tests/e2e/tools/%.c,build/tools/%,$(wildcard tests/e2e/tools/*.c))
 
-.SECONDARY: $(E2E_TOOLS:build/tools/%=build/plain/tests/e2e/tools/%.o)
 build/tools/%: build/plain/tests/e2e/tools/%.o $(PLAIN_LIB)
 	$(call quiet,LD,$@)mkdir -p $(dir $@) && $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 

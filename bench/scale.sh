@@ -218,11 +218,14 @@ el = $t3 - $t2
 print(f'scale: one more node: a session with every node {$join_s} s after its up; per other node, '
       f'over {el:.0f} s: CPU {(($c3 - $c2) / 1e9 - $cores * el) / $SCALE_NODES * 1e3:.2f} ms above idle, '
       f'UDP datagrams {($u3 - $u2) / $SCALE_NODES - ($u1 - $u0) / ($t1 - $t0) / $SCALE_NODES * el:.1f} above idle')"
-join "$T/disco2" "$T/disco3" | "$PY" -c "
+# Above idle: what the same time idle would have sent (the idle rates).
+join "$T/disco0" "$T/disco1" | join - "$T/disco2" | join - "$T/disco3" | "$PY" -c "
 import sys
-n = $SCALE_NODES
-print('scale: one more node: disco messages sent per other node:',
-      ', '.join(f'{t} {(int(b) - int(a)) / n:.1f}' for t, a, b in (l.split() for l in sys.stdin)))"
+n, idle, el = $SCALE_NODES, $t1 - $t0, $t3 - $t2
+rows = [l.split() for l in sys.stdin]
+print('scale: one more node: disco messages sent per other node, above idle:',
+      ', '.join(f'{t} {((int(d) - int(c)) - (int(b) - int(a)) / idle * el) / n:.1f}'
+                for t, a, b, c, d in rows))"
 join "$T/threads0" "$T/threads1" | "$PY" -c "
 import sys
 el, n = $t1 - $t0, $SCALE_NODES

@@ -11,4 +11,14 @@
 /* The monotonic clock in ns (CLOCK_BOOTTIME: it runs through suspend). */
 uint64_t clock_now_ns(void);
 
+/* A period lengthened by spread/1024 of itself (a quarter at most). Each
+ * peer's periodic work (pings, ENDPOINTS, path MTU confirmations) runs on
+ * periods stretched by a spread of its own, drawn when it is made: the
+ * peers of a cluster that came up together drift apart within a few
+ * periods instead of being pinged in step, 64 at once, for ever. */
+static inline uint64_t clock_stretch(uint64_t ns, uint8_t spread)
+{
+    return ns + ns / 1024u * spread;
+}
+
 #endif

@@ -331,7 +331,7 @@ static uint64_t endpoints_at(const struct disco_state *s, const struct disco_fac
     uint64_t wait = secs(changed ? DISCO_ENDPOINTS_MIN_S
                          : idle > DISCO_ENDPOINTS_MAX_S ? idle : DISCO_ENDPOINTS_MAX_S);
 
-    return s->endpoints_sent_ns ? s->endpoints_sent_ns + wait : 0;
+    return s->endpoints_sent_ns ? s->endpoints_sent_ns + clock_stretch(wait, s->spread) : 0;
 }
 
 static bool probing(const struct disco_facts *f)
@@ -386,8 +386,9 @@ static unsigned tick_session(struct disco_state *s, const struct disco_facts *f,
     }
     if (now >= s->next_ping_ns) {
         act |= DISCO_DO_PING;
-        s->next_ping_ns = now + secs(s->unanswered >= DISCO_PING_UNANSWERED_MAX ? DISCO_PING_SLOW_S
-                                     : f->idle_ping_s ? f->idle_ping_s : DISCO_PING_INTERVAL_S);
+        unsigned every = s->unanswered >= DISCO_PING_UNANSWERED_MAX ? DISCO_PING_SLOW_S
+                         : f->idle_ping_s ? f->idle_ping_s : DISCO_PING_INTERVAL_S;
+        s->next_ping_ns = now + clock_stretch(secs(every), s->spread);
     }
     if (now >= endpoints_at(s, f, gen)) {
         act |= DISCO_DO_ENDPOINTS;

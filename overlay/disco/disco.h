@@ -119,6 +119,7 @@ struct disco_state {
     uint64_t endpoints_sent_ns;
     uint32_t endpoints_gen;    /* the device's generation last sent */
     bool endpoints_stale;      /* what we would tell this peer of itself changed */
+    uint8_t spread;            /* periods stretched by this (clock_stretch) */
 };
 
 /* What the engine knows that the decisions depend on. */

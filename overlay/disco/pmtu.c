@@ -17,7 +17,7 @@ static uint16_t next_size(const struct pmtu *m)
 /* Idle until the next confirmation, or the raise if sooner. */
 static void idle(struct pmtu *m, uint64_t now)
 {
-    uint64_t confirm = now + PMTU_CONFIRM_SEC * WG_NSEC_PER_SEC;
+    uint64_t confirm = now + clock_stretch(PMTU_CONFIRM_SEC * WG_NSEC_PER_SEC, m->spread);
 
     m->probe_size = 0;
     m->confirming = false;
@@ -53,9 +53,14 @@ static void search(struct pmtu *m, uint64_t now)
 
 void pmtu_reset(struct pmtu *m, uint16_t base, uint16_t max, uint64_t now)
 {
-    *m = (struct pmtu){ .base = base < max ? base : max, .max = max };
+    *m = (struct pmtu){ .base = base < max ? base : max, .max = max, .spread = m->spread };
     m->current = m->base;
     search(m, now);
+}
+
+bool pmtu_only_confirm(const struct pmtu *m)
+{
+    return m->found && !m->probe_size && m->deadline_ns < m->raise_ns;
 }
 
 uint16_t pmtu_due(struct pmtu *m, uint64_t id, uint64_t rtt_ns, uint64_t now)

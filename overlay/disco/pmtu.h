@@ -17,7 +17,8 @@
  * trips, when longer). Until the first search ends the path is used at
  * `base`, so that nothing is lost while it runs; after it, at the size
  * found. Every PMTU_CONFIRM_SEC the size in use is probed again (RFC
- * 8899's CONFIRMATION_TIMER): a route that changed to a narrower path
+ * 8899's CONFIRMATION_TIMER; the engine lets it rest while the path
+ * carries no data, pmtu_only_confirm): a route that changed to a narrower path
  * fails it, and the path falls back to `base` and is searched below that
  * size, so a path that narrows is a black hole for PMTU_CONFIRM_SEC and a
  * few probes at most. Every PMTU_RAISE_SEC the search runs again, from
@@ -60,11 +61,18 @@ struct pmtu {
     uint64_t probe_id;           /* the latest probe's transaction id */
     uint64_t deadline_ns;        /* the probe's answer is late, or the next probe is due */
     uint64_t raise_ns;           /* the next search from max */
+    uint8_t spread;              /* confirmations' period stretched by this
+                                  * (clock_stretch); kept by pmtu_reset */
 };
 
 /* A new path (or session): the search begins at once; the path is used at
- * base until it ends. base is raised to max when larger. */
+ * base until it ends. base is raised to max when larger. m's spread is
+ * kept (m starts zeroed, its spread set when its peer is made). */
 void pmtu_reset(struct pmtu *m, uint16_t base, uint16_t max, uint64_t now);
+/* Whether pmtu_next's deadline is only the confirmation of the size in
+ * use: no search under way, and the raise later. The caller may let it
+ * rest while the path carries no data (disco_io.c). */
+bool pmtu_only_confirm(const struct pmtu *m);
 /* The size to probe now (its transaction id is id, which the caller
  * draws), or 0 when nothing is due. Call at pmtu_next's time. */
 uint16_t pmtu_due(struct pmtu *m, uint64_t id, uint64_t rtt_ns, uint64_t now);

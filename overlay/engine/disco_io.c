@@ -87,11 +87,13 @@ static bool is_endpoint(const struct peer *p, const struct disco_endpoint *e)
  * the two to notice a path that broke. */
 bool disco_working(const struct peer *p, uint64_t now)
 {
-    /* An idle peer is heard from only as often as it is pinged. */
-    uint64_t quiet = WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT + disco_idle_ping_s(p, now);
+    /* An idle peer is heard from only as often as it is pinged (on its
+     * own pace: clock_stretch). */
+    uint64_t idle = clock_stretch(disco_idle_ping_s(p, now) * WG_NSEC_PER_SEC, p->disco.spread);
+    uint64_t quiet = (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) * WG_NSEC_PER_SEC + idle;
 
     return peer_can_send(p, now) && p->last_received_ns &&
-           now - p->last_received_ns < quiet * WG_NSEC_PER_SEC &&
+           now - p->last_received_ns < quiet &&
            (!p->speaks_disco || disco_pings_lost(&p->disco, now) < DISCO_PING_LOST_MAX);
 }
 
@@ -765,6 +767,16 @@ static bool can_probe_mtu(const struct peer *p, uint64_t now)
     return p->speaks_disco && p->pmtu.max && peer_can_send(p, now) && path_usable(p);
 }
 
+/* A path that carries no data is not confirmed (RFC 8899 lets the
+ * confirmation timer rest while nothing is sent): an idle peer's path
+ * costs no probes (two a minute, and their answers, otherwise: 40% of an
+ * idle cluster's datagrams), and its confirmation comes as soon as data
+ * flows again (the peers are looked at every DISCO_RECHECK_MS). */
+static bool mtu_confirm_rests(const struct peer *p, uint64_t now)
+{
+    return pmtu_only_confirm(&p->pmtu) && disco_idle_ping_s(p, now);
+}
+
 /* A probe of a direct path went unanswered: what does the kernel know of
  * that destination now (ICMP "fragmentation needed" / "packet too big"
  * about our packets lowers its MTU)? Its word, less the tunnel's
@@ -801,7 +813,7 @@ static void mtu_probe(struct peer *p, uint64_t now)
     struct pmtu was = p->pmtu;
 
     randombytes_buf(&id, sizeof(id));
-    if (!can_probe_mtu(p, now))
+    if (!can_probe_mtu(p, now) || mtu_confirm_rests(p, now))
         return;
     heed_the_network(p, now);
     size = pmtu_due(&p->pmtu, id, p->disco.rtt_ns, now);
@@ -875,7 +887,8 @@ static uint64_t next_timer(const struct peer *p, uint64_t now)
 
     facts_of(p, now, &f);
     uint64_t next = disco_next(&p->disco, &f, p->dev->disco.gen);
-    if (can_probe_mtu(p, now) && pmtu_next(&p->pmtu) && pmtu_next(&p->pmtu) < next)
+    if (can_probe_mtu(p, now) && !mtu_confirm_rests(p, now) && pmtu_next(&p->pmtu) &&
+        pmtu_next(&p->pmtu) < next)
         next = pmtu_next(&p->pmtu);
     return next;
 }

@@ -32,6 +32,9 @@ struct peer *peer_new(struct device *dev, const struct cluster_node *node)
     p->persistent_keepalive = (uint16_t)cluster_node_keepalive(&dev->cluster, node);
     p->endpoint.sa.sa_family = AF_UNSPEC;
     cookie_maker_init(&p->cookie, node->public_key);
+    /* Its own pace for periodic work (clock_stretch). */
+    p->disco.spread = (uint8_t)randombytes_uniform(256);
+    p->pmtu.spread = p->disco.spread;
     return p;
 }
 

@@ -11,8 +11,10 @@
 # the overlay that no member holds, for DOWN_CONTROL_SECONDS: the bursts'
 # own cost, the baseline. Checked: during the bursts at the down members
 # the median a -> b rate keeps DOWN_MIN_CONTROL_RATIO of the baseline's,
-# and each sample DOWN_MIN_SAMPLE_RATIO of the rate before any burst;
-# after them, DOWN_MIN_RATIO of it again. Also checked: after the hold time the down members show as
+# and each sample DOWN_MIN_SAMPLE_RATIO of it (a stall shows as a sample
+# near 0); after them, DOWN_MIN_RATIO of the rate before any burst. (Each
+# sample was held to the rate before the bursts once: on two noisy cores
+# the bursts' own cost took a sample below that bound now and then.) Also checked: after the hold time the down members show as
 # `unreachable` in `ddpnet status` and a TCP connect to one fails at once
 # ("No route to host") instead of hanging; node-a's daemon still answers
 # after it all.
@@ -27,7 +29,7 @@
 #   ddp0 10.77.0.1       ddp0 10.77.0.2      10.77.0.11..18: down members
 #
 # Environment: DOWN_BURST_SECONDS (default 105), DOWN_CHECK_EVERY (25),
-# DOWN_MIN_RATIO (0.5), DOWN_MIN_SAMPLE_RATIO (0.4), DOWN_MIN_CONTROL_RATIO
+# DOWN_MIN_RATIO (0.5), DOWN_MIN_SAMPLE_RATIO (0.5), DOWN_MIN_CONTROL_RATIO
 # (0.7), DOWN_CONTROL_SECONDS (20), DOWN_MODES ("inline workers"), and lib.sh's.
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -36,7 +38,7 @@ e2e_init down_members ping iperf3 awk
 DOWN_BURST_SECONDS=${DOWN_BURST_SECONDS:-105}
 DOWN_CHECK_EVERY=${DOWN_CHECK_EVERY:-25}
 DOWN_MIN_RATIO=${DOWN_MIN_RATIO:-0.5}
-DOWN_MIN_SAMPLE_RATIO=${DOWN_MIN_SAMPLE_RATIO:-0.4}
+DOWN_MIN_SAMPLE_RATIO=${DOWN_MIN_SAMPLE_RATIO:-0.5}
 DOWN_MIN_CONTROL_RATIO=${DOWN_MIN_CONTROL_RATIO:-0.7}
 DOWN_CONTROL_SECONDS=${DOWN_CONTROL_SECONDS:-20}
 DOWN_MODES=${DOWN_MODES:-inline workers}
@@ -93,10 +95,13 @@ check() {
     row "$1" "${PING_AVG} ms" "${PING_LOSS}%" "$GBITS"
     say "$MODE $1: ping a -> b avg ${PING_AVG} ms, loss ${PING_LOSS}%; iperf3 a -> b $GBITS Gbit/s"
     [ -n "${BASE_GBITS:-}" ] || return 0
-    local r=$DOWN_MIN_RATIO
-    case "$1" in during*) DURING+=("$GBITS"); r=$DOWN_MIN_SAMPLE_RATIO ;; esac
-    if ! awk -v g="$GBITS" -v b="$BASE_GBITS" -v r="$r" 'BEGIN { exit !(g >= b * r) }'; then
-        fail "$MODE $1: iperf3 a -> b $GBITS Gbit/s, below $r x $BASE_GBITS before the bursts"
+    local r=$DOWN_MIN_RATIO b=$BASE_GBITS what="before the bursts"
+    case "$1" in during*)
+        DURING+=("$GBITS")
+        r=$DOWN_MIN_SAMPLE_RATIO b=$CONTROL_GBITS what="under the same bursts at no member" ;;
+    esac
+    if ! awk -v g="$GBITS" -v b="$b" -v r="$r" 'BEGIN { exit !(g >= b * r) }'; then
+        fail "$MODE $1: iperf3 a -> b $GBITS Gbit/s, below $r x $b $what"
     fi
 }
 

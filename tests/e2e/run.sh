@@ -2,7 +2,9 @@
 # Runs every end-to-end script (or those named as arguments), one after
 # another, each under a time limit, with its output in build/e2e/NAME.log.
 # Prints one line per script and a closing line
-# "e2e: N passed, N failed, N skipped"; exits non-zero if any failed.
+# "e2e: N passed, N failed, N skipped", then each failure's line again
+# (a CI log shows its end: the reason must not scroll away behind the
+# failed script's last lines); exits non-zero if any failed.
 # Exit status 77 from a script means skipped; its "SKIP: reason" line is shown.
 set -u
 cd "$(dirname "$0")/../.."
@@ -18,7 +20,7 @@ else
         scripts+=("$f")
     done
 fi
-passed=0 failed=0 skipped=0
+passed=0 failed=0 skipped=0 failures=()
 for f in "${scripts[@]}"; do
     name=$(basename "$f" .sh)
     log=$logdir/$name.log
@@ -31,13 +33,16 @@ for f in "${scripts[@]}"; do
     77) reason=$(sed -n 's/^SKIP: //p' "$log" | tail -n 1)
         echo "$name: skipped (${reason:-no reason given})"; skipped=$((skipped + 1)) ;;
     124|137)
-        echo "$name: FAILED (timed out after ${limit}s; see $log)"; failed=$((failed + 1))
+        failures+=("$name: FAILED (timed out after ${limit}s; see $log)")
+        echo "${failures[-1]}"; failed=$((failed + 1))
         tail -n 30 "$log" | sed 's/^/    /' ;;
     *)  why=$(grep '^FAIL: ' "$log" | head -n 1)
-        echo "$name: FAILED (exit $rc, ${secs}s) ${why#FAIL: }"; failed=$((failed + 1))
+        failures+=("$name: FAILED (exit $rc, ${secs}s) ${why#FAIL: }")
+        echo "${failures[-1]}"; failed=$((failed + 1))
         echo "    --- last lines of $log"
         tail -n 40 "$log" | sed 's/^/    /' ;;
     esac
 done
 echo "e2e: $passed passed, $failed failed, $skipped skipped"
+for f in "${failures[@]}"; do echo "e2e: $f"; done
 [ "$failed" -eq 0 ]

@@ -349,6 +349,31 @@ static void test_session_pings_and_endpoints(void **state)
                      DISCO_DO_ENDPOINTS, 0);
 }
 
+/* A peer's own pace (spread): its pings and ENDPOINTS come spread/1024
+ * of their period later than another's, so peers that began together
+ * drift apart. */
+static void test_schedule_spread(void **state)
+{
+    struct disco_state s = { .spread = 255 };
+    struct disco_facts f = { .session = true, .working = true, .path = DISCO_PATH_DIRECT };
+    const uint64_t ping = DISCO_PING_INTERVAL_S * SEC, ends = DISCO_ENDPOINTS_MAX_S * SEC;
+
+    (void)state;
+    disco_session_began(&s, false, T0);
+    assert_int_equal(disco_tick(&s, &f, 1, T0), DISCO_DO_PING | DISCO_DO_ENDPOINTS);
+    assert_int_equal(disco_next(&s, &f, 1), T0 + ping + ping / 1024 * 255);
+    assert_int_equal(disco_tick(&s, &f, 1, T0 + ping + ping / 1024 * 255 - 1), 0);
+    assert_int_equal(disco_tick(&s, &f, 1, T0 + ping + ping / 1024 * 255), DISCO_DO_PING);
+    assert_int_equal(disco_tick(&s, &f, 1, T0 + ends + ends / 1024 * 255 - 1) &
+                     DISCO_DO_ENDPOINTS, 0);
+    assert_true(disco_tick(&s, &f, 1, T0 + ends + ends / 1024 * 255) & DISCO_DO_ENDPOINTS);
+    /* Idle: the idle period, stretched the same. */
+    f.idle_ping_s = 40;
+    uint64_t t = T0 + 200 * SEC;
+    assert_true(disco_tick(&s, &f, 1, t) & DISCO_DO_PING);
+    assert_int_equal(s.next_ping_ns, t + 40 * SEC + 40 * SEC / 1024 * 255);
+}
+
 /* A rekey keeps the schedule: no ping or ENDPOINTS out of turn; a peer
  * new or back gets both at once. */
 static void test_rekey_keeps_schedule(void **state)
@@ -991,6 +1016,7 @@ int main(void)
         cmocka_unit_test(test_attempt_without_relay),
         cmocka_unit_test(test_attempt_stops_with_session),
         cmocka_unit_test(test_session_pings_and_endpoints),
+        cmocka_unit_test(test_schedule_spread),
         cmocka_unit_test(test_rekey_keeps_schedule),
         cmocka_unit_test(test_idle_rate_falls_with_cluster),
         cmocka_unit_test(test_pings_slow_down_unanswered),

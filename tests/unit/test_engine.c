@@ -12,6 +12,7 @@
  *   - keys zeroed 3 x REJECT_AFTER_TIME after the last session, when the
  *     peer is gone
  *   - the side that only received answers within KEEPALIVE_TIMEOUT
+ *   - an idle path is not confirmed; data again confirms it at once
  *   - initiations that cross: one session, and data both ways
  *   - the log names the peer: one warning when it goes away, one notice
  *     when it comes back (as the journal gets them)
@@ -38,6 +39,7 @@
 #include "overlay/base/log.h"
 #include "overlay/engine/device_setup.h"
 #include "overlay/engine/engine.h"
+#include "overlay/disco/pmtu.h"
 #include "overlay/loop/loop.h"
 
 #define NODES     2u
@@ -503,6 +505,38 @@ static void test_idle_pings_answered(void **state)
     assert_true(peer_of(0)->introduced || !peer_of(0)->speaks_disco);
 }
 
+/* A path that carries no data is not confirmed (disco_io.c: its path MTU
+ * confirmation rests while the peer is idle): idle for several
+ * confirmation periods, no probe; data again, and the size in use is
+ * confirmed within a second (DISCO_RECHECK_MS). */
+static void test_idle_path_not_confirmed(void **state)
+{
+    (void)state;
+    uint64_t now = establish();
+    struct peer *a = peer_of(0);
+
+    /* The search ends (the fake wire carries the full size). */
+    for (uint64_t end = now + 5 * SEC; now < end; now += SEC / 10)
+        tick(now);
+    assert_true(a->pmtu.found);
+    assert_int_equal(a->pmtu.current, a->pmtu.max);
+    uint64_t id = a->pmtu.probe_id;
+    for (uint64_t end = now + 5 * PMTU_CONFIRM_SEC * SEC; now < end; now += SEC / 2)
+        tick(now);
+    assert_true(now < a->pmtu.raise_ns);
+    assert_true(a->pmtu.probe_id == id);
+    app_send(0, 1, 100, now);
+    uint64_t sent = now;
+    for (; now < sent + SEC && a->pmtu.probe_id == id; now += SEC / 10)
+        tick(now);
+    assert_true(a->pmtu.probe_id != id);
+    for (uint64_t end = now + SEC; now < end; now += SEC / 10)
+        tick(now);
+    assert_true(a->pmtu.found);
+    assert_int_equal(a->pmtu.current, a->pmtu.max);
+    assert_false(a->pmtu.probe_size);
+}
+
 static void test_crossing_initiations_make_one_session(void **state)
 {
     (void)state;
@@ -626,6 +660,7 @@ int main(void)
         T(test_keys_zeroed_without_a_new_session),
         T(test_receiver_answers_within_keepalive_timeout),
         T(test_idle_pings_answered),
+        T(test_idle_path_not_confirmed),
         T(test_crossing_initiations_make_one_session),
         T(test_peer_events_name_the_peer),
     };

@@ -52,7 +52,7 @@ static unsigned run(struct pmtu *m, struct sim *s, uint64_t *now, uint64_t until
 static void test_wide_path_one_probe(void **state)
 {
     (void)state;
-    struct pmtu m;
+    struct pmtu m = { 0 };
     struct sim s = { .limit = 1500, .rtt = MS };
     uint64_t now = 1000;
 
@@ -71,7 +71,7 @@ static void test_narrow_path_converges(void **state)
 {
     (void)state;
     for (uint16_t limit = BASE; limit <= MAX; limit += 7) {
-        struct pmtu m;
+        struct pmtu m = { 0 };
         struct sim s = { .limit = limit, .rtt = MS };
         uint64_t start = 1, now = start;
 
@@ -91,7 +91,7 @@ static void test_narrow_path_converges(void **state)
 static void test_base_until_found(void **state)
 {
     (void)state;
-    struct pmtu m;
+    struct pmtu m = { 0 };
     uint64_t now = 5;
 
     pmtu_reset(&m, BASE, MAX, now);
@@ -115,7 +115,7 @@ static void test_base_until_found(void **state)
 static void test_lost_answers_retried(void **state)
 {
     (void)state;
-    struct pmtu m;
+    struct pmtu m = { 0 };
     struct sim s = { .limit = 1500, .lose = PMTU_PROBE_TRIES - 1, .rtt = MS };
     uint64_t now = 1;
 
@@ -127,7 +127,7 @@ static void test_lost_answers_retried(void **state)
 static void test_raise_finds_grown_path(void **state)
 {
     (void)state;
-    struct pmtu m;
+    struct pmtu m = { 0 };
     struct sim s = { .limit = 1300, .rtt = MS };
     uint64_t now = 1;
 
@@ -160,7 +160,7 @@ static void test_raise_finds_grown_path(void **state)
 static void test_narrowed_path_falls_back(void **state)
 {
     (void)state;
-    struct pmtu m;
+    struct pmtu m = { 0 };
     struct sim s = { .limit = 1500, .rtt = MS };
     uint64_t now = 1;
 
@@ -192,10 +192,31 @@ static void test_narrowed_path_falls_back(void **state)
     assert_true(m.current <= 1300 && m.current + PMTU_PRECISION > 1300);
 }
 
+/* A peer's own pace: its confirmations come spread/1024 of the period
+ * later, and a new path keeps the spread. */
+static void test_confirm_spread(void **state)
+{
+    (void)state;
+    struct pmtu m = { .spread = 128 };
+    struct sim s = { .limit = 1500, .rtt = MS };
+    uint64_t now = 1;
+    const uint64_t period = PMTU_CONFIRM_SEC * WG_NSEC_PER_SEC;
+
+    pmtu_reset(&m, BASE, MAX, now);
+    assert_int_equal(m.spread, 128);
+    run(&m, &s, &now, now + WG_NSEC_PER_SEC);
+    assert_true(m.found);
+    assert_int_equal(pmtu_next(&m), now + period + period / 1024 * 128);
+    now = pmtu_next(&m);
+    assert_int_equal(pmtu_due(&m, 7, MS, now), MAX);   /* the confirmation */
+    assert_true(pmtu_acked(&m, 7, now + MS));
+    assert_int_equal(pmtu_next(&m), now + MS + period + period / 1024 * 128);
+}
+
 static void test_confirm_needs_nothing_at_base(void **state)
 {
     (void)state;
-    struct pmtu m;
+    struct pmtu m = { 0 };
     struct sim s = { .limit = 1000, .rtt = MS };
     uint64_t now = 1;
 
@@ -212,7 +233,7 @@ static void test_confirm_needs_nothing_at_base(void **state)
 static void test_long_rtt_stretches_timeout(void **state)
 {
     (void)state;
-    struct pmtu m;
+    struct pmtu m = { 0 };
     uint64_t now = 1, rtt = 200 * MS;
 
     pmtu_reset(&m, BASE, MAX, now);
@@ -225,7 +246,7 @@ static void test_long_rtt_stretches_timeout(void **state)
 static void test_base_above_max(void **state)
 {
     (void)state;
-    struct pmtu m;
+    struct pmtu m = { 0 };
     uint64_t now = 1;
 
     /* ddp0's MTU below an outer 1280: nothing to search. */
@@ -240,7 +261,7 @@ static void test_base_above_max(void **state)
 static void test_told_by_the_network(void **state)
 {
     (void)state;
-    struct pmtu m;
+    struct pmtu m = { 0 };
     struct sim s = { .limit = 1340, .rtt = MS };
     uint64_t now = 1000;
 
@@ -267,7 +288,7 @@ static void test_told_by_the_network(void **state)
 static void test_told_is_checked(void **state)
 {
     (void)state;
-    struct pmtu m;
+    struct pmtu m = { 0 };
     struct sim s = { .limit = 1300, .rtt = MS };
     uint64_t now = 1000;
 
@@ -292,6 +313,7 @@ int main(void)
         cmocka_unit_test(test_lost_answers_retried),
         cmocka_unit_test(test_raise_finds_grown_path),
         cmocka_unit_test(test_narrowed_path_falls_back),
+        cmocka_unit_test(test_confirm_spread),
         cmocka_unit_test(test_confirm_needs_nothing_at_base),
         cmocka_unit_test(test_long_rtt_stretches_timeout),
         cmocka_unit_test(test_base_above_max),
