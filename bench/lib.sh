@@ -135,6 +135,37 @@ nx() {
     nsenter -t "$(holder_pid "$n")" -m -n -- "$@"
 }
 
+# wg_start NODE BIN: starts BIN (wireguard-go or kin) as wg0 in NODE's
+# namespaces, its output in $T/NODE/wg.out, and waits up to 10 s for its
+# UAPI socket, wg0.sock. WG_START_PID is the daemon (also in BENCH_PIDS),
+# set even when it fails, so the caller can reap it; the failure's reason
+# goes to WG_START_WHY. Call it in this shell, not in $(...): the daemon
+# must stay our child for wait and reap.
+wg_start() {
+    local n=$1 bin=$2 pid why
+    WG_START_PID="" WG_START_WHY=""
+    rm -f "$T/$n/run/wg0.sock"
+    # nsenter and env exec, so $! is the daemon itself; it stays in the
+    # foreground, unlike wireguard-go's default of forking away.
+    nsenter -t "$(holder_pid "$n")" -m -n -- env WG_PROCESS_FOREGROUND=1 LOG_LEVEL=error \
+        "$bin" wg0 >"$T/$n/wg.out" 2>&1 &
+    pid=$!
+    BENCH_PIDS+=("$pid")
+    WG_START_PID=$pid
+    wait_for 10 wg_started "$pid" "$T/$n/run/wg0.sock"
+    if gone "$pid" || [ ! -S "$T/$n/run/wg0.sock" ]; then
+        why=" (still running, no wg0.sock)"
+        if gone "$pid"; then wait "$pid"; why=" (exit $?)"; fi
+        WG_START_WHY="$bin in node $n did not start$why: $(tail -n 2 "$T/$n/wg.out")"
+        return 1
+    fi
+}
+
+# wg_started PID SOCKET: the daemon listens, or has ended (no use waiting).
+wg_started() {
+    [ -S "$2" ] || gone "$1"
+}
+
 # bench_testbed: nodes a and b and the veth pair between them.
 bench_testbed() {
     local n

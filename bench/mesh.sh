@@ -233,23 +233,14 @@ mesh_path_is() {
 }
 
 mesh_wg_up() {
-    local bin=$1 n p pid why out peers
+    local bin=$1 n p rc out peers
     command -v wg >/dev/null 2>&1 || { MESH_WHY="missing tool: wg (wireguard-tools)"; return 1; }
     MESH_WG_PIDS=()
     for n in "${MESH_NODES[@]}"; do
-        rm -f "$T/$n/run/wg0.sock"
-        nsenter -t "$(holder_pid "$n")" -m -n -- env WG_PROCESS_FOREGROUND=1 LOG_LEVEL=error \
-            "$bin" wg0 >"$T/$n/wg.out" 2>&1 &
-        pid=$!
-        BENCH_PIDS+=("$pid")
-        MESH_WG_PIDS+=("$pid")
-        wait_for 10 wg_started "$pid" "$T/$n/run/wg0.sock"
-        if gone "$pid" || [ ! -S "$T/$n/run/wg0.sock" ]; then
-            why=" (still running, no wg0.sock)"
-            if gone "$pid"; then wait "$pid"; why=" (exit $?)"; fi
-            MESH_WHY="$bin in node $n did not start$why: $(tail -n 2 "$T/$n/wg.out")"
-            return 1
-        fi
+        wg_start "$n" "$bin"
+        rc=$?
+        MESH_WG_PIDS+=("$WG_START_PID")
+        [ "$rc" -eq 0 ] || { MESH_WHY=$WG_START_WHY; return 1; }
     done
     for n in "${MESH_NODES[@]}"; do
         peers=()

@@ -99,36 +99,20 @@ ddp_state_pids() {
 # --- wireguard-go and its kin ------------------------------------------------
 
 wg_up() {
-    local bin=$1 n peer pid why
+    local bin=$1 n peer rc
     command -v wg >/dev/null 2>&1 || { TUN_WHY="missing tool: wg (wireguard-tools)"; return 1; }
     WG_PIDS=()
     for n in a b; do
-        rm -f "$T/$n/run/wg0.sock"
-        # nsenter and env exec, so $! is the daemon itself; it stays in the
-        # foreground, unlike wireguard-go's default of forking away.
-        nsenter -t "$(holder_pid "$n")" -m -n -- env WG_PROCESS_FOREGROUND=1 LOG_LEVEL=error \
-            "$bin" wg0 >"$T/$n/wg.out" 2>&1 &
-        pid=$!
-        BENCH_PIDS+=("$pid")
-        WG_PIDS+=("$pid")
-        wait_for 10 wg_started "$pid" "$T/$n/run/wg0.sock"
-        if gone "$pid" || [ ! -S "$T/$n/run/wg0.sock" ]; then
-            why=" (still running, no wg0.sock)"
-            if gone "$pid"; then wait "$pid"; why=" (exit $?)"; fi
-            TUN_WHY="$bin in node $n did not start$why: $(tail -n 2 "$T/$n/wg.out")"
-            return 1
-        fi
+        wg_start "$n" "$bin"
+        rc=$?
+        WG_PIDS+=("$WG_START_PID")
+        [ "$rc" -eq 0 ] || { TUN_WHY=$WG_START_WHY; return 1; }
     done
     for n in a b; do
         if [ "$n" = a ]; then peer=b; else peer=a; fi
         wg_conf "$n" "$peer" || return 1
     done
     TUN_PIDS=$(proc_tree "${WG_PIDS[@]}")
-}
-
-# wg_started PID SOCKET: the daemon listens, or has ended (no use waiting).
-wg_started() {
-    [ -S "$2" ] || gone "$1"
 }
 
 # wg_conf NODE PEER: keys, port, peer and addresses of NODE's wg0.
