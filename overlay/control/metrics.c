@@ -187,18 +187,21 @@ static void put_disco(FILE *f, const struct device *dev)
         [DISCO_NAMES] = "names",
     };
 
-    family(f, "ddpnet_disco_sent_total", "counter",
-           "Discovery messages sent to peers inside their sessions, by type.");
-    for (unsigned t = 0; t < DISCO_TYPE_COUNT; t++)
-        if (type[t])
-            device_sample(f, dev, "ddpnet_disco_sent_total", "type", type[t],
-                          dev->stats.disco_sent[t]);
-    family(f, "ddpnet_disco_received_total", "counter",
-           "Discovery messages received from peers, by type.");
-    for (unsigned t = 0; t < DISCO_TYPE_COUNT; t++)
-        if (type[t])
-            device_sample(f, dev, "ddpnet_disco_received_total", "type", type[t],
-                          dev->stats.disco_received[t]);
+    /* One family per direction, a sample per named type. */
+    const struct { const char *name, *help; const uint64_t *n; } dirs[] = {
+        { "ddpnet_disco_sent_total",
+          "Discovery messages sent to peers inside their sessions, by type.",
+          dev->stats.disco_sent },
+        { "ddpnet_disco_received_total", "Discovery messages received from peers, by type.",
+          dev->stats.disco_received },
+    };
+
+    for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++) {
+        family(f, dirs[d].name, "counter", dirs[d].help);
+        for (unsigned t = 0; t < DISCO_TYPE_COUNT; t++)
+            if (type[t])
+                device_sample(f, dev, dirs[d].name, "type", type[t], dirs[d].n[t]);
+    }
 }
 
 static void put_device(FILE *f, const struct device *dev)
