@@ -1,8 +1,9 @@
 /* Tests of overlay/registry/etcd.c and registry_join against a real etcd,
- * started here on loopback (random free ports, a scratch data directory;
- * killed and removed on every way out: the group's teardown, atexit, a
- * signal, and PR_SET_PDEATHSIG should this process die without either).
- * Each test calls skip() when no etcd binary is found on PATH.
+ * started here on loopback by etcd_fixture.h (random free ports, a scratch
+ * data directory; killed and removed on every way out: the group's
+ * teardown, atexit, a signal, and PR_SET_PDEATHSIG should this process die
+ * without either), its tokens living 1 s (test_auth). Each test calls
+ * skip() when no etcd binary is found on PATH.
  *
  * The client: create-if-absent (created, then not), compare-and-swap
  * (only over the expected value; never over a missing key), a prefix's
@@ -23,27 +24,20 @@
  * under another name refused in one clear line, a full network; and the
  * watcher: snapshots through the eventfd as nodes join and leave, the
  * state synced at the endpoint, and leave returning promptly. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <ftw.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -53,6 +47,7 @@
 #include "overlay/registry/etcd.h"
 #include "overlay/registry/record.h"
 #include "overlay/registry/registry.h"
+#include "tests/unit/etcd_fixture.h"
 #include "tests/unit/registry_fixture.h"
 
 #define K1 "A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA="
@@ -61,121 +56,28 @@
 #define K4 "vofb+H8p26CYyRdLZ9bDVFcOCg8L9uPQZkmy7iGBuns="
 #define K5 "iNv2EpcsWUosL23eST7xxM0nrbqMNubr0AuJ/xQ6umE="
 
-#define START_TIMEOUT_MS 10000
 #define WAIT_MS          5000
 /* A stopped watch notices at its transfer's next progress call, about
  * once a second when nothing comes. */
 #define STOP_WITHIN_MS   2500
 #define REQUEST_MS       2000L
 
-/* --- the etcd this test runs ------------------------------------------------------ */
+/* --- the etcd this test runs (etcd_fixture) ------------------------------------------ */
 
-static struct {
-    bool up;
-    const char *why;                      /* why not, for the skip line */
-    pid_t pid;
-    char dir[128];                        /* scratch: data/ and etcd.log */
-    char etcd[512], etcdctl[512];
-    char url[64];
-} env = { .pid = -1 };
-
-static int64_t now_ms(void)
+static int group_setup(void **state)
 {
-    struct timespec t;
+    /* test_auth: tokens that run out while it waits */
+    static const char *const extra[] = { "--auth-token-ttl", "1", NULL };
 
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+    (void)state;
+    return etcd_fixture_start(extra);
 }
 
-static void sleep_ms(unsigned ms)
+static int group_teardown(void **state)
 {
-    struct timespec t = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
-
-    while (nanosleep(&t, &t) != 0 && errno == EINTR)
-        ;
-}
-
-static bool find_in_path(const char *name, char *out, size_t len)
-{
-    const char *path = getenv("PATH");
-    char copy[4096], *save = NULL;
-
-    snprintf(copy, sizeof(copy), "%s", path ? path : "/usr/local/bin:/usr/bin:/bin");
-    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        snprintf(out, len, "%s/%s", d, name);
-        if (access(out, X_OK) == 0)
-            return true;
-    }
-    out[0] = '\0';
-    return false;
-}
-
-/* A loopback TCP port nobody listens on now (connecting to it is refused). */
-static int free_port(void)
-{
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
-
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-        port = ntohs(sa.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
-
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    remove(path);
+    (void)state;
+    etcd_fixture_stop();
     return 0;
-}
-
-/* From a signal handler: rm -rf the scratch directory with only
- * async-signal-safe calls (fork, execve, waitpid). */
-static void remove_dir_from_handler(void)
-{
-    static char *const no_env[] = { NULL };
-    char *const argv[] = { "rm", "-rf", env.dir, NULL };
-    pid_t pid;
-
-    if (!env.dir[0] || (pid = fork()) < 0)
-        return;
-    if (pid == 0) {
-        execve("/bin/rm", argv, no_env);
-        _exit(127);
-    }
-    waitpid(pid, NULL, 0);
-}
-
-/* Kills etcd (async-signal-safe) and, when asked, removes the scratch
- * directory (not from a signal handler: nftw allocates). */
-static void stop_etcd(bool remove_dir)
-{
-    if (env.pid > 0) {
-        kill(env.pid, SIGKILL);
-        waitpid(env.pid, NULL, 0);
-        env.pid = -1;
-    }
-    if (remove_dir && env.dir[0]) {
-        nftw(env.dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-        env.dir[0] = '\0';
-    }
-    env.up = false;
-}
-
-static void at_exit(void)
-{
-    stop_etcd(true);
-}
-
-static void on_signal(int sig)
-{
-    stop_etcd(false);
-    remove_dir_from_handler();
-    signal(sig, SIG_DFL);
-    raise(sig);
 }
 
 static void noop_kv(void *ctx, const struct etcd_kv *kv)
@@ -192,143 +94,12 @@ static struct etcd *client_for(const char *const *urls, size_t n, long timeout_m
 
 static struct etcd *client(void)
 {
-    const char *urls[] = { env.url };
+    const char *urls[] = { etcd_fixture.url };
     struct etcd *e = client_for(urls, 1, REQUEST_MS);
 
     assert_non_null(e);
     return e;
 }
-
-/* One try at starting etcd on fresh ports: true once it answers. */
-static bool start_once(void)
-{
-    char data[160], log[160], client_url[64], peer_url[64], cluster[96];
-    int client_port = free_port(), peer_port = free_port();
-    pid_t parent = getpid();
-    int64_t deadline;
-
-    if (client_port < 0 || peer_port < 0 || client_port == peer_port)
-        return false;
-    snprintf(data, sizeof(data), "%s/data", env.dir);
-    snprintf(log, sizeof(log), "%s/etcd.log", env.dir);
-    snprintf(client_url, sizeof(client_url), "http://127.0.0.1:%d", client_port);
-    snprintf(peer_url, sizeof(peer_url), "http://127.0.0.1:%d", peer_port);
-    snprintf(cluster, sizeof(cluster), "default=%s", peer_url);
-    nftw(data, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-    env.pid = fork();
-    if (env.pid < 0)
-        return false;
-    if (env.pid == 0) {
-        /* Dies with us, however we die. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(127);
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (fd >= 0) {
-            dup2(fd, STDOUT_FILENO);
-            dup2(fd, STDERR_FILENO);
-        }
-        execl(env.etcd, "etcd", "--name", "default", "--data-dir", data,
-              "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
-              "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
-              "--initial-cluster", cluster, "--logger", "zap", "--log-level", "error",
-              /* test_auth: tokens that run out while it waits */
-              "--auth-token-ttl", "1", (char *)NULL);
-        _exit(127);
-    }
-    snprintf(env.url, sizeof(env.url), "%s", client_url);
-    deadline = now_ms() + START_TIMEOUT_MS;
-    while (now_ms() < deadline) {
-        const char *urls[] = { env.url };
-        struct etcd *e = client_for(urls, 1, 500);
-        int ret = e ? etcd_get(e, "/", noop_kv, NULL) : -ENOMEM;
-        etcd_free(e);
-        if (ret == 0)
-            return true;
-        if (waitpid(env.pid, NULL, WNOHANG) == env.pid) {     /* a port was taken meanwhile */
-            env.pid = -1;
-            return false;
-        }
-        sleep_ms(50);
-    }
-    stop_etcd(false);
-    return false;
-}
-
-/* What a run killed by SIGKILL left behind (etcd itself died with it):
- * base/ddpnet-etcd-PID-* of a PID that is gone. */
-static void remove_stale(const char *base)
-{
-    DIR *d = opendir(base);
-    struct dirent *de;
-    char path[PATH_MAX];
-
-    while (d && (de = readdir(d))) {
-        long pid;
-        char rest[32];
-        if (sscanf(de->d_name, "ddpnet-etcd-%ld-%31s", &pid, rest) != 2 || pid <= 0 ||
-            kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", base, de->d_name);
-        nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-    }
-    if (d)
-        closedir(d);
-}
-
-static int group_setup(void **state)
-{
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-
-    (void)state;
-    if (!find_in_path("etcd", env.etcd, sizeof(env.etcd))) {
-        env.why = "no etcd on PATH (Debian: etcd-server)";
-        return 0;
-    }
-    find_in_path("etcdctl", env.etcdctl, sizeof(env.etcdctl));
-    remove_stale(base);
-    snprintf(env.dir, sizeof(env.dir), "%s/ddpnet-etcd-%ld-XXXXXX", base, (long)getpid());
-    if (!mkdtemp(env.dir)) {
-        env.dir[0] = '\0';
-        env.why = "cannot make a scratch directory";
-        return 0;
-    }
-    atexit(at_exit);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    signal(SIGHUP, on_signal);
-    for (int tries = 0; tries < 3 && !env.up; tries++)
-        env.up = start_once();
-    if (!env.up) {
-        char log[160], line[256];
-        FILE *f;
-        snprintf(log, sizeof(log), "%s/etcd.log", env.dir);
-        if ((f = fopen(log, "r"))) {
-            while (fgets(line, sizeof(line), f))
-                print_message("etcd: %s", line);
-            fclose(f);
-        }
-        /* etcd is there and would not start: a failure, not a skip. */
-        print_message("etcd did not answer within %d ms\n", START_TIMEOUT_MS);
-        return -1;
-    }
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    stop_etcd(true);
-    return 0;
-}
-
-#define NEED_ETCD()                                                                 \
-    do {                                                                            \
-        if (!env.up) {                                                              \
-            print_message("skipped: %s\n", env.why ? env.why : "etcd is not up");  \
-            skip();                                                                 \
-        }                                                                           \
-    } while (0)
 
 /* --- what calls hand back ------------------------------------------------------------ */
 
@@ -398,7 +169,7 @@ static void test_create(void **state)
     bool created = false;
 
     (void)state;
-    NEED_ETCD();
+    ETCD_FIXTURE_NEED();
     e = client();
     assert_int_equal(etcd_create(e, "/t/create/k", "one", 0, &created), 0);
     assert_true(created);
@@ -414,7 +185,7 @@ static void test_create(void **state)
     assert_true(created);
     assert_string_equal(get(e, "/t/create/empty", &s), "");
     assert_int_equal(s.n, 1);
-    assert_string_equal(etcd_endpoint(e), env.url);
+    assert_string_equal(etcd_endpoint(e), etcd_fixture.url);
     etcd_free(e);
 }
 
@@ -425,7 +196,7 @@ static void test_replace(void **state)
     bool swapped = true, created = false;
 
     (void)state;
-    NEED_ETCD();
+    ETCD_FIXTURE_NEED();
     e = client();
     assert_int_equal(etcd_create(e, "/t/replace/k", "one", 0, &created), 0);
     assert_true(created);
@@ -457,7 +228,7 @@ static void test_range_prefix(void **state)
     int64_t rev = 0, before;
 
     (void)state;
-    NEED_ETCD();
+    ETCD_FIXTURE_NEED();
     e = client();
     put(e, "/t/range/b", "2");
     put(e, "/t/range/a", "1");
@@ -493,7 +264,7 @@ static void test_get_and_delete(void **state)
     struct seen s;
 
     (void)state;
-    NEED_ETCD();
+    ETCD_FIXTURE_NEED();
     e = client();
     assert_null(get(e, "/t/get/missing", &s));
     assert_int_equal(s.n, 0);
@@ -515,7 +286,7 @@ static void test_lease(void **state)
     bool created = false;
 
     (void)state;
-    NEED_ETCD();
+    ETCD_FIXTURE_NEED();
     e = client();
     assert_int_equal(etcd_lease_grant(e, 10, &id), 0);
     assert_true(id != 0);
@@ -544,7 +315,7 @@ static void test_lease(void **state)
     assert_null(get(e, "/t/lease/moved", &s));
     /* Revoking it again: etcd's error, said with the endpoint. */
     assert_int_equal(etcd_lease_revoke(e, id), -EINVAL);
-    assert_non_null(strstr(etcd_error(e), env.url));
+    assert_non_null(strstr(etcd_error(e), etcd_fixture.url));
     assert_non_null(strstr(etcd_error(e), "lease not found"));
     /* A lease that was never granted. */
     ttl = -1;
@@ -621,15 +392,15 @@ static void watch_start(struct watch *w, const char *prefix, int64_t start, int 
 /* Waits until the watch saw n events or ended (false when neither came). */
 static bool watch_wait(struct watch *w, size_t n)
 {
-    int64_t deadline = now_ms() + WAIT_MS;
+    int64_t deadline = etcd_fixture_now_ms() + WAIT_MS;
 
-    while (now_ms() < deadline) {
+    while (etcd_fixture_now_ms() < deadline) {
         pthread_mutex_lock(&w->lock);
         bool enough = w->n >= n;
         pthread_mutex_unlock(&w->lock);
         if (enough || atomic_load(&w->done))
             return enough;
-        sleep_ms(10);
+        etcd_fixture_sleep_ms(10);
     }
     return false;
 }
@@ -638,12 +409,12 @@ static bool watch_wait(struct watch *w, size_t n)
  * in *took_ms how long the stop took. */
 static int watch_end(struct watch *w, int64_t *took_ms)
 {
-    int64_t t0 = now_ms();
+    int64_t t0 = etcd_fixture_now_ms();
 
     atomic_store(&w->stop, true);
     pthread_join(w->thread, NULL);
     if (took_ms)
-        *took_ms = now_ms() - t0;
+        *took_ms = etcd_fixture_now_ms() - t0;
     snprintf(w->error, sizeof(w->error), "%s", etcd_error(w->e));
     etcd_free(w->e);
     pthread_mutex_destroy(&w->lock);
@@ -657,18 +428,18 @@ static void test_watch_put_delete(void **state)
     int64_t rev, took = 0;
 
     (void)state;
-    NEED_ETCD();
+    ETCD_FIXTURE_NEED();
     assert_non_null(w);
     e = client();
     put(e, "/t/watch/before", "old");                   /* before the start: not seen */
     rev = revision_now(e);
     watch_start(w, "/t/watch/", rev + 1, 0);
-    sleep_ms(200);                                       /* either way, from rev + 1 */
+    etcd_fixture_sleep_ms(200);                         /* either way, from rev + 1 */
     put(e, "/t/watch/k", "v1");
     put(e, "/t/watchX", "neighbour");                   /* outside the prefix */
     assert_int_equal(etcd_delete(e, "/t/watch/k"), 0);
     assert_true(watch_wait(w, 2));
-    sleep_ms(100);                                       /* nothing more comes */
+    etcd_fixture_sleep_ms(100);                         /* nothing more comes */
     pthread_mutex_lock(&w->lock);
     assert_int_equal(w->n, 2);
     assert_false(w->deleted[0]);
@@ -700,7 +471,7 @@ static void test_watch_history_and_callback_end(void **state)
     int64_t rev;
 
     (void)state;
-    NEED_ETCD();
+    ETCD_FIXTURE_NEED();
     assert_non_null(w);
     e = client();
     rev = revision_now(e);
@@ -709,9 +480,9 @@ static void test_watch_history_and_callback_end(void **state)
     put(e, "/t/history/c", "3");
     watch_start(w, "/t/history/", rev + 1, 2);
     assert_true(watch_wait(w, 2));
-    int64_t t0 = now_ms();
-    while (!atomic_load(&w->done) && now_ms() - t0 < WAIT_MS)
-        sleep_ms(10);
+    int64_t t0 = etcd_fixture_now_ms();
+    while (!atomic_load(&w->done) && etcd_fixture_now_ms() - t0 < WAIT_MS)
+        etcd_fixture_sleep_ms(10);
     assert_true(atomic_load(&w->done));
     assert_int_equal(watch_end(w, NULL), 42);
     assert_int_equal(w->n, 2);
@@ -739,7 +510,7 @@ static int run_etcdctl(const char *const argv[])
         if (fd >= 0)
             dup2(fd, STDOUT_FILENO);
         setenv("ETCDCTL_API", "3", 1);
-        execv(env.etcdctl, (char *const *)(uintptr_t)argv);
+        execv(etcd_fixture.etcdctl, (char *const *)(uintptr_t)argv);
         _exit(127);
     }
     if (waitpid(pid, &status, 0) != pid)
@@ -755,9 +526,9 @@ static void test_watch_compacted(void **state)
     int64_t rev, took = 0;
 
     (void)state;
-    NEED_ETCD();
+    ETCD_FIXTURE_NEED();
     assert_non_null(w);
-    if (!env.etcdctl[0]) {
+    if (!etcd_fixture.etcdctl[0]) {
         free(w);
         print_message("skipped: no etcdctl on PATH (Debian: etcd-client)\n");
         skip();
@@ -767,19 +538,19 @@ static void test_watch_compacted(void **state)
     put(e, "/t/compact/k", "1");
     put(e, "/t/compact/k", "2");
     put(e, "/t/compact/k", "3");
-    snprintf(endpoints, sizeof(endpoints), "--endpoints=%s", env.url);
+    snprintf(endpoints, sizeof(endpoints), "--endpoints=%s", etcd_fixture.url);
     snprintf(rev_text, sizeof(rev_text), "%lld", (long long)revision_now(e));
     const char *const argv[] = { "etcdctl", endpoints, "compact", rev_text, NULL };
     assert_int_equal(run_etcdctl(argv), 0);
     watch_start(w, "/t/compact/", rev + 1, 0);
-    int64_t t0 = now_ms();
-    while (!atomic_load(&w->done) && now_ms() - t0 < WAIT_MS)
-        sleep_ms(10);
+    int64_t t0 = etcd_fixture_now_ms();
+    while (!atomic_load(&w->done) && etcd_fixture_now_ms() - t0 < WAIT_MS)
+        etcd_fixture_sleep_ms(10);
     assert_true(atomic_load(&w->done));                 /* by itself, not by the stop */
     assert_int_equal(watch_end(w, &took), -ESTALE);
     assert_int_equal(w->n, 0);
     assert_non_null(strstr(w->error, "compacted"));
-    assert_non_null(strstr(w->error, env.url));
+    assert_non_null(strstr(w->error, etcd_fixture.url));
     /* From the compaction on, a watch works again. */
     watch_start(w, "/t/compact/", revision_now(e), 0);
     assert_true(watch_wait(w, 1));
@@ -799,17 +570,17 @@ static void test_first_endpoint_dead(void **state)
     int64_t t0;
 
     (void)state;
-    NEED_ETCD();
-    snprintf(dead, sizeof(dead), "http://127.0.0.1:%d", free_port());
-    snprintf(dead2, sizeof(dead2), "http://127.0.0.1:%d", free_port());
-    const char *urls[] = { dead, env.url };
+    ETCD_FIXTURE_NEED();
+    snprintf(dead, sizeof(dead), "http://127.0.0.1:%d", etcd_fixture_free_port());
+    snprintf(dead2, sizeof(dead2), "http://127.0.0.1:%d", etcd_fixture_free_port());
+    const char *urls[] = { dead, etcd_fixture.url };
     assert_non_null(e = client_for(urls, 2, REQUEST_MS));
-    t0 = now_ms();
+    t0 = etcd_fixture_now_ms();
     put(e, "/t/failover/k", "v");
-    assert_true(now_ms() - t0 < 1000);                  /* refused at once, not timed out */
-    assert_string_equal(etcd_endpoint(e), env.url);
+    assert_true(etcd_fixture_now_ms() - t0 < 1000);     /* refused at once, not timed out */
+    assert_string_equal(etcd_endpoint(e), etcd_fixture.url);
     assert_string_equal(get(e, "/t/failover/k", &s), "v");
-    assert_string_equal(etcd_endpoint(e), env.url);     /* and stays there */
+    assert_string_equal(etcd_endpoint(e), etcd_fixture.url); /* and stays there */
     etcd_free(e);
     /* Every endpoint dead: refused, said of an endpoint. */
     const char *none[] = { dead, dead2 };
@@ -833,7 +604,7 @@ static struct registry *registry_at(const char *prefix, const char *head, const 
     struct registry *r;
 
     snprintf(text, sizeof(text), "%sregistry = etcd://%s%s\n%s", head,
-             env.url + strlen("http://"), prefix, nodes);
+             etcd_fixture.url + strlen("http://"), prefix, nodes);
     assert_int_equal(cluster_parse(text, strlen(text), &c, &d), 0);
     r = registry_new(&c, err, sizeof(err));
     if (!r)
@@ -895,7 +666,7 @@ static void test_join(void **state)
     const char *why = NULL;
 
     (void)state;
-    NEED_ETCD();
+    ETCD_FIXTURE_NEED();
     e = client();
     /* An address held for a key that is not registered now is not free;
      * nor is the file's node's. A /29 leaves .2, .4, .5 and .6. */
@@ -976,7 +747,7 @@ static void test_join_full(void **state)
     char addr[64], err[512];
 
     (void)state;
-    NEED_ETCD();
+    ETCD_FIXTURE_NEED();
     /* A /30 has two host addresses; the file holds one. */
     static const char head[] = "[cluster]\nnetwork = 10.78.0.0/30\nport = 51820\n";
     static const char file[] = "[node filed]\npublic-key = " K5 "\naddress = 10.78.0.1\n";
@@ -1000,7 +771,7 @@ static void test_join_reclaims(void **state)
     char addr[64], err[512];
 
     (void)state;
-    NEED_ETCD();
+    ETCD_FIXTURE_NEED();
     static const char head[] = "[cluster]\nnetwork = 10.78.0.0/30\nport = 51820\n";
     static const char file[] = "[node filed]\npublic-key = " K5 "\naddress = 10.78.0.1\n";
     r1 = registry_at("/t/reclaim", head, file);
@@ -1024,14 +795,14 @@ static void test_join_reclaims(void **state)
 static bool take(struct registry *r, struct cluster_node **nodes, size_t *n, int64_t *rev)
 {
     struct pollfd p = { .fd = registry_event_fd(r), .events = POLLIN };
-    int64_t deadline = now_ms() + WAIT_MS;
+    int64_t deadline = etcd_fixture_now_ms() + WAIT_MS;
 
     for (;;) {
         int ret = registry_take(r, nodes, n, rev);
         assert_true(ret >= 0);
         if (ret == 1)
             return true;
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - etcd_fixture_now_ms();
         if (left <= 0)
             return false;
         poll(&p, 1, (int)left);
@@ -1042,7 +813,7 @@ static bool take(struct registry *r, struct cluster_node **nodes, size_t *n, int
  * order; false when none did within WAIT_MS. */
 static bool take_until(struct registry *r, const char *want, int64_t *rev)
 {
-    int64_t deadline = now_ms() + WAIT_MS;
+    int64_t deadline = etcd_fixture_now_ms() + WAIT_MS;
 
     char padded[256], pat[CLUSTER_NAME_MAX + 3];
     size_t words = 0;
@@ -1050,7 +821,7 @@ static bool take_until(struct registry *r, const char *want, int64_t *rev)
     snprintf(padded, sizeof(padded), " %s ", want);
     for (const char *p = want; *p; p++)
         words += *p != ' ' && (p == want || p[-1] == ' ');
-    while (now_ms() < deadline) {
+    while (etcd_fixture_now_ms() < deadline) {
         struct cluster_node *nodes = NULL;
         size_t n = 0;
         bool all = true;
@@ -1075,7 +846,7 @@ static void test_watcher(void **state)
     int64_t rev = 0, rev2 = 0, t0;
 
     (void)state;
-    NEED_ETCD();
+    ETCD_FIXTURE_NEED();
     r1 = registry_at("/t/watcher", JOIN_NET, "");
     assert_int_equal(join(r1, "w1", K1, addr, sizeof(addr), err, sizeof(err)), 0);
     assert_picked(addr, "10.77.0.0/24", NULL);
@@ -1088,13 +859,14 @@ static void test_watcher(void **state)
     assert_true(rev > 0);
     /* The watcher says synced just after it hands over its first
      * snapshot: allow it that moment. */
-    t0 = now_ms();
+    t0 = etcd_fixture_now_ms();
     do {
         registry_status(r1, &st);
-    } while (st.state != REGISTRY_SYNCED && now_ms() - t0 < WAIT_MS && (sleep_ms(5), 1));
+    } while (st.state != REGISTRY_SYNCED && etcd_fixture_now_ms() - t0 < WAIT_MS &&
+             (etcd_fixture_sleep_ms(5), 1));
     assert_int_equal(st.state, REGISTRY_SYNCED);
     assert_int_equal(st.revision, rev);
-    assert_string_equal(st.endpoint, env.url);
+    assert_string_equal(st.endpoint, etcd_fixture.url);
     assert_string_equal(st.error, "");
     /* Another joins: a new snapshot with both; it leaves: without it. */
     r2 = registry_at("/t/watcher", JOIN_NET, "");
@@ -1112,10 +884,10 @@ static void test_watcher(void **state)
     size_t n = 0;
     assert_int_equal(registry_take(r1, &nodes, &n, &rev2), 0);
     /* Leaving stops the watch and the keeper promptly. */
-    t0 = now_ms();
+    t0 = etcd_fixture_now_ms();
     registry_leave(r1);
-    assert_true(now_ms() - t0 < STOP_WITHIN_MS);
-    print_message("leave took %lld ms\n", (long long)(now_ms() - t0));
+    assert_true(etcd_fixture_now_ms() - t0 < STOP_WITHIN_MS);
+    print_message("leave took %lld ms\n", (long long)(etcd_fixture_now_ms() - t0));
     registry_free(r1);
     struct etcd *e = client();
     struct seen s;
@@ -1127,7 +899,7 @@ static void test_watcher(void **state)
 
 static struct etcd *client_as(const char *user, const char *password)
 {
-    const char *urls[] = { env.url };
+    const char *urls[] = { etcd_fixture.url };
     struct etcd_config c = { .urls = urls, .n_urls = 1, .timeout_ms = REQUEST_MS,
                              .user = user, .password = password };
     struct etcd *e = etcd_new(&c);
@@ -1145,14 +917,14 @@ static void test_auth(void **state)
     FILE *f;
 
     (void)state;
-    NEED_ETCD();
+    ETCD_FIXTURE_NEED();
     assert_non_null(w);
-    if (!env.etcdctl[0]) {
+    if (!etcd_fixture.etcdctl[0]) {
         free(w);
         print_message("skipped: no etcdctl on PATH (Debian: etcd-client)\n");
         skip();
     }
-    snprintf(endpoints, sizeof(endpoints), "--endpoints=%s", env.url);
+    snprintf(endpoints, sizeof(endpoints), "--endpoints=%s", etcd_fixture.url);
     /* root, and ddp who may read and write /t/auth/ alone. */
     const char *const steps[][8] = {
         { "etcdctl", endpoints, "user", "add", "root:rootpw", NULL },
@@ -1193,25 +965,25 @@ static void test_auth(void **state)
     watcher = client_as("ddp", "s3cret");
     assert_non_null(get(idle, "/t/auth/k", &s));
     assert_non_null(get(watcher, "/t/auth/k", &s));
-    sleep_ms(2200);
+    etcd_fixture_sleep_ms(2200);
     assert_string_equal(get(idle, "/t/auth/k", &s), "v");
     int64_t rev = 0;
     memset(&s, 0, sizeof(s));
     assert_int_equal(etcd_range_prefix(e, "/t/auth/", see, &s, &rev), 0);
     watch_start_with(w, watcher, "/t/auth/", rev + 1, 0);
-    int64_t t0 = now_ms();
-    while (!atomic_load(&w->done) && now_ms() - t0 < WAIT_MS)
-        sleep_ms(10);
+    int64_t t0 = etcd_fixture_now_ms();
+    while (!atomic_load(&w->done) && etcd_fixture_now_ms() - t0 < WAIT_MS)
+        etcd_fixture_sleep_ms(10);
     assert_true(atomic_load(&w->done));
     int ret = watch_end(w, NULL);
     assert_true(ret < 0 && ret != -ECANCELED);
     print_message("a watch on a stale token: %s\n", w->error);
     watcher = client_as("ddp", "s3cret");
-    sleep_ms(1200);
+    etcd_fixture_sleep_ms(1200);
     memset(&s, 0, sizeof(s));
     assert_int_equal(etcd_range_prefix(watcher, "/t/auth/", see, &s, &rev), 0);
     watch_start_with(w, watcher, "/t/auth/", rev + 1, 0);
-    sleep_ms(200);
+    etcd_fixture_sleep_ms(200);
     put(e, "/t/auth/w", "x");
     assert_true(watch_wait(w, 1));
     assert_int_equal(watch_end(w, NULL), -ECANCELED);
@@ -1220,7 +992,7 @@ static void test_auth(void **state)
 
     /* registry_join with a user and its password file (the file's last
      * newline is not part of the password). */
-    snprintf(pwfile, sizeof(pwfile), "%s/password", env.dir);
+    snprintf(pwfile, sizeof(pwfile), "%s/password", etcd_fixture.dir);
     assert_non_null(f = fopen(pwfile, "w"));
     fputs("s3cret\n", f);
     fclose(f);

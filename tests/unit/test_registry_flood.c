@@ -1,7 +1,7 @@
 /* The registry's bounds under a flooded prefix (overlay/registry/), against
- * a real etcd started here as test_etcd.c starts one (loopback, random
- * ports, data in /dev/shm, killed and removed on every way out; skipped
- * when no etcd is on PATH). Anyone who may write the prefix may write
+ * a real etcd started here by etcd_fixture.h (loopback, random ports,
+ * data in /dev/shm, killed and removed on every way out; skipped when no
+ * etcd is on PATH). Anyone who may write the prefix may write
  * anything there; what the watcher hands the loop must stay what the
  * headers say:
  *
@@ -36,13 +36,9 @@
  * out under ASan, whose quarantine keeps what was freed. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <limits.h>
 #include <malloc.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -51,11 +47,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -67,8 +58,8 @@
 #include "overlay/registry/etcd.h"
 #include "overlay/registry/record.h"
 #include "overlay/registry/registry.h"
+#include "tests/unit/etcd_fixture.h"
 
-#define START_TIMEOUT_MS 10000
 #define FILL_TIMEOUT_MS  20000L
 #define MAX_TXN_OPS      1024
 #define MAX_REQUEST      (16 << 20)
@@ -94,223 +85,37 @@
 #define WATCH_VALUE      (256u * 1024u)
 #define WATCH_MIB        (WATCH_REVS * WATCH_PER_REV * (WATCH_VALUE >> 10) >> 10)
 
-/* --- the etcd this test runs (as test_etcd.c) -------------------------------------- */
+/* --- the etcd this test runs (etcd_fixture) ------------------------------------------ */
 
-static struct {
-    bool up;
-    const char *why;
-    pid_t pid;
-    char dir[128];
-    char etcd[512];
-    char url[64];
-} env = { .pid = -1 };
-
-static int64_t now_ms(void)
+static int group_setup(void **state)
 {
-    struct timespec t;
+    /* Big transactions, so that the flood is written in a few. */
+    static char ops[16], bytes[16];
+    static const char *const extra[] = { "--max-txn-ops", ops, "--max-request-bytes", bytes,
+                                         NULL };
 
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+    (void)state;
+    snprintf(ops, sizeof(ops), "%d", MAX_TXN_OPS);
+    snprintf(bytes, sizeof(bytes), "%d", MAX_REQUEST);
+    return etcd_fixture_start(extra);
 }
 
-static void sleep_ms(unsigned ms)
+static int group_teardown(void **state)
 {
-    struct timespec t = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
-
-    while (nanosleep(&t, &t) != 0 && errno == EINTR)
-        ;
-}
-
-static bool find_in_path(const char *name, char *out, size_t len)
-{
-    const char *path = getenv("PATH");
-    char copy[4096], *save = NULL;
-
-    snprintf(copy, sizeof(copy), "%s", path ? path : "/usr/local/bin:/usr/bin:/bin");
-    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        snprintf(out, len, "%s/%s", d, name);
-        if (access(out, X_OK) == 0)
-            return true;
-    }
-    out[0] = '\0';
-    return false;
-}
-
-static int free_port(void)
-{
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
-
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-        port = ntohs(sa.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
-}
-
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    remove(path);
+    (void)state;
+    etcd_fixture_stop();
     return 0;
-}
-
-static void remove_dir_from_handler(void)
-{
-    static char *const no_env[] = { NULL };
-    char *const argv[] = { "rm", "-rf", env.dir, NULL };
-    pid_t pid;
-
-    if (!env.dir[0] || (pid = fork()) < 0)
-        return;
-    if (pid == 0) {
-        execve("/bin/rm", argv, no_env);
-        _exit(127);
-    }
-    waitpid(pid, NULL, 0);
-}
-
-static void stop_etcd(bool remove_dir)
-{
-    if (env.pid > 0) {
-        kill(env.pid, SIGKILL);
-        waitpid(env.pid, NULL, 0);
-        env.pid = -1;
-    }
-    if (remove_dir && env.dir[0]) {
-        nftw(env.dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-        env.dir[0] = '\0';
-    }
-    env.up = false;
-}
-
-static void at_exit(void)
-{
-    stop_etcd(true);
-}
-
-static void on_signal(int sig)
-{
-    stop_etcd(false);
-    remove_dir_from_handler();
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void noop_kv(void *ctx, const struct etcd_kv *kv)
-{
-    (void)ctx, (void)kv;
 }
 
 static struct etcd *client(long timeout_ms)
 {
-    const char *urls[] = { env.url };
+    const char *urls[] = { etcd_fixture.url };
     struct etcd_config c = { .urls = urls, .n_urls = 1, .timeout_ms = timeout_ms };
     struct etcd *e = etcd_new(&c);
 
     assert_non_null(e);
     return e;
 }
-
-static bool start_once(void)
-{
-    char data[160], log[160], client_url[64], peer_url[64], cluster[96], ops[16], bytes[16];
-    int client_port = free_port(), peer_port = free_port();
-    pid_t parent = getpid();
-    int64_t deadline;
-
-    if (client_port < 0 || peer_port < 0 || client_port == peer_port)
-        return false;
-    snprintf(data, sizeof(data), "%s/data", env.dir);
-    snprintf(log, sizeof(log), "%s/etcd.log", env.dir);
-    snprintf(client_url, sizeof(client_url), "http://127.0.0.1:%d", client_port);
-    snprintf(peer_url, sizeof(peer_url), "http://127.0.0.1:%d", peer_port);
-    snprintf(cluster, sizeof(cluster), "default=%s", peer_url);
-    snprintf(ops, sizeof(ops), "%d", MAX_TXN_OPS);
-    snprintf(bytes, sizeof(bytes), "%d", MAX_REQUEST);
-    nftw(data, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-    env.pid = fork();
-    if (env.pid < 0)
-        return false;
-    if (env.pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(127);
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (fd >= 0) {
-            dup2(fd, STDOUT_FILENO);
-            dup2(fd, STDERR_FILENO);
-        }
-        /* Big transactions, so that the flood is written in a few. */
-        execl(env.etcd, "etcd", "--name", "default", "--data-dir", data,
-              "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
-              "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
-              "--initial-cluster", cluster, "--logger", "zap", "--log-level", "error",
-              "--max-txn-ops", ops, "--max-request-bytes", bytes, (char *)NULL);
-        _exit(127);
-    }
-    snprintf(env.url, sizeof(env.url), "%s", client_url);
-    deadline = now_ms() + START_TIMEOUT_MS;
-    while (now_ms() < deadline) {
-        struct etcd *e = client(500);
-        int ret = etcd_get(e, "/", noop_kv, NULL);
-        etcd_free(e);
-        if (ret == 0)
-            return true;
-        if (waitpid(env.pid, NULL, WNOHANG) == env.pid) {
-            env.pid = -1;
-            return false;
-        }
-        sleep_ms(50);
-    }
-    stop_etcd(false);
-    return false;
-}
-
-static int group_setup(void **state)
-{
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-
-    (void)state;
-    if (!find_in_path("etcd", env.etcd, sizeof(env.etcd))) {
-        env.why = "no etcd on PATH (Debian: etcd-server)";
-        return 0;
-    }
-    snprintf(env.dir, sizeof(env.dir), "%s/ddpnet-etcd-%ld-XXXXXX", base, (long)getpid());
-    if (!mkdtemp(env.dir)) {
-        env.dir[0] = '\0';
-        env.why = "cannot make a scratch directory";
-        return 0;
-    }
-    atexit(at_exit);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    signal(SIGHUP, on_signal);
-    for (int tries = 0; tries < 3 && !env.up; tries++)
-        env.up = start_once();
-    if (!env.up) {
-        print_message("etcd did not answer within %d ms\n", START_TIMEOUT_MS);
-        return -1;
-    }
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    stop_etcd(true);
-    return 0;
-}
-
-#define NEED_ETCD()                                                                 \
-    do {                                                                            \
-        if (!env.up) {                                                              \
-            print_message("skipped: %s\n", env.why ? env.why : "etcd is not up");  \
-            skip();                                                                 \
-        }                                                                           \
-    } while (0)
 
 /* --- the log, caught ---------------------------------------------------------------- */
 
@@ -325,7 +130,7 @@ static void catch_log(void)
 {
     int fd;
 
-    snprintf(caught.path, sizeof(caught.path), "%s/log", env.dir);
+    snprintf(caught.path, sizeof(caught.path), "%s/log", etcd_fixture.dir);
     fd = open(caught.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     assert_true(fd >= 0);
     fflush(stderr);
@@ -571,7 +376,7 @@ static struct registry *registry_on(const char *prefix)
     struct registry *r;
 
     snprintf(text, sizeof(text), "[cluster]\nnetwork = 10.64.0.0/10\nport = 51820\n"
-             "registry = etcd://%s%s\n", env.url + strlen("http://"), prefix);
+             "registry = etcd://%s%s\n", etcd_fixture.url + strlen("http://"), prefix);
     assert_int_equal(cluster_parse(text, strlen(text), &c, &d), 0);
     r = registry_new(&c, err, sizeof(err));
     if (!r)
@@ -584,7 +389,7 @@ static struct registry *registry_on(const char *prefix)
 static struct cluster_node *take_within(struct registry *r, int ms, size_t *n)
 {
     struct pollfd p = { .fd = registry_event_fd(r), .events = POLLIN };
-    int64_t deadline = now_ms() + ms;
+    int64_t deadline = etcd_fixture_now_ms() + ms;
     struct cluster_node *nodes = NULL;
     int64_t rev;
 
@@ -593,7 +398,7 @@ static struct cluster_node *take_within(struct registry *r, int ms, size_t *n)
         assert_true(ret >= 0);
         if (ret == 1)
             return nodes;
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - etcd_fixture_now_ms();
         if (left <= 0)
             return NULL;
         poll(&p, 1, (int)left);
@@ -607,10 +412,10 @@ static struct cluster_node *take_until(struct registry *r, int ms,
                                                   const struct cluster_node *nodes, size_t n),
                                        const void *ctx, size_t *n)
 {
-    int64_t deadline = now_ms() + ms;
+    int64_t deadline = etcd_fixture_now_ms() + ms;
 
-    while (now_ms() < deadline) {
-        struct cluster_node *nodes = take_within(r, (int)(deadline - now_ms()), n);
+    while (etcd_fixture_now_ms() < deadline) {
+        struct cluster_node *nodes = take_within(r, (int)(deadline - etcd_fixture_now_ms()), n);
         if (!nodes)
             return NULL;
         if (ok(ctx, nodes, *n))
@@ -673,10 +478,10 @@ static bool reset_peak(void)
 
 static void registry_stop(struct registry *r)
 {
-    int64_t t0 = now_ms();
+    int64_t t0 = etcd_fixture_now_ms();
 
     registry_free(r);
-    assert_true(now_ms() - t0 < WAIT_MS);
+    assert_true(etcd_fixture_now_ms() - t0 < WAIT_MS);
 }
 
 /* --- 1 KiB, and one byte more ------------------------------------------------------------- */
@@ -702,7 +507,7 @@ static void test_value_size_boundary(void **state)
     static const char *const want[] = { "at-max", "small", NULL };
 
     (void)state;
-    NEED_ETCD();
+    ETCD_FIXTURE_NEED();
     e = client(FILL_TIMEOUT_MS);
     add(&b, "/b", "at-max", padded_value("at-max", 1, 0x01, RECORD_VALUE_MAX));
     add(&b, "/b", "one-over", padded_value("one-over", 2, 0x01, RECORD_VALUE_MAX + 1));
@@ -780,9 +585,9 @@ static void test_flood(void **state)
     long before, peak;
 
     (void)state;
-    NEED_ETCD();
+    ETCD_FIXTURE_NEED();
     e = client(FILL_TIMEOUT_MS);
-    t0 = now_ms();
+    t0 = etcd_fixture_now_ms();
     /* FLOOD keys: BIG_N oversized, VALID_N valid, the rest malformed,
      * interleaved in key order; and one legitimate node. */
     for (unsigned i = 0; i < FLOOD; i++) {
@@ -808,7 +613,7 @@ static void test_flood(void **state)
     flush(&b, e);
     print_message("flood: %u keys (%u of %u KiB, %u valid, %zu malformed) written in %lld ms\n",
                   FLOOD + 3, BIG_N, BIG_LEN / 1024, VALID_N, malformed,
-                  (long long)(now_ms() - t0));
+                  (long long)(etcd_fixture_now_ms() - t0));
 
     /* The watcher reads it whole: the valid ones and the legitimate node,
      * nothing else, in bounded time and memory. */
@@ -817,10 +622,10 @@ static void test_flood(void **state)
     bool peak_known = reset_peak();
     before = rss_kib();
     r = registry_on("/f");
-    t0 = now_ms();
+    t0 = etcd_fixture_now_ms();
     assert_int_equal(registry_start(r), 0);
     nodes = take_until(r, SYNC_MS, flood_ok, &want, &n);
-    int64_t took = now_ms() - t0;
+    int64_t took = etcd_fixture_now_ms() - t0;
     peak = peak_kib();
     if (!nodes) {
         struct registry_status st;
@@ -919,10 +724,10 @@ static void test_cap(void **state)
     int64_t t0;
 
     (void)state;
-    NEED_ETCD();
+    ETCD_FIXTURE_NEED();
     assert_int_equal(CLUSTER_MAX_NODES, 16384);
     e = client(FILL_TIMEOUT_MS);
-    t0 = now_ms();
+    t0 = etcd_fixture_now_ms();
     for (unsigned i = 0; i < CLUSTER_MAX_NODES + over; i++) {
         snprintf(name, sizeof(name), "c%05u", i);
         add(&b, "/c", name, valid_value(name, i, 0xab, NULL));
@@ -931,7 +736,7 @@ static void test_cap(void **state)
     }
     flush(&b, e);
     print_message("cap: %zu valid members written in %lld ms\n", CLUSTER_MAX_NODES + over,
-                  (long long)(now_ms() - t0));
+                  (long long)(etcd_fixture_now_ms() - t0));
     /* Read in pages, every key comes once, in order, at one revision. */
     struct order o = { 0 };
     int64_t rev = 0;
@@ -941,7 +746,7 @@ static void test_cap(void **state)
     assert_true(rev > 0);
     catch_log();
     r = registry_on("/c");
-    t0 = now_ms();
+    t0 = etcd_fixture_now_ms();
     assert_int_equal(registry_start(r), 0);
     nodes = take_until(r, SYNC_MS, cap_ok, NULL, &n);
     if (!nodes) {
@@ -952,7 +757,7 @@ static void test_cap(void **state)
     }
     free(nodes);
     print_message("synced %u of %zu in %lld ms\n", CLUSTER_MAX_NODES, CLUSTER_MAX_NODES + over,
-                  (long long)(now_ms() - t0));
+                  (long long)(etcd_fixture_now_ms() - t0));
     /* At the cap, a new one is not taken (the snapshot that follows its
      * put is the same); one leaving frees a slot that the next legitimate
      * one takes. */
@@ -987,7 +792,7 @@ static void test_cap(void **state)
     key_b64(900020, 0xef, fkey);
     snprintf(text, sizeof(text), "[cluster]\nnetwork = 10.64.0.0/10\nport = 51820\n"
              "registry = etcd://%s/c\n[node filed]\npublic-key = %s\naddress = 10.127.0.1\n",
-             env.url + strlen("http://"), fkey);
+             etcd_fixture.url + strlen("http://"), fkey);
     assert_int_equal(cluster_parse(text, strlen(text), &file, NULL), 0);
     assert_int_equal(registry_model(&file, NULL, nodes, n, &model, &skipped, NULL, NULL), 0);
     assert_int_equal(skipped, 0);
@@ -1038,7 +843,7 @@ static void test_watch_message_bounded(void **state)
     struct counted c = { .want = WATCH_REVS * WATCH_PER_REV };
 
     (void)state;
-    NEED_ETCD();
+    ETCD_FIXTURE_NEED();
     e = client(FILL_TIMEOUT_MS);
     assert_int_equal(etcd_range_prefix(e, "/m/", rev_of, NULL, &rev), 0);
     for (unsigned i = 0; i < WATCH_REVS; i++) {
@@ -1051,17 +856,18 @@ static void test_watch_message_bounded(void **state)
     bool peak_known = reset_peak();
     long before = rss_kib();
     w = client(FILL_TIMEOUT_MS);
-    int64_t t0 = now_ms();
+    int64_t t0 = etcd_fixture_now_ms();
     int ret = etcd_watch_prefix(w, "/m/members/", rev + 1, count_event, &c, &stop);
     long peak = peak_kib(), grew = (peak - before) / 1024;
     print_message("a watch %u revisions behind (%u MiB of values): %d (%s) after %lld ms, %zu "
                   "events in %zu messages, peak memory %+ld MiB\n", WATCH_REVS, WATCH_MIB, ret,
-                  etcd_error(w), (long long)(now_ms() - t0), c.events, c.messages, grew);
+                  etcd_error(w), (long long)(etcd_fixture_now_ms() - t0), c.events, c.messages,
+                  grew);
     /* Not read whole: the watch ends, saying why, so that its owner reads
      * the prefix again (in pages) and watches on from there. */
     assert_int_equal(ret, -EMSGSIZE);
     assert_non_null(strstr(etcd_error(w), "watch: a message larger than"));
-    assert_true(now_ms() - t0 < SYNC_MS);
+    assert_true(etcd_fixture_now_ms() - t0 < SYNC_MS);
 #ifndef __SANITIZE_ADDRESS__
     if (peak_known && grew > WATCH_MIB * 2 / 3)
         fail_msg("the watch took %ld MiB at its peak for %u MiB of values", grew, WATCH_MIB);
