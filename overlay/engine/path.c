@@ -13,7 +13,19 @@
  * wrapping), so that the wrapped message is no larger than a direct
  * full-size one and fits the underlay as that does. Wrapped segments keep
  * the layout of the data path (one stride, the last possibly shorter), so
- * they still leave in one GSO send. */
+ * they still leave in one GSO send; the relay gathers what it forwards to
+ * one destination into one send too (path_forward, path_flush).
+ *
+ * What a relayed byte costs: the ends seal and open twice (the peer's
+ * keys, then the relay's), the relay opens and seals once, so a relayed
+ * stream does three times the AEAD work of a direct one; on one 2-vCPU
+ * machine that runs all three nodes, make bench measured 2.01 Gbit/s
+ * relayed against 4.19 direct (0.48x) and 1.79 CPU-s per GB at the relay
+ * (the AEAD floor: 0.88). Not done yet, and what would change it: the
+ * outer layer only authenticated, not encrypted (Poly1305 over a message
+ * that is ciphertext already; a message type of its own, with the same
+ * counters and replay window), which would cut the AEAD work of the path
+ * about in half. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
