@@ -26,7 +26,6 @@
  * state synced at the endpoint, and leave returning promptly. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -791,24 +790,6 @@ static void test_join_reclaims(void **state)
 
 /* --- the watcher ---------------------------------------------------------------------------- */
 
-/* Waits for the next snapshot (false when none came). */
-static bool take(struct registry *r, struct cluster_node **nodes, size_t *n, int64_t *rev)
-{
-    struct pollfd p = { .fd = registry_event_fd(r), .events = POLLIN };
-    int64_t deadline = etcd_fixture_now_ms() + WAIT_MS;
-
-    for (;;) {
-        int ret = registry_take(r, nodes, n, rev);
-        assert_true(ret >= 0);
-        if (ret == 1)
-            return true;
-        int64_t left = deadline - etcd_fixture_now_ms();
-        if (left <= 0)
-            return false;
-        poll(&p, 1, (int)left);
-    }
-}
-
 /* Takes snapshots until one has exactly the names given ("a b"), in any
  * order; false when none did within WAIT_MS. */
 static bool take_until(struct registry *r, const char *want, int64_t *rev)
@@ -825,7 +806,7 @@ static bool take_until(struct registry *r, const char *want, int64_t *rev)
         struct cluster_node *nodes = NULL;
         size_t n = 0;
         bool all = true;
-        if (!take(r, &nodes, &n, rev))
+        if (!registry_fixture_take(r, WAIT_MS, &nodes, &n, rev))
             return false;
         for (size_t i = 0; i < n; i++) {
             snprintf(pat, sizeof(pat), " %s ", nodes[i].name);

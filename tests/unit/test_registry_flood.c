@@ -37,7 +37,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
-#include <poll.h>
 #include <setjmp.h>
 #include <stdatomic.h>
 #include <stdarg.h>
@@ -59,6 +58,7 @@
 #include "overlay/registry/record.h"
 #include "overlay/registry/registry.h"
 #include "tests/unit/etcd_fixture.h"
+#include "tests/unit/registry_fixture.h"
 
 #define FILL_TIMEOUT_MS  20000L
 #define MAX_TXN_OPS      1024
@@ -388,21 +388,10 @@ static struct registry *registry_on(const char *prefix)
 /* The next snapshot within ms (NULL when none came; *n its size). */
 static struct cluster_node *take_within(struct registry *r, int ms, size_t *n)
 {
-    struct pollfd p = { .fd = registry_event_fd(r), .events = POLLIN };
-    int64_t deadline = etcd_fixture_now_ms() + ms;
     struct cluster_node *nodes = NULL;
     int64_t rev;
 
-    for (;;) {
-        int ret = registry_take(r, &nodes, n, &rev);
-        assert_true(ret >= 0);
-        if (ret == 1)
-            return nodes;
-        int64_t left = deadline - etcd_fixture_now_ms();
-        if (left <= 0)
-            return NULL;
-        poll(&p, 1, (int)left);
-    }
+    return registry_fixture_take(r, ms, &nodes, n, &rev) ? nodes : NULL;
 }
 
 /* Snapshots until one passes ok(ctx, nodes, n) within ms: that one (to
@@ -434,32 +423,30 @@ static const struct cluster_node *find(const struct cluster_node *nodes, size_t 
     return NULL;
 }
 
-static long peak_kib(void)
+/* A figure of /proc/self/status in KiB (format: "VmHWM: %ld kB"); -1
+ * when not found. */
+static long status_kib(const char *format)
 {
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];
     long kib = -1;
 
     while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+        if (sscanf(line, format, &kib) == 1)
             break;
     if (f)
         fclose(f);
     return kib;
 }
 
+static long peak_kib(void)
+{
+    return status_kib("VmHWM: %ld kB");
+}
+
 static long rss_kib(void)
 {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kib = -1;
-
-    while (f && fgets(line, sizeof(line), f))
-        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kib;
+    return status_kib("VmRSS: %ld kB");
 }
 
 /* Starts the peak over from now (the kernel's high-water mark), from a
