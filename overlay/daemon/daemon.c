@@ -12,6 +12,7 @@
 #include <netinet/udp.h>
 #include <netdb.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -510,15 +511,27 @@ static void report_ready(struct setup *s)
 
 /* Crypto workers: DDPNET_CRYPTO_THREADS if set, else one per core beyond
  * the two that the loop and the kernel's network stack keep busy (on a
- * two-core machine, inline crypto measured faster: see crypto_pool.h). */
+ * two-core machine, inline crypto measured faster: see crypto_pool.h).
+ * The cores counted are those this process may run on, its affinity mask
+ * (what taskset, systemd's CPUAffinity= or a cgroup cpuset leave it), not
+ * every core the machine has online: a daemon confined to 4 cores of 64
+ * gets 2 workers, not 8 that would only take turns on its 4. A CPU quota
+ * (cgroup cpu.max) is not a mask and is not counted. Where the mask cannot
+ * be read (more CPUs than a cpu_set_t holds), the online count. */
 #define CRYPTO_THREADS_MAX 8
 static unsigned crypto_threads(void)
 {
     const char *env = getenv("DDPNET_CRYPTO_THREADS");
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t mask;
+    long cores;
 
     if (env && *env)
         return (unsigned)strtoul(env, NULL, 10);
+    CPU_ZERO(&mask);
+    if (sched_getaffinity(0, sizeof(mask), &mask) == 0)
+        cores = CPU_COUNT(&mask);
+    else
+        cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (cores <= 2)
         return 0;
     return cores - 2 > CRYPTO_THREADS_MAX ? CRYPTO_THREADS_MAX : (unsigned)(cores - 2);
