@@ -143,6 +143,63 @@ static struct peer *relay_next(const struct peer *p, uint64_t now)
                                                       p->via ? p->via->id : 0, now));
 }
 
+/* Members looked at per guess (relay_guess): the work stays bounded in a
+ * large cluster whose members we mostly cannot reach. */
+#define RELAY_GUESS_SCAN 32u
+
+/* No member told us it reaches p, and p does not answer us: the ddpnet
+ * members we reach and that answer us are the relays to try, up to a slot
+ * each (trust.c's trials sort them out: one that does not reach p directly
+ * refuses to forward, and its trial fails). Members at the endpoints the
+ * cluster lists are not introduced to each other (introduce), and what a
+ * member says of third peers comes only with its periodic ENDPOINTS, so
+ * without this two members kept apart by a firewall, both at their listed
+ * endpoints, had no relay until the next ENDPOINTS of one that reaches
+ * both -- or none at all when that one came up last. The scan starts at a
+ * random member so that nodes spread their relaying over the cluster.
+ * Returns whether a relay is known now. */
+static bool guessable(const struct peer *p, const struct peer *r, uint64_t now)
+{
+    return r != p && r->speaks_disco && relay_good(r, now);
+}
+
+static bool relay_guess(struct peer *p, uint64_t now)
+{
+    struct device *dev = p->dev;
+    size_t n = dev->n_peers, i;
+    unsigned looked = 0, added = 0;
+
+    if (n < 2)
+        return false;
+    i = randombytes_uniform((uint32_t)n);
+    for (; looked < n && looked < RELAY_GUESS_SCAN && added < DISCO_RELAYS_MAX;
+         looked++, i = (i + 1) % n) {
+        struct peer *r = dev->peers[i];
+        if (!guessable(p, r, now))
+            continue;
+        disco_relay_claim(&p->relays, r->id, now);
+        added++;
+    }
+    if (added)
+        log_debug_rl("peer %s: no member said it reaches it; %u members we reach are the "
+                     "relays to try", p->name, added);
+    return relay_next(p, now) != NULL;
+}
+
+/* Whether try_relay would find a relay for p, offered or guessed (the
+ * guess's own bound on the members looked at). */
+static bool relay_known(const struct peer *p, uint64_t now)
+{
+    const struct device *dev = p->dev;
+
+    if (relay_next(p, now))
+        return true;
+    for (size_t i = 0; i < dev->n_peers && i < RELAY_GUESS_SCAN; i++)
+        if (guessable(p, dev->peers[i], now))
+            return true;
+    return false;
+}
+
 /* r says it reaches p directly: a relay to try, no more (trust.c). */
 static void offer_relay(struct peer *p, struct peer *r, uint64_t now)
 {
@@ -159,6 +216,8 @@ static bool try_relay(struct peer *p, uint64_t now)
 {
     struct peer *r = relay_next(p, now);
 
+    if (!r && relay_guess(p, now))
+        r = relay_next(p, now);
     if (!r)
         return false;
     log_debug_rl("peer %s: trying the relay %s", p->name, r->name);
@@ -730,7 +789,7 @@ bool disco_session_up(struct peer *p, uint64_t now)
 
 void disco_want_session(struct peer *p, bool sent, uint64_t now)
 {
-    if (disco_working(p, now) || (!disco_has_targets(p) && !relay_next(p, now)))
+    if (disco_working(p, now) || (!disco_has_targets(p) && !relay_known(p, now)))
         return;
     if (disco_attempt(&p->disco, sent, now))
         disco_wake(p->dev);
@@ -746,7 +805,9 @@ static void facts_of(const struct peer *p, uint64_t now, struct disco_facts *f)
     /* A relay that lost its session, or stopped answering: as no path. */
     if (f->path == DISCO_PATH_RELAY && !relay_good(p->via, now))
         f->path = DISCO_PATH_NONE;
-    f->relay_known = relay_next(p, now) != NULL;
+    /* While it is being reached: a relay offered, or one to guess. */
+    f->relay_known = p->disco.attempt_ns && !f->working ? relay_known(p, now)
+                                                        : relay_next(p, now) != NULL;
     f->can_upgrade = f->path == DISCO_PATH_DIRECT && to_disco(&p->endpoint, &cur) &&
                      !disco_cand_is_local(&p->disco, &cur) && targets(p, true, t) > 0;
     f->idle_ping_s = disco_idle_ping_s(p, now);

@@ -42,7 +42,7 @@
 #include "overlay/disco/pmtu.h"
 #include "overlay/loop/loop.h"
 
-#define NODES     2u
+#define NODES_MAX 3u
 #define POOL      32u
 #define START_NS  (1000u * WG_NSEC_PER_SEC)
 #define SEC       WG_NSEC_PER_SEC
@@ -67,13 +67,15 @@ struct wire_msg {
     uint8_t data[MSG_MAX];
 };
 
-static struct node nodes[NODES];
+static struct node nodes[NODES_MAX];
+static unsigned n_nodes = 2;                  /* in this test's world */
+static bool cut[NODES_MAX][NODES_MAX];        /* from, to: a firewall drops it */
 static struct wire_msg wire[WIRE_MAX];
 static unsigned wire_head, wire_tail;
 
 static unsigned node_of_loop(const struct loop *l)
 {
-    for (unsigned i = 0; i < NODES; i++)
+    for (unsigned i = 0; i < n_nodes; i++)
         if (&nodes[i].loop == l)
             return i;
     fail_msg("unknown loop");
@@ -82,7 +84,7 @@ static unsigned node_of_loop(const struct loop *l)
 
 static int node_of_endpoint(const union endpoint *e)
 {
-    for (unsigned i = 0; i < NODES; i++)
+    for (unsigned i = 0; i < n_nodes; i++)
         if (e->sa.sa_family == AF_INET &&
             e->in4.sin_addr.s_addr == nodes[i].ep.in4.sin_addr.s_addr &&
             e->in4.sin_port == nodes[i].ep.in4.sin_port)
@@ -106,7 +108,7 @@ static void wire_put(unsigned from, const union endpoint *dst, const uint8_t *ms
         struct timespec grain = { 0, (long)WG_TIMESTAMP_GRAIN_NS + 1000000L };
         nanosleep(&grain, NULL);
     }
-    if (to < 0 || nodes[to].down || len > MSG_MAX)
+    if (to < 0 || nodes[to].down || cut[from][to] || len > MSG_MAX)
         return;
     assert_true(wire_tail - wire_head < WIRE_MAX);
     struct wire_msg *w = &wire[wire_tail++ % WIRE_MAX];
@@ -224,7 +226,7 @@ static void make_cluster(struct cluster *c)
     size_t len = (size_t)snprintf(text, sizeof(text),
                                   "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n");
 
-    for (unsigned i = 0; i < NODES; i++) {
+    for (unsigned i = 0; i < n_nodes; i++) {
         memset(priv, (int)(0x41 + i), sizeof(priv));
         crypto_scalarmult_base(pub, priv);
         sodium_bin2base64(b64, sizeof(b64), pub, WG_KEY_LEN, sodium_base64_VARIANT_ORIGINAL);
@@ -242,8 +244,9 @@ static int world_setup(void **state)
     log_init("test_engine", true, getenv("TEST_ENGINE_DEBUG") ? LOG_LVL_DEBUG : LOG_LVL_WARN);
     assert_int_equal(crypto_core_init(), 0);
     memset(nodes, 0, sizeof(nodes));
+    memset(cut, 0, sizeof(cut));
     wire_head = wire_tail = 0;
-    for (unsigned i = 0; i < NODES; i++) {
+    for (unsigned i = 0; i < n_nodes; i++) {
         struct node *n = &nodes[i];
         uint8_t priv[WG_KEY_LEN];
 
@@ -270,7 +273,7 @@ static int world_setup(void **state)
 static int world_teardown(void **state)
 {
     (void)state;
-    for (unsigned i = 0; i < NODES; i++) {
+    for (unsigned i = 0; i < n_nodes; i++) {
         struct node *n = &nodes[i];
         /* Nothing of the pool is kept once the queues are empty. */
         device_destroy(&n->dev);
@@ -307,7 +310,7 @@ static void pump(uint64_t now)
 /* Every live node's timers at now, then the network. */
 static void tick(uint64_t now)
 {
-    for (unsigned i = 0; i < NODES; i++)
+    for (unsigned i = 0; i < n_nodes; i++)
         if (!nodes[i].down)
             nodes[i].on.timers(nodes[i].on.ctx, now);
     pump(now);
@@ -483,12 +486,12 @@ static void test_idle_pings_answered(void **state)
     unsigned checked = 0;
 
     for (; now < end; now += SEC / 2) {
-        for (unsigned i = 0; i < NODES; i++)
+        for (unsigned i = 0; i < n_nodes; i++)
             memset(nodes[i].dev.disco.out_msg, 0xa5, sizeof(*nodes[i].dev.disco.out_msg));
         tick(now);
         if (now < START_NS + 60 * SEC)
             continue;
-        for (unsigned i = 0; i < NODES; i++) {
+        for (unsigned i = 0; i < n_nodes; i++) {
             const struct peer *p = peer_of(i);
             uint64_t lately = 2u * (DISCO_PING_INTERVAL_S + disco_idle_ping_s(p, now)) * SEC;
             assert_true(p->speaks_disco);
@@ -649,7 +652,72 @@ static void test_peer_events_name_the_peer(void **state)
     assert_true(strstr(text, "<4>peer n1: unreachable") < strstr(text, "<5>peer n1: reachable"));
 }
 
+/* Three nodes; the test cuts links itself. */
+static int world3_setup(void **state)
+{
+    n_nodes = 3;
+    return world_setup(state);
+}
+
+static int world3_teardown(void **state)
+{
+    int ret = world_teardown(state);
+
+    n_nodes = 2;
+    return ret;
+}
+
+/* Node i's peer for node j. */
+static struct peer *peer_for(unsigned i, unsigned j)
+{
+    struct peer *p = device_peer_by_key(&nodes[i].dev, nodes[j].dev.self->public_key);
+
+    assert_non_null(p);
+    return p;
+}
+
+/* n0 and n1 are kept apart by a firewall, both at the endpoints the
+ * cluster lists (so nobody introduces them to each other), and n2, which
+ * reaches both, comes up last: n0 must still find n2 as its relay to n1,
+ * although no member ever said that it reaches n1. */
+static void test_relay_found_when_none_is_offered(void **state)
+{
+    (void)state;
+    uint64_t now = START_NS + SEC, up, end;
+    unsigned before;
+
+    cut[0][1] = cut[1][0] = true;
+    nodes[2].down = true;
+    app_send(0, 1, 100, now);
+    for (unsigned i = 0; i < 20; i++)
+        tick(now += SEC / 10);
+    nodes[2].down = false;
+    up = now;
+    app_send(2, 0, 100, now);     /* n2's start: a session with each */
+    app_send(2, 1, 100, now);
+    pump(now);
+    assert_non_null(peer_for(2, 0)->current);
+    assert_non_null(peer_for(2, 1)->current);
+    for (end = up + 15 * SEC; now < end && path_of(peer_for(0, 1)) != DISCO_PATH_RELAY;) {
+        now += SEC / 10;
+        if ((now - up) % SEC == 0)
+            app_send(0, 1, 100, now);   /* as ping does */
+        tick(now);
+    }
+    assert_int_equal(path_of(peer_for(0, 1)), DISCO_PATH_RELAY);
+    assert_ptr_equal(peer_for(0, 1)->via, peer_for(0, 2));
+    /* And it carries: a packet now goes through n2. */
+    for (unsigned i = 0; i < 10; i++)
+        tick(now += SEC / 10);
+    before = nodes[1].tun_packets;
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_int_equal(nodes[1].tun_packets, before + 1);
+    assert_true(nodes[2].dev.stats.relay_forwarded > 0);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
+#define T3(f) cmocka_unit_test_setup_teardown(f, world3_setup, world3_teardown)
 
 int main(void)
 {
@@ -663,6 +731,7 @@ int main(void)
         T(test_idle_path_not_confirmed),
         T(test_crossing_initiations_make_one_session),
         T(test_peer_events_name_the_peer),
+        T3(test_relay_found_when_none_is_offered),
     };
 
     return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
