@@ -471,15 +471,6 @@ static long open_message(struct device *dev, uint8_t *msg, uint32_t len,
     return (long)tp.len;
 }
 
-/* The packets of one receive bound for ddp0, and where the receive came
- * from (a relayed message's source is its relay). */
-struct rx_batch {
-    struct pkt *pkt;
-    struct offload_pkt plain[PKT_MAX_SEGS];
-    size_t n;
-    uint64_t forwarded;                   /* stats.relay_forwarded when it began */
-};
-
 /* A RELAYED message to open: the WireGuard message msg[0..len) that the
  * relay says came from src. */
 struct relayed {
@@ -487,6 +478,30 @@ struct relayed {
     uint8_t *msg;
     uint32_t len;
 };
+
+/* The packets of one receive bound for ddp0, and where the receive came
+ * from (a relayed message's source is its relay). The transport messages
+ * that came inside RELAYEDs wait in `inner` and are opened together at the
+ * end of the receive (open_inner): a relayed stream's receiver opens in
+ * batches, as a direct one's does. */
+struct rx_batch {
+    struct pkt *pkt;
+    struct offload_pkt plain[PKT_MAX_SEGS];
+    size_t n;
+    uint64_t forwarded;                   /* stats.relay_forwarded when it began */
+    struct relayed inner[PKT_MAX_SEGS];
+    unsigned n_inner;
+};
+
+/* Set by hand, not by an initializer: that would zero the arrays (12 KiB)
+ * on every receive. */
+static void rx_batch_init(struct rx_batch *b, const struct device *dev, struct pkt *pkt)
+{
+    b->pkt = pkt;
+    b->n = 0;
+    b->forwarded = dev->stats.relay_forwarded;
+    b->n_inner = 0;
+}
 
 /* A disco packet from p (the inner packet ip[0..len)), never written to
  * ddp0: handled here, or, for a RELAYED that came directly, unwrapped
@@ -570,8 +585,84 @@ static bool open_relayed(struct device *dev, struct rx_batch *b, const struct re
         handshake_receive(dev, h, now);
         return false;
     }
+    if (b->n_inner < PKT_MAX_SEGS) {
+        b->inner[b->n_inner++] = *r;     /* opened with the others: open_inner */
+        return false;
+    }
     *plen = open_message(dev, r->msg, r->len, NULL, r->relay, r->src, now, p);
     return *plen >= 0;
+}
+
+/* The length of the run of b->inner from i on that goes to one keypair
+ * from the peer its relay named (at least 1: a message that does not is
+ * a run of its own, which open_inner drops). */
+static unsigned inner_run(struct device *dev, const struct rx_batch *b, unsigned i,
+                          struct index_entry **e_out)
+{
+    struct index_entry *e = message_keypair(dev, b->inner[i].msg, b->inner[i].len);
+    unsigned n = 1;
+
+    *e_out = e && e->peer == b->inner[i].src ? e : NULL;
+    if (!*e_out)
+        return 1;
+    while (i + n < b->n_inner && n < TRANSPORT_BATCH &&
+           b->inner[i + n].src == b->inner[i].src &&
+           message_keypair(dev, b->inner[i + n].msg, b->inner[i + n].len) == e)
+        n++;
+    return n;
+}
+
+/* Opens the relayed transport messages of the receive, a run to one
+ * keypair at a time in one batch (transport_decrypt_batch: every tag
+ * checked before anything is decrypted), then, message by message and in
+ * order, what open_message does after the AEAD: the replay check, the
+ * keypair looked up again (what came before may have changed the
+ * session), the plaintext kept for ddp0. */
+static void open_inner(struct device *dev, struct rx_batch *b, uint64_t now)
+{
+    struct transport_packet tp[TRANSPORT_BATCH];
+    struct index_entry *e;
+
+    for (unsigned i = 0, n; i < b->n_inner; i += n) {
+        n = inner_run(dev, b, i, &e);
+        if (!e) {
+            dev->stats.dropped_bad_packet++;
+            continue;
+        }
+        for (unsigned k = 0; k < n; k++)
+            tp[k] = (struct transport_packet){ .buf = b->inner[i + k].msg,
+                                               .cap = b->inner[i + k].len,
+                                               .len = b->inner[i + k].len };
+        if (transport_expired(e->keypair, now)) {
+            dev->stats.dropped_bad_packet += n;
+            continue;
+        }
+        transport_decrypt_batch(e->keypair->recv_key, tp, n);
+        for (unsigned k = 0; k < n; k++) {
+            const struct relayed *r = &b->inner[i + k];
+            struct index_entry *now_e = NULL;
+            struct relayed none;
+            int status = tp[k].status;
+
+            if (b->n >= PKT_MAX_SEGS)
+                break;    /* never: a receive's messages fill plain at most once */
+
+            if (!status && (!(now_e = message_keypair(dev, r->msg, r->len)) ||
+                            now_e->peer != r->src || transport_expired(now_e->keypair, now)))
+                status = -WG_ESTALE;
+            if (!status)
+                status = transport_accept(now_e->keypair, tp[k].counter);
+            if (status) {
+                count_drop(dev, status);
+                continue;
+            }
+            after_authentic(r->src, now_e->keypair, r->len, NULL, r->relay, now);
+            /* What came through a relay is never a RELAYED to open again
+             * (disco_in refuses it), so `none` stays unused. */
+            keep_plain(dev, b, r->src, r->msg, (long)tp[k].len, r->relay, now, &none);
+        }
+    }
+    b->n_inner = 0;
 }
 
 /* An opened transport message from p: kept for ddp0, or handled as
@@ -638,6 +729,7 @@ static void write_batch(struct device *dev, struct pkt *pkt, struct offload_pkt 
 /* The batch's packets to ddp0; what it had for relays goes out too. */
 static void end_batch(struct device *dev, struct rx_batch *b, uint64_t now)
 {
+    open_inner(dev, b, now);
     if (b->n)
         write_batch(dev, b->pkt, b->plain, b->n);
     /* Only the network's upkeep (discovery, keepalives): nobody here waits
@@ -679,9 +771,10 @@ static void start_batch(struct device *dev, struct pkt *pkt, uint32_t seg_size)
  * may have gone while a worker ran. */
 static void finish_open(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
 {
-    struct rx_batch b = { .pkt = pkt, .n = 0, .forwarded = dev->stats.relay_forwarded };
+    struct rx_batch b;
     unsigned i = 0;
 
+    rx_batch_init(&b, dev, pkt);
     for (uint32_t off = 0; off < pkt->len && i < PKT_MAX_SEGS; off += seg_size, i++) {
         uint8_t *msg = pkt->in + off;
         uint32_t len = pkt->len - off < seg_size ? pkt->len - off : seg_size;
@@ -736,9 +829,10 @@ static void lone_handshake(struct device *dev, struct pkt *pkt, uint64_t now)
 
 void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
 {
-    struct rx_batch b = { .pkt = pkt, .n = 0, .forwarded = dev->stats.relay_forwarded };
+    struct rx_batch b;
     struct index_entry *e;
 
+    rx_batch_init(&b, dev, pkt);
     if (seg_size >= pkt->len && noise_message_type(pkt->in, pkt->len) != WG_MSG_TRANSPORT) {
         lone_handshake(dev, pkt, now);
         return;
@@ -752,7 +846,7 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, u
     /* Opened here, one by one: after whatever the workers still hold, to
      * keep order. */
     loop_crypto_drain(dev->loop, now);
-    for (uint32_t off = 0; off < pkt->len && b.n < PKT_MAX_SEGS; off += seg_size) {
+    for (uint32_t off = 0; off < pkt->len && b.n + b.n_inner < PKT_MAX_SEGS; off += seg_size) {
         uint8_t *msg = pkt->in + off;
         uint32_t len = pkt->len - off < seg_size ? pkt->len - off : seg_size;
         uint32_t type = noise_message_type(msg, len);

@@ -36,6 +36,7 @@
 #include "config/cluster.h"
 #include "crypto/aead.h"
 #include "crypto/bytes.h"
+#include "crypto/transport.h"
 #include "overlay/base/log.h"
 #include "overlay/engine/device_setup.h"
 #include "overlay/engine/engine.h"
@@ -59,6 +60,7 @@ struct node {
     unsigned icmp_packets;         /* of which ICMP (errors from the engine) */
     unsigned initiations, keepalives;   /* sent by it */
     unsigned transports;           /* transport messages sent by it (data, disco, keepalives) */
+    uint32_t tun_lens[64];         /* the lengths of the first packets written to ddp0 */
 };
 
 struct wire_msg {
@@ -184,6 +186,8 @@ void loop_write_tun(struct loop *l, struct tun_write *w)
      * protocol by the first. */
     for (unsigned i = 1; i < w->iovcnt; i++) {
         const uint8_t *ip = w->iov[i].iov_base;
+        if (n->tun_packets < 64)
+            n->tun_lens[n->tun_packets] = (uint32_t)w->iov[i].iov_len;
         n->tun_packets++;
         if (w->iov[i].iov_len >= 20 && ip[9] == IPPROTO_ICMP)
             n->icmp_packets++;
@@ -304,6 +308,44 @@ static void pump(uint64_t now)
         pkt->len = w->len;
         pkt->addr = nodes[w->from].ep;
         to->on.udp(to->on.ctx, pkt, w->len, now);
+    }
+}
+
+/* As pump, but what one node sent another back to back, of one length
+ * (the last may be shorter), arrives as one receive: the kernel's UDP GRO,
+ * so that a receiver opens them as one batch. */
+static void deliver_gro(uint64_t now)
+{
+    const struct wire_msg *first = &wire[wire_head % WIRE_MAX];
+    unsigned from = first->from, to = first->to, n = 0;
+    uint32_t seg = first->len, len = 0;
+    struct pkt *pkt = loop_pkt_get(&nodes[to].loop);
+
+    if (!pkt) {
+        wire_head++;
+        return;
+    }
+    while (wire_head != wire_tail && n < PKT_GSO_MAX_SEGS) {
+        const struct wire_msg *w = &wire[wire_head % WIRE_MAX];
+        if (w->from != from || w->to != to || w->len > seg || len + w->len > PKT_IN_CAP)
+            break;
+        memcpy(pkt->in + len, w->data, w->len);
+        len += w->len;
+        wire_head++;
+        n++;
+        if (w->len < seg)
+            break;
+    }
+    pkt->len = len;
+    pkt->addr = nodes[from].ep;
+    nodes[to].on.udp(nodes[to].on.ctx, pkt, seg, now);
+}
+
+static void pump_gro(uint64_t now)
+{
+    for (unsigned guard = 0; wire_head != wire_tail; guard++) {
+        assert_true(guard < 100000);
+        deliver_gro(now);
     }
 }
 
@@ -679,10 +721,10 @@ static struct peer *peer_for(unsigned i, unsigned j)
 /* n0 and n1 are kept apart by a firewall, both at the endpoints the
  * cluster lists (so nobody introduces them to each other), and n2, which
  * reaches both, comes up last: n0 must still find n2 as its relay to n1,
- * although no member ever said that it reaches n1. */
-static void test_relay_found_when_none_is_offered(void **state)
+ * although no member ever said that it reaches n1. Returns the time when
+ * n0 -> n1 is relayed and carries. */
+static uint64_t relay_found(void)
 {
-    (void)state;
     uint64_t now = START_NS + SEC, up, end;
     unsigned before;
 
@@ -714,6 +756,105 @@ static void test_relay_found_when_none_is_offered(void **state)
     pump(now);
     assert_int_equal(nodes[1].tun_packets, before + 1);
     assert_true(nodes[2].dev.stats.relay_forwarded > 0);
+    return now;
+}
+
+static void test_relay_found_when_none_is_offered(void **state)
+{
+    (void)state;
+    relay_found();
+}
+
+/* A relayed stream's messages reach the relay as one receive and leave it
+ * as one send, and the receiver opens the inner messages of one receive
+ * together: all arrive, in order; the same datagrams again are replays,
+ * and none of them reaches ddp0. */
+static void test_relayed_receive_opened_as_a_batch(void **state)
+{
+    (void)state;
+    uint64_t now = relay_found();
+    struct wire_msg copy[8];
+    unsigned before = nodes[1].tun_packets, n = 0;
+    uint64_t forwarded = nodes[2].dev.stats.relay_forwarded;
+    uint64_t replays = nodes[1].dev.stats.dropped_replay;
+
+    tick(now += SEC / 10);
+    before = nodes[1].tun_packets;
+    for (unsigned i = 0; i < 8; i++)
+        app_send(0, 1, 1000 + i, now);    /* 1028..1035 bytes: one padded length */
+    /* To the relay: 8 messages of one length, one GRO receive there. */
+    assert_int_equal(wire_tail - wire_head, 8);
+    pump_gro(now);
+    assert_int_equal(nodes[2].dev.stats.relay_forwarded, forwarded + 8);
+    assert_int_equal(nodes[1].tun_packets, before + 8);
+    for (unsigned i = 0; i < 8; i++)
+        assert_int_equal(nodes[1].tun_lens[before + i], 20 + 8 + 1000 + i);
+    /* The relay's 8 RELAYEDs again, as an attacker on the path would. */
+    for (unsigned i = 0; i < 8; i++)
+        app_send(0, 1, 1000 + i, now);
+    assert_int_equal(wire_tail - wire_head, 8);
+    deliver_gro(now);     /* n0 -> n2 only: n2's sends to n1 stay on the wire */
+    for (unsigned i = wire_head; i != wire_tail && n < 8; i++)
+        if (wire[i % WIRE_MAX].from == 2 && wire[i % WIRE_MAX].to == 1)
+            copy[n++] = wire[i % WIRE_MAX];
+    assert_int_equal(n, 8);
+    before = nodes[1].tun_packets;
+    pump_gro(now);
+    assert_int_equal(nodes[1].tun_packets, before + 8);
+    for (unsigned i = 0; i < n; i++)
+        wire[wire_tail++ % WIRE_MAX] = copy[i];
+    pump_gro(now);
+    assert_int_equal(nodes[1].tun_packets, before + 8);
+    assert_true(nodes[1].dev.stats.dropped_replay >= replays + 8);
+}
+
+/* A relay that sends on, in fresh RELAYEDs of its own, inner messages it
+ * passed before (a member replaying what it relays): the receiver's inner
+ * replay check drops every one, and what it opened together before them
+ * still arrives. */
+static void test_relay_replaying_inner_messages(void **state)
+{
+    (void)state;
+    uint64_t now = relay_found();
+    struct wire_msg relay_in[4];
+    struct disco_msg *m = calloc(1, sizeof(*m));
+    struct peer *from = peer_for(2, 0), *to = peer_for(2, 1);
+    uint64_t replays;
+    unsigned before;
+
+    assert_non_null(m);
+    tick(now += SEC / 10);
+    for (unsigned i = 0; i < 4; i++)
+        app_send(0, 1, 500, now);
+    assert_int_equal(wire_tail - wire_head, 4);
+    for (unsigned i = 0; i < 4; i++)
+        relay_in[i] = wire[(wire_head + i) % WIRE_MAX];
+    before = nodes[1].tun_packets;
+    pump_gro(now);
+    assert_int_equal(nodes[1].tun_packets, before + 4);
+    /* The relay opens its copies again (its keys, no replay window) and
+     * forwards the same inner messages once more. */
+    replays = nodes[1].dev.stats.dropped_replay;
+    for (unsigned i = 0; i < 4; i++) {
+        struct transport_packet tp = { .buf = relay_in[i].data, .cap = relay_in[i].len,
+                                       .len = relay_in[i].len };
+        const uint8_t *src, *dst, *payload;
+        size_t plen;
+        int family;
+
+        assert_int_equal(transport_decrypt(from->current->recv_key, &tp), 0);
+        assert_int_equal(disco_ip_parse(relay_in[i].data + WG_TRANSPORT_HEADER_LEN, tp.len,
+                                        &family, &src, &dst, &payload, &plen), 0);
+        assert_int_equal(disco_decode(payload, plen, m), 0);
+        assert_int_equal(m->type, DISCO_RELAY);
+        path_forward(&nodes[2].dev, from, to, m->relay.msg, m->relay.msg_len, now);
+    }
+    path_flush(&nodes[2].dev, now);
+    before = nodes[1].tun_packets;
+    pump_gro(now);
+    assert_int_equal(nodes[1].tun_packets, before);
+    assert_int_equal(nodes[1].dev.stats.dropped_replay, replays + 4);
+    free(m);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
@@ -732,6 +873,8 @@ int main(void)
         T(test_crossing_initiations_make_one_session),
         T(test_peer_events_name_the_peer),
         T3(test_relay_found_when_none_is_offered),
+        T3(test_relayed_receive_opened_as_a_batch),
+        T3(test_relay_replaying_inner_messages),
     };
 
     return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
