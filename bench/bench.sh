@@ -12,14 +12,19 @@
 #   relay      three nodes: one stream and ping m1 -> m2 over ddp0, direct
 #              and through m3; the relay's CPU per GB forwarded (mesh.sh)
 #   aead       the AEAD floor (build/bench/aead_bench)
+#   cores      two nodes, only when asked for: each daemon confined to N
+#              cores (taskset, N-1 crypto workers), iperf3 -P 4 and -P 8,
+#              Gbit/s and CPU per GB per N beside the bare veth (cores.sh)
 # Then medians, ratios, the targets of issue 4 and of issue 19 (report.sh).
 # Raw rows go to $BENCH_OUT/results.tsv (pair) and $BENCH_OUT/mesh.tsv
-# (three nodes), every echo's round trip to $BENCH_OUT/rtt/. See
+# (three nodes), $BENCH_OUT/cores.tsv (cores), every echo's round trip to
+# $BENCH_OUT/rtt/. See
 # bench/README.md for the knobs.
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$BENCH_DIR/tunnels.sh"
 . "$BENCH_DIR/mesh.sh"
+. "$BENCH_DIR/cores.sh"
 . "$BENCH_DIR/report.sh"
 
 usage_error() { printf 'bench: %s\n' "$*" >&2; exit 2; }
@@ -31,7 +36,8 @@ positive_int() {
     esac
 }
 
-ALL_PARTS="pair allreduce relay aead"
+ALL_PARTS="pair allreduce relay aead"     # run when BENCH_ONLY is empty
+KNOWN_PARTS="$ALL_PARTS cores"             # cores: only when asked for
 PARTS=""
 part_on() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 part_off() { PARTS=$(printf ' %s ' $PARTS | sed "s/ $1 / /"); PARTS=$(echo $PARTS); }
@@ -45,7 +51,7 @@ bench_config() {
     BENCH_PINGS=${BENCH_PINGS:-200}
     BENCH_ONLY=${BENCH_ONLY:-}
     for p in ${BENCH_ONLY//,/ }; do
-        case " $ALL_PARTS " in *" $p "*) ;; *) usage_error "BENCH_ONLY: no part '$p' (parts: ${ALL_PARTS// /,})" ;; esac
+        case " $KNOWN_PARTS " in *" $p "*) ;; *) usage_error "BENCH_ONLY: no part '$p' (parts: ${KNOWN_PARTS// /,})" ;; esac
         part_on "$p" || PARTS="$PARTS $p"
     done
     [ -n "$BENCH_ONLY" ] || PARTS=$ALL_PARTS
@@ -72,6 +78,7 @@ bench_config() {
     positive_int BENCH_AR_BATCHES "$BENCH_AR_BATCHES"
     positive_int BENCH_AR_SMALL_ITERS "$BENCH_AR_SMALL_ITERS"
     positive_int BENCH_AR_TIMEOUT "$BENCH_AR_TIMEOUT"
+    if part_on cores; then cores_config; fi
 }
 
 # mesh_parts_usable: drops a three-node part this machine cannot run, and
@@ -203,7 +210,8 @@ main() {
             "$BENCH_AR_BIG" "$BENCH_AR_SMALL" "$BENCH_AR_ITERS" "$BENCH_AR_BATCHES" "$BENCH_AR_SMALL_ITERS")"
     fi
     say "machine: $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), kernel $(uname -r), load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (a shared machine: other work skews every contender alike, not the ratios)"
-    part_on pair && bench_testbed
+    part_on cores && cores_plan
+    if part_on pair || cores_active; then bench_testbed; fi
     if part_on allreduce || part_on relay; then mesh_testbed; fi
     for (( r = 1; r <= BENCH_ROUNDS; r++ )); do
         if part_on pair; then
@@ -212,6 +220,7 @@ main() {
         if part_on allreduce || part_on relay; then
             for i in "${!M_NAME[@]}"; do mesh_measure "$r" "$i"; done
         fi
+        if cores_active; then cores_measure "$r"; fi
     done
     say "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
     AEAD_STATUS="not run (BENCH_ONLY=$BENCH_ONLY)"
@@ -223,8 +232,9 @@ main() {
     report_training "$TSV" "$MESH_TSV" "$BENCH_OUT/rtt" "$PARTS" \
         "${PART_WHY_allreduce:-}" "${PART_WHY_relay:-}" "${EXTRA_NAMES[@]}"
     rc2=$?
+    part_on cores && cores_report
     if [ "$rc" -eq 1 ] || [ "$rc2" -eq 1 ]; then rc=1; elif [ "$rc" -eq 0 ]; then rc=$rc2; fi
-    say "raw rows: $TSV (two nodes), $MESH_TSV (three nodes), $BENCH_OUT/rtt/ (every echo); $(( SECONDS - t_start )) s in all"
+    say "raw rows: $TSV (two nodes), $MESH_TSV (three nodes),$(part_on cores && printf ' %s (cores),' "$CORES_TSV") $BENCH_OUT/rtt/ (every echo); $(( SECONDS - t_start )) s in all"
     [ "$BENCH_STRICT" = 1 ] || rc=0
     return "$rc"
 }

@@ -56,11 +56,17 @@ ddp_cluster() {
     } >"$T/cluster.conf"
 }
 
+# DDP_UP_PREFIX_a, DDP_UP_PREFIX_b: words run before `ddpnet up` in that
+# node, inherited by its daemon (cores.sh: `env DDPNET_CRYPTO_THREADS=...
+# taskset -c ...`); empty, as for every other part, runs it as it is.
+DDP_UP_PREFIX_a="" DDP_UP_PREFIX_b=""
+
 ddp_up() {
-    local n pid roots=""
+    local n pid roots="" prefix
     [ -f "$T/cluster.conf" ] || ddp_cluster
     for n in a b; do
-        if ! nx "$n" timeout 30 "$DDPNET" up -c "$T/cluster.conf" -k "$T/$n/key" \
+        prefix=DDP_UP_PREFIX_$n
+        if ! nx "$n" ${!prefix} timeout 30 "$DDPNET" up -c "$T/cluster.conf" -k "$T/$n/key" \
                 --run-dir "$T/$n/run" --hosts-file "$T/$n/hosts" >"$T/$n/ddpnet-up.log" 2>&1; then
             TUN_WHY="ddpnet up in node $n failed: $(tail -n 2 "$T/$n/ddpnet-up.log")"
             return 1

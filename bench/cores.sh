@@ -1,0 +1,328 @@
+# The `cores` part of `make bench` (sourced after lib.sh and tunnels.sh):
+# how ddpnet's throughput grows with the cores each daemon may use (issue
+# 19: "the 1 -> N core scaling with 4 and 8 streams").
+#
+# On the two-node testbed of lib.sh, for each N of BENCH_CORES that fits
+# (2 x N cores for the daemons and at least 2 for iperf3):
+#
+#   CPUs  0 .. N-1        node a's daemon and all its threads
+#         N .. 2N-1       node b's daemon and all its threads
+#         2Nmax .. last   iperf3, client and server, for every N alike
+#                         (Nmax: the largest N measured), and for veth
+#
+# Each daemon is started under `taskset -c` (its crypto workers and
+# io_uring's threads inherit the mask) with DDPNET_CRYPTO_THREADS=N-1: one
+# core for the event loop, the others for crypto workers (N=1: none, all
+# inline). Per N and round: iperf3 -P 4 and -P 8 a -> b over ddp0, the
+# receiver's rate and both daemons' CPU per GB; in the same rounds, before
+# them, the bare veth with -P 4 and -P 8 as the reference. Rows go to
+# $CORES_TSV; cores_report prints the medians.
+#
+# BENCH_CORES_FORCE=1 drops the 2 cores of iperf3 from the check (N only
+# needs 2 x N cores): on a small machine the code path runs, iperf3 shares
+# the daemons' cores (not pinned) and the figures do not measure scaling.
+
+CORES_CPUS=()     # the CPUs this run may use (its affinity), in order
+CORES_N=()        # the N measured, ascending
+CORES_IPERF=""    # taskset list for iperf3; empty: not pinned
+CORES_WHY=""      # why nothing is measured (the report's n/a)
+CORES_LEFT=""     # the N left out and why
+CORES_PLAN=""     # who runs where, for the report
+CORES_TSV=""
+CORES_SYSFS=/sys/devices/system/cpu
+
+cores_config() {
+    local n
+    BENCH_CORES=${BENCH_CORES:-1 2 4 8}
+    BENCH_CORES_FORCE=${BENCH_CORES_FORCE:-0}
+    for n in ${BENCH_CORES//,/ }; do positive_int BENCH_CORES "$n"; done
+    [ -n "${BENCH_CORES//[, ]/}" ] || usage_error "BENCH_CORES is empty"
+}
+
+# cpu_list_ids LIST: the CPU numbers of a kernel CPU list ("0-3,8,10-11"),
+# one a line.
+cpu_list_ids() {
+    tr ',' '\n' <<<"$1" | awk -F- 'NF == 2 { for (i = $1; i <= $2; i++) print i; next } NF == 1 && $1 != "" { print $1 }'
+}
+
+# cores_allowed: the CPU list this run may use (its affinity: nproc's
+# count, taskset's or a cpuset's CPUs).
+cores_allowed() { sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$$/status"; }
+
+# cpu_list_join ID...: "0,1,2".
+cpu_list_join() { local IFS=,; echo "$*"; }
+
+# cores_plan: which N fit this machine, and the CPUs of each daemon and of
+# iperf3; says what it left out and why. Sets CORES_* above.
+cores_plan() {
+    local n have need min="" left=() forced=() nmax ids order
+    CORES_TSV=$BENCH_OUT/cores.tsv
+    printf 'round\tcontender\tcores\tworkers\tworkers_seen\tstreams\tgbps\tbytes\tcpu_s\tcpu_s_per_gb\tseconds\tnote\n' >"$CORES_TSV"
+    ids=$(cores_allowed)
+    mapfile -t CORES_CPUS < <(cpu_list_ids "$ids" | cores_order)
+    have=${#CORES_CPUS[@]}
+    if ! command -v taskset >/dev/null 2>&1; then
+        CORES_WHY="no taskset (util-linux) to confine the daemons"
+        warn "cores: n/a: $CORES_WHY"
+        return 0
+    fi
+    for n in $(printf '%s\n' ${BENCH_CORES//,/ } | sort -n -u); do
+        [ -n "$min" ] || min=$n
+        need=$(( 2 * n + 2 ))
+        if [ "$need" -le "$have" ]; then
+            CORES_N+=("$n")
+        elif [ "$BENCH_CORES_FORCE" = 1 ] && [ $(( 2 * n )) -le "$have" ]; then
+            CORES_N+=("$n") forced+=("$n")
+        elif [ "$BENCH_CORES_FORCE" = 1 ]; then
+            left+=("N=$n (needs $(( 2 * n )) CPUs for the daemons alone)")
+        else
+            left+=("N=$n (needs $need CPUs: 2 x $n for the daemons, 2 for iperf3)")
+        fi
+    done
+    if [ ${#left[@]} -gt 0 ]; then
+        CORES_LEFT="left out: $(IFS=';'; echo "${left[*]}" | sed 's/;/, /g'); this run may use $have"
+    fi
+    if [ ${#CORES_N[@]} -eq 0 ]; then
+        CORES_WHY="needs at least $(( 2 * min + 2 )) cores (2 x N=$min for the daemons, 2 for iperf3), this run may use $have (BENCH_CORES_FORCE=1 runs it anyway)"
+        say "cores: n/a: $CORES_WHY"
+        return 0
+    fi
+    nmax=${CORES_N[${#CORES_N[@]}-1]}
+    order=$(cpu_list_join "${CORES_CPUS[@]}")
+    if [ $(( 2 * nmax )) -lt "$have" ]; then
+        CORES_IPERF=$(cpu_list_join "${CORES_CPUS[@]:$(( 2 * nmax ))}")
+        CORES_PLAN="node a's daemon on the first N of CPUs $order, node b's on the next N; iperf3 client and server on CPUs $CORES_IPERF for every N and for veth"
+    else
+        CORES_PLAN="node a's daemon on the first N of CPUs $order, node b's on the next N; iperf3 not pinned (no CPU left, BENCH_CORES_FORCE=1: not a measure of scaling)"
+    fi
+    say "cores: N = ${CORES_N[*]} per daemon (BENCH_CORES=$BENCH_CORES), iperf3 -P 4 and -P 8 a -> b, ${BENCH_SECONDS} s per test; $CORES_PLAN"
+    [ -z "$CORES_LEFT" ] || say "cores: $CORES_LEFT"
+    [ ${#forced[@]} -eq 0 ] ||
+        warn "cores: BENCH_CORES_FORCE=1: N=${forced[*]} without 2 free CPUs for iperf3; it shares the daemons' CPUs: the code path runs, the figures do not measure scaling"
+    say "cores: CPU siblings (threads of one physical core): $(cores_siblings)"
+}
+
+# cores_order: the CPU numbers on stdin, first threads of each physical
+# core first, then second threads (SMT siblings), each by number: a daemon
+# given N CPUs gets N physical cores where there are enough, not two
+# threads of one, and node a's one CPU at N=1 is not node b's sibling.
+# Without SMT (or without sysfs) the order is by number.
+cores_order() {
+    local c sib rank
+    while read -r c; do
+        sib=$(cat "$CORES_SYSFS/cpu$c/topology/thread_siblings_list" 2>/dev/null) || sib=$c
+        rank=$(cpu_list_ids "$sib" | sort -n | awk -v c="$c" '$1 == c { print NR - 1; exit }')
+        echo "${rank:-0} $c"
+    done | sort -k1,1n -k2,2n | awk '{ print $2 }'
+}
+
+cores_active() { part_on cores && [ ${#CORES_N[@]} -gt 0 ]; }
+
+# cores_siblings: the distinct thread_siblings_list of the CPUs we use, so
+# that the reader knows whether "2 cores" are two threads of one core.
+cores_siblings() {
+    local c out=""
+    for c in "${CORES_CPUS[@]}"; do
+        out="$out $(cat "$CORES_SYSFS/cpu$c/topology/thread_siblings_list" 2>/dev/null || echo "?")"
+    done
+    printf '%s\n' $out | awk '!seen[$0]++' | tr '\n' ' ' | sed 's/ $//'
+}
+
+# cores_run DEST OUT STREAMS [PID...]: one iperf3 test a -> b with -P
+# STREAMS, client and server on CORES_IPERF (set on this shell, which must
+# be a subshell: nsenter and iperf3 inherit it). Prints "GBIT/S BYTES CPU-S
+# CPU-S/GB", CPU as lib.sh counts it (utime + stime of PIDS); NA without
+# PIDS or when one of them ended.
+cores_run() {
+    local dest=$1 out=$2 streams=$3; shift 3
+    local pids="$*" t0="" t1 res gbps bytes cpus=NA per=NA
+    if [ -n "$CORES_IPERF" ]; then
+        taskset -pc "$CORES_IPERF" "$BASHPID" >/dev/null || { warn "cores: taskset -pc $CORES_IPERF failed"; return 1; }
+    fi
+    [ -z "$pids" ] || t0=$(cpu_ticks $pids)
+    res=$(iperf_run a b "$dest" "$out" -P "$streams") || return 1
+    read -r gbps bytes <<<"$res"
+    if [ -n "$t0" ] && t1=$(cpu_ticks $pids); then
+        cpus=$(calc "($t1 - $t0) / $CLK_TCK")
+        [ "$bytes" -gt 0 ] && per=$(calc "$cpus / ($bytes / 1e9)")
+    fi
+    echo "$(calc "$gbps / 1e9") $bytes $cpus $per"
+}
+
+# cores_row ROUND CONTENDER N WORKERS SEEN STREAMS SECONDS NOTE RESULT
+cores_row() {
+    local g=NA b=NA c=NA p=NA
+    [ -z "$9" ] || read -r g b c p <<<"$9"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" \
+        "$g" "$b" "$c" "$p" "$7" "$8" >>"$CORES_TSV"
+    CORES_LAST="$(short "$g") Gbit/s" CORES_LAST_CPU="$(short "$p") CPU-s/GB"
+}
+
+# cores_measure ROUND: veth, then each N, in turn.
+cores_measure() {
+    local r=$1 n
+    cores_veth "$r"
+    for n in "${CORES_N[@]}"; do cores_ddp "$r" "$n"; done
+}
+
+cores_veth() {
+    local r=$1 s res began=$SECONDS line="" dir=$T/r$1-cores-veth
+    mkdir -p "$dir"
+    for s in 4 8; do
+        res=$(cores_run "$UL_B" "$dir/p$s.json" "$s") || res=""
+        cores_row "$r" veth - - - "$s" "$(( SECONDS - began ))" "$([ -n "$res" ] || echo "iperf3 failed")" "$res"
+        line="$line, $s streams $CORES_LAST"
+    done
+    say "$(printf 'round %s/%s cores %-7s%s (%s s)' "$r" "$BENCH_ROUNDS" "veth:" "${line#, }" "$(( SECONDS - began ))")"
+}
+
+# cores_ddp ROUND N: both daemons up on N CPUs each, -P 4 and -P 8, down.
+cores_ddp() {
+    local r=$1 n=$2 w=$(( $2 - 1 )) la lb s note="" seen=NA began=$SECONDS line="" dir=$T/r$1-cores-$2
+    local -a res=() secs=()
+    mkdir -p "$dir"
+    la=$(cpu_list_join "${CORES_CPUS[@]:0:$n}")
+    lb=$(cpu_list_join "${CORES_CPUS[@]:$n:$n}")
+    DDP_UP_PREFIX_a="env DDPNET_CRYPTO_THREADS=$w taskset -c $la"
+    DDP_UP_PREFIX_b="env DDPNET_CRYPTO_THREADS=$w taskset -c $lb"
+    if ! tunnel_up ddpnet; then
+        note="setup failed: $TUN_WHY"
+        warn "round $r cores N=$n: $note"
+        for s in 4 8; do cores_row "$r" ddpnet "$n" "$w" NA "$s" "$(( SECONDS - began ))" "$note" ""; done
+    else
+        for s in 4 8; do
+            res[s]=$(cores_run "$TUN_DEST" "$dir/p$s.json" "$s" $TUN_PIDS) || res[s]=""
+            secs[s]=$(( SECONDS - began ))
+        done
+        # After the tests: the daemon's start leaves a short-lived thread
+        # (glibc's getaddrinfo_a helper) that would count as a worker.
+        cores_check a "$la" "$w" && cores_check b "$lb" "$w"
+        note=$CORES_CHECK_NOTE seen=$CORES_CHECK_SEEN
+        [ -z "$note" ] || warn "round $r cores N=$n: $note"
+        for s in 4 8; do
+            cores_row "$r" ddpnet "$n" "$w" "$seen" "$s" "${secs[s]}" \
+                "${note:-$([ -n "${res[s]}" ] || echo "iperf3 failed")}" "${res[s]}"
+            line="$line, $s streams $CORES_LAST, $CORES_LAST_CPU"
+        done
+    fi
+    tunnel_down ddpnet
+    DDP_UP_PREFIX_a="" DDP_UP_PREFIX_b=""
+    say "$(printf 'round %s/%s cores N=%-5s%s (%s workers; %s s)' "$r" "$BENCH_ROUNDS" "$n:" \
+        "${line#, }" "$w" "$(( SECONDS - began ))")"
+}
+
+# cores_check NODE CPU-LIST WORKERS: every thread of NODE's daemon may run
+# on CPU-LIST and nowhere else, and it runs WORKERS crypto workers (its
+# threads named as its main one, beyond the main one; io_uring's own
+# threads, iou-*, are not counted; call it once the start's transient
+# threads are gone). Sets CORES_CHECK_SEEN (both nodes'
+# counts, "a/b") and CORES_CHECK_NOTE (what was wrong; empty when all was
+# right). Returns 0 either way: a wrong set-up is noted, not hidden.
+CORES_CHECK_SEEN="" CORES_CHECK_NOTE=""
+cores_check() {
+    local n=$1 want=$2 workers=$3 pid task main comm allowed count=0 bad=""
+    [ "$n" = a ] && CORES_CHECK_SEEN="" CORES_CHECK_NOTE=""
+    pid=$(sed -n 's/^pid=\([0-9][0-9]*\)$/\1/p' "$T/$n/run/ddp0.state" 2>/dev/null)
+    if [ -z "$pid" ]; then
+        CORES_CHECK_NOTE="$CORES_CHECK_NOTE node $n: no daemon pid;"
+        CORES_CHECK_SEEN="${CORES_CHECK_SEEN:+$CORES_CHECK_SEEN/}NA"
+        return 0
+    fi
+    want=$(cpu_list_ids "$want" | sort -n | tr '\n' ' ')
+    main=$(cat "/proc/$pid/comm" 2>/dev/null)
+    for task in /proc/"$pid"/task/*; do
+        comm=$(cat "$task/comm" 2>/dev/null) || continue
+        allowed=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "$task/status" 2>/dev/null)
+        if [ "$(cpu_list_ids "$allowed" | sort -n | tr '\n' ' ')" != "$want" ]; then
+            bad="$bad ${task##*/}($comm):$allowed"
+        fi
+        [ "$comm" != "$main" ] || count=$(( count + 1 ))
+    done
+    count=$(( count - 1 ))
+    CORES_CHECK_SEEN="${CORES_CHECK_SEEN:+$CORES_CHECK_SEEN/}$count"
+    [ -z "$bad" ] || CORES_CHECK_NOTE="$CORES_CHECK_NOTE node $n: threads outside CPUs ${want% }:$bad;"
+    [ "$count" = "$workers" ] ||
+        CORES_CHECK_NOTE="$CORES_CHECK_NOTE node $n: $count crypto workers running, $workers asked;"
+    CORES_CHECK_NOTE=${CORES_CHECK_NOTE# }
+    return 0
+}
+
+# cores_report: the medians of $CORES_TSV, one row per N and the veth
+# reference; the n/a line when nothing was measured. Always returns 0:
+# issue 19 asks for these figures, it sets no target on them.
+cores_report() {
+    "$PY" - "$CORES_TSV" "$CORES_WHY" "$CORES_LEFT" "$CORES_PLAN" "$BENCH_SECONDS" <<'PYEOF'
+import statistics, sys
+
+tsv, why, left, plan, seconds = sys.argv[1:6]
+print()
+print("=== 1 -> N cores per daemon, iperf3 a -> b over ddp0 (issue 19) ===")
+if why:
+    print("CORES n/a: " + why)
+    sys.exit(0)
+try:
+    lines = [l.rstrip("\n").split("\t") for l in open(tsv) if l.strip()]
+except OSError as e:
+    print("CORES n/a: cannot read %s: %s" % (tsv, e))
+    sys.exit(0)
+rows = [dict(zip(lines[0], f)) for f in lines[1:]]
+
+def num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+def med(key, contender, n, streams):
+    v = [num(r[key]) for r in rows if r["contender"] == contender and r["cores"] == n
+         and r["streams"] == streams]
+    v = [x for x in v if x is not None]
+    return (statistics.median(v), len(v)) if v else (None, 0)
+
+def fmt(v, f="%.2f"):
+    return "–" if v is None else f % v
+
+def ratio(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+def times(r):
+    return "–" if r is None else "%.2fx" % r
+
+ns = sorted({int(r["cores"]) for r in rows if r["contender"] == "ddpnet"})
+rounds = len({r["round"] for r in rows})
+base = str(ns[0]) if ns else None
+print("  %s; %s s per test, medians over %d round(s); CPU-s/GB: both daemons, per GB received" %
+      (plan, seconds, rounds))
+head = ["cores/daemon", "workers", "4 streams Gbit/s", "8 streams Gbit/s",
+        "x N=%s (4)" % base, "x N=%s (8)" % base, "CPU-s/GB (4)", "CPU-s/GB (8)", "rounds"]
+table, greps = [], []
+b4, b8 = (med("gbps", "ddpnet", base, "4")[0], med("gbps", "ddpnet", base, "8")[0]) if base else (None, None)
+for n in ns:
+    key = str(n)
+    g4, k4 = med("gbps", "ddpnet", key, "4")
+    g8, k8 = med("gbps", "ddpnet", key, "8")
+    c4, c8 = med("cpu_s_per_gb", "ddpnet", key, "4")[0], med("cpu_s_per_gb", "ddpnet", key, "8")[0]
+    seen = sorted({r["workers_seen"] for r in rows if r["contender"] == "ddpnet" and r["cores"] == key})
+    workers = str(n - 1) + ("" if seen == ["%d/%d" % (n - 1, n - 1)] else " (seen %s)" % ",".join(seen))
+    table.append([key, workers, fmt(g4), fmt(g8), times(ratio(g4, b4)), times(ratio(g8, b8)),
+                  fmt(c4), fmt(c8), "%d/%d" % (min(k4, k8), rounds)])
+    greps.append("CORES N=%s workers=%d: 4 streams %s Gbit/s (%s N=%s), 8 streams %s Gbit/s (%s), "
+                 "CPU-s/GB %s / %s" % (key, n - 1, fmt(g4), times(ratio(g4, b4)), base, fmt(g8),
+                                       times(ratio(g8, b8)), fmt(c4), fmt(c8)))
+v4, k4 = med("gbps", "veth", "-", "4")
+v8, k8 = med("gbps", "veth", "-", "8")
+table.append(["veth", "-", fmt(v4), fmt(v8), "", "", "", "", "%d/%d" % (min(k4, k8), rounds)])
+w = [max(len(str(x)) for x in col) + 2 for col in zip(head, *table)]
+for row in [head] + table:
+    print("  " + "".join(str(x).ljust(k) for x, k in zip(row, w)).rstrip())
+for note in sorted({(r["cores"], r["note"]) for r in rows if r.get("note")}):
+    print("    note %s: %s" % ("veth" if note[0] == "-" else "N=" + note[0], note[1]))
+if left:
+    print("  " + left)
+print()
+for g in greps:
+    print(g)
+print("CORES veth: 4 streams %s Gbit/s, 8 streams %s Gbit/s" % (fmt(v4), fmt(v8)))
+PYEOF
+    return 0
+}
