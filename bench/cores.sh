@@ -14,9 +14,11 @@
 # io_uring's threads inherit the mask) with DDPNET_CRYPTO_THREADS=N-1: one
 # core for the event loop, the others for crypto workers (N=1: none, all
 # inline). Per N and round: iperf3 -P 4 and -P 8 a -> b over ddp0, the
-# receiver's rate and both daemons' CPU per GB; in the same rounds, before
-# them, the bare veth with -P 4 and -P 8 as the reference. Rows go to
-# $CORES_TSV; cores_report prints the medians.
+# receiver's rate, both daemons' CPU per GB and the share of a core each
+# daemon's event loop took (the loop does all I/O and whatever crypto no
+# worker does: near 100%, it is the ceiling more workers cannot lift); in
+# the same rounds, before them, the bare veth with -P 4 and -P 8 as the
+# reference. Rows go to $CORES_TSV; cores_report prints the medians.
 #
 # BENCH_CORES_FORCE=1 drops the 2 cores of iperf3 from the check (N only
 # needs 2 x N cores): on a small machine the code path runs, iperf3 shares
@@ -57,7 +59,7 @@ cpu_list_join() { local IFS=,; echo "$*"; }
 cores_plan() {
     local n have need min="" left=() forced=() nmax ids order
     CORES_TSV=$BENCH_OUT/cores.tsv
-    printf 'round\tcontender\tcores\tworkers\tworkers_seen\tstreams\tgbps\tbytes\tcpu_s\tcpu_s_per_gb\tseconds\tnote\n' >"$CORES_TSV"
+    printf 'round\tcontender\tcores\tworkers\tworkers_seen\tstreams\tgbps\tbytes\tcpu_s\tcpu_s_per_gb\tloop_a_pct\tloop_b_pct\tseconds\tnote\n' >"$CORES_TSV"
     ids=$(cores_allowed)
     mapfile -t CORES_CPUS < <(cpu_list_ids "$ids" | cores_order)
     have=${#CORES_CPUS[@]}
@@ -128,33 +130,53 @@ cores_siblings() {
     printf '%s\n' $out | awk '!seen[$0]++' | tr '\n' ' ' | sed 's/ $//'
 }
 
+# loop_ticks PID: utime + stime of the daemon's event loop alone (its main
+# thread; workers and io_uring's threads are threads of their own).
+loop_ticks() {
+    local s f
+    s=$(cat "/proc/$1/task/$1/stat" 2>/dev/null) || return 1
+    read -r -a f <<<"${s##*) }"
+    echo $(( f[11] + f[12] ))
+}
+
 # cores_run DEST OUT STREAMS [PID...]: one iperf3 test a -> b with -P
 # STREAMS, client and server on CORES_IPERF (set on this shell, which must
 # be a subshell: nsenter and iperf3 inherit it). Prints "GBIT/S BYTES CPU-S
-# CPU-S/GB", CPU as lib.sh counts it (utime + stime of PIDS); NA without
-# PIDS or when one of them ended.
+# CPU-S/GB LOOP-A% LOOP-B%", CPU as lib.sh counts it (utime + stime of
+# PIDS), and the share of one core that each daemon's event loop took
+# (CORES_LOOP_A, CORES_LOOP_B: the daemons' pids; a loop near 100% is what
+# more workers cannot speed up); NA without PIDS or when one of them ended.
 cores_run() {
     local dest=$1 out=$2 streams=$3; shift 3
-    local pids="$*" t0="" t1 res gbps bytes cpus=NA per=NA
+    local pids="$*" t0="" t1 res gbps bytes cpus=NA per=NA la0="" lb0="" la1 lb1 loop_a=NA loop_b=NA
+    local began
     if [ -n "$CORES_IPERF" ]; then
         taskset -pc "$CORES_IPERF" "$BASHPID" >/dev/null || { warn "cores: taskset -pc $CORES_IPERF failed"; return 1; }
     fi
     [ -z "$pids" ] || t0=$(cpu_ticks $pids)
+    [ -z "${CORES_LOOP_A:-}" ] || { la0=$(loop_ticks "$CORES_LOOP_A"); lb0=$(loop_ticks "$CORES_LOOP_B"); }
+    began=$(date +%s.%N)
     res=$(iperf_run a b "$dest" "$out" -P "$streams") || return 1
     read -r gbps bytes <<<"$res"
     if [ -n "$t0" ] && t1=$(cpu_ticks $pids); then
         cpus=$(calc "($t1 - $t0) / $CLK_TCK")
         [ "$bytes" -gt 0 ] && per=$(calc "$cpus / ($bytes / 1e9)")
     fi
-    echo "$(calc "$gbps / 1e9") $bytes $cpus $per"
+    if [ -n "$la0" ] && [ -n "$lb0" ] && la1=$(loop_ticks "$CORES_LOOP_A") && lb1=$(loop_ticks "$CORES_LOOP_B"); then
+        local secs
+        secs=$(calc "$(date +%s.%N) - $began")
+        loop_a=$(calc "100 * ($la1 - $la0) / $CLK_TCK / $secs")
+        loop_b=$(calc "100 * ($lb1 - $lb0) / $CLK_TCK / $secs")
+    fi
+    echo "$(calc "$gbps / 1e9") $bytes $cpus $per $loop_a $loop_b"
 }
 
 # cores_row ROUND CONTENDER N WORKERS SEEN STREAMS SECONDS NOTE RESULT
 cores_row() {
-    local g=NA b=NA c=NA p=NA
-    [ -z "$9" ] || read -r g b c p <<<"$9"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" \
-        "$g" "$b" "$c" "$p" "$7" "$8" >>"$CORES_TSV"
+    local g=NA b=NA c=NA p=NA la=NA lb=NA
+    [ -z "$9" ] || read -r g b c p la lb <<<"$9"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" \
+        "$g" "$b" "$c" "$p" "${la:-NA}" "${lb:-NA}" "$7" "$8" >>"$CORES_TSV"
     CORES_LAST="$(short "$g") Gbit/s" CORES_LAST_CPU="$(short "$p") CPU-s/GB"
 }
 
@@ -190,6 +212,9 @@ cores_ddp() {
         warn "round $r cores N=$n: $note"
         for s in 4 8; do cores_row "$r" ddpnet "$n" "$w" NA "$s" "$(( SECONDS - began ))" "$note" ""; done
     else
+        CORES_LOOP_A=$(sed -n 's/^pid=\([0-9][0-9]*\)$/\1/p' "$T/a/run/ddp0.state" 2>/dev/null)
+        CORES_LOOP_B=$(sed -n 's/^pid=\([0-9][0-9]*\)$/\1/p' "$T/b/run/ddp0.state" 2>/dev/null)
+        [ -n "$CORES_LOOP_A" ] && [ -n "$CORES_LOOP_B" ] || CORES_LOOP_A="" CORES_LOOP_B=""
         for s in 4 8; do
             res[s]=$(cores_run "$TUN_DEST" "$dir/p$s.json" "$s" $TUN_PIDS) || res[s]=""
             secs[s]=$(( SECONDS - began ))
@@ -206,7 +231,7 @@ cores_ddp() {
         done
     fi
     tunnel_down ddpnet
-    DDP_UP_PREFIX_a="" DDP_UP_PREFIX_b=""
+    DDP_UP_PREFIX_a="" DDP_UP_PREFIX_b="" CORES_LOOP_A="" CORES_LOOP_B=""
     say "$(printf 'round %s/%s cores N=%-5s%s (%s workers; %s s)' "$r" "$BENCH_ROUNDS" "$n:" \
         "${line#, }" "$w" "$(( SECONDS - began ))")"
 }
@@ -294,7 +319,8 @@ base = str(ns[0]) if ns else None
 print("  %s; %s s per test, medians over %d round(s); CPU-s/GB: both daemons, per GB received" %
       (plan, seconds, rounds))
 head = ["cores/daemon", "workers", "4 streams Gbit/s", "8 streams Gbit/s",
-        "x N=%s (4)" % base, "x N=%s (8)" % base, "CPU-s/GB (4)", "CPU-s/GB (8)", "rounds"]
+        "x N=%s (4)" % base, "x N=%s (8)" % base, "CPU-s/GB (4)", "CPU-s/GB (8)",
+        "loop %core a/b (8)", "rounds"]
 table, greps = [], []
 b4, b8 = (med("gbps", "ddpnet", base, "4")[0], med("gbps", "ddpnet", base, "8")[0]) if base else (None, None)
 for n in ns:
@@ -304,14 +330,17 @@ for n in ns:
     c4, c8 = med("cpu_s_per_gb", "ddpnet", key, "4")[0], med("cpu_s_per_gb", "ddpnet", key, "8")[0]
     seen = sorted({r["workers_seen"] for r in rows if r["contender"] == "ddpnet" and r["cores"] == key})
     workers = str(n - 1) + ("" if seen == ["%d/%d" % (n - 1, n - 1)] else " (seen %s)" % ",".join(seen))
+    la, lb = med("loop_a_pct", "ddpnet", key, "8")[0], med("loop_b_pct", "ddpnet", key, "8")[0]
     table.append([key, workers, fmt(g4), fmt(g8), times(ratio(g4, b4)), times(ratio(g8, b8)),
-                  fmt(c4), fmt(c8), "%d/%d" % (min(k4, k8), rounds)])
+                  fmt(c4), fmt(c8), "%s/%s" % (fmt(la, "%.0f"), fmt(lb, "%.0f")),
+                  "%d/%d" % (min(k4, k8), rounds)])
     greps.append("CORES N=%s workers=%d: 4 streams %s Gbit/s (%s N=%s), 8 streams %s Gbit/s (%s), "
-                 "CPU-s/GB %s / %s" % (key, n - 1, fmt(g4), times(ratio(g4, b4)), base, fmt(g8),
-                                       times(ratio(g8, b8)), fmt(c4), fmt(c8)))
+                 "CPU-s/GB %s / %s, event loop %s%% / %s%% of a core (8 streams)" %
+                 (key, n - 1, fmt(g4), times(ratio(g4, b4)), base, fmt(g8), times(ratio(g8, b8)),
+                  fmt(c4), fmt(c8), fmt(la, "%.0f"), fmt(lb, "%.0f")))
 v4, k4 = med("gbps", "veth", "-", "4")
 v8, k8 = med("gbps", "veth", "-", "8")
-table.append(["veth", "-", fmt(v4), fmt(v8), "", "", "", "", "%d/%d" % (min(k4, k8), rounds)])
+table.append(["veth", "-", fmt(v4), fmt(v8), "", "", "", "", "", "%d/%d" % (min(k4, k8), rounds)])
 w = [max(len(str(x)) for x in col) + 2 for col in zip(head, *table)]
 for row in [head] + table:
     print("  " + "".join(str(x).ljust(k) for x, k in zip(row, w)).rstrip())
