@@ -18,14 +18,28 @@
  *
  * What a relayed byte costs: the ends seal and open twice (the peer's
  * keys, then the relay's), the relay opens and seals once, so a relayed
- * stream does three times the AEAD work of a direct one; on one 2-vCPU
- * machine that runs all three nodes, make bench measured 2.01 Gbit/s
- * relayed against 4.19 direct (0.48x) and 1.79 CPU-s per GB at the relay
- * (the AEAD floor: 0.88). Not done yet, and what would change it: the
- * outer layer only authenticated, not encrypted (Poly1305 over a message
- * that is ciphertext already; a message type of its own, with the same
- * counters and replay window), which would cut the AEAD work of the path
- * about in half. */
+ * stream does three times the AEAD work of a direct one. Measured with
+ * make bench's relay part (one stream m1 -> m3 -> m2 against m1 -> m2):
+ *   - one 2-vCPU VM running all three nodes: 0.48x (2.01 / 4.19 Gbit/s,
+ *     the relay 1.79 CPU-s per GB; the AEAD floor 0.88);
+ *   - a 16-core machine, each daemon on cores of its own: 0.44x with all
+ *     crypto on the loops (3.41 / 7.81), 0.55-0.56x with workers (4.89 /
+ *     8.90, 5.53 / 9.80). So it is not the sharing of cores: each end's
+ *     loop does twice the per-byte work of a direct stream's, and the
+ *     stream goes at the pace of the slower end.
+ * What did not help: opening the inner messages of a receive in one
+ * batch (datapath.c's open_inner) rather than one by one; kept, since it
+ * batches as the direct path does and costs nothing, but the ratio did
+ * not move beyond the noise (three interleaved A/B rounds on the 2-vCPU
+ * VM: 0.51, 0.53, 0.54 before, 0.51, 0.56, 0.51 after).
+ * Not done yet, and what would change it: an outer layer that only
+ * authenticates what is ciphertext already -- a message type of ddpnet's
+ * own, [header | the enclosed message | the destination's (or source's)
+ * key, sealed | tag], ChaCha20-Poly1305 with the enclosed message as
+ * associated data, on the session's counters and replay window, sent only
+ * to relays and destinations that said they take it (old nodes drop an
+ * unknown type). That turns the ends' and the relay's second AEAD into a
+ * Poly1305 pass (about a third of one, by the profile in README.md). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
