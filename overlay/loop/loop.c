@@ -401,6 +401,11 @@ void loop_packet_unawaited(struct loop *l)
     busy_poll_unawaited(&l->busy);
 }
 
+bool loop_crypto_idle(const struct loop *l)
+{
+    return !l->crypto.n_threads || l->crypto.head == l->crypto.tail;
+}
+
 void loop_crypto_drain(struct loop *l, uint64_t now)
 {
     while (l->crypto.n_threads && l->crypto.head != l->crypto.tail)

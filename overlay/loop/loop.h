@@ -114,6 +114,9 @@ struct crypto_job *loop_crypto_job(struct loop *loop, uint64_t now);
 void loop_crypto_submit(struct loop *loop, struct crypto_job *job);
 /* Waits for every job in flight and takes them back. */
 void loop_crypto_drain(struct loop *loop, uint64_t now);
+/* Whether no job is in flight (no workers, or every job taken back): work
+ * done on the loop's thread now still keeps the order of what went before. */
+bool loop_crypto_idle(const struct loop *loop);
 /* The receive being handled asks no answer anyone waits for (busy_poll.h). */
 void loop_packet_unawaited(struct loop *loop);
 /* Drops one reference to a received pkt held by TUN writes. */
