@@ -22,16 +22,21 @@
  * make bench's relay part (one stream m1 -> m3 -> m2 against m1 -> m2):
  *   - one 2-vCPU VM running all three nodes: 0.48x (2.01 / 4.19 Gbit/s,
  *     the relay 1.79 CPU-s per GB; the AEAD floor 0.88);
- *   - a 16-core machine, each daemon on cores of its own: 0.44x with all
- *     crypto on the loops (3.41 / 7.81), 0.55-0.56x with workers (4.89 /
- *     8.90, 5.53 / 9.80). So it is not the sharing of cores: each end's
+ *   - a 16-core machine, each daemon on cores of its own: 0.44-0.61x with
+ *     all crypto on the loops (3.41 / 7.81, 4.84 / 7.93, 3.62 / 7.75
+ *     Gbit/s, three hosts), 0.51-0.56x with workers (4.89 / 8.90, 5.53 /
+ *     9.80, 4.88 / 9.48). So it is not the sharing of cores: each end's
  *     loop does twice the per-byte work of a direct stream's, and the
  *     stream goes at the pace of the slower end.
  * What did not help: opening the inner messages of a receive in one
  * batch (datapath.c's open_inner) rather than one by one; kept, since it
  * batches as the direct path does and costs nothing, but the ratio did
  * not move beyond the noise (three interleaved A/B rounds on the 2-vCPU
- * VM: 0.51, 0.53, 0.54 before, 0.51, 0.56, 0.51 after).
+ * VM: 0.51, 0.53, 0.54 before, 0.51, 0.56, 0.51 after). Nor did handing
+ * those opens to a worker where there are workers (a job kind of its own
+ * for the messages listed in the receive's buffer): 0.52x against 0.51x
+ * on the 16-core machine, less than what two hosts of the same kind
+ * differ by (0.47x and 0.61x without workers); not kept.
  * Not done yet, and what would change it: an outer layer that only
  * authenticates what is ciphertext already -- a message type of ddpnet's
  * own, [header | the enclosed message | the destination's (or source's)
