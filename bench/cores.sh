@@ -276,8 +276,10 @@ cores_check() {
 # reference; the n/a line when nothing was measured. Always returns 0:
 # issue 19 asks for these figures, it sets no target on them.
 cores_report() {
-    "$PY" - "$CORES_TSV" "$CORES_WHY" "$CORES_LEFT" "$CORES_PLAN" "$BENCH_SECONDS" <<'PYEOF'
-import statistics, sys
+    BENCH_DIR="$BENCH_DIR" "$PY" - "$CORES_TSV" "$CORES_WHY" "$CORES_LEFT" "$CORES_PLAN" "$BENCH_SECONDS" <<'PYEOF'
+import os, statistics, sys
+sys.path.insert(0, os.environ["BENCH_DIR"])
+from report_fmt import num, fmt, ratio, times
 
 tsv, why, left, plan, seconds = sys.argv[1:6]
 print()
@@ -292,26 +294,11 @@ except OSError as e:
     sys.exit(0)
 rows = [dict(zip(lines[0], f)) for f in lines[1:]]
 
-def num(v):
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
-
 def med(key, contender, n, streams):
     v = [num(r[key]) for r in rows if r["contender"] == contender and r["cores"] == n
          and r["streams"] == streams]
     v = [x for x in v if x is not None]
     return (statistics.median(v), len(v)) if v else (None, 0)
-
-def fmt(v, f="%.2f"):
-    return "–" if v is None else f % v
-
-def ratio(a, b):
-    return None if a is None or b is None or b == 0 else a / b
-
-def times(r):
-    return "–" if r is None else "%.2fx" % r
 
 ns = sorted({int(r["cores"]) for r in rows if r["contender"] == "ddpnet"})
 rounds = len({r["round"] for r in rows})

@@ -9,8 +9,10 @@
 # but one could not be judged.
 
 report_print() {
-    "$PY" - "$@" <<'PYEOF'
-import re, statistics, sys
+    BENCH_DIR="$BENCH_DIR" "$PY" - "$@" <<'PYEOF'
+import os, re, statistics, sys
+sys.path.insert(0, os.environ["BENCH_DIR"])
+from report_fmt import num, fmt, ratio, times
 
 TARGET_GBPS = 2.5          # one stream, Gbit/s
 TARGET_VS_DEBIAN = 5.0     # x Debian's wireguard-go, one stream
@@ -36,9 +38,6 @@ for fields in body:
         rounds[name] = []
     rounds[name].append(row)
 
-def num(v):
-    return None if v in ("", "NA") else float(v)
-
 def median(name, key):
     vals = [num(r[key]) for r in rounds.get(name, [])]
     vals = [v for v in vals if v is not None]
@@ -53,9 +52,6 @@ COLS = [("ab_gbps", "1 stream", "A->B Gbit/s", "%.2f"),
         ("idle_pct_core", "idle", "% of a core", "%.2f")]
 med = {n: {k: median(n, k) for k, *_ in COLS} for n in order}
 
-def fmt(v, f="%.2f"):
-    return "–" if v is None else f % v
-
 w0 = max([len("contender")] + [len(n) for n in order]) + 2
 widths = [max(len(a), len(b), 8) + 2 for _, a, b, _ in COLS]
 print()
@@ -69,12 +65,6 @@ for n in order:
     notes = sorted({r["note"] for r in rounds[n] if r.get("note")})
     for note in notes:
         print("    note: " + note)
-
-def ratio(a, b):
-    return None if a is None or b is None or b == 0 else a / b
-
-def times(r):
-    return "–" if r is None else "%.2fx" % r
 
 ddp = med.get("ddpnet")
 print()
@@ -163,8 +153,10 @@ PYEOF
 # every echo's round trip per path (lib.sh's ping_run). Returns 0 when every
 # target passed, 1 when one failed, 2 when none failed but one was n/a.
 report_training() {
-    "$PY" - "$@" <<'PYEOF'
+    BENCH_DIR="$BENCH_DIR" "$PY" - "$@" <<'PYEOF'
 import os, statistics, sys
+sys.path.insert(0, os.environ["BENCH_DIR"])
+from report_fmt import num, fmt, ratio, times
 
 AR_BIG_MAX = 1.3        # ddp0 / bare, 64 MiB
 AR_SMALL_MAX = 1.5      # ddp0 / bare, 64 KiB
@@ -182,12 +174,6 @@ def read(path):
     except OSError:
         return []
     return [dict(zip(lines[0], f)) for f in lines[1:]] if lines else []
-
-def num(v):
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
 
 def med(vals):
     vals = [v for v in vals if v is not None]
@@ -221,15 +207,6 @@ def pooled(name):
         return 0, None
     k = -(-99 * len(v) // 100)      # nearest rank
     return len(v), v[k - 1]
-
-def fmt(v, f="%.2f"):
-    return "–" if v is None else f % v
-
-def ratio(a, b):
-    return None if a is None or b is None or b == 0 else a / b
-
-def times(r):
-    return "–" if r is None else "%.2fx" % r
 
 def table(head, rows):
     w = [max(len(str(x)) for x in col) + 2 for col in zip(head, *rows)]

@@ -1,0 +1,23 @@
+"""What the bench's reports (report.sh, cores.sh) share: numbers from the
+.tsv rows and how they are printed. Imported from the reports' embedded
+Python, which put bench/ on sys.path (BENCH_DIR)."""
+
+
+def num(v):
+    """A .tsv cell as a number; None for NA, an empty cell or anything else."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def fmt(v, f="%.2f"):
+    return "–" if v is None else f % v
+
+
+def ratio(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def times(r):
+    return "–" if r is None else "%.2fx" % r
