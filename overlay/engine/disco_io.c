@@ -147,6 +147,12 @@ static struct peer *relay_next(const struct peer *p, uint64_t now)
  * large cluster whose members we mostly cannot reach. */
 #define RELAY_GUESS_SCAN 32u
 
+/* r could relay for p: a ddpnet member we reach, that answers us. */
+static bool guessable(const struct peer *p, const struct peer *r, uint64_t now)
+{
+    return r != p && r->speaks_disco && relay_good(r, now);
+}
+
 /* No member told us it reaches p, and p does not answer us: the ddpnet
  * members we reach and that answer us are the relays to try, up to a slot
  * each (trust.c's trials sort them out: one that does not reach p directly
@@ -158,11 +164,6 @@ static struct peer *relay_next(const struct peer *p, uint64_t now)
  * both -- or none at all when that one came up last. The scan starts at a
  * random member so that nodes spread their relaying over the cluster.
  * Returns whether a relay is known now. */
-static bool guessable(const struct peer *p, const struct peer *r, uint64_t now)
-{
-    return r != p && r->speaks_disco && relay_good(r, now);
-}
-
 static bool relay_guess(struct peer *p, uint64_t now)
 {
     struct device *dev = p->dev;
