@@ -463,16 +463,14 @@ static void count_drop(struct device *dev, int status)
         dev->stats.dropped_bad_packet++;
 }
 
-/* Opens one transport message in place. Returns its plaintext length, or
- * -1 when it is dropped; *peer_out names the sender. A message that came
- * through a relay must be from the peer the relay named (want). */
+/* Opens one transport message from src in place. Returns its plaintext
+ * length, or -1 when it is dropped; *peer_out names the sender. */
 static long open_message(struct device *dev, uint8_t *msg, uint32_t len,
-                         const union endpoint *src, struct peer *via, const struct peer *want,
-                         uint64_t now, struct peer **peer_out)
+                         const union endpoint *src, uint64_t now, struct peer **peer_out)
 {
     struct index_entry *e = message_keypair(dev, msg, len);
 
-    if (!e || (want && e->peer != want)) {
+    if (!e) {
         dev->stats.dropped_bad_packet++;
         return -1;
     }
@@ -482,9 +480,32 @@ static long open_message(struct device *dev, uint8_t *msg, uint32_t len,
         count_drop(dev, ret);
         return -1;
     }
-    after_authentic(e->peer, e->keypair, len, src, via, now);
+    after_authentic(e->peer, e->keypair, len, src, NULL, now);
     *peer_out = e->peer;
     return (long)tp.len;
+}
+
+/* What follows the AEAD for a message opened elsewhere (a worker, or a
+ * batch) with `status` and `counter`: the keypair looked up again (it may
+ * have gone, or changed with what came before), that it is the peer's
+ * that must have sent it (want; NULL: any), its age, then the replay
+ * check. Returns the keypair's entry, or NULL with the drop counted. */
+static struct index_entry *accept_opened(struct device *dev, const uint8_t *msg, uint32_t len,
+                                         int status, uint64_t counter,
+                                         const struct peer *want, uint64_t now)
+{
+    struct index_entry *e = NULL;
+
+    if (!status && (!(e = message_keypair(dev, msg, len)) || (want && e->peer != want) ||
+                    transport_expired(e->keypair, now)))
+        status = -WG_ESTALE;
+    if (!status)
+        status = transport_accept(e->keypair, counter);
+    if (status) {
+        count_drop(dev, status);
+        return NULL;
+    }
+    return e;
 }
 
 /* A RELAYED message to open: the WireGuard message msg[0..len) that the
@@ -584,29 +605,29 @@ static bool keep_plain(struct device *dev, struct rx_batch *b, struct peer *p, u
 
 /* A RELAYED's message, handled as if it came from a virtual endpoint
  * "through the relay": a handshake message in a buffer of its own; a
- * transport message opened where it lies (true, *p and *plen set). */
-static bool open_relayed(struct device *dev, struct rx_batch *b, const struct relayed *r,
-                         uint64_t now, struct peer **p, long *plen)
+ * transport message left where it lies, to be opened with the receive's
+ * others (open_inner). A receive's datagrams give one each at most, so
+ * `inner` has room for every one. */
+static void take_relayed(struct device *dev, struct rx_batch *b, const struct relayed *r,
+                         uint64_t now)
 {
     if (noise_message_type(r->msg, r->len) != WG_MSG_TRANSPORT) {
         struct pkt *h;
         if (!handshake_admit(dev, r->msg, r->len, &b->pkt->addr, now) ||
             !(h = device_pkt_get(dev)))
-            return false;
+            return;
         memcpy(h->in, r->msg, r->len);
         h->len = r->len;
         h->addr = b->pkt->addr;     /* what cookies bind to: the relay's address */
         h->via = r->relay;
         h->relay_src = r->src;
         handshake_receive(dev, h, now);
-        return false;
+        return;
     }
-    if (b->n_inner < PKT_MAX_SEGS) {
-        b->inner[b->n_inner++] = *r;     /* opened with the others: open_inner */
-        return false;
-    }
-    *plen = open_message(dev, r->msg, r->len, NULL, r->relay, r->src, now, p);
-    return *plen >= 0;
+    if (b->n_inner < PKT_MAX_SEGS)
+        b->inner[b->n_inner++] = *r;
+    else
+        dev->stats.dropped_bad_packet++;     /* never: see above */
 }
 
 /* The length of the run of b->inner from i on that goes to one keypair
@@ -631,9 +652,8 @@ static unsigned inner_run(struct device *dev, const struct rx_batch *b, unsigned
 /* Opens the relayed transport messages of the receive, a run to one
  * keypair at a time in one batch (transport_decrypt_batch: every tag
  * checked before anything is decrypted), then, message by message and in
- * order, what open_message does after the AEAD: the replay check, the
- * keypair looked up again (what came before may have changed the
- * session), the plaintext kept for ddp0. */
+ * order, what follows (accept_opened: from the peer the relay named) and
+ * the plaintext kept for ddp0. */
 static void open_inner(struct device *dev, struct rx_batch *b, uint64_t now)
 {
     struct transport_packet tp[TRANSPORT_BATCH];
@@ -645,33 +665,23 @@ static void open_inner(struct device *dev, struct rx_batch *b, uint64_t now)
             dev->stats.dropped_bad_packet++;
             continue;
         }
-        for (unsigned k = 0; k < n; k++)
-            tp[k] = (struct transport_packet){ .buf = b->inner[i + k].msg,
-                                               .cap = b->inner[i + k].len,
-                                               .len = b->inner[i + k].len };
         if (transport_expired(e->keypair, now)) {
             dev->stats.dropped_bad_packet += n;
             continue;
         }
+        for (unsigned k = 0; k < n; k++)
+            tp[k] = (struct transport_packet){ .buf = b->inner[i + k].msg,
+                                               .cap = b->inner[i + k].len,
+                                               .len = b->inner[i + k].len };
         transport_decrypt_batch(e->keypair->recv_key, tp, n);
-        for (unsigned k = 0; k < n; k++) {
+        for (unsigned k = 0; k < n && b->n < PKT_MAX_SEGS; k++) {
             const struct relayed *r = &b->inner[i + k];
-            struct index_entry *now_e = NULL;
+            struct index_entry *now_e = accept_opened(dev, r->msg, r->len, tp[k].status,
+                                                      tp[k].counter, r->src, now);
             struct relayed none;
-            int status = tp[k].status;
 
-            if (b->n >= PKT_MAX_SEGS)
-                break;    /* never: a receive's messages fill plain at most once */
-
-            if (!status && (!(now_e = message_keypair(dev, r->msg, r->len)) ||
-                            now_e->peer != r->src || transport_expired(now_e->keypair, now)))
-                status = -WG_ESTALE;
-            if (!status)
-                status = transport_accept(now_e->keypair, tp[k].counter);
-            if (status) {
-                count_drop(dev, status);
+            if (!now_e)
                 continue;
-            }
             after_authentic(r->src, now_e->keypair, r->len, NULL, r->relay, now);
             /* What came through a relay is never a RELAYED to open again
              * (disco_in refuses it), so `none` stays unused. */
@@ -681,21 +691,15 @@ static void open_inner(struct device *dev, struct rx_batch *b, uint64_t now)
     b->n_inner = 0;
 }
 
-/* An opened transport message from p: kept for ddp0, or handled as
- * disco. A RELAYED inside it is opened in turn, in this loop: it runs at
- * most twice, since what came through a relay may not be a RELAYED again
- * (disco_in refuses it). */
+/* An opened transport message that came directly from p: kept for ddp0,
+ * handled as disco, or, a RELAYED, its message taken (take_relayed). */
 static void take_opened(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *msg,
                         long plen, uint64_t now)
 {
-    struct peer *via = NULL;
     struct relayed r;
 
-    while (keep_plain(dev, b, p, msg, plen, via, now, &r) &&
-           open_relayed(dev, b, &r, now, &p, &plen)) {
-        msg = r.msg;
-        via = r.relay;
-    }
+    if (keep_plain(dev, b, p, msg, plen, NULL, now, &r))
+        take_relayed(dev, b, &r, now);
 }
 
 /* A handshake message inside a receive batch gets a buffer of its own. */
@@ -794,18 +798,11 @@ static void finish_open(struct device *dev, struct pkt *pkt, uint32_t seg_size, 
     for (uint32_t off = 0; off < pkt->len && i < PKT_MAX_SEGS; off += seg_size, i++) {
         uint8_t *msg = pkt->in + off;
         uint32_t len = pkt->len - off < seg_size ? pkt->len - off : seg_size;
-        struct index_entry *e = NULL;
-        int status = pkt->seg_status[i];
+        struct index_entry *e = accept_opened(dev, msg, len, pkt->seg_status[i],
+                                              pkt->seg_counter[i], NULL, now);
 
-        if (!status && (!(e = message_keypair(dev, msg, len)) ||
-                        transport_expired(e->keypair, now)))
-            status = -WG_ESTALE;
-        if (!status)
-            status = transport_accept(e->keypair, pkt->seg_counter[i]);
-        if (status) {
-            count_drop(dev, status);
+        if (!e)
             continue;
-        }
         struct peer *p = e->peer;
         after_authentic(p, e->keypair, len, &pkt->addr, NULL, now);
         take_opened(dev, &b, p, msg, pkt->seg_len[i], now);
@@ -875,7 +872,7 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, u
                 dev->stats.dropped_bad_packet++;
             continue;
         }
-        long plen = open_message(dev, msg, len, &pkt->addr, NULL, NULL, now, &p);
+        long plen = open_message(dev, msg, len, &pkt->addr, now, &p);
         if (plen >= 0)
             take_opened(dev, &b, p, msg, plen, now);
     }
