@@ -132,12 +132,7 @@ cores_siblings() {
 
 # loop_ticks PID: utime + stime of the daemon's event loop alone (its main
 # thread; workers and io_uring's threads are threads of their own).
-loop_ticks() {
-    local s f
-    s=$(cat "/proc/$1/task/$1/stat" 2>/dev/null) || return 1
-    read -r -a f <<<"${s##*) }"
-    echo $(( f[11] + f[12] ))
-}
+loop_ticks() { stat_ticks "/proc/$1/task/$1/stat"; }
 
 # cores_run DEST OUT STREAMS [PID...]: one iperf3 test a -> b with -P
 # STREAMS, client and server on CORES_IPERF (set on this shell, which must
@@ -212,8 +207,7 @@ cores_ddp() {
         warn "round $r cores N=$n: $note"
         for s in 4 8; do cores_row "$r" ddpnet "$n" "$w" NA "$s" "$(( SECONDS - began ))" "$note" ""; done
     else
-        CORES_LOOP_A=$(sed -n 's/^pid=\([0-9][0-9]*\)$/\1/p' "$T/a/run/ddp0.state" 2>/dev/null)
-        CORES_LOOP_B=$(sed -n 's/^pid=\([0-9][0-9]*\)$/\1/p' "$T/b/run/ddp0.state" 2>/dev/null)
+        CORES_LOOP_A=$(node_daemon a) CORES_LOOP_B=$(node_daemon b)
         [ -n "$CORES_LOOP_A" ] && [ -n "$CORES_LOOP_B" ] || CORES_LOOP_A="" CORES_LOOP_B=""
         for s in 4 8; do
             res[s]=$(cores_run "$TUN_DEST" "$dir/p$s.json" "$s" $TUN_PIDS) || res[s]=""
@@ -247,7 +241,7 @@ CORES_CHECK_SEEN="" CORES_CHECK_NOTE=""
 cores_check() {
     local n=$1 want=$2 workers=$3 pid task main comm allowed count=0 bad=""
     [ "$n" = a ] && CORES_CHECK_SEEN="" CORES_CHECK_NOTE=""
-    pid=$(sed -n 's/^pid=\([0-9][0-9]*\)$/\1/p' "$T/$n/run/ddp0.state" 2>/dev/null)
+    pid=$(node_daemon "$n")
     if [ -z "$pid" ]; then
         CORES_CHECK_NOTE="$CORES_CHECK_NOTE node $n: no daemon pid;"
         CORES_CHECK_SEEN="${CORES_CHECK_SEEN:+$CORES_CHECK_SEEN/}NA"

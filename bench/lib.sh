@@ -228,18 +228,31 @@ bench_node() {
     "$DDPNET" pubkey <"$T/$n/key" >"$T/$n/pub" || fail "ddpnet pubkey failed"
 }
 
+# stat_ticks FILE: utime + stime in clock ticks from a /proc stat file (a
+# process's, /proc/PID/stat, with all its threads; or one thread's,
+# /proc/PID/task/TID/stat). Fails when it is gone.
+stat_ticks() {
+    local s f
+    s=$(cat "$1" 2>/dev/null) || return 1
+    # Fields after the command name, which may itself hold spaces.
+    read -r -a f <<<"${s##*) }"
+    echo $(( f[11] + f[12] ))
+}
+
 # cpu_ticks PID...: utime + stime of the processes, all their threads, in
 # clock ticks. Fails when one of them is gone, since its ticks went with it.
 cpu_ticks() {
-    local pid s f sum=0
+    local pid t sum=0
     for pid in "$@"; do
-        s=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
-        # Fields after the command name, which may itself hold spaces.
-        read -r -a f <<<"${s##*) }"
-        sum=$(( sum + f[11] + f[12] ))
+        t=$(stat_ticks "/proc/$pid/stat") || return 1
+        sum=$(( sum + t ))
     done
     echo "$sum"
 }
+
+# node_daemon NODE: the pid of NODE's ddpnet daemon, from its state file
+# (empty when it has none).
+node_daemon() { sed -n 's/^pid=\([0-9][0-9]*\)$/\1/p' "$T/$1/run/ddp0.state" 2>/dev/null; }
 
 # proc_tree PID...: those processes and all their descendants (a daemon
 # that forks workers is charged for them too).

@@ -183,7 +183,7 @@ mesh_ddp_up() {
             MESH_WHY="ddpnet up in node $n failed: $(tail -n 2 "$T/$n/ddpnet-up.log")"
             return 1
         fi
-        pid=$(mesh_daemon "$n")
+        pid=$(node_daemon "$n")
         if [ -z "$pid" ] || gone "$pid"; then
             MESH_WHY="node $n: no running daemon in $T/$n/run/ddp0.state"
             return 1
@@ -193,11 +193,10 @@ mesh_ddp_up() {
     MESH_PIDS=$(proc_tree $roots)
 }
 
-mesh_daemon() { sed -n 's/^pid=\([0-9][0-9]*\)$/\1/p' "$T/$1/run/ddp0.state" 2>/dev/null; }
 
 mesh_ddp_down() {
     local n pid pids=""
-    for n in "${MESH_NODES[@]}"; do pids="$pids $(mesh_daemon "$n")"; done
+    for n in "${MESH_NODES[@]}"; do pids="$pids $(node_daemon "$n")"; done
     for n in "${MESH_NODES[@]}"; do
         [ -f "$T/$n/run/ddp0.state" ] || nx "$n" ip link show ddp0 >/dev/null 2>&1 || continue
         nx "$n" timeout 20 "$DDPNET" down --run-dir "$T/$n/run" >"$T/$n/ddpnet-down.log" 2>&1 ||
@@ -381,10 +380,10 @@ print("all_reduce %.0f MiB %.3f s, %.0f KiB %.3f ms (medians)" % (d["big_bytes"]
         case "$kind" in
         ddpnet)
             mesh_stream "$r" "$name" cpu_ends_s_per_gb \
-                "$(proc_tree $(mesh_daemon m1) $(mesh_daemon m2))"
+                "$(proc_tree $(node_daemon m1) $(node_daemon m2))"
             said="${said:+$said; }direct m1 -> m2: $MESH_LAST" ;;
         relay)
-            relay_pids=$(proc_tree "$(mesh_daemon m3)")
+            relay_pids=$(proc_tree "$(node_daemon m3)")
             mesh_stream "$r" "$name" cpu_relay_s_per_gb "$relay_pids"
             said="${said:+$said; }relayed m1 -> m3 -> m2: $MESH_LAST"
             # The relay must still be the path after the stream.

@@ -71,7 +71,7 @@ ddp_up() {
             TUN_WHY="ddpnet up in node $n failed: $(tail -n 2 "$T/$n/ddpnet-up.log")"
             return 1
         fi
-        pid=$(sed -n 's/^pid=\([0-9][0-9]*\)$/\1/p' "$T/$n/run/ddp0.state" 2>/dev/null)
+        pid=$(node_daemon "$n")
         if [ -z "$pid" ] || gone "$pid"; then
             TUN_WHY="node $n: no running daemon in $T/$n/run/ddp0.state"
             return 1
@@ -97,9 +97,7 @@ ddp_down() {
 
 ddp_state_pids() {
     local n
-    for n in a b; do
-        sed -n 's/^pid=\([0-9][0-9]*\)$/\1/p' "$T/$n/run/ddp0.state" 2>/dev/null
-    done
+    for n in a b; do node_daemon "$n"; done
 }
 
 # --- wireguard-go and its kin ------------------------------------------------
