@@ -1,0 +1,82 @@
+/* Relay frames: ddpnet's own message type on a WireGuard session, that
+ * carries another WireGuard message (already sealed end to end) to or from
+ * a relay and authenticates it without encrypting it again.
+ *
+ * Why: a relayed message wrapped as an ordinary transport message is
+ * encrypted twice at each end and once more at the relay. The enclosed
+ * message is ciphertext already; what the hop needs is that it came from
+ * the member the session is with, once, in order. So a frame encrypts only
+ * what is secret to the hop (to or from whom) and takes the enclosed
+ * message as associated data: ChaCha20 over 33 bytes and Poly1305 over the
+ * rest, instead of ChaCha20 and Poly1305 over all of it.
+ *
+ * Layout (integers little-endian, as WireGuard's):
+ *   0     4   type, RELAY_FRAME_TYPE (44 00 00 00; a stock WireGuard peer
+ *             drops it as an unknown type)
+ *   4     4   receiver index of the session, as a transport message
+ *   8     8   counter, from the session's sending counter (shared with
+ *             its transport messages: one nonce space, one replay window)
+ *   16    n   the enclosed WireGuard message, in clear (1..65535 - 65)
+ *   16+n  33  sealed: kind (RELAY_FRAME_TO: forward to the peer with this
+ *             key; RELAY_FRAME_FROM: the relay says it came from the peer
+ *             with this key), then that peer's public key
+ *   49+n  16  tag
+ * The AEAD is ChaCha20-Poly1305 (RFC 8439) under the session's key, nonce
+ * 32 zero bits then the counter (as transport messages), associated data
+ * bytes [0, 16+n): the header and the enclosed message.
+ *
+ * Pure functions over bytes, like transport.h's halves: the caller finds
+ * the keypair by the receiver index, reserves counters, and runs the
+ * replay check after an open (transport_accept). */
+#ifndef DDPNET_RELAY_FRAME_H
+#define DDPNET_RELAY_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "crypto/wg_const.h"
+
+#define RELAY_FRAME_TYPE      0x44u
+#define RELAY_FRAME_TO        1u
+#define RELAY_FRAME_FROM      2u
+#define RELAY_FRAME_SEALED_LEN (1u + WG_KEY_LEN)
+#define RELAY_FRAME_OVERHEAD  (WG_TRANSPORT_HEADER_LEN + RELAY_FRAME_SEALED_LEN + WG_AEAD_TAG_LEN)
+#define RELAY_FRAME_MAX_LEN   65535u
+
+/* The frame's length for an enclosed message of n bytes. */
+static inline size_t relay_frame_len(size_t n)
+{
+    return n + RELAY_FRAME_OVERHEAD;
+}
+
+/* Where the enclosed message goes in a frame being built at buf. */
+static inline uint8_t *relay_frame_body(uint8_t *buf)
+{
+    return buf + WG_TRANSPORT_HEADER_LEN;
+}
+
+/* Seals the frame at buf whose enclosed message (n bytes) is already at
+ * relay_frame_body(buf): writes the header, kind and peer's key, the tag.
+ * Returns the frame's length, or 0 (nothing written) for a kind that is
+ * neither, or n of 0 or beyond RELAY_FRAME_MAX_LEN's room. buf must hold
+ * relay_frame_len(n) bytes. */
+size_t relay_frame_seal(const uint8_t key[WG_KEY_LEN], uint32_t remote_index, uint64_t counter,
+                        uint8_t *buf, size_t n, uint8_t kind, const uint8_t peer[WG_KEY_LEN]);
+
+/* What an authentic frame says; msg points into the frame's bytes. */
+struct relay_frame {
+    uint8_t kind;
+    uint8_t peer[WG_KEY_LEN];
+    uint64_t counter;
+    uint8_t *msg;
+    uint32_t msg_len;
+};
+
+/* Opens the frame buf[0..len) under key. 0 with *out filled; -EBADMSG
+ * (buf untouched, *out unspecified) when it is not a frame, too short or
+ * long, not authentic, or of an unknown kind. Nothing is decrypted in
+ * place: the enclosed message was never encrypted. */
+int relay_frame_open(const uint8_t key[WG_KEY_LEN], uint8_t *buf, size_t len,
+                     struct relay_frame *out);
+
+#endif
