@@ -180,6 +180,11 @@ static bool wg_message_ok(const uint8_t *msg, size_t len)
     }
 }
 
+bool disco_enclosed_ok(const uint8_t *msg, size_t len)
+{
+    return wg_message_ok(msg, len);
+}
+
 /* --- sizing (validates everything encode relies on) ---------------------------- */
 
 static int list_len(const struct disco_endpoint *list, unsigned n, unsigned max,
@@ -309,6 +314,9 @@ static int body_len(const struct disco_msg *m, size_t *len)
         return 0;
     case DISCO_NAMES:
         return names_len(&m->names, len);
+    case DISCO_FEATURES:
+        *len = 4;
+        return 0;
     }
     return -EINVAL;
 }
@@ -418,6 +426,9 @@ static uint8_t *put_body(uint8_t *p, const struct disco_msg *m)
             p = put_bytes(p, (const uint8_t *)m->names.name[i], n);
         }
         return p;
+    case DISCO_FEATURES:
+        p = put_u16(p, m->features >> 16);
+        return put_u16(p, m->features & 0xffffu);
     }
     return p;
 }
@@ -647,6 +658,17 @@ static bool get_body(struct reader *r, uint8_t type, struct disco_msg *m)
         return get_relay(r, &m->relay);
     case DISCO_NAMES:
         return get_names(r, &m->names);
+    case DISCO_FEATURES: {
+        uint64_t v = 0;
+        uint8_t b;
+        for (unsigned i = 0; i < 4; i++) {
+            if (!get_u8(r, &b))
+                return false;
+            v = v << 8 | b;
+        }
+        m->features = (uint32_t)v;
+        return true;
+    }
     default:
         return false;
     }

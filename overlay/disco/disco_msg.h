@@ -82,6 +82,14 @@
  *   n x name:
  *     1   length (1..DISCO_NAME_MAX)
  *     n   letters, digits, '-' and '.', neither first nor last a '-' or '.'
+ *
+ * FEATURES (8) body, what the sender's daemon takes on the session the
+ * message came in (sent at the start of each session, and with ENDPOINTS):
+ *   4   flags: bit 0 (DISCO_FEAT_RELAY_FRAMES) relay frames
+ *       (crypto/relay_frame.h), to it as a relay and from it as one; other
+ *       bits are for later versions, kept as they are and not acted on.
+ *   A node that predates FEATURES drops it as an unknown type, and never
+ *   gets a frame.
  */
 #ifndef DDPNET_DISCO_MSG_H
 #define DDPNET_DISCO_MSG_H
@@ -137,8 +145,11 @@ enum disco_type {
     DISCO_RELAY = 5,
     DISCO_RELAYED = 6,
     DISCO_NAMES = 7,
+    DISCO_FEATURES = 8,
 };
-#define DISCO_TYPE_COUNT      8u     /* types are below this */
+#define DISCO_TYPE_COUNT      9u     /* types are below this */
+
+#define DISCO_FEAT_RELAY_FRAMES 0x01u   /* FEATURES flags */
 
 #define DISCO_MAX_NAMES       2u     /* hostname and FQDN */
 #define DISCO_NAME_MAX        63u    /* as a hosts block takes them */
@@ -214,6 +225,7 @@ struct disco_msg {
         struct disco_pong pong;
         struct disco_relay relay;       /* DISCO_RELAY and DISCO_RELAYED */
         struct disco_names names;
+        uint32_t features;              /* DISCO_FEATURES flags */
     };
 };
 
@@ -222,6 +234,10 @@ struct disco_msg {
  * candidates, an invalid endpoint, a RELAY/RELAYED message that is not
  * WireGuard). */
 int disco_encoded_len(const struct disco_msg *m);
+
+/* Whether msg[0..len) may be relayed: a WireGuard type 1..4, three zero
+ * bytes and that type's length (RELAY, RELAYED and relay frames alike). */
+bool disco_enclosed_ok(const uint8_t *msg, size_t len);
 /* Writes the message; returns the bytes written, -EINVAL as above or
  * -EMSGSIZE when cap is too small (nothing useful is written then). */
 int disco_encode(const struct disco_msg *m, uint8_t *out, size_t cap);

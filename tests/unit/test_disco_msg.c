@@ -548,7 +548,7 @@ static void test_bad_magic_version_type(void **state)
     buf[4] = 1;
     buf[5] = 0;
     assert_int_equal(disco_decode(buf, len, &msg_b), -EBADMSG);
-    buf[5] = DISCO_NAMES + 1;      /* no such type */
+    buf[5] = DISCO_TYPE_COUNT;     /* no such type */
     assert_int_equal(disco_decode(buf, len, &msg_b), -EBADMSG);
     buf[5] = DISCO_PING;
     assert_int_equal(disco_decode(buf, len, &msg_b), 0);
@@ -590,6 +590,55 @@ static void test_names(void **state)
     assert_int_equal(n, DISCO_HEADER_LEN + 2 + DISCO_NAME_MAX);
     assert_int_equal(disco_decode(out, (size_t)n, &msg_b), 0);
     assert_int_equal(strlen(msg_b.names.name[0]), DISCO_NAME_MAX);
+}
+
+/* --- FEATURES --------------------------------------------------------------------------- */
+
+static const uint8_t golden_features[] = {
+    'D', 'D', 'P', 'D', 1, DISCO_FEATURES, 0, 4,
+    0x80, 0, 0, DISCO_FEAT_RELAY_FRAMES,
+};
+
+/* Every flag is kept as it came (later versions' bits too), and the body
+ * is exactly four bytes. */
+static void test_features(void **state)
+{
+    uint8_t out[32], bad[sizeof(golden_features) + 1];
+    (void)state;
+    memset(&msg_a, 0, sizeof(msg_a));
+    msg_a.type = DISCO_FEATURES;
+    msg_a.features = 0x80000000u | DISCO_FEAT_RELAY_FRAMES;
+    assert_int_equal(disco_encoded_len(&msg_a), (int)sizeof(golden_features));
+    assert_int_equal(disco_encode(&msg_a, out, sizeof(out)), (int)sizeof(golden_features));
+    assert_memory_equal(out, golden_features, sizeof(golden_features));
+    assert_int_equal(disco_decode(golden_features, sizeof(golden_features), &msg_b), 0);
+    assert_int_equal(msg_b.type, DISCO_FEATURES);
+    assert_int_equal(msg_b.features, 0x80000001u);
+    assert_int_equal(disco_encode(&msg_a, out, sizeof(golden_features) - 1), -EMSGSIZE);
+    /* A body one byte short or long. */
+    memcpy(bad, golden_features, sizeof(golden_features));
+    bad[7] = 3;
+    assert_int_equal(disco_decode(bad, sizeof(golden_features) - 1, &msg_b), -EBADMSG);
+    bad[7] = 5;
+    bad[sizeof(golden_features)] = 0;
+    assert_int_equal(disco_decode(bad, sizeof(bad), &msg_b), -EBADMSG);
+}
+
+static void test_enclosed_ok(void **state)
+{
+    uint8_t msg[WG_INITIATION_LEN] = { WG_MSG_INITIATION };
+    (void)state;
+    assert_true(disco_enclosed_ok(msg, WG_INITIATION_LEN));
+    assert_false(disco_enclosed_ok(msg, WG_INITIATION_LEN - 1));
+    msg[0] = WG_MSG_TRANSPORT;
+    assert_true(disco_enclosed_ok(msg, WG_TRANSPORT_MIN_LEN));
+    assert_false(disco_enclosed_ok(msg, WG_TRANSPORT_MIN_LEN - 1));
+    msg[2] = 1;
+    assert_false(disco_enclosed_ok(msg, WG_TRANSPORT_MIN_LEN));
+    msg[2] = 0;
+    msg[0] = 5;
+    assert_false(disco_enclosed_ok(msg, WG_TRANSPORT_MIN_LEN));
+    assert_false(disco_enclosed_ok(NULL, 0));
 }
 
 static void test_names_rejected(void **state)
@@ -1355,6 +1404,8 @@ int main(void)
         cmocka_unit_test(test_header_mutations),
         cmocka_unit_test(test_bad_magic_version_type),
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_features),
+        cmocka_unit_test(test_enclosed_ok),
         cmocka_unit_test(test_names_rejected),
         cmocka_unit_test(test_counts_over_max_encode),
         cmocka_unit_test(test_counts_over_max_decode),
