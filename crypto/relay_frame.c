@@ -18,19 +18,27 @@ static bool kind_ok(uint8_t kind)
     return kind == RELAY_FRAME_TO || kind == RELAY_FRAME_FROM;
 }
 
+void relay_frame_fill(uint8_t *buf, const uint8_t *msg, size_t n, uint8_t kind,
+                      const uint8_t peer[WG_KEY_LEN])
+{
+    uint8_t *sealed = buf + WG_TRANSPORT_HEADER_LEN + n;
+
+    memcpy(buf + WG_TRANSPORT_HEADER_LEN, msg, n);
+    sealed[0] = kind;
+    memcpy(sealed + 1, peer, WG_KEY_LEN);
+}
+
 size_t relay_frame_seal(const uint8_t key[WG_KEY_LEN], uint32_t remote_index, uint64_t counter,
-                        uint8_t *buf, size_t n, uint8_t kind, const uint8_t peer[WG_KEY_LEN])
+                        uint8_t *buf, size_t n)
 {
     size_t ad_len = WG_TRANSPORT_HEADER_LEN + n;
     uint8_t *sealed = buf + ad_len;
 
-    if (!kind_ok(kind) || n == 0 || n > RELAY_FRAME_MAX_LEN - RELAY_FRAME_OVERHEAD)
+    if (n == 0 || n > RELAY_FRAME_MAX_LEN - RELAY_FRAME_OVERHEAD || !kind_ok(sealed[0]))
         return 0;
     put_le32(buf, RELAY_FRAME_TYPE);
     put_le32(buf + RECEIVER_OFFSET, remote_index);
     put_le64(buf + COUNTER_OFFSET, counter);
-    sealed[0] = kind;
-    memcpy(sealed + 1, peer, WG_KEY_LEN);
     aead_seal(sealed, sealed, RELAY_FRAME_SEALED_LEN, buf, ad_len, counter, key);
     return relay_frame_len(n);
 }

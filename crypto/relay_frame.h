@@ -49,19 +49,18 @@ static inline size_t relay_frame_len(size_t n)
     return n + RELAY_FRAME_OVERHEAD;
 }
 
-/* Where the enclosed message goes in a frame being built at buf. */
-static inline uint8_t *relay_frame_body(uint8_t *buf)
-{
-    return buf + WG_TRANSPORT_HEADER_LEN;
-}
+/* Writes at buf what a frame carries before it is sealed: the enclosed
+ * message msg[0..n) (copied; it may not overlap buf's frame), the kind and
+ * the peer's key. buf must hold relay_frame_len(n) bytes. */
+void relay_frame_fill(uint8_t *buf, const uint8_t *msg, size_t n, uint8_t kind,
+                      const uint8_t peer[WG_KEY_LEN]);
 
-/* Seals the frame at buf whose enclosed message (n bytes) is already at
- * relay_frame_body(buf): writes the header, kind and peer's key, the tag.
+/* Seals in place the frame relay_frame_fill wrote at buf (n enclosed
+ * bytes): the header, then the kind and key encrypted, then the tag.
  * Returns the frame's length, or 0 (nothing written) for a kind that is
- * neither, or n of 0 or beyond RELAY_FRAME_MAX_LEN's room. buf must hold
- * relay_frame_len(n) bytes. */
+ * neither, or n of 0 or beyond RELAY_FRAME_MAX_LEN's room. */
 size_t relay_frame_seal(const uint8_t key[WG_KEY_LEN], uint32_t remote_index, uint64_t counter,
-                        uint8_t *buf, size_t n, uint8_t kind, const uint8_t peer[WG_KEY_LEN]);
+                        uint8_t *buf, size_t n);
 
 /* What an authentic frame says; msg points into the frame's bytes. */
 struct relay_frame {

@@ -659,6 +659,11 @@ static int setup_all(struct setup *s)
         return fail(s, ret, "io_uring: %s", strerror(-ret));
     s->loop_ready = true;
     s->dev.loop = &s->loop;
+    /* $DDPNET_RELAY_FRAMES=0: relayed messages go wrapped in RELAY and
+     * RELAYED only, as from a version before relay frames (for comparing
+     * the two, or should a frame ever be the trouble). */
+    const char *frames = getenv("DDPNET_RELAY_FRAMES");
+    s->dev.relay_frames_off = frames && !strcmp(frames, "0");
     note_cluster_file(s);   /* as root: the file may be readable by root alone */
     open_route_queries(s);
     if ((ret = write_hosts(s)) || (ret = write_state(s)) || (ret = drop_privileges(s)))

@@ -38,6 +38,7 @@
 #include <linux/virtio_net.h>
 
 #include "crypto/bytes.h"
+#include "crypto/relay_frame.h"
 #include <sodium.h>
 
 #include "config/addr.h"
@@ -691,6 +692,51 @@ static void open_inner(struct device *dev, struct rx_batch *b, uint64_t now)
     b->n_inner = 0;
 }
 
+/* A relay frame from src (crypto/relay_frame.h), from a member on its
+ * session with us: as its relay, the message is forwarded (path_forward
+ * says whether we may); as the destination, it is taken as a RELAYED's
+ * is. The same checks as for RELAY and RELAYED, and the same order:
+ * authentic, not replayed, then what it carries. */
+static void frame_in(struct device *dev, struct rx_batch *b, uint8_t *msg, uint32_t len,
+                     const union endpoint *src, uint64_t now)
+{
+    struct index_entry *e = message_keypair(dev, msg, len);
+    struct relay_frame f = { 0 };
+    struct relayed r;
+    struct peer *p;
+
+    if (!e || dev->relay_frames_off) {
+        dev->stats.dropped_bad_packet++;
+        return;
+    }
+    p = e->peer;
+    int status = relay_frame_open(e->keypair->recv_key, msg, len, &f);
+    if (!(e = accept_opened(dev, msg, len, status, f.counter, p, now)))
+        return;
+    after_authentic(p, e->keypair, len, src, NULL, now);
+    if (e->keypair == p->current)
+        path_frames_said(p, e->keypair->local_index);
+    /* Sent to us directly while we relay to it: its direct path works. */
+    if (p->via)
+        path_received(p, src, NULL, true, now);
+    dev->stats.relay_frames_received++;
+    if (!disco_enclosed_ok(f.msg, f.msg_len)) {
+        dev->stats.dropped_bad_packet++;
+        return;
+    }
+    if (f.kind == RELAY_FRAME_TO) {
+        path_forward(dev, p, device_peer_by_key(dev, f.peer), f.msg, f.msg_len, now);
+        return;
+    }
+    r = (struct relayed){ .relay = p, .src = device_peer_by_key(dev, f.peer), .msg = f.msg,
+                          .len = f.msg_len };
+    if (!r.src || r.src == p) {
+        dev->stats.dropped_bad_packet++;
+        return;
+    }
+    take_relayed(dev, b, &r, now);
+}
+
 /* An opened transport message that came directly from p: kept for ddp0,
  * handled as disco, or, a RELAYED, its message taken (take_relayed). */
 static void take_opened(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *msg,
@@ -846,7 +892,8 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, u
     struct index_entry *e;
 
     rx_batch_init(&b, dev, pkt);
-    if (seg_size >= pkt->len && noise_message_type(pkt->in, pkt->len) != WG_MSG_TRANSPORT) {
+    uint32_t first_type = noise_message_type(pkt->in, pkt->len);
+    if (seg_size >= pkt->len && first_type != WG_MSG_TRANSPORT && first_type != RELAY_FRAME_TYPE) {
         lone_handshake(dev, pkt, now);
         return;
     }
@@ -865,6 +912,10 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, u
         uint32_t type = noise_message_type(msg, len);
         struct peer *p;
 
+        if (type == RELAY_FRAME_TYPE) {
+            frame_in(dev, &b, msg, len, &pkt->addr, now);
+            continue;
+        }
         if (type != WG_MSG_TRANSPORT) {
             if (type >= WG_MSG_INITIATION && type <= WG_MSG_COOKIE_REPLY)
                 pass_to_handshake(dev, msg, len, &pkt->addr, now);

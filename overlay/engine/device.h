@@ -128,6 +128,12 @@ struct peer {
     struct pmtu pmtu;                     /* the path's MTU, searched anew with each path */
     uint16_t pmtu_logged;                 /* what the log last said of it (0: nothing) */
     bool speaks_disco;                    /* it sent us a disco message: a ddpnet node */
+    /* It takes relay frames (crypto/relay_frame.h) on the session whose
+     * local index is frames_index: it said so (FEATURES) or sent one on
+     * it. Per session, so that a restart into a version without them is
+     * never sent one (path_takes_frames). */
+    bool frames_said;
+    uint32_t frames_index;
     /* The names its machine goes by, as it told us (NAMES): written to the
      * hosts block when no one else claims them (membership/members.c). */
     uint8_t n_names;
@@ -162,6 +168,8 @@ struct device_stats {
      * refused; messages forwarded for other peers (as a relay) and refused
      * (destination unknown or not directly reached). */
     uint64_t disco_bad, relay_forwarded, relay_refused;
+    /* Relay frames sealed (to relays, or forwarded as one) and opened. */
+    uint64_t relay_frames_sent, relay_frames_received;
     /* Disco messages sealed for and opened from peers, by type (enum
      * disco_type): what discovery costs, for the metrics. */
     uint64_t disco_sent[DISCO_TYPE_COUNT], disco_received[DISCO_TYPE_COUNT];
@@ -195,6 +203,7 @@ struct disco_device {
     struct disco_bucket unanswered;       /* sends to addresses that never answered */
     struct pkt *fwd;                      /* forwarded messages not yet sent ... */
     struct peer *fwd_to;                  /* ... to this peer */
+    bool fwd_frames;                      /* ... as relay frames (else RELAYEDs) */
 };
 
 /* The cluster file's checksum as `status` shows it (membership/members.h). */
@@ -237,6 +246,9 @@ struct device {
     uint16_t listen_port;
     int udp4_fd, udp6_fd, tun_fd;
     unsigned mtu;
+    /* No relay frames: none said, sent or taken, as a version without
+     * them ($DDPNET_RELAY_FRAMES=0; the daemon sets it). */
+    bool relay_frames_off;
 
     struct index_table indices;
     struct stage_store stage;             /* packets of peers waiting for a session */

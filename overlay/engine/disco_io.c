@@ -17,7 +17,9 @@
  *              candidates while relayed (a pong confirms the path).
  *   RELAY      forwarded as RELAYED (path.c; RELAYED is the data path's).
  *   NAMES      with ENDPOINTS: the names this machine goes by (hostname,
- *              FQDN), for the peers' hosts blocks (`hostnames = off`: none). */
+ *              FQDN), for the peers' hosts blocks (`hostnames = off`: none).
+ *   FEATURES   at the start of each session and with ENDPOINTS: that we
+ *              take relay frames (path.c), on that session. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -451,6 +453,20 @@ static void send_names(struct peer *x, uint64_t now)
     send_disco(x, m, NULL, now);
 }
 
+/* Said on each session, since a peer that restarts may be another
+ * version: it sends frames only on a session where we said we take them. */
+static void send_features(struct peer *x, uint64_t now)
+{
+    struct device *dev = x->dev;
+    struct disco_msg *m = dev->disco.out_msg;
+
+    if (dev->relay_frames_off)
+        return;
+    m->type = DISCO_FEATURES;
+    m->features = DISCO_FEAT_RELAY_FRAMES;
+    send_disco(x, m, NULL, now);
+}
+
 /* Records go in as many messages as it takes to keep each within the
  * path's MTU. */
 static void send_endpoints(struct peer *x, uint64_t now)
@@ -475,6 +491,7 @@ static void send_endpoints(struct peer *x, uint64_t now)
     }
     send_disco(x, m, NULL, now);
     send_names(x, now);
+    send_features(x, now);
 }
 
 /* --- introductions -------------------------------------------------------------------- */
@@ -697,6 +714,19 @@ static void on_relay(struct peer *p, struct peer *via, const struct disco_relay 
     path_forward(dev, p, device_peer_by_key(dev, rl->key), rl->msg, rl->msg_len, now);
 }
 
+/* What p takes, said on its current session: the one that delivered
+ * this, but for a message sent on the one before that arrives after the
+ * switch (from the same daemon, all but always). */
+static void on_features(struct peer *p, uint32_t features)
+{
+    if (!p->current)
+        return;
+    if (features & DISCO_FEAT_RELAY_FRAMES)
+        path_frames_said(p, p->current->local_index);
+    else
+        p->frames_said = false;
+}
+
 static bool same_names(const struct peer *p, const struct disco_names *n)
 {
     if (p->n_names != n->n)
@@ -760,6 +790,9 @@ void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
     case DISCO_NAMES:
         on_names(p, &m->names);
         break;
+    case DISCO_FEATURES:
+        on_features(p, m->features);
+        break;
     default:
         p->dev->stats.disco_bad++;   /* RELAYED never gets here */
     }
@@ -783,6 +816,7 @@ bool disco_session_up(struct peer *p, uint64_t now)
         disco_cand_retry(&p->disco);   /* new, or back: its addresses may work again */
     }
     disco_session_began(&p->disco, rekey, now);
+    send_features(p, now);
     disco_timers(p, now);
     disco_wake(p->dev);
     return p->tx_bytes != sent;

@@ -91,8 +91,9 @@ void datapath_crypto_done(struct device *dev, struct crypto_job *job, uint64_t n
 
 /* --- path.c: where a peer's messages go ---------------------------------------------
  * A peer is reached directly (UDP to its endpoint) or through a relay (its
- * messages wrapped in disco RELAY messages inside our session with the
- * relay, which forwards them as RELAYED inside its session with the peer). */
+ * messages in relay frames on our session with the relay, which forwards
+ * them in frames on its session with the peer; to and from a node that
+ * does not take frames, wrapped in disco RELAY and RELAYED messages). */
 enum disco_path path_of(const struct peer *p);
 /* Direct, with an endpoint. */
 bool path_direct(const struct peer *p);
@@ -134,8 +135,14 @@ struct peer *path_answer_through(struct peer *p, struct peer *via, uint64_t now)
 /* Switches p to the direct path at ep, or to the relay r. */
 void path_use_direct(struct peer *p, const union endpoint *ep, uint64_t now);
 void path_use_relay(struct peer *p, struct peer *r, uint64_t now);
+/* Whether p takes relay frames on its current session (it said so on
+ * it), and what says so: FEATURES with the flag, or a frame, that came on
+ * p's session with local index `index`. */
+bool path_takes_frames(const struct peer *p);
+void path_frames_said(struct peer *p, uint32_t index);
 /* As a relay: forwards msg[0..len), a WireGuard message from `from`, to
- * `to` as RELAYED (gathered per destination; sent by path_flush). */
+ * `to` in a frame, or as RELAYED (gathered per destination; sent by
+ * path_flush). */
 void path_forward(struct device *dev, struct peer *from, struct peer *to, const uint8_t *msg,
                   uint32_t len, uint64_t now);
 void path_flush(struct device *dev, uint64_t now);

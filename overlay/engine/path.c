@@ -51,6 +51,7 @@
 
 #include <sodium.h>
 
+#include "crypto/relay_frame.h"
 #include "overlay/base/log.h"
 #include "overlay/base/wire.h"
 #include "overlay/engine/engine.h"
@@ -256,6 +257,75 @@ void path_received(struct peer *p, const union endpoint *src, struct peer *via,
     path_use_relay(p, via, now);
 }
 
+/* --- relay frames ------------------------------------------------------------------ */
+
+/* The sealed message of segment i: all but the last fill the stride. */
+static uint32_t message_len(const struct pkt *pkt, unsigned i)
+{
+    return i + 1u == pkt->nseg ? pkt->len : pkt->stride;
+}
+
+bool path_takes_frames(const struct peer *p)
+{
+    return !p->dev->relay_frames_off && p->frames_said && p->current &&
+           p->current->local_index == p->frames_index;
+}
+
+void path_frames_said(struct peer *p, uint32_t index)
+{
+    p->frames_said = true;
+    p->frames_index = index;
+}
+
+/* Fills out with frames of pkt's messages from segment i on, for r (kind
+ * RELAY_FRAME_TO, key the destination's), as many as one GSO send takes;
+ * returns the first one left. Sealed later (send_frames). */
+static unsigned frame_segments(const uint8_t key[WG_KEY_LEN], struct pkt *pkt, unsigned i,
+                               struct pkt *out)
+{
+    out->stride = (uint32_t)relay_frame_len(message_len(pkt, i));
+    out->nseg = 0;
+    while (i < pkt->nseg && out->nseg < PKT_MAX_SEGS &&
+           (size_t)(out->nseg + 1u) * out->stride <= PKT_AREA_CAP) {
+        uint32_t len = message_len(pkt, i);
+        size_t flen = relay_frame_len(len);
+        if (flen > out->stride)
+            break;
+        relay_frame_fill(pkt_slot(out, out->nseg), pkt_slot(pkt, i), len, RELAY_FRAME_TO, key);
+        out->seg_len[out->nseg++] = (uint16_t)len;
+        i++;
+        if (flen < out->stride)
+            break;    /* a shorter one ends a GSO run */
+    }
+    return i;
+}
+
+/* Seals the frames in out (seg_len: each one's enclosed length) on q's
+ * current session and sends them; takes out. On the loop's thread: a
+ * frame's AEAD is a Poly1305 pass and two ChaCha20 blocks. */
+static void send_frames(struct peer *q, struct pkt *out, uint64_t now)
+{
+    struct noise_keypair *kp = q->current;
+    uint64_t first, bytes = 0;
+
+    if (!path_relay_ready(q, now) || !kp || transport_reserve(kp, out->nseg, now, &first)) {
+        loop_pkt_put(q->dev->loop, out);
+        return;
+    }
+    for (unsigned s = 0; s < out->nseg; s++) {
+        size_t n = relay_frame_seal(kp->send_key, kp->remote_index, first + s, pkt_slot(out, s),
+                                    out->seg_len[s]);
+        bytes += n;
+        out->len = (uint32_t)n;
+    }
+    q->dev->stats.relay_frames_sent += out->nseg;
+    peer_count_tx(q, bytes, now);
+    timers_any_authenticated_packet_traversal(q, now);
+    timers_any_authenticated_packet_sent(q, now);
+    timers_data_sent(q, now);
+    loop_send(q->dev->loop, out, &q->endpoint);
+}
+
 /* --- wrapping for a relay --------------------------------------------------------- */
 
 static size_t ip_header_len(const struct device *dev)
@@ -292,12 +362,6 @@ static int write_relay(struct device *dev, const struct peer *to, const uint8_t 
         return n;
     return disco_ip_wrap(dev->self->address.family, dev->self->address.bytes,
                          to->address.bytes, out + hlen, (size_t)n, out, cap);
-}
-
-/* The sealed message of segment i: all but the last fill the stride. */
-static uint32_t message_len(const struct pkt *pkt, unsigned i)
-{
-    return i + 1u == pkt->nseg ? pkt->len : pkt->stride;
 }
 
 /* Fills out with the messages of pkt from segment i on, each wrapped for
@@ -341,23 +405,28 @@ static void seal_for(struct peer *q, struct pkt *out, uint64_t now)
     timers_data_sent(q, now);
 }
 
-/* Sends pkt's messages, for the peer with key `key`, through r; takes pkt. */
+/* Sends pkt's messages, for the peer with key `key`, through r (in
+ * frames where r takes them); takes pkt. */
 static void relay_pkt(struct peer *r, const uint8_t key[WG_KEY_LEN], struct pkt *pkt,
                       uint64_t now)
 {
     struct device *dev = r->dev;
+    bool frames = path_takes_frames(r);
     unsigned i = 0;
 
     while (path_relay_ready(r, now) && i < pkt->nseg) {
         struct pkt *out = device_pkt_get(dev);
         if (!out)
             break;
-        i = wrap_segments(r, key, pkt, i, out);
+        i = frames ? frame_segments(key, pkt, i, out) : wrap_segments(r, key, pkt, i, out);
         if (!out->nseg) {
             loop_pkt_put(dev->loop, out);
             continue;
         }
-        seal_for(r, out, now);
+        if (frames)
+            send_frames(r, out, now);
+        else
+            seal_for(r, out, now);
     }
     loop_pkt_put(dev->loop, pkt);
 }
@@ -413,13 +482,15 @@ static bool joins(const struct pkt *out, size_t sealed)
 }
 
 /* The pending send to `to` with room for a message whose wrapping seals
- * to `sealed` bytes: the one waiting, or a new one (the other flushed). */
+ * to `sealed` bytes (a frame, or a RELAYED): the one waiting, or a new
+ * one (the other flushed). */
 static struct pkt *forward_slot(struct device *dev, struct peer *to, size_t sealed,
-                                uint64_t now)
+                                bool frames, uint64_t now)
 {
     struct pkt *out = dev->disco.fwd;
 
-    if (out && (dev->disco.fwd_to != to || !joins(out, sealed)))
+    if (out && (dev->disco.fwd_to != to || dev->disco.fwd_frames != frames ||
+                !joins(out, sealed)))
         path_flush(dev, now);
     if ((out = dev->disco.fwd))
         return out;
@@ -429,6 +500,7 @@ static struct pkt *forward_slot(struct device *dev, struct peer *to, size_t seal
     out->stride = (uint32_t)sealed;
     dev->disco.fwd = out;
     dev->disco.fwd_to = to;
+    dev->disco.fwd_frames = frames;
     return out;
 }
 
@@ -445,7 +517,21 @@ void path_forward(struct device *dev, struct peer *from, struct peer *to, const 
         dev->stats.relay_refused++;
         return;
     }
-    if (!(out = forward_slot(dev, to, sealed, now)))
+    if (path_takes_frames(to)) {
+        if (!disco_enclosed_ok(msg, len)) {
+            dev->stats.relay_refused++;
+            return;
+        }
+        if (!(out = forward_slot(dev, to, relay_frame_len(len), true, now)))
+            return;
+        relay_frame_fill(pkt_slot(out, out->nseg), msg, len, RELAY_FRAME_FROM, from->public_key);
+        out->seg_len[out->nseg++] = (uint16_t)len;
+        dev->stats.relay_forwarded++;
+        if (relay_frame_len(len) < out->stride || !joins(out, out->stride))
+            path_flush(dev, now);
+        return;
+    }
+    if (!(out = forward_slot(dev, to, sealed, false, now)))
         return;
     n = write_relay(dev, to, from->public_key, DISCO_RELAYED, msg, len,
                     pkt_seg_plain(out, out->nseg), out->stride - WG_TRANSPORT_MIN_LEN);
@@ -470,5 +556,8 @@ void path_flush(struct device *dev, uint64_t now)
         loop_pkt_put(dev->loop, out);
         return;
     }
-    seal_for(dev->disco.fwd_to, out, now);
+    if (dev->disco.fwd_frames)
+        send_frames(dev->disco.fwd_to, out, now);
+    else
+        seal_for(dev->disco.fwd_to, out, now);
 }

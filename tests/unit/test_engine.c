@@ -36,6 +36,7 @@
 #include "config/cluster.h"
 #include "crypto/aead.h"
 #include "crypto/bytes.h"
+#include "crypto/relay_frame.h"
 #include "crypto/transport.h"
 #include "overlay/base/log.h"
 #include "overlay/engine/device_setup.h"
@@ -878,13 +879,44 @@ static void test_relayed_receive_opened_as_a_batch(void **state)
     assert_true(nodes[1].dev.stats.dropped_replay >= replays + 8);
 }
 
-/* A relay that sends on, in fresh RELAYEDs of its own, inner messages it
- * passed before (a member replaying what it relays): the receiver's inner
- * replay check drops every one, and what it opened together before them
- * still arrives. */
-static void test_relay_replaying_inner_messages(void **state)
+/* The WireGuard message a relay was asked to forward in what it received
+ * (relay_in, from `from`): a frame's, or a RELAY's (opened with the relay's
+ * keys, m holding it). */
+static void forwarded_message(struct peer *from, struct wire_msg *relay_in, struct disco_msg *m,
+                              const uint8_t **msg, uint32_t *len)
 {
-    (void)state;
+    if (get_le32(relay_in->data) == RELAY_FRAME_TYPE) {
+        struct relay_frame f;
+        assert_int_equal(relay_frame_open(from->current->recv_key, relay_in->data,
+                                          relay_in->len, &f), 0);
+        assert_int_equal(f.kind, RELAY_FRAME_TO);
+        *msg = f.msg;
+        *len = f.msg_len;
+        return;
+    }
+    struct transport_packet tp = { .buf = relay_in->data, .cap = relay_in->len,
+                                   .len = relay_in->len };
+    const uint8_t *src, *dst, *payload;
+    size_t plen;
+    int family;
+
+    assert_int_equal(transport_decrypt(from->current->recv_key, &tp), 0);
+    assert_int_equal(disco_ip_parse(relay_in->data + WG_TRANSPORT_HEADER_LEN, tp.len,
+                                    &family, &src, &dst, &payload, &plen), 0);
+    assert_int_equal(disco_decode(payload, plen, m), 0);
+    assert_int_equal(m->type, DISCO_RELAY);
+    *msg = m->relay.msg;
+    *len = m->relay.msg_len;
+}
+
+/* A relay that sends on, in fresh frames or RELAYEDs of its own, inner
+ * messages it passed before (a member replaying what it relays): the
+ * receiver's inner replay check drops every one, and what it opened
+ * together before them still arrives. */
+static void relay_replays_inner_messages(bool frames)
+{
+    for (unsigned i = 0; i < n_nodes; i++)
+        nodes[i].dev.relay_frames_off = !frames;
     uint64_t now = relay_found();
     struct wire_msg relay_in[4];
     struct disco_msg *m = calloc(1, sizeof(*m));
@@ -897,8 +929,10 @@ static void test_relay_replaying_inner_messages(void **state)
     for (unsigned i = 0; i < 4; i++)
         app_send(0, 1, 500, now);
     assert_int_equal(wire_tail - wire_head, 4);
-    for (unsigned i = 0; i < 4; i++)
+    for (unsigned i = 0; i < 4; i++) {
         relay_in[i] = wire[(wire_head + i) % WIRE_MAX];
+        assert_int_equal(get_le32(relay_in[i].data) == RELAY_FRAME_TYPE, frames);
+    }
     before = nodes[1].tun_packets;
     pump_gro(now);
     assert_int_equal(nodes[1].tun_packets, before + 4);
@@ -906,18 +940,10 @@ static void test_relay_replaying_inner_messages(void **state)
      * forwards the same inner messages once more. */
     replays = nodes[1].dev.stats.dropped_replay;
     for (unsigned i = 0; i < 4; i++) {
-        struct transport_packet tp = { .buf = relay_in[i].data, .cap = relay_in[i].len,
-                                       .len = relay_in[i].len };
-        const uint8_t *src, *dst, *payload;
-        size_t plen;
-        int family;
-
-        assert_int_equal(transport_decrypt(from->current->recv_key, &tp), 0);
-        assert_int_equal(disco_ip_parse(relay_in[i].data + WG_TRANSPORT_HEADER_LEN, tp.len,
-                                        &family, &src, &dst, &payload, &plen), 0);
-        assert_int_equal(disco_decode(payload, plen, m), 0);
-        assert_int_equal(m->type, DISCO_RELAY);
-        path_forward(&nodes[2].dev, from, to, m->relay.msg, m->relay.msg_len, now);
+        const uint8_t *msg;
+        uint32_t len;
+        forwarded_message(from, &relay_in[i], m, &msg, &len);
+        path_forward(&nodes[2].dev, from, to, msg, len, now);
     }
     path_flush(&nodes[2].dev, now);
     before = nodes[1].tun_packets;
@@ -925,6 +951,205 @@ static void test_relay_replaying_inner_messages(void **state)
     assert_int_equal(nodes[1].tun_packets, before);
     assert_int_equal(nodes[1].dev.stats.dropped_replay, replays + 4);
     free(m);
+}
+
+static void test_relay_replaying_inner_messages(void **state)
+{
+    (void)state;
+    relay_replays_inner_messages(true);
+}
+
+static void test_relay_replaying_inner_messages_relayed(void **state)
+{
+    (void)state;
+    relay_replays_inner_messages(false);
+}
+
+/* --- relay frames ------------------------------------------------------------------ */
+
+/* Frames each node sealed and opened, its drops of bad packets, and
+ * transport messages n0 and n2 sent (a RELAY or RELAYED is one). */
+struct frame_counts {
+    uint64_t sent[NODES_MAX], received[NODES_MAX], bad[NODES_MAX], relay_msgs, relayed_msgs;
+};
+
+static void frame_counts(struct frame_counts *c)
+{
+    for (unsigned i = 0; i < n_nodes; i++) {
+        c->sent[i] = nodes[i].dev.stats.relay_frames_sent;
+        c->received[i] = nodes[i].dev.stats.relay_frames_received;
+        c->bad[i] = nodes[i].dev.stats.dropped_bad_packet;
+    }
+    c->relay_msgs = nodes[0].transports;
+    c->relayed_msgs = nodes[2].transports;
+}
+
+/* n0 -> n2 -> n1 with node `old` (NODES_MAX: none) as a version without
+ * frames: 8 packets of a stream all arrive; frames go only between two
+ * nodes that take them, RELAY and RELAYED where either does not, and the
+ * old node is never sent a frame. */
+static void relay_between_versions(unsigned old)
+{
+    struct frame_counts a, b;
+    unsigned before;
+    uint64_t now;
+
+    if (old < NODES_MAX)
+        nodes[old].dev.relay_frames_off = true;
+    now = relay_found();
+    tick(now += SEC / 10);
+    frame_counts(&a);
+    before = nodes[1].tun_packets;
+    for (unsigned i = 0; i < 8; i++)
+        app_send(0, 1, 1000, now);
+    pump_gro(now);
+    assert_int_equal(nodes[1].tun_packets, before + 8);
+    frame_counts(&b);
+    bool to_relay = old != 0 && old != 2, from_relay = old != 1 && old != 2;
+    assert_int_equal(b.sent[0] - a.sent[0], to_relay ? 8 : 0);
+    assert_int_equal(b.received[2] - a.received[2], to_relay ? 8 : 0);
+    assert_int_equal(b.relay_msgs - a.relay_msgs, to_relay ? 0 : 8);
+    assert_int_equal(b.sent[2] - a.sent[2], from_relay ? 8 : 0);
+    assert_int_equal(b.received[1] - a.received[1], from_relay ? 8 : 0);
+    assert_int_equal(b.relayed_msgs - a.relayed_msgs, from_relay ? 0 : 8);
+    for (unsigned i = 0; i < n_nodes; i++)
+        assert_int_equal(b.bad[i], a.bad[i]);
+    if (old < NODES_MAX)
+        assert_int_equal(nodes[old].dev.stats.relay_frames_received, 0);
+}
+
+static void test_relay_frames_all_new(void **state)
+{
+    (void)state;
+    relay_between_versions(NODES_MAX);
+}
+
+static void test_relay_frames_old_source(void **state)
+{
+    (void)state;
+    relay_between_versions(0);
+}
+
+static void test_relay_frames_old_destination(void **state)
+{
+    (void)state;
+    relay_between_versions(1);
+}
+
+static void test_relay_frames_old_relay(void **state)
+{
+    (void)state;
+    relay_between_versions(2);
+}
+
+/* Frames are sent on a session only once the peer said, on that
+ * session, that it takes them: after the relay stops taking them (as a
+ * restart into an older version would), the next session carries RELAYs,
+ * and everything arrives. */
+static void test_relay_frames_per_session(void **state)
+{
+    (void)state;
+    uint64_t now = relay_found();
+    struct peer *r = peer_for(0, 2);
+    uint32_t first = r->current->local_index;
+    struct frame_counts a, b;
+    unsigned before;
+
+    assert_true(path_takes_frames(r));
+    nodes[2].dev.relay_frames_off = true;
+    for (unsigned s = 0; s < WG_REJECT_AFTER_TIME && r->current->local_index == first; s++)
+        tick(now += SEC);
+    assert_int_not_equal(r->current->local_index, first);
+    for (unsigned i = 0; i < 10; i++)
+        tick(now += SEC / 10);
+    assert_false(path_takes_frames(r));
+    assert_int_equal(path_of(peer_for(0, 1)), DISCO_PATH_RELAY);
+    frame_counts(&a);
+    before = nodes[1].tun_packets;
+    for (unsigned i = 0; i < 4; i++)
+        app_send(0, 1, 700, now);
+    pump_gro(now);
+    frame_counts(&b);
+    assert_int_equal(nodes[1].tun_packets, before + 4);
+    assert_int_equal(b.sent[0], a.sent[0]);
+    assert_int_equal(b.relay_msgs - a.relay_msgs, 4);
+}
+
+/* A frame n0 seals on its session with n2 (kind, key, message), put on
+ * the wire as n0's. */
+static void inject_frame(uint8_t kind, const uint8_t key[WG_KEY_LEN], const uint8_t *msg,
+                         uint32_t len, uint64_t now)
+{
+    struct noise_keypair *kp = peer_for(0, 2)->current;
+    static uint8_t buf[MSG_MAX];
+    uint64_t counter;
+
+    assert_int_equal(transport_reserve(kp, 1, now, &counter), 0);
+    relay_frame_fill(buf, msg, len, kind, key);
+    size_t n = relay_frame_seal(kp->send_key, kp->remote_index, counter, buf, len);
+    assert_int_not_equal(n, 0);
+    wire_put(0, &nodes[2].ep, buf, (uint32_t)n);
+}
+
+/* What a member (n0) may try with frames on its relay (n2): a frame
+ * again, one bit changed, one to a key outside the cluster, one whose
+ * message is not WireGuard, and one that claims to come from n1. Each is
+ * dropped or refused, and nothing of it reaches a ddp0. */
+static void test_relay_frames_hostile_member(void **state)
+{
+    (void)state;
+    uint64_t now = relay_found();
+    struct device *relay = &nodes[2].dev;
+    struct peer *member = peer_for(2, 0);
+    struct wire_msg frame;
+    uint8_t stranger[WG_KEY_LEN], msg[64] = { WG_MSG_TRANSPORT };
+    uint64_t replays = relay->stats.dropped_replay, bad, refused, forwarded, rx;
+    unsigned before1 = nodes[1].tun_packets, before2 = nodes[2].tun_packets;
+
+    tick(now += SEC / 10);
+    app_send(0, 1, 300, now);
+    assert_int_equal(wire_tail - wire_head, 1);
+    frame = wire[wire_head % WIRE_MAX];
+    assert_int_equal(get_le32(frame.data), RELAY_FRAME_TYPE);
+    pump(now);
+    assert_int_equal(nodes[1].tun_packets, ++before1);
+    forwarded = relay->stats.relay_forwarded;
+    /* Again: a replay. */
+    wire[wire_tail++ % WIRE_MAX] = frame;
+    pump(now);
+    assert_int_equal(relay->stats.dropped_replay, replays + 1);
+    /* One bit of the enclosed message changed: not authentic, and no state
+     * moves (the member's bytes received stay as they were). */
+    bad = relay->stats.dropped_bad_packet;
+    rx = member->rx_bytes;
+    frame.data[WG_TRANSPORT_HEADER_LEN + 20] ^= 0x10;
+    wire[wire_tail++ % WIRE_MAX] = frame;
+    pump(now);
+    assert_int_equal(relay->stats.dropped_bad_packet, bad + 1);
+    assert_int_equal(member->rx_bytes, rx);
+    /* To a key no member has: refused. */
+    refused = relay->stats.relay_refused;
+    memset(stranger, 0x5a, sizeof(stranger));
+    inject_frame(RELAY_FRAME_TO, stranger, msg, WG_TRANSPORT_MIN_LEN, now);
+    pump(now);
+    assert_int_equal(relay->stats.relay_refused, refused + 1);
+    /* Not a WireGuard message (type 9): dropped. */
+    bad = relay->stats.dropped_bad_packet;
+    msg[0] = 9;
+    inject_frame(RELAY_FRAME_TO, nodes[1].dev.self->public_key, msg, sizeof(msg), now);
+    pump(now);
+    assert_int_equal(relay->stats.dropped_bad_packet, bad + 1);
+    /* "From n1", as if n0 were n1's relay: the message must open with n1's
+     * keys, and a made-up one does not. */
+    msg[0] = WG_MSG_TRANSPORT;
+    memcpy(msg + 4, &peer_for(2, 1)->current->local_index, 4);
+    bad = relay->stats.dropped_bad_packet;
+    inject_frame(RELAY_FRAME_FROM, nodes[1].dev.self->public_key, msg, sizeof(msg), now);
+    pump(now);
+    assert_int_equal(relay->stats.dropped_bad_packet, bad + 1);
+    assert_int_equal(relay->stats.relay_forwarded, forwarded);
+    assert_int_equal(nodes[1].tun_packets, before1);
+    assert_int_equal(nodes[2].tun_packets, before2);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
@@ -946,6 +1171,13 @@ int main(void)
         T3(test_relay_found_when_none_is_offered),
         T3(test_relayed_receive_opened_as_a_batch),
         T3(test_relay_replaying_inner_messages),
+        T3(test_relay_replaying_inner_messages_relayed),
+        T3(test_relay_frames_all_new),
+        T3(test_relay_frames_old_source),
+        T3(test_relay_frames_old_destination),
+        T3(test_relay_frames_old_relay),
+        T3(test_relay_frames_per_session),
+        T3(test_relay_frames_hostile_member),
     };
 
     return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
