@@ -116,6 +116,27 @@ unsigned aead_multi_paths(unsigned mask);
 void aead_seal_batch(struct aead_msg *msgs, unsigned n, const uint8_t key[WG_KEY_LEN]);
 void aead_open_batch(struct aead_msg *msgs, unsigned n, const uint8_t key[WG_KEY_LEN]);
 
+/* Messages authenticated whole but encrypted only in part (relay frames,
+ * crypto/relay_frame.h): the tag is RFC 8439's with no AD over buf[0..len)
+ * taken as ciphertext, written at buf + len; the bytes [enc_off, enc_off +
+ * enc_len) of buf, within len, are encrypted with the keystream from block
+ * 1 on (block 0 is the Poly1305 key, as in the AEAD). So a message costs a
+ * Poly1305 pass over len bytes and ChaCha20 over enc_len, where a sealed
+ * one costs both over all of it. Nonce: the counter, as above. Batched as
+ * aead_seal_batch is (ChaCha20 16 at a time, Poly1305 8 at a time where
+ * the CPU runs them); an open checks the tag before it decrypts. */
+struct aead_part {
+    uint8_t *buf;
+    size_t len;            /* authenticated bytes; the tag follows them */
+    size_t enc_off, enc_len;
+    uint64_t counter;
+    int status;            /* open: 0, or -EBADMSG with buf untouched */
+};
+/* Seal aborts as aead_seal does on a length no buffer can have, or an
+ * encrypted part outside len. */
+void aead_seal_part_batch(struct aead_part *msgs, unsigned n, const uint8_t key[WG_KEY_LEN]);
+void aead_open_part_batch(struct aead_part *msgs, unsigned n, const uint8_t key[WG_KEY_LEN]);
+
 /* The same with an explicit nonce of noncelen bytes; -EINVAL unless
  * noncelen is WG_AEAD_NONCE_LEN. For vector tests and generic callers. */
 int aead_seal_nonce(uint8_t *dst, const uint8_t *src, size_t len,

@@ -1,10 +1,9 @@
-/* Relay frames (see relay_frame.h): one AEAD call each, with the header and
- * the enclosed message as associated data. */
+/* Relay frames (see relay_frame.h): batches of aead_seal_part_batch and
+ * aead_open_part_batch, the whole frame authenticated and only the kind
+ * and key encrypted. */
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
-
-#include <sodium.h>
 
 #include "crypto/aead.h"
 #include "crypto/bytes.h"
@@ -12,6 +11,7 @@
 
 #define RECEIVER_OFFSET 4u
 #define COUNTER_OFFSET  8u
+#define CHUNK           16u     /* frames per aead call: bounds the stack */
 
 static bool kind_ok(uint8_t kind)
 {
@@ -28,39 +28,87 @@ void relay_frame_fill(uint8_t *buf, const uint8_t *msg, size_t n, uint8_t kind,
     memcpy(sealed + 1, peer, WG_KEY_LEN);
 }
 
+/* The part of a frame of n enclosed bytes at buf that the AEAD covers. */
+static struct aead_part part_of(uint8_t *buf, size_t n, uint64_t counter)
+{
+    return (struct aead_part){ .buf = buf, .len = relay_frame_len(n) - WG_AEAD_TAG_LEN,
+                               .enc_off = WG_TRANSPORT_HEADER_LEN + n,
+                               .enc_len = RELAY_FRAME_SEALED_LEN, .counter = counter };
+}
+
+int relay_frame_seal_batch(const uint8_t key[WG_KEY_LEN], uint32_t remote_index, uint64_t first,
+                           uint8_t *area, size_t stride, const uint16_t *msg_lens, unsigned n)
+{
+    struct aead_part parts[CHUNK];
+
+    for (unsigned i = 0; i < n; i++) {
+        size_t len = msg_lens[i];
+        if (len == 0 || len > RELAY_FRAME_MAX_LEN - RELAY_FRAME_OVERHEAD ||
+            (i + 1 < n && relay_frame_len(len) > stride) ||
+            !kind_ok(area[i * stride + WG_TRANSPORT_HEADER_LEN + len]))
+            return -EINVAL;
+    }
+    for (unsigned at = 0; at < n; at += CHUNK) {
+        unsigned k = n - at < CHUNK ? n - at : CHUNK;
+        for (unsigned j = 0; j < k; j++) {
+            uint8_t *buf = area + (size_t)(at + j) * stride;
+            put_le32(buf, RELAY_FRAME_TYPE);
+            put_le32(buf + RECEIVER_OFFSET, remote_index);
+            put_le64(buf + COUNTER_OFFSET, first + at + j);
+            parts[j] = part_of(buf, msg_lens[at + j], first + at + j);
+        }
+        aead_seal_part_batch(parts, k, key);
+    }
+    return 0;
+}
+
 size_t relay_frame_seal(const uint8_t key[WG_KEY_LEN], uint32_t remote_index, uint64_t counter,
                         uint8_t *buf, size_t n)
 {
-    size_t ad_len = WG_TRANSPORT_HEADER_LEN + n;
-    uint8_t *sealed = buf + ad_len;
+    uint16_t len = (uint16_t)n;
 
-    if (n == 0 || n > RELAY_FRAME_MAX_LEN - RELAY_FRAME_OVERHEAD || !kind_ok(sealed[0]))
+    if (n > UINT16_MAX || relay_frame_seal_batch(key, remote_index, counter, buf, 0, &len, 1))
         return 0;
-    put_le32(buf, RELAY_FRAME_TYPE);
-    put_le32(buf + RECEIVER_OFFSET, remote_index);
-    put_le64(buf + COUNTER_OFFSET, counter);
-    aead_seal(sealed, sealed, RELAY_FRAME_SEALED_LEN, buf, ad_len, counter, key);
     return relay_frame_len(n);
+}
+
+void relay_frame_open_batch(const uint8_t key[WG_KEY_LEN], struct relay_frame *frames,
+                            unsigned n)
+{
+    struct aead_part parts[CHUNK];
+    unsigned idx[CHUNK];
+
+    for (unsigned at = 0; at < n; at += CHUNK) {
+        unsigned k = n - at < CHUNK ? n - at : CHUNK, m = 0;
+        for (unsigned j = 0; j < k; j++) {
+            struct relay_frame *f = &frames[at + j];
+            f->status = -EBADMSG;
+            if (f->len <= RELAY_FRAME_OVERHEAD || f->len > RELAY_FRAME_MAX_LEN ||
+                get_le32(f->buf) != RELAY_FRAME_TYPE)
+                continue;
+            f->counter = get_le64(f->buf + COUNTER_OFFSET);
+            f->msg_len = f->len - RELAY_FRAME_OVERHEAD;
+            idx[m] = at + j;
+            parts[m++] = part_of(f->buf, f->msg_len, f->counter);
+        }
+        aead_open_part_batch(parts, m, key);
+        for (unsigned i = 0; i < m; i++) {
+            struct relay_frame *f = &frames[idx[i]];
+            const uint8_t *sealed = f->buf + WG_TRANSPORT_HEADER_LEN + f->msg_len;
+            if (parts[i].status || !kind_ok(sealed[0]))
+                continue;
+            f->status = 0;
+            f->kind = sealed[0];
+            memcpy(f->peer, sealed + 1, WG_KEY_LEN);
+            f->msg = f->buf + WG_TRANSPORT_HEADER_LEN;
+        }
+    }
 }
 
 int relay_frame_open(const uint8_t key[WG_KEY_LEN], uint8_t *buf, size_t len,
                      struct relay_frame *out)
 {
-    uint8_t plain[RELAY_FRAME_SEALED_LEN];
-    size_t ad_len;
-
-    if (len <= RELAY_FRAME_OVERHEAD || len > RELAY_FRAME_MAX_LEN ||
-        get_le32(buf) != RELAY_FRAME_TYPE)
-        return -EBADMSG;
-    ad_len = len - RELAY_FRAME_SEALED_LEN - WG_AEAD_TAG_LEN;
-    out->counter = get_le64(buf + COUNTER_OFFSET);
-    if (aead_open(plain, buf + ad_len, RELAY_FRAME_SEALED_LEN + WG_AEAD_TAG_LEN, buf, ad_len,
-                  out->counter, key) ||
-        !kind_ok(plain[0]))
-        return -EBADMSG;
-    out->kind = plain[0];
-    memcpy(out->peer, plain + 1, WG_KEY_LEN);
-    out->msg = buf + WG_TRANSPORT_HEADER_LEN;
-    out->msg_len = (uint32_t)(ad_len - WG_TRANSPORT_HEADER_LEN);
-    return 0;
+    *out = (struct relay_frame){ .buf = buf, .len = len > RELAY_FRAME_MAX_LEN ? 0 : (uint32_t)len };
+    relay_frame_open_batch(key, out, 1);
+    return out->status;
 }

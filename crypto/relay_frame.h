@@ -17,13 +17,18 @@
  *   8     8   counter, from the session's sending counter (shared with
  *             its transport messages: one nonce space, one replay window)
  *   16    n   the enclosed WireGuard message, in clear (1..65535 - 65)
- *   16+n  33  sealed: kind (RELAY_FRAME_TO: forward to the peer with this
- *             key; RELAY_FRAME_FROM: the relay says it came from the peer
- *             with this key), then that peer's public key
+ *   16+n  33  encrypted: kind (RELAY_FRAME_TO: forward to the peer with
+ *             this key; RELAY_FRAME_FROM: the relay says it came from the
+ *             peer with this key), then that peer's public key
  *   49+n  16  tag
- * The AEAD is ChaCha20-Poly1305 (RFC 8439) under the session's key, nonce
- * 32 zero bits then the counter (as transport messages), associated data
- * bytes [0, 16+n): the header and the enclosed message.
+ * Crypto: ChaCha20 (RFC 8439) under the session's key with the transport
+ * nonce (32 zero bits, then the counter). The 33 bytes are XORed with the
+ * keystream from block 1 on; the tag is Poly1305, keyed with block 0 as
+ * in the AEAD, over bytes [0, 49+n) zero-padded to 16, then le64(0) ||
+ * le64(49+n): RFC 8439's tag with no AD over the whole frame taken as its
+ * ciphertext (encrypt-then-MAC). Each counter is used once under the key,
+ * by a frame or a transport message, so keystream and Poly1305 key are
+ * never reused.
  *
  * Pure functions over bytes, like transport.h's halves: the caller finds
  * the keypair by the receiver index, reserves counters, and runs the
@@ -55,15 +60,25 @@ static inline size_t relay_frame_len(size_t n)
 void relay_frame_fill(uint8_t *buf, const uint8_t *msg, size_t n, uint8_t kind,
                       const uint8_t peer[WG_KEY_LEN]);
 
-/* Seals in place the frame relay_frame_fill wrote at buf (n enclosed
- * bytes): the header, then the kind and key encrypted, then the tag.
- * Returns the frame's length, or 0 (nothing written) for a kind that is
- * neither, or n of 0 or beyond RELAY_FRAME_MAX_LEN's room. */
+/* Seals in place the n frames relay_frame_fill wrote at area, one every
+ * stride bytes, frame i with msg_lens[i] enclosed bytes and counter
+ * first + i: the header, the kind and key encrypted, the tag. 0, or
+ * -EINVAL (none sealed) when one has a kind that is neither, an enclosed
+ * length of 0 or beyond RELAY_FRAME_MAX_LEN's room, or does not fit its
+ * stride (the last may be shorter than the others). */
+int relay_frame_seal_batch(const uint8_t key[WG_KEY_LEN], uint32_t remote_index, uint64_t first,
+                           uint8_t *area, size_t stride, const uint16_t *msg_lens, unsigned n);
+/* One frame; its length, or 0 where the batch says -EINVAL. */
 size_t relay_frame_seal(const uint8_t key[WG_KEY_LEN], uint32_t remote_index, uint64_t counter,
                         uint8_t *buf, size_t n);
 
-/* What an authentic frame says; msg points into the frame's bytes. */
+/* A frame to open (buf, len) and, once opened (status 0), what it says;
+ * msg points into the frame's bytes. */
 struct relay_frame {
+    uint8_t *buf;
+    uint32_t len;
+    int status;            /* 0, or -EBADMSG: not a frame, too short or long,
+                            * not authentic, or a kind that is neither */
     uint8_t kind;
     uint8_t peer[WG_KEY_LEN];
     uint64_t counter;
@@ -71,10 +86,13 @@ struct relay_frame {
     uint32_t msg_len;
 };
 
-/* Opens the frame buf[0..len) under key. 0 with *out filled; -EBADMSG
- * (buf untouched, *out unspecified) when it is not a frame, too short or
- * long, not authentic, or of an unknown kind. Nothing is decrypted in
- * place: the enclosed message was never encrypted. */
+/* Opens n frames under key, each tag checked before anything is
+ * decrypted; a frame that is not authentic is left as it was. The kind
+ * and key are decrypted in place (the enclosed message was never
+ * encrypted). */
+void relay_frame_open_batch(const uint8_t key[WG_KEY_LEN], struct relay_frame *frames,
+                            unsigned n);
+/* One frame: its status. */
 int relay_frame_open(const uint8_t key[WG_KEY_LEN], uint8_t *buf, size_t len,
                      struct relay_frame *out);
 

@@ -692,49 +692,74 @@ static void open_inner(struct device *dev, struct rx_batch *b, uint64_t now)
     b->n_inner = 0;
 }
 
-/* A relay frame from src (crypto/relay_frame.h), from a member on its
- * session with us: as its relay, the message is forwarded (path_forward
- * says whether we may); as the destination, it is taken as a RELAYED's
- * is. The same checks as for RELAY and RELAYED, and the same order:
- * authentic, not replayed, then what it carries. */
-static void frame_in(struct device *dev, struct rx_batch *b, uint8_t *msg, uint32_t len,
-                     const union endpoint *src, uint64_t now)
+/* A relay frame from src (crypto/relay_frame.h), opened (f->status) with
+ * the keys of entry e: from a member on its session with us. As its
+ * relay, the message is forwarded (path_forward says whether we may); as
+ * the destination, it is taken as a RELAYED's is. The same checks as for
+ * RELAY and RELAYED, and in the same order: authentic, not replayed, then
+ * what it carries. */
+static void frame_in(struct device *dev, struct rx_batch *b, const struct index_entry *e,
+                     const struct relay_frame *f, const union endpoint *src, uint64_t now)
 {
-    struct index_entry *e = message_keypair(dev, msg, len);
-    struct relay_frame f = { 0 };
+    struct peer *p = e ? e->peer : NULL;
     struct relayed r;
-    struct peer *p;
 
-    if (!e || dev->relay_frames_off) {
-        dev->stats.dropped_bad_packet++;
+    if (!e || !(e = accept_opened(dev, f->buf, f->len, f->status, f->counter, p, now)))
         return;
-    }
-    p = e->peer;
-    int status = relay_frame_open(e->keypair->recv_key, msg, len, &f);
-    if (!(e = accept_opened(dev, msg, len, status, f.counter, p, now)))
-        return;
-    after_authentic(p, e->keypair, len, src, NULL, now);
+    after_authentic(p, e->keypair, f->len, src, NULL, now);
     if (e->keypair == p->current)
         path_frames_said(p, e->keypair->local_index);
     /* Sent to us directly while we relay to it: its direct path works. */
     if (p->via)
         path_received(p, src, NULL, true, now);
     dev->stats.relay_frames_received++;
-    if (!disco_enclosed_ok(f.msg, f.msg_len)) {
+    if (!disco_enclosed_ok(f->msg, f->msg_len)) {
         dev->stats.dropped_bad_packet++;
         return;
     }
-    if (f.kind == RELAY_FRAME_TO) {
-        path_forward(dev, p, device_peer_by_key(dev, f.peer), f.msg, f.msg_len, now);
+    if (f->kind == RELAY_FRAME_TO) {
+        path_forward(dev, p, device_peer_by_key(dev, f->peer), f->msg, f->msg_len, now);
         return;
     }
-    r = (struct relayed){ .relay = p, .src = device_peer_by_key(dev, f.peer), .msg = f.msg,
-                          .len = f.msg_len };
+    r = (struct relayed){ .relay = p, .src = device_peer_by_key(dev, f->peer), .msg = f->msg,
+                          .len = f->msg_len };
     if (!r.src || r.src == p) {
         dev->stats.dropped_bad_packet++;
         return;
     }
     take_relayed(dev, b, &r, now);
+}
+
+/* The frames of a receive from `off` on that go to one keypair, opened as
+ * one batch (every tag checked before anything is decrypted), then each
+ * handled in order (frame_in). Returns the bytes of the receive they
+ * took. A node that takes no frames drops them, as an older one would. */
+static uint32_t frames_in(struct device *dev, struct rx_batch *b, uint32_t off,
+                          uint32_t seg_size, uint64_t now)
+{
+    struct pkt *pkt = b->pkt;
+    struct relay_frame f[TRANSPORT_BATCH];
+    struct index_entry *e = message_keypair(dev, pkt->in + off, pkt->len - off);
+    unsigned n = 0, room = PKT_MAX_SEGS - (unsigned)(b->n + b->n_inner);
+    uint32_t at = off;
+
+    while (at < pkt->len && n < TRANSPORT_BATCH && n < room) {
+        uint8_t *msg = pkt->in + at;
+        uint32_t len = pkt->len - at < seg_size ? pkt->len - at : seg_size;
+        if (noise_message_type(msg, len) != RELAY_FRAME_TYPE ||
+            (n && message_keypair(dev, msg, len) != e))
+            break;
+        f[n++] = (struct relay_frame){ .buf = msg, .len = len, .status = -EBADMSG };
+        at += seg_size;
+    }
+    if (!e || dev->relay_frames_off) {
+        dev->stats.dropped_bad_packet += n;
+        return at - off;
+    }
+    relay_frame_open_batch(e->keypair->recv_key, f, n);
+    for (unsigned k = 0; k < n; k++)
+        frame_in(dev, b, message_keypair(dev, f[k].buf, f[k].len), &f[k], &pkt->addr, now);
+    return at - off;
 }
 
 /* An opened transport message that came directly from p: kept for ddp0,
@@ -913,7 +938,7 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, u
         struct peer *p;
 
         if (type == RELAY_FRAME_TYPE) {
-            frame_in(dev, &b, msg, len, &pkt->addr, now);
+            off += frames_in(dev, &b, off, seg_size, now) - seg_size;
             continue;
         }
         if (type != WG_MSG_TRANSPORT) {

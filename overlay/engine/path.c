@@ -301,25 +301,23 @@ static unsigned frame_segments(const uint8_t key[WG_KEY_LEN], struct pkt *pkt, u
 }
 
 /* Seals the frames in out (seg_len: each one's enclosed length) on q's
- * current session and sends them; takes out. On the loop's thread: a
- * frame's AEAD is a Poly1305 pass and two ChaCha20 blocks. */
+ * current session, as one batch, and sends them; takes out. On the loop's
+ * thread: a frame's crypto is a Poly1305 pass and two ChaCha20 blocks. */
 static void send_frames(struct peer *q, struct pkt *out, uint64_t now)
 {
     struct noise_keypair *kp = q->current;
-    uint64_t first, bytes = 0;
+    unsigned last = out->nseg - 1u;
+    uint64_t first;
 
-    if (!path_relay_ready(q, now) || !kp || transport_reserve(kp, out->nseg, now, &first)) {
+    if (!path_relay_ready(q, now) || !kp || transport_reserve(kp, out->nseg, now, &first) ||
+        relay_frame_seal_batch(kp->send_key, kp->remote_index, first, out->area, out->stride,
+                               out->seg_len, out->nseg)) {
         loop_pkt_put(q->dev->loop, out);
         return;
     }
-    for (unsigned s = 0; s < out->nseg; s++) {
-        size_t n = relay_frame_seal(kp->send_key, kp->remote_index, first + s, pkt_slot(out, s),
-                                    out->seg_len[s]);
-        bytes += n;
-        out->len = (uint32_t)n;
-    }
+    out->len = (uint32_t)relay_frame_len(out->seg_len[last]);
     q->dev->stats.relay_frames_sent += out->nseg;
-    peer_count_tx(q, bytes, now);
+    peer_count_tx(q, (uint64_t)last * out->stride + out->len, now);
     timers_any_authenticated_packet_traversal(q, now);
     timers_any_authenticated_packet_sent(q, now);
     timers_data_sent(q, now);
