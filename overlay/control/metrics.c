@@ -224,6 +224,12 @@ static void put_device(FILE *f, const struct device *dev)
     family(f, "ddpnet_relay_forwarded_total", "counter",
            "Messages this node forwarded as a relay for other peers.");
     device_sample(f, dev, "ddpnet_relay_forwarded_total", NULL, NULL, dev->stats.relay_forwarded);
+    family(f, "ddpnet_relay_frames_total", "counter",
+           "Relay frames sealed (sent: to a relay, or forwarded as one) and opened (received).");
+    device_sample(f, dev, "ddpnet_relay_frames_total", "direction", "sent",
+                  dev->stats.relay_frames_sent);
+    device_sample(f, dev, "ddpnet_relay_frames_total", "direction", "received",
+                  dev->stats.relay_frames_received);
     put_disco(f, dev);
     if (dev->registry) {
         struct registry_status rs;

@@ -155,7 +155,7 @@ static void test_families_grouped(void **state)
         assert_int_equal(len, strlen(current));
         assert_memory_equal(line, current, len);
     }
-    assert_int_equal(n_seen, 16);   /* without a loop: no buffer counts */
+    assert_int_equal(n_seen, 17);   /* without a loop: no buffer counts */
     free(text);
 }
 
@@ -183,6 +183,9 @@ static void test_drops_and_device(void **state)
 
     f->dev.stats.disco_sent[DISCO_PING] = 11;
     f->dev.stats.disco_received[DISCO_PONG] = 9;
+    f->dev.stats.disco_received[DISCO_FEATURES] = 4;
+    f->dev.stats.relay_frames_sent = 12;
+    f->dev.stats.relay_frames_received = 13;
     text = format(f);
 
     expect_line(text, "# TYPE ddpnet_packets_dropped_total counter");
@@ -200,6 +203,10 @@ static void test_drops_and_device(void **state)
     expect_line(text, "ddpnet_disco_sent_total{interface=\"ddp0\",type=\"punch\"} 0");
     expect_line(text, "ddpnet_disco_received_total{interface=\"ddp0\",type=\"pong\"} 9");
     expect_line(text, "ddpnet_disco_received_total{interface=\"ddp0\",type=\"names\"} 0");
+    expect_line(text, "ddpnet_disco_received_total{interface=\"ddp0\",type=\"features\"} 4");
+    expect_line(text, "# TYPE ddpnet_relay_frames_total counter");
+    expect_line(text, "ddpnet_relay_frames_total{interface=\"ddp0\",direction=\"sent\"} 12");
+    expect_line(text, "ddpnet_relay_frames_total{interface=\"ddp0\",direction=\"received\"} 13");
     /* No loop (a test's device): no buffer counts rather than made-up ones. */
     assert_null(strstr(text, "ddpnet_buffers_in_use{"));
     free(text);
