@@ -262,8 +262,10 @@ cluster_node() {
 # ddp_up NODE [CLUSTER]: `ddpnet up` inside NODE with its key, run directory
 # and hosts file; then ddp0 must exist and be up.
 ddp_up() {
-    local n=$1 c=${2:-$T/cluster.conf}
-    E2E_UP+=("$n")
+    local n=$1 c=${2:-$T/cluster.conf} u
+    for u in "${E2E_UP[@]}"; do [ "$u" != "$n" ] || { n=""; break; }; done
+    [ -z "$n" ] || E2E_UP+=("$n")   # once, though it comes up again
+    n=$1
     if [ "$E2E_FOREGROUND" = 1 ]; then
         nx_bg "$n" daemon timeout 3600 "$DDPNET" up -c "$c" -k "$T/$n/key" \
             --run-dir "$T/$n/run" --hosts-file "$T/$n/hosts" --foreground

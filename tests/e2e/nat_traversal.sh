@@ -11,7 +11,13 @@
 #  4. rebuilt with a symmetric NAT in front of a: a <-> b is relayed via c
 #     (status: path "relay", via "node-c"; c's counters grow by at least
 #     what iperf3 moves), full mesh within 10 s, the all_reduce passes;
-#  5. iperf3 a -> b (3 s) direct and relayed, side by side.
+#  5. iperf3 a -> b (3 s) direct and relayed, side by side; relayed, it
+#     travels in relay frames (node-c's ddpnet_relay_frames_total grows by
+#     at least a frame per 1500 bytes moved, both ways);
+#  6. node-c restarted as a version without relay frames
+#     (DDPNET_RELAY_FRAMES=0): a <-> b is relayed via c again, with RELAY
+#     and RELAYED only (no frame sent or taken by anyone), and iperf3 goes
+#     through it.
 #
 #                namespace "hub": bridge br0, the "internet" 100.64.0.0/16
 #        +---------------------------+---------------------------+
@@ -258,7 +264,7 @@ selftest() {
 write_cluster() {
     local n out
     for n in "${NODES[@]}"; do e2e_key "$n"; done
-    cluster_begin "$T/cluster.conf"
+    cluster_begin "$T/cluster.conf" "metrics = 127.0.0.1:$MPORT"
     cluster_node "$T/cluster.conf" node-a "$(pub node-a)" "${ADDR[node-a]}"
     cluster_node "$T/cluster.conf" node-b "$(pub node-b)" "${ADDR[node-b]}"
     cluster_node "$T/cluster.conf" node-c "$(pub node-c)" "${ADDR[node-c]}" "$PUB_C:$P"
@@ -309,6 +315,26 @@ path_check() {
     RTT=$(echo "$got" | awk '{ print $3 }')
 }
 
+# relay_frames NODE: its ddpnet_relay_frames_total, "SENT RECEIVED", from
+# its metrics on its own loopback.
+MPORT=9586
+relay_frames() {
+    nx "$1" "$PY" - "http://127.0.0.1:$MPORT/metrics" <<'PYEOF'
+import sys, urllib.request
+text = urllib.request.urlopen(sys.argv[1], timeout=5).read().decode()
+v = {}
+for line in text.splitlines():
+    if line.startswith("ddpnet_relay_frames_total{"):
+        v["sent" if 'direction="sent"' in line else "received"] = int(line.rsplit(" ", 1)[1])
+print(v["sent"], v["received"])
+PYEOF
+}
+
+relayed_again() {
+    path_is node-a node-b relay node-c && path_is node-b node-a relay node-c &&
+        nx node-a ping -n -c 1 -W 1 "${ADDR[node-b]}" >/dev/null 2>&1
+}
+
 # iperf_a_to_b: 3 s iperf3 TCP node-a -> node-b over ddp0, with node-c's
 # UDP bytes counted around it. Sets IPERF_BYTES, IPERF_MBPS, C_RX, C_TX.
 iperf_a_to_b() {
@@ -355,11 +381,39 @@ phase_symmetric() {
     path_check node-a node-b relay node-c
     FIG["rtt relay"]=$RTT
     path_check node-b node-a relay node-c
+    local f0 f1 fa0 fa1
+    f0=$(relay_frames node-c) || fail "node-c: no relay frame counts: $f0"
     iperf_a_to_b
+    f1=$(relay_frames node-c) || fail "node-c: no relay frame counts: $f1"
     FIG["iperf relay"]="$IPERF_MBPS Mbit/s" FIG["c bytes relay"]="rx $C_RX tx $C_TX of $IPERF_BYTES"
     [ "$C_RX" -ge $(( IPERF_BYTES * 9 / 10 )) ] && [ "$C_TX" -ge $(( IPERF_BYTES * 9 / 10 )) ] ||
         fail "node-a -> node-b is not relayed via node-c: its port $P moved rx $C_RX, tx $C_TX bytes while iperf3 moved $IPERF_BYTES"
     say "ok: node-c forwarded it all (rx $C_RX, tx $C_TX >= 90% of $IPERF_BYTES)"
+    local sent=$(( ${f1% *} - ${f0% *} )) received=$(( ${f1#* } - ${f0#* } ))
+    [ "$sent" -ge $(( IPERF_BYTES / 1500 )) ] && [ "$received" -ge $(( IPERF_BYTES / 1500 )) ] ||
+        fail "node-c relayed without frames: $sent sent, $received received for $IPERF_BYTES bytes"
+    say "ok: in relay frames: node-c took $received and sent $sent"
+    FIG["c frames"]="took $received, sent $sent"
+
+    step "symmetric NAT: node-c restarted as a version without relay frames"
+    ddp_down node-c
+    DDPNET_RELAY_FRAMES=0 ddp_up node-c
+    # a and b notice the restart when their sessions with c go unanswered
+    # (keepalive timeout, then a handshake): the relay carries again once
+    # a ping a -> b is answered through it.
+    if ! wait_for 60 relayed_again; then
+        fail "a <-> b not relayed via node-c again within 60 s of its restart: a sees '$(e2e_peer_path node-a node-b)', b '$(e2e_peer_path node-b node-a)'"
+    fi
+    fa0=$(relay_frames node-a) || fail "node-a: no relay frame counts: $fa0"
+    iperf_a_to_b
+    f1=$(relay_frames node-c) || fail "node-c: no relay frame counts: $f1"
+    fa1=$(relay_frames node-a) || fail "node-a: no relay frame counts: $fa1"
+    FIG["iperf relay old"]="$IPERF_MBPS Mbit/s"
+    [ "$C_RX" -ge $(( IPERF_BYTES * 9 / 10 )) ] ||
+        fail "node-a -> node-b is not relayed via the restarted node-c: rx $C_RX of $IPERF_BYTES"
+    [ "$f1" = "0 0" ] && [ "${fa1% *}" = "${fa0% *}" ] ||
+        fail "a frame went to or from the node without them: node-c $f1 (sent received), node-a sent ${fa0% *} then ${fa1% *}"
+    say "ok: relayed with RELAY and RELAYED only ($IPERF_MBPS Mbit/s), no frame sent to node-c"
     step "symmetric NAT: torchrun (rendezvous at node-a) + Gloo all_reduce"
     e2e_allreduce node-a node-b node-c
     e2e_reset
@@ -374,6 +428,6 @@ phase_cone
 phase_symmetric
 step "figures"
 for k in "mesh cone" "mesh symmetric" "rtt direct" "rtt relay" "iperf direct" "iperf relay" \
-         "c bytes direct" "c bytes relay"; do
+         "iperf relay old" "c bytes direct" "c bytes relay" "c frames"; do
     say "$(printf '%-16s %s' "$k" "${FIG[$k]:-}")"
 done
