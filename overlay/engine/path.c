@@ -2,49 +2,55 @@
  *
  * Direct: UDP to the peer's endpoint, which follows the source of its
  * authentic packets (WireGuard's roaming). Relayed: each message for the
- * peer -- sealed end to end with the peer's own keys -- becomes the body
- * of a disco RELAY in an inner IP packet to the relay, sealed with our
- * session with the relay; the relay opens that, checks that the
- * destination is a cluster member it reaches directly, and sends the same
- * bytes on as a RELAYED inside its session with the destination: one open
- * and one seal per packet, and it never sees the inner plaintext.
+ * peer -- sealed end to end with the peer's own keys -- goes to the relay
+ * in a relay frame (crypto/relay_frame.h) on our session with the relay:
+ * the message in clear, the destination's key encrypted, the whole
+ * authenticated. The relay checks the frame, that the destination is a
+ * cluster member it reaches directly, and sends the same bytes on in a
+ * frame on its session with the destination (kind "from", the source's
+ * key): one open and one seal per message, each a Poly1305 pass and two
+ * ChaCha20 blocks, and it never sees the inner plaintext. Frames go only
+ * to a peer that said, on the session in use, that it takes them
+ * (FEATURES, disco_io.c); to and from one that did not (a version before
+ * frames, or DDPNET_RELAY_FRAMES=0), the message travels as before: the
+ * body of a disco RELAY (to the relay) or RELAYED (from it), an inner IP
+ * packet sealed like any other. A relay takes both, and turns either into
+ * what the destination takes.
  *
  * A relayed peer's packets are held to path_mtu (the MTU less the
- * wrapping), so that the wrapped message is no larger than a direct
- * full-size one and fits the underlay as that does. Wrapped segments keep
- * the layout of the data path (one stride, the last possibly shorter), so
- * they still leave in one GSO send; the relay gathers what it forwards to
- * one destination into one send too (path_forward, path_flush).
+ * RELAY wrapping, the larger of the two), so that the wrapped message is
+ * no larger than a direct full-size one and fits the underlay as that
+ * does. Frames keep the layout of the data path (one stride, the last
+ * possibly shorter), so they still leave in one GSO send, and are sealed
+ * and opened in batches as transport messages are; the relay gathers what
+ * it forwards to one destination into one send too (path_forward,
+ * path_flush).
  *
- * What a relayed byte costs: the ends seal and open twice (the peer's
- * keys, then the relay's), the relay opens and seals once, so a relayed
- * stream does three times the AEAD work of a direct one. Measured with
- * make bench's relay part (one stream m1 -> m3 -> m2 against m1 -> m2):
- *   - one 2-vCPU VM running all three nodes: 0.48x (2.01 / 4.19 Gbit/s,
- *     the relay 1.79 CPU-s per GB; the AEAD floor 0.88);
- *   - a 16-core machine, each daemon on cores of its own: 0.44-0.61x with
- *     all crypto on the loops (3.41 / 7.81, 4.84 / 7.93, 3.62 / 7.75
- *     Gbit/s, three hosts), 0.51-0.56x with workers (4.89 / 8.90, 5.53 /
- *     9.80, 4.88 / 9.48). So it is not the sharing of cores: each end's
- *     loop does twice the per-byte work of a direct stream's, and the
- *     stream goes at the pace of the slower end.
- * What did not help: opening the inner messages of a receive in one
- * batch (datapath.c's open_inner) rather than one by one; kept, since it
- * batches as the direct path does and costs nothing, but the ratio did
- * not move beyond the noise (three interleaved A/B rounds on the 2-vCPU
- * VM: 0.51, 0.53, 0.54 before, 0.51, 0.56, 0.51 after). Nor did handing
- * those opens to a worker where there are workers (a job kind of its own
- * for the messages listed in the receive's buffer): 0.52x against 0.51x
- * on the 16-core machine, less than what two hosts of the same kind
- * differ by (0.47x and 0.61x without workers); not kept.
- * Not done yet, and what would change it: an outer layer that only
- * authenticates what is ciphertext already -- a message type of ddpnet's
- * own, [header | the enclosed message | the destination's (or source's)
- * key, sealed | tag], ChaCha20-Poly1305 with the enclosed message as
- * associated data, on the session's counters and replay window, sent only
- * to relays and destinations that said they take it (old nodes drop an
- * unknown type). That turns the ends' and the relay's second AEAD into a
- * Poly1305 pass (about a third of one, by the profile in README.md). */
+ * What a relayed byte costs, and what was tried (make bench's relay part:
+ * one stream m1 -> m3 -> m2 against m1 -> m2):
+ *   - In RELAY/RELAYED, each message is sealed and opened twice at the
+ *     ends and once at the relay: three times a direct stream's AEAD.
+ *     Measured 0.48-0.55x on one 2-vCPU VM running all three nodes (the
+ *     relay 1.8 CPU-s per GB forwarded), and 0.44-0.61x on a 16-core
+ *     machine with each daemon on cores of its own (0.51-0.56x with
+ *     workers): each end's loop did twice a direct stream's per-byte work.
+ *   - Not enough: opening the inner messages of a receive in one batch
+ *     (datapath.c's open_inner) -- kept, it batches as the direct path
+ *     does, but the ratio did not move (0.51-0.54 before, 0.51-0.56
+ *     after, interleaved); handing those opens to a worker (0.52x against
+ *     0.51x on 16 cores; not kept).
+ *   - Relay frames, first through one aead_seal/aead_open call each, with
+ *     the enclosed message as associated data: libsodium's one-message
+ *     Poly1305 cost the relay more than the multi-lane AEAD it replaced
+ *     (2.1 against 1.5 CPU-s per GB). Hence the tag over the whole frame
+ *     with no AD, which the multi-lane ChaCha20 and Poly1305 batch.
+ *   - Relay frames in batches: on the 2-vCPU VM, interleaved single rounds
+ *     gave 0.62-0.75x (relay 1.04-1.42 CPU-s per GB) against 0.46-0.80x
+ *     (1.55-2.07) with DDPNET_RELAY_FRAMES=0, and e2e's nat_traversal
+ *     moved 2964 against 2063 Mbit/s through its relay in one run; on 16
+ *     cores with 8 workers, 0.56x and 0.60x (relay 1.35 and 1.33) against
+ *     0.46x and 0.51x (3.62 and 3.05). There the receiver's loop still
+ *     opens the inner messages itself, and is the ceiling. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -277,9 +283,9 @@ void path_frames_said(struct peer *p, uint32_t index)
     p->frames_index = index;
 }
 
-/* Fills out with frames of pkt's messages from segment i on, for r (kind
- * RELAY_FRAME_TO, key the destination's), as many as one GSO send takes;
- * returns the first one left. Sealed later (send_frames). */
+/* Fills out with frames of pkt's messages from segment i on, to a relay
+ * (kind RELAY_FRAME_TO, key: the destination's), as many as one GSO send
+ * takes; returns the first one left. Sealed later (send_frames). */
 static unsigned frame_segments(const uint8_t key[WG_KEY_LEN], struct pkt *pkt, unsigned i,
                                struct pkt *out)
 {
