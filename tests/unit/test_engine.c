@@ -1075,6 +1075,36 @@ static void test_relay_frames_per_session(void **state)
     assert_int_equal(b.relay_msgs - a.relay_msgs, 4);
 }
 
+/* Frames carry on across a rekey: the new session's FEATURES says so
+ * again, and relayed packets after it go in frames. */
+static void test_relay_frames_after_rekey(void **state)
+{
+    (void)state;
+    uint64_t now = relay_found();
+    struct peer *r = peer_for(0, 2);
+    uint32_t first = r->current->local_index;
+    struct frame_counts a, b;
+    unsigned before;
+
+    assert_true(path_takes_frames(r));
+    for (unsigned s = 0; s < WG_REJECT_AFTER_TIME && r->current->local_index == first; s++)
+        tick(now += SEC);
+    assert_int_not_equal(r->current->local_index, first);
+    for (unsigned i = 0; i < 10; i++)
+        tick(now += SEC / 10);
+    assert_true(path_takes_frames(r));
+    assert_int_equal(r->frames_index, r->current->local_index);
+    frame_counts(&a);
+    before = nodes[1].tun_packets;
+    for (unsigned i = 0; i < 4; i++)
+        app_send(0, 1, 700, now);
+    pump_gro(now);
+    frame_counts(&b);
+    assert_int_equal(nodes[1].tun_packets, before + 4);
+    assert_int_equal(b.sent[0] - a.sent[0], 4);
+    assert_int_equal(b.relay_msgs, a.relay_msgs);
+}
+
 /* A frame n0 seals on its session with n2 (kind, key, message), put on
  * the wire as n0's. */
 static void inject_frame(uint8_t kind, const uint8_t key[WG_KEY_LEN], const uint8_t *msg,
@@ -1177,6 +1207,7 @@ int main(void)
         T3(test_relay_frames_old_destination),
         T3(test_relay_frames_old_relay),
         T3(test_relay_frames_per_session),
+        T3(test_relay_frames_after_rekey),
         T3(test_relay_frames_hostile_member),
     };
 
