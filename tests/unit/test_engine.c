@@ -1042,6 +1042,36 @@ static void test_relay_frames_old_relay(void **state)
     relay_between_versions(2);
 }
 
+/* Runs the clock until n0's session with its relay n2 is a new one (a
+ * rekey), and a second more for what follows it. */
+static uint64_t rekey_with_relay(uint64_t now)
+{
+    struct peer *r = peer_for(0, 2);
+    uint32_t first = r->current->local_index;
+
+    for (unsigned s = 0; s < WG_REJECT_AFTER_TIME && r->current->local_index == first; s++)
+        tick(now += SEC);
+    assert_int_not_equal(r->current->local_index, first);
+    for (unsigned i = 0; i < 10; i++)
+        tick(now += SEC / 10);
+    return now;
+}
+
+/* Four packets n0 -> n1 through the relay, all arriving; the counts
+ * before and after them. */
+static void relay_four(uint64_t now, struct frame_counts *a, struct frame_counts *b)
+{
+    unsigned before = nodes[1].tun_packets;
+
+    assert_int_equal(path_of(peer_for(0, 1)), DISCO_PATH_RELAY);
+    frame_counts(a);
+    for (unsigned i = 0; i < 4; i++)
+        app_send(0, 1, 700, now);
+    pump_gro(now);
+    frame_counts(b);
+    assert_int_equal(nodes[1].tun_packets, before + 4);
+}
+
 /* Frames are sent on a session only once the peer said, on that
  * session, that it takes them: after the relay stops taking them (as a
  * restart into an older version would), the next session carries RELAYs,
@@ -1050,27 +1080,13 @@ static void test_relay_frames_per_session(void **state)
 {
     (void)state;
     uint64_t now = relay_found();
-    struct peer *r = peer_for(0, 2);
-    uint32_t first = r->current->local_index;
     struct frame_counts a, b;
-    unsigned before;
 
-    assert_true(path_takes_frames(r));
+    assert_true(path_takes_frames(peer_for(0, 2)));
     nodes[2].dev.relay_frames_off = true;
-    for (unsigned s = 0; s < WG_REJECT_AFTER_TIME && r->current->local_index == first; s++)
-        tick(now += SEC);
-    assert_int_not_equal(r->current->local_index, first);
-    for (unsigned i = 0; i < 10; i++)
-        tick(now += SEC / 10);
-    assert_false(path_takes_frames(r));
-    assert_int_equal(path_of(peer_for(0, 1)), DISCO_PATH_RELAY);
-    frame_counts(&a);
-    before = nodes[1].tun_packets;
-    for (unsigned i = 0; i < 4; i++)
-        app_send(0, 1, 700, now);
-    pump_gro(now);
-    frame_counts(&b);
-    assert_int_equal(nodes[1].tun_packets, before + 4);
+    now = rekey_with_relay(now);
+    assert_false(path_takes_frames(peer_for(0, 2)));
+    relay_four(now, &a, &b);
     assert_int_equal(b.sent[0], a.sent[0]);
     assert_int_equal(b.relay_msgs - a.relay_msgs, 4);
 }
@@ -1082,25 +1098,13 @@ static void test_relay_frames_after_rekey(void **state)
     (void)state;
     uint64_t now = relay_found();
     struct peer *r = peer_for(0, 2);
-    uint32_t first = r->current->local_index;
     struct frame_counts a, b;
-    unsigned before;
 
     assert_true(path_takes_frames(r));
-    for (unsigned s = 0; s < WG_REJECT_AFTER_TIME && r->current->local_index == first; s++)
-        tick(now += SEC);
-    assert_int_not_equal(r->current->local_index, first);
-    for (unsigned i = 0; i < 10; i++)
-        tick(now += SEC / 10);
+    now = rekey_with_relay(now);
     assert_true(path_takes_frames(r));
     assert_int_equal(r->frames_index, r->current->local_index);
-    frame_counts(&a);
-    before = nodes[1].tun_packets;
-    for (unsigned i = 0; i < 4; i++)
-        app_send(0, 1, 700, now);
-    pump_gro(now);
-    frame_counts(&b);
-    assert_int_equal(nodes[1].tun_packets, before + 4);
+    relay_four(now, &a, &b);
     assert_int_equal(b.sent[0] - a.sent[0], 4);
     assert_int_equal(b.relay_msgs, a.relay_msgs);
 }
