@@ -984,6 +984,15 @@ static void frame_counts(struct frame_counts *c)
     c->relayed_msgs = nodes[2].transports;
 }
 
+/* n data messages went on a hop in frames (in_frames) or as transport
+ * messages (RELAY, RELAYED): discovery's own messages at the same time
+ * may add to either count, never take from it. */
+static void hop_carried(uint64_t frames, uint64_t transports, unsigned n, bool in_frames)
+{
+    assert_true(in_frames ? frames >= n : transports >= n);
+    assert_true(in_frames ? transports < n : frames < n);
+}
+
 /* n0 -> n2 -> n1 with node `old` (NODES_MAX: none) as a version without
  * frames: 8 packets of a stream all arrive; frames go only between two
  * nodes that take them, RELAY and RELAYED where either does not, and the
@@ -1006,12 +1015,12 @@ static void relay_between_versions(unsigned old)
     assert_int_equal(nodes[1].tun_packets, before + 8);
     frame_counts(&b);
     bool to_relay = old != 0 && old != 2, from_relay = old != 1 && old != 2;
-    assert_int_equal(b.sent[0] - a.sent[0], to_relay ? 8 : 0);
-    assert_int_equal(b.received[2] - a.received[2], to_relay ? 8 : 0);
-    assert_int_equal(b.relay_msgs - a.relay_msgs, to_relay ? 0 : 8);
-    assert_int_equal(b.sent[2] - a.sent[2], from_relay ? 8 : 0);
-    assert_int_equal(b.received[1] - a.received[1], from_relay ? 8 : 0);
-    assert_int_equal(b.relayed_msgs - a.relayed_msgs, from_relay ? 0 : 8);
+    hop_carried(b.sent[0] - a.sent[0], b.relay_msgs - a.relay_msgs, 8, to_relay);
+    hop_carried(b.sent[2] - a.sent[2], b.relayed_msgs - a.relayed_msgs, 8, from_relay);
+    if (to_relay)
+        assert_true(b.received[2] - a.received[2] >= 8);
+    if (from_relay)
+        assert_true(b.received[1] - a.received[1] >= 8);
     for (unsigned i = 0; i < n_nodes; i++)
         assert_int_equal(b.bad[i], a.bad[i]);
     if (old < NODES_MAX)
@@ -1087,8 +1096,8 @@ static void test_relay_frames_per_session(void **state)
     now = rekey_with_relay(now);
     assert_false(path_takes_frames(peer_for(0, 2)));
     relay_four(now, &a, &b);
-    assert_int_equal(b.sent[0], a.sent[0]);
-    assert_int_equal(b.relay_msgs - a.relay_msgs, 4);
+    assert_int_equal(b.sent[0], a.sent[0]);     /* none at all: n0's only relay is n2 */
+    hop_carried(b.sent[0] - a.sent[0], b.relay_msgs - a.relay_msgs, 4, false);
 }
 
 /* Frames carry on across a rekey: the new session's FEATURES says so
@@ -1105,8 +1114,7 @@ static void test_relay_frames_after_rekey(void **state)
     assert_true(path_takes_frames(r));
     assert_int_equal(r->frames_index, r->current->local_index);
     relay_four(now, &a, &b);
-    assert_int_equal(b.sent[0] - a.sent[0], 4);
-    assert_int_equal(b.relay_msgs, a.relay_msgs);
+    hop_carried(b.sent[0] - a.sent[0], b.relay_msgs - a.relay_msgs, 4, true);
 }
 
 /* A frame n0 seals on its session with n2 (kind, key, message), put on
