@@ -896,6 +896,7 @@ static void open_batch(struct device *dev, struct pkt *pkt, uint32_t seg_size,
 
     *job = (struct crypto_job){ .kind = CRYPTO_OPEN, .pkt = pkt, .seg_size = seg_size };
     memcpy(job->key, e->keypair->recv_key, WG_KEY_LEN);
+    dev->opens_in_flight++;
     job_start(dev, job, &local, now);
 }
 
@@ -934,9 +935,12 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, u
         open_batch(dev, pkt, seg_size, e, now);
         return;
     }
-    /* Opened here, one by one: after whatever the workers still hold, to
-     * keep order. */
-    loop_crypto_drain(dev->loop, now);
+    /* Opened here, one by one: after the receives the workers still hold,
+     * to keep order. Not after their seals: a relayed stream's sender
+     * gets its ACKs in frames, opened here, while its data is sealed on
+     * the workers, and would wait on every one of them. */
+    if (dev->opens_in_flight)
+        loop_crypto_drain(dev->loop, now);
     for (uint32_t off = 0; off < pkt->len && b.n + b.n_inner < PKT_MAX_SEGS; off += seg_size) {
         uint8_t *msg = pkt->in + off;
         uint32_t len = pkt->len - off < seg_size ? pkt->len - off : seg_size;
@@ -963,8 +967,10 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, u
 
 void datapath_crypto_done(struct device *dev, struct crypto_job *job, uint64_t now)
 {
-    if (job->kind == CRYPTO_SEAL)
+    if (job->kind == CRYPTO_SEAL) {
         path_send(job->peer, job->pkt, now);
-    else
-        finish_open(dev, job->pkt, job->seg_size, now);
+        return;
+    }
+    dev->opens_in_flight--;
+    finish_open(dev, job->pkt, job->seg_size, now);
 }

@@ -255,6 +255,9 @@ struct device {
     struct ratelimit ratelimit;           /* handshake messages per source address */
     struct peer_map *by_address;          /* overlay address -> peer */
     struct loop *loop;                    /* the event loop doing our I/O */
+    /* Receives being opened on a worker: one handled here meanwhile waits
+     * for them (order); seals in flight it need not wait for. */
+    unsigned opens_in_flight;
     struct device_stats stats;
     /* Handshake messages seen in the current second, for the load test. */
     uint64_t load_window_start_ns;

@@ -241,6 +241,20 @@ static void finish_jobs(uint64_t now)
     fake_jobs_out = 0;
 }
 
+/* The oldest job in flight only, as when the others are still running. */
+static void finish_first_job(uint64_t now)
+{
+    struct crypto_job job = fake_job[0];
+    struct node *n = &nodes[fake_job_node[0]];
+
+    assert_true(fake_jobs_out > 0);
+    crypto_job_run(&job);
+    fake_jobs_out--;
+    memmove(&fake_job[0], &fake_job[1], fake_jobs_out * sizeof(fake_job[0]));
+    memmove(&fake_job_node[0], &fake_job_node[1], fake_jobs_out * sizeof(fake_job_node[0]));
+    n->on.crypto_done(n->on.ctx, &job, now);
+}
+
 void loop_crypto_drain(struct loop *l, uint64_t now)
 {
     (void)l;
@@ -1117,12 +1131,12 @@ static void test_relay_frames_after_rekey(void **state)
     hop_carried(b.sent[0] - a.sent[0], b.relay_msgs - a.relay_msgs, 4, true);
 }
 
-/* A frame n0 seals on its session with n2 (kind, key, message), put on
- * the wire as n0's. */
-static void inject_frame(uint8_t kind, const uint8_t key[WG_KEY_LEN], const uint8_t *msg,
-                         uint32_t len, uint64_t now)
+/* A frame `from` seals on its session with `to` (kind, key, message), put
+ * on the wire as its own. */
+static void frame_on_wire(unsigned from, unsigned to, uint8_t kind, const uint8_t key[WG_KEY_LEN],
+                          const uint8_t *msg, uint32_t len, uint64_t now)
 {
-    struct noise_keypair *kp = peer_for(0, 2)->current;
+    struct noise_keypair *kp = peer_for(from, to)->current;
     static uint8_t buf[MSG_MAX];
     uint64_t counter;
 
@@ -1130,7 +1144,58 @@ static void inject_frame(uint8_t kind, const uint8_t key[WG_KEY_LEN], const uint
     relay_frame_fill(buf, msg, len, kind, key);
     size_t n = relay_frame_seal(kp->send_key, kp->remote_index, counter, buf, len);
     assert_int_not_equal(n, 0);
-    wire_put(0, &nodes[2].ep, buf, (uint32_t)n);
+    wire_put(from, &nodes[to].ep, buf, (uint32_t)n);
+}
+
+static void inject_frame(uint8_t kind, const uint8_t key[WG_KEY_LEN], const uint8_t *msg,
+                         uint32_t len, uint64_t now)
+{
+    frame_on_wire(0, 2, kind, key, msg, len, now);
+}
+
+/* A receive opened on a worker, n2 -> n0: 20 messages of 1000 bytes. */
+static void open_job_at_n0(uint64_t now)
+{
+    unsigned out = fake_jobs_out;
+
+    for (unsigned i = 0; i < 20; i++)
+        app_send(2, 0, 1000, now);
+    deliver_gro(now);
+    assert_int_equal(fake_jobs_out, out + 1);
+    assert_int_equal(nodes[0].dev.opens_in_flight, 1);
+}
+
+/* Frames handled on the loop wait for receives a worker holds (order),
+ * not for seals: a relayed stream's sender, its data sealed on workers,
+ * handles its ACK frames at once. */
+static void test_frames_wait_for_opens_not_seals(void **state)
+{
+    (void)state;
+    uint64_t now = relay_found();
+    uint8_t msg[64] = { WG_MSG_TRANSPORT };
+    unsigned before = nodes[0].tun_packets;
+    uint64_t frames = nodes[0].dev.stats.relay_frames_received;
+
+    tick(now += SEC / 10);
+    fake_workers = true;
+    open_job_at_n0(now);
+    frame_on_wire(2, 0, RELAY_FRAME_FROM, nodes[1].dev.self->public_key, msg, sizeof(msg), now);
+    pump(now);
+    assert_int_equal(fake_jobs_out, 0);                    /* the open went first */
+    assert_int_equal(nodes[0].tun_packets, before + 20);
+    assert_int_equal(nodes[0].dev.stats.relay_frames_received, frames + 1);
+
+    open_job_at_n0(now);
+    app_send(0, 1, 500, now);                              /* a seal, behind it */
+    assert_int_equal(fake_jobs_out, 2);
+    finish_first_job(now);
+    assert_int_equal(nodes[0].dev.opens_in_flight, 0);
+    frame_on_wire(2, 0, RELAY_FRAME_FROM, nodes[1].dev.self->public_key, msg, sizeof(msg), now);
+    pump(now);
+    assert_int_equal(fake_jobs_out, 1);                    /* the seal still out */
+    assert_int_equal(nodes[0].dev.stats.relay_frames_received, frames + 2);
+    finish_jobs(now);
+    pump(now);
 }
 
 /* What a member (n0) may try with frames on its relay (n2): a frame
@@ -1221,6 +1286,7 @@ int main(void)
         T3(test_relay_frames_per_session),
         T3(test_relay_frames_after_rekey),
         T3(test_relay_frames_hostile_member),
+        T3(test_frames_wait_for_opens_not_seals),
     };
 
     return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
