@@ -699,18 +699,20 @@ static void open_inner(struct device *dev, struct rx_batch *b, uint64_t now)
 }
 
 /* A relay frame from src (crypto/relay_frame.h), opened (f->status) with
- * the keys of entry e: from a member on its session with us. As its
+ * the keys of p's session that it names: from a member on its session
+ * with us. As its
  * relay, the message is forwarded (path_forward says whether we may); as
  * the destination, it is taken as a RELAYED's is. The same checks as for
  * RELAY and RELAYED, and in the same order: authentic, not replayed, then
  * what it carries. */
-static void frame_in(struct device *dev, struct rx_batch *b, const struct index_entry *e,
+static void frame_in(struct device *dev, struct rx_batch *b, struct peer *p,
                      const struct relay_frame *f, const union endpoint *src, uint64_t now)
 {
-    struct peer *p = e ? e->peer : NULL;
+    const struct index_entry *e = accept_opened(dev, f->buf, f->len, f->status, f->counter, p,
+                                                now);
     struct relayed r;
 
-    if (!e || !(e = accept_opened(dev, f->buf, f->len, f->status, f->counter, p, now)))
+    if (!e)
         return;
     after_authentic(p, e->keypair, f->len, src, NULL, now);
     if (e->keypair == p->current)
@@ -763,8 +765,11 @@ static uint32_t frames_in(struct device *dev, struct rx_batch *b, uint32_t off,
         return at - off;
     }
     relay_frame_open_batch(e->keypair->recv_key, f, n);
+    /* The peer, taken now: accept_opened looks each frame's keypair up
+     * again, since an earlier frame may have changed it (or e). */
+    struct peer *p = e->peer;
     for (unsigned k = 0; k < n; k++)
-        frame_in(dev, b, message_keypair(dev, f[k].buf, f[k].len), &f[k], &pkt->addr, now);
+        frame_in(dev, b, p, &f[k], &pkt->addr, now);
     return at - off;
 }
 

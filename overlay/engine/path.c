@@ -516,9 +516,10 @@ static struct pkt *forward_slot(struct device *dev, struct peer *to, size_t seal
 void path_forward(struct device *dev, struct peer *from, struct peer *to, const uint8_t *msg,
                   uint32_t len, uint64_t now)
 {
-    size_t sealed = transport_sealed_len_limited(relay_plain_len(dev, len), dev->mtu);
+    bool frames;
+    size_t size;   /* what the message takes in the send: its frame, or its sealed RELAYED */
     struct pkt *out;
-    int n;
+    int n = (int)len;
 
     /* Only between two members, the destination reached directly: no
      * chains of relays, and nothing for nodes outside the cluster. */
@@ -526,31 +527,27 @@ void path_forward(struct device *dev, struct peer *from, struct peer *to, const 
         dev->stats.relay_refused++;
         return;
     }
-    if (path_takes_frames(to)) {
-        if (!disco_enclosed_ok(msg, len)) {
-            dev->stats.relay_refused++;
-            return;
-        }
-        if (!(out = forward_slot(dev, to, relay_frame_len(len), true, now)))
-            return;
-        relay_frame_fill(pkt_slot(out, out->nseg), msg, len, RELAY_FRAME_FROM, from->public_key);
-        out->seg_len[out->nseg++] = (uint16_t)len;
-        dev->stats.relay_forwarded++;
-        if (relay_frame_len(len) < out->stride || !joins(out, out->stride))
-            path_flush(dev, now);
+    frames = path_takes_frames(to);
+    size = frames ? relay_frame_len(len)
+                  : transport_sealed_len_limited(relay_plain_len(dev, len), dev->mtu);
+    if (frames && !disco_enclosed_ok(msg, len)) {
+        dev->stats.relay_refused++;
         return;
     }
-    if (!(out = forward_slot(dev, to, sealed, false, now)))
+    if (!(out = forward_slot(dev, to, size, frames, now)))
         return;
-    n = write_relay(dev, to, from->public_key, DISCO_RELAYED, msg, len,
-                    pkt_seg_plain(out, out->nseg), out->stride - WG_TRANSPORT_MIN_LEN);
-    if (n < 0) {
+    if (frames)
+        relay_frame_fill(pkt_slot(out, out->nseg), msg, len, RELAY_FRAME_FROM, from->public_key);
+    else
+        n = write_relay(dev, to, from->public_key, DISCO_RELAYED, msg, len,
+                        pkt_seg_plain(out, out->nseg), out->stride - WG_TRANSPORT_MIN_LEN);
+    if (n < 0) {     /* write_relay checks the message as disco_enclosed_ok does */
         dev->stats.relay_refused++;
         return;
     }
     out->seg_len[out->nseg++] = (uint16_t)n;
     dev->stats.relay_forwarded++;
-    if (sealed < out->stride || !joins(out, out->stride))
+    if (size < out->stride || !joins(out, out->stride))
         path_flush(dev, now);
 }
 
