@@ -2,18 +2,23 @@
 # A stranger who floods a node's port with handshakes costs it a bounded
 # share (issue 12). node-a and node-b are members; "stranger" is not, but
 # knows node-b's public key (the cluster file is not secret) and sends from
-# FLOOD_SOURCES addresses of its own, one after another, as fast as its
-# sockets take them (build/tools/hsflood):
-#   junk  initiations with a wrong mac1: dropped after one BLAKE2s. On a
-#         2-vCPU machine the flooder itself takes a core, so this is the
-#         fair baseline the others are held to.
+# FLOOD_SOURCES addresses of its own, one after another, FLOOD_PPS
+# initiations a second in all (build/tools/hsflood):
+#   junk  initiations with a wrong mac1: dropped after one BLAKE2s. This is
+#         the baseline the others are held to: the packets alone.
 #   mac1  random initiations with a valid mac1 for node-b.
 #   mac2  the same, and each source that gets a cookie reply adds a valid
 #         mac2 from then on (what reaches an X25519 per message).
+# The flood is paced because here the flooder shares node-b's two vCPUs: an
+# unpaced one takes a whole core, and the rates under it then measured the
+# scheduler more than node-b (two CI runs failed on a spoiled median, in
+# different modes, that runs here did not reproduce). A real flooder has
+# its own machine; what is under test is what each message costs node-b.
 # For each, and with no flood, iperf3 a -> b over ddp0 (FLOOD_IPERF_SECONDS)
-# and the CPU node-b's daemon used meanwhile, FLOOD_ROUNDS times; medians
-# (five rounds, so that two rounds a busy host spoils move no median).
-# Checked: under each flood a -> b keeps FLOOD_MIN_RATIO of its median rate
+# and the CPU node-b's daemon used meanwhile, FLOOD_ROUNDS times. Each
+# round measures the four back to back, and each flood is judged against
+# the junk flood of its own round; the median of those ratios is checked.
+# Checked: under each flood a -> b keeps FLOOD_MIN_RATIO of its rate
 # under junk; node-b answered no source with more than the rate limit lets
 # through (RATELIMIT_BURST + RATELIMIT_PER_SEC a second); one source alone
 # cannot put node-b under load (no cookie reply to it); the mac2 flood did
@@ -21,7 +26,8 @@
 # a <-> b still pings after it all.
 #
 # Environment: FLOOD_ROUNDS (5), FLOOD_IPERF_SECONDS (4), FLOOD_SOURCES (16),
-# FLOOD_MIN_RATIO (0.7), HSFLOOD (build/tools/hsflood), and lib.sh's.
+# FLOOD_PPS (100000; 0: as fast as the flooder can), FLOOD_MIN_RATIO (0.7),
+# HSFLOOD (build/tools/hsflood), and lib.sh's.
 set -eu
 . "$(dirname "$0")/lib.sh"
 e2e_init handshake_flood iperf3 awk sort
@@ -30,6 +36,7 @@ HSFLOOD=${HSFLOOD:-$E2E_ROOT/build/tools/hsflood}
 FLOOD_ROUNDS=${FLOOD_ROUNDS:-5}
 FLOOD_IPERF_SECONDS=${FLOOD_IPERF_SECONDS:-4}
 FLOOD_SOURCES=${FLOOD_SOURCES:-16}
+FLOOD_PPS=${FLOOD_PPS:-100000}
 FLOOD_MIN_RATIO=${FLOOD_MIN_RATIO:-0.7}
 # overlay/engine/ratelimit.h
 RATE_PER_SEC=20 RATE_BURST=5
@@ -68,8 +75,9 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$B_PID/stat"; }
 
 # flood MODE SECONDS SRC...: hsflood from the stranger, in the background.
 flood() {
-    local mode=$1 secs=$2; shift 2
-    nx_bg stranger "flood-$mode" "$HSFLOOD" "$mode" "$B_UNDER" "$E2E_PORT" "$(pub node-b)" \
+    local mode=$1 secs=$2 pace=(); shift 2
+    [ "$FLOOD_PPS" = 0 ] || pace=(--rate "$FLOOD_PPS")
+    nx_bg stranger "flood-$mode" "$HSFLOOD" "${pace[@]}" "$mode" "$B_UNDER" "$E2E_PORT" "$(pub node-b)" \
         "$secs" "$@"
     FLOOD_PID=$BG_PID
 }
@@ -90,7 +98,7 @@ say "$FLOOD_LINE"
 [ "$FLOOD_REPLIES" = 0 ] || fail "one source got $FLOOD_REPLIES cookie replies: it put node-b under load"
 
 # measure MODE: iperf3 a -> b with MODE's flood running (none: no flood).
-declare -A RATES=() CPUS=() SENT=()
+declare -A RATES=() CPUS=() SENT=() VSJUNK=() ROUND=()
 measure() {
     local mode=$1 out gbits c0 c1 t0 t1 secs cpu
     if [ "$mode" != none ]; then
@@ -106,6 +114,9 @@ measure() {
     cpu=$(awk -v c=$((c1 - c0)) -v hz="$TICKS" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", 100 * c / hz / (ns / 1e9) }')
     RATES[$mode]+="$gbits "
     CPUS[$mode]+="$cpu "
+    ROUND[$mode]=$gbits
+    [ "$mode" = none ] ||
+        VSJUNK[$mode]+="$(awk -v g="$gbits" -v j="${ROUND[junk]}" 'BEGIN { printf "%.2f", (j > 0 ? g / j : 0) }') "
     if [ "$mode" = none ]; then
         say "round $r, no flood: a -> b $gbits Gbit/s, node-b's daemon ${cpu}% of a core"
         return 0
@@ -136,21 +147,20 @@ step "after the floods"
 ping_ok node-a "$B"
 ping_ok node-b "$A"
 
-step "summary (medians of $FLOOD_ROUNDS rounds)"
-JUNK=$(echo "${RATES[junk]}" | median)
+step "summary (medians of $FLOOD_ROUNDS rounds; \"vs junk\": each round's rate over its junk round's)"
 printf '%-8s %12s %10s %14s %16s\n' flood "a->b Gbit/s" "vs junk" "b's CPU (%)" "flood (pkt/s)"
 bad=""
 for mode in none junk mac1 mac2; do
     g=$(echo "${RATES[$mode]}" | median)
     c=$(echo "${CPUS[$mode]}" | median)
-    s=-
+    s=- ratio=-
     [ "$mode" = none ] || s=$(echo "${SENT[$mode]}" | median)
-    ratio=$(awk -v g="$g" -v j="$JUNK" 'BEGIN { printf "%.2f", (j > 0 ? g / j : 0) }')
-    printf '%-8s %12s %10s %14s %16s\n' "$mode" "$g" "${ratio}x" "$c" "$s"
+    [ "$mode" = none ] || ratio=$(echo "${VSJUNK[$mode]}" | median)x
+    printf '%-8s %12s %10s %14s %16s\n' "$mode" "$g" "$ratio" "$c" "$s"
     case "$mode" in
     mac1|mac2)
-        awk -v r="$ratio" -v m="$FLOOD_MIN_RATIO" 'BEGIN { exit !(r >= m) }' ||
-            bad+="$mode flood: a -> b ${ratio}x of its rate under junk, below $FLOOD_MIN_RATIO; " ;;
+        awk -v r="${ratio%x}" -v m="$FLOOD_MIN_RATIO" 'BEGIN { exit !(r >= m) }' ||
+            bad+="$mode flood: a -> b ${ratio} of its rate under junk, below $FLOOD_MIN_RATIO (rounds, Gbit/s: junk ${RATES[junk]}, $mode ${RATES[$mode]}); " ;;
     esac
 done
 [ -z "$bad" ] || fail "$bad"

@@ -1,7 +1,7 @@
 /* hsflood: floods a WireGuard port with handshake initiations, as a
  * stranger who knows the target's public key would (tests/e2e/handshake_flood.sh).
  *
- *   hsflood MODE HOST PORT PUBKEY SECONDS SRC-ADDR...
+ *   hsflood [--rate PPS] MODE HOST PORT PUBKEY SECONDS SRC-ADDR...
  *
  * MODE is what each 148-byte initiation carries besides random contents:
  *   junk  a wrong mac1 (the target drops it after one BLAKE2s)
@@ -10,7 +10,8 @@
  *         target has answered that source with a cookie reply (the other
  *         modes count the replies and never take the cookie)
  * It sends from one socket per SRC-ADDR (IPv4 or IPv6, bound there), in
- * turn, as fast as the sockets take them, and reads the cookie replies that
+ * turn, as fast as the sockets take them (or, with --rate, PPS initiations
+ * a second in all, paced batch by batch), and reads the cookie replies that
  * come back. A reply is opened with the mac1 of the message it answers
  * (found by its receiver index, which is our sender index), as a real
  * initiator would. At the end it prints one line of counts. */
@@ -161,7 +162,8 @@ static int open_source(const char *src, const char *host, unsigned port)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: hsflood junk|mac1|mac2 HOST PORT PUBKEY SECONDS SRC-ADDR...\n");
+    fprintf(stderr,
+            "usage: hsflood [--rate PPS] junk|mac1|mac2 HOST PORT PUBKEY SECONDS SRC-ADDR...\n");
     return 2;
 }
 
@@ -174,7 +176,16 @@ int main(int argc, char **argv)
     enum mode mode;
     unsigned nsrc, cookies = 0;
     uint64_t sent = 0, refused = 0, replies = 0, with_mac2 = 0;
+    double rate = 0;            /* initiations a second; 0: as fast as the sockets take them */
 
+    if (argc > 2 && !strcmp(argv[1], "--rate")) {
+        char *end;
+        rate = strtod(argv[2], &end);
+        if (*end || !(rate > 0))
+            return usage();
+        argc -= 2;
+        argv += 2;
+    }
     if (argc < 7 || argc - 6 > (int)MAX_SOURCES)
         return usage();
     if (!strcmp(argv[1], "junk"))
@@ -226,6 +237,18 @@ int main(int argc, char **argv)
             refused += BATCH;
         replies += read_replies(s, mode, &cookies, now);
         now = now_ns();
+        if (rate > 0) {
+            /* Paced: sleep until the batches sent so far are due. */
+            uint64_t due = start + (uint64_t)((double)(sent + refused) / rate * 1e9);
+            if (due > end)
+                due = end;
+            if (due > now) {
+                struct timespec ts = { .tv_sec = (time_t)(due / WG_NSEC_PER_SEC),
+                                       .tv_nsec = (long)(due % WG_NSEC_PER_SEC) };
+                clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+                now = now_ns();
+            }
+        }
     }
     double secs = (double)(now - start) / 1e9;
     printf("hsflood: %s: sent %llu initiations in %.1f s (%.0f/s) from %u sources; "
