@@ -37,7 +37,22 @@
  * their ranks, where a polling daemon takes turns from the ranks: an idle
  * spell of 200 us instead of 1 ms gave 1.63x and 1.84x the bare link
  * against 1.53x and 1.36x (interleaved, 2 rounds each), and no packet
- * limit on a window 1.36x against 1.28x. */
+ * limit on a window 1.36x against 1.28x.
+ *
+ * What a small all_reduce costs here is events, not bytes. Gloo's 64 KiB
+ * all_reduce between two ranks is about 16 datagrams each way, and the
+ * two daemons spend 1.0-1.4 ms of CPU on it (about 40 us per datagram,
+ * sender and receiver together), where a 22 KB TCP exchange, 16
+ * segments that leave as one super-packet, costs them 190 us. On 2 vCPUs
+ * the ranks and daemons share the cores, so that CPU is the added time.
+ * A profile of the exchange (perf, 2-vCPU PVM guest): the switch to and
+ * from sleep 17-25%, UDP sends 17% (the receiver's softirq runs in the
+ * sender's context on a veth), ddp0 writes 13% (the application's TCP
+ * receive, likewise), crypto 18%. Tried, and no better within the noise
+ * of the same runs: one UDP receive in flight instead of 8 (no race, so
+ * no receive waits in io_uring's workers), one ddp0 read instead of 4,
+ * busy-poll 0 against 300 (1.35x and 1.49x against 1.43x and 1.50x), and
+ * the daemon at nice -10 (1.46x both). */
 #include <errno.h>
 #include <string.h>
 
