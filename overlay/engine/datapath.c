@@ -48,11 +48,15 @@
  * A profile of the exchange (perf, 2-vCPU PVM guest): the switch to and
  * from sleep 17-25%, UDP sends 17% (the receiver's softirq runs in the
  * sender's context on a veth), ddp0 writes 13% (the application's TCP
- * receive, likewise), crypto 18%. Tried, and no better within the noise
- * of the same runs: one UDP receive in flight instead of 8 (no race, so
- * no receive waits in io_uring's workers), one ddp0 read instead of 4,
- * busy-poll 0 against 300 (1.35x and 1.49x against 1.43x and 1.50x), and
- * the daemon at nice -10 (1.46x both). */
+ * receive, likewise), crypto 18%. Eight UDP receives in flight race for
+ * each datagram: 40 poll wake-ups per exchange for 16 completions. One
+ * receive in flight made the exchange 10% faster (medians of 200 against
+ * 223 us, three alternations) but one TCP stream slower and dearer (3.76
+ * and 3.90 Gbit/s at 2.9 CPU-s/GB against 4.39 and 3.98 at 2.4-2.7): the
+ * receives' copies move onto the loop. Not kept. Tried, and no better
+ * within the noise of the same runs: one ddp0 read in flight instead of
+ * 4, busy-poll 0 against 300 (1.35x and 1.49x against 1.43x and 1.50x),
+ * and the daemon at nice -10 (1.46x both). */
 #include <errno.h>
 #include <string.h>
 
