@@ -719,9 +719,8 @@ static void open_inner(struct device *dev, struct rx_batch *b, uint64_t now)
 
 /* A relay frame from src (crypto/relay_frame.h), opened (f->status) with
  * the keys of p's session that it names: from a member on its session
- * with us. As its
- * relay, the message is forwarded (path_forward says whether we may); as
- * the destination, it is taken as a RELAYED's is. The same checks as for
+ * with us. As its relay, the message is forwarded (path_forward says
+ * whether we may); as the destination, it is taken as a RELAYED's is. The same checks as for
  * RELAY and RELAYED, and in the same order: authentic, not replayed, then
  * what it carries. */
 static void frame_in(struct device *dev, struct rx_batch *b, struct peer *p,

@@ -142,7 +142,8 @@ bool path_takes_frames(const struct peer *p);
 void path_frames_said(struct peer *p, uint32_t index);
 /* As a relay: forwards msg[0..len), a WireGuard message from `from`, to
  * `to` in a frame, or as RELAYED (gathered per destination; sent by
- * path_flush). */
+ * path_flush). The caller has checked that it is one (disco_enclosed_ok:
+ * frame_in; the RELAY it came in was decoded only if it is). */
 void path_forward(struct device *dev, struct peer *from, struct peer *to, const uint8_t *msg,
                   uint32_t len, uint64_t now);
 void path_flush(struct device *dev, uint64_t now);

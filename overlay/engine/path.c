@@ -530,10 +530,6 @@ void path_forward(struct device *dev, struct peer *from, struct peer *to, const 
     frames = path_takes_frames(to);
     size = frames ? relay_frame_len(len)
                   : transport_sealed_len_limited(relay_plain_len(dev, len), dev->mtu);
-    if (frames && !disco_enclosed_ok(msg, len)) {
-        dev->stats.relay_refused++;
-        return;
-    }
     if (!(out = forward_slot(dev, to, size, frames, now)))
         return;
     if (frames)
@@ -541,7 +537,7 @@ void path_forward(struct device *dev, struct peer *from, struct peer *to, const 
     else
         n = write_relay(dev, to, from->public_key, DISCO_RELAYED, msg, len,
                         pkt_seg_plain(out, out->nseg), out->stride - WG_TRANSPORT_MIN_LEN);
-    if (n < 0) {     /* write_relay checks the message as disco_enclosed_ok does */
+    if (n < 0) {
         dev->stats.relay_refused++;
         return;
     }
