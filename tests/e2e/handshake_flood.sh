@@ -98,7 +98,8 @@ say "$FLOOD_LINE"
 [ "$FLOOD_REPLIES" = 0 ] || fail "one source got $FLOOD_REPLIES cookie replies: it put node-b under load"
 
 # measure MODE: iperf3 a -> b with MODE's flood running (none: no flood).
-declare -A RATES=() CPUS=() SENT=() VSJUNK=() ROUND=()
+declare -A RATES=() CPUS=() SENT=() VSJUNK=()
+JUNK_NOW=0      # this round's rate under junk
 measure() {
     local mode=$1 out gbits c0 c1 t0 t1 secs cpu
     if [ "$mode" != none ]; then
@@ -114,9 +115,9 @@ measure() {
     cpu=$(awk -v c=$((c1 - c0)) -v hz="$TICKS" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", 100 * c / hz / (ns / 1e9) }')
     RATES[$mode]+="$gbits "
     CPUS[$mode]+="$cpu "
-    ROUND[$mode]=$gbits
+    [ "$mode" != junk ] || JUNK_NOW=$gbits
     [ "$mode" = none ] ||
-        VSJUNK[$mode]+="$(awk -v g="$gbits" -v j="${ROUND[junk]}" 'BEGIN { printf "%.2f", (j > 0 ? g / j : 0) }') "
+        VSJUNK[$mode]+="$(awk -v g="$gbits" -v j="$JUNK_NOW" 'BEGIN { printf "%.2f", (j > 0 ? g / j : 0) }') "
     if [ "$mode" = none ]; then
         say "round $r, no flood: a -> b $gbits Gbit/s, node-b's daemon ${cpu}% of a core"
         return 0
@@ -153,14 +154,14 @@ bad=""
 for mode in none junk mac1 mac2; do
     g=$(echo "${RATES[$mode]}" | median)
     c=$(echo "${CPUS[$mode]}" | median)
-    s=- ratio=-
+    s=- ratio= shown=-
     [ "$mode" = none ] || s=$(echo "${SENT[$mode]}" | median)
-    [ "$mode" = none ] || ratio=$(echo "${VSJUNK[$mode]}" | median)x
-    printf '%-8s %12s %10s %14s %16s\n' "$mode" "$g" "$ratio" "$c" "$s"
+    [ "$mode" = none ] || { ratio=$(echo "${VSJUNK[$mode]}" | median); shown=${ratio}x; }
+    printf '%-8s %12s %10s %14s %16s\n' "$mode" "$g" "$shown" "$c" "$s"
     case "$mode" in
     mac1|mac2)
-        awk -v r="${ratio%x}" -v m="$FLOOD_MIN_RATIO" 'BEGIN { exit !(r >= m) }' ||
-            bad+="$mode flood: a -> b ${ratio} of its rate under junk, below $FLOOD_MIN_RATIO (rounds, Gbit/s: junk ${RATES[junk]}, $mode ${RATES[$mode]}); " ;;
+        awk -v r="$ratio" -v m="$FLOOD_MIN_RATIO" 'BEGIN { exit !(r >= m) }' ||
+            bad+="$mode flood: a -> b ${shown} of its rate under junk, below $FLOOD_MIN_RATIO (rounds, Gbit/s: junk ${RATES[junk]% }; $mode ${RATES[$mode]% }); " ;;
     esac
 done
 [ -z "$bad" ] || fail "$bad"
