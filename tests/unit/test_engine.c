@@ -230,17 +230,6 @@ bool loop_crypto_idle(const struct loop *l)
     return fake_jobs_out == 0;
 }
 
-/* The workers run every job in flight; the loop takes them back in order. */
-static void finish_jobs(uint64_t now)
-{
-    for (unsigned i = 0; i < fake_jobs_out; i++) {
-        struct node *n = &nodes[fake_job_node[i]];
-        crypto_job_run(&fake_job[i]);
-        n->on.crypto_done(n->on.ctx, &fake_job[i], now);
-    }
-    fake_jobs_out = 0;
-}
-
 /* The oldest job in flight only, as when the others are still running. */
 static void finish_first_job(uint64_t now)
 {
@@ -253,6 +242,13 @@ static void finish_first_job(uint64_t now)
     memmove(&fake_job[0], &fake_job[1], fake_jobs_out * sizeof(fake_job[0]));
     memmove(&fake_job_node[0], &fake_job_node[1], fake_jobs_out * sizeof(fake_job_node[0]));
     n->on.crypto_done(n->on.ctx, &job, now);
+}
+
+/* The workers run every job in flight; the loop takes them back in order. */
+static void finish_jobs(uint64_t now)
+{
+    while (fake_jobs_out)
+        finish_first_job(now);
 }
 
 void loop_crypto_drain(struct loop *l, uint64_t now)
