@@ -11,6 +11,7 @@
 #include <linux/if_tun.h>
 #include <netinet/udp.h>
 #include <netdb.h>
+#include <poll.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -42,6 +43,7 @@
 #include "overlay/engine/device_setup.h"
 #include "overlay/engine/engine.h"
 #include "overlay/loop/loop.h"
+#include "overlay/loop/resolver.h"
 #include "tun/netlink.h"
 #include "tun/offload.h"
 #include "tun/tun.h"
@@ -149,29 +151,25 @@ static int setup_sockets(struct setup *s)
     return 0;
 }
 
-/* Hostname endpoints are looked up once at start; a name that does not
- * resolve leaves that peer to reach us first. */
-static void resolve_endpoints(struct setup *s)
+/* Hostname endpoints are asked of the resolver, whose threads start after
+ * the privilege drop; the answers come to the loop (members_resolved), and
+ * until then such a peer has no endpoint. A name that does not resolve
+ * leaves that peer to reach us first. Nothing waits for DNS here: a
+ * silent server costs `up` nothing, and the same path serves a reload and
+ * the registry's records. */
+static int resolve_endpoints(struct setup *s)
 {
+    if (!(s->dev.resolver = resolver_new(NULL, NULL)))
+        return fail(s, -ENOMEM, "resolver: %s", strerror(errno ? errno : ENOMEM));
     for (size_t i = 0; i < s->dev.cluster.n_nodes; i++) {
         const struct cluster_node *n = &s->dev.cluster.nodes[i];
-        struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res;
-        char port[8];
         struct peer *p;
 
-        if (n == s->dev.self || !n->has_endpoint || n->endpoint.literal ||
-            !(p = device_peer_by_key(&s->dev, n->public_key)))
-            continue;
-        snprintf(port, sizeof(port), "%u", n->endpoint.port);
-        int ret = getaddrinfo(n->endpoint.host, port, &hints, &res);
-        if (ret) {
-            log_warn("peer %s: cannot resolve %s: %s", n->name, n->endpoint.host,
-                     gai_strerror(ret));
-            continue;
-        }
-        peer_set_endpoint(p, res->ai_addr, res->ai_addrlen);
-        freeaddrinfo(res);
+        if (n != s->dev.self && n->has_endpoint && !n->endpoint.literal &&
+            (p = device_peer_by_key(&s->dev, n->public_key)))
+            members_resolve(&s->dev, p, n);
     }
+    return 0;
 }
 
 /* TSO and checksum offload let the kernel hand us 64 KiB at a time; USO
@@ -264,6 +262,96 @@ static int setup_interface(struct setup *s)
     return 0;
 }
 
+/* Gives up every capability of the calling thread and the means to gain
+ * any (no_new_privs). Both are per thread: the drop below does it for the
+ * main thread before any other thread exists, so that every thread made
+ * after it is born the same. */
+static int drop_thread_capabilities(void)
+{
+    struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+
+    memset(data, 0, sizeof(data));
+    if (syscall(SYS_capset, &hdr, data))
+        return -errno;
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ? -errno : 0;
+}
+
+/* The child that looks the FQDN up: without capabilities (it parses what
+ * a DNS server answers), it writes the canonical name to fd and exits. */
+static void fqdn_child(int fd, const char *host)
+{
+    struct addrinfo hints = { .ai_flags = AI_CANONNAME, .ai_socktype = SOCK_STREAM }, *res;
+
+    if (drop_thread_capabilities() == 0 && getaddrinfo(host, NULL, &hints, &res) == 0) {
+        if (res->ai_canonname)
+            (void)!write(fd, res->ai_canonname, strnlen(res->ai_canonname, 255));
+        freeaddrinfo(res);
+    }
+    _exit(0);
+}
+
+/* Reads what the child writes until it closes (0) or wait_ms pass
+ * (-ETIMEDOUT); out is NUL-terminated either way. */
+static int read_until_closed(int fd, char *out, size_t len, int wait_ms)
+{
+    uint64_t end = clock_now_ns() + (uint64_t)wait_ms * NS_PER_MS;
+    size_t have = 0;
+
+    out[0] = '\0';
+    for (;;) {
+        uint64_t now = clock_now_ns();
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        if (now >= end)
+            return -ETIMEDOUT;
+        int ret = poll(&pfd, 1, (int)((end - now + NS_PER_MS - 1) / NS_PER_MS));
+        if (ret < 0 && errno != EINTR)
+            return -errno;
+        if (ret <= 0)
+            continue;
+        ssize_t got = read(fd, out + have, len - 1 - have);
+        if (got < 0 && errno != EINTR)
+            return -errno;
+        if (got == 0 || (got > 0 && (have += (size_t)got) == len - 1))
+            break;
+    }
+    out[have] = '\0';
+    return 0;
+}
+
+/* The canonical name of host (from the hosts file or DNS) into out, or
+ * -errno. In a child process, which is killed when it takes longer than
+ * wait_ms: a lookup left running on a thread of ours would outlive the
+ * privilege drop with the capabilities it was born with, and a DNS server
+ * that does not answer must not hold `up` (the resolver's own timeout is
+ * 5 s per try). */
+static int lookup_fqdn(const char *host, char *out, size_t len, int wait_ms)
+{
+    int fds[2], ret, status;
+    pid_t pid;
+
+    if (pipe2(fds, O_CLOEXEC))
+        return -errno;
+    if ((pid = fork()) < 0) {
+        ret = -errno;
+        close(fds[0]);
+        close(fds[1]);
+        return ret;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        fqdn_child(fds[1], host);
+    }
+    close(fds[1]);
+    ret = read_until_closed(fds[0], out, len, wait_ms);
+    close(fds[0]);
+    kill(pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return ret;
+}
+
 /* The names this machine goes by -- its hostname and, when it has one, its
  * FQDN (the canonical name of the hostname, from the hosts file or DNS) --
  * read before our block is written (it would answer instead). torchrun
@@ -272,38 +360,19 @@ static int setup_interface(struct setup *s)
 #define FQDN_WAIT_MS 300
 static void learn_own_names(struct setup *s)
 {
-    /* Static: a lookup that cannot be cancelled still writes here later. */
-    static char host[256];
-    static struct addrinfo hints = { .ai_flags = AI_CANONNAME, .ai_socktype = SOCK_STREAM };
-    static struct gaicb req;
-    struct gaicb *list[1] = { &req };
-    struct timespec wait = { 0, FQDN_WAIT_MS * 1000000L };
+    char host[256], canon[256];
     struct device *dev = &s->dev;
-    struct addrinfo *res;
 
     if (dev->cluster.hostnames_off || gethostname(host, sizeof(host)) || !disco_name_valid(host))
         return;
     snprintf(dev->self_names[dev->n_self_names++], sizeof(dev->self_names[0]), "%.63s", host);
-    /* The FQDN: the hosts file answers at once; a DNS server that does not
-     * answer within FQDN_WAIT_MS must not hold `up` (the resolver's own
-     * timeout is 5 s), and then the machine has no FQDN for us. */
-    req = (struct gaicb){ .ar_name = host, .ar_request = &hints };
-    if (getaddrinfo_a(GAI_NOWAIT, list, 1, NULL))
-        return;
-    gai_suspend((const struct gaicb *const *)list, 1, &wait);
-    if (gai_error(&req)) {
-        if (gai_cancel(&req) == EAI_ALLDONE && (res = req.ar_result))
-            freeaddrinfo(res);
+    if (lookup_fqdn(host, canon, sizeof(canon), FQDN_WAIT_MS)) {
         log_info("no FQDN for %s within %u ms: peers learn its hostname alone", host, FQDN_WAIT_MS);
         return;
     }
-    res = req.ar_result;
-    if (res && res->ai_canonname && strchr(res->ai_canonname, '.') &&
-        strcasecmp(res->ai_canonname, host) && disco_name_valid(res->ai_canonname))
+    if (strchr(canon, '.') && strcasecmp(canon, host) && disco_name_valid(canon))
         snprintf(dev->self_names[dev->n_self_names++], sizeof(dev->self_names[0]), "%.63s",
-                 res->ai_canonname);
-    if (res)
-        freeaddrinfo(res);
+                 canon);
 }
 
 /* A peer told us its machine's names: the block follows. */
@@ -429,13 +498,10 @@ static int setup_signals(struct setup *s)
 /* Clears every capability of a daemon that was not started as root. */
 static int drop_capabilities(struct setup *s)
 {
-    struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-    struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+    int ret = drop_thread_capabilities();
 
-    memset(data, 0, sizeof(data));
-    if (syscall(SYS_capset, &hdr, data))
-        return fail(s, -errno, "cannot drop capabilities: %s", strerror(errno));
-    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    if (ret)
+        return fail(s, ret, "cannot drop capabilities: %s", strerror(-ret));
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     return 0;
 }
@@ -471,9 +537,12 @@ static struct passwd *daemon_user(struct setup *s)
     return pw;
 }
 
-/* Continues as DAEMON_USER without supplementary groups or capabilities,
- * unable to regain them, and not dumpable (no core with keys in it). The
- * crypto workers start after this, so they are born the same. */
+/* Continues as DAEMON_USER without supplementary groups or capabilities
+ * (as root, the bounding set emptied too), unable to regain them, and not
+ * dumpable (no core with keys in it). Capabilities and no_new_privs are
+ * per thread: no other thread exists before this (the FQDN lookup runs in
+ * a child process); every thread -- crypto workers, the resolver's, the
+ * registry's -- starts after it and is born the same. */
 static int drop_privileges(struct setup *s)
 {
     if (geteuid() != 0)
@@ -481,6 +550,10 @@ static int drop_privileges(struct setup *s)
     struct passwd *pw = daemon_user(s);
     if (!pw)
         return -ENOENT;
+    /* The bounding set too (root holds CAP_SETPCAP; the setuid below still
+     * works: the set limits what an exec may gain, not what we hold). */
+    for (int cap = 0; prctl(PR_CAPBSET_READ, cap, 0, 0, 0) >= 0; cap++)
+        prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
     if (setgroups(0, NULL) || setgid(pw->pw_gid) || setuid(pw->pw_uid))
         return fail(s, -errno, "cannot drop privileges: %s", strerror(errno));
     if (setuid(0) == 0)
@@ -631,8 +704,7 @@ static int setup_all(struct setup *s)
 {
     int ret;
 
-    resolve_endpoints(s);
-    if ((ret = setup_signals(s)) || (ret = setup_sockets(s)) || (ret = setup_interface(s)))
+    if ((ret = resolve_endpoints(s)) || (ret = setup_signals(s)) || (ret = setup_sockets(s)) || (ret = setup_interface(s)))
         return ret;
     daemon_socket_path(s->socket_path, sizeof(s->socket_path), s->opt->run_dir, s->dev.ifname);
     daemon_state_path(s->state_path, sizeof(s->state_path), s->opt->run_dir, s->dev.ifname);
@@ -671,6 +743,8 @@ static int setup_all(struct setup *s)
     /* After the drop: threads are born with what their creator has. */
     if ((ret = loop_start_crypto(&s->loop, crypto_threads())))
         return fail(s, ret, "crypto workers: %s", strerror(-ret));
+    if ((ret = resolver_start(s->dev.resolver, RESOLVER_THREADS)))
+        return fail(s, ret, "resolver threads: %s", strerror(-ret));
     if ((ret = start_registry(s)))
         return ret;
     return 0;
@@ -696,6 +770,7 @@ static void teardown(struct setup *s)
     notify_close();
     device_destroy(&s->dev);
     registry_free(s->dev.registry);
+    resolver_free(s->dev.resolver);
     cluster_free(&s->dev.cluster);
     close_fd(&s->control_fd);
     close_fd(&s->udp4_fd);

@@ -11,6 +11,7 @@
 #include "overlay/control/metrics.h"
 #include "overlay/daemon/services.h"
 #include "overlay/engine/device.h"
+#include "overlay/loop/resolver.h"
 #include "overlay/membership/members.h"
 #include "overlay/registry/registry.h"
 
@@ -64,6 +65,10 @@ int services_open(struct services *sv, struct device *dev, int control_fd, char 
         snprintf(err, errlen, "registry: epoll: %s", strerror(-ret));
         return ret;
     }
+    if (dev->resolver && (ret = watch(sv, resolver_fd(dev->resolver)))) {
+        snprintf(err, errlen, "resolver: epoll: %s", strerror(-ret));
+        return ret;
+    }
     if (dev->cluster.metrics.at != CLUSTER_METRICS_OFF)
         return open_metrics(sv, err, errlen);
     return 0;
@@ -106,6 +111,7 @@ void services_run(struct services *sv, uint64_t now_ns)
     control_server_run(sv->control, sv->dev, now_ns);
     if (sv->dev->registry)
         take_registry(sv, now_ns);
+    members_resolved(sv->dev, now_ns);
     if (sv->metrics) {
         metrics_server_run(sv->metrics, now_ns);
         sv->metrics_due = metrics_server_next(sv->metrics, now_ns);

@@ -49,6 +49,7 @@
 
 struct pkt;
 struct registry;
+struct resolver;
 
 /* Timer deadlines in monotonic ns; 0 = not armed (see timers.h). */
 struct peer_timers {
@@ -142,6 +143,12 @@ struct peer {
     /* The endpoint the cluster file, the registry or `wg set` gave it
      * (AF_UNSPEC: none): what every member knows of it already. */
     union endpoint listed;
+    /* The hostname of its node's endpoint, asked of the resolver and not
+     * answered yet (empty: none), and the port to use with the answer:
+     * membership applies an answer only while this is still what its node
+     * names (membership/members.h). */
+    char resolving[CLUSTER_HOST_MAX + 1];
+    uint16_t resolving_port;
     bool came_back;                       /* a session after none (or after giving up):
                                            * handshake.c sets it, disco_session_up takes it */
     bool kept;                            /* membership's mark: stays through the change
@@ -238,6 +245,11 @@ struct device {
     uint8_t n_self_names;
     char self_names[DISCO_MAX_NAMES][DISCO_NAME_MAX + 1];
     void (*names_changed)(struct device *dev);
+    /* Hostname endpoints are looked up here, off the loop
+     * (loop/resolver.h; NULL: none, and such a peer waits to be reached);
+     * resolve_backlog: some could not be asked yet (it was full). */
+    struct resolver *resolver;
+    bool resolve_backlog;
 
     size_t n_peers;
     struct peer **peers;                  /* cluster order, self left out */

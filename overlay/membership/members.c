@@ -6,7 +6,6 @@
  * goes. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,14 +320,14 @@ static void peers_leave(struct device *dev, const struct plan *pl, uint64_t now)
     }
 }
 
-/* Where the file names a literal endpoint, a hostname resolved now, or
- * none (the peer keeps the one it was reached at). */
-static void set_endpoint(struct peer *p, const struct cluster_node *n)
+/* Where the file names a literal endpoint, a hostname (asked of the
+ * resolver: the peer keeps what it has until the answer), or none (the
+ * peer keeps the one it was reached at). */
+static void set_endpoint(struct device *dev, struct peer *p, const struct cluster_node *n)
 {
-    struct addrinfo hints = { .ai_socktype = SOCK_DGRAM }, *res;
     union endpoint ep;
-    char port[8];
 
+    p->resolving[0] = '\0';             /* an answer still due for an older name is not taken */
     if (!n->has_endpoint) {
         p->listed.sa.sa_family = AF_UNSPEC;   /* it keeps the one it was reached at */
         return;
@@ -338,18 +337,11 @@ static void set_endpoint(struct peer *p, const struct cluster_node *n)
         peer_set_endpoint(p, &ep.sa, endpoint_sockaddr_len(&ep));
         return;
     }
-    snprintf(port, sizeof(port), "%u", n->endpoint.port);
-    int ret = getaddrinfo(n->endpoint.host, port, &hints, &res);
-    if (ret) {
-        log_warn("peer %s: cannot resolve %s: %s", p->name, n->endpoint.host, gai_strerror(ret));
-        return;
-    }
-    peer_set_endpoint(p, res->ai_addr, res->ai_addrlen);
-    freeaddrinfo(res);
+    members_resolve(dev, p, n);
 }
 
 /* A kept peer takes what changed about its node. */
-static void update_peer(struct peer *p, const struct cluster *next,
+static void update_peer(struct device *dev, struct peer *p, const struct cluster *next,
                         const struct cluster_change *c, uint64_t now)
 {
     const struct cluster_node *n = c->new_node;
@@ -358,7 +350,7 @@ static void update_peer(struct peer *p, const struct cluster *next,
     if (c->what & CLUSTER_CHANGED_ADDRESS)
         p->address = n->address;
     if (c->what & CLUSTER_CHANGED_ENDPOINT)
-        set_endpoint(p, n);
+        set_endpoint(dev, p, n);
     if (c->what & CLUSTER_CHANGED_KEEPALIVE)
         peer_set_persistent_keepalive(p, (uint16_t)cluster_node_keepalive(next, n), now);
 }
@@ -383,12 +375,12 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
         const struct cluster_change *c = &d->changes[i];
         struct peer *p = c->new_node ? device_peer_by_key(dev, c->new_node->public_key) : NULL;
         if (c->kind == CLUSTER_NODE_CHANGED && p && !(c->what & CLUSTER_CHANGED_KEY))
-            update_peer(p, next, c, now);
+            update_peer(dev, p, next, c, now);
     }
     for (size_t i = 0; i < pl->n_made; i++) {
         struct peer *p = pl->made[i];
         const struct cluster_node *n = pl->made_node[i];
-        set_endpoint(p, n);
+        set_endpoint(dev, p, n);
         p->persistent_keepalive = (uint16_t)cluster_node_keepalive(next, n);
     }
     /* The device runs the new model from here: self points into it. */

@@ -42,6 +42,18 @@ int members_reload(struct device *dev, const char *text, size_t len, members_say
 int members_registry(struct device *dev, struct cluster_node *nodes, size_t n, int64_t revision,
                      uint64_t now);
 
+/* A hostname endpoint (endpoints.c): asks the device's resolver for n's
+ * endpoint host on p's behalf, never waiting for it; p keeps the endpoint
+ * it has (none, for a new peer) until members_resolved applies the answer.
+ * Without a resolver, or for a name it refuses, p waits to be reached (a
+ * warning says so). */
+void members_resolve(struct device *dev, struct peer *p, const struct cluster_node *n);
+/* The resolver's fd is readable: its answers applied to the peers still
+ * waiting for those names (an endpoint set, a handshake begun where there
+ * is no session; a name that did not resolve is logged); peers that could
+ * not ask while it was full ask now. */
+void members_resolved(struct device *dev, uint64_t now);
+
 /* The names block (an ADDRESS NAME line per node) written through
  * dev->hosts_fd: 0 or -errno. */
 int members_write_hosts(struct device *dev);

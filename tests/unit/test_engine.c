@@ -19,6 +19,9 @@
  * The crypto runs inline (no workers). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -44,6 +47,8 @@
 #include "overlay/disco/pmtu.h"
 #include "overlay/loop/crypto_pool.h"
 #include "overlay/loop/loop.h"
+#include "overlay/loop/resolver.h"
+#include "overlay/membership/members.h"
 
 #define NODES_MAX 3u
 #define POOL      32u
@@ -1255,6 +1260,154 @@ static void test_relay_frames_hostile_member(void **state)
     assert_int_equal(nodes[2].tun_packets, before2);
 }
 
+
+/* --- hostname endpoints, resolved off the loop ----------------------------------- */
+
+/* Lookups for node 0's resolver: "silent.example" never answers (a DNS
+ * server that does not) until the test ends; "n1.example" answers node 1's
+ * address when the test opens the gate. */
+static pthread_mutex_t dns_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t dns_changed = PTHREAD_COND_INITIALIZER;
+static unsigned dns_asked;
+static bool dns_open, dns_end;
+
+static int gated_lookup(void *ctx, const char *host, union endpoint *out)
+{
+    bool silent = !strcmp(host, "silent.example");
+
+    (void)ctx;
+    pthread_mutex_lock(&dns_lock);
+    dns_asked++;
+    pthread_cond_broadcast(&dns_changed);
+    while (!dns_end && !(dns_open && !silent))
+        pthread_cond_wait(&dns_changed, &dns_lock);
+    pthread_mutex_unlock(&dns_lock);
+    if (silent)
+        return EAI_AGAIN;
+    out->in4.sin_family = AF_INET;
+    out->in4.sin_addr.s_addr = htonl(0xc0000202u);   /* 192.0.2.2: node 1 */
+    return 0;
+}
+
+static void dns_set(bool *flag)
+{
+    pthread_mutex_lock(&dns_lock);
+    *flag = true;
+    pthread_cond_broadcast(&dns_changed);
+    pthread_mutex_unlock(&dns_lock);
+}
+
+static bool dns_wait_asked(unsigned n)
+{
+    struct timespec end;
+    bool ok = true;
+
+    clock_gettime(CLOCK_REALTIME, &end);
+    end.tv_sec += 5;
+    pthread_mutex_lock(&dns_lock);
+    while (dns_asked < n && ok)
+        ok = pthread_cond_timedwait(&dns_changed, &dns_lock, &end) == 0;
+    ok = dns_asked >= n;
+    pthread_mutex_unlock(&dns_lock);
+    return ok;
+}
+
+/* The world's cluster file, with node n's endpoint as endpoint[n], and a
+ * third node (no device) n2. */
+static size_t three_node_text(char *text, size_t cap, const char *const endpoint[3])
+{
+    char b64[64];
+    uint8_t priv[WG_KEY_LEN], pub[WG_KEY_LEN];
+    size_t len = (size_t)snprintf(text, cap, "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n");
+
+    for (unsigned i = 0; i < 3; i++) {
+        memset(priv, (int)(0x41 + i), sizeof(priv));
+        crypto_scalarmult_base(pub, priv);
+        sodium_bin2base64(b64, sizeof(b64), pub, WG_KEY_LEN, sodium_base64_VARIANT_ORIGINAL);
+        len += (size_t)snprintf(text + len, cap - len, "[node n%u]\npublic-key = %s\n"
+                                "address = 10.77.0.%u\nendpoint = %s\n", i, b64, i + 1,
+                                endpoint[i]);
+    }
+    return len;
+}
+
+static void say_nothing(void *ctx, const char *kind, const char *line)
+{
+    (void)ctx;
+    (void)kind;
+    (void)line;
+}
+
+static struct peer *peer_named(struct device *dev, const char *name)
+{
+    const struct cluster_node *n = cluster_find_name(&dev->cluster, name);
+
+    assert_non_null(n);
+    return device_peer_by_key(dev, n->public_key);
+}
+
+static unsigned endpoint_port(const struct peer *p)
+{
+    return p->endpoint.sa.sa_family == AF_INET ? ntohs(p->endpoint.in4.sin_port) : 0;
+}
+
+/* A reload names hosts whose lookups do not answer: it returns at once,
+ * node 1 keeps its endpoint (and its traffic) until its name answers, the
+ * new node has none, and the loop keeps carrying packets both ways
+ * meanwhile. When node 1's name answers, the answer is applied with the
+ * file's port; the silent one still waits, costing nothing. */
+static void test_dns_never_answers_packets_flow(void **state)
+{
+    (void)state;
+    const char *const endpoints[3] = { "192.0.2.1:51820", "n1.example:51821",
+                                       "silent.example:51820" };
+    struct device *dev = &nodes[0].dev;
+    struct resolver *r = resolver_new(gated_lookup, NULL);
+    char text[2048];
+    size_t len = three_node_text(text, sizeof(text), endpoints);
+    uint64_t now = establish();
+    unsigned before0 = nodes[0].tun_packets, before1 = nodes[1].tun_packets;
+
+    dns_asked = 0;
+    dns_open = dns_end = false;
+    assert_non_null(r);
+    assert_int_equal(resolver_start(r, RESOLVER_THREADS), 0);
+    dev->resolver = r;
+    dev->hosts_fd = -1;
+    assert_int_equal(members_reload(dev, text, len, say_nothing, NULL, now), 0);
+    assert_true(dns_wait_asked(2));          /* both lookups hang now */
+    struct peer *p1 = peer_named(dev, "n1"), *p2 = peer_named(dev, "n2");
+    assert_non_null(p1);
+    assert_non_null(p2);
+    assert_int_equal(endpoint_port(p1), 51820);   /* the old one, until the answer */
+    assert_int_equal(p2->endpoint.sa.sa_family, AF_UNSPEC);
+    for (unsigned i = 0; i < 20; i++) {
+        now += WG_NSEC_PER_SEC / 100;
+        app_send(0, 1, 100, now);
+        app_send(1, 0, 100, now);
+        tick(now);
+    }
+    assert_int_equal(nodes[1].tun_packets, before1 + 20);
+    assert_int_equal(nodes[0].tun_packets, before0 + 20);
+    members_resolved(dev, now);               /* nothing answered: nothing changes */
+    assert_int_equal(endpoint_port(p1), 51820);
+
+    dns_set(&dns_open);
+    struct pollfd pfd = { .fd = resolver_fd(r), .events = POLLIN };
+    assert_int_equal(poll(&pfd, 1, 5000), 1);
+    members_resolved(dev, now);
+    assert_int_equal(endpoint_port(p1), 51821);
+    assert_int_equal(ntohl(p1->endpoint.in4.sin_addr.s_addr), 0xc0000202u);
+    assert_string_equal(p1->resolving, "");
+    assert_int_equal(p2->endpoint.sa.sa_family, AF_UNSPEC);
+    assert_string_equal(p2->resolving, "silent.example");
+
+    dev->resolver = NULL;
+    resolver_free(r);                         /* with a lookup still hanging */
+    dns_set(&dns_end);
+    cluster_free(&dev->file);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
 #define T3(f) cmocka_unit_test_setup_teardown(f, world3_setup, world3_teardown)
 
@@ -1271,6 +1424,7 @@ int main(void)
         T(test_crossing_initiations_make_one_session),
         T(test_peer_events_name_the_peer),
         T(test_small_work_inline_while_workers_idle),
+        T(test_dns_never_answers_packets_flow),
         T3(test_relay_found_when_none_is_offered),
         T3(test_relayed_receive_opened_as_a_batch),
         T3(test_relay_replaying_inner_messages),
