@@ -83,6 +83,9 @@ struct cluster_registry {
     char ca[CLUSTER_PATH_MAX + 1], cert[CLUSTER_PATH_MAX + 1], key[CLUSTER_PATH_MAX + 1];
     char user[CLUSTER_USER_MAX + 1], password_file[CLUSTER_PATH_MAX + 1];
     unsigned ttl_s;                       /* lease time-to-live */
+    /* `registry-insecure = yes`: a user's password may go over plain
+     * http:// (refused otherwise: it would cross the network in clear). */
+    bool insecure;
 };
 
 struct cluster_node {

@@ -24,16 +24,19 @@ static void check_presence(struct cluster_parser *p)
 }
 
 /* The registry's keys come as a set: each needs `registry`, a client
- * certificate its key (and the other way round), a user its password. */
+ * certificate its key (and the other way round), a user its password; and
+ * a password goes over TLS (registry-ca or registry-cert: https://) unless
+ * the file says registry-insecure = yes. */
 static void check_registry(struct cluster_parser *p)
 {
     static const enum cluster_key needs_registry[] = {
         CLUSTER_KEY_REGISTRY_CA, CLUSTER_KEY_REGISTRY_CERT, CLUSTER_KEY_REGISTRY_KEY,
         CLUSTER_KEY_REGISTRY_USER, CLUSTER_KEY_REGISTRY_PASSWORD_FILE, CLUSTER_KEY_REGISTRY_TTL,
+        CLUSTER_KEY_REGISTRY_INSECURE,
     };
     static const char *const names[] = {
         "registry-ca", "registry-cert", "registry-key", "registry-user",
-        "registry-password-file", "registry-ttl",
+        "registry-password-file", "registry-ttl", "registry-insecure",
     };
     const int *at = p->key_line;
 
@@ -52,6 +55,11 @@ static void check_registry(struct cluster_parser *p)
         cluster_diag_add(p, at[CLUSTER_KEY_REGISTRY_USER] ? at[CLUSTER_KEY_REGISTRY_USER]
                                                          : at[CLUSTER_KEY_REGISTRY_PASSWORD_FILE],
                          "registry-user and registry-password-file go together");
+    if (at[CLUSTER_KEY_REGISTRY_USER] && !at[CLUSTER_KEY_REGISTRY_CA] &&
+        !at[CLUSTER_KEY_REGISTRY_CERT] && !p->settings.registry.insecure)
+        cluster_diag_add(p, at[CLUSTER_KEY_REGISTRY_USER],
+                         "registry-user over plain http:// sends its password in clear; give "
+                         "registry-ca (TLS), or say registry-insecure = yes");
 }
 
 static void check_mtu(struct cluster_parser *p)

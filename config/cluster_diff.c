@@ -58,7 +58,8 @@ static bool same_registry(const struct cluster_registry *a, const struct cluster
 {
     if (a->n_endpoints != b->n_endpoints || a->ttl_s != b->ttl_s || strcmp(a->prefix, b->prefix) ||
         strcmp(a->ca, b->ca) || strcmp(a->cert, b->cert) || strcmp(a->key, b->key) ||
-        strcmp(a->user, b->user) || strcmp(a->password_file, b->password_file))
+        strcmp(a->user, b->user) || strcmp(a->password_file, b->password_file) ||
+        a->insecure != b->insecure)
         return false;
     for (size_t i = 0; i < a->n_endpoints; i++)
         if (strcmp(a->endpoints[i].host, b->endpoints[i].host) ||

@@ -286,6 +286,20 @@ static void registry_user_apply(struct cluster_parser *p, int line, const char *
     snprintf(p->settings.registry.user, sizeof(p->settings.registry.user), "%s", value);
 }
 
+static void registry_insecure_apply(struct cluster_parser *p, int line, const char *value)
+{
+    char q[CLUSTER_QUOTE_MAX + 4];
+
+    if (!strcmp(value, "yes") || !strcmp(value, "on")) {
+        p->settings.registry.insecure = true;
+    } else if (!strcmp(value, "no") || !strcmp(value, "off")) {
+        p->settings.registry.insecure = false;
+    } else {
+        cluster_quote(q, sizeof(q), value);
+        cluster_diag_add(p, line, "bad registry-insecure '%s' (expected yes or no)", q);
+    }
+}
+
 static void registry_ttl_apply(struct cluster_parser *p, int line, const char *value)
 {
     char q[CLUSTER_QUOTE_MAX + 4];
@@ -411,6 +425,7 @@ static const struct key_def cluster_keys[CLUSTER_KEY_COUNT] = {
     [CLUSTER_KEY_REGISTRY_PASSWORD_FILE] = PATH_KEY("registry-password-file",
                                                     registry.password_file),
     [CLUSTER_KEY_REGISTRY_TTL] = KEY("registry-ttl", false, registry_ttl_apply),
+    [CLUSTER_KEY_REGISTRY_INSECURE] = KEY("registry-insecure", false, registry_insecure_apply),
 };
 
 static const struct key_def node_keys[CLUSTER_NODE_KEY_COUNT] = {

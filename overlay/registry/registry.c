@@ -110,24 +110,39 @@ static int read_small(const char *path, size_t max, char **out, size_t *len, cha
     return 0;
 }
 
-/* The password: its file readable by its owner alone (as the key file). */
-static int read_password(struct registry *r, const char *path, char *err, size_t errlen)
+/* A secret's file -- the password's, the TLS client key's -- judged as the
+ * WireGuard key file is (daemon/keyfile.h): the file itself, not a link;
+ * owned by root or by us; nothing for group or others. */
+static int check_secret_file(const char *what, const char *path, char *err, size_t errlen)
 {
     struct stat st;
+
+    if (lstat(path, &st) != 0)
+        return 0;                         /* read_small says why */
+    if (S_ISLNK(st.st_mode)) {
+        snprintf(err, errlen, "%s %s: a symbolic link; name the file itself", what, path);
+        return -ELOOP;
+    }
+    if (st.st_uid != 0 && st.st_uid != geteuid()) {
+        snprintf(err, errlen, "%s %s: owned by uid %u, not by root; run: chown root %s", what,
+                 path, (unsigned)st.st_uid, path);
+        return -EPERM;
+    }
+    if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+        snprintf(err, errlen, "%s %s: readable by group or others; run: chmod 600 %s", what,
+                 path, path);
+        return -EPERM;
+    }
+    return 0;
+}
+
+static int read_password(struct registry *r, const char *path, char *err, size_t errlen)
+{
     size_t len;
     int ret;
 
-    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
-        snprintf(err, errlen, "registry-password-file %s: a symbolic link; name the file itself",
-                 path);
-        return -ELOOP;
-    }
-    if (lstat(path, &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO))) {
-        snprintf(err, errlen, "registry-password-file %s: readable by group or others; run: "
-                 "chmod 600 %s", path, path);
-        return -EPERM;
-    }
-    if ((ret = read_small(path, PASSWORD_MAX, &r->password, &len, err, errlen,
+    if ((ret = check_secret_file("registry-password-file", path, err, errlen)) ||
+        (ret = read_small(path, PASSWORD_MAX, &r->password, &len, err, errlen,
                           "registry-password-file", true)))
         return ret;
     while (len && (r->password[len - 1] == '\n' || r->password[len - 1] == '\r'))
@@ -145,6 +160,7 @@ static int read_client_files(struct registry *r, const struct cluster_registry *
         return ret;
     if (c->cert[0] && ((ret = read_small(c->cert, PEM_MAX, (char **)&r->cert, &r->cfg.cert_len,
                                          err, errlen, "registry-cert", false)) ||
+                       (ret = check_secret_file("registry-key", c->key, err, errlen)) ||
                        (ret = read_small(c->key, PEM_MAX, (char **)&r->key, &r->cfg.key_len,
                                          err, errlen, "registry-key", true))))
         return ret;

@@ -403,8 +403,18 @@ static const struct bad_case bad_cases[] = {
         "(expected an absolute path of at most 255 characters)"),
     BAD(CR "registry-cert = /c.pem\nregistry-key = ~/k.pem\n", 6, "bad registry-key '~/k.pem' "
         "(expected an absolute path of at most 255 characters)"),
-    BAD(CR "registry-user = ddp\nregistry-password-file = ./pw\n", 6, "bad "
-        "registry-password-file './pw' (expected an absolute path of at most 255 characters)"),
+    BAD(CR "registry-user = ddp\nregistry-password-file = ./pw\nregistry-insecure = yes\n", 6,
+        "bad registry-password-file './pw' (expected an absolute path of at most 255 "
+        "characters)"),
+    /* a password in clear over http://, unless the file says so */
+    BAD(CR "registry-user = ddp\nregistry-password-file = /pw\n", 5, "registry-user over "
+        "plain http:// sends its password in clear; give registry-ca (TLS), or say "
+        "registry-insecure = yes"),
+    BAD(CR "registry-user = ddp\nregistry-password-file = /pw\nregistry-insecure = no\n", 5,
+        "registry-user over plain http:// sends its password in clear; give registry-ca "
+        "(TLS), or say registry-insecure = yes"),
+    BAD(CR "registry-insecure = maybe\n", 5, "bad registry-insecure 'maybe' (expected yes or no)"),
+    BAD(C4 "registry-insecure = yes\n" NA, 4, "registry-insecure without registry"),
     /* public key */
     BAD(C4 "[node a]\npublic-key = not-base64!\naddress = 10.77.0.1\n", 5,
         "bad public-key: not valid base64 (expected 44 characters ending in '=', "
@@ -998,6 +1008,31 @@ static void test_metrics_keys(void **state)
     }
 }
 
+/* A user's password goes over TLS, or over http:// where the file says
+ * registry-insecure = yes (its line may come after the user's). */
+static void test_registry_insecure(void **state)
+{
+    static const char *const ok[] = {
+        CR "registry-user = ddp\nregistry-password-file = /pw\nregistry-insecure = yes\n",
+        CR "registry-insecure = on\nregistry-user = ddp\nregistry-password-file = /pw\n",
+        CR "registry-ca = /ca.pem\nregistry-user = ddp\nregistry-password-file = /pw\n",
+        CR "registry-cert = /c.pem\nregistry-key = /k.pem\nregistry-user = ddp\n"
+           "registry-password-file = /pw\n",
+        CR "registry-insecure = yes\n",
+    };
+    struct cluster c;
+
+    (void)state;
+    parse_ok(CR, strlen(CR), &c);
+    assert_false(c.registry.insecure);
+    cluster_free(&c);
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        parse_ok(ok[i], strlen(ok[i]), &c);
+        assert_int_equal(c.registry.insecure, i < 2 || i == 4);
+        cluster_free(&c);
+    }
+}
+
 /* Each of the registry's paths lands in its own field, up to 255
  * characters; one more is refused, naming the key. */
 static void test_registry_path_keys(void **state)
@@ -1006,7 +1041,7 @@ static void test_registry_path_keys(void **state)
         { "registry-ca", "", offsetof(struct cluster, registry.ca) },
         { "registry-cert", "registry-key = /k\n", offsetof(struct cluster, registry.cert) },
         { "registry-key", "registry-cert = /c\n", offsetof(struct cluster, registry.key) },
-        { "registry-password-file", "registry-user = ddp\n",
+        { "registry-password-file", "registry-user = ddp\nregistry-insecure = yes\n",
           offsetof(struct cluster, registry.password_file) },
     };
     static const int lines[] = { 5 };
@@ -1119,6 +1154,7 @@ int main(void)
         cmocka_unit_test(test_network_math),
         cmocka_unit_test(test_metrics_keys),
         cmocka_unit_test(test_registry_path_keys),
+        cmocka_unit_test(test_registry_insecure),
         cmocka_unit_test(test_loopback),
     };
 

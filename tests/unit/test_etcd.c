@@ -978,7 +978,8 @@ static void test_auth(void **state)
     fputs("s3cret\n", f);
     fclose(f);
     assert_int_equal(chmod(pwfile, 0600), 0);
-    snprintf(text, sizeof(text), JOIN_NET "registry-user = ddp\nregistry-password-file = %s\n",
+    snprintf(text, sizeof(text), JOIN_NET "registry-user = ddp\nregistry-password-file = %s\n"
+             "registry-insecure = yes\n",
              pwfile);
     struct registry *r = registry_at("/t/auth", text, "");
     assert_int_equal(join(r, "a1", K1, addr, sizeof(addr), err, sizeof(err)), 0);

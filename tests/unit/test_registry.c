@@ -370,7 +370,8 @@ static void test_new_password_file(void **state)
     char extra[512], err[512], want[512];
     static const mode_t refused[] = { 0640, 0604, 0620, 0602, 0610, 0601, 0644, 0666, 0660 };
 
-    snprintf(extra, sizeof(extra), "registry-user = ddp\nregistry-password-file = %s\n",
+    snprintf(extra, sizeof(extra), "registry-user = ddp\nregistry-password-file = %s\n"
+             "registry-insecure = yes\n",
              f->password);
     assert_int_equal(chmod(f->password, 0600), 0);
     assert_true(try_new(extra, err, sizeof(err)));
@@ -385,17 +386,20 @@ static void test_new_password_file(void **state)
     }
     assert_int_equal(chmod(f->password, 0600), 0);
     /* Missing, a directory, a symbolic link: refused, naming the file. */
-    snprintf(extra, sizeof(extra), "registry-user = ddp\nregistry-password-file = %s\n",
+    snprintf(extra, sizeof(extra), "registry-user = ddp\nregistry-password-file = %s\n"
+             "registry-insecure = yes\n",
              f->missing);
     assert_false(try_new(extra, err, sizeof(err)));
     snprintf(want, sizeof(want), "registry-password-file %s: %s", f->missing, strerror(ENOENT));
     assert_string_equal(err, want);
-    snprintf(extra, sizeof(extra), "registry-user = ddp\nregistry-password-file = %s\n", f->dir);
+    snprintf(extra, sizeof(extra), "registry-user = ddp\nregistry-password-file = %s\n"
+             "registry-insecure = yes\n", f->dir);
     assert_int_equal(chmod(f->dir, 0700), 0);
     assert_false(try_new(extra, err, sizeof(err)));
     assert_err_has(err, "registry-password-file");
     assert_err_has(err, f->dir);
-    snprintf(extra, sizeof(extra), "registry-user = ddp\nregistry-password-file = %s\n",
+    snprintf(extra, sizeof(extra), "registry-user = ddp\nregistry-password-file = %s\n"
+             "registry-insecure = yes\n",
              f->symlink);
     assert_false(try_new(extra, err, sizeof(err)));
     assert_err_has(err, f->symlink);
@@ -440,6 +444,67 @@ static void test_new_tls_files(void **state)
     assert_err_has(err, "registry-ca");
 }
 
+/* A secret's file -- the TLS client key's as the password's -- is refused
+ * when group or others may use it, when a user other than root or us owns
+ * it, and when it is a symbolic link. */
+static void secret_file_checks(const char *what, const char *path, const char *extra)
+{
+    static const mode_t refused[] = { 0640, 0604, 0620, 0602, 0610, 0601, 0644, 0660 };
+    char err[512], want[512];
+
+    assert_int_equal(chmod(path, 0600), 0);
+    assert_true(try_new(extra, err, sizeof(err)));
+    snprintf(want, sizeof(want), "%s %s: readable by group or others; run: chmod 600 %s", what,
+             path, path);
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        assert_int_equal(chmod(path, refused[i]), 0);
+        assert_false(try_new(extra, err, sizeof(err)));
+        assert_string_equal(err, want);
+    }
+    assert_int_equal(chmod(path, 0600), 0);
+    if (geteuid() == 0) {                 /* only root gives a file away */
+        assert_int_equal(chown(path, 65534, 65534), 0);
+        assert_false(try_new(extra, err, sizeof(err)));
+        snprintf(want, sizeof(want), "%s %s: owned by uid 65534, not by root; run: chown root %s",
+                 what, path, path);
+        assert_string_equal(err, want);
+        assert_int_equal(chown(path, 0, 0), 0);
+        assert_true(try_new(extra, err, sizeof(err)));
+    }
+}
+
+static void test_new_key_file(void **state)
+{
+    struct files *f = *state;
+    char extra[1024], err[512], link_path[300];
+
+    snprintf(extra, sizeof(extra), "registry-ca = %s\nregistry-cert = %s\nregistry-key = %s\n",
+             f->ca, f->cert, f->key);
+    secret_file_checks("registry-key", f->key, extra);
+    /* A link to a good key is refused too; a CA or certificate may be one. */
+    snprintf(link_path, sizeof(link_path), "%s/key-link", f->dir);
+    assert_int_equal(symlink(f->key, link_path), 0);
+    snprintf(extra, sizeof(extra), "registry-ca = %s\nregistry-cert = %s\nregistry-key = %s\n",
+             f->ca, f->cert, link_path);
+    assert_false(try_new(extra, err, sizeof(err)));
+    assert_err_has(err, "registry-key");
+    assert_err_has(err, "symbolic link");
+    unlink(link_path);
+    assert_int_equal(chmod(f->cert, 0644), 0);    /* no secret: others may read it */
+    snprintf(extra, sizeof(extra), "registry-cert = %s\nregistry-key = %s\n", f->cert, f->key);
+    assert_true(try_new(extra, err, sizeof(err)));
+}
+
+static void test_new_password_owner(void **state)
+{
+    struct files *f = *state;
+    char extra[512];
+
+    snprintf(extra, sizeof(extra), "registry-user = ddp\nregistry-password-file = %s\n"
+             "registry-insecure = yes\n", f->password);
+    secret_file_checks("registry-password-file", f->password, extra);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -451,6 +516,8 @@ int main(void)
         cmocka_unit_test(test_new_without_files),
         cmocka_unit_test_setup_teardown(test_new_password_file, files_setup, files_teardown),
         cmocka_unit_test_setup_teardown(test_new_tls_files, files_setup, files_teardown),
+        cmocka_unit_test_setup_teardown(test_new_key_file, files_setup, files_teardown),
+        cmocka_unit_test_setup_teardown(test_new_password_owner, files_setup, files_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
