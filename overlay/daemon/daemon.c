@@ -661,6 +661,107 @@ static int open_services(struct setup *s)
     return ret ? fail(s, ret, "%s", err) : 0;
 }
 
+/* What the joining child hands back: registry_join's result. */
+struct join_answer {
+    int ret;
+    char err[512];
+    struct registry_joined joined;
+};
+
+/* The child: as DAEMON_USER (pw; NULL: started without root, it keeps its
+ * user) without capabilities, it joins and writes its answer to fd. */
+static void join_child(struct setup *s, const struct passwd *pw, struct cluster_node *self,
+                       int fd)
+{
+    struct join_answer a;
+    const char *p = (const char *)&a;
+    size_t left = sizeof(a);
+
+    memset(&a, 0, sizeof(a));
+    if (pw && (setgroups(0, NULL) || setgid(pw->pw_gid) || setuid(pw->pw_uid)))
+        a.ret = -errno;
+    if (!a.ret)
+        a.ret = drop_thread_capabilities();
+    if (a.ret)
+        snprintf(a.err, sizeof(a.err), "registry: cannot drop privileges to join: %s",
+                 strerror(-a.ret));
+    else if ((a.ret = registry_join(s->dev.registry, self, a.err, sizeof(a.err))) == 0)
+        registry_joined_get(s->dev.registry, &a.joined);
+    while (left) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        p += n;
+        left -= (size_t)n;
+    }
+    _exit(0);
+}
+
+static int read_answer(int fd, struct join_answer *a)
+{
+    char *p = (char *)a;
+    size_t left = sizeof(*a);
+
+    while (left) {
+        ssize_t n = read(fd, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -EIO;
+        p += n;
+        left -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Joins the registry in a child process that runs without privileges:
+ * libcurl and json-c parse what etcd (or whoever answers in its place)
+ * sends, and that must not happen as root. The join is still made before
+ * set-up, since the address it takes is ddp0's. This process, still alone
+ * (no thread yet), takes the join over: the lease, this node's record. */
+static int join_unprivileged(struct setup *s, struct cluster_node *self, char *err,
+                             size_t errlen)
+{
+    struct passwd *pw = NULL;
+    struct join_answer a;
+    int fds[2], ret, status;
+    pid_t pid;
+
+    if (geteuid() == 0 && !(pw = daemon_user(s)))
+        return -ENOENT;
+    if (pipe2(fds, O_CLOEXEC))
+        return -errno;
+    if ((pid = fork()) < 0) {
+        ret = -errno;
+        close(fds[0]);
+        close(fds[1]);
+        return ret;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        join_child(s, pw, self, fds[1]);
+    }
+    close(fds[1]);
+    ret = read_answer(fds[0], &a);
+    close(fds[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (ret) {
+        snprintf(err, errlen, "registry: the joining process ended without an answer");
+        return ret;
+    }
+    if (a.ret) {
+        snprintf(err, errlen, "%s", a.err);
+        return a.ret;
+    }
+    *self = a.joined.self;
+    if ((ret = registry_joined_set(s->dev.registry, &a.joined)))
+        snprintf(err, errlen, "registry: cannot take the join over: %s", strerror(-ret));
+    return ret;
+}
+
 /* The model the device starts with: the file's nodes and, with a
  * registry, this node as it joined when the file does not list it (the
  * others come with the registry's first snapshot, after set-up). The
@@ -680,7 +781,7 @@ static int setup_membership(struct setup *s)
     if (s->dev.self)
         return 0;                             /* listed: the file's entry it is */
     struct cluster_node self = s->opt->registry_self;
-    if ((ret = registry_join(s->dev.registry, &self, err, sizeof(err))))
+    if ((ret = join_unprivileged(s, &self, err, sizeof(err))))
         return fail(s, ret, "%s", err);
     s->dev.self_registered = true;
     s->dev.registry_self = self;

@@ -575,6 +575,27 @@ int registry_join(struct registry *r, struct cluster_node *self, char *err, size
     return ret;
 }
 
+void registry_joined_get(struct registry *r, struct registry_joined *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->self = r->self;
+    out->lease = atomic_load(&r->lease);
+}
+
+int registry_joined_set(struct registry *r, const struct registry_joined *in)
+{
+    int ret;
+
+    if (!in->lease)
+        return -EINVAL;
+    r->self = in->self;
+    if ((ret = record_encode(&r->self, r->self_value, sizeof(r->self_value))) < 0)
+        return ret;
+    atomic_store(&r->lease, in->lease);
+    r->joined = true;
+    return 0;
+}
+
 /* --- the watcher ------------------------------------------------------------------ */
 
 static struct member *find_member(struct registry *r, const char *name)

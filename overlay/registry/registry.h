@@ -56,6 +56,18 @@ void registry_free(struct registry *r);
  * registered under another name, the network full, etcd out of reach. */
 int registry_join(struct registry *r, struct cluster_node *self, char *err, size_t errlen);
 
+/* A join made in another process -- the daemon joins in a child that has
+ * dropped its privileges, so that libcurl and json-c never parse etcd's
+ * answers as root -- handed back: what registry_join made (this node as
+ * registered, its lease), read in the process that joined, and taken over
+ * by the one that did not (as if it had joined; 0 or -errno). */
+struct registry_joined {
+    struct cluster_node self;
+    int64_t lease;
+};
+void registry_joined_get(struct registry *r, struct registry_joined *out);
+int registry_joined_set(struct registry *r, const struct registry_joined *in);
+
 /* Starts the watcher (and, after a join, the keeper). 0 or -errno. */
 int registry_start(struct registry *r);
 /* Readable when a new snapshot is waiting: then registry_take. */

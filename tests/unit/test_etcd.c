@@ -991,6 +991,47 @@ static void test_auth(void **state)
     free(w);
 }
 
+/* A join made in another process (the daemon's unprivileged child) and
+ * taken over here: the record is this one's to keep and to take away --
+ * leaving revokes the lease the child was granted. */
+static void test_join_handed_over(void **state)
+{
+    struct registry *r;
+    struct registry_joined j, none = { 0 };
+    struct etcd *e;
+    struct seen s;
+    int fds[2], status;
+    pid_t pid;
+
+    (void)state;
+    ETCD_FIXTURE_NEED();
+    e = client();
+    r = registry_at("/t/hand", JOIN_NET, "");
+    assert_int_equal(pipe(fds), 0);
+    assert_true((pid = fork()) >= 0);
+    if (pid == 0) {
+        char addr[64], err[512];
+        struct registry_joined out;
+        memset(&out, 0, sizeof(out));
+        if (join(r, "h1", K1, addr, sizeof(addr), err, sizeof(err)) == 0)
+            registry_joined_get(r, &out);
+        _exit(write(fds[1], &out, sizeof(out)) == (ssize_t)sizeof(out) ? 0 : 1);
+    }
+    close(fds[1]);
+    assert_int_equal(read(fds[0], &j, sizeof(j)), (ssize_t)sizeof(j));
+    close(fds[0]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_true(j.lease != 0);
+    assert_string_equal(j.self.name, "h1");
+    assert_int_equal(registry_joined_set(r, &none), -EINVAL);
+    assert_int_equal(registry_joined_set(r, &j), 0);
+    assert_non_null(get(e, "/t/hand/members/h1", &s));
+    registry_free(r);                                  /* leaves with the child's lease */
+    assert_null(get(e, "/t/hand/members/h1", &s));
+    etcd_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1006,6 +1047,7 @@ int main(void)
         cmocka_unit_test(test_join),
         cmocka_unit_test(test_join_full),
         cmocka_unit_test(test_join_reclaims),
+        cmocka_unit_test(test_join_handed_over),
         cmocka_unit_test(test_watcher),
         cmocka_unit_test(test_auth),
     };
