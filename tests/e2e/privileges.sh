@@ -139,3 +139,23 @@ ping_ok node-b 10.77.0.3
 nx node-c ping -n -q -c 50 -i 0.01 -s 1200 10.77.0.1 >/dev/null || fail "node-c: ping with 1200-byte payloads failed"
 check_threads node-c 2 "$XU" "$XU"
 check_threads node-a 3
+
+step "a reload at node-a names node-c by a silent hostname: ping node-a -> node-c goes on"
+# node-a's loop asks its resolver and does not wait: node-c keeps the
+# endpoint it has until the name answers (never, here).
+sed -i "s|$E2E_V4NET.3:$E2E_PORT|node-c.silent.test:$E2E_PORT|" "$T/cluster.conf"
+grep -q "node-c.silent.test" "$T/cluster.conf" || fail "node-c's endpoint was not renamed"
+nx_bg node-a pinger ping -n -i 0.05 -c 80 -W 1 10.77.0.3
+PING_PID=$BG_PID
+sleep 0.5
+t0=$(date +%s%N)
+nx node-a timeout 20 "$DDPNET" reload --run-dir "$T/node-a/run" >"$T/node-a/reload.out" 2>&1 ||
+    fail "node-a: reload failed: $(cat "$T/node-a/reload.out")"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+grep -qx "changed node-c: endpoint" "$T/node-a/reload.out" ||
+    fail "node-a: reload did not change node-c's endpoint: $(tr '\n' ';' <"$T/node-a/reload.out")"
+wait "$PING_PID" || true
+got=$(awk '/packets transmitted/ { print $4 }' "$T/node-a/pinger.out")
+say "reload naming a silent host took $ms ms; ping during it: ${got:-0}/80 answered"
+[ "$ms" -lt 5000 ] || fail "node-a: a reload naming a silent host took $ms ms"
+[ "${got:-0}" -ge 72 ] || fail "node-a: only ${got:-0}/80 pings answered across the reload: $(tail -3 "$T/node-a/pinger.out")"
