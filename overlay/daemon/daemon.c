@@ -263,7 +263,8 @@ static int setup_interface(struct setup *s)
 }
 
 /* Gives up every capability of the calling thread and the means to gain
- * any (no_new_privs). Both are per thread: the drop below does it for the
+ * any (no_new_privs), and makes the process not dumpable. The first two
+ * are per thread: the drop below does it for the
  * main thread before any other thread exists, so that every thread made
  * after it is born the same. */
 static int drop_thread_capabilities(void)
@@ -275,6 +276,8 @@ static int drop_thread_capabilities(void)
     if (syscall(SYS_capset, &hdr, data))
         return -errno;
     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    /* Our memory holds keys: no core, no ptrace by our own user. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ? -errno : 0;
 }
 
@@ -500,10 +503,7 @@ static int drop_capabilities(struct setup *s)
 {
     int ret = drop_thread_capabilities();
 
-    if (ret)
-        return fail(s, ret, "cannot drop capabilities: %s", strerror(-ret));
-    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    return 0;
+    return ret ? fail(s, ret, "cannot drop capabilities: %s", strerror(-ret)) : 0;
 }
 
 /* DAEMON_USER, made when missing as Debian's packages make theirs: a
