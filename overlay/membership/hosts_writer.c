@@ -273,6 +273,15 @@ static bool pass(struct hosts_writer *w, uint64_t now)
         return true;
     }
     waiting = known_ask(w, now);
+    /* Answers that come at once (the hosts file, a DNS server that
+     * answers) go into this very write rather than the next one, a
+     * second later; a silent server delays it HOSTS_ANSWER_WAIT_NS. */
+    for (uint64_t waited = 0; waiting && waited < HOSTS_ANSWER_WAIT_NS;
+         waited += HOSTS_ANSWER_POLL_NS) {
+        struct timespec nap = { 0, (long)HOSTS_ANSWER_POLL_NS };
+        nanosleep(&nap, NULL);
+        waiting = known_ask(w, now);
+    }
     for (size_t i = 0; i < w->n_cur; i++) {
         if (!w->cur[i].claimed || resolver_allows(w, &w->cur[i]))
             e[n++] = w->cur[i];

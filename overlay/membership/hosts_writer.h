@@ -7,7 +7,8 @@
  *
  * Before a claimed entry (a member's own word: hosts.h) is written, the
  * thread asks the node's resolver for the name (getaddrinfo_a: the
- * answer is taken when it comes, a pass later, never waited for). The
+ * answer is taken when it comes, in the same pass when it comes within
+ * HOSTS_ANSWER_WAIT_NS, else in a later one; the loop never waits). The
  * entry is written only when every address of the answer is a member's:
  * inside the cluster's overlay network, or the member's own underlay
  * address (its FQDN in the cloud's DNS). A name the resolver gives another
@@ -31,6 +32,10 @@
  * old one stands. */
 #define HOSTS_ANSWER_TTL_NS     (60ull * 1000000000ull)
 #define HOSTS_ANSWER_MAX        8u       /* addresses of one answer looked at */
+/* How long a pass waits for answers asked in it before it writes without
+ * the names still unanswered, and how often it looks. */
+#define HOSTS_ANSWER_WAIT_NS    (200ull * 1000000ull)
+#define HOSTS_ANSWER_POLL_NS    (10ull * 1000000ull)
 #define HOSTS_LOOKUPS_MAX       256u     /* lookups in flight at once */
 
 struct hosts_answer {
