@@ -151,14 +151,15 @@ static bool machine_name_ok(const struct device *dev, const struct claims *cl,
 }
 
 /* The underlay address a member's names may resolve to already (its
- * FQDN in the cloud's DNS): where it is reached, else where it was
- * listed; "" when neither is known. */
+ * FQDN in the cloud's DNS): where it is listed (the file's word, or its
+ * registration), else where it is reached (a source it sent from); ""
+ * when neither is known. */
 static void own_address(struct device *dev, const struct cluster_node *node, char *buf,
                         size_t len)
 {
     struct peer *p = device_peer_by_key(dev, node->public_key);
-    const union endpoint *ep = p && p->endpoint.sa.sa_family != AF_UNSPEC ? &p->endpoint
-                               : p ? &p->listed : NULL;
+    const union endpoint *ep = p && p->listed.sa.sa_family != AF_UNSPEC ? &p->listed
+                               : p ? &p->endpoint : NULL;
 
     buf[0] = '\0';
     if (ep && ep->sa.sa_family == AF_INET) {
