@@ -250,6 +250,11 @@ static int result_build(struct cluster_parser *p, struct cluster *out)
         out->mtu = CLUSTER_MTU_DEFAULT;
     if (!out->busy_poll_set)
         out->busy_poll_us = CLUSTER_BUSY_POLL_DEFAULT;
+    if (!out->machine_domains.set) {
+        out->machine_domains.n = 1;
+        snprintf(out->machine_domains.name[0], sizeof(out->machine_domains.name[0]), "%s",
+                 CLUSTER_MACHINE_DOMAINS_DEFAULT);
+    }
     out->n_nodes = p->n_nodes;
     out->nodes = calloc(p->n_nodes, sizeof(*out->nodes));
     if (!out->nodes) {

@@ -42,6 +42,19 @@ struct cluster_addr {
     uint8_t bytes[16];
 };
 
+/* `machine-domains = D1, D2`: the domains under which a member may claim a
+ * dotted machine name (its FQDN) for its own address; a name of one label
+ * needs none. Absent: CLUSTER_MACHINE_DOMAINS_DEFAULT (cloud FQDNs such as
+ * ip-10-0-0-1.ec2.internal, gpu-1.c.PROJECT.internal); `none`: no dotted
+ * machine name at all. */
+#define CLUSTER_MACHINE_DOMAINS_MAX     8u
+#define CLUSTER_MACHINE_DOMAINS_DEFAULT "internal"
+struct cluster_domains {
+    uint8_t n;
+    bool set;                             /* the key was written */
+    char name[CLUSTER_MACHINE_DOMAINS_MAX][CLUSTER_HOST_MAX + 1];
+};
+
 /* Where the Prometheus endpoint listens (`metrics = ADDRESS:PORT`): off,
  * an IP literal, or `overlay:PORT`, each node's own overlay address (one
  * line that fits every node of a shared file). */
@@ -113,6 +126,7 @@ struct cluster {
     uint16_t busy_poll_us;                /* CLUSTER_BUSY_POLL_DEFAULT unless set */
     bool busy_poll_set;
     bool hostnames_off;                   /* `hostnames = off`: machines' names not shared */
+    struct cluster_domains machine_domains;
     struct cluster_metrics metrics;
     struct cluster_registry registry;
     size_t n_nodes;                       /* at least 1 after a parse */
@@ -166,6 +180,18 @@ int cluster_node_port(const struct cluster *c, const struct cluster_node *n);
 /* The persistent keepalive towards node n (seconds, 0 = off): its own,
  * else the cluster's. */
 unsigned cluster_node_keepalive(const struct cluster *c, const struct cluster_node *n);
+
+/* What a member may claim by its own word, as far as the name alone tells
+ * (a machine name it says it goes by, the node name it registers in etcd):
+ * never a reserved name (cluster_name_reserved), and a dotted name only
+ * under one of c's machine-domains. Whether the node already resolves the
+ * name otherwise is the hosts writer's check (membership/hosts_writer.h). */
+bool cluster_claim_ok(const struct cluster *c, const char *name);
+/* `localhost` and every form of it (localhost6, localhost.localdomain,
+ * *.localhost: RFC 6761), and the `ip6-*` names Debian's hosts file gives
+ * loopback and multicast (ip6-localhost, ip6-loopback, ip6-allnodes...):
+ * names every machine resolves to itself, which no member may take. */
+bool cluster_name_reserved(const char *name);
 
 /* Text forms: "10.77.0.1", "fd77::1"; endpoints "host:port", "[v6]:port".
  * Return 0, -ENOSPC when buf is too small, -EAFNOSUPPORT for a bad

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <sodium.h>
 
@@ -68,6 +69,16 @@ static bool same_registry(const struct cluster_registry *a, const struct cluster
     return true;
 }
 
+static bool same_domains(const struct cluster_domains *a, const struct cluster_domains *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (unsigned i = 0; i < a->n; i++)
+        if (strcasecmp(a->name[i], b->name[i]))
+            return false;
+    return true;
+}
+
 static unsigned settings_changes(const struct cluster *old, const struct cluster *new)
 {
     unsigned what = 0;
@@ -87,6 +98,8 @@ static unsigned settings_changes(const struct cluster *old, const struct cluster
         what |= CLUSTER_CHANGED_METRICS;
     if (!same_registry(&old->registry, &new->registry))
         what |= CLUSTER_CHANGED_REGISTRY;
+    if (!same_domains(&old->machine_domains, &new->machine_domains))
+        what |= CLUSTER_CHANGED_MACHINE_DOMAINS;
     return what;
 }
 
@@ -155,7 +168,7 @@ static int append_names(char *buf, size_t len, size_t at, unsigned what,
 static const char *const node_what[] = { "key", "address", "endpoint", "port", "keepalive",
                                          "aliases" };
 static const char *const settings_what[] = { "network", "mtu", "busy-poll", "hostnames",
-                                              "metrics", "registry" };
+                                              "metrics", "registry", "machine-domains" };
 
 int cluster_change_format(const struct cluster_change *c, char *buf, size_t len)
 {

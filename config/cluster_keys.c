@@ -140,6 +140,40 @@ static void hostnames_apply(struct cluster_parser *p, int line, const char *valu
     }
 }
 
+/* Domains separated by commas or spaces (a leading dot is dropped), or
+ * `none`. */
+static void machine_domains_apply(struct cluster_parser *p, int line, const char *value)
+{
+    struct cluster_domains *d = &p->settings.machine_domains;
+    char q[CLUSTER_QUOTE_MAX + 4], word[CLUSTER_MAX_LINE];
+    const char *at = value;
+    int len;
+
+    d->n = 0;
+    d->set = true;
+    if (!strcmp(value, "none"))
+        return;
+    while (sscanf(at, " %1023[^, \t]%n", word, &len) == 1) {
+        const char *w = word[0] == '.' ? word + 1 : word;
+        at += len;
+        at += strspn(at, ", \t");
+        cluster_quote(q, sizeof(q), word);
+        if (!cluster_hostname_valid(w) || w[strlen(w) - 1] == '.') {
+            cluster_diag_add(p, line, "bad machine domain '%s' (expected a domain such as "
+                             "ec2.internal)", q);
+            return;
+        }
+        if (d->n == CLUSTER_MACHINE_DOMAINS_MAX) {
+            cluster_diag_add(p, line, "too many machine domains (at most %u)",
+                             CLUSTER_MACHINE_DOMAINS_MAX);
+            return;
+        }
+        snprintf(d->name[d->n++], sizeof(d->name[0]), "%.253s", w);   /* valid: it fits */
+    }
+    if (!d->n)
+        cluster_diag_add(p, line, "machine-domains needs a domain or none");
+}
+
 /* "overlay:PORT", or an IP literal and port as an endpoint is written
  * ("127.0.0.1:9586", "[::1]:9586"); never a hostname (nothing here
  * resolves). */
@@ -415,6 +449,7 @@ static const struct key_def cluster_keys[CLUSTER_KEY_COUNT] = {
     [CLUSTER_KEY_KEEPALIVE] = KEY("persistent-keepalive", false, keepalive_apply),
     [CLUSTER_KEY_BUSY_POLL] = KEY("busy-poll", false, busy_poll_apply),
     [CLUSTER_KEY_HOSTNAMES] = KEY("hostnames", false, hostnames_apply),
+    [CLUSTER_KEY_MACHINE_DOMAINS] = KEY("machine-domains", false, machine_domains_apply),
     [CLUSTER_KEY_METRICS]   = KEY("metrics", false, metrics_apply),
     [CLUSTER_KEY_METRICS_PUBLIC] = KEY("metrics-public", false, metrics_public_apply),
     [CLUSTER_KEY_REGISTRY]  = KEY("registry", false, registry_apply),

@@ -130,3 +130,38 @@ unsigned cluster_node_keepalive(const struct cluster *c, const struct cluster_no
 {
     return n->keepalive_set ? n->persistent_keepalive : c->persistent_keepalive;
 }
+
+/* --- what a member may claim by its own word ------------------------------------ */
+
+/* Whether name ends with suffix, case aside. */
+static bool ends_with(const char *name, const char *suffix)
+{
+    size_t n = strlen(name), s = strlen(suffix);
+
+    return n >= s && !strcasecmp(name + n - s, suffix);
+}
+
+bool cluster_name_reserved(const char *name)
+{
+    return !strncasecmp(name, "localhost", strlen("localhost")) ||
+           ends_with(name, ".localhost") || ends_with(name, ".localhost.") ||
+           !strncasecmp(name, "ip6-", strlen("ip6-"));
+}
+
+bool cluster_claim_ok(const struct cluster *c, const char *name)
+{
+    const struct cluster_domains *d = &c->machine_domains;
+    size_t len = strlen(name);
+
+    if (!len || cluster_name_reserved(name))
+        return false;
+    if (!memchr(name, '.', len))
+        return true;                      /* one label: a machine's short name */
+    for (unsigned i = 0; i < d->n; i++) {
+        size_t dl = strlen(d->name[i]);
+        /* Under the domain: "x.D", never "D" itself. */
+        if (len > dl + 1 && name[len - dl - 1] == '.' && ends_with(name, d->name[i]))
+            return true;
+    }
+    return false;
+}

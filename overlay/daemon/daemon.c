@@ -39,6 +39,7 @@
 #include "overlay/registry/registry.h"
 #include "overlay/daemon/daemon.h"
 #include "overlay/membership/hosts.h"
+#include "overlay/membership/hosts_writer.h"
 #include "overlay/membership/members.h"
 #include "overlay/engine/device_setup.h"
 #include "overlay/engine/engine.h"
@@ -378,13 +379,28 @@ static void learn_own_names(struct setup *s)
                  canon);
 }
 
-/* A peer told us its machine's names: the block follows. */
+/* A peer told us its machine's names: the block follows, from the
+ * writer thread, once a second at most. */
 static void names_changed(struct device *dev)
 {
-    int ret = members_write_hosts(dev);
+    members_hosts_changed(dev);
+}
+
+/* The names block's writer (hosts_writer.h), started after the drop (it
+ * and the resolver's threads are born without privileges); its first
+ * pass writes what set-up left for it (members' own words). */
+static int start_hosts_writer(struct setup *s)
+{
+    struct hosts_writer_config cfg = {
+        .fd = s->dev.hosts_fd, .ifname = s->dev.ifname,
+        .network = s->dev.cluster.network, .prefix = s->dev.cluster.prefix,
+    };
+    int ret = hosts_writer_start(&s->dev.hosts_writer, &cfg);
 
     if (ret)
-        log_warn("the names block was not updated: %s", strerror(-ret));
+        return fail(s, ret, "the names block's writer: %s", strerror(-ret));
+    members_hosts_changed(&s->dev);
+    return 0;
 }
 
 /* The names block, through a descriptor kept for the daemon's life: after
@@ -846,6 +862,8 @@ static int setup_all(struct setup *s)
         return fail(s, ret, "crypto workers: %s", strerror(-ret));
     if ((ret = resolver_start(s->dev.resolver, RESOLVER_THREADS)))
         return fail(s, ret, "resolver threads: %s", strerror(-ret));
+    if ((ret = start_hosts_writer(s)))
+        return ret;
     if ((ret = start_registry(s)))
         return ret;
     return 0;
@@ -866,6 +884,8 @@ static void teardown(struct setup *s)
         unlink(s->socket_path);
     if (s->loop_ready)
         loop_destroy(&s->loop);
+    hosts_writer_stop(s->dev.hosts_writer);
+    s->dev.hosts_writer = NULL;
     if (s->services_open)
         services_close(&s->services);
     notify_close();

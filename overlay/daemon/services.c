@@ -119,10 +119,12 @@ void services_run(struct services *sv, uint64_t now_ns)
 }
 
 /* Called on every pass of the loop: the metrics server, which costs a
- * system call to run, runs here only when one of its time-outs is due. */
+ * system call to run, runs here only when one of its time-outs is due;
+ * the names block is handed to its writer when it changed and its time
+ * has come. */
 uint64_t services_timers(struct services *sv, uint64_t now_ns)
 {
-    uint64_t next;
+    uint64_t next, t;
 
     control_server_expire(sv->control, now_ns);
     next = control_server_next(sv->control);
@@ -132,5 +134,7 @@ uint64_t services_timers(struct services *sv, uint64_t now_ns)
     }
     if (sv->metrics && sv->metrics_due < next)
         next = sv->metrics_due;
+    if ((t = members_hosts_run(sv->dev, now_ns)) < next)
+        next = t;
     return next;
 }

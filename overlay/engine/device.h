@@ -250,6 +250,13 @@ struct device {
      * resolve_backlog: some could not be asked yet (it was full). */
     struct resolver *resolver;
     bool resolve_backlog;
+    /* The names block's writer thread (membership/hosts_writer.h; NULL
+     * until the daemon starts it after set-up), and the loop's side of its
+     * pacing: a change marks the block dirty, and it is built and handed
+     * over once hosts_due_ns has come (members_hosts_run). */
+    struct hosts_writer *hosts_writer;
+    bool hosts_dirty;
+    uint64_t hosts_due_ns;
 
     size_t n_peers;
     struct peer **peers;                  /* cluster order, self left out */

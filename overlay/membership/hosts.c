@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -171,9 +172,129 @@ static int args_check(const char *old, size_t oldlen, const char *ifname,
     return 0;
 }
 
+/* --- names the file gives outside our block ------------------------------------- */
+
+/* A word of a line: old[at..at+len). */
+struct word {
+    const char *at;
+    size_t len;
+};
+
+struct words {
+    struct word *w;
+    size_t n, cap;
+};
+
+static int words_push(struct words *ws, const char *at, size_t len)
+{
+    if (ws->n == ws->cap) {
+        size_t cap = ws->cap ? 2 * ws->cap : 64;
+        struct word *w = realloc(ws->w, cap * sizeof(*w));
+        if (!w)
+            return -ENOMEM;
+        ws->w = w;
+        ws->cap = cap;
+    }
+    ws->w[ws->n++] = (struct word){ at, len };
+    return 0;
+}
+
+static bool is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r';
+}
+
+/* The names of one line (the words after its address, up to a '#'). */
+static int line_names(struct words *ws, const char *line, size_t len)
+{
+    const char *hash = memchr(line, '#', len);
+    size_t i = 0, k = 0;
+
+    if (hash)
+        len = (size_t)(hash - line);
+    while (i < len) {
+        size_t start;
+        while (i < len && is_blank(line[i]))
+            i++;
+        start = i;
+        while (i < len && !is_blank(line[i]))
+            i++;
+        if (i > start && k++ > 0 && words_push(ws, line + start, i - start))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static int by_word(const void *a, const void *b)
+{
+    const struct word *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = strncasecmp(x->at, y->at, n);
+
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* Every name old[0..oldlen) gives outside [skip_from, skip_to), sorted. */
+static int outside_names(const char *old, size_t oldlen, size_t skip_from, size_t skip_to,
+                         struct words *ws)
+{
+    size_t pos = 0;
+
+    while (pos < oldlen) {
+        const char *nl = memchr(old + pos, '\n', oldlen - pos);
+        size_t len = nl ? (size_t)(nl - (old + pos)) : oldlen - pos;
+        if ((pos < skip_from || pos >= skip_to) && line_names(ws, old + pos, len))
+            return -ENOMEM;
+        pos += len + 1;
+    }
+    if (ws->n)
+        qsort(ws->w, ws->n, sizeof(*ws->w), by_word);
+    return 0;
+}
+
+static bool outside_has(const struct words *ws, const char *name)
+{
+    struct word key = { name, strlen(name) };
+
+    return ws->n && bsearch(&key, ws->w, ws->n, sizeof(*ws->w), by_word);
+}
+
+/* e[0..n) less the claimed entries whose names the file gives outside
+ * the block: *kept (malloc'd, or e itself when nothing is claimed). */
+static int drop_taken(const char *old, size_t oldlen, const struct block_span *span,
+                      const struct hosts_entry *e, size_t n,
+                      const struct hosts_entry **kept, size_t *n_kept, struct hosts_entry **buf)
+{
+    struct words ws = { 0 };
+    bool any = false;
+    int ret;
+
+    *kept = e;
+    *n_kept = n;
+    *buf = NULL;
+    for (size_t i = 0; i < n; i++)
+        any |= e[i].claimed;
+    if (!any)
+        return 0;
+    ret = outside_names(old, oldlen, span->found ? span->start : 0,
+                        span->found ? span->end : 0, &ws);
+    if (ret == 0 && !(*buf = malloc(n * sizeof(**buf))))
+        ret = -ENOMEM;
+    if (ret == 0) {
+        *n_kept = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!e[i].claimed || !outside_has(&ws, e[i].name))
+                (*buf)[(*n_kept)++] = e[i];
+        *kept = *buf;
+    }
+    free(ws.w);
+    return ret;
+}
+
 int hosts_edit(const char *old, size_t oldlen, const char *ifname,
                const struct hosts_entry *e, size_t n, char **out, size_t *outlen)
 {
+    struct hosts_entry *kept_buf;
     struct block_span span;
     size_t head, tail, blen = 0;
     char *buf, *p;
@@ -187,6 +308,8 @@ int hosts_edit(const char *old, size_t oldlen, const char *ifname,
         return ret;
     if (!e)
         n = 0;
+    if ((ret = drop_taken(old, oldlen, &span, e, n, &e, &n, &kept_buf)))
+        return ret;
     if (n)
         blen = block_len(ifname, e, n);
     /* Old content splits into the bytes before our block and those after.
@@ -196,8 +319,10 @@ int hosts_edit(const char *old, size_t oldlen, const char *ifname,
     head = span.found ? span.start : 0;
     tail = span.found ? oldlen - span.end : oldlen;
     buf = malloc(head + blen + tail + 1);
-    if (!buf)
+    if (!buf) {
+        free(kept_buf);
         return -ENOMEM;
+    }
     p = put(buf, old ? old : "", head);
     if (n)
         p = block_write(p, ifname, e, n);
@@ -205,6 +330,7 @@ int hosts_edit(const char *old, size_t oldlen, const char *ifname,
     *p = '\0';
     *out = buf;
     *outlen = (size_t)(p - buf);
+    free(kept_buf);
     return 0;
 }
 
@@ -256,12 +382,12 @@ static int read_all(int fd, size_t hint, char **out, size_t *outlen)
     return 0;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
+static int pwrite_all(int fd, const char *buf, size_t len, size_t at)
 {
     size_t off = 0;
 
     while (off < len) {
-        ssize_t w = pwrite(fd, buf + off, len - off, (off_t)off);
+        ssize_t w = pwrite(fd, buf + off, len - off, (off_t)(at + off));
 
         if (w < 0 && errno == EINTR)
             continue;
@@ -269,11 +395,45 @@ static int write_all(int fd, const char *buf, size_t len)
             return -errno;
         off += (size_t)w;
     }
-    return ftruncate(fd, (off_t)len) < 0 ? -errno : 0;
+    return 0;
+}
+
+/* The new content written in place so that no moment between two of our
+ * calls shows a torn file, only the old one or the new one, either
+ * perhaps followed by empty lines: a file that grows is first lengthened
+ * with empty lines (a read racing a write that extends the file can see
+ * the new bytes cut at the old length); then the whole content, padded
+ * with empty lines to the old length, in one pwrite over a file of that
+ * length; then the cut, which drops empty lines only. A reader that reads
+ * the file in pieces across a write can still get the first part of one
+ * and the rest of the other: only a rename over the file rules that out,
+ * which a bind-mounted file refuses and the daemon, without write access
+ * to /etc after set-up, cannot do. buf holds len bytes and room for
+ * oldlen. */
+static int write_all(int fd, char *buf, size_t len, size_t oldlen)
+{
+    size_t total = len < oldlen ? oldlen : len;
+    int ret = 0;
+
+    memset(buf + len, '\n', total - len);
+    if (len > oldlen) {
+        char *blank = malloc(len - oldlen);
+        if (!blank)
+            return -ENOMEM;
+        memset(blank, '\n', len - oldlen);
+        ret = pwrite_all(fd, blank, len - oldlen, oldlen);
+        free(blank);
+    }
+    if (ret == 0)
+        ret = pwrite_all(fd, buf, total, 0);
+    if (ret == 0 && total > len && ftruncate(fd, (off_t)len) < 0)
+        ret = -errno;
+    return ret;
 }
 
 /* Lock, read, edit and write back an open file. */
-static int update_fd(int fd, const char *ifname, const struct hosts_entry *e, size_t n)
+static int update_fd(int fd, const char *ifname, const struct hosts_entry *e, size_t n,
+                     bool *wrote)
 {
     char *old = NULL, *new = NULL;
     size_t oldlen = 0, newlen = 0;
@@ -290,8 +450,15 @@ static int update_fd(int fd, const char *ifname, const struct hosts_entry *e, si
     if (ret < 0)
         return ret;
     ret = hosts_edit(old, oldlen, ifname, e, n, &new, &newlen);
-    if (ret == 0 && (newlen != oldlen || memcmp(old, new, newlen) != 0))
-        ret = write_all(fd, new, newlen);
+    if (ret == 0 && (newlen != oldlen || memcmp(old, new, newlen) != 0)) {
+        /* Room for the padding up to the old length. */
+        char *room = newlen < oldlen ? realloc(new, oldlen + 1) : new;
+        if (!room)
+            ret = -ENOMEM;
+        else
+            ret = write_all(fd, new = room, newlen, oldlen);
+        *wrote = ret == 0;
+    }
     free(new);
     free(old);
     return ret;
@@ -308,15 +475,24 @@ int hosts_open(const char *path)
     return fd < 0 ? -errno : fd;
 }
 
-int hosts_update_fd(int fd, const char *ifname, const struct hosts_entry *e, size_t n)
+int hosts_write_fd(int fd, const char *ifname, const struct hosts_entry *e, size_t n,
+                   bool *wrote)
 {
     int ret;
 
+    *wrote = false;
     if (fd < 0)
         return -EBADF;
-    ret = update_fd(fd, ifname, e, n);
+    ret = update_fd(fd, ifname, e, n, wrote);
     flock(fd, LOCK_UN);
     return ret;
+}
+
+int hosts_update_fd(int fd, const char *ifname, const struct hosts_entry *e, size_t n)
+{
+    bool wrote;
+
+    return hosts_write_fd(fd, ifname, e, n, &wrote);
 }
 
 int hosts_update(const char *path, const char *ifname,
@@ -330,7 +506,8 @@ int hosts_update(const char *path, const char *ifname,
     fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    ret = update_fd(fd, ifname, e, n);
+    bool wrote = false;
+    ret = update_fd(fd, ifname, e, n, &wrote);
     /* Closing drops the flock. */
     close(fd);
     return ret;

@@ -21,7 +21,9 @@
 #include "overlay/base/log.h"
 #include "overlay/engine/device_setup.h"
 #include "overlay/engine/engine.h"
+#include "config/cluster_index.h"
 #include "overlay/membership/hosts.h"
+#include "overlay/membership/hosts_writer.h"
 #include "overlay/membership/members.h"
 #include "overlay/registry/registry.h"
 
@@ -128,9 +130,13 @@ static size_t claims_of(const struct claims *cl, const char *name)
 
 /* A machine name is written only when no other node's line would carry
  * it: a member speaks for its own address, so a name two claim (or one
- * the file gives another node) resolves to neither by that claim. */
-static bool machine_name_ok(const struct claims *cl, const struct cluster_node *node,
-                            const char *name)
+ * the file gives another node) resolves to neither by that claim. A
+ * peer's name must also be one a member may claim at all
+ * (cluster_claim_ok: no localhost or ip6-* form, a dotted name only under
+ * machine-domains); the hosts file and the resolver have their say later
+ * (claimed entries: hosts.h, hosts_writer.h). */
+static bool machine_name_ok(const struct device *dev, const struct claims *cl,
+                            const struct cluster_node *node, const char *name)
 {
     /* Already on the line (the node's own name, an alias). */
     if (!strcasecmp(name, node->name))
@@ -138,47 +144,145 @@ static bool machine_name_ok(const struct claims *cl, const struct cluster_node *
     for (unsigned k = 0; k < node->n_aliases; k++)
         if (!strcasecmp(name, node->aliases[k]))
             return false;
-    return strncasecmp(name, "localhost", 9) && claims_of(cl, name) == 1;
+    if (node != dev->self && !cluster_claim_ok(&dev->cluster, name))
+        return false;
+    return !cluster_name_reserved(name) && claims_of(cl, name) == 1;
 }
 
+/* The underlay address a member's names may resolve to already (its
+ * FQDN in the cloud's DNS): where it is listed (the file's word, or its
+ * registration), else where it is reached (a source it sent from); ""
+ * when neither is known. */
+static void own_address(struct device *dev, const struct cluster_node *node, char *buf,
+                        size_t len)
+{
+    struct peer *p = device_peer_by_key(dev, node->public_key);
+    const union endpoint *ep = p && p->listed.sa.sa_family != AF_UNSPEC ? &p->listed
+                               : p ? &p->endpoint : NULL;
+
+    buf[0] = '\0';
+    if (ep && ep->sa.sa_family == AF_INET) {
+        inet_ntop(AF_INET, &ep->in4.sin_addr, buf, (socklen_t)len);
+    } else if (ep && ep->sa.sa_family == AF_INET6) {
+        const uint8_t *b = ep->in6.sin6_addr.s6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(&ep->in6.sin6_addr))
+            inet_ntop(AF_INET, b + 12, buf, (socklen_t)len);
+        else
+            inet_ntop(AF_INET6, b, buf, (socklen_t)len);
+    } else if (node->has_endpoint && node->endpoint.literal) {
+        cluster_addr_format(&node->endpoint.addr, buf, len);
+    }
+}
+
+/* own non-NULL: a member's word, not the file's (hosts.h's claimed). */
 static void add_entry(struct hosts_entry *e, size_t *n, const struct cluster_node *node,
-                      const char *name)
+                      const char *name, const char *own)
 {
     cluster_addr_format(&node->address, e[*n].address, sizeof(e[*n].address));
     snprintf(e[*n].name, sizeof(e[*n].name), "%s", name);
+    e[*n].claimed = own != NULL;
+    snprintf(e[*n].own, sizeof(e[*n].own), "%s", own ? own : "");
     (*n)++;
 }
 
+/* Whether node came from the registry (its record: a member's word)
+ * rather than the cluster file. */
+static bool registered(const struct device *dev, const struct cluster_index *file,
+                       const struct cluster_node *node)
+{
+    const struct cluster_node *f;
+
+    if (node == dev->self || !dev->n_registered)
+        return false;
+    f = file ? cluster_index_name(file, node->name) : NULL;
+    return !f || sodium_memcmp(f->public_key, node->public_key, CLUSTER_KEY_LEN);
+}
+
 /* A line per node: its name, its aliases, then the names its machine
- * goes by. */
-int members_write_hosts(struct device *dev)
+ * goes by; what is a member's word marked claimed. */
+static int hosts_entries(struct device *dev, struct hosts_entry **out, size_t *n_out)
 {
     const struct cluster *c = &dev->cluster;
     const unsigned per_node = 1u + CLUSTER_ALIASES_MAX + DISCO_MAX_NAMES;
-    struct hosts_entry *e = calloc(c->n_nodes * per_node, sizeof(*e));
+    struct hosts_entry *e = calloc(c->n_nodes * per_node + 1, sizeof(*e));
+    struct cluster_index *file = dev->n_registered ? cluster_index_of(&dev->file) : NULL;
     const char (*names)[DISCO_NAME_MAX + 1];
+    char own[INET6_ADDRSTRLEN];
     struct claims cl = { 0 };
     size_t n = 0;
-    int ret;
 
-    if (!e || claims_make(dev, &cl, per_node)) {
+    if (!e || claims_make(dev, &cl, per_node) || (dev->n_registered && !file)) {
         free(e);
         free(cl.names);
+        cluster_index_free(file);
         return -ENOMEM;
     }
     for (size_t i = 0; i < c->n_nodes; i++) {
         const struct cluster_node *node = &c->nodes[i];
-        add_entry(e, &n, node, node->name);
+        bool self = node == dev->self;
+        const char *word;
+
+        own_address(dev, node, own, sizeof(own));
+        word = registered(dev, file, node) ? own : NULL;
+        add_entry(e, &n, node, node->name, word);
         for (unsigned k = 0; k < node->n_aliases; k++)
-            add_entry(e, &n, node, node->aliases[k]);
+            add_entry(e, &n, node, node->aliases[k], word);
         for (unsigned k = 0, m = machine_names(dev, node, &names); k < m; k++)
-            if (machine_name_ok(&cl, node, names[k]) && (k == 0 || strcasecmp(names[k], names[0])))
-                add_entry(e, &n, node, names[k]);
+            if (machine_name_ok(dev, &cl, node, names[k]) &&
+                (k == 0 || strcasecmp(names[k], names[0])))
+                add_entry(e, &n, node, names[k], self ? NULL : own);
     }
-    ret = hosts_update_fd(dev->hosts_fd, dev->ifname, e, n);
-    free(e);
     free(cl.names);
+    cluster_index_free(file);
+    *out = e;
+    *n_out = n;
+    return 0;
+}
+
+int members_write_hosts(struct device *dev)
+{
+    struct hosts_entry *e;
+    size_t n, kept = 0;
+    int ret;
+
+    if (dev->hosts_writer) {
+        members_hosts_changed(dev);
+        return 0;
+    }
+    if ((ret = hosts_entries(dev, &e, &n)))
+        return ret;
+    /* Without the writer (set-up) no resolver is asked: a member's word
+     * waits for it. */
+    for (size_t i = 0; i < n; i++)
+        if (!e[i].claimed)
+            e[kept++] = e[i];
+    ret = hosts_update_fd(dev->hosts_fd, dev->ifname, e, kept);
+    free(e);
     return ret;
+}
+
+void members_hosts_changed(struct device *dev)
+{
+    dev->hosts_dirty = true;
+}
+
+uint64_t members_hosts_run(struct device *dev, uint64_t now)
+{
+    struct hosts_entry *e;
+    size_t n;
+
+    if (!dev->hosts_dirty || !dev->hosts_writer)
+        return UINT64_MAX;
+    if (now < dev->hosts_due_ns)
+        return dev->hosts_due_ns;
+    dev->hosts_due_ns = now + HOSTS_WRITE_INTERVAL_NS;
+    if (hosts_entries(dev, &e, &n)) {
+        log_warn("membership: out of memory for the names block");
+        return dev->hosts_due_ns;
+    }
+    hosts_writer_submit(dev->hosts_writer, e, n);
+    dev->hosts_dirty = false;
+    return UINT64_MAX;
 }
 
 /* --- what a running node cannot take --------------------------------------------- */

@@ -4,10 +4,12 @@
  * applied peer by peer: added nodes get a peer, removed ones lose theirs
  * (sessions wiped, packets to them refused), changed ones are updated in
  * place or, when re-keyed, replaced; unchanged peers are not touched, so
- * their sessions, paths and traffic go on. The names block follows, through
- * the hosts file descriptor kept from set-up (hosts.h): each node's name,
- * aliases and the names its machine goes by (its own, or what a peer said
- * of itself, when no other node claims them). Runs on the event
+ * their sessions, paths and traffic go on. The names block follows: each
+ * node's name and aliases (the file's word) and the names its machine goes
+ * by (its own, or what a peer said of itself, when no other node claims
+ * them and the claim rule allows: README "Names"), built on the loop at
+ * most once a second and written by the writer thread (hosts_writer.h)
+ * through the hosts file descriptor kept from set-up. Runs on the event
  * loop's thread. */
 #ifndef DDPNET_MEMBERS_H
 #define DDPNET_MEMBERS_H
@@ -54,9 +56,22 @@ void members_resolve(struct device *dev, struct peer *p, const struct cluster_no
  * not ask while it was full ask now. */
 void members_resolved(struct device *dev, uint64_t now);
 
-/* The names block (an ADDRESS NAME line per node) written through
- * dev->hosts_fd: 0 or -errno. */
+/* The names block (an ADDRESS NAME line per node). With the writer
+ * thread running (dev->hosts_writer) it is only marked changed
+ * (members_hosts_changed) and 0 returned; without it (set-up) it is
+ * written through dev->hosts_fd at once, less what is a member's own word
+ * (a machine name a peer said, a registered node's name), which waits for
+ * the writer to ask the resolver: 0 or -errno. */
 int members_write_hosts(struct device *dev);
+/* The block changed (a peer's names, a reload, a registry revision): it is
+ * built and handed to the writer by members_hosts_run, once a second at
+ * most, so a member that keeps changing its names costs the loop one
+ * rebuild a second. */
+void members_hosts_changed(struct device *dev);
+/* Builds the block and hands it to the writer when it changed and its time
+ * has come; returns when to be called again (UINT64_MAX: nothing waits).
+ * Called on every pass of the loop. */
+uint64_t members_hosts_run(struct device *dev, uint64_t now);
 
 /* The checksum of a cluster file's bytes that `status` shows, so a person
  * sees which nodes run which file: the first DEVICE_CLUSTER_SUM_LEN bytes

@@ -86,6 +86,10 @@ static int decode_fields(json_object *o, const struct cluster *c, struct cluster
 
     if (!name || strlen(name) > CLUSTER_NAME_MAX || !cluster_name_valid(name))
         return *why = "no valid name", -EINVAL;
+    /* A registered name is its holder's own word, as a machine name is. */
+    if (!cluster_claim_ok(c, name))
+        return *why = "a name no member may take (localhost, ip6-*, or a dotted name "
+                      "outside machine-domains)", -EINVAL;
     snprintf(n->name, sizeof(n->name), "%s", name);
     if (decode_key(string_of(o, JSON_KEY), n->public_key))
         return *why = "no valid public_key (44 characters of base64, 32 bytes)", -EINVAL;

@@ -83,6 +83,73 @@ static void parse_ok(const char *text, size_t len, struct cluster *c)
     assert_int_equal(d.n, 0);
 }
 
+/* machine-domains: where a member may claim a dotted machine name. The
+ * default keeps cloud FQDNs under .internal; a list (commas or blanks, a
+ * leading dot dropped) replaces it; `none` leaves one-label names only. */
+static void test_machine_domains_key(void **state)
+{
+    static const char list[] = C4 "machine-domains = ec2.internal, .c.proj-1.internal  corp\n" NA;
+    static const char none[] = C4 "machine-domains = none\n" NA;
+    struct cluster c;
+
+    (void)state;
+    parse_ok(C4 NA, strlen(C4 NA), &c);
+    assert_int_equal(c.machine_domains.n, 1);
+    assert_string_equal(c.machine_domains.name[0], "internal");
+    cluster_free(&c);
+    parse_ok(list, strlen(list), &c);
+    assert_int_equal(c.machine_domains.n, 3);
+    assert_string_equal(c.machine_domains.name[0], "ec2.internal");
+    assert_string_equal(c.machine_domains.name[1], "c.proj-1.internal");
+    assert_string_equal(c.machine_domains.name[2], "corp");
+    cluster_free(&c);
+    parse_ok(none, strlen(none), &c);
+    assert_int_equal(c.machine_domains.n, 0);
+    cluster_free(&c);
+}
+
+/* What a member may claim by its own word, by the name alone. */
+static void test_claim_rule(void **state)
+{
+    static const char list[] = C4 "machine-domains = ec2.internal, c.proj.internal\n" NA;
+    static const char none[] = C4 "machine-domains = none\n" NA;
+    static const char *const never[] = {
+        "localhost", "LOCALHOST", "localhost6", "localhost.localdomain", "gpu.localhost",
+        "ip6-localhost", "ip6-loopback", "IP6-Allnodes", "ip6-allrouters", "",
+    };
+    struct cluster c;
+
+    (void)state;
+    parse_ok(C4 NA, strlen(C4 NA), &c);
+    for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
+        assert_false(cluster_claim_ok(&c, never[i]));
+        assert_true(!never[i][0] || cluster_name_reserved(never[i]));
+    }
+    assert_true(cluster_claim_ok(&c, "gpu-b1"));
+    assert_true(cluster_claim_ok(&c, "ip-172-31-40-46.ec2.internal"));
+    assert_true(cluster_claim_ok(&c, "metadata.google.internal"));  /* the resolver's call */
+    assert_false(cluster_claim_ok(&c, "pypi.org"));
+    assert_false(cluster_claim_ok(&c, "github.com"));
+    assert_false(cluster_claim_ok(&c, "internal.evil.com"));
+    assert_false(cluster_claim_ok(&c, "x.internalx"));
+    assert_false(cluster_claim_ok(&c, "ec2.internal."));
+    assert_false(cluster_name_reserved("gpu-b1"));
+    assert_false(cluster_name_reserved("my-localhost"));
+    cluster_free(&c);
+    parse_ok(list, strlen(list), &c);
+    assert_true(cluster_claim_ok(&c, "ip-10-0-0-1.EC2.internal"));
+    assert_true(cluster_claim_ok(&c, "gpu-1.c.proj.internal"));
+    assert_false(cluster_claim_ok(&c, "ec2.internal"));               /* the domain itself */
+    assert_false(cluster_claim_ok(&c, "metadata.google.internal"));
+    assert_false(cluster_claim_ok(&c, "xec2.internal"));
+    assert_true(cluster_claim_ok(&c, "gpu-b1"));
+    cluster_free(&c);
+    parse_ok(none, strlen(none), &c);
+    assert_false(cluster_claim_ok(&c, "ip-10-0-0-1.ec2.internal"));
+    assert_true(cluster_claim_ok(&c, "ip-10-0-0-1"));
+    cluster_free(&c);
+}
+
 /* --- valid files ------------------------------------------------------------ */
 
 static const char ipv4_file[] =
@@ -253,6 +320,16 @@ struct bad_case {
                 "abcdefghij" "abcdefghij" "abc"
 
 static const struct bad_case bad_cases[] = {
+    /* machine-domains */
+    BAD(C4 "machine-domains = ec2..internal\n" NA, 4,
+        "bad machine domain 'ec2..internal' (expected a domain such as ec2.internal)"),
+    BAD(C4 "machine-domains = a.internal, under_score\n" NA, 4,
+        "bad machine domain 'under_score' (expected a domain such as ec2.internal)"),
+    BAD(C4 "machine-domains = ,\n" NA, 4, "machine-domains needs a domain or none"),
+    BAD(C4 "machine-domains = a b c d e f g h i\n" NA, 4,
+        "too many machine domains (at most 8)"),
+    BAD(C4 "machine-domains = none\nmachine-domains = corp\n" NA, 5,
+        "duplicate key 'machine-domains' (first at line 4)"),
     /* sections */
     BAD(C4 NA "[peer b]\nfoo = 1\n", 7,
         "unknown section '[peer b]' (expected [cluster] or [node NAME])"),
@@ -1150,6 +1227,8 @@ int main(void)
         cmocka_unit_test(test_addr_format),
         cmocka_unit_test(test_uint_parse),
         cmocka_unit_test(test_names_and_hostnames),
+        cmocka_unit_test(test_machine_domains_key),
+        cmocka_unit_test(test_claim_rule),
         cmocka_unit_test(test_endpoint_parse_lengths),
         cmocka_unit_test(test_network_math),
         cmocka_unit_test(test_metrics_keys),

@@ -304,6 +304,28 @@ static void test_hostnames_key(void **state)
     pair_free(&p);
 }
 
+/* machine-domains: a change is a setting a running node does not take
+ * (like hostnames: the names its peers already hold were judged by it). */
+static void test_machine_domains_change(void **state)
+{
+    const char *list = "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n"
+                       "machine-domains = ec2.internal\n" NA;
+    const char *same = "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n"
+                       "machine-domains = EC2.internal\n" NA;
+    struct pair p;
+    char what[64];
+
+    (void)state;
+    diff_of(&p, HEAD NA, list);
+    assert_int_equal(p.d.settings, CLUSTER_CHANGED_MACHINE_DOMAINS);
+    assert_int_equal(cluster_settings_format(p.d.settings, what, sizeof(what)), 0);
+    assert_string_equal(what, "machine-domains");
+    pair_free(&p);
+    diff_of(&p, list, same);
+    assert_int_equal(p.d.settings, 0);
+    pair_free(&p);
+}
+
 /* metrics and metrics-public: where the endpoint listens is a setting a
  * running node does not take (its socket was made at up). */
 static void test_metrics_change(void **state)
@@ -361,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_aliases_key),
         cmocka_unit_test(test_aliases_change),
         cmocka_unit_test(test_hostnames_key),
+        cmocka_unit_test(test_machine_domains_change),
         cmocka_unit_test(test_metrics_change),
     };
 

@@ -1,6 +1,11 @@
-/* Tests of overlay/hosts: the names block in a hosts file, as pure edits of
- * bytes and as in-place rewrites of real temporary files. */
+/* Tests of overlay/membership/hosts and hosts_writer: the names block in a
+ * hosts file, as pure edits of bytes and as in-place rewrites of real
+ * temporary files (a member's claimed names left out where the file gives
+ * them already, no reader seeing a torn file); the writer thread's pacing
+ * and what the resolver's answers let in. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,13 +16,16 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "config/addr.h"
 #include "overlay/membership/hosts.h"
+#include "overlay/membership/hosts_writer.h"
 
 #define BEGIN0 "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
 #define END0   "# END ddpnet ddp0\n"
@@ -26,8 +34,8 @@
                "10.88.0.1 other-a\n" "# END ddpnet ddp1\n"
 
 static const struct hosts_entry two[] = {
-    { "10.77.0.1", "node-a" },
-    { "10.77.0.2", "node-b" },
+    { .address = "10.77.0.1", .name = "node-a" },
+    { .address = "10.77.0.2", .name = "node-b" },
 };
 
 /* hosts_edit on a C string, which must succeed; returns the new text. */
@@ -96,8 +104,8 @@ static void test_new_block_without_final_newline(void **state)
 static void test_names_of_one_address_share_a_line(void **state)
 {
     static const struct hosts_entry e[] = {
-        { "10.77.0.1", "node-a" }, { "10.77.0.1", "ip-192-0-2-1" },
-        { "10.77.0.1", "ip-192-0-2-1.ec2.internal" }, { "10.77.0.2", "node-b" },
+        { .address = "10.77.0.1", .name = "node-a" }, { .address = "10.77.0.1", .name = "ip-192-0-2-1" },
+        { .address = "10.77.0.1", .name = "ip-192-0-2-1.ec2.internal" }, { .address = "10.77.0.2", .name = "node-b" },
     };
     (void)state;
     assert_edit("", e, 4, BEGIN0 "10.77.0.1 node-a ip-192-0-2-1 ip-192-0-2-1.ec2.internal\n"
@@ -106,7 +114,7 @@ static void test_names_of_one_address_share_a_line(void **state)
 
 static void test_replace_in_place(void **state)
 {
-    static const struct hosts_entry one[] = { { "fd00::5", "node_c.example" } };
+    static const struct hosts_entry one[] = { { .address = "fd00::5", .name = "node_c.example" } };
     const char *old = "127.0.0.1 localhost\n"
                       BLOCK0
                       OTHER
@@ -214,7 +222,7 @@ static void test_invalid_names(void **state)
         "node a", "node\ta", "node#a", "#node", "", "-node", ".node", "node\n",
         "nöde", "node/a",
     };
-    struct hosts_entry e[2] = { { "10.77.0.1", "ok" }, { "10.77.0.2", "" } };
+    struct hosts_entry e[2] = { { .address = "10.77.0.1", .name = "ok" }, { .address = "10.77.0.2", .name = "" } };
     (void)state;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(e[1].name, sizeof(e[1].name), "%s", bad[i]);
@@ -236,7 +244,7 @@ static void test_invalid_addresses(void **state)
         "10.77.0", "10.77.0.1 x", "", "node-a", "10.77.0.256", "fd00::1::2",
         "10.77.0.1#", " 10.77.0.1",
     };
-    struct hosts_entry e = { "", "node" };
+    struct hosts_entry e = { .address = "", .name = "node" };
     (void)state;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(e.address, sizeof(e.address), "%s", bad[i]);
@@ -410,7 +418,7 @@ static void test_file_missing(void **state)
 static void test_file_errors_leave_it_untouched(void **state)
 {
     const char *damaged = "a\n" BEGIN0 "10.0.0.1 x\n";
-    struct hosts_entry bad = { "10.0.0.1", "bad name" };
+    struct hosts_entry bad = { .address = "10.0.0.1", .name = "bad name" };
     struct tmpfile t;
     (void)state;
     tmp_create(&t, damaged);
@@ -477,6 +485,285 @@ static void test_file_too_big(void **state)
     unlink(t.path);
 }
 
+/* --- a member's word: names the file gives outside the block ------------------- */
+
+/* A claimed entry (a member's own word) whose name a line outside our
+ * block carries -- the metadata server's, another interface's block, in
+ * any case -- is left out; names in comments, and in our own old block,
+ * do not count; the file's own names (not claimed) are written whatever
+ * the rest of the file says. */
+static void test_claimed_name_outside_block_left_out(void **state)
+{
+    static const char old[] =
+        "127.0.0.1 localhost\n"
+        "169.254.169.254 Metadata.Google.Internal   # GCE\n"
+        "# 192.0.2.9 commented-out\n"
+        BEGIN0 "10.77.0.2 node-b gpu-b\n" END0
+        OTHER;
+    struct hosts_entry e[] = {
+        { .address = "10.77.0.1", .name = "node-a" },
+        { .address = "10.77.0.1", .name = "localhost" },                    /* the file's word */
+        { .address = "10.77.0.2", .name = "metadata.google.internal", .claimed = true },
+        { .address = "10.77.0.2", .name = "commented-out", .claimed = true },
+        { .address = "10.77.0.2", .name = "other-a", .claimed = true },
+        { .address = "10.77.0.2", .name = "gpu-b", .claimed = true },
+    };
+    char *out = edit(old, "ddp0", e, sizeof(e) / sizeof(e[0]));
+
+    (void)state;
+    assert_string_equal(out, "127.0.0.1 localhost\n"
+                             "169.254.169.254 Metadata.Google.Internal   # GCE\n"
+                             "# 192.0.2.9 commented-out\n"
+                             BEGIN0 "10.77.0.1 node-a localhost\n"
+                             "10.77.0.2 commented-out gpu-b\n" END0 OTHER);
+    free(out);
+}
+
+/* --- no reader sees a half file ------------------------------------------------- */
+
+/* The file's every state between two of the writer's system calls: this
+ * test's pwrite and ftruncate stand in for the C library's (the
+ * executable's definitions win over libc's at link time), do the real
+ * call, and -- while watch is set -- read the file whole through another
+ * descriptor and note a state that is neither the old file nor the new
+ * one (either perhaps followed by empty lines). The old pwrite-then-cut
+ * left the new head over the old tail between its two calls. */
+static struct {
+    bool on;
+    int fd;                               /* the watcher's own descriptor */
+    const char *a, *b;
+    unsigned states, torn;
+    char seen[4096];
+} watch;
+
+static bool same_but_padding(const char *got, size_t len, const char *want)
+{
+    size_t wl = strlen(want);
+
+    if (len < wl || memcmp(got, want, wl))
+        return false;
+    for (size_t i = wl; i < len; i++)
+        if (got[i] != '\n')
+            return false;
+    return true;
+}
+
+static void watch_state(void)
+{
+    char buf[4096];
+    long n;
+
+    if (!watch.on)
+        return;
+    n = syscall(SYS_pread64, watch.fd, buf, sizeof(buf), 0L);
+    watch.states++;
+    if (n < 0 || (!same_but_padding(buf, (size_t)n, watch.a) &&
+                  !same_but_padding(buf, (size_t)n, watch.b))) {
+        if (!watch.torn++)
+            snprintf(watch.seen, sizeof(watch.seen), "%.*s", (int)(n < 0 ? 0 : n), buf);
+    }
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t len, off_t at)
+{
+    long r = syscall(SYS_pwrite64, fd, buf, len, (long)at);
+
+    watch_state();
+    return (ssize_t)r;
+}
+
+int ftruncate(int fd, off_t len)
+{
+    long r = syscall(SYS_ftruncate, fd, (long)len);
+
+    watch_state();
+    return (int)r;
+}
+
+/* A block that shrinks (24 lines to 2) and grows back: after each of the
+ * writer's calls the file is the old one or the new one, never the new
+ * block over the old file's tail (a shrink) or the new bytes cut at the
+ * old length (a growth). */
+static void test_file_never_torn(void **state)
+{
+    struct hosts_entry many[24];
+    struct tmpfile t;
+    char *a, *b;
+    int fd;
+
+    (void)state;
+    for (unsigned i = 0; i < 24; i++) {
+        snprintf(many[i].address, sizeof(many[i].address), "10.77.0.%u", i + 1);
+        snprintf(many[i].name, sizeof(many[i].name), "node-%u", i);
+        many[i].claimed = false;
+        many[i].own[0] = '\0';
+    }
+    tmp_create(&t, "127.0.0.1 localhost\n::1 ip6-localhost ip6-loopback\n");
+    fd = hosts_open(t.path);
+    assert_true(fd >= 0);
+    assert_int_equal(hosts_update_fd(fd, "ddp0", many, 24), 0);
+    a = tmp_read(&t);
+    assert_int_equal(hosts_update_fd(fd, "ddp0", many, 2), 0);
+    b = tmp_read(&t);
+    watch.fd = open(t.path, O_RDONLY);
+    assert_true(watch.fd >= 0);
+    watch.a = a;
+    watch.b = b;
+    watch.on = true;
+    assert_int_equal(hosts_update_fd(fd, "ddp0", many, 24), 0);
+    assert_int_equal(hosts_update_fd(fd, "ddp0", many, 2), 0);
+    watch.on = false;
+    if (watch.torn)
+        fail_msg("%u of %u states were neither file, the first:\n%s", watch.torn, watch.states,
+                 watch.seen);
+    assert_true(watch.states >= 3);       /* a growth and a shrink: each seen */
+    assert_file(&t, b);
+    close(watch.fd);
+    close(fd);
+    unlink(t.path);
+    free(a);
+    free(b);
+}
+
+/* --- the writer thread ------------------------------------------------------------ */
+
+/* A resolver whose answers the test sets: by name, or "not yet". */
+struct fake_dns {
+    int hold;                             /* every lookup still unanswered */
+    unsigned asked;
+};
+
+static int fake_resolve(void *ctx, const char *name, struct hosts_answer *a)
+{
+    struct fake_dns *d = ctx;
+    static const struct { const char *name, *addr; } table[] = {
+        { "metadata.google.internal", "169.254.169.254" },
+        { "gpu-b", "10.77.0.2" },                     /* a member's address already */
+        { "gpu-c.internal", "192.0.2.3" },            /* its own underlay address */
+        { "gpu-d", "192.0.2.3" },                     /* someone else's */
+    };
+
+    __atomic_add_fetch(&d->asked, 1, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&d->hold, __ATOMIC_ACQUIRE))
+        return -EAGAIN;
+    memset(a, 0, sizeof(*a));
+    if (!strcmp(name, "many")) {
+        a->n = HOSTS_ANSWER_MAX;
+        a->too_many = true;
+        for (unsigned i = 0; i < a->n; i++)
+            assert_int_equal(cluster_addr_parse("10.77.0.5", &a->addr[i]), 0);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        if (!strcmp(table[i].name, name)) {
+            a->n = 1;
+            assert_int_equal(cluster_addr_parse(table[i].addr, &a->addr[0]), 0);
+        }
+    return 0;
+}
+
+static struct hosts_writer *writer_on(int fd, struct fake_dns *dns)
+{
+    struct hosts_writer_config cfg = { .fd = fd, .ifname = "ddp0", .prefix = 16,
+                                       .resolve = fake_resolve, .resolve_ctx = dns };
+    struct hosts_writer *w = NULL;
+
+    assert_int_equal(cluster_addr_parse("10.77.0.0", &cfg.network), 0);
+    assert_int_equal(hosts_writer_start(&w, &cfg), 0);
+    return w;
+}
+
+/* Waits up to 5 s for the file to hold want; false if it never does. */
+static bool file_becomes(const struct tmpfile *t, const char *want)
+{
+    for (int i = 0; i < 500; i++) {
+        char *got = tmp_read(t);
+        bool same = !strcmp(got, want);
+        free(got);
+        if (same)
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+static struct hosts_entry *entries_copy(const struct hosts_entry *e, size_t n)
+{
+    struct hosts_entry *c = malloc(n * sizeof(*c));
+
+    assert_non_null(c);
+    memcpy(c, e, n * sizeof(*c));
+    return c;
+}
+
+/* 100 blocks handed over at once are one or two writes, the last block
+ * the one that stays: a member changing its names as fast as it can costs
+ * a node a write a second. */
+static void test_writer_coalesces(void **state)
+{
+    struct fake_dns dns = { 0 };
+    struct tmpfile t;
+    struct hosts_writer *w;
+    int fd;
+
+    (void)state;
+    tmp_create(&t, "127.0.0.1 localhost\n");
+    fd = hosts_open(t.path);
+    assert_true(fd >= 0);
+    w = writer_on(fd, &dns);
+    for (unsigned i = 0; i < 100; i++) {
+        struct hosts_entry e = { .address = "10.77.0.1" };
+        snprintf(e.name, sizeof(e.name), "name-%u", i);
+        hosts_writer_submit(w, entries_copy(&e, 1), 1);
+    }
+    assert_true(file_becomes(&t, BEGIN0 "10.77.0.1 name-99\n" END0 "127.0.0.1 localhost\n"));
+    usleep(1200 * 1000);                  /* a pass that was due has run */
+    assert_in_range(hosts_writer_writes(w), 1, 2);
+    hosts_writer_submit(w, NULL, 0);
+    assert_true(file_becomes(&t, "127.0.0.1 localhost\n"));
+    hosts_writer_stop(w);
+    close(fd);
+    unlink(t.path);
+}
+
+/* What the resolver says decides a claimed name: the metadata server's
+ * address, another machine's, or more addresses than are looked at keep
+ * it out; a member's overlay address, the claimant's own underlay
+ * address, or no address at all let it in; an answer not come yet keeps
+ * it out until it comes. The file's own names never wait. */
+static void test_writer_asks_the_resolver(void **state)
+{
+    struct fake_dns dns = { .hold = 1 };
+    struct hosts_entry e[] = {
+        { .address = "10.77.0.1", .name = "node-a" },
+        { .address = "10.77.0.2", .name = "metadata.google.internal", .claimed = true },
+        { .address = "10.77.0.2", .name = "gpu-b", .claimed = true },
+        { .address = "10.77.0.3", .name = "gpu-c.internal", .claimed = true, .own = "192.0.2.3" },
+        { .address = "10.77.0.4", .name = "gpu-d", .claimed = true, .own = "192.0.2.4" },
+        { .address = "10.77.0.4", .name = "nowhere", .claimed = true },
+        { .address = "10.77.0.4", .name = "many", .claimed = true },
+    };
+    struct tmpfile t;
+    struct hosts_writer *w;
+    int fd;
+
+    (void)state;
+    tmp_create(&t, "127.0.0.1 localhost\n");
+    fd = hosts_open(t.path);
+    assert_true(fd >= 0);
+    w = writer_on(fd, &dns);
+    hosts_writer_submit(w, entries_copy(e, 7), 7);
+    /* Nothing answered: the file's names only. */
+    assert_true(file_becomes(&t, BEGIN0 "10.77.0.1 node-a\n" END0 "127.0.0.1 localhost\n"));
+    __atomic_store_n(&dns.hold, 0, __ATOMIC_RELEASE);
+    assert_true(file_becomes(&t, BEGIN0 "10.77.0.1 node-a\n" "10.77.0.2 gpu-b\n"
+                             "10.77.0.3 gpu-c.internal\n" "10.77.0.4 nowhere\n" END0
+                             "127.0.0.1 localhost\n"));
+    hosts_writer_stop(w);
+    close(fd);
+    unlink(t.path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -503,6 +790,10 @@ int main(void)
         cmocka_unit_test(test_file_waits_for_lock),
         cmocka_unit_test(test_file_too_big),
         cmocka_unit_test(test_file_update_by_fd),
+        cmocka_unit_test(test_claimed_name_outside_block_left_out),
+        cmocka_unit_test(test_file_never_torn),
+        cmocka_unit_test(test_writer_coalesces),
+        cmocka_unit_test(test_writer_asks_the_resolver),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

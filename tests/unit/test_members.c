@@ -5,6 +5,7 @@
  * reload refused before anything is touched (a file with errors, a change
  * of this node's key, address or port, of [cluster]'s network, a file
  * without this node) -- each said in the lines a person reads. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,7 +17,9 @@
 
 #include <cmocka.h>
 
+#include "config/addr.h"
 #include "overlay/membership/hosts.h"
+#include "overlay/membership/hosts_writer.h"
 #include "overlay/membership/members.h"
 
 #define K1 "A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA="
@@ -66,24 +69,74 @@ static void test_hosts_block_with_aliases(void **state)
     cluster_free(&dev.cluster);
 }
 
-/* The hosts block's text for dev, through a fresh temporary file. */
-static char *block_of(struct device *dev)
+/* A resolver for the writer: metadata.google.internal is the metadata
+ * server's, gpu-b.internal is 192.0.2.2 (b's underlay address), every
+ * other name resolves to nothing. */
+static int fake_resolve(void *ctx, const char *name, struct hosts_answer *a)
+{
+    (void)ctx;
+    memset(a, 0, sizeof(*a));
+    if (!strcmp(name, "metadata.google.internal"))
+        assert_int_equal(cluster_addr_parse("169.254.169.254", &a->addr[a->n++]), 0);
+    if (!strcmp(name, "gpu-b.internal"))
+        assert_int_equal(cluster_addr_parse("192.0.2.2", &a->addr[a->n++]), 0);
+    return 0;
+}
+
+static char *read_fd(int fd)
 {
     static char buf[2048];
+    ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+    assert_true(n >= 0);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* The hosts block's text for dev, through a fresh temporary file that
+ * holds `before` first: written by the writer thread (the daemon's, once
+ * it runs: members' own words asked of fake_resolve), or at once by
+ * members_write_hosts when sync (set-up's: members' own words left out). */
+static char *block_in(struct device *dev, const char *before, bool sync)
+{
     char path[] = "/tmp/ddpnet-members-XXXXXX";
     int fd = mkstemp(path);
-    ssize_t n;
+    struct hosts_writer_config cfg = { .fd = fd, .ifname = "ddp0", .prefix = 16,
+                                       .resolve = fake_resolve };
+    char *text;
 
     assert_true(fd >= 0);
+    assert_int_equal(write(fd, before, strlen(before)), (ssize_t)strlen(before));
     dev->hosts_fd = fd;
-    assert_int_equal(members_write_hosts(dev), 0);
-    n = pread(fd, buf, sizeof(buf) - 1, 0);
-    assert_true(n > 0);
-    buf[n] = '\0';
+    if (sync) {
+        assert_int_equal(members_write_hosts(dev), 0);
+    } else {
+        cfg.network = dev->cluster.network;
+        assert_int_equal(hosts_writer_start(&dev->hosts_writer, &cfg), 0);
+        assert_int_equal(members_write_hosts(dev), 0);     /* marked changed only */
+        assert_true(dev->hosts_dirty);
+        dev->hosts_due_ns = 0;
+        assert_int_equal(members_hosts_run(dev, 1), UINT64_MAX);
+        assert_false(dev->hosts_dirty);
+        /* Once a second at most: a change now waits for its time. */
+        members_hosts_changed(dev);
+        assert_int_equal(members_hosts_run(dev, 2), 1 + HOSTS_WRITE_INTERVAL_NS);
+        for (int i = 0; i < 500 && hosts_writer_writes(dev->hosts_writer) == 0; i++)
+            usleep(10000);
+        hosts_writer_stop(dev->hosts_writer);
+        dev->hosts_writer = NULL;
+        dev->hosts_dirty = false;
+    }
+    text = read_fd(fd);
     close(fd);
     unlink(path);
     dev->hosts_fd = -1;
-    return buf;
+    return text;
+}
+
+static char *block_of(struct device *dev)
+{
+    return block_in(dev, "", false);
 }
 
 /* Machine names: this node's own and what peers said of themselves go on
@@ -106,11 +159,17 @@ static void test_machine_names(void **state)
     strcpy(dev.self_names[1], "ip-192-0-2-1.ec2.internal");
     b->n_names = 2;
     strcpy(b->names[0], "ip-192-0-2-2");     /* already b's alias: not twice */
-    strcpy(b->names[1], "gpu-b.internal");
+    strcpy(b->names[1], "gpu-c.internal");
     assert_string_equal(block_of(&dev),
                         "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
                         "10.77.0.1 a ip-192-0-2-1 ip-192-0-2-1.ec2.internal\n"
-                        "10.77.0.2 b ip-192-0-2-2 b.internal gpu-b.internal\n"
+                        "10.77.0.2 b ip-192-0-2-2 b.internal gpu-c.internal\n"
+                        "# END ddpnet ddp0\n");
+    /* Set-up writes without the writer: a member's word waits for it. */
+    assert_string_equal(block_in(&dev, "", true),
+                        "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
+                        "10.77.0.1 a ip-192-0-2-1 ip-192-0-2-1.ec2.internal\n"
+                        "10.77.0.2 b ip-192-0-2-2 b.internal\n"
                         "# END ddpnet ddp0\n");
     /* b says it is a's machine, and "a" (a node name) and localhost. */
     strcpy(b->names[0], "IP-192-0-2-1");
@@ -132,6 +191,55 @@ static void test_machine_names(void **state)
                         "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
                         "10.77.0.1 a\n"
                         "10.77.0.2 b ip-192-0-2-2 b.internal\n"
+                        "# END ddpnet ddp0\n");
+    free(b);
+    cluster_free(&dev.cluster);
+}
+
+/* What no member may take, whatever it says its machine is called: a
+ * public name (outside machine-domains), an ip6-* or localhost form, a
+ * name the resolver gives another address (the metadata server's), a name
+ * a line of the hosts file gives. Its own FQDN, which the resolver gives
+ * its own underlay address, it may. */
+static void test_machine_names_no_member_takes(void **state)
+{
+    static const char before[] = "127.0.0.1 localhost\n192.0.2.99 storage-1\n";
+    static const char *const never[] = { "pypi.org", "ip6-localhost", "ip6-loopback",
+                                         "metadata.google.internal", "storage-1",
+                                         "LocalHost.localdomain" };
+    struct device dev;
+    struct peer *b = calloc(1, sizeof(*b));
+    struct peer *list[1] = { b };
+
+    (void)state;
+    assert_non_null(b);
+    device_of(&dev, HEAD NA NB);
+    dev.peers = list;
+    dev.n_peers = 1;
+    memcpy(b->public_key, dev.cluster.nodes[1].public_key, WG_KEY_LEN);
+    for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
+        b->n_names = 1;
+        snprintf(b->names[0], sizeof(b->names[0]), "%s", never[i]);
+        assert_string_equal(block_in(&dev, before, false),
+                            "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
+                            "10.77.0.1 a\n"
+                            "10.77.0.2 b ip-192-0-2-2 b.internal\n"
+                            "# END ddpnet ddp0\n"
+                            "127.0.0.1 localhost\n192.0.2.99 storage-1\n");
+    }
+    /* gpu-b.internal resolves to 192.0.2.2: b's, once b is known there. */
+    strcpy(b->names[0], "gpu-b.internal");
+    assert_string_equal(block_in(&dev, "", false),
+                        "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
+                        "10.77.0.1 a\n"
+                        "10.77.0.2 b ip-192-0-2-2 b.internal\n"
+                        "# END ddpnet ddp0\n");
+    b->listed.in4.sin_family = AF_INET;
+    assert_int_equal(inet_pton(AF_INET, "192.0.2.2", &b->listed.in4.sin_addr), 1);
+    assert_string_equal(block_in(&dev, "", false),
+                        "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
+                        "10.77.0.1 a\n"
+                        "10.77.0.2 b ip-192-0-2-2 b.internal gpu-b.internal\n"
                         "# END ddpnet ddp0\n");
     free(b);
     cluster_free(&dev.cluster);
@@ -214,6 +322,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hosts_block_with_aliases),
         cmocka_unit_test(test_machine_names),
+        cmocka_unit_test(test_machine_names_no_member_takes),
         cmocka_unit_test(test_checksum),
         cmocka_unit_test(test_refused),
     };

@@ -44,6 +44,10 @@ static struct cluster net_of(const char *text)
     memset(&c, 0, sizeof(c));
     assert_int_equal(cluster_prefix_parse(text, &c.network, &c.prefix, &why), 0);
     cluster_addr_mask(&c.network, c.prefix);
+    /* As a parse without machine-domains leaves it. */
+    c.machine_domains.n = 1;
+    snprintf(c.machine_domains.name[0], sizeof(c.machine_domains.name[0]), "%s",
+             CLUSTER_MACHINE_DOMAINS_DEFAULT);
     return c;
 }
 
@@ -105,7 +109,7 @@ static void test_round_trip_ipv4(void **state)
     round_trip(&c, &n);
     node_of(&n, "gpu-7", K1, "10.77.0.254", "203.0.113.7:51820", 51821);
     round_trip(&c, &n);
-    node_of(&n, "a.b-c", K2, "10.77.0.1", NULL, 65535);
+    node_of(&n, "a.b-c.internal", K2, "10.77.0.1", NULL, 65535);
     round_trip(&c, &n);
     node_of(&n, "gpu-7", K1, "10.77.0.9", "[2001:db8::7]:1", 1);
     round_trip(&c, &n);
@@ -305,6 +309,32 @@ static void test_decode_bad_fields(void **state)
     assert_refused(&c, "{" NAME ", " KEY ", " ADDR ", \"port\": true}", WHY_PORT);
 }
 
+/* A registered name is its holder's own word (cluster_claim_ok): what no
+ * member may take is refused, whoever wrote the record. */
+#define WHY_CLAIM "a name no member may take (localhost, ip6-*, or a dotted name " \
+                  "outside machine-domains)"
+static void test_decode_names_no_member_takes(void **state)
+{
+    struct cluster c = net_of("10.77.0.0/24");
+    static const char *const refused_names[] = {
+        "localhost", "LocalHost", "localhost.localdomain", "gpu.localhost", "ip6-localhost",
+        "ip6-loopback", "github.com", "pypi.org", "gpu-7.example.com", "ip6-allnodes", "ec2.internal.evil.com",
+    };
+    char text[256];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(refused_names) / sizeof(refused_names[0]); i++) {
+        snprintf(text, sizeof(text), "{\"name\": \"%s\", " KEY ", " ADDR "}", refused_names[i]);
+        assert_refused(&c, text, WHY_CLAIM);
+    }
+    assert_null(refused(&c, "{\"name\": \"ip-10-0-0-7.ec2.internal\", " KEY ", " ADDR "}",
+                        strlen("{\"name\": \"ip-10-0-0-7.ec2.internal\", " KEY ", " ADDR "}")));
+    /* machine-domains = none: one label only. */
+    c.machine_domains.n = 0;
+    assert_refused(&c, "{\"name\": \"ip-10-0-0-7.ec2.internal\", " KEY ", " ADDR "}", WHY_CLAIM);
+    assert_null(refused(&c, GOOD, strlen(GOOD)));
+}
+
 static void test_decode_accepts(void **state)
 {
     struct cluster c = net_of("10.77.0.0/24");
@@ -494,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_encode_refusals),
         cmocka_unit_test(test_decode_not_an_object),
         cmocka_unit_test(test_decode_bad_fields),
+        cmocka_unit_test(test_decode_names_no_member_takes),
         cmocka_unit_test(test_decode_accepts),
         cmocka_unit_test(test_decode_ipv6),
         cmocka_unit_test(test_decode_bytes),
