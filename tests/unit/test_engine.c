@@ -1317,6 +1317,46 @@ static void test_inner_source_relayed(void **state)
     assert_int_equal(nodes[1].tun_packets, before + 1);
 }
 
+/* n1's next message to n0, taken off the wire before n0 sees it, and
+ * passed on to n0 by n2 as if n2 relayed it (n2 can: it is n1's peer).
+ * Returns whether n0 delivered it. */
+static bool forwarded_by_n2(uint64_t now)
+{
+    unsigned before = nodes[0].tun_packets;
+    struct wire_msg w;
+
+    app_send(1, 0, 100, now);
+    assert_int_equal(wire_tail - wire_head, 1);
+    w = wire[wire_head++ % WIRE_MAX];
+    assert_int_equal(get_le32(w.data), WG_MSG_TRANSPORT);
+    path_forward(&nodes[2].dev, peer_for(2, 1), peer_for(2, 0), w.data, w.len, now);
+    path_flush(&nodes[2].dev, now);
+    pump(now);
+    return nodes[0].tun_packets == before + 1;
+}
+
+/* A message of n1 that reaches n0 through n2, which n0 never tried as a
+ * relay to n1, moves nothing: n0's path to n1 stays direct, although it
+ * heard nothing direct from n1 for longer than DISCO_DIRECT_STALE_S (a
+ * member that passes on one message, or claims to relay, proves no path
+ * back). Once n0 has n2 on trial, the same proves it. */
+static void test_relay_taken_only_after_proof(void **state)
+{
+    (void)state;
+    uint64_t now = START_NS + SEC;
+
+    app_send(0, 1, 100, now);
+    app_send(0, 2, 100, now);
+    app_send(2, 1, 100, now);
+    pump(now);
+    now += (DISCO_DIRECT_STALE_S + 2) * SEC;
+    assert_true(forwarded_by_n2(now));
+    assert_null(peer_for(0, 1)->via);
+    disco_relay_trial(&peer_for(0, 1)->relays, peer_for(0, 2)->id, now);
+    assert_true(forwarded_by_n2(now));
+    assert_ptr_equal(peer_for(0, 1)->via, peer_for(0, 2));
+}
+
 /* 203.0.113.9: an address no node has (someone a lying member would have
  * us flood). */
 static const struct disco_endpoint victim = {
@@ -1518,6 +1558,7 @@ int main(void)
         /* the checks that must not go missing (tests/mutants.sh) */
         T3(test_inner_source_must_be_the_peers),
         T3(test_inner_source_relayed),
+        T3(test_relay_taken_only_after_proof),
         T3(test_hint_without_credit_sends_nothing),
         T3(test_hint_with_credit_is_tried),
         T3(test_locals_without_credit_not_passed_on),
