@@ -43,6 +43,23 @@ E2E_PIDS=()       # background processes we started
 say()  { printf '%s: %s\n' "$E2E_NAME" "$*"; }
 step() { printf '\n== %s: %s\n' "$E2E_NAME" "$*"; }
 skip() { printf 'SKIP: %s\n' "$*"; exit 77; }
+# e2e_torch_missing: why torch cannot run here (empty when it can), for a
+# script that needs it in one step only (skip_step).
+e2e_torch_missing() {
+    command -v torchrun >/dev/null 2>&1 || { echo "missing tool: torchrun"; return; }
+    "$PY" -c 'import torch, torch.distributed' 2>/dev/null ||
+        echo "$PY cannot import torch (apt-get install python3-torch)"
+}
+# skip_step REASON: the step that needs what is missing does not run; the
+# rest of the script does. Under DDPNET_NO_SKIP=1 (CI) the script fails
+# instead, unless README.md lists "SCRIPT/step" as an expected skip.
+skip_step() {
+    if [ "${DDPNET_NO_SKIP:-0}" = 1 ] &&
+       ! "$E2E_ROOT/tests/expected_skip.sh" "$E2E_NAME/step"; then
+        fail "a step would be skipped ($*), and DDPNET_NO_SKIP=1"
+    fi
+    printf 'SKIP (this step only): %s\n' "$*"
+}
 fail() { printf 'FAIL: %s\n' "$*"; exit 1; }
 
 # Needs each named command, else skip.
