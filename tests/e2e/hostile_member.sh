@@ -36,7 +36,8 @@
 #     with DIRECT, PUNCH), answers its own pings and drops every RELAY.
 #     node-m is up first and node-a and node-b come up while it lies. For
 #     HOSTILE_HIJACK_S seconds, about every second, `ddpnet status --json`
-#     on a and b: the path to the other must never be via node-m; then
+#     on a and b: the path to the other must never be via node-m, every
+#     status must answer, and the last sample must be via node-c; then
 #     a <-> b answers ping over ddp0 (through node-c) while node-m still
 #     lies. This runs first; the reflection attacks follow.
 #  3. Impersonation (inner source): node-m, on its own authentic sessions
@@ -288,8 +289,8 @@ hostile_start hijack $((HOSTILE_HIJACK_S + 60)) hijack \
 sleep 1
 ddp_up node-a
 ddp_up node-b
-declare -A SEEN=()
-via_m=0 samples=0
+declare -A SEEN=() LAST=()
+via_m=0 samples=0 status_failed=0
 t_end=$(( $(date +%s) + HOSTILE_HIJACK_S ))
 while [ "$(date +%s)" -lt "$t_end" ]; do
     for pair in "node-a node-b" "node-b node-a"; do
@@ -301,7 +302,9 @@ while [ "$(date +%s)" -lt "$t_end" ]; do
             [ "$via" = - ] || what="$path via $via"
         else
             what="(status failed)"
+            status_failed=$((status_failed + 1))
         fi
+        LAST[$1]=$what
         SEEN["$1 -> $2: $what"]=$(( ${SEEN["$1 -> $2: $what"]:-0} + 1 ))
         [ "$via" != node-m ] || via_m=$((via_m + 1))
     done
@@ -332,6 +335,16 @@ HIJACK_DROPPED=$(hfield relays_dropped)
 if [ "$via_m" -gt 0 ]; then
     bad "relay hijack: a <-> b went via node-m in $via_m of $((2 * samples)) samples (node-m dropped $HIJACK_DROPPED RELAYs)"
 fi
+# A sample whose status failed says nothing of the path: none may fail.
+# And not via node-m is not enough: by the window's end the path is via
+# the honest relay (before, a and b may still think the listed direct
+# endpoints work).
+[ "$status_failed" -eq 0 ] ||
+    bad "relay hijack: ddpnet status failed in $status_failed of $((2 * samples)) samples"
+for n in node-a node-b; do
+    [ "$HOSTILE_CONTROL" = 1 ] || [ "${LAST[$n]:-}" = "relay via node-c" ] ||
+        bad "relay hijack: at the window's end $n's path to the other is '${LAST[$n]:-none seen}', not relay via node-c"
+done
 for pair in "node-a node-b" "node-b node-a"; do
     set -- $pair
     got=$(e2e_peer_path "$1" "$2") || got="?"

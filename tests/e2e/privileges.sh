@@ -4,11 +4,12 @@
 # `ddpnet` -- made by `up` when missing, with no shell and no home -- in
 # its own group, without supplementary groups, with no capability in any
 # set and no_new_privs, after a session has carried traffic (so that the
-# workers have all started). Also checked: `up` refuses a run directory
-# others can write to and a key file another user owns.
+# workers have all started); the daemon is not dumpable. Also checked: `up`
+# refuses a run directory others can write to and a key file another user
+# owns.
 set -eu
 . "$(dirname "$0")/lib.sh"
-e2e_init privileges ping getent awk
+e2e_init privileges ping getent awk setpriv
 
 step "two nodes, node-a with two crypto workers"
 e2e_hub
@@ -79,3 +80,35 @@ check_threads() {
 }
 check_threads node-a 3
 check_threads node-b 1
+
+# check_not_dumpable NODE: its daemon is not dumpable (no core with keys
+# in it, and no other process of the user ddpnet may read its memory):
+# /proc/PID is root's although the daemon runs as ddpnet, and, as ddpnet,
+# reading its environ is refused -- while the same read of a dumpable
+# process of ddpnet's (the control) succeeds.
+check_not_dumpable() {
+    local n=$1 pid="" p owner ctl
+    for p in $(ip netns pids "$E2E_PFX$n"); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = ddpnet ] && pid=$p
+    done
+    [ -n "$pid" ] || fail "$n: no ddpnet process"
+    owner=$(stat -c %u "/proc/$pid")
+    [ "$owner" = 0 ] || fail "$n: /proc/$pid belongs to uid $owner, not root: the daemon is dumpable"
+    as_ddpnet() { setpriv --reuid="$U" --regid="$G" --clear-groups -- "$@"; }
+    if as_ddpnet cat "/proc/$pid/environ" >/dev/null 2>&1; then
+        fail "$n: the user ddpnet can read its daemon's environ: it is dumpable"
+    fi
+    as_ddpnet sleep 30 &
+    ctl=$!
+    E2E_PIDS+=("$ctl")
+    owned_by_ddpnet() { [ "$(stat -c %u "/proc/$1" 2>/dev/null)" = "$U" ]; }
+    wait_for 5 owned_by_ddpnet "$ctl" ||
+        fail "control: a process of ddpnet's is not owned by it in /proc"
+    as_ddpnet cat "/proc/$ctl/environ" >/dev/null 2>&1 ||
+        fail "control: the user ddpnet cannot read its own dumpable process's environ, so the check above proves nothing"
+    kill "$ctl"
+    wait "$ctl" 2>/dev/null || true
+    say "ok: $n's daemon (pid $pid) is not dumpable: /proc/$pid is root's, its environ unreadable as ddpnet (readable for a dumpable ddpnet process)"
+}
+check_not_dumpable node-a
+check_not_dumpable node-b

@@ -17,7 +17,12 @@
 #     is refused with what to run instead, and neither changes anything; a
 #     reload of the unchanged file says "no changes";
 #  7. SIGHUP: node-b's daemon reads its (world-readable) file itself, as
-#     the unprivileged user it runs as, and applies it.
+#     the unprivileged user it runs as, and applies it;
+#  8. node-d rebuilt with a new key: a's reload says "changed node-d: key",
+#     the old key's peer is gone and the new one starts with no handshake
+#     (no session carried over), node-d with the new key is reached.
+# In 2 and 8, a's peers that the reload does not replace keep their
+# session: the same latest handshake before and after.
 #
 #                    namespace "hub": bridge br0
 #      +--------------+--------------+--------------+
@@ -80,8 +85,16 @@ reload_on() {   # reload_on NODE: the new file in place of its copy, then reload
         fail "$1: ddpnet reload failed: $(cat "$T/$1/reload.out")"
     say "$1: ddpnet reload printed: $(tr '\n' ';' <"$T/$1/reload.out")"
 }
+# a's latest handshake with b: the reload changes b's keepalive only,
+# which is taken live, so it must keep b's session (no new handshake).
+hs_ab() { wg_in node-a show ddp0 latest-handshakes | awk -v k="$(pub node-b)" '$1 == k { print $2 }'; }
+hs_ab_before=$(hs_ab)
+[ -n "$hs_ab_before" ] && [ "$hs_ab_before" != 0 ] ||
+    fail "node-a: no handshake with node-b before the reload: '$hs_ab_before'"
 reload_on node-a
 reload_on node-b
+[ "$(hs_ab)" = "$hs_ab_before" ] ||
+    fail "node-a: the reload made a new handshake with node-b (latest $hs_ab_before, now $(hs_ab)): its session was not kept"
 for n in node-a node-b; do
     for want in "added node-d" "removed node-c" "changed node-b: keepalive"; do
         grep -qx "$want" "$T/$n/reload.out" || fail "$n: reload did not print '$want': $(cat "$T/$n/reload.out")"
@@ -165,10 +178,43 @@ chmod 644 "$T/node-b/cluster.conf"
 bpid=$(sed -n 's/^pid=//p' "$T/node-b/run/ddp0.state")
 kill -HUP "$bpid" || fail "cannot send SIGHUP to node-b's daemon ($bpid)"
 d_keepalive() { wg_in node-b show ddp0 persistent-keepalive | awk -v k="$(pub node-d)" '$1 == k { print $2 }'; }
-wait_for 5 test "$(d_keepalive)" = 11 ||
+# Read again at each try (wait_for runs a command; "$(d_keepalive)" as its
+# argument would be read once, before the first).
+d_keepalive_is() { [ "$(d_keepalive)" = "$1" ]; }
+wait_for 5 d_keepalive_is 11 ||
     fail "node-b: SIGHUP did not apply the changed file (keepalive towards node-d: $(d_keepalive))"
 [ "$(sum_of node-b)" != "$new_sum" ] || fail "node-b: the checksum did not follow the SIGHUP"
 e2e_no_daemon node-b && fail "node-b: the daemon stopped on SIGHUP"
 ping_ok node-b node-a
 ping_ok node-b node-d
 say "node-b applied its file on SIGHUP: keepalive towards node-d 11 s, checksum $(sum_of node-b)"
+
+step "node-d rebuilt with a new key (same name and address): a's reload replaces the peer"
+# The old peer and its sessions go (a new one starts with no handshake,
+# never the old session); node-d with its new key is reached; node-b,
+# unchanged, keeps its session (the same latest handshake).
+old_d=$(pub node-d)
+hs_ab_before=$(hs_ab)
+ddp_down node-d
+e2e_key node-d
+[ "$(pub node-d)" != "$old_d" ] || fail "node-d: the new key is the old one"
+R=$T/cluster.rekeyed
+sed "s|^public-key = $old_d\$|public-key = $(pub node-d)|" "$N" >"$R"
+grep -qxF "public-key = $(pub node-d)" "$R" || fail "node-d's key not replaced in $R: $(cat "$R")"
+cp "$R" "$T/node-a/cluster.conf"
+out=$(nx node-a timeout 20 "$DDPNET" reload --run-dir "$T/node-a/run" 2>&1) ||
+    fail "node-a: reload with node-d's new key failed: $out"
+[ "$out" = "changed node-d: key" ] || fail "node-a: reload printed '$out', want 'changed node-d: key'"
+keys=$(wg_in node-a show ddp0 peers)
+! grep -qxF "$old_d" <<<"$keys" || fail "node-a still has a peer with node-d's old key: $keys"
+grep -qxF "$(pub node-d)" <<<"$keys" || fail "node-a has no peer with node-d's new key: $keys"
+hs_d() { wg_in node-a show ddp0 latest-handshakes | awk -v k="$(pub node-d)" '$1 == k { print $2 }'; }
+[ "$(hs_d)" = 0 ] ||
+    fail "node-a: the new node-d has a handshake ($(hs_d)) before node-d came back: the old session was kept"
+cp "$R" "$T/node-d/cluster.conf"
+ddp_up node-d "$T/node-d/cluster.conf"
+ping_ok node-d "${ADDR[node-a]}"
+[ "$(hs_d)" -gt 0 ] || fail "node-a: no handshake with the new node-d after a ping"
+[ "$(hs_ab)" = "$hs_ab_before" ] ||
+    fail "node-a: node-d's new key made a new handshake with node-b (latest $hs_ab_before, now $(hs_ab))"
+say "node-a: node-d's peer replaced (old key gone, new key's first handshake after node-d came back); node-b's session kept"
