@@ -83,7 +83,7 @@ check_threads node-b 1
 
 # check_not_dumpable NODE: its daemon is not dumpable (no core with keys
 # in it, and no other process of the user ddpnet may read its memory):
-# /proc/PID is root's although the daemon runs as ddpnet, and, as ddpnet,
+# /proc/PID's files are root's although the daemon runs as ddpnet, and, as ddpnet,
 # reading its environ is refused -- while the same read of a dumpable
 # process of ddpnet's (the control) succeeds.
 check_not_dumpable() {
@@ -92,23 +92,27 @@ check_not_dumpable() {
         [ "$(cat "/proc/$p/comm" 2>/dev/null)" = ddpnet ] && pid=$p
     done
     [ -n "$pid" ] || fail "$n: no ddpnet process"
-    owner=$(stat -c %u "/proc/$pid")
-    [ "$owner" = 0 ] || fail "$n: /proc/$pid belongs to uid $owner, not root: the daemon is dumpable"
+    # (/proc/PID itself always shows the euid; the files in it show root
+    # for a task that is not dumpable.)
+    owner=$(stat -c %u "/proc/$pid/environ")
+    [ "$owner" = 0 ] || fail "$n: /proc/$pid/environ belongs to uid $owner, not root: the daemon is dumpable"
     as_ddpnet() { setpriv --reuid="$U" --regid="$G" --clear-groups -- "$@"; }
     if as_ddpnet cat "/proc/$pid/environ" >/dev/null 2>&1; then
         fail "$n: the user ddpnet can read its daemon's environ: it is dumpable"
     fi
-    as_ddpnet sleep 30 &
+    # (setpriv itself, not the function: $! is then the process that
+    # becomes sleep, not a shell around it.)
+    setpriv --reuid="$U" --regid="$G" --clear-groups -- sleep 30 &
     ctl=$!
     E2E_PIDS+=("$ctl")
-    owned_by_ddpnet() { [ "$(stat -c %u "/proc/$1" 2>/dev/null)" = "$U" ]; }
+    owned_by_ddpnet() { [ "$(stat -c %u "/proc/$1/environ" 2>/dev/null)" = "$U" ]; }
     wait_for 5 owned_by_ddpnet "$ctl" ||
         fail "control: a process of ddpnet's is not owned by it in /proc"
     as_ddpnet cat "/proc/$ctl/environ" >/dev/null 2>&1 ||
         fail "control: the user ddpnet cannot read its own dumpable process's environ, so the check above proves nothing"
     kill "$ctl"
     wait "$ctl" 2>/dev/null || true
-    say "ok: $n's daemon (pid $pid) is not dumpable: /proc/$pid is root's, its environ unreadable as ddpnet (readable for a dumpable ddpnet process)"
+    say "ok: $n's daemon (pid $pid) is not dumpable: /proc/$pid/environ is root's and unreadable as ddpnet (a dumpable ddpnet process's is its own, and readable)"
 }
 check_not_dumpable node-a
 check_not_dumpable node-b
