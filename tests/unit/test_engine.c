@@ -1357,6 +1357,101 @@ static void test_relay_taken_only_after_proof(void **state)
     assert_ptr_equal(peer_for(0, 1)->via, peer_for(0, 2));
 }
 
+/* A relay forwards only to a member it reaches directly, with a session:
+ * n0 asks n2 (by a frame) to relay to n1, whom n2 never reached. Refused,
+ * and n2 sends n1 nothing. */
+static void test_relay_refuses_unreached_destination(void **state)
+{
+    (void)state;
+    uint64_t now = START_NS + SEC;
+    uint8_t msg[64] = { WG_MSG_TRANSPORT };
+    uint64_t refused;
+    unsigned sent;
+
+    cut[1][2] = cut[2][1] = true;
+    app_send(0, 2, 100, now);
+    pump(now);
+    assert_null(peer_for(2, 1)->current);
+    refused = nodes[2].dev.stats.relay_refused;
+    sent = nodes[2].transports + nodes[2].initiations;
+    inject_frame(RELAY_FRAME_TO, nodes[1].dev.self->public_key, msg, sizeof(msg), now);
+    pump(now);
+    assert_int_equal(nodes[2].dev.stats.relay_refused, refused + 1);
+    assert_int_equal(nodes[2].transports + nodes[2].initiations, sent);
+}
+
+/* n2's own next message to n0, taken off the wire before n0 sees it. */
+static struct wire_msg own_message_of_n2(uint64_t now)
+{
+    struct wire_msg w;
+
+    app_send(2, 0, 100, now);
+    assert_int_equal(wire_tail - wire_head, 1);
+    w = wire[wire_head++ % WIRE_MAX];
+    assert_int_equal(get_le32(w.data), WG_MSG_TRANSPORT);
+    return w;
+}
+
+/* n2 sends n0 its own message wrapped as relayed "from n2", in a disco
+ * RELAYED on its session, as a member could: a relay names another
+ * member, never itself. Dropped (a bad packet), and not delivered. */
+static void test_relayed_from_the_relay_itself(void **state)
+{
+    (void)state;
+    uint64_t now = START_NS + SEC;
+    struct disco_msg *m = calloc(1, sizeof(*m));
+    static uint8_t buf[MSG_MAX];
+    uint8_t *ip = buf + WG_TRANSPORT_HEADER_LEN;
+    struct wire_msg inner;
+    uint64_t bad;
+    unsigned before;
+    int n;
+
+    assert_non_null(m);
+    app_send(2, 0, 100, now);
+    pump(now);
+    before = nodes[0].tun_packets;
+    inner = own_message_of_n2(now);
+    m->type = DISCO_RELAYED;
+    memcpy(m->relay.key, nodes[2].dev.self->public_key, WG_KEY_LEN);
+    m->relay.msg = inner.data;
+    m->relay.msg_len = (uint16_t)inner.len;
+    n = disco_encode(m, ip + 20, MSG_MAX - WG_TRANSPORT_MIN_LEN - 20 - WG_PADDING_MULTIPLE);
+    assert_true(n > 0);
+    n = disco_ip_wrap(AF_INET, nodes[2].dev.self->address.bytes, nodes[0].dev.self->address.bytes,
+                      ip + 20, (size_t)n, ip, MSG_MAX - WG_TRANSPORT_MIN_LEN - WG_PADDING_MULTIPLE);
+    assert_true(n > 0);
+    struct transport_packet tp = { .buf = buf, .cap = sizeof(buf), .len = (size_t)n };
+    assert_int_equal(transport_seal(peer_for(2, 0)->current, &tp, now), 0);
+    bad = nodes[0].dev.stats.dropped_bad_packet;
+    wire_put(2, &nodes[0].ep, buf, (uint32_t)tp.len);
+    pump(now);
+    free(m);
+    assert_int_equal(nodes[0].dev.stats.dropped_bad_packet, bad + 1);
+    assert_int_equal(nodes[0].tun_packets, before);
+}
+
+/* The same in a relay frame (RELAY_FRAME_FROM, n2's own key). */
+static void test_frame_from_the_relay_itself(void **state)
+{
+    (void)state;
+    uint64_t now = START_NS + SEC;
+    struct wire_msg inner;
+    uint64_t bad;
+    unsigned before;
+
+    app_send(2, 0, 100, now);
+    pump(now);
+    before = nodes[0].tun_packets;
+    inner = own_message_of_n2(now);
+    bad = nodes[0].dev.stats.dropped_bad_packet;
+    frame_on_wire(2, 0, RELAY_FRAME_FROM, nodes[2].dev.self->public_key, inner.data, inner.len,
+                  now);
+    pump(now);
+    assert_int_equal(nodes[0].dev.stats.dropped_bad_packet, bad + 1);
+    assert_int_equal(nodes[0].tun_packets, before);
+}
+
 /* 203.0.113.9: an address no node has (someone a lying member would have
  * us flood). */
 static const struct disco_endpoint victim = {
@@ -1559,6 +1654,9 @@ int main(void)
         T3(test_inner_source_must_be_the_peers),
         T3(test_inner_source_relayed),
         T3(test_relay_taken_only_after_proof),
+        T3(test_relay_refuses_unreached_destination),
+        T3(test_relayed_from_the_relay_itself),
+        T3(test_frame_from_the_relay_itself),
         T3(test_hint_without_credit_sends_nothing),
         T3(test_hint_with_credit_is_tried),
         T3(test_locals_without_credit_not_passed_on),
