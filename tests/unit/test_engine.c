@@ -16,6 +16,10 @@
  *   - initiations that cross: one session, and data both ways
  *   - the log names the peer: one warning when it goes away, one notice
  *     when it comes back (as the journal gets them)
+ *   - the security checks, each alone, so that deleting one fails a test
+ *     (tests/mutants.list): the inner source, a hint's and passed-on
+ *     locals' credit, mac1 before the rate limiter and the limiter itself,
+ *     a relay taken only after proof, a relay's refusals
  * The crypto runs inline (no workers). */
 #include <arpa/inet.h>
 #include <errno.h>
