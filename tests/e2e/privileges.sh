@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What the running daemon may do (issue 15): every thread of it (the event
 # loop, the crypto workers, io_uring's workers) runs as the system user
-# `ddpnet` -- made by `up` when missing, with no shell and no home -- in
+# `ddpnet` -- made by `up` when missing (node-b's up, in a private /etc
+# without it, on any machine), with no shell and no home -- in
 # its own group, without supplementary groups, with no capability in any
 # set and no_new_privs, after a session has carried traffic (so that the
 # workers have all started); the daemon is not dumpable. Also checked: `up`
@@ -42,6 +43,22 @@ nx node-a ip link show dev ddp0 >/dev/null 2>&1 && fail "a refused up left ddp0 
 
 step "up, and traffic through the workers"
 DDPNET_CRYPTO_THREADS=2 ddp_up node-a
+# node-b gets its own /etc, a copy of the machine's without the user
+# ddpnet (its mount namespace is private): its up must make the user
+# there, so that making it is tested on every machine -- not only on one
+# where no earlier up made it. (/etc/hosts is bound again on top.)
+private_etc_without_ddpnet() {
+    local n=$1 f
+    cp -a /etc "$T/$n/etc"
+    for f in passwd group shadow gshadow; do
+        [ -f "$T/$n/etc/$f" ] || continue
+        sed -i '/^ddpnet:/d' "$T/$n/etc/$f"
+    done
+    nx "$n" mount --bind "$T/$n/etc" /etc
+    nx "$n" mount --bind "$T/$n/hosts" /etc/hosts
+    ! nx "$n" getent passwd ddpnet >/dev/null || fail "$n: the private /etc still has the user ddpnet"
+}
+private_etc_without_ddpnet node-b
 ddp_up node-b
 ping_ok node-a 10.77.0.2
 nx node-a ping -n -q -c 50 -i 0.01 -s 1200 10.77.0.2 >/dev/null || fail "ping with 1200-byte payloads failed"
@@ -50,6 +67,15 @@ IFS=: read -r _ _ U G _ HOME_DIR SHELL_PATH <<<"$(getent passwd ddpnet)"
 say "user ddpnet: uid $U, gid $G, home $HOME_DIR, shell $SHELL_PATH"
 case "$SHELL_PATH" in */nologin|*/false) ;; *) fail "user ddpnet has a login shell: $SHELL_PATH" ;; esac
 [ ! -e "$HOME_DIR" ] || fail "user ddpnet has a home directory: $HOME_DIR"
+# Made by node-b's up in its private /etc: the same kind of user, with the
+# uid the machine's has (the same free system id), so the checks below
+# hold for both daemons.
+out=$(nx node-b getent passwd ddpnet) || fail "node-b: its up did not make the user ddpnet in its /etc"
+IFS=: read -r _ _ u_b g_b _ home_b shell_b <<<"$out"
+case "$shell_b" in */nologin|*/false) ;; *) fail "node-b: up made ddpnet with a login shell: $out" ;; esac
+[ ! -e "$home_b" ] || fail "node-b: up made ddpnet with a home directory: $out"
+[ "$u_b:$g_b" = "$U:$G" ] || fail "node-b: up made ddpnet as $u_b:$g_b, the machine's is $U:$G: $out"
+say "ok: node-b's up made the user ddpnet where it was missing: $out"
 
 # check_threads NODE [MIN]: every task of NODE's daemon, as above.
 check_threads() {
