@@ -3,7 +3,8 @@
 #   make deps       install the Debian packages the build and tests need (root, apt-get)
 #   make unit       unit tests, plain and under ASan+UBSan
 #   make fuzz       each libFuzzer harness for FUZZ_SECONDS (default 300)
-#   make test       everything the project tests (check-layers, unit, fuzz-smoke, e2e)
+#   make test       everything the project tests (check-layers, unit, fuzz-smoke, mutants, e2e)
+#   make mutants    each central check deleted in turn: some test must fail (tests/mutants.list)
 #   make clean
 # Quiet unless V=1. Warnings are errors.
 
@@ -138,8 +139,14 @@ unit-asan: $(ASAN_TESTS)
 	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  tests/run-unit.sh asan $(ASAN_TESTS)
 
-test: check-layers unit packaging fuzz-smoke
+test: check-layers unit packaging fuzz-smoke mutants
 test: e2e
+
+# Each central check deleted in turn; the tests that must notice it
+# (tests/mutants.list). About two minutes; fails if a mutant survives.
+.PHONY: mutants
+mutants:
+	$(Q)tests/mutants.sh
 
 # The shape of the tree: which folder may include which (HACKING.md).
 check-layers:

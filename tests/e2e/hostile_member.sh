@@ -36,9 +36,19 @@
 #     with DIRECT, PUNCH), answers its own pings and drops every RELAY.
 #     node-m is up first and node-a and node-b come up while it lies. For
 #     HOSTILE_HIJACK_S seconds, about every second, `ddpnet status --json`
-#     on a and b: the path to the other must never be via node-m; then
+#     on a and b: the path to the other must never be via node-m, every
+#     status must answer, and the last sample must be via node-c; then
 #     a <-> b answers ping over ddp0 (through node-c) while node-m still
 #     lies. This runs first; the reflection attacks follow.
+#  3. Impersonation (inner source): node-m, on its own authentic sessions
+#     with node-a and node-b, sends UDP datagrams whose inner source is
+#     node-c's overlay address (HOSTILE_IMPERSONATE_S seconds, a pair a
+#     round): neither delivers one (a listener on each counts what its
+#     ddp0 delivers, by source), and each counts every one it got as a
+#     drop (ddpnet_packets_dropped_total{reason="bad_source"} of its
+#     metrics). The control: node-m's datagrams from its own address, sent
+#     beside them, are delivered. WireGuard's cryptokey routing: a member
+#     speaks for its own address only.
 # At the end a <-> b, a <-> c and b <-> c answer ping. All figures are
 # printed before the verdict.
 #
@@ -56,7 +66,8 @@
 # Environment: HOSTILE_ATTACKS (all of the above, in that order),
 # HOSTILE_ATTACK_S (15 s each), HOSTILE_TAIL_S (25 s after the last),
 # HOSTILE_INTERVAL_MS (500: between node-m's rounds of lies),
-# HOSTILE_HIJACK_S (25), HOSTILE_MAX_AMP (2.00), HOSTILE (the harness,
+# HOSTILE_HIJACK_S (25), HOSTILE_IMPERSONATE_S (5), HOSTILE_MAX_AMP
+# (2.00), HOSTILE (the harness,
 # build/tools/hostile), HOSTILE_CONTROL=1 (a control run: node-m tells no
 # lie, in every phase -- the test must then pass, on any engine), and
 # lib.sh's.
@@ -70,6 +81,7 @@ HOSTILE_ATTACK_S=${HOSTILE_ATTACK_S:-15}
 HOSTILE_TAIL_S=${HOSTILE_TAIL_S:-25}
 HOSTILE_INTERVAL_MS=${HOSTILE_INTERVAL_MS:-500}
 HOSTILE_HIJACK_S=${HOSTILE_HIJACK_S:-25}
+HOSTILE_IMPERSONATE_S=${HOSTILE_IMPERSONATE_S:-5}
 HOSTILE_MAX_AMP=${HOSTILE_MAX_AMP:-2.00}
 HOSTILE_CONTROL=${HOSTILE_CONTROL:-0}
 [ -x "$HOSTILE" ] || skip "$HOSTILE not built (make build/tools/hostile)"
@@ -104,7 +116,8 @@ for k in "${!ALL_ATTACKS[@]}"; do
     done
 done
 for n in "${LIVE[@]}" node-m "${DOWN[@]}"; do e2e_key "$n"; done
-cluster_begin "$T/cluster.conf"
+MPORT=9586     # metrics on: their drop counters are read (impersonation)
+cluster_begin "$T/cluster.conf" "metrics = overlay:$MPORT"
 for n in "${LIVE[@]}" node-m; do
     cluster_node "$T/cluster.conf" "$n" "$(pub "$n")" "${ADDR[$n]}" "${UNDER[$n]}:$P"
 done
@@ -276,8 +289,8 @@ hostile_start hijack $((HOSTILE_HIJACK_S + 60)) hijack \
 sleep 1
 ddp_up node-a
 ddp_up node-b
-declare -A SEEN=()
-via_m=0 samples=0
+declare -A SEEN=() LAST=()
+via_m=0 samples=0 status_failed=0
 t_end=$(( $(date +%s) + HOSTILE_HIJACK_S ))
 while [ "$(date +%s)" -lt "$t_end" ]; do
     for pair in "node-a node-b" "node-b node-a"; do
@@ -289,7 +302,9 @@ while [ "$(date +%s)" -lt "$t_end" ]; do
             [ "$via" = - ] || what="$path via $via"
         else
             what="(status failed)"
+            status_failed=$((status_failed + 1))
         fi
+        LAST[$1]=$what
         SEEN["$1 -> $2: $what"]=$(( ${SEEN["$1 -> $2: $what"]:-0} + 1 ))
         [ "$via" != node-m ] || via_m=$((via_m + 1))
     done
@@ -320,6 +335,16 @@ HIJACK_DROPPED=$(hfield relays_dropped)
 if [ "$via_m" -gt 0 ]; then
     bad "relay hijack: a <-> b went via node-m in $via_m of $((2 * samples)) samples (node-m dropped $HIJACK_DROPPED RELAYs)"
 fi
+# A sample whose status failed says nothing of the path: none may fail.
+# And not via node-m is not enough: by the window's end the path is via
+# the honest relay (before, a and b may still think the listed direct
+# endpoints work).
+[ "$status_failed" -eq 0 ] ||
+    bad "relay hijack: ddpnet status failed in $status_failed of $((2 * samples)) samples"
+for n in node-a node-b; do
+    [ "$HOSTILE_CONTROL" = 1 ] || [ "${LAST[$n]:-}" = "relay via node-c" ] ||
+        bad "relay hijack: at the window's end $n's path to the other is '${LAST[$n]:-none seen}', not relay via node-c"
+done
 for pair in "node-a node-b" "node-b node-a"; do
     set -- $pair
     got=$(e2e_peer_path "$1" "$2") || got="?"
@@ -382,6 +407,80 @@ for pair in "node-a node-b" "node-b node-a"; do
     set -- $pair
     got=$(e2e_peer_path "$1" "$2") || got="?"
     say "at the end: $1 -> $2: $got (path via rtt_ms endpoint)"
+done
+
+# --- 3. impersonation: another member's overlay address as the inner source ---
+
+# bad_source NODE: what NODE's metrics count as dropped for an inner
+# source that is not the sender's.
+bad_source() {
+    nx "$1" "$PY" - "http://${ADDR[$1]}:$MPORT/metrics" <<'EOF'
+import re, sys, urllib.request
+text = urllib.request.urlopen(sys.argv[1], timeout=5).read().decode()
+m = re.search(r'^ddpnet_packets_dropped_total\{[^}]*reason="bad_source"[^}]*\} (\d+)$', text, re.M)
+print(m.group(1) if m else "none")
+EOF
+}
+
+step "impersonation: node-m sends a and b datagrams as node-c (${ADDR[node-c]}), and as itself"
+IMP_PORT=40100
+declare -A SRC0=() IMP_LISTEN=()
+for n in node-a node-b; do
+    SRC0[$n]=$(bad_source "$n") || fail "$n: cannot read its metrics"
+    [ "${SRC0[$n]}" != none ] || fail "$n: no bad_source in its metrics"
+    # What ddp0 delivers to the two ports, by source, for SECS seconds
+    # (the harness's time and 3 s more).
+    nx_bg "$n" imp-listen "$PY" -u -c '
+import select, socket, sys, time
+port, end = int(sys.argv[1]), time.monotonic() + float(sys.argv[2])
+socks = []
+for p in (port, port + 1):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("0.0.0.0", p))
+    socks.append(s)
+seen = {}
+print("listener: ready", flush=True)
+while (left := end - time.monotonic()) > 0:
+    for s in select.select(socks, [], [], left)[0]:
+        _, (src, _) = s.recvfrom(2048)
+        key = (s.getsockname()[1], src)
+        seen[key] = seen.get(key, 0) + 1
+for (p, src), k in sorted(seen.items()):
+    print(f"got port={p} src={src} n={k}")
+print("listener: done")' "$IMP_PORT" "$((HOSTILE_IMPERSONATE_S + 3))"
+    IMP_LISTEN[$n]=$BG_PID
+done
+for n in node-a node-b; do
+    wait_for 5 grep -q 'listener: ready' "$T/$n/imp-listen.out" ||
+        fail "$n: the listener did not start: $(cat "$T/$n/imp-listen.out")"
+done
+hostile_start impersonate "$HOSTILE_IMPERSONATE_S" impersonate --as "${ADDR[node-c]}" \
+    --port "$IMP_PORT" "$(victim node-a)" "$(victim node-b)"
+hostile_end impersonate
+say "$HLINE"
+for n in node-a node-b; do
+    wait "${IMP_LISTEN[$n]}" || fail "$n: the listener failed: $(cat "$T/$n/imp-listen.out")"
+done
+for n in node-a node-b; do
+    hl=$(grep "^hostile: victim $n " "$T/node-m/hostile-impersonate.out") ||
+        fail "hostile (impersonate) printed no line for $n"
+    say "$hl"
+    spoofed=$(sed -n 's/.* spoofed=\([0-9]*\).*/\1/p' <<<"$hl")
+    genuine=$(sed -n 's/.* genuine=\([0-9]*\).*/\1/p' <<<"$hl")
+    grep -q 'listener: done' "$T/$n/imp-listen.out" ||
+        fail "$n: the listener did not report: $(cat "$T/$n/imp-listen.out")"
+    got_spoofed=$(sed -n "s/^got port=$IMP_PORT src=\\(.*\\) n=\\([0-9]*\\)$/\\1:\\2/p" "$T/$n/imp-listen.out" | paste -sd, -)
+    got_genuine=$(sed -n "s/^got port=$((IMP_PORT + 1)) src=${ADDR[node-m]} n=\\([0-9]*\\)$/\\1/p" "$T/$n/imp-listen.out")
+    now_drops=$(bad_source "$n") || fail "$n: cannot read its metrics"
+    drops=$(( now_drops - SRC0[$n] ))
+    say "$n: delivered as ${ADDR[node-c]}: ${got_spoofed:-none} (of $spoofed sent); from node-m itself: ${got_genuine:-0} (of $genuine); bad_source drops: $drops"
+    [ -z "$got_spoofed" ] || bad "$n delivered datagrams node-m sent as node-c: $got_spoofed"
+    [ "$drops" -ge "$spoofed" ] || bad "$n counted $drops bad_source drops for $spoofed impersonated datagrams"
+    if [ "$HOSTILE_CONTROL" != 1 ]; then
+        [ "$spoofed" -gt 0 ] || fail "hostile (impersonate) sent $n nothing as node-c: $hl"
+        [ "${got_genuine:-0}" -gt 0 ] ||
+            fail "$n delivered none of node-m's own $genuine datagrams: the listener or the harness is broken, so the check above proves nothing"
+    fi
 done
 
 step "figures"

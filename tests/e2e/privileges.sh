@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # What the running daemon may do (issue 15): every thread of it (the event
 # loop, the crypto workers, the resolver's, io_uring's workers) runs as the
-# system user `ddpnet` -- made by `up` when missing, with no shell and no
-# home -- in its own group, without supplementary groups, with no
-# capability in any set (the bounding set too) and no_new_privs, after a
-# session has carried traffic (so that the workers have all started).
-# Issue 27: the same for a daemon started with CAP_NET_ADMIN alone (not
-# root): every thread without capabilities and with no_new_privs; and each
-# node's DNS server is silent, so that a lookup begun at up (the machine's
-# FQDN, a hostname endpoint) is still hanging when the threads are read,
-# and ping goes through meanwhile. Also checked: `up` refuses a run
-# directory others can write to and a key file another user owns.
+# system user `ddpnet` -- made by `up` when missing (node-b's up, in a
+# private /etc without it, on any machine), with no shell and no home -- in
+# its own group, without supplementary groups, with no capability in any
+# set (the bounding set too) and no_new_privs, after a session has carried
+# traffic (so that the workers have all started); the daemon is not
+# dumpable. Issue 27: the same for a daemon started with CAP_NET_ADMIN
+# alone (not root): every thread without capabilities and with
+# no_new_privs; and each node's DNS server is silent, so that a lookup
+# begun at up (the machine's FQDN, a hostname endpoint) is still hanging
+# when the threads are read, and ping goes through meanwhile. Also
+# checked: `up` refuses a run directory others can write to and a key file
+# another user owns.
 set -eu
 . "$(dirname "$0")/lib.sh"
 e2e_init privileges ping getent awk setpriv mount ss
@@ -72,6 +74,22 @@ nx node-a ip link show dev ddp0 >/dev/null 2>&1 && fail "a refused up left ddp0 
 
 step "up, and traffic through the workers (node-b's endpoint a silent name at node-a)"
 DDPNET_CRYPTO_THREADS=2 ddp_up node-a
+# node-b gets its own /etc, a copy of the machine's without the user
+# ddpnet (its mount namespace is private): its up must make the user
+# there, so that making it is tested on every machine -- not only on one
+# where no earlier up made it. (/etc/hosts is bound again on top.)
+private_etc_without_ddpnet() {
+    local n=$1 f
+    cp -a /etc "$T/$n/etc"
+    for f in passwd group shadow gshadow; do
+        [ -f "$T/$n/etc/$f" ] || continue
+        sed -i '/^ddpnet:/d' "$T/$n/etc/$f"
+    done
+    nx "$n" mount --bind "$T/$n/etc" /etc
+    nx "$n" mount --bind "$T/$n/hosts" /etc/hosts
+    ! nx "$n" getent passwd ddpnet >/dev/null || fail "$n: the private /etc still has the user ddpnet"
+}
+private_etc_without_ddpnet node-b
 ddp_up node-b
 ping_ok node-a 10.77.0.2
 nx node-a ping -n -q -c 50 -i 0.01 -s 1200 10.77.0.2 >/dev/null || fail "ping with 1200-byte payloads failed"
@@ -80,6 +98,15 @@ IFS=: read -r _ _ U G _ HOME_DIR SHELL_PATH <<<"$(getent passwd ddpnet)"
 say "user ddpnet: uid $U, gid $G, home $HOME_DIR, shell $SHELL_PATH"
 case "$SHELL_PATH" in */nologin|*/false) ;; *) fail "user ddpnet has a login shell: $SHELL_PATH" ;; esac
 [ ! -e "$HOME_DIR" ] || fail "user ddpnet has a home directory: $HOME_DIR"
+# Made by node-b's up in its private /etc: the same kind of user, with the
+# uid the machine's has (the same free system id), so the checks below
+# hold for both daemons.
+out=$(nx node-b getent passwd ddpnet) || fail "node-b: its up did not make the user ddpnet in its /etc"
+IFS=: read -r _ _ u_b g_b _ home_b shell_b <<<"$out"
+case "$shell_b" in */nologin|*/false) ;; *) fail "node-b: up made ddpnet with a login shell: $out" ;; esac
+[ ! -e "$home_b" ] || fail "node-b: up made ddpnet with a home directory: $out"
+[ "$u_b:$g_b" = "$U:$G" ] || fail "node-b: up made ddpnet as $u_b:$g_b, the machine's is $U:$G: $out"
+say "ok: node-b's up made the user ddpnet where it was missing: $out"
 
 # check_threads NODE [MIN [UID GID]]: every task of NODE's daemon, as
 # above; started by another user than root, it keeps that user (and its
@@ -159,3 +186,38 @@ got=$(awk '/packets transmitted/ { print $4 }' "$T/node-a/pinger.out")
 say "reload naming a silent host took $ms ms; ping during it: ${got:-0}/80 answered"
 [ "$ms" -lt 5000 ] || fail "node-a: a reload naming a silent host took $ms ms"
 [ "${got:-0}" -ge 72 ] || fail "node-a: only ${got:-0}/80 pings answered across the reload: $(tail -3 "$T/node-a/pinger.out")"
+# check_not_dumpable NODE: its daemon is not dumpable (no core with keys
+# in it, and no other process of the user ddpnet may read its memory):
+# /proc/PID's files are root's although the daemon runs as ddpnet, and, as ddpnet,
+# reading its environ is refused -- while the same read of a dumpable
+# process of ddpnet's (the control) succeeds.
+check_not_dumpable() {
+    local n=$1 pid="" p owner ctl
+    for p in $(ip netns pids "$E2E_PFX$n"); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = ddpnet ] && pid=$p
+    done
+    [ -n "$pid" ] || fail "$n: no ddpnet process"
+    # (/proc/PID itself always shows the euid; the files in it show root
+    # for a task that is not dumpable.)
+    owner=$(stat -c %u "/proc/$pid/environ")
+    [ "$owner" = 0 ] || fail "$n: /proc/$pid/environ belongs to uid $owner, not root: the daemon is dumpable"
+    as_ddpnet() { setpriv --reuid="$U" --regid="$G" --clear-groups -- "$@"; }
+    if as_ddpnet cat "/proc/$pid/environ" >/dev/null 2>&1; then
+        fail "$n: the user ddpnet can read its daemon's environ: it is dumpable"
+    fi
+    # (setpriv itself, not the function: $! is then the process that
+    # becomes sleep, not a shell around it.)
+    setpriv --reuid="$U" --regid="$G" --clear-groups -- sleep 30 &
+    ctl=$!
+    E2E_PIDS+=("$ctl")
+    owned_by_ddpnet() { [ "$(stat -c %u "/proc/$1/environ" 2>/dev/null)" = "$U" ]; }
+    wait_for 5 owned_by_ddpnet "$ctl" ||
+        fail "control: a process of ddpnet's is not owned by it in /proc"
+    as_ddpnet cat "/proc/$ctl/environ" >/dev/null 2>&1 ||
+        fail "control: the user ddpnet cannot read its own dumpable process's environ, so the check above proves nothing"
+    kill "$ctl"
+    wait "$ctl" 2>/dev/null || true
+    say "ok: $n's daemon (pid $pid) is not dumpable: /proc/$pid/environ is root's and unreadable as ddpnet (a dumpable ddpnet process's is its own, and readable)"
+}
+check_not_dumpable node-a
+check_not_dumpable node-b

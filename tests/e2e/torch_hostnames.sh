@@ -13,7 +13,8 @@
 #     hostname, and as its overlay address: each passes;
 #  3. a member cannot take another machine's name: a name two nodes claim
 #     (node-c's machine also calls itself ip-192-0-2-2, node-b's name) is
-#     written for neither.
+#     written for neither: on node-a it stops resolving (waited for: that
+#     is node-c's claim arriving), and the node names still resolve.
 #
 #                    namespace "hub": bridge br0
 #         +---------------------+---------------------+
@@ -110,9 +111,18 @@ ddp_down node-c
 nx node-c hostname "${HOST[node-b]}"
 ddp_up node-c
 ping_ok node-a "${ADDR[node-c]}"
-claimed_by_b_only() { ! grep -q "^${ADDR[node-c]} .*${HOST[node-b]}\\b" "$T/node-a/hosts"; }
-sleep 2
-claimed_by_b_only || fail "node-a maps ${HOST[node-b]} to node-c: $(cat "$T/node-a/hosts")"
-got=$(nx node-a getent hosts "${HOST[node-b]}" || true)
-[ "${got%% *}" != "${ADDR[node-c]}" ] || fail "node-a: ${HOST[node-b]} resolves to node-c"
-say "node-a: ${HOST[node-b]} does not resolve to node-c (now: '${got:-nothing}')"
+# Until node-c's names reach node-a, node-b's claim stands alone (step 1
+# saw it resolve to node-b); once they do, the name is claimed twice and
+# node-a writes it for neither: it must stop resolving at all. Waiting for
+# that, not sleeping, is what shows node-c's claim arrived.
+neither_claim() {
+    ! grep -Eq "^[^#]*[[:space:]]${HOST[node-b]}([[:space:]]|\$)" "$T/node-a/hosts" &&
+        ! nx node-a getent hosts "${HOST[node-b]}" >/dev/null
+}
+wait_for 20 neither_claim ||
+    fail "node-a: ${HOST[node-b]}, claimed by node-b and node-c, still resolves to '$(nx node-a getent hosts "${HOST[node-b]}" || true)'; hosts file: $(cat "$T/node-a/hosts")"
+for m in node-a node-b node-c; do
+    resolves_to node-a "$m" "${ADDR[$m]}" ||
+        fail "node-a: the node name $m no longer resolves to ${ADDR[$m]}: $(nx node-a getent hosts "$m" || true)"
+done
+say "node-a: ${HOST[node-b]} resolves by neither claim; the node names still resolve"

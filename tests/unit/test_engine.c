@@ -16,6 +16,10 @@
  *   - initiations that cross: one session, and data both ways
  *   - the log names the peer: one warning when it goes away, one notice
  *     when it comes back (as the journal gets them)
+ *   - the security checks, each alone, so that deleting one fails a test
+ *     (tests/mutants.list): the inner source, a hint's and passed-on
+ *     locals' credit, mac1 before the rate limiter and the limiter itself,
+ *     a relay taken only after proof, a relay's refusals
  * The crypto runs inline (no workers). */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -81,6 +85,7 @@ static unsigned n_nodes = 2;                  /* in this test's world */
 static bool cut[NODES_MAX][NODES_MAX];        /* from, to: a firewall drops it */
 static struct wire_msg wire[WIRE_MAX];
 static unsigned wire_head, wire_tail;
+static unsigned stray_sends[NODES_MAX];       /* from: to an address no node has */
 
 static unsigned node_of_loop(const struct loop *l)
 {
@@ -117,6 +122,7 @@ static void wire_put(unsigned from, const union endpoint *dst, const uint8_t *ms
         struct timespec grain = { 0, (long)WG_TIMESTAMP_GRAIN_NS + 1000000L };
         nanosleep(&grain, NULL);
     }
+    stray_sends[from] += to < 0;
     if (to < 0 || nodes[to].down || cut[from][to] || len > MSG_MAX)
         return;
     assert_true(wire_tail - wire_head < WIRE_MAX);
@@ -295,6 +301,7 @@ static int world_setup(void **state)
     assert_int_equal(crypto_core_init(), 0);
     memset(nodes, 0, sizeof(nodes));
     memset(cut, 0, sizeof(cut));
+    memset(stray_sends, 0, sizeof(stray_sends));
     fake_workers = false;
     fake_jobs_out = fake_jobs_submitted = 0;
     wire_head = wire_tail = 0;
@@ -406,9 +413,10 @@ static void tick(uint64_t now)
     pump(now);
 }
 
-/* An IPv4/UDP packet of `payload` bytes from node `from` to node `to`
- * read from ddp0 by `from`. */
-static void app_send(unsigned from, unsigned to, size_t payload, uint64_t now)
+/* An IPv4/UDP packet of `payload` bytes to node `to` whose source is node
+ * `as`'s address, read from ddp0 by `from` (its own address, or another's:
+ * the sender does not check, the receiver must). */
+static void app_send_as(unsigned from, unsigned as, unsigned to, size_t payload, uint64_t now)
 {
     struct node *n = &nodes[from];
     struct pkt *pkt = loop_pkt_get(&n->loop);
@@ -423,7 +431,7 @@ static void app_send(unsigned from, unsigned to, size_t payload, uint64_t now)
     ip[3] = (uint8_t)len;
     ip[8] = 64;
     ip[9] = IPPROTO_UDP;
-    uint8_t src[4] = { 10, 77, 0, (uint8_t)(from + 1) }, dst[4] = { 10, 77, 0, (uint8_t)(to + 1) };
+    uint8_t src[4] = { 10, 77, 0, (uint8_t)(as + 1) }, dst[4] = { 10, 77, 0, (uint8_t)(to + 1) };
     memcpy(ip + 12, src, 4);
     memcpy(ip + 16, dst, 4);
     uint32_t sum = 0;
@@ -441,6 +449,13 @@ static void app_send(unsigned from, unsigned to, size_t payload, uint64_t now)
     ip[25] = (uint8_t)(8 + payload);
     pkt->len = (uint32_t)(OFFLOAD_VNET_HDR_LEN + len);
     n->on.tun(n->on.ctx, pkt, now);
+}
+
+/* An IPv4/UDP packet of `payload` bytes from node `from` to node `to`
+ * read from ddp0 by `from`. */
+static void app_send(unsigned from, unsigned to, size_t payload, uint64_t now)
+{
+    app_send_as(from, from, to, payload, now);
 }
 
 /* a -> b: a handshake, then the packet that waited. */
@@ -1406,6 +1421,360 @@ static void test_dns_never_answers_packets_flow(void **state)
     resolver_free(r);                         /* with a lookup still hanging */
     dns_set(&dns_end);
     cluster_free(&dev->file);
+/* --- checks that must not go missing: what a deleted line would let in --- */
+
+/* n0 speaks, on its own session with n1, as another: as n2 (a member) and
+ * as an address of the network that no node has. n1 delivers neither and
+ * counts both (bad_source); n0's own packets go on. The rule is
+ * WireGuard's cryptokey routing: a member speaks for its own address. */
+static void test_inner_source_must_be_the_peers(void **state)
+{
+    (void)state;
+    uint64_t now = START_NS + SEC;
+    uint64_t dropped;
+    unsigned before;
+
+    app_send(0, 1, 100, now);
+    pump(now);
+    before = nodes[1].tun_packets;
+    assert_int_equal(before, 1);
+    dropped = nodes[1].dev.stats.dropped_source;
+    app_send_as(0, 2, 1, 100, now);
+    pump(now);
+    app_send_as(0, 9, 1, 100, now);
+    pump(now);
+    assert_int_equal(nodes[1].tun_packets, before);
+    assert_int_equal(nodes[1].dev.stats.dropped_source, dropped + 2);
+    /* In one receive (a GRO batch) beside its own: only the foreign one goes. */
+    for (unsigned i = 0; i < 4; i++)
+        app_send_as(0, i == 1 ? 2 : 0, 1, 500, now);
+    pump_gro(now);
+    assert_int_equal(nodes[1].tun_packets, before + 3);
+    assert_int_equal(nodes[1].dev.stats.dropped_source, dropped + 3);
+}
+
+/* Through a relay: n0, relayed by n2 to n1, claims the relay's address.
+ * The message opens with n0's keys, so it is n0's and n2's address is not. */
+static void test_inner_source_relayed(void **state)
+{
+    (void)state;
+    uint64_t now = relay_found();
+    uint64_t dropped = nodes[1].dev.stats.dropped_source;
+    unsigned before = nodes[1].tun_packets;
+
+    tick(now += SEC / 10);
+    app_send_as(0, 2, 1, 100, now);
+    pump(now);
+    assert_int_equal(nodes[1].tun_packets, before);
+    assert_int_equal(nodes[1].dev.stats.dropped_source, dropped + 1);
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_int_equal(nodes[1].tun_packets, before + 1);
+}
+
+/* n1's next message to n0, taken off the wire before n0 sees it, and
+ * passed on to n0 by n2 as if n2 relayed it (n2 can: it is n1's peer).
+ * Returns whether n0 delivered it. */
+static bool forwarded_by_n2(uint64_t now)
+{
+    unsigned before = nodes[0].tun_packets;
+    struct wire_msg w;
+
+    app_send(1, 0, 100, now);
+    assert_int_equal(wire_tail - wire_head, 1);
+    w = wire[wire_head++ % WIRE_MAX];
+    assert_int_equal(get_le32(w.data), WG_MSG_TRANSPORT);
+    path_forward(&nodes[2].dev, peer_for(2, 1), peer_for(2, 0), w.data, w.len, now);
+    path_flush(&nodes[2].dev, now);
+    pump(now);
+    return nodes[0].tun_packets == before + 1;
+}
+
+/* A message of n1 that reaches n0 through n2, which n0 never tried as a
+ * relay to n1, moves nothing: n0's path to n1 stays direct, although it
+ * heard nothing direct from n1 for longer than DISCO_DIRECT_STALE_S (a
+ * member that passes on one message, or claims to relay, proves no path
+ * back). Once n0 has n2 on trial, the same proves it. */
+static void test_relay_taken_only_after_proof(void **state)
+{
+    (void)state;
+    uint64_t now = START_NS + SEC;
+
+    app_send(0, 1, 100, now);
+    app_send(0, 2, 100, now);
+    app_send(2, 1, 100, now);
+    pump(now);
+    now += (DISCO_DIRECT_STALE_S + 2) * SEC;
+    assert_true(forwarded_by_n2(now));
+    assert_null(peer_for(0, 1)->via);
+    disco_relay_trial(&peer_for(0, 1)->relays, peer_for(0, 2)->id, now);
+    assert_true(forwarded_by_n2(now));
+    assert_ptr_equal(peer_for(0, 1)->via, peer_for(0, 2));
+}
+
+/* A relay forwards only to a member it reaches directly, with a session:
+ * n0 asks n2 (by a frame) to relay to n1, whom n2 never reached. Refused,
+ * and n2 sends n1 nothing. */
+static void test_relay_refuses_unreached_destination(void **state)
+{
+    (void)state;
+    uint64_t now = START_NS + SEC;
+    uint8_t msg[64] = { WG_MSG_TRANSPORT };
+    uint64_t refused;
+    unsigned sent;
+
+    cut[1][2] = cut[2][1] = true;
+    app_send(0, 2, 100, now);
+    pump(now);
+    assert_null(peer_for(2, 1)->current);
+    refused = nodes[2].dev.stats.relay_refused;
+    sent = nodes[2].transports + nodes[2].initiations;
+    inject_frame(RELAY_FRAME_TO, nodes[1].dev.self->public_key, msg, sizeof(msg), now);
+    pump(now);
+    assert_int_equal(nodes[2].dev.stats.relay_refused, refused + 1);
+    assert_int_equal(nodes[2].transports + nodes[2].initiations, sent);
+}
+
+/* n2's own next message to n0, taken off the wire before n0 sees it. */
+static struct wire_msg own_message_of_n2(uint64_t now)
+{
+    struct wire_msg w;
+
+    app_send(2, 0, 100, now);
+    assert_int_equal(wire_tail - wire_head, 1);
+    w = wire[wire_head++ % WIRE_MAX];
+    assert_int_equal(get_le32(w.data), WG_MSG_TRANSPORT);
+    return w;
+}
+
+/* n2 sends n0 its own message wrapped as relayed "from n2", in a disco
+ * RELAYED on its session, as a member could: a relay names another
+ * member, never itself. Dropped (a bad packet), and not delivered. */
+static void test_relayed_from_the_relay_itself(void **state)
+{
+    (void)state;
+    uint64_t now = START_NS + SEC;
+    struct disco_msg *m = calloc(1, sizeof(*m));
+    static uint8_t buf[MSG_MAX];
+    uint8_t *ip = buf + WG_TRANSPORT_HEADER_LEN;
+    struct wire_msg inner;
+    uint64_t bad;
+    unsigned before;
+    int n;
+
+    assert_non_null(m);
+    app_send(2, 0, 100, now);
+    pump(now);
+    before = nodes[0].tun_packets;
+    inner = own_message_of_n2(now);
+    m->type = DISCO_RELAYED;
+    memcpy(m->relay.key, nodes[2].dev.self->public_key, WG_KEY_LEN);
+    m->relay.msg = inner.data;
+    m->relay.msg_len = (uint16_t)inner.len;
+    n = disco_encode(m, ip + 20, MSG_MAX - WG_TRANSPORT_MIN_LEN - 20 - WG_PADDING_MULTIPLE);
+    assert_true(n > 0);
+    n = disco_ip_wrap(AF_INET, nodes[2].dev.self->address.bytes, nodes[0].dev.self->address.bytes,
+                      ip + 20, (size_t)n, ip, MSG_MAX - WG_TRANSPORT_MIN_LEN - WG_PADDING_MULTIPLE);
+    assert_true(n > 0);
+    struct transport_packet tp = { .buf = buf, .cap = sizeof(buf), .len = (size_t)n };
+    assert_int_equal(transport_seal(peer_for(2, 0)->current, &tp, now), 0);
+    bad = nodes[0].dev.stats.dropped_bad_packet;
+    wire_put(2, &nodes[0].ep, buf, (uint32_t)tp.len);
+    pump(now);
+    free(m);
+    assert_int_equal(nodes[0].dev.stats.dropped_bad_packet, bad + 1);
+    assert_int_equal(nodes[0].tun_packets, before);
+}
+
+/* The same in a relay frame (RELAY_FRAME_FROM, n2's own key). */
+static void test_frame_from_the_relay_itself(void **state)
+{
+    (void)state;
+    uint64_t now = START_NS + SEC;
+    struct wire_msg inner;
+    uint64_t bad;
+    unsigned before;
+
+    app_send(2, 0, 100, now);
+    pump(now);
+    before = nodes[0].tun_packets;
+    inner = own_message_of_n2(now);
+    bad = nodes[0].dev.stats.dropped_bad_packet;
+    frame_on_wire(2, 0, RELAY_FRAME_FROM, nodes[2].dev.self->public_key, inner.data, inner.len,
+                  now);
+    pump(now);
+    assert_int_equal(nodes[0].dev.stats.dropped_bad_packet, bad + 1);
+    assert_int_equal(nodes[0].tun_packets, before);
+}
+
+/* 203.0.113.9: an address no node has (someone a lying member would have
+ * us flood). */
+static const struct disco_endpoint victim = {
+    .family = DISCO_FAMILY_IPV4, .addr = { 203, 0, 113, 9 }, .port = 51820
+};
+
+/* n1, with a session with n0, says n2 (out of n0's reach) is at the
+ * victim's address, with `credit` at n0 (what n1 sent it) and nothing
+ * more heard from n1 after; then n0's schedule runs 5 s. Returns what n0
+ * sent to the victim. */
+static unsigned punch_toward_victim(uint32_t credit)
+{
+    uint64_t now = START_NS + SEC;
+    struct disco_msg *m = calloc(1, sizeof(*m));
+
+    assert_non_null(m);
+    cut[0][2] = cut[2][0] = true;
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_non_null(peer_for(0, 1)->current);
+    cut[1][0] = true;
+    peer_for(0, 1)->hint_credit = credit;
+    m->type = DISCO_PUNCH;
+    memcpy(m->punch.key, nodes[2].dev.self->public_key, WG_KEY_LEN);
+    m->punch.id = 1;
+    m->punch.n_cand = 1;
+    m->punch.cand[0] = victim;
+    disco_receive(peer_for(0, 1), &nodes[1].ep, NULL, m, now);
+    free(m);
+    for (unsigned i = 0; i < 50; i++)
+        tick(now += SEC / 10);
+    return stray_sends[0];
+}
+
+/* A member's word about where another is costs its credit: with none, n0
+ * sends the victim nothing, and says it refused. */
+static void test_hint_without_credit_sends_nothing(void **state)
+{
+    (void)state;
+    assert_int_equal(punch_toward_victim(0), 0);
+    assert_int_equal(nodes[0].dev.stats.hint_bytes, 0);
+    assert_true(nodes[0].dev.stats.hint_refused > 0);
+}
+
+/* The same word with credit is tried: the test above sees sends when
+ * there are some. */
+static void test_hint_with_credit_is_tried(void **state)
+{
+    (void)state;
+    assert_true(punch_toward_victim(1u << 20) > 0);
+    assert_true(nodes[0].dev.stats.hint_bytes > 0);
+}
+
+/* n1 tells n0 its local address is the victim's, with `credit` at n0
+ * and nothing more heard from it; n0 introduces n1 to n2 (n1 is not
+ * where the cluster file lists it, as a node that joined through the
+ * registry). Whether n2 then knows the victim's address as n1's. */
+static bool locals_passed_on(uint32_t credit)
+{
+    uint64_t now = START_NS + SEC;
+    struct disco_msg *m = calloc(1, sizeof(*m));
+    bool known;
+
+    assert_non_null(m);
+    app_send(0, 1, 100, now);
+    app_send(0, 2, 100, now);
+    pump(now);
+    for (unsigned i = 0; i < 10 * (DISCO_ENDPOINTS_MIN_S + 1); i++)
+        tick(now += SEC / 10);
+    assert_null(disco_cand_get(&peer_for(2, 1)->disco, &victim));
+    cut[1][0] = true;
+    peer_for(0, 1)->listed.sa.sa_family = AF_UNSPEC;
+    peer_for(0, 1)->hint_credit = credit;
+    m->type = DISCO_ENDPOINTS;
+    m->endpoints.n_local = 1;
+    m->endpoints.local[0] = victim;
+    disco_receive(peer_for(0, 1), &nodes[1].ep, NULL, m, now);
+    free(m);
+    pump(now);
+    for (unsigned i = 0; i < 20; i++)
+        tick(now += SEC / 10);
+    known = disco_cand_get(&peer_for(2, 1)->disco, &victim) != NULL;
+    return known;
+}
+
+/* What a member says of its own addresses is passed on only as far as
+ * its credit pays for the others' probes (pass_locals). */
+static void test_locals_without_credit_not_passed_on(void **state)
+{
+    (void)state;
+    assert_false(locals_passed_on(0));
+}
+
+static void test_locals_with_credit_passed_on(void **state)
+{
+    (void)state;
+    assert_true(locals_passed_on(1u << 20));
+}
+
+/* n0's first initiation to n1 (not delivered), and the time. */
+static uint64_t initiation_of_n0(struct wire_msg *out)
+{
+    uint64_t now = START_NS + SEC;
+
+    app_send(0, 1, 100, now);
+    assert_int_equal(wire_tail - wire_head, 1);
+    *out = wire[wire_head % WIRE_MAX];
+    assert_int_equal(out->len, WG_INITIATION_LEN);
+    return now;
+}
+
+/* msg to node `to` as if from node `from`'s address, at once. */
+static void inject_udp(unsigned from, unsigned to, const uint8_t *msg, uint32_t len,
+                       uint64_t now)
+{
+    struct node *n = &nodes[to];
+    struct pkt *pkt = loop_pkt_get(&n->loop);
+
+    assert_non_null(pkt);
+    memcpy(pkt->in, msg, len);
+    pkt->len = len;
+    pkt->addr = nodes[from].ep;
+    n->on.udp(n->on.ctx, pkt, len, now);
+}
+
+/* Initiations with a wrong mac1 from a member's address (anyone can
+ * spoof it) are dropped before the rate limiter: they spend nothing of
+ * that member's allowance, and its real initiation, right after, makes a
+ * session. */
+static void test_handshake_junk_spends_no_allowance(void **state)
+{
+    (void)state;
+    struct wire_msg init;
+    uint64_t now = initiation_of_n0(&init);
+    uint8_t junk[WG_INITIATION_LEN];
+    struct device_stats *st = &nodes[1].dev.stats;
+    uint64_t bad = st->dropped_bad_packet;
+    const unsigned n = 4 * RATELIMIT_BURST;
+
+    memcpy(junk, init.data, sizeof(junk));
+    junk[WG_INITIATION_LEN - 2 * WG_MAC_LEN] ^= 1;     /* mac1 */
+    for (unsigned i = 0; i < n; i++)
+        inject_udp(0, 1, junk, sizeof(junk), now);
+    assert_int_equal(st->dropped_bad_packet, bad + n);
+    assert_int_equal(st->dropped_ratelimited, 0);
+    pump(now);
+    assert_int_equal(st->dropped_ratelimited, 0);
+    assert_int_equal(nodes[1].tun_packets, 1);
+}
+
+/* Initiations with a valid mac1 (one replayed) from one address faster
+ * than the limiter's rate: all but its burst are dropped before any
+ * X25519; another member's address is not held back by them. */
+static void test_handshake_flood_rate_limited(void **state)
+{
+    (void)state;
+    struct wire_msg init;
+    uint64_t now = initiation_of_n0(&init);
+    struct device_stats *st = &nodes[1].dev.stats;
+    const unsigned n = 4 * RATELIMIT_BURST;
+
+    for (unsigned i = 0; i < n; i++)
+        inject_udp(0, 1, init.data, init.len, now);
+    assert_int_equal(st->dropped_ratelimited, n - RATELIMIT_BURST);
+    /* From n1's own address as a source to n0: a bucket of its own. */
+    inject_udp(1, 0, init.data, init.len, now);
+    assert_int_equal(nodes[0].dev.stats.dropped_ratelimited, 0);
+    wire_head = wire_tail;
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
@@ -1437,6 +1806,19 @@ int main(void)
         T3(test_relay_frames_after_rekey),
         T3(test_relay_frames_hostile_member),
         T3(test_frames_wait_for_opens_not_seals),
+        /* the checks that must not go missing (tests/mutants.sh) */
+        T3(test_inner_source_must_be_the_peers),
+        T3(test_inner_source_relayed),
+        T3(test_relay_taken_only_after_proof),
+        T3(test_relay_refuses_unreached_destination),
+        T3(test_relayed_from_the_relay_itself),
+        T3(test_frame_from_the_relay_itself),
+        T3(test_hint_without_credit_sends_nothing),
+        T3(test_hint_with_credit_is_tried),
+        T3(test_locals_without_credit_not_passed_on),
+        T3(test_locals_with_credit_passed_on),
+        T(test_handshake_junk_spends_no_allowance),
+        T(test_handshake_flood_rate_limited),
     };
 
     return cmocka_run_group_tests_name("engine", tests, NULL, NULL);

@@ -19,8 +19,8 @@ struct json {
 
 /* Path of a vector file: $DDPNET_VECTORS/rel (the Makefile sets it). */
 const char *vectors_path(const char *rel);
-/* Parses a file; NULL if it is missing or not valid JSON (message on stderr
- * for the latter). */
+/* Parses a file; NULL if it is missing (the suite skips). A file that is
+ * there but not valid JSON fails the calling test (cmocka's fail_msg). */
 struct json *json_load(const char *path);
 void json_free(struct json *j);
 /* Member of an object, or NULL. */

@@ -26,6 +26,11 @@
  *                       record with DISCO_PEER_F_DIRECT and a PUNCH, both
  *                       naming that member's real endpoint when it is a
  *                       victim (no candidates otherwise: no PUNCH then)
+ *     impersonate       to each victim, a UDP datagram (inner IPv4) whose
+ *                       source is --as ADDR (another member's overlay
+ *                       address) to the victim's overlay address, port
+ *                       --port; and, to show what an honest datagram
+ *                       does, one from its own address to --port + 1
  *              In every mode a RELAY it is asked to forward is dropped.
  *   SECONDS    how long it runs; then (or on SIGINT/SIGTERM) it prints
  *              its lines and exits
@@ -40,6 +45,8 @@
  *   --about PUBKEY    a member the lies are about (repeatable, up to 16)
  *   --about-victims   each victim also hears lies about every other victim
  *   --interval MS     between two rounds of lies (default 500)
+ *   --as ADDR         impersonate: the overlay address it claims (IPv4)
+ *   --port PORT       impersonate: the victims' UDP port (default 40100)
  *
  * With each victim it does a WireGuard handshake as initiator (again
  * every second until it is answered, and again when the victim has been
@@ -54,7 +61,10 @@
  *            sent_packets=P handshake_bytes=H lie_bytes=L lies=N
  *            pongs=N relays_dropped=N initiations_answered=N
  * then one line per victim:
- *   hostile: victim NAME session=yes|no rx=N lies=N pings=N relays_dropped=N */
+ *   hostile: victim NAME session=yes|no rx=N lies=N pings=N relays_dropped=N
+ *            spoofed=N genuine=N
+ * (spoofed, genuine: impersonate's datagrams sent with --as and with its
+ * own address as their source). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -91,9 +101,9 @@
 #define SELF_ROTATE_NS (10u * WG_NSEC_PER_SEC)
 
 enum mode { MODE_QUIET, MODE_PUNCH, MODE_ENDPOINTS, MODE_ENDPOINTS_DIRECT, MODE_SELF,
-            MODE_HIJACK };
+            MODE_HIJACK, MODE_IMPERSONATE };
 static const char *const mode_names[] = { "quiet", "punch", "endpoints", "endpoints-direct",
-                                          "self", "hijack" };
+                                          "self", "hijack", "impersonate" };
 
 struct victim {
     char name[64];
@@ -111,6 +121,7 @@ struct victim {
     bool session;
     uint64_t last_init_ns, last_rx_ns, last_tx_ns;
     uint64_t rx, lies, pings, relays_dropped;
+    uint64_t spoofed, genuine;         /* impersonate's datagrams to it */
 };
 
 struct about {
@@ -134,6 +145,9 @@ static struct {
     unsigned n_about;
     bool about_victims;
     uint64_t interval_ns;
+    uint8_t as_addr[4];                /* impersonate: the source it claims */
+    bool as_set;
+    uint16_t port;
     uint64_t start_ns;
     unsigned round;
     /* What it sent, by kind. */
@@ -161,9 +175,10 @@ static uint64_t now_ns(void)
 static int usage(const char *why)
 {
     fprintf(stderr, "hostile: %s\n"
-            "usage: hostile quiet|punch|endpoints|endpoints-direct|self|hijack SECONDS KEYFILE "
-            "SELF-ADDR BIND [--sink IP:PORT]... [--about PUBKEY]... [--about-victims] "
-            "[--interval MS] NAME,PUBKEY,OVERLAY-ADDR,IP:PORT...\n", why);
+            "usage: hostile quiet|punch|endpoints|endpoints-direct|self|hijack|impersonate "
+            "SECONDS KEYFILE SELF-ADDR BIND [--sink IP:PORT]... [--about PUBKEY]... "
+            "[--about-victims] [--interval MS] [--as ADDR] [--port PORT] "
+            "NAME,PUBKEY,OVERLAY-ADDR,IP:PORT...\n", why);
     return 2;
 }
 
@@ -421,6 +436,57 @@ static void endpoints_head(const struct victim *v, uint64_t now)
     }
 }
 
+/* An inner IPv4/UDP datagram from `src` to v's overlay address, port
+ * `port`, sealed on v's session: the UDP checksum 0 (none, as IPv4
+ * allows), the IP header's computed. Returns the bytes sent, or 0. */
+static size_t send_datagram_as(struct victim *v, const uint8_t src[4], uint16_t port,
+                               uint64_t now)
+{
+    static const char payload[] = "hostile: impersonated";
+    uint8_t *ip = g.buf + WG_TRANSPORT_HEADER_LEN;
+    size_t len = 20u + 8u + sizeof(payload);
+    uint32_t sum = 0;
+
+    memset(ip, 0, 28);
+    ip[0] = 0x45;
+    ip[2] = (uint8_t)(len >> 8);
+    ip[3] = (uint8_t)len;
+    ip[8] = 64;
+    ip[9] = IPPROTO_UDP;
+    memcpy(ip + 12, src, 4);
+    memcpy(ip + 16, v->addr, 4);
+    for (int i = 0; i < 20; i += 2)
+        sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    ip[10] = (uint8_t)(~sum >> 8);
+    ip[11] = (uint8_t)~sum;
+    ip[20] = 40000 >> 8;
+    ip[21] = 40000 & 0xff;
+    ip[22] = (uint8_t)(port >> 8);
+    ip[23] = (uint8_t)port;
+    ip[24] = (uint8_t)((8u + sizeof(payload)) >> 8);
+    ip[25] = (uint8_t)(8u + sizeof(payload));
+    memcpy(ip + 28, payload, sizeof(payload));
+    return seal_send(v, len, NULL, 0, now);
+}
+
+/* impersonate: one datagram as --as (which the victim must not deliver)
+ * and one as itself (which it must: the control). */
+static void impersonate(struct victim *v, uint64_t now)
+{
+    size_t n;
+
+    if ((n = send_datagram_as(v, g.as_addr, g.port, now))) {
+        g.lie_bytes += n;
+        g.lies++;
+        v->lies++;
+        v->spoofed++;
+    }
+    if (send_datagram_as(v, g.self_addr, (uint16_t)(g.port + 1u), now))
+        v->genuine++;
+}
+
 static void lie_to(struct victim *v, uint64_t now)
 {
     const uint8_t *keys[MAX_ABOUT + MAX_VICTIMS];
@@ -430,6 +496,9 @@ static void lie_to(struct victim *v, uint64_t now)
 
     switch (g.mode) {
     case MODE_QUIET:
+        return;
+    case MODE_IMPERSONATE:
+        impersonate(v, now);
         return;
     case MODE_SELF:
         endpoints_head(v, now);
@@ -703,6 +772,7 @@ int main(int argc, char **argv)
     if (sodium_init() < 0)
         return usage("libsodium did not start");
     g.interval_ns = 500u * 1000000u;
+    g.port = 40100;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--sink") && i + 1 < argc) {
@@ -722,6 +792,15 @@ int main(int argc, char **argv)
             if (ms <= 0 || ms > 60000)
                 return usage("bad --interval");
             g.interval_ns = (uint64_t)ms * 1000000u;
+        } else if (!strcmp(a, "--as") && i + 1 < argc) {
+            if (inet_pton(AF_INET, argv[++i], g.as_addr) != 1)
+                return usage("bad --as (an IPv4 overlay address)");
+            g.as_set = true;
+        } else if (!strcmp(a, "--port") && i + 1 < argc) {
+            long port = strtol(argv[++i], NULL, 10);
+            if (port <= 0 || port >= 65535)
+                return usage("bad --port");
+            g.port = (uint16_t)port;
         } else if (!strncmp(a, "--", 2)) {
             return usage("unknown option");
         } else if (npos < 5) {
@@ -771,6 +850,8 @@ int main(int argc, char **argv)
     if ((g.mode == MODE_PUNCH || g.mode == MODE_ENDPOINTS || g.mode == MODE_ENDPOINTS_DIRECT ||
          g.mode == MODE_SELF) && !g.n_sinks)
         return usage("this mode needs --sink");
+    if (g.mode == MODE_IMPERSONATE && (!g.as_set || g.self_family != AF_INET))
+        return usage("impersonate needs --as and IPv4 overlay addresses");
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
 
@@ -801,10 +882,12 @@ int main(int argc, char **argv)
            (unsigned long long)g.relays_dropped, (unsigned long long)g.initiations_answered);
     for (unsigned i = 0; i < g.n_victims; i++) {
         struct victim *v = &g.victims[i];
-        printf("hostile: victim %s session=%s rx=%llu lies=%llu pings=%llu relays_dropped=%llu\n",
+        printf("hostile: victim %s session=%s rx=%llu lies=%llu pings=%llu relays_dropped=%llu "
+               "spoofed=%llu genuine=%llu\n",
                v->name, v->session ? "yes" : "no", (unsigned long long)v->rx,
                (unsigned long long)v->lies, (unsigned long long)v->pings,
-               (unsigned long long)v->relays_dropped);
+               (unsigned long long)v->relays_dropped, (unsigned long long)v->spoofed,
+               (unsigned long long)v->genuine);
         for (unsigned k = 0; k < KEYPAIRS; k++)
             if (v->kp_valid[k])
                 transport_keypair_clear(&v->kp[k]);
