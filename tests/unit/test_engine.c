@@ -1421,6 +1421,8 @@ static void test_dns_never_answers_packets_flow(void **state)
     resolver_free(r);                         /* with a lookup still hanging */
     dns_set(&dns_end);
     cluster_free(&dev->file);
+}
+
 /* --- checks that must not go missing: what a deleted line would let in --- */
 
 /* n0 speaks, on its own session with n1, as another: as n2 (a member) and
