@@ -76,6 +76,11 @@ static unsigned n_nodes = 2;                  /* in this test's world */
 static bool cut[NODES_MAX][NODES_MAX];        /* from, to: a firewall drops it */
 static struct wire_msg wire[WIRE_MAX];
 static unsigned wire_head, wire_tail;
+/* An address outside the cluster (spoofed-source tests): what each node
+ * sent it, in bytes and datagrams. */
+static union endpoint victim;
+static uint64_t victim_bytes[NODES_MAX];
+static unsigned victim_msgs[NODES_MAX];
 
 static unsigned node_of_loop(const struct loop *l)
 {
@@ -111,6 +116,10 @@ static void wire_put(unsigned from, const union endpoint *dst, const uint8_t *ms
          * the next initiation must be a grain later in real time too. */
         struct timespec grain = { 0, (long)WG_TIMESTAMP_GRAIN_NS + 1000000L };
         nanosleep(&grain, NULL);
+    }
+    if (endpoint_equal(dst, &victim)) {
+        victim_bytes[from] += len;
+        victim_msgs[from]++;
     }
     if (to < 0 || nodes[to].down || cut[from][to] || len > MSG_MAX)
         return;
@@ -293,6 +302,9 @@ static int world_setup(void **state)
     fake_workers = false;
     fake_jobs_out = fake_jobs_submitted = 0;
     wire_head = wire_tail = 0;
+    memset(&victim, 0, sizeof(victim));
+    memset(victim_bytes, 0, sizeof(victim_bytes));
+    memset(victim_msgs, 0, sizeof(victim_msgs));
     for (unsigned i = 0; i < n_nodes; i++) {
         struct node *n = &nodes[i];
         uint8_t priv[WG_KEY_LEN];
@@ -1255,6 +1267,197 @@ static void test_relay_frames_hostile_member(void **state)
     assert_int_equal(nodes[2].tun_packets, before2);
 }
 
+
+/* --- spoofed sources ------------------------------------------------------------------
+ * A member (whose key was stolen) sends authentic messages with a victim's
+ * address as their UDP source. A new source is unproven until it answers
+ * a challenge: nothing but the challenge (or the PONG to a PING from
+ * there) goes to it, and never more than came from it. */
+
+#define VICTIM_IP 0xcb007107u   /* 203.0.113.7 */
+
+static void victim_set(void)
+{
+    memset(&victim, 0, sizeof(victim));
+    victim.in4.sin_family = AF_INET;
+    victim.in4.sin_port = htons(40000);
+    victim.in4.sin_addr.s_addr = htonl(VICTIM_IP);
+}
+
+static uint64_t victim_total(void)
+{
+    uint64_t n = 0;
+
+    for (unsigned i = 0; i < NODES_MAX; i++)
+        n += victim_bytes[i];
+    return n;
+}
+
+/* m as `from` would send it to `to`, sealed on from's session: returns
+ * the message's length in out. */
+static uint32_t forge_disco(unsigned from, unsigned to, const struct disco_msg *m, uint8_t *out,
+                            size_t cap, uint64_t now)
+{
+    uint8_t *ip = out + WG_TRANSPORT_HEADER_LEN;
+    size_t room = cap - WG_TRANSPORT_MIN_LEN - WG_PADDING_MULTIPLE;
+    struct transport_packet tp = { .buf = out, .cap = cap, .pad_limit = 1420 };
+    int n = disco_encode(m, ip + 20, room - 20);
+
+    assert_true(n > 0);
+    n = disco_ip_wrap(AF_INET, nodes[from].dev.self->address.bytes,
+                      nodes[to].dev.self->address.bytes, ip + 20, (size_t)n, ip, room);
+    assert_true(n > 0);
+    tp.len = (size_t)n;
+    assert_int_equal(transport_seal(peer_for(from, to)->current, &tp, now), 0);
+    return (uint32_t)tp.len;
+}
+
+/* A datagram that node `to` receives from src. */
+static void receive_from(unsigned to, const union endpoint *src, const uint8_t *msg,
+                         uint32_t len, uint64_t now)
+{
+    struct pkt *pkt = loop_pkt_get(&nodes[to].loop);
+
+    assert_non_null(pkt);
+    memcpy(pkt->in, msg, len);
+    pkt->len = len;
+    pkt->addr = *src;
+    nodes[to].on.udp(nodes[to].on.ctx, pkt, len, now);
+}
+
+/* Three nodes, each with a direct session with the others, speaking
+ * disco, after a few seconds of their schedules. */
+static uint64_t mesh3(void)
+{
+    uint64_t now = START_NS + SEC;
+
+    app_send(0, 1, 100, now);
+    app_send(0, 2, 100, now);
+    app_send(1, 2, 100, now);
+    pump(now);
+    for (unsigned i = 0; i < 30; i++)
+        tick(now += SEC / 10);
+    for (unsigned i = 0; i < 3; i++)
+        for (unsigned j = 0; j < 3; j++)
+            if (i != j) {
+                assert_true(peer_for(i, j)->speaks_disco);
+                assert_true(path_direct(peer_for(i, j)));
+            }
+    return now;
+}
+
+/* n1, the member, tells n0 of new local addresses in ENDPOINTS (which
+ * made n0 introduce it to n2, at the victim) from the victim's address,
+ * five times in 2.5 s; then 10 s pass. The victim gets no more than n1
+ * sent (a challenge a second at most), no PUNCH goes out, n2 never sends
+ * there, and n0's path to n1 stays where n1 answers. */
+static void test_spoofed_endpoints_amplify_nothing(void **state)
+{
+    (void)state;
+    uint64_t now = mesh3();
+    struct peer *m = peer_for(0, 1);
+    struct disco_msg *msg = calloc(1, sizeof(*msg));
+    uint8_t buf[MSG_MAX];
+    uint64_t sent = 0, punches = nodes[0].dev.stats.disco_sent[DISCO_PUNCH];
+
+    assert_non_null(msg);
+    victim_set();
+    for (unsigned k = 0; k < 5; k++) {
+        msg->type = DISCO_ENDPOINTS;
+        msg->endpoints.n_local = 1;
+        msg->endpoints.local[0] = (struct disco_endpoint){
+            .family = DISCO_FAMILY_IPV4, .addr = { 10, 9, 0, (uint8_t)(k + 1) }, .port = 51820 };
+        uint32_t len = forge_disco(1, 0, msg, buf, sizeof(buf), now);
+        receive_from(0, &victim, buf, len, now);
+        sent += len;
+        pump(now);
+        for (unsigned i = 0; i < 5; i++)
+            tick(now += SEC / 10);
+    }
+    /* A challenge a second at most (each paid from what came). */
+    assert_true(victim_msgs[0] <= 3);
+    for (unsigned i = 0; i < 100; i++)
+        tick(now += SEC / 10);
+    free(msg);
+    print_message("spoofed ENDPOINTS: the victim got %llu bytes in %u datagrams for %llu sent\n",
+                  (unsigned long long)victim_total(), victim_msgs[0] + victim_msgs[2],
+                  (unsigned long long)sent);
+    assert_true(victim_total() <= sent);
+    assert_int_equal(victim_bytes[2], 0);      /* n2 never heard of it */
+    assert_int_equal(nodes[0].dev.stats.disco_sent[DISCO_PUNCH], punches);
+    assert_true(endpoint_equal(&m->endpoint, &nodes[1].ep));
+    assert_true(m->endpoint_proven);
+    /* And n1 is still reached. */
+    unsigned before = nodes[1].tun_packets;
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_int_equal(nodes[1].tun_packets, before + 1);
+}
+
+/* n0 relays to n1 (through n2); n1, the member, sends n0 a probe PING from
+ * the victim's address, as if it had found a direct path there. Answered
+ * with a PONG no larger than the PING, and no probe back (which made 2.1x);
+ * n0 stays on the relay. */
+static void test_spoofed_probe_ping_amplifies_nothing(void **state)
+{
+    (void)state;
+    uint64_t now = relay_found();
+    struct disco_msg *msg = calloc(1, sizeof(*msg));
+    uint8_t buf[MSG_MAX];
+    uint64_t sent = 0;
+
+    assert_non_null(msg);
+    victim_set();
+    for (unsigned k = 0; k < 5; k++) {
+        msg->type = DISCO_PING;
+        msg->ping.txid = 0x1234 + k;
+        msg->ping.flags = DISCO_PING_F_PROBE;
+        uint32_t len = forge_disco(1, 0, msg, buf, sizeof(buf), now);
+        receive_from(0, &victim, buf, len, now);
+        sent += len;
+        pump(now);
+        tick(now += SEC / 10);
+    }
+    for (unsigned i = 0; i < 50; i++)
+        tick(now += SEC / 10);
+    free(msg);
+    print_message("spoofed probe PING: the victim got %llu bytes in %u datagrams for %llu sent\n",
+                  (unsigned long long)victim_total(), victim_msgs[0],
+                  (unsigned long long)sent);
+    assert_true(victim_total() <= sent);
+    assert_true(victim_msgs[0] <= 5);
+    assert_ptr_equal(peer_for(0, 1)->via, peer_for(0, 2));
+}
+
+/* A member that really moves (a new NAT mapping) is followed once its new
+ * address answers a challenge, and not before. */
+static void test_moved_peer_followed_after_challenge(void **state)
+{
+    (void)state;
+    uint64_t now = establish();
+    struct peer *p = peer_of(0);
+    unsigned before;
+
+    for (unsigned i = 0; i < 30; i++)
+        tick(now += SEC / 10);
+    assert_true(p->speaks_disco && p->endpoint_proven);
+    nodes[1].ep.in4.sin_addr.s_addr = htonl(0xc0000263u);   /* 192.0.2.99 */
+    nodes[1].ep.in4.sin_port = htons(40001);
+    /* One packet from there moves nothing yet: the challenge goes. */
+    app_send(1, 0, 100, now);
+    pump(now);
+    assert_int_equal(ntohl(p->endpoint.in4.sin_addr.s_addr), 0xc0000202u);
+    assert_int_equal(p->unproven.src.port, 40001);
+    tick(now += SEC / 10);
+    /* n1 answered it from there: the path. */
+    assert_true(endpoint_equal(&p->endpoint, &nodes[1].ep));
+    assert_true(p->endpoint_proven);
+    before = nodes[1].tun_packets;
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_int_equal(nodes[1].tun_packets, before + 1);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
 #define T3(f) cmocka_unit_test_setup_teardown(f, world3_setup, world3_teardown)
 
@@ -1283,6 +1486,9 @@ int main(void)
         T3(test_relay_frames_after_rekey),
         T3(test_relay_frames_hostile_member),
         T3(test_frames_wait_for_opens_not_seals),
+        T3(test_spoofed_endpoints_amplify_nothing),
+        T3(test_spoofed_probe_ping_amplifies_nothing),
+        T(test_moved_peer_followed_after_challenge),
     };
 
     return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
