@@ -722,12 +722,15 @@ static void on_pong(struct peer *p, const union endpoint *src, struct peer *via,
     if (!disco_pong(&p->disco, po->txid, now, &slot) || !slot.probe || via || !src ||
         !to_disco(src, &from) || !disco_endpoint_equal(&slot.to, &from))
         return;
-    if (disco_endpoint_equal(&p->unproven.src, &from))
+    /* A challenge answered: where the peer's packets come from now, and
+     * the path whatever it was before (WireGuard would have moved at once). */
+    bool challenged = disco_endpoint_equal(&p->unproven.src, &from);
+    if (challenged)
         disco_unproven_clear(&p->unproven);
-    /* Already direct to a local address: a public one that answers too
-     * (a NAT that hairpins) is the longer way. */
-    if (!p->via && to_disco(&p->endpoint, &cur) && disco_cand_is_local(&p->disco, &cur) &&
-        !disco_cand_is_local(&p->disco, &from))
+    /* A probe answered while already direct to a local address: a public
+     * one that answers too (a NAT that hairpins) is the longer way. */
+    if (!challenged && !p->via && to_disco(&p->endpoint, &cur) &&
+        disco_cand_is_local(&p->disco, &cur) && !disco_cand_is_local(&p->disco, &from))
         return;
     /* A probe answered directly: the path works both ways. */
     path_use_direct(p, src, now);
