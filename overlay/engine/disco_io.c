@@ -974,7 +974,7 @@ static void probe(struct peer *p, const struct disco_facts *f, uint64_t now)
             send_probe(p, &t[i], false, now);
 }
 
-/* What a challenge of `to` takes on the wire (probe_msg). */
+/* What a challenge of `to` takes on the wire: probe_msg's PING, sealed. */
 static uint32_t challenge_len(const struct peer *p, const struct disco_endpoint *to)
 {
     size_t plain = ip_header_len(p->dev) + DISCO_HEADER_LEN + DISCO_TXID_LEN + 1u +
@@ -1006,10 +1006,12 @@ static void challenge(struct peer *p, uint64_t now)
         disco_unproven_clear(&p->unproven);
         return;
     }
-    m = probe_msg(p->dev, &to);
-    if (!disco_unproven_spend(&p->unproven, &to, sealed_len(p, m)))
-        return;
+    /* Marked sent first: whatever fails below, it is not due again at
+     * once (the loop would spin). */
     disco_challenge_sent(&p->unproven, now);
+    if (!disco_unproven_spend(&p->unproven, &to, challenge_len(p, &to)))
+        return;
+    m = probe_msg(p->dev, &to);
     log_debug_rl("peer %s: a new source, challenged", p->name);
     if (send_disco(p, m, &ep, now) == 0)
         disco_ping_sent(&p->disco, m->ping.txid, &to, now);

@@ -888,6 +888,48 @@ static void test_path_received(void **state)
     free(w);
 }
 
+/* An unproven source: what came from it pays for what goes to it, a
+ * challenge a second at most, and a peer that never spoke disco gets
+ * DISCO_CHALLENGES_MAX; another source starts afresh. */
+static void test_unproven_credit(void **state)
+{
+    struct disco_unproven u = { 0 };
+    struct disco_endpoint v = { .family = DISCO_FAMILY_IPV4, .addr = { 203, 0, 113, 7 },
+                                .port = 40000 };
+    struct disco_endpoint w = v;
+
+    (void)state;
+    w.port = 40001;
+    assert_int_equal(disco_challenge_at(&u, true, 80), UINT64_MAX);   /* none known */
+    disco_unproven_heard(&u, &v, 60);
+    assert_int_equal(disco_challenge_at(&u, true, 80), UINT64_MAX);   /* not paid yet */
+    assert_false(disco_unproven_spend(&u, &v, 80));
+    disco_unproven_heard(&u, &v, 40);
+    assert_int_equal(disco_challenge_at(&u, true, 80), 0);            /* at once */
+    assert_false(disco_unproven_spend(&u, &w, 80));                   /* not another's */
+    assert_true(disco_unproven_spend(&u, &v, 80));
+    disco_challenge_sent(&u, T0);
+    assert_int_equal(u.credit, 20);
+    disco_unproven_heard(&u, &v, 100);
+    assert_int_equal(disco_challenge_at(&u, true, 80), T0 + DISCO_CHALLENGE_MS * NS_PER_MS);
+    /* Capped. */
+    for (unsigned i = 0; i < 100; i++)
+        disco_unproven_heard(&u, &v, 1000);
+    assert_int_equal(u.credit, DISCO_UNPROVEN_CREDIT_MAX);
+    /* A stock peer: DISCO_CHALLENGES_MAX, then none. */
+    for (unsigned i = 1; i < DISCO_CHALLENGES_MAX; i++)
+        disco_challenge_sent(&u, T0 + i * SEC);
+    assert_int_equal(disco_challenge_at(&u, false, 80), UINT64_MAX);
+    assert_true(disco_challenge_at(&u, true, 80) < UINT64_MAX);
+    /* Another source: afresh, what came from v is not its. */
+    disco_unproven_heard(&u, &w, 10);
+    assert_int_equal(u.credit, 10);
+    assert_int_equal(u.challenges, 0);
+    assert_false(disco_unproven_spend(&u, &v, 1));
+    disco_unproven_clear(&u);
+    assert_int_equal(disco_challenge_at(&u, true, 0), UINT64_MAX);
+}
+
 /* A session works while the peer is heard from and, when it speaks
  * disco, answers pings; a relay must be direct and work. */
 static void test_working(void **state)
@@ -1057,6 +1099,7 @@ int main(void)
         cmocka_unit_test(test_relay_slots),
         cmocka_unit_test(test_path_kinds_and_mtu),
         cmocka_unit_test(test_path_received),
+        cmocka_unit_test(test_unproven_credit),
         cmocka_unit_test(test_working),
         cmocka_unit_test(test_relay_refusals),
         cmocka_unit_test(test_disco_refusals),
