@@ -597,6 +597,27 @@ static void learn_record(struct peer *x, struct peer *via, const struct disco_pe
         disco_want_session(q, false, now);
 }
 
+/* Introduced once when it comes (and its endpoint answered us), again
+ * when its addresses change, and not more often than ENDPOINTS may
+ * change. */
+static void maybe_introduce(struct peer *x, uint64_t now)
+{
+    if (!x->introduced && recordable(x, now) &&
+        (!x->introduced_ns || now - x->introduced_ns >= DISCO_ENDPOINTS_MIN_S * WG_NSEC_PER_SEC)) {
+        x->introduced = true;
+        x->introduced_ns = now;
+        introduce(x, now);
+    }
+}
+
+void disco_endpoint_proven(struct peer *p, uint64_t now)
+{
+    disco_endpoints_due(&p->disco);
+    if (p->speaks_disco)
+        maybe_introduce(p, now);
+    disco_wake(p->dev);
+}
+
 static void on_endpoints(struct peer *x, struct peer *via, const struct disco_endpoints *e,
                          uint64_t now)
 {
@@ -604,14 +625,8 @@ static void on_endpoints(struct peer *x, struct peer *via, const struct disco_en
         log_debug_rl("peer %s: its local addresses changed", x->name);
         x->introduced = false;     /* the others hear of it as an introduction */
     }
-    /* Introduced once when it comes, again when its addresses change, and
-     * not more often than ENDPOINTS may change. */
-    if (!via && !x->introduced && recordable(x, now) &&
-        (!x->introduced_ns || now - x->introduced_ns >= DISCO_ENDPOINTS_MIN_S * WG_NSEC_PER_SEC)) {
-        x->introduced = true;
-        x->introduced_ns = now;
-        introduce(x, now);
-    }
+    if (!via)
+        maybe_introduce(x, now);
     for (unsigned i = 0; i < e->n_peers; i++)
         learn_record(x, via, &e->peers[i], now);
 }

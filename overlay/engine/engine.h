@@ -164,6 +164,10 @@ void disco_destroy(struct device *dev);
 /* A session with p began (either role). Returns true when something went
  * out to p (which then confirms the session to a responder). */
 bool disco_session_up(struct peer *p, uint64_t now);
+/* p's endpoint answered a challenge (path.c): what could not go there
+ * while it was not proven goes now (ENDPOINTS; p introduced to the
+ * others). */
+void disco_endpoint_proven(struct peer *p, uint64_t now);
 /* A handshake is due, or p's path stopped answering: unless its session
  * works, an attempt begins (punches, then a relay) when p has candidates
  * or a relay. sent: an initiation just went out, the first punch. */

@@ -187,11 +187,8 @@ static void move_endpoint(struct peer *p, const union endpoint *ep, bool proven,
         return;
     }
     p->endpoint_proven = proven;
-    if (proven && !was_proven) {
-        /* What could not go while it was not proven goes now. */
-        disco_endpoints_due(&p->disco);
-        disco_wake(p->dev);
-    }
+    if (proven && !was_proven)
+        disco_endpoint_proven(p, now);
 }
 
 void path_use_direct(struct peer *p, const union endpoint *ep, uint64_t now)
