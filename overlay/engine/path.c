@@ -282,10 +282,14 @@ static void from_unproven(struct peer *p, const union endpoint *src, uint32_t le
         move_endpoint(p, src, false, now);
         p->last_direct_ns = now;
     }
-    if (to_disco_endpoint(src, &e)) {
-        disco_unproven_heard(&p->unproven, &e, len);
+    if (!to_disco_endpoint(src, &e))
+        return;
+    disco_unproven_heard(&p->unproven, &e, len);
+    /* Only when a challenge may go now: a stream from a stock peer's
+     * endpoint (never proven) must not make the loop look at every peer
+     * on every receive. */
+    if (disco_challenge_at(&p->unproven, p->speaks_disco, 0) <= now)
         disco_wake(p->dev);
-    }
 }
 
 void path_received(struct peer *p, const union endpoint *src, struct peer *via, uint32_t len,
