@@ -492,8 +492,10 @@ bool disco_pong(struct disco_state *s, uint64_t txid, uint64_t now,
 void disco_unproven_heard(struct disco_unproven *u, const struct disco_endpoint *src,
                           uint32_t len)
 {
+    /* Another source: its own credit and count; the pace stays the
+     * peer's, so that sources in turn do not make challenges come faster. */
     if (!u->src.family || !disco_endpoint_equal(&u->src, src))
-        *u = (struct disco_unproven){ .src = *src };
+        *u = (struct disco_unproven){ .src = *src, .challenge_ns = u->challenge_ns };
     u->credit = len > DISCO_UNPROVEN_CREDIT_MAX - u->credit ? DISCO_UNPROVEN_CREDIT_MAX
                                                             : u->credit + len;
 }

@@ -308,7 +308,8 @@ struct disco_unproven {
 };
 
 /* len authentic bytes came from src, which never answered: credited (a
- * new source starts afresh; the last one is forgotten). */
+ * new source starts with no credit and no challenge sent to it, the last
+ * one forgotten; the pace of challenges stays). */
 void disco_unproven_heard(struct disco_unproven *u, const struct disco_endpoint *src,
                           uint32_t len);
 /* Whether len bytes may go to `to`, the unproven source: taken from its

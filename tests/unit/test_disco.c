@@ -921,11 +921,14 @@ static void test_unproven_credit(void **state)
         disco_challenge_sent(&u, T0 + i * SEC);
     assert_int_equal(disco_challenge_at(&u, false, 80), UINT64_MAX);
     assert_true(disco_challenge_at(&u, true, 80) < UINT64_MAX);
-    /* Another source: afresh, what came from v is not its. */
-    disco_unproven_heard(&u, &w, 10);
-    assert_int_equal(u.credit, 10);
+    /* Another source: what came from v is not its, and sources in turn
+     * do not quicken the pace. */
+    disco_unproven_heard(&u, &w, 100);
+    assert_int_equal(u.credit, 100);
     assert_int_equal(u.challenges, 0);
     assert_false(disco_unproven_spend(&u, &v, 1));
+    assert_int_equal(disco_challenge_at(&u, false, 80),
+                     T0 + (DISCO_CHALLENGES_MAX - 1) * SEC + DISCO_CHALLENGE_MS * NS_PER_MS);
     disco_unproven_clear(&u);
     assert_int_equal(disco_challenge_at(&u, true, 0), UINT64_MAX);
 }
