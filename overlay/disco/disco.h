@@ -36,6 +36,10 @@
  * candidate, sent beside the path rather than on it. */
 #define DISCO_PING_F_PROBE   0x01u
 #define DISCO_PING_F_MTU     0x02u   /* a path MTU probe (padded; pmtu.h) */
+/* A challenge of the source we saw the peer at (disco_unproven below):
+ * always answered, where the PONG costs no more than it (older nodes
+ * carry the bit and answer every PING). */
+#define DISCO_PING_F_CHALLENGE 0x04u
 /* What a relayed message adds inside the relay's own transport message:
  * the relay's inner IP header (IPv6 at most), the disco header, a key, and
  * the enclosed message's transport header and tag. A packet to a relayed
@@ -292,11 +296,13 @@ bool disco_pong(struct disco_state *s, uint64_t txid, uint64_t now,
 /* A source of a peer's authentic packets that never answered us (not its
  * endpoint, or an endpoint taken as WireGuard roams, unproven). A member
  * can forge its UDP source, so nothing goes there but a challenge -- a
- * probe PING, whose PONG from there proves it -- and the PONG to a PING
- * that came from there, each paid from the bytes that came from it
- * (credit), a challenge per DISCO_CHALLENGE_MS at most: a victim named as
- * the source gets no more than the forger sent. A stock WireGuard peer
- * never answers: it gets DISCO_CHALLENGES_MAX per source. */
+ * probe PING, whose PONG from there proves it -- and the PONG to a
+ * challenge that came from there, each paid from the bytes that came from
+ * it (credit), a challenge per DISCO_CHALLENGE_MS at most: a victim named
+ * as the source gets no more than the forger sent. Any other PING from
+ * there is answered by our challenge, not a PONG (a peer that moved and
+ * only pings is followed). A stock WireGuard peer never answers: it gets
+ * DISCO_CHALLENGES_MAX per source. */
 #define DISCO_CHALLENGE_MS         1000u
 #define DISCO_CHALLENGES_MAX       3u
 #define DISCO_UNPROVEN_CREDIT_MAX  4096u

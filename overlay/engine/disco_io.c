@@ -271,6 +271,8 @@ void disco_note_answer(struct peer *p, const union endpoint *src, uint64_t now)
         disco_cand_answered(&p->disco, &from, now);
 }
 
+static void challenge(struct peer *p, uint64_t now);
+
 /* --- sending ------------------------------------------------------------------------- */
 
 static size_t ip_header_len(const struct device *dev)
@@ -454,12 +456,13 @@ static uint32_t sealed_len(const struct peer *p, const struct disco_msg *m)
                                                           path_mtu(p));
 }
 
-/* A probe of `to` (or a challenge): padded as long as the PONG that
- * answers it, which names `to`, so that a node that never heard from us
- * there can answer it at no more than it cost (on_ping). */
-static struct disco_msg *probe_msg(struct device *dev, const struct disco_endpoint *to)
+/* A probe of `to` (flags: more, DISCO_PING_F_CHALLENGE): padded as long
+ * as the PONG that answers it, which names `to`, so that a node that never
+ * heard from us there can answer it at no more than it cost (on_ping). */
+static struct disco_msg *probe_msg(struct device *dev, const struct disco_endpoint *to,
+                                   uint8_t flags)
 {
-    struct disco_msg *m = ping_msg(dev, DISCO_PING_F_PROBE);
+    struct disco_msg *m = ping_msg(dev, DISCO_PING_F_PROBE | flags);
 
     m->ping.pad = (uint16_t)endpoint_len(to);
     return m;
@@ -658,7 +661,7 @@ static void send_probe(struct peer *p, const struct disco_endpoint *to, bool ans
 
     if (!from_disco(to, &ep))
         return;
-    m = probe_msg(p->dev, to);
+    m = probe_msg(p->dev, to, 0);
     uint32_t sealed = sealed_len(p, m);
     if (answered ? !path_unproven_spend(p, &ep, sealed) : !hint_allows(p, to, sealed, now))
         return;
@@ -678,11 +681,19 @@ static void on_ping(struct peer *p, const union endpoint *src, struct peer *via,
     m->pong.has_source = direct;
     if (direct)
         m->pong.source = from;
-    /* A direct ping is answered where it came from, whatever our path;
-     * where that never answered us, only as far as what came from there
-     * pays (a forged source gets no more than the forger sent). */
-    if (direct && !path_unproven_spend(p, src, sealed_len(p, m)))
+    /* A direct ping is answered where it came from, whatever our path.
+     * Where that never answered us: a challenge gets its PONG as far as
+     * what came from there pays (a forged source gets no more than the
+     * forger sent); any other ping gets our challenge instead, paid the
+     * same way -- the peer may have moved, and is followed once it
+     * answers (two challenges answered by challenges would never end). */
+    if (direct && !path_proven(p, src)) {
+        if (!(pi->flags & DISCO_PING_F_CHALLENGE))
+            challenge(p, now);
+        else if (path_unproven_spend(p, src, sealed_len(p, m)))
+            send_disco(p, m, src, now);
         return;
+    }
     send_disco(p, m, direct ? src : NULL, now);
     /* Probed directly while we relay: probe back at once, so that both
      * sides can move to the direct path within a round trip. */
@@ -1026,7 +1037,7 @@ static void challenge(struct peer *p, uint64_t now)
     disco_challenge_sent(&p->unproven, now);
     if (!disco_unproven_spend(&p->unproven, &to, challenge_len(p, &to)))
         return;
-    m = probe_msg(p->dev, &to);
+    m = probe_msg(p->dev, &to, DISCO_PING_F_CHALLENGE);
     log_debug_rl("peer %s: a new source, challenged", p->name);
     if (send_disco(p, m, &ep, now) == 0)
         disco_ping_sent(&p->disco, m->ping.txid, &to, now);

@@ -1458,6 +1458,34 @@ static void test_moved_peer_followed_after_challenge(void **state)
     assert_int_equal(nodes[1].tun_packets, before + 1);
 }
 
+/* The same with no data: n1 only pings (its schedule). Its pings from the
+ * new address get a challenge rather than a PONG (a PONG would spend what
+ * they paid, and keep n1 content while n0 still sent to the old address),
+ * so it is followed within 10 s. */
+static void test_moved_idle_peer_followed(void **state)
+{
+    (void)state;
+    uint64_t now = establish();
+    struct peer *p = peer_of(0);
+    uint64_t end;
+    unsigned before;
+
+    for (unsigned i = 0; i < 30; i++)
+        tick(now += SEC / 10);
+    assert_true(p->speaks_disco && p->endpoint_proven);
+    nodes[1].ep.in4.sin_addr.s_addr = htonl(0xc0000263u);   /* 192.0.2.99 */
+    /* Within a few of its pings (answered by PONGs, it took 30 s: until
+     * its ENDPOINTS paid for a challenge). */
+    for (end = now + 10 * SEC; now < end && !endpoint_equal(&p->endpoint, &nodes[1].ep);)
+        tick(now += SEC / 10);
+    assert_true(endpoint_equal(&p->endpoint, &nodes[1].ep));
+    assert_true(p->endpoint_proven);
+    before = nodes[1].tun_packets;
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_int_equal(nodes[1].tun_packets, before + 1);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
 #define T3(f) cmocka_unit_test_setup_teardown(f, world3_setup, world3_teardown)
 
@@ -1489,6 +1517,7 @@ int main(void)
         T3(test_spoofed_endpoints_amplify_nothing),
         T3(test_spoofed_probe_ping_amplifies_nothing),
         T(test_moved_peer_followed_after_challenge),
+        T(test_moved_idle_peer_followed),
     };
 
     return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
