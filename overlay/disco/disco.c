@@ -313,6 +313,11 @@ void disco_endpoints_stale(struct disco_state *s)
     s->endpoints_stale = true;
 }
 
+void disco_endpoints_due(struct disco_state *s)
+{
+    s->endpoints_sent_ns = 0;
+}
+
 void disco_path_changed(struct disco_state *s)
 {
     s->next_probe_ns = 0;
@@ -480,4 +485,45 @@ bool disco_pong(struct disco_state *s, uint64_t txid, uint64_t now,
         return true;
     }
     return false;
+}
+
+/* --- unproven sources ------------------------------------------------------------------ */
+
+void disco_unproven_heard(struct disco_unproven *u, const struct disco_endpoint *src,
+                          uint32_t len)
+{
+    /* Another source: its own credit and count; the pace stays the
+     * peer's, so that sources in turn do not make challenges come faster. */
+    if (!u->src.family || !disco_endpoint_equal(&u->src, src))
+        *u = (struct disco_unproven){ .src = *src, .challenge_ns = u->challenge_ns };
+    u->credit = len > DISCO_UNPROVEN_CREDIT_MAX - u->credit ? DISCO_UNPROVEN_CREDIT_MAX
+                                                            : u->credit + len;
+}
+
+bool disco_unproven_spend(struct disco_unproven *u, const struct disco_endpoint *to,
+                          uint32_t len)
+{
+    if (!u->src.family || !disco_endpoint_equal(&u->src, to) || u->credit < len)
+        return false;
+    u->credit -= len;
+    return true;
+}
+
+uint64_t disco_challenge_at(const struct disco_unproven *u, bool speaks, uint32_t len)
+{
+    if (!u->src.family || u->credit < len || (!speaks && u->challenges >= DISCO_CHALLENGES_MAX))
+        return UINT64_MAX;
+    return u->challenge_ns ? u->challenge_ns + DISCO_CHALLENGE_MS * NS_PER_MS : 0;
+}
+
+void disco_challenge_sent(struct disco_unproven *u, uint64_t now)
+{
+    u->challenge_ns = now ? now : 1;
+    if (u->challenges < UINT8_MAX)
+        u->challenges++;
+}
+
+void disco_unproven_clear(struct disco_unproven *u)
+{
+    *u = (struct disco_unproven){ 0 };
 }

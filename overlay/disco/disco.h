@@ -36,6 +36,10 @@
  * candidate, sent beside the path rather than on it. */
 #define DISCO_PING_F_PROBE   0x01u
 #define DISCO_PING_F_MTU     0x02u   /* a path MTU probe (padded; pmtu.h) */
+/* A challenge of the source we saw the peer at (disco_unproven below):
+ * always answered, where the PONG costs no more than it (older nodes
+ * carry the bit and answer every PING). */
+#define DISCO_PING_F_CHALLENGE 0x04u
 /* What a relayed message adds inside the relay's own transport message:
  * the relay's inner IP header (IPv6 at most), the disco header, a key, and
  * the enclosed message's transport header and tag. A packet to a relayed
@@ -260,6 +264,9 @@ void disco_path_changed(struct disco_state *s);
 /* Where we see the peer changed: its ENDPOINTS go DISCO_ENDPOINTS_MIN_S
  * after the last, as after a change of our own (gen). */
 void disco_endpoints_stale(struct disco_state *s);
+/* ENDPOINTS are due at once (what went before could not go: the path
+ * was not proven). */
+void disco_endpoints_due(struct disco_state *s);
 /* Runs what is due: returns DISCO_DO_* flags and moves each deadline on.
  * gen is the device's generation of what ENDPOINTS says of this node
  * itself (its local candidates): a change there goes to every peer soon.
@@ -285,5 +292,43 @@ unsigned disco_pings_lost(const struct disco_state *s, uint64_t now);
  * now); the round trip of a ping on the path becomes rtt_ns. */
 bool disco_pong(struct disco_state *s, uint64_t txid, uint64_t now,
                 struct disco_ping_slot *out);
+
+/* A source of a peer's authentic packets that never answered us (not its
+ * endpoint, or an endpoint taken as WireGuard roams, unproven). A member
+ * can forge its UDP source, so nothing goes there but a challenge -- a
+ * probe PING, whose PONG from there proves it -- and the PONG to a
+ * challenge that came from there, each paid from the bytes that came from
+ * it (credit), a challenge per DISCO_CHALLENGE_MS at most: a victim named
+ * as the source gets no more than the forger sent. Any other PING from
+ * there is answered by our challenge, not a PONG (a peer that moved and
+ * only pings is followed). A stock WireGuard peer never answers: it gets
+ * DISCO_CHALLENGES_MAX per source. */
+#define DISCO_CHALLENGE_MS         1000u
+#define DISCO_CHALLENGES_MAX       3u
+#define DISCO_UNPROVEN_CREDIT_MAX  4096u
+struct disco_unproven {
+    struct disco_endpoint src;   /* family 0: none */
+    uint32_t credit;             /* bytes that came from src, not yet spent on it */
+    uint64_t challenge_ns;       /* the last challenge to it; 0: none yet */
+    uint8_t challenges;          /* sent to it, unanswered */
+};
+
+/* len authentic bytes came from src, which never answered: credited (a
+ * new source starts with no credit and no challenge sent to it, the last
+ * one forgotten; the pace of challenges stays). */
+void disco_unproven_heard(struct disco_unproven *u, const struct disco_endpoint *src,
+                          uint32_t len);
+/* Whether len bytes may go to `to`, the unproven source: taken from its
+ * credit when they may. */
+bool disco_unproven_spend(struct disco_unproven *u, const struct disco_endpoint *to,
+                          uint32_t len);
+/* When a challenge of len bytes may go to the unproven source (now at the
+ * soonest; UINT64_MAX: not until more comes from it, or none is known).
+ * speaks: the peer ever sent a disco message. */
+uint64_t disco_challenge_at(const struct disco_unproven *u, bool speaks, uint32_t len);
+/* A challenge went out now, paid (disco_unproven_spend). */
+void disco_challenge_sent(struct disco_unproven *u, uint64_t now);
+/* The source answered, or is no longer of interest: forgotten. */
+void disco_unproven_clear(struct disco_unproven *u);
 
 #endif

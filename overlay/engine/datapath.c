@@ -458,7 +458,7 @@ static bool source_allowed(const struct peer *p, const struct inner *in)
 static void after_authentic(struct peer *p, struct noise_keypair *kp, uint32_t len,
                             const union endpoint *src, struct peer *via, uint64_t now)
 {
-    path_received(p, src, via, false, now);
+    path_received(p, src, via, len, false, now);
     peer_count_rx(p, len, now);
     if (peer_received_with_keypair(p, kp)) {
         timers_handshake_complete(p, now);
@@ -621,7 +621,7 @@ static bool keep_plain(struct device *dev, struct rx_batch *b, struct peer *p, u
     /* Data (or a keepalive) sent to us directly while we relay: the
      * peer's direct path works, and so will ours. */
     if (!via && p->via)
-        path_received(p, &b->pkt->addr, NULL, true, now);
+        path_received(p, &b->pkt->addr, NULL, 0, true, now);
     if (plen <= 0)      /* a keepalive */
         return false;
     timers_data_received(p, now);
@@ -737,7 +737,7 @@ static void frame_in(struct device *dev, struct rx_batch *b, struct peer *p,
         path_frames_said(p, e->keypair->local_index);
     /* Sent to us directly while we relay to it: its direct path works. */
     if (p->via)
-        path_received(p, src, NULL, true, now);
+        path_received(p, src, NULL, 0, true, now);
     dev->stats.relay_frames_received++;
     if (!disco_enclosed_ok(f->msg, f->msg_len)) {
         dev->stats.dropped_bad_packet++;

@@ -224,6 +224,7 @@ int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint6
         }
         device_node_endpoint(&p->endpoint, n);
         p->listed = p->endpoint;
+        p->endpoint_proven = true;   /* the operator's word */
         p->id = ++dev->next_peer_id;
         dev->peers[dev->n_peers++] = p;
     }

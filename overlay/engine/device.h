@@ -125,7 +125,12 @@ struct peer {
     struct peer *via;
     struct disco_relays relays;
     uint32_t hint_credit;
-    uint64_t last_direct_ns;              /* last authentic packet that came directly */
+    uint64_t last_direct_ns;              /* last proven packet that came directly */
+    /* The endpoint answered a challenge of ours (or the operator gave it):
+     * until then, as a source that came only as WireGuard roams, nothing
+     * of discovery's goes there but challenges (disco.h: unproven). */
+    bool endpoint_proven;
+    struct disco_unproven unproven;       /* the latest source not proven (path.c) */
     struct pmtu pmtu;                     /* the path's MTU, searched anew with each path */
     uint16_t pmtu_logged;                 /* what the log last said of it (0: nothing) */
     bool speaks_disco;                    /* it sent us a disco message: a ddpnet node */

@@ -271,6 +271,8 @@ void disco_note_answer(struct peer *p, const union endpoint *src, uint64_t now)
         disco_cand_answered(&p->disco, &from, now);
 }
 
+static void challenge(struct peer *p, uint64_t now);
+
 /* --- sending ------------------------------------------------------------------------- */
 
 static size_t ip_header_len(const struct device *dev)
@@ -316,6 +318,10 @@ static int send_disco_limited(struct peer *p, const struct disco_msg *m,
 
     if (!peer_can_send(p, now))
         return -ENOTCONN;
+    /* On a path that did not answer us yet, nothing but a challenge
+     * (disco.h: unproven), which names where it goes. */
+    if (!to && !p->via && !p->endpoint_proven)
+        return -EAGAIN;
     if ((n = seal_disco(p, m, pad_limit, now)) < 0)
         return n;
     peer_count_tx(p, (uint64_t)n, now);
@@ -384,7 +390,7 @@ static unsigned pass_locals(struct peer *p, struct disco_endpoint *out, unsigned
  * that speak disco (a plain WireGuard peer would not answer a punch). */
 static bool recordable(const struct peer *p, uint64_t now)
 {
-    return path_direct(p) && peer_can_send(p, now) && p->speaks_disco;
+    return path_direct(p) && p->endpoint_proven && peer_can_send(p, now) && p->speaks_disco;
 }
 
 static bool record_of(struct peer *p, uint64_t now, struct disco_peer *rec)
@@ -437,6 +443,28 @@ static struct disco_msg *ping_msg(struct device *dev, uint8_t flags)
     memset(&m->ping, 0, sizeof(m->ping));
     randombytes_buf(&m->ping.txid, sizeof(m->ping.txid));
     m->ping.flags = flags;
+    return m;
+}
+
+/* What m takes on the wire to p, sealed. */
+static uint32_t sealed_len(const struct peer *p, const struct disco_msg *m)
+{
+    int n = disco_encoded_len(m);
+
+    return n < 0 ? UINT32_MAX
+                 : (uint32_t)transport_sealed_len_limited(ip_header_len(p->dev) + (size_t)n,
+                                                          path_mtu(p));
+}
+
+/* A probe of `to` (flags: more, DISCO_PING_F_CHALLENGE): padded as long
+ * as the PONG that answers it, which names `to`, so that a node that never
+ * heard from us there can answer it at no more than it cost (on_ping). */
+static struct disco_msg *probe_msg(struct device *dev, const struct disco_endpoint *to,
+                                   uint8_t flags)
+{
+    struct disco_msg *m = ping_msg(dev, DISCO_PING_F_PROBE | flags);
+
+    m->ping.pad = (uint16_t)endpoint_len(to);
     return m;
 }
 
@@ -572,6 +600,27 @@ static void learn_record(struct peer *x, struct peer *via, const struct disco_pe
         disco_want_session(q, false, now);
 }
 
+/* Introduced once when it comes (and its endpoint answered us), again
+ * when its addresses change, and not more often than ENDPOINTS may
+ * change. */
+static void maybe_introduce(struct peer *x, uint64_t now)
+{
+    if (!x->introduced && recordable(x, now) &&
+        (!x->introduced_ns || now - x->introduced_ns >= DISCO_ENDPOINTS_MIN_S * WG_NSEC_PER_SEC)) {
+        x->introduced = true;
+        x->introduced_ns = now;
+        introduce(x, now);
+    }
+}
+
+void disco_endpoint_proven(struct peer *p, uint64_t now)
+{
+    disco_endpoints_due(&p->disco);
+    if (p->speaks_disco)
+        maybe_introduce(p, now);
+    disco_wake(p->dev);
+}
+
 static void on_endpoints(struct peer *x, struct peer *via, const struct disco_endpoints *e,
                          uint64_t now)
 {
@@ -579,14 +628,8 @@ static void on_endpoints(struct peer *x, struct peer *via, const struct disco_en
         log_debug_rl("peer %s: its local addresses changed", x->name);
         x->introduced = false;     /* the others hear of it as an introduction */
     }
-    /* Introduced once when it comes, again when its addresses change, and
-     * not more often than ENDPOINTS may change. */
-    if (!via && !x->introduced && path_direct(x) && peer_can_send(x, now) &&
-        (!x->introduced_ns || now - x->introduced_ns >= DISCO_ENDPOINTS_MIN_S * WG_NSEC_PER_SEC)) {
-        x->introduced = true;
-        x->introduced_ns = now;
-        introduce(x, now);
-    }
+    if (!via)
+        maybe_introduce(x, now);
     for (unsigned i = 0; i < e->n_peers; i++)
         learn_record(x, via, &e->peers[i], now);
 }
@@ -606,22 +649,21 @@ static void on_punch(struct peer *x, struct peer *via, const struct disco_punch 
         disco_want_session(q, false, now);
 }
 
-/* A probe of the candidate `to`: paid for (hint_allows) unless `to` is
- * where the peer's authentic packet just came from. */
+/* A probe of the candidate `to`: paid for by the members that named it
+ * (hint_allows), or, where the peer's authentic packet just came from
+ * (answered), free when that is proven, else from what came from there
+ * (path_unproven_spend). */
 static void send_probe(struct peer *p, const struct disco_endpoint *to, bool answered,
                        uint64_t now)
 {
     struct disco_msg *m;
     union endpoint ep;
-    int n;
 
     if (!from_disco(to, &ep))
         return;
-    m = ping_msg(p->dev, DISCO_PING_F_PROBE);
-    if ((n = disco_encoded_len(m)) < 0)
-        return;
-    size_t sealed = transport_sealed_len_limited(ip_header_len(p->dev) + (size_t)n, path_mtu(p));
-    if (!answered && !hint_allows(p, to, (uint32_t)sealed, now))
+    m = probe_msg(p->dev, to, 0);
+    uint32_t sealed = sealed_len(p, m);
+    if (answered ? !path_unproven_spend(p, &ep, sealed) : !hint_allows(p, to, sealed, now))
         return;
     if (send_disco(p, m, &ep, now) == 0)
         disco_ping_sent(&p->disco, m->ping.txid, to, now);
@@ -639,7 +681,19 @@ static void on_ping(struct peer *p, const union endpoint *src, struct peer *via,
     m->pong.has_source = direct;
     if (direct)
         m->pong.source = from;
-    /* A direct ping is answered where it came from, whatever our path. */
+    /* A direct ping is answered where it came from, whatever our path.
+     * Where that never answered us: a challenge gets its PONG as far as
+     * what came from there pays (a forged source gets no more than the
+     * forger sent); any other ping gets our challenge instead, paid the
+     * same way -- the peer may have moved, and is followed once it
+     * answers (two challenges answered by challenges would never end). */
+    if (direct && !path_proven(p, src)) {
+        if (!(pi->flags & DISCO_PING_F_CHALLENGE))
+            challenge(p, now);
+        else if (path_unproven_spend(p, src, sealed_len(p, m)))
+            send_disco(p, m, src, now);
+        return;
+    }
     send_disco(p, m, direct ? src : NULL, now);
     /* Probed directly while we relay: probe back at once, so that both
      * sides can move to the direct path within a round trip. */
@@ -688,13 +742,21 @@ static void on_pong(struct peer *p, const union endpoint *src, struct peer *via,
         log_mtu_changed(p, &was);
         return;
     }
+    /* A probe (or a challenge) is answered only from where it went: a
+     * member that got one at an address of its own cannot make another
+     * address its endpoint by answering from there. */
     if (!disco_pong(&p->disco, po->txid, now, &slot) || !slot.probe || via || !src ||
-        !to_disco(src, &from))
+        !to_disco(src, &from) || !disco_endpoint_equal(&slot.to, &from))
         return;
-    /* Already direct to a local address: a public one that answers too
-     * (a NAT that hairpins) is the longer way. */
-    if (!p->via && to_disco(&p->endpoint, &cur) && disco_cand_is_local(&p->disco, &cur) &&
-        !disco_cand_is_local(&p->disco, &from))
+    /* A challenge answered: where the peer's packets come from now, and
+     * the path whatever it was before (WireGuard would have moved at once). */
+    bool challenged = disco_endpoint_equal(&p->unproven.src, &from);
+    if (challenged)
+        disco_unproven_clear(&p->unproven);
+    /* A probe answered while already direct to a local address: a public
+     * one that answers too (a NAT that hairpins) is the longer way. */
+    if (!challenged && !p->via && to_disco(&p->endpoint, &cur) &&
+        disco_cand_is_local(&p->disco, &cur) && !disco_cand_is_local(&p->disco, &from))
         return;
     /* A probe answered directly: the path works both ways. */
     path_use_direct(p, src, now);
@@ -767,9 +829,10 @@ void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
         p->speaks_disco = true;
         disco_wake(p->dev);   /* its path MTU can be searched now */
     }
-    /* Sent to us directly while we relay: the peer has found a direct
-     * path (a ping alone does not say so: it may be a probe). */
-    if (!via && src && p->via && m->type != DISCO_PING)
+    /* Sent to us directly, from its proven endpoint, while we relay: the
+     * peer has found a direct path (a ping alone does not say so: it may
+     * be a probe). From elsewhere it is challenged first (path.c). */
+    if (!via && src && p->via && m->type != DISCO_PING && path_proven(p, src))
         path_use_direct(p, src, now);
     switch (m->type) {
     case DISCO_ENDPOINTS:
@@ -860,7 +923,8 @@ static void ping(struct peer *p, uint64_t now)
  * session. */
 static bool can_probe_mtu(const struct peer *p, uint64_t now)
 {
-    return p->speaks_disco && p->pmtu.max && peer_can_send(p, now) && path_usable(p);
+    return p->speaks_disco && p->pmtu.max && peer_can_send(p, now) && path_usable(p) &&
+           (p->via || p->endpoint_proven);
 }
 
 /* A path that carries no data is not confirmed (RFC 8899 lets the
@@ -936,11 +1000,55 @@ static void probe(struct peer *p, const struct disco_facts *f, uint64_t now)
             send_probe(p, &t[i], false, now);
 }
 
+/* What a challenge of `to` takes on the wire: probe_msg's PING, sealed. */
+static uint32_t challenge_len(const struct peer *p, const struct disco_endpoint *to)
+{
+    size_t plain = ip_header_len(p->dev) + DISCO_HEADER_LEN + DISCO_TXID_LEN + 1u +
+                   endpoint_len(to);
+
+    return (uint32_t)transport_sealed_len_limited(plain, path_mtu(p));
+}
+
+/* When p's unproven source is to be challenged (UINT64_MAX: not now). */
+static uint64_t challenge_at(const struct peer *p, uint64_t now)
+{
+    if (!peer_can_send(p, now))
+        return UINT64_MAX;
+    return disco_challenge_at(&p->unproven, p->speaks_disco, challenge_len(p, &p->unproven.src));
+}
+
+/* A challenge to p's unproven source, when one is due and its bytes pay
+ * for it: a probe PING there, whose PONG from there proves it (on_pong
+ * makes it the path). */
+static void challenge(struct peer *p, uint64_t now)
+{
+    struct disco_endpoint to = p->unproven.src;
+    struct disco_msg *m;
+    union endpoint ep;
+
+    if (now < challenge_at(p, now))
+        return;
+    if (!from_disco(&to, &ep) || path_proven(p, &ep)) {
+        disco_unproven_clear(&p->unproven);
+        return;
+    }
+    /* Marked sent first: whatever fails below, it is not due again at
+     * once (the loop would spin). */
+    disco_challenge_sent(&p->unproven, now);
+    if (!disco_unproven_spend(&p->unproven, &to, challenge_len(p, &to)))
+        return;
+    m = probe_msg(p->dev, &to, DISCO_PING_F_CHALLENGE);
+    log_debug_rl("peer %s: a new source, challenged", p->name);
+    if (send_disco(p, m, &ep, now) == 0)
+        disco_ping_sent(&p->disco, m->ping.txid, &to, now);
+}
+
 void disco_timers(struct peer *p, uint64_t now)
 {
     struct disco_facts f;
     unsigned act;
 
+    challenge(p, now);
     disco_cand_expire(&p->disco, now);
     /* A relay on trial that brought no answer failed: the next one is
      * tried at once. */
@@ -983,6 +1091,9 @@ static uint64_t next_timer(const struct peer *p, uint64_t now)
 
     facts_of(p, now, &f);
     uint64_t next = disco_next(&p->disco, &f, p->dev->disco.gen);
+    uint64_t c = challenge_at(p, now);
+    if (c < next)
+        next = c;
     if (can_probe_mtu(p, now) && !mtu_confirm_rests(p, now) && pmtu_next(&p->pmtu) &&
         pmtu_next(&p->pmtu) < next)
         next = pmtu_next(&p->pmtu);

@@ -115,13 +115,22 @@ void path_send_message(struct peer *p, struct pkt *pkt, uint32_t len, uint64_t n
  * sends it through r at once (no buffer of the pool). 0 or -errno. */
 int path_relay_now(struct peer *r, const uint8_t dst[WG_KEY_LEN], const uint8_t *msg,
                    uint32_t len, uint64_t now);
-/* An authentic message from p came from src (UDP) or, when via is not
- * NULL, through via. A handshake message, or a confirmed direct packet,
- * moves a relayed peer to the direct path; other direct packets do not
- * (the peer may only be probing). Through a relay: p moves to it only
- * when it was on trial (the message answers one we sent through it). */
-void path_received(struct peer *p, const union endpoint *src, struct peer *via,
+/* An authentic message of len bytes from p came from src (UDP) or, when
+ * via is not NULL, through via. From a proven src (path_proven): a
+ * handshake message, or a confirmed direct packet, moves a relayed peer to
+ * the direct path; other direct packets do not (the peer may only be
+ * probing). From another src: nothing moves but as WireGuard roams (a
+ * stock peer, or one with no path), and src is to be challenged, its len
+ * bytes credited to it (disco.h: unproven; len 0 where the message was
+ * counted already). Through a relay: p moves to it only when it was on
+ * trial (the message answers one we sent through it). */
+void path_received(struct peer *p, const union endpoint *src, struct peer *via, uint32_t len,
                    bool confirmed, uint64_t now);
+/* src is p's endpoint, and that answered us (or the operator gave it). */
+bool path_proven(const struct peer *p, const union endpoint *src);
+/* Whether len bytes may go to `to`: free when proven, else paid from what
+ * came from it (disco_unproven_spend). */
+bool path_unproven_spend(struct peer *p, const union endpoint *to, uint32_t len);
 /* The relay in use stopped carrying p's answers: it failed (trust.c),
  * and p has no relay until another is tried. */
 void path_drop_relay(struct peer *p, uint64_t now);
@@ -132,7 +141,8 @@ struct peer *path_relay_trial(struct peer *p, uint64_t now);
  * answer through (put on trial: p's next message through it confirms
  * it), or NULL when the answer takes p's path. */
 struct peer *path_answer_through(struct peer *p, struct peer *via, uint64_t now);
-/* Switches p to the direct path at ep, or to the relay r. */
+/* Switches p to the direct path at ep (proven: it answered us), or to
+ * the relay r. */
 void path_use_direct(struct peer *p, const union endpoint *ep, uint64_t now);
 void path_use_relay(struct peer *p, struct peer *r, uint64_t now);
 /* Whether p takes relay frames on its current session (it said so on
@@ -154,6 +164,10 @@ void disco_destroy(struct device *dev);
 /* A session with p began (either role). Returns true when something went
  * out to p (which then confirms the session to a responder). */
 bool disco_session_up(struct peer *p, uint64_t now);
+/* p's endpoint answered a challenge (path.c): what could not go there
+ * while it was not proven goes now (ENDPOINTS; p introduced to the
+ * others). */
+void disco_endpoint_proven(struct peer *p, uint64_t now);
 /* A handshake is due, or p's path stopped answering: unless its session
  * works, an attempt begins (punches, then a relay) when p has candidates
  * or a relay. sent: an initiation just went out, the first punch. */

@@ -85,12 +85,17 @@ static void forget_handshake_index(struct peer *p)
 /* Sends the message of len bytes at pkt->area on p's path, or through
  * the relay `through` (an answer goes back the way its question came). */
 static void send_handshake_message(struct peer *p, struct pkt *pkt, uint32_t len,
-                                   struct peer *through, uint64_t now)
+                                   struct peer *through, const union endpoint *at,
+                                   uint64_t now)
 {
     cookie_add_macs(&p->cookie, pkt->area, len, now);
     peer_count_tx(p, len, now);
     timers_any_authenticated_packet_traversal(p, now);
     timers_any_authenticated_packet_sent(p, now);
+    if (at) {
+        loop_send_message(p->dev->loop, pkt, at, len);
+        return;
+    }
     if (!through) {
         path_send_message(p, pkt, len, now);
         return;
@@ -113,7 +118,7 @@ static void send_initiation(struct peer *p, uint64_t now)
     cookie_add_macs(&p->cookie, p->initiation, WG_INITIATION_LEN, now);
     if (path_usable(p) && (pkt = device_pkt_get(p->dev))) {
         memcpy(pkt->area, p->initiation, WG_INITIATION_LEN);
-        send_handshake_message(p, pkt, WG_INITIATION_LEN, NULL, now);
+        send_handshake_message(p, pkt, WG_INITIATION_LEN, NULL, NULL, now);
         on_path = true;
     }
     if (!path_direct(p) || !disco_working(p, now))
@@ -266,6 +271,17 @@ static void note_session(struct peer *p, const char *role, const struct peer *vi
     p->rekey_early_ns = (uint64_t)randombytes_uniform(PEER_REKEY_SPREAD_MS) * NS_PER_MS;
 }
 
+/* Where to answer a handshake message from p that came directly from
+ * src, when our path does not go there (NULL: the path): p may have moved
+ * (a new NAT mapping, a restart) and our path not yet, since a new source
+ * is challenged before the path follows it (path.c). WireGuard answers
+ * where a message came from; what goes there is no larger than what came. */
+static const union endpoint *off_path(const struct peer *p, const struct pkt *pkt,
+                                      const union endpoint *src)
+{
+    return !pkt->via && (!path_direct(p) || !endpoint_equal(&p->endpoint, src)) ? src : NULL;
+}
+
 /* An authentic, fresh initiation from p crossed ours, and ours stands
  * (ours_stands): p is to answer ours. Ours may never have reached p -- it
  * went to an endpoint p cannot be reached at, say, while p reaches us from
@@ -281,11 +297,18 @@ static void keep_ours(struct peer *p, const struct noise_handshake *theirs, stru
     p->handshake.last_initiation_ns = theirs->last_initiation_ns;
     p->handshake.consumed_initiation_before = true;
     log_debug_rl("peer %s: its initiation crossed ours; sending ours again", p->name);
-    path_received(p, &pkt->addr, pkt->via, true, now);
+    path_received(p, &pkt->addr, pkt->via, pkt->len, true, now);
     path_answer_through(p, pkt->via, now);   /* ours goes that way too */
     peer_count_rx(p, pkt->len, now);
-    loop_pkt_put(p->dev->loop, pkt);
     send_initiation(p, now);
+    /* And where p's came from (off_path): as large as what came. */
+    union endpoint src = pkt->addr;
+    if (off_path(p, pkt, &src)) {
+        memcpy(pkt->area, p->initiation, WG_INITIATION_LEN);
+        send_handshake_message(p, pkt, WG_INITIATION_LEN, NULL, &src, now);
+        return;
+    }
+    loop_pkt_put(p->dev->loop, pkt);
 }
 
 /* A handshake message that did not authenticate: anyone can send those,
@@ -324,8 +347,9 @@ static void consume_initiation(struct device *dev, struct pkt *pkt, uint64_t now
         return;
     }
     struct peer *p = peer_of(hs);
+    union endpoint src = pkt->addr;
     forget_handshake_index(p);
-    path_received(p, &pkt->addr, pkt->via, true, now);
+    path_received(p, &pkt->addr, pkt->via, pkt->len, true, now);
     struct peer *back = path_answer_through(p, pkt->via, now);
     peer_count_rx(p, pkt->len, now);
     timers_any_authenticated_packet_received(p, now);
@@ -342,7 +366,7 @@ static void consume_initiation(struct device *dev, struct pkt *pkt, uint64_t now
     peer_install_keypair(p, &kp);
     timers_session_derived(p, now);
     note_session(p, "responder", pkt->via);
-    send_handshake_message(p, pkt, WG_RESPONSE_LEN, back, now);
+    send_handshake_message(p, pkt, WG_RESPONSE_LEN, back, off_path(p, pkt, &src), now);
 }
 
 static void consume_response(struct device *dev, struct pkt *pkt, uint64_t now)
@@ -360,7 +384,7 @@ static void consume_response(struct device *dev, struct pkt *pkt, uint64_t now)
         return;
     }
     struct peer *p = peer_of(hs), *via = pkt->via;
-    path_received(p, &pkt->addr, pkt->via, true, now);
+    path_received(p, &pkt->addr, pkt->via, pkt->len, true, now);
     peer_count_rx(p, pkt->len, now);
     timers_any_authenticated_packet_received(p, now);
     timers_any_authenticated_packet_traversal(p, now);

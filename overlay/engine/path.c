@@ -149,7 +149,7 @@ void path_mtu_search(struct peer *p, uint64_t now)
 
 bool path_relay_ready(const struct peer *r, uint64_t now)
 {
-    return r && path_direct(r) && peer_can_send(r, now);
+    return r && path_direct(r) && r->endpoint_proven && peer_can_send(r, now);
 }
 
 /* --- changing it ------------------------------------------------------------------ */
@@ -172,16 +172,30 @@ static void log_path_changed(const struct peer *p, const char *was, const char *
         log_debug_rl("peer %s: path changed: %s (was %s)", p->name, now, was);
 }
 
+/* p's endpoint is ep now, proven or not. */
+static void move_endpoint(struct peer *p, const union endpoint *ep, bool proven, uint64_t now)
+{
+    bool was_proven = p->endpoint_proven;
+
+    if (peer_update_endpoint(p, ep)) {
+        log_debug_rl("peer %s: reached at a new endpoint%s", p->name,
+                     proven ? "" : " (as WireGuard roams; not proven yet)");
+        p->introduced = false;     /* the others should hear of it */
+        disco_endpoints_stale(&p->disco);   /* and p, where we see it */
+        path_mtu_search(p, now);   /* another path */
+    } else if (!proven || was_proven) {
+        return;
+    }
+    p->endpoint_proven = proven;
+    if (proven && !was_proven)
+        disco_endpoint_proven(p, now);
+}
+
 void path_use_direct(struct peer *p, const union endpoint *ep, uint64_t now)
 {
     struct peer *was = p->via;
 
-    if (peer_update_endpoint(p, ep)) {
-        log_debug_rl("peer %s: reached at a new endpoint", p->name);
-        p->introduced = false;     /* the others should hear of it */
-        disco_endpoints_stale(&p->disco);   /* and p, where we see it */
-        path_mtu_search(p, now);   /* another path */
-    }
+    move_endpoint(p, ep, true, now);
     if (!was)
         return;
     char before[96];
@@ -236,10 +250,56 @@ struct peer *path_answer_through(struct peer *p, struct peer *via, uint64_t now)
     return via;
 }
 
-void path_received(struct peer *p, const union endpoint *src, struct peer *via,
+static bool to_disco_endpoint(const union endpoint *e, struct disco_endpoint *out)
+{
+    return e->sa.sa_family != AF_UNSPEC &&
+           disco_endpoint_from_sockaddr(out, &e->sa, endpoint_sockaddr_len(e)) == 0;
+}
+
+bool path_proven(const struct peer *p, const union endpoint *src)
+{
+    return p->endpoint_proven && endpoint_equal(&p->endpoint, src);
+}
+
+bool path_unproven_spend(struct peer *p, const union endpoint *to, uint32_t len)
+{
+    struct disco_endpoint e;
+
+    return path_proven(p, to) ||
+           (to_disco_endpoint(to, &e) && disco_unproven_spend(&p->unproven, &e, len));
+}
+
+/* len authentic bytes came from src, which never answered us: the
+ * endpoint stays (a forged source moves nothing), and src is challenged
+ * (disco_io.c) as far as its bytes pay. A stock WireGuard peer, or one we
+ * have no path to, roams as WireGuard does: its endpoint moves, unproven. */
+static void from_unproven(struct peer *p, const union endpoint *src, uint32_t len,
+                          uint64_t now)
+{
+    struct disco_endpoint e;
+
+    if (!p->speaks_disco || !path_usable(p)) {
+        move_endpoint(p, src, false, now);
+        p->last_direct_ns = now;
+    }
+    if (!to_disco_endpoint(src, &e))
+        return;
+    disco_unproven_heard(&p->unproven, &e, len);
+    /* Only when a challenge may go now: a stream from a stock peer's
+     * endpoint (never proven) must not make the loop look at every peer
+     * on every receive. */
+    if (disco_challenge_at(&p->unproven, p->speaks_disco, 0) <= now)
+        disco_wake(p->dev);
+}
+
+void path_received(struct peer *p, const union endpoint *src, struct peer *via, uint32_t len,
                    bool confirmed, uint64_t now)
 {
     if (!via) {
+        if (!path_proven(p, src)) {
+            from_unproven(p, src, len, now);
+            return;
+        }
         p->last_direct_ns = now;
         /* Relayed: a probe that got through one way proves nothing yet,
          * but its address answers (sends to it are no hint's to pay). */

@@ -213,6 +213,8 @@ void peer_set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len)
     memcpy(&e, sa, len);
     peer_update_endpoint(p, &e);
     p->listed = e;
+    p->endpoint_proven = true;   /* the operator's word */
+    disco_unproven_clear(&p->unproven);
     /* Set by hand: that is the path now, not a relay. */
     p->via = NULL;
     disco_endpoints_stale(&p->disco);

@@ -30,6 +30,18 @@
 #                              b and c, who punch to them (node-m never
 #                              answers them), and punches them itself once
 #                              node-m has gone
+#       spoof-endpoints        node-m's ENDPOINTS (a new local address of
+#                              its own each round, which makes the victims
+#                              introduce it) sent from the attack's first
+#                              sink address (a raw socket: a forged UDP
+#                              source) to a, b and c
+#       spoof-ping             a PING with the probe flag from the same
+#                              forged source (a, b and c reach node-m
+#                              directly: the relayed case, where a probe
+#                              went back too, is test_engine's)
+#     For the spoof-* attacks the sink's counters hold everything the
+#     victims sent the forged source, and each attack's own ratio is held
+#     to HOSTILE_MAX_AMP as well.
 #  2. Relay hijack: node-a and node-b cannot reach each other (nftables
 #     drop between their underlay addresses); node-c reaches both. node-m
 #     says to each that it reaches the others directly (ENDPOINTS records
@@ -55,7 +67,7 @@
 #              namespace "hub": bridge br0, 192.168.241.0/24
 #   +-------------+-------------+-------------+---------------------+
 #   |             |             |             |                     |
-# node-a .1    node-b .2     node-c .3     node-m .9            sink .200-.211
+# node-a .1    node-b .2     node-c .3     node-m .9            sink .200-.215
 # 10.77.0.1    10.77.0.2     10.77.0.3     10.77.0.9            (2 addresses per
 # ddpnet       ddpnet        ddpnet        build/tools/hostile   attack, ports
 #   \_ nft drop _/                         (node-m's key)        40001-40008; drops
@@ -76,7 +88,7 @@ set -eu
 e2e_init hostile_member ping nft awk
 
 HOSTILE=${HOSTILE:-$E2E_ROOT/build/tools/hostile}
-HOSTILE_ATTACKS=${HOSTILE_ATTACKS:-punch-down endpoints-down endpoints-direct-down punch-live endpoints-live self-locals}
+HOSTILE_ATTACKS=${HOSTILE_ATTACKS:-punch-down endpoints-down endpoints-direct-down punch-live endpoints-live self-locals spoof-endpoints spoof-ping}
 HOSTILE_ATTACK_S=${HOSTILE_ATTACK_S:-15}
 HOSTILE_TAIL_S=${HOSTILE_TAIL_S:-25}
 HOSTILE_INTERVAL_MS=${HOSTILE_INTERVAL_MS:-500}
@@ -95,7 +107,8 @@ declare -A UNDER=([node-a]=$E2E_V4NET.1 [node-b]=$E2E_V4NET.2 [node-c]=$E2E_V4NE
                   [node-m]=$E2E_V4NET.9)
 # Short names for the sink's counters.
 declare -A SHORT=([node-a]=a [node-b]=b [node-c]=c)
-ALL_ATTACKS=(punch-down endpoints-down endpoints-direct-down punch-live endpoints-live self-locals)
+ALL_ATTACKS=(punch-down endpoints-down endpoints-direct-down punch-live endpoints-live self-locals
+             spoof-endpoints spoof-ping)
 SINK_PORTS=(40001 40002 40003 40004 40005 40006 40007 40008)
 BAD=""
 bad() { say "NOT OK: $*"; BAD="${BAD:+$BAD; }$*"; }
@@ -215,14 +228,15 @@ ping_ok node-a "${UNDER[node-c]}"
 ping_ok node-b "${UNDER[node-c]}"
 say "ok: a and b reach c, not each other"
 
-# What node-m's port sends, counted by the kernel, to hold the harness's own
-# count to (sent_bytes: UDP payload bytes).
+# What node-m sends over UDP (its port, and the spoof-* attacks' raw socket),
+# counted by the kernel, to hold the harness's own count to (sent_bytes:
+# UDP payload bytes).
 ip netns exec "${E2E_PFX}node-m" nft -f - <<EOF || fail "node-m: counter rules refused"
 table inet mcount {
     counter tx { }
     chain output {
         type filter hook output priority raw; policy accept;
-        udp sport $P counter name tx
+        meta l4proto udp counter name tx
     }
 }
 EOF
@@ -373,6 +387,8 @@ for name in $HOSTILE_ATTACKS; do
     punch-live)            args=(punch --about-victims "${sinks[@]}") ;;
     endpoints-live)        args=(endpoints --about-victims "${sinks[@]}") ;;
     self-locals)           args=(self "${sinks[@]}"); victims=("$(victim node-a)") ;;
+    spoof-*)               read -r s1 _ <<<"$(sink_addrs "$k")"
+                           args=("$name" --spoof "$s1:${SINK_PORTS[0]}") ;;
     esac
     say "attack $name: sinks $(sink_addrs "$k" | tr ' ' ','), ports ${SINK_PORTS[0]}-${SINK_PORTS[7]}"
     hostile_start "$name" "$HOSTILE_ATTACK_S" "${args[@]}" "${victims[@]}"
@@ -507,6 +523,12 @@ for r in "${ran[@]}"; do
     say "amplification: $amp after $name (the sink got $run_sink bytes in all, node-m sent $run_member from its first packet; this attack alone: $total bytes:$per, for $mb sent: $own)"
     awk -v a="$amp" -v max="$HOSTILE_MAX_AMP" 'BEGIN { exit !(a <= max) }' ||
         bad "after $name: amplification $amp, above $HOSTILE_MAX_AMP"
+    # A forged source costs its owner what node-m sent in that attack, no
+    # more: no credit from before counts for it.
+    case "$name" in spoof-*)
+        awk -v a="$own" -v max="$HOSTILE_MAX_AMP" 'BEGIN { exit !(a <= max) }' ||
+            bad "$name: amplification $own at the forged source, above $HOSTILE_MAX_AMP" ;;
+    esac
 done
 all_sink=0 all_member=0
 for r in "${ran[@]}"; do

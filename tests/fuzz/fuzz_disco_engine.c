@@ -85,7 +85,8 @@ static void setup(void)
 }
 
 /* Every peer as at the start: a session (keys that seal, if nothing
- * else), the first two direct, the last with no endpoint and silent. */
+ * else), the first two direct (the first at an endpoint not proven),
+ * the last with no endpoint and silent. */
 static void reset_peers(void)
 {
     for (size_t i = 0; i < dev.n_peers; i++) {
@@ -97,6 +98,11 @@ static void reset_peers(void)
         p->introduced = false;
         p->introduced_ns = 0;
         p->speaks_disco = i != 1;
+        /* The first's endpoint is taken as WireGuard roams, not proven
+         * (nothing of discovery's goes there but challenges); the
+         * others' as the operator gives them. */
+        p->endpoint_proven = i != 0;
+        memset(&p->unproven, 0, sizeof(p->unproven));
         p->keypairs[0] = (struct noise_keypair){ .birth_ns = START_NS, .remote_index = 7 };
         p->current = &p->keypairs[0];
         /* The last not heard from: not working, so what others say of

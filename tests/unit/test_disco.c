@@ -739,6 +739,7 @@ static void set_endpoint(struct peer *p, const char *addr, uint16_t port)
     p->endpoint.in4.sin_family = AF_INET;
     p->endpoint.in4.sin_port = htons(port);
     inet_pton(AF_INET, addr, &p->endpoint.in4.sin_addr);
+    p->endpoint_proven = true;   /* as the operator gives it */
 }
 
 /* A keypair the peer can send with (no keys needed for these choices). */
@@ -767,6 +768,11 @@ static void test_path_kinds_and_mtu(void **state)
     assert_false(path_relay_ready(r, T0));
     give_session(r, T0);
     assert_true(path_relay_ready(r, T0));
+    /* Nor at an endpoint that never answered us (taken as WireGuard
+     * roams): nothing goes there but challenges. */
+    r->endpoint_proven = false;
+    assert_false(path_relay_ready(r, T0));
+    r->endpoint_proven = true;
     assert_false(path_relay_ready(r, T0 + WG_REJECT_AFTER_TIME * SEC));   /* expired */
     path_use_relay(a, r, T0);
     assert_int_equal(path_of(a), DISCO_PATH_RELAY);
@@ -803,51 +809,73 @@ static void test_path_received(void **state)
      * change in what we say of a third peer is no news to push to every
      * peer (disco.h). */
     gen = w->dev.disco.gen;
-    path_received(a, &src, NULL, false, T0);
+    path_received(a, &src, NULL, WG_INITIATION_LEN, false, T0);
     assert_int_equal(path_of(a), DISCO_PATH_DIRECT);
+    /* As WireGuard roams: not proven until it answers a challenge. */
+    assert_false(a->endpoint_proven);
+    assert_int_equal(a->unproven.credit, WG_INITIATION_LEN);
     assert_true(a->disco.endpoints_stale);
     assert_false(r->disco.endpoints_stale);
     assert_int_equal(w->dev.disco.gen, gen);
     assert_true(a->last_direct_ns == T0);
     /* Through a relay that is not on trial: nothing we sent went through
      * it, so the message proves nothing of the way back. */
-    path_received(a, NULL, r, false, T0 + DISCO_DIRECT_STALE_S * SEC);
+    path_received(a, NULL, r, 0, false, T0 + DISCO_DIRECT_STALE_S * SEC);
     assert_int_equal(path_of(a), DISCO_PATH_DIRECT);
     /* On trial, but the direct path is fresh: it stays. */
     disco_relay_trial(&a->relays, r->id, T0 + SEC);
-    path_received(a, NULL, r, false, T0 + SEC);
+    path_received(a, NULL, r, 0, false, T0 + SEC);
     assert_int_equal(path_of(a), DISCO_PATH_DIRECT);
     /* On trial and the direct path silent for DISCO_DIRECT_STALE_S: the
      * answer through it makes it the path. */
     disco_relay_trial(&a->relays, r->id, T0 + DISCO_DIRECT_STALE_S * SEC);
-    path_received(a, NULL, r, false, T0 + DISCO_DIRECT_STALE_S * SEC);
+    path_received(a, NULL, r, 0, false, T0 + DISCO_DIRECT_STALE_S * SEC);
     assert_true(a->via == r);
-    /* Relayed: a direct packet that is not confirmed (a probe) does not
-     * move us, though its address now answers; a confirmed one (a
-     * handshake, data) does. */
+    /* Relayed, a ddpnet peer: a direct packet from a source that never
+     * answered us moves nothing, confirmed (a handshake, data) or not (a
+     * probe), and says nothing of its address: a member can forge its
+     * source. Its bytes are credited to it, for the challenge. */
+    a->speaks_disco = true;
     disco_cand_add(&a->disco, &(struct disco_endpoint){ .family = DISCO_FAMILY_IPV4,
                                                         .addr = { 100, 64, 2, 1 }, .port = 4000 },
                    false, WHO, T0 + 20 * SEC);
-    path_received(a, &src2, NULL, false, T0 + 20 * SEC);
+    path_received(a, &src2, NULL, 100, false, T0 + 20 * SEC);
+    assert_true(a->via == r);
+    assert_true(a->last_direct_ns == T0);
+    assert_true(a->disco.cand[0].answered_ns == 0);
+    path_received(a, &src2, NULL, 60, true, T0 + 20 * SEC);
+    assert_true(a->via == r);
+    assert_int_equal(a->unproven.credit, 160);
+    assert_false(path_unproven_spend(a, &src, 1));
+    assert_true(path_unproven_spend(a, &src2, 150));
+    assert_false(path_unproven_spend(a, &src2, 11));
+    /* It answered a challenge (on_pong): the path. From there on, a
+     * direct packet that is not confirmed does not move us, though its
+     * address answers; a confirmed one does. */
+    path_use_direct(a, &src2, T0 + 20 * SEC);
+    assert_true(a->endpoint_proven);
+    assert_int_equal(ntohs(a->endpoint.in4.sin_port), 4000);
+    path_use_relay(a, r, T0 + 20 * SEC);
+    path_received(a, &src2, NULL, 100, false, T0 + 20 * SEC);
     assert_true(a->via == r);
     assert_true(a->last_direct_ns == T0 + 20 * SEC);
     assert_true(a->disco.cand[0].answered_ns == T0 + 20 * SEC);
-    path_received(a, &src2, NULL, true, T0 + 21 * SEC);
+    path_received(a, &src2, NULL, 0, true, T0 + 21 * SEC);
     assert_null(a->via);
     assert_int_equal(ntohs(a->endpoint.in4.sin_port), 4000);
     /* Relayed through r: a message through r2, which we never tried, does
      * not move us; once r2 is on trial, its answer does. */
     a->endpoint.sa.sa_family = AF_UNSPEC;
     disco_relay_trial(&a->relays, r->id, T0 + 30 * SEC);
-    path_received(a, NULL, r, false, T0 + 30 * SEC);
+    path_received(a, NULL, r, 0, false, T0 + 30 * SEC);
     assert_true(a->via == r);
-    path_received(a, NULL, r2, false, T0 + 31 * SEC);
+    path_received(a, NULL, r2, 0, false, T0 + 31 * SEC);
     assert_true(a->via == r);
     disco_relay_trial(&a->relays, r2->id, T0 + 31 * SEC);
-    path_received(a, NULL, r2, false, T0 + 31 * SEC);
+    path_received(a, NULL, r2, 0, false, T0 + 31 * SEC);
     assert_true(a->via == r2);
     /* The relay in use carrying answers keeps it fresh. */
-    path_received(a, NULL, r2, false, T0 + 40 * SEC);
+    path_received(a, NULL, r2, 0, false, T0 + 40 * SEC);
     assert_true(a->relays.slot[1].id == r2->id && a->relays.slot[1].confirmed_ns == T0 + 40 * SEC);
     /* Dropped: no path until another is tried, and r2 failed. */
     path_drop_relay(a, T0 + 41 * SEC);
@@ -855,9 +883,54 @@ static void test_path_received(void **state)
     assert_true(a->relays.slot[1].failed_ns == T0 + 41 * SEC);
     assert_int_equal(w->dev.stats.relay_dropped, 1);
     /* A peer is never its own relay. */
-    path_received(r2, NULL, r2, false, T0 + 32 * SEC);
+    path_received(r2, NULL, r2, 0, false, T0 + 32 * SEC);
     assert_null(r2->via);
     free(w);
+}
+
+/* An unproven source: what came from it pays for what goes to it, a
+ * challenge a second at most, and a peer that never spoke disco gets
+ * DISCO_CHALLENGES_MAX; another source starts afresh. */
+static void test_unproven_credit(void **state)
+{
+    struct disco_unproven u = { 0 };
+    struct disco_endpoint v = { .family = DISCO_FAMILY_IPV4, .addr = { 203, 0, 113, 7 },
+                                .port = 40000 };
+    struct disco_endpoint w = v;
+
+    (void)state;
+    w.port = 40001;
+    assert_int_equal(disco_challenge_at(&u, true, 80), UINT64_MAX);   /* none known */
+    disco_unproven_heard(&u, &v, 60);
+    assert_int_equal(disco_challenge_at(&u, true, 80), UINT64_MAX);   /* not paid yet */
+    assert_false(disco_unproven_spend(&u, &v, 80));
+    disco_unproven_heard(&u, &v, 40);
+    assert_int_equal(disco_challenge_at(&u, true, 80), 0);            /* at once */
+    assert_false(disco_unproven_spend(&u, &w, 80));                   /* not another's */
+    assert_true(disco_unproven_spend(&u, &v, 80));
+    disco_challenge_sent(&u, T0);
+    assert_int_equal(u.credit, 20);
+    disco_unproven_heard(&u, &v, 100);
+    assert_int_equal(disco_challenge_at(&u, true, 80), T0 + DISCO_CHALLENGE_MS * NS_PER_MS);
+    /* Capped. */
+    for (unsigned i = 0; i < 100; i++)
+        disco_unproven_heard(&u, &v, 1000);
+    assert_int_equal(u.credit, DISCO_UNPROVEN_CREDIT_MAX);
+    /* A stock peer: DISCO_CHALLENGES_MAX, then none. */
+    for (unsigned i = 1; i < DISCO_CHALLENGES_MAX; i++)
+        disco_challenge_sent(&u, T0 + i * SEC);
+    assert_int_equal(disco_challenge_at(&u, false, 80), UINT64_MAX);
+    assert_true(disco_challenge_at(&u, true, 80) < UINT64_MAX);
+    /* Another source: what came from v is not its, and sources in turn
+     * do not quicken the pace. */
+    disco_unproven_heard(&u, &w, 100);
+    assert_int_equal(u.credit, 100);
+    assert_int_equal(u.challenges, 0);
+    assert_false(disco_unproven_spend(&u, &v, 1));
+    assert_int_equal(disco_challenge_at(&u, false, 80),
+                     T0 + (DISCO_CHALLENGES_MAX - 1) * SEC + DISCO_CHALLENGE_MS * NS_PER_MS);
+    disco_unproven_clear(&u);
+    assert_int_equal(disco_challenge_at(&u, true, 0), UINT64_MAX);
 }
 
 /* A session works while the peer is heard from and, when it speaks
@@ -1029,6 +1102,7 @@ int main(void)
         cmocka_unit_test(test_relay_slots),
         cmocka_unit_test(test_path_kinds_and_mtu),
         cmocka_unit_test(test_path_received),
+        cmocka_unit_test(test_unproven_credit),
         cmocka_unit_test(test_working),
         cmocka_unit_test(test_relay_refusals),
         cmocka_unit_test(test_disco_refusals),

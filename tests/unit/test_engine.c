@@ -86,6 +86,11 @@ static bool cut[NODES_MAX][NODES_MAX];        /* from, to: a firewall drops it *
 static struct wire_msg wire[WIRE_MAX];
 static unsigned wire_head, wire_tail;
 static unsigned stray_sends[NODES_MAX];       /* from: to an address no node has */
+/* An address outside the cluster (spoofed-source tests): what each node
+ * sent it, in bytes and datagrams. */
+static union endpoint victim;
+static uint64_t victim_bytes[NODES_MAX];
+static unsigned victim_msgs[NODES_MAX];
 
 static unsigned node_of_loop(const struct loop *l)
 {
@@ -123,6 +128,10 @@ static void wire_put(unsigned from, const union endpoint *dst, const uint8_t *ms
         nanosleep(&grain, NULL);
     }
     stray_sends[from] += to < 0;
+    if (endpoint_equal(dst, &victim)) {
+        victim_bytes[from] += len;
+        victim_msgs[from]++;
+    }
     if (to < 0 || nodes[to].down || cut[from][to] || len > MSG_MAX)
         return;
     assert_true(wire_tail - wire_head < WIRE_MAX);
@@ -305,6 +314,9 @@ static int world_setup(void **state)
     fake_workers = false;
     fake_jobs_out = fake_jobs_submitted = 0;
     wire_head = wire_tail = 0;
+    memset(&victim, 0, sizeof(victim));
+    memset(victim_bytes, 0, sizeof(victim_bytes));
+    memset(victim_msgs, 0, sizeof(victim_msgs));
     for (unsigned i = 0; i < n_nodes; i++) {
         struct node *n = &nodes[i];
         uint8_t priv[WG_KEY_LEN];
@@ -1611,14 +1623,14 @@ static void test_frame_from_the_relay_itself(void **state)
 
 /* 203.0.113.9: an address no node has (someone a lying member would have
  * us flood). */
-static const struct disco_endpoint victim = {
+static const struct disco_endpoint stray_target = {
     .family = DISCO_FAMILY_IPV4, .addr = { 203, 0, 113, 9 }, .port = 51820
 };
 
 /* n1, with a session with n0, says n2 (out of n0's reach) is at the
- * victim's address, with `credit` at n0 (what n1 sent it) and nothing
+ * stray_target's address, with `credit` at n0 (what n1 sent it) and nothing
  * more heard from n1 after; then n0's schedule runs 5 s. Returns what n0
- * sent to the victim. */
+ * sent to the stray_target. */
 static unsigned punch_toward_victim(uint32_t credit)
 {
     uint64_t now = START_NS + SEC;
@@ -1635,7 +1647,7 @@ static unsigned punch_toward_victim(uint32_t credit)
     memcpy(m->punch.key, nodes[2].dev.self->public_key, WG_KEY_LEN);
     m->punch.id = 1;
     m->punch.n_cand = 1;
-    m->punch.cand[0] = victim;
+    m->punch.cand[0] = stray_target;
     disco_receive(peer_for(0, 1), &nodes[1].ep, NULL, m, now);
     free(m);
     for (unsigned i = 0; i < 50; i++)
@@ -1644,7 +1656,7 @@ static unsigned punch_toward_victim(uint32_t credit)
 }
 
 /* A member's word about where another is costs its credit: with none, n0
- * sends the victim nothing, and says it refused. */
+ * sends the stray_target nothing, and says it refused. */
 static void test_hint_without_credit_sends_nothing(void **state)
 {
     (void)state;
@@ -1662,10 +1674,10 @@ static void test_hint_with_credit_is_tried(void **state)
     assert_true(nodes[0].dev.stats.hint_bytes > 0);
 }
 
-/* n1 tells n0 its local address is the victim's, with `credit` at n0
+/* n1 tells n0 its local address is the stray_target's, with `credit` at n0
  * and nothing more heard from it; n0 introduces n1 to n2 (n1 is not
  * where the cluster file lists it, as a node that joined through the
- * registry). Whether n2 then knows the victim's address as n1's. */
+ * registry). Whether n2 then knows the stray_target's address as n1's. */
 static bool locals_passed_on(uint32_t credit)
 {
     uint64_t now = START_NS + SEC;
@@ -1678,19 +1690,19 @@ static bool locals_passed_on(uint32_t credit)
     pump(now);
     for (unsigned i = 0; i < 10 * (DISCO_ENDPOINTS_MIN_S + 1); i++)
         tick(now += SEC / 10);
-    assert_null(disco_cand_get(&peer_for(2, 1)->disco, &victim));
+    assert_null(disco_cand_get(&peer_for(2, 1)->disco, &stray_target));
     cut[1][0] = true;
     peer_for(0, 1)->listed.sa.sa_family = AF_UNSPEC;
     peer_for(0, 1)->hint_credit = credit;
     m->type = DISCO_ENDPOINTS;
     m->endpoints.n_local = 1;
-    m->endpoints.local[0] = victim;
+    m->endpoints.local[0] = stray_target;
     disco_receive(peer_for(0, 1), &nodes[1].ep, NULL, m, now);
     free(m);
     pump(now);
     for (unsigned i = 0; i < 20; i++)
         tick(now += SEC / 10);
-    known = disco_cand_get(&peer_for(2, 1)->disco, &victim) != NULL;
+    known = disco_cand_get(&peer_for(2, 1)->disco, &stray_target) != NULL;
     return known;
 }
 
@@ -1779,6 +1791,224 @@ static void test_handshake_flood_rate_limited(void **state)
     wire_head = wire_tail;
 }
 
+/* --- spoofed sources ------------------------------------------------------------------
+ * A member (whose key was stolen) sends authentic messages with a victim's
+ * address as their UDP source. A new source is unproven until it answers
+ * a challenge: nothing but the challenge (or the PONG to a PING from
+ * there) goes to it, and never more than came from it. */
+
+#define VICTIM_IP 0xcb007107u   /* 203.0.113.7 */
+
+static void victim_set(void)
+{
+    memset(&victim, 0, sizeof(victim));
+    victim.in4.sin_family = AF_INET;
+    victim.in4.sin_port = htons(40000);
+    victim.in4.sin_addr.s_addr = htonl(VICTIM_IP);
+}
+
+static uint64_t victim_total(void)
+{
+    uint64_t n = 0;
+
+    for (unsigned i = 0; i < NODES_MAX; i++)
+        n += victim_bytes[i];
+    return n;
+}
+
+/* m as `from` would send it to `to`, sealed on from's session: returns
+ * the message's length in out. */
+static uint32_t forge_disco(unsigned from, unsigned to, const struct disco_msg *m, uint8_t *out,
+                            size_t cap, uint64_t now)
+{
+    uint8_t *ip = out + WG_TRANSPORT_HEADER_LEN;
+    size_t room = cap - WG_TRANSPORT_MIN_LEN - WG_PADDING_MULTIPLE;
+    struct transport_packet tp = { .buf = out, .cap = cap, .pad_limit = 1420 };
+    int n = disco_encode(m, ip + 20, room - 20);
+
+    assert_true(n > 0);
+    n = disco_ip_wrap(AF_INET, nodes[from].dev.self->address.bytes,
+                      nodes[to].dev.self->address.bytes, ip + 20, (size_t)n, ip, room);
+    assert_true(n > 0);
+    tp.len = (size_t)n;
+    assert_int_equal(transport_seal(peer_for(from, to)->current, &tp, now), 0);
+    return (uint32_t)tp.len;
+}
+
+/* A datagram that node `to` receives from src. */
+static void receive_from(unsigned to, const union endpoint *src, const uint8_t *msg,
+                         uint32_t len, uint64_t now)
+{
+    struct pkt *pkt = loop_pkt_get(&nodes[to].loop);
+
+    assert_non_null(pkt);
+    memcpy(pkt->in, msg, len);
+    pkt->len = len;
+    pkt->addr = *src;
+    nodes[to].on.udp(nodes[to].on.ctx, pkt, len, now);
+}
+
+/* Three nodes, each with a direct session with the others, speaking
+ * disco, after a few seconds of their schedules. */
+static uint64_t mesh3(void)
+{
+    uint64_t now = START_NS + SEC;
+
+    app_send(0, 1, 100, now);
+    app_send(0, 2, 100, now);
+    app_send(1, 2, 100, now);
+    pump(now);
+    for (unsigned i = 0; i < 30; i++)
+        tick(now += SEC / 10);
+    for (unsigned i = 0; i < 3; i++)
+        for (unsigned j = 0; j < 3; j++)
+            if (i != j) {
+                assert_true(peer_for(i, j)->speaks_disco);
+                assert_true(path_direct(peer_for(i, j)));
+            }
+    return now;
+}
+
+/* n1, the member, tells n0 of new local addresses in ENDPOINTS (which
+ * made n0 introduce it to n2, at the victim) from the victim's address,
+ * five times in 2.5 s; then 10 s pass. The victim gets no more than n1
+ * sent (a challenge a second at most), no PUNCH goes out, n2 never sends
+ * there, and n0's path to n1 stays where n1 answers. */
+static void test_spoofed_endpoints_amplify_nothing(void **state)
+{
+    (void)state;
+    uint64_t now = mesh3();
+    struct peer *m = peer_for(0, 1);
+    struct disco_msg *msg = calloc(1, sizeof(*msg));
+    uint8_t buf[MSG_MAX];
+    uint64_t sent = 0, punches = nodes[0].dev.stats.disco_sent[DISCO_PUNCH];
+
+    assert_non_null(msg);
+    victim_set();
+    for (unsigned k = 0; k < 5; k++) {
+        msg->type = DISCO_ENDPOINTS;
+        msg->endpoints.n_local = 1;
+        msg->endpoints.local[0] = (struct disco_endpoint){
+            .family = DISCO_FAMILY_IPV4, .addr = { 10, 9, 0, (uint8_t)(k + 1) }, .port = 51820 };
+        uint32_t len = forge_disco(1, 0, msg, buf, sizeof(buf), now);
+        receive_from(0, &victim, buf, len, now);
+        sent += len;
+        pump(now);
+        for (unsigned i = 0; i < 5; i++)
+            tick(now += SEC / 10);
+    }
+    /* A challenge a second at most (each paid from what came). */
+    assert_true(victim_msgs[0] <= 3);
+    for (unsigned i = 0; i < 100; i++)
+        tick(now += SEC / 10);
+    free(msg);
+    print_message("spoofed ENDPOINTS: the victim got %llu bytes in %u datagrams for %llu sent\n",
+                  (unsigned long long)victim_total(), victim_msgs[0] + victim_msgs[2],
+                  (unsigned long long)sent);
+    assert_true(victim_total() <= sent);
+    assert_int_equal(victim_bytes[2], 0);      /* n2 never heard of it */
+    assert_int_equal(nodes[0].dev.stats.disco_sent[DISCO_PUNCH], punches);
+    assert_true(endpoint_equal(&m->endpoint, &nodes[1].ep));
+    assert_true(m->endpoint_proven);
+    /* And n1 is still reached. */
+    unsigned before = nodes[1].tun_packets;
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_int_equal(nodes[1].tun_packets, before + 1);
+}
+
+/* n0 relays to n1 (through n2); n1, the member, sends n0 a probe PING from
+ * the victim's address, as if it had found a direct path there. Answered
+ * with a PONG no larger than the PING, and no probe back (which made 2.1x);
+ * n0 stays on the relay. */
+static void test_spoofed_probe_ping_amplifies_nothing(void **state)
+{
+    (void)state;
+    uint64_t now = relay_found();
+    struct disco_msg *msg = calloc(1, sizeof(*msg));
+    uint8_t buf[MSG_MAX];
+    uint64_t sent = 0;
+
+    assert_non_null(msg);
+    victim_set();
+    for (unsigned k = 0; k < 5; k++) {
+        msg->type = DISCO_PING;
+        msg->ping.txid = 0x1234 + k;
+        msg->ping.flags = DISCO_PING_F_PROBE;
+        uint32_t len = forge_disco(1, 0, msg, buf, sizeof(buf), now);
+        receive_from(0, &victim, buf, len, now);
+        sent += len;
+        pump(now);
+        tick(now += SEC / 10);
+    }
+    for (unsigned i = 0; i < 50; i++)
+        tick(now += SEC / 10);
+    free(msg);
+    print_message("spoofed probe PING: the victim got %llu bytes in %u datagrams for %llu sent\n",
+                  (unsigned long long)victim_total(), victim_msgs[0],
+                  (unsigned long long)sent);
+    assert_true(victim_total() <= sent);
+    assert_true(victim_msgs[0] <= 5);
+    assert_ptr_equal(peer_for(0, 1)->via, peer_for(0, 2));
+}
+
+/* A member that really moves (a new NAT mapping) is followed once its new
+ * address answers a challenge, and not before. */
+static void test_moved_peer_followed_after_challenge(void **state)
+{
+    (void)state;
+    uint64_t now = establish();
+    struct peer *p = peer_of(0);
+    unsigned before;
+
+    for (unsigned i = 0; i < 30; i++)
+        tick(now += SEC / 10);
+    assert_true(p->speaks_disco && p->endpoint_proven);
+    nodes[1].ep.in4.sin_addr.s_addr = htonl(0xc0000263u);   /* 192.0.2.99 */
+    nodes[1].ep.in4.sin_port = htons(40001);
+    /* One packet from there moves nothing yet: the challenge goes. */
+    app_send(1, 0, 100, now);
+    pump(now);
+    assert_int_equal(ntohl(p->endpoint.in4.sin_addr.s_addr), 0xc0000202u);
+    assert_int_equal(p->unproven.src.port, 40001);
+    tick(now += SEC / 10);
+    /* n1 answered it from there: the path. */
+    assert_true(endpoint_equal(&p->endpoint, &nodes[1].ep));
+    assert_true(p->endpoint_proven);
+    before = nodes[1].tun_packets;
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_int_equal(nodes[1].tun_packets, before + 1);
+}
+
+/* The same with no data: n1 only pings (its schedule). Its pings from the
+ * new address get a challenge rather than a PONG (a PONG would spend what
+ * they paid, and keep n1 content while n0 still sent to the old address),
+ * so it is followed within 10 s. */
+static void test_moved_idle_peer_followed(void **state)
+{
+    (void)state;
+    uint64_t now = establish();
+    struct peer *p = peer_of(0);
+    uint64_t end;
+    unsigned before;
+
+    for (unsigned i = 0; i < 30; i++)
+        tick(now += SEC / 10);
+    assert_true(p->speaks_disco && p->endpoint_proven);
+    nodes[1].ep.in4.sin_addr.s_addr = htonl(0xc0000263u);   /* 192.0.2.99 */
+    /* Within a few of its pings (answered by PONGs, it took 30 s: until
+     * its ENDPOINTS paid for a challenge). */
+    for (end = now + 10 * SEC; now < end && !endpoint_equal(&p->endpoint, &nodes[1].ep);)
+        tick(now += SEC / 10);
+    assert_true(endpoint_equal(&p->endpoint, &nodes[1].ep));
+    assert_true(p->endpoint_proven);
+    before = nodes[1].tun_packets;
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_int_equal(nodes[1].tun_packets, before + 1);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
 #define T3(f) cmocka_unit_test_setup_teardown(f, world3_setup, world3_teardown)
 
@@ -1821,6 +2051,10 @@ int main(void)
         T3(test_locals_with_credit_passed_on),
         T(test_handshake_junk_spends_no_allowance),
         T(test_handshake_flood_rate_limited),
+        T3(test_spoofed_endpoints_amplify_nothing),
+        T3(test_spoofed_probe_ping_amplifies_nothing),
+        T(test_moved_peer_followed_after_challenge),
+        T(test_moved_idle_peer_followed),
     };
 
     return cmocka_run_group_tests_name("engine", tests, NULL, NULL);

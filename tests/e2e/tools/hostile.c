@@ -31,6 +31,12 @@
  *                       address) to the victim's overlay address, port
  *                       --port; and, to show what an honest datagram
  *                       does, one from its own address to --port + 1
+ *     spoof-endpoints   an ENDPOINTS with no records whose one local
+ *                       candidate is its bind address at another port each
+ *                       round (new addresses: the victim introduces it to
+ *                       the others), sent from --spoof
+ *     spoof-ping        a PING with the probe flag (as if it had found a
+ *                       direct path there), sent from --spoof
  *              In every mode a RELAY it is asked to forward is dropped.
  *   SECONDS    how long it runs; then (or on SIGINT/SIGTERM) it prints
  *              its lines and exits
@@ -47,6 +53,9 @@
  *   --interval MS     between two rounds of lies (default 500)
  *   --as ADDR         impersonate: the overlay address it claims (IPv4)
  *   --port PORT       impersonate: the victims' UDP port (default 40100)
+ *   --spoof IP:PORT   the UDP source of the spoof-* modes' lies (IPv4; a
+ *                     raw socket: CAP_NET_RAW), someone else's address;
+ *                     everything else goes from BIND
  *
  * With each victim it does a WireGuard handshake as initiator (again
  * every second until it is answered, and again when the victim has been
@@ -87,6 +96,7 @@
 #include "crypto/transport.h"
 #include "crypto/wg_const.h"
 #include "overlay/daemon/keyfile.h"
+#include "overlay/disco/disco.h"
 #include "overlay/disco/disco_msg.h"
 
 #define MAX_VICTIMS   16u
@@ -101,9 +111,10 @@
 #define SELF_ROTATE_NS (10u * WG_NSEC_PER_SEC)
 
 enum mode { MODE_QUIET, MODE_PUNCH, MODE_ENDPOINTS, MODE_ENDPOINTS_DIRECT, MODE_SELF,
-            MODE_HIJACK, MODE_IMPERSONATE };
+            MODE_HIJACK, MODE_IMPERSONATE, MODE_SPOOF_ENDPOINTS, MODE_SPOOF_PING };
 static const char *const mode_names[] = { "quiet", "punch", "endpoints", "endpoints-direct",
-                                          "self", "hijack", "impersonate" };
+                                          "self", "hijack", "impersonate", "spoof-endpoints",
+                                          "spoof-ping" };
 
 struct victim {
     char name[64];
@@ -137,6 +148,8 @@ static struct {
     struct disco_endpoint bind_disco;
     bool bind_disco_ok;
     int fd;
+    int raw_fd;                        /* -1: no --spoof */
+    struct sockaddr_in spoof;
     struct victim victims[MAX_VICTIMS];
     unsigned n_victims;
     struct disco_endpoint sinks[MAX_SINKS];
@@ -328,6 +341,39 @@ static size_t seal_send(struct victim *v, size_t plain_len, const struct sockadd
     return tp.len;
 }
 
+/* Sends msg[0..len), a UDP payload, to `to` (IPv4) as if from --spoof:
+ * the IP and UDP headers written here (the kernel fills in the IP
+ * checksum and length; a UDP checksum of 0 is "none" in IPv4). Counted
+ * as send_to counts. */
+static bool send_spoofed(const uint8_t *msg, size_t len, const struct sockaddr_storage *to)
+{
+    static uint8_t pkt[28 + BUF_LEN];
+    const struct sockaddr_in *dst = (const struct sockaddr_in *)to;
+    size_t total = 28 + len;
+
+    if (to->ss_family != AF_INET || len > BUF_LEN)
+        return false;
+    memset(pkt, 0, 28);
+    pkt[0] = 0x45;
+    pkt[2] = (uint8_t)(total >> 8);
+    pkt[3] = (uint8_t)total;
+    pkt[6] = 0x40;                                   /* don't fragment */
+    pkt[8] = 64;
+    pkt[9] = IPPROTO_UDP;
+    memcpy(pkt + 12, &g.spoof.sin_addr, 4);
+    memcpy(pkt + 16, &dst->sin_addr, 4);
+    memcpy(pkt + 20, &g.spoof.sin_port, 2);
+    memcpy(pkt + 22, &dst->sin_port, 2);
+    pkt[24] = (uint8_t)((8 + len) >> 8);
+    pkt[25] = (uint8_t)(8 + len);
+    memcpy(pkt + 28, msg, len);
+    if (sendto(g.raw_fd, pkt, total, 0, (const struct sockaddr *)dst, sizeof(*dst)) < 0)
+        return false;
+    g.sent_bytes += len;
+    g.sent_packets++;
+    return true;
+}
+
 /* Encodes g.msg as an inner disco packet to v at g.buf + header; returns
  * the inner packet's length, or 0. */
 static size_t wrap_msg(const struct victim *v)
@@ -346,11 +392,27 @@ static size_t wrap_msg(const struct victim *v)
     return n > 0 ? (size_t)n : 0;
 }
 
+/* A lie from --spoof: sealed as seal_send does, sent from there. v's last
+ * send stays as it was: the keepalives from BIND go on. */
+static size_t seal_spoofed(struct victim *v, size_t plain_len, uint64_t now)
+{
+    struct transport_packet tp = { .buf = g.buf, .cap = sizeof(g.buf), .len = plain_len };
+
+    if (!v->session || !v->kp_valid[v->kp_newest] ||
+        transport_seal(&v->kp[v->kp_newest], &tp, now) || !send_spoofed(g.buf, tp.len, &v->ep))
+        return 0;
+    return tp.len;
+}
+
 static void send_lie(struct victim *v, uint64_t now)
 {
     size_t n = wrap_msg(v);
 
-    if (n && (n = seal_send(v, n, NULL, 0, now))) {
+    if (n && g.raw_fd >= 0)
+        n = seal_spoofed(v, n, now);
+    else if (n)
+        n = seal_send(v, n, NULL, 0, now);
+    if (n) {
         g.lie_bytes += n;
         g.lies++;
         v->lies++;
@@ -499,6 +561,25 @@ static void lie_to(struct victim *v, uint64_t now)
         return;
     case MODE_IMPERSONATE:
         impersonate(v, now);
+        return;
+    case MODE_SPOOF_ENDPOINTS:
+        memset(&g.msg, 0, sizeof(g.msg));
+        g.msg.type = DISCO_ENDPOINTS;
+        g.msg.endpoints.has_observed = true;
+        g.msg.endpoints.observed = v->ep_disco;
+        if (g.bind_disco_ok) {
+            g.msg.endpoints.n_local = 1;
+            g.msg.endpoints.local[0] = g.bind_disco;
+            g.msg.endpoints.local[0].port = (uint16_t)(20000u + r % 1000u);
+        }
+        send_lie(v, now);
+        return;
+    case MODE_SPOOF_PING:
+        memset(&g.msg, 0, sizeof(g.msg));
+        g.msg.type = DISCO_PING;
+        randombytes_buf(&g.msg.ping.txid, sizeof(g.msg.ping.txid));
+        g.msg.ping.flags = DISCO_PING_F_PROBE;
+        send_lie(v, now);
         return;
     case MODE_SELF:
         endpoints_head(v, now);
@@ -773,6 +854,7 @@ int main(int argc, char **argv)
         return usage("libsodium did not start");
     g.interval_ns = 500u * 1000000u;
     g.port = 40100;
+    g.raw_fd = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--sink") && i + 1 < argc) {
@@ -785,6 +867,12 @@ int main(int argc, char **argv)
                 !parse_key(argv[i], strlen(argv[i]), g.about[g.n_about].key))
                 return usage("bad or too many --about");
             g.n_about++;
+        } else if (!strcmp(a, "--spoof") && i + 1 < argc) {
+            struct sockaddr_storage ss;
+            socklen_t len;
+            if (!parse_endpoint(argv[++i], &ss, &len) || ss.ss_family != AF_INET)
+                return usage("bad --spoof (IPv4:PORT)");
+            memcpy(&g.spoof, &ss, sizeof(g.spoof));
         } else if (!strcmp(a, "--about-victims")) {
             g.about_victims = true;
         } else if (!strcmp(a, "--interval") && i + 1 < argc) {
@@ -852,6 +940,14 @@ int main(int argc, char **argv)
         return usage("this mode needs --sink");
     if (g.mode == MODE_IMPERSONATE && (!g.as_set || g.self_family != AF_INET))
         return usage("impersonate needs --as and IPv4 overlay addresses");
+    if (g.mode == MODE_SPOOF_ENDPOINTS || g.mode == MODE_SPOOF_PING) {
+        if (!g.spoof.sin_family)
+            return usage("this mode needs --spoof");
+        if ((g.raw_fd = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW)) < 0) {
+            fprintf(stderr, "hostile: raw socket: %s\n", strerror(errno));
+            return 1;
+        }
+    }
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
 
@@ -896,5 +992,7 @@ int main(int argc, char **argv)
     fflush(stdout);
     noise_local_free(g.local);
     close(g.fd);
+    if (g.raw_fd >= 0)
+        close(g.raw_fd);
     return 0;
 }
