@@ -162,7 +162,9 @@ static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
 
 /* The path: the endpoint in use (the relay's, when relayed), direct or
  * relayed and through whom (or unreachable: packets to it are refused
- * until a handshake completes), and the round trip. */
+ * until a handshake completes; or waiting: somewhere to send, but no
+ * handshake completed yet, so nothing says the path works), and the
+ * round trip. */
 static void put_path(struct uapi_buf *b, const struct peer *p)
 {
     const union endpoint *ep = p->via ? &p->via->endpoint : &p->endpoint;
@@ -171,6 +173,8 @@ static void put_path(struct uapi_buf *b, const struct peer *p)
         uapi_put_endpoint(b, &ep->sa);
     if (p->no_answer) {
         uapi_put_str(b, CONTROL_KEY_PATH, CONTROL_PATH_UNREACHABLE);
+    } else if (!p->reachable && path_usable(p)) {
+        uapi_put_str(b, CONTROL_KEY_PATH, CONTROL_PATH_WAITING);
     } else if (p->via) {
         uapi_put_str(b, CONTROL_KEY_PATH, CONTROL_PATH_RELAY);
         uapi_put_str(b, CONTROL_KEY_VIA, p->via->name);

@@ -16,7 +16,8 @@ struct device;
  * interface, self, address, prefix, listen_port, master, master_address,
  * mtu; then one section per peer, opened by public_key: name, address,
  * endpoint (the one in use: the relay's when relayed; when known), path
- * ("direct" or "relay", when there is one), via (the relay's name, when
+ * ("direct" or "relay", when there is one; "waiting" before the first
+ * handshake completes, "unreachable" after one gave up), via (the relay's name, when
  * relayed), rtt_us (the latest round trip in microseconds, when measured),
  * last_handshake_time_sec/_nsec, rx_bytes, tx_bytes, rx_rate, tx_rate
  * (bytes per second); then errno. */
@@ -37,6 +38,8 @@ struct device;
 #define CONTROL_PATH_DIRECT         "direct"
 #define CONTROL_PATH_RELAY          "relay"
 #define CONTROL_PATH_UNREACHABLE    "unreachable"
+/* Somewhere to send, but no handshake completed yet. */
+#define CONTROL_PATH_WAITING        "waiting"
 
 /* The largest response control_request accepts. */
 #define CONTROL_RESPONSE_MAX        (1u << 20)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `ddpnet doctor` on a three-node cluster: with node-c never up, doctor on
 # node-a exits non-zero and shows node-c not reached (table and JSON) and
-# node-b reached, direct, with its MTU; with every node up it exits 0, and
+# node-b reached, direct, with its MTU (and `status` says `waiting` for
+# node-c, not `direct`); with every node up it exits 0, and
 # --rate measures a rate for each peer; once node-c goes down again (its
 # old session still fresh on node-a) doctor says so again.
 #
@@ -33,7 +34,11 @@ printf '%s\n' "$out"
 [ "$rc" = 1 ] || fail "doctor exited $rc with node-c down, want 1"
 printf '%s\n' "$out" | grep -Eq '^node-b +10\.77\.0\.2 +yes +direct +1420 ' ||
     fail "doctor: no row 'node-b 10.77.0.2 yes direct 1420'"
-printf '%s\n' "$out" | grep -Eq '^node-c +10\.77\.0\.3 +NO ' || fail "doctor: no row 'node-c ... NO'"
+printf '%s\n' "$out" | grep -Eq '^node-c +10\.77\.0\.3 +NO +waiting ' ||
+    fail "doctor: no row 'node-c ... NO waiting' (no handshake ever completed)"
+st=$(ddp_status node-a) || fail "status failed: $st"
+printf '%s\n' "$st" | grep -Eq '^node-c +10\.77\.0\.3 +[^ ]+ +waiting ' ||
+    fail "status: node-c's path is not 'waiting' before any handshake: $st"
 printf '%s\n' "$out" | grep -qx 'NOT READY: 1 of 2 peers not reached: node-c' ||
     fail "doctor: no verdict naming node-c"
 printf '%s\n' "$out" | grep -qx 'export NCCL_SOCKET_IFNAME=ddp0' || fail "doctor: no env lines"

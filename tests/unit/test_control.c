@@ -153,6 +153,7 @@ static int setup(void **state)
     peer_fixture_endpoint4(b, "192.0.2.2", 51820);
     b->last_handshake.tv_sec = HS_SEC;
     b->last_handshake.tv_nsec = 5;
+    b->reachable = true;
     b->rx_bytes = 1000;
     b->tx_bytes = 2000;
     b->persistent_keepalive = 25;
@@ -502,6 +503,13 @@ static void test_get_ddpnet_relayed(void **state)
 
     c->via = f->peers[0];
     c->disco.rtt_ns = 5470999;
+    /* Before its first handshake: somewhere to send, nothing proven. */
+    assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), 0);
+    out[len - 1] = '\0';
+    assert_non_null(strstr(out, "name=gpu-c\naddress=10.77.0.3\nendpoint=192.0.2.2:51820\n"
+                                "path=waiting\npath_mtu=1308\n"));
+    free(out);
+    c->reachable = true;
     assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), 0);
     out[len - 1] = '\0';
     assert_non_null(strstr(out, "name=gpu-c\naddress=10.77.0.3\nendpoint=192.0.2.2:51820\n"
