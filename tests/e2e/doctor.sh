@@ -4,7 +4,8 @@
 # node-b reached, direct, with its MTU (and `status` says `waiting` for
 # node-c, not `direct`); with every node up it exits 0, and
 # --rate measures a rate for each peer; once node-c goes down again (its
-# old session still fresh on node-a) doctor says so again.
+# old session still fresh on node-a) doctor says so again. Also: a daemon
+# on a machine without syslog logs to its run directory, not nowhere.
 #
 #   hub: br0 -- node-a 192.168.241.1, node-b .2, node-c .3 (ddp0 10.77.0.1-3)
 set -eu
@@ -26,8 +27,21 @@ doctor() { nx node-a timeout 60 "$DDPNET" doctor --run-dir "$T/node-a/run" "$@";
 # json_get JSON PYTHON-EXPR: the expression over the parsed object d.
 json_get() { printf '%s' "$1" | "$PY" -c "import json,sys; d=json.load(sys.stdin); print($2)"; }
 
-step "node-c never up: doctor fails and names it"
+step "node-a without syslog: its daemon logs to RUN_DIR/ddp0.log"
+# Hide a syslog socket inside node-a's own mount namespace, if this
+# machine has one: a regular file is no socket.
+if nx node-a test -e /dev/log; then
+    : >"$T/no-syslog"
+    nx node-a mount --bind "$T/no-syslog" /dev/log || fail "cannot hide /dev/log in node-a"
+fi
 ddp_up node-a
+grep -qx "ddpnet: no syslog here (/dev/log): the daemon logs to $T/node-a/run/ddp0.log" "$T/node-a/up.log" ||
+    fail "up did not say where the daemon logs: $(cat "$T/node-a/up.log")"
+wait_for 5 grep -q "notice: " "$T/node-a/run/ddp0.log" ||
+    fail "nothing logged in $T/node-a/run/ddp0.log: $(cat "$T/node-a/run/ddp0.log")"
+say "node-a logs to its run directory: $(head -n 1 "$T/node-a/run/ddp0.log")"
+
+step "node-c never up: doctor fails and names it"
 ddp_up node-b
 rc=0; out=$(doctor 2>&1) || rc=$?
 printf '%s\n' "$out"
