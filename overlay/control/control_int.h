@@ -79,9 +79,12 @@ int control_frame(const char *buf, size_t len, enum control_op *op, size_t *cons
 void control_cluster_body(const char *req, size_t consumed, const char **body, size_t *len);
 
 /* Applies a cluster file live (set=ddpnet-cluster): the answer's lines in
- * a new malloc'd buffer, ending with its errno line. 0 or -ENOMEM. */
-int control_reload(struct device *dev, const char *text, size_t len, uint64_t now_ns,
-                   char **out, size_t *out_len);
+ * a new malloc'd buffer, ending with its errno line. 0 or -ENOMEM.
+ * hosts_fd (-1: none; taken over either way) is the hosts file the client
+ * opened and passed: where it is not the file the daemon writes (that one
+ * was replaced by a rename), the names block follows it from now on. */
+int control_reload(struct device *dev, const char *text, size_t len, int hosts_fd,
+                   uint64_t now_ns, char **out, size_t *out_len);
 
 /* Whole responses in a new malloc'd buffer (*out, *len; not
  * NUL-terminated), ending "errno=0\n\n". The get=1 one holds the private

@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <stdarg.h>
 
@@ -150,6 +152,22 @@ static void add_entry(struct hosts_entry *e, size_t *n, const struct cluster_nod
     (*n)++;
 }
 
+/* A tool that replaces the hosts file by renaming a new one over it
+ * (`sed -i`, an editor, a configuration manager) leaves our descriptor on
+ * the old file, unlinked: the block written there reaches nobody. The
+ * daemon, without privileges, cannot open the new one; a person must
+ * hand it over (`ddpnet reload`, which passes it). Said at each rewrite
+ * until then. */
+static void hosts_check_replaced(const struct device *dev)
+{
+    struct stat st;
+
+    if (fstat(dev->hosts_fd, &st) == 0 && st.st_nlink == 0)
+        log_warn_rl("the hosts file was replaced by another (renamed over it, as sed -i "
+                    "does): the names block goes to the old, unlinked file; run `ddpnet "
+                    "reload -i %s` to carry it to the new one", dev->ifname);
+}
+
 /* A line per node: its name, its aliases, then the names its machine
  * goes by. */
 int members_write_hosts(struct device *dev)
@@ -162,6 +180,7 @@ int members_write_hosts(struct device *dev)
     size_t n = 0;
     int ret;
 
+    hosts_check_replaced(dev);
     if (!e || claims_make(dev, &cl, per_node)) {
         free(e);
         free(cl.names);
@@ -546,4 +565,32 @@ int members_registry(struct device *dev, struct cluster_node *nodes, size_t n, i
         log_notice("registry: revision %lld applied: %zu change%s", (long long)revision, changes,
                    changes == 1 ? "" : "s");
     return 0;
+}
+
+int members_take_hosts(struct device *dev, int fd)
+{
+    struct stat now, next;
+    int ret;
+
+    if (fd < 0)
+        return -EBADF;
+    if (fstat(fd, &next) != 0 || !S_ISREG(next.st_mode)) {
+        close(fd);
+        return -EINVAL;
+    }
+    /* A node that writes no names block does not start here. */
+    if (dev->hosts_fd < 0 || (fstat(dev->hosts_fd, &now) == 0 &&
+                              now.st_dev == next.st_dev && now.st_ino == next.st_ino)) {
+        close(fd);
+        return 0;
+    }
+    close(dev->hosts_fd);
+    dev->hosts_fd = fd;
+    ret = members_write_hosts(dev);
+    if (ret < 0) {
+        log_warn("the names block was not written to the new hosts file: %s", strerror(-ret));
+        return ret;
+    }
+    log_notice("the names block follows the new hosts file (the old one was replaced)");
+    return 1;
 }

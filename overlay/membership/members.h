@@ -51,4 +51,11 @@ int members_write_hosts(struct device *dev);
  * of its BLAKE2s. */
 void members_checksum(const char *text, size_t len, uint8_t out[DEVICE_CLUSTER_SUM_LEN]);
 
+/* The hosts file a client passed (`reload`; fd taken over either way):
+ * where it is another file than dev->hosts_fd's (a tool renamed a new
+ * one over the path), the block is written to it and it replaces the
+ * old descriptor. 1 when it did, 0 when it is the same file, or -errno
+ * (-EINVAL: not a regular file; the old descriptor stays). */
+int members_take_hosts(struct device *dev, int fd);
+
 #endif

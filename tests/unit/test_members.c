@@ -6,6 +6,7 @@
  * of this node's key, address or port, of [cluster]'s network, a file
  * without this node) -- each said in the lines a person reads. */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -84,6 +85,62 @@ static char *block_of(struct device *dev)
     unlink(path);
     dev->hosts_fd = -1;
     return buf;
+}
+
+/* A hosts file replaced by a rename (sed -i): the descriptor a client
+ * passes takes over, with the block written to it; the same file again
+ * changes nothing; what is not a regular file is refused. */
+static void test_take_hosts(void **state)
+{
+    char path[] = "/tmp/ddpnet-members-XXXXXX", next[64], buf[1024];
+    struct device dev;
+    int fd = mkstemp(path), fd2;
+    FILE *f;
+    ssize_t n;
+
+    (void)state;
+    assert_true(fd >= 0);
+    device_of(&dev, HEAD NA NB);
+    dev.hosts_fd = fd;
+    assert_int_equal(members_write_hosts(&dev), 0);
+    /* sed -i: a new file with the old lines, renamed over the path. */
+    snprintf(next, sizeof(next), "%s.new", path);
+    f = fopen(next, "w");
+    assert_non_null(f);
+    fputs("127.0.0.1 localhost\n", f);
+    fclose(f);
+    assert_int_equal(rename(next, path), 0);
+    fd2 = open(path, O_RDWR);
+    assert_true(fd2 >= 0);
+    assert_int_equal(members_take_hosts(&dev, fd2), 1);
+    assert_int_equal(dev.hosts_fd, fd2);
+    n = pread(fd2, buf, sizeof(buf) - 1, 0);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    assert_string_equal(buf, "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
+                             "10.77.0.1 a\n"
+                             "10.77.0.2 b ip-192-0-2-2 b.internal\n"
+                             "# END ddpnet ddp0\n"
+                             "127.0.0.1 localhost\n");
+    /* The same file, opened again: kept as it is, the new descriptor closed. */
+    fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    assert_int_equal(members_take_hosts(&dev, fd), 0);
+    assert_int_equal(dev.hosts_fd, fd2);
+    assert_int_equal(fcntl(fd, F_GETFD), -1);
+    /* A directory: refused, closed, the kept one stays. */
+    fd = open("/tmp", O_RDONLY | O_DIRECTORY);
+    assert_int_equal(members_take_hosts(&dev, fd), -EINVAL);
+    assert_int_equal(dev.hosts_fd, fd2);
+    assert_int_equal(fcntl(fd, F_GETFD), -1);
+    /* A node that writes no block does not start. */
+    close(fd2);
+    dev.hosts_fd = -1;
+    fd = open(path, O_RDWR);
+    assert_int_equal(members_take_hosts(&dev, fd), 0);
+    assert_int_equal(dev.hosts_fd, -1);
+    unlink(path);
+    cluster_free(&dev.cluster);
 }
 
 /* Machine names: this node's own and what peers said of themselves go on
@@ -213,6 +270,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hosts_block_with_aliases),
+        cmocka_unit_test(test_take_hosts),
         cmocka_unit_test(test_machine_names),
         cmocka_unit_test(test_checksum),
         cmocka_unit_test(test_refused),
