@@ -6,7 +6,7 @@
 # `make deb` builds a package that lists every file, depends on the
 # libraries the binary links, and that lintian finds no error in.
 # Exits non-zero with one line on the first failure; 77 (skipped) when a
-# tool it needs is missing (`make deps` installs them).
+# tool it needs is missing (`make deps-test` installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +14,7 @@ fail() { echo "packaging: FAIL: $*" >&2; exit 1; }
 ok() { echo "packaging: ok: $*"; }
 
 for tool in systemd-analyze man lintian dpkg-deb dpkg-shlibdeps gzip readelf python3; do
-    command -v "$tool" >/dev/null || { echo "packaging: skipped: no $tool (make deps)"; exit 77; }
+    command -v "$tool" >/dev/null || { echo "packaging: skipped: no $tool (make deps-test)"; exit 77; }
 done
 
 tmp=$(mktemp -d /tmp/ddpnet-packaging.XXXXXX)
