@@ -564,7 +564,23 @@ int members_registry(struct device *dev, struct cluster_node *nodes, size_t n, i
     if (changes)
         log_notice("registry: revision %lld applied: %zu change%s", (long long)revision, changes,
                    changes == 1 ? "" : "s");
+    /* Said at each change while true: the peers would only sit at
+     * "never", and the handshake warnings blame firewalls. */
+    if (changes && members_none_reachable(&dev->cluster))
+        log_warn("registry: no member of the cluster has an address to be reached at (no "
+                 "node joined with --endpoint and the file gives none): no handshake can "
+                 "start; give at least one node --endpoint HOST:PORT");
     return 0;
+}
+
+bool members_none_reachable(const struct cluster *c)
+{
+    if (c->n_nodes < 2)
+        return false;   /* alone: nothing to reach */
+    for (size_t i = 0; i < c->n_nodes; i++)
+        if (c->nodes[i].has_endpoint)
+            return false;
+    return true;
 }
 
 int members_take_hosts(struct device *dev, int fd)

@@ -143,6 +143,22 @@ static void test_take_hosts(void **state)
     cluster_free(&dev.cluster);
 }
 
+/* A registry cluster in which nobody gave an endpoint cannot start. */
+static void test_none_reachable(void **state)
+{
+    struct device dev;
+
+    (void)state;
+    device_of(&dev, HEAD NA NB);
+    assert_true(members_none_reachable(&dev.cluster));
+    dev.cluster.nodes[1].has_endpoint = true;
+    assert_false(members_none_reachable(&dev.cluster));
+    cluster_free(&dev.cluster);
+    device_of(&dev, HEAD NA);
+    assert_false(members_none_reachable(&dev.cluster));   /* alone */
+    cluster_free(&dev.cluster);
+}
+
 /* Machine names: this node's own and what peers said of themselves go on
  * their nodes' lines; a name two claim, or the file gives another node,
  * goes on neither; hostnames = off writes none. */
@@ -271,6 +287,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hosts_block_with_aliases),
         cmocka_unit_test(test_take_hosts),
+        cmocka_unit_test(test_none_reachable),
         cmocka_unit_test(test_machine_names),
         cmocka_unit_test(test_checksum),
         cmocka_unit_test(test_refused),
