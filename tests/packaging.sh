@@ -237,6 +237,8 @@ has --json ddpnet status -
 has --foreground ddpnet up --f
 has --hosts-file ddpnet up --h
 has --master ddpnet env --m
+has --rate ddpnet doctor --r
+has --json ddpnet doctor --j
 lacks --json ddpnet down -
 lacks --watch ddpnet up -
 has ddpx7 ddpnet status --run-dir "$tmp/run" -i ""

@@ -3,6 +3,9 @@
  * sends each a few ICMP echoes to its overlay address: they go through
  * ddp0 and the daemon's sessions, so an answer proves the whole way there
  * and back (a handshake made if none was, the peer's daemon, its kernel).
+ * The sockets are bound to the interface, and a reply counts only from
+ * the peer's overlay address: one sent to the underlay by anyone else
+ * never does.
  * It asks the daemon again for the path and its MTU the echoes took. With
  * --rate it then keeps a window of echoes of the path's MTU in flight to
  * each reached peer in turn, for a fixed time. What it sends is bounded:
@@ -586,7 +589,7 @@ static int send_echo(struct prober *pr, size_t i, size_t len, uint64_t now)
     return 0;
 }
 
-/* The peer an echo reply (or an error about our echo) is for, or -1. */
+/* The peer an echo reply is for, or -1. */
 static long match(const struct prober *pr, const uint8_t *icmp, size_t len, bool v6,
                   uint64_t *sent_ns)
 {
@@ -605,25 +608,22 @@ static long match(const struct prober *pr, const uint8_t *icmp, size_t len, bool
     return (long)idx;
 }
 
-/* An ICMP error whose quoted packet is our echo: the daemon refused it
- * (its peer gave up: "unreachable"). Returns the peer or -1. */
-static long match_error(const struct prober *pr, const uint8_t *icmp, size_t len, bool v6)
+/* Whether from is the overlay address of the peer a reply names. */
+static bool from_peer(const struct prober *pr, long i, const struct sockaddr_storage *from)
 {
-    size_t inner = DOCTOR_ICMP_HDR + (v6 ? DOCTOR_IPV6_HDR : 0);
-    uint64_t ignored;
+    const struct target *t = &pr->t[i];
 
-    if (!v6) {
-        if (len < DOCTOR_ICMP_HDR + 1)
-            return -1;
-        inner += (size_t)(icmp[DOCTOR_ICMP_HDR] & 0x0f) * 4;
-    }
-    if (len < inner)
-        return -1;
-    return match(pr, icmp + inner, len - inner, v6, &ignored);
+    if (from->ss_family != t->family)
+        return false;
+    if (t->family == AF_INET)
+        return !memcmp(&((const struct sockaddr_in *)from)->sin_addr, &t->sa.v4.sin_addr,
+                       sizeof(t->sa.v4.sin_addr));
+    return !memcmp(&((const struct sockaddr_in6 *)from)->sin6_addr, &t->sa.v6.sin6_addr,
+                   sizeof(t->sa.v6.sin6_addr));
 }
 
-static void on_icmp(struct prober *pr, const uint8_t *icmp, size_t len, bool v6, size_t wire,
-                    uint64_t now)
+static void on_icmp(struct prober *pr, const uint8_t *icmp, size_t len, bool v6,
+                    const struct sockaddr_storage *from, uint64_t now)
 {
     uint8_t type = icmp[0];
     uint64_t sent;
@@ -632,7 +632,7 @@ static void on_icmp(struct prober *pr, const uint8_t *icmp, size_t len, bool v6,
     if (type == (v6 ? ICMP6_ECHO_REPLY : ICMP_ECHOREPLY)) {
         struct doctor_probe *p;
 
-        if ((i = match(pr, icmp, len, v6, &sent)) < 0 || sent > now)
+        if ((i = match(pr, icmp, len, v6, &sent)) < 0 || sent > now || !from_peer(pr, i, from))
             return;
         p = &pr->r->peers[i].probe;
         if (!p->answers || (now - sent) / NS_PER_US < p->rtt_us)
@@ -642,10 +642,7 @@ static void on_icmp(struct prober *pr, const uint8_t *icmp, size_t len, bool v6,
         if (pr->t[i].in_flight)
             pr->t[i].in_flight--;
         if (i == pr->rate_peer)
-            pr->rate_bytes += wire;
-    } else if (type == (v6 ? ICMP6_DST_UNREACH : ICMP_DEST_UNREACH)) {
-        if ((i = match_error(pr, icmp, len, v6)) >= 0)
-            pr->r->peers[i].probe.refused = true;
+            pr->rate_bytes += len;
     }
 }
 
@@ -653,9 +650,12 @@ static void on_icmp(struct prober *pr, const uint8_t *icmp, size_t len, bool v6,
 static void drain(struct prober *pr, int fd, bool v6)
 {
     uint8_t buf[DOCTOR_RECV_MAX];
+    struct sockaddr_storage from;
+    socklen_t from_len = sizeof(from);
     ssize_t n;
 
-    while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+    while ((n = recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT, (struct sockaddr *)&from,
+                         &from_len)) > 0) {
         const uint8_t *icmp = buf;
         size_t len = (size_t)n;
 
@@ -668,7 +668,8 @@ static void drain(struct prober *pr, int fd, bool v6)
             len -= hl;
         }
         if (len >= DOCTOR_ICMP_HDR)
-            on_icmp(pr, icmp, len, v6, len, now_ns());
+            on_icmp(pr, icmp, len, v6, &from, now_ns());
+        from_len = sizeof(from);
     }
 }
 
@@ -773,13 +774,27 @@ static int target_set(struct target *t, const char *address)
     return -EINVAL;
 }
 
-static int open_raw(int family, int proto)
+/* A raw ICMP socket bound to the interface: echoes go out through it, and
+ * only replies that came in through it -- opened by the daemon, from a
+ * session -- are read, never one sent to the underlay by someone else. */
+static int open_raw(int family, int proto, const char *ifname)
 {
-    return socket(family, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, proto);
+    int fd = socket(family, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, proto);
+
+    if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ifname,
+                              (socklen_t)strlen(ifname) + 1) != 0) {
+        int err = errno;
+
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    return fd;
 }
 
-/* Looks for every peer and, with r->rate, measures each reached one. */
-static int probe(struct doctor_report *r)
+/* Looks for every peer through ifname and, with r->rate, measures each
+ * reached one. */
+static int probe_on(struct doctor_report *r, const char *ifname)
 {
     struct prober pr = { .fd4 = -1, .fd6 = -1, .r = r, .rate_peer = -1 };
     int ret = 0;
@@ -790,8 +805,8 @@ static int probe(struct doctor_report *r)
         return -ENOMEM;
     for (size_t i = 0; i < r->n_peers; i++)
         (void)target_set(&pr.t[i], r->peers[i].address);   /* family 0: not probed */
-    pr.fd4 = open_raw(AF_INET, IPPROTO_ICMP);
-    pr.fd6 = open_raw(AF_INET6, IPPROTO_ICMPV6);
+    pr.fd4 = open_raw(AF_INET, IPPROTO_ICMP, ifname);
+    pr.fd6 = open_raw(AF_INET6, IPPROTO_ICMPV6, ifname);
     if (pr.fd4 < 0 && pr.fd6 < 0) {
         ret = -errno;
         goto out;
@@ -900,7 +915,7 @@ static int run(const struct cli_args *a, const char *path, struct doctor_report 
         return CLI_EXIT_FAIL;
     r->rate = a->rate;
     r->rate_ms = DOCTOR_RATE_MS;
-    ret = probe(r);
+    ret = probe_on(r, r->interface);
     if (ret < 0) {
         fprintf(stderr, "ddpnet doctor: cannot send ICMP echoes: %s (run as root)\n",
                 strerror(-ret));

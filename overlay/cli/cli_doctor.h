@@ -20,7 +20,6 @@ struct doctor_probe {
     bool reached;              /* an echo came back */
     unsigned answers;          /* echoes answered */
     uint64_t rtt_us;           /* valid when answers > 0 */
-    bool refused;              /* the daemon answered "unreachable" for it */
     bool has_rate;
     uint64_t rate;
 };
