@@ -44,6 +44,12 @@ struct device;
 /* The largest response control_request accepts. */
 #define CONTROL_RESPONSE_MAX        (1u << 20)
 
+struct peer;
+/* The path a peer's traffic takes, as get=ddpnet and the metrics name it:
+ * unreachable (a handshake gave up), waiting (somewhere to send, no
+ * handshake completed yet), relay, direct; NULL: nowhere to send. */
+const char *control_path_name(const struct peer *p);
+
 enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL_RELOAD_OP };
 
 /* Keys of the answer to set=ddpnet-cluster: one line per change, error of
