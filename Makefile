@@ -1,6 +1,7 @@
 # ddpnet build.
 #   make            build bin/ddpnet (once the daemon exists) and the module objects
-#   make deps       install the Debian packages the build and tests need (root, apt-get)
+#   make deps       install the Debian packages the build and the package need (root, apt-get)
+#   make deps-test  and those the tests and the demo need (make test and make demo do it)
 #   make unit       unit tests, plain and under ASan+UBSan
 #   make fuzz       each libFuzzer harness for FUZZ_SECONDS (default 300)
 #   make test       everything the project tests (check-layers, unit, fuzz-smoke, mutants, e2e)
@@ -59,23 +60,27 @@ PLAIN_TESTS := $(UNIT_TESTS:tests/unit/%.c=build/plain/unit/%)
 ASAN_TESTS  := $(UNIT_TESTS:tests/unit/%.c=build/asan/unit/%)
 FUZZERS     := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/bin/%)
 
-DEB_PKGS := make gcc clang pkg-config libc6-dev libsodium-dev libmnl-dev \
-            liburing-dev libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev \
-            libjson-c-dev
-# What the end-to-end tests and the demo run (tests/e2e). With
-# --no-install-recommends, as deps installs: wireguard-tools would pull a kernel.
-E2E_DEB_PKGS := iproute2 iperf3 nftables wireguard-tools wireguard-go \
-                python3 python3-torch procps iputils-ping util-linux prometheus \
-                etcd-server etcd-client tmux
-DEB_PKGS += $(E2E_DEB_PKGS)
-# Headers of the OpenSSL AEAD backend (optional: the build works without).
-DEB_PKGS += libssl-dev
-# What tests/packaging.sh runs: man and its renderer (groff-base is
-# enough for man pages on a terminal), lintian, systemd-analyze (systemd
-# need not be PID 1), dpkg-shlibdeps (make deb's Depends).
-DEB_PKGS += man-db groff-base lintian systemd dpkg-dev
+# What `make`, `make install` and `make deb` need (make deps): the
+# compiler, the libraries' headers (libssl-dev: the OpenSSL AEAD backend,
+# optional: the build works without) and dpkg-shlibdeps for the
+# package's Depends.
+BUILD_DEB_PKGS := make gcc pkg-config libc6-dev libsodium-dev libmnl-dev \
+                  liburing-dev libmicrohttpd-dev libcurl4-openssl-dev libjson-c-dev \
+                  libssl-dev dpkg-dev
+# What the tests and the demo add (make deps-test; make test and make demo
+# install them). The unit tests and fuzzers: cmocka, clang. The
+# end-to-end tests and the demo (tests/e2e), with --no-install-recommends
+# as deps installs: wireguard-tools would pull a kernel. What
+# tests/packaging.sh runs: man and its renderer (groff-base is enough for
+# man pages on a terminal), lintian, systemd-analyze (systemd need not be
+# PID 1).
+TEST_DEB_PKGS := clang libcmocka-dev \
+                 iproute2 iperf3 nftables wireguard-tools wireguard-go \
+                 python3 python3-torch procps iputils-ping util-linux prometheus \
+                 etcd-server etcd-client tmux \
+                 man-db groff-base lintian systemd
 
-.PHONY: all deps unit unit-plain unit-asan test fuzz fuzz-smoke clean check-layers
+.PHONY: all deps deps-test unit unit-plain unit-asan test fuzz fuzz-smoke clean check-layers
 .PHONY: e2e demo install
 .DELETE_ON_ERROR:
 
@@ -92,16 +97,24 @@ install: bin/ddpnet
 # The unit, man pages, bash completion and /etc/ddpnet; make deb.
 include dist/dist.mk
 
-deps:
-	@missing=""; for p in $(DEB_PKGS); do \
+# apt-get install of what of $(1) is missing; root only when something is.
+define install_missing
+	@missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
-	  if [ "$$(id -u)" != 0 ]; then echo "make deps: need root to install:$$missing" >&2; exit 1; fi; \
+	  if [ "$$(id -u)" != 0 ]; then echo "make $@: need root to install:$$missing" >&2; exit 1; fi; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 	    apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+endef
+
+deps:
+	$(call install_missing,$(BUILD_DEB_PKGS))
+
+deps-test:
+	$(call install_missing,$(BUILD_DEB_PKGS) $(TEST_DEB_PKGS))
 
 # --- objects and libraries --------------------------------------------------
 
@@ -139,6 +152,8 @@ unit-asan: $(ASAN_TESTS)
 	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  tests/run-unit.sh asan $(ASAN_TESTS)
 
+# deps-test first: what the tests run is installed (root) where missing.
+test: deps-test
 test: check-layers unit packaging fuzz-smoke mutants
 test: e2e
 
@@ -169,8 +184,8 @@ build/tools/%: build/plain/tests/e2e/tools/%.o $(PLAIN_LIB)
 e2e: bin/ddpnet $(E2E_TOOLS)
 	$(Q)tests/e2e/run.sh
 
-# deps first, so the build and the demo find what they need.
-demo: deps
+# deps-test first, so the build and the demo find what they need.
+demo: deps-test
 	$(Q)$(MAKE) --no-print-directory bin/ddpnet
 	$(Q)tests/e2e/demo.sh
 

@@ -50,7 +50,7 @@ if [ ! -x "$aead" ] && [ -f "$ROOT/bench/aead_bench.c" ]; then
 fi
 if [ -x "$aead" ]; then ITEMS+=("aead_bench=$aead"); else say "aead_bench did not build: left out (no AEAD floor on the device)"; fi
 for tool in iperf3 ip ss nft taskset ping wg; do
-    p=$(command -v "$tool" 2>/dev/null) || die "missing tool here: $tool (make deps installs it)"
+    p=$(command -v "$tool" 2>/dev/null) || die "missing tool here: $tool (make deps-test installs it)"
     ITEMS+=("$tool=$p")
 done
 for tool in ps nsenter unshare; do

@@ -17,7 +17,7 @@ BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BENCH_ROOT=$(cd "$BENCH_DIR/.." && pwd)
 DDPNET=${DDPNET:-$BENCH_ROOT/bin/ddpnet}
 BENCH_KEEP=${BENCH_KEEP:-0}
-# Debian's python3: the one the packages in `make deps` are for; BENCH_PY
+# Debian's python3: the one the packages in `make deps-test` are for; BENCH_PY
 # names another (one whose torch the machine has elsewhere, as in a venv).
 if [ -n "${BENCH_PY:-}" ]; then PY=$BENCH_PY
 elif [ -x /usr/bin/python3 ]; then PY=/usr/bin/python3; else PY=python3; fi

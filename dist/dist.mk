@@ -102,7 +102,7 @@ deb: bin/ddpnet
 	$(Q)dpkg-deb --root-owner-group --build $(DEB_STAGE) $(DEB) >/dev/null
 	@echo "built $(DEB)"
 
-# 77: a tool it needs is missing (make deps installs them): skipped, as an
+# 77: a tool it needs is missing (make deps-test installs them): skipped, as an
 # e2e script that cannot run is -- but under DDPNET_NO_SKIP=1 (CI) a
 # failure, unless README.md lists "packaging" as an expected skip.
 packaging:

@@ -6,7 +6,7 @@
 # `make deb` builds a package that lists every file, depends on the
 # libraries the binary links, and that lintian finds no error in.
 # Exits non-zero with one line on the first failure; 77 (skipped) when a
-# tool it needs is missing (`make deps` installs them).
+# tool it needs is missing (`make deps-test` installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +14,7 @@ fail() { echo "packaging: FAIL: $*" >&2; exit 1; }
 ok() { echo "packaging: ok: $*"; }
 
 for tool in systemd-analyze man lintian dpkg-deb dpkg-shlibdeps gzip readelf python3; do
-    command -v "$tool" >/dev/null || { echo "packaging: skipped: no $tool (make deps)"; exit 77; }
+    command -v "$tool" >/dev/null || { echo "packaging: skipped: no $tool (make deps-test)"; exit 77; }
 done
 
 tmp=$(mktemp -d /tmp/ddpnet-packaging.XXXXXX)
@@ -171,6 +171,37 @@ for k in $keys; do
 done
 ok "both man pages render with no warning; ddpnet(8) covers $(wc -w <<<"$verbs") verbs and $(wc -l <<<"$opts") options, ddpnet.conf(5) $(wc -w <<<"$keys") keys"
 
+# README.md names each of them too, and the environment variables the
+# code reads (DDPNET_*) and the metric families it serves are in
+# README.md and ddpnet(8): a name added to the code and to neither page
+# fails here.
+readme=$(cat README.md)
+for v in $verbs; do
+    grep -qF "\`ddpnet $v" <<<"$readme" || fail "README.md does not describe the verb $v"
+done
+while read -r short long; do
+    [[ -n $long ]] || { long=$short; short=; }
+    grep -qE -- "(^|[^a-z-])--$long([^a-z-]|$)" <<<"$readme" || fail "README.md does not describe --$long"
+    [[ -z $short ]] || grep -qE -- "(^|[ \`(\[])-$short([ \`,|]|$)" <<<"$readme" ||
+        fail "README.md does not describe -$short"
+done <<<"$opts"
+for k in $keys; do
+    grep -qE "(^|\`|^# )$k( =|\`)" <<<"$readme" || fail "README.md does not describe the key $k"
+done
+envs=$(grep -rhoE '"DDPNET_[A-Z0-9_]+"' overlay config crypto tun | tr -d '"' | sort -u)
+[[ $(wc -w <<<"$envs") -ge 3 ]] || fail "cannot read the DDPNET_* variables from the sources"
+for e in $envs; do
+    grep -qE "(^|[^A-Z_])$e([^A-Z_]|$)" <<<"$readme" || fail "README.md does not describe \$$e"
+    grep -qE "^ {7}$e( |=|$)" <<<"$page8" || fail "ddpnet(8) has no entry for \$$e (ENVIRONMENT)"
+done
+metrics=$(grep -ohE '"(ddpnet|wireguard)_[a-z_]+"' overlay/control/metrics.c | tr -d '"' | sort -u)
+[[ $(wc -w <<<"$metrics") -ge 15 ]] || fail "cannot read the metric families from overlay/control/metrics.c"
+for m in $metrics; do
+    grep -qE "\`$m(\`|\\{)" <<<"$readme" || fail "README.md's Metrics has no row for $m"
+    grep -qE "(^|[ ,])$m(,|$| )" <<<"$page8" || fail "ddpnet(8) (METRICS) does not name $m"
+done
+ok "README.md covers the verbs, options and keys; README.md and ddpnet(8) the $(wc -w <<<"$envs") DDPNET_* variables and $(wc -w <<<"$metrics") metric families"
+
 # --- bash completion -----------------------------------------------------------------
 
 comp=$root/usr/share/bash-completion/completions/ddpnet
@@ -206,6 +237,8 @@ has --json ddpnet status -
 has --foreground ddpnet up --f
 has --hosts-file ddpnet up --h
 has --master ddpnet env --m
+has --rate ddpnet doctor --r
+has --json ddpnet doctor --j
 lacks --json ddpnet down -
 lacks --watch ddpnet up -
 has ddpx7 ddpnet status --run-dir "$tmp/run" -i ""

@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,7 +22,9 @@ static struct {
     bool to_stderr;
     bool journal;          /* stderr is the journal: priority prefix, no timestamp */
     enum log_level max_level;
-} log_state = { "ddpnet", true, false, LOG_LVL_INFO };
+    bool capped;           /* stderr is a regular file: LOG_FILE_MAX applies */
+    uint64_t written;      /* its size, as far as we wrote it */
+} log_state = { "ddpnet", true, false, LOG_LVL_INFO, false, 0 };
 
 static const char *const level_names[] = { "error", "warn", "notice", "info", "debug" };
 static const int syslog_priorities[] = { LOG_ERR, LOG_WARNING, LOG_NOTICE, LOG_INFO, LOG_DEBUG };
@@ -50,12 +54,45 @@ static bool stderr_is_journal(void)
     return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
+bool log_syslog_reachable(const char *path)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    int fd;
+    bool ok;
+
+    if (strlen(path) >= sizeof(sa.sun_path))
+        return false;
+    memcpy(sa.sun_path, path, strlen(path));
+    /* As syslog(3) does: a datagram socket, else a stream one. A socket
+     * file nobody listens on (syslogd stopped) refuses both. */
+    for (int type = SOCK_DGRAM; ; type = SOCK_STREAM) {
+        fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            return false;
+        ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+        close(fd);
+        if (ok || errno != EPROTOTYPE || type == SOCK_STREAM)
+            return ok;
+    }
+}
+
 void log_init(const char *ident, bool to_stderr, enum log_level max_level)
 {
     snprintf(log_state.ident, sizeof(log_state.ident), "%s", ident);
+    if (!to_stderr && !log_syslog_reachable(LOG_SYSLOG_PATH))
+        to_stderr = true;
     log_state.to_stderr = to_stderr;
     log_state.journal = to_stderr && stderr_is_journal();
     log_state.max_level = max_level;
+    log_state.capped = false;
+    if (to_stderr && !log_state.journal) {
+        struct stat st;
+
+        if (fstat(STDERR_FILENO, &st) == 0 && S_ISREG(st.st_mode)) {
+            log_state.capped = true;
+            log_state.written = (uint64_t)st.st_size;
+        }
+    }
     if (!to_stderr)
         openlog(log_state.ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
@@ -113,6 +150,19 @@ static void emit(enum log_level level, char *text)
     if ((size_t)n >= sizeof(line)) {   /* cut short: still one line */
         n = (int)sizeof(line) - 1;
         line[n - 1] = '\n';
+    }
+    if (log_state.capped) {
+        uint64_t at = __atomic_fetch_add(&log_state.written, (uint64_t)n, __ATOMIC_RELAXED);
+
+        if (at + (uint64_t)n > LOG_FILE_MAX) {
+            if (at <= LOG_FILE_MAX) {   /* the one line that crossed it */
+                n = snprintf(line, sizeof(line), "%s: the log file reached %llu bytes; "
+                             "later lines are dropped until the daemon restarts\n",
+                             log_state.ident, (unsigned long long)LOG_FILE_MAX);
+                write_all(line, (size_t)n);
+            }
+            return;
+        }
     }
     write_all(line, (size_t)n);
 }

@@ -23,8 +23,18 @@ enum log_level { LOG_LVL_ERROR, LOG_LVL_WARN, LOG_LVL_NOTICE, LOG_LVL_INFO, LOG_
 
 /* ident names the source (e.g. "ddpnet/ddp0"); to_stderr picks the sink
  * (the journal's format when stderr is the journal); lines above
- * max_level are dropped. */
+ * max_level are dropped. Syslog is taken only where LOG_SYSLOG_PATH is a
+ * socket: on a machine without one (a container, a minimal install)
+ * syslog(3) drops every line silently, so the lines go to stderr. */
 void log_init(const char *ident, bool to_stderr, enum log_level max_level);
+/* stderr a regular file (no syslog: RUN_DIR/IFNAME.log; or a redirect):
+ * it is never rotated, so it stops growing at this size, saying so once. */
+#define LOG_FILE_MAX (16ull << 20)
+/* Where syslog(3) sends its lines. */
+#define LOG_SYSLOG_PATH "/dev/log"
+/* Whether path is a socket something listens on: a syslog daemon or
+ * journald. */
+bool log_syslog_reachable(const char *path);
 /* Whether a line at level would be written. */
 bool log_enabled(enum log_level level);
 void log_msg(enum log_level level, const char *fmt, ...)

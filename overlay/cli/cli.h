@@ -12,5 +12,6 @@ int cli_down(int argc, char **argv);
 int cli_reload(int argc, char **argv);
 int cli_status(int argc, char **argv);
 int cli_env(int argc, char **argv);
+int cli_doctor(int argc, char **argv);
 
 #endif

@@ -66,6 +66,7 @@ static const struct opt_def opt_defs[] = {
     { CLI_OPT_WATCH,      'w', "watch",      OPT_MAYBE },
     { CLI_OPT_NAME,       0,   "name",       OPT_VALUE },
     { CLI_OPT_ENDPOINT,   0,   "endpoint",   OPT_VALUE },
+    { CLI_OPT_RATE,       0,   "rate",       OPT_FLAG  },
 };
 #define N_OPT_DEFS (sizeof(opt_defs) / sizeof(opt_defs[0]))
 
@@ -184,6 +185,7 @@ static void opt_store(struct cli_args *a, enum cli_opt bit, const char *value)
     case CLI_OPT_FOREGROUND: a->foreground = true; break;
     case CLI_OPT_DEBUG:      a->debug = true; break;
     case CLI_OPT_JSON:       a->json = true; break;
+    case CLI_OPT_RATE:       a->rate = true; break;
     case CLI_OPT_WATCH:      break;   /* store_watch: its value is checked */
     }
 }

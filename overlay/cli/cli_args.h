@@ -34,6 +34,7 @@ enum cli_opt {
     CLI_OPT_WATCH      = 1u << 9,   /* -w, --watch [SECONDS] */
     CLI_OPT_NAME       = 1u << 10,  /* --name NAME (joining a registry) */
     CLI_OPT_ENDPOINT   = 1u << 11,  /* --endpoint HOST:PORT (joining a registry) */
+    CLI_OPT_RATE       = 1u << 12,  /* --rate (doctor) */
 };
 
 /* --watch's interval: 1 s when none is given; below 0.1 s the control
@@ -53,6 +54,7 @@ struct cli_args {
     const char *master;       /* NULL unless given */
     const char *name, *endpoint;  /* NULL unless given */
     bool foreground, debug, json;
+    bool rate;                /* doctor --rate */
     bool watch;               /* -w/--watch given */
     uint64_t watch_ns;        /* its interval, CLI_WATCH_DEFAULT_NS unless given */
     bool help;                /* -h/--help: print usage, do nothing else */

@@ -20,6 +20,7 @@
 #include "overlay/control/control_int.h"
 #include "overlay/control/uapi.h"
 #include "overlay/daemon/daemon.h"
+#include "overlay/membership/hosts.h"
 
 #define RELOAD_USAGE   "[-i IFNAME] [--run-dir DIR]"
 #define RELOAD_ALLOWED (CLI_OPT_INTERFACE | CLI_OPT_RUN_DIR)
@@ -27,8 +28,10 @@
 /* What fits in one request with its two header lines. */
 #define RELOAD_FILE_MAX  (UAPI_MAX_REQUEST - 64u)
 
-/* The cluster file named in the daemon's state file, into path. */
-static int cluster_path_of(const struct cli_args *a, char *path, size_t len)
+/* The cluster file named in the daemon's state file, into path; the
+ * hosts file it names into hosts ("" when none). */
+static int cluster_path_of(const struct cli_args *a, char *path, size_t len, char *hosts,
+                           size_t hosts_len)
 {
     char state[PATH_MAX], text[RELOAD_STATE_MAX + 1];
     ssize_t n;
@@ -47,6 +50,8 @@ static int cluster_path_of(const struct cli_args *a, char *path, size_t len)
     n = read(fd, text, RELOAD_STATE_MAX);
     close(fd);
     ret = n < 0 ? -errno : cli_state_value(text, (size_t)n, "cluster", path, len);
+    if (ret == 0 && cli_state_value(text, (size_t)n, "hosts", hosts, hosts_len) != 0)
+        hosts[0] = '\0';
     if (ret == 0 && !path[0])
         ret = -ENOKEY;
     if (ret)
@@ -112,13 +117,16 @@ static int print_answer(const char *path, char *response)
 int cli_reload(int argc, char **argv)
 {
     char path[PATH_MAX], sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    char hosts[PATH_MAX];
     char *req = NULL, *response = NULL;
+    int hosts_fd;
     struct cli_args a;
     int ret = cli_args_handle(argc, argv, RELOAD_ALLOWED, 0, RELOAD_USAGE, &a);
 
     if (ret != CLI_CONTINUE)
         return ret;
-    if (cluster_path_of(&a, path, sizeof(path)) || build_request(path, &req))
+    if (cluster_path_of(&a, path, sizeof(path), hosts, sizeof(hosts)) ||
+        build_request(path, &req))
         return CLI_EXIT_FAIL;
     if (daemon_socket_path(sock, sizeof(sock), a.run_dir, a.ifname) < 0) {
         free(req);
@@ -126,7 +134,12 @@ int cli_reload(int argc, char **argv)
                 a.run_dir);
         return CLI_EXIT_FAIL;
     }
-    ret = control_request(sock, req, &response);
+    /* Passed along: where a tool replaced the file by renaming a new one
+     * over it, the daemon (which may no longer open it) takes this one. */
+    hosts_fd = hosts[0] ? hosts_open(hosts) : -1;
+    ret = control_request_fd(sock, req, hosts_fd, &response);
+    if (hosts_fd >= 0)
+        close(hosts_fd);
     free(req);
     if (ret == -ENOENT || ret == -ECONNREFUSED)
         fprintf(stderr, "ddpnet reload: %s is not up (no control socket at %s)\n", a.ifname, sock);

@@ -19,6 +19,7 @@
 #include "crypto/aead.h"
 #include "crypto/x25519.h"
 #include "overlay/cli/cli.h"
+#include "overlay/base/log.h"
 #include "overlay/cli/cli_args.h"
 #include "overlay/daemon/daemon.h"
 #include "overlay/daemon/keyfile.h"
@@ -32,6 +33,9 @@
                      CLI_OPT_DEBUG | CLI_OPT_NAME | CLI_OPT_ENDPOINT)
 #define UP_REQUIRED (CLI_OPT_CLUSTER | CLI_OPT_KEY)
 #define UP_RUN_DIR_MODE   0755
+/* The log file of a daemon on a machine without syslog: root's, and its
+ * group's to read (lines name peers and addresses, never keys). */
+#define UP_LOG_MODE       0640
 /* How long the parent waits for the daemon's "ok" or error line. */
 #define UP_READY_TIMEOUT_S 30
 #define UP_MS_PER_S        1000
@@ -44,6 +48,9 @@ struct up {
     struct cluster cluster;
     struct daemon_options opt;
     char run_dir[PATH_MAX];
+    /* No syslog here: the detached daemon's stderr is this file, not
+     * /dev/null, so that its lines go somewhere. "": syslog. */
+    char log_file[PATH_MAX];
     char hosts_file[PATH_MAX];
     char cluster_file[PATH_MAX];
 };
@@ -170,7 +177,16 @@ static int up_prepare(struct up *u)
     u->opt.foreground = u->args.foreground;
     u->opt.debug = u->args.debug;
     u->opt.ready_fd = -1;
+    if (!u->args.foreground && !log_syslog_reachable(LOG_SYSLOG_PATH) &&
+        daemon_log_path(u->log_file, sizeof(u->log_file), u->run_dir, u->args.ifname) < 0)
+        u->log_file[0] = '\0';
     return CLI_CONTINUE;
+}
+
+/* Where the daemon's lines are, for messages that send a person there. */
+static const char *log_where(const struct up *u)
+{
+    return u->log_file[0] ? u->log_file : "syslog";
 }
 
 static int up_report_ok(const struct up *u)
@@ -180,12 +196,15 @@ static int up_report_ok(const struct up *u)
     if (!u->opt.self) {                   /* joined: the address is the daemon's to tell */
         printf("ddpnet: %s is up (node %s, joined %s)\n", u->args.ifname,
                u->opt.registry_self.name, u->cluster.registry.prefix);
-        return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+    } else {
+        if (cluster_addr_format(&u->opt.self->address, addr, sizeof(addr)) != 0)
+            addr[0] = '\0';
+        printf("ddpnet: %s is up (%s/%u, node %s)\n", u->args.ifname, addr,
+               u->cluster.prefix, u->opt.self->name);
     }
-    if (cluster_addr_format(&u->opt.self->address, addr, sizeof(addr)) != 0)
-        addr[0] = '\0';
-    printf("ddpnet: %s is up (%s/%u, node %s)\n", u->args.ifname, addr,
-           u->cluster.prefix, u->opt.self->name);
+    if (u->log_file[0])
+        printf("ddpnet: no syslog here (%s): the daemon logs to %s\n", LOG_SYSLOG_PATH,
+               u->log_file);
     return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }
 
@@ -202,7 +221,7 @@ static int up_wait(const struct up *u, int fd, pid_t child)
         /* Half set up is worse than not at all: stop it. */
         kill(child, SIGTERM);
         fprintf(stderr, "ddpnet up: the daemon did not finish setup within %d s; "
-                "stopped it (see syslog)\n", wait_s);
+                "stopped it (see %s)\n", wait_s, log_where(u));
         return CLI_EXIT_FAIL;
     }
     if (ret < 0) {
@@ -210,7 +229,7 @@ static int up_wait(const struct up *u, int fd, pid_t child)
         return CLI_EXIT_FAIL;
     }
     if (ret == 0) {
-        fprintf(stderr, "ddpnet up: daemon exited during setup (see syslog)\n");
+        fprintf(stderr, "ddpnet up: daemon exited during setup (see %s)\n", log_where(u));
         return CLI_EXIT_FAIL;
     }
     if (strcmp(line, UP_READY_OK) == 0)
@@ -232,11 +251,18 @@ static void up_child(struct up *u, int ready_fd)
     signal(SIGPIPE, SIG_IGN);
     null_fd = open("/dev/null", O_RDWR);
     if (null_fd >= 0) {
+        int log_fd = -1;
+
+        if (u->log_file[0])
+            log_fd = open(u->log_file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                          UP_LOG_MODE);
         dup2(null_fd, STDIN_FILENO);
         dup2(null_fd, STDOUT_FILENO);
-        dup2(null_fd, STDERR_FILENO);
+        dup2(log_fd >= 0 ? log_fd : null_fd, STDERR_FILENO);
         if (null_fd > STDERR_FILENO)
             close(null_fd);
+        if (log_fd > STDERR_FILENO)
+            close(log_fd);
     }
     /* Every path it uses is absolute (up_paths); the cluster file is read.
      * Failing only keeps the old directory busy, so it is not fatal. */

@@ -22,6 +22,7 @@ static const struct verb verbs[] = {
     { "reload", cli_reload, "apply the changed cluster file to the running node" },
     { "status", cli_status, "show each peer: address, endpoint, latest handshake, bytes, rates" },
     { "env",    cli_env,    "print export lines for NCCL, Gloo and torchrun, for eval" },
+    { "doctor", cli_doctor, "before a job: reach every peer, show path, MTU, round trip, env" },
     { "check",  cli_check,  "validate a cluster file" },
     { "genkey", cli_genkey, "print a new private key" },
     { "pubkey", cli_pubkey, "read a private key on stdin, print its public key" },

@@ -29,6 +29,9 @@
 /* How long the CLI waits on the daemon. */
 #define CONTROL_CLIENT_TIMEOUT_S 5
 #define CONTROL_READ_CHUNK       4096u
+/* Descriptors taken from one message (the first is kept, the rest closed):
+ * only `reload` passes one. */
+#define CONTROL_FDS_MAX          4u
 #define CONTROL_DDPNET_LEN       (sizeof(CONTROL_GET_DDPNET) - 1)
 /* "errno=" DEC "\n\n" */
 #define CONTROL_ERRNO_LINE_MAX   32u
@@ -81,9 +84,59 @@ static int cbuf_reserve(struct cbuf *b, size_t want, size_t max)
     return 0;
 }
 
+/* One read of up to room bytes into p; with passed non-NULL, a descriptor
+ * sent along (SCM_RIGHTS) replaces *passed (closed first; more than one
+ * in a message: the others closed at once). */
+static ssize_t read_some(int fd, char *p, size_t room, int *passed)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * CONTROL_FDS_MAX)];
+    } ctl;
+    struct iovec iov = { p, room };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+    ssize_t n;
+
+    if (!passed)
+        return read(fd, p, room);
+    msg.msg_control = ctl.buf;
+    msg.msg_controllen = sizeof(ctl.buf);
+    n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0)
+        return n;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+        size_t k;
+        int fds[CONTROL_FDS_MAX];
+
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        if (k > CONTROL_FDS_MAX)
+            k = CONTROL_FDS_MAX;
+        memcpy(fds, CMSG_DATA(c), k * sizeof(int));
+        for (size_t i = 0; i < k; i++) {
+            if (i == 0) {
+                if (*passed >= 0)
+                    close(*passed);
+                *passed = fds[0];
+            } else {
+                close(fds[i]);
+            }
+        }
+    }
+    return n;
+}
+
 /* Reads what is there, up to one chunk, into b. Returns the bytes read,
  * 0 at EOF, or -errno (-EAGAIN: timed out). */
+static ssize_t cbuf_read_fd(struct cbuf *b, int fd, size_t max, int *passed);
+
 static ssize_t cbuf_read(struct cbuf *b, int fd, size_t max)
+{
+    return cbuf_read_fd(b, fd, max, NULL);
+}
+
+static ssize_t cbuf_read_fd(struct cbuf *b, int fd, size_t max, int *passed)
 {
     ssize_t n;
     size_t room;
@@ -95,7 +148,7 @@ static ssize_t cbuf_read(struct cbuf *b, int fd, size_t max)
     if (room > max - b->len)
         room = max - b->len;
     do {
-        n = read(fd, b->p + b->len, room);
+        n = read_some(fd, b->p + b->len, room, passed);
     } while (n < 0 && errno == EINTR);
     if (n < 0)
         return errno == EWOULDBLOCK ? -EAGAIN : -errno;
@@ -327,6 +380,9 @@ struct control_client {
     bool eof, closing;            /* the client is done / we hang up once out is sent */
     bool want_out;                /* registered for EPOLLOUT */
     uint64_t active_ns;           /* the last time it moved */
+    /* A descriptor it passed (SCM_RIGHTS), plus one: 0 none. Taken by the
+     * next reload, closed with the client; one at a time. */
+    int passed_fd1;
 };
 
 struct control_server {
@@ -338,6 +394,8 @@ static void client_drop(struct control_server *s, struct control_client *c)
 {
     epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
     close(c->fd);
+    if (c->passed_fd1)
+        close(c->passed_fd1 - 1);
     cbuf_wipe(&c->req);
     if (c->out) {
         sodium_memzero(c->out, c->out_len);
@@ -410,7 +468,8 @@ static int client_answer(struct control_client *c, struct device *dev, enum cont
         const char *body;
         size_t body_len;
         control_cluster_body(c->req.p, len, &body, &body_len);
-        ret = control_reload(dev, body, body_len, now_ns, &out, &out_len);
+        ret = control_reload(dev, body, body_len, c->passed_fd1 - 1, now_ns, &out, &out_len);
+        c->passed_fd1 = 0;   /* taken */
         break;
     }
     default:
@@ -462,7 +521,10 @@ static bool client_step(struct control_client *c, struct device *dev, uint64_t n
         if (ret == -EAGAIN) {
             if (c->eof)
                 return false;
-            ssize_t n = cbuf_read(&c->req, c->fd, UAPI_MAX_REQUEST);
+            int passed = c->passed_fd1 - 1;
+            ssize_t n = cbuf_read_fd(&c->req, c->fd, UAPI_MAX_REQUEST, &passed);
+
+            c->passed_fd1 = passed + 1;
             if (n == -EAGAIN)
                 return true;
             if (n == -EMSGSIZE) {
@@ -647,18 +709,53 @@ static int client_read(int fd, struct cbuf *b)
     return 0;
 }
 
+/* The first byte of request with fd attached. */
+static int send_fd(int sock, const char *request, int fd)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    char first = request[0];
+    struct iovec iov = { &first, 1 };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                          .msg_controllen = sizeof(ctl.buf) };
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    ssize_t n;
+
+    memset(ctl.buf, 0, sizeof(ctl.buf));
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    do {
+        n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    return n == 1 ? 0 : n < 0 ? -errno : -EIO;
+}
+
 int control_request(const char *path, const char *request, char **response)
 {
-    struct cbuf b = { 0 };
-    int fd, ret;
+    return control_request_fd(path, request, -1, response);
+}
 
-    if (!request || !response)
+int control_request_fd(const char *path, const char *request, int pass_fd, char **response)
+{
+    struct cbuf b = { 0 };
+    int fd, ret = 0;
+
+    if (!request || !response || (pass_fd >= 0 && !*request))
         return -EINVAL;
     *response = NULL;
     fd = client_connect(path);
     if (fd < 0)
         return fd;
-    ret = send_all(fd, request, strlen(request));
+    if (pass_fd >= 0) {
+        ret = send_fd(fd, request, pass_fd);
+        request++;
+    }
+    if (ret == 0)
+        ret = send_all(fd, request, strlen(request));
     if (ret == -EPIPE)
         ret = -ECONNRESET;   /* hung up before reading: as if after */
     if (ret == 0)

@@ -55,5 +55,9 @@ size_t control_server_clients(const struct control_server *s);
  * NUL-terminated buffer (*response), or -errno (-ENOENT / -ECONNREFUSED:
  * no daemon). */
 int control_request(const char *path, const char *request, char **response);
+/* The same, with pass_fd (>= 0) sent along (SCM_RIGHTS) with the request's
+ * first bytes: `reload` hands over the hosts file, which the daemon may no
+ * longer open itself (control_int.h, control_reload). */
+int control_request_fd(const char *path, const char *request, int pass_fd, char **response);
 
 #endif

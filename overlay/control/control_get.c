@@ -162,21 +162,33 @@ static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
 
 /* The path: the endpoint in use (the relay's, when relayed), direct or
  * relayed and through whom (or unreachable: packets to it are refused
- * until a handshake completes), and the round trip. */
+ * until a handshake completes; or waiting: somewhere to send, but no
+ * handshake completed yet, so nothing says the path works), and the
+ * round trip. */
+const char *control_path_name(const struct peer *p)
+{
+    if (p->no_answer)
+        return CONTROL_PATH_UNREACHABLE;
+    if (!p->reachable && path_usable(p))
+        return CONTROL_PATH_WAITING;
+    if (p->via)
+        return CONTROL_PATH_RELAY;
+    if (p->endpoint.sa.sa_family != AF_UNSPEC)
+        return CONTROL_PATH_DIRECT;
+    return NULL;
+}
+
 static void put_path(struct uapi_buf *b, const struct peer *p)
 {
     const union endpoint *ep = p->via ? &p->via->endpoint : &p->endpoint;
+    const char *path = control_path_name(p);
 
     if (ep->sa.sa_family != AF_UNSPEC)
         uapi_put_endpoint(b, &ep->sa);
-    if (p->no_answer) {
-        uapi_put_str(b, CONTROL_KEY_PATH, CONTROL_PATH_UNREACHABLE);
-    } else if (p->via) {
-        uapi_put_str(b, CONTROL_KEY_PATH, CONTROL_PATH_RELAY);
+    if (path)
+        uapi_put_str(b, CONTROL_KEY_PATH, path);
+    if (path && !strcmp(path, CONTROL_PATH_RELAY))
         uapi_put_str(b, CONTROL_KEY_VIA, p->via->name);
-    } else if (p->endpoint.sa.sa_family != AF_UNSPEC) {
-        uapi_put_str(b, CONTROL_KEY_PATH, CONTROL_PATH_DIRECT);
-    }
     if (path_usable(p))
         uapi_put_u64(b, CONTROL_KEY_PATH_MTU, path_mtu(p));
     if (p->disco.rtt_ns)

@@ -16,7 +16,8 @@ struct device;
  * interface, self, address, prefix, listen_port, master, master_address,
  * mtu; then one section per peer, opened by public_key: name, address,
  * endpoint (the one in use: the relay's when relayed; when known), path
- * ("direct" or "relay", when there is one), via (the relay's name, when
+ * ("direct" or "relay", when there is one; "waiting" before the first
+ * handshake completes, "unreachable" after one gave up), via (the relay's name, when
  * relayed), rtt_us (the latest round trip in microseconds, when measured),
  * last_handshake_time_sec/_nsec, rx_bytes, tx_bytes, rx_rate, tx_rate
  * (bytes per second); then errno. */
@@ -37,9 +38,17 @@ struct device;
 #define CONTROL_PATH_DIRECT         "direct"
 #define CONTROL_PATH_RELAY          "relay"
 #define CONTROL_PATH_UNREACHABLE    "unreachable"
+/* Somewhere to send, but no handshake completed yet. */
+#define CONTROL_PATH_WAITING        "waiting"
 
 /* The largest response control_request accepts. */
 #define CONTROL_RESPONSE_MAX        (1u << 20)
+
+struct peer;
+/* The path a peer's traffic takes, as get=ddpnet and the metrics name it:
+ * unreachable (a handshake gave up), waiting (somewhere to send, no
+ * handshake completed yet), relay, direct; NULL: nowhere to send. */
+const char *control_path_name(const struct peer *p);
 
 enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL_RELOAD_OP };
 
@@ -76,9 +85,12 @@ int control_frame(const char *buf, size_t len, enum control_op *op, size_t *cons
 void control_cluster_body(const char *req, size_t consumed, const char **body, size_t *len);
 
 /* Applies a cluster file live (set=ddpnet-cluster): the answer's lines in
- * a new malloc'd buffer, ending with its errno line. 0 or -ENOMEM. */
-int control_reload(struct device *dev, const char *text, size_t len, uint64_t now_ns,
-                   char **out, size_t *out_len);
+ * a new malloc'd buffer, ending with its errno line. 0 or -ENOMEM.
+ * hosts_fd (-1: none; taken over either way) is the hosts file the client
+ * opened and passed: where it is not the file the daemon writes (that one
+ * was replaced by a rename), the names block follows it from now on. */
+int control_reload(struct device *dev, const char *text, size_t len, int hosts_fd,
+                   uint64_t now_ns, char **out, size_t *out_len);
 
 /* Whole responses in a new malloc'd buffer (*out, *len; not
  * NUL-terminated), ending "errno=0\n\n". The get=1 one holds the private

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "overlay/base/log.h"
 #include "overlay/control/control_int.h"
@@ -34,16 +35,23 @@ static void say_line(void *ctx, const char *kind, const char *line)
     fputc('\n', a->f);
 }
 
-int control_reload(struct device *dev, const char *text, size_t len, uint64_t now_ns,
-                   char **out, size_t *out_len)
+int control_reload(struct device *dev, const char *text, size_t len, int hosts_fd,
+                   uint64_t now_ns, char **out, size_t *out_len)
 {
     struct answer a;
     char *buf = NULL;
     size_t size = 0;
     int ret;
 
-    if (!(a.f = open_memstream(&buf, &size)))
+    if (!(a.f = open_memstream(&buf, &size))) {
+        if (hosts_fd >= 0)
+            close(hosts_fd);
         return -ENOMEM;
+    }
+    /* First, so that what the reload changes lands in the new file. */
+    if (hosts_fd >= 0 && members_take_hosts(dev, hosts_fd) > 0)
+        say_line(&a, CONTROL_KEY_CHANGE, "names block written to the new hosts file "
+                 "(the old one was replaced)");
     ret = members_reload(dev, text, len, say_line, &a, now_ns);
     /* The reasons went back to whoever ran it; the journal keeps that it
      * happened (an applied one is logged by members_reload). */

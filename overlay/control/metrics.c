@@ -3,11 +3,14 @@
  * Written into a memory stream: a scrape is a few hundred bytes per peer
  * and happens off the data path. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <sodium.h>
 
+#include "overlay/control/control_int.h"
 #include "overlay/control/metrics.h"
 #include "overlay/engine/device.h"
 #include "overlay/loop/loop.h"
@@ -121,20 +124,22 @@ static void put_peer_family(FILE *f, const struct device *dev, const struct peer
 }
 
 /* 1 with the path as labels: path="direct", "relay" (via="NAME"),
- * "unreachable" or "none" (no endpoint known yet). */
+ * "waiting" (no handshake completed yet), "unreachable" or "none" (no
+ * endpoint known yet). */
 static void put_paths(FILE *f, const struct device *dev)
 {
     family(f, "ddpnet_peer_path", "gauge",
-           "The path to the peer: direct, relay (via names the relay), unreachable or none.");
+           "The path to the peer: direct, relay (via names the relay), waiting (no handshake "
+           "completed yet), unreachable or none.");
     for (size_t i = 0; i < dev->n_peers; i++) {
         const struct peer *p = dev->peers[i];
-        const char *path = p->no_answer ? "unreachable"
-                         : p->via ? "relay"
-                         : p->endpoint.sa.sa_family != AF_UNSPEC ? "direct" : "none";
+        const char *path = control_path_name(p);
+        bool relay = path && !strcmp(path, CONTROL_PATH_RELAY);
+
         fputs("ddpnet_peer_path", f);
         peer_labels_open(f, dev, p);
-        put_label(f, "path", path, false);
-        put_label(f, "via", p->via && !p->no_answer ? p->via->name : "", false);
+        put_label(f, "path", path ? path : "none", false);
+        put_label(f, "via", relay ? p->via->name : "", false);
         fputs("} 1\n", f);
     }
 }

@@ -64,6 +64,12 @@ int daemon_state_path(char *buf, size_t len, const char *run_dir, const char *if
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+int daemon_log_path(char *buf, size_t len, const char *run_dir, const char *ifname)
+{
+    int n = snprintf(buf, len, "%s/%s.log", run_dir, ifname);
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
 struct setup {
     struct daemon_options *opt;
     struct device dev;

@@ -47,6 +47,9 @@ int daemon_run(struct daemon_options *opt);
  * `reload` to find the cluster file the node was started with. */
 int daemon_socket_path(char *buf, size_t len, const char *run_dir, const char *ifname);
 int daemon_state_path(char *buf, size_t len, const char *run_dir, const char *ifname);
+/* RUN_DIR/IFNAME.log: where a daemon started without --foreground logs
+ * on a machine with no syslog socket (log.h: LOG_SYSLOG_PATH). */
+int daemon_log_path(char *buf, size_t len, const char *run_dir, const char *ifname);
 /* Writes the state file at path (mode 0644), never through a symbolic
  * link (-ELOOP): 0 or -errno. cluster_file may be NULL (not written). */
 int daemon_write_state(const char *path, long pid, const char *hosts_file,

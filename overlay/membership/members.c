@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <stdarg.h>
 
@@ -198,6 +200,22 @@ static bool registered(const struct device *dev, const struct cluster_index *fil
     return !f || sodium_memcmp(f->public_key, node->public_key, CLUSTER_KEY_LEN);
 }
 
+/* A tool that replaces the hosts file by renaming a new one over it
+ * (`sed -i`, an editor, a configuration manager) leaves our descriptor on
+ * the old file, unlinked: the block written there reaches nobody. The
+ * daemon, without privileges, cannot open the new one; a person must
+ * hand it over (`ddpnet reload`, which passes it). Said at each rewrite
+ * until then. */
+static void hosts_check_replaced(const struct device *dev)
+{
+    struct stat st;
+
+    if (fstat(dev->hosts_fd, &st) == 0 && st.st_nlink == 0)
+        log_warn_rl("the hosts file was replaced by another (renamed over it, as sed -i "
+                    "does): the names block goes to the old, unlinked file; run `ddpnet "
+                    "reload -i %s` to carry it to the new one", dev->ifname);
+}
+
 /* A line per node: its name, its aliases, then the names its machine
  * goes by; what is a member's word marked claimed. */
 static int hosts_entries(struct device *dev, struct hosts_entry **out, size_t *n_out)
@@ -211,6 +229,7 @@ static int hosts_entries(struct device *dev, struct hosts_entry **out, size_t *n
     struct claims cl = { 0 };
     size_t n = 0;
 
+    hosts_check_replaced(dev);
     if (!e || claims_make(dev, &cl, per_node) || (dev->n_registered && !file)) {
         free(e);
         free(cl.names);
@@ -641,5 +660,56 @@ int members_registry(struct device *dev, struct cluster_node *nodes, size_t n, i
     if (changes)
         log_notice("registry: revision %lld applied: %zu change%s", (long long)revision, changes,
                    changes == 1 ? "" : "s");
+    /* Said at each change while true: the peers would only sit at
+     * "never", and the handshake warnings blame firewalls. */
+    if (changes && members_none_reachable(&dev->cluster))
+        log_warn("registry: no member of the cluster has an address to be reached at (no "
+                 "node joined with --endpoint and the file gives none): no handshake can "
+                 "start; give at least one node --endpoint HOST:PORT");
     return 0;
+}
+
+bool members_none_reachable(const struct cluster *c)
+{
+    if (c->n_nodes < 2)
+        return false;   /* alone: nothing to reach */
+    for (size_t i = 0; i < c->n_nodes; i++)
+        if (c->nodes[i].has_endpoint)
+            return false;
+    return true;
+}
+
+int members_take_hosts(struct device *dev, int fd)
+{
+    struct stat now, next;
+    int ret;
+
+    if (fd < 0)
+        return -EBADF;
+    if (fstat(fd, &next) != 0 || !S_ISREG(next.st_mode)) {
+        close(fd);
+        return -EINVAL;
+    }
+    /* A node that writes no names block does not start here. */
+    if (dev->hosts_fd < 0 || (fstat(dev->hosts_fd, &now) == 0 &&
+                              now.st_dev == next.st_dev && now.st_ino == next.st_ino)) {
+        close(fd);
+        return 0;
+    }
+    /* dup2, not a new number: the writer thread (hosts_writer.h) holds
+     * this one; a write of its in flight ends in the old file, the next
+     * goes to the new one. */
+    if (dup2(fd, dev->hosts_fd) < 0) {
+        ret = -errno;
+        close(fd);
+        return ret;
+    }
+    close(fd);
+    ret = members_write_hosts(dev);
+    if (ret < 0) {
+        log_warn("the names block was not written to the new hosts file: %s", strerror(-ret));
+        return ret;
+    }
+    log_notice("the names block follows the new hosts file (the old one was replaced)");
+    return 1;
 }

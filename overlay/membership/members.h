@@ -78,4 +78,16 @@ uint64_t members_hosts_run(struct device *dev, uint64_t now);
  * of its BLAKE2s. */
 void members_checksum(const char *text, size_t len, uint8_t out[DEVICE_CLUSTER_SUM_LEN]);
 
+/* The hosts file a client passed (`reload`; fd taken over either way):
+ * where it is another file than dev->hosts_fd's (a tool renamed a new
+ * one over the path), it takes the old descriptor's number (dup2: the
+ * writer thread follows) and the block is written to it. 1 when it did, 0 when it is the same file, or -errno
+ * (-EINVAL: not a regular file; the old descriptor stays). */
+int members_take_hosts(struct device *dev, int fd);
+
+/* Whether a cluster of two nodes or more has no node with an endpoint:
+ * nobody can start a handshake (a registry whose members all joined
+ * without --endpoint). */
+bool members_none_reachable(const struct cluster *c);
+
 #endif

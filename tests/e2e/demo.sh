@@ -83,14 +83,14 @@ PYEOF
     chmod 644 "$T/allreduce.py"
     echo
     echo "each node# eval \"\$(ddpnet env)\"; torchrun --nnodes 3 --nproc_per_node 1 \\"
-    echo "             --rdzv_backend=c10d --rdzv_endpoint=node-a:29500 allreduce.py"
+    echo "             --rdzv_backend=c10d --rdzv_endpoint=node-a:29500 --redirects 1 --tee 1 allreduce.py"
     pids=()
     for n in "${NODES[@]}"; do
         nx_bg "$n" torchrun timeout 240 sh -c '
             eval "$("$1" env --run-dir "$2")" && export OMP_NUM_THREADS=1 &&
             exec torchrun --nnodes 3 --nproc_per_node 1 --rdzv_backend=c10d \
                 --rdzv_endpoint=node-a:29500 --rdzv_id=demo --max_restarts 0 \
-                --redirects 2 --tee 1 "$3"' sh "$DDPNET" "$T/$n/run" "$T/allreduce.py"
+                --redirects 1 --tee 1 "$3"' sh "$DDPNET" "$T/$n/run" "$T/allreduce.py"
         pids+=("$BG_PID")
     done
     ok=1

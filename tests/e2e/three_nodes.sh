@@ -2,7 +2,8 @@
 # Three nodes up from one cluster file, one of them reached over IPv6 only:
 # ping between every pair (by overlay address and by name), iperf3 TCP both
 # ways, `ddpnet status` and stock `wg show` report handshakes, names
-# resolve, and `down` leaves no interface and no hosts block.
+# resolve, and `down` leaves no interface and no hosts block, also given
+# the wrong --run-dir (it finds the daemon by its interface).
 #
 #                    namespace "hub": bridge br0
 #         +------------------+------------------+
@@ -103,7 +104,26 @@ printf '%s\n' "$eps" | grep -qF "$(pub node-c)	[$E2E_V6NET::3]:$E2E_PORT" ||
     fail "node-a: wg show endpoints, want node-c at [$E2E_V6NET::3]:$E2E_PORT: $eps"
 wg_in node-a show ddp0
 
+step "down with the wrong --run-dir finds the daemon by its interface"
+mkdir -p "$T/elsewhere"
+rc=0; out=$(nx node-a timeout 20 "$DDPNET" down --run-dir "$T/elsewhere" 2>&1) || rc=$?
+printf '%s\n' "$out"
+[ "$rc" = 0 ] || fail "node-a: down with the wrong run directory exited $rc: $out"
+grep -qF "no state file in $T/elsewhere; the daemon of ddp0 (pid " <<<"$out" &&
+    grep -qF "runs with --run-dir $T/node-a/run: stopping it there" <<<"$out" ||
+    fail "node-a: down did not say where the daemon's run directory is: $out"
+wait_for 5 e2e_no_ddp0 node-a || fail "node-a: ddp0 still exists after down"
+wait_for 5 e2e_no_daemon node-a || fail "node-a: the daemon still runs after down"
+! grep -q ddpnet "$T/node-a/hosts" || fail "node-a: hosts block left: $(cat "$T/node-a/hosts")"
+for f in ddp0.sock ddp0.state; do
+    [ ! -e "$T/node-a/run/$f" ] || fail "node-a: $f left in its run directory"
+done
+rc=0; out=$(nx node-a timeout 20 "$DDPNET" down --run-dir "$T/elsewhere" 2>&1) || rc=$?
+[ "$rc" = 1 ] && grep -qF "ddp0 is not up (no interface, no state file at $T/elsewhere/ddp0.state)" <<<"$out" ||
+    fail "node-a: a second down exited $rc: $out"
+say "down found the daemon's run directory, cleaned all; then said there is nothing"
+
 step "down"
-for n in node-a node-b node-c; do ddp_down "$n"; done
+for n in node-b node-c; do ddp_down "$n"; done
 [ ! -e "$T/node-a/run/ddp0.sock" ] || fail "node-a: control socket left after down"
 say "down left no ddp0, no hosts block, no daemon"

@@ -35,6 +35,7 @@
 #include "crypto/x25519.h"
 #include "overlay/cli/cli.h"
 #include "overlay/cli/cli_args.h"
+#include "overlay/cli/cli_doctor.h"
 #include "overlay/daemon/daemon.h"
 #include "overlay/daemon/keyfile.h"
 #include "tun/tun.h"
@@ -865,12 +866,15 @@ static pid_t dead_pid(void)
 static void test_down_not_up(void **state)
 {
     char dir[PATH_CAP];
+    char want[PATH_CAP + 128];
 
     (void)state;
     skip_unless_root();
     tmp_path(dir, "run-empty");
+    snprintf(want, sizeof(want), "ddpnet down: ddpnone0 is not up (no interface, no state "
+             "file at %s/ddpnone0.state)\n", dir);
     assert_run(cli_down, (const char *[]){ "down", "-i", "ddpnone0", "--run-dir", dir, NULL },
-               NULL, 1, "", "ddpnet down: ddpnone0 is not up\n");
+               NULL, 1, "", want);
     assert_run(cli_down, (const char *[]){ "down", "--bogus", NULL }, NULL, 2, "",
                "ddpnet down: unknown option '--bogus'\n"
                "usage: ddpnet down [-i IFNAME] [--run-dir DIR]\n");
@@ -997,11 +1001,13 @@ static void test_down_damaged_hosts_block(void **state)
     assert_int_equal(access(e.state, F_OK), -1);
 }
 
-/* In a network namespace of its own: down deletes a TUN interface. */
+/* In a network namespace of its own: down deletes a TUN interface that no
+ * state file and no ddpnet daemon accounts for (this test holds it), and
+ * says it found nothing else, with a failure status. */
 static int down_deletes_tun(void)
 {
     struct tun_options opt = { .vnet_hdr = false, .queues = 1 };
-    char dir[PATH_CAP];
+    char dir[PATH_CAP], want[PATH_CAP + 256];
     struct captured c;
     int fd = -1;
 
@@ -1012,7 +1018,10 @@ static int down_deletes_tun(void)
     tmp_path(dir, "run-tun");
     run_verb(cli_down, (const char *[]){ "down", "-i", "ddptest0", "--run-dir", dir, NULL },
              NULL, &c);
-    if (c.rc != 0 || strcmp(c.out, "ddpnet: ddptest0 is down\n") != 0 || c.err[0] != '\0')
+    snprintf(want, sizeof(want), "ddpnet down: no state file at %s/ddptest0.state and no "
+             "ddpnet daemon holds ddptest0: removing the interface only; a hosts block or "
+             "control socket of it stay where its --run-dir names them\n", dir);
+    if (c.rc != 1 || strcmp(c.out, "ddpnet: ddptest0 is down\n") != 0 || strcmp(c.err, want))
         return 2;
     if (if_nametoindex("ddptest0") != 0)
         return 3;
@@ -1468,6 +1477,153 @@ static void test_not_permitted_message(void **state)
                         "CAP_NET_ADMIN)\n");
 }
 
+/* --- doctor's report ------------------------------------------------------------------- */
+
+/* A get=ddpnet answer: gpu-b direct with a session, gpu-c relayed through
+ * gpu-b, gpu-d never answered. */
+#define DOCTOR_RESP \
+    "interface=ddp0\nself=gpu-a\naddress=10.77.0.1\nprefix=16\nlisten_port=51820\n" \
+    "master=gpu-a\nmaster_address=10.77.0.1\nmtu=1420\nhint_bytes=0\n" \
+    "public_key=" PUB_B "\nname=gpu-b\naddress=10.77.0.2\nendpoint=192.0.2.2:51820\n" \
+    "path=direct\npath_mtu=1420\nrtt_us=250\nlast_handshake_time_sec=1700000000\n" \
+    "last_handshake_time_nsec=0\nrx_bytes=1\ntx_bytes=2\nrx_rate=0\ntx_rate=0\n" \
+    "public_key=" PUB_C "\nname=gpu-c\naddress=10.77.0.3\nendpoint=192.0.2.2:51820\n" \
+    "path=relay\nvia=gpu-b\npath_mtu=1380\nlast_handshake_time_sec=1699999990\n" \
+    "public_key=" PUB_A "\nname=gpu-d\naddress=10.77.0.4\npath=waiting\n" \
+    "last_handshake_time_sec=0\nerrno=0\n\n"
+#define DOCTOR_ENV \
+    "export NCCL_SOCKET_IFNAME=ddp0\nexport GLOO_SOCKET_IFNAME=ddp0\n" \
+    "export MASTER_ADDR=10.77.0.1\nexport ODD='it'\\''s'\n"
+
+static char *doctor_text(const struct doctor_report *r, bool json)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+
+    assert_non_null(out);
+    if (json)
+        doctor_format_json(r, out);
+    else
+        doctor_format_table(r, out, 1700000005);
+    assert_int_equal(fclose(out), 0);
+    return text;
+}
+
+/* gpu-b answered in 0.2 ms and gpu-c in 12.5 ms; gpu-d did not. */
+static void doctor_probed(struct doctor_report *r, bool rate)
+{
+    assert_int_equal(doctor_parse(DOCTOR_RESP, r), 0);
+    assert_int_equal(r->n_peers, 3);
+    r->peers[0].probe = (struct doctor_probe){ .reached = true, .answers = 3, .rtt_us = 212,
+                                               .has_rate = rate, .rate = 125000000 };
+    r->peers[1].probe = (struct doctor_probe){ .reached = true, .answers = 3, .rtt_us = 12500,
+                                               .has_rate = rate, .rate = 1250 };
+    r->rate = rate;
+    r->rate_ms = 2000;
+    r->env = strdup(DOCTOR_ENV);
+    assert_non_null(r->env);
+}
+
+static void test_doctor_table(void **state)
+{
+    struct doctor_report r;
+    char *text;
+
+    (void)state;
+    doctor_probed(&r, false);
+    assert_int_equal(doctor_unreached(&r), 1);
+    text = doctor_text(&r, false);
+    assert_string_equal(text,
+        "ddp0: node gpu-a, address 10.77.0.1, mtu 1420, 3 peers\n"
+        "NAME   ADDRESS    REACHED  PATH              MTU       RTT  HANDSHAKE\n"
+        "gpu-b  10.77.0.2  yes      direct           1420   0.21 ms  5s ago\n"
+        "gpu-c  10.77.0.3  yes      relay via gpu-b  1380  12.50 ms  15s ago\n"
+        "gpu-d  10.77.0.4  NO       waiting             -         -  never\n"
+        "NOT READY: 1 of 3 peers not reached: gpu-d\n"
+        "\nenvironment (ddpnet env):\n" DOCTOR_ENV);
+    free(text);
+    /* Every peer reached: the verdict says so; --rate adds its column. */
+    for (size_t i = 0; i < 2; i++)
+        r.peers[i].probe.has_rate = true;
+    r.peers[2].probe = (struct doctor_probe){ .reached = true, .answers = 1, .rtt_us = 1000,
+                                              .has_rate = true, .rate = 10 };
+    r.rate = true;
+    assert_int_equal(doctor_unreached(&r), 0);
+    text = doctor_text(&r, false);
+    assert_string_equal(text,
+        "ddp0: node gpu-a, address 10.77.0.1, mtu 1420, 3 peers, "
+        "rate: 2000 ms of ICMP echoes per peer\n"
+        "NAME   ADDRESS    REACHED  PATH              MTU       RTT  HANDSHAKE         RATE\n"
+        "gpu-b  10.77.0.2  yes      direct           1420   0.21 ms  5s ago      1.0 Gbit/s\n"
+        "gpu-c  10.77.0.3  yes      relay via gpu-b  1380  12.50 ms  15s ago    10.0 kbit/s\n"
+        "gpu-d  10.77.0.4  yes      waiting             -   1.00 ms  never         80 bit/s\n"
+        "ok: gpu-a reached every peer (3)\n"
+        "\nenvironment (ddpnet env):\n" DOCTOR_ENV);
+    free(text);
+    doctor_report_free(&r);
+}
+
+static void test_doctor_json(void **state)
+{
+    struct doctor_report r;
+    char *text;
+
+    (void)state;
+    doctor_probed(&r, true);
+    text = doctor_text(&r, true);
+    assert_string_equal(text,
+        "{\"interface\":\"ddp0\",\"self\":\"gpu-a\",\"address\":\"10.77.0.1\","
+        "\"ok\":false,\"unreached\":[\"gpu-d\"],\"peers\":["
+        "{\"name\":\"gpu-b\",\"address\":\"10.77.0.2\",\"reached\":true,\"path\":\"direct\","
+        "\"via\":null,\"endpoint\":\"192.0.2.2:51820\",\"path_mtu\":1420,\"rtt_ms\":0.212,"
+        "\"latest_handshake\":1700000000,\"rate_bps\":1000000000},"
+        "{\"name\":\"gpu-c\",\"address\":\"10.77.0.3\",\"reached\":true,\"path\":\"relay\","
+        "\"via\":\"gpu-b\",\"endpoint\":\"192.0.2.2:51820\",\"path_mtu\":1380,"
+        "\"rtt_ms\":12.500,\"latest_handshake\":1699999990,\"rate_bps\":10000},"
+        "{\"name\":\"gpu-d\",\"address\":\"10.77.0.4\",\"reached\":false,\"path\":\"waiting\","
+        "\"via\":null,\"endpoint\":null,\"path_mtu\":null,\"rtt_ms\":null,"
+        "\"latest_handshake\":null,\"rate_bps\":null}],"
+        "\"env\":{\"NCCL_SOCKET_IFNAME\":\"ddp0\",\"GLOO_SOCKET_IFNAME\":\"ddp0\","
+        "\"MASTER_ADDR\":\"10.77.0.1\",\"ODD\":\"it's\"}}\n");
+    free(text);
+    /* env failed: null, and the table says why there is none. */
+    free(r.env);
+    r.env = NULL;
+    text = doctor_text(&r, true);
+    assert_non_null(strstr(text, ",\"env\":null}\n"));
+    free(text);
+    text = doctor_text(&r, false);
+    assert_non_null(strstr(text, "environment (ddpnet env):\n  (none: `ddpnet env` failed"));
+    free(text);
+    doctor_report_free(&r);
+}
+
+static void test_doctor_parse_errors(void **state)
+{
+    static const char *const bad[] = {
+        "",                                                  /* no errno line */
+        "interface=ddp0\nerrno=0\n\n",                       /* no self, no address */
+        "interface=ddp0\nself=a\naddress=10.0.0.1\npublic_key=x\nerrno=0\n\n", /* nameless */
+        "interface=ddp0\nself=a\naddress=10.0.0.1\nmtu=x\nerrno=0\n\n",
+        "interface=ddp0\nself=a\naddress=10.0.0.1\nerrno=0\n\nmore",
+        "interface=ddp0\nself=a\naddress=10.0.0.1\n=x\nerrno=0\n\n",
+    };
+    struct doctor_report r;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(doctor_parse(bad[i], &r), -EPROTO);
+        assert_null(r.text);
+    }
+    assert_int_equal(doctor_parse("errno=-19\n\n", &r), -19);
+    assert_int_equal(doctor_parse(NULL, &r), -EINVAL);
+    /* No peer: nothing unreached. */
+    assert_int_equal(doctor_parse("interface=ddp0\nself=a\naddress=10.0.0.1\nerrno=0\n\n", &r), 0);
+    assert_int_equal(doctor_unreached(&r), 0);
+    doctor_report_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1509,6 +1665,9 @@ int main(void)
         cmocka_unit_test(test_permitted),
         cmocka_unit_test(test_link_is_tun_errors),
         cmocka_unit_test(test_not_permitted_message),
+        cmocka_unit_test(test_doctor_table),
+        cmocka_unit_test(test_doctor_json),
+        cmocka_unit_test(test_doctor_parse_errors),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

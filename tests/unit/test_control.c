@@ -10,7 +10,9 @@
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -153,6 +155,7 @@ static int setup(void **state)
     peer_fixture_endpoint4(b, "192.0.2.2", 51820);
     b->last_handshake.tv_sec = HS_SEC;
     b->last_handshake.tv_nsec = 5;
+    b->reachable = true;
     b->rx_bytes = 1000;
     b->tx_bytes = 2000;
     b->persistent_keepalive = 25;
@@ -502,6 +505,13 @@ static void test_get_ddpnet_relayed(void **state)
 
     c->via = f->peers[0];
     c->disco.rtt_ns = 5470999;
+    /* Before its first handshake: somewhere to send, nothing proven. */
+    assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), 0);
+    out[len - 1] = '\0';
+    assert_non_null(strstr(out, "name=gpu-c\naddress=10.77.0.3\nendpoint=192.0.2.2:51820\n"
+                                "path=waiting\npath_mtu=1308\n"));
+    free(out);
+    c->reachable = true;
     assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), 0);
     out[len - 1] = '\0';
     assert_non_null(strstr(out, "name=gpu-c\naddress=10.77.0.3\nendpoint=192.0.2.2:51820\n"
@@ -627,6 +637,73 @@ static void test_request_too_big(void **state)
     assert_string_equal(resp, "errno=-90\n\n");
     free(resp);
     free(req);
+}
+
+/* Sends req's bytes with fds attached (SCM_RIGHTS), as reload passes the
+ * hosts file. */
+static void send_with_fds(int sock, const char *req, const int *fds, size_t n)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(4 * sizeof(int))];
+    } ctl;
+    struct iovec iov = { (char *)(uintptr_t)req, strlen(req) };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                          .msg_controllen = CMSG_SPACE(n * sizeof(int)) };
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+
+    memset(ctl.buf, 0, sizeof(ctl.buf));
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(n * sizeof(int));
+    memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+    assert_int_equal(sendmsg(sock, &msg, 0), (ssize_t)strlen(req));
+}
+
+/* Whether the read end of a pipe is still open anywhere: a write to it
+ * fails with EPIPE once the last one is closed. */
+static bool pipe_read_end_open(int wfd)
+{
+    return write(wfd, "x", 1) == 1;
+}
+
+/* A descriptor passed with a request that is not a reload is held for the
+ * client (one at a time: a second in the same message is closed at once)
+ * and closed when the client goes: nothing leaks into the daemon. */
+static void test_passed_fd_closed_with_client(void **state)
+{
+    struct fx *f = *state;
+    struct control_server *srv = control_server_new(-1);
+    int sv[2], a[2], b[2], fds[2];
+    char buf[4096];
+    ssize_t n;
+
+    NEED_ROOT();
+    signal(SIGPIPE, SIG_IGN);
+    assert_non_null(srv);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    assert_int_equal(pipe2(a, O_CLOEXEC | O_NONBLOCK), 0);
+    assert_int_equal(pipe2(b, O_CLOEXEC | O_NONBLOCK), 0);
+    assert_int_equal(control_server_adopt(srv, sv[1], NOW_NS), 0);
+    fds[0] = a[0];
+    fds[1] = b[0];
+    send_with_fds(sv[0], CONTROL_GET_DDPNET "\n", fds, 2);
+    close(a[0]);
+    close(b[0]);
+    control_server_run(srv, &f->dev, NOW_NS);
+    n = read(sv[0], buf, sizeof(buf) - 1);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    assert_non_null(strstr(buf, "interface=ddp0\n"));   /* answered as usual */
+    assert_true(pipe_read_end_open(a[1]));              /* held for the client */
+    assert_false(pipe_read_end_open(b[1]));             /* the second: closed */
+    close(sv[0]);
+    control_server_run(srv, &f->dev, NOW_NS);
+    assert_int_equal(control_server_clients(srv), 0);
+    assert_false(pipe_read_end_open(a[1]));             /* closed with the client */
+    close(a[1]);
+    close(b[1]);
+    control_server_free(srv);
 }
 
 /* A client that stops talking mid-request is hung up on after its idle
@@ -1750,6 +1827,7 @@ int main(void)
         T(test_bad_request_closes),
         T(test_bad_set_keeps_connection),
         T(test_request_too_big),
+        T(test_passed_fd_closed_with_client),
         T(test_silent_client_times_out),
         T(test_slow_client_blocks_nobody),
         T(test_serve_bad_arguments),

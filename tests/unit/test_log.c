@@ -15,7 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -313,6 +316,66 @@ static void test_rate_limit_macro(void **state)
     assert_int_equal(count_lines(out), LOG_RL_LINES);
 }
 
+/* Syslog is only a socket something listens on: not a missing path, not
+ * a file, not a socket whose listener went away. */
+static void test_syslog_reachable(void **state)
+{
+    char dir[] = "/tmp/test_log_sock.XXXXXX", path[64];
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    int fd, file;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/log", dir);
+    assert_false(log_syslog_reachable(path));
+    file = open(path, O_WRONLY | O_CREAT, 0600);
+    assert_true(file >= 0);
+    close(file);
+    assert_false(log_syslog_reachable(path));
+    unlink(path);
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_true(log_syslog_reachable(path));
+    close(fd);
+    assert_false(log_syslog_reachable(path));   /* the file stays, nobody reads */
+    unlink(path);
+    /* A stream socket, as some syslog daemons use. */
+    fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(fd, 1), 0);
+    assert_true(log_syslog_reachable(path));
+    close(fd);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* A log file stops at LOG_FILE_MAX with one line saying so. */
+static void test_log_file_cap(void **state)
+{
+    char tail[1024];
+    ssize_t n;
+
+    (void)state;
+    capture_begin();
+    assert_int_equal(ftruncate(STDERR_FILENO, LOG_FILE_MAX - 100), 0);
+    assert_true(lseek(STDERR_FILENO, 0, SEEK_END) >= 0);
+    log_init("ddpnet/ddp0", true, LOG_LVL_INFO);
+    log_warn("first");                  /* fits */
+    log_warn("second %0200d", 0);       /* crosses: said once, not written */
+    log_warn("third");
+    n = pread(capture_fd, tail, sizeof(tail) - 1, LOG_FILE_MAX - 100);
+    capture_end();
+    assert_true(n > 0);
+    tail[n] = '\0';
+    assert_non_null(strstr(tail, "warn: first\n"));
+    assert_null(strstr(tail, "second"));
+    assert_null(strstr(tail, "third"));
+    assert_non_null(strstr(tail, "ddpnet/ddp0: the log file reached 16777216 bytes; later "
+                                 "lines are dropped until the daemon restarts\n"));
+    assert_int_equal(count_lines(tail), 2);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, clean_env, clean_env)
 
 int main(void)
@@ -328,6 +391,8 @@ int main(void)
         T(test_rate_limit_summary_at_the_next_line),
         T(test_rate_limit_per_site_and_level_off),
         T(test_rate_limit_macro),
+        T(test_syslog_reachable),
+        T(test_log_file_cap),
     };
 
     return cmocka_run_group_tests_name("log", tests, NULL, NULL);

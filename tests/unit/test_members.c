@@ -7,12 +7,14 @@
  * without this node) -- each said in the lines a person reads. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -137,6 +139,92 @@ static char *block_in(struct device *dev, const char *before, bool sync)
 static char *block_of(struct device *dev)
 {
     return block_in(dev, "", false);
+}
+
+/* Whether fd is the file at path now. */
+static bool same_file(int fd, const char *path)
+{
+    struct stat a, b;
+
+    return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
+
+/* A hosts file replaced by a rename (sed -i): the descriptor a client
+ * passes takes over, with the block written to it; the same file again
+ * changes nothing; what is not a regular file is refused. */
+static void test_take_hosts(void **state)
+{
+    char path[] = "/tmp/ddpnet-members-XXXXXX", next[64], buf[1024];
+    struct device dev;
+    int fd = mkstemp(path), fd2;
+    FILE *f;
+    ssize_t n;
+
+    (void)state;
+    assert_true(fd >= 0);
+    device_of(&dev, HEAD NA NB);
+    dev.hosts_fd = fd;
+    assert_int_equal(members_write_hosts(&dev), 0);
+    /* sed -i: a new file with the old lines, renamed over the path. */
+    snprintf(next, sizeof(next), "%s.new", path);
+    f = fopen(next, "w");
+    assert_non_null(f);
+    fputs("127.0.0.1 localhost\n", f);
+    fclose(f);
+    assert_int_equal(rename(next, path), 0);
+    fd2 = open(path, O_RDWR);
+    assert_true(fd2 >= 0);
+    assert_int_equal(members_take_hosts(&dev, fd2), 1);
+    /* The kept number now names the new file (dup2: a writer thread
+     * holding the number follows), and the passed one is closed. */
+    assert_int_equal(dev.hosts_fd, fd);
+    assert_int_equal(fcntl(fd2, F_GETFD), -1);
+    assert_true(same_file(fd, path));
+    fd2 = fd;
+    n = pread(fd2, buf, sizeof(buf) - 1, 0);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    assert_string_equal(buf, "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
+                             "10.77.0.1 a\n"
+                             "10.77.0.2 b ip-192-0-2-2 b.internal\n"
+                             "# END ddpnet ddp0\n"
+                             "127.0.0.1 localhost\n");
+    /* The same file, opened again: kept as it is, the new descriptor closed. */
+    fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    assert_int_equal(members_take_hosts(&dev, fd), 0);
+    assert_int_equal(dev.hosts_fd, fd2);
+    assert_int_equal(fcntl(fd, F_GETFD), -1);
+    /* A directory: refused, closed, the kept one stays. */
+    fd = open("/tmp", O_RDONLY | O_DIRECTORY);
+    assert_int_equal(members_take_hosts(&dev, fd), -EINVAL);
+    assert_int_equal(dev.hosts_fd, fd2);
+    assert_int_equal(fcntl(fd, F_GETFD), -1);
+    /* A node that writes no block does not start. */
+    close(fd2);
+    dev.hosts_fd = -1;
+    fd = open(path, O_RDWR);
+    assert_int_equal(members_take_hosts(&dev, fd), 0);
+    assert_int_equal(dev.hosts_fd, -1);
+    unlink(path);
+    cluster_free(&dev.cluster);
+}
+
+/* A registry cluster in which nobody gave an endpoint cannot start. */
+static void test_none_reachable(void **state)
+{
+    struct device dev;
+
+    (void)state;
+    device_of(&dev, HEAD NA NB);
+    assert_true(members_none_reachable(&dev.cluster));
+    dev.cluster.nodes[1].has_endpoint = true;
+    assert_false(members_none_reachable(&dev.cluster));
+    cluster_free(&dev.cluster);
+    device_of(&dev, HEAD NA);
+    assert_false(members_none_reachable(&dev.cluster));   /* alone */
+    cluster_free(&dev.cluster);
 }
 
 /* Machine names: this node's own and what peers said of themselves go on
@@ -321,6 +409,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hosts_block_with_aliases),
+        cmocka_unit_test(test_take_hosts),
+        cmocka_unit_test(test_none_reachable),
         cmocka_unit_test(test_machine_names),
         cmocka_unit_test(test_machine_names_no_member_takes),
         cmocka_unit_test(test_checksum),

@@ -166,6 +166,11 @@ static void test_relay_and_unreachable(void **state)
 
     f->peers[1]->via = f->peers[0];
     f->peers[1]->endpoint = f->peers[0]->endpoint;
+    /* Before its first handshake: somewhere to send, nothing proven. */
+    text = format(f);
+    expect_line(text, "ddpnet_peer_path{" C_LABELS ",path=\"waiting\",via=\"\"} 1");
+    free(text);
+    f->peers[1]->reachable = true;
     text = format(f);
     expect_line(text, "ddpnet_peer_path{" C_LABELS ",path=\"relay\",via=\"gpu-b\"} 1");
     free(text);

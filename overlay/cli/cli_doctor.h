@@ -1,0 +1,67 @@
+/* `ddpnet doctor`: before a long job, is every peer reached, by which
+ * path, with what MTU and round trip, and what does `env` give the job.
+ * What it owns: the report (the daemon's get=ddpnet answer, parsed, plus
+ * what the probe measured) and its two forms, a table and JSON. The
+ * probe itself (ICMP echoes to each peer's overlay address, through ddp0
+ * and so through the daemon's sessions) lives in cli_doctor.c beside the
+ * verb; these functions are pure, so the unit tests reach them. */
+#ifndef DDPNET_CLI_DOCTOR_H
+#define DDPNET_CLI_DOCTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* What a peer's probe found. rtt_us: the smallest echo round trip (the
+ * first echo of a peer without a session includes its handshake, later
+ * ones do not); rate: bytes per second echoed back during --rate. */
+struct doctor_probe {
+    bool reached;              /* an echo came back */
+    unsigned answers;          /* echoes answered */
+    uint64_t rtt_us;           /* valid when answers > 0 */
+    bool has_rate;
+    uint64_t rate;
+};
+
+/* One peer as the daemon describes it (strings point into the report's
+ * copy of the answer; NULL where the daemon said nothing), and its probe. */
+struct doctor_peer {
+    const char *name, *address, *endpoint, *path, *via;
+    uint64_t handshake_sec, path_mtu, daemon_rtt_us;
+    bool has_path_mtu, has_daemon_rtt;
+    struct doctor_probe probe;
+};
+
+struct doctor_report {
+    char *text;                /* the daemon's answer, cut into the strings */
+    const char *interface, *self, *address, *master_address;
+    uint64_t mtu;
+    bool has_mtu;
+    size_t n_peers;
+    struct doctor_peer *peers;
+    bool rate;                 /* --rate was asked for */
+    uint64_t rate_ms;          /* how long each peer's rate probe ran */
+    char *env;                 /* `ddpnet env`'s lines, or NULL when it failed */
+};
+
+/* Parses a get=ddpnet answer into r (probes zeroed). 0, -EPROTO for text
+ * that is not one, the answer's own negative errno, or -ENOMEM. */
+int doctor_parse(const char *response, struct doctor_report *r);
+void doctor_report_free(struct doctor_report *r);
+
+/* The peers not reached. */
+size_t doctor_unreached(const struct doctor_report *r);
+
+/* The table: a line naming the node, one row per peer (NAME, ADDRESS,
+ * REACHED, PATH, MTU, RTT, HANDSHAKE, and RATE with --rate), a verdict
+ * line naming the peers not reached, then the environment a job gets.
+ * Handshake ages are relative to now_unix. */
+void doctor_format_table(const struct doctor_report *r, FILE *out, uint64_t now_unix);
+/* The same as one JSON object and a newline: {"interface", "self",
+ * "address", "ok", "unreached": [names], "peers": [{"name", "address",
+ * "reached", "path", "via", "endpoint", "path_mtu", "rtt_ms",
+ * "latest_handshake", "rate_bps"}], "env": {NAME: value}}. */
+void doctor_format_json(const struct doctor_report *r, FILE *out);
+
+#endif
