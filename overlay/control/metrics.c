@@ -184,7 +184,7 @@ static void put_disco(FILE *f, const struct device *dev)
     static const char *const type[DISCO_TYPE_COUNT] = {
         [DISCO_ENDPOINTS] = "endpoints", [DISCO_PUNCH] = "punch", [DISCO_PING] = "ping",
         [DISCO_PONG] = "pong", [DISCO_RELAY] = "relay", [DISCO_RELAYED] = "relayed",
-        [DISCO_NAMES] = "names", [DISCO_FEATURES] = "features",
+        [DISCO_NAMES] = "names", [DISCO_FEATURES] = "features", [DISCO_RECORD] = "record",
     };
 
     /* One family per direction, a sample per named type. */

@@ -19,7 +19,11 @@
  *   NAMES      with ENDPOINTS: the names this machine goes by (hostname,
  *              FQDN), for the peers' hosts blocks (`hostnames = off`: none).
  *   FEATURES   at the start of each session and with ENDPOINTS: that we
- *              take relay frames (path.c), on that session. */
+ *              take relay frames (path.c), on that session, and state
+ *              our registry record.
+ *   RECORD     after FEATURES, by a node that joined through the
+ *              registry: the digest of its record, which the others
+ *              count only so (overlay/registry/vouch.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +34,10 @@
 #include "overlay/base/wire.h"
 #include "overlay/engine/engine.h"
 #include "overlay/engine/timers.h"
+
+/* A peer's word on its record makes membership look again at most this
+ * often. */
+#define RECORD_RECHECK_NS (1000ull * NS_PER_MS)
 
 
 int disco_init(struct device *dev)
@@ -454,16 +462,29 @@ static void send_names(struct peer *x, uint64_t now)
 }
 
 /* Said on each session, since a peer that restarts may be another
- * version: it sends frames only on a session where we said we take them. */
+ * version: it sends frames only on a session where we said we take them,
+ * and waits for our RECORD only where we said we state one. */
 static void send_features(struct peer *x, uint64_t now)
 {
     struct device *dev = x->dev;
     struct disco_msg *m = dev->disco.out_msg;
 
-    if (dev->relay_frames_off)
-        return;
     m->type = DISCO_FEATURES;
-    m->features = DISCO_FEAT_RELAY_FRAMES;
+    m->features = DISCO_FEAT_RECORD | (dev->relay_frames_off ? 0 : DISCO_FEAT_RELAY_FRAMES);
+    send_disco(x, m, NULL, now);
+}
+
+/* Our registry record, as we put it in etcd: the peers count it only
+ * once we said so on a session of our key (overlay/registry/vouch.h). */
+static void send_record(struct peer *x, uint64_t now)
+{
+    struct device *dev = x->dev;
+    struct disco_msg *m = dev->disco.out_msg;
+
+    if (!dev->states_record)
+        return;
+    m->type = DISCO_RECORD;
+    memcpy(m->record, dev->self_record, DISCO_RECORD_LEN);
     send_disco(x, m, NULL, now);
 }
 
@@ -492,6 +513,7 @@ static void send_endpoints(struct peer *x, uint64_t now)
     send_disco(x, m, NULL, now);
     send_names(x, now);
     send_features(x, now);
+    send_record(x, now);
 }
 
 /* --- introductions -------------------------------------------------------------------- */
@@ -717,7 +739,22 @@ static void on_relay(struct peer *p, struct peer *via, const struct disco_relay 
 /* What p takes, said on its current session: the one that delivered
  * this, but for a message sent on the one before that arrives after the
  * switch (from the same daemon, all but always). */
-static void on_features(struct peer *p, uint32_t features)
+/* p's word on its own record changed, or it is pending and says it
+ * again (a name or address held from it may have been freed since):
+ * membership looks again, at most once a RECORD_RECHECK_NS per peer, so a
+ * member that says something new in every packet costs one look a second. */
+static void record_word(struct peer *p, bool changed, uint64_t now)
+{
+    struct device *dev = p->dev;
+
+    if ((!changed && !p->pending) || !dev->records_changed ||
+        (p->record_checked_ns && now - p->record_checked_ns < RECORD_RECHECK_NS))
+        return;
+    p->record_checked_ns = now;
+    dev->records_changed(dev, now);
+}
+
+static void on_features(struct peer *p, uint32_t features, uint64_t now)
 {
     if (!p->current)
         return;
@@ -725,6 +762,22 @@ static void on_features(struct peer *p, uint32_t features)
         path_frames_said(p, p->current->local_index);
     else
         p->frames_said = false;
+    /* A daemon that states no record: etcd's word is taken for its own, as
+     * every daemon did before RECORD. */
+    if (!(features & DISCO_FEAT_RECORD) && p->record_said != PEER_RECORD_OLDER) {
+        p->record_said = PEER_RECORD_OLDER;
+        record_word(p, true, now);
+    }
+}
+
+static void on_record(struct peer *p, const uint8_t digest[DISCO_RECORD_LEN], uint64_t now)
+{
+    bool changed = p->record_said != PEER_RECORD_DIGEST ||
+                   memcmp(p->record_digest, digest, DISCO_RECORD_LEN);
+
+    p->record_said = PEER_RECORD_DIGEST;
+    memcpy(p->record_digest, digest, DISCO_RECORD_LEN);
+    record_word(p, changed, now);
 }
 
 static bool same_names(const struct peer *p, const struct disco_names *n)
@@ -791,7 +844,10 @@ void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
         on_names(p, &m->names);
         break;
     case DISCO_FEATURES:
-        on_features(p, m->features);
+        on_features(p, m->features, now);
+        break;
+    case DISCO_RECORD:
+        on_record(p, m->record, now);
         break;
     default:
         p->dev->stats.disco_bad++;   /* RELAYED never gets here */
@@ -817,6 +873,7 @@ bool disco_session_up(struct peer *p, uint64_t now)
     }
     disco_session_began(&p->disco, rekey, now);
     send_features(p, now);
+    send_record(p, now);
     disco_timers(p, now);
     disco_wake(p->dev);
     return p->tx_bytes != sent;

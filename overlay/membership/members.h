@@ -44,6 +44,11 @@ int members_reload(struct device *dev, const char *text, size_t len, members_say
 int members_registry(struct device *dev, struct cluster_node *nodes, size_t n, int64_t revision,
                      uint64_t now);
 
+/* A peer's word on its own registry record changed (disco RECORD or
+ * FEATURES; registry/vouch.h): the registry's nodes are applied again,
+ * each change logged. dev->records_changed, set by the daemon. */
+void members_recheck(struct device *dev, uint64_t now);
+
 /* The names block (an ADDRESS NAME line per node). With the writer
  * thread running (dev->hosts_writer) it is only marked changed
  * (members_hosts_changed) and 0 returned; without it (set-up) it is
