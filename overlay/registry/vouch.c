@@ -149,8 +149,9 @@ static void keep_counted(struct sort *s, const struct cluster_node *c, struct vo
         return;
     s->word(s->ctx, c->public_key, &w);
     /* Its record, as its holder says it now: that (it may have changed;
-     * of two records with its key, the earlier is looked at). */
-    if (by_key && vouched(by_key, &w)) {
+     * of two records with its key, the earlier is looked at; one that
+     * holds another counted node's name settles that node, not this). */
+    if (by_key && !s->used[record_at(s, by_key)] && vouched(by_key, &w)) {
         s->used[record_at(s, by_key)] = true;
         emit(s, by_key);
         return;
