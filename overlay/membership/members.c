@@ -240,7 +240,13 @@ static int hosts_entries(struct device *dev, struct hosts_entry **out, size_t *n
             continue;
         own_address(dev, node, own, sizeof(own));
         word = registered(dev, file, node) ? own : NULL;
-        add_entry(e, &n, node, node->name, word);
+        /* A registered node's name is its own word, as a machine name is:
+         * one that another node's machine also goes by goes on neither
+         * line (as between two machines). No order decides it: a writer
+         * of the prefix makes any record the later one (it deletes it, its
+         * node puts it back). */
+        if (!word || claims_of(&cl, node->name) == 1)
+            add_entry(e, &n, node, node->name, word);
         for (unsigned k = 0; k < node->n_aliases; k++)
             add_entry(e, &n, node, node->aliases[k], word);
         for (unsigned k = 0, m = machine_names(dev, node, &names); k < m; k++)
