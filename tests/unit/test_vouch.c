@@ -8,7 +8,9 @@
  * address, endpoint, key or name -- changes nothing counted; a new record
  * claiming a member's address or key takes neither; a delete takes the
  * member away (deny service), and its name and address go to no other key
- * for VOUCH_HOLD_NS. */
+ * for VOUCH_HOLD_NS. The last test plays it against a real etcd
+ * (etcd_fixture): two members joined with registry_join, a third node's
+ * watcher, and a writer with the members' credentials. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,8 +24,11 @@
 #include "config/addr.h"
 #include "config/cluster.h"
 #include "config/cluster_index.h"
+#include "overlay/registry/etcd.h"
+#include "overlay/registry/record.h"
 #include "overlay/registry/registry.h"
 #include "overlay/registry/vouch.h"
+#include "tests/unit/etcd_fixture.h"
 #include "tests/unit/registry_fixture.h"
 
 #define KV "A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA="   /* the victim */
@@ -391,6 +396,168 @@ static void test_self_digest(void **state)
     cluster_free(&c);
 }
 
+/* --- against a real etcd ------------------------------------------------------------ */
+
+#define WAIT_MS 5000
+#define PREFIX  "/t/vouch"
+
+static int etcd_setup(void **state)
+{
+    (void)state;
+    return etcd_fixture_start(NULL);
+}
+
+static int etcd_teardown(void **state)
+{
+    (void)state;
+    etcd_fixture_stop();
+    return 0;
+}
+
+static struct etcd *writer(void)
+{
+    const char *urls[] = { etcd_fixture.url };
+    struct etcd_config cfg = { .urls = urls, .n_urls = 1, .timeout_ms = 2000 };
+    struct etcd *e = etcd_new(&cfg);
+
+    assert_non_null(e);
+    return e;
+}
+
+/* The writer puts n's record at PREFIX/members/NAME, whatever is there. */
+static void write_record(struct etcd *e, const char *name, const struct cluster_node *n)
+{
+    char key[128], value[RECORD_VALUE_MAX + 1];
+    int64_t lease = 0;
+
+    snprintf(key, sizeof(key), PREFIX RECORD_MEMBERS "%s", name);
+    assert_true(record_encode(n, value, sizeof(value)) > 0);
+    assert_int_equal(etcd_delete(e, key), 0);
+    assert_int_equal(etcd_create(e, key, value, lease, &(bool){ false }), 0);
+}
+
+static void no_kv(void *ctx, const struct etcd_kv *kv)
+{
+    (void)ctx, (void)kv;
+}
+
+/* The observer's snapshots until one reflects what etcd holds now, then
+ * applied to w. */
+static void settle(struct world *w, struct registry *observer, struct etcd *e)
+{
+    int64_t now_rev = 0, rev = 0;
+    struct cluster_node *nodes = NULL;
+    size_t n = 0;
+
+    assert_int_equal(etcd_range_prefix(e, "/nothing-here/", no_kv, NULL, &now_rev), 0);
+    while (rev < now_rev) {
+        free(nodes);
+        nodes = NULL;
+        assert_true(registry_fixture_take(observer, WAIT_MS, &nodes, &n, &rev));
+    }
+    apply(w, nodes, n);
+    free(nodes);
+}
+
+static struct registry *registry_of(struct cluster *c)
+{
+    char err[256] = "";
+    struct registry *r = registry_new(c, err, sizeof(err));
+
+    if (!r)
+        fail_msg("registry_new: %s", err);
+    return r;
+}
+
+/* Two members join through etcd and state their records; a third node
+ * watches. The writer (x's stolen credentials) then rewrites v's record
+ * (address and endpoint; key), registers a name claiming v's address,
+ * deletes v's record and registers v's name with a key of its own: what
+ * the watching node counts of v never changes until the delete, and
+ * after it v's name and address go to no other key. */
+static void test_a_writer_of_the_prefix(void **state)
+{
+    char text[512], err[256], av[64], expect[512];
+    struct cluster c;
+    struct world w;
+    struct registry *rv, *rx, *observer;
+    struct etcd *e;
+
+    (void)state;
+    ETCD_FIXTURE_NEED();
+    snprintf(text, sizeof(text), "[cluster]\nnetwork = 10.77.0.0/24\nport = 51820\n"
+             "registry-ttl = 10\nregistry = etcd://%s" PREFIX "\n" NF,
+             etcd_fixture.url + strlen("http://"));
+    assert_int_equal(cluster_parse(text, strlen(text), &c, NULL), 0);
+    rv = registry_of(&c);
+    rx = registry_of(&c);
+    observer = registry_of(&c);
+    struct cluster_node v = rec("v", KV, "10.77.0.200", "192.0.2.2:51820");
+    struct cluster_node x = rec("x", KX, "10.77.0.200", "192.0.2.3:51820");
+    assert_int_equal(registry_join(rv, &v, err, sizeof(err)), 0);
+    assert_int_equal(registry_join(rx, &x, err, sizeof(err)), 0);
+    cluster_addr_format(&v.address, av, sizeof(av));
+    world_init(&w);
+    for (int i = 0; i < 2; i++) {
+        struct vouch_word *word = word_for(&w, i ? x.public_key : v.public_key);
+        word->said = VOUCH_SAID_DIGEST;
+        word->alive = true;
+        assert_int_equal(vouch_self_digest(i ? &x : &v, &c, word->digest), 0);
+    }
+    assert_int_equal(registry_start(observer), 0);
+    e = writer();
+    settle(&w, observer, e);
+    char before[512];
+    snprintf(before, sizeof(before), "%s", view(&w));
+    snprintf(expect, sizeof(expect), "v=%s@192.0.2.2:51820", av);
+    assert_non_null(strstr(before, expect));
+    assert_non_null(strstr(before, "x="));
+    assert_non_null(strstr(before, " |"));
+    assert_null(strstr(before, "| "));     /* nothing pending */
+    /* v's record with another address and the writer's endpoint; then
+     * with the writer's key at v's address. */
+    struct cluster_node forged = v;
+    assert_int_equal(cluster_addr_parse("10.77.0.66", &forged.address), 0);
+    forged.endpoint = x.endpoint;
+    write_record(e, "v", &forged);
+    settle(&w, observer, e);
+    assert_string_equal(view(&w), before);
+    forged = v;
+    memcpy(forged.public_key, x.public_key, CLUSTER_KEY_LEN);
+    write_record(e, "v", &forged);
+    settle(&w, observer, e);
+    assert_string_equal(view(&w), before);
+    /* A new record claiming v's address, its key's holder stating it. */
+    struct cluster_node claim = v;
+    snprintf(claim.name, sizeof(claim.name), "y");
+    memcpy(claim.public_key, rec("y", KY, "10.77.0.9", NULL).public_key, CLUSTER_KEY_LEN);
+    states(&w, &claim);
+    write_record(e, "y", &claim);
+    settle(&w, observer, e);
+    assert_string_equal(view(&w), before);
+    /* What the writer can do: delete v's record (v is gone), then
+     * register v's name at v's address with a key of its own: held. */
+    snprintf(text, sizeof(text), PREFIX RECORD_MEMBERS "v");
+    assert_int_equal(etcd_delete(e, text), 0);
+    settle(&w, observer, e);
+    assert_null(strstr(view(&w), expect));
+    claim = v;
+    memcpy(claim.public_key, rec("v", KW, "10.77.0.9", NULL).public_key, CLUSTER_KEY_LEN);
+    states(&w, &claim);
+    write_record(e, "v", &claim);
+    settle(&w, observer, e);
+    /* Counted: the file's f and x, nobody at v's name or address (the
+     * claims wait, pending). */
+    assert_string_equal(view(&w), "f=10.77.0.1 x=10.77.0.3@192.0.2.3:51820 | "
+                                  "y=10.77.0.2@192.0.2.2:51820");
+    cluster_free(&c);
+    world_free(&w);
+    etcd_free(e);
+    registry_free(observer);
+    registry_free(rx);
+    registry_free(rv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -404,5 +571,10 @@ int main(void)
         cmocka_unit_test(test_self_digest),
     };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    const struct CMUnitTest with_etcd[] = {
+        cmocka_unit_test(test_a_writer_of_the_prefix),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+
+    return failed + cmocka_run_group_tests(with_etcd, etcd_setup, etcd_teardown);
 }
