@@ -77,33 +77,34 @@ static bool vouched(const struct cluster_node *r, const struct vouch_word *w)
     return !sodium_memcmp(d, w->digest, VOUCH_DIGEST_LEN);
 }
 
+/* A node that left, as a node the index can hold. */
+static struct cluster_node gone_node(const struct vouch_gone *g)
+{
+    struct cluster_node n = { .address = g->address };
+
+    memcpy(n.name, g->name, sizeof(n.name));
+    memcpy(n.public_key, g->key, CLUSTER_KEY_LEN);
+    return n;
+}
+
 /* Whether a node of another key than r's left within the hold with r's
- * name or address. */
-static bool held_from(const struct cluster_node *r, const struct vouch_gone *gone, size_t n_gone)
+ * name or address (held: the index of those that left). */
+static bool held_from(const struct cluster_node *r, const struct cluster_index *held)
 {
-    for (size_t i = 0; i < n_gone; i++) {
-        const struct vouch_gone *g = &gone[i];
-        if (memcmp(g->key, r->public_key, CLUSTER_KEY_LEN) &&
-            (!strcasecmp(g->name, r->name) || cluster_addr_equal(&g->address, &r->address)))
-            return true;
-    }
-    return false;
+    const struct cluster_node *by_name = cluster_index_name(held, r->name);
+    const struct cluster_node *by_addr = cluster_index_address(held, &r->address);
+
+    return (by_name && memcmp(by_name->public_key, r->public_key, CLUSTER_KEY_LEN)) ||
+           (by_addr && memcmp(by_addr->public_key, r->public_key, CLUSTER_KEY_LEN));
 }
 
-/* The node with key k in gone, dropped (its key counts again). */
-static void gone_forget(struct vouch_gone *gone, size_t *n_gone, const uint8_t *k)
-{
-    for (size_t i = 0; i < *n_gone; i++)
-        if (!memcmp(gone[i].key, k, CLUSTER_KEY_LEN))
-            gone[i--] = gone[--*n_gone];
-}
-
+/* A counted node that leaves (it was not in gone: a node counted again is
+ * dropped from it at the end of each sort). */
 static void gone_add(struct vouch_gone *gone, size_t *n_gone, size_t cap,
                      const struct cluster_node *c, uint64_t now)
 {
     struct vouch_gone *g;
 
-    gone_forget(gone, n_gone, c->public_key);
     if (*n_gone == cap)
         return;
     g = &gone[(*n_gone)++];
@@ -169,8 +170,7 @@ static void keep_counted(struct sort *s, const struct cluster_node *c, struct vo
 
 /* A record no counted node settled: counted when its holder vouched for
  * it and no node that left holds its name or address; else pending. */
-static void take_new(struct sort *s, size_t i, bool *pending, const struct vouch_gone *gone,
-                     size_t n_gone)
+static void take_new(struct sort *s, size_t i, bool *pending, const struct cluster_index *held)
 {
     const struct cluster_node *r = &s->records[i];
     struct vouch_word w = { 0 };
@@ -179,16 +179,20 @@ static void take_new(struct sort *s, size_t i, bool *pending, const struct vouch
     if (s->used[i] || cluster_index_key(s->out_ix, r->public_key))
         return;
     s->word(s->ctx, r->public_key, &w);
-    if (vouched(r, &w) && !held_from(r, gone, n_gone))
+    if (vouched(r, &w) && !held_from(r, held))
         emit(s, r);
     else
         pending[i] = true;
 }
 
-static void drop_expired(struct vouch_gone *gone, size_t *n_gone, uint64_t now)
+/* Drops from gone what is past its hold, or (keep == NULL aside) whose
+ * key counts again. */
+static void gone_drop(struct vouch_gone *gone, size_t *n_gone, const struct cluster_index *keep,
+                      uint64_t now)
 {
     for (size_t i = 0; i < *n_gone; i++)
-        if (now - gone[i].left_ns >= VOUCH_HOLD_NS)
+        if (now - gone[i].left_ns >= VOUCH_HOLD_NS ||
+            (keep && cluster_index_key(keep, gone[i].key)))
             gone[i--] = gone[--*n_gone];
 }
 
@@ -198,6 +202,8 @@ int vouch_sort(const struct cluster_node *records, size_t n, const struct cluste
 {
     struct sort s = { .records = records, .n = n, .word = word, .ctx = ctx, .out = out };
     bool *pending = calloc(n + 1, sizeof(*pending));
+    struct cluster_node *left = NULL;
+    struct cluster_index *held = NULL;
     int ret = -ENOMEM;
 
     memset(out, 0, sizeof(*out));
@@ -209,13 +215,19 @@ int vouch_sort(const struct cluster_node *records, size_t n, const struct cluste
         goto out;
     for (size_t i = 0; i < n; i++)
         cluster_index_add(s.by_record, &records[i]);
-    drop_expired(gone, n_gone, now);
+    gone_drop(gone, n_gone, NULL, now);
     for (size_t i = 0; i < m; i++)
         keep_counted(&s, &counted[i], gone, n_gone, cap_gone, now);
+    /* Those that left, this time or within the hold, by name and address. */
+    if (!(left = calloc(*n_gone + 1, sizeof(*left))) || !(held = cluster_index_new(*n_gone + 1)))
+        goto out;
+    for (size_t i = 0; i < *n_gone; i++) {
+        left[i] = gone_node(&gone[i]);
+        cluster_index_add(held, &left[i]);
+    }
     for (size_t i = 0; i < n; i++)
-        take_new(&s, i, pending, gone, *n_gone);
-    for (size_t i = 0; i < out->n; i++)
-        gone_forget(gone, n_gone, out->nodes[i].public_key);
+        take_new(&s, i, pending, held);
+    gone_drop(gone, n_gone, s.out_ix, now);
     out->n_counted = out->n;
     /* Pending: the first record of each key not counted. */
     for (size_t i = 0; i < n; i++)
@@ -228,6 +240,8 @@ out:
         memset(out, 0, sizeof(*out));
     }
     free(pending);
+    free(left);
+    cluster_index_free(held);
     free(s.used);
     cluster_index_free(s.by_record);
     cluster_index_free(s.out_ix);
