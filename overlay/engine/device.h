@@ -269,10 +269,13 @@ struct device {
     /* This node's registry record as it joined, stated on every session
      * (RECORD) when it joined through the registry (states_record); and
      * what to call when a peer's word on its own record changes
-     * (membership/members.h's members_recheck, from the daemon). */
+     * (membership/members.h's members_recheck, from the daemon), from the
+     * timers (disco_io.c's record_word says why). */
     bool states_record;
     uint8_t self_record[DISCO_RECORD_LEN];
     void (*records_changed)(struct device *dev, uint64_t now);
+    uint64_t records_due_ns;              /* when to call it (0: not asked) */
+    uint64_t records_checked_ns;          /* when it was last called */
     /* Registered nodes that left, whose names and addresses no other key
      * takes for a while (membership's, registry/vouch.h). */
     struct vouch_gone *gone;

@@ -38,6 +38,8 @@
 /* A peer's word on its record makes membership look again at most this
  * often. */
 #define RECORD_RECHECK_NS (1000ull * NS_PER_MS)
+/* And the device's membership looks again at most this often. */
+#define RECORDS_COALESCE_NS (100ull * NS_PER_MS)
 
 
 int disco_init(struct device *dev)
@@ -739,18 +741,38 @@ static void on_relay(struct peer *p, struct peer *via, const struct disco_relay 
 /* What p takes, said on its current session: the one that delivered
  * this, but for a message sent on the one before that arrives after the
  * switch (from the same daemon, all but always). */
-/* p's word on its own record changed, or it is pending and says it
- * again (a name or address held from it may have been freed since):
- * membership looks again, at most once a RECORD_RECHECK_NS per peer, so a
- * member that says something new in every packet costs one look a second. */
+/* p's word on its record changed, or it is pending and says it again (a
+ * name or address held from it may have been freed since): membership
+ * looks again -- from the timers (disco_run_timers), never inside a
+ * receive, since what it applies may remove peers; for each peer at most
+ * once a RECORD_RECHECK_NS, and for the device at most once a
+ * RECORDS_COALESCE_NS, so that neither a member saying something new in
+ * every packet nor a cluster of new members costs a look per message. */
 static void record_word(struct peer *p, bool changed, uint64_t now)
 {
     struct device *dev = p->dev;
+    uint64_t at;
 
     if ((!changed && !p->pending) || !dev->records_changed ||
         (p->record_checked_ns && now - p->record_checked_ns < RECORD_RECHECK_NS))
         return;
     p->record_checked_ns = now;
+    at = dev->records_checked_ns ? dev->records_checked_ns + RECORDS_COALESCE_NS : now;
+    if (at < now)
+        at = now;
+    if (!dev->records_due_ns || at < dev->records_due_ns)
+        dev->records_due_ns = at;
+    if (dev->disco.next_check_ns > at)
+        dev->disco.next_check_ns = at;
+}
+
+/* The look record_word asked for, when it is due. */
+static void records_look(struct device *dev, uint64_t now)
+{
+    if (!dev->records_due_ns || now < dev->records_due_ns)
+        return;
+    dev->records_due_ns = 0;
+    dev->records_checked_ns = now;
     dev->records_changed(dev, now);
 }
 
@@ -1060,6 +1082,9 @@ uint64_t disco_run_timers(struct device *dev, uint64_t now)
     if (now < d->next_check_ns)
         return d->next_check_ns;
     d->rescan = false;
+    records_look(dev, now);     /* first: it may change the peers */
+    if (dev->records_due_ns && dev->records_due_ns < next)
+        next = dev->records_due_ns;
     if (now >= d->next_local_ns)
         disco_local_refresh(dev, now);
     if (d->next_local_ns < next)

@@ -466,7 +466,9 @@ static void test_first_packet_waits_for_the_handshake(void **state)
 }
 
 /* A registered node states its record on each session (RECORD): the
- * other side keeps its word and asks membership to look again. Until
+ * other side keeps its word and asks membership to look again, from its
+ * timers (never inside the receive: what membership applies may remove
+ * peers). Until
  * membership counts the record, the peer is pending: its data is dropped
  * and its address not routed; once counted, both flow. */
 static unsigned records_changed_calls;
@@ -499,6 +501,11 @@ static void test_record_stated_on_the_session(void **state)
     assert_int_equal(nodes[1].dev.stats.dropped_pending, 1);
     assert_int_equal(peer_of(1)->record_said, PEER_RECORD_DIGEST);
     assert_memory_equal(peer_of(1)->record_digest, nodes[0].dev.self_record, DISCO_RECORD_LEN);
+    /* Membership looks from the timers, never inside the receive. */
+    assert_int_equal(records_changed_calls, 0);
+    tick(now);
+    assert_int_equal(records_changed_calls, 1);
+    tick(now + SEC);
     assert_int_equal(records_changed_calls, 1);
     assert_true(nodes[1].dev.stats.disco_received[DISCO_RECORD] >= 1);
     /* Node 1 states none: node 0 never asks its membership. */
