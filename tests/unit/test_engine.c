@@ -517,6 +517,14 @@ static void test_record_stated_on_the_session(void **state)
     app_send(0, 1, 100, now);
     pump(now);
     assert_int_equal(nodes[1].tun_packets, 1);
+    /* A daemon that states no record (FEATURES without the flag): its
+     * record is taken as etcd holds it, and membership looks again. */
+    struct disco_msg older = { .type = DISCO_FEATURES, .features = DISCO_FEAT_RELAY_FRAMES };
+    now += 2 * SEC;
+    disco_receive(peer_of(1), NULL, NULL, &older, now);
+    assert_int_equal(peer_of(1)->record_said, PEER_RECORD_OLDER);
+    tick(now);
+    assert_int_equal(records_changed_calls, 2);
 }
 
 static void test_down_peer_retries_then_gives_up(void **state)
