@@ -162,14 +162,17 @@ static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
 
 /* The path: the endpoint in use (the relay's, when relayed), direct or
  * relayed and through whom (or unreachable: packets to it are refused
- * until a handshake completes), and the round trip. */
+ * until a handshake completes; or pending: a registry record its key has
+ * not stated, to which nothing is routed), and the round trip. */
 static void put_path(struct uapi_buf *b, const struct peer *p)
 {
     const union endpoint *ep = p->via ? &p->via->endpoint : &p->endpoint;
 
     if (ep->sa.sa_family != AF_UNSPEC)
         uapi_put_endpoint(b, &ep->sa);
-    if (p->no_answer) {
+    if (p->pending) {
+        uapi_put_str(b, CONTROL_KEY_PATH, CONTROL_PATH_PENDING);
+    } else if (p->no_answer) {
         uapi_put_str(b, CONTROL_KEY_PATH, CONTROL_PATH_UNREACHABLE);
     } else if (p->via) {
         uapi_put_str(b, CONTROL_KEY_PATH, CONTROL_PATH_RELAY);

@@ -37,6 +37,7 @@ struct device;
 #define CONTROL_PATH_DIRECT         "direct"
 #define CONTROL_PATH_RELAY          "relay"
 #define CONTROL_PATH_UNREACHABLE    "unreachable"
+#define CONTROL_PATH_PENDING        "pending"
 
 /* The largest response control_request accepts. */
 #define CONTROL_RESPONSE_MAX        (1u << 20)

@@ -121,20 +121,23 @@ static void put_peer_family(FILE *f, const struct device *dev, const struct peer
 }
 
 /* 1 with the path as labels: path="direct", "relay" (via="NAME"),
- * "unreachable" or "none" (no endpoint known yet). */
+ * "unreachable", "pending" (a registry record its key has not stated:
+ * nothing is routed to it) or "none" (no endpoint known yet). */
 static void put_paths(FILE *f, const struct device *dev)
 {
     family(f, "ddpnet_peer_path", "gauge",
-           "The path to the peer: direct, relay (via names the relay), unreachable or none.");
+           "The path to the peer: direct, relay (via names the relay), unreachable, pending "
+           "or none.");
     for (size_t i = 0; i < dev->n_peers; i++) {
         const struct peer *p = dev->peers[i];
-        const char *path = p->no_answer ? "unreachable"
+        const char *path = p->pending ? "pending"
+                         : p->no_answer ? "unreachable"
                          : p->via ? "relay"
                          : p->endpoint.sa.sa_family != AF_UNSPEC ? "direct" : "none";
         fputs("ddpnet_peer_path", f);
         peer_labels_open(f, dev, p);
         put_label(f, "path", path, false);
-        put_label(f, "via", p->via && !p->no_answer ? p->via->name : "", false);
+        put_label(f, "via", p->via && !p->no_answer && !p->pending ? p->via->name : "", false);
         fputs("} 1\n", f);
     }
 }
