@@ -8,8 +8,8 @@
 #     m's key at b's address. On a, b stays as it was (name, address,
 #     endpoint, hosts lines) and answers pings by name;
 #  3. m registers a record of b's machine name (node-b) with a key nobody
-#     holds, and a second daemon of m's (m2) joins as node-b: node-b still
-#     resolves to b on a;
+#     holds (pending on a: status says so), and a second daemon of m's
+#     (m2) joins as node-b: node-b still resolves to b on a;
 #  4. what m can still do: delete b's record (b leaves a's mesh), then
 #     register gpu-b at b's address with a key of its own: on a, neither
 #     the name nor the address goes to it.
@@ -109,6 +109,14 @@ same_on_a "b's record put back as it was"
 step "m registers b's machine name"
 put_record node-b "r['name'] = 'node-b'; r['public_key'] = 'iNv2EpcsWUosL23eST7xxM0nrbqMNubr0AuJ/xQ6umE='; r['address'] = '${B%.*}.201'"
 same_on_a "a record named node-b with a key nobody holds"
+path_on_a() {   # path_on_a NAME: the path a's status shows for peer NAME
+    ddp_status a --json | "$PY" -c '
+import json, sys
+print(" ".join(p["path"] or "-" for p in json.load(sys.stdin)["peers"] if p["name"] == sys.argv[1]))' "$1"
+}
+[ "$(path_on_a node-b)" = pending ] ||
+    fail "the record of a key nobody holds is not pending on a: '$(path_on_a node-b)'"
+say "the record of a key nobody holds: a peer of a's, pending (no route, no name)"
 # m2 joins under b's machine name (its record stated by m2's own key).
 ctl del "$PREFIX/members/node-b" >/dev/null
 reg_up m2 4 node-b
