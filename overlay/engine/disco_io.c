@@ -16,8 +16,9 @@
  *   PING/PONG  the round trip on the path, and probes of direct
  *              candidates while relayed (a pong confirms the path).
  *   RELAY      forwarded as RELAYED (path.c; RELAYED is the data path's).
- *   NAMES      with ENDPOINTS: the names this machine goes by (hostname,
- *              FQDN), for the peers' hosts blocks (`hostnames = off`: none).
+ *   NAMES      at the start of each session and with ENDPOINTS: the names
+ *              this machine goes by (hostname, FQDN), for the peers' hosts
+ *              blocks (`hostnames = off`: none).
  *   FEATURES   at the start of each session and with ENDPOINTS: that we
  *              take relay frames (path.c), on that session, and state
  *              our registry record.
@@ -896,6 +897,10 @@ bool disco_session_up(struct peer *p, uint64_t now)
     disco_session_began(&p->disco, rekey, now);
     send_features(p, now);
     send_record(p, now);
+    /* A session new to the other side may be with a peer it made anew
+     * (our record went and came back there): our names at once, not at
+     * the next ENDPOINTS. */
+    send_names(p, now);
     disco_timers(p, now);
     disco_wake(p->dev);
     return p->tx_bytes != sent;
