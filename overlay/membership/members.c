@@ -670,7 +670,7 @@ static int merged(struct device *dev, const struct cluster *file, struct cluster
     if ((ret = counted_now(dev, &counted, &m)))
         return ret;
     ret = -ENOMEM;
-    if (!dev->gone && (m || dev->n_registered) &&
+    if (!dev->gone && (dev->registry || dev->n_registered) &&
         !(dev->gone = calloc(VOUCH_GONE_MAX, sizeof(*dev->gone))))
         goto out;
     if ((ret = vouch_sort(dev->registered, dev->n_registered, counted, m, dev->gone,
