@@ -162,11 +162,14 @@ static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
 
 /* The path: the endpoint in use (the relay's, when relayed), direct or
  * relayed and through whom (or unreachable: packets to it are refused
- * until a handshake completes; or waiting: somewhere to send, but no
- * handshake completed yet, so nothing says the path works), and the
- * round trip. */
+ * until a handshake completes; or pending: a registry record its key has
+ * not stated, to which nothing is routed; or waiting: somewhere to send,
+ * but no handshake completed yet, so nothing says the path works), and
+ * the round trip. */
 const char *control_path_name(const struct peer *p)
 {
+    if (p->pending)
+        return CONTROL_PATH_PENDING;
     if (p->no_answer)
         return CONTROL_PATH_UNREACHABLE;
     if (!p->reachable && path_usable(p))

@@ -40,6 +40,7 @@ struct device;
 #define CONTROL_PATH_UNREACHABLE    "unreachable"
 /* Somewhere to send, but no handshake completed yet. */
 #define CONTROL_PATH_WAITING        "waiting"
+#define CONTROL_PATH_PENDING        "pending"
 
 /* The largest response control_request accepts. */
 #define CONTROL_RESPONSE_MAX        (1u << 20)

@@ -124,13 +124,15 @@ static void put_peer_family(FILE *f, const struct device *dev, const struct peer
 }
 
 /* 1 with the path as labels: path="direct", "relay" (via="NAME"),
- * "waiting" (no handshake completed yet), "unreachable" or "none" (no
- * endpoint known yet). */
+ * "waiting" (no handshake completed yet), "unreachable", "pending" (a
+ * registry record its key has not stated: nothing is routed to it) or
+ * "none" (no endpoint known yet). */
 static void put_paths(FILE *f, const struct device *dev)
 {
     family(f, "ddpnet_peer_path", "gauge",
            "The path to the peer: direct, relay (via names the relay), waiting (no handshake "
-           "completed yet), unreachable or none.");
+           "completed yet), unreachable, pending (a registry record its key has not "
+           "stated) or none.");
     for (size_t i = 0; i < dev->n_peers; i++) {
         const struct peer *p = dev->peers[i];
         const char *path = control_path_name(p);
@@ -189,7 +191,7 @@ static void put_disco(FILE *f, const struct device *dev)
     static const char *const type[DISCO_TYPE_COUNT] = {
         [DISCO_ENDPOINTS] = "endpoints", [DISCO_PUNCH] = "punch", [DISCO_PING] = "ping",
         [DISCO_PONG] = "pong", [DISCO_RELAY] = "relay", [DISCO_RELAYED] = "relayed",
-        [DISCO_NAMES] = "names", [DISCO_FEATURES] = "features",
+        [DISCO_NAMES] = "names", [DISCO_FEATURES] = "features", [DISCO_RECORD] = "record",
     };
 
     /* One family per direction, a sample per named type. */

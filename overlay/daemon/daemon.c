@@ -37,6 +37,7 @@
 #include "overlay/daemon/notify.h"
 #include "overlay/daemon/services.h"
 #include "overlay/registry/registry.h"
+#include "overlay/registry/vouch.h"
 #include "overlay/daemon/daemon.h"
 #include "overlay/membership/hosts.h"
 #include "overlay/membership/hosts_writer.h"
@@ -800,6 +801,7 @@ static int setup_membership(struct setup *s)
         return 0;
     if (!(s->dev.registry = registry_new(c, err, sizeof(err))))
         return fail(s, -EINVAL, "%s", err);
+    s->dev.records_changed = members_recheck;    /* a peer's word on its record */
     if (s->dev.self)
         return 0;                             /* listed: the file's entry it is */
     struct cluster_node self = s->opt->registry_self;
@@ -807,6 +809,11 @@ static int setup_membership(struct setup *s)
         return fail(s, ret, "%s", err);
     s->dev.self_registered = true;
     s->dev.registry_self = self;
+    /* What we state on every session: the others count our record only
+     * so (registry/vouch.h). */
+    if ((ret = vouch_self_digest(&self, c, s->dev.self_record)))
+        return fail(s, ret, "registry: our own record does not decode");
+    s->dev.states_record = true;
     cluster_free(c);
     if ((ret = registry_model(&s->dev.file, &self, NULL, 0, c, &(size_t){ 0 }, NULL, NULL)))
         return fail(s, ret, "out of memory");

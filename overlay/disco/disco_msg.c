@@ -317,6 +317,9 @@ static int body_len(const struct disco_msg *m, size_t *len)
     case DISCO_FEATURES:
         *len = 4;
         return 0;
+    case DISCO_RECORD:
+        *len = DISCO_RECORD_LEN;
+        return 0;
     }
     return -EINVAL;
 }
@@ -429,6 +432,8 @@ static uint8_t *put_body(uint8_t *p, const struct disco_msg *m)
     case DISCO_FEATURES:
         p = put_u16(p, m->features >> 16);
         return put_u16(p, m->features & 0xffffu);
+    case DISCO_RECORD:
+        return put_bytes(p, m->record, DISCO_RECORD_LEN);
     }
     return p;
 }
@@ -669,6 +674,8 @@ static bool get_body(struct reader *r, uint8_t type, struct disco_msg *m)
         m->features = (uint32_t)v;
         return true;
     }
+    case DISCO_RECORD:
+        return get_bytes(r, m->record, DISCO_RECORD_LEN);
     default:
         return false;
     }

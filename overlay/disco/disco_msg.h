@@ -86,10 +86,21 @@
  * FEATURES (8) body, what the sender's daemon takes on the session the
  * message came in (sent at the start of each session, and with ENDPOINTS):
  *   4   flags: bit 0 (DISCO_FEAT_RELAY_FRAMES) relay frames
- *       (crypto/relay_frame.h), to it as a relay and from it as one; other
- *       bits are for later versions, kept as they are and not acted on.
+ *       (crypto/relay_frame.h), to it as a relay and from it as one; bit 1
+ *       (DISCO_FEAT_RECORD) the sender states its registry record (RECORD)
+ *       when it has one, so a receiver waits for that word before it
+ *       counts the record; other bits are for later versions, kept as
+ *       they are and not acted on.
  *   A node that predates FEATURES drops it as an unknown type, and never
  *   gets a frame.
+ *
+ * RECORD (9) body, the sender's own registry record as it put it in etcd
+ * (overlay/registry/vouch.h): sent on each session and with ENDPOINTS by
+ * a node that joined through the registry:
+ *   32  the record's digest (vouch_digest)
+ *   A node that predates RECORD drops it as an unknown type (and says
+ *   FEATURES without DISCO_FEAT_RECORD, so its own record is taken as etcd
+ *   holds it).
  */
 #ifndef DDPNET_DISCO_MSG_H
 #define DDPNET_DISCO_MSG_H
@@ -146,10 +157,13 @@ enum disco_type {
     DISCO_RELAYED = 6,
     DISCO_NAMES = 7,
     DISCO_FEATURES = 8,
+    DISCO_RECORD = 9,
 };
-#define DISCO_TYPE_COUNT      9u     /* types are below this */
+#define DISCO_TYPE_COUNT      10u    /* types are below this */
 
 #define DISCO_FEAT_RELAY_FRAMES 0x01u   /* FEATURES flags */
+#define DISCO_FEAT_RECORD       0x02u
+#define DISCO_RECORD_LEN        32u     /* a RECORD's digest */
 
 #define DISCO_MAX_NAMES       2u     /* hostname and FQDN */
 #define DISCO_NAME_MAX        63u    /* as a hosts block takes them */
@@ -226,6 +240,7 @@ struct disco_msg {
         struct disco_relay relay;       /* DISCO_RELAY and DISCO_RELAYED */
         struct disco_names names;
         uint32_t features;              /* DISCO_FEATURES flags */
+        uint8_t record[DISCO_RECORD_LEN];   /* DISCO_RECORD */
     };
 };
 

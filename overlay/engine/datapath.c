@@ -624,6 +624,10 @@ static bool keep_plain(struct device *dev, struct rx_batch *b, struct peer *p, u
         path_received(p, &b->pkt->addr, NULL, 0, true, now);
     if (plen <= 0)      /* a keepalive */
         return false;
+    if (p->pending) {   /* its record is not its holder's word yet */
+        dev->stats.dropped_pending++;
+        return false;
+    }
     timers_data_received(p, now);
     b->plain[b->n++] = (struct offload_pkt){ ip, in.len };
     return false;

@@ -73,9 +73,12 @@ static struct peer_map *map_of(struct peer *const *peers, size_t n)
     for (size_t i = 0; i < n; i++) {
         struct peer *p = peers[i];
         size_t s = addr_hash(p->address.family, p->address.bytes) & (cap - 1);
-        while (m->slots[s])
+        /* A pending record's address is not routed to its key: found by
+         * key (its handshake, its word), never by address. */
+        while (!p->pending && m->slots[s])
             s = (s + 1) & (cap - 1);
-        m->slots[s] = p;
+        if (!p->pending)
+            m->slots[s] = p;
         for (s = p->id & (cap - 1); m->by_id[s]; s = (s + 1) & (cap - 1))
             ;
         m->by_id[s] = p;
@@ -259,5 +262,8 @@ void device_destroy(struct device *dev)
     cluster_free(&dev->file);
     free(dev->registered);
     dev->registered = NULL;
+    free(dev->gone);
+    dev->gone = NULL;
+    dev->n_gone = 0;
     dev->n_registered = 0;
 }

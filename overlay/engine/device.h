@@ -72,6 +72,13 @@ struct rate {
     uint64_t bytes_per_sec;
 };
 
+/* What a peer said of its own registry record, on its session. */
+enum peer_record_said {
+    PEER_RECORD_NOTHING,
+    PEER_RECORD_DIGEST,                   /* RECORD: record_digest */
+    PEER_RECORD_OLDER,                    /* FEATURES without DISCO_FEAT_RECORD */
+};
+
 /* Lives in guarded memory (sodium_malloc): it holds the handshake and
  * session keys. */
 struct peer {
@@ -158,6 +165,16 @@ struct peer {
                                            * handshake.c sets it, disco_session_up takes it */
     bool kept;                            /* membership's mark: stays through the change
                                            * being applied (members.c) */
+    /* Its registry record (overlay/registry/vouch.h). pending: one its
+     * key holder has not stated yet -- a peer to make a handshake with,
+     * neither routed to nor named, its data dropped (membership sets it);
+     * record_said: what its holder said of its record (enum
+     * peer_record_said);
+     * record_checked_ns: when its word last made membership look again. */
+    bool pending;
+    uint8_t record_said;
+    uint8_t record_digest[DISCO_RECORD_LEN];
+    uint64_t record_checked_ns;
     uint64_t introduced_ns;
     /* Our latest initiation as sent (MACs aside), and when it was made:
      * punches send the same one again to every candidate. */
@@ -170,6 +187,7 @@ struct device_stats {
     uint64_t dropped_bad_packet;          /* malformed or not authentic */
     uint64_t dropped_replay;
     uint64_t dropped_source;              /* inner source not the peer's address */
+    uint64_t dropped_pending;             /* data from a peer whose record is pending */
     uint64_t refused_unreachable;         /* to a peer that does not answer: ICMP sent */
     uint64_t refused_too_big;             /* larger than the path: ICMP "too big" sent */
     uint64_t dropped_ratelimited;         /* handshakes over their source's rate */
@@ -221,6 +239,9 @@ struct disco_device {
 /* The cluster file's checksum as `status` shows it (membership/members.h). */
 #define DEVICE_CLUSTER_SUM_LEN 8u
 
+struct vouch_gone;
+
+
 struct device {
     char ifname[IFNAMSIZ];
     struct noise_local *local;
@@ -262,6 +283,20 @@ struct device {
     struct hosts_writer *hosts_writer;
     bool hosts_dirty;
     uint64_t hosts_due_ns;
+    /* This node's registry record as it joined, stated on every session
+     * (RECORD) when it joined through the registry (states_record); and
+     * what to call when a peer's word on its own record changes
+     * (membership/members.h's members_recheck, from the daemon), from the
+     * timers (disco_io.c's record_word says why). */
+    bool states_record;
+    uint8_t self_record[DISCO_RECORD_LEN];
+    void (*records_changed)(struct device *dev, uint64_t now);
+    uint64_t records_due_ns;              /* when to call it (0: not asked) */
+    uint64_t records_checked_ns;          /* when it was last called */
+    /* Registered nodes that left, whose names and addresses no other key
+     * takes for a while (membership's, registry/vouch.h). */
+    struct vouch_gone *gone;
+    size_t n_gone;
 
     size_t n_peers;
     struct peer **peers;                  /* cluster order, self left out */

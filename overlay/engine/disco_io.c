@@ -16,10 +16,15 @@
  *   PING/PONG  the round trip on the path, and probes of direct
  *              candidates while relayed (a pong confirms the path).
  *   RELAY      forwarded as RELAYED (path.c; RELAYED is the data path's).
- *   NAMES      with ENDPOINTS: the names this machine goes by (hostname,
- *              FQDN), for the peers' hosts blocks (`hostnames = off`: none).
+ *   NAMES      at the start of each session and with ENDPOINTS: the names
+ *              this machine goes by (hostname, FQDN), for the peers' hosts
+ *              blocks (`hostnames = off`: none).
  *   FEATURES   at the start of each session and with ENDPOINTS: that we
- *              take relay frames (path.c), on that session. */
+ *              take relay frames (path.c), on that session, and state
+ *              our registry record.
+ *   RECORD     after FEATURES, by a node that joined through the
+ *              registry: the digest of its record, which the others
+ *              count only so (overlay/registry/vouch.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +35,12 @@
 #include "overlay/base/wire.h"
 #include "overlay/engine/engine.h"
 #include "overlay/engine/timers.h"
+
+/* A peer's word on its record makes membership look again at most this
+ * often. */
+#define RECORD_RECHECK_NS (1000ull * NS_PER_MS)
+/* And the device's membership looks again at most this often. */
+#define RECORDS_COALESCE_NS (100ull * NS_PER_MS)
 
 
 int disco_init(struct device *dev)
@@ -482,16 +493,29 @@ static void send_names(struct peer *x, uint64_t now)
 }
 
 /* Said on each session, since a peer that restarts may be another
- * version: it sends frames only on a session where we said we take them. */
+ * version: it sends frames only on a session where we said we take them,
+ * and waits for our RECORD only where we said we state one. */
 static void send_features(struct peer *x, uint64_t now)
 {
     struct device *dev = x->dev;
     struct disco_msg *m = dev->disco.out_msg;
 
-    if (dev->relay_frames_off)
-        return;
     m->type = DISCO_FEATURES;
-    m->features = DISCO_FEAT_RELAY_FRAMES;
+    m->features = DISCO_FEAT_RECORD | (dev->relay_frames_off ? 0 : DISCO_FEAT_RELAY_FRAMES);
+    send_disco(x, m, NULL, now);
+}
+
+/* Our registry record, as we put it in etcd: the peers count it only
+ * once we said so on a session of our key (overlay/registry/vouch.h). */
+static void send_record(struct peer *x, uint64_t now)
+{
+    struct device *dev = x->dev;
+    struct disco_msg *m = dev->disco.out_msg;
+
+    if (!dev->states_record)
+        return;
+    m->type = DISCO_RECORD;
+    memcpy(m->record, dev->self_record, DISCO_RECORD_LEN);
     send_disco(x, m, NULL, now);
 }
 
@@ -520,6 +544,7 @@ static void send_endpoints(struct peer *x, uint64_t now)
     send_disco(x, m, NULL, now);
     send_names(x, now);
     send_features(x, now);
+    send_record(x, now);
 }
 
 /* --- introductions -------------------------------------------------------------------- */
@@ -779,7 +804,42 @@ static void on_relay(struct peer *p, struct peer *via, const struct disco_relay 
 /* What p takes, said on its current session: the one that delivered
  * this, but for a message sent on the one before that arrives after the
  * switch (from the same daemon, all but always). */
-static void on_features(struct peer *p, uint32_t features)
+/* p's word on its record changed, or it is pending and says it again (a
+ * name or address held from it may have been freed since): membership
+ * looks again -- from the timers (disco_run_timers), never inside a
+ * receive, since what it applies may remove peers; for each peer at most
+ * once a RECORD_RECHECK_NS, and for the device at most once a
+ * RECORDS_COALESCE_NS, so that neither a member saying something new in
+ * every packet nor a cluster of new members costs a look per message. */
+static void record_word(struct peer *p, bool changed, uint64_t now)
+{
+    struct device *dev = p->dev;
+    uint64_t at;
+
+    if ((!changed && !p->pending) || !dev->records_changed ||
+        (p->record_checked_ns && now - p->record_checked_ns < RECORD_RECHECK_NS))
+        return;
+    p->record_checked_ns = now;
+    at = dev->records_checked_ns ? dev->records_checked_ns + RECORDS_COALESCE_NS : now;
+    if (at < now)
+        at = now;
+    if (!dev->records_due_ns || at < dev->records_due_ns)
+        dev->records_due_ns = at;
+    if (dev->disco.next_check_ns > at)
+        dev->disco.next_check_ns = at;
+}
+
+/* The look record_word asked for, when it is due. */
+static void records_look(struct device *dev, uint64_t now)
+{
+    if (!dev->records_due_ns || now < dev->records_due_ns)
+        return;
+    dev->records_due_ns = 0;
+    dev->records_checked_ns = now;
+    dev->records_changed(dev, now);
+}
+
+static void on_features(struct peer *p, uint32_t features, uint64_t now)
 {
     if (!p->current)
         return;
@@ -787,6 +847,22 @@ static void on_features(struct peer *p, uint32_t features)
         path_frames_said(p, p->current->local_index);
     else
         p->frames_said = false;
+    /* A daemon that states no record: etcd's word is taken for its own, as
+     * every daemon did before RECORD. */
+    if (!(features & DISCO_FEAT_RECORD) && p->record_said != PEER_RECORD_OLDER) {
+        p->record_said = PEER_RECORD_OLDER;
+        record_word(p, true, now);
+    }
+}
+
+static void on_record(struct peer *p, const uint8_t digest[DISCO_RECORD_LEN], uint64_t now)
+{
+    bool changed = p->record_said != PEER_RECORD_DIGEST ||
+                   memcmp(p->record_digest, digest, DISCO_RECORD_LEN);
+
+    p->record_said = PEER_RECORD_DIGEST;
+    memcpy(p->record_digest, digest, DISCO_RECORD_LEN);
+    record_word(p, changed, now);
 }
 
 static bool same_names(const struct peer *p, const struct disco_names *n)
@@ -854,7 +930,10 @@ void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
         on_names(p, &m->names);
         break;
     case DISCO_FEATURES:
-        on_features(p, m->features);
+        on_features(p, m->features, now);
+        break;
+    case DISCO_RECORD:
+        on_record(p, m->record, now);
         break;
     default:
         p->dev->stats.disco_bad++;   /* RELAYED never gets here */
@@ -880,6 +959,11 @@ bool disco_session_up(struct peer *p, uint64_t now)
     }
     disco_session_began(&p->disco, rekey, now);
     send_features(p, now);
+    send_record(p, now);
+    /* A session new to the other side may be with a peer it made anew
+     * (our record went and came back there): our names at once, not at
+     * the next ENDPOINTS. */
+    send_names(p, now);
     disco_timers(p, now);
     disco_wake(p->dev);
     return p->tx_bytes != sent;
@@ -1114,6 +1198,9 @@ uint64_t disco_run_timers(struct device *dev, uint64_t now)
     if (now < d->next_check_ns)
         return d->next_check_ns;
     d->rescan = false;
+    records_look(dev, now);     /* first: it may change the peers */
+    if (dev->records_due_ns && dev->records_due_ns < next)
+        next = dev->records_due_ns;
     if (now >= d->next_local_ns)
         disco_local_refresh(dev, now);
     if (d->next_local_ns < next)

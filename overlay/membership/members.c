@@ -19,6 +19,7 @@
 #include <sodium.h>
 
 #include "config/cluster_diff.h"
+#include "config/cluster_index.h"
 #include "crypto/blake2s.h"
 #include "overlay/base/log.h"
 #include "overlay/engine/device_setup.h"
@@ -28,6 +29,7 @@
 #include "overlay/membership/hosts_writer.h"
 #include "overlay/membership/members.h"
 #include "overlay/registry/registry.h"
+#include "overlay/registry/vouch.h"
 
 #define SAY_MAX 512u
 
@@ -63,10 +65,19 @@ static unsigned machine_names(struct device *dev, const struct cluster_node *nod
         *names = dev->self_names;
         return dev->n_self_names;
     }
-    if (!(p = device_peer_by_key(dev, node->public_key)))
+    if (!(p = device_peer_by_key(dev, node->public_key)) || p->pending)
         return 0;
     *names = p->names;
     return p->n_names;
+}
+
+/* A registered node whose record its key holder has not stated yet:
+ * no line, no name (registry/vouch.h). */
+static bool node_pending(struct device *dev, const struct cluster_node *node)
+{
+    struct peer *p = node == dev->self ? NULL : device_peer_by_key(dev, node->public_key);
+
+    return p && p->pending;
 }
 
 /* Every name a node's line would carry -- its node name and aliases (the
@@ -102,6 +113,8 @@ static int claims_make(struct device *dev, struct claims *cl, unsigned per_node)
     for (size_t i = 0; i < c->n_nodes; i++) {
         const struct cluster_node *node = &c->nodes[i];
         size_t from = cl->n;
+        if (node_pending(dev, node))
+            continue;
         claim(cl, from, node->name);
         for (unsigned k = 0; k < node->n_aliases; k++)
             claim(cl, from, node->aliases[k]);
@@ -241,9 +254,17 @@ static int hosts_entries(struct device *dev, struct hosts_entry **out, size_t *n
         bool self = node == dev->self;
         const char *word;
 
+        if (node_pending(dev, node))
+            continue;
         own_address(dev, node, own, sizeof(own));
         word = registered(dev, file, node) ? own : NULL;
-        add_entry(e, &n, node, node->name, word);
+        /* A registered node's name is its own word, as a machine name is:
+         * one that another node's machine also goes by goes on neither
+         * line (as between two machines). No order decides it: a writer
+         * of the prefix makes any record the later one (it deletes it, its
+         * node puts it back). */
+        if (!word || claims_of(&cl, node->name) == 1)
+            add_entry(e, &n, node, node->name, word);
         for (unsigned k = 0; k < node->n_aliases; k++)
             add_entry(e, &n, node, node->aliases[k], word);
         for (unsigned k = 0, m = machine_names(dev, node, &names); k < m; k++)
@@ -481,8 +502,49 @@ static void update_peer(struct device *dev, struct peer *p, const struct cluster
 /* The swap: nothing here fails (device_remap's memory aside, whose
  * failure keeps the map made with the plan, which misses only addresses
  * changed in place until the next change). */
+/* The registry's side of a model being made: its records sorted by their
+ * holders' word (registry/vouch.h), the pending ones' keys, and where
+ * the model's registered nodes begin (after the file's). */
+struct vouched {
+    struct vouch_out v;
+    struct cluster_index *pending;
+    size_t file_nodes;
+};
+
+static void vouched_free(struct vouched *vd)
+{
+    free(vd->v.nodes);
+    cluster_index_free(vd->pending);
+    memset(vd, 0, sizeof(*vd));
+}
+
+/* Marks the peers of the model the device runs whose record is pending
+ * (and clears the others); true when one changed. */
+static bool set_pending(struct device *dev, const struct vouched *vd)
+{
+    bool changed = false;
+
+    for (size_t i = 0; i < dev->cluster.n_nodes; i++) {
+        const struct cluster_node *n = &dev->cluster.nodes[i];
+        struct peer *p = n == dev->self ? NULL : device_peer_by_key(dev, n->public_key);
+        bool pending = vd->pending && i >= vd->file_nodes &&
+                       cluster_index_key(vd->pending, n->public_key);
+        if (!p || p->pending == pending)
+            continue;
+        p->pending = pending;
+        changed = true;
+        if (pending)
+            log_info_peer_rl("peer %s: its registry record waits for its key's own word",
+                             p->name);
+        else
+            log_info_peer_rl("peer %s: its registry record counts", p->name);
+    }
+    return changed;
+}
+
 static void plan_commit(struct device *dev, struct cluster *next, const struct cluster_diff *d,
-                        const struct cluster_node *self, struct plan *pl, uint64_t now)
+                        const struct cluster_node *self, struct plan *pl,
+                        const struct vouched *vd, uint64_t now)
 {
     struct peer **old = dev->peers;
 
@@ -511,8 +573,10 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
     dev->cluster = *next;
     memset(next, 0, sizeof(*next));
     dev->self = self;
-    /* Again, with the addresses update_peer changed (failing, the map
-     * installed above stays: it misses only those until the next change). */
+    set_pending(dev, vd);
+    /* Again, with the addresses update_peer changed and without pending
+     * records' (failing, the map installed above stays: it misses only
+     * those until the next change). */
     if (device_remap(dev))
         log_error("membership: out of memory for the address map");
     disco_wake(dev);
@@ -567,19 +631,81 @@ static void log_skip(void *ctx, const struct cluster_node *n, const char *why)
     log_warn_rl("registry: node %s not applied: %s", n->name, why);
 }
 
-/* The model to run: the file's nodes, then the registry's (registry.h). */
-static int merged(struct device *dev, const struct cluster *file, struct cluster *out)
-{
-    size_t skipped;
+struct word_ctx {
+    struct device *dev;
+    uint64_t now;
+};
 
-    return registry_model(file, dev->self_registered ? &dev->registry_self : NULL,
-                          dev->registered, dev->n_registered, out, &skipped, log_skip, dev);
+/* What the holder of key said of its record, on its session. */
+static void word_of(void *ctx, const uint8_t key[CLUSTER_KEY_LEN], struct vouch_word *w)
+{
+    const struct word_ctx *c = ctx;
+    struct peer *p = device_peer_by_key(c->dev, key);
+
+    memset(w, 0, sizeof(*w));
+    if (!p)
+        return;
+    w->said = p->record_said == PEER_RECORD_DIGEST ? VOUCH_SAID_DIGEST
+              : p->record_said == PEER_RECORD_OLDER ? VOUCH_SAID_OLDER : VOUCH_SAID_NOTHING;
+    memcpy(w->digest, p->record_digest, VOUCH_DIGEST_LEN);
+    w->alive = p->last_received_ns && c->now - p->last_received_ns < VOUCH_HOLD_NS;
+}
+
+/* The registered nodes the device counts now: those of its model past
+ * the file's, but itself and the pending ones. */
+static int counted_now(struct device *dev, struct cluster_node **out, size_t *m)
+{
+    *m = 0;
+    if (!(*out = calloc(dev->cluster.n_nodes + 1, sizeof(**out))))
+        return -ENOMEM;
+    for (size_t i = dev->file.n_nodes; i < dev->cluster.n_nodes; i++) {
+        const struct cluster_node *n = &dev->cluster.nodes[i];
+        if (n != dev->self && !node_pending(dev, n))
+            (*out)[(*m)++] = *n;
+    }
+    return 0;
+}
+
+/* The model to run: the file's nodes, then the registry's as their
+ * holders vouched for them (vouch.h, registry.h). */
+static int merged(struct device *dev, const struct cluster *file, struct cluster *out,
+                  struct vouched *vd, uint64_t now)
+{
+    struct word_ctx wc = { dev, now };
+    struct cluster_node *counted;
+    size_t m, skipped;
+    int ret;
+
+    memset(vd, 0, sizeof(*vd));
+    vd->file_nodes = file->n_nodes;
+    if ((ret = counted_now(dev, &counted, &m)))
+        return ret;
+    ret = -ENOMEM;
+    if (!dev->gone && (dev->registry || dev->n_registered) &&
+        !(dev->gone = calloc(VOUCH_GONE_MAX, sizeof(*dev->gone))))
+        goto out;
+    if ((ret = vouch_sort(dev->registered, dev->n_registered, counted, m, dev->gone,
+                          &dev->n_gone, dev->gone ? VOUCH_GONE_MAX : 0, word_of, &wc, now,
+                          &vd->v)))
+        goto out;
+    ret = -ENOMEM;
+    if (!(vd->pending = cluster_index_new(vd->v.n - vd->v.n_counted + 1)))
+        goto out;
+    for (size_t i = vd->v.n_counted; i < vd->v.n; i++)
+        cluster_index_add(vd->pending, &vd->v.nodes[i]);
+    ret = registry_model(file, dev->self_registered ? &dev->registry_self : NULL, vd->v.nodes,
+                         vd->v.n, out, &skipped, log_skip, dev);
+out:
+    free(counted);
+    if (ret)
+        vouched_free(vd);
+    return ret;
 }
 
 /* Applies the model next (taken) as the file's comment says; *changes:
  * how many. Nothing changes unless it returns 0. */
-static int apply(struct device *dev, struct cluster *next, const char *source, members_say say,
-                 void *ctx, uint64_t now, size_t *changes)
+static int apply(struct device *dev, struct cluster *next, const struct vouched *vd,
+                 const char *source, members_say say, void *ctx, uint64_t now, size_t *changes)
 {
     const struct cluster_node *self = cluster_find_name(next, dev->self->name);
     struct cluster_diff d = { 0 };
@@ -593,12 +719,20 @@ static int apply(struct device *dev, struct cluster *next, const char *source, m
         loop_crypto_drain(dev->loop, now);
         path_flush(dev, now);
         say_changes(&d, source, say, ctx);
-        plan_commit(dev, next, &d, self, &pl, now);
+        plan_commit(dev, next, &d, self, &pl, vd, now);
         plan_free(&pl, false);
     }
     if (ret)
         goto out;
     *changes = d.n;
+    /* The same model, but a record now counts or waits: the map and the
+     * names follow. */
+    if (!d.n && set_pending(dev, vd)) {
+        if (device_remap(dev))
+            log_error("membership: out of memory for the address map");
+        if (dev->hosts_fd >= 0 && (ret = members_write_hosts(dev)))
+            log_warn("membership: the names block was not updated: %s", strerror(-ret));
+    }
     if (d.n && dev->hosts_fd >= 0 && (ret = members_write_hosts(dev)))
         log_warn("membership: the names block was not updated: %s", strerror(-ret));
     ret = 0;
@@ -612,6 +746,7 @@ int members_reload(struct device *dev, const char *text, size_t len, members_say
                    void *ctx, uint64_t now)
 {
     struct cluster file, next;
+    struct vouched vd;
     struct cluster_diag *diag = calloc(1, sizeof(*diag));
     size_t changes;
     int ret;
@@ -624,7 +759,13 @@ int members_reload(struct device *dev, const char *text, size_t len, members_say
     free(diag);
     if (ret)
         return ret;
-    if ((ret = merged(dev, &file, &next)) || (ret = apply(dev, &next, "reload", say, ctx, now, &changes))) {
+    if ((ret = merged(dev, &file, &next, &vd, now))) {
+        cluster_free(&file);
+        return ret;
+    }
+    ret = apply(dev, &next, &vd, "reload", say, ctx, now, &changes);
+    vouched_free(&vd);
+    if (ret) {
         cluster_free(&file);
         return ret;
     }
@@ -643,18 +784,30 @@ static void say_to_log(void *ctx, const char *kind, const char *line)
         log_warn("registry: %s", line);
 }
 
+/* The registry's nodes as the device holds them, applied again. */
+static int registry_apply(struct device *dev, uint64_t now, size_t *changes)
+{
+    struct cluster next;
+    struct vouched vd;
+    int ret;
+
+    if ((ret = merged(dev, &dev->file, &next, &vd, now)))
+        return ret;
+    ret = apply(dev, &next, &vd, "registry", say_to_log, NULL, now, changes);
+    vouched_free(&vd);
+    return ret;
+}
+
 int members_registry(struct device *dev, struct cluster_node *nodes, size_t n, int64_t revision,
                      uint64_t now)
 {
-    struct cluster next;
     size_t changes;
     int ret;
 
     free(dev->registered);
     dev->registered = nodes;
     dev->n_registered = n;
-    if ((ret = merged(dev, &dev->file, &next)) ||
-        (ret = apply(dev, &next, "registry", say_to_log, NULL, now, &changes)))
+    if ((ret = registry_apply(dev, now, &changes)))
         return ret;
     dev->registry_revision = revision;
     if (changes)
@@ -712,4 +865,16 @@ int members_take_hosts(struct device *dev, int fd)
     }
     log_notice("the names block follows the new hosts file (the old one was replaced)");
     return 1;
+}
+
+void members_recheck(struct device *dev, uint64_t now)
+{
+    size_t changes;
+    int ret = registry_apply(dev, now, &changes);
+
+    if (ret)
+        log_warn("registry: a peer's word on its record not applied: %s", strerror(-ret));
+    else if (changes)
+        log_notice("registry: %zu change%s on a peer's word on its record", changes,
+                   changes == 1 ? "" : "s");
 }

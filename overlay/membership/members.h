@@ -55,6 +55,10 @@ void members_resolve(struct device *dev, struct peer *p, const struct cluster_no
  * is no session; a name that did not resolve is logged); peers that could
  * not ask while it was full ask now. */
 void members_resolved(struct device *dev, uint64_t now);
+/* A peer's word on its own registry record changed (disco RECORD or
+ * FEATURES; registry/vouch.h): the registry's nodes are applied again,
+ * each change logged. dev->records_changed, set by the daemon. */
+void members_recheck(struct device *dev, uint64_t now);
 
 /* The names block (an ADDRESS NAME line per node). With the writer
  * thread running (dev->hosts_writer) it is only marked changed

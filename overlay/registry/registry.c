@@ -30,6 +30,7 @@
 #define ALLOC_TRIES      64
 #define ALLOC_SPREAD     32u      /* joiners pick among this many free addresses */
 #define MS_PER_S         1000u
+#define REPAIR_EVERY_MS  1000u    /* our record put back at most this often */
 
 struct member {
     char name[CLUSTER_NAME_MAX + 1];
@@ -63,7 +64,10 @@ struct registry {
     bool watcher_on, keeper_on;
     atomic_bool stop;
     pthread_mutex_t lock;
-    pthread_cond_t wake;                  /* stop, for the keeper's sleep */
+    pthread_cond_t wake;                  /* stop or repair, for the keeper's sleep */
+    /* Our record was deleted or written over by another writer (the
+     * watcher saw it): the keeper puts it back (repair_record). */
+    atomic_bool repair;
     int event_fd;
     /* Under lock: the registered nodes as the watcher knows them. */
     struct member *members;
@@ -673,6 +677,17 @@ static void publish(struct registry *r, int64_t revision)
     (void)!write(r->event_fd, &one, sizeof(one));
 }
 
+/* Our own record, deleted or changed while our lease lives (and so not
+ * by us): another writer did it. */
+static bool ours_overwritten(const struct registry *r, bool deleted, const struct etcd_kv *kv,
+                             const char *name)
+{
+    size_t len = strlen(r->self_value);
+
+    return r->joined && atomic_load(&r->lease) && !strcasecmp(name, r->self.name) &&
+           (deleted || kv->value_len != len || memcmp(kv->value, r->self_value, len));
+}
+
 static int on_watch_event(void *ctx, bool deleted, const struct etcd_kv *kv, int64_t revision)
 {
     struct registry *r = ctx;
@@ -681,6 +696,10 @@ static int on_watch_event(void *ctx, bool deleted, const struct etcd_kv *kv, int
     if (!record_key_tail(r->prefix, RECORD_MEMBERS, kv->key, kv->key_len, name, sizeof(name)))
         return 0;
     pthread_mutex_lock(&r->lock);
+    if (ours_overwritten(r, deleted, kv, name)) {
+        atomic_store(&r->repair, true);
+        pthread_cond_broadcast(&r->wake);
+    }
     if (deleted)
         forget_member(r, name);
     else
@@ -690,8 +709,9 @@ static int on_watch_event(void *ctx, bool deleted, const struct etcd_kv *kv, int
     return 0;
 }
 
-/* Sleeps ms, or less when stopped; false when stopped. */
-static bool pause_ms(struct registry *r, unsigned ms)
+/* Sleeps ms, or less when stopped (or, with repair, when our record
+ * wants putting back); false when stopped. */
+static bool pause_until(struct registry *r, unsigned ms, bool repair)
 {
     struct timespec until;
 
@@ -703,11 +723,16 @@ static bool pause_ms(struct registry *r, unsigned ms)
         until.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&r->lock);
-    while (!atomic_load(&r->stop) &&
+    while (!atomic_load(&r->stop) && !(repair && atomic_load(&r->repair)) &&
            pthread_cond_timedwait(&r->wake, &r->lock, &until) != ETIMEDOUT)
         ;
     pthread_mutex_unlock(&r->lock);
     return !atomic_load(&r->stop);
+}
+
+static bool pause_ms(struct registry *r, unsigned ms)
+{
+    return pause_until(r, ms, false);
 }
 
 static void *watcher_run(void *arg)
@@ -771,16 +796,55 @@ static int rejoin(struct registry *r, struct etcd *e)
     return 0;
 }
 
+static int64_t mono_ms(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * MS_PER_S + t.tv_nsec / 1000000;
+}
+
+/* Another writer deleted our record or wrote over it (every member may
+ * write the prefix): ours again, under our lease, whatever is there --
+ * the name is ours while the lease lives. The others never took the
+ * rewrite (vouch.h), but a node that joins meanwhile reads etcd; and a
+ * deleted record took us out of everyone's mesh. At most once a
+ * REPAIR_EVERY_MS, so a writer that keeps at it costs etcd one put a
+ * second from us. */
+static void repair_record(struct registry *r, struct etcd *e)
+{
+    char key[KEY_TEXT_MAX];
+    struct etcd_put put = { key, r->self_value, atomic_load(&r->lease) };
+    bool done = false;
+
+    atomic_store(&r->repair, false);
+    if (!put.lease || record_member_key(r->prefix, r->self.name, key, sizeof(key)) < 0)
+        return;
+    if (etcd_txn(e, NULL, 0, &put, 1, &done) || !done)
+        log_debug("registry: putting our record back: %s", etcd_error(e));
+    else
+        log_warn_rl("registry: our record %s was deleted or written over by another writer "
+                    "of the prefix; put it back", key);
+    pause_ms(r, REPAIR_EVERY_MS);
+}
+
 /* Renews the lease every third of its life; a lease that ran out (etcd
- * was out of reach too long) is replaced and our record put again. */
+ * was out of reach too long) is replaced and our record put again. Our
+ * record, deleted or written over by another, is put back at once. */
 static void *keeper_run(void *arg)
 {
     struct registry *r = arg;
     struct etcd *e = etcd_new(&r->cfg);
     unsigned period = r->ttl_s * MS_PER_S / 3;
-    int64_t left;
+    int64_t left, keep_at = mono_ms() + period;
 
-    while (e && pause_ms(r, period)) {
+    /* Repairs never put the keep-alive off: it has its own time. */
+    while (e && pause_until(r, (unsigned)(keep_at > mono_ms() ? keep_at - mono_ms() : 0), true)) {
+        if (atomic_load(&r->repair))
+            repair_record(r, e);
+        if (mono_ms() < keep_at)
+            continue;
+        keep_at = mono_ms() + period;
         int ret = etcd_lease_keepalive(e, atomic_load(&r->lease), &left);
         if (ret) {
             log_debug("registry: keep-alive: %s", etcd_error(e));

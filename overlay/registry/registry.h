@@ -6,7 +6,9 @@
  * claimed in a transaction: alloc.h) and puts its record under
  * PREFIX/members/NAME, held by a lease (record.h). Then two threads of its
  * own keep it there: the keeper renews the lease every third of its TTL
- * (and joins again if the lease was lost while etcd was out of reach), the
+ * (and joins again if the lease was lost while etcd was out of reach; and
+ * puts our record back, at most once a second, when another writer of the
+ * prefix deleted it or wrote over it), the
  * watcher reads PREFIX/members/ and follows it with a watch from that
  * revision on (no polling). Every change gives a new snapshot of the
  * registered nodes, handed to the event loop through an eventfd; the loop

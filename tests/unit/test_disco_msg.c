@@ -624,6 +624,38 @@ static void test_features(void **state)
     assert_int_equal(disco_decode(bad, sizeof(bad), &msg_b), -EBADMSG);
 }
 
+/* --- RECORD ---------------------------------------------------------------------------- */
+
+/* A digest of exactly DISCO_RECORD_LEN bytes, as it came. */
+static void test_record(void **state)
+{
+    uint8_t golden[DISCO_HEADER_LEN + DISCO_RECORD_LEN] = {
+        'D', 'D', 'P', 'D', 1, DISCO_RECORD, 0, DISCO_RECORD_LEN,
+    };
+    uint8_t out[64], bad[sizeof(golden) + 1];
+
+    (void)state;
+    for (unsigned i = 0; i < DISCO_RECORD_LEN; i++)
+        golden[DISCO_HEADER_LEN + i] = (uint8_t)(0xa0 + i);
+    memset(&msg_a, 0, sizeof(msg_a));
+    msg_a.type = DISCO_RECORD;
+    memcpy(msg_a.record, golden + DISCO_HEADER_LEN, DISCO_RECORD_LEN);
+    assert_int_equal(disco_encoded_len(&msg_a), (int)sizeof(golden));
+    assert_int_equal(disco_encode(&msg_a, out, sizeof(out)), (int)sizeof(golden));
+    assert_memory_equal(out, golden, sizeof(golden));
+    assert_int_equal(disco_decode(golden, sizeof(golden), &msg_b), 0);
+    assert_int_equal(msg_b.type, DISCO_RECORD);
+    assert_memory_equal(msg_b.record, msg_a.record, DISCO_RECORD_LEN);
+    assert_int_equal(disco_encode(&msg_a, out, sizeof(golden) - 1), -EMSGSIZE);
+    /* A body one byte short or long. */
+    memcpy(bad, golden, sizeof(golden));
+    bad[7] = DISCO_RECORD_LEN - 1;
+    assert_int_equal(disco_decode(bad, sizeof(golden) - 1, &msg_b), -EBADMSG);
+    bad[7] = DISCO_RECORD_LEN + 1;
+    bad[sizeof(golden)] = 0;
+    assert_int_equal(disco_decode(bad, sizeof(bad), &msg_b), -EBADMSG);
+}
+
 static void test_enclosed_ok(void **state)
 {
     uint8_t msg[WG_INITIATION_LEN] = { WG_MSG_INITIATION };
@@ -1405,6 +1437,7 @@ int main(void)
         cmocka_unit_test(test_bad_magic_version_type),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_features),
+        cmocka_unit_test(test_record),
         cmocka_unit_test(test_enclosed_ok),
         cmocka_unit_test(test_names_rejected),
         cmocka_unit_test(test_counts_over_max_encode),

@@ -497,6 +497,68 @@ static void test_first_packet_waits_for_the_handshake(void **state)
     assert_int_equal(nodes[1].initiations, 0);
 }
 
+/* A registered node states its record on each session (RECORD): the
+ * other side keeps its word and asks membership to look again, from its
+ * timers (never inside the receive: what membership applies may remove
+ * peers). Until
+ * membership counts the record, the peer is pending: its data is dropped
+ * and its address not routed; once counted, both flow. */
+static unsigned records_changed_calls;
+
+static void on_records_changed(struct device *dev, uint64_t now)
+{
+    (void)dev;
+    (void)now;
+    records_changed_calls++;
+}
+
+static void test_record_stated_on_the_session(void **state)
+{
+    uint64_t now = START_NS + SEC;
+    const uint8_t a_addr[4] = { 10, 77, 0, 1 };
+
+    (void)state;
+    records_changed_calls = 0;
+    nodes[0].dev.states_record = true;
+    memset(nodes[0].dev.self_record, 0x5a, DISCO_RECORD_LEN);
+    nodes[1].dev.records_changed = on_records_changed;
+    peer_of(1)->pending = true;
+    assert_int_equal(device_remap(&nodes[1].dev), 0);
+    assert_null(device_peer_by_address(&nodes[1].dev, AF_INET, a_addr));
+    assert_ptr_equal(device_peer_by_key(&nodes[1].dev, peer_of(1)->public_key), peer_of(1));
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_non_null(peer_of(0)->current);
+    assert_int_equal(nodes[1].tun_packets, 0);          /* pending: its data dropped */
+    assert_int_equal(nodes[1].dev.stats.dropped_pending, 1);
+    assert_int_equal(peer_of(1)->record_said, PEER_RECORD_DIGEST);
+    assert_memory_equal(peer_of(1)->record_digest, nodes[0].dev.self_record, DISCO_RECORD_LEN);
+    /* Membership looks from the timers, never inside the receive. */
+    assert_int_equal(records_changed_calls, 0);
+    tick(now);
+    assert_int_equal(records_changed_calls, 1);
+    tick(now + SEC);
+    assert_int_equal(records_changed_calls, 1);
+    assert_true(nodes[1].dev.stats.disco_received[DISCO_RECORD] >= 1);
+    /* Node 1 states none: node 0 never asks its membership. */
+    assert_int_equal(peer_of(0)->record_said, PEER_RECORD_NOTHING);
+    /* Counted: routed and its data taken. */
+    peer_of(1)->pending = false;
+    assert_int_equal(device_remap(&nodes[1].dev), 0);
+    assert_ptr_equal(device_peer_by_address(&nodes[1].dev, AF_INET, a_addr), peer_of(1));
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_int_equal(nodes[1].tun_packets, 1);
+    /* A daemon that states no record (FEATURES without the flag): its
+     * record is taken as etcd holds it, and membership looks again. */
+    struct disco_msg older = { .type = DISCO_FEATURES, .features = DISCO_FEAT_RELAY_FRAMES };
+    now += 2 * SEC;
+    disco_receive(peer_of(1), NULL, NULL, &older, now);
+    assert_int_equal(peer_of(1)->record_said, PEER_RECORD_OLDER);
+    tick(now);
+    assert_int_equal(records_changed_calls, 2);
+}
+
 static void test_down_peer_retries_then_gives_up(void **state)
 {
     (void)state;
@@ -2016,6 +2078,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_first_packet_waits_for_the_handshake),
+        T(test_record_stated_on_the_session),
         T(test_down_peer_retries_then_gives_up),
         T(test_rekey_under_traffic_loses_nothing),
         T(test_keys_zeroed_without_a_new_session),

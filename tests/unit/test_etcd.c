@@ -23,7 +23,8 @@
  * while its record still stands), a name held by another key and a key
  * under another name refused in one clear line, a full network; and the
  * watcher: snapshots through the eventfd as nodes join and leave, the
- * state synced at the endpoint, and leave returning promptly. */
+ * state synced at the endpoint, and leave returning promptly; a record
+ * another writer deleted or wrote over put back by its node. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -876,6 +877,61 @@ static void test_watcher(void **state)
     etcd_free(e);
 }
 
+/* Every member may write the prefix: a record another writer deleted or
+ * wrote over is put back by its node (its keeper) within a second or so,
+ * under its lease; its own leave is not undone. */
+static bool record_is(struct etcd *e, const char *key, const char *want)
+{
+    int64_t deadline = etcd_fixture_now_ms() + WAIT_MS;
+    struct seen s;
+
+    for (;;) {
+        const char *v = get(e, key, &s);
+        if (v && !strcmp(v, want))
+            return true;
+        if (etcd_fixture_now_ms() >= deadline)
+            return false;
+        etcd_fixture_sleep_ms(20);
+    }
+}
+
+static void test_record_put_back(void **state)
+{
+    struct registry *r;
+    struct etcd *e;
+    struct seen s;
+    char addr[64], err[256], value[RECORD_VALUE_MAX + 1];
+    const char *key = "/t/putback/members/pb";
+    int64_t t0;
+
+    (void)state;
+    ETCD_FIXTURE_NEED();
+    r = registry_at("/t/putback", JOIN_NET, "");
+    assert_int_equal(join(r, "pb", K1, addr, sizeof(addr), err, sizeof(err)), 0);
+    assert_int_equal(registry_start(r), 0);
+    e = client();
+    assert_non_null(get(e, key, &s));
+    snprintf(value, sizeof(value), "%s", s.value[0]);
+    int64_t lease = s.lease[0];
+    assert_true(lease != 0);
+    etcd_fixture_sleep_ms(300);           /* the watcher follows the prefix */
+    t0 = etcd_fixture_now_ms();
+    assert_int_equal(etcd_delete(e, key), 0);
+    assert_true(record_is(e, key, value));
+    print_message("deleted record put back in %lld ms\n",
+                  (long long)(etcd_fixture_now_ms() - t0));
+    assert_non_null(get(e, key, &s));
+    assert_int_equal(s.lease[0], lease);  /* under its own lease */
+    etcd_fixture_sleep_ms(1100);          /* one put back a second at most */
+    put(e, key, "{\"name\":\"pb\",\"written\":\"over\"}");
+    assert_true(record_is(e, key, value));
+    /* Its own leave stays a leave. */
+    registry_free(r);
+    etcd_fixture_sleep_ms(1500);
+    assert_null(get(e, key, &s));
+    etcd_free(e);
+}
+
 /* --- authentication (last: it turns auth on for the whole etcd) ------------------------- */
 
 static struct etcd *client_as(const char *user, const char *password)
@@ -1049,6 +1105,7 @@ int main(void)
         cmocka_unit_test(test_join_reclaims),
         cmocka_unit_test(test_join_handed_over),
         cmocka_unit_test(test_watcher),
+        cmocka_unit_test(test_record_put_back),
         cmocka_unit_test(test_auth),
     };
 

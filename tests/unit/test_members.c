@@ -1,7 +1,8 @@
 /* Tests of overlay/membership/members.c that need no running engine: the
  * names block written from the cluster model (a line per node: its name,
  * aliases and machine names, a machine name written only when one node
- * claims it) through a kept descriptor, the checksum `status` shows, and a
+ * claims it; a registered node's name only when no other node's machine
+ * claims it, a pending record given no line) through a kept descriptor, the checksum `status` shows, and a
  * reload refused before anything is touched (a file with errors, a change
  * of this node's key, address or port, of [cluster]'s network, a file
  * without this node) -- each said in the lines a person reads. */
@@ -333,6 +334,63 @@ static void test_machine_names_no_member_takes(void **state)
     cluster_free(&dev.cluster);
 }
 
+/* Registered nodes (not the file's): one whose record its key's holder
+ * has not stated (pending) has no line and claims no name; one named as
+ * another member's machine takes nothing to itself: the name goes on
+ * neither line, whichever came first (a writer of the prefix decides
+ * which record is later). */
+static void test_registered_names(void **state)
+{
+    struct device dev;
+    struct peer *b = calloc(1, sizeof(*b)), *c = calloc(1, sizeof(*c));
+    struct peer *list[2] = { b, c };
+
+    (void)state;
+    assert_non_null(b);
+    assert_non_null(c);
+    device_of(&dev, HEAD NA "[node b]\npublic-key = " K2 "\naddress = 10.77.0.2\n"
+                    "[node ip-192-0-2-2]\npublic-key = " K3 "\naddress = 10.77.0.3\n");
+    assert_int_equal(cluster_parse(HEAD NA, strlen(HEAD NA), &dev.file, NULL), 0);
+    dev.n_registered = 2;                 /* b and the other came from the registry */
+    dev.peers = list;
+    dev.n_peers = 2;
+    memcpy(b->public_key, dev.cluster.nodes[1].public_key, WG_KEY_LEN);
+    memcpy(c->public_key, dev.cluster.nodes[2].public_key, WG_KEY_LEN);
+    b->n_names = 1;
+    strcpy(b->names[0], "ip-192-0-2-2");  /* b's machine; the other record's name */
+    c->n_names = 1;
+    strcpy(c->names[0], "c-machine");
+    assert_string_equal(block_of(&dev),
+                        "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
+                        "10.77.0.1 a\n"
+                        "10.77.0.2 b\n"
+                        "10.77.0.3 c-machine\n"
+                        "# END ddpnet ddp0\n");
+    /* Pending: no line, and its name claims nothing: b's machine name is
+     * b's alone again. */
+    c->pending = true;
+    assert_string_equal(block_of(&dev),
+                        "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
+                        "10.77.0.1 a\n"
+                        "10.77.0.2 b ip-192-0-2-2\n"
+                        "# END ddpnet ddp0\n");
+    /* The other order: the same, neither. */
+    c->pending = false;
+    c->n_names = 0;
+    struct cluster_node t = dev.cluster.nodes[1];
+    dev.cluster.nodes[1] = dev.cluster.nodes[2];
+    dev.cluster.nodes[2] = t;
+    assert_string_equal(block_of(&dev),
+                        "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
+                        "10.77.0.1 a\n"
+                        "10.77.0.2 b\n"
+                        "# END ddpnet ddp0\n");
+    free(b);
+    free(c);
+    cluster_free(&dev.file);
+    cluster_free(&dev.cluster);
+}
+
 static void test_checksum(void **state)
 {
     uint8_t x[DEVICE_CLUSTER_SUM_LEN], y[DEVICE_CLUSTER_SUM_LEN];
@@ -413,6 +471,7 @@ int main(void)
         cmocka_unit_test(test_none_reachable),
         cmocka_unit_test(test_machine_names),
         cmocka_unit_test(test_machine_names_no_member_takes),
+        cmocka_unit_test(test_registered_names),
         cmocka_unit_test(test_checksum),
         cmocka_unit_test(test_refused),
     };

@@ -179,6 +179,11 @@ static void test_relay_and_unreachable(void **state)
     expect_line(text, "ddpnet_peer_path{" C_LABELS ",path=\"unreachable\",via=\"\"} 1");
     expect_line(text, "ddpnet_peer_reachable{" C_LABELS "} 0");
     free(text);
+    /* A registry record its key has not stated: pending, whatever else. */
+    f->peers[1]->pending = true;
+    text = format(f);
+    expect_line(text, "ddpnet_peer_path{" C_LABELS ",path=\"pending\",via=\"\"} 1");
+    free(text);
 }
 
 static void test_drops_and_device(void **state)
