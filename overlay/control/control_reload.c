@@ -50,7 +50,7 @@ int control_reload(struct device *dev, const char *text, size_t len, int hosts_f
     }
     /* First, so that what the reload changes lands in the new file. */
     if (hosts_fd >= 0 && members_take_hosts(dev, hosts_fd) > 0)
-        say_line(&a, CONTROL_KEY_CHANGE, "names block written to the new hosts file "
+        say_line(&a, CONTROL_KEY_CHANGE, "names block follows the new hosts file "
                  "(the old one was replaced)");
     ret = members_reload(dev, text, len, say_line, &a, now_ns);
     /* The reasons went back to whoever ran it; the journal keeps that it

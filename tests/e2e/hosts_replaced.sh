@@ -50,8 +50,9 @@ step "ddpnet reload hands the new file over"
 out=$(nx node-a timeout 20 "$DDPNET" reload --run-dir "$T/node-a/run" 2>&1) ||
     fail "reload failed: $out"
 printf '%s\n' "$out"
-grep -qF "names block written to the new hosts file" <<<"$out" || fail "reload did not say it: $out"
-grep -q '^10\.77\.0\.3 node-c$' "$H" || fail "the new hosts file has no node-c: $(cat "$H")"
+grep -qF "names block follows the new hosts file" <<<"$out" || fail "reload did not say it: $out"
+# The writer thread writes the block within a second (hosts_writer.h).
+wait_for 3 grep -q '^10\.77\.0\.3 node-c$' "$H" || fail "the new hosts file has no node-c: $(cat "$H")"
 grep -q 'edited by sed -i' "$H" || fail "the edit was lost: $(cat "$H")"
 got=$(nx node-a getent hosts node-c) || fail "node-a: getent hosts node-c: not found"
 say "node-a resolves node-c: $got"
