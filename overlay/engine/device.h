@@ -201,6 +201,15 @@ struct disco_device {
     uint8_t *scratch;                     /* a sealed disco message */
     uint8_t *wrap;                        /* the same, wrapped for a relay */
     struct disco_bucket unanswered;       /* sends to addresses that never answered */
+    /* What registry records may make us send to addresses that never
+     * answered (DISCO_REGISTRY_CREDIT_*), and when it was last refilled. */
+    uint32_t registry_credit;
+    uint64_t registry_credit_ns;
+    /* Where members see our packets come from (ENDPOINTS' observed): the
+     * one we keep while some member says it again within DISCO_CAND_TTL_S. */
+    bool has_observed;
+    struct disco_endpoint observed;
+    uint64_t observed_ns;
     struct pkt *fwd;                      /* forwarded messages not yet sent ... */
     struct peer *fwd_to;                  /* ... to this peer */
     bool fwd_frames;                      /* ... as relay frames (else RELAYEDs) */
@@ -238,6 +247,9 @@ struct device {
     uint8_t n_self_names;
     char self_names[DISCO_MAX_NAMES][DISCO_NAME_MAX + 1];
     void (*names_changed)(struct device *dev);
+    /* Where members see us changed (disco.observed): the daemon puts it
+     * in our registry record. NULL: nobody to tell. */
+    void (*observed_changed)(struct device *dev);
 
     size_t n_peers;
     struct peer **peers;                  /* cluster order, self left out */

@@ -359,6 +359,8 @@ static void update_peer(struct peer *p, const struct cluster *next,
         p->address = n->address;
     if (c->what & CLUSTER_CHANGED_ENDPOINT)
         set_endpoint(p, n);
+    if (c->what & (CLUSTER_CHANGED_ENDPOINT | CLUSTER_CHANGED_CANDIDATES))
+        disco_node_hints(p, n, now);
     if (c->what & CLUSTER_CHANGED_KEEPALIVE)
         peer_set_persistent_keepalive(p, (uint16_t)cluster_node_keepalive(next, n), now);
 }
@@ -389,6 +391,7 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
         struct peer *p = pl->made[i];
         const struct cluster_node *n = pl->made_node[i];
         set_endpoint(p, n);
+        disco_node_hints(p, n, now);
         p->persistent_keepalive = (uint16_t)cluster_node_keepalive(next, n);
     }
     /* The device runs the new model from here: self points into it. */
