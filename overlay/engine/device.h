@@ -142,6 +142,10 @@ struct peer {
     /* The endpoint the cluster file, the registry or `wg set` gave it
      * (AF_UNSPEC: none): what every member knows of it already. */
     union endpoint listed;
+    /* Its own addresses as its registry record gives them (disco_node_hints):
+     * every member has that record, so they count as listed too. */
+    uint8_t n_recorded;
+    struct disco_endpoint recorded[DISCO_MAX_LOCAL];
     bool came_back;                       /* a session after none (or after giving up):
                                            * handshake.c sets it, disco_session_up takes it */
     bool kept;                            /* membership's mark: stays through the change

@@ -545,19 +545,27 @@ static void send_punch(struct peer *to, struct peer *about, uint64_t id, uint64_
         send_disco(to, m, NULL, now);
 }
 
-/* p is reached directly at the endpoint every member was given for it:
+/* p is reached directly at an endpoint every member was given for it
+ * (the file's, or one of its own addresses in its registry record):
  * others need no word from us to find it. */
 static bool at_listed(const struct peer *p)
 {
-    return !p->via && p->listed.sa.sa_family != AF_UNSPEC &&
-           endpoint_equal(&p->endpoint, &p->listed);
+    if (p->via || p->endpoint.sa.sa_family == AF_UNSPEC)
+        return false;
+    if (p->listed.sa.sa_family != AF_UNSPEC && endpoint_equal(&p->endpoint, &p->listed))
+        return true;
+    for (unsigned i = 0; i < p->n_recorded; i++)
+        if (is_endpoint(p, &p->recorded[i]))
+            return true;
+    return false;
 }
 
 /* x just told us where it is: every other peer we reach directly is told
  * to punch to x, and x to each of them, at the same moment -- unless both
  * are where the cluster says they are, which each knows already (so a
- * node joining a cluster of listed endpoints costs nobody punches, rather
- * than two per peer from every peer). */
+ * node joining a cluster of listed endpoints, or of registered nodes on
+ * one network reached at their records' addresses, costs nobody punches,
+ * rather than two per peer from every peer). */
 static void introduce(struct peer *x, uint64_t now)
 {
     struct device *dev = x->dev;
@@ -645,6 +653,8 @@ void disco_node_hints(struct peer *p, const struct cluster_node *node, uint64_t 
         if (cand_to_disco(&node->candidates[i], &ep) &&
             !(has_listed && disco_endpoint_equal(&ep, &listed)))
             locals[n++] = ep;
+    memcpy(p->recorded, locals, n * sizeof(locals[0]));
+    p->n_recorded = (uint8_t)n;
     /* Its own word, said in the tunnel, outranks its record. */
     if (n && !disco_cand_locals_from(&p->disco, p->id))
         disco_cand_set_local(&p->disco, locals, n, DISCO_ID_REGISTRY, now);
