@@ -837,7 +837,7 @@ static bool publish_self(struct registry *r, struct etcd *e)
     if (record_now(r, value, sizeof(value)) < 0 || !strcmp(value, r->self_value))
         return false;
     if ((ret = record_member_key(r->prefix, r->self.name, key, sizeof(key))) < 0)
-        return false;
+        return true;      /* a try all the same: the keeper waits before the next */
     ret = etcd_replace(e, key, r->self_value, value, atomic_load(&r->lease), &done);
     if (ret == 0 && done) {
         memcpy(r->self_value, value, sizeof(value));
