@@ -505,8 +505,14 @@ static int join_once(struct registry *r, struct cluster_node *self, struct scan 
                 snprintf(err, errlen, "registry: no free address left in the network");
             return ret;
         }
+        /* The record we join with names no candidate: our socket is not
+         * bound yet, and a member's handshakes to it now would be lost
+         * (and, crossing ours, hold theirs back); the keeper puts them as
+         * soon as it starts, with the socket bound (keeper_run). */
+        struct cluster_node bare = *self;
+        bare.n_candidates = 0;
         r->self = *self;
-        if ((ret = record_encode(self, r->self_value, sizeof(r->self_value))) < 0)
+        if ((ret = record_encode(&bare, r->self_value, sizeof(r->self_value))) < 0)
             return ret;
         if (!*lease && (ret = etcd_lease_grant(r->etcd, r->ttl_s, lease)))
             return ret;
@@ -864,8 +870,9 @@ static uint64_t earliest(uint64_t a, uint64_t b)
 
 /* Renews the lease every third of its life; reads our interfaces every
  * REGISTRY_CANDS_REFRESH_S; puts our record again when its candidates
- * changed, REGISTRY_PUBLISH_MIN_S apart at least (etcd's writes, and the
- * watch events every member gets for each, stay bounded). */
+ * changed (at once when it starts: the join's record has none),
+ * REGISTRY_PUBLISH_MIN_S apart at least (etcd's writes, and the watch
+ * events every member gets for each, stay bounded). */
 static void *keeper_run(void *arg)
 {
     struct registry *r = arg;

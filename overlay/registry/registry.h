@@ -56,14 +56,15 @@ void registry_free(struct registry *r);
 
 /* Joins as self (name, key, endpoint and port set; the address is
  * chosen and written to self->address, our candidates, read from the
- * interfaces, to self->candidates), trying for up to
+ * interfaces, to self->candidates, put by the keeper later), trying for up to
  * REGISTRY_JOIN_TIMEOUT_S while etcd cannot be reached. 0, or -errno with
  * one line for a person in err: the name taken by another key, the key
  * registered under another name, the network full, etcd out of reach. */
 int registry_join(struct registry *r, struct cluster_node *self, char *err, size_t errlen);
 
 /* Starts the watcher (and, after a join, the keeper: the lease, and our
- * record kept current, record.h's candidates). 0 or -errno. */
+ * record kept current, record.h's candidates: the join's record names
+ * none, so call this once the node's UDP socket is bound). 0 or -errno. */
 int registry_start(struct registry *r);
 /* Readable when a new snapshot is waiting: then registry_take. */
 int registry_event_fd(const struct registry *r);
