@@ -13,11 +13,15 @@
 #  - then one more node joins: how soon every node has a session with it,
 #    and what that cost each of the others above the idle baseline.
 # SCALE_UP_ARGS adds flags to every `up` (--debug, with E2E_FOREGROUND=1
-# and E2E_KEEP=1 for the daemons' logs).
+# and E2E_KEEP=1 for the daemons' logs). Nodes give no --endpoint, as the
+# README's quick start (each publishes the candidates it finds);
+# SCALE_ENDPOINT=1 gives each its address on the hub, as before issue 30.
 # Not part of `make test` (it takes several minutes). Root; uses the
 # end-to-end tests' plumbing (tests/e2e/lib.sh).
 set -eu
 . "$(dirname "$0")/../tests/e2e/lib.sh"
+# ep_arg NUMBER: --endpoint for node NUMBER under SCALE_ENDPOINT=1, else nothing.
+ep_arg() { [ "${SCALE_ENDPOINT:-0}" != 1 ] || echo "--endpoint $E2E_V4NET.$1:$E2E_PORT"; }
 e2e_init scale etcd etcdctl curl
 
 SCALE_NODES=${SCALE_NODES:-64}
@@ -75,11 +79,11 @@ for n in "${NODES[@]}"; do
     if [ "$E2E_FOREGROUND" = 1 ]; then   # logs in $T/NODE/daemon.out
         nx_bg "$n" daemon timeout 3600 "$DDPNET" up -c "$C" -k "$T/$n/key" \
             --run-dir "$T/$n/run" --hosts-file "$T/$n/hosts" --foreground \
-            --endpoint "$E2E_V4NET.${n#n}:$E2E_PORT" ${SCALE_UP_ARGS:-}
+            $(ep_arg "${n#n}") ${SCALE_UP_ARGS:-}
         continue
     fi
     nx "$n" timeout 60 "$DDPNET" up -c "$C" -k "$T/$n/key" --run-dir "$T/$n/run" \
-        --hosts-file "$T/$n/hosts" --endpoint "$E2E_V4NET.${n#n}:$E2E_PORT" ${SCALE_UP_ARGS:-} \
+        --hosts-file "$T/$n/hosts" $(ep_arg "${n#n}") ${SCALE_UP_ARGS:-} \
         >"$T/$n/up.log" 2>&1 &
     pids+=("$!")
 done
@@ -193,7 +197,7 @@ e2e_key "$J"
 disco_sent >"$T/disco2"; u2=$(udp_out); c2=$(cpu_ns); t2=$(date +%s.%N)
 E2E_UP+=("$J")
 nx "$J" timeout 60 "$DDPNET" up -c "$C" -k "$T/$J/key" --run-dir "$T/$J/run" \
-    --hosts-file "$T/$J/hosts" --endpoint "$E2E_V4NET.$((SCALE_NODES + 1)):$E2E_PORT" \
+    --hosts-file "$T/$J/hosts" $(ep_arg "$((SCALE_NODES + 1))") \
     ${SCALE_UP_ARGS:-} >"$T/$J/up.log" 2>&1 || fail "$J: up failed: $(cat "$T/$J/up.log")"
 met_all() { [ "$(sessions "$J")" -ge "$SCALE_NODES" ]; }
 wait_for "$SCALE_DEADLINE_S" met_all ||

@@ -78,6 +78,15 @@ struct cluster_endpoint {
     struct cluster_addr addr;
 };
 
+/* Where a registered node may be reached, by its own record
+ * (overlay/registry/record.h): an IP literal and a port. Never from the
+ * cluster file. */
+#define CLUSTER_CANDIDATES_MAX 8u
+struct cluster_cand {
+    struct cluster_addr addr;
+    uint16_t port;
+};
+
 /* `registry = etcd://HOST:PORT[,HOST:PORT...]/PREFIX`: membership kept in
  * etcd under PREFIX (overlay/registry/), reached over TLS when any of ca,
  * cert or key is set, with a user and the password in a file when user
@@ -113,6 +122,14 @@ struct cluster_node {
     bool keepalive_set;
     uint8_t n_aliases;
     char aliases[CLUSTER_ALIASES_MAX][CLUSTER_NAME_MAX + 1];
+    /* A registered node's candidates (its record's; none for the file's
+     * nodes): its own addresses in its order of preference, and where a
+     * member saw its packets come from (its NAT's mapping). Hints, tried
+     * as discovery tries any member's word. */
+    uint8_t n_candidates;
+    struct cluster_cand candidates[CLUSTER_CANDIDATES_MAX];
+    bool has_observed;
+    struct cluster_cand observed;
     int line;                             /* line of the [node NAME] header */
 };
 

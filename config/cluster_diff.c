@@ -2,7 +2,7 @@
  * on what the engine acts on (key, overlay address, endpoint, the port it
  * listens on, the keepalive towards it), the effective values taken
  * (a node's port or keepalive may come from [cluster]), and the other
- * names it goes by. */
+ * names it goes by, and a registered node's candidates. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -35,6 +35,22 @@ static bool same_aliases(const struct cluster_node *a, const struct cluster_node
     return true;
 }
 
+static bool same_cand(const struct cluster_cand *a, const struct cluster_cand *b)
+{
+    return a->port == b->port && cluster_addr_equal(&a->addr, &b->addr);
+}
+
+static bool same_candidates(const struct cluster_node *a, const struct cluster_node *b)
+{
+    if (a->n_candidates != b->n_candidates || a->has_observed != b->has_observed ||
+        (a->has_observed && !same_cand(&a->observed, &b->observed)))
+        return false;
+    for (unsigned i = 0; i < a->n_candidates; i++)
+        if (!same_cand(&a->candidates[i], &b->candidates[i]))
+            return false;
+    return true;
+}
+
 static unsigned node_changes(const struct cluster *old, const struct cluster_node *a,
                              const struct cluster *new, const struct cluster_node *b)
 {
@@ -52,6 +68,8 @@ static unsigned node_changes(const struct cluster *old, const struct cluster_nod
         what |= CLUSTER_CHANGED_KEEPALIVE;
     if (!same_aliases(a, b))
         what |= CLUSTER_CHANGED_ALIASES;
+    if (!same_candidates(a, b))
+        what |= CLUSTER_CHANGED_CANDIDATES;
     return what;
 }
 
@@ -166,7 +184,7 @@ static int append_names(char *buf, size_t len, size_t at, unsigned what,
 }
 
 static const char *const node_what[] = { "key", "address", "endpoint", "port", "keepalive",
-                                         "aliases" };
+                                         "aliases", "candidates" };
 static const char *const settings_what[] = { "network", "mtu", "busy-poll", "hostnames",
                                               "metrics", "registry", "machine-domains" };
 

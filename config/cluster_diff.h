@@ -23,6 +23,7 @@ enum cluster_change_kind {
 #define CLUSTER_CHANGED_PORT       0x08u   /* the port it listens on */
 #define CLUSTER_CHANGED_KEEPALIVE  0x10u   /* the keepalive towards it */
 #define CLUSTER_CHANGED_ALIASES    0x20u   /* the other names it goes by */
+#define CLUSTER_CHANGED_CANDIDATES 0x40u   /* a registered node's candidates */
 
 /* What changed in [cluster] that a running node cannot take live (bits of
  * cluster_diff.settings): the interface and sockets were made with them. */

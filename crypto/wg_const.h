@@ -176,6 +176,12 @@ const char *wg_strerror(int status);
 #define DISCO_HINT_CREDIT_MAX        8192u
 #define DISCO_UNANSWERED_BYTES_PER_SEC 32768u
 #define DISCO_UNANSWERED_BURST       65536u
+/* A registered node's record says where it may be reached: a hint as a
+ * member's word, whoever wrote the record, paid from the registry's own
+ * credit, which refills at this rate to this much (a join of a few dozen
+ * nodes at once, each tried at a few addresses). */
+#define DISCO_REGISTRY_CREDIT_PER_SEC 8192u
+#define DISCO_REGISTRY_CREDIT_MAX    65536u
 /* A relay is used only once a message sent through it was answered end to
  * end; a relay on trial that brings no answer within this long has failed
  * (ms), and a failed one is not tried again for DISCO_RELAY_PENALTY_S (s)

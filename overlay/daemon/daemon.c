@@ -36,6 +36,7 @@
 #include "overlay/control/control.h"
 #include "overlay/daemon/notify.h"
 #include "overlay/daemon/services.h"
+#include "overlay/registry/record.h"
 #include "overlay/registry/registry.h"
 #include "overlay/registry/vouch.h"
 #include "overlay/daemon/daemon.h"
@@ -821,11 +822,29 @@ static int setup_membership(struct setup *s)
     return 0;
 }
 
+/* A member sees us at another address (our NAT's mapping): into our
+ * registry record, which the keeper thread puts. */
+static void observed_changed(struct device *dev)
+{
+    const struct disco_endpoint *ep = &dev->disco.observed;
+    struct cluster_cand c = { .port = ep->port };
+    char text[INET6_ADDRSTRLEN + 8];
+
+    c.addr.family = ep->family == DISCO_FAMILY_IPV6 ? AF_INET6 : AF_INET;
+    memcpy(c.addr.bytes, ep->addr, c.addr.family == AF_INET6 ? 16u : 4u);
+    if (record_cand_format(&c, text, sizeof(text)) == 0)
+        log_info("members see our packets come from %s; our registry record will say so", text);
+    registry_observed(dev->registry, &c);
+}
+
 /* The registry's threads, once privileges are dropped: they are born
  * without them. */
 static int start_registry(struct setup *s)
 {
     int ret = s->dev.registry ? registry_start(s->dev.registry) : 0;
+
+    if (s->dev.registry && s->dev.self_registered)
+        s->dev.observed_changed = observed_changed;
 
     return ret ? fail(s, ret, "registry: cannot start its threads: %s", strerror(-ret)) : 0;
 }

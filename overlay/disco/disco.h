@@ -48,8 +48,10 @@
                               WG_TRANSPORT_MIN_LEN)
 
 /* Who told us of a candidate or a relay: the engine's id of that peer
- * (never 0). */
+ * (never 0), or DISCO_ID_REGISTRY for a registered node's own record
+ * (peer ids count up from 1 and never reach it). */
 typedef uint32_t disco_id;
+#define DISCO_ID_REGISTRY UINT32_MAX
 
 struct disco_cand {
     struct disco_endpoint ep;

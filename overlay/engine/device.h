@@ -161,6 +161,10 @@ struct peer {
      * names (membership/members.h). */
     char resolving[CLUSTER_HOST_MAX + 1];
     uint16_t resolving_port;
+    /* Its own addresses as its registry record gives them (disco_node_hints):
+     * every member has that record, so they count as listed too. */
+    uint8_t n_recorded;
+    struct disco_endpoint recorded[DISCO_MAX_LOCAL];
     bool came_back;                       /* a session after none (or after giving up):
                                            * handshake.c sets it, disco_session_up takes it */
     bool kept;                            /* membership's mark: stays through the change
@@ -231,6 +235,15 @@ struct disco_device {
     uint8_t *scratch;                     /* a sealed disco message */
     uint8_t *wrap;                        /* the same, wrapped for a relay */
     struct disco_bucket unanswered;       /* sends to addresses that never answered */
+    /* What registry records may make us send to addresses that never
+     * answered (DISCO_REGISTRY_CREDIT_*), and when it was last refilled. */
+    uint32_t registry_credit;
+    uint64_t registry_credit_ns;
+    /* Where members see our packets come from (ENDPOINTS' observed): the
+     * one we keep while some member says it again within DISCO_CAND_TTL_S. */
+    bool has_observed;
+    struct disco_endpoint observed;
+    uint64_t observed_ns;
     struct pkt *fwd;                      /* forwarded messages not yet sent ... */
     struct peer *fwd_to;                  /* ... to this peer */
     bool fwd_frames;                      /* ... as relay frames (else RELAYEDs) */
@@ -297,6 +310,9 @@ struct device {
      * takes for a while (membership's, registry/vouch.h). */
     struct vouch_gone *gone;
     size_t n_gone;
+    /* Where members see us changed (disco.observed): the daemon puts it
+     * in our registry record. NULL: nobody to tell. */
+    void (*observed_changed)(struct device *dev);
 
     size_t n_peers;
     struct peer **peers;                  /* cluster order, self left out */

@@ -240,11 +240,37 @@ static bool try_relay(struct peer *p, uint64_t now)
     return true;
 }
 
+/* The credit an informant pays from: a member's, or the registry's
+ * (refilled by time: DISCO_REGISTRY_CREDIT_*); NULL for a member that
+ * left. */
+static uint32_t *informant_credit(struct device *dev, disco_id id, uint64_t now)
+{
+    struct disco_device *d = &dev->disco;
+    struct peer *who;
+
+    if (id != DISCO_ID_REGISTRY)
+        return (who = device_peer_by_id(dev, id)) ? &who->hint_credit : NULL;
+    if (!d->registry_credit_ns) {
+        d->registry_credit = DISCO_REGISTRY_CREDIT_MAX;
+        d->registry_credit_ns = now ? now : 1;
+    } else if (now > d->registry_credit_ns) {
+        uint64_t add = (now - d->registry_credit_ns) * DISCO_REGISTRY_CREDIT_PER_SEC /
+                       WG_NSEC_PER_SEC;
+        if (add) {   /* else the time is kept, so no fraction is lost */
+            d->registry_credit = (uint32_t)(d->registry_credit + add < DISCO_REGISTRY_CREDIT_MAX
+                                                ? d->registry_credit + add
+                                                : DISCO_REGISTRY_CREDIT_MAX);
+            d->registry_credit_ns = now;
+        }
+    }
+    return &d->registry_credit;
+}
+
 /* Whether a send of len bytes to t, a candidate of p, may go. Free to an
  * address that answered (or to p's endpoint, which came from p's own
  * authentic packets or from the operator); else within what its reports
- * allow it, paid from the credit of a member that told us of it, within
- * the device's bucket (trust.c). */
+ * allow it, paid from the credit of a member that told us of it (or of
+ * the registry, for a record's), within the device's bucket (trust.c). */
 static bool hint_allows(struct peer *p, const struct disco_endpoint *t, uint32_t len,
                         uint64_t now)
 {
@@ -258,12 +284,12 @@ static bool hint_allows(struct peer *p, const struct disco_endpoint *t, uint32_t
     if (disco_cand_answers(c, now))
         return true;
     for (unsigned i = 0; i < 2 && c->allowance >= len; i++) {
-        struct peer *who = device_peer_by_id(dev, c->informant[i]);
-        if (!who || who->hint_credit < len)
+        uint32_t *credit = informant_credit(dev, c->informant[i], now);
+        if (!credit || *credit < len)
             continue;
         if (!disco_bucket_take(&dev->disco.unanswered, len, now))
             break;
-        disco_credit_spend(&who->hint_credit, len);
+        disco_credit_spend(credit, len);
         disco_cand_spend(c, len);
         if (c->tries < UINT8_MAX)
             c->tries++;
@@ -572,19 +598,27 @@ static void send_punch(struct peer *to, struct peer *about, uint64_t id, uint64_
         send_disco(to, m, NULL, now);
 }
 
-/* p is reached directly at the endpoint every member was given for it:
+/* p is reached directly at an endpoint every member was given for it
+ * (the file's, or one of its own addresses in its registry record):
  * others need no word from us to find it. */
 static bool at_listed(const struct peer *p)
 {
-    return !p->via && p->listed.sa.sa_family != AF_UNSPEC &&
-           endpoint_equal(&p->endpoint, &p->listed);
+    if (p->via || p->endpoint.sa.sa_family == AF_UNSPEC)
+        return false;
+    if (p->listed.sa.sa_family != AF_UNSPEC && endpoint_equal(&p->endpoint, &p->listed))
+        return true;
+    for (unsigned i = 0; i < p->n_recorded; i++)
+        if (is_endpoint(p, &p->recorded[i]))
+            return true;
+    return false;
 }
 
 /* x just told us where it is: every other peer we reach directly is told
  * to punch to x, and x to each of them, at the same moment -- unless both
  * are where the cluster says they are, which each knows already (so a
- * node joining a cluster of listed endpoints costs nobody punches, rather
- * than two per peer from every peer). */
+ * node joining a cluster of listed endpoints, or of registered nodes on
+ * one network reached at their records' addresses, costs nobody punches,
+ * rather than two per peer from every peer). */
 static void introduce(struct peer *x, uint64_t now)
 {
     struct device *dev = x->dev;
@@ -646,9 +680,69 @@ void disco_endpoint_proven(struct peer *p, uint64_t now)
     disco_wake(p->dev);
 }
 
+/* x, reached directly, sees our packets come from ep. The one kept is
+ * the first a member said, for as long as some member says it again
+ * within DISCO_CAND_TTL_S: behind a NAT that maps per destination each
+ * member sees another, and our record would change with every ENDPOINTS.
+ * One of our own addresses is no news (no NAT between). */
+static void note_observed(struct device *dev, const struct disco_endpoint *ep, uint64_t now)
+{
+    struct disco_device *d = &dev->disco;
+
+    for (unsigned i = 0; i < d->n_local; i++)
+        if (disco_endpoint_equal(&d->local[i], ep))
+            return;
+    if (d->has_observed && disco_endpoint_equal(&d->observed, ep)) {
+        d->observed_ns = now;
+        return;
+    }
+    if (d->has_observed && now - d->observed_ns < DISCO_CAND_TTL_S * WG_NSEC_PER_SEC)
+        return;
+    d->observed = *ep;
+    d->has_observed = true;
+    d->observed_ns = now;
+    if (dev->observed_changed)
+        dev->observed_changed(dev);
+}
+
+static bool cand_to_disco(const struct cluster_cand *c, struct disco_endpoint *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->family = c->addr.family == AF_INET6 ? DISCO_FAMILY_IPV6 : DISCO_FAMILY_IPV4;
+    memcpy(out->addr, c->addr.bytes, c->addr.family == AF_INET6 ? 16u : 4u);
+    out->port = c->port;
+    return disco_endpoint_valid(out);
+}
+
+void disco_node_hints(struct peer *p, const struct cluster_node *node, uint64_t now)
+{
+    struct disco_endpoint locals[DISCO_MAX_LOCAL], ep, listed;
+    bool has_listed = to_disco(&p->listed, &listed);
+    unsigned n = 0;
+
+    /* Its listed endpoint is its path already, free to send to: the rest
+     * are its own addresses, tried first (a LAN path beats the way round
+     * through a NAT). */
+    for (unsigned i = 0; i < node->n_candidates && n < DISCO_MAX_LOCAL; i++)
+        if (cand_to_disco(&node->candidates[i], &ep) &&
+            !(has_listed && disco_endpoint_equal(&ep, &listed)))
+            locals[n++] = ep;
+    memcpy(p->recorded, locals, n * sizeof(locals[0]));
+    p->n_recorded = (uint8_t)n;
+    /* Its own word, said in the tunnel, outranks its record. */
+    if (n && !disco_cand_locals_from(&p->disco, p->id))
+        disco_cand_set_local(&p->disco, locals, n, DISCO_ID_REGISTRY, now);
+    if (node->has_observed && cand_to_disco(&node->observed, &ep))
+        disco_cand_add(&p->disco, &ep, false, DISCO_ID_REGISTRY, now);
+    if ((n || node->has_observed) && !disco_working(p, now))
+        disco_want_session(p, false, now);
+}
+
 static void on_endpoints(struct peer *x, struct peer *via, const struct disco_endpoints *e,
                          uint64_t now)
 {
+    if (!via && e->has_observed && path_direct(x))
+        note_observed(x->dev, &e->observed, now);
     if (disco_cand_set_local(&x->disco, e->local, e->n_local, x->id, now)) {
         log_debug_rl("peer %s: its local addresses changed", x->name);
         x->introduced = false;     /* the others hear of it as an introduction */

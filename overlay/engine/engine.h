@@ -197,6 +197,11 @@ uint64_t disco_run_timers(struct device *dev, uint64_t now);
 void disco_wake(struct device *dev);
 /* One peer's due deadlines, now. */
 void disco_timers(struct peer *p, uint64_t now);
+/* What node's registry record says of where it may be reached (its
+ * candidates and observed address; membership calls this for a new peer
+ * and when they change): hints for p, paid from the registry's credit
+ * until they answer (the record may be anyone's word). */
+void disco_node_hints(struct peer *p, const struct cluster_node *node, uint64_t now);
 /* Reads the interface addresses: this node's local candidates (disco_local.c). */
 void disco_local_refresh(struct device *dev, uint64_t now);
 

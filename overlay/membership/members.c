@@ -495,6 +495,8 @@ static void update_peer(struct device *dev, struct peer *p, const struct cluster
         p->address = n->address;
     if (c->what & CLUSTER_CHANGED_ENDPOINT)
         set_endpoint(dev, p, n);
+    if (c->what & (CLUSTER_CHANGED_ENDPOINT | CLUSTER_CHANGED_CANDIDATES))
+        disco_node_hints(p, n, now);
     if (c->what & CLUSTER_CHANGED_KEEPALIVE)
         peer_set_persistent_keepalive(p, (uint16_t)cluster_node_keepalive(next, n), now);
 }
@@ -566,6 +568,7 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
         struct peer *p = pl->made[i];
         const struct cluster_node *n = pl->made_node[i];
         set_endpoint(dev, p, n);
+        disco_node_hints(p, n, now);
         p->persistent_keepalive = (uint16_t)cluster_node_keepalive(next, n);
     }
     /* The device runs the new model from here: self points into it. */
@@ -817,8 +820,9 @@ int members_registry(struct device *dev, struct cluster_node *nodes, size_t n, i
      * "never", and the handshake warnings blame firewalls. */
     if (changes && members_none_reachable(&dev->cluster))
         log_warn("registry: no member of the cluster has an address to be reached at (no "
-                 "node joined with --endpoint and the file gives none): no handshake can "
-                 "start; give at least one node --endpoint HOST:PORT");
+                 "node published one, none joined with --endpoint and the file gives "
+                 "none): no handshake can start; give at least one node --endpoint "
+                 "HOST:PORT");
     return 0;
 }
 
@@ -827,8 +831,8 @@ bool members_none_reachable(const struct cluster *c)
     if (c->n_nodes < 2)
         return false;   /* alone: nothing to reach */
     for (size_t i = 0; i < c->n_nodes; i++)
-        if (c->nodes[i].has_endpoint)
-            return false;
+        if (c->nodes[i].has_endpoint || c->nodes[i].n_candidates || c->nodes[i].has_observed)
+            return false;   /* a candidate of its record is somewhere to try */
     return true;
 }
 

@@ -89,7 +89,8 @@ void members_checksum(const char *text, size_t len, uint8_t out[DEVICE_CLUSTER_S
  * (-EINVAL: not a regular file; the old descriptor stays). */
 int members_take_hosts(struct device *dev, int fd);
 
-/* Whether a cluster of two nodes or more has no node with an endpoint:
+/* Whether a cluster of two nodes or more has no node with an endpoint
+ * or a candidate its record publishes:
  * nobody can start a handshake (a registry whose members all joined
  * without --endpoint). */
 bool members_none_reachable(const struct cluster *c);

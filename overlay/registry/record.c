@@ -1,4 +1,5 @@
 /* The registry's values (record.h). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,8 +15,91 @@
 #define JSON_ADDRESS  "address"
 #define JSON_ENDPOINT "endpoint"
 #define JSON_PORT     "port"
+#define JSON_CANDS    "candidates"
+#define JSON_OBSERVED "observed"
+#define CAND_TEXT_MAX (INET6_ADDRSTRLEN + 8)   /* "[v6]:65535" */
 
-int record_encode(const struct cluster_node *n, char *buf, size_t len)
+/* --- candidates ------------------------------------------------------------------ */
+
+bool record_cand_usable(const struct cluster_cand *c)
+{
+    static const uint8_t zero[16], v4_mapped[12] = { [10] = 0xff, [11] = 0xff };
+    const uint8_t *a = c->addr.bytes;
+
+    if (!c->port || cluster_addr_is_loopback(&c->addr))
+        return false;
+    if (c->addr.family == AF_INET)
+        return a[0] != 0 && !(a[0] == 169 && a[1] == 254) && a[0] < 224;
+    return c->addr.family == AF_INET6 && memcmp(a, zero, sizeof(zero)) && a[0] != 0xff &&
+           !(a[0] == 0xfe && (a[1] & 0xc0) == 0x80) && memcmp(a, v4_mapped, sizeof(v4_mapped));
+}
+
+int record_cand_parse(const char *text, struct cluster_cand *out)
+{
+    struct cluster_endpoint ep;
+
+    memset(out, 0, sizeof(*out));
+    if (cluster_endpoint_parse(text, &ep, NULL) < 0 || !ep.literal)
+        return -EINVAL;
+    out->addr = ep.addr;
+    out->port = ep.port;
+    return record_cand_usable(out) ? 0 : -EINVAL;
+}
+
+int record_cand_format(const struct cluster_cand *c, char *buf, size_t len)
+{
+    char lit[INET6_ADDRSTRLEN];
+    int n;
+
+    if (cluster_addr_format(&c->addr, lit, sizeof(lit)) < 0)
+        return -EINVAL;
+    n = snprintf(buf, len, c->addr.family == AF_INET6 ? "[%s]:%u" : "%s:%u", lit,
+                 (unsigned)c->port);
+    return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
+}
+
+static json_object *cand_string(const struct cluster_cand *c)
+{
+    char text[CAND_TEXT_MAX];
+
+    return record_cand_format(c, text, sizeof(text)) ? NULL : json_object_new_string(text);
+}
+
+/* The first n_cands candidates and the observed one into o. */
+static int add_candidates(json_object *o, const struct cluster_node *n, unsigned n_cands)
+{
+    json_object *arr, *one;
+
+    if (n->has_observed &&
+        (!(one = cand_string(&n->observed)) || json_object_object_add(o, JSON_OBSERVED, one)))
+        return -EINVAL;
+    if (!n_cands)
+        return 0;
+    if (!(arr = json_object_new_array()) || json_object_object_add(o, JSON_CANDS, arr))
+        return -ENOMEM;
+    for (unsigned i = 0; i < n_cands; i++)
+        if (!(one = cand_string(&n->candidates[i])) || json_object_array_add(arr, one))
+            return -EINVAL;
+    return 0;
+}
+
+/* Whether cands[0..n) break a record's rules (record.h). */
+static bool cands_bad(const struct cluster_cand *cands, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        if (!record_cand_usable(&cands[i]))
+            return true;
+        for (unsigned k = 0; k < i; k++)
+            if (cands[k].port == cands[i].port && cluster_addr_equal(&cands[k].addr,
+                                                                     &cands[i].addr))
+                return true;
+    }
+    return false;
+}
+
+/* --- the record -------------------------------------------------------------------- */
+
+static int encode_with(const struct cluster_node *n, unsigned n_cands, char *buf, size_t len)
 {
     char key[sodium_base64_ENCODED_LEN(CLUSTER_KEY_LEN, sodium_base64_VARIANT_ORIGINAL)];
     char addr[CLUSTER_HOST_MAX + 3], ep[CLUSTER_HOST_MAX + 16];
@@ -43,6 +127,8 @@ int record_encode(const struct cluster_node *n, char *buf, size_t len)
     }
     if (n->port && json_object_object_add(o, JSON_PORT, json_object_new_int(n->port)))
         goto out;
+    if ((ret = add_candidates(o, n, n_cands)))
+        goto out;
     text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
     ret = -ENOSPC;
     if (text && strlen(text) < len && strlen(text) <= RECORD_VALUE_MAX) {
@@ -51,6 +137,21 @@ int record_encode(const struct cluster_node *n, char *buf, size_t len)
     }
 out:
     json_object_put(o);
+    return ret;
+}
+
+int record_encode(const struct cluster_node *n, char *buf, size_t len)
+{
+    unsigned k = n->n_candidates;
+    int ret;
+
+    if (k > CLUSTER_CANDIDATES_MAX || cands_bad(n->candidates, k) ||
+        (n->has_observed && !record_cand_usable(&n->observed)))
+        return -EINVAL;
+    /* Too long: the last candidates give way (a hostname endpoint and
+     * eight IPv6 candidates do not fit). */
+    while ((ret = encode_with(n, k, buf, len)) == -ENOSPC && k)
+        k--;
     return ret;
 }
 
@@ -74,6 +175,38 @@ static int decode_key(const char *b64, uint8_t out[CLUSTER_KEY_LEN])
     if (!b64 || sodium_base642bin(out, CLUSTER_KEY_LEN, b64, strlen(b64), NULL, &n, NULL,
                                   sodium_base64_VARIANT_ORIGINAL) != 0 || n != CLUSTER_KEY_LEN)
         return -EINVAL;
+    return 0;
+}
+
+/* The optional candidates and observed members: absent, or right. */
+static int decode_candidates(json_object *o, struct cluster_node *n, const char **why)
+{
+    json_object *arr;
+    const char *obs = string_of(o, JSON_OBSERVED);
+
+    if (json_object_object_get_ex(o, JSON_OBSERVED, NULL)) {
+        if (!obs || record_cand_parse(obs, &n->observed))
+            return *why = "no valid observed (a string IP:PORT, an address others reach)",
+                   -EINVAL;
+        n->has_observed = true;
+    }
+    if (!json_object_object_get_ex(o, JSON_CANDS, &arr))
+        return 0;
+    if (!json_object_is_type(arr, json_type_array) ||
+        json_object_array_length(arr) > CLUSTER_CANDIDATES_MAX)
+        return *why = "candidates that are not an array of IP:PORT strings, or too many", -EINVAL;
+    for (size_t i = 0; i < json_object_array_length(arr); i++) {
+        json_object *v = json_object_array_get_idx(arr, i);
+        const char *text = json_object_get_string(v);
+        if (!json_object_is_type(v, json_type_string) ||
+            strlen(text) != (size_t)json_object_get_string_len(v) ||
+            record_cand_parse(text, &n->candidates[i]))
+            return *why = "a candidate that is not IP:PORT, or an address others cannot reach",
+                   -EINVAL;
+        n->n_candidates = (uint8_t)(i + 1);
+    }
+    if (cands_bad(n->candidates, n->n_candidates))
+        return *why = "the same candidate twice", -EINVAL;
     return 0;
 }
 
@@ -112,7 +245,7 @@ static int decode_fields(json_object *o, const struct cluster *c, struct cluster
             return *why = "a port outside 1..65535", -EINVAL;
         n->port = (uint16_t)v;
     }
-    return 0;
+    return decode_candidates(o, n, why);
 }
 
 int record_decode(const char *value, size_t len, const struct cluster *c,

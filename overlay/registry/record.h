@@ -1,8 +1,18 @@
 /* What the registry keeps in etcd, as bytes: each registered node is one
  * key, PREFIX/members/NAME, whose value is a JSON object
  *   {"name": "gpu-7", "public_key": "<base64>", "address": "10.77.0.9",
- *    "endpoint": "203.0.113.7:51820", "port": 51820}
- * (endpoint and port optional), held by the node's lease; and each
+ *    "endpoint": "203.0.113.7:51820", "port": 51820,
+ *    "candidates": ["203.0.113.7:51820", "10.0.3.7:51820"],
+ *    "observed": "198.51.100.4:40123"}
+ * (endpoint, port, candidates and observed optional), held by the node's
+ * lease. candidates: where the node says it may be reached, in its order
+ * of preference (its --endpoint, then its interface addresses on its
+ * listen port; at most CLUSTER_CANDIDATES_MAX, IP literals, none
+ * loopback, link-local, multicast or unspecified, no two alike);
+ * observed: where a member saw its packets come from (its NAT's
+ * mapping), in the same form. A record of an older version has neither
+ * and still reads; one whose candidates break a rule is refused whole,
+ * as a bad endpoint is. Each
  * address handed out is one key, PREFIX/addresses/ADDRESS, whose value is
  * the base64 public key it belongs to, kept without a lease so that a
  * node that comes back with the same key gets the same address.
@@ -23,14 +33,25 @@
 #define RECORD_MEMBERS   "/members/"
 #define RECORD_ADDRESSES "/addresses/"
 
-/* n's record as JSON into buf (NUL-terminated). Returns its length, or
- * -ENOSPC / -EINVAL (a node that cannot be written: no name). */
+/* n's record as JSON into buf (NUL-terminated). Candidates that would
+ * take it past RECORD_VALUE_MAX are left out, the last first (the
+ * observed one stays). Returns its length, or -ENOSPC / -EINVAL (a node
+ * that cannot be written: no name). */
 int record_encode(const struct cluster_node *n, char *buf, size_t len);
 
 /* Decodes value[0..len) into *n (zeroed first), checking it against the
  * network. 0, or -EINVAL with a reason for the log in *why. */
 int record_decode(const char *value, size_t len, const struct cluster *c,
                   struct cluster_node *n, const char **why);
+
+/* A candidate a record may carry: a port, an address that is not
+ * unspecified, loopback, link-local, multicast, broadcast or IPv4-mapped
+ * (an address no other machine reaches us at). */
+bool record_cand_usable(const struct cluster_cand *c);
+/* "IP:PORT" / "[IPV6]:PORT" <-> a candidate. Parse: 0, or -EINVAL for a
+ * hostname, a bad form or an unusable candidate. Format: 0 or -ENOSPC. */
+int record_cand_parse(const char *text, struct cluster_cand *out);
+int record_cand_format(const struct cluster_cand *c, char *buf, size_t len);
 
 /* The etcd keys: PREFIX/members/NAME and PREFIX/addresses/ADDRESS, and
  * the name or address at the end of such a key (NULL when key is not one). */

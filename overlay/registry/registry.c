@@ -19,6 +19,7 @@
 #include "config/cluster_index.h"
 #include "overlay/base/log.h"
 #include "overlay/registry/alloc.h"
+#include "overlay/registry/cands.h"
 #include "overlay/registry/etcd.h"
 #include "overlay/registry/record.h"
 #include "overlay/registry/registry.h"
@@ -54,11 +55,17 @@ struct registry {
     void *ca, *cert, *key;
     char *user, *password;
     struct etcd *etcd;                    /* the caller's thread: join, leave */
-    /* After a join: our record and the lease that holds it. */
+    /* After a join: our record and the lease that holds it (the keeper's
+     * alone once it runs), and what our own candidates are read with. */
     bool joined;
     struct cluster_node self;
     char self_value[RECORD_VALUE_MAX + 1];
     _Atomic int64_t lease;
+    uint16_t listen_port;                 /* the cluster's; self.port overrides */
+    /* Under lock: where a member saw us, from the loop (registry_observed),
+     * and news of it for the keeper. */
+    bool has_observed, observed_news;
+    struct cluster_cand observed;
     /* Threads. */
     pthread_t watcher, keeper;
     bool watcher_on, keeper_on;
@@ -207,6 +214,7 @@ struct registry *registry_new(const struct cluster *c, char *err, size_t errlen)
     r->network = c->network;
     r->net_prefix = c->prefix;
     r->ttl_s = c->registry.ttl_s ? c->registry.ttl_s : CLUSTER_REGISTRY_TTL_DEFAULT;
+    r->listen_port = c->port;
     snprintf(r->prefix, sizeof(r->prefix), "%s", c->registry.prefix);
     snprintf(r->members_prefix, sizeof(r->members_prefix), "%s%s", r->prefix, RECORD_MEMBERS);
     r->event_fd = -1;
@@ -468,6 +476,19 @@ static int pick_address(struct registry *r, struct scan *s, int tries, struct cl
     return 0;
 }
 
+/* The record we join with, as etcd will hold it, in r->self_value: r->self
+ * naming no candidate. Our socket is not bound yet, and a member's
+ * handshakes to it now would be lost (and, crossing ours, hold theirs
+ * back); the keeper puts them as soon as it starts, with the socket bound
+ * (keeper_run). */
+static int encode_joined(struct registry *r)
+{
+    struct cluster_node bare = r->self;
+
+    bare.n_candidates = 0;
+    return record_encode(&bare, r->self_value, sizeof(r->self_value));
+}
+
 /* One transaction: the address (unless it is already our key's) and our
  * record under the lease, each only if nobody took it since we looked. */
 static int claim(struct registry *r, struct scan *s, int64_t lease, bool *done)
@@ -518,7 +539,7 @@ static int join_once(struct registry *r, struct cluster_node *self, struct scan 
             return ret;
         }
         r->self = *self;
-        if ((ret = record_encode(self, r->self_value, sizeof(r->self_value))) < 0)
+        if ((ret = encode_joined(r)) < 0)
             return ret;
         if (!*lease && (ret = etcd_lease_grant(r->etcd, r->ttl_s, lease)))
             return ret;
@@ -540,6 +561,20 @@ static int join_once(struct registry *r, struct cluster_node *self, struct scan 
     return -EAGAIN;
 }
 
+/* Our own candidates into self (cands.h); the observed one stays. */
+static void read_candidates(struct registry *r, struct cluster_node *self)
+{
+    struct cands_rules rules = { .port = self->port ? self->port : r->listen_port,
+                                 .endpoint = self->has_endpoint ? &self->endpoint : NULL,
+                                 .network = r->network, .prefix = r->net_prefix };
+    unsigned n;
+    int ret = cands_gather(&rules, self->candidates, &n);
+
+    if (ret)
+        log_debug_rl("registry: cannot read the interface addresses: %s", strerror(-ret));
+    self->n_candidates = (uint8_t)n;
+}
+
 int registry_join(struct registry *r, struct cluster_node *self, char *err, size_t errlen)
 {
     char key_b64[KEY_B64_LEN];
@@ -551,6 +586,8 @@ int registry_join(struct registry *r, struct cluster_node *self, char *err, size
 
     sodium_bin2base64(key_b64, sizeof(key_b64), self->public_key, CLUSTER_KEY_LEN,
                       sodium_base64_VARIANT_ORIGINAL);
+    /* Before the loop runs: reading the interfaces may take its time. */
+    read_candidates(r, self);
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (;;) {
         err[0] = '\0';
@@ -593,7 +630,7 @@ int registry_joined_set(struct registry *r, const struct registry_joined *in)
     if (!in->lease)
         return -EINVAL;
     r->self = in->self;
-    if ((ret = record_encode(&r->self, r->self_value, sizeof(r->self_value))) < 0)
+    if ((ret = encode_joined(r)) < 0)
         return ret;
     atomic_store(&r->lease, in->lease);
     r->joined = true;
@@ -796,12 +833,109 @@ static int rejoin(struct registry *r, struct etcd *e)
     return 0;
 }
 
-static int64_t mono_ms(void)
+static uint64_t mono_ms(void)
 {
     struct timespec t;
 
     clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * MS_PER_S + t.tv_nsec / 1000000;
+    return (uint64_t)t.tv_sec * MS_PER_S + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+/* The keeper's sleep: ms, or less when stopped, when news of where we
+ * are observed came, or when our record needs putting back (repair);
+ * false when stopped. */
+static bool keeper_sleep(struct registry *r, uint64_t ms)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)(ms / MS_PER_S);
+    until.tv_nsec += (long)(ms % MS_PER_S) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&r->lock);
+    while (!atomic_load(&r->stop) && !r->observed_news && !atomic_load(&r->repair) &&
+           pthread_cond_timedwait(&r->wake, &r->lock, &until) != ETIMEDOUT)
+        ;
+    r->observed_news = false;
+    pthread_mutex_unlock(&r->lock);
+    return !atomic_load(&r->stop);
+}
+
+/* One keep-alive; a lease that ran out (etcd was out of reach too long)
+ * is replaced and our record put again. */
+static void renew(struct registry *r, struct etcd *e)
+{
+    int64_t left;
+    int ret = etcd_lease_keepalive(e, atomic_load(&r->lease), &left);
+
+    if (ret) {
+        log_debug("registry: keep-alive: %s", etcd_error(e));
+        return;
+    }
+    if (left > 0)
+        return;
+    ret = rejoin(r, e);
+    if (ret)
+        log_warn("registry: our lease ran out and joining again failed: %s",
+                 ret == -EEXIST ? "the name is another key's now" : etcd_error(e));
+    else
+        log_notice("registry: our lease ran out while etcd was out of reach; joined again");
+}
+
+/* Our record as it would be now: the candidates read last, and where a
+ * member saw us unless that is one of them (no NAT between). */
+static int record_now(struct registry *r, char *buf, size_t len)
+{
+    struct cluster_node n = r->self;
+
+    pthread_mutex_lock(&r->lock);
+    n.has_observed = r->has_observed;
+    n.observed = r->observed;
+    pthread_mutex_unlock(&r->lock);
+    for (unsigned i = 0; n.has_observed && i < n.n_candidates; i++)
+        if (n.candidates[i].port == n.observed.port &&
+            cluster_addr_equal(&n.candidates[i].addr, &n.observed.addr))
+            n.has_observed = false;
+    return record_encode(&n, buf, len);
+}
+
+/* Puts our record again when what it says of us changed; true when it
+ * tried (the caller spaces tries REGISTRY_PUBLISH_MIN_S apart). */
+static bool publish_self(struct registry *r, struct etcd *e)
+{
+    char key[KEY_TEXT_MAX], value[RECORD_VALUE_MAX + 1];
+    bool done = false;
+    int ret;
+
+    if (record_now(r, value, sizeof(value)) < 0 || !strcmp(value, r->self_value))
+        return false;
+    if ((ret = record_member_key(r->prefix, r->self.name, key, sizeof(key))) < 0)
+        return true;      /* a try all the same: the keeper waits before the next */
+    ret = etcd_replace(e, key, r->self_value, value, atomic_load(&r->lease), &done);
+    if (ret == 0 && done) {
+        memcpy(r->self_value, value, sizeof(value));
+        log_info("registry: our record now says %s", value);
+    } else {
+        log_debug("registry: our record was not updated: %s",
+                  ret ? etcd_error(e) : "it is not the one we wrote (the lease ran out?)");
+    }
+    return true;
+}
+
+/* Whether our record would say something new now. */
+static bool record_stale(struct registry *r)
+{
+    char value[RECORD_VALUE_MAX + 1];
+
+    return record_now(r, value, sizeof(value)) >= 0 && strcmp(value, r->self_value);
+}
+
+static uint64_t earliest(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
 }
 
 /* Another writer deleted our record or wrote over it (every member may
@@ -828,40 +962,57 @@ static void repair_record(struct registry *r, struct etcd *e)
     pause_ms(r, REPAIR_EVERY_MS);
 }
 
-/* Renews the lease every third of its life; a lease that ran out (etcd
- * was out of reach too long) is replaced and our record put again. Our
- * record, deleted or written over by another, is put back at once. */
+/* Renews the lease every third of its life; reads our interfaces every
+ * REGISTRY_CANDS_REFRESH_S; puts our record again when its candidates
+ * changed (at once when it starts: the join's record has none),
+ * REGISTRY_PUBLISH_MIN_S apart at least (etcd's writes, and the watch
+ * events every member gets for each, stay bounded). Our record, deleted
+ * or written over by another, is put back at once (repair_record). */
 static void *keeper_run(void *arg)
 {
     struct registry *r = arg;
     struct etcd *e = etcd_new(&r->cfg);
-    unsigned period = r->ttl_s * MS_PER_S / 3;
-    int64_t left, keep_at = mono_ms() + period;
+    uint64_t now = mono_ms(), period = r->ttl_s * MS_PER_S / 3;
+    uint64_t renew_at = now + period, read_at = now + REGISTRY_CANDS_REFRESH_S * MS_PER_S;
+    uint64_t publish_at = now;
 
-    /* Repairs never put the keep-alive off: it has its own time. */
-    while (e && pause_until(r, (unsigned)(keep_at > mono_ms() ? keep_at - mono_ms() : 0), true)) {
+    while (e) {
+        uint64_t next = earliest(renew_at, read_at);
+        if (record_stale(r))
+            next = earliest(next, publish_at);
+        if (!keeper_sleep(r, next > now ? next - now : 0))
+            break;
+        now = mono_ms();
         if (atomic_load(&r->repair))
             repair_record(r, e);
-        if (mono_ms() < keep_at)
-            continue;
-        keep_at = mono_ms() + period;
-        int ret = etcd_lease_keepalive(e, atomic_load(&r->lease), &left);
-        if (ret) {
-            log_debug("registry: keep-alive: %s", etcd_error(e));
-            continue;
+        if (now >= renew_at) {
+            renew(r, e);
+            renew_at = now + period;
         }
-        if (left > 0)
-            continue;
-        /* Lost: our record again, under a new lease. */
-        ret = rejoin(r, e);
-        if (ret)
-            log_warn("registry: our lease ran out and joining again failed: %s",
-                     ret == -EEXIST ? "the name is another key's now" : etcd_error(e));
-        else
-            log_notice("registry: our lease ran out while etcd was out of reach; joined again");
+        if (now >= read_at) {
+            read_candidates(r, &r->self);
+            read_at = now + REGISTRY_CANDS_REFRESH_S * MS_PER_S;
+        }
+        if (now >= publish_at && publish_self(r, e))
+            publish_at = now + REGISTRY_PUBLISH_MIN_S * MS_PER_S;
     }
     etcd_free(e);
     return NULL;
+}
+
+void registry_observed(struct registry *r, const struct cluster_cand *c)
+{
+    if (!record_cand_usable(c))
+        return;
+    pthread_mutex_lock(&r->lock);
+    if (!r->has_observed || r->observed.port != c->port ||
+        !cluster_addr_equal(&r->observed.addr, &c->addr)) {
+        r->observed = *c;
+        r->has_observed = true;
+        r->observed_news = true;
+        pthread_cond_broadcast(&r->wake);
+    }
+    pthread_mutex_unlock(&r->lock);
 }
 
 int registry_start(struct registry *r)

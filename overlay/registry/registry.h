@@ -35,6 +35,11 @@
 #define REGISTRY_JOIN_TIMEOUT_S 60u       /* `up` waits this long for etcd */
 #define REGISTRY_BACKOFF_MIN_MS 200u
 #define REGISTRY_BACKOFF_MAX_MS 5000u
+/* Our own candidates (cands.h): the interfaces read again this often (s),
+ * and our record put again at most this often when they, or where a
+ * member saw us, changed (s). */
+#define REGISTRY_CANDS_REFRESH_S 30u
+#define REGISTRY_PUBLISH_MIN_S   10u
 
 enum registry_state {
     REGISTRY_CONNECTING,                  /* never read the prefix yet */
@@ -52,7 +57,8 @@ struct registry *registry_new(const struct cluster *c, char *err, size_t errlen)
 void registry_free(struct registry *r);
 
 /* Joins as self (name, key, endpoint and port set; the address is
- * chosen and written to self->address), trying for up to
+ * chosen and written to self->address, our candidates, read from the
+ * interfaces, to self->candidates, put by the keeper later), trying for up to
  * REGISTRY_JOIN_TIMEOUT_S while etcd cannot be reached. 0, or -errno with
  * one line for a person in err: the name taken by another key, the key
  * registered under another name, the network full, etcd out of reach. */
@@ -70,7 +76,9 @@ struct registry_joined {
 void registry_joined_get(struct registry *r, struct registry_joined *out);
 int registry_joined_set(struct registry *r, const struct registry_joined *in);
 
-/* Starts the watcher (and, after a join, the keeper). 0 or -errno. */
+/* Starts the watcher (and, after a join, the keeper: the lease, and our
+ * record kept current, record.h's candidates: the join's record names
+ * none, so call this once the node's UDP socket is bound). 0 or -errno. */
 int registry_start(struct registry *r);
 /* Readable when a new snapshot is waiting: then registry_take. */
 int registry_event_fd(const struct registry *r);
@@ -90,6 +98,11 @@ struct registry_status {
 };
 void registry_status(struct registry *r, struct registry_status *out);
 const char *registry_state_name(enum registry_state s);
+
+/* A member saw our packets come from c (our NAT's mapping, when we are
+ * behind one): the keeper puts it in our record (REGISTRY_PUBLISH_MIN_S
+ * apart at most). Only takes a lock: the event loop may call it. */
+void registry_observed(struct registry *r, const struct cluster_cand *c);
 
 /* Leaves: revokes the lease (the node is gone from every peer's mesh at
  * once) and stops the threads. */

@@ -3,8 +3,9 @@
 #  1. a three-member etcd cluster (Debian's etcd-server), each member in a
 #     namespace of its own;
 #  2. six nodes whose cluster file has a [cluster] section only start at
-#     once: distinct addresses, a full mesh within REG_MESH_S of the last
-#     `up`;
+#     once with `up --name` alone (no --endpoint: each publishes its own
+#     candidates, issue 30): distinct addresses, a full mesh within
+#     REG_MESH_S of the last `up`;
 #  3. a seventh joins: every node reaches it within REG_JOIN_S;
 #  4. one leaves with `down`: gone from every node's peers and hosts block
 #     within REG_LEAVE_S; one is killed (SIGKILL): gone within its lease's
@@ -66,13 +67,13 @@ for i in 1 2 3 4 5 6 7 8 9; do
     e2e_node "node-$i" "$i" -
     e2e_key "node-$i"
 done
-# reg_up NODE [ARGS]: `ddpnet up` joining the registry, endpoint on the hub.
+# reg_up NODE [ARGS]: `ddpnet up` joining the registry, no --endpoint:
+# the node's record carries the candidates it finds itself.
 reg_up() {
     local n=$1; shift
     E2E_UP+=("$n")
     nx "$n" timeout 40 "$DDPNET" up -c "$C" -k "$T/$n/key" --run-dir "$T/$n/run" \
-        --hosts-file "$T/$n/hosts" --endpoint "$E2E_V4NET.${n#node-}:$E2E_PORT" "$@" \
-        >"$T/$n/up.log" 2>&1
+        --hosts-file "$T/$n/hosts" "$@" >"$T/$n/up.log" 2>&1
 }
 pids=()
 for i in 1 2 3 4 5 6; do

@@ -3,7 +3,9 @@
  * write access to the prefix can put anything there). A value that
  * decodes must hold what the decoder promises (a valid name, a key, an
  * address inside the network that is neither its own nor its broadcast
- * address, an endpoint with a port, a port 1..65535); it must encode again
+ * address, an endpoint with a port, a port 1..65535, at most
+ * CLUSTER_CANDIDATES_MAX candidates, each usable and none twice, an
+ * observed one usable); it must encode again
  * within RECORD_VALUE_MAX, and that encoding must decode to the same node.
  * A refusal must leave the node zeroed and give a printable reason. The
  * same bytes as an etcd key go through record_key_tail. */
@@ -50,6 +52,15 @@ static void same_node(const struct cluster_node *a, const struct cluster_node *b
         !cluster_addr_equal(&a->address, &b->address) || a->has_endpoint != b->has_endpoint ||
         a->port != b->port)
         abort();
+    /* Candidates come back in order; the last may give way to fit. */
+    if (b->n_candidates > a->n_candidates || a->has_observed != b->has_observed ||
+        (a->has_observed && (a->observed.port != b->observed.port ||
+                             !cluster_addr_equal(&a->observed.addr, &b->observed.addr))))
+        abort();
+    for (unsigned i = 0; i < b->n_candidates; i++)
+        if (a->candidates[i].port != b->candidates[i].port ||
+            !cluster_addr_equal(&a->candidates[i].addr, &b->candidates[i].addr))
+            abort();
     if (!a->has_endpoint)
         return;
     /* A literal is written back in its canonical form; a hostname as is. */
@@ -86,6 +97,16 @@ static void check(const uint8_t *data, size_t size, const struct cluster *c)
         abort();
     if (n.n_aliases || n.keepalive_set || n.persistent_keepalive || n.line)
         abort();
+    if (n.n_candidates > CLUSTER_CANDIDATES_MAX || (n.has_observed && !record_cand_usable(&n.observed)))
+        abort();
+    for (unsigned i = 0; i < n.n_candidates; i++) {
+        if (!record_cand_usable(&n.candidates[i]))
+            abort();
+        for (unsigned k = 0; k < i; k++)
+            if (n.candidates[k].port == n.candidates[i].port &&
+                cluster_addr_equal(&n.candidates[k].addr, &n.candidates[i].addr))
+                abort();
+    }
     /* Back to bytes, and those bytes back to the same node. */
     r = record_encode(&n, buf, sizeof(buf));
     if (r <= 0 || (size_t)r != strlen(buf) || (size_t)r > RECORD_VALUE_MAX)

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <cmocka.h>
 
@@ -369,6 +370,53 @@ static void test_aliases_change(void **state)
     pair_free(&p);
 }
 
+/* A registered node's candidates (the registry's; never the file's):
+ * any change of them, their order or the observed one is a change. */
+static void test_candidates_change(void **state)
+{
+    struct pair p;
+    struct cluster_node *b;
+
+    (void)state;
+    diff_of(&p, HEAD NA NB, HEAD NA NB);
+    b = &p.new.nodes[1];
+    b->n_candidates = 2;
+    b->candidates[0] = (struct cluster_cand){ .addr = { .family = AF_INET, .bytes = { 10, 0, 0, 2 } },
+                                              .port = 51820 };
+    b->candidates[1] = (struct cluster_cand){ .addr = { .family = AF_INET, .bytes = { 10, 0, 1, 2 } },
+                                              .port = 51820 };
+    cluster_diff_free(&p.d);
+    assert_int_equal(cluster_diff(&p.old, &p.new, &p.d), 0);
+    assert_int_equal(p.d.n, 1);
+    assert_int_equal(p.d.changes[0].what, CLUSTER_CHANGED_CANDIDATES);
+    assert_line(&p, 0, "changed b: candidates");
+    /* The same on both sides: none. */
+    p.old.nodes[1] = *b;
+    cluster_diff_free(&p.d);
+    assert_int_equal(cluster_diff(&p.old, &p.new, &p.d), 0);
+    assert_int_equal(p.d.n, 0);
+    /* Another order, another port, an observed one: each a change. */
+    struct cluster_cand first = b->candidates[0];
+    b->candidates[0] = b->candidates[1];
+    b->candidates[1] = first;
+    cluster_diff_free(&p.d);
+    assert_int_equal(cluster_diff(&p.old, &p.new, &p.d), 0);
+    assert_int_equal(p.d.n, 1);
+    *b = p.old.nodes[1];
+    b->candidates[1].port = 51821;
+    cluster_diff_free(&p.d);
+    assert_int_equal(cluster_diff(&p.old, &p.new, &p.d), 0);
+    assert_int_equal(p.d.n, 1);
+    *b = p.old.nodes[1];
+    b->has_observed = true;
+    b->observed = first;
+    cluster_diff_free(&p.d);
+    assert_int_equal(cluster_diff(&p.old, &p.new, &p.d), 0);
+    assert_int_equal(p.d.n, 1);
+    assert_int_equal(p.d.changes[0].what, CLUSTER_CHANGED_CANDIDATES);
+    pair_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -382,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_node_keepalive_key),
         cmocka_unit_test(test_aliases_key),
         cmocka_unit_test(test_aliases_change),
+        cmocka_unit_test(test_candidates_change),
         cmocka_unit_test(test_hostnames_key),
         cmocka_unit_test(test_machine_domains_change),
         cmocka_unit_test(test_metrics_change),

@@ -20,6 +20,9 @@
  *     (tests/mutants.list): the inner source, a hint's and passed-on
  *     locals' credit, mac1 before the rate limiter and the limiter itself,
  *     a relay taken only after proof, a relay's refusals
+ *   - a registered peer with no endpoint, reached at a candidate of its
+ *     record; one whose candidate never answers costs the bytes one
+ *     report allows, no more (issue 30)
  * The crypto runs inline (no workers). */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -557,6 +560,75 @@ static void test_record_stated_on_the_session(void **state)
     assert_int_equal(peer_of(1)->record_said, PEER_RECORD_OLDER);
     tick(now);
     assert_int_equal(records_changed_calls, 2);
+}
+
+/* Node 0's peer as a registered node with no endpoint: whatever it is
+ * known by comes from its record's candidates. */
+static struct peer *unlisted_peer(void)
+{
+    struct peer *p = peer_of(0);
+
+    p->endpoint.sa.sa_family = AF_UNSPEC;
+    p->listed.sa.sa_family = AF_UNSPEC;
+    return p;
+}
+
+static struct cluster_node record_with(uint32_t ipv4, uint16_t port)
+{
+    struct cluster_node n = { .n_candidates = 1 };
+
+    n.candidates[0].addr.family = AF_INET;
+    uint32_t be = htonl(ipv4);
+    memcpy(n.candidates[0].addr.bytes, &be, sizeof(be));
+    n.candidates[0].port = port;
+    return n;
+}
+
+static void test_record_candidate_reaches_a_peer(void **state)
+{
+    (void)state;
+    uint64_t now = START_NS + SEC;
+    struct peer *p = unlisted_peer();
+    struct cluster_node rec = record_with(0xc0000202u, 51820);   /* node 1's */
+
+    /* No endpoint and no candidate: nothing to send to. */
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_int_equal(nodes[0].initiations, 0);
+    disco_node_hints(p, &rec, now);
+    for (unsigned i = 0; i < 4 && !nodes[1].tun_packets; i++) {
+        now += SEC / 4;
+        app_send(0, 1, 100, now);
+        tick(now);
+    }
+    assert_non_null(p->current);
+    assert_true(nodes[1].tun_packets >= 1);
+    /* The candidate answered: it is the path, and sends to it are free. */
+    assert_int_equal(node_of_endpoint(&p->endpoint), 1);
+}
+
+static void test_record_candidate_never_answering_is_bounded(void **state)
+{
+    (void)state;
+    uint64_t now = START_NS + SEC;
+    struct peer *p = unlisted_peer();
+    struct cluster_node rec = record_with(0xc0000263u, 51820);   /* nobody */
+
+    disco_node_hints(p, &rec, now);
+    /* A minute of packets for it, and every timer. */
+    for (unsigned i = 0; i < 240; i++) {
+        now += SEC / 4;
+        if (i % 4 == 0)
+            app_send(0, 1, 100, now);
+        tick(now);
+    }
+    assert_null(p->current);
+    /* What one report allows (DISCO_CAND_REPORT_BYTES), not one
+     * initiation per punch and retry. */
+    assert_true(nodes[0].dev.stats.hint_bytes <= DISCO_CAND_REPORT_BYTES);
+    assert_true(nodes[0].initiations * WG_INITIATION_LEN <= DISCO_CAND_REPORT_BYTES);
+    assert_true(nodes[0].initiations >= 1);
+    assert_true(nodes[0].dev.stats.hint_refused > 0);
 }
 
 static void test_down_peer_retries_then_gives_up(void **state)
@@ -2079,6 +2151,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_first_packet_waits_for_the_handshake),
         T(test_record_stated_on_the_session),
+        T(test_record_candidate_reaches_a_peer),
+        T(test_record_candidate_never_answering_is_bounded),
         T(test_down_peer_retries_then_gives_up),
         T(test_rekey_under_traffic_loses_nothing),
         T(test_keys_zeroed_without_a_new_session),

@@ -212,7 +212,8 @@ static void test_take_hosts(void **state)
     cluster_free(&dev.cluster);
 }
 
-/* A registry cluster in which nobody gave an endpoint cannot start. */
+/* A registry cluster in which nobody gave an endpoint or published a
+ * candidate cannot start. */
 static void test_none_reachable(void **state)
 {
     struct device dev;
@@ -220,6 +221,12 @@ static void test_none_reachable(void **state)
     (void)state;
     device_of(&dev, HEAD NA NB);
     assert_true(members_none_reachable(&dev.cluster));
+    dev.cluster.nodes[1].n_candidates = 1;             /* published by the node */
+    assert_false(members_none_reachable(&dev.cluster));
+    dev.cluster.nodes[1].n_candidates = 0;
+    dev.cluster.nodes[1].has_observed = true;          /* seen behind its NAT */
+    assert_false(members_none_reachable(&dev.cluster));
+    dev.cluster.nodes[1].has_observed = false;
     dev.cluster.nodes[1].has_endpoint = true;
     assert_false(members_none_reachable(&dev.cluster));
     cluster_free(&dev.cluster);

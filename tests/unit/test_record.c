@@ -3,7 +3,10 @@
  * without endpoint and port, IP and hostname endpoints), every malformed
  * value refused with the reason the log shows (not JSON, bytes after the
  * object, not an object, each field missing or bad, the address outside
- * the network or its own or broadcast address, a NUL byte, too long), and
+ * the network or its own or broadcast address, a NUL byte, too long), a
+ * node's candidates and observed address (issue 30: carried in order,
+ * refused when malformed, repeated, unreachable or too many, trimmed to
+ * fit the value's limit; a record without them still reads), and
  * the etcd key names: built, and their tails read back only from keys of
  * the right prefix and kind. */
 #include <errno.h>
@@ -34,6 +37,10 @@
 #define WHY_ENDPOINT "no valid endpoint (a string HOST:PORT)"
 #define WHY_PORT    "a port outside 1..65535"
 #define WHY_BYTES   "a value too long or not text"
+#define WHY_CANDS   "candidates that are not an array of IP:PORT strings, or too many"
+#define WHY_CAND    "a candidate that is not IP:PORT, or an address others cannot reach"
+#define WHY_TWICE   "the same candidate twice"
+#define WHY_OBSERVED "no valid observed (a string IP:PORT, an address others reach)"
 
 /* A network as a cluster file's [cluster] gives it. */
 static struct cluster net_of(const char *text)
@@ -363,6 +370,150 @@ static void test_decode_accepts(void **state)
     assert_int_equal(n.port, 0);
 }
 
+static void cand_of(struct cluster_cand *c, const char *text)
+{
+    assert_int_equal(record_cand_parse(text, c), 0);
+}
+
+static bool same_cand(const struct cluster_cand *a, const struct cluster_cand *b)
+{
+    return a->port == b->port && cluster_addr_equal(&a->addr, &b->addr);
+}
+
+static void test_candidates_round_trip(void **state)
+{
+    struct cluster c = net_of("10.77.0.0/24");
+    static const char *const texts[] = { "203.0.113.7:51820", "10.0.3.7:51820",
+                                         "[2001:db8::7]:51820", "192.168.1.7:1" };
+    char buf[RECORD_VALUE_MAX + 1];
+    struct cluster_node n, back;
+    const char *why = NULL;
+
+    (void)state;
+    node_of(&n, "gpu-7", K1, "10.77.0.9", "203.0.113.7:51820", 0);
+    for (unsigned i = 0; i < 4; i++)
+        cand_of(&n.candidates[n.n_candidates++], texts[i]);
+    cand_of(&n.observed, "198.51.100.4:40123");
+    n.has_observed = true;
+    int len = record_encode(&n, buf, sizeof(buf));
+    assert_true(len > 0);
+    assert_non_null(strstr(buf, "\"candidates\":[\"203.0.113.7:51820\",\"10.0.3.7:51820\","
+                                "\"[2001:db8::7]:51820\",\"192.168.1.7:1\"]"));
+    assert_non_null(strstr(buf, "\"observed\":\"198.51.100.4:40123\""));
+    assert_int_equal(record_decode(buf, (size_t)len, &c, &back, &why), 0);
+    /* In the node's order: the endpoint first, as it gave them. */
+    assert_int_equal(back.n_candidates, 4);
+    for (unsigned i = 0; i < 4; i++)
+        assert_true(same_cand(&back.candidates[i], &n.candidates[i]));
+    assert_true(back.has_observed);
+    assert_true(same_cand(&back.observed, &n.observed));
+    round_trip(&c, &n);
+    /* None: neither member is written, and an older record reads. */
+    node_of(&n, "gpu-7", K1, "10.77.0.9", NULL, 0);
+    len = record_encode(&n, buf, sizeof(buf));
+    assert_null(strstr(buf, "candidates"));
+    assert_null(strstr(buf, "observed"));
+    assert_int_equal(record_decode(GOOD, strlen(GOOD), &c, &back, &why), 0);
+    assert_int_equal(back.n_candidates, 0);
+    assert_false(back.has_observed);
+}
+
+/* The most a record holds: a long name, a hostname endpoint, eight long
+ * IPv6 candidates, an observed one: it fits RECORD_VALUE_MAX whole. In a
+ * smaller space the last candidates give way, the observed one stays. */
+static void test_candidates_trimmed(void **state)
+{
+    struct cluster c = net_of("fd77::/64");
+    char buf[RECORD_VALUE_MAX + 1], host[CLUSTER_HOST_MAX + 16], text[64];
+    struct cluster_node n, back;
+    const char *why = NULL;
+
+    (void)state;
+    /* Labels of 60 letters: a 246-character hostname. */
+    memset(host, 'a', 238);
+    for (unsigned i = 60; i < 238; i += 61)
+        host[i] = '.';
+    snprintf(host + 238, sizeof(host) - 238, ".example:51820");
+    node_of(&n, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", K1,
+            "fd77::ffff:ffff:ffff:fffe", host, 65535);
+    for (unsigned i = 0; i < CLUSTER_CANDIDATES_MAX; i++) {
+        snprintf(text, sizeof(text), "[2001:db8:ffff:ffff:ffff:ffff:ffff:ff%02x]:65535", i);
+        cand_of(&n.candidates[n.n_candidates++], text);
+    }
+    cand_of(&n.observed, "[2001:db8:ffff:ffff:ffff:ffff:ffff:fffe]:65535");
+    n.has_observed = true;
+    int len = record_encode(&n, buf, sizeof(buf));
+    assert_true(len > 0 && (size_t)len <= RECORD_VALUE_MAX);
+    assert_int_equal(record_decode(buf, (size_t)len, &c, &back, &why), 0);
+    assert_int_equal(back.n_candidates, CLUSTER_CANDIDATES_MAX);
+    len = record_encode(&n, buf, 700);
+    assert_true(len > 0 && len < 700);
+    assert_int_equal(record_decode(buf, (size_t)len, &c, &back, &why), 0);
+    assert_true(back.n_candidates > 0 && back.n_candidates < CLUSTER_CANDIDATES_MAX);
+    for (unsigned i = 0; i < back.n_candidates; i++)
+        assert_true(same_cand(&back.candidates[i], &n.candidates[i]));
+    assert_true(back.has_observed);
+    /* A node whose candidates break the rules is not written. */
+    n.candidates[1] = n.candidates[0];
+    assert_int_equal(record_encode(&n, buf, sizeof(buf)), -EINVAL);
+    n.n_candidates = CLUSTER_CANDIDATES_MAX + 1;
+    assert_int_equal(record_encode(&n, buf, sizeof(buf)), -EINVAL);
+}
+
+#define CANDS(list) "{" NAME ", " KEY ", " ADDR ", \"candidates\": " list "}"
+#define OBSERVED(one) "{" NAME ", " KEY ", " ADDR ", \"observed\": " one "}"
+
+static void test_candidates_refused(void **state)
+{
+    struct cluster c = net_of("10.77.0.0/24");
+    struct cluster_node n;
+    const char *why = NULL;
+    const char *nine = CANDS("[\"10.0.0.1:1\", \"10.0.0.2:1\", \"10.0.0.3:1\", \"10.0.0.4:1\", "
+                             "\"10.0.0.5:1\", \"10.0.0.6:1\", \"10.0.0.7:1\", \"10.0.0.8:1\", "
+                             "\"10.0.0.9:1\"]");
+    const char *eight = CANDS("[\"10.0.0.1:1\", \"10.0.0.2:1\", \"10.0.0.3:1\", \"10.0.0.4:1\", "
+                              "\"10.0.0.5:1\", \"10.0.0.6:1\", \"10.0.0.7:1\", \"10.0.0.8:1\"]");
+
+    (void)state;
+    assert_int_equal(record_decode(eight, strlen(eight), &c, &n, &why), 0);
+    assert_int_equal(n.n_candidates, CLUSTER_CANDIDATES_MAX);
+    assert_refused(&c, nine, WHY_CANDS);
+    assert_refused(&c, CANDS("\"10.0.0.1:1\""), WHY_CANDS);
+    assert_refused(&c, CANDS("{\"a\": \"10.0.0.1:1\"}"), WHY_CANDS);
+    assert_refused(&c, CANDS("null"), WHY_CANDS);
+    assert_refused(&c, CANDS("[7]"), WHY_CAND);
+    assert_refused(&c, CANDS("[null]"), WHY_CAND);
+    assert_refused(&c, CANDS("[[\"10.0.0.1:1\"]]"), WHY_CAND);
+    assert_refused(&c, CANDS("[\"10.0.0.1\"]"), WHY_CAND);             /* no port */
+    assert_refused(&c, CANDS("[\"10.0.0.1:0\"]"), WHY_CAND);
+    assert_refused(&c, CANDS("[\"10.0.0.1:65536\"]"), WHY_CAND);
+    assert_refused(&c, CANDS("[\"host.example:51820\"]"), WHY_CAND);    /* not a literal */
+    assert_refused(&c, CANDS("[\"2001:db8::1:51820\"]"), WHY_CAND);
+    assert_refused(&c, CANDS("[\"127.0.0.1:51820\"]"), WHY_CAND);
+    assert_refused(&c, CANDS("[\"169.254.1.1:51820\"]"), WHY_CAND);
+    assert_refused(&c, CANDS("[\"0.0.0.0:51820\"]"), WHY_CAND);
+    assert_refused(&c, CANDS("[\"224.0.0.1:51820\"]"), WHY_CAND);
+    assert_refused(&c, CANDS("[\"255.255.255.255:51820\"]"), WHY_CAND);
+    assert_refused(&c, CANDS("[\"[::1]:51820\"]"), WHY_CAND);
+    assert_refused(&c, CANDS("[\"[fe80::1]:51820\"]"), WHY_CAND);
+    assert_refused(&c, CANDS("[\"[ff02::1]:51820\"]"), WHY_CAND);
+    assert_refused(&c, CANDS("[\"[::]:51820\"]"), WHY_CAND);
+    assert_refused(&c, CANDS("[\"[::ffff:10.0.0.1]:51820\"]"), WHY_CAND);
+    assert_refused(&c, CANDS("[\"10.0.0.1:1\", \"10.0.0.1:1\"]"), WHY_TWICE);
+    assert_refused(&c, OBSERVED("7"), WHY_OBSERVED);
+    assert_refused(&c, OBSERVED("null"), WHY_OBSERVED);
+    assert_refused(&c, OBSERVED("[\"198.51.100.4:1\"]"), WHY_OBSERVED);
+    assert_refused(&c, OBSERVED("\"127.0.0.1:1\""), WHY_OBSERVED);
+    assert_refused(&c, OBSERVED("\"198.51.100.4\""), WHY_OBSERVED);
+    /* The same address on another port is another candidate. */
+    const char *two = CANDS("[\"10.0.0.1:1\", \"10.0.0.1:2\"]");
+    assert_int_equal(record_decode(two, strlen(two), &c, &n, &why), 0);
+    assert_int_equal(n.n_candidates, 2);
+    const char *empty = CANDS("[]");
+    assert_int_equal(record_decode(empty, strlen(empty), &c, &n, &why), 0);
+    assert_int_equal(n.n_candidates, 0);
+}
+
 static void test_decode_ipv6(void **state)
 {
     struct cluster c = net_of("fd77::/120");
@@ -526,6 +677,9 @@ int main(void)
         cmocka_unit_test(test_decode_bad_fields),
         cmocka_unit_test(test_decode_names_no_member_takes),
         cmocka_unit_test(test_decode_accepts),
+        cmocka_unit_test(test_candidates_round_trip),
+        cmocka_unit_test(test_candidates_trimmed),
+        cmocka_unit_test(test_candidates_refused),
         cmocka_unit_test(test_decode_ipv6),
         cmocka_unit_test(test_decode_bytes),
         cmocka_unit_test(test_decode_escaped_nul),
