@@ -245,11 +245,21 @@ e2e_holder() {
     local n=$1 ns=$E2E_PFX$1
     printf '127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n' >"$T/$n/hosts"
     chmod 644 "$T/$n/hosts"
+    # The machine's DNS server is out of a namespace's reach: each lookup
+    # of a name outside the hosts file would wait for it (10 s, glibc's
+    # timeout and retry) where a cloud's DNS answers at once. A resolver on
+    # the node's own loopback, where nothing listens, answers at once
+    # (refused), as that DNS would say "no such name". privileges.sh binds
+    # a silent one on top where it wants the wait.
+    printf 'nameserver 127.0.0.1\noptions attempts:1\n' >"$T/$n/resolv.conf"
+    chmod 644 "$T/$n/resolv.conf"
     ip netns exec "$ns" unshare --mount --uts --propagation private \
         sh -c 'hostname "$1" && mount --bind "$2" /etc/hosts &&
                mount --bind "$3" /run/wireguard &&
+               mount --bind "$5" /etc/resolv.conf &&
                echo $$ >"$4.tmp" && mv "$4.tmp" "$4" && exec sleep 3600' \
-        holder "$n" "$T/$n/hosts" "$T/$n/run" "$T/$n/pid" >"$T/$n/holder.out" 2>&1 &
+        holder "$n" "$T/$n/hosts" "$T/$n/run" "$T/$n/pid" "$T/$n/resolv.conf" \
+        >"$T/$n/holder.out" 2>&1 &
     E2E_PIDS+=("$!")
     wait_for 5 test -s "$T/$n/pid" || fail "node $n: namespace holder did not start: $(cat "$T/$n/holder.out")"
 }
