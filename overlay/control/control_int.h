@@ -41,7 +41,8 @@ struct device;
 /* The largest response control_request accepts. */
 #define CONTROL_RESPONSE_MAX        (1u << 20)
 
-enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL_RELOAD_OP };
+enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL_RELOAD_OP,
+                  CONTROL_GET_ENV_OP };
 
 /* Keys of the answer to set=ddpnet-cluster: one line per change, error of
  * the file, or reason it was refused (membership/members.h), then errno. */
@@ -68,7 +69,7 @@ enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL
 #define CONTROL_KEY_RELAY_DROPPED   "relay_dropped"
 
 /* Frames one request at the start of buf[0..len): the two of uapi.h, the
- * get=ddpnet line followed by an empty line, and set=ddpnet-cluster with
+ * get=ddpnet and get=ddpnet-env lines each followed by an empty line, and set=ddpnet-cluster with
  * its length line and bytes (*body, *body_len: the file). Returns as
  * uapi_parse_request: 0 (*op, *consumed set), -EAGAIN, -EINVAL, -EMSGSIZE. */
 int control_frame(const char *buf, size_t len, enum control_op *op, size_t *consumed);
@@ -86,6 +87,10 @@ int control_reload(struct device *dev, const char *text, size_t len, uint64_t no
  * computed size was too small (a bug). */
 int control_get_wg(struct device *dev, char **out, size_t *len);
 int control_get_ddpnet(struct device *dev, uint64_t now_ns, char **out, size_t *len);
+/* get=ddpnet-env: get=ddpnet's interface lines interface, self, address,
+ * prefix, listen_port, master, master_address, and per peer public_key,
+ * name and address only (the env socket's answer: control.h). */
+int control_get_env(struct device *dev, char **out, size_t *len);
 
 /* Applies the body of a set=1 request (see control_set.c for the subset
  * supported). Returns 0 or the negative errno to answer. */

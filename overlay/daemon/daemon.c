@@ -55,6 +55,12 @@ int daemon_socket_path(char *buf, size_t len, const char *run_dir, const char *i
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+int daemon_env_socket_path(char *buf, size_t len, const char *run_dir, const char *ifname)
+{
+    int n = snprintf(buf, len, "%s/%s.env", run_dir, ifname);
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
 int daemon_state_path(char *buf, size_t len, const char *run_dir, const char *ifname)
 {
     int n = snprintf(buf, len, "%s/%s.state", run_dir, ifname);
@@ -66,12 +72,12 @@ struct setup {
     struct device dev;
     struct loop loop;
     bool loop_ready;
-    struct services services;             /* the control socket, metrics */
+    struct services services;             /* the control and env sockets, metrics */
     bool services_open;
     struct nl route_nl;                   /* the path MTU search asks the kernel (route_mtu) */
     bool route_nl_open;
-    int tun_fd, udp4_fd, udp6_fd, control_fd, signal_fd;
-    char socket_path[256], state_path[256];
+    int tun_fd, udp4_fd, udp6_fd, control_fd, env_fd, signal_fd;
+    char socket_path[256], env_path[256], state_path[256];
     bool running;                         /* setup completed */
 };
 
@@ -582,7 +588,7 @@ static uint64_t on_control_timers(void *ctx, uint64_t now)
 static int open_services(struct setup *s)
 {
     char err[256];
-    int ret = services_open(&s->services, &s->dev, s->control_fd, err, sizeof(err));
+    int ret = services_open(&s->services, &s->dev, s->control_fd, s->env_fd, err, sizeof(err));
 
     s->services_open = true;
     return ret ? fail(s, ret, "%s", err) : 0;
@@ -635,11 +641,15 @@ static int setup_all(struct setup *s)
     if ((ret = setup_signals(s)) || (ret = setup_sockets(s)) || (ret = setup_interface(s)))
         return ret;
     daemon_socket_path(s->socket_path, sizeof(s->socket_path), s->opt->run_dir, s->dev.ifname);
+    daemon_env_socket_path(s->env_path, sizeof(s->env_path), s->opt->run_dir, s->dev.ifname);
     daemon_state_path(s->state_path, sizeof(s->state_path), s->opt->run_dir, s->dev.ifname);
     s->control_fd = control_listen(s->socket_path);
     if (s->control_fd < 0)
         return fail(s, s->control_fd, "control socket %s: %s", s->socket_path,
                     strerror(-s->control_fd));
+    s->env_fd = control_listen_env(s->env_path);
+    if (s->env_fd < 0)
+        return fail(s, s->env_fd, "env socket %s: %s", s->env_path, strerror(-s->env_fd));
     if ((ret = open_services(s)))
         return ret;
     struct loop_config lc = {
@@ -689,6 +699,8 @@ static void teardown(struct setup *s)
      * are still root then). After a run, `down` removes the files. */
     if (!s->running && s->control_fd >= 0)
         unlink(s->socket_path);
+    if (!s->running && s->env_fd >= 0)
+        unlink(s->env_path);
     if (s->loop_ready)
         loop_destroy(&s->loop);
     if (s->services_open)
@@ -698,6 +710,7 @@ static void teardown(struct setup *s)
     registry_free(s->dev.registry);
     cluster_free(&s->dev.cluster);
     close_fd(&s->control_fd);
+    close_fd(&s->env_fd);
     close_fd(&s->udp4_fd);
     close_fd(&s->udp6_fd);
     close_fd(&s->tun_fd);
@@ -717,7 +730,7 @@ int daemon_run(struct daemon_options *opt)
         return -ENOMEM;
     }
     s->opt = opt;
-    s->tun_fd = s->udp4_fd = s->udp6_fd = s->control_fd = s->signal_fd = -1;
+    s->tun_fd = s->udp4_fd = s->udp6_fd = s->control_fd = s->env_fd = s->signal_fd = -1;
     s->dev.hosts_fd = -1;
     char ident[64];
     snprintf(ident, sizeof(ident), "ddpnet/%s", opt->ifname);
