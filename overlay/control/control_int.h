@@ -110,5 +110,10 @@ int status_format_json(const char *response, FILE *out);
  * file's first node). Returns as above, or -ENOENT when no node of the
  * cluster is named master (nothing is printed then). */
 int status_format_env(const char *response, const char *master, FILE *out);
+/* `ddpnet env` failing: line (an error message) as shell text that prints
+ * it on stderr and fails -- "echo 'LINE' >&2; false" -- so that `eval
+ * "$(ddpnet env)"` fails with the reason and a `set -e` shell stops before
+ * the job starts on the wrong network. 0, or -EIO when out failed. */
+int status_env_fail(const char *line, FILE *out);
 
 #endif

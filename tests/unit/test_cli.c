@@ -63,6 +63,9 @@
 #define UP_USAGE_LINE "usage: ddpnet up -c CLUSTER -k KEYFILE [-i IFNAME] " \
     "[--run-dir DIR] [--hosts-file FILE] [--name NAME] [--endpoint HOST:PORT] " \
     "[--foreground] [--debug]\n"
+/* What follows the usage line of a command-line error. */
+#define MORE(verb) "(ddpnet " verb " --help explains each option)\n"
+#define UP_MORE MORE("up")
 #define NOBODY 65534
 #define CAP_CHUNK_BITS 32u   /* bits per __user_cap_data_struct word */
 
@@ -200,6 +203,26 @@ static void assert_run(int (*fn)(int, char **), const char *const *argv,
     assert_string_equal(c.out, out);
     assert_string_equal(c.err, err);
     assert_int_equal(c.rc, rc);
+}
+
+/* A verb's --help: exit 0, nothing on stderr, the usage line first, the
+ * options, and the manual named last. */
+static void assert_help(int (*fn)(int, char **), const char *const *argv, const char *usage)
+{
+    static struct captured c;
+    static const char tail[] =
+        "  -h, --help                show this help and exit\n\n"
+        "More in ddpnet(8) (man 8 ddpnet); the cluster file in ddpnet.conf(5).\n";
+    size_t n;
+
+    run_verb(fn, argv, NULL, &c);
+    assert_int_equal(c.rc, 0);
+    assert_string_equal(c.err, "");
+    assert_true(strncmp(c.out, usage, strlen(usage)) == 0);
+    assert_non_null(strstr(c.out, "\noptions:\n"));
+    n = strlen(c.out);
+    assert_true(n > sizeof(tail));
+    assert_string_equal(c.out + n - (sizeof(tail) - 1), tail);
 }
 
 /* Forks; the child runs fn (which returns an exit code, 0 = as expected)
@@ -392,13 +415,106 @@ static void test_args_handle(void **state)
     (void)state;
     assert_run(handle_up, (const char *[]){ "up", "-c", "f", "-k", "k", NULL }, NULL,
                CLI_CONTINUE, "", "");
-    assert_run(handle_up, (const char *[]){ "up", "--help", NULL }, NULL,
-               CLI_EXIT_OK, UP_USAGE_LINE, "");
+    assert_help(handle_up, (const char *[]){ "up", "--help", NULL }, UP_USAGE_LINE);
     assert_run(handle_up, (const char *[]){ "up", "--nope", NULL }, NULL, CLI_EXIT_USAGE,
-               "", "ddpnet up: unknown option '--nope'\n" UP_USAGE_LINE);
+               "", "ddpnet up: unknown option '--nope'\n" UP_USAGE_LINE UP_MORE);
     /* No stray blank before the end of a usage without options. */
-    assert_run(handle_genkey, (const char *[]){ "genkey", "-h", NULL }, NULL,
-               CLI_EXIT_OK, "usage: ddpnet genkey\n", "");
+    assert_help(handle_genkey, (const char *[]){ "genkey", "-h", NULL }, "usage: ddpnet genkey\n");
+}
+
+/* --- help and version (cli_main) ---------------------------------------------------- */
+
+static const struct cli_verb test_verbs[] = {
+    { "up",     cli_up,     "bring up the overlay" },
+    { "down",   cli_down,   "take it down" },
+    { "reload", cli_reload, "apply the changed file" },
+    { "status", cli_status, "show each peer" },
+    { "env",    cli_env,    "print export lines" },
+    { "check",  cli_check,  "validate a cluster file" },
+    { "genkey", cli_genkey, "print a new private key" },
+};
+#define N_TEST_VERBS (sizeof(test_verbs) / sizeof(test_verbs[0]))
+
+static int run_main(int argc, char **argv)
+{
+    return cli_main(test_verbs, N_TEST_VERBS, "9.8.7", argc, argv);
+}
+
+static void test_main_help_version(void **state)
+{
+    static struct captured c;
+
+    (void)state;
+    for (size_t i = 0; i < 3; i++) {
+        const char *v[] = { "version", "--version", "-v" };
+        assert_run(run_main, (const char *[]){ "ddpnet", v[i], NULL }, NULL, 0,
+                   "ddpnet 9.8.7\n", "");
+    }
+    assert_run(run_main, (const char *[]){ "ddpnet", "version", "x", NULL }, NULL, 2, "",
+               "ddpnet version: unexpected argument 'x'\n");
+    /* The list names every verb, help and version, and the manual. */
+    run_verb(run_main, (const char *[]){ "ddpnet", "help", NULL }, NULL, &c);
+    assert_int_equal(c.rc, 0);
+    assert_non_null(strstr(c.out, "\n  check    validate a cluster file\n"));
+    assert_non_null(strstr(c.out, "\n  help     this list; 'ddpnet help COMMAND' explains"));
+    assert_non_null(strstr(c.out, "\n  version  print ddpnet's version (also --version, -v)\n"));
+    assert_non_null(strstr(c.out, "ddpnet(8) (man 8 ddpnet)"));
+    /* help VERB is VERB --help, with the verb's own line. */
+    assert_help(run_main, (const char *[]){ "ddpnet", "help", "check", NULL },
+                "usage: ddpnet check -c CLUSTER\n\nvalidate a cluster file.\n\noptions:\n"
+                "  -c, --cluster FILE        the cluster file");
+    assert_help(run_main, (const char *[]){ "ddpnet", "check", "--help", NULL },
+                "usage: ddpnet check -c CLUSTER\n\nvalidate a cluster file.\n");
+    assert_run(run_main, (const char *[]){ "ddpnet", "help", "nope", NULL }, NULL, 2, "",
+               "ddpnet help: unknown command 'nope' (try 'ddpnet help')\n");
+    assert_run(run_main, (const char *[]){ "ddpnet", "nope", NULL }, NULL, 2, "",
+               "ddpnet: unknown command 'nope' (try 'ddpnet help')\n");
+    /* The verb's line is not left behind for a verb called directly. */
+    assert_help(cli_check, (const char *[]){ "check", "-h", NULL },
+                "usage: ddpnet check -c CLUSTER\n\noptions:\n");
+}
+
+/* Every option a verb takes is explained in its --help with its default. */
+static void test_help_defaults(void **state)
+{
+    static const struct {
+        int (*fn)(int, char **);
+        const char *verb;
+        const char *want[4];
+    } cases[] = {
+        { cli_up, "up", { "(default ddp0)", "(default /var/run/wireguard)",
+                          "(default /etc/hosts)", "(default the hostname)" } },
+        { cli_down, "down", { "(default ddp0)", "(default /var/run/wireguard)" } },
+        { cli_reload, "reload", { "(default ddp0)", "(default /var/run/wireguard)" } },
+        { cli_status, "status", { "(default ddp0)", "(default 1)", "(default: a table)" } },
+        { cli_env, "env", { "(default ddp0)", "(default the cluster file's", "MASTER_ADDR" } },
+        { cli_check, "check", { "the cluster file, ddpnet.conf(5)", "(required)" } },
+    };
+    static struct captured c;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        run_verb(cases[i].fn, (const char *[]){ cases[i].verb, "--help", NULL }, NULL, &c);
+        assert_int_equal(c.rc, 0);
+        for (size_t j = 0; j < 4 && cases[i].want[j]; j++) {
+            /* The text is wrapped: compare with the line breaks made blanks. */
+            char flat[CAPTURE_MAX];
+            size_t k = 0;
+            for (const char *p = c.out; *p && k + 1 < sizeof(flat); p++) {
+                if (*p == '\n' && p[1] == ' ') {
+                    flat[k++] = ' ';
+                    p += strspn(p + 1, " ");
+                } else {
+                    flat[k++] = *p;
+                }
+            }
+            flat[k] = '\0';
+            if (!strstr(flat, cases[i].want[j]))
+                print_message("%s --help lacks '%s':\n%s", cases[i].verb, cases[i].want[j],
+                              c.out);
+            assert_non_null(strstr(flat, cases[i].want[j]));
+        }
+    }
 }
 
 /* --- genkey and pubkey ----------------------------------------------------------- */
@@ -427,7 +543,7 @@ static void test_genkey(void **state)
 
     assert_run(cli_genkey, (const char *[]){ "genkey", "extra", NULL }, NULL,
                CLI_EXIT_USAGE, "", "ddpnet genkey: unexpected argument 'extra'\n"
-               "usage: ddpnet genkey\n");
+               "usage: ddpnet genkey\n" MORE("genkey"));
 }
 
 /* Like wg genkey: a warning when the key goes to a file others may read. */
@@ -509,7 +625,7 @@ static void test_pubkey_invalid(void **state)
                    "", "ddpnet pubkey: invalid private key on stdin\n");
     assert_run(cli_pubkey, (const char *[]){ "pubkey", "key", NULL }, PRIV_A, CLI_EXIT_USAGE,
                "", "ddpnet pubkey: unexpected argument 'key'\n"
-               "usage: ddpnet pubkey < PRIVATE-KEY\n");
+               "usage: ddpnet pubkey < PRIVATE-KEY\n" MORE("pubkey"));
 }
 
 /* --- check and the cluster loader ------------------------------------------------ */
@@ -595,9 +711,11 @@ static void test_check(void **state)
     assert_run(cli_check, (const char *[]){ "check", "-c", path, NULL }, NULL, 1, "", want);
 
     assert_run(cli_check, (const char *[]){ "check", NULL }, NULL, 2, "",
-               "ddpnet check: missing option -c/--cluster\nusage: ddpnet check -c CLUSTER\n");
+               "ddpnet check: missing option -c/--cluster\nusage: ddpnet check -c CLUSTER\n"
+               MORE("check"));
     assert_run(cli_check, (const char *[]){ "check", "-c", path, "-k", "x", NULL }, NULL, 2,
-               "", "ddpnet check: unknown option '-k'\nusage: ddpnet check -c CLUSTER\n");
+               "", "ddpnet check: unknown option '-k'\nusage: ddpnet check -c CLUSTER\n"
+               MORE("check"));
 }
 
 /* --- up: every refusal before the daemon starts ---------------------------------- */
@@ -630,12 +748,12 @@ static void test_up_usage(void **state)
 {
     (void)state;
     assert_run(cli_up, (const char *[]){ "up", NULL }, NULL, 2, "",
-               "ddpnet up: missing option -c/--cluster\n" UP_USAGE_LINE);
+               "ddpnet up: missing option -c/--cluster\n" UP_USAGE_LINE UP_MORE);
     assert_run(cli_up, (const char *[]){ "up", "-c", "x", "-k", "y", "--json", NULL }, NULL,
-               2, "", "ddpnet up: unknown option '--json'\n" UP_USAGE_LINE);
+               2, "", "ddpnet up: unknown option '--json'\n" UP_USAGE_LINE UP_MORE);
     assert_run(cli_up, (const char *[]){ "up", "-c", "x", "-k", NULL }, NULL, 2, "",
-               "ddpnet up: option '-k' needs a value\n" UP_USAGE_LINE);
-    assert_run(cli_up, (const char *[]){ "up", "--help", NULL }, NULL, 0, UP_USAGE_LINE, "");
+               "ddpnet up: option '-k' needs a value\n" UP_USAGE_LINE UP_MORE);
+    assert_help(cli_up, (const char *[]){ "up", "--help", NULL }, UP_USAGE_LINE);
 }
 
 static void test_up_cluster_errors(void **state)
@@ -873,7 +991,7 @@ static void test_down_not_up(void **state)
                NULL, 1, "", "ddpnet down: ddpnone0 is not up\n");
     assert_run(cli_down, (const char *[]){ "down", "--bogus", NULL }, NULL, 2, "",
                "ddpnet down: unknown option '--bogus'\n"
-               "usage: ddpnet down [-i IFNAME] [--run-dir DIR]\n");
+               "usage: ddpnet down [-i IFNAME] [--run-dir DIR]\n" MORE("down"));
 }
 
 static void test_down_refuses_other_links(void **state)
@@ -1474,6 +1592,8 @@ int main(void)
         cmocka_unit_test(test_args_table),
         cmocka_unit_test(test_args_short_error_buffer),
         cmocka_unit_test(test_args_handle),
+        cmocka_unit_test(test_main_help_version),
+        cmocka_unit_test(test_help_defaults),
         cmocka_unit_test(test_genkey),
         cmocka_unit_test(test_genkey_warns_on_open_file),
         cmocka_unit_test(test_pubkey_matches_wg),
