@@ -146,6 +146,10 @@ static int up_prepare(struct up *u)
     char err[PATH_MAX + 128];
     int ret;
 
+    /* First: without it nothing else can be fixed by the person who ran
+     * it (the key file is root's, the interface needs CAP_NET_ADMIN). */
+    if (!cli_permitted())
+        return cli_not_permitted("up");
     if (cli_cluster_load(u->args.cluster, &u->cluster, stderr) != 0)
         return CLI_EXIT_FAIL;
     if (keyfile_read(u->args.key, u->opt.private_key, err, sizeof(err)) != 0) {
@@ -154,8 +158,6 @@ static int up_prepare(struct up *u)
     }
     if ((ret = up_find_self(u)) != CLI_CONTINUE)
         return ret;
-    if (!cli_permitted())
-        return cli_not_permitted("up");
     if (if_nametoindex(u->args.ifname) != 0) {
         fprintf(stderr, "ddpnet up: interface %s already exists\n", u->args.ifname);
         return CLI_EXIT_FAIL;

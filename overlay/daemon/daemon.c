@@ -740,6 +740,8 @@ int daemon_run(struct daemon_options *opt)
     s->dev.cluster = *opt->cluster;          /* taken over */
     memset(opt->cluster, 0, sizeof(*opt->cluster));
     s->dev.self = opt->self;                 /* points into the same nodes */
+    /* Under systemd a refused reload says to restart the unit. */
+    (void)notify_unit(s->dev.service, sizeof(s->dev.service));
     /* While root: systemd's socket may be out of reach of our own user. */
     if ((ret = notify_open()))
         log_warn("NOTIFY_SOCKET: %s; systemd will not hear that %s is up", strerror(-ret),

@@ -870,6 +870,17 @@ static int up_down_as_nobody(void)
     if (c.rc != 1 || strcmp(c.err, "ddpnet down: not permitted: run as root (or with "
                             "CAP_NET_ADMIN)\n") != 0)
         return 3;
+    /* Root's own key file (0600), which nobody cannot read: still root
+     * first, not "a.key: Permission denied". */
+    tmp_path(ka, "a.key");
+    run_verb(cli_up, (const char *[]){ "up", "-c", cl, "-k", ka, "-i", "ddptest9", NULL },
+             NULL, &c);
+    if (c.rc != 1 || strcmp(c.err, "ddpnet up: not permitted: run as root (or with "
+                            "CAP_NET_ADMIN)\n") != 0)
+        return 4;
+    run_verb(cli_reload, (const char *[]){ "reload", NULL }, NULL, &c);
+    if (c.rc != 1 || strcmp(c.err, "ddpnet reload: not permitted: run as root\n") != 0)
+        return 5;
     return 0;
 }
 
