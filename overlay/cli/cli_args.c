@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "crypto/wg_const.h"
 #include "overlay/cli/cli_args.h"
 #include "overlay/daemon/daemon.h"
@@ -403,6 +405,25 @@ int cli_cluster_load(const char *path, struct cluster *c, FILE *errs)
         fprintf(errs, "%s: %zu more error%s not shown\n", path, diag.dropped,
                 diag.dropped == 1 ? "" : "s");
     return ret;
+}
+
+const struct cluster_node *cli_key_pasted(const struct cluster *c,
+                                          const uint8_t priv[CLUSTER_KEY_LEN])
+{
+    const struct cluster_node *found = NULL;
+
+    for (size_t i = 0; i < c->n_nodes; i++)
+        if (sodium_memcmp(c->nodes[i].public_key, priv, CLUSTER_KEY_LEN) == 0)
+            found = &c->nodes[i];
+    return found;
+}
+
+void cli_key_pasted_say(const char *cluster, const char *keyfile, const struct cluster_node *n)
+{
+    fprintf(stderr, "%s:%d: node %s's public-key is this node's PRIVATE key (from %s): put "
+            "the output of `ddpnet pubkey < %s` there; whoever has seen the file has the "
+            "key: make a new one (ddpnet genkey) if it was shared\n", cluster, n->line,
+            n->name, keyfile, keyfile);
 }
 
 bool cli_permitted(void)

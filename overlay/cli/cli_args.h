@@ -101,6 +101,15 @@ void cli_args_summary(const char *summary);
  * cluster_load; c is then zeroed. */
 int cli_cluster_load(const char *path, struct cluster *c, FILE *errs);
 
+/* The node whose public-key line holds priv, this node's PRIVATE key
+ * pasted where its public key belongs (`up` then finds no node of its
+ * key); NULL when none. Compares in constant time per node. */
+const struct cluster_node *cli_key_pasted(const struct cluster *c,
+                                          const uint8_t priv[CLUSTER_KEY_LEN]);
+/* Prints "CLUSTER:LINE: node N's public-key is this node's PRIVATE key
+ * (from KEYFILE)" and what to put there instead. */
+void cli_key_pasted_say(const char *cluster, const char *keyfile, const struct cluster_node *n);
+
 /* Whether we may create and delete interfaces: effective uid 0 or
  * CAP_NET_ADMIN in the effective set. */
 bool cli_permitted(void);

@@ -96,6 +96,11 @@ static int up_find_self(struct up *u)
         return CLI_EXIT_FAIL;
     }
     u->opt.self = cluster_find_key(&u->cluster, pub);
+    const struct cluster_node *pasted = cli_key_pasted(&u->cluster, u->opt.private_key);
+    if (!u->opt.self && pasted) {
+        cli_key_pasted_say(u->args.cluster, u->args.key, pasted);
+        return CLI_EXIT_FAIL;
+    }
     if (u->opt.self && (u->args.name || u->args.endpoint))
         fprintf(stderr, "ddpnet up: this node is %s in %s: the file's entry wins over "
                 "--name and --endpoint\n", u->opt.self->name, u->args.cluster);

@@ -46,6 +46,9 @@
 #include "tun/offload.h"
 #include "tun/tun.h"
 
+_Static_assert(CLUSTER_MTU_MAX == DEVICE_MTU_MAX,
+               "the cluster file must refuse every mtu the device cannot take");
+
 /* Socket buffers large enough for bursts at line rate. */
 #define UDP_BUFFER_BYTES (4 << 20)
 

@@ -51,14 +51,21 @@
     "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n\n" \
     "[node alpha]\npublic-key = " PUB_A "\naddress = 10.77.0.1\n\n" \
     "[node beta]\npublic-key = " PUB_B "\naddress = 10.77.0.2\n"
-/* Three errors, on lines 3, 4 and 6. */
+/* Three errors, on lines 3 and 6: the misspelt key before the missing
+ * key it caused. */
 #define BAD_CLUSTER \
     "[cluster]\nnetwork = 10.77.0.0/16\nport = 515820\n" \
     "[node alpha]\npublic-key = " PUB_A "\nadress = 10.77.0.1\n"
 #define BAD_CLUSTER_ERRORS(f) \
     f ":3: bad port '515820' (expected 1..65535)\n" \
-    f ":4: missing required key 'address' in [node alpha]\n" \
-    f ":6: unknown key 'adress'\n"
+    f ":6: unknown key 'adress' (did you mean 'address'?)\n" \
+    f ":6: missing required key 'address' in [node alpha] (the unknown key above?)\n"
+/* What `check` says it did not check, after "ok". */
+#define CHECK_UNCHECKED(key) "not checked (only `ddpnet up` can, on the node):" key " root; " \
+    "the interface name free; the run directory; UDP port 51820 free; the hosts file; mtu " \
+    "against the route's MTU (without mtu, ddp0 takes it, less 80)\n"
+#define CHECK_OK     "ok\n" CHECK_UNCHECKED(" the key file (add -k KEYFILE);")
+#define CHECK_OK_KEY "ok\n" CHECK_UNCHECKED("")
 
 #define UP_USAGE_LINE "usage: ddpnet up -c CLUSTER -k KEYFILE [-i IFNAME] " \
     "[--run-dir DIR] [--hosts-file FILE] [--name NAME] [--endpoint HOST:PORT] " \
@@ -461,17 +468,17 @@ static void test_main_help_version(void **state)
     assert_non_null(strstr(c.out, "ddpnet(8) (man 8 ddpnet)"));
     /* help VERB is VERB --help, with the verb's own line. */
     assert_help(run_main, (const char *[]){ "ddpnet", "help", "check", NULL },
-                "usage: ddpnet check -c CLUSTER\n\nvalidate a cluster file.\n\noptions:\n"
+                "usage: ddpnet check -c CLUSTER [-k KEYFILE]\n\nvalidate a cluster file.\n\noptions:\n"
                 "  -c, --cluster FILE        the cluster file");
     assert_help(run_main, (const char *[]){ "ddpnet", "check", "--help", NULL },
-                "usage: ddpnet check -c CLUSTER\n\nvalidate a cluster file.\n");
+                "usage: ddpnet check -c CLUSTER [-k KEYFILE]\n\nvalidate a cluster file.\n");
     assert_run(run_main, (const char *[]){ "ddpnet", "help", "nope", NULL }, NULL, 2, "",
                "ddpnet help: unknown command 'nope' (try 'ddpnet help')\n");
     assert_run(run_main, (const char *[]){ "ddpnet", "nope", NULL }, NULL, 2, "",
                "ddpnet: unknown command 'nope' (try 'ddpnet help')\n");
     /* The verb's line is not left behind for a verb called directly. */
     assert_help(cli_check, (const char *[]){ "check", "-h", NULL },
-                "usage: ddpnet check -c CLUSTER\n\noptions:\n");
+                "usage: ddpnet check -c CLUSTER [-k KEYFILE]\n\noptions:\n");
 }
 
 /* Every option a verb takes is explained in its --help with its default. */
@@ -698,9 +705,9 @@ static void test_check(void **state)
 
     (void)state;
     write_file(tmp_path(path, "good.conf"), GOOD_CLUSTER, 0644);
-    assert_run(cli_check, (const char *[]){ "check", "-c", path, NULL }, NULL, 0, "ok\n", "");
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, NULL }, NULL, 0, CHECK_OK, "");
     assert_run(cli_check, (const char *[]){ "check", "--cluster", path, NULL }, NULL, 0,
-               "ok\n", "");
+               CHECK_OK, "");
 
     write_file(tmp_path(path, "bad.conf"), BAD_CLUSTER, 0644);
     snprintf(want, sizeof(want), BAD_CLUSTER_ERRORS("%s"), path, path, path);
@@ -711,11 +718,64 @@ static void test_check(void **state)
     assert_run(cli_check, (const char *[]){ "check", "-c", path, NULL }, NULL, 1, "", want);
 
     assert_run(cli_check, (const char *[]){ "check", NULL }, NULL, 2, "",
-               "ddpnet check: missing option -c/--cluster\nusage: ddpnet check -c CLUSTER\n"
-               MORE("check"));
-    assert_run(cli_check, (const char *[]){ "check", "-c", path, "-k", "x", NULL }, NULL, 2,
-               "", "ddpnet check: unknown option '-k'\nusage: ddpnet check -c CLUSTER\n"
-               MORE("check"));
+               "ddpnet check: missing option -c/--cluster\nusage: ddpnet check -c CLUSTER "
+               "[-k KEYFILE]\n" MORE("check"));
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, "-i", "x", NULL }, NULL, 2,
+               "", "ddpnet check: unknown option '-i'\nusage: ddpnet check -c CLUSTER "
+               "[-k KEYFILE]\n" MORE("check"));
+}
+
+/* What `up` refuses and the files alone show, check refuses too: a
+ * metrics address that is another node's, and with -k a key file `up`
+ * would refuse, a key of no node, this node's private key pasted as its
+ * public-key. */
+static void test_check_as_up(void **state)
+{
+    char path[PATH_CAP], key[PATH_CAP], want[MSG_CAP];
+
+    (void)state;
+    write_file(tmp_path(path, "metrics.conf"), "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n"
+               "metrics = 10.77.0.2:9100\n\n"
+               "[node alpha]\npublic-key = " PUB_A "\naddress = 10.77.0.1\n\n"
+               "[node beta]\npublic-key = " PUB_B "\naddress = 10.77.0.2\n", 0644);
+    snprintf(want, sizeof(want), "%s: `ddpnet up` refuses it on 1 of the 2 nodes; on node "
+             "alpha: metrics address 10.77.0.2 is not this node's overlay address "
+             "(10.77.0.1): use overlay:9100 to serve each node's own\n", path);
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, NULL }, NULL, 1, "", want);
+    /* With -k, only this node's view counts: beta serves its own. */
+    write_file(tmp_path(key, "b.key"), PRIV_B "\n", 0600);
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, "-k", key, NULL }, NULL, 0,
+               "ok\nnot checked (only `ddpnet up` can, on the node): root; the interface name "
+               "free; the run directory; UDP port 51820 free; the hosts file; the metrics port "
+               "free; mtu against the route's MTU (without mtu, ddp0 takes it, less 80)\n", "");
+    write_file(tmp_path(key, "a.key"), PRIV_A "\n", 0600);
+    snprintf(want, sizeof(want), "%s: metrics address 10.77.0.2 is not this node's overlay "
+             "address (10.77.0.1): use overlay:9100 to serve each node's own\n", path);
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, "-k", key, NULL }, NULL, 1,
+               "", want);
+
+    /* The key: good, too open, of no node, pasted as a public key. */
+    write_file(tmp_path(path, "good.conf"), GOOD_CLUSTER, 0644);
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, "-k", key, NULL }, NULL, 0,
+               CHECK_OK_KEY, "");
+    write_file(tmp_path(key, "open.key"), PRIV_A "\n", 0644);
+    snprintf(want, sizeof(want), "%s: permissions 0644 are too open; run: chmod 600 %s\n", key,
+             key);
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, "-k", key, NULL }, NULL, 1,
+               "", want);
+    write_file(tmp_path(key, "c.key"), PRIV_C "\n", 0600);
+    snprintf(want, sizeof(want), "%s: this node's public key " PUB_C " (from %s) is not in "
+             "the cluster file\n", path, key);
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, "-k", key, NULL }, NULL, 1,
+               "", want);
+    write_file(path, "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n\n"
+               "[node alpha]\npublic-key = " PRIV_C "\naddress = 10.77.0.1\n", 0644);
+    snprintf(want, sizeof(want), "%s:5: node alpha's public-key is this node's PRIVATE key "
+             "(from %s): put the output of `ddpnet pubkey < %s` there; whoever has seen the "
+             "file has the key: make a new one (ddpnet genkey) if it was shared\n", path, key,
+             key);
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, "-k", key, NULL }, NULL, 1,
+               "", want);
 }
 
 /* --- up: every refusal before the daemon starts ---------------------------------- */
@@ -774,6 +834,7 @@ static void test_up_cluster_errors(void **state)
 static void test_up_key_errors(void **state)
 {
     char cl[PATH_CAP], ka[PATH_CAP], kc[PATH_CAP], key[PATH_CAP], want[MSG_CAP];
+    char file[PATH_CAP];
 
     (void)state;
     up_files(cl, ka, kc);
@@ -795,6 +856,14 @@ static void test_up_key_errors(void **state)
     snprintf(want, sizeof(want), "%s: this node's public key " PUB_C " is not in the "
              "cluster file\n", cl);
     assert_up(cl, kc, "ddptest9", NULL, 1, want);
+    /* Its private key pasted as its public key: said as such. */
+    write_file(tmp_path(file, "pasted.conf"), "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n"
+               "\n[node gamma]\npublic-key = " PRIV_C "\naddress = 10.77.0.3\n", 0644);
+    snprintf(want, sizeof(want), "%s:5: node gamma's public-key is this node's PRIVATE key "
+             "(from %s): put the output of `ddpnet pubkey < %s` there; whoever has seen the "
+             "file has the key: make a new one (ddpnet genkey) if it was shared\n", file, kc,
+             kc);
+    assert_up(file, kc, "ddptest9", NULL, 1, want);
 }
 
 /* --name and --endpoint: for joining a registry only; checked before any
@@ -1613,6 +1682,7 @@ int main(void)
         cmocka_unit_test(test_cluster_load_reports),
         cmocka_unit_test(test_cluster_load_dropped),
         cmocka_unit_test(test_check),
+        cmocka_unit_test(test_check_as_up),
         cmocka_unit_test(test_up_usage),
         cmocka_unit_test(test_up_cluster_errors),
         cmocka_unit_test(test_up_key_errors),

@@ -169,7 +169,7 @@ static void test_refused(void **state)
         int ret;
         const char *said;
     } cases[] = {
-        { HEAD NA NB "adress = 1\n", -EINVAL, "error=11: unknown key 'adress'\n" },
+        { HEAD NA NB "adress = 1\n", -EINVAL, "error=11: unknown key 'adress' (did you mean 'address'?)\n" },
         { HEAD "[node a]\npublic-key = " K3 "\naddress = 10.77.0.1\n" NB, -EPERM,
           "refused=the new file changes this node's (a) key: run `ddpnet down` and `ddpnet up` "
           "on this node with the new key file (-k)\n" },
