@@ -86,10 +86,12 @@ static int check_key(const char *path, const char *keyfile, const struct cluster
     return 0;
 }
 
-/* What `check` cannot see from here: `up` finds it on the node. */
+/* What `check` cannot see from here: `up` finds it on the node. On
+ * stderr, a note for the person, so that stdout stays `ok` for scripts
+ * that compare it. */
 static void say_unchecked(const struct cluster *c, bool key)
 {
-    printf("not checked (only `ddpnet up` can, on the node):%s root; the interface name "
+    fprintf(stderr, "not checked (only `ddpnet up` can, on the node):%s root; the interface name "
            "free; the run directory; UDP port %u free; the hosts file; %s%s%s"
            "mtu against the route's MTU%s\n",
            key ? "" : " the key file (add -k KEYFILE);", (unsigned)c->port,
