@@ -27,7 +27,10 @@
 #define CLUSTER_MTU_DEFAULT   1420u
 #define CLUSTER_MTU_MIN_IPV4  576u     /* RFC 791 minimum reassembly size */
 #define CLUSTER_MTU_MIN_IPV6  1280u    /* RFC 8200 minimum link MTU */
-#define CLUSTER_MTU_MAX       65535u
+/* The largest the engine supports (engine/device.h's DEVICE_MTU_MAX, which
+ * the daemon asserts is the same): a larger one is the file's error, so
+ * that `check` refuses what `up` would. */
+#define CLUSTER_MTU_MAX       9000u
 #define CLUSTER_PORT_MAX      65535u
 #define CLUSTER_KEEPALIVE_MAX 65535u   /* seconds; 0 means off */
 /* busy-poll: microseconds a daemon keeps polling after a packet that ends

@@ -54,6 +54,9 @@ enum cluster_node_key {
 struct cluster_work_node {
     struct cluster_node node;
     int key_line[CLUSTER_NODE_KEY_COUNT];   /* 0 = key absent */
+    /* The line of an unknown key taken for this one ("adress"), so that
+     * the key's absence is reported after its cause; 0 = none. */
+    int typo_line[CLUSTER_NODE_KEY_COUNT];
     bool name_ok, key_ok, address_ok;
 };
 
@@ -65,6 +68,7 @@ struct cluster_parser {
     struct cluster settings;                /* nodes unused here */
     int cluster_line;                       /* [cluster] header, 0 = none */
     int key_line[CLUSTER_KEY_COUNT];        /* 0 = key absent */
+    int typo_line[CLUSTER_KEY_COUNT];       /* as cluster_work_node's */
     bool network_ok;
     struct cluster_work_node *nodes;
     size_t n_nodes, cap_nodes;

@@ -472,6 +472,88 @@ static const struct key_def node_keys[CLUSTER_NODE_KEY_COUNT] = {
     [CLUSTER_NODE_KEY_ALIASES]    = KEY("aliases", false, aliases_apply),
 };
 
+/* Keys longer than this are never taken for a typo of a known one. */
+#define TYPO_KEY_MAX 32u
+
+/* The optimal string alignment distance of a and b (insertions, deletions,
+ * substitutions, and swaps of two neighbours, each 1), or TYPO_KEY_MAX
+ * when either is longer than that. */
+static unsigned typo_distance(const char *a, const char *b)
+{
+    unsigned d[TYPO_KEY_MAX + 1][TYPO_KEY_MAX + 1];
+    size_t la = strlen(a), lb = strlen(b);
+
+    if (la > TYPO_KEY_MAX || lb > TYPO_KEY_MAX)
+        return TYPO_KEY_MAX;
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = (unsigned)i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = (unsigned)j;
+    for (size_t i = 1; i <= la; i++) {
+        for (size_t j = 1; j <= lb; j++) {
+            unsigned cost = a[i - 1] != b[j - 1];
+            unsigned best = d[i - 1][j - 1] + cost;
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    }
+    return d[la][lb];
+}
+
+/* The known key an unknown one is most likely a typo of: the closest, at
+ * most 1 edit away for keys of up to 4 letters ("prot"), 2 beyond
+ * ("adress", "pubic-key"). n when none is that close. */
+static size_t typo_of(const struct key_def *defs, size_t n, const char *key)
+{
+    size_t best = n;
+    unsigned best_d = TYPO_KEY_MAX;
+
+    for (size_t i = 0; i < n; i++) {
+        unsigned d = typo_distance(key, defs[i].name);
+        unsigned limit = strlen(defs[i].name) <= 4 ? 1 : 2;
+        if (d <= limit && d < best_d) {
+            best = i;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
+/* An unknown key: what it likely was, in this section or the other. */
+static void unknown_key(struct cluster_parser *p, int line, const char *key, const char *q,
+                        bool node, int *typo_line)
+{
+    const struct key_def *defs = node ? node_keys : cluster_keys;
+    const struct key_def *other = node ? cluster_keys : node_keys;
+    size_t n = node ? CLUSTER_NODE_KEY_COUNT : CLUSTER_KEY_COUNT;
+    size_t n_other = node ? CLUSTER_KEY_COUNT : CLUSTER_NODE_KEY_COUNT;
+    const char *here = node ? "[node NAME]" : "[cluster]";
+    const char *there = node ? "[cluster]" : "[node NAME]";
+    size_t i;
+
+    for (i = 0; i < n_other && strcmp(other[i].name, key) != 0; i++)
+        ;
+    if (i < n_other) {
+        cluster_diag_add(p, line, "unknown key '%s' in %s (it is a key of %s)", q, here,
+                         there);
+        return;
+    }
+    i = typo_of(defs, n, key);
+    if (i == n) {
+        cluster_diag_add(p, line, "unknown key '%s'", q);
+        return;
+    }
+    cluster_diag_add(p, line, "unknown key '%s' (did you mean '%s'?)", q, defs[i].name);
+    if (!typo_line[i])
+        typo_line[i] = line;
+}
+
 void cluster_key_apply(struct cluster_parser *p, int line, const char *key,
                        const char *value)
 {
@@ -480,13 +562,14 @@ void cluster_key_apply(struct cluster_parser *p, int line, const char *key,
     const struct key_def *defs = node ? node_keys : cluster_keys;
     size_t n = node ? CLUSTER_NODE_KEY_COUNT : CLUSTER_KEY_COUNT;
     int *seen = node ? current(p)->key_line : p->key_line;
+    int *typo = node ? current(p)->typo_line : p->typo_line;
     size_t i;
 
     for (i = 0; i < n && strcmp(defs[i].name, key) != 0; i++)
         ;
     cluster_quote(q, sizeof(q), key);
     if (i == n) {
-        cluster_diag_add(p, line, "unknown key '%s'", q);
+        unknown_key(p, line, key, q, node, typo);
         return;
     }
     if (seen[i]) {
@@ -501,13 +584,22 @@ void cluster_key_apply(struct cluster_parser *p, int line, const char *key,
         path_apply(p, line, &defs[i], value);
 }
 
+/* A missing key that a typo explains is reported after the typo, which
+ * is its cause and the line to fix. */
 static void require(struct cluster_parser *p, const struct key_def *defs,
-                    size_t n, const int *seen, int line, const char *section)
+                    size_t n, const int *seen, const int *typo, int line,
+                    const char *section)
 {
-    for (size_t i = 0; i < n; i++)
-        if (defs[i].required && !seen[i])
+    for (size_t i = 0; i < n; i++) {
+        if (!defs[i].required || seen[i])
+            continue;
+        if (typo[i])
+            cluster_diag_add(p, typo[i], "missing required key '%s' in %s (the unknown "
+                             "key above?)", defs[i].name, section);
+        else
             cluster_diag_add(p, line, "missing required key '%s' in %s",
                              defs[i].name, section);
+    }
 }
 
 void cluster_keys_require(struct cluster_parser *p)
@@ -515,14 +607,14 @@ void cluster_keys_require(struct cluster_parser *p)
     char section[CLUSTER_NAME_MAX + sizeof("[node ]")];
 
     if (p->cluster_line)
-        require(p, cluster_keys, CLUSTER_KEY_COUNT, p->key_line,
+        require(p, cluster_keys, CLUSTER_KEY_COUNT, p->key_line, p->typo_line,
                 p->cluster_line, "[cluster]");
     for (size_t i = 0; i < p->n_nodes; i++) {
         const struct cluster_work_node *w = &p->nodes[i];
         if (!w->name_ok)
             continue;       /* its header is already an error */
         snprintf(section, sizeof(section), "[node %s]", w->node.name);
-        require(p, node_keys, CLUSTER_NODE_KEY_COUNT, w->key_line,
+        require(p, node_keys, CLUSTER_NODE_KEY_COUNT, w->key_line, w->typo_line,
                 w->node.line, section);
     }
 }

@@ -232,6 +232,10 @@ bash --norc --noprofile -c 'source "$1"; complete -p ddpnet' _ "$comp" >/dev/nul
     fail "the completion file does not register a completion for ddpnet"
 for v in $verbs; do has "$v" ddpnet ""; done
 has status ddpnet st
+has version ddpnet vers
+has check ddpnet help ch
+lacks --json ddpnet help ""
+has --key ddpnet check --k
 has --watch ddpnet status --w
 has --json ddpnet status -
 has --foreground ddpnet up --f

@@ -4,6 +4,8 @@
 #ifndef DDPNET_CLI_H
 #define DDPNET_CLI_H
 
+#include <stddef.h>
+
 int cli_genkey(int argc, char **argv);
 int cli_pubkey(int argc, char **argv);
 int cli_check(int argc, char **argv);
@@ -13,5 +15,20 @@ int cli_reload(int argc, char **argv);
 int cli_status(int argc, char **argv);
 int cli_env(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
+
+/* A row of main.c's table: the verb, its function, its one line of help. */
+struct cli_verb {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *help;
+};
+
+/* `ddpnet ARGS` with the verbs of table (cli_help.c): no verb, or "help",
+ * "--help", "-h": the list of verbs; "help VERB": VERB's --help; "version",
+ * "--version", "-v": "ddpnet VERSION"; a verb: its function, whose --help
+ * shows its one line too. An unknown verb or "help" of one: exit 2 with a
+ * line saying so. Returns the exit status. */
+int cli_main(const struct cli_verb *table, size_t n, const char *version, int argc,
+             char **argv);
 
 #endif

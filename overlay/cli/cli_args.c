@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "crypto/wg_const.h"
 #include "overlay/cli/cli_args.h"
 #include "overlay/daemon/daemon.h"
@@ -51,22 +53,42 @@ struct opt_def {
     char short_name;          /* 0: long form only */
     const char *long_name;
     enum opt_value value;
+    const char *arg;          /* its value's name in --help ("" for a flag) */
+    const char *help;         /* what it does, and its default */
 };
 
 static const struct opt_def opt_defs[] = {
-    { CLI_OPT_CLUSTER,    'c', "cluster",    OPT_VALUE },
-    { CLI_OPT_KEY,        'k', "key",        OPT_VALUE },
-    { CLI_OPT_INTERFACE,  'i', "interface",  OPT_VALUE },
-    { CLI_OPT_RUN_DIR,    0,   "run-dir",    OPT_VALUE },
-    { CLI_OPT_HOSTS_FILE, 0,   "hosts-file", OPT_VALUE },
-    { CLI_OPT_FOREGROUND, 0,   "foreground", OPT_FLAG  },
-    { CLI_OPT_DEBUG,      0,   "debug",      OPT_FLAG  },
-    { CLI_OPT_JSON,       0,   "json",       OPT_FLAG  },
-    { CLI_OPT_MASTER,     0,   "master",     OPT_VALUE },
-    { CLI_OPT_WATCH,      'w', "watch",      OPT_MAYBE },
-    { CLI_OPT_NAME,       0,   "name",       OPT_VALUE },
-    { CLI_OPT_ENDPOINT,   0,   "endpoint",   OPT_VALUE },
-    { CLI_OPT_RATE,       0,   "rate",       OPT_FLAG  },
+    { CLI_OPT_CLUSTER,    'c', "cluster",    OPT_VALUE, "FILE",
+      "the cluster file, ddpnet.conf(5); the service reads /etc/ddpnet/IFNAME.conf" },
+    { CLI_OPT_KEY,        'k', "key",        OPT_VALUE, "FILE",
+      "this node's private key as `ddpnet genkey` writes it, root's and mode 0600; "
+      "the service reads /etc/ddpnet/IFNAME.key" },
+    { CLI_OPT_INTERFACE,  'i', "interface",  OPT_VALUE, "NAME",
+      "the overlay interface (default " DAEMON_DEFAULT_IFNAME ")" },
+    { CLI_OPT_RUN_DIR,    0,   "run-dir",    OPT_VALUE, "DIR",
+      "where the control socket IFNAME.sock, the env socket IFNAME.env and the state "
+      "file IFNAME.state are (default " DAEMON_DEFAULT_RUN_DIR ")" },
+    { CLI_OPT_HOSTS_FILE, 0,   "hosts-file", OPT_VALUE, "FILE",
+      "the file that gets the cluster's names block (default " DAEMON_DEFAULT_HOSTS ")" },
+    { CLI_OPT_FOREGROUND, 0,   "foreground", OPT_FLAG,  "",
+      "stay attached and log to stderr (default: detach once up, log to syslog, or "
+      "to RUN_DIR/IFNAME.log where there is none)" },
+    { CLI_OPT_DEBUG,      0,   "debug",      OPT_FLAG,  "",
+      "log debug lines too (default: info and above)" },
+    { CLI_OPT_JSON,       0,   "json",       OPT_FLAG,  "",
+      "print one JSON object, for scripts (default: a table)" },
+    { CLI_OPT_MASTER,     0,   "master",     OPT_VALUE, "NAME",
+      "the node whose overlay address becomes MASTER_ADDR (default the cluster file's "
+      "first node; in a file of no node, the lowest registered address)" },
+    { CLI_OPT_WATCH,      'w', "watch",      OPT_MAYBE, "[SECONDS]",
+      "redraw every SECONDS, from 0.1 to 3600 (default 1), with rates, until q or Ctrl-C" },
+    { CLI_OPT_NAME,       0,   "name",       OPT_VALUE, "NAME",
+      "joining a registry: this node's name (default the hostname)" },
+    { CLI_OPT_ENDPOINT,   0,   "endpoint",   OPT_VALUE, "HOST:PORT",
+      "joining a registry: the address and port others reach this node at (default "
+      "none: found by discovery, as a node without `endpoint`)" },
+    { CLI_OPT_RATE,       0,   "rate",       OPT_FLAG,  "",
+      "doctor: a few seconds' rate probe per reached peer (default: none)" },
 };
 #define N_OPT_DEFS (sizeof(opt_defs) / sizeof(opt_defs[0]))
 
@@ -279,6 +301,74 @@ int cli_args_parse(int argc, char **argv, unsigned allowed, unsigned required,
     return 0;
 }
 
+/* The running verb's one line, for its --help (cli_main sets it). */
+static const char *verb_summary;
+
+void cli_args_summary(const char *summary)
+{
+    verb_summary = summary;
+}
+
+/* The help column: option names this wide, then the text, cut into
+ * lines of at most HELP_LINE_WIDTH characters. */
+#define HELP_NAME_WIDTH 26
+#define HELP_LINE_WIDTH 79
+
+/* text from column HELP_NAME_WIDTH + 2 on, cut at spaces into lines that
+ * fit; a word longer than a line stays whole. */
+static void help_wrap(FILE *out, const char *text)
+{
+    const size_t room = HELP_LINE_WIDTH - HELP_NAME_WIDTH - 2;
+    size_t col = 0;
+
+    while (*text) {
+        size_t word = strcspn(text, " ");
+        if (col > 0 && col + 1 + word > room) {
+            fprintf(out, "\n  %-*s", HELP_NAME_WIDTH, "");
+            col = 0;
+        } else if (col > 0) {
+            fputc(' ', out);
+            col++;
+        }
+        fprintf(out, "%.*s", (int)word, text);
+        col += word;
+        text += word;
+        text += strspn(text, " ");
+    }
+    fputc('\n', out);
+}
+
+void cli_args_help(FILE *out, const char *verb, unsigned allowed, unsigned required,
+                   const char *usage)
+{
+    char name[64], text[512];
+
+    fprintf(out, "usage: ddpnet %s%s%s\n", verb, *usage ? " " : "", usage);
+    if (verb_summary)
+        fprintf(out, "\n%s.\n", verb_summary);
+    fprintf(out, "\noptions:\n");
+    for (size_t i = 0; i < N_OPT_DEFS; i++) {
+        const struct opt_def *d = &opt_defs[i];
+        if (!(allowed & d->bit))
+            continue;
+        if (d->short_name)
+            snprintf(name, sizeof(name), "-%c, --%s%s%s", d->short_name, d->long_name,
+                     *d->arg ? " " : "", d->arg);
+        else
+            snprintf(name, sizeof(name), "    --%s%s%s", d->long_name, *d->arg ? " " : "",
+                     d->arg);
+        /* A name that fills the column gets the text on a line of its own. */
+        if (strlen(name) + 1 > HELP_NAME_WIDTH)
+            fprintf(out, "  %s\n  %-*s", name, HELP_NAME_WIDTH, "");
+        else
+            fprintf(out, "  %-*s", HELP_NAME_WIDTH, name);
+        snprintf(text, sizeof(text), "%s%s", d->help, (required & d->bit) ? " (required)" : "");
+        help_wrap(out, text);
+    }
+    fprintf(out, "  %-*s%s\n", HELP_NAME_WIDTH, "-h, --help", "show this help and exit");
+    fprintf(out, "\nMore in ddpnet(8) (man 8 ddpnet); the cluster file in ddpnet.conf(5).\n");
+}
+
 int cli_args_handle(int argc, char **argv, unsigned allowed, unsigned required,
                     const char *usage, struct cli_args *a)
 {
@@ -287,13 +377,13 @@ int cli_args_handle(int argc, char **argv, unsigned allowed, unsigned required,
     const char *sep = *usage ? " " : "";
 
     if (cli_args_parse(argc, argv, allowed, required, a, err, sizeof(err)) != 0) {
-        fprintf(stderr, "ddpnet %s: %s\nusage: ddpnet %s%s%s\n", verb, err, verb,
-                sep, usage);
+        fprintf(stderr, "ddpnet %s: %s\nusage: ddpnet %s%s%s\n(ddpnet %s --help explains "
+                "each option)\n", verb, err, verb, sep, usage, verb);
         return CLI_EXIT_USAGE;
     }
     if (a->help) {
-        printf("usage: ddpnet %s%s%s\n", verb, sep, usage);
-        return CLI_EXIT_OK;
+        cli_args_help(stdout, verb, allowed, required, usage);
+        return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
     }
     return CLI_CONTINUE;
 }
@@ -319,6 +409,25 @@ int cli_cluster_load(const char *path, struct cluster *c, FILE *errs)
         fprintf(errs, "%s: %zu more error%s not shown\n", path, diag.dropped,
                 diag.dropped == 1 ? "" : "s");
     return ret;
+}
+
+const struct cluster_node *cli_key_pasted(const struct cluster *c,
+                                          const uint8_t priv[CLUSTER_KEY_LEN])
+{
+    const struct cluster_node *found = NULL;
+
+    for (size_t i = 0; i < c->n_nodes; i++)
+        if (sodium_memcmp(c->nodes[i].public_key, priv, CLUSTER_KEY_LEN) == 0)
+            found = &c->nodes[i];
+    return found;
+}
+
+void cli_key_pasted_say(const char *cluster, const char *keyfile, const struct cluster_node *n)
+{
+    fprintf(stderr, "%s:%d: node %s's public-key is this node's PRIVATE key (from %s): put "
+            "the output of `ddpnet pubkey < %s` there; whoever has seen the file has the "
+            "key: make a new one (ddpnet genkey) if it was shared\n", cluster, n->line,
+            n->name, keyfile, keyfile);
 }
 
 bool cli_permitted(void)

@@ -81,18 +81,36 @@ int cli_args_parse(int argc, char **argv, unsigned allowed, unsigned required,
  * above 10^10 s. */
 int cli_args_seconds(const char *s, uint64_t *ns);
 
-/* cli_args_parse as every verb uses it: after --help prints "usage: ddpnet
- * VERB USAGE" on stdout and returns CLI_EXIT_OK; after an error prints
- * "ddpnet VERB: ERROR" and the usage line on stderr and returns
- * CLI_EXIT_USAGE; otherwise returns CLI_CONTINUE. */
+/* cli_args_parse as every verb uses it: after --help prints the verb's
+ * help (cli_args_help) on stdout and returns CLI_EXIT_OK; after an error
+ * prints "ddpnet VERB: ERROR", the usage line and where the options are
+ * explained on stderr and returns CLI_EXIT_USAGE; otherwise returns
+ * CLI_CONTINUE. */
 int cli_args_handle(int argc, char **argv, unsigned allowed, unsigned required,
                     const char *usage, struct cli_args *a);
+
+/* A verb's --help: "usage: ddpnet VERB USAGE", the verb's one line (when
+ * cli_args_summary gave one), one line per allowed option saying what it
+ * does and its default (or "(required)"), and where the manual is. */
+void cli_args_help(FILE *out, const char *verb, unsigned allowed, unsigned required,
+                   const char *usage);
+/* The running verb's one line of help, shown by its --help; NULL: none. */
+void cli_args_summary(const char *summary);
 
 /* Loads the cluster file at path. On failure prints every error to errs as
  * "FILE:LINE: message" (and a closing count of errors not shown), or
  * "FILE: <strerror>" when the file cannot be read, and returns the error of
  * cluster_load; c is then zeroed. */
 int cli_cluster_load(const char *path, struct cluster *c, FILE *errs);
+
+/* The node whose public-key line holds priv, this node's PRIVATE key
+ * pasted where its public key belongs (`up` then finds no node of its
+ * key); NULL when none. Compares in constant time per node. */
+const struct cluster_node *cli_key_pasted(const struct cluster *c,
+                                          const uint8_t priv[CLUSTER_KEY_LEN]);
+/* Prints "CLUSTER:LINE: node N's public-key is this node's PRIVATE key
+ * (from KEYFILE)" and what to put there instead. */
+void cli_key_pasted_say(const char *cluster, const char *keyfile, const struct cluster_node *n);
 
 /* Whether we may create and delete interfaces: effective uid 0 or
  * CAP_NET_ADMIN in the effective set. */

@@ -43,7 +43,7 @@
 struct down {
     const char *ifname;
     char state_path[PATH_MAX];
-    char socket_path[PATH_MAX];
+    char socket_path[PATH_MAX], env_path[PATH_MAX];
     bool state_exists;        /* the file is there, readable or not */
     pid_t pid;                /* 0: unknown */
     char hosts[PATH_MAX];     /* "": unknown */
@@ -360,7 +360,8 @@ static void down_find_elsewhere(struct down *d, const char *run_dir)
 static int down_paths(struct down *d, const struct cli_args *a)
 {
     if (daemon_state_path(d->state_path, sizeof(d->state_path), a->run_dir, a->ifname) < 0 ||
-        daemon_socket_path(d->socket_path, sizeof(d->socket_path), a->run_dir, a->ifname) < 0) {
+        daemon_socket_path(d->socket_path, sizeof(d->socket_path), a->run_dir, a->ifname) < 0 ||
+        daemon_env_socket_path(d->env_path, sizeof(d->env_path), a->run_dir, a->ifname) < 0) {
         fprintf(stderr, "ddpnet down: run directory path too long: %s\n", a->run_dir);
         return CLI_EXIT_FAIL;
     }
@@ -417,6 +418,7 @@ int cli_down(int argc, char **argv)
     if (d.hosts[0] != '\0')
         down_remove_hosts(&d);
     down_unlink(&d, d.socket_path);
+    down_unlink(&d, d.env_path);
     down_unlink(&d, d.state_path);
     printf("ddpnet: %s is down\n", d.ifname);
     return d.status;

@@ -125,6 +125,12 @@ int cli_reload(int argc, char **argv)
 
     if (ret != CLI_CONTINUE)
         return ret;
+    /* The control socket is root's alone (control.h); saying so first
+     * spares a person the cluster file's "Permission denied". */
+    if (geteuid() != 0) {
+        fprintf(stderr, "ddpnet reload: not permitted: run as root\n");
+        return CLI_EXIT_FAIL;
+    }
     if (cluster_path_of(&a, path, sizeof(path), hosts, sizeof(hosts)) ||
         build_request(path, &req))
         return CLI_EXIT_FAIL;

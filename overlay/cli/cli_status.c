@@ -1,9 +1,12 @@
 /* `ddpnet status` and `ddpnet env`: ask the daemon over its control socket
- * (get=ddpnet) and print a table, JSON, or export lines; `status --watch`
- * hands the table's frames to cli_watch.c. The printing is done by pure
+ * (get=ddpnet) and print a table or JSON, or over its env socket, which
+ * any user may ask (get=ddpnet-env), and print export lines; `status
+ * --watch` hands the table's frames to cli_watch.c. The printing is done by pure
  * functions of the response text (control_int.h, cli_watch.h), so it is
  * tested without a daemon. */
 #include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -697,12 +700,11 @@ static bool shell_safe(const char *s)
     return true;
 }
 
-/* "export NAME=value", the value single-quoted unless plainly safe. */
-static void print_export(FILE *out, const char *name, const char *value)
+/* value as one shell word: as it is when plainly safe, else single-quoted. */
+static void print_word(FILE *out, const char *value)
 {
-    fprintf(out, "export %s=", name);
     if (shell_safe(value)) {
-        fprintf(out, "%s\n", value);
+        fputs(value, out);
         return;
     }
     fputc('\'', out);
@@ -712,7 +714,23 @@ static void print_export(FILE *out, const char *name, const char *value)
         else
             fputc(*value, out);
     }
-    fputs("'\n", out);
+    fputc('\'', out);
+}
+
+/* "export NAME=value". */
+static void print_export(FILE *out, const char *name, const char *value)
+{
+    fprintf(out, "export %s=", name);
+    print_word(out, value);
+    fputc('\n', out);
+}
+
+int status_env_fail(const char *line, FILE *out)
+{
+    fputs("echo ", out);
+    print_word(out, line);
+    fputs(" >&2; false\n", out);
+    return fflush(out) == 0 && !ferror(out) ? 0 : -EIO;
 }
 
 /* The overlay address of the node named name, this one or a peer;
@@ -757,39 +775,65 @@ int status_format_env(const char *response, const char *master, FILE *out)
 /* Room for the control socket's path. */
 #define SOCK_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
 
-/* Asks the daemon at the socket of a (its path into path, SOCK_PATH_MAX
- * bytes); prints the error line itself. Returns 0 or 1. */
-static int fetch(const char *verb, const struct cli_args *a, char *path, char **response)
-{
-    int ret;
+/* An error of `env` goes where its output goes, as shell text that makes
+ * `eval "$(ddpnet env)"` fail with the reason, so that a job never starts
+ * on the wrong network because the line went unseen; a person reading a
+ * terminal gets the plain line on stderr (cli_args.h). */
+static bool env_failing;
 
-    if (daemon_socket_path(path, SOCK_PATH_MAX, a->run_dir, a->ifname) < 0) {
-        fprintf(stderr, "ddpnet %s: run directory '%s' is too long for a socket path\n",
-                verb, a->run_dir);
+__attribute__((format(printf, 2, 3)))
+static void say_error(const char *verb, const char *fmt, ...)
+{
+    char line[PATH_MAX + 256];
+    va_list ap;
+    int n = snprintf(line, sizeof(line), "ddpnet %s: ", verb);
+
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (env_failing && !isatty(STDOUT_FILENO) && status_env_fail(line, stdout) == 0)
+        return;
+    fprintf(stderr, "%s\n", line);
+}
+
+/* Asks the daemon at the socket of a (its path into path, SOCK_PATH_MAX
+ * bytes): for env the env socket, which any user may ask, else the control
+ * socket. Prints the error line itself. Returns 0 or 1. */
+static int fetch(const char *verb, bool env, const struct cli_args *a, char *path,
+                 char **response)
+{
+    int ret = env ? daemon_env_socket_path(path, SOCK_PATH_MAX, a->run_dir, a->ifname)
+                  : daemon_socket_path(path, SOCK_PATH_MAX, a->run_dir, a->ifname);
+
+    if (ret < 0) {
+        say_error(verb, "run directory '%s' is too long for a socket path", a->run_dir);
         return CLI_EXIT_FAIL;
     }
-    ret = control_request(path, CONTROL_GET_DDPNET "\n", response);
+    ret = control_request(path, env ? CONTROL_GET_ENV "\n" : CONTROL_GET_DDPNET "\n",
+                          response);
     if (ret == -ENOENT || ret == -ECONNREFUSED)
-        fprintf(stderr, "ddpnet %s: %s is not up (no control socket at %s)\n", verb,
-                a->ifname, path);
-    /* A daemon that hangs up without a word saw a caller that is not root. */
+        say_error(verb, "%s is not up (no %s socket at %s)%s", a->ifname,
+                  env ? "env" : "control", path,
+                  env ? "; nothing was exported: NCCL and Gloo would pick another network" : "");
+    /* The env socket is everyone's: only a daemon too old to have one
+     * refuses (its file is then root's control socket, or missing). */
     else if (ret == -EACCES || ret == -EPERM || (ret == -ECONNRESET && geteuid() != 0))
-        fprintf(stderr, "ddpnet %s: permission denied: run as root\n", verb);
+        say_error(verb, "permission denied on %s: %s", path,
+                  env ? "a daemon older than this ddpnet; restart it" : "run as root");
     else if (ret < 0)
-        fprintf(stderr, "ddpnet %s: no answer from the daemon at %s: %s\n", verb, path,
-                strerror(-ret));
+        say_error(verb, "no answer from the daemon at %s: %s", path, strerror(-ret));
     return ret < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
 static int report_format_error(const char *verb, const struct cli_args *a, int ret)
 {
     if (ret == -ENOENT && a->master)
-        fprintf(stderr, "ddpnet %s: no node named '%s' in the cluster\n", verb, a->master);
+        say_error(verb, "no node named '%s' in the cluster", a->master);
     else if (ret == -EPROTO)
-        fprintf(stderr, "ddpnet %s: the daemon's answer is not understood "
-                        "(is it another version of ddpnet?)\n", verb);
+        say_error(verb, "the daemon's answer is not understood (is it another version of "
+                        "ddpnet?)");
     else
-        fprintf(stderr, "ddpnet %s: the daemon answered: %s\n", verb, strerror(-ret));
+        say_error(verb, "the daemon answered: %s", strerror(-ret));
     return CLI_EXIT_FAIL;
 }
 
@@ -837,6 +881,10 @@ static int run_verb(bool env, int argc, char **argv)
     int ret = cli_args_handle(argc, argv, env ? ENV_ALLOWED : STATUS_ALLOWED, 0,
                               env ? ENV_USAGE : STATUS_USAGE, &a);
 
+    /* A wrong command line must stop `eval "$(ddpnet env ...)"` too. */
+    if (ret == CLI_EXIT_USAGE && env && !isatty(STDOUT_FILENO))
+        (void)status_env_fail("ddpnet env: the command line is wrong (see above); nothing "
+                              "was exported", stdout);
     if (ret != CLI_CONTINUE)
         return ret;
     if (a.watch && a.json) {
@@ -844,7 +892,8 @@ static int run_verb(bool env, int argc, char **argv)
                         "usage: ddpnet %s %s\n", verb, verb, STATUS_USAGE);
         return CLI_EXIT_USAGE;
     }
-    if (fetch(verb, &a, path, &response) != CLI_EXIT_OK)
+    env_failing = env;
+    if (fetch(verb, env, &a, path, &response) != CLI_EXIT_OK)
         return CLI_EXIT_FAIL;
     if (a.watch)
         return watch(verb, &a, path, response);

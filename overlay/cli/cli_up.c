@@ -103,6 +103,11 @@ static int up_find_self(struct up *u)
         return CLI_EXIT_FAIL;
     }
     u->opt.self = cluster_find_key(&u->cluster, pub);
+    const struct cluster_node *pasted = cli_key_pasted(&u->cluster, u->opt.private_key);
+    if (!u->opt.self && pasted) {
+        cli_key_pasted_say(u->args.cluster, u->args.key, pasted);
+        return CLI_EXIT_FAIL;
+    }
     if (u->opt.self && (u->args.name || u->args.endpoint))
         fprintf(stderr, "ddpnet up: this node is %s in %s: the file's entry wins over "
                 "--name and --endpoint\n", u->opt.self->name, u->args.cluster);
@@ -153,6 +158,10 @@ static int up_prepare(struct up *u)
     char err[PATH_MAX + 128];
     int ret;
 
+    /* First: without it nothing else can be fixed by the person who ran
+     * it (the key file is root's, the interface needs CAP_NET_ADMIN). */
+    if (!cli_permitted())
+        return cli_not_permitted("up");
     if (cli_cluster_load(u->args.cluster, &u->cluster, stderr) != 0)
         return CLI_EXIT_FAIL;
     if (keyfile_read(u->args.key, u->opt.private_key, err, sizeof(err)) != 0) {
@@ -161,8 +170,6 @@ static int up_prepare(struct up *u)
     }
     if ((ret = up_find_self(u)) != CLI_CONTINUE)
         return ret;
-    if (!cli_permitted())
-        return cli_not_permitted("up");
     if (if_nametoindex(u->args.ifname) != 0) {
         fprintf(stderr, "ddpnet up: interface %s already exists\n", u->args.ifname);
         return CLI_EXIT_FAIL;

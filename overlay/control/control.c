@@ -26,6 +26,9 @@
 /* Only the owner (root: the daemon binds before dropping it) may connect. */
 #define CONTROL_SOCKET_MODE      0600
 #define CONTROL_SOCKET_UMASK     0177
+/* The env socket: every user may connect (control.h). */
+#define CONTROL_ENV_SOCKET_MODE  0666
+#define CONTROL_ENV_SOCKET_UMASK 0111
 /* How long the CLI waits on the daemon. */
 #define CONTROL_CLIENT_TIMEOUT_S 5
 #define CONTROL_READ_CHUNK       4096u
@@ -33,6 +36,7 @@
  * only `reload` passes one. */
 #define CONTROL_FDS_MAX          4u
 #define CONTROL_DDPNET_LEN       (sizeof(CONTROL_GET_DDPNET) - 1)
+#define CONTROL_ENV_LEN          (sizeof(CONTROL_GET_ENV) - 1)
 /* "errno=" DEC "\n\n" */
 #define CONTROL_ERRNO_LINE_MAX   32u
 
@@ -232,9 +236,9 @@ static int probe_stale(const struct sockaddr_un *sun)
     return ret;
 }
 
-static int bind_private(int fd, const struct sockaddr_un *sun)
+static int bind_mode(int fd, const struct sockaddr_un *sun, mode_t mask)
 {
-    mode_t old = umask(CONTROL_SOCKET_UMASK);
+    mode_t old = umask(mask);
     int ret = bind(fd, (const struct sockaddr *)sun, sizeof(*sun));
     int err = errno;
 
@@ -242,7 +246,7 @@ static int bind_private(int fd, const struct sockaddr_un *sun)
     return ret < 0 ? -err : 0;
 }
 
-int control_listen(const char *path)
+static int listen_mode(const char *path, mode_t mode, mode_t mask)
 {
     struct sockaddr_un sun;
     int fd, ret = fill_sockaddr(&sun, path);
@@ -252,15 +256,15 @@ int control_listen(const char *path)
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
-    ret = bind_private(fd, &sun);
+    ret = bind_mode(fd, &sun, mask);
     if (ret == -EADDRINUSE) {
         ret = probe_stale(&sun);
         if (ret == 0 && (unlink(path) == 0 || errno == ENOENT))
-            ret = bind_private(fd, &sun);
+            ret = bind_mode(fd, &sun, mask);
         else if (ret == 0)
             ret = -errno;
     }
-    if (ret == 0 && chmod(path, CONTROL_SOCKET_MODE) < 0)
+    if (ret == 0 && chmod(path, mode) < 0)
         ret = -errno;
     if (ret == 0 && listen(fd, CONTROL_BACKLOG) < 0)
         ret = -errno;
@@ -269,6 +273,16 @@ int control_listen(const char *path)
         return ret;
     }
     return fd;
+}
+
+int control_listen(const char *path)
+{
+    return listen_mode(path, CONTROL_SOCKET_MODE, CONTROL_SOCKET_UMASK);
+}
+
+int control_listen_env(const char *path)
+{
+    return listen_mode(path, CONTROL_ENV_SOCKET_MODE, CONTROL_ENV_SOCKET_UMASK);
 }
 
 /* --- serving --------------------------------------------------------------------- */
@@ -338,7 +352,17 @@ int control_frame(const char *buf, size_t len, enum control_op *op, size_t *cons
         *consumed = head + body;
         return 0;
     }
-    /* "get=" starts both get lines: wait until the bytes tell them apart. */
+    /* "get=" starts every get line, "get=ddpnet" two of them: wait until
+     * the bytes tell them apart. */
+    if (memcmp(buf, CONTROL_GET_ENV, len < CONTROL_ENV_LEN ? len : CONTROL_ENV_LEN) == 0) {
+        if (len <= CONTROL_ENV_LEN)
+            return -EAGAIN;
+        if (buf[CONTROL_ENV_LEN] != '\n')
+            return -EINVAL;
+        *op = CONTROL_GET_ENV_OP;
+        *consumed = CONTROL_ENV_LEN + 1;
+        return 0;
+    }
     if (memcmp(buf, CONTROL_GET_DDPNET, n) == 0) {
         if (len <= CONTROL_DDPNET_LEN)
             return -EAGAIN;
@@ -379,6 +403,7 @@ struct control_client {
     size_t out_len, out_off;
     bool eof, closing;            /* the client is done / we hang up once out is sent */
     bool want_out;                /* registered for EPOLLOUT */
+    bool env_only;                /* a client of the env socket */
     uint64_t active_ns;           /* the last time it moved */
     /* A descriptor it passed (SCM_RIGHTS), plus one: 0 none. Taken by the
      * next reload, closed with the client; one at a time. */
@@ -387,6 +412,7 @@ struct control_client {
 
 struct control_server {
     int epoll_fd, listen_fd;
+    bool env_only;                /* the env socket's server (control.h) */
     struct control_client clients[CONTROL_CLIENTS_MAX];
 };
 
@@ -452,7 +478,14 @@ static int client_answer(struct control_client *c, struct device *dev, enum cont
     size_t out_len = 0;
     int ret;
 
+    if (c->env_only && op != CONTROL_GET_ENV_OP) {
+        c->closing = true;
+        return client_queue_errno(c, -EPERM);
+    }
     switch (op) {
+    case CONTROL_GET_ENV_OP:
+        ret = control_get_env(dev, &out, &out_len);
+        break;
     case CONTROL_GET_WG:
         ret = control_get_wg(dev, &out, &out_len);
         break;
@@ -521,8 +554,10 @@ static bool client_step(struct control_client *c, struct device *dev, uint64_t n
         if (ret == -EAGAIN) {
             if (c->eof)
                 return false;
+            /* The env socket takes no descriptor (cbuf_read drops any). */
             int passed = c->passed_fd1 - 1;
-            ssize_t n = cbuf_read_fd(&c->req, c->fd, UAPI_MAX_REQUEST, &passed);
+            ssize_t n = c->env_only ? cbuf_read(&c->req, c->fd, CONTROL_ENV_REQUEST_MAX)
+                                    : cbuf_read_fd(&c->req, c->fd, UAPI_MAX_REQUEST, &passed);
 
             c->passed_fd1 = passed + 1;
             if (n == -EAGAIN)
@@ -547,6 +582,15 @@ static bool client_step(struct control_client *c, struct device *dev, uint64_t n
         cbuf_consume(&c->req, consumed);
         answered++;
     }
+}
+
+struct control_server *control_server_new_env(int listen_fd)
+{
+    struct control_server *s = control_server_new(listen_fd);
+
+    if (s)
+        s->env_only = true;
+    return s;
 }
 
 struct control_server *control_server_new(int listen_fd)
@@ -607,7 +651,8 @@ int control_server_adopt(struct control_server *s, int fd, uint64_t now_ns)
         if (s->clients[i].fd < 0)
             c = &s->clients[i];
     int flags = fcntl(fd, F_GETFL);
-    if (!c || !peer_is_root(fd) || flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    if (!c || !(s->env_only || peer_is_root(fd)) || flags < 0 ||
+        fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
         close(fd);
         return c ? -EPERM : -EBUSY;
     }
@@ -619,6 +664,7 @@ int control_server_adopt(struct control_server *s, int fd, uint64_t now_ns)
     }
     memset(c, 0, sizeof(*c));
     c->fd = fd;
+    c->env_only = s->env_only;
     c->active_ns = now_ns;
     return 0;
 }

@@ -3,7 +3,14 @@
  * ddpnet request, `get=ddpnet`, that adds what `ddpnet status` and
  * `ddpnet env` need (names, overlay addresses, rates, the master node).
  * Only root may connect: the socket file is 0600 and owned by root, and
- * the peer's credentials are checked too. */
+ * the peer's credentials are checked too.
+ *
+ * Beside it, the env socket RUN_DIR/IFNAME.env (not "*.sock": `wg show
+ * all` would take it for an interface), mode 0666, for `ddpnet env` run
+ * by any local user (the training job's shell is seldom root's). It
+ * answers get=ddpnet-env only -- the interface, the nodes' names and
+ * overlay addresses, which the hosts block shows every user anyway, and
+ * public keys -- and hangs up on anything else. */
 #ifndef DDPNET_CONTROL_H
 #define DDPNET_CONTROL_H
 
@@ -16,6 +23,7 @@ struct device;
  * is followed by "length=N\n" and the N bytes of a cluster file, which the
  * daemon applies live (`ddpnet reload`, membership/members.h). */
 #define CONTROL_GET_DDPNET  "get=ddpnet\n"
+#define CONTROL_GET_ENV     "get=ddpnet-env\n"
 #define CONTROL_SET_CLUSTER "set=ddpnet-cluster\n"
 #define CONTROL_LENGTH_KEY  "length="
 
@@ -23,6 +31,8 @@ struct device;
  * listening fd (non-blocking, close-on-exec) or -errno. A stale socket file
  * nobody answers on is replaced; a live one gives -EADDRINUSE. */
 int control_listen(const char *path);
+/* The same for the env socket: mode 0666. */
+int control_listen_env(const char *path);
 
 /* The server side: every client is served without blocking, from the
  * event loop's thread, so a slow or silent client stalls no tunnel. At
@@ -35,6 +45,12 @@ struct control_server;
 /* A server for the listening socket listen_fd (-1: none, clients are
  * adopted by hand); NULL with errno on failure. */
 struct control_server *control_server_new(int listen_fd);
+/* The env socket's server: any user may connect; get=ddpnet-env is
+ * answered, any other request with errno=-EPERM and a hang-up; a request
+ * longer than CONTROL_ENV_REQUEST_MAX bytes likewise. Its own 8 slots, so
+ * users filling them never keep root from the control socket. */
+#define CONTROL_ENV_REQUEST_MAX 64u
+struct control_server *control_server_new_env(int listen_fd);
 void control_server_free(struct control_server *s);
 /* One fd to poll for readability: then call control_server_run. */
 int control_server_fd(const struct control_server *s);

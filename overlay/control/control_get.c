@@ -227,3 +227,37 @@ int control_get_ddpnet(struct device *dev, uint64_t now_ns, char **out, size_t *
         put_ddpnet_peer(&b, dev->peers[i], now_ns);
     return finish(&b, out, len);
 }
+
+/* --- get=ddpnet-env ----------------------------------------------------------------- */
+
+/* What `ddpnet env` needs and nothing more: the interface, this node, the
+ * master, and each peer's public key (which opens its section), name and
+ * overlay address. Any local user may ask (control.h), so nothing here
+ * may be secret or say more than the hosts block and `wg`'s public half
+ * already do: no endpoints, no handshakes, no counters. */
+int control_get_env(struct device *dev, char **out, size_t *len)
+{
+    const struct cluster_node *master;
+    struct uapi_buf b;
+    int ret;
+
+    if (!dev || !dev->self || dev->cluster.n_nodes == 0 || !out || !len)
+        return -EINVAL;
+    ret = alloc_for_peers(dev, &b);
+    if (ret < 0)
+        return ret;
+    master = master_of(dev);
+    uapi_put_str(&b, CONTROL_KEY_INTERFACE, dev->ifname);
+    uapi_put_str(&b, CONTROL_KEY_SELF, dev->self->name);
+    put_addr(&b, CONTROL_KEY_ADDRESS, &dev->self->address);
+    uapi_put_u64(&b, CONTROL_KEY_PREFIX, dev->cluster.prefix);
+    uapi_put_u64(&b, UAPI_KEY_LISTEN_PORT, dev->listen_port);
+    uapi_put_str(&b, CONTROL_KEY_MASTER, master->name);
+    put_addr(&b, CONTROL_KEY_MASTER_ADDRESS, &master->address);
+    for (size_t i = 0; i < dev->n_peers; i++) {
+        uapi_put_key(&b, UAPI_KEY_PUBLIC_KEY, dev->peers[i]->public_key);
+        uapi_put_str(&b, CONTROL_KEY_NAME, dev->peers[i]->name);
+        put_addr(&b, CONTROL_KEY_ADDRESS, &dev->peers[i]->address);
+    }
+    return finish(&b, out, len);
+}

@@ -51,7 +51,8 @@ struct peer;
  * handshake completed yet), relay, direct; NULL: nowhere to send. */
 const char *control_path_name(const struct peer *p);
 
-enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL_RELOAD_OP };
+enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL_RELOAD_OP,
+                  CONTROL_GET_ENV_OP };
 
 /* Keys of the answer to set=ddpnet-cluster: one line per change, error of
  * the file, or reason it was refused (membership/members.h), then errno. */
@@ -78,7 +79,7 @@ enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL
 #define CONTROL_KEY_RELAY_DROPPED   "relay_dropped"
 
 /* Frames one request at the start of buf[0..len): the two of uapi.h, the
- * get=ddpnet line followed by an empty line, and set=ddpnet-cluster with
+ * get=ddpnet and get=ddpnet-env lines each followed by an empty line, and set=ddpnet-cluster with
  * its length line and bytes (*body, *body_len: the file). Returns as
  * uapi_parse_request: 0 (*op, *consumed set), -EAGAIN, -EINVAL, -EMSGSIZE. */
 int control_frame(const char *buf, size_t len, enum control_op *op, size_t *consumed);
@@ -99,6 +100,10 @@ int control_reload(struct device *dev, const char *text, size_t len, int hosts_f
  * computed size was too small (a bug). */
 int control_get_wg(struct device *dev, char **out, size_t *len);
 int control_get_ddpnet(struct device *dev, uint64_t now_ns, char **out, size_t *len);
+/* get=ddpnet-env: get=ddpnet's interface lines interface, self, address,
+ * prefix, listen_port, master, master_address, and per peer public_key,
+ * name and address only (the env socket's answer: control.h). */
+int control_get_env(struct device *dev, char **out, size_t *len);
 
 /* Applies the body of a set=1 request (see control_set.c for the subset
  * supported). Returns 0 or the negative errno to answer. */
@@ -118,5 +123,10 @@ int status_format_json(const char *response, FILE *out);
  * file's first node). Returns as above, or -ENOENT when no node of the
  * cluster is named master (nothing is printed then). */
 int status_format_env(const char *response, const char *master, FILE *out);
+/* `ddpnet env` failing: line (an error message) as shell text that prints
+ * it on stderr and fails -- "echo 'LINE' >&2; false" -- so that `eval
+ * "$(ddpnet env)"` fails with the reason and a `set -e` shell stops before
+ * the job starts on the wrong network. 0, or -EIO when out failed. */
+int status_env_fail(const char *line, FILE *out);
 
 #endif

@@ -29,6 +29,11 @@ static void say_line(void *ctx, const char *kind, const char *line)
 {
     struct answer *a = ctx;
 
+    /* The journal keeps why, at warning: `journalctl -p warning` is what
+     * needs a person. */
+    if (!strcmp(kind, MEMBERS_SAY_REFUSED))
+        log_warn("reload refused: %s", line);
+
     fprintf(a->f, "%s=", kind);
     for (const char *p = line; *p; p++)
         fputc((unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p, a->f);
@@ -56,8 +61,8 @@ int control_reload(struct device *dev, const char *text, size_t len, int hosts_f
     /* The reasons went back to whoever ran it; the journal keeps that it
      * happened (an applied one is logged by members_reload). */
     if (ret < 0)
-        log_notice("reload from the control socket refused: %s; the node runs the file it "
-                   "had", strerror(-ret));
+        log_warn("reload from the control socket refused: %s; the node runs the file it "
+                 "had", strerror(-ret));
     fprintf(a.f, "%s=%d\n\n", UAPI_KEY_ERRNO, ret < 0 ? -ret : 0);
     if (fclose(a.f)) {
         free(buf);

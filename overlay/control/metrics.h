@@ -44,6 +44,10 @@ int metrics_format(const struct device *dev, char **out, size_t *len);
  * -errno with one line a person can act on in err. */
 int metrics_listen(const struct cluster_metrics *m, const struct cluster_addr *self, int *fd,
                    char *err, size_t errlen);
+/* metrics_listen's check of the address alone, without a socket, for
+ * `ddpnet check`: 0, or -EADDRNOTAVAIL with the same line in err. */
+int metrics_check(const struct cluster_metrics *m, const struct cluster_addr *self, char *err,
+                  size_t errlen);
 
 /* The HTTP server on listen_fd (taken over: closed by metrics_server_free),
  * answering from dev. NULL with errno when libmicrohttpd refuses. */

@@ -85,6 +85,14 @@ static int metrics_address(const struct cluster_metrics *m, const struct cluster
     return -EADDRNOTAVAIL;
 }
 
+int metrics_check(const struct cluster_metrics *m, const struct cluster_addr *self, char *err,
+                  size_t errlen)
+{
+    struct cluster_addr at;
+
+    return metrics_address(m, self, &at, err, errlen);
+}
+
 int metrics_listen(const struct cluster_metrics *m, const struct cluster_addr *self, int *fd,
                    char *err, size_t errlen)
 {

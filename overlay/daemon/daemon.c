@@ -51,12 +51,21 @@
 #include "tun/offload.h"
 #include "tun/tun.h"
 
+_Static_assert(CLUSTER_MTU_MAX == DEVICE_MTU_MAX,
+               "the cluster file must refuse every mtu the device cannot take");
+
 /* Socket buffers large enough for bursts at line rate. */
 #define UDP_BUFFER_BYTES (4 << 20)
 
 int daemon_socket_path(char *buf, size_t len, const char *run_dir, const char *ifname)
 {
     int n = snprintf(buf, len, "%s/%s.sock", run_dir, ifname);
+    return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int daemon_env_socket_path(char *buf, size_t len, const char *run_dir, const char *ifname)
+{
+    int n = snprintf(buf, len, "%s/%s.env", run_dir, ifname);
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
@@ -77,12 +86,12 @@ struct setup {
     struct device dev;
     struct loop loop;
     bool loop_ready;
-    struct services services;             /* the control socket, metrics */
+    struct services services;             /* the control and env sockets, metrics */
     bool services_open;
     struct nl route_nl;                   /* the path MTU search asks the kernel (route_mtu) */
     bool route_nl_open;
-    int tun_fd, udp4_fd, udp6_fd, control_fd, signal_fd;
-    char socket_path[256], state_path[256];
+    int tun_fd, udp4_fd, udp6_fd, control_fd, env_fd, signal_fd;
+    char socket_path[256], env_path[256], state_path[256];
     bool running;                         /* setup completed */
 };
 
@@ -679,7 +688,7 @@ static uint64_t on_control_timers(void *ctx, uint64_t now)
 static int open_services(struct setup *s)
 {
     char err[256];
-    int ret = services_open(&s->services, &s->dev, s->control_fd, err, sizeof(err));
+    int ret = services_open(&s->services, &s->dev, s->control_fd, s->env_fd, err, sizeof(err));
 
     s->services_open = true;
     return ret ? fail(s, ret, "%s", err) : 0;
@@ -856,11 +865,15 @@ static int setup_all(struct setup *s)
     if ((ret = resolve_endpoints(s)) || (ret = setup_signals(s)) || (ret = setup_sockets(s)) || (ret = setup_interface(s)))
         return ret;
     daemon_socket_path(s->socket_path, sizeof(s->socket_path), s->opt->run_dir, s->dev.ifname);
+    daemon_env_socket_path(s->env_path, sizeof(s->env_path), s->opt->run_dir, s->dev.ifname);
     daemon_state_path(s->state_path, sizeof(s->state_path), s->opt->run_dir, s->dev.ifname);
     s->control_fd = control_listen(s->socket_path);
     if (s->control_fd < 0)
         return fail(s, s->control_fd, "control socket %s: %s", s->socket_path,
                     strerror(-s->control_fd));
+    s->env_fd = control_listen_env(s->env_path);
+    if (s->env_fd < 0)
+        return fail(s, s->env_fd, "env socket %s: %s", s->env_path, strerror(-s->env_fd));
     if ((ret = open_services(s)))
         return ret;
     struct loop_config lc = {
@@ -914,6 +927,8 @@ static void teardown(struct setup *s)
      * are still root then). After a run, `down` removes the files. */
     if (!s->running && s->control_fd >= 0)
         unlink(s->socket_path);
+    if (!s->running && s->env_fd >= 0)
+        unlink(s->env_path);
     if (s->loop_ready)
         loop_destroy(&s->loop);
     hosts_writer_stop(s->dev.hosts_writer);
@@ -926,6 +941,7 @@ static void teardown(struct setup *s)
     resolver_free(s->dev.resolver);
     cluster_free(&s->dev.cluster);
     close_fd(&s->control_fd);
+    close_fd(&s->env_fd);
     close_fd(&s->udp4_fd);
     close_fd(&s->udp6_fd);
     close_fd(&s->tun_fd);
@@ -945,7 +961,7 @@ int daemon_run(struct daemon_options *opt)
         return -ENOMEM;
     }
     s->opt = opt;
-    s->tun_fd = s->udp4_fd = s->udp6_fd = s->control_fd = s->signal_fd = -1;
+    s->tun_fd = s->udp4_fd = s->udp6_fd = s->control_fd = s->env_fd = s->signal_fd = -1;
     s->dev.hosts_fd = -1;
     char ident[64];
     snprintf(ident, sizeof(ident), "ddpnet/%s", opt->ifname);
@@ -955,6 +971,8 @@ int daemon_run(struct daemon_options *opt)
     s->dev.cluster = *opt->cluster;          /* taken over */
     memset(opt->cluster, 0, sizeof(*opt->cluster));
     s->dev.self = opt->self;                 /* points into the same nodes */
+    /* Under systemd a refused reload says to restart the unit. */
+    (void)notify_unit(s->dev.service, sizeof(s->dev.service));
     /* While root: systemd's socket may be out of reach of our own user. */
     if ((ret = notify_open()))
         log_warn("NOTIFY_SOCKET: %s; systemd will not hear that %s is up", strerror(-ret),

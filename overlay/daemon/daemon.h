@@ -41,11 +41,12 @@ struct daemon_options {
  * failed (the error line went to ready_fd, or to the log). */
 int daemon_run(struct daemon_options *opt);
 
-/* Paths in the run directory: the control socket RUN_DIR/IFNAME.sock and
- * the state file RUN_DIR/IFNAME.state ("pid=N\nhosts=PATH\ncluster=PATH\n"),
+/* Paths in the run directory: the control socket RUN_DIR/IFNAME.sock, the
+ * env socket RUN_DIR/IFNAME.env (control.h) and the state file RUN_DIR/IFNAME.state ("pid=N\nhosts=PATH\ncluster=PATH\n"),
  * which `down` reads to stop the daemon and clean its hosts block, and
  * `reload` to find the cluster file the node was started with. */
 int daemon_socket_path(char *buf, size_t len, const char *run_dir, const char *ifname);
+int daemon_env_socket_path(char *buf, size_t len, const char *run_dir, const char *ifname);
 int daemon_state_path(char *buf, size_t len, const char *run_dir, const char *ifname);
 /* RUN_DIR/IFNAME.log: where a daemon started without --foreground logs
  * on a machine with no syslog socket (log.h: LOG_SYSLOG_PATH). */

@@ -16,4 +16,15 @@ int notify_open(void);
 int notify_send(const char *state);
 void notify_close(void);
 
+/* The systemd service this process runs as, for messages that say what
+ * to restart: systemd sets $INVOCATION_ID for a service's processes, and
+ * the unit is the last ".service" component of the process's cgroup
+ * (/proc/self/cgroup). 0 with its name in unit ("ddpnet@ddp0.service"),
+ * -ENOENT when not run by systemd or no unit is found, -ENAMETOOLONG.
+ * Reads a file: call it at set-up, never from the loop. */
+int notify_unit(char *unit, size_t len);
+/* notify_unit's reading of the text of /proc/self/cgroup; 0, -ENOENT,
+ * -ENAMETOOLONG. */
+int notify_unit_parse(const char *cgroup, char *unit, size_t len);
+
 #endif

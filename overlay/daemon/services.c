@@ -39,8 +39,8 @@ static int open_metrics(struct services *sv, char *err, size_t errlen)
     return ret;
 }
 
-int services_open(struct services *sv, struct device *dev, int control_fd, char *err,
-                  size_t errlen)
+int services_open(struct services *sv, struct device *dev, int control_fd, int env_fd,
+                  char *err, size_t errlen)
 {
     int ret;
 
@@ -59,6 +59,15 @@ int services_open(struct services *sv, struct device *dev, int control_fd, char 
     }
     if ((ret = watch(sv, control_server_fd(sv->control)))) {
         snprintf(err, errlen, "control socket: epoll: %s", strerror(-ret));
+        return ret;
+    }
+    if (!(sv->env = control_server_new_env(env_fd))) {
+        ret = -errno;
+        snprintf(err, errlen, "env socket: %s", strerror(errno));
+        return ret;
+    }
+    if ((ret = watch(sv, control_server_fd(sv->env)))) {
+        snprintf(err, errlen, "env socket: epoll: %s", strerror(-ret));
         return ret;
     }
     if (dev->registry && (ret = watch(sv, registry_event_fd(dev->registry)))) {
@@ -93,6 +102,7 @@ void services_close(struct services *sv)
 {
     metrics_server_free(sv->metrics);
     control_server_free(sv->control);
+    control_server_free(sv->env);
     if (sv->epoll_fd >= 0)
         close(sv->epoll_fd);
     memset(sv, 0, sizeof(*sv));
@@ -104,11 +114,12 @@ int services_fd(const struct services *sv)
     return sv->epoll_fd;
 }
 
-/* Both servers run: each does nothing when nothing of its own is ready,
+/* Every server runs: each does nothing when nothing of its own is ready,
  * and what one leaves ready keeps the set readable for the next poll. */
 void services_run(struct services *sv, uint64_t now_ns)
 {
     control_server_run(sv->control, sv->dev, now_ns);
+    control_server_run(sv->env, sv->dev, now_ns);
     if (sv->dev->registry)
         take_registry(sv, now_ns);
     members_resolved(sv->dev, now_ns);
@@ -127,7 +138,10 @@ uint64_t services_timers(struct services *sv, uint64_t now_ns)
     uint64_t next, t;
 
     control_server_expire(sv->control, now_ns);
+    control_server_expire(sv->env, now_ns);
     next = control_server_next(sv->control);
+    if (control_server_next(sv->env) < next)
+        next = control_server_next(sv->env);
     if (sv->metrics && sv->metrics_due <= now_ns) {
         metrics_server_run(sv->metrics, now_ns);
         sv->metrics_due = metrics_server_next(sv->metrics, now_ns);

@@ -1,7 +1,7 @@
-/* What the daemon serves besides packets: the control socket (control.h)
- * and, when the cluster file asks for it, the metrics endpoint
- * (metrics.h). The loop polls one fd for both -- an epoll set of the two
- * servers' own fds -- and runs both when it is readable; each server does
+/* What the daemon serves besides packets: the control socket and the env
+ * socket (control.h) and, when the cluster file asks for it, the metrics endpoint
+ * (metrics.h). The loop polls one fd for all -- an epoll set of the
+ * servers' own fds -- and runs them when it is readable; each server does
  * nothing when nothing of its own is ready. */
 #ifndef DDPNET_SERVICES_H
 #define DDPNET_SERVICES_H
@@ -16,17 +16,18 @@ struct metrics_server;
 struct services {
     int epoll_fd;
     struct control_server *control;
+    struct control_server *env;           /* the env socket's */
     struct metrics_server *metrics;       /* NULL: metrics off */
     uint64_t metrics_due;                 /* its next time-out */
     struct device *dev;
 };
 
-/* Serves the control socket listening on control_fd (which stays the
- * caller's) and, when dev->cluster.metrics asks, metrics on a socket of
+/* Serves the control socket listening on control_fd and the env socket
+ * listening on env_fd (both stay the caller's) and, when dev->cluster.metrics asks, metrics on a socket of
  * their own. 0, or -errno with one line for a person in err (a metrics
  * address this node cannot listen on, say). */
-int services_open(struct services *sv, struct device *dev, int control_fd, char *err,
-                  size_t errlen);
+int services_open(struct services *sv, struct device *dev, int control_fd, int env_fd,
+                  char *err, size_t errlen);
 void services_close(struct services *sv);
 /* The fd to poll for readability; then services_run. */
 int services_fd(const struct services *sv);

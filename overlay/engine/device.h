@@ -251,6 +251,8 @@ struct disco_device {
 
 /* The cluster file's checksum as `status` shows it (membership/members.h). */
 #define DEVICE_CLUSTER_SUM_LEN 8u
+/* Room for a systemd unit's name (systemd allows 255 characters). */
+#define DEVICE_SERVICE_MAX 256u
 
 struct vouch_gone;
 
@@ -278,6 +280,10 @@ struct device {
     uint8_t cluster_sum[DEVICE_CLUSTER_SUM_LEN];
     uint64_t cluster_applied_unix;
     int hosts_fd;
+    /* The systemd unit running this daemon ("ddpnet@ddp0.service"; "":
+     * none), so that what a refused reload says to run is what applies
+     * (daemon/notify.h's notify_unit). */
+    char service[DEVICE_SERVICE_MAX];
     /* The names this machine goes by (hostname, FQDN), told to every peer
      * unless `hostnames = off`; and what to call when a peer's change
      * (membership/members.h's members_write_hosts, from the daemon). */

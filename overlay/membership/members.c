@@ -344,17 +344,27 @@ static int refuse(const struct device *dev, const struct cluster_diff *d, member
                   void *ctx)
 {
     const struct cluster_change *self = change_of(d, dev->self->name);
-    const char *restart = "run `ddpnet down` and `ddpnet up` on this node";
-    char what[64];
+    char restart[DEVICE_SERVICE_MAX + 64], what[64];
 
+    /* What restarts the node here: its systemd unit, or the CLI. */
+    if (dev->service[0])
+        snprintf(restart, sizeof(restart), "run `systemctl restart %s`", dev->service);
+    else
+        snprintf(restart, sizeof(restart), "run `ddpnet down` and `ddpnet up` on this node");
     if (self && self->kind == CLUSTER_NODE_REMOVED) {
-        sayf(say, ctx, MEMBERS_SAY_REFUSED, "this node (%s) is not in the new file; to leave "
-             "the cluster, run `ddpnet down -i %s`", dev->self->name, dev->ifname);
+        if (dev->service[0])
+            sayf(say, ctx, MEMBERS_SAY_REFUSED, "this node (%s) is not in the new file; to "
+                 "leave the cluster, run `systemctl disable --now %s`", dev->self->name,
+                 dev->service);
+        else
+            sayf(say, ctx, MEMBERS_SAY_REFUSED, "this node (%s) is not in the new file; to "
+                 "leave the cluster, run `ddpnet down -i %s`", dev->self->name, dev->ifname);
         return -EPERM;
     }
     if (self && (self->what & CLUSTER_CHANGED_KEY)) {
         sayf(say, ctx, MEMBERS_SAY_REFUSED, "the new file changes this node's (%s) key: %s "
-             "with the new key file (-k)", dev->self->name, restart);
+             "with the new key file (%s)", dev->self->name, restart,
+             dev->service[0] ? "the unit's -k" : "-k");
         return -EPERM;
     }
     if (self && (self->what & (CLUSTER_CHANGED_ADDRESS | CLUSTER_CHANGED_PORT))) {

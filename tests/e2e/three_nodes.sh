@@ -36,8 +36,12 @@ cluster_begin "$T/cluster.conf"
 cluster_node "$T/cluster.conf" node-a "$(pub node-a)" 10.77.0.1 "$E2E_V4NET.1:$E2E_PORT"
 cluster_node "$T/cluster.conf" node-b "$(pub node-b)" 10.77.0.2 "$E2E_V4NET.2:$E2E_PORT"
 cluster_node "$T/cluster.conf" node-c "$(pub node-c)" 10.77.0.3 "[$E2E_V6NET::3]:$E2E_PORT"
-out=$("$DDPNET" check -c "$T/cluster.conf" 2>&1) || fail "ddpnet check refused a valid file: $out"
+out=$("$DDPNET" check -c "$T/cluster.conf" 2>"$T/check.err") ||
+    fail "ddpnet check refused a valid file: $out $(cat "$T/check.err")"
 [ "$out" = ok ] || fail "ddpnet check printed '$out', want 'ok'"
+# What it could not check goes to stderr, for the person.
+grep -q "^not checked (only \`ddpnet up\` can, on the node):" "$T/check.err" ||
+    fail "ddpnet check did not say what it left to up: $(cat "$T/check.err")"
 
 step "up"
 for n in node-a node-b node-c; do ddp_up "$n"; done

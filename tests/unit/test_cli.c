@@ -52,18 +52,28 @@
     "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n\n" \
     "[node alpha]\npublic-key = " PUB_A "\naddress = 10.77.0.1\n\n" \
     "[node beta]\npublic-key = " PUB_B "\naddress = 10.77.0.2\n"
-/* Three errors, on lines 3, 4 and 6. */
+/* Three errors, on lines 3 and 6: the misspelt key before the missing
+ * key it caused. */
 #define BAD_CLUSTER \
     "[cluster]\nnetwork = 10.77.0.0/16\nport = 515820\n" \
     "[node alpha]\npublic-key = " PUB_A "\nadress = 10.77.0.1\n"
 #define BAD_CLUSTER_ERRORS(f) \
     f ":3: bad port '515820' (expected 1..65535)\n" \
-    f ":4: missing required key 'address' in [node alpha]\n" \
-    f ":6: unknown key 'adress'\n"
+    f ":6: unknown key 'adress' (did you mean 'address'?)\n" \
+    f ":6: missing required key 'address' in [node alpha] (the unknown key above?)\n"
+/* What `check` says it did not check, after "ok". */
+#define CHECK_UNCHECKED(key) "not checked (only `ddpnet up` can, on the node):" key " root; " \
+    "the interface name free; the run directory; UDP port 51820 free; the hosts file; mtu " \
+    "against the route's MTU (without mtu, ddp0 takes it, less 80)\n"
+#define CHECK_NOTE     CHECK_UNCHECKED(" the key file (add -k KEYFILE);")
+#define CHECK_NOTE_KEY CHECK_UNCHECKED("")
 
 #define UP_USAGE_LINE "usage: ddpnet up -c CLUSTER -k KEYFILE [-i IFNAME] " \
     "[--run-dir DIR] [--hosts-file FILE] [--name NAME] [--endpoint HOST:PORT] " \
     "[--foreground] [--debug]\n"
+/* What follows the usage line of a command-line error. */
+#define MORE(verb) "(ddpnet " verb " --help explains each option)\n"
+#define UP_MORE MORE("up")
 #define NOBODY 65534
 #define CAP_CHUNK_BITS 32u   /* bits per __user_cap_data_struct word */
 
@@ -201,6 +211,26 @@ static void assert_run(int (*fn)(int, char **), const char *const *argv,
     assert_string_equal(c.out, out);
     assert_string_equal(c.err, err);
     assert_int_equal(c.rc, rc);
+}
+
+/* A verb's --help: exit 0, nothing on stderr, the usage line first, the
+ * options, and the manual named last. */
+static void assert_help(int (*fn)(int, char **), const char *const *argv, const char *usage)
+{
+    static struct captured c;
+    static const char tail[] =
+        "  -h, --help                show this help and exit\n\n"
+        "More in ddpnet(8) (man 8 ddpnet); the cluster file in ddpnet.conf(5).\n";
+    size_t n;
+
+    run_verb(fn, argv, NULL, &c);
+    assert_int_equal(c.rc, 0);
+    assert_string_equal(c.err, "");
+    assert_true(strncmp(c.out, usage, strlen(usage)) == 0);
+    assert_non_null(strstr(c.out, "\noptions:\n"));
+    n = strlen(c.out);
+    assert_true(n > sizeof(tail));
+    assert_string_equal(c.out + n - (sizeof(tail) - 1), tail);
 }
 
 /* Forks; the child runs fn (which returns an exit code, 0 = as expected)
@@ -393,13 +423,106 @@ static void test_args_handle(void **state)
     (void)state;
     assert_run(handle_up, (const char *[]){ "up", "-c", "f", "-k", "k", NULL }, NULL,
                CLI_CONTINUE, "", "");
-    assert_run(handle_up, (const char *[]){ "up", "--help", NULL }, NULL,
-               CLI_EXIT_OK, UP_USAGE_LINE, "");
+    assert_help(handle_up, (const char *[]){ "up", "--help", NULL }, UP_USAGE_LINE);
     assert_run(handle_up, (const char *[]){ "up", "--nope", NULL }, NULL, CLI_EXIT_USAGE,
-               "", "ddpnet up: unknown option '--nope'\n" UP_USAGE_LINE);
+               "", "ddpnet up: unknown option '--nope'\n" UP_USAGE_LINE UP_MORE);
     /* No stray blank before the end of a usage without options. */
-    assert_run(handle_genkey, (const char *[]){ "genkey", "-h", NULL }, NULL,
-               CLI_EXIT_OK, "usage: ddpnet genkey\n", "");
+    assert_help(handle_genkey, (const char *[]){ "genkey", "-h", NULL }, "usage: ddpnet genkey\n");
+}
+
+/* --- help and version (cli_main) ---------------------------------------------------- */
+
+static const struct cli_verb test_verbs[] = {
+    { "up",     cli_up,     "bring up the overlay" },
+    { "down",   cli_down,   "take it down" },
+    { "reload", cli_reload, "apply the changed file" },
+    { "status", cli_status, "show each peer" },
+    { "env",    cli_env,    "print export lines" },
+    { "check",  cli_check,  "validate a cluster file" },
+    { "genkey", cli_genkey, "print a new private key" },
+};
+#define N_TEST_VERBS (sizeof(test_verbs) / sizeof(test_verbs[0]))
+
+static int run_main(int argc, char **argv)
+{
+    return cli_main(test_verbs, N_TEST_VERBS, "9.8.7", argc, argv);
+}
+
+static void test_main_help_version(void **state)
+{
+    static struct captured c;
+
+    (void)state;
+    for (size_t i = 0; i < 3; i++) {
+        const char *v[] = { "version", "--version", "-v" };
+        assert_run(run_main, (const char *[]){ "ddpnet", v[i], NULL }, NULL, 0,
+                   "ddpnet 9.8.7\n", "");
+    }
+    assert_run(run_main, (const char *[]){ "ddpnet", "version", "x", NULL }, NULL, 2, "",
+               "ddpnet version: unexpected argument 'x'\n");
+    /* The list names every verb, help and version, and the manual. */
+    run_verb(run_main, (const char *[]){ "ddpnet", "help", NULL }, NULL, &c);
+    assert_int_equal(c.rc, 0);
+    assert_non_null(strstr(c.out, "\n  check    validate a cluster file\n"));
+    assert_non_null(strstr(c.out, "\n  help     this list; 'ddpnet help COMMAND' explains"));
+    assert_non_null(strstr(c.out, "\n  version  print ddpnet's version (also --version, -v)\n"));
+    assert_non_null(strstr(c.out, "ddpnet(8) (man 8 ddpnet)"));
+    /* help VERB is VERB --help, with the verb's own line. */
+    assert_help(run_main, (const char *[]){ "ddpnet", "help", "check", NULL },
+                "usage: ddpnet check -c CLUSTER [-k KEYFILE]\n\nvalidate a cluster file.\n\noptions:\n"
+                "  -c, --cluster FILE        the cluster file");
+    assert_help(run_main, (const char *[]){ "ddpnet", "check", "--help", NULL },
+                "usage: ddpnet check -c CLUSTER [-k KEYFILE]\n\nvalidate a cluster file.\n");
+    assert_run(run_main, (const char *[]){ "ddpnet", "help", "nope", NULL }, NULL, 2, "",
+               "ddpnet help: unknown command 'nope' (try 'ddpnet help')\n");
+    assert_run(run_main, (const char *[]){ "ddpnet", "nope", NULL }, NULL, 2, "",
+               "ddpnet: unknown command 'nope' (try 'ddpnet help')\n");
+    /* The verb's line is not left behind for a verb called directly. */
+    assert_help(cli_check, (const char *[]){ "check", "-h", NULL },
+                "usage: ddpnet check -c CLUSTER [-k KEYFILE]\n\noptions:\n");
+}
+
+/* Every option a verb takes is explained in its --help with its default. */
+static void test_help_defaults(void **state)
+{
+    static const struct {
+        int (*fn)(int, char **);
+        const char *verb;
+        const char *want[4];
+    } cases[] = {
+        { cli_up, "up", { "(default ddp0)", "(default /var/run/wireguard)",
+                          "(default /etc/hosts)", "(default the hostname)" } },
+        { cli_down, "down", { "(default ddp0)", "(default /var/run/wireguard)" } },
+        { cli_reload, "reload", { "(default ddp0)", "(default /var/run/wireguard)" } },
+        { cli_status, "status", { "(default ddp0)", "(default 1)", "(default: a table)" } },
+        { cli_env, "env", { "(default ddp0)", "(default the cluster file's", "MASTER_ADDR" } },
+        { cli_check, "check", { "the cluster file, ddpnet.conf(5)", "(required)" } },
+    };
+    static struct captured c;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        run_verb(cases[i].fn, (const char *[]){ cases[i].verb, "--help", NULL }, NULL, &c);
+        assert_int_equal(c.rc, 0);
+        for (size_t j = 0; j < 4 && cases[i].want[j]; j++) {
+            /* The text is wrapped: compare with the line breaks made blanks. */
+            char flat[CAPTURE_MAX];
+            size_t k = 0;
+            for (const char *p = c.out; *p && k + 1 < sizeof(flat); p++) {
+                if (*p == '\n' && p[1] == ' ') {
+                    flat[k++] = ' ';
+                    p += strspn(p + 1, " ");
+                } else {
+                    flat[k++] = *p;
+                }
+            }
+            flat[k] = '\0';
+            if (!strstr(flat, cases[i].want[j]))
+                print_message("%s --help lacks '%s':\n%s", cases[i].verb, cases[i].want[j],
+                              c.out);
+            assert_non_null(strstr(flat, cases[i].want[j]));
+        }
+    }
 }
 
 /* --- genkey and pubkey ----------------------------------------------------------- */
@@ -428,7 +551,7 @@ static void test_genkey(void **state)
 
     assert_run(cli_genkey, (const char *[]){ "genkey", "extra", NULL }, NULL,
                CLI_EXIT_USAGE, "", "ddpnet genkey: unexpected argument 'extra'\n"
-               "usage: ddpnet genkey\n");
+               "usage: ddpnet genkey\n" MORE("genkey"));
 }
 
 /* Like wg genkey: a warning when the key goes to a file others may read. */
@@ -510,7 +633,7 @@ static void test_pubkey_invalid(void **state)
                    "", "ddpnet pubkey: invalid private key on stdin\n");
     assert_run(cli_pubkey, (const char *[]){ "pubkey", "key", NULL }, PRIV_A, CLI_EXIT_USAGE,
                "", "ddpnet pubkey: unexpected argument 'key'\n"
-               "usage: ddpnet pubkey < PRIVATE-KEY\n");
+               "usage: ddpnet pubkey < PRIVATE-KEY\n" MORE("pubkey"));
 }
 
 /* --- check and the cluster loader ------------------------------------------------ */
@@ -583,9 +706,11 @@ static void test_check(void **state)
 
     (void)state;
     write_file(tmp_path(path, "good.conf"), GOOD_CLUSTER, 0644);
-    assert_run(cli_check, (const char *[]){ "check", "-c", path, NULL }, NULL, 0, "ok\n", "");
+    /* ok alone on stdout, for scripts; the note for the person on stderr. */
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, NULL }, NULL, 0, "ok\n",
+               CHECK_NOTE);
     assert_run(cli_check, (const char *[]){ "check", "--cluster", path, NULL }, NULL, 0,
-               "ok\n", "");
+               "ok\n", CHECK_NOTE);
 
     write_file(tmp_path(path, "bad.conf"), BAD_CLUSTER, 0644);
     snprintf(want, sizeof(want), BAD_CLUSTER_ERRORS("%s"), path, path, path);
@@ -596,9 +721,64 @@ static void test_check(void **state)
     assert_run(cli_check, (const char *[]){ "check", "-c", path, NULL }, NULL, 1, "", want);
 
     assert_run(cli_check, (const char *[]){ "check", NULL }, NULL, 2, "",
-               "ddpnet check: missing option -c/--cluster\nusage: ddpnet check -c CLUSTER\n");
-    assert_run(cli_check, (const char *[]){ "check", "-c", path, "-k", "x", NULL }, NULL, 2,
-               "", "ddpnet check: unknown option '-k'\nusage: ddpnet check -c CLUSTER\n");
+               "ddpnet check: missing option -c/--cluster\nusage: ddpnet check -c CLUSTER "
+               "[-k KEYFILE]\n" MORE("check"));
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, "-i", "x", NULL }, NULL, 2,
+               "", "ddpnet check: unknown option '-i'\nusage: ddpnet check -c CLUSTER "
+               "[-k KEYFILE]\n" MORE("check"));
+}
+
+/* What `up` refuses and the files alone show, check refuses too: a
+ * metrics address that is another node's, and with -k a key file `up`
+ * would refuse, a key of no node, this node's private key pasted as its
+ * public-key. */
+static void test_check_as_up(void **state)
+{
+    char path[PATH_CAP], key[PATH_CAP], want[MSG_CAP];
+
+    (void)state;
+    write_file(tmp_path(path, "metrics.conf"), "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n"
+               "metrics = 10.77.0.2:9100\n\n"
+               "[node alpha]\npublic-key = " PUB_A "\naddress = 10.77.0.1\n\n"
+               "[node beta]\npublic-key = " PUB_B "\naddress = 10.77.0.2\n", 0644);
+    snprintf(want, sizeof(want), "%s: `ddpnet up` refuses it on 1 of the 2 nodes; on node "
+             "alpha: metrics address 10.77.0.2 is not this node's overlay address "
+             "(10.77.0.1): use overlay:9100 to serve each node's own\n", path);
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, NULL }, NULL, 1, "", want);
+    /* With -k, only this node's view counts: beta serves its own. */
+    write_file(tmp_path(key, "b.key"), PRIV_B "\n", 0600);
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, "-k", key, NULL }, NULL, 0,
+               "ok\n", "not checked (only `ddpnet up` can, on the node): root; the interface "
+               "name free; the run directory; UDP port 51820 free; the hosts file; the metrics "
+               "port free; mtu against the route's MTU (without mtu, ddp0 takes it, less 80)\n");
+    write_file(tmp_path(key, "a.key"), PRIV_A "\n", 0600);
+    snprintf(want, sizeof(want), "%s: metrics address 10.77.0.2 is not this node's overlay "
+             "address (10.77.0.1): use overlay:9100 to serve each node's own\n", path);
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, "-k", key, NULL }, NULL, 1,
+               "", want);
+
+    /* The key: good, too open, of no node, pasted as a public key. */
+    write_file(tmp_path(path, "good.conf"), GOOD_CLUSTER, 0644);
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, "-k", key, NULL }, NULL, 0,
+               "ok\n", CHECK_NOTE_KEY);
+    write_file(tmp_path(key, "open.key"), PRIV_A "\n", 0644);
+    snprintf(want, sizeof(want), "%s: permissions 0644 are too open; run: chmod 600 %s\n", key,
+             key);
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, "-k", key, NULL }, NULL, 1,
+               "", want);
+    write_file(tmp_path(key, "c.key"), PRIV_C "\n", 0600);
+    snprintf(want, sizeof(want), "%s: this node's public key " PUB_C " (from %s) is not in "
+             "the cluster file\n", path, key);
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, "-k", key, NULL }, NULL, 1,
+               "", want);
+    write_file(path, "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n\n"
+               "[node alpha]\npublic-key = " PRIV_C "\naddress = 10.77.0.1\n", 0644);
+    snprintf(want, sizeof(want), "%s:5: node alpha's public-key is this node's PRIVATE key "
+             "(from %s): put the output of `ddpnet pubkey < %s` there; whoever has seen the "
+             "file has the key: make a new one (ddpnet genkey) if it was shared\n", path, key,
+             key);
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, "-k", key, NULL }, NULL, 1,
+               "", want);
 }
 
 /* --- up: every refusal before the daemon starts ---------------------------------- */
@@ -631,12 +811,12 @@ static void test_up_usage(void **state)
 {
     (void)state;
     assert_run(cli_up, (const char *[]){ "up", NULL }, NULL, 2, "",
-               "ddpnet up: missing option -c/--cluster\n" UP_USAGE_LINE);
+               "ddpnet up: missing option -c/--cluster\n" UP_USAGE_LINE UP_MORE);
     assert_run(cli_up, (const char *[]){ "up", "-c", "x", "-k", "y", "--json", NULL }, NULL,
-               2, "", "ddpnet up: unknown option '--json'\n" UP_USAGE_LINE);
+               2, "", "ddpnet up: unknown option '--json'\n" UP_USAGE_LINE UP_MORE);
     assert_run(cli_up, (const char *[]){ "up", "-c", "x", "-k", NULL }, NULL, 2, "",
-               "ddpnet up: option '-k' needs a value\n" UP_USAGE_LINE);
-    assert_run(cli_up, (const char *[]){ "up", "--help", NULL }, NULL, 0, UP_USAGE_LINE, "");
+               "ddpnet up: option '-k' needs a value\n" UP_USAGE_LINE UP_MORE);
+    assert_help(cli_up, (const char *[]){ "up", "--help", NULL }, UP_USAGE_LINE);
 }
 
 static void test_up_cluster_errors(void **state)
@@ -657,6 +837,7 @@ static void test_up_cluster_errors(void **state)
 static void test_up_key_errors(void **state)
 {
     char cl[PATH_CAP], ka[PATH_CAP], kc[PATH_CAP], key[PATH_CAP], want[MSG_CAP];
+    char file[PATH_CAP];
 
     (void)state;
     up_files(cl, ka, kc);
@@ -678,6 +859,14 @@ static void test_up_key_errors(void **state)
     snprintf(want, sizeof(want), "%s: this node's public key " PUB_C " is not in the "
              "cluster file\n", cl);
     assert_up(cl, kc, "ddptest9", NULL, 1, want);
+    /* Its private key pasted as its public key: said as such. */
+    write_file(tmp_path(file, "pasted.conf"), "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n"
+               "\n[node gamma]\npublic-key = " PRIV_C "\naddress = 10.77.0.3\n", 0644);
+    snprintf(want, sizeof(want), "%s:5: node gamma's public-key is this node's PRIVATE key "
+             "(from %s): put the output of `ddpnet pubkey < %s` there; whoever has seen the "
+             "file has the key: make a new one (ddpnet genkey) if it was shared\n", file, kc,
+             kc);
+    assert_up(file, kc, "ddptest9", NULL, 1, want);
 }
 
 /* --name and --endpoint: for joining a registry only; checked before any
@@ -753,6 +942,17 @@ static int up_down_as_nobody(void)
     if (c.rc != 1 || strcmp(c.err, "ddpnet down: not permitted: run as root (or with "
                             "CAP_NET_ADMIN)\n") != 0)
         return 3;
+    /* Root's own key file (0600), which nobody cannot read: still root
+     * first, not "a.key: Permission denied". */
+    tmp_path(ka, "a.key");
+    run_verb(cli_up, (const char *[]){ "up", "-c", cl, "-k", ka, "-i", "ddptest9", NULL },
+             NULL, &c);
+    if (c.rc != 1 || strcmp(c.err, "ddpnet up: not permitted: run as root (or with "
+                            "CAP_NET_ADMIN)\n") != 0)
+        return 4;
+    run_verb(cli_reload, (const char *[]){ "reload", NULL }, NULL, &c);
+    if (c.rc != 1 || strcmp(c.err, "ddpnet reload: not permitted: run as root\n") != 0)
+        return 5;
     return 0;
 }
 
@@ -877,7 +1077,7 @@ static void test_down_not_up(void **state)
                NULL, 1, "", want);
     assert_run(cli_down, (const char *[]){ "down", "--bogus", NULL }, NULL, 2, "",
                "ddpnet down: unknown option '--bogus'\n"
-               "usage: ddpnet down [-i IFNAME] [--run-dir DIR]\n");
+               "usage: ddpnet down [-i IFNAME] [--run-dir DIR]\n" MORE("down"));
 }
 
 static void test_down_refuses_other_links(void **state)
@@ -1630,6 +1830,8 @@ int main(void)
         cmocka_unit_test(test_args_table),
         cmocka_unit_test(test_args_short_error_buffer),
         cmocka_unit_test(test_args_handle),
+        cmocka_unit_test(test_main_help_version),
+        cmocka_unit_test(test_help_defaults),
         cmocka_unit_test(test_genkey),
         cmocka_unit_test(test_genkey_warns_on_open_file),
         cmocka_unit_test(test_pubkey_matches_wg),
@@ -1638,6 +1840,7 @@ int main(void)
         cmocka_unit_test(test_cluster_load_reports),
         cmocka_unit_test(test_cluster_load_dropped),
         cmocka_unit_test(test_check),
+        cmocka_unit_test(test_check_as_up),
         cmocka_unit_test(test_up_usage),
         cmocka_unit_test(test_up_cluster_errors),
         cmocka_unit_test(test_up_key_errors),

@@ -842,7 +842,8 @@ static void test_verb_refusals(void **state)
     assert_int_equal(run_status((const char *[]){ "status", "--watch", "0", NULL }, err,
                                 sizeof(err)), CLI_EXIT_USAGE);
     assert_string_equal(err, "ddpnet status: option '--watch' wants seconds from 0.1 to "
-                             "3600, not '0'\n" STATUS_USAGE_LINE);
+                             "3600, not '0'\n" STATUS_USAGE_LINE
+                             "(ddpnet status --help explains each option)\n");
     assert_int_equal(run_status((const char *[]){ "status", "-w", "--json", NULL }, err,
                                 sizeof(err)), CLI_EXIT_USAGE);
     assert_string_equal(err, "ddpnet status: --watch draws the table; it does not go with "

@@ -367,11 +367,22 @@ static const struct bad_case bad_cases[] = {
     BAD(C4 NA "endpoint = 1.2.3.4:5\0\n", 7, "line contains a nul byte"),
     BAD(C4 NA "\0", 7, "line contains a nul byte"),
     /* keys */
-    BAD(C4 NA "adress = 10.77.0.2\n", 7, "unknown key 'adress'"),
-    BAD(C4 NA "Address = 10.77.0.2\n", 7, "unknown key 'Address'"),
-    BAD(C4 NA "network = 10.77.0.0/16\n", 7, "unknown key 'network'"),
+    /* An unknown key close to a known one of its section says which. */
+    BAD(C4 NA "adress = 10.77.0.2\n", 7, "unknown key 'adress' (did you mean 'address'?)"),
+    BAD(C4 NA "Address = 10.77.0.2\n", 7, "unknown key 'Address' (did you mean 'address'?)"),
+    BAD(C4 NA "pubic-kye = x\n", 7, "unknown key 'pubic-kye' (did you mean 'public-key'?)"),
+    BAD(C4 NA "endpiont = x\n", 7, "unknown key 'endpiont' (did you mean 'endpoint'?)"),
+    BAD(C4 "metric = 1\n" NA, 4, "unknown key 'metric' (did you mean 'metrics'?)"),
     BAD(C4 "mtu-size = 1400\n" NA, 4, "unknown key 'mtu-size'"),
-    BAD(C4 "address = 10.77.0.1\n" NA, 4, "unknown key 'address'"),
+    BAD(C4 "colour = 1\n" NA, 4, "unknown key 'colour'"),
+    /* Short keys take one edit at most: 'pot' is port's, 'pt' nobody's. */
+    BAD(C4 NA "pot = 1\n", 7, "unknown key 'pot' (did you mean 'port'?)"),
+    BAD(C4 NA "pt = 1\n", 7, "unknown key 'pt'"),
+    /* A key of the other section says where it belongs. */
+    BAD(C4 NA "network = 10.77.0.0/16\n", 7,
+        "unknown key 'network' in [node NAME] (it is a key of [cluster])"),
+    BAD(C4 "address = 10.77.0.1\n" NA, 4,
+        "unknown key 'address' in [cluster] (it is a key of [node NAME])"),
     BAD(C4 NA "[peer]\nfoo = bar\nadress = x\n", 7,
         "unknown section '[peer]' (expected [cluster] or [node NAME])"),
     BAD(C4 "port = 51821\n" NA, 4, "duplicate key 'port' (first at line 3)"),
@@ -439,11 +450,14 @@ static const struct bad_case bad_cases[] = {
         "bad port '51 820' (expected 1..65535)"),
     BAD(C4 NA "port = 0x10\n", 7, "bad port '0x10' (expected 1..65535)"),
     BAD(C4 "mtu = 575\n" NA, 4,
-        "bad mtu '575' (expected 576..65535; at least 1280 for an ipv6 network)"),
+        "bad mtu '575' (expected 576..9000; at least 1280 for an ipv6 network)"),
+    /* The engine's largest (DEVICE_MTU_MAX): up refused more, so check must. */
+    BAD(C4 "mtu = 9001\n" NA, 4,
+        "bad mtu '9001' (expected 576..9000; at least 1280 for an ipv6 network)"),
     BAD(C4 "mtu = 65536\n" NA, 4,
-        "bad mtu '65536' (expected 576..65535; at least 1280 for an ipv6 network)"),
+        "bad mtu '65536' (expected 576..9000; at least 1280 for an ipv6 network)"),
     BAD(C4 "mtu = 1420b\n" NA, 4,
-        "bad mtu '1420b' (expected 576..65535; at least 1280 for an ipv6 network)"),
+        "bad mtu '1420b' (expected 576..9000; at least 1280 for an ipv6 network)"),
     BAD("[cluster]\nnetwork = fd77::/64\nport = 1\nmtu = 1279\n[node a]\n"
         "public-key = " K1 "\naddress = fd77::1\n", 4,
         "mtu 1279 is below 1280, the minimum for an ipv6 network"),
@@ -592,6 +606,32 @@ static void expect_diag(const char *text, size_t len, const int *lines,
     }
 }
 
+/* A misspelt required key: its error, then the missing key it caused --
+ * the cause first, though the section's header comes earlier. */
+static void test_typo_before_missing(void **state)
+{
+    static const char text[] =
+        "[cluster]\n"                           /* 1 */
+        "network = 10.77.0.0/16\n"              /* 2 */
+        "prot = 51820\n"                        /* 3 */
+        "[node a]\n"                            /* 4 */
+        "public-key = " K2 "\n"                 /* 5 */
+        "adress = 10.77.0.1\n"                  /* 6 */
+        "[node b]\n"                            /* 7 */
+        "public-key = " K1 "\n";                /* 8 */
+    static const int lines[] = { 3, 3, 6, 6, 7 };
+    static const char *const messages[] = {
+        "unknown key 'prot' (did you mean 'port'?)",
+        "missing required key 'port' in [cluster] (the unknown key above?)",
+        "unknown key 'adress' (did you mean 'address'?)",
+        "missing required key 'address' in [node a] (the unknown key above?)",
+        "missing required key 'address' in [node b]",
+    };
+    (void)state;
+
+    expect_diag(text, sizeof(text) - 1, lines, messages, 5);
+}
+
 static void test_many_errors_in_line_order(void **state)
 {
     static const char text[] =
@@ -609,12 +649,13 @@ static void test_many_errors_in_line_order(void **state)
         "endpoint = [::1]\n"                    /* 12 */
         "[node B]\n"                            /* 13 */
         "address = 10.78.0.1\n";                /* 14 */
-    static const int lines[] = { 4, 6, 7, 8, 9, 10, 11, 12, 13, 13, 14 };
+    /* The typo first, then the missing key it caused, on its line. */
+    static const int lines[] = { 4, 6, 8, 8, 9, 10, 11, 12, 13, 13, 14 };
     static const char *const messages[] = {
         "missing required key 'port' in [cluster]",
-        "bad mtu 'big' (expected 576..65535; at least 1280 for an ipv6 network)",
-        "missing required key 'address' in [node a]",
-        "unknown key 'adress'",
+        "bad mtu 'big' (expected 576..9000; at least 1280 for an ipv6 network)",
+        "unknown key 'adress' (did you mean 'address'?)",
+        "missing required key 'address' in [node a] (the unknown key above?)",
         "duplicate public-key (also node b at line 2)",
         "bad node name '-x': use letters, digits, '-' and '.', at most 63 "
         "characters, not starting or ending with '-' or '.'",
@@ -924,7 +965,7 @@ static void test_diag_format(void **state)
 
     assert_int_equal(parse_str(C4 NA "adress = 1\n", &c, &d), -EINVAL);
     assert_int_equal(cluster_diag_format(&d, 0, "cluster.conf", buf, sizeof(buf)), 0);
-    assert_string_equal(buf, "cluster.conf:7: unknown key 'adress'");
+    assert_string_equal(buf, "cluster.conf:7: unknown key 'adress' (did you mean 'address'?)");
     assert_int_equal(cluster_diag_format(&d, 0, "cluster.conf", buf, 10), -ENOSPC);
     assert_string_equal(buf, "cluster.c");
     assert_int_equal(cluster_diag_format(&d, 1, "cluster.conf", buf, sizeof(buf)), -EINVAL);
@@ -1211,6 +1252,7 @@ int main(void)
         cmocka_unit_test(test_parse_null_diag),
         cmocka_unit_test(test_bad_cases),
         cmocka_unit_test(test_many_errors_in_line_order),
+        cmocka_unit_test(test_typo_before_missing),
         cmocka_unit_test(test_empty_file),
         cmocka_unit_test(test_duplicate_cluster_continues),
         cmocka_unit_test(test_triple_duplicates_name_the_first),

@@ -262,11 +262,11 @@ static void *client_run(void *arg)
     return NULL;
 }
 
-/* Serves one connection through a control server, as the daemon's loop
- * does (poll its fd, run it), until the server hangs up. */
-static void serve_fd(struct device *dev, int fd)
+/* Serves one connection through a control server (env: the env socket's),
+ * as the daemon's loop does (poll its fd, run it), until it hangs up. */
+static void serve_fd_as(struct device *dev, int fd, bool env)
 {
-    struct control_server *s = control_server_new(-1);
+    struct control_server *s = env ? control_server_new_env(-1) : control_server_new(-1);
 
     assert_non_null(s);
     if (control_server_adopt(s, fd, NOW_NS) == 0) {
@@ -279,7 +279,8 @@ static void serve_fd(struct device *dev, int fd)
     control_server_free(s);
 }
 
-static char *exchange_n(struct device *dev, const char *req, size_t len, size_t *resp_len)
+static char *exchange_as(struct device *dev, const char *req, size_t len, size_t *resp_len,
+                         bool env)
 {
     struct client c = { .req = req, .req_len = len };
     pthread_t t;
@@ -288,13 +289,18 @@ static char *exchange_n(struct device *dev, const char *req, size_t len, size_t 
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     c.fd = sv[0];
     assert_int_equal(pthread_create(&t, NULL, client_run, &c), 0);
-    serve_fd(dev, sv[1]);
+    serve_fd_as(dev, sv[1], env);
     assert_int_equal(pthread_join(t, NULL), 0);
     close(sv[0]);
     assert_non_null(c.resp);
     if (resp_len)
         *resp_len = c.resp_len;
     return c.resp;
+}
+
+static char *exchange_n(struct device *dev, const char *req, size_t len, size_t *resp_len)
+{
+    return exchange_as(dev, req, len, resp_len, false);
 }
 
 static char *exchange(struct device *dev, const char *req)
@@ -547,6 +553,15 @@ static void test_frame(void **state)
     assert_int_equal(control_frame("get=ddpnet\n", 11, &op, &consumed), -EAGAIN);
     assert_int_equal(control_frame("get=ddpnet\nx", 12, &op, &consumed), -EINVAL);
     assert_int_equal(control_frame("get=ddpnex\n\n", 12, &op, &consumed), -EINVAL);
+    /* get=ddpnet-env shares get=ddpnet's first ten bytes. */
+    assert_int_equal(control_frame("get=ddpnet", 10, &op, &consumed), -EAGAIN);
+    assert_int_equal(control_frame("get=ddpnet-", 11, &op, &consumed), -EAGAIN);
+    assert_int_equal(control_frame("get=ddpnet-env\n", 15, &op, &consumed), -EAGAIN);
+    assert_int_equal(control_frame("get=ddpnet-env\nx", 16, &op, &consumed), -EINVAL);
+    assert_int_equal(control_frame("get=ddpnet-enw\n\n", 16, &op, &consumed), -EINVAL);
+    assert_int_equal(control_frame("get=ddpnet-env\n\nget=1\n\n", 23, &op, &consumed), 0);
+    assert_int_equal(op, CONTROL_GET_ENV_OP);
+    assert_int_equal(consumed, 16);
     assert_int_equal(control_frame("get=ddpnet\n\nget=1\n\n", 19, &op, &consumed), 0);
     assert_int_equal(op, CONTROL_GET_DDPNET_OP);
     assert_int_equal(consumed, 12);
@@ -1031,6 +1046,7 @@ enum srv_mode { SRV_SERVE, SRV_CANNED, SRV_SILENT };
 struct srv {
     struct device *dev;
     int lfd;
+    bool env;                     /* serve as the env socket */
     enum srv_mode mode;
     const char *canned;
     size_t canned_len;
@@ -1054,7 +1070,7 @@ static void *srv_run(void *arg)
     if (fd < 0)
         return NULL;
     if (s->mode == SRV_SERVE) {
-        serve_fd(s->dev, fd);   /* closes fd */
+        serve_fd_as(s->dev, fd, s->env);   /* closes fd */
         return NULL;
     }
     fcntl(fd, F_SETFL, 0);
@@ -1620,13 +1636,14 @@ static void run_verb(int (*verb)(int, char **), char **argv, struct captured *c)
 static void run_verb_live(struct fx *f, int (*verb)(int, char **), char **argv,
                           struct captured *c)
 {
-    struct srv s = { .mode = SRV_SERVE, .dev = &f->dev };
+    bool env = verb == cli_env;
+    struct srv s = { .mode = SRV_SERVE, .dev = &f->dev, .env = env };
     char path[128];
     pthread_t t;
 
-    sock_path(f, path, sizeof(path), "ddp0.sock");
+    sock_path(f, path, sizeof(path), env ? "ddp0.env" : "ddp0.sock");
     unlink(path);
-    s.lfd = control_listen(path);
+    s.lfd = env ? control_listen_env(path) : control_listen(path);
     assert_true(s.lfd >= 0);
     assert_int_equal(pthread_create(&t, NULL, srv_run, &s), 0);
     run_verb(verb, argv, c);
@@ -1677,11 +1694,14 @@ static void test_cli_status_live(void **state)
                                    "export MASTER_ADDR=10.77.0.2\n");
     }
     {
+        /* stdout is not a terminal here: the reason goes as shell text
+         * that fails (test_cli_env_fails). */
         char *argv[] = { "env", "--master=nope", "--run-dir", f->dir, NULL };
         run_verb_live(f, cli_env, argv, &c);
         assert_int_equal(c.ret, 1);
-        assert_string_equal(c.out, "");
-        assert_string_equal(c.err, "ddpnet env: no node named 'nope' in the cluster\n");
+        assert_string_equal(c.out, "echo 'ddpnet env: no node named '\\''nope'\\'' in the "
+                                   "cluster' >&2; false\n");
+        assert_string_equal(c.err, "");
     }
 }
 
@@ -1706,8 +1726,10 @@ static void test_cli_not_up(void **state)
         run_verb(cli_env, argv, &c);
         assert_int_equal(c.ret, 1);
         snprintf(want, sizeof(want),
-                 "ddpnet env: ddp0 is not up (no control socket at %s/ddp0.sock)\n", f->dir);
-        assert_string_equal(c.err, want);
+                 "echo 'ddpnet env: ddp0 is not up (no env socket at %s/ddp0.env); nothing "
+                 "was exported: NCCL and Gloo would pick another network' >&2; false\n", f->dir);
+        assert_string_equal(c.out, want);
+        assert_string_equal(c.err, "");
     }
 }
 
@@ -1723,7 +1745,8 @@ static void test_cli_usage(void **state)
         run_verb(cli_status, argv, &c);
         assert_int_equal(c.ret, 2);
         assert_string_equal(c.err, "ddpnet status: unknown option '--bogus'\n"
-                                   "usage: ddpnet status [-i IFNAME] [--run-dir DIR] [--json | -w|--watch [SECONDS]]\n");
+                                   "usage: ddpnet status [-i IFNAME] [--run-dir DIR] [--json | -w|--watch [SECONDS]]\n"
+                                   "(ddpnet status --help explains each option)\n");
     }
     {
         char *argv[] = { "status", "--master", "x", NULL };   /* env's option */
@@ -1740,13 +1763,20 @@ static void test_cli_usage(void **state)
         run_verb(cli_env, argv, &c);
         assert_int_equal(c.ret, 2);
         assert_string_equal(c.err, "ddpnet env: option '--master' needs a value\n"
-                                   "usage: ddpnet env [-i IFNAME] [--run-dir DIR] [--master NAME]\n");
+                                   "usage: ddpnet env [-i IFNAME] [--run-dir DIR] [--master NAME]\n"
+                                   "(ddpnet env --help explains each option)\n");
+        /* For eval: the shell that runs it fails too. */
+        assert_string_equal(c.out, "echo 'ddpnet env: the command line is wrong (see above); "
+                                   "nothing was exported' >&2; false\n");
     }
     {
         char *argv[] = { "env", "--help", NULL };
         run_verb(cli_env, argv, &c);
         assert_int_equal(c.ret, 0);
-        assert_string_equal(c.out, "usage: ddpnet env [-i IFNAME] [--run-dir DIR] [--master NAME]\n");
+        assert_true(!strncmp(c.out, "usage: ddpnet env [-i IFNAME] [--run-dir DIR] "
+                                    "[--master NAME]\n", 62));
+        assert_non_null(strstr(c.out, "\n      --master NAME         the node whose overlay "
+                                      "address becomes MASTER_ADDR\n"));
     }
     {
         char *argv[] = { "status", "-i", "../etc", NULL };
@@ -1799,13 +1829,168 @@ static void test_cli_permission(void **state)
         ssize_t n = read(fds[0], buf, sizeof(buf) - 1);
 
         assert_true(n > 0);
-        assert_string_equal(buf, "ddpnet status: permission denied: run as root\n");
+        char want[256];
+        snprintf(want, sizeof(want), "ddpnet status: permission denied on %s: run as root\n",
+                 path);
+        assert_string_equal(buf, want);
     }
     close(fds[0]);
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 1);
     close(lfd);
+}
+
+/* --- the env socket ---------------------------------------------------------------------- */
+
+static const char get_env_expected[] =
+    "interface=ddp0\n"
+    "self=gpu-a\n"
+    "address=10.77.0.1\n"
+    "prefix=16\n"
+    "listen_port=51820\n"
+    "master=gpu-a\n"
+    "master_address=10.77.0.1\n"
+    "public_key=" B_HEX "\n"
+    "name=gpu-b\n"
+    "address=10.77.0.2\n"
+    "public_key=" C_HEX "\n"
+    "name=gpu-c\n"
+    "address=10.77.0.3\n"
+    "errno=0\n\n";
+
+static char *exchange_env(struct device *dev, const char *req)
+{
+    return exchange_as(dev, req, strlen(req), NULL, true);
+}
+
+/* The env request's answer holds names and overlay addresses, never an
+ * endpoint, a handshake or a counter; env formats it as from get=ddpnet. */
+static void test_env_socket_answer(void **state)
+{
+    struct fx *f = *state;
+    char *got = exchange_env(&f->dev, CONTROL_GET_ENV "\n");
+    FILE *out;
+    char *text = NULL;
+    size_t len = 0;
+
+    assert_string_equal(got, get_env_expected);
+    assert_non_null(out = open_memstream(&text, &len));
+    assert_int_equal(status_format_env(got, "gpu-c", out), 0);
+    fclose(out);
+    assert_string_equal(text, "export NCCL_SOCKET_IFNAME=ddp0\n"
+                              "export GLOO_SOCKET_IFNAME=ddp0\n"
+                              "export MASTER_ADDR=10.77.0.3\n");
+    free(text);
+    free(got);
+    /* The root socket answers it too. */
+    if (is_root()) {
+        got = exchange(&f->dev, CONTROL_GET_ENV "\n");
+        assert_string_equal(got, get_env_expected);
+        free(got);
+    }
+}
+
+/* Everything else on the env socket -- above all get=1, which carries the
+ * private key -- is refused with EPERM and the connection closed, the
+ * requests after it unanswered; a request that does not end within
+ * CONTROL_ENV_REQUEST_MAX bytes is refused as too big. */
+static void test_env_socket_refuses(void **state)
+{
+    static const char *const refused[] = {
+        "get=1\n\n" CONTROL_GET_ENV "\n",
+        CONTROL_GET_DDPNET "\n",
+        "set=1\nlisten_port=1\n\n",
+        "set=ddpnet-cluster\nlength=1\nx",
+    };
+    struct fx *f = *state;
+    char big[CONTROL_ENV_REQUEST_MAX + 64], *got;
+
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        got = exchange_env(&f->dev, refused[i]);
+        assert_string_equal(got, "errno=-1\n\n");
+        free(got);
+    }
+    memcpy(big, "set=1\n", 6);
+    for (size_t i = 6; i + 2 < sizeof(big); i += 2)
+        memcpy(big + i, "x\n", 2);
+    big[sizeof(big) - 2] = 'x';
+    big[sizeof(big) - 1] = '\0';
+    got = exchange_env(&f->dev, big);
+    assert_string_equal(got, "errno=-90\n\n");
+    free(got);
+    /* Asked right, it answers several requests on one connection. */
+    got = exchange_env(&f->dev, CONTROL_GET_ENV "\n" CONTROL_GET_ENV "\n");
+    assert_int_equal(strlen(got), 2 * strlen(get_env_expected));
+    free(got);
+}
+
+/* `ddpnet env` as a user who is not root: the env socket (mode 0666)
+ * answers, where the control socket would refuse. */
+static void test_cli_env_any_user(void **state)
+{
+    struct fx *f = *state;
+    char path[128], buf[512] = { 0 };
+    struct control_server *srv;
+    struct stat st;
+    pid_t pid;
+    int lfd, fds[2], status = 0;
+    size_t got = 0;
+
+    if (!is_root()) {
+        fprintf(stderr, "skipped: becoming another user needs root\n");
+        skip();
+    }
+    make_dir(f);
+    assert_int_equal(chmod(f->dir, 0755), 0);
+    sock_path(f, path, sizeof(path), "ddp0.env");
+    lfd = control_listen_env(path);
+    assert_true(lfd >= 0);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0666);
+    assert_non_null(srv = control_server_new_env(lfd));
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char *argv[] = { "env", "--run-dir", f->dir, "--master", "gpu-b", NULL };
+        dup2(fds[1], STDOUT_FILENO);
+        if (setgid(NOBODY) < 0 || setuid(NOBODY) < 0)
+            _exit(100);
+        _exit(cli_env(5, argv));
+    }
+    close(fds[1]);
+    /* Serve until the child has its answer (it reads for at most 5 s). */
+    for (int i = 0; i < 500 && waitpid(pid, &status, WNOHANG) == 0; i++) {
+        struct pollfd p = { control_server_fd(srv), POLLIN, 0 };
+        if (poll(&p, 1, 10) == 1)
+            control_server_run(srv, &f->dev, NOW_NS);
+    }
+    for (ssize_t n; (n = read(fds[0], buf + got, sizeof(buf) - 1 - got)) > 0; )
+        got += (size_t)n;
+    close(fds[0]);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_string_equal(buf, "export NCCL_SOCKET_IFNAME=ddp0\n"
+                             "export GLOO_SOCKET_IFNAME=ddp0\n"
+                             "export MASTER_ADDR=10.77.0.2\n");
+    control_server_free(srv);
+    close(lfd);
+}
+
+/* The text a failing env prints for eval: the reason on stderr, then false. */
+static void test_env_fail_text(void **state)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+
+    (void)state;
+    assert_non_null(out);
+    assert_int_equal(status_env_fail("ddpnet env: it's `down` $HOME", out), 0);
+    fclose(out);
+    assert_string_equal(text, "echo 'ddpnet env: it'\\''s `down` $HOME' >&2; false\n");
+    free(text);
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1860,6 +2045,10 @@ int main(void)
         T(test_cli_not_up),
         T(test_cli_usage),
         T(test_cli_permission),
+        T(test_env_socket_answer),
+        T(test_env_socket_refuses),
+        T(test_cli_env_any_user),
+        T(test_env_fail_text),
     };
 
     if (sodium_init() < 0)

@@ -430,7 +430,7 @@ static void test_refused(void **state)
         int ret;
         const char *said;
     } cases[] = {
-        { HEAD NA NB "adress = 1\n", -EINVAL, "error=11: unknown key 'adress'\n" },
+        { HEAD NA NB "adress = 1\n", -EINVAL, "error=11: unknown key 'adress' (did you mean 'address'?)\n" },
         { HEAD "[node a]\npublic-key = " K3 "\naddress = 10.77.0.1\n" NB, -EPERM,
           "refused=the new file changes this node's (a) key: run `ddpnet down` and `ddpnet up` "
           "on this node with the new key file (-k)\n" },
@@ -458,6 +458,28 @@ static void test_refused(void **state)
         assert_int_equal(dev.cluster.n_nodes, 2);
         assert_int_equal(dev.cluster_applied_unix, 0);
     }
+    /* Run by systemd: the unit is what to restart (or stop, to leave). */
+    snprintf(dev.service, sizeof(dev.service), "ddpnet@ddp0.service");
+    static const struct {
+        const char *file;
+        const char *said;
+    } unit_cases[] = {
+        { HEAD "[node a]\npublic-key = " K1 "\naddress = 10.77.0.7\n" NB,
+          "refused=the new file changes this node's (a) address: run `systemctl restart "
+          "ddpnet@ddp0.service`\n" },
+        { "[cluster]\nnetwork = 10.77.0.0/24\nport = 51820\n" NA NB,
+          "refused=the new file changes [cluster] network: run `systemctl restart "
+          "ddpnet@ddp0.service`, and on every node\n" },
+        { HEAD NB, "refused=this node (a) is not in the new file; to leave the cluster, run "
+                   "`systemctl disable --now ddpnet@ddp0.service`\n" },
+    };
+    for (size_t i = 0; i < sizeof(unit_cases) / sizeof(unit_cases[0]); i++) {
+        struct said s = { "" };
+        assert_int_equal(members_reload(&dev, unit_cases[i].file, strlen(unit_cases[i].file),
+                                        collect, &s, 1000), -EPERM);
+        assert_string_equal(s.text, unit_cases[i].said);
+    }
+    dev.service[0] = '\0';
     /* The same file: applied (nothing to change), its checksum noted. */
     struct said s = { "" };
     assert_int_equal(members_reload(&dev, HEAD NA NB, strlen(HEAD NA NB), collect, &s, 1000), 0);
