@@ -126,6 +126,8 @@ int cli_check(int argc, char **argv)
         bad = true;
     if (!bad) {
         puts("ok");
+        /* ok first, also where both streams go to one file. */
+        fflush(stdout);
         say_unchecked(&c, a.key != NULL);
     }
     cluster_free(&c);
