@@ -341,6 +341,35 @@ static int read_until_closed(int fd, char *out, size_t len, int wait_ms)
     return 0;
 }
 
+/* A child that answers through a pipe: 0 in the child, with *fd the
+ * pipe's end to write; in the parent the child's pid, with *fd the end to
+ * read; or -errno. */
+static pid_t fork_piped(int *fd)
+{
+    int fds[2];
+    pid_t pid;
+
+    if (pipe2(fds, O_CLOEXEC))
+        return -errno;
+    if ((pid = fork()) < 0) {
+        pid = -errno;
+        close(fds[0]);
+        close(fds[1]);
+        return pid;
+    }
+    close(fds[pid == 0 ? 0 : 1]);
+    *fd = fds[pid == 0 ? 1 : 0];
+    return pid;
+}
+
+static void reap(pid_t pid)
+{
+    int status;
+
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+}
+
 /* The canonical name of host (from the hosts file or DNS) into out, or
  * -errno. In a child process, which is killed when it takes longer than
  * wait_ms: a lookup left running on a thread of ours would outlive the
@@ -349,27 +378,17 @@ static int read_until_closed(int fd, char *out, size_t len, int wait_ms)
  * 5 s per try). */
 static int lookup_fqdn(const char *host, char *out, size_t len, int wait_ms)
 {
-    int fds[2], ret, status;
-    pid_t pid;
+    int fd, ret;
+    pid_t pid = fork_piped(&fd);
 
-    if (pipe2(fds, O_CLOEXEC))
-        return -errno;
-    if ((pid = fork()) < 0) {
-        ret = -errno;
-        close(fds[0]);
-        close(fds[1]);
-        return ret;
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        fqdn_child(fds[1], host);
-    }
-    close(fds[1]);
-    ret = read_until_closed(fds[0], out, len, wait_ms);
-    close(fds[0]);
+    if (pid < 0)
+        return (int)pid;
+    if (pid == 0)
+        fqdn_child(fd, host);
+    ret = read_until_closed(fd, out, len, wait_ms);
+    close(fd);
     kill(pid, SIGKILL);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    reap(pid);
     return ret;
 }
 
@@ -759,28 +778,18 @@ static int join_unprivileged(struct setup *s, struct cluster_node *self, char *e
 {
     struct passwd *pw = NULL;
     struct join_answer a;
-    int fds[2], ret, status;
+    int fd, ret;
     pid_t pid;
 
     if (geteuid() == 0 && !(pw = daemon_user(s)))
         return -ENOENT;
-    if (pipe2(fds, O_CLOEXEC))
-        return -errno;
-    if ((pid = fork()) < 0) {
-        ret = -errno;
-        close(fds[0]);
-        close(fds[1]);
-        return ret;
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        join_child(s, pw, self, fds[1]);
-    }
-    close(fds[1]);
-    ret = read_answer(fds[0], &a);
-    close(fds[0]);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    if ((pid = fork_piped(&fd)) < 0)
+        return (int)pid;
+    if (pid == 0)
+        join_child(s, pw, self, fd);
+    ret = read_answer(fd, &a);
+    close(fd);
+    reap(pid);
     if (ret) {
         snprintf(err, errlen, "registry: the joining process ended without an answer");
         return ret;
