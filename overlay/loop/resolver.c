@@ -197,8 +197,10 @@ size_t resolver_take(struct resolver *r, struct resolver_answer *out, size_t max
     size_t n = 0;
     bool more = false;
 
-    (void)!read(r->event_fd, &count, sizeof(count));
+    /* Read under the lock: a worker writes under it too, so a count read
+     * here never stands for an answer this call takes (no empty wake-up). */
     pthread_mutex_lock(&r->lock);
+    (void)!read(r->event_fd, &count, sizeof(count));
     for (unsigned i = 0; i < RESOLVER_NAMES; i++) {
         struct slot *s = &r->slots[i];
         if (s->state != SLOT_DONE)
