@@ -1,0 +1,125 @@
+/* The cluster authority's signed statements: member certificates, join
+ * tokens and revocations, each one line a person can paste.
+ *
+ * Owns the binary layout, its text form and the checks that make one
+ * statement prove itself given only the authority's public key (Ed25519,
+ * libsodium): a member signed through a token carries the token's own
+ * certificate, so any node can verify it with no server and no state.
+ * Pure functions over bytes and strings: no clock read (callers pass
+ * `now`), no file or network I/O, nothing allocated.
+ *
+ * Kinds:
+ *   member     name + WireGuard public key (+ optional fixed overlay
+ *              address and aliases), signed by the authority or a token;
+ *   token      a delegated Ed25519 signing key, signed by the authority,
+ *              limited to names starting with `name` (the prefix), at most
+ *              `max_members` members (0: no limit) and its own lifetime;
+ *   revocation the id of a member or token statement, signed by the
+ *              authority; it never expires (not_after is 0).
+ * A member signed by a token may not outlive the token. */
+#ifndef DDPNET_CONFIG_CERT_H
+#define DDPNET_CONFIG_CERT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/cluster.h"
+
+#define CERT_PUBKEY_LEN  32u        /* Ed25519 public key */
+#define CERT_SECRET_LEN  64u        /* Ed25519 secret key (libsodium form) */
+#define CERT_SIG_LEN     64u
+#define CERT_ID_LEN      32u        /* BLAKE2b-256 of a statement's signed bytes */
+/* Longest text form (a member carrying its token, every field full):
+ * callers size buffers with it. */
+#define CERT_TEXT_MAX    1400u
+
+enum cert_kind {
+    CERT_MEMBER = 1,
+    CERT_TOKEN = 2,
+    CERT_REVOCATION = 3,
+};
+
+struct cert {
+    enum cert_kind kind;
+    uint64_t not_before;                     /* unix seconds */
+    uint64_t not_after;                      /* unix seconds; 0 for a revocation */
+    /* member: the WireGuard public key; token: its Ed25519 signing key;
+     * revocation: the CERT_ID_LEN id of the revoked statement. */
+    uint8_t subject[CERT_PUBKEY_LEN];
+    char name[CLUSTER_NAME_MAX + 1];         /* member: name; token: prefix */
+    bool has_address;                        /* member only */
+    struct cluster_addr address;
+    uint8_t n_aliases;                       /* member only */
+    char aliases[CLUSTER_ALIASES_MAX][CLUSTER_NAME_MAX + 1];
+    uint32_t max_members;                    /* token only; 0 = no limit */
+    uint8_t signer[CERT_PUBKEY_LEN];         /* who signed: authority or token key */
+    /* A member signed by a token carries the token's statement. */
+    bool has_token;
+    uint8_t token_sig[CERT_SIG_LEN];
+    struct cert_token_part {
+        uint64_t not_before, not_after;
+        uint8_t key[CERT_PUBKEY_LEN];
+        char prefix[CLUSTER_NAME_MAX + 1];
+        uint32_t max_members;
+    } token;
+    uint8_t sig[CERT_SIG_LEN];
+};
+
+/* Why a statement does not count. */
+enum cert_verdict {
+    CERT_OK = 0,
+    CERT_BAD_SIGNATURE,      /* a signature fails, or the signer is not the authority */
+    CERT_NOT_YET_VALID,
+    CERT_EXPIRED,
+    CERT_OUTSIDE_TOKEN,      /* name outside the token's prefix, or outliving it */
+    CERT_WRONG_KIND,
+};
+
+/* A new authority or token key pair. 0 or -errno. */
+int cert_keypair(uint8_t pub[CERT_PUBKEY_LEN], uint8_t secret[CERT_SECRET_LEN]);
+
+/* Fills c->signer from secret and c->sig, then writes the text form
+ * ("ddpnet-member:...", "ddpnet-token:...", "ddpnet-revoke:...") with a
+ * NUL into out. For a member signed by a token, c->has_token and c->token
+ * and c->token_sig come from the token's statement (cert_token_embed).
+ * 0, -EINVAL for fields out of range, -ENOSPC when cap is too small. */
+int cert_sign(struct cert *c, const uint8_t secret[CERT_SECRET_LEN],
+              char *out, size_t cap);
+
+/* Parses one text form (surrounding spaces and a final newline allowed).
+ * Checks layout and field ranges only, no signature: 0 or -EINVAL. */
+int cert_parse(const char *text, struct cert *out);
+
+/* Checks signatures against the authority key, the lifetime at now, and
+ * for a token-signed member the token's prefix and lifetime. Revocations
+ * are the caller's (it holds the list): compare cert_id and, for a
+ * token-signed member, cert_token_id. */
+enum cert_verdict cert_verify(const struct cert *c,
+                              const uint8_t authority[CERT_PUBKEY_LEN],
+                              uint64_t now);
+
+/* The id a revocation names: of this statement, and of the token a
+ * member carries (false when it carries none). */
+void cert_id(const struct cert *c, uint8_t id[CERT_ID_LEN]);
+bool cert_token_id(const struct cert *c, uint8_t id[CERT_ID_LEN]);
+
+/* Copies a verified token statement into a member about to be signed
+ * with that token's key. */
+void cert_token_embed(struct cert *member, const struct cert *token);
+
+/* A join token as a launch template carries it: the token's statement
+ * and its secret key in one line ("ddpnet-jointoken:..."), so a new
+ * machine can sign its own member certificate. Format: 0, -ENOSPC;
+ * parse: 0 or -EINVAL (also when the secret does not match the
+ * statement's key). The caller wipes the secret after use. */
+int cert_join_token_format(const struct cert *token,
+                           const uint8_t secret[CERT_SECRET_LEN],
+                           char *out, size_t cap);
+int cert_join_token_parse(const char *text, struct cert *token,
+                          uint8_t secret[CERT_SECRET_LEN]);
+
+/* A short lowercase reason for a verdict, for error messages. */
+const char *cert_verdict_str(enum cert_verdict v);
+
+#endif
