@@ -590,6 +590,38 @@ static void test_help(void **state)
     assert_non_null(strstr(c.out, "  sign    print a member certificate"));
 }
 
+/* Through cli_main, as main.c's table dispatches it. */
+static int run_main(int argc, char **argv)
+{
+    static const struct cli_verb verbs[] = {
+        { "authority", cli_authority, "the cluster authority" },
+    };
+
+    return cli_main(verbs, 1, "9.8.7", argc, argv);
+}
+
+static void test_dispatch(void **state)
+{
+    char *argv[] = { (char *)(uintptr_t)"ddpnet", (char *)(uintptr_t)"help",
+                     (char *)(uintptr_t)"authority", NULL };
+    FILE *fo = tmpfile();
+    char out[CAPTURE_MAX];
+    int saved, rc;
+
+    (void)state;
+    fflush(stdout);
+    saved = dup(STDOUT_FILENO);
+    dup2(fileno(fo), STDOUT_FILENO);
+    rc = run_main(3, argv);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    read_back(fo, out, sizeof(out));
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "usage: ddpnet authority COMMAND"));
+    assert_non_null(strstr(out, "  revoke  "));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -603,6 +635,7 @@ int main(void)
         cmocka_unit_test(test_revoke),
         cmocka_unit_test(test_show_refusals),
         cmocka_unit_test(test_help),
+        cmocka_unit_test(test_dispatch),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
