@@ -349,6 +349,24 @@ static void registry_ttl_apply(struct cluster_parser *p, int line, const char *v
     p->settings.registry.ttl_s = v;
 }
 
+/* The authority's Ed25519 public key: 32 bytes in base64, as a
+ * WireGuard key is written. */
+static void authority_apply(struct cluster_parser *p, int line, const char *value)
+{
+    uint8_t bin[CLUSTER_MAX_LINE];
+    size_t bin_len = 0;
+
+    if (sodium_base642bin(bin, sizeof(bin), value, strlen(value), NULL, &bin_len, NULL,
+                          sodium_base64_VARIANT_ORIGINAL) != 0 || bin_len != CLUSTER_KEY_LEN) {
+        cluster_diag_add(p, line, "bad authority: expected the authority's public key, 44 "
+                         "base64 characters ending in '=' (as `ddpnet authority init` "
+                         "prints it)");
+        return;
+    }
+    memcpy(p->settings.authority, bin, CLUSTER_KEY_LEN);
+    p->settings.has_authority = true;
+}
+
 static void public_key_apply(struct cluster_parser *p, int line, const char *value)
 {
     /* base64 never decodes to more bytes than it has characters */
@@ -461,6 +479,7 @@ static const struct key_def cluster_keys[CLUSTER_KEY_COUNT] = {
                                                     registry.password_file),
     [CLUSTER_KEY_REGISTRY_TTL] = KEY("registry-ttl", false, registry_ttl_apply),
     [CLUSTER_KEY_REGISTRY_INSECURE] = KEY("registry-insecure", false, registry_insecure_apply),
+    [CLUSTER_KEY_AUTHORITY] = KEY("authority", false, authority_apply),
 };
 
 static const struct key_def node_keys[CLUSTER_NODE_KEY_COUNT] = {
