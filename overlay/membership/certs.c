@@ -276,6 +276,10 @@ static enum certs_verdict offer_member(struct certs *s, const struct cert *c, ui
         return CERTS_KNOWN;
     if (is_revoked(s, n.id) || (n.has_token && is_revoked(s, n.token_id)))
         return refuse(&s->st.refused_revoked, CERTS_REVOKED, "revoked", why);
+    /* Times first: an expired statement offered again costs no signature. */
+    if (now >= expiry_of(c) || now < c->not_before)
+        return refuse(&s->st.invalid, CERTS_INVALID, cert_verdict_str(now < c->not_before
+                      ? CERT_NOT_YET_VALID : CERT_EXPIRED), why);
     if ((v = cert_verify(c, s->authority, now)) != CERT_OK)
         return refuse(&s->st.invalid, CERTS_INVALID, cert_verdict_str(v), why);
     if ((own = by_key(s, c->subject))) {
