@@ -371,6 +371,19 @@ enum certs_verdict certs_offer(struct certs *s, const char *line, uint64_t now,
     return certs_offer_cert(s, &c, now, why);
 }
 
+void certs_retain(struct certs *s, certs_keep_fn keep, void *ctx)
+{
+    size_t dropped = 0;
+
+    for (size_t i = s->n; i-- > 0;)
+        if (!keep(ctx, &s->m[i].c)) {
+            drop_at(s, i);
+            dropped++;
+        }
+    if (dropped)
+        touched(s);
+}
+
 uint64_t certs_next_expiry(const struct certs *s)
 {
     return s->next_expiry;

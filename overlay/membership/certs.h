@@ -102,6 +102,14 @@ const char *certs_node_check(const struct certs *s, const struct cluster_node *n
 size_t certs_count(const struct certs *s);
 const struct cert *certs_at(const struct certs *s, size_t i);
 
+/* Drops each held member certificate that keep(ctx, cert) says no to
+ * (the changed callback once, when one went). Whoever knows which members
+ * are live says so here: the registry's members are those with a record,
+ * so a token's max_members counts live members, not every certificate
+ * ever shown. */
+typedef bool (*certs_keep_fn)(void *ctx, const struct cert *c);
+void certs_retain(struct certs *s, certs_keep_fn keep, void *ctx);
+
 /* When the first held member certificate expires (unix seconds; UINT64_MAX
  * when none is held). */
 uint64_t certs_next_expiry(const struct certs *s);

@@ -710,22 +710,62 @@ static uint64_t unix_now(void)
     return (uint64_t)time(NULL);
 }
 
+/* A certificate stays while its key has a record in the registry or a
+ * place in the model (ours among them): a member that left frees its
+ * place, in its token's max_members too. */
+static bool live(void *ctx, const struct cert *c)
+{
+    return cluster_index_key(ctx, c->subject) != NULL;
+}
+
+/* After an apply: the certificates of members that left let go; when one
+ * went, the store is dirty and members_certs_run applies again (on the
+ * loop's next pass), offering what was refused for want of room. */
+static void let_go(struct device *dev)
+{
+    struct cluster_index *ix;
+
+    if (!dev->certs || !dev->registry ||
+        !(ix = cluster_index_new(dev->n_registered + dev->cluster.n_nodes + 1)))
+        return;
+    for (size_t i = 0; i < dev->n_registered; i++)
+        cluster_index_add(ix, &dev->registered[i]);
+    for (size_t i = 0; i < dev->cluster.n_nodes; i++)
+        cluster_index_add(ix, &dev->cluster.nodes[i]);
+    certs_retain(dev->certs, live, ix);
+    cluster_index_free(ix);
+}
+
 /* The registry's statements offered to the store (each new one verified
- * once; a known one costs a hash). */
+ * once; a known one costs a hash): revocations, and the certificates of
+ * keys that have a record (one carried by another key's record is not
+ * offered, so let_go never lets go of what was just offered). */
 static void offer_statements(struct device *dev)
 {
+    struct cluster_index *records;
     const char *why;
     char *line, *save = NULL, *text;
+    struct cert c;
 
-    if (!dev->statements || !(text = strdup(dev->statements)))
+    if (!dev->statements || !(records = cluster_index_new(dev->n_registered + 1)))
         return;
+    for (size_t i = 0; i < dev->n_registered; i++)
+        cluster_index_add(records, &dev->registered[i]);
+    if (!(text = strdup(dev->statements))) {
+        cluster_index_free(records);
+        return;
+    }
     for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        enum certs_verdict v = certs_offer(dev->certs, line, unix_now(), &why);
+        if (cert_parse(line, &c) ||
+            (c.kind == CERT_MEMBER && !cluster_index_key(records, c.subject)))
+            continue;
+        enum certs_verdict v = certs_offer_cert(dev->certs, &c, unix_now(), &why);
         if (v != CERTS_ADDED && v != CERTS_KNOWN && v != CERTS_REVOKING)
             log_info_rl("authority: a statement from the registry not taken: %s%s%s",
                         certs_verdict_str(v), why[0] ? ": " : "", why);
     }
     free(text);
+    cluster_index_free(records);
 }
 
 /* With an authority, the records that count at all: each one its key's
@@ -772,11 +812,17 @@ uint64_t members_certs_run(struct device *dev, uint64_t now)
     clock_gettime(CLOCK_REALTIME, &ts);
     certs_run(dev->certs, (uint64_t)ts.tv_sec);
     if (dev->certs_dirty && (dev->registry || dev->n_registered)) {
-        if ((ret = registry_apply(dev, now, &changes)))
+        /* merged() clears it; let_go() may set it again, for one more
+         * pass (a place freed in a token's count). */
+        if ((ret = registry_apply(dev, now, &changes))) {
+            dev->certs_dirty = false;
             log_warn("authority: a change of certificates not applied: %s", strerror(-ret));
-        else if (changes)
-            log_notice("authority: %zu change%s on certificates expired or revoked", changes,
-                       changes == 1 ? "" : "s");
+        } else if (changes) {
+            log_notice("authority: %zu change%s on certificates expired, revoked or let go",
+                       changes, changes == 1 ? "" : "s");
+        }
+        if (dev->certs_dirty)
+            return now;
     }
     dev->certs_dirty = false;
     if ((next = certs_next_expiry(dev->certs)) == UINT64_MAX)
@@ -944,6 +990,8 @@ static int registry_apply(struct device *dev, uint64_t now, size_t *changes)
         return ret;
     ret = apply(dev, &next, &vd, "registry", say_to_log, NULL, now, changes);
     vouched_free(&vd);
+    if (!ret)
+        let_go(dev);
     return ret;
 }
 

@@ -367,6 +367,41 @@ static void test_token_max(void **state)
     certs_free(s);
 }
 
+static bool keep_not_10(void *ctx, const struct cert *c)
+{
+    (void)ctx;
+    return c->subject[1] != 10;
+}
+
+/* Live members: certs_retain lets go of a member that left (its record
+ * gone), and its place in its token's count is free for the next one. */
+static void test_retain_frees_token_place(void **state)
+{
+    struct authority a;
+    uint8_t tsec[CERT_SECRET_LEN];
+    char m1[CERT_TEXT_MAX], m2[CERT_TEXT_MAX];
+    struct cert token;
+    struct certs *s;
+
+    (void)state;
+    authority_make(&a);
+    token_make(&token, tsec, &a, "spot-", 1);
+    member(m1, &a, &token, tsec, "spot-a", 10, T0 - 40, T0 + HOUR);
+    member(m2, &a, &token, tsec, "spot-b", 11, T0 - 30, T0 + HOUR);
+    assert_non_null(s = certs_new(a.pub, on_change, NULL));
+    assert_int_equal(certs_offer(s, m1, T0, NULL), CERTS_ADDED);
+    assert_int_equal(certs_offer(s, m2, T0, NULL), CERTS_TOKEN_FULL);
+    changes = 0;
+    certs_retain(s, keep_not_10, NULL);
+    assert_int_equal(changes, 1);
+    assert_null(name_of(s, 10));
+    assert_int_equal(certs_offer(s, m2, T0, NULL), CERTS_ADDED);
+    changes = 0;
+    certs_retain(s, keep_not_10, NULL);          /* nothing to let go: no change said */
+    assert_int_equal(changes, 0);
+    certs_free(s);
+}
+
 /* The bounds: CERTS_MEMBERS_MAX members, then refusals, counted. */
 static void test_bounds(void **state)
 {
@@ -401,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_revocation),
         cmocka_unit_test(test_name_clash),
         cmocka_unit_test(test_token_max),
+        cmocka_unit_test(test_retain_frees_token_place),
         cmocka_unit_test(test_bounds),
     };
 
