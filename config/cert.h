@@ -102,7 +102,9 @@ int cert_keypair(uint8_t pub[CERT_PUBKEY_LEN], uint8_t secret[CERT_SECRET_LEN]);
  * ("ddpnet-member:...", "ddpnet-token:...", "ddpnet-revoke:...") with a
  * NUL into out. For a member signed by a token, c->has_token and c->token
  * and c->token_sig come from the token's statement (cert_token_embed).
- * 0, -EINVAL for fields out of range, -ENOSPC when cap is too small. */
+ * 0, -EINVAL for fields out of range (the checks cert_parse makes) or a
+ * token-signed member whose secret is not its token's key, -ENOSPC when
+ * cap is too small. */
 int cert_sign(struct cert *c, const uint8_t secret[CERT_SECRET_LEN],
               char *out, size_t cap);
 
