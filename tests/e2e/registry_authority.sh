@@ -6,7 +6,7 @@
 # about names, keys and addresses changes nothing on the others; what it
 # can still do is delete records (deny service to that node, which puts
 # its record back).
-#  1. one etcd; an authority (tests/e2e/tools/certsign); a node with no
+#  1. one etcd; an authority (`ddpnet authority`); a node with no
 #     certificate is refused at up, naming the path; a, b and m join with
 #     theirs; status shows each certificate's expiry;
 #  2. e joins with a certificate that expires 15 s later: gone from a and
@@ -26,8 +26,6 @@ e2e_init registry_authority ping etcd etcdctl
 
 PREFIX=/ddpnet/authority
 ETCD=$E2E_V4NET.201:2379
-SIGN=$E2E_ROOT/build/tools/certsign
-[ -x "$SIGN" ] || skip "$SIGN not built (make build/tools/certsign)"
 
 step "one etcd, an authority; a, b and m join with certificates"
 e2e_hub
@@ -40,7 +38,10 @@ nx_bg etcd etcd timeout 900 etcd --name e1 --data-dir "$T/etcd/data" \
     --initial-cluster "e1=http://$E2E_V4NET.201:2380"
 etcd_ok() { nx etcd etcdctl --endpoints "$ETCD" --dial-timeout 1s endpoint health >/dev/null 2>&1; }
 wait_for 30 etcd_ok || fail "etcd did not start: $(tail -n 5 "$T/etcd/etcd.out")"
-AUTH=$("$SIGN" init "$T/authority") || fail "certsign init failed"
+"$DDPNET" authority init -o "$T/authority/authority.key" >/dev/null 2>&1 ||
+    fail "ddpnet authority init failed"
+AUTH=$("$DDPNET" authority pubkey -a "$T/authority/authority.key") ||
+    fail "ddpnet authority pubkey failed"
 C=$T/cluster.conf
 cluster_begin "$C" "registry = etcd://$ETCD$PREFIX" "registry-ttl = 10" "authority = $AUTH"
 chmod 644 "$C"
@@ -51,8 +52,9 @@ for n in a b m e n; do
     e2e_key "$n"
 done
 cert() {   # cert NODE NAME SECONDS: NODE's certificate at its key's .cert path
-    "$SIGN" member "$T/authority" "$2" "$(pub "$1")" "$3" >"$T/$1/key.cert" ||
-        fail "certsign member $2 failed"
+    "$DDPNET" authority sign -a "$T/authority/authority.key" --name "$2" \
+        --public-key "$(pub "$1")" --valid "${3}s" >"$T/$1/key.cert" ||
+        fail "ddpnet authority sign --name $2 failed"
 }
 reg_up() {   # reg_up NODE I NAME: `ddpnet up` joining the registry as NAME
     local n=$1 i=$2 name=$3
@@ -116,7 +118,7 @@ cert e e 15
 reg_up e 4 e
 e_in() { peer_view a e | grep -q . && peer_view b e | grep -q .; }
 wait_for 10 e_in || fail "e did not join: a's peers: $(peers_of a)"
-# Its expiry as a's status gives it (certsign's not_after).
+# Its expiry as a's status gives it (the certificate's not_after).
 END=$(ddp_status a --json | "$PY" -c '
 import json, sys
 print([p["cert_expires"] for p in json.load(sys.stdin)["peers"] if p["name"] == "e"][0])')
@@ -186,7 +188,8 @@ ping_ok a gpu-b
 say "b put its record back: a has b again, at $(peer_view a gpu-b)"
 
 step "the authority revokes m's certificate"
-REV=$("$SIGN" revoke "$T/authority" "$(cat "$T/m/key.cert")") || fail "certsign revoke failed"
+REV=$("$DDPNET" authority revoke -a "$T/authority/authority.key" "$T/m/key.cert") ||
+    fail "ddpnet authority revoke failed"
 ctl put "$PREFIX/members-revoked/m" "$REV" >/dev/null
 T0=$(date +%s.%N)
 m_out() { ! peer_view a m | grep -q . && ! peer_view b m | grep -q .; }
