@@ -233,7 +233,7 @@ int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint6
     }
     ret = map_build(dev);
     if (!ret)
-        ret = disco_init(dev);
+        ret = disco_init(dev, &engine_core_ops);
     if (ret)
         goto fail;
     return 0;

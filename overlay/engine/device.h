@@ -47,6 +47,7 @@
 #define PEER_REKEY_SPREAD_MS 30000u
 
 
+struct core_ops;
 struct pkt;
 struct registry;
 struct resolver;
@@ -234,6 +235,7 @@ struct disco_device {
     struct disco_msg *wrap_msg;           /* a relay wrapping being built */
     uint8_t *scratch;                     /* a sealed disco message */
     uint8_t *wrap;                        /* the same, wrapped for a relay */
+    const struct core_ops *core;          /* the way back to the core (paths.h) */
     struct disco_bucket unanswered;       /* sends to addresses that never answered */
     /* What registry records may make us send to addresses that never
      * answered (DISCO_REGISTRY_CREDIT_*), and when it was last refilled. */
@@ -381,6 +383,15 @@ bool path_usable(const struct peer *p);
  * when relayed, and no more than the path MTU found (pmtu.h) for a ddpnet
  * peer. */
 unsigned path_mtu(const struct peer *p);
+
+/* Whether p has a keypair to send with now: a read of its session, for
+ * the core and for paths and discovery alike. */
+static inline bool peer_can_send(const struct peer *p, uint64_t now)
+{
+    const struct noise_keypair *kp = p->current;
+
+    return kp && kp->send_counter < WG_REJECT_AFTER_MESSAGES && !transport_expired(kp, now);
+}
 
 /* A rate as of now: the last full window's, or 0 once traffic stopped. */
 uint64_t rate_read(const struct rate *r, uint64_t now_ns);

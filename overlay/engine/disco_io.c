@@ -33,8 +33,7 @@
 
 #include "overlay/base/log.h"
 #include "overlay/base/wire.h"
-#include "overlay/engine/engine.h"
-#include "overlay/engine/timers.h"
+#include "overlay/engine/paths.h"
 
 /* A peer's word on its record makes membership look again at most this
  * often. */
@@ -43,10 +42,11 @@
 #define RECORDS_COALESCE_NS (100ull * NS_PER_MS)
 
 
-int disco_init(struct device *dev)
+int disco_init(struct device *dev, const struct core_ops *core)
 {
     struct disco_device *d = &dev->disco;
 
+    d->core = core;
     d->in_msg = calloc(1, sizeof(*d->in_msg));
     d->out_msg = calloc(1, sizeof(*d->out_msg));
     d->wrap_msg = calloc(1, sizeof(*d->wrap_msg));
@@ -236,7 +236,7 @@ static bool try_relay(struct peer *p, uint64_t now)
         return false;
     log_debug_rl("peer %s: trying the relay %s", p->name, r->name);
     disco_relay_trial(&p->relays, r->id, now);
-    handshake_initiate(p, now);
+    p->dev->disco.core->initiate(p, now);
     return true;
 }
 
@@ -361,11 +361,9 @@ static int send_disco_limited(struct peer *p, const struct disco_msg *m,
         return -EAGAIN;
     if ((n = seal_disco(p, m, pad_limit, now)) < 0)
         return n;
-    peer_count_tx(p, (uint64_t)n, now);
     /* Authenticated, but not data: a disco message expects no data back,
      * so it arms no new handshake (timers.h). */
-    timers_any_authenticated_packet_traversal(p, now);
-    timers_any_authenticated_packet_sent(p, now);
+    p->dev->disco.core->sent(p, (uint64_t)n, false, now);
     if (to || !p->via)
         n = loop_send_now(p->dev->loop, buf, (uint32_t)n, to ? to : &p->endpoint);
     else
@@ -373,7 +371,7 @@ static int send_disco_limited(struct peer *p, const struct disco_msg *m,
     /* As any sender: an old key is renewed (pings alone keep a session
      * in use). */
     if (transport_needs_rekey(p->current, now + p->rekey_early_ns))
-        handshake_send_initiation(p, false, now);
+        p->dev->disco.core->send_initiation(p, false, now);
     return n;
 }
 
@@ -396,10 +394,8 @@ unsigned disco_spray(struct peer *p, const uint8_t *msg, uint32_t len, uint64_t 
         if ((!p->via && is_endpoint(p, &t[i])) || !from_disco(&t[i], &ep) ||
             !hint_allows(p, &t[i], len, now))
             continue;
-        if (loop_send_now(p->dev->loop, msg, len, &ep) == 0) {
-            peer_count_tx(p, len, now);
+        if (loop_send_now(p->dev->loop, msg, len, &ep) == 0)
             sent++;
-        }
     }
     return sent;
 }
@@ -1250,7 +1246,7 @@ void disco_timers(struct peer *p, uint64_t now)
     if ((act & DISCO_DO_RELAY) && !disco_relay_on_trial(&p->relays, now) && try_relay(p, now)) {
         /* the initiation went to the candidates too */
     } else if (act & DISCO_DO_PUNCH) {
-        handshake_punch(p, now);
+        p->dev->disco.core->punch(p, now);
     }
     if (act & DISCO_DO_PROBE)
         probe(p, &f, now);

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "overlay/base/log.h"
-#include "overlay/engine/engine.h"
+#include "overlay/engine/paths.h"
 #include "overlay/loop/loop.h"
 
 static void overlay_endpoint(const struct device *dev, struct disco_endpoint *e)

@@ -123,6 +123,8 @@ static void send_initiation(struct peer *p, uint64_t now)
     }
     if (!path_direct(p) || !disco_working(p, now))
         sprayed = disco_spray(p, p->initiation, WG_INITIATION_LEN, now);
+    if (sprayed)
+        peer_count_tx(p, (uint64_t)sprayed * WG_INITIATION_LEN, now);
     /* A relay on trial carries a copy: its answer makes it the path. */
     if (trial && path_relay_now(trial, p->public_key, p->initiation, WG_INITIATION_LEN, now) == 0) {
         peer_count_tx(p, WG_INITIATION_LEN, now);

@@ -65,8 +65,7 @@
 #include "crypto/relay_frame.h"
 #include "overlay/base/log.h"
 #include "overlay/base/wire.h"
-#include "overlay/engine/engine.h"
-#include "overlay/engine/timers.h"
+#include "overlay/engine/paths.h"
 
 
 /* --- what the path is ------------------------------------------------------------ */
@@ -172,12 +171,28 @@ static void log_path_changed(const struct peer *p, const char *was, const char *
         log_debug_rl("peer %s: path changed: %s (was %s)", p->name, now, was);
 }
 
+bool path_set_endpoint(struct peer *p, const union endpoint *src)
+{
+    if (endpoint_equal(&p->endpoint, src))
+        return false;
+    if (p->endpoint.sa.sa_family != AF_UNSPEC) {
+        char old[64], new[64];
+        endpoint_format(&p->endpoint, old, sizeof(old));
+        endpoint_format(src, new, sizeof(new));
+        /* Roaming (a NAT's new mapping, a move): a peer can repeat it. */
+        log_info_peer_rl("peer %s: endpoint changed from %s to %s", p->name, old, new);
+    }
+    memset(&p->endpoint, 0, sizeof(p->endpoint));
+    memcpy(&p->endpoint, src, endpoint_sockaddr_len(src));
+    return true;
+}
+
 /* p's endpoint is ep now, proven or not. */
 static void move_endpoint(struct peer *p, const union endpoint *ep, bool proven, uint64_t now)
 {
     bool was_proven = p->endpoint_proven;
 
-    if (peer_update_endpoint(p, ep)) {
+    if (path_set_endpoint(p, ep)) {
         log_debug_rl("peer %s: reached at a new endpoint%s", p->name,
                      proven ? "" : " (as WireGuard roams; not proven yet)");
         p->introduced = false;     /* the others should hear of it */
@@ -388,10 +403,7 @@ static void send_frames(struct peer *q, struct pkt *out, uint64_t now)
     }
     out->len = (uint32_t)relay_frame_len(out->seg_len[last]);
     q->dev->stats.relay_frames_sent += out->nseg;
-    peer_count_tx(q, (uint64_t)last * out->stride + out->len, now);
-    timers_any_authenticated_packet_traversal(q, now);
-    timers_any_authenticated_packet_sent(q, now);
-    timers_data_sent(q, now);
+    q->dev->disco.core->sent(q, (uint64_t)last * out->stride + out->len, true, now);
     loop_send(q->dev->loop, out, &q->endpoint);
 }
 
@@ -465,13 +477,13 @@ static unsigned wrap_segments(struct peer *r, const uint8_t key[WG_KEY_LEN], str
  * sealing: counters now, the AEAD maybe on a worker); takes out. */
 static void seal_for(struct peer *q, struct pkt *out, uint64_t now)
 {
-    if (!path_relay_ready(q, now) || !datapath_seal(q, q->current, out, q->dev->mtu, now)) {
+    const struct core_ops *core = q->dev->disco.core;
+
+    if (!path_relay_ready(q, now) || !core->seal(q, q->current, out, q->dev->mtu, now)) {
         loop_pkt_put(q->dev->loop, out);
         return;
     }
-    timers_any_authenticated_packet_traversal(q, now);
-    timers_any_authenticated_packet_sent(q, now);
-    timers_data_sent(q, now);
+    core->sent(q, 0, true, now);   /* seal counted the bytes */
 }
 
 /* Sends pkt's messages, for the peer with key `key`, through r (in
@@ -533,10 +545,7 @@ int path_relay_now(struct peer *r, const uint8_t dst[WG_KEY_LEN], const uint8_t 
     tp.len = (size_t)n;
     if (transport_seal(r->current, &tp, now))
         return -ESTALE;
-    peer_count_tx(r, tp.len, now);
-    timers_any_authenticated_packet_traversal(r, now);
-    timers_any_authenticated_packet_sent(r, now);
-    timers_data_sent(r, now);
+    dev->disco.core->sent(r, tp.len, true, now);
     return loop_send_now(dev->loop, buf, (uint32_t)tp.len, &r->endpoint);
 }
 

@@ -119,13 +119,6 @@ void peer_clear_keys(struct peer *p)
     noise_handshake_reset(&p->handshake);
 }
 
-bool peer_can_send(const struct peer *p, uint64_t now)
-{
-    const struct noise_keypair *kp = p->current;
-
-    return kp && kp->send_counter < WG_REJECT_AFTER_MESSAGES && !transport_expired(kp, now);
-}
-
 /* --- staged packets ------------------------------------------------------------- */
 
 int peer_stage(struct peer *p, const uint8_t *data, uint32_t len, uint64_t now)
@@ -187,22 +180,6 @@ void peer_give_up(struct peer *p, const char *why, uint64_t now)
 /* --- endpoint, counters, settings ------------------------------------------------- */
 
 
-bool peer_update_endpoint(struct peer *p, const union endpoint *src)
-{
-    if (endpoint_equal(&p->endpoint, src))
-        return false;
-    if (p->endpoint.sa.sa_family != AF_UNSPEC) {
-        char old[64], new[64];
-        endpoint_format(&p->endpoint, old, sizeof(old));
-        endpoint_format(src, new, sizeof(new));
-        /* Roaming (a NAT's new mapping, a move): a peer can repeat it. */
-        log_info_peer_rl("peer %s: endpoint changed from %s to %s", p->name, old, new);
-    }
-    memset(&p->endpoint, 0, sizeof(p->endpoint));
-    memcpy(&p->endpoint, src, endpoint_sockaddr_len(src));
-    return true;
-}
-
 void peer_set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len)
 {
     union endpoint e;
@@ -211,7 +188,7 @@ void peer_set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len)
         return;
     memset(&e, 0, sizeof(e));
     memcpy(&e, sa, len);
-    peer_update_endpoint(p, &e);
+    path_set_endpoint(p, &e);
     p->listed = e;
     p->endpoint_proven = true;   /* the operator's word */
     disco_unproven_clear(&p->unproven);
@@ -265,4 +242,14 @@ void peer_count_tx(struct peer *p, uint64_t bytes, uint64_t now)
     p->tx_bytes += bytes;
     p->last_sent_ns = now;
     rate_count(&p->tx_rate, bytes, now);
+}
+
+void peer_sent(struct peer *p, uint64_t bytes, bool data, uint64_t now)
+{
+    if (bytes)
+        peer_count_tx(p, bytes, now);
+    timers_any_authenticated_packet_traversal(p, now);
+    timers_any_authenticated_packet_sent(p, now);
+    if (data)
+        timers_data_sent(p, now);
 }
