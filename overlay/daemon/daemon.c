@@ -44,7 +44,6 @@
 #include "overlay/membership/hosts_writer.h"
 #include "overlay/membership/members.h"
 #include "overlay/engine/device_setup.h"
-#include "overlay/engine/engine.h"
 #include "overlay/loop/loop.h"
 #include "overlay/loop/resolver.h"
 #include "tun/netlink.h"

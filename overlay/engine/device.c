@@ -220,7 +220,7 @@ int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint6
         const struct cluster_node *n = &dev->cluster.nodes[i];
         if (n == dev->self)
             continue;
-        struct peer *p = peer_new(dev, n);
+        struct peer *p = peer_create(dev, &dev->cluster, n);
         if (!p) {
             ret = -EINVAL;   /* only a low-order key makes this fail */
             goto fail;
@@ -228,7 +228,6 @@ int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint6
         device_node_endpoint(&p->endpoint, n);
         p->listed = p->endpoint;
         p->endpoint_proven = true;   /* the operator's word */
-        p->id = ++dev->next_peer_id;
         dev->peers[dev->n_peers++] = p;
     }
     ret = map_build(dev);

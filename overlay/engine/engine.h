@@ -12,13 +12,12 @@
 #include <stdint.h>
 
 #include "overlay/engine/device.h"
+#include "overlay/engine/device_setup.h"
 #include "overlay/engine/paths.h"
 #include "overlay/loop/loop.h"
 #include "overlay/loop/pkt.h"
 
 /* --- peer.c ---------------------------------------------------------------- */
-struct peer *peer_new(struct device *dev, const struct cluster_node *node);
-void peer_free(struct peer *p);
 /* Installs a keypair just derived (copied from kp, which is wiped): as the
  * initiator it becomes current; as the responder it waits as next until
  * the initiator uses it. Indices of dropped keypairs are released. */
@@ -48,8 +47,6 @@ void peer_count_tx(struct peer *p, uint64_t bytes, uint64_t now);
 void peer_sent(struct peer *p, uint64_t bytes, bool data, uint64_t now);
 
 /* --- handshake.c ------------------------------------------------------------- */
-/* Sends an initiation unless one went out less than REKEY_TIMEOUT ago. */
-void handshake_send_initiation(struct peer *p, bool is_retry, uint64_t now);
 /* A new initiation now, whatever the pacing: on the path and to every
  * candidate (disco's attempts and relay switches). */
 void handshake_initiate(struct peer *p, uint64_t now);
@@ -91,11 +88,7 @@ void datapath_send_keepalive(struct peer *p, uint64_t now);
 struct crypto_job;
 void datapath_crypto_done(struct device *dev, struct crypto_job *job, uint64_t now);
 
-/* --- handlers.c ---------------------------------------------------------------- */
-/* Fills what the loop calls on UDP receives, TUN reads, finished crypto
- * jobs and timers, with dev as the context (the control socket's handlers
- * are the caller's). */
-void engine_loop_handlers(struct device *dev, struct loop_handlers *h);
+/* --- handlers.c (engine_loop_handlers: device_setup.h) ------------------------- */
 /* What the core hands paths and discovery (paths.h: disco_init). */
 extern const struct core_ops engine_core_ops;
 

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "overlay/engine/device.h"
+#include "overlay/engine/device_setup.h"
 #include "overlay/loop/loop.h"
 #include "overlay/loop/pkt.h"
 
@@ -111,7 +112,8 @@ void path_frames_said(struct peer *p, uint32_t index);
  * frame_in; the RELAY it came in was decoded only if it is). */
 void path_forward(struct device *dev, struct peer *from, struct peer *to, const uint8_t *msg,
                   uint32_t len, uint64_t now);
-void path_flush(struct device *dev, uint64_t now);
+/* (path_flush, disco_wake, disco_node_hints and disco_local_refresh, which
+ * membership and the daemon call too: device_setup.h.) */
 
 /* --- disco_io.c: the disco messages and the schedule carried out ------------------- */
 /* Sets up this room's state in dev; core: how it reaches the core back
@@ -151,16 +153,8 @@ void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
  * next one. Between deadlines it looks at nothing (the loop calls it on
  * every turn): whatever brings a deadline forward calls disco_wake. */
 uint64_t disco_run_timers(struct device *dev, uint64_t now);
-void disco_wake(struct device *dev);
 /* One peer's due deadlines, now. */
 void disco_timers(struct peer *p, uint64_t now);
-/* What node's registry record says of where it may be reached (its
- * candidates and observed address; membership calls this for a new peer
- * and when they change): hints for p, paid from the registry's credit
- * until they answer (the record may be anyone's word). */
-void disco_node_hints(struct peer *p, const struct cluster_node *node, uint64_t now);
-/* Reads the interface addresses: this node's local candidates (disco_local.c). */
-void disco_local_refresh(struct device *dev, uint64_t now);
 
 
 #endif

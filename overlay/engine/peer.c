@@ -14,7 +14,8 @@
 #include "overlay/engine/engine.h"
 #include "overlay/engine/timers.h"
 
-struct peer *peer_new(struct device *dev, const struct cluster_node *node)
+struct peer *peer_create(struct device *dev, const struct cluster *model,
+                         const struct cluster_node *node)
 {
     struct peer *p = sodium_malloc(sizeof(*p));
 
@@ -29,7 +30,8 @@ struct peer *peer_new(struct device *dev, const struct cluster_node *node)
     snprintf(p->name, sizeof(p->name), "%s", node->name);
     memcpy(p->public_key, node->public_key, WG_KEY_LEN);
     p->address = node->address;
-    p->persistent_keepalive = (uint16_t)cluster_node_keepalive(&dev->cluster, node);
+    p->id = ++dev->next_peer_id;
+    p->persistent_keepalive = (uint16_t)cluster_node_keepalive(model, node);
     p->endpoint.sa.sa_family = AF_UNSPEC;
     cookie_maker_init(&p->cookie, node->public_key);
     /* Its own pace for periodic work (clock_stretch). */
@@ -44,6 +46,19 @@ void peer_free(struct peer *p)
         return;
     peer_drop_staged(p);
     sodium_free(p);   /* wipes the keys */
+}
+
+void peer_remove(struct peer *p, struct peer *const *stay, size_t n_stay, uint64_t now)
+{
+    for (size_t k = 0; k < n_stay; k++) {
+        struct peer *q = stay[k];
+        if (q->via == p)
+            path_drop_relay(q, now);
+        disco_relay_forget(&q->relays, p->id);
+    }
+    log_notice("peer %s: removed from the cluster; its sessions are wiped", p->name);
+    peer_clear_keys(p);
+    peer_free(p);
 }
 
 /* --- keypairs ------------------------------------------------------------------ */

@@ -14,7 +14,7 @@
 #include <arpa/inet.h>
 
 #include "overlay/base/log.h"
-#include "overlay/engine/engine.h"
+#include "overlay/engine/device_setup.h"
 #include "overlay/loop/resolver.h"
 #include "overlay/membership/members.h"
 

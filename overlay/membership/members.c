@@ -23,8 +23,7 @@
 #include "crypto/blake2s.h"
 #include "overlay/base/log.h"
 #include "overlay/engine/device_setup.h"
-#include "overlay/engine/engine.h"
-#include "config/cluster_index.h"
+#include "overlay/loop/loop.h"
 #include "overlay/membership/hosts.h"
 #include "overlay/membership/hosts_writer.h"
 #include "overlay/membership/members.h"
@@ -430,9 +429,8 @@ static int plan_make(struct device *dev, const struct cluster *next,
         if ((p = old_peer(dev, n))) {
             p->kept = true;
         } else {
-            if (!(p = peer_new(dev, n)))
+            if (!(p = peer_create(dev, next, n)))
                 goto nomem;
-            p->id = ++dev->next_peer_id;
             pl->made_node[pl->n_made] = n;
             pl->made[pl->n_made++] = p;
         }
@@ -447,31 +445,13 @@ nomem:
     return -ENOMEM;
 }
 
-/* The peers that leave (not in the plan): no peer that stays relays
- * through them any more; then their keys are wiped, their indices
- * released and their waiting packets dropped. */
+/* The peers that leave (not in the plan): removed from the engine
+ * (peer_remove), the peers of the plan staying. */
 static void peers_leave(struct device *dev, const struct plan *pl, uint64_t now)
 {
-    for (size_t i = 0; i < dev->n_peers; i++) {
-        struct peer *p = dev->peers[i];
-        if (p->kept)
-            continue;
-        for (size_t k = 0; k < pl->n_peers; k++) {
-            struct peer *q = pl->peers[k];
-            if (q->via == p)
-                path_drop_relay(q, now);
-            disco_relay_forget(&q->relays, p->id);
-        }
-    }
-    for (size_t i = 0; i < dev->n_peers; i++) {
-        struct peer *p = dev->peers[i];
-        if (p->kept)
-            continue;
-        log_notice("peer %s: removed from the cluster; its sessions are wiped", p->name);
-        peer_clear_keys(p);
-        peer_drop_staged(p);
-        peer_free(p);
-    }
+    for (size_t i = 0; i < dev->n_peers; i++)
+        if (!dev->peers[i]->kept)
+            peer_remove(dev->peers[i], pl->peers, pl->n_peers, now);
 }
 
 /* Where the file names a literal endpoint, a hostname (asked of the
@@ -579,7 +559,6 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
         const struct cluster_node *n = pl->made_node[i];
         set_endpoint(dev, p, n);
         disco_node_hints(p, n, now);
-        p->persistent_keepalive = (uint16_t)cluster_node_keepalive(next, n);
     }
     /* The device runs the new model from here: self points into it. */
     cluster_free(&dev->cluster);
