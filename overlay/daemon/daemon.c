@@ -214,7 +214,7 @@ static unsigned route_mtu(struct setup *s, struct nl *nl)
     unsigned best = 0, mtu;
 
     for (size_t i = 0; i < s->dev.n_peers; i++) {
-        const union endpoint *e = &s->dev.peers[i]->endpoint;
+        const union endpoint *e = &s->dev.peers[i]->path.endpoint;
         const void *dst = e->sa.sa_family == AF_INET6 ? (const void *)&e->in6.sin6_addr
                                                       : (const void *)&e->in4.sin_addr;
         if (e->sa.sa_family == AF_UNSPEC || nl_route_mtu(nl, e->sa.sa_family, dst, &mtu))

@@ -269,7 +269,7 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
         return;
     }
     dev->stats.tun_reads++;
-    if (p->no_answer && !datapath_ready(p, now)) {
+    if (p->wg.no_answer && !datapath_ready(p, now)) {
         handshake_send_initiation(p, false, now);   /* paced: it may be back */
         dev->stats.refused_unreachable++;
         answer_icmp(dev, pkt, ip, len, ICMP_ERROR_UNREACHABLE, 0);
@@ -280,7 +280,7 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
         answer_icmp(dev, pkt, ip, len, ICMP_ERROR_TOO_BIG, path_mtu(p));
         return;
     }
-    if (p->staged.packets || !datapath_ready(p, now)) {
+    if (p->wg.staged.packets || !datapath_ready(p, now)) {
         /* Copied out: a pool buffer is never held for a peer (stage.h). */
         peer_stage(p, pkt->in, pkt->len, now);
         loop_pkt_put(dev->loop, pkt);
@@ -361,7 +361,7 @@ bool datapath_seal(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
  * keypair, then what WireGuard's timers want to hear of it. */
 static void send_batch(struct peer *p, struct pkt **pkts, unsigned n, uint64_t now)
 {
-    struct noise_keypair *kp = p->current;
+    struct noise_keypair *kp = p->wg.current;
     bool sent = false, sent_data = false;
 
     for (unsigned i = 0; i < n; i++) {
@@ -379,7 +379,7 @@ static void send_batch(struct peer *p, struct pkt **pkts, unsigned n, uint64_t n
     }
     if (sent_data)
         timers_data_sent(p, now);
-    if (transport_needs_rekey(kp, now + p->rekey_early_ns))
+    if (transport_needs_rekey(kp, now + p->wg.rekey_early_ns))
         handshake_send_initiation(p, false, now);
 }
 
@@ -395,15 +395,15 @@ void datapath_send_staged(struct peer *p, uint64_t now)
 {
     struct pkt *batch[STAGED_BATCH];
 
-    if (!p->staged.packets)
+    if (!p->wg.staged.packets)
         return;
     if (!datapath_ready(p, now)) {
         handshake_send_initiation(p, false, now);
         return;
     }
-    while (p->staged.packets) {
+    while (p->wg.staged.packets) {
         unsigned n = 0;
-        while (n < STAGED_BATCH && p->staged.packets) {
+        while (n < STAGED_BATCH && p->wg.staged.packets) {
             struct pkt *pkt = loop_pkt_get(p->dev->loop);
             if (!pkt)
                 break;   /* the rest goes with the next packet or timer */
@@ -424,7 +424,7 @@ void datapath_send_staged(struct peer *p, uint64_t now)
 
 void datapath_send_keepalive(struct peer *p, uint64_t now)
 {
-    if (!p->staged.packets)
+    if (!p->wg.staged.packets)
         peer_stage(p, NULL, 0, now);
     datapath_send_staged(p, now);
 }
@@ -435,13 +435,13 @@ void datapath_send_keepalive(struct peer *p, uint64_t now)
  * drop it: once per session, when it nears REJECT_AFTER_TIME. */
 static void keep_key_fresh_on_receive(struct peer *p, uint64_t now)
 {
-    const struct noise_keypair *kp = p->current;
+    const struct noise_keypair *kp = p->wg.current;
     const uint64_t limit = (WG_REJECT_AFTER_TIME - WG_KEEPALIVE_TIMEOUT - WG_REKEY_TIMEOUT) *
                            WG_NSEC_PER_SEC;
 
     if (kp && kp->is_initiator && now - kp->birth_ns >= limit &&
-        !p->timers.sent_lastminute_handshake) {
-        p->timers.sent_lastminute_handshake = true;
+        !p->wg.timers.sent_lastminute_handshake) {
+        p->wg.timers.sent_lastminute_handshake = true;
         handshake_send_initiation(p, false, now);
     }
 }
@@ -449,7 +449,7 @@ static void keep_key_fresh_on_receive(struct peer *p, uint64_t now)
 static bool source_allowed(const struct peer *p, const struct inner *in)
 {
     size_t n = in->family == AF_INET ? 4 : 16;
-    return p->address.family == in->family && !memcmp(p->address.bytes, in->src, n);
+    return p->member.address.family == in->family && !memcmp(p->member.address.bytes, in->src, n);
 }
 
 /* What follows an authentic transport message of len bytes from src (or
@@ -620,11 +620,11 @@ static bool keep_plain(struct device *dev, struct rx_batch *b, struct peer *p, u
         return disco_in(dev, b, p, ip, in.len, via, now, r);
     /* Data (or a keepalive) sent to us directly while we relay: the
      * peer's direct path works, and so will ours. */
-    if (!via && p->via)
+    if (!via && p->path.via)
         path_received(p, &b->pkt->addr, NULL, 0, true, now);
     if (plen <= 0)      /* a keepalive */
         return false;
-    if (p->pending) {   /* its record is not its holder's word yet */
+    if (p->member.pending) {   /* its record is not its holder's word yet */
         dev->stats.dropped_pending++;
         return false;
     }
@@ -737,10 +737,10 @@ static void frame_in(struct device *dev, struct rx_batch *b, struct peer *p,
     if (!e)
         return;
     after_authentic(p, e->keypair, f->len, src, NULL, now);
-    if (e->keypair == p->current)
+    if (e->keypair == p->wg.current)
         path_frames_said(p, e->keypair->local_index);
     /* Sent to us directly while we relay to it: its direct path works. */
-    if (p->via)
+    if (p->path.via)
         path_received(p, src, NULL, 0, true, now);
     dev->stats.relay_frames_received++;
     if (!disco_enclosed_ok(f->msg, f->msg_len)) {

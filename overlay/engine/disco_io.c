@@ -91,7 +91,7 @@ static bool is_endpoint(const struct peer *p, const struct disco_endpoint *e)
 {
     struct disco_endpoint cur;
 
-    return to_disco(&p->endpoint, &cur) && disco_endpoint_equal(&cur, e);
+    return to_disco(&p->path.endpoint, &cur) && disco_endpoint_equal(&cur, e);
 }
 
 /* A session that still works: heard from within KEEPALIVE + REKEY_TIMEOUT
@@ -102,12 +102,12 @@ bool disco_working(const struct peer *p, uint64_t now)
 {
     /* An idle peer is heard from only as often as it is pinged (on its
      * own pace: clock_stretch). */
-    uint64_t idle = clock_stretch(disco_idle_ping_s(p, now) * WG_NSEC_PER_SEC, p->disco.spread);
+    uint64_t idle = clock_stretch(disco_idle_ping_s(p, now) * WG_NSEC_PER_SEC, p->disco.state.spread);
     uint64_t quiet = (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) * WG_NSEC_PER_SEC + idle;
 
-    return peer_can_send(p, now) && p->last_received_ns &&
-           now - p->last_received_ns < quiet &&
-           (!p->speaks_disco || disco_pings_lost(&p->disco, now) < DISCO_PING_LOST_MAX);
+    return peer_can_send(p, now) && p->live.last_received_ns &&
+           now - p->live.last_received_ns < quiet &&
+           (!p->disco.speaks_disco || disco_pings_lost(&p->disco.state, now) < DISCO_PING_LOST_MAX);
 }
 
 unsigned disco_idle_ping_s(const struct peer *p, uint64_t now)
@@ -115,8 +115,8 @@ unsigned disco_idle_ping_s(const struct peer *p, uint64_t now)
     unsigned steps, s;
 
     /* A stock WireGuard peer gets no pings at all. */
-    if (!p->speaks_disco ||
-        (p->last_data_ns && now - p->last_data_ns < DISCO_IDLE_AFTER_S * WG_NSEC_PER_SEC))
+    if (!p->disco.speaks_disco ||
+        (p->live.last_data_ns && now - p->live.last_data_ns < DISCO_IDLE_AFTER_S * WG_NSEC_PER_SEC))
         return 0;
     steps = (unsigned)((p->dev->n_peers + DISCO_IDLE_PEERS_PER_STEP - 1) / DISCO_IDLE_PEERS_PER_STEP);
     s = DISCO_PING_INTERVAL_S * (steps < 2 ? 2 : steps);
@@ -127,7 +127,7 @@ static unsigned targets(const struct peer *p, bool only_local, struct disco_endp
 {
     const struct disco_device *d = &p->dev->disco;
 
-    return disco_targets(&p->disco, d->local, d->n_local, only_local, out, DISCO_CANDS_MAX);
+    return disco_targets(&p->disco.state, d->local, d->n_local, only_local, out, DISCO_CANDS_MAX);
 }
 
 bool disco_has_targets(const struct peer *p)
@@ -149,11 +149,11 @@ static struct peer *relay_next(const struct peer *p, uint64_t now)
     bool usable[DISCO_RELAYS_MAX];
 
     for (unsigned i = 0; i < DISCO_RELAYS_MAX; i++) {
-        const struct peer *r = device_peer_by_id(p->dev, p->relays.slot[i].id);
+        const struct peer *r = device_peer_by_id(p->dev, p->disco.relays.slot[i].id);
         usable[i] = r && r != p && relay_good(r, now);
     }
-    return device_peer_by_id(p->dev, disco_relay_pick(&p->relays, usable,
-                                                      p->via ? p->via->id : 0, now));
+    return device_peer_by_id(p->dev, disco_relay_pick(&p->disco.relays, usable,
+                                                      p->path.via ? p->path.via->id : 0, now));
 }
 
 /* Members looked at per guess (relay_guess): the work stays bounded in a
@@ -163,7 +163,7 @@ static struct peer *relay_next(const struct peer *p, uint64_t now)
 /* r could relay for p: a ddpnet member we reach, that answers us. */
 static bool guessable(const struct peer *p, const struct peer *r, uint64_t now)
 {
-    return r != p && r->speaks_disco && relay_good(r, now);
+    return r != p && r->disco.speaks_disco && relay_good(r, now);
 }
 
 /* No member told us it reaches p, and p does not answer us: the ddpnet
@@ -191,12 +191,12 @@ static bool relay_guess(struct peer *p, uint64_t now)
         struct peer *r = dev->peers[i];
         if (!guessable(p, r, now))
             continue;
-        disco_relay_claim(&p->relays, r->id, now);
+        disco_relay_claim(&p->disco.relays, r->id, now);
         added++;
     }
     if (added)
         log_debug_rl("peer %s: no member said it reaches it; %u members we reach are the "
-                     "relays to try", p->name, added);
+                     "relays to try", p->member.name, added);
     return relay_next(p, now) != NULL;
 }
 
@@ -219,7 +219,7 @@ static void offer_relay(struct peer *p, struct peer *r, uint64_t now)
 {
     if (r == p)
         return;
-    disco_relay_claim(&p->relays, r->id, now);
+    disco_relay_claim(&p->disco.relays, r->id, now);
     disco_wake(p->dev);
 }
 
@@ -234,8 +234,8 @@ static bool try_relay(struct peer *p, uint64_t now)
         r = relay_next(p, now);
     if (!r)
         return false;
-    log_debug_rl("peer %s: trying the relay %s", p->name, r->name);
-    disco_relay_trial(&p->relays, r->id, now);
+    log_debug_rl("peer %s: trying the relay %s", p->member.name, r->member.name);
+    disco_relay_trial(&p->disco.relays, r->id, now);
     p->dev->disco.core->initiate(p, now);
     return true;
 }
@@ -249,7 +249,7 @@ static uint32_t *informant_credit(struct device *dev, disco_id id, uint64_t now)
     struct peer *who;
 
     if (id != DISCO_ID_REGISTRY)
-        return (who = device_peer_by_id(dev, id)) ? &who->hint_credit : NULL;
+        return (who = device_peer_by_id(dev, id)) ? &who->disco.hint_credit : NULL;
     if (!d->registry_credit_ns) {
         d->registry_credit = DISCO_REGISTRY_CREDIT_MAX;
         d->registry_credit_ns = now ? now : 1;
@@ -279,7 +279,7 @@ static bool hint_allows(struct peer *p, const struct disco_endpoint *t, uint32_t
 
     if (is_endpoint(p, t))
         return true;
-    if (!(c = disco_cand_get(&p->disco, t)))
+    if (!(c = disco_cand_get(&p->disco.state, t)))
         return false;
     if (disco_cand_answers(c, now))
         return true;
@@ -305,7 +305,7 @@ void disco_note_answer(struct peer *p, const union endpoint *src, uint64_t now)
     struct disco_endpoint from;
 
     if (to_disco(src, &from))
-        disco_cand_answered(&p->disco, &from, now);
+        disco_cand_answered(&p->disco.state, &from, now);
 }
 
 static void challenge(struct peer *p, uint64_t now);
@@ -333,12 +333,12 @@ static int seal_disco(struct peer *p, const struct disco_msg *m, uint32_t pad_li
     int n = disco_encode(m, ip + hlen, cap - hlen);
 
     if (n >= 0)
-        n = disco_ip_wrap(family, dev->self->address.bytes, p->address.bytes, ip + hlen,
+        n = disco_ip_wrap(family, dev->self->address.bytes, p->member.address.bytes, ip + hlen,
                           (size_t)n, ip, cap);
     if (n < 0)
         return n;
     tp.len = (size_t)n;
-    if (transport_seal(p->current, &tp, now))
+    if (transport_seal(p->wg.current, &tp, now))
         return -ESTALE;
     if (m->type < DISCO_TYPE_COUNT)
         dev->stats.disco_sent[m->type]++;
@@ -357,20 +357,20 @@ static int send_disco_limited(struct peer *p, const struct disco_msg *m,
         return -ENOTCONN;
     /* On a path that did not answer us yet, nothing but a challenge
      * (disco.h: unproven), which names where it goes. */
-    if (!to && !p->via && !p->endpoint_proven)
+    if (!to && !p->path.via && !p->path.endpoint_proven)
         return -EAGAIN;
     if ((n = seal_disco(p, m, pad_limit, now)) < 0)
         return n;
     /* Authenticated, but not data: a disco message expects no data back,
      * so it arms no new handshake (timers.h). */
     p->dev->disco.core->sent(p, (uint64_t)n, false, now);
-    if (to || !p->via)
-        n = loop_send_now(p->dev->loop, buf, (uint32_t)n, to ? to : &p->endpoint);
+    if (to || !p->path.via)
+        n = loop_send_now(p->dev->loop, buf, (uint32_t)n, to ? to : &p->path.endpoint);
     else
-        n = path_relay_now(p->via, p->public_key, buf, (uint32_t)n, now);
+        n = path_relay_now(p->path.via, p->public_key, buf, (uint32_t)n, now);
     /* As any sender: an old key is renewed (pings alone keep a session
      * in use). */
-    if (transport_needs_rekey(p->current, now + p->rekey_early_ns))
+    if (transport_needs_rekey(p->wg.current, now + p->wg.rekey_early_ns))
         p->dev->disco.core->send_initiation(p, false, now);
     return n;
 }
@@ -387,11 +387,11 @@ unsigned disco_spray(struct peer *p, const uint8_t *msg, uint32_t len, uint64_t 
     unsigned n, sent = 0;
     union endpoint ep;
 
-    disco_cand_expire(&p->disco, now);
+    disco_cand_expire(&p->disco.state, now);
     n = targets(p, false, t);
     for (unsigned i = 0; i < n; i++) {
         /* The path had its copy already. */
-        if ((!p->via && is_endpoint(p, &t[i])) || !from_disco(&t[i], &ep) ||
+        if ((!p->path.via && is_endpoint(p, &t[i])) || !from_disco(&t[i], &ep) ||
             !hint_allows(p, &t[i], len, now))
             continue;
         if (loop_send_now(p->dev->loop, msg, len, &ep) == 0)
@@ -411,10 +411,10 @@ static unsigned pass_locals(struct peer *p, struct disco_endpoint *out, unsigned
 {
     unsigned n;
 
-    if (!disco_cand_locals_from(&p->disco, p->id))
+    if (!disco_cand_locals_from(&p->disco.state, p->id))
         return 0;
-    n = disco_cand_local(&p->disco, out, max);
-    if (!n || !disco_credit_spend(&p->hint_credit, n * DISCO_CAND_REPORT_BYTES))
+    n = disco_cand_local(&p->disco.state, out, max);
+    if (!n || !disco_credit_spend(&p->disco.hint_credit, n * DISCO_CAND_REPORT_BYTES))
         return 0;
     return n;
 }
@@ -423,7 +423,7 @@ static unsigned pass_locals(struct peer *p, struct disco_endpoint *out, unsigned
  * that speak disco (a plain WireGuard peer would not answer a punch). */
 static bool recordable(const struct peer *p, uint64_t now)
 {
-    return path_direct(p) && p->endpoint_proven && peer_can_send(p, now) && p->speaks_disco;
+    return path_direct(p) && p->path.endpoint_proven && peer_can_send(p, now) && p->disco.speaks_disco;
 }
 
 static bool record_of(struct peer *p, uint64_t now, struct disco_peer *rec)
@@ -431,7 +431,7 @@ static bool record_of(struct peer *p, uint64_t now, struct disco_peer *rec)
     if (!recordable(p, now))
         return false;
     memcpy(rec->key, p->public_key, WG_KEY_LEN);
-    rec->has_observed = to_disco(&p->endpoint, &rec->observed);
+    rec->has_observed = to_disco(&p->path.endpoint, &rec->observed);
     rec->direct = true;
     rec->n_local = (uint8_t)pass_locals(p, rec->local, DISCO_MAX_LOCAL);
     return true;
@@ -458,7 +458,7 @@ static size_t endpoints_head(const struct peer *x, struct disco_msg *m)
     struct disco_endpoints *e = &m->endpoints;
 
     m->type = DISCO_ENDPOINTS;
-    e->has_observed = path_direct(x) && to_disco(&x->endpoint, &e->observed);
+    e->has_observed = path_direct(x) && to_disco(&x->path.endpoint, &e->observed);
     e->n_local = d->n_local;
     memcpy(e->local, d->local, sizeof(e->local[0]) * d->n_local);
     e->n_peers = 0;
@@ -576,7 +576,7 @@ static uint8_t candidates_of(struct peer *about, struct disco_endpoint *out)
 {
     unsigned n = 0;
 
-    if (to_disco(&about->endpoint, &out[0]))
+    if (to_disco(&about->path.endpoint, &out[0]))
         n++;
     n += pass_locals(about, out + n, DISCO_MAX_CANDIDATES - n);
     return (uint8_t)n;
@@ -599,12 +599,12 @@ static void send_punch(struct peer *to, struct peer *about, uint64_t id, uint64_
  * others need no word from us to find it. */
 static bool at_listed(const struct peer *p)
 {
-    if (p->via || p->endpoint.sa.sa_family == AF_UNSPEC)
+    if (p->path.via || p->path.endpoint.sa.sa_family == AF_UNSPEC)
         return false;
-    if (p->listed.sa.sa_family != AF_UNSPEC && endpoint_equal(&p->endpoint, &p->listed))
+    if (p->member.listed.sa.sa_family != AF_UNSPEC && endpoint_equal(&p->path.endpoint, &p->member.listed))
         return true;
-    for (unsigned i = 0; i < p->n_recorded; i++)
-        if (is_endpoint(p, &p->recorded[i]))
+    for (unsigned i = 0; i < p->disco.n_recorded; i++)
+        if (is_endpoint(p, &p->disco.recorded[i]))
             return true;
     return false;
 }
@@ -620,7 +620,7 @@ static void introduce(struct peer *x, uint64_t now)
     struct device *dev = x->dev;
     bool x_listed = at_listed(x);
 
-    log_debug_rl("peer %s: introduced to the peers we reach", x->name);
+    log_debug_rl("peer %s: introduced to the peers we reach", x->member.name);
     for (size_t i = 0; i < dev->n_peers; i++) {
         struct peer *y = dev->peers[i];
         uint64_t id;
@@ -645,10 +645,10 @@ static void learn_record(struct peer *x, struct peer *via, const struct disco_pe
     if (!q || q == x)
         return;     /* ourselves, or a key not in the cluster */
     if (rec->has_observed)
-        disco_cand_add(&q->disco, &rec->observed, false, x->id, now);
+        disco_cand_add(&q->disco.state, &rec->observed, false, x->id, now);
     /* q's own word on its addresses wins over what others pass on. */
-    if (rec->n_local && !disco_cand_locals_from(&q->disco, q->id))
-        disco_cand_set_local(&q->disco, rec->local, rec->n_local, x->id, now);
+    if (rec->n_local && !disco_cand_locals_from(&q->disco.state, q->id))
+        disco_cand_set_local(&q->disco.state, rec->local, rec->n_local, x->id, now);
     if (rec->direct && !via && path_direct(x))
         offer_relay(q, x, now);
     if (!disco_working(q, now))
@@ -660,18 +660,18 @@ static void learn_record(struct peer *x, struct peer *via, const struct disco_pe
  * change. */
 static void maybe_introduce(struct peer *x, uint64_t now)
 {
-    if (!x->introduced && recordable(x, now) &&
-        (!x->introduced_ns || now - x->introduced_ns >= DISCO_ENDPOINTS_MIN_S * WG_NSEC_PER_SEC)) {
-        x->introduced = true;
-        x->introduced_ns = now;
+    if (!x->disco.introduced && recordable(x, now) &&
+        (!x->disco.introduced_ns || now - x->disco.introduced_ns >= DISCO_ENDPOINTS_MIN_S * WG_NSEC_PER_SEC)) {
+        x->disco.introduced = true;
+        x->disco.introduced_ns = now;
         introduce(x, now);
     }
 }
 
 void disco_endpoint_proven(struct peer *p, uint64_t now)
 {
-    disco_endpoints_due(&p->disco);
-    if (p->speaks_disco)
+    disco_endpoints_due(&p->disco.state);
+    if (p->disco.speaks_disco)
         maybe_introduce(p, now);
     disco_wake(p->dev);
 }
@@ -713,7 +713,7 @@ static bool cand_to_disco(const struct cluster_cand *c, struct disco_endpoint *o
 void disco_node_hints(struct peer *p, const struct cluster_node *node, uint64_t now)
 {
     struct disco_endpoint locals[DISCO_MAX_LOCAL], ep, listed;
-    bool has_listed = to_disco(&p->listed, &listed);
+    bool has_listed = to_disco(&p->member.listed, &listed);
     unsigned n = 0;
 
     /* Its listed endpoint is its path already, free to send to: the rest
@@ -723,13 +723,13 @@ void disco_node_hints(struct peer *p, const struct cluster_node *node, uint64_t 
         if (cand_to_disco(&node->candidates[i], &ep) &&
             !(has_listed && disco_endpoint_equal(&ep, &listed)))
             locals[n++] = ep;
-    memcpy(p->recorded, locals, n * sizeof(locals[0]));
-    p->n_recorded = (uint8_t)n;
+    memcpy(p->disco.recorded, locals, n * sizeof(locals[0]));
+    p->disco.n_recorded = (uint8_t)n;
     /* Its own word, said in the tunnel, outranks its record. */
-    if (n && !disco_cand_locals_from(&p->disco, p->id))
-        disco_cand_set_local(&p->disco, locals, n, DISCO_ID_REGISTRY, now);
+    if (n && !disco_cand_locals_from(&p->disco.state, p->id))
+        disco_cand_set_local(&p->disco.state, locals, n, DISCO_ID_REGISTRY, now);
     if (node->has_observed && cand_to_disco(&node->observed, &ep))
-        disco_cand_add(&p->disco, &ep, false, DISCO_ID_REGISTRY, now);
+        disco_cand_add(&p->disco.state, &ep, false, DISCO_ID_REGISTRY, now);
     if ((n || node->has_observed) && !disco_working(p, now))
         disco_want_session(p, false, now);
 }
@@ -739,9 +739,9 @@ static void on_endpoints(struct peer *x, struct peer *via, const struct disco_en
 {
     if (!via && e->has_observed && path_direct(x))
         note_observed(x->dev, &e->observed, now);
-    if (disco_cand_set_local(&x->disco, e->local, e->n_local, x->id, now)) {
-        log_debug_rl("peer %s: its local addresses changed", x->name);
-        x->introduced = false;     /* the others hear of it as an introduction */
+    if (disco_cand_set_local(&x->disco.state, e->local, e->n_local, x->id, now)) {
+        log_debug_rl("peer %s: its local addresses changed", x->member.name);
+        x->disco.introduced = false;     /* the others hear of it as an introduction */
     }
     if (!via)
         maybe_introduce(x, now);
@@ -757,7 +757,7 @@ static void on_punch(struct peer *x, struct peer *via, const struct disco_punch 
     if (!q || q == x)
         return;
     for (unsigned i = 0; i < pu->n_cand; i++)
-        disco_cand_add(&q->disco, &pu->cand[i], false, x->id, now);
+        disco_cand_add(&q->disco.state, &pu->cand[i], false, x->id, now);
     if (!via && path_direct(x))
         offer_relay(q, x, now);
     if (!disco_working(q, now))
@@ -781,7 +781,7 @@ static void send_probe(struct peer *p, const struct disco_endpoint *to, bool ans
     if (answered ? !path_unproven_spend(p, &ep, sealed) : !hint_allows(p, to, sealed, now))
         return;
     if (send_disco(p, m, &ep, now) == 0)
-        disco_ping_sent(&p->disco, m->ping.txid, to, now);
+        disco_ping_sent(&p->disco.state, m->ping.txid, to, now);
 }
 
 static void on_ping(struct peer *p, const union endpoint *src, struct peer *via,
@@ -812,7 +812,7 @@ static void on_ping(struct peer *p, const union endpoint *src, struct peer *via,
     send_disco(p, m, direct ? src : NULL, now);
     /* Probed directly while we relay: probe back at once, so that both
      * sides can move to the direct path within a round trip. */
-    if (direct && p->via && (pi->flags & DISCO_PING_F_PROBE))
+    if (direct && p->path.via && (pi->flags & DISCO_PING_F_PROBE))
         send_probe(p, &from, true, now);
 }
 
@@ -824,25 +824,25 @@ static void on_ping(struct peer *p, const union endpoint *src, struct peer *via,
  * make it move: rate-limited. */
 static void log_mtu_changed(struct peer *p, const struct pmtu *was)
 {
-    const struct pmtu *m = &p->pmtu;
+    const struct pmtu *m = &p->path.pmtu;
     unsigned mtu = path_mtu(p);
     char path[96];
 
     if (was->found && !m->found) {
         path_format(p, path, sizeof(path));
         log_info_peer_rl("peer %s: %u-byte packets stopped getting through (%s): %u until "
-                         "a new search ends", p->name, (unsigned)was->current, path, mtu);
-    } else if (!m->found || mtu == p->pmtu_logged) {
+                         "a new search ends", p->member.name, (unsigned)was->current, path, mtu);
+    } else if (!m->found || mtu == p->path.pmtu_logged) {
         return;
     } else {
         path_format(p, path, sizeof(path));
-        if (p->pmtu_logged)
-            log_info_peer_rl("peer %s: path MTU %u, was %u (%s)", p->name, mtu,
-                             (unsigned)p->pmtu_logged, path);
+        if (p->path.pmtu_logged)
+            log_info_peer_rl("peer %s: path MTU %u, was %u (%s)", p->member.name, mtu,
+                             (unsigned)p->path.pmtu_logged, path);
         else
-            log_info_peer_rl("peer %s: path MTU %u (%s)", p->name, mtu, path);
+            log_info_peer_rl("peer %s: path MTU %u (%s)", p->member.name, mtu, path);
     }
-    p->pmtu_logged = (uint16_t)mtu;
+    p->path.pmtu_logged = (uint16_t)mtu;
 }
 
 static void on_pong(struct peer *p, const union endpoint *src, struct peer *via,
@@ -850,32 +850,32 @@ static void on_pong(struct peer *p, const union endpoint *src, struct peer *via,
 {
     struct disco_ping_slot slot;
     struct disco_endpoint cur, from;
-    struct pmtu was = p->pmtu;   /* for the log, should the search move */
+    struct pmtu was = p->path.pmtu;   /* for the log, should the search move */
 
-    if (pmtu_acked(&p->pmtu, po->txid, now)) {
-        log_debug_rl("peer %s: path carries %u-byte packets", p->name, (unsigned)p->pmtu.lo);
+    if (pmtu_acked(&p->path.pmtu, po->txid, now)) {
+        log_debug_rl("peer %s: path carries %u-byte packets", p->member.name, (unsigned)p->path.pmtu.lo);
         log_mtu_changed(p, &was);
         return;
     }
     /* A probe (or a challenge) is answered only from where it went: a
      * member that got one at an address of its own cannot make another
      * address its endpoint by answering from there. */
-    if (!disco_pong(&p->disco, po->txid, now, &slot) || !slot.probe || via || !src ||
+    if (!disco_pong(&p->disco.state, po->txid, now, &slot) || !slot.probe || via || !src ||
         !to_disco(src, &from) || !disco_endpoint_equal(&slot.to, &from))
         return;
     /* A challenge answered: where the peer's packets come from now, and
      * the path whatever it was before (WireGuard would have moved at once). */
-    bool challenged = disco_endpoint_equal(&p->unproven.src, &from);
+    bool challenged = disco_endpoint_equal(&p->path.unproven.src, &from);
     if (challenged)
-        disco_unproven_clear(&p->unproven);
+        disco_unproven_clear(&p->path.unproven);
     /* A probe answered while already direct to a local address: a public
      * one that answers too (a NAT that hairpins) is the longer way. */
-    if (!challenged && !p->via && to_disco(&p->endpoint, &cur) &&
-        disco_cand_is_local(&p->disco, &cur) && !disco_cand_is_local(&p->disco, &from))
+    if (!challenged && !p->path.via && to_disco(&p->path.endpoint, &cur) &&
+        disco_cand_is_local(&p->disco.state, &cur) && !disco_cand_is_local(&p->disco.state, &from))
         return;
     /* A probe answered directly: the path works both ways. */
     path_use_direct(p, src, now);
-    p->disco.rtt_ns = now - slot.sent_ns ? now - slot.sent_ns : 1;
+    p->disco.state.rtt_ns = now - slot.sent_ns ? now - slot.sent_ns : 1;
 }
 
 static void on_relay(struct peer *p, struct peer *via, const struct disco_relay *rl,
@@ -906,10 +906,10 @@ static void record_word(struct peer *p, bool changed, uint64_t now)
     struct device *dev = p->dev;
     uint64_t at;
 
-    if ((!changed && !p->pending) || !dev->records_changed ||
-        (p->record_checked_ns && now - p->record_checked_ns < RECORD_RECHECK_NS))
+    if ((!changed && !p->member.pending) || !dev->records_changed ||
+        (p->disco.record_checked_ns && now - p->disco.record_checked_ns < RECORD_RECHECK_NS))
         return;
-    p->record_checked_ns = now;
+    p->disco.record_checked_ns = now;
     at = dev->records_checked_ns ? dev->records_checked_ns + RECORDS_COALESCE_NS : now;
     if (at < now)
         at = now;
@@ -931,36 +931,36 @@ static void records_look(struct device *dev, uint64_t now)
 
 static void on_features(struct peer *p, uint32_t features, uint64_t now)
 {
-    if (!p->current)
+    if (!p->wg.current)
         return;
     if (features & DISCO_FEAT_RELAY_FRAMES)
-        path_frames_said(p, p->current->local_index);
+        path_frames_said(p, p->wg.current->local_index);
     else
-        p->frames_said = false;
+        p->path.frames_said = false;
     /* A daemon that states no record: etcd's word is taken for its own, as
      * every daemon did before RECORD. */
-    if (!(features & DISCO_FEAT_RECORD) && p->record_said != PEER_RECORD_OLDER) {
-        p->record_said = PEER_RECORD_OLDER;
+    if (!(features & DISCO_FEAT_RECORD) && p->disco.record_said != PEER_RECORD_OLDER) {
+        p->disco.record_said = PEER_RECORD_OLDER;
         record_word(p, true, now);
     }
 }
 
 static void on_record(struct peer *p, const uint8_t digest[DISCO_RECORD_LEN], uint64_t now)
 {
-    bool changed = p->record_said != PEER_RECORD_DIGEST ||
-                   memcmp(p->record_digest, digest, DISCO_RECORD_LEN);
+    bool changed = p->disco.record_said != PEER_RECORD_DIGEST ||
+                   memcmp(p->disco.record_digest, digest, DISCO_RECORD_LEN);
 
-    p->record_said = PEER_RECORD_DIGEST;
-    memcpy(p->record_digest, digest, DISCO_RECORD_LEN);
+    p->disco.record_said = PEER_RECORD_DIGEST;
+    memcpy(p->disco.record_digest, digest, DISCO_RECORD_LEN);
     record_word(p, changed, now);
 }
 
 static bool same_names(const struct peer *p, const struct disco_names *n)
 {
-    if (p->n_names != n->n)
+    if (p->disco.n_names != n->n)
         return false;
     for (unsigned i = 0; i < n->n; i++)
-        if (strcmp(p->names[i], n->name[i]))
+        if (strcmp(p->disco.names[i], n->name[i]))
             return false;
     return true;
 }
@@ -976,11 +976,11 @@ static void on_names(struct peer *p, const struct disco_names *n)
         return;
     if (same_names(p, n))
         return;
-    memset(p->names, 0, sizeof(p->names));
-    memcpy(p->names, n->name, n->n * sizeof(n->name[0]));
-    p->n_names = n->n;
+    memset(p->disco.names, 0, sizeof(p->disco.names));
+    memcpy(p->disco.names, n->name, n->n * sizeof(n->name[0]));
+    p->disco.n_names = n->n;
     /* A peer may say new names as often as it likes: rate-limited. */
-    log_info_peer_rl("peer %s: its machine goes by %s%s%s", p->name, n->name[0],
+    log_info_peer_rl("peer %s: its machine goes by %s%s%s", p->member.name, n->name[0],
                      n->n > 1 ? ", " : "", n->n > 1 ? n->name[1] : "");
     if (dev->names_changed)
         dev->names_changed(dev);
@@ -991,14 +991,14 @@ void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
 {
     if (m->type < DISCO_TYPE_COUNT)
         p->dev->stats.disco_received[m->type]++;
-    if (!p->speaks_disco) {
-        p->speaks_disco = true;
+    if (!p->disco.speaks_disco) {
+        p->disco.speaks_disco = true;
         disco_wake(p->dev);   /* its path MTU can be searched now */
     }
     /* Sent to us directly, from its proven endpoint, while we relay: the
      * peer has found a direct path (a ping alone does not say so: it may
      * be a probe). From elsewhere it is challenged first (path.c). */
-    if (!via && src && p->via && m->type != DISCO_PING && path_proven(p, src))
+    if (!via && src && p->path.via && m->type != DISCO_PING && path_proven(p, src))
         path_use_direct(p, src, now);
     switch (m->type) {
     case DISCO_ENDPOINTS:
@@ -1034,20 +1034,20 @@ void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
 
 bool disco_session_up(struct peer *p, uint64_t now)
 {
-    uint64_t sent = p->tx_bytes;
+    uint64_t sent = p->live.tx_bytes;
     /* A session while the peer was reachable all along is a rekey: nothing
      * changed for the others. Else it is new, or back (a session after
      * the handshake gave up, handshake.c), and the others hear of it. */
-    bool rekey = !p->came_back && p->pmtu.max;
+    bool rekey = !p->live.came_back && p->path.pmtu.max;
 
-    p->came_back = false;
+    p->live.came_back = false;
     if (!rekey) {
-        log_debug_rl("peer %s: new, or back", p->name);
-        p->introduced = false;     /* the others hear of it as an introduction */
+        log_debug_rl("peer %s: new, or back", p->member.name);
+        p->disco.introduced = false;     /* the others hear of it as an introduction */
         path_mtu_search(p, now);
-        disco_cand_retry(&p->disco);   /* new, or back: its addresses may work again */
+        disco_cand_retry(&p->disco.state);   /* new, or back: its addresses may work again */
     }
-    disco_session_began(&p->disco, rekey, now);
+    disco_session_began(&p->disco.state, rekey, now);
     send_features(p, now);
     send_record(p, now);
     /* A session new to the other side may be with a peer it made anew
@@ -1056,14 +1056,14 @@ bool disco_session_up(struct peer *p, uint64_t now)
     send_names(p, now);
     disco_timers(p, now);
     disco_wake(p->dev);
-    return p->tx_bytes != sent;
+    return p->live.tx_bytes != sent;
 }
 
 void disco_want_session(struct peer *p, bool sent, uint64_t now)
 {
     if (disco_working(p, now) || (!disco_has_targets(p) && !relay_known(p, now)))
         return;
-    if (disco_attempt(&p->disco, sent, now))
+    if (disco_attempt(&p->disco.state, sent, now))
         disco_wake(p->dev);
 }
 
@@ -1075,13 +1075,13 @@ static void facts_of(const struct peer *p, uint64_t now, struct disco_facts *f)
     f->working = disco_working(p, now);
     f->path = path_of(p);
     /* A relay that lost its session, or stopped answering: as no path. */
-    if (f->path == DISCO_PATH_RELAY && !relay_good(p->via, now))
+    if (f->path == DISCO_PATH_RELAY && !relay_good(p->path.via, now))
         f->path = DISCO_PATH_NONE;
     /* While it is being reached: a relay offered, or one to guess. */
-    f->relay_known = p->disco.attempt_ns && !f->working ? relay_known(p, now)
+    f->relay_known = p->disco.state.attempt_ns && !f->working ? relay_known(p, now)
                                                         : relay_next(p, now) != NULL;
-    f->can_upgrade = f->path == DISCO_PATH_DIRECT && to_disco(&p->endpoint, &cur) &&
-                     !disco_cand_is_local(&p->disco, &cur) && targets(p, true, t) > 0;
+    f->can_upgrade = f->path == DISCO_PATH_DIRECT && to_disco(&p->path.endpoint, &cur) &&
+                     !disco_cand_is_local(&p->disco.state, &cur) && targets(p, true, t) > 0;
     f->idle_ping_s = disco_idle_ping_s(p, now);
 }
 
@@ -1090,15 +1090,15 @@ static void ping(struct peer *p, uint64_t now)
     struct disco_msg *m = ping_msg(p->dev, 0);
 
     if (send_disco(p, m, NULL, now) == 0)
-        disco_ping_sent(&p->disco, m->ping.txid, NULL, now);
+        disco_ping_sent(&p->disco.state, m->ping.txid, NULL, now);
 }
 
 /* The path MTU search may send a probe on the path: a ddpnet peer with a
  * session. */
 static bool can_probe_mtu(const struct peer *p, uint64_t now)
 {
-    return p->speaks_disco && p->pmtu.max && peer_can_send(p, now) && path_usable(p) &&
-           (p->via || p->endpoint_proven);
+    return p->disco.speaks_disco && p->path.pmtu.max && peer_can_send(p, now) && path_usable(p) &&
+           (p->path.via || p->path.endpoint_proven);
 }
 
 /* A path that carries no data is not confirmed (RFC 8899 lets the
@@ -1108,7 +1108,7 @@ static bool can_probe_mtu(const struct peer *p, uint64_t now)
  * flows again (the peers are looked at every DISCO_RECHECK_MS). */
 static bool mtu_confirm_rests(const struct peer *p, uint64_t now)
 {
-    return pmtu_only_confirm(&p->pmtu) && disco_idle_ping_s(p, now);
+    return pmtu_only_confirm(&p->path.pmtu) && disco_idle_ping_s(p, now);
 }
 
 /* A probe of a direct path went unanswered: what does the kernel know of
@@ -1120,15 +1120,15 @@ static void heed_the_network(struct peer *p, uint64_t now)
     struct device *dev = p->dev;
     unsigned mtu, overhead;
 
-    if (!dev->route_mtu || p->via || !p->pmtu.probe_size || !p->pmtu.tries ||
-        now < pmtu_next(&p->pmtu) || dev->route_mtu(dev->route_ctx, &p->endpoint, &mtu))
+    if (!dev->route_mtu || p->path.via || !p->path.pmtu.probe_size || !p->path.pmtu.tries ||
+        now < pmtu_next(&p->path.pmtu) || dev->route_mtu(dev->route_ctx, &p->path.endpoint, &mtu))
         return;
-    overhead = (p->endpoint.sa.sa_family == AF_INET6 ? IPV6_HEADER_LEN : IPV4_HEADER_LEN) +
+    overhead = (p->path.endpoint.sa.sa_family == AF_INET6 ? IPV6_HEADER_LEN : IPV4_HEADER_LEN) +
                UDP_HEADER_LEN + WG_TRANSPORT_MIN_LEN;
-    if (mtu > overhead && mtu - overhead < p->pmtu.hi) {
-        log_debug_rl("peer %s: the network carries %u-byte packets to it at most", p->name,
+    if (mtu > overhead && mtu - overhead < p->path.pmtu.hi) {
+        log_debug_rl("peer %s: the network carries %u-byte packets to it at most", p->member.name,
                      mtu);
-        pmtu_told(&p->pmtu, (uint16_t)(mtu - overhead), now);
+        pmtu_told(&p->path.pmtu, (uint16_t)(mtu - overhead), now);
     }
 }
 
@@ -1144,13 +1144,13 @@ static void mtu_probe(struct peer *p, uint64_t now)
     uint64_t id;
     uint16_t size;
 
-    struct pmtu was = p->pmtu;
+    struct pmtu was = p->path.pmtu;
 
     randombytes_buf(&id, sizeof(id));
     if (!can_probe_mtu(p, now) || mtu_confirm_rests(p, now))
         return;
     heed_the_network(p, now);
-    size = pmtu_due(&p->pmtu, id, p->disco.rtt_ns, now);
+    size = pmtu_due(&p->path.pmtu, id, p->disco.state.rtt_ns, now);
     log_mtu_changed(p, &was);
     if (!size || size < fixed)
         return;
@@ -1167,10 +1167,10 @@ static void probe(struct peer *p, const struct disco_facts *f, uint64_t now)
     struct disco_endpoint t[DISCO_CANDS_MAX];
     unsigned n;
 
-    disco_cand_expire(&p->disco, now);
+    disco_cand_expire(&p->disco.state, now);
     n = targets(p, f->path == DISCO_PATH_DIRECT, t);
     for (unsigned i = 0; i < n; i++)
-        if (p->via || !is_endpoint(p, &t[i]))
+        if (p->path.via || !is_endpoint(p, &t[i]))
             send_probe(p, &t[i], false, now);
 }
 
@@ -1188,7 +1188,7 @@ static uint64_t challenge_at(const struct peer *p, uint64_t now)
 {
     if (!peer_can_send(p, now))
         return UINT64_MAX;
-    return disco_challenge_at(&p->unproven, p->speaks_disco, challenge_len(p, &p->unproven.src));
+    return disco_challenge_at(&p->path.unproven, p->disco.speaks_disco, challenge_len(p, &p->path.unproven.src));
 }
 
 /* A challenge to p's unproven source, when one is due and its bytes pay
@@ -1196,25 +1196,25 @@ static uint64_t challenge_at(const struct peer *p, uint64_t now)
  * makes it the path). */
 static void challenge(struct peer *p, uint64_t now)
 {
-    struct disco_endpoint to = p->unproven.src;
+    struct disco_endpoint to = p->path.unproven.src;
     struct disco_msg *m;
     union endpoint ep;
 
     if (now < challenge_at(p, now))
         return;
     if (!from_disco(&to, &ep) || path_proven(p, &ep)) {
-        disco_unproven_clear(&p->unproven);
+        disco_unproven_clear(&p->path.unproven);
         return;
     }
     /* Marked sent first: whatever fails below, it is not due again at
      * once (the loop would spin). */
-    disco_challenge_sent(&p->unproven, now);
-    if (!disco_unproven_spend(&p->unproven, &to, challenge_len(p, &to)))
+    disco_challenge_sent(&p->path.unproven, now);
+    if (!disco_unproven_spend(&p->path.unproven, &to, challenge_len(p, &to)))
         return;
     m = probe_msg(p->dev, &to, DISCO_PING_F_CHALLENGE);
-    log_debug_rl("peer %s: a new source, challenged", p->name);
+    log_debug_rl("peer %s: a new source, challenged", p->member.name);
     if (send_disco(p, m, &ep, now) == 0)
-        disco_ping_sent(&p->disco, m->ping.txid, &to, now);
+        disco_ping_sent(&p->disco.state, m->ping.txid, &to, now);
 }
 
 void disco_timers(struct peer *p, uint64_t now)
@@ -1223,10 +1223,10 @@ void disco_timers(struct peer *p, uint64_t now)
     unsigned act;
 
     challenge(p, now);
-    disco_cand_expire(&p->disco, now);
+    disco_cand_expire(&p->disco.state, now);
     /* A relay on trial that brought no answer failed: the next one is
      * tried at once. */
-    if (disco_relay_trial_over(&p->relays, now)) {
+    if (disco_relay_trial_over(&p->disco.relays, now)) {
         p->dev->stats.relay_trials_failed++;
         if (!disco_working(p, now))
             try_relay(p, now);
@@ -1234,7 +1234,7 @@ void disco_timers(struct peer *p, uint64_t now)
     /* The relay in use lost its own session with us, or the peer stopped
      * answering through it (whatever the relay says of itself): dropped,
      * and the next tried at once. */
-    if (p->via && (!relay_good(p->via, now) || (peer_can_send(p, now) && !disco_working(p, now)))) {
+    if (p->path.via && (!relay_good(p->path.via, now) || (peer_can_send(p, now) && !disco_working(p, now)))) {
         path_drop_relay(p, now);
         try_relay(p, now);
     }
@@ -1242,8 +1242,8 @@ void disco_timers(struct peer *p, uint64_t now)
     /* A session whose path stopped answering: find another. */
     if (f.session && !f.working)
         disco_want_session(p, false, now);
-    act = disco_tick(&p->disco, &f, p->dev->disco.gen, now);
-    if ((act & DISCO_DO_RELAY) && !disco_relay_on_trial(&p->relays, now) && try_relay(p, now)) {
+    act = disco_tick(&p->disco.state, &f, p->dev->disco.gen, now);
+    if ((act & DISCO_DO_RELAY) && !disco_relay_on_trial(&p->disco.relays, now) && try_relay(p, now)) {
         /* the initiation went to the candidates too */
     } else if (act & DISCO_DO_PUNCH) {
         p->dev->disco.core->punch(p, now);
@@ -1255,7 +1255,7 @@ void disco_timers(struct peer *p, uint64_t now)
     mtu_probe(p, now);
     /* A peer that never spoke disco gets ENDPOINTS while it might still. */
     if ((act & DISCO_DO_ENDPOINTS) &&
-        (p->speaks_disco || p->disco.unanswered < DISCO_PING_UNANSWERED_MAX))
+        (p->disco.speaks_disco || p->disco.state.unanswered < DISCO_PING_UNANSWERED_MAX))
         send_endpoints(p, now);
 }
 
@@ -1264,13 +1264,13 @@ static uint64_t next_timer(const struct peer *p, uint64_t now)
     struct disco_facts f;
 
     facts_of(p, now, &f);
-    uint64_t next = disco_next(&p->disco, &f, p->dev->disco.gen);
+    uint64_t next = disco_next(&p->disco.state, &f, p->dev->disco.gen);
     uint64_t c = challenge_at(p, now);
     if (c < next)
         next = c;
-    if (can_probe_mtu(p, now) && !mtu_confirm_rests(p, now) && pmtu_next(&p->pmtu) &&
-        pmtu_next(&p->pmtu) < next)
-        next = pmtu_next(&p->pmtu);
+    if (can_probe_mtu(p, now) && !mtu_confirm_rests(p, now) && pmtu_next(&p->path.pmtu) &&
+        pmtu_next(&p->path.pmtu) < next)
+        next = pmtu_next(&p->path.pmtu);
     return next;
 }
 

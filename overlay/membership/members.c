@@ -64,10 +64,10 @@ static unsigned machine_names(struct device *dev, const struct cluster_node *nod
         *names = dev->self_names;
         return dev->n_self_names;
     }
-    if (!(p = device_peer_by_key(dev, node->public_key)) || p->pending)
+    if (!(p = device_peer_by_key(dev, node->public_key)) || p->member.pending)
         return 0;
-    *names = p->names;
-    return p->n_names;
+    *names = p->disco.names;
+    return p->disco.n_names;
 }
 
 /* A registered node whose record its key holder has not stated yet:
@@ -76,7 +76,7 @@ static bool node_pending(struct device *dev, const struct cluster_node *node)
 {
     struct peer *p = node == dev->self ? NULL : device_peer_by_key(dev, node->public_key);
 
-    return p && p->pending;
+    return p && p->member.pending;
 }
 
 /* Every name a node's line would carry -- its node name and aliases (the
@@ -171,8 +171,8 @@ static void own_address(struct device *dev, const struct cluster_node *node, cha
                         size_t len)
 {
     struct peer *p = device_peer_by_key(dev, node->public_key);
-    const union endpoint *ep = p && p->listed.sa.sa_family != AF_UNSPEC ? &p->listed
-                               : p ? &p->endpoint : NULL;
+    const union endpoint *ep = p && p->member.listed.sa.sa_family != AF_UNSPEC ? &p->member.listed
+                               : p ? &p->path.endpoint : NULL;
 
     buf[0] = '\0';
     if (ep && ep->sa.sa_family == AF_INET) {
@@ -396,7 +396,7 @@ static struct peer *old_peer(struct device *dev, const struct cluster_node *n)
 {
     struct peer *p = device_peer_by_key(dev, n->public_key);
 
-    return p && !strcasecmp(p->name, n->name) ? p : NULL;
+    return p && !strcasecmp(p->member.name, n->name) ? p : NULL;
 }
 
 static void plan_free(struct plan *pl, bool made_too)
@@ -420,14 +420,14 @@ static int plan_make(struct device *dev, const struct cluster *next,
     if (!pl->peers || !pl->made || !pl->made_node)
         goto nomem;
     for (size_t i = 0; i < dev->n_peers; i++)
-        dev->peers[i]->kept = false;
+        dev->peers[i]->member.kept = false;
     for (size_t i = 0; i < next->n_nodes; i++) {
         const struct cluster_node *n = &next->nodes[i];
         struct peer *p;
         if (n == self)
             continue;
         if ((p = old_peer(dev, n))) {
-            p->kept = true;
+            p->member.kept = true;
         } else {
             if (!(p = peer_create(dev, next, n)))
                 goto nomem;
@@ -450,7 +450,7 @@ nomem:
 static void peers_leave(struct device *dev, const struct plan *pl, uint64_t now)
 {
     for (size_t i = 0; i < dev->n_peers; i++)
-        if (!dev->peers[i]->kept)
+        if (!dev->peers[i]->member.kept)
             peer_remove(dev->peers[i], pl->peers, pl->n_peers, now);
 }
 
@@ -461,9 +461,9 @@ static void set_endpoint(struct device *dev, struct peer *p, const struct cluste
 {
     union endpoint ep;
 
-    p->resolving[0] = '\0';             /* an answer still due for an older name is not taken */
+    p->member.resolving[0] = '\0';             /* an answer still due for an older name is not taken */
     if (!n->has_endpoint) {
-        p->listed.sa.sa_family = AF_UNSPEC;   /* it keeps the one it was reached at */
+        p->member.listed.sa.sa_family = AF_UNSPEC;   /* it keeps the one it was reached at */
         return;
     }
     device_node_endpoint(&ep, n);
@@ -480,9 +480,9 @@ static void update_peer(struct device *dev, struct peer *p, const struct cluster
 {
     const struct cluster_node *n = c->new_node;
 
-    snprintf(p->name, sizeof(p->name), "%s", n->name);
+    snprintf(p->member.name, sizeof(p->member.name), "%s", n->name);
     if (c->what & CLUSTER_CHANGED_ADDRESS)
-        p->address = n->address;
+        p->member.address = n->address;
     if (c->what & CLUSTER_CHANGED_ENDPOINT)
         set_endpoint(dev, p, n);
     if (c->what & (CLUSTER_CHANGED_ENDPOINT | CLUSTER_CHANGED_CANDIDATES))
@@ -521,15 +521,15 @@ static bool set_pending(struct device *dev, const struct vouched *vd)
         struct peer *p = n == dev->self ? NULL : device_peer_by_key(dev, n->public_key);
         bool pending = vd->pending && i >= vd->file_nodes &&
                        cluster_index_key(vd->pending, n->public_key);
-        if (!p || p->pending == pending)
+        if (!p || p->member.pending == pending)
             continue;
-        p->pending = pending;
+        p->member.pending = pending;
         changed = true;
         if (pending)
             log_info_peer_rl("peer %s: its registry record waits for its key's own word",
-                             p->name);
+                             p->member.name);
         else
-            log_info_peer_rl("peer %s: its registry record counts", p->name);
+            log_info_peer_rl("peer %s: its registry record counts", p->member.name);
     }
     return changed;
 }
@@ -637,10 +637,10 @@ static void word_of(void *ctx, const uint8_t key[CLUSTER_KEY_LEN], struct vouch_
     memset(w, 0, sizeof(*w));
     if (!p)
         return;
-    w->said = p->record_said == PEER_RECORD_DIGEST ? VOUCH_SAID_DIGEST
-              : p->record_said == PEER_RECORD_OLDER ? VOUCH_SAID_OLDER : VOUCH_SAID_NOTHING;
-    memcpy(w->digest, p->record_digest, VOUCH_DIGEST_LEN);
-    w->alive = p->last_received_ns && c->now - p->last_received_ns < VOUCH_HOLD_NS;
+    w->said = p->disco.record_said == PEER_RECORD_DIGEST ? VOUCH_SAID_DIGEST
+              : p->disco.record_said == PEER_RECORD_OLDER ? VOUCH_SAID_OLDER : VOUCH_SAID_NOTHING;
+    memcpy(w->digest, p->disco.record_digest, VOUCH_DIGEST_LEN);
+    w->alive = p->live.last_received_ns && c->now - p->live.last_received_ns < VOUCH_HOLD_NS;
 }
 
 /* The registered nodes the device counts now: those of its model past
