@@ -429,7 +429,57 @@ void datapath_send_keepalive(struct peer *p, uint64_t now)
     datapath_send_staged(p, now);
 }
 
-/* --- inbound -------------------------------------------------------------------- */
+/* --- inbound -------------------------------------------------------------------- *
+ *
+ * One receive, top to bottom, one function per stage:
+ *   datapath_from_udp  a lone handshake message (lone_handshake), a batch
+ *                      to one keypair (open_batch, then finish_open), or
+ *                      datagram by datagram: handshake messages
+ *                      (pass_to_handshake), relay frames (frames_in,
+ *                      frame_in), transport messages (open_message)
+ *   accept_opened      after the AEAD: keypair, age, replay
+ *   after_authentic    what an authentic message tells: path, counters,
+ *                      session confirmed, timers
+ *   rx_inner           the inner packet: its source, then disco (disco_in)
+ *                      or data kept for ddp0
+ *   take_relayed       a RELAYED's (or frame's) message: a handshake
+ *                      message now, a transport message with the receive's
+ *                      others (open_inner, which goes back to
+ *                      after_authentic and rx_inner for each)
+ *   end_batch          ddp0's writes, the relay's gathered sends, the
+ *                      buffer released (once, here)
+ * Each message that goes no further leaves through rx_drop, which counts
+ * it once under its reason. */
+
+/* Why a received message goes no further. */
+enum rx_drop {
+    RX_DROP_BAD,        /* malformed, not authentic, no such keypair, stale: dropped_bad_packet */
+    RX_DROP_REPLAY,     /* a counter seen already: dropped_replay */
+    RX_DROP_SOURCE,     /* the inner source is not the sender's address: dropped_source */
+    RX_DROP_PENDING,    /* data from a peer whose record is pending: dropped_pending */
+    RX_DROP_DISCO,      /* a disco message that does not decode or is not ours: disco_bad */
+    RX_DROP_RELAYED,    /* a RELAYED that came through a relay (two hops): relay_refused */
+};
+
+static void rx_drop(struct device *dev, enum rx_drop why, uint64_t n)
+{
+    struct device_stats *st = &dev->stats;
+
+    switch (why) {
+    case RX_DROP_BAD:     st->dropped_bad_packet += n; break;
+    case RX_DROP_REPLAY:  st->dropped_replay += n;     break;
+    case RX_DROP_SOURCE:  st->dropped_source += n;     break;
+    case RX_DROP_PENDING: st->dropped_pending += n;    break;
+    case RX_DROP_DISCO:   st->disco_bad += n;          break;
+    case RX_DROP_RELAYED: st->relay_refused += n;      break;
+    }
+}
+
+/* A status of the AEAD or the replay window, as a drop reason. */
+static enum rx_drop drop_of(int status)
+{
+    return status == -WG_EREPLAY ? RX_DROP_REPLAY : RX_DROP_BAD;
+}
 
 /* The initiator renews its session before the responder would have to
  * drop it: once per session, when it nears REJECT_AFTER_TIME. */
@@ -481,14 +531,6 @@ static struct index_entry *message_keypair(struct device *dev, const uint8_t *ms
     return e;
 }
 
-static void count_drop(struct device *dev, int status)
-{
-    if (status == -WG_EREPLAY)
-        dev->stats.dropped_replay++;
-    else
-        dev->stats.dropped_bad_packet++;
-}
-
 /* Opens one transport message from src in place. Returns its plaintext
  * length, or -1 when it is dropped; *peer_out names the sender. */
 static long open_message(struct device *dev, uint8_t *msg, uint32_t len,
@@ -497,13 +539,13 @@ static long open_message(struct device *dev, uint8_t *msg, uint32_t len,
     struct index_entry *e = message_keypair(dev, msg, len);
 
     if (!e) {
-        dev->stats.dropped_bad_packet++;
+        rx_drop(dev, RX_DROP_BAD, 1);
         return -1;
     }
     struct transport_packet tp = { .buf = msg, .cap = len, .len = len };
     int ret = transport_open(e->keypair, &tp, now);
     if (ret) {
-        count_drop(dev, ret);
+        rx_drop(dev, drop_of(ret), 1);
         return -1;
     }
     after_authentic(e->peer, e->keypair, len, src, NULL, now);
@@ -528,7 +570,7 @@ static struct index_entry *accept_opened(struct device *dev, const uint8_t *msg,
     if (!status)
         status = transport_accept(e->keypair, counter);
     if (status) {
-        count_drop(dev, status);
+        rx_drop(dev, drop_of(status), 1);
         return NULL;
     }
     return e;
@@ -566,71 +608,74 @@ static void rx_batch_init(struct rx_batch *b, const struct device *dev, struct p
     b->n_inner = 0;
 }
 
+static void take_relayed(struct device *dev, struct rx_batch *b, const struct relayed *r,
+                         uint64_t now);
+
 /* A disco packet from p (the inner packet ip[0..len)), never written to
- * ddp0: handled here, or, for a RELAYED that came directly, unwrapped
- * into *out for the caller to open (true). */
-static bool disco_in(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *ip,
-                     uint32_t len, struct peer *via, uint64_t now, struct relayed *out)
+ * ddp0: handled by discovery (disco_receive), or, a RELAYED that came
+ * directly, its message taken (take_relayed). */
+static void disco_in(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *ip,
+                     uint32_t len, struct peer *via, uint64_t now)
 {
     const uint8_t *src, *dst, *payload;
     struct disco_msg *m = dev->disco.in_msg;
+    struct relayed rel;
     size_t plen;
     int family;
 
     if (disco_ip_parse(ip, len, &family, &src, &dst, &payload, &plen) ||
         memcmp(dst, dev->self->address.bytes, family == AF_INET ? 4 : 16) ||
         !m || disco_decode(payload, plen, m)) {
-        dev->stats.disco_bad++;
-        return false;
+        rx_drop(dev, RX_DROP_DISCO, 1);
+        return;
     }
     if (m->type != DISCO_RELAYED) {
         disco_receive(p, via ? NULL : &b->pkt->addr, via, m, now);
-        return false;
+        return;
     }
     /* Not through two relays: the relay must have reached us directly. */
     if (via) {
-        dev->stats.relay_refused++;
-        return false;
+        rx_drop(dev, RX_DROP_RELAYED, 1);
+        return;
     }
-    out->relay = p;
-    out->src = device_peer_by_key(dev, m->relay.key);
-    out->msg = ip + (m->relay.msg - ip);
-    out->len = (uint32_t)m->relay.msg_len;
-    if (!out->src || out->src == p) {
-        dev->stats.dropped_bad_packet++;
-        return false;
+    rel = (struct relayed){ .relay = p, .src = device_peer_by_key(dev, m->relay.key),
+                            .msg = ip + (m->relay.msg - ip), .len = (uint32_t)m->relay.msg_len };
+    if (!rel.src || rel.src == p) {
+        rx_drop(dev, RX_DROP_BAD, 1);
+        return;
     }
-    return true;
+    take_relayed(dev, b, &rel, now);
 }
 
-/* Keeps an opened packet for the TUN write if its source is the peer's.
- * A disco packet goes to disco_in instead; true when it was a RELAYED,
- * left in *r to open. */
-static bool keep_plain(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *msg,
-                       long plen, struct peer *via, uint64_t now, struct relayed *r)
+/* The inner packet of an opened transport message from p (directly, or
+ * through the relay via), plen bytes (0: a keepalive): its source must be
+ * p's address; a disco packet goes to disco_in; data is kept for ddp0. */
+static void rx_inner(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *msg,
+                     long plen, struct peer *via, uint64_t now)
 {
     uint8_t *ip = msg + WG_TRANSPORT_HEADER_LEN;
     struct inner in;
 
     if (plen > 0 && (!parse_inner(ip, (uint32_t)plen, &in) || !source_allowed(p, &in))) {
-        dev->stats.dropped_source++;
-        return false;
+        rx_drop(dev, RX_DROP_SOURCE, 1);
+        return;
     }
-    if (plen > 0 && is_disco(ip, &in))
-        return disco_in(dev, b, p, ip, in.len, via, now, r);
+    if (plen > 0 && is_disco(ip, &in)) {
+        disco_in(dev, b, p, ip, in.len, via, now);
+        return;
+    }
     /* Data (or a keepalive) sent to us directly while we relay: the
      * peer's direct path works, and so will ours. */
     if (!via && p->path.via)
         path_received(p, &b->pkt->addr, NULL, 0, true, now);
     if (plen <= 0)      /* a keepalive */
-        return false;
+        return;
     if (p->member.pending) {   /* its record is not its holder's word yet */
-        dev->stats.dropped_pending++;
-        return false;
+        rx_drop(dev, RX_DROP_PENDING, 1);
+        return;
     }
     timers_data_received(p, now);
     b->plain[b->n++] = (struct offload_pkt){ ip, in.len };
-    return false;
 }
 
 /* A RELAYED's message, handled as if it came from a virtual endpoint
@@ -657,7 +702,7 @@ static void take_relayed(struct device *dev, struct rx_batch *b, const struct re
     if (b->n_inner < PKT_MAX_SEGS)
         b->inner[b->n_inner++] = *r;
     else
-        dev->stats.dropped_bad_packet++;     /* never: see above */
+        rx_drop(dev, RX_DROP_BAD, 1);     /* never: see above */
 }
 
 /* The length of the run of b->inner from i on that goes to one keypair
@@ -692,11 +737,11 @@ static void open_inner(struct device *dev, struct rx_batch *b, uint64_t now)
     for (unsigned i = 0, n; i < b->n_inner; i += n) {
         n = inner_run(dev, b, i, &e);
         if (!e) {
-            dev->stats.dropped_bad_packet++;
+            rx_drop(dev, RX_DROP_BAD, 1);
             continue;
         }
         if (transport_expired(e->keypair, now)) {
-            dev->stats.dropped_bad_packet += n;
+            rx_drop(dev, RX_DROP_BAD, n);
             continue;
         }
         for (unsigned k = 0; k < n; k++)
@@ -708,14 +753,13 @@ static void open_inner(struct device *dev, struct rx_batch *b, uint64_t now)
             const struct relayed *r = &b->inner[i + k];
             struct index_entry *now_e = accept_opened(dev, r->msg, r->len, tp[k].status,
                                                       tp[k].counter, r->src, now);
-            struct relayed none;
 
             if (!now_e)
                 continue;
             after_authentic(r->src, now_e->keypair, r->len, NULL, r->relay, now);
-            /* What came through a relay is never a RELAYED to open again
-             * (disco_in refuses it), so `none` stays unused. */
-            keep_plain(dev, b, r->src, r->msg, (long)tp[k].len, r->relay, now, &none);
+            /* Through a relay: a RELAYED inside is refused (disco_in), so
+             * nothing is added to b->inner while it is walked here. */
+            rx_inner(dev, b, r->src, r->msg, (long)tp[k].len, r->relay, now);
         }
     }
     b->n_inner = 0;
@@ -744,7 +788,7 @@ static void frame_in(struct device *dev, struct rx_batch *b, struct peer *p,
         path_received(p, src, NULL, 0, true, now);
     dev->stats.relay_frames_received++;
     if (!disco_enclosed_ok(f->msg, f->msg_len)) {
-        dev->stats.dropped_bad_packet++;
+        rx_drop(dev, RX_DROP_BAD, 1);
         return;
     }
     if (f->kind == RELAY_FRAME_TO) {
@@ -754,7 +798,7 @@ static void frame_in(struct device *dev, struct rx_batch *b, struct peer *p,
     r = (struct relayed){ .relay = p, .src = device_peer_by_key(dev, f->peer), .msg = f->msg,
                           .len = f->msg_len };
     if (!r.src || r.src == p) {
-        dev->stats.dropped_bad_packet++;
+        rx_drop(dev, RX_DROP_BAD, 1);
         return;
     }
     take_relayed(dev, b, &r, now);
@@ -783,7 +827,7 @@ static uint32_t frames_in(struct device *dev, struct rx_batch *b, uint32_t off,
         at += seg_size;
     }
     if (!e || dev->relay_frames_off) {
-        dev->stats.dropped_bad_packet += n;
+        rx_drop(dev, RX_DROP_BAD, n);
         return at - off;
     }
     relay_frame_open_batch(e->keypair->recv_key, f, n);
@@ -793,17 +837,6 @@ static uint32_t frames_in(struct device *dev, struct rx_batch *b, uint32_t off,
     for (unsigned k = 0; k < n; k++)
         frame_in(dev, b, p, &f[k], &pkt->addr, now);
     return at - off;
-}
-
-/* An opened transport message that came directly from p: kept for ddp0,
- * handled as disco, or, a RELAYED, its message taken (take_relayed). */
-static void take_opened(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *msg,
-                        long plen, uint64_t now)
-{
-    struct relayed r;
-
-    if (keep_plain(dev, b, p, msg, plen, NULL, now, &r))
-        take_relayed(dev, b, &r, now);
 }
 
 /* A handshake message inside a receive batch gets a buffer of its own. */
@@ -909,7 +942,7 @@ static void finish_open(struct device *dev, struct pkt *pkt, uint32_t seg_size, 
             continue;
         struct peer *p = e->peer;
         after_authentic(p, e->keypair, len, &pkt->addr, NULL, now);
-        take_opened(dev, &b, p, msg, pkt->seg_len[i], now);
+        rx_inner(dev, &b, p, msg, pkt->seg_len[i], NULL, now);
     }
     end_batch(dev, &b, now);
 }
@@ -934,15 +967,12 @@ static void lone_handshake(struct device *dev, struct pkt *pkt, uint64_t now)
 
     loop_packet_unawaited(dev->loop);
     if (type < WG_MSG_INITIATION || type > WG_MSG_COOKIE_REPLY) {
-        dev->stats.dropped_bad_packet++;
-        loop_pkt_put(dev->loop, pkt);
+        rx_drop(dev, RX_DROP_BAD, 1);
+    } else if (handshake_admit(dev, pkt->in, pkt->len, &pkt->addr, now)) {
+        handshake_receive(dev, pkt, now);   /* takes pkt */
         return;
     }
-    if (!handshake_admit(dev, pkt->in, pkt->len, &pkt->addr, now)) {
-        loop_pkt_put(dev->loop, pkt);
-        return;
-    }
-    handshake_receive(dev, pkt, now);
+    loop_pkt_put(dev->loop, pkt);   /* admit counted its own drops */
 }
 
 void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
@@ -982,12 +1012,12 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, u
             if (type >= WG_MSG_INITIATION && type <= WG_MSG_COOKIE_REPLY)
                 pass_to_handshake(dev, msg, len, &pkt->addr, now);
             else
-                dev->stats.dropped_bad_packet++;
+                rx_drop(dev, RX_DROP_BAD, 1);
             continue;
         }
         long plen = open_message(dev, msg, len, &pkt->addr, now, &p);
         if (plen >= 0)
-            take_opened(dev, &b, p, msg, plen, now);
+            rx_inner(dev, &b, p, msg, plen, NULL, now);
     }
     end_batch(dev, &b, now);
 }
