@@ -18,7 +18,6 @@
  * bytes); a peer takes at most thirteen lines (about 600 bytes) in either
  * response, the interface section at most eight short ones. */
 #define GET_PEER_TEXT_MAX   768u
-#define NS_PER_US           1000u
 #define GET_IFACE_TEXT_MAX  1024u
 
 static int alloc_for_peers(const struct device *dev, struct uapi_buf *b)

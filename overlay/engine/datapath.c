@@ -31,32 +31,8 @@
  *
  * Latency: after a packet that ends an idle spell the loop polls for a
  * short window instead of sleeping (busy_poll.h), so that the answer to a
- * request finds the daemon awake. Back-to-back 64 KiB all_reduces (make
- * bench) leave gaps of 0.3-1 ms between steps, so they mostly run without
- * it; polling more did not help them on 2 vCPUs shared by three nodes and
- * their ranks, where a polling daemon takes turns from the ranks: an idle
- * spell of 200 us instead of 1 ms gave 1.63x and 1.84x the bare link
- * against 1.53x and 1.36x (interleaved, 2 rounds each), and no packet
- * limit on a window 1.36x against 1.28x.
- *
- * What a small all_reduce costs here is events, not bytes. Gloo's 64 KiB
- * all_reduce between two ranks is about 16 datagrams each way, and the
- * two daemons spend 1.0-1.4 ms of CPU on it (about 40 us per datagram,
- * sender and receiver together), where a 22 KB TCP exchange, 16
- * segments that leave as one super-packet, costs them 190 us. On 2 vCPUs
- * the ranks and daemons share the cores, so that CPU is the added time.
- * A profile of the exchange (perf, 2-vCPU PVM guest): the switch to and
- * from sleep 17-25%, UDP sends 17% (the receiver's softirq runs in the
- * sender's context on a veth), ddp0 writes 13% (the application's TCP
- * receive, likewise), crypto 18%. Eight UDP receives in flight race for
- * each datagram: 40 poll wake-ups per exchange for 16 completions. One
- * receive in flight made the exchange 10% faster (medians of 200 against
- * 223 us, three alternations) but one TCP stream slower and dearer (3.76
- * and 3.90 Gbit/s at 2.9 CPU-s/GB against 4.39 and 3.98 at 2.4-2.7): the
- * receives' copies move onto the loop. Not kept. Tried, and no better
- * within the noise of the same runs: one ddp0 read in flight instead of
- * 4, busy-poll 0 against 300 (1.35x and 1.49x against 1.43x and 1.50x),
- * and the daemon at nice -10 (1.46x both). */
+ * request finds the daemon awake. (What that and the alternatives
+ * measured: bench/README.md, "Measured, and what was tried".) */
 #include <errno.h>
 #include <string.h>
 
@@ -299,10 +275,8 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
 /* Work of at most this many bytes is done on the loop's thread when no
  * job is in flight, workers or not: handing it to a worker and taking it
  * back costs two thread wake-ups, tens of microseconds on a VM, where
- * sealing a ping, a TCP ACK or a message of a few KiB takes a few (on a
- * 16-core machine, ping through ddp0 took 599 µs with 8 workers and 348
- * µs with none; 309 µs with 8 workers and this, and a 64 KiB all_reduce
- * 0.90 ms instead of 1.34). It must stay below a bulk flow's super-packets
+ * sealing a ping, a TCP ACK or a message of a few KiB takes a few
+ * (bench/README.md has the figures). It must stay below a bulk flow's super-packets
  * (up to 44 x 1420 bytes): those go to the workers and keep them busy, and
  * while they are, small packets go there too, behind them. */
 #define DATAPATH_INLINE_BYTES (16u * 1024u)

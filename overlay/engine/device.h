@@ -2,10 +2,13 @@
  * cluster (full mesh) with its path (direct or through a relay) and what
  * discovery knows of it, the UDP sockets, the TUN device and the index
  * table that maps receiver indices to handshakes and keypairs. The engine
- * (device.c, peer.c, handshake.c, datapath.c, path.c, disco_io.c,
- * disco_local.c, timers.c, loop.c) owns it;
- * the control socket reads it and changes peers only through the functions
- * below. Single-threaded: everything runs on the event loop's thread. */
+ * owns it: the WireGuard core (device.c, peer.c, handshake.c, datapath.c,
+ * timers.c) and paths and discovery (path.c, disco_io.c, disco_local.c;
+ * paths.h), each writing the parts of struct peer it says; membership
+ * changes peers through device_setup.h, the control socket reads it and
+ * changes peers only through the functions below. Single-threaded:
+ * everything runs on the event loop's thread (overlay/loop/ performs the
+ * I/O and knows no peer). */
 #ifndef DDPNET_DEVICE_H
 #define DDPNET_DEVICE_H
 

@@ -1283,7 +1283,7 @@ void disco_wake(struct device *dev)
 uint64_t disco_run_timers(struct device *dev, uint64_t now)
 {
     struct disco_device *d = &dev->disco;
-    uint64_t next = now + DISCO_RECHECK_MS * (WG_NSEC_PER_SEC / 1000u), t;
+    uint64_t next = now + DISCO_RECHECK_MS * NS_PER_MS, t;
 
     if (now < d->next_check_ns)
         return d->next_check_ns;

@@ -26,36 +26,8 @@
  * it forwards to one destination into one send too (path_forward,
  * path_flush).
  *
- * What a relayed byte costs, and what was tried (make bench's relay part:
- * one stream m1 -> m3 -> m2 against m1 -> m2):
- *   - In RELAY/RELAYED, each message is sealed and opened twice at the
- *     ends and once at the relay: three times a direct stream's AEAD.
- *     Measured 0.48-0.55x on one 2-vCPU VM running all three nodes (the
- *     relay 1.8 CPU-s per GB forwarded), and 0.44-0.61x on a 16-core
- *     machine with each daemon on cores of its own (0.51-0.56x with
- *     workers): each end's loop did twice a direct stream's per-byte work.
- *   - Not enough: opening the inner messages of a receive in one batch
- *     (datapath.c's open_inner) -- kept, it batches as the direct path
- *     does, but the ratio did not move (0.51-0.54 before, 0.51-0.56
- *     after, interleaved); handing those opens to a worker (0.52x against
- *     0.51x on 16 cores; not kept).
- *   - Relay frames, first through one aead_seal/aead_open call each, with
- *     the enclosed message as associated data: libsodium's one-message
- *     Poly1305 cost the relay more than the multi-lane AEAD it replaced
- *     (2.1 against 1.5 CPU-s per GB). Hence the tag over the whole frame
- *     with no AD, which the multi-lane ChaCha20 and Poly1305 batch.
- *   - Relay frames in batches: on the 2-vCPU VM, interleaved single rounds
- *     gave 0.62-0.75x (relay 1.04-1.42 CPU-s per GB) against 0.46-0.80x
- *     (1.55-2.07) with DDPNET_RELAY_FRAMES=0, and e2e's nat_traversal
- *     moved 2964 against 2063 Mbit/s through its relay in one run; on 16
- *     cores with 8 workers, 0.56x and 0.60x (relay 1.35 and 1.33) against
- *     0.46x and 0.51x (3.62 and 3.05).
- *   - With workers, the sender handled each receive of ACK frames only
- *     after every seal the workers held (the drain datapath.c kept for
- *     the order of receives): waiting only for receives in flight gave
- *     0.65x and 0.68x (5.20 and 5.38 Gbit/s) against 0.60x and 0.59x
- *     (4.50 and 5.12), interleaved on one 16-core lease. What is left
- *     there: the receiver's loop opens the enclosed messages itself. */
+ * What a relayed byte costs, and the shapes tried before this one:
+ * bench/README.md, "Measured, and what was tried". */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -8,11 +8,9 @@
 #include "overlay/engine/engine.h"
 #include "overlay/engine/timers.h"
 
-#define MS 1000000ull
-
 static uint64_t jitter(void)
 {
-    return (uint64_t)randombytes_uniform(WG_REKEY_TIMEOUT_JITTER_MAX_MS) * MS;
+    return (uint64_t)randombytes_uniform(WG_REKEY_TIMEOUT_JITTER_MAX_MS) * NS_PER_MS;
 }
 
 static uint64_t secs(uint64_t s)
