@@ -72,7 +72,8 @@ static void put_wg_peer(struct uapi_buf *b, const struct peer *p)
     uapi_put_u64(b, UAPI_KEY_RX_BYTES, p->live.rx_bytes);
     uapi_put_u64(b, UAPI_KEY_KEEPALIVE, p->wg.persistent_keepalive);
     /* The overlay routes exactly one address to each peer. */
-    uapi_put_allowed_ip(b, p->member.address.family, p->member.address.bytes, addr_bits(&p->member.address));
+    uapi_put_allowed_ip(b, p->member.address.family, p->member.address.bytes,
+                        addr_bits(&p->member.address));
 }
 
 int control_get_wg(struct device *dev, char **out, size_t *len)

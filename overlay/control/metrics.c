@@ -55,7 +55,8 @@ static void peer_labels_open(FILE *f, const struct device *dev, const struct pee
     sodium_bin2base64(key, sizeof(key), p->public_key, WG_KEY_LEN, sodium_base64_VARIANT_ORIGINAL);
     if (cluster_addr_format(&p->member.address, addr, sizeof(addr)) < 0)
         addr[0] = '\0';
-    snprintf(allowed, sizeof(allowed), "%s/%u", addr, p->member.address.family == AF_INET6 ? 128 : 32);
+    snprintf(allowed, sizeof(allowed), "%s/%u", addr,
+             p->member.address.family == AF_INET6 ? 128 : 32);
     fputc('{', f);
     put_label(f, "interface", dev->ifname, true);
     put_label(f, "public_key", key, false);
@@ -91,7 +92,8 @@ static double reachable(const struct peer *p) { return p->live.reachable && !p->
 
 static double latest_handshake(const struct peer *p)
 {
-    return (double)p->wg.last_handshake.tv_sec + (double)p->wg.last_handshake.tv_nsec / NS_PER_SEC_F;
+    return (double)p->wg.last_handshake.tv_sec +
+           (double)p->wg.last_handshake.tv_nsec / NS_PER_SEC_F;
 }
 
 static const struct peer_family peer_families[] = {

@@ -1004,7 +1004,7 @@ int daemon_run(struct daemon_options *opt)
         report_ready(s);
         uint64_t now = clock_now_ns();
         /* Our local candidates first: the first ENDPOINTS carry them. */
-        disco_local_refresh(&s->dev, now);
+        discovery_local_refresh(&s->dev, now);
         /* Reach out to every peer whose endpoint we know: the mesh is up
          * before the first training step needs it. */
         for (size_t i = 0; i < s->dev.n_peers; i++)

@@ -347,11 +347,9 @@ static void send_batch(struct peer *p, struct pkt **pkts, unsigned n, uint64_t n
         else
             loop_pkt_put(p->dev->loop, pkt);
     }
-    if (sent) {
-        timers_any_authenticated_packet_traversal(p, now);
-        timers_any_authenticated_packet_sent(p, now);
-    }
-    if (sent_data)
+    if (sent)
+        peer_sent(p, 0, sent_data, now);   /* datapath_seal counted the bytes */
+    else if (sent_data)
         timers_data_sent(p, now);
     if (transport_needs_rekey(kp, now + p->wg.rekey_early_ns))
         handshake_send_initiation(p, false, now);
@@ -486,7 +484,7 @@ static void after_authentic(struct peer *p, struct noise_keypair *kp, uint32_t l
     peer_count_rx(p, len, now);
     if (peer_received_with_keypair(p, kp)) {
         timers_handshake_complete(p, now);
-        disco_session_up(p, now);
+        discovery_session_up(p, now);
         datapath_send_staged(p, now);
     }
     keep_key_fresh_on_receive(p, now);
@@ -586,7 +584,7 @@ static void take_relayed(struct device *dev, struct rx_batch *b, const struct re
                          uint64_t now);
 
 /* A disco packet from p (the inner packet ip[0..len)), never written to
- * ddp0: handled by discovery (disco_receive), or, a RELAYED that came
+ * ddp0: handled by discovery (discovery_receive), or, a RELAYED that came
  * directly, its message taken (take_relayed). */
 static void disco_in(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *ip,
                      uint32_t len, struct peer *via, uint64_t now)
@@ -604,7 +602,7 @@ static void disco_in(struct device *dev, struct rx_batch *b, struct peer *p, uin
         return;
     }
     if (m->type != DISCO_RELAYED) {
-        disco_receive(p, via ? NULL : &b->pkt->addr, via, m, now);
+        discovery_receive(p, via ? NULL : &b->pkt->addr, via, m, now);
         return;
     }
     /* Not through two relays: the relay must have reached us directly. */

@@ -232,7 +232,7 @@ int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint6
     }
     ret = map_build(dev);
     if (!ret)
-        ret = disco_init(dev, &engine_core_ops);
+        ret = discovery_init(dev, &engine_core_ops);
     if (ret)
         goto fail;
     return 0;
@@ -243,7 +243,7 @@ fail:
 
 void device_destroy(struct device *dev)
 {
-    disco_destroy(dev);
+    discovery_destroy(dev);
     for (size_t i = 0; i < dev->n_peers; i++)
         peer_free(dev->peers[i]);
     free(dev->peers);

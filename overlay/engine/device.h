@@ -124,12 +124,12 @@ struct peer_wg {
 /* Whether the peer is alive and what it moved: written by the core
  * (the counters by peer_count_rx/tx, reachable by handshake.c and
  * peer_give_up, last_data_ns by timers.c's data events, came_back set by
- * handshake.c and taken by disco_io.c's disco_session_up), read by
+ * handshake.c and taken by disco_io.c's discovery_session_up), read by
  * discovery for its pacing and by the control socket. */
 struct peer_live {
     bool reachable;                       /* a session was made and not lost since */
     bool came_back;                       /* a session after none (or after giving up):
-                                           * handshake.c sets it, disco_session_up takes it */
+                                           * handshake.c sets it, discovery_session_up takes it */
     uint64_t last_sent_ns, last_received_ns;
     uint64_t last_data_ns;                /* data (not discovery) either way; 0: none yet */
     uint64_t rx_bytes, tx_bytes;          /* UDP payload bytes, as WireGuard counts */
@@ -177,7 +177,7 @@ struct peer_disco {
     char names[DISCO_MAX_NAMES][DISCO_NAME_MAX + 1];
     bool introduced;                      /* to the others, since it came (back) */
     uint64_t introduced_ns;
-    /* Its own addresses as its registry record gives them (disco_node_hints):
+    /* Its own addresses as its registry record gives them (discovery_node_hints):
      * every member has that record, so they count as listed too. */
     uint8_t n_recorded;
     struct disco_endpoint recorded[DISCO_MAX_LOCAL];

@@ -45,15 +45,15 @@ void engine_loop_handlers(struct device *dev, struct loop_handlers *h);
 void handshake_send_initiation(struct peer *p, bool is_retry, uint64_t now);
 /* Sends what the relay gathered for others (path.c). */
 void path_flush(struct device *dev, uint64_t now);
-/* Something brought a disco deadline forward: disco_run_timers (paths.h)
+/* Something brought a disco deadline forward: discovery_run_timers (paths.h)
  * looks again on the loop's next turn. */
-void disco_wake(struct device *dev);
+void discovery_wake(struct device *dev);
 /* What node's registry record says of where it may be reached (its
  * candidates and observed address; membership calls this for a new peer
  * and when they change): hints for p, paid from the registry's credit
  * until they answer (the record may be anyone's word). */
-void disco_node_hints(struct peer *p, const struct cluster_node *node, uint64_t now);
+void discovery_node_hints(struct peer *p, const struct cluster_node *node, uint64_t now);
 /* Reads the interface addresses: this node's local candidates (disco_local.c). */
-void disco_local_refresh(struct device *dev, uint64_t now);
+void discovery_local_refresh(struct device *dev, uint64_t now);
 
 #endif

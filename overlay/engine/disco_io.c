@@ -42,7 +42,7 @@
 #define RECORDS_COALESCE_NS (100ull * NS_PER_MS)
 
 
-int disco_init(struct device *dev, const struct core_ops *core)
+int discovery_init(struct device *dev, const struct core_ops *core)
 {
     struct disco_device *d = &dev->disco;
 
@@ -53,13 +53,13 @@ int disco_init(struct device *dev, const struct core_ops *core)
     d->scratch = malloc(DISCO_SCRATCH_LEN);
     d->wrap = malloc(DISCO_SCRATCH_LEN);
     if (!d->in_msg || !d->out_msg || !d->wrap_msg || !d->scratch || !d->wrap) {
-        disco_destroy(dev);
+        discovery_destroy(dev);
         return -ENOMEM;
     }
     return 0;
 }
 
-void disco_destroy(struct device *dev)
+void discovery_destroy(struct device *dev)
 {
     struct disco_device *d = &dev->disco;
 
@@ -98,11 +98,12 @@ static bool is_endpoint(const struct peer *p, const struct disco_endpoint *e)
  * (after which WireGuard would rekey), and, for a peer that answers
  * pings, fewer than DISCO_PING_LOST_MAX lost in a row -- the sooner of
  * the two to notice a path that broke. */
-bool disco_working(const struct peer *p, uint64_t now)
+bool discovery_working(const struct peer *p, uint64_t now)
 {
     /* An idle peer is heard from only as often as it is pinged (on its
      * own pace: clock_stretch). */
-    uint64_t idle = clock_stretch(disco_idle_ping_s(p, now) * WG_NSEC_PER_SEC, p->disco.state.spread);
+    uint64_t idle = clock_stretch(discovery_idle_ping_s(p, now) * WG_NSEC_PER_SEC,
+                                  p->disco.state.spread);
     uint64_t quiet = (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) * WG_NSEC_PER_SEC + idle;
 
     return peer_can_send(p, now) && p->live.last_received_ns &&
@@ -110,7 +111,7 @@ bool disco_working(const struct peer *p, uint64_t now)
            (!p->disco.speaks_disco || disco_pings_lost(&p->disco.state, now) < DISCO_PING_LOST_MAX);
 }
 
-unsigned disco_idle_ping_s(const struct peer *p, uint64_t now)
+unsigned discovery_idle_ping_s(const struct peer *p, uint64_t now)
 {
     unsigned steps, s;
 
@@ -130,7 +131,7 @@ static unsigned targets(const struct peer *p, bool only_local, struct disco_endp
     return disco_targets(&p->disco.state, d->local, d->n_local, only_local, out, DISCO_CANDS_MAX);
 }
 
-bool disco_has_targets(const struct peer *p)
+bool discovery_has_targets(const struct peer *p)
 {
     struct disco_endpoint t[DISCO_CANDS_MAX];
 
@@ -140,7 +141,7 @@ bool disco_has_targets(const struct peer *p)
 /* A relay to choose: it carries messages, and answers. */
 static bool relay_good(const struct peer *r, uint64_t now)
 {
-    return path_relay_ready(r, now) && disco_working(r, now);
+    return path_relay_ready(r, now) && discovery_working(r, now);
 }
 
 /* The relay to try next for p (trust.c's order), or NULL. */
@@ -220,7 +221,7 @@ static void offer_relay(struct peer *p, struct peer *r, uint64_t now)
     if (r == p)
         return;
     disco_relay_claim(&p->disco.relays, r->id, now);
-    disco_wake(p->dev);
+    discovery_wake(p->dev);
 }
 
 /* Tries the next relay for p: an initiation goes through it (and through
@@ -300,7 +301,7 @@ static bool hint_allows(struct peer *p, const struct disco_endpoint *t, uint32_t
     return false;
 }
 
-void disco_note_answer(struct peer *p, const union endpoint *src, uint64_t now)
+void discovery_note_answer(struct peer *p, const union endpoint *src, uint64_t now)
 {
     struct disco_endpoint from;
 
@@ -312,11 +313,6 @@ static void challenge(struct peer *p, uint64_t now);
 
 /* --- sending ------------------------------------------------------------------------- */
 
-static size_t ip_header_len(const struct device *dev)
-{
-    return dev->self->address.family == AF_INET6 ? IPV6_HEADER_LEN : IPV4_HEADER_LEN;
-}
-
 /* Writes m for p into the scratch buffer as one sealed transport message
  * (an inner IP packet between our overlay addresses); returns its length
  * or a negative errno. */
@@ -325,7 +321,7 @@ static int seal_disco(struct peer *p, const struct disco_msg *m, uint32_t pad_li
 {
     struct device *dev = p->dev;
     int family = dev->self->address.family;
-    size_t hlen = family == AF_INET6 ? IPV6_HEADER_LEN : IPV4_HEADER_LEN;
+    size_t hlen = path_inner_ip_len(dev);
     size_t cap = DISCO_SCRATCH_LEN - WG_TRANSPORT_MIN_LEN - WG_PADDING_MULTIPLE;
     uint8_t *ip = dev->disco.scratch + WG_TRANSPORT_HEADER_LEN;
     struct transport_packet tp = { .buf = dev->disco.scratch, .cap = DISCO_SCRATCH_LEN,
@@ -381,7 +377,7 @@ static int send_disco(struct peer *p, const struct disco_msg *m, const union end
     return send_disco_limited(p, m, to, path_mtu(p), now);
 }
 
-unsigned disco_spray(struct peer *p, const uint8_t *msg, uint32_t len, uint64_t now)
+unsigned discovery_spray(struct peer *p, const uint8_t *msg, uint32_t len, uint64_t now)
 {
     struct disco_endpoint t[DISCO_CANDS_MAX];
     unsigned n, sent = 0;
@@ -423,7 +419,8 @@ static unsigned pass_locals(struct peer *p, struct disco_endpoint *out, unsigned
  * that speak disco (a plain WireGuard peer would not answer a punch). */
 static bool recordable(const struct peer *p, uint64_t now)
 {
-    return path_direct(p) && p->path.endpoint_proven && peer_can_send(p, now) && p->disco.speaks_disco;
+    return path_direct(p) && p->path.endpoint_proven && peer_can_send(p, now) &&
+           p->disco.speaks_disco;
 }
 
 static bool record_of(struct peer *p, uint64_t now, struct disco_peer *rec)
@@ -485,7 +482,7 @@ static uint32_t sealed_len(const struct peer *p, const struct disco_msg *m)
     int n = disco_encoded_len(m);
 
     return n < 0 ? UINT32_MAX
-                 : (uint32_t)transport_sealed_len_limited(ip_header_len(p->dev) + (size_t)n,
+                 : (uint32_t)transport_sealed_len_limited(path_inner_ip_len(p->dev) + (size_t)n,
                                                           path_mtu(p));
 }
 
@@ -547,7 +544,7 @@ static void send_endpoints(struct peer *x, uint64_t now)
 {
     struct device *dev = x->dev;
     struct disco_msg *m = dev->disco.out_msg;
-    size_t hlen = dev->self->address.family == AF_INET6 ? IPV6_HEADER_LEN : IPV4_HEADER_LEN;
+    size_t hlen = path_inner_ip_len(dev);
     size_t limit = path_mtu(x) - hlen, size = endpoints_head(x, m);
     struct disco_peer rec;
 
@@ -601,7 +598,8 @@ static bool at_listed(const struct peer *p)
 {
     if (p->path.via || p->path.endpoint.sa.sa_family == AF_UNSPEC)
         return false;
-    if (p->member.listed.sa.sa_family != AF_UNSPEC && endpoint_equal(&p->path.endpoint, &p->member.listed))
+    if (p->member.listed.sa.sa_family != AF_UNSPEC &&
+        endpoint_equal(&p->path.endpoint, &p->member.listed))
         return true;
     for (unsigned i = 0; i < p->disco.n_recorded; i++)
         if (is_endpoint(p, &p->disco.recorded[i]))
@@ -651,8 +649,8 @@ static void learn_record(struct peer *x, struct peer *via, const struct disco_pe
         disco_cand_set_local(&q->disco.state, rec->local, rec->n_local, x->id, now);
     if (rec->direct && !via && path_direct(x))
         offer_relay(q, x, now);
-    if (!disco_working(q, now))
-        disco_want_session(q, false, now);
+    if (!discovery_working(q, now))
+        discovery_want_session(q, false, now);
 }
 
 /* Introduced once when it comes (and its endpoint answered us), again
@@ -661,19 +659,20 @@ static void learn_record(struct peer *x, struct peer *via, const struct disco_pe
 static void maybe_introduce(struct peer *x, uint64_t now)
 {
     if (!x->disco.introduced && recordable(x, now) &&
-        (!x->disco.introduced_ns || now - x->disco.introduced_ns >= DISCO_ENDPOINTS_MIN_S * WG_NSEC_PER_SEC)) {
+        (!x->disco.introduced_ns ||
+         now - x->disco.introduced_ns >= DISCO_ENDPOINTS_MIN_S * WG_NSEC_PER_SEC)) {
         x->disco.introduced = true;
         x->disco.introduced_ns = now;
         introduce(x, now);
     }
 }
 
-void disco_endpoint_proven(struct peer *p, uint64_t now)
+void discovery_endpoint_proven(struct peer *p, uint64_t now)
 {
     disco_endpoints_due(&p->disco.state);
     if (p->disco.speaks_disco)
         maybe_introduce(p, now);
-    disco_wake(p->dev);
+    discovery_wake(p->dev);
 }
 
 /* x, reached directly, sees our packets come from ep. The one kept is
@@ -710,7 +709,7 @@ static bool cand_to_disco(const struct cluster_cand *c, struct disco_endpoint *o
     return disco_endpoint_valid(out);
 }
 
-void disco_node_hints(struct peer *p, const struct cluster_node *node, uint64_t now)
+void discovery_node_hints(struct peer *p, const struct cluster_node *node, uint64_t now)
 {
     struct disco_endpoint locals[DISCO_MAX_LOCAL], ep, listed;
     bool has_listed = to_disco(&p->member.listed, &listed);
@@ -730,8 +729,8 @@ void disco_node_hints(struct peer *p, const struct cluster_node *node, uint64_t 
         disco_cand_set_local(&p->disco.state, locals, n, DISCO_ID_REGISTRY, now);
     if (node->has_observed && cand_to_disco(&node->observed, &ep))
         disco_cand_add(&p->disco.state, &ep, false, DISCO_ID_REGISTRY, now);
-    if ((n || node->has_observed) && !disco_working(p, now))
-        disco_want_session(p, false, now);
+    if ((n || node->has_observed) && !discovery_working(p, now))
+        discovery_want_session(p, false, now);
 }
 
 static void on_endpoints(struct peer *x, struct peer *via, const struct disco_endpoints *e,
@@ -760,8 +759,8 @@ static void on_punch(struct peer *x, struct peer *via, const struct disco_punch 
         disco_cand_add(&q->disco.state, &pu->cand[i], false, x->id, now);
     if (!via && path_direct(x))
         offer_relay(q, x, now);
-    if (!disco_working(q, now))
-        disco_want_session(q, false, now);
+    if (!discovery_working(q, now))
+        discovery_want_session(q, false, now);
 }
 
 /* A probe of the candidate `to`: paid for by the members that named it
@@ -853,7 +852,8 @@ static void on_pong(struct peer *p, const union endpoint *src, struct peer *via,
     struct pmtu was = p->path.pmtu;   /* for the log, should the search move */
 
     if (pmtu_acked(&p->path.pmtu, po->txid, now)) {
-        log_debug_rl("peer %s: path carries %u-byte packets", p->member.name, (unsigned)p->path.pmtu.lo);
+        log_debug_rl("peer %s: path carries %u-byte packets", p->member.name,
+                     (unsigned)p->path.pmtu.lo);
         log_mtu_changed(p, &was);
         return;
     }
@@ -896,7 +896,7 @@ static void on_relay(struct peer *p, struct peer *via, const struct disco_relay 
  * switch (from the same daemon, all but always). */
 /* p's word on its record changed, or it is pending and says it again (a
  * name or address held from it may have been freed since): membership
- * looks again -- from the timers (disco_run_timers), never inside a
+ * looks again -- from the timers (discovery_run_timers), never inside a
  * receive, since what it applies may remove peers; for each peer at most
  * once a RECORD_RECHECK_NS, and for the device at most once a
  * RECORDS_COALESCE_NS, so that neither a member saying something new in
@@ -986,14 +986,14 @@ static void on_names(struct peer *p, const struct disco_names *n)
         dev->names_changed(dev);
 }
 
-void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
-                   const struct disco_msg *m, uint64_t now)
+void discovery_receive(struct peer *p, const union endpoint *src, struct peer *via,
+                       const struct disco_msg *m, uint64_t now)
 {
     if (m->type < DISCO_TYPE_COUNT)
         p->dev->stats.disco_received[m->type]++;
     if (!p->disco.speaks_disco) {
         p->disco.speaks_disco = true;
-        disco_wake(p->dev);   /* its path MTU can be searched now */
+        discovery_wake(p->dev);   /* its path MTU can be searched now */
     }
     /* Sent to us directly, from its proven endpoint, while we relay: the
      * peer has found a direct path (a ping alone does not say so: it may
@@ -1032,7 +1032,7 @@ void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
 
 /* --- the schedule ---------------------------------------------------------------------- */
 
-bool disco_session_up(struct peer *p, uint64_t now)
+bool discovery_session_up(struct peer *p, uint64_t now)
 {
     uint64_t sent = p->live.tx_bytes;
     /* A session while the peer was reachable all along is a rekey: nothing
@@ -1054,17 +1054,17 @@ bool disco_session_up(struct peer *p, uint64_t now)
      * (our record went and came back there): our names at once, not at
      * the next ENDPOINTS. */
     send_names(p, now);
-    disco_timers(p, now);
-    disco_wake(p->dev);
+    discovery_timers(p, now);
+    discovery_wake(p->dev);
     return p->live.tx_bytes != sent;
 }
 
-void disco_want_session(struct peer *p, bool sent, uint64_t now)
+void discovery_want_session(struct peer *p, bool sent, uint64_t now)
 {
-    if (disco_working(p, now) || (!disco_has_targets(p) && !relay_known(p, now)))
+    if (discovery_working(p, now) || (!discovery_has_targets(p) && !relay_known(p, now)))
         return;
     if (disco_attempt(&p->disco.state, sent, now))
-        disco_wake(p->dev);
+        discovery_wake(p->dev);
 }
 
 static void facts_of(const struct peer *p, uint64_t now, struct disco_facts *f)
@@ -1072,7 +1072,7 @@ static void facts_of(const struct peer *p, uint64_t now, struct disco_facts *f)
     struct disco_endpoint cur, t[DISCO_CANDS_MAX];
 
     f->session = peer_can_send(p, now);
-    f->working = disco_working(p, now);
+    f->working = discovery_working(p, now);
     f->path = path_of(p);
     /* A relay that lost its session, or stopped answering: as no path. */
     if (f->path == DISCO_PATH_RELAY && !relay_good(p->path.via, now))
@@ -1082,7 +1082,7 @@ static void facts_of(const struct peer *p, uint64_t now, struct disco_facts *f)
                                                         : relay_next(p, now) != NULL;
     f->can_upgrade = f->path == DISCO_PATH_DIRECT && to_disco(&p->path.endpoint, &cur) &&
                      !disco_cand_is_local(&p->disco.state, &cur) && targets(p, true, t) > 0;
-    f->idle_ping_s = disco_idle_ping_s(p, now);
+    f->idle_ping_s = discovery_idle_ping_s(p, now);
 }
 
 static void ping(struct peer *p, uint64_t now)
@@ -1108,7 +1108,7 @@ static bool can_probe_mtu(const struct peer *p, uint64_t now)
  * flows again (the peers are looked at every DISCO_RECHECK_MS). */
 static bool mtu_confirm_rests(const struct peer *p, uint64_t now)
 {
-    return pmtu_only_confirm(&p->path.pmtu) && disco_idle_ping_s(p, now);
+    return pmtu_only_confirm(&p->path.pmtu) && discovery_idle_ping_s(p, now);
 }
 
 /* A probe of a direct path went unanswered: what does the kernel know of
@@ -1123,7 +1123,7 @@ static void heed_the_network(struct peer *p, uint64_t now)
     if (!dev->route_mtu || p->path.via || !p->path.pmtu.probe_size || !p->path.pmtu.tries ||
         now < pmtu_next(&p->path.pmtu) || dev->route_mtu(dev->route_ctx, &p->path.endpoint, &mtu))
         return;
-    overhead = (p->path.endpoint.sa.sa_family == AF_INET6 ? IPV6_HEADER_LEN : IPV4_HEADER_LEN) +
+    overhead = (unsigned)wire_ip_header_len(p->path.endpoint.sa.sa_family == AF_INET6) +
                UDP_HEADER_LEN + WG_TRANSPORT_MIN_LEN;
     if (mtu > overhead && mtu - overhead < p->path.pmtu.hi) {
         log_debug_rl("peer %s: the network carries %u-byte packets to it at most", p->member.name,
@@ -1177,7 +1177,7 @@ static void probe(struct peer *p, const struct disco_facts *f, uint64_t now)
 /* What a challenge of `to` takes on the wire: probe_msg's PING, sealed. */
 static uint32_t challenge_len(const struct peer *p, const struct disco_endpoint *to)
 {
-    size_t plain = ip_header_len(p->dev) + DISCO_HEADER_LEN + DISCO_TXID_LEN + 1u +
+    size_t plain = path_inner_ip_len(p->dev) + DISCO_HEADER_LEN + DISCO_TXID_LEN + 1u +
                    endpoint_len(to);
 
     return (uint32_t)transport_sealed_len_limited(plain, path_mtu(p));
@@ -1188,7 +1188,8 @@ static uint64_t challenge_at(const struct peer *p, uint64_t now)
 {
     if (!peer_can_send(p, now))
         return UINT64_MAX;
-    return disco_challenge_at(&p->path.unproven, p->disco.speaks_disco, challenge_len(p, &p->path.unproven.src));
+    return disco_challenge_at(&p->path.unproven, p->disco.speaks_disco,
+                              challenge_len(p, &p->path.unproven.src));
 }
 
 /* A challenge to p's unproven source, when one is due and its bytes pay
@@ -1217,7 +1218,7 @@ static void challenge(struct peer *p, uint64_t now)
         disco_ping_sent(&p->disco.state, m->ping.txid, &to, now);
 }
 
-void disco_timers(struct peer *p, uint64_t now)
+void discovery_timers(struct peer *p, uint64_t now)
 {
     struct disco_facts f;
     unsigned act;
@@ -1228,22 +1229,24 @@ void disco_timers(struct peer *p, uint64_t now)
      * tried at once. */
     if (disco_relay_trial_over(&p->disco.relays, now)) {
         p->dev->stats.relay_trials_failed++;
-        if (!disco_working(p, now))
+        if (!discovery_working(p, now))
             try_relay(p, now);
     }
     /* The relay in use lost its own session with us, or the peer stopped
      * answering through it (whatever the relay says of itself): dropped,
      * and the next tried at once. */
-    if (p->path.via && (!relay_good(p->path.via, now) || (peer_can_send(p, now) && !disco_working(p, now)))) {
+    if (p->path.via && (!relay_good(p->path.via, now) ||
+                        (peer_can_send(p, now) && !discovery_working(p, now)))) {
         path_drop_relay(p, now);
         try_relay(p, now);
     }
     facts_of(p, now, &f);
     /* A session whose path stopped answering: find another. */
     if (f.session && !f.working)
-        disco_want_session(p, false, now);
+        discovery_want_session(p, false, now);
     act = disco_tick(&p->disco.state, &f, p->dev->disco.gen, now);
-    if ((act & DISCO_DO_RELAY) && !disco_relay_on_trial(&p->disco.relays, now) && try_relay(p, now)) {
+    if ((act & DISCO_DO_RELAY) && !disco_relay_on_trial(&p->disco.relays, now) &&
+        try_relay(p, now)) {
         /* the initiation went to the candidates too */
     } else if (act & DISCO_DO_PUNCH) {
         p->dev->disco.core->punch(p, now);
@@ -1274,13 +1277,13 @@ static uint64_t next_timer(const struct peer *p, uint64_t now)
     return next;
 }
 
-void disco_wake(struct device *dev)
+void discovery_wake(struct device *dev)
 {
     dev->disco.next_check_ns = 0;
     dev->disco.rescan = true;
 }
 
-uint64_t disco_run_timers(struct device *dev, uint64_t now)
+uint64_t discovery_run_timers(struct device *dev, uint64_t now)
 {
     struct disco_device *d = &dev->disco;
     uint64_t next = now + DISCO_RECHECK_MS * NS_PER_MS, t;
@@ -1292,13 +1295,13 @@ uint64_t disco_run_timers(struct device *dev, uint64_t now)
     if (dev->records_due_ns && dev->records_due_ns < next)
         next = dev->records_due_ns;
     if (now >= d->next_local_ns)
-        disco_local_refresh(dev, now);
+        discovery_local_refresh(dev, now);
     if (d->next_local_ns < next)
         next = d->next_local_ns;
     for (size_t i = 0; i < dev->n_peers; i++) {
         struct peer *p = dev->peers[i];
         if (next_timer(p, now) <= now)
-            disco_timers(p, now);
+            discovery_timers(p, now);
         if ((t = next_timer(p, now)) < next)
             next = t;
     }

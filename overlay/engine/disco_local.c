@@ -87,7 +87,7 @@ static void log_locals(const struct device *dev)
     log_info("local candidates: %s", dev->disco.n_local ? text : "(none)");
 }
 
-void disco_local_refresh(struct device *dev, uint64_t now)
+void discovery_local_refresh(struct device *dev, uint64_t now)
 {
     struct disco_endpoint found[DISCO_MAX_LOCAL], overlay;
     struct ifaddrs *all;

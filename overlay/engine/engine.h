@@ -89,7 +89,7 @@ struct crypto_job;
 void datapath_crypto_done(struct device *dev, struct crypto_job *job, uint64_t now);
 
 /* --- handlers.c (engine_loop_handlers: device_setup.h) ------------------------- */
-/* What the core hands paths and discovery (paths.h: disco_init). */
+/* What the core hands paths and discovery (paths.h: discovery_init). */
 extern const struct core_ops engine_core_ops;
 
 #endif

@@ -29,7 +29,7 @@ static uint64_t on_timers(void *ctx, uint64_t now)
 
     cookie_checker_rotate(&dev->checker, now);
     next = timers_run_device(dev, now);
-    if ((t = disco_run_timers(dev, now)) < next)
+    if ((t = discovery_run_timers(dev, now)) < next)
         next = t;
     path_flush(dev, now);
     return next;

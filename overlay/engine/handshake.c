@@ -89,9 +89,7 @@ static void send_handshake_message(struct peer *p, struct pkt *pkt, uint32_t len
                                    uint64_t now)
 {
     cookie_add_macs(&p->wg.cookie, pkt->area, len, now);
-    peer_count_tx(p, len, now);
-    timers_any_authenticated_packet_traversal(p, now);
-    timers_any_authenticated_packet_sent(p, now);
+    peer_sent(p, len, false, now);
     if (at) {
         loop_send_message(p->dev->loop, pkt, at, len);
         return;
@@ -121,12 +119,13 @@ static void send_initiation(struct peer *p, uint64_t now)
         send_handshake_message(p, pkt, WG_INITIATION_LEN, NULL, NULL, now);
         on_path = true;
     }
-    if (!path_direct(p) || !disco_working(p, now))
-        sprayed = disco_spray(p, p->wg.initiation, WG_INITIATION_LEN, now);
+    if (!path_direct(p) || !discovery_working(p, now))
+        sprayed = discovery_spray(p, p->wg.initiation, WG_INITIATION_LEN, now);
     if (sprayed)
         peer_count_tx(p, (uint64_t)sprayed * WG_INITIATION_LEN, now);
     /* A relay on trial carries a copy: its answer makes it the path. */
-    if (trial && path_relay_now(trial, p->public_key, p->wg.initiation, WG_INITIATION_LEN, now) == 0) {
+    if (trial &&
+        path_relay_now(trial, p->public_key, p->wg.initiation, WG_INITIATION_LEN, now) == 0) {
         peer_count_tx(p, WG_INITIATION_LEN, now);
         sprayed++;
     }
@@ -134,10 +133,8 @@ static void send_initiation(struct peer *p, uint64_t now)
      * fired them for the path's copy). */
     if (on_path || sprayed)
         p->wg.handshakes_sent++;
-    if (!on_path && sprayed) {
-        timers_any_authenticated_packet_traversal(p, now);
-        timers_any_authenticated_packet_sent(p, now);
-    }
+    if (!on_path && sprayed)
+        peer_sent(p, 0, false, now);   /* counted above */
 }
 
 void handshake_initiate(struct peer *p, uint64_t now)
@@ -182,15 +179,15 @@ void handshake_send_initiation(struct peer *p, bool is_retry, uint64_t now)
     if (p->wg.last_handshake_sent_ns &&
         now - p->wg.last_handshake_sent_ns < WG_REKEY_TIMEOUT * WG_NSEC_PER_SEC)
         return;
-    if (!path_usable(p) && !disco_has_targets(p) && !path_relay_trial(p, now)) {
+    if (!path_usable(p) && !discovery_has_targets(p) && !path_relay_trial(p, now)) {
         /* Each packet for it comes here (no initiation went, none is paced). */
         log_debug_rl("peer %s: no endpoint known yet, waiting for it to reach us", p->member.name);
-        disco_want_session(p, false, now);    /* a relay may reach it */
+        discovery_want_session(p, false, now);    /* a relay may reach it */
         return;
     }
     handshake_initiate(p, now);
     /* Without a working session: punches follow, then a relay. */
-    disco_want_session(p, true, now);
+    discovery_want_session(p, true, now);
 }
 
 /* Under load when more handshake messages reached the expensive step (an
@@ -263,7 +260,8 @@ static void note_session(struct peer *p, const char *role, const struct peer *vi
             snprintf(path, sizeof(path), "through relay %s", via->member.name);
         else
             path_format(p, path, sizeof(path));
-        log_notice("peer %s: reachable, %s (handshake completed as %s)", p->member.name, path, role);
+        log_notice("peer %s: reachable, %s (handshake completed as %s)", p->member.name, path,
+                   role);
     } else {
         log_debug_rl("peer %s: new session (%s)", p->member.name, role);
     }
@@ -399,7 +397,7 @@ static void consume_response(struct device *dev, struct pkt *pkt, uint64_t now)
     note_session(p, "initiator", via);
     /* Confirms the session to the responder: disco's first messages,
      * staged data, or a keepalive. */
-    if (!disco_session_up(p, now) || p->wg.staged.packets)
+    if (!discovery_session_up(p, now) || p->wg.staged.packets)
         datapath_send_keepalive(p, now);
 }
 

@@ -106,7 +106,8 @@ bool path_mtu_known(const struct peer *p)
 static unsigned path_base(const struct peer *p)
 {
     const union endpoint *ep = p->path.via ? &p->path.via->path.endpoint : &p->path.endpoint;
-    unsigned outer = (ep->sa.sa_family == AF_INET ? IPV4_HEADER_LEN : IPV6_HEADER_LEN) +
+    /* No endpoint yet: the larger header, IPv6's. */
+    unsigned outer = (unsigned)wire_ip_header_len(ep->sa.sa_family != AF_INET) +
                      UDP_HEADER_LEN + WG_TRANSPORT_MIN_LEN;
 
     return PMTU_OUTER_MIN - outer - (p->path.via ? DISCO_RELAY_OVERHEAD : 0u);
@@ -115,7 +116,7 @@ static unsigned path_base(const struct peer *p)
 void path_mtu_search(struct peer *p, uint64_t now)
 {
     pmtu_reset(&p->path.pmtu, (uint16_t)path_base(p), (uint16_t)path_max(p), now);
-    disco_wake(p->dev);
+    discovery_wake(p->dev);
 }
 
 bool path_relay_ready(const struct peer *r, uint64_t now)
@@ -175,7 +176,7 @@ static void move_endpoint(struct peer *p, const union endpoint *ep, bool proven,
     }
     p->path.endpoint_proven = proven;
     if (proven && !was_proven)
-        disco_endpoint_proven(p, now);
+        discovery_endpoint_proven(p, now);
 }
 
 void path_use_direct(struct peer *p, const union endpoint *ep, uint64_t now)
@@ -276,7 +277,7 @@ static void from_unproven(struct peer *p, const union endpoint *src, uint32_t le
      * endpoint (never proven) must not make the loop look at every peer
      * on every receive. */
     if (disco_challenge_at(&p->path.unproven, p->disco.speaks_disco, 0) <= now)
-        disco_wake(p->dev);
+        discovery_wake(p->dev);
 }
 
 void path_received(struct peer *p, const union endpoint *src, struct peer *via, uint32_t len,
@@ -293,7 +294,7 @@ void path_received(struct peer *p, const union endpoint *src, struct peer *via, 
         if (!p->path.via || confirmed)
             path_use_direct(p, src, now);
         else
-            disco_note_answer(p, src, now);
+            discovery_note_answer(p, src, now);
         return;
     }
     if (via == p)
@@ -381,15 +382,10 @@ static void send_frames(struct peer *q, struct pkt *out, uint64_t now)
 
 /* --- wrapping for a relay --------------------------------------------------------- */
 
-static size_t ip_header_len(const struct device *dev)
-{
-    return dev->self->address.family == AF_INET6 ? IPV6_HEADER_LEN : IPV4_HEADER_LEN;
-}
-
 /* The inner packet a RELAY/RELAYED of a len-byte message makes. */
 static size_t relay_plain_len(const struct device *dev, uint32_t len)
 {
-    return ip_header_len(dev) + DISCO_HEADER_LEN + WG_KEY_LEN + len;
+    return path_inner_ip_len(dev) + DISCO_HEADER_LEN + WG_KEY_LEN + len;
 }
 
 /* Writes at out the inner IP packet to `to` carrying a RELAY or RELAYED
@@ -399,7 +395,7 @@ static int write_relay(struct device *dev, const struct peer *to, const uint8_t 
                        enum disco_type type, const uint8_t *msg, uint32_t len, uint8_t *out,
                        size_t cap)
 {
-    size_t hlen = ip_header_len(dev), at = hlen + DISCO_HEADER_LEN + WG_KEY_LEN;
+    size_t hlen = path_inner_ip_len(dev), at = hlen + DISCO_HEADER_LEN + WG_KEY_LEN;
     struct disco_msg *m = dev->disco.wrap_msg;
     int n;
 

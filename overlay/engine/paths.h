@@ -6,9 +6,9 @@
  * The seam, one way: the core (engine.h: peer.c, handshake.c,
  * datapath.c, timers.c) calls what this header declares -- "send these
  * sealed messages to this peer" (path_send), "authenticated traffic from
- * this peer came via this source" (path_received, disco_receive). This
+ * this peer came via this source" (path_received, discovery_receive). This
  * room reaches the core back only through the struct core_ops the core
- * hands disco_init; it includes device.h (the shared model) and this
+ * hands discovery_init; it includes device.h (the shared model) and this
  * header, never engine.h or timers.h (tests/check_layers.sh fails if it
  * does, or if it names a core function). */
 #ifndef DDPNET_PATHS_H
@@ -19,8 +19,16 @@
 
 #include "overlay/engine/device.h"
 #include "overlay/engine/device_setup.h"
+#include "overlay/base/wire.h"
 #include "overlay/loop/loop.h"
 #include "overlay/loop/pkt.h"
+
+/* The IP header of the inner packets that carry disco messages and
+ * wrapped relay messages (between overlay addresses: this node's family). */
+static inline size_t path_inner_ip_len(const struct device *dev)
+{
+    return wire_ip_header_len(dev->self->address.family == AF_INET6);
+}
 
 /* --- the core's operations, as this room may call them -------------------------- */
 struct core_ops {
@@ -112,49 +120,49 @@ void path_frames_said(struct peer *p, uint32_t index);
  * frame_in; the RELAY it came in was decoded only if it is). */
 void path_forward(struct device *dev, struct peer *from, struct peer *to, const uint8_t *msg,
                   uint32_t len, uint64_t now);
-/* (path_flush, disco_wake, disco_node_hints and disco_local_refresh, which
+/* (path_flush, discovery_wake, discovery_node_hints and discovery_local_refresh, which
  * membership and the daemon call too: device_setup.h.) */
 
 /* --- disco_io.c: the disco messages and the schedule carried out ------------------- */
 /* Sets up this room's state in dev; core: how it reaches the core back
  * (kept for the device's life). 0 or -ENOMEM. */
-int disco_init(struct device *dev, const struct core_ops *core);
-void disco_destroy(struct device *dev);
+int discovery_init(struct device *dev, const struct core_ops *core);
+void discovery_destroy(struct device *dev);
 /* A session with p began (either role). Returns true when something went
  * out to p (which then confirms the session to a responder). */
-bool disco_session_up(struct peer *p, uint64_t now);
+bool discovery_session_up(struct peer *p, uint64_t now);
 /* p's endpoint answered a challenge (path.c): what could not go there
  * while it was not proven goes now (ENDPOINTS; p introduced to the
  * others). */
-void disco_endpoint_proven(struct peer *p, uint64_t now);
+void discovery_endpoint_proven(struct peer *p, uint64_t now);
 /* A handshake is due, or p's path stopped answering: unless its session
  * works, an attempt begins (punches, then a relay) when p has candidates
  * or a relay. sent: an initiation just went out, the first punch. */
-void disco_want_session(struct peer *p, bool sent, uint64_t now);
+void discovery_want_session(struct peer *p, bool sent, uint64_t now);
 /* A session with p that works: a keypair, and the peer heard from lately
  * (and answering pings, if it speaks disco). */
-bool disco_working(const struct peer *p, uint64_t now);
+bool discovery_working(const struct peer *p, uint64_t now);
 /* How seldom an idle peer is pinged (s; 0: not idle). */
-unsigned disco_idle_ping_s(const struct peer *p, uint64_t now);
+unsigned discovery_idle_ping_s(const struct peer *p, uint64_t now);
 /* Whether p has candidates to aim at. */
-bool disco_has_targets(const struct peer *p);
+bool discovery_has_targets(const struct peer *p);
 /* p's authentic packet came from src: that candidate answers. */
-void disco_note_answer(struct peer *p, const union endpoint *src, uint64_t now);
+void discovery_note_answer(struct peer *p, const union endpoint *src, uint64_t now);
 /* Sends msg[0..len) (an initiation) to each of p's candidates at once,
  * those that never answered only as far as their informants' credit
  * goes (trust.c); returns how many went out (the caller counts them). */
-unsigned disco_spray(struct peer *p, const uint8_t *msg, uint32_t len, uint64_t now);
+unsigned discovery_spray(struct peer *p, const uint8_t *msg, uint32_t len, uint64_t now);
 /* A disco message from p (decoded from an authentic inner packet), which
  * came from src or through via. RELAYED is the data path's; everything
  * else is handled here. */
-void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
+void discovery_receive(struct peer *p, const union endpoint *src, struct peer *via,
                    const struct disco_msg *m, uint64_t now);
 /* Runs the due disco deadlines of the device and its peers; returns the
  * next one. Between deadlines it looks at nothing (the loop calls it on
- * every turn): whatever brings a deadline forward calls disco_wake. */
-uint64_t disco_run_timers(struct device *dev, uint64_t now);
+ * every turn): whatever brings a deadline forward calls discovery_wake. */
+uint64_t discovery_run_timers(struct device *dev, uint64_t now);
 /* One peer's due deadlines, now. */
-void disco_timers(struct peer *p, uint64_t now);
+void discovery_timers(struct peer *p, uint64_t now);
 
 
 #endif

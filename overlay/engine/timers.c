@@ -32,7 +32,8 @@ void timers_data_sent(struct peer *p, uint64_t now)
 {
     p->live.last_data_ns = now;
     if (!p->wg.timers.new_handshake)
-        arm(p, &p->wg.timers.new_handshake, now + secs(WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) + jitter());
+        arm(p, &p->wg.timers.new_handshake,
+            now + secs(WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) + jitter());
 }
 
 void timers_data_received(struct peer *p, uint64_t now)

@@ -28,14 +28,16 @@ static void ask(struct device *dev, struct peer *p)
     if (ret == -ENOSPC)
         dev->resolve_backlog = true;     /* asked again after the next answers */
     else if (ret) {
-        log_warn("peer %s: cannot resolve %s: %s", p->member.name, p->member.resolving, strerror(-ret));
+        log_warn("peer %s: cannot resolve %s: %s", p->member.name, p->member.resolving,
+                 strerror(-ret));
         p->member.resolving[0] = '\0';
     }
 }
 
 void members_resolve(struct device *dev, struct peer *p, const struct cluster_node *n)
 {
-    snprintf(p->member.resolving, sizeof(p->member.resolving), "%.*s", (int)CLUSTER_HOST_MAX, n->endpoint.host);
+    snprintf(p->member.resolving, sizeof(p->member.resolving), "%.*s", (int)CLUSTER_HOST_MAX,
+             n->endpoint.host);
     p->member.resolving_port = n->endpoint.port;
     if (!dev->resolver) {
         log_warn("peer %s: cannot resolve %s: no resolver; it waits to be reached", p->member.name,
@@ -93,5 +95,5 @@ void members_resolved(struct device *dev, uint64_t now)
     if (n && dev->resolve_backlog)
         ask_backlog(dev);
     if (n)
-        disco_wake(dev);
+        discovery_wake(dev);
 }

@@ -461,7 +461,7 @@ static void set_endpoint(struct device *dev, struct peer *p, const struct cluste
 {
     union endpoint ep;
 
-    p->member.resolving[0] = '\0';             /* an answer still due for an older name is not taken */
+    p->member.resolving[0] = '\0';   /* an answer still due for an older name is not taken */
     if (!n->has_endpoint) {
         p->member.listed.sa.sa_family = AF_UNSPEC;   /* it keeps the one it was reached at */
         return;
@@ -486,7 +486,7 @@ static void update_peer(struct device *dev, struct peer *p, const struct cluster
     if (c->what & CLUSTER_CHANGED_ENDPOINT)
         set_endpoint(dev, p, n);
     if (c->what & (CLUSTER_CHANGED_ENDPOINT | CLUSTER_CHANGED_CANDIDATES))
-        disco_node_hints(p, n, now);
+        discovery_node_hints(p, n, now);
     if (c->what & CLUSTER_CHANGED_KEEPALIVE)
         peer_set_persistent_keepalive(p, (uint16_t)cluster_node_keepalive(next, n), now);
 }
@@ -558,7 +558,7 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
         struct peer *p = pl->made[i];
         const struct cluster_node *n = pl->made_node[i];
         set_endpoint(dev, p, n);
-        disco_node_hints(p, n, now);
+        discovery_node_hints(p, n, now);
     }
     /* The device runs the new model from here: self points into it. */
     cluster_free(&dev->cluster);
@@ -571,7 +571,7 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
      * those until the next change). */
     if (device_remap(dev))
         log_error("membership: out of memory for the address map");
-    disco_wake(dev);
+    discovery_wake(dev);
     for (size_t i = 0; i < pl->n_made; i++)
         handshake_send_initiation(pl->made[i], false, now);
 }

@@ -1,6 +1,6 @@
 /* libFuzzer harness for discovery's handling of messages (overlay/engine/disco_io.c,
  * path.c): a disco message, as any peer of a small cluster may send it
- * inside its session (directly or through another), goes to disco_receive,
+ * inside its session (directly or through another), goes to discovery_receive,
  * and then every peer's schedule runs at a later time picked by the input
  * (punches, relay switches, probes, pings, ENDPOINTS, introductions, a
  * relay's forwarding). Nothing leaves (the sockets are absent), but every
@@ -134,10 +134,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         via = NULL;
     if (disco_decode(data + 2, size - 2, &msg) || msg.type == DISCO_RELAYED)
         return 0;
-    disco_receive(from, via ? NULL : &src, via, &msg, now);
+    discovery_receive(from, via ? NULL : &src, via, &msg, now);
     path_flush(&dev, now);
     for (size_t i = 0; i < dev.n_peers; i++)
-        disco_timers(dev.peers[i], later);
+        discovery_timers(dev.peers[i], later);
     path_flush(&dev, later);
     if (loop.pool.n_free != POOL)
         abort();    /* a buffer was kept */

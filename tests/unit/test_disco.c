@@ -876,7 +876,8 @@ static void test_path_received(void **state)
     assert_true(a->path.via == r2);
     /* The relay in use carrying answers keeps it fresh. */
     path_received(a, NULL, r2, 0, false, T0 + 40 * SEC);
-    assert_true(a->disco.relays.slot[1].id == r2->id && a->disco.relays.slot[1].confirmed_ns == T0 + 40 * SEC);
+    assert_true(a->disco.relays.slot[1].id == r2->id &&
+                a->disco.relays.slot[1].confirmed_ns == T0 + 40 * SEC);
     /* Dropped: no path until another is tried, and r2 failed. */
     path_drop_relay(a, T0 + 41 * SEC);
     assert_null(a->path.via);
@@ -942,40 +943,40 @@ static void test_working(void **state)
     struct disco_ping_slot slot;
 
     (void)state;
-    assert_false(disco_working(a, T0));                         /* no keypair */
+    assert_false(discovery_working(a, T0));                         /* no keypair */
     give_session(a, T0);
-    assert_false(disco_working(a, T0));                         /* never heard from */
+    assert_false(discovery_working(a, T0));                         /* never heard from */
     a->live.last_received_ns = T0;
-    assert_true(disco_working(a, T0 + SEC));
-    assert_false(disco_working(a, T0 + (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) * SEC));
+    assert_true(discovery_working(a, T0 + SEC));
+    assert_false(discovery_working(a, T0 + (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) * SEC));
     /* A disco peer whose pings go unanswered stops working sooner. */
     a->disco.speaks_disco = true;
     a->live.last_received_ns = T0 + 10 * SEC;
     disco_ping_sent(&a->disco.state, 1, NULL, T0 + 10 * SEC);
     disco_ping_sent(&a->disco.state, 2, NULL, T0 + 11 * SEC);
-    assert_true(disco_working(a, T0 + 11 * SEC + MS));
-    assert_false(disco_working(a, T0 + 12 * SEC));
+    assert_true(discovery_working(a, T0 + 11 * SEC + MS));
+    assert_false(discovery_working(a, T0 + 12 * SEC));
     assert_true(disco_pong(&a->disco.state, 2, T0 + 12 * SEC, &slot));
-    assert_true(disco_working(a, T0 + 12 * SEC));
+    assert_true(discovery_working(a, T0 + 12 * SEC));
     /* Idle (no data for DISCO_IDLE_AFTER_S): pinged seldom, so silence
      * means less -- for as long as one idle ping interval more. */
     a->disco.state = (struct disco_state){ 0 };
     give_session(a, T0 + 100 * SEC);
     a->live.last_received_ns = T0 + 100 * SEC;
     a->live.last_data_ns = T0 + 50 * SEC;
-    unsigned idle = disco_idle_ping_s(a, T0 + 100 * SEC);
-    assert_int_equal(disco_idle_ping_s(a, T0 + 51 * SEC), 0);   /* data a moment ago */
+    unsigned idle = discovery_idle_ping_s(a, T0 + 100 * SEC);
+    assert_int_equal(discovery_idle_ping_s(a, T0 + 51 * SEC), 0);   /* data a moment ago */
     assert_true(idle >= 2 * DISCO_PING_INTERVAL_S && idle <= DISCO_IDLE_PING_MAX_S);
-    assert_true(disco_working(a, T0 + 100 * SEC +
-                              (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT + idle - 1) * SEC));
-    assert_false(disco_working(a, T0 + 100 * SEC +
-                               (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT + idle) * SEC));
+    assert_true(discovery_working(a, T0 + 100 * SEC +
+                                  (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT + idle - 1) * SEC));
+    assert_false(discovery_working(a, T0 + 100 * SEC +
+                                   (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT + idle) * SEC));
     a->live.last_received_ns = T0 + 10 * SEC;
     /* A plain WireGuard peer is not judged by pings. */
     a->disco.speaks_disco = false;
     disco_ping_sent(&a->disco.state, 3, NULL, T0 + 13 * SEC);
     disco_ping_sent(&a->disco.state, 4, NULL, T0 + 13 * SEC);
-    assert_true(disco_working(a, T0 + 20 * SEC));
+    assert_true(discovery_working(a, T0 + 20 * SEC));
     free(w);
 }
 
@@ -997,7 +998,7 @@ static void test_idle_rate_falls_with_cluster(void **state)
     a->live.last_data_ns = 0;
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         w->dev.n_peers = sizes[i];
-        unsigned s = disco_idle_ping_s(a, T0);
+        unsigned s = discovery_idle_ping_s(a, T0);
         assert_true(s >= last);                                  /* never faster */
         assert_true(s >= 2 * DISCO_PING_INTERVAL_S && s <= DISCO_IDLE_PING_MAX_S);
         if (s < DISCO_IDLE_PING_MAX_S)                           /* the node's total */
@@ -1005,16 +1006,16 @@ static void test_idle_rate_falls_with_cluster(void **state)
         last = s;
     }
     w->dev.n_peers = 8;
-    unsigned small = disco_idle_ping_s(a, T0);
+    unsigned small = discovery_idle_ping_s(a, T0);
     w->dev.n_peers = 64;
-    assert_true(disco_idle_ping_s(a, T0) > small);
+    assert_true(discovery_idle_ping_s(a, T0) > small);
     /* Data lately: the working pace; long ago: idle again. */
     a->live.last_data_ns = T0 - (DISCO_IDLE_AFTER_S - 1) * SEC;
-    assert_int_equal(disco_idle_ping_s(a, T0), 0);
+    assert_int_equal(discovery_idle_ping_s(a, T0), 0);
     a->live.last_data_ns = T0 - DISCO_IDLE_AFTER_S * SEC;
-    assert_true(disco_idle_ping_s(a, T0) > 0);
+    assert_true(discovery_idle_ping_s(a, T0) > 0);
     a->disco.speaks_disco = false;
-    assert_int_equal(disco_idle_ping_s(a, T0), 0);
+    assert_int_equal(discovery_idle_ping_s(a, T0), 0);
     w->dev.n_peers = 3;
     free(w);
 }
@@ -1064,14 +1065,14 @@ static void test_disco_refusals(void **state)
     memset(m->relay.key, 2, WG_KEY_LEN);                         /* peer1's key */
     m->relay.msg = msg;
     m->relay.msg_len = sizeof(msg);
-    disco_receive(a, NULL, r, m, T0);
+    discovery_receive(a, NULL, r, m, T0);
     assert_int_equal(w->dev.stats.relay_refused, 1);
     assert_true(a->disco.speaks_disco);                                 /* it did speak disco */
     memset(m->relay.key, 0x77, WG_KEY_LEN);                      /* no such member */
-    disco_receive(a, NULL, NULL, m, T0);
+    discovery_receive(a, NULL, NULL, m, T0);
     assert_int_equal(w->dev.stats.relay_refused, 2);
     m->type = DISCO_RELAYED;
-    disco_receive(a, NULL, NULL, m, T0);
+    discovery_receive(a, NULL, NULL, m, T0);
     assert_int_equal(w->dev.stats.disco_bad, 1);
     free(m);
     free(w);

@@ -535,7 +535,8 @@ static void test_record_stated_on_the_session(void **state)
     assert_int_equal(nodes[1].tun_packets, 0);          /* pending: its data dropped */
     assert_int_equal(nodes[1].dev.stats.dropped_pending, 1);
     assert_int_equal(peer_of(1)->disco.record_said, PEER_RECORD_DIGEST);
-    assert_memory_equal(peer_of(1)->disco.record_digest, nodes[0].dev.self_record, DISCO_RECORD_LEN);
+    assert_memory_equal(peer_of(1)->disco.record_digest, nodes[0].dev.self_record,
+                        DISCO_RECORD_LEN);
     /* Membership looks from the timers, never inside the receive. */
     assert_int_equal(records_changed_calls, 0);
     tick(now);
@@ -556,7 +557,7 @@ static void test_record_stated_on_the_session(void **state)
      * record is taken as etcd holds it, and membership looks again. */
     struct disco_msg older = { .type = DISCO_FEATURES, .features = DISCO_FEAT_RELAY_FRAMES };
     now += 2 * SEC;
-    disco_receive(peer_of(1), NULL, NULL, &older, now);
+    discovery_receive(peer_of(1), NULL, NULL, &older, now);
     assert_int_equal(peer_of(1)->disco.record_said, PEER_RECORD_OLDER);
     tick(now);
     assert_int_equal(records_changed_calls, 2);
@@ -595,7 +596,7 @@ static void test_record_candidate_reaches_a_peer(void **state)
     app_send(0, 1, 100, now);
     pump(now);
     assert_int_equal(nodes[0].initiations, 0);
-    disco_node_hints(p, &rec, now);
+    discovery_node_hints(p, &rec, now);
     for (unsigned i = 0; i < 4 && !nodes[1].tun_packets; i++) {
         now += SEC / 4;
         app_send(0, 1, 100, now);
@@ -614,7 +615,7 @@ static void test_record_candidate_never_answering_is_bounded(void **state)
     struct peer *p = unlisted_peer();
     struct cluster_node rec = record_with(0xc0000263u, 51820);   /* nobody */
 
-    disco_node_hints(p, &rec, now);
+    discovery_node_hints(p, &rec, now);
     /* A minute of packets for it, and every timer. */
     for (unsigned i = 0; i < 240; i++) {
         now += SEC / 4;
@@ -744,7 +745,7 @@ static void test_idle_pings_answered(void **state)
             continue;
         for (unsigned i = 0; i < n_nodes; i++) {
             const struct peer *p = peer_of(i);
-            uint64_t lately = 2u * (DISCO_PING_INTERVAL_S + disco_idle_ping_s(p, now)) * SEC;
+            uint64_t lately = 2u * (DISCO_PING_INTERVAL_S + discovery_idle_ping_s(p, now)) * SEC;
             assert_true(p->disco.speaks_disco);
             assert_true(p->disco.state.last_pong_ns != 0);
             assert_true(now - p->disco.state.last_pong_ns < lately);
@@ -1782,7 +1783,7 @@ static unsigned punch_toward_victim(uint32_t credit)
     m->punch.id = 1;
     m->punch.n_cand = 1;
     m->punch.cand[0] = stray_target;
-    disco_receive(peer_for(0, 1), &nodes[1].ep, NULL, m, now);
+    discovery_receive(peer_for(0, 1), &nodes[1].ep, NULL, m, now);
     free(m);
     for (unsigned i = 0; i < 50; i++)
         tick(now += SEC / 10);
@@ -1831,7 +1832,7 @@ static bool locals_passed_on(uint32_t credit)
     m->type = DISCO_ENDPOINTS;
     m->endpoints.n_local = 1;
     m->endpoints.local[0] = stray_target;
-    disco_receive(peer_for(0, 1), &nodes[1].ep, NULL, m, now);
+    discovery_receive(peer_for(0, 1), &nodes[1].ep, NULL, m, now);
     free(m);
     pump(now);
     for (unsigned i = 0; i < 20; i++)
