@@ -191,6 +191,39 @@ static void test_rate(void **state)
     free_fixture(f);
 }
 
+/* Peers are made and removed in one place (device_setup.h): ids from one
+ * counter, whoever makes the peer; a removed peer is no relay of those
+ * that stay, neither in use nor on trial. */
+static void test_peer_create_remove(void **state)
+{
+    (void)state;
+    struct fixture *f = calloc(1, sizeof(*f));
+    make_cluster(f, false);
+    struct device *dev = &f->dev;
+
+    assert_int_equal(dev->next_peer_id, dev->n_peers);
+    for (size_t i = 0; i < dev->n_peers; i++)
+        assert_int_equal(dev->peers[i]->id, i + 1);
+    /* A peer made later (membership's) takes the next id. */
+    struct peer *made = peer_create(dev, &dev->cluster, &dev->cluster.nodes[7]);
+    assert_non_null(made);
+    assert_int_equal(made->id, dev->n_peers + 1);
+    peer_free(made);
+
+    /* peers[0] relays through `gone`; peers[2] has it on trial. */
+    struct peer *stay = dev->peers[0], *gone = dev->peers[1], *trying = dev->peers[2];
+    uint64_t now = 10 * WG_NSEC_PER_SEC;
+    stay->path.via = gone;
+    disco_relay_trial(&trying->disco.relays, gone->id, now);
+    assert_int_equal(disco_relay_on_trial(&trying->disco.relays, now), gone->id);
+    dev->peers[1] = dev->peers[--dev->n_peers];   /* out of the device, as membership does */
+    peer_remove(gone, dev->peers, dev->n_peers, now);
+    assert_null(stay->path.via);
+    assert_int_equal(disco_relay_on_trial(&trying->disco.relays, now), 0);
+    device_remap(dev);
+    free_fixture(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -199,6 +232,7 @@ int main(void)
         cmocka_unit_test(test_lookup_by_address_v6),
         cmocka_unit_test(test_keypair_rotation),
         cmocka_unit_test(test_rate),
+        cmocka_unit_test(test_peer_create_remove),
     };
     if (crypto_core_init())
         return 1;
