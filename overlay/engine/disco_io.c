@@ -24,7 +24,10 @@
  *              our registry record.
  *   RECORD     after FEATURES, by a node that joined through the
  *              registry: the digest of its record, which the others
- *              count only so (overlay/registry/vouch.h). */
+ *              count only so (overlay/registry/vouch.h).
+ *
+ * Which relay to try and what a member's hints may cost: disco_relay.c
+ * (disco_int.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +36,7 @@
 
 #include "overlay/base/log.h"
 #include "overlay/base/wire.h"
-#include "overlay/engine/paths.h"
+#include "overlay/engine/disco_int.h"
 
 /* A peer's word on its record makes membership look again at most this
  * often. */
@@ -74,25 +77,6 @@ void discovery_destroy(struct device *dev)
 }
 
 /* --- small helpers ------------------------------------------------------------------ */
-
-static bool to_disco(const union endpoint *e, struct disco_endpoint *out)
-{
-    return e->sa.sa_family != AF_UNSPEC &&
-           disco_endpoint_from_sockaddr(out, &e->sa, endpoint_sockaddr_len(e)) == 0;
-}
-
-static bool from_disco(const struct disco_endpoint *e, union endpoint *out)
-{
-    memset(out, 0, sizeof(*out));
-    return disco_endpoint_to_sockaddr(e, &out->sa, sizeof(*out)) > 0;
-}
-
-static bool is_endpoint(const struct peer *p, const struct disco_endpoint *e)
-{
-    struct disco_endpoint cur;
-
-    return to_disco(&p->path.endpoint, &cur) && disco_endpoint_equal(&cur, e);
-}
 
 /* A session that still works: heard from within KEEPALIVE + REKEY_TIMEOUT
  * (after which WireGuard would rekey), and, for a peer that answers
@@ -136,177 +120,6 @@ bool discovery_has_targets(const struct peer *p)
     struct disco_endpoint t[DISCO_CANDS_MAX];
 
     return targets(p, false, t) > 0;
-}
-
-/* A relay to choose: it carries messages, and answers. */
-static bool relay_good(const struct peer *r, uint64_t now)
-{
-    return path_relay_ready(r, now) && discovery_working(r, now);
-}
-
-/* The relay to try next for p (trust.c's order), or NULL. */
-static struct peer *relay_next(const struct peer *p, uint64_t now)
-{
-    bool usable[DISCO_RELAYS_MAX];
-
-    for (unsigned i = 0; i < DISCO_RELAYS_MAX; i++) {
-        const struct peer *r = device_peer_by_id(p->dev, p->disco.relays.slot[i].id);
-        usable[i] = r && r != p && relay_good(r, now);
-    }
-    return device_peer_by_id(p->dev, disco_relay_pick(&p->disco.relays, usable,
-                                                      p->path.via ? p->path.via->id : 0, now));
-}
-
-/* Members looked at per guess (relay_guess): the work stays bounded in a
- * large cluster whose members we mostly cannot reach. */
-#define RELAY_GUESS_SCAN 32u
-
-/* r could relay for p: a ddpnet member we reach, that answers us. */
-static bool guessable(const struct peer *p, const struct peer *r, uint64_t now)
-{
-    return r != p && r->disco.speaks_disco && relay_good(r, now);
-}
-
-/* No member told us it reaches p, and p does not answer us: the ddpnet
- * members we reach and that answer us are the relays to try, up to a slot
- * each (trust.c's trials sort them out: one that does not reach p directly
- * refuses to forward, and its trial fails). Members at the endpoints the
- * cluster lists are not introduced to each other (introduce), and what a
- * member says of third peers comes only with its periodic ENDPOINTS, so
- * without this two members kept apart by a firewall, both at their listed
- * endpoints, had no relay until the next ENDPOINTS of one that reaches
- * both -- or none at all when that one came up last. The scan starts at a
- * random member so that nodes spread their relaying over the cluster.
- * Returns whether a relay is known now. */
-static bool relay_guess(struct peer *p, uint64_t now)
-{
-    struct device *dev = p->dev;
-    size_t n = dev->n_peers, i;
-    unsigned looked = 0, added = 0;
-
-    if (n < 2)
-        return false;
-    i = randombytes_uniform((uint32_t)n);
-    for (; looked < n && looked < RELAY_GUESS_SCAN && added < DISCO_RELAYS_MAX;
-         looked++, i = (i + 1) % n) {
-        struct peer *r = dev->peers[i];
-        if (!guessable(p, r, now))
-            continue;
-        disco_relay_claim(&p->disco.relays, r->id, now);
-        added++;
-    }
-    if (added)
-        log_debug_rl("peer %s: no member said it reaches it; %u members we reach are the "
-                     "relays to try", p->member.name, added);
-    return relay_next(p, now) != NULL;
-}
-
-/* Whether try_relay would find a relay for p, offered or guessed (the
- * guess's own bound on the members looked at). */
-static bool relay_known(const struct peer *p, uint64_t now)
-{
-    const struct device *dev = p->dev;
-
-    if (relay_next(p, now))
-        return true;
-    for (size_t i = 0; i < dev->n_peers && i < RELAY_GUESS_SCAN; i++)
-        if (guessable(p, dev->peers[i], now))
-            return true;
-    return false;
-}
-
-/* r says it reaches p directly: a relay to try, no more (trust.c). */
-static void offer_relay(struct peer *p, struct peer *r, uint64_t now)
-{
-    if (r == p)
-        return;
-    disco_relay_claim(&p->disco.relays, r->id, now);
-    discovery_wake(p->dev);
-}
-
-/* Tries the next relay for p: an initiation goes through it (and through
- * it again with every initiation while it is on trial); the relay is used
- * once the answer comes back through it (path_received). */
-static bool try_relay(struct peer *p, uint64_t now)
-{
-    struct peer *r = relay_next(p, now);
-
-    if (!r && relay_guess(p, now))
-        r = relay_next(p, now);
-    if (!r)
-        return false;
-    log_debug_rl("peer %s: trying the relay %s", p->member.name, r->member.name);
-    disco_relay_trial(&p->disco.relays, r->id, now);
-    p->dev->disco.core->initiate(p, now);
-    return true;
-}
-
-/* The credit an informant pays from: a member's, or the registry's
- * (refilled by time: DISCO_REGISTRY_CREDIT_*); NULL for a member that
- * left. */
-static uint32_t *informant_credit(struct device *dev, disco_id id, uint64_t now)
-{
-    struct disco_device *d = &dev->disco;
-    struct peer *who;
-
-    if (id != DISCO_ID_REGISTRY)
-        return (who = device_peer_by_id(dev, id)) ? &who->disco.hint_credit : NULL;
-    if (!d->registry_credit_ns) {
-        d->registry_credit = DISCO_REGISTRY_CREDIT_MAX;
-        d->registry_credit_ns = now ? now : 1;
-    } else if (now > d->registry_credit_ns) {
-        uint64_t add = (now - d->registry_credit_ns) * DISCO_REGISTRY_CREDIT_PER_SEC /
-                       WG_NSEC_PER_SEC;
-        if (add) {   /* else the time is kept, so no fraction is lost */
-            d->registry_credit = (uint32_t)(d->registry_credit + add < DISCO_REGISTRY_CREDIT_MAX
-                                                ? d->registry_credit + add
-                                                : DISCO_REGISTRY_CREDIT_MAX);
-            d->registry_credit_ns = now;
-        }
-    }
-    return &d->registry_credit;
-}
-
-/* Whether a send of len bytes to t, a candidate of p, may go. Free to an
- * address that answered (or to p's endpoint, which came from p's own
- * authentic packets or from the operator); else within what its reports
- * allow it, paid from the credit of a member that told us of it (or of
- * the registry, for a record's), within the device's bucket (trust.c). */
-static bool hint_allows(struct peer *p, const struct disco_endpoint *t, uint32_t len,
-                        uint64_t now)
-{
-    struct device *dev = p->dev;
-    struct disco_cand *c;
-
-    if (is_endpoint(p, t))
-        return true;
-    if (!(c = disco_cand_get(&p->disco.state, t)))
-        return false;
-    if (disco_cand_answers(c, now))
-        return true;
-    for (unsigned i = 0; i < 2 && c->allowance >= len; i++) {
-        uint32_t *credit = informant_credit(dev, c->informant[i], now);
-        if (!credit || *credit < len)
-            continue;
-        if (!disco_bucket_take(&dev->disco.unanswered, len, now))
-            break;
-        disco_credit_spend(credit, len);
-        disco_cand_spend(c, len);
-        if (c->tries < UINT8_MAX)
-            c->tries++;
-        dev->stats.hint_bytes += len;
-        return true;
-    }
-    dev->stats.hint_refused++;
-    return false;
-}
-
-void discovery_note_answer(struct peer *p, const union endpoint *src, uint64_t now)
-{
-    struct disco_endpoint from;
-
-    if (to_disco(src, &from))
-        disco_cand_answered(&p->disco.state, &from, now);
 }
 
 static void challenge(struct peer *p, uint64_t now);
@@ -387,8 +200,8 @@ unsigned discovery_spray(struct peer *p, const uint8_t *msg, uint32_t len, uint6
     n = targets(p, false, t);
     for (unsigned i = 0; i < n; i++) {
         /* The path had its copy already. */
-        if ((!p->path.via && is_endpoint(p, &t[i])) || !from_disco(&t[i], &ep) ||
-            !hint_allows(p, &t[i], len, now))
+        if ((!p->path.via && discovery_is_endpoint(p, &t[i])) || !discovery_from_disco(&t[i], &ep) ||
+            !discovery_hint_allows(p, &t[i], len, now))
             continue;
         if (loop_send_now(p->dev->loop, msg, len, &ep) == 0)
             sent++;
@@ -428,7 +241,7 @@ static bool record_of(struct peer *p, uint64_t now, struct disco_peer *rec)
     if (!recordable(p, now))
         return false;
     memcpy(rec->key, p->public_key, WG_KEY_LEN);
-    rec->has_observed = to_disco(&p->path.endpoint, &rec->observed);
+    rec->has_observed = discovery_to_disco(&p->path.endpoint, &rec->observed);
     rec->direct = true;
     rec->n_local = (uint8_t)pass_locals(p, rec->local, DISCO_MAX_LOCAL);
     return true;
@@ -455,7 +268,7 @@ static size_t endpoints_head(const struct peer *x, struct disco_msg *m)
     struct disco_endpoints *e = &m->endpoints;
 
     m->type = DISCO_ENDPOINTS;
-    e->has_observed = path_direct(x) && to_disco(&x->path.endpoint, &e->observed);
+    e->has_observed = path_direct(x) && discovery_to_disco(&x->path.endpoint, &e->observed);
     e->n_local = d->n_local;
     memcpy(e->local, d->local, sizeof(e->local[0]) * d->n_local);
     e->n_peers = 0;
@@ -573,7 +386,7 @@ static uint8_t candidates_of(struct peer *about, struct disco_endpoint *out)
 {
     unsigned n = 0;
 
-    if (to_disco(&about->path.endpoint, &out[0]))
+    if (discovery_to_disco(&about->path.endpoint, &out[0]))
         n++;
     n += pass_locals(about, out + n, DISCO_MAX_CANDIDATES - n);
     return (uint8_t)n;
@@ -602,7 +415,7 @@ static bool at_listed(const struct peer *p)
         endpoint_equal(&p->path.endpoint, &p->member.listed))
         return true;
     for (unsigned i = 0; i < p->disco.n_recorded; i++)
-        if (is_endpoint(p, &p->disco.recorded[i]))
+        if (discovery_is_endpoint(p, &p->disco.recorded[i]))
             return true;
     return false;
 }
@@ -648,7 +461,7 @@ static void learn_record(struct peer *x, struct peer *via, const struct disco_pe
     if (rec->n_local && !disco_cand_locals_from(&q->disco.state, q->id))
         disco_cand_set_local(&q->disco.state, rec->local, rec->n_local, x->id, now);
     if (rec->direct && !via && path_direct(x))
-        offer_relay(q, x, now);
+        discovery_offer_relay(q, x, now);
     if (!discovery_working(q, now))
         discovery_want_session(q, false, now);
 }
@@ -712,7 +525,7 @@ static bool cand_to_disco(const struct cluster_cand *c, struct disco_endpoint *o
 void discovery_node_hints(struct peer *p, const struct cluster_node *node, uint64_t now)
 {
     struct disco_endpoint locals[DISCO_MAX_LOCAL], ep, listed;
-    bool has_listed = to_disco(&p->member.listed, &listed);
+    bool has_listed = discovery_to_disco(&p->member.listed, &listed);
     unsigned n = 0;
 
     /* Its listed endpoint is its path already, free to send to: the rest
@@ -758,13 +571,13 @@ static void on_punch(struct peer *x, struct peer *via, const struct disco_punch 
     for (unsigned i = 0; i < pu->n_cand; i++)
         disco_cand_add(&q->disco.state, &pu->cand[i], false, x->id, now);
     if (!via && path_direct(x))
-        offer_relay(q, x, now);
+        discovery_offer_relay(q, x, now);
     if (!discovery_working(q, now))
         discovery_want_session(q, false, now);
 }
 
 /* A probe of the candidate `to`: paid for by the members that named it
- * (hint_allows), or, where the peer's authentic packet just came from
+ * (discovery_hint_allows), or, where the peer's authentic packet just came from
  * (answered), free when that is proven, else from what came from there
  * (path_unproven_spend). */
 static void send_probe(struct peer *p, const struct disco_endpoint *to, bool answered,
@@ -773,11 +586,11 @@ static void send_probe(struct peer *p, const struct disco_endpoint *to, bool ans
     struct disco_msg *m;
     union endpoint ep;
 
-    if (!from_disco(to, &ep))
+    if (!discovery_from_disco(to, &ep))
         return;
     m = probe_msg(p->dev, to, 0);
     uint32_t sealed = sealed_len(p, m);
-    if (answered ? !path_unproven_spend(p, &ep, sealed) : !hint_allows(p, to, sealed, now))
+    if (answered ? !path_unproven_spend(p, &ep, sealed) : !discovery_hint_allows(p, to, sealed, now))
         return;
     if (send_disco(p, m, &ep, now) == 0)
         disco_ping_sent(&p->disco.state, m->ping.txid, to, now);
@@ -788,7 +601,7 @@ static void on_ping(struct peer *p, const union endpoint *src, struct peer *via,
 {
     struct disco_msg *m = p->dev->disco.out_msg;
     struct disco_endpoint from;
-    bool direct = !via && src && to_disco(src, &from);
+    bool direct = !via && src && discovery_to_disco(src, &from);
 
     m->type = DISCO_PONG;
     m->pong.txid = pi->txid;
@@ -861,7 +674,7 @@ static void on_pong(struct peer *p, const union endpoint *src, struct peer *via,
      * member that got one at an address of its own cannot make another
      * address its endpoint by answering from there. */
     if (!disco_pong(&p->disco.state, po->txid, now, &slot) || !slot.probe || via || !src ||
-        !to_disco(src, &from) || !disco_endpoint_equal(&slot.to, &from))
+        !discovery_to_disco(src, &from) || !disco_endpoint_equal(&slot.to, &from))
         return;
     /* A challenge answered: where the peer's packets come from now, and
      * the path whatever it was before (WireGuard would have moved at once). */
@@ -870,7 +683,7 @@ static void on_pong(struct peer *p, const union endpoint *src, struct peer *via,
         disco_unproven_clear(&p->path.unproven);
     /* A probe answered while already direct to a local address: a public
      * one that answers too (a NAT that hairpins) is the longer way. */
-    if (!challenged && !p->path.via && to_disco(&p->path.endpoint, &cur) &&
+    if (!challenged && !p->path.via && discovery_to_disco(&p->path.endpoint, &cur) &&
         disco_cand_is_local(&p->disco.state, &cur) && !disco_cand_is_local(&p->disco.state, &from))
         return;
     /* A probe answered directly: the path works both ways. */
@@ -1061,7 +874,7 @@ bool discovery_session_up(struct peer *p, uint64_t now)
 
 void discovery_want_session(struct peer *p, bool sent, uint64_t now)
 {
-    if (discovery_working(p, now) || (!discovery_has_targets(p) && !relay_known(p, now)))
+    if (discovery_working(p, now) || (!discovery_has_targets(p) && !discovery_relay_known(p, now)))
         return;
     if (disco_attempt(&p->disco.state, sent, now))
         discovery_wake(p->dev);
@@ -1075,12 +888,12 @@ static void facts_of(const struct peer *p, uint64_t now, struct disco_facts *f)
     f->working = discovery_working(p, now);
     f->path = path_of(p);
     /* A relay that lost its session, or stopped answering: as no path. */
-    if (f->path == DISCO_PATH_RELAY && !relay_good(p->path.via, now))
+    if (f->path == DISCO_PATH_RELAY && !discovery_relay_good(p->path.via, now))
         f->path = DISCO_PATH_NONE;
     /* While it is being reached: a relay offered, or one to guess. */
-    f->relay_known = p->disco.state.attempt_ns && !f->working ? relay_known(p, now)
-                                                        : relay_next(p, now) != NULL;
-    f->can_upgrade = f->path == DISCO_PATH_DIRECT && to_disco(&p->path.endpoint, &cur) &&
+    f->relay_known = p->disco.state.attempt_ns && !f->working ? discovery_relay_known(p, now)
+                                                        : discovery_relay_next(p, now) != NULL;
+    f->can_upgrade = f->path == DISCO_PATH_DIRECT && discovery_to_disco(&p->path.endpoint, &cur) &&
                      !disco_cand_is_local(&p->disco.state, &cur) && targets(p, true, t) > 0;
     f->idle_ping_s = discovery_idle_ping_s(p, now);
 }
@@ -1170,7 +983,7 @@ static void probe(struct peer *p, const struct disco_facts *f, uint64_t now)
     disco_cand_expire(&p->disco.state, now);
     n = targets(p, f->path == DISCO_PATH_DIRECT, t);
     for (unsigned i = 0; i < n; i++)
-        if (p->path.via || !is_endpoint(p, &t[i]))
+        if (p->path.via || !discovery_is_endpoint(p, &t[i]))
             send_probe(p, &t[i], false, now);
 }
 
@@ -1203,7 +1016,7 @@ static void challenge(struct peer *p, uint64_t now)
 
     if (now < challenge_at(p, now))
         return;
-    if (!from_disco(&to, &ep) || path_proven(p, &ep)) {
+    if (!discovery_from_disco(&to, &ep) || path_proven(p, &ep)) {
         disco_unproven_clear(&p->path.unproven);
         return;
     }
@@ -1230,15 +1043,15 @@ void discovery_timers(struct peer *p, uint64_t now)
     if (disco_relay_trial_over(&p->disco.relays, now)) {
         p->dev->stats.relay_trials_failed++;
         if (!discovery_working(p, now))
-            try_relay(p, now);
+            discovery_try_relay(p, now);
     }
     /* The relay in use lost its own session with us, or the peer stopped
      * answering through it (whatever the relay says of itself): dropped,
      * and the next tried at once. */
-    if (p->path.via && (!relay_good(p->path.via, now) ||
+    if (p->path.via && (!discovery_relay_good(p->path.via, now) ||
                         (peer_can_send(p, now) && !discovery_working(p, now)))) {
         path_drop_relay(p, now);
-        try_relay(p, now);
+        discovery_try_relay(p, now);
     }
     facts_of(p, now, &f);
     /* A session whose path stopped answering: find another. */
@@ -1246,7 +1059,7 @@ void discovery_timers(struct peer *p, uint64_t now)
         discovery_want_session(p, false, now);
     act = disco_tick(&p->disco.state, &f, p->dev->disco.gen, now);
     if ((act & DISCO_DO_RELAY) && !disco_relay_on_trial(&p->disco.relays, now) &&
-        try_relay(p, now)) {
+        discovery_try_relay(p, now)) {
         /* the initiation went to the candidates too */
     } else if (act & DISCO_DO_PUNCH) {
         p->dev->disco.core->punch(p, now);
