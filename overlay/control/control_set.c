@@ -87,7 +87,7 @@ static int on_allowed_ip(void *ctx, int family, const uint8_t *addr, unsigned ci
 
     memcpy(a.bytes, addr, family == AF_INET6 ? 16 : 4);
     if (cidr != (family == AF_INET6 ? 128u : 32u) ||
-        !cluster_addr_equal(&a, &c->peer->address))
+        !cluster_addr_equal(&a, &c->peer->member.address))
         return -EINVAL;
     return 0;
 }

@@ -53,14 +53,15 @@ static void peer_labels_open(FILE *f, const struct device *dev, const struct pee
     char addr[CLUSTER_HOST_MAX + 3], allowed[CLUSTER_HOST_MAX + 8];
 
     sodium_bin2base64(key, sizeof(key), p->public_key, WG_KEY_LEN, sodium_base64_VARIANT_ORIGINAL);
-    if (cluster_addr_format(&p->address, addr, sizeof(addr)) < 0)
+    if (cluster_addr_format(&p->member.address, addr, sizeof(addr)) < 0)
         addr[0] = '\0';
-    snprintf(allowed, sizeof(allowed), "%s/%u", addr, p->address.family == AF_INET6 ? 128 : 32);
+    snprintf(allowed, sizeof(allowed), "%s/%u", addr,
+             p->member.address.family == AF_INET6 ? 128 : 32);
     fputc('{', f);
     put_label(f, "interface", dev->ifname, true);
     put_label(f, "public_key", key, false);
     put_label(f, "allowed_ips", allowed, false);
-    put_label(f, "friendly_name", p->name, false);
+    put_label(f, "friendly_name", p->member.name, false);
 }
 
 static void peer_sample(FILE *f, const struct device *dev, const struct peer *p,
@@ -79,19 +80,20 @@ struct peer_family {
     bool (*has)(const struct peer *p);
 };
 
-static double sent_bytes(const struct peer *p) { return (double)p->tx_bytes; }
-static double received_bytes(const struct peer *p) { return (double)p->rx_bytes; }
-static double handshakes_sent(const struct peer *p) { return (double)p->handshakes_sent; }
-static double handshakes_done(const struct peer *p) { return (double)p->handshakes_completed; }
-static double rtt(const struct peer *p) { return (double)p->disco.rtt_ns / NS_PER_SEC_F; }
-static bool has_rtt(const struct peer *p) { return p->disco.rtt_ns != 0; }
+static double sent_bytes(const struct peer *p) { return (double)p->live.tx_bytes; }
+static double received_bytes(const struct peer *p) { return (double)p->live.rx_bytes; }
+static double handshakes_sent(const struct peer *p) { return (double)p->wg.handshakes_sent; }
+static double handshakes_done(const struct peer *p) { return (double)p->wg.handshakes_completed; }
+static double rtt(const struct peer *p) { return (double)p->disco.state.rtt_ns / NS_PER_SEC_F; }
+static bool has_rtt(const struct peer *p) { return p->disco.state.rtt_ns != 0; }
 static double mtu(const struct peer *p) { return path_mtu(p); }
 static bool has_mtu(const struct peer *p) { return path_usable(p); }
-static double reachable(const struct peer *p) { return p->reachable && !p->no_answer; }
+static double reachable(const struct peer *p) { return p->live.reachable && !p->wg.no_answer; }
 
 static double latest_handshake(const struct peer *p)
 {
-    return (double)p->last_handshake.tv_sec + (double)p->last_handshake.tv_nsec / NS_PER_SEC_F;
+    return (double)p->wg.last_handshake.tv_sec +
+           (double)p->wg.last_handshake.tv_nsec / NS_PER_SEC_F;
 }
 
 static const struct peer_family peer_families[] = {
@@ -141,7 +143,7 @@ static void put_paths(FILE *f, const struct device *dev)
         fputs("ddpnet_peer_path", f);
         peer_labels_open(f, dev, p);
         put_label(f, "path", path ? path : "none", false);
-        put_label(f, "via", relay ? p->via->name : "", false);
+        put_label(f, "via", relay ? p->path.via->member.name : "", false);
         fputs("} 1\n", f);
     }
 }

@@ -26,12 +26,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "crypto/wg_const.h"
+
 #define RATELIMIT_PER_SEC    20u     /* steady rate per source */
 #define RATELIMIT_BURST      5u      /* tokens a new or idle source starts with */
 #define RATELIMIT_TABLE_MAX  8192u   /* sources tracked at once */
 #define RATELIMIT_PROBE_MAX  32u
-#define RATELIMIT_IDLE_NS    UINT64_C(1000000000)
-#define RATELIMIT_GC_NS      UINT64_C(1000000000)
+#define RATELIMIT_IDLE_NS    WG_NSEC_PER_SEC
+#define RATELIMIT_GC_NS      WG_NSEC_PER_SEC
 #define RATELIMIT_KEY_LEN    9u      /* family, then 8 bytes: an IPv4 address or an IPv6 /64 */
 
 struct ratelimit_entry {

@@ -63,10 +63,10 @@ static void reset_peers(void)
 
         memset(p, 0, sizeof(*p));
         p->dev = &dev;
-        snprintf(p->name, sizeof(p->name), "%s", n->name);
+        snprintf(p->member.name, sizeof(p->member.name), "%s", n->name);
         memcpy(p->public_key, n->public_key, WG_KEY_LEN);
-        p->address = n->address;
-        p->endpoint.sa.sa_family = AF_UNSPEC;
+        p->member.address = n->address;
+        p->path.endpoint.sa.sa_family = AF_UNSPEC;
     }
 }
 
@@ -95,8 +95,8 @@ static void check_device(void)
     size_t len = 0;
 
     for (size_t i = 0; i < N_PEERS; i++)
-        if (strcmp(peers[i]->name, dev.cluster.nodes[i + 1].name) ||
-            !cluster_addr_equal(&peers[i]->address, &dev.cluster.nodes[i + 1].address))
+        if (strcmp(peers[i]->member.name, dev.cluster.nodes[i + 1].name) ||
+            !cluster_addr_equal(&peers[i]->member.address, &dev.cluster.nodes[i + 1].address))
             abort();
     if (control_get_ddpnet(&dev, FUZZ_NOW_NS, &out, &len) != 0)
         abort();

@@ -153,18 +153,18 @@ static int setup(void **state)
 
     b = f->peers[0];
     peer_fixture_endpoint4(b, "192.0.2.2", 51820);
-    b->last_handshake.tv_sec = HS_SEC;
-    b->last_handshake.tv_nsec = 5;
-    b->reachable = true;
-    b->rx_bytes = 1000;
-    b->tx_bytes = 2000;
-    b->persistent_keepalive = 25;
+    b->wg.last_handshake.tv_sec = HS_SEC;
+    b->wg.last_handshake.tv_nsec = 5;
+    b->live.reachable = true;
+    b->live.rx_bytes = 1000;
+    b->live.tx_bytes = 2000;
+    b->wg.persistent_keepalive = 25;
     /* 85 Mbit/s in, 1 kbit/s out, over a window that began a second ago. */
-    b->rx_rate = (struct rate){ NOW_NS - WG_NSEC_PER_SEC, 0, 10625000 };
-    b->tx_rate = (struct rate){ NOW_NS - WG_NSEC_PER_SEC, 0, 125 };
-    b->disco.rtt_ns = 1234567;    /* shown in whole microseconds */
-    f->peers[1]->rx_rate.window_start_ns = NOW_NS - WG_NSEC_PER_SEC;
-    f->peers[1]->tx_rate.window_start_ns = NOW_NS - WG_NSEC_PER_SEC;
+    b->live.rx_rate = (struct rate){ NOW_NS - WG_NSEC_PER_SEC, 0, 10625000 };
+    b->live.tx_rate = (struct rate){ NOW_NS - WG_NSEC_PER_SEC, 0, 125 };
+    b->disco.state.rtt_ns = 1234567;    /* shown in whole microseconds */
+    f->peers[1]->live.rx_rate.window_start_ns = NOW_NS - WG_NSEC_PER_SEC;
+    f->peers[1]->live.tx_rate.window_start_ns = NOW_NS - WG_NSEC_PER_SEC;
     *state = f;
     return 0;
 }
@@ -340,8 +340,8 @@ static void test_get_wg_compatible(void **state)
     size_t n_lines = 0;
 
     NEED_ROOT();
-    f->peers[1]->has_psk = true;
-    memset(f->peers[1]->handshake.psk, 0x55, WG_KEY_LEN);
+    f->peers[1]->wg.has_psk = true;
+    memset(f->peers[1]->wg.handshake.psk, 0x55, WG_KEY_LEN);
     resp = exchange(&f->dev, "get=1\n\n");
     assert_non_null(strstr(resp, "public_key=" C_HEX "\npreshared_key=" PSK_HEX "\n"
                                  "protocol_version=1\n"));
@@ -371,12 +371,12 @@ static void test_get_wg_ipv6(void **state)
     char *resp;
 
     NEED_ROOT();
-    c->address.family = AF_INET6;
-    inet_pton(AF_INET6, "fd77::3", c->address.bytes);
-    c->endpoint.in6.sin6_family = AF_INET6;
-    c->endpoint.in6.sin6_port = htons(51821);
-    c->endpoint.in6.sin6_scope_id = 7;
-    inet_pton(AF_INET6, "fe80::3", &c->endpoint.in6.sin6_addr);
+    c->member.address.family = AF_INET6;
+    inet_pton(AF_INET6, "fd77::3", c->member.address.bytes);
+    c->path.endpoint.in6.sin6_family = AF_INET6;
+    c->path.endpoint.in6.sin6_port = htons(51821);
+    c->path.endpoint.in6.sin6_scope_id = 7;
+    inet_pton(AF_INET6, "fe80::3", &c->path.endpoint.in6.sin6_addr);
     resp = exchange(&f->dev, "get=1\n\n");
     assert_non_null(strstr(resp, "endpoint=[fe80::3%7]:51821\n"));
     assert_non_null(strstr(resp, "allowed_ip=fd77::3/128\nerrno=0\n\n"));
@@ -413,25 +413,25 @@ static void test_get_sized_for_many_peers(void **state)
 
     assert_non_null(big);
     assert_non_null(many);
-    memset(big->name, 'n', CLUSTER_NAME_MAX);
+    memset(big->member.name, 'n', CLUSTER_NAME_MAX);
     memset(big->public_key, 0xff, WG_KEY_LEN);
-    big->has_psk = true;
-    memset(big->handshake.psk, 0xff, WG_KEY_LEN);
-    big->address.family = AF_INET6;
-    memset(big->address.bytes, 0xff, sizeof(big->address.bytes));
-    big->endpoint.in6.sin6_family = AF_INET6;
-    big->endpoint.in6.sin6_port = htons(65535);
-    big->endpoint.in6.sin6_scope_id = UINT32_MAX;
-    memset(&big->endpoint.in6.sin6_addr, 0xff, sizeof(big->endpoint.in6.sin6_addr));
-    big->last_handshake.tv_sec = INT64_MAX;
-    big->last_handshake.tv_nsec = 999999999;
-    big->rx_bytes = big->tx_bytes = UINT64_MAX;
-    big->persistent_keepalive = UINT16_MAX;
-    big->rx_rate = big->tx_rate = (struct rate){ NOW_NS, 0, UINT64_MAX };
+    big->wg.has_psk = true;
+    memset(big->wg.handshake.psk, 0xff, WG_KEY_LEN);
+    big->member.address.family = AF_INET6;
+    memset(big->member.address.bytes, 0xff, sizeof(big->member.address.bytes));
+    big->path.endpoint.in6.sin6_family = AF_INET6;
+    big->path.endpoint.in6.sin6_port = htons(65535);
+    big->path.endpoint.in6.sin6_scope_id = UINT32_MAX;
+    memset(&big->path.endpoint.in6.sin6_addr, 0xff, sizeof(big->path.endpoint.in6.sin6_addr));
+    big->wg.last_handshake.tv_sec = INT64_MAX;
+    big->wg.last_handshake.tv_nsec = 999999999;
+    big->live.rx_bytes = big->live.tx_bytes = UINT64_MAX;
+    big->wg.persistent_keepalive = UINT16_MAX;
+    big->live.rx_rate = big->live.tx_rate = (struct rate){ NOW_NS, 0, UINT64_MAX };
     /* Relayed through a peer with the longest name, the longest rtt. */
     big->dev = &f->dev;
-    big->via = big;
-    big->disco.rtt_ns = UINT64_MAX;
+    big->path.via = big;
+    big->disco.state.rtt_ns = UINT64_MAX;
     for (size_t i = 0; i < N; i++)
         many[i] = big;
     f->dev.peers = many;
@@ -469,7 +469,7 @@ static void test_get_bad_arguments(void **state)
     assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), -EINVAL);
     f->dev.self = self;
     /* An address that cannot be written spoils the response: no half answer. */
-    f->peers[1]->address.family = AF_UNSPEC;
+    f->peers[1]->member.address.family = AF_UNSPEC;
     assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), -ENOBUFS);
     assert_null(out);
 }
@@ -491,7 +491,7 @@ static void test_get_ddpnet_stale_rate(void **state)
     char *out = NULL;
     size_t len = 0;
 
-    f->peers[0]->rx_rate.window_start_ns = NOW_NS - 10 * WG_NSEC_PER_SEC;
+    f->peers[0]->live.rx_rate.window_start_ns = NOW_NS - 10 * WG_NSEC_PER_SEC;
     assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), 0);
     out[len - 1] = '\0';
     assert_non_null(strstr(out, "name=gpu-b\n"));
@@ -509,15 +509,15 @@ static void test_get_ddpnet_relayed(void **state)
     char *out = NULL;
     size_t len = 0;
 
-    c->via = f->peers[0];
-    c->disco.rtt_ns = 5470999;
+    c->path.via = f->peers[0];
+    c->disco.state.rtt_ns = 5470999;
     /* Before its first handshake: somewhere to send, nothing proven. */
     assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), 0);
     out[len - 1] = '\0';
     assert_non_null(strstr(out, "name=gpu-c\naddress=10.77.0.3\nendpoint=192.0.2.2:51820\n"
                                 "path=waiting\npath_mtu=1308\n"));
     free(out);
-    c->reachable = true;
+    c->live.reachable = true;
     assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), 0);
     out[len - 1] = '\0';
     assert_non_null(strstr(out, "name=gpu-c\naddress=10.77.0.3\nendpoint=192.0.2.2:51820\n"
@@ -529,8 +529,8 @@ static void test_get_ddpnet_relayed(void **state)
     sodium_memzero(out, len);
     free(out);
 
-    c->via = NULL;
-    c->disco.rtt_ns = 0;
+    c->path.via = NULL;
+    c->disco.state.rtt_ns = 0;
     assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), 0);
     out[len - 1] = '\0';
     assert_non_null(strstr(out, "name=gpu-c\naddress=10.77.0.3\nlast_handshake"));
@@ -828,28 +828,28 @@ static void test_set_changes_peer(void **state)
                     "set=1\npublic_key=" C_HEX "\nendpoint=198.51.100.7:4242\n"
                     "persistent_keepalive_interval=17\npreshared_key=" PSK_HEX "\n\n",
                     "errno=0\n\n");
-    assert_int_equal(c->endpoint.sa.sa_family, AF_INET);
-    assert_int_equal(ntohs(c->endpoint.in4.sin_port), 4242);
-    inet_ntop(AF_INET, &c->endpoint.in4.sin_addr, addr, sizeof(addr));
+    assert_int_equal(c->path.endpoint.sa.sa_family, AF_INET);
+    assert_int_equal(ntohs(c->path.endpoint.in4.sin_port), 4242);
+    inet_ntop(AF_INET, &c->path.endpoint.in4.sin_addr, addr, sizeof(addr));
     assert_string_equal(addr, "198.51.100.7");
-    assert_int_equal(c->persistent_keepalive, 17);
-    assert_int_equal(c->timers.persistent_keepalive, NOW_NS + 17 * WG_NSEC_PER_SEC);
-    assert_true(c->has_psk);
+    assert_int_equal(c->wg.persistent_keepalive, 17);
+    assert_int_equal(c->wg.timers.persistent_keepalive, NOW_NS + 17 * WG_NSEC_PER_SEC);
+    assert_true(c->wg.has_psk);
     for (unsigned i = 0; i < WG_KEY_LEN; i++)
-        assert_int_equal(c->handshake.psk[i], 0x55);
+        assert_int_equal(c->wg.handshake.psk[i], 0x55);
     /* The other peer is untouched. */
-    assert_int_equal(ntohs(f->peers[0]->endpoint.in4.sin_port), 51820);
-    assert_int_equal(f->peers[0]->persistent_keepalive, 25);
-    assert_false(f->peers[0]->has_psk);
+    assert_int_equal(ntohs(f->peers[0]->path.endpoint.in4.sin_port), 51820);
+    assert_int_equal(f->peers[0]->wg.persistent_keepalive, 25);
+    assert_false(f->peers[0]->wg.has_psk);
 
     /* A zero key removes the psk; keepalive 0 turns it off. */
     expect_exchange(&f->dev,
                     "set=1\npublic_key=" C_HEX "\npreshared_key=" ZERO_HEX "\n"
                     "persistent_keepalive_interval=0\n\n",
                     "errno=0\n\n");
-    assert_false(c->has_psk);
-    assert_int_equal(c->persistent_keepalive, 0);
-    assert_int_equal(c->timers.persistent_keepalive, 0);
+    assert_false(c->wg.has_psk);
+    assert_int_equal(c->wg.persistent_keepalive, 0);
+    assert_int_equal(c->wg.timers.persistent_keepalive, 0);
 }
 
 /* What `wg set ddp0 peer KEY allowed-ips ADDR/32 endpoint [v6]:p` sends. */
@@ -865,10 +865,10 @@ static void test_set_as_wg_sends_it(void **state)
                     "endpoint=[2001:db8::2]:51820\nreplace_allowed_ips=true\n"
                     "allowed_ip=10.77.0.2/32\nprotocol_version=1\n\n",
                     "errno=0\n\n");
-    assert_int_equal(b->endpoint.sa.sa_family, AF_INET6);
-    inet_ntop(AF_INET6, &b->endpoint.in6.sin6_addr, addr, sizeof(addr));
+    assert_int_equal(b->path.endpoint.sa.sa_family, AF_INET6);
+    inet_ntop(AF_INET6, &b->path.endpoint.in6.sin6_addr, addr, sizeof(addr));
     assert_string_equal(addr, "2001:db8::2");
-    assert_int_equal(b->address.family, AF_INET);   /* unchanged */
+    assert_int_equal(b->member.address.family, AF_INET);   /* unchanged */
 }
 
 static void test_set_unknown_peer(void **state)
@@ -884,8 +884,8 @@ static void test_set_unknown_peer(void **state)
     snprintf(req, sizeof(req), "set=1\npublic_key=%s\npersistent_keepalive_interval=1\n\n",
              self_hex);
     expect_exchange(&f->dev, req, "errno=-2\n\n");
-    assert_int_equal(f->peers[0]->persistent_keepalive, 25);
-    assert_int_equal(f->peers[1]->persistent_keepalive, 0);
+    assert_int_equal(f->peers[0]->wg.persistent_keepalive, 25);
+    assert_int_equal(f->peers[1]->wg.persistent_keepalive, 0);
 }
 
 static void test_set_allowed_ip_only_own(void **state)
@@ -905,8 +905,8 @@ static void test_set_allowed_ip_only_own(void **state)
                     "errno=-22\n\n");
     expect_exchange(&f->dev, "set=1\npublic_key=" B_HEX "\nallowed_ip=10.77.0.2/32\n\n",
                     "errno=0\n\n");
-    f->peers[0]->address.family = AF_INET6;
-    inet_pton(AF_INET6, "fd77::2", f->peers[0]->address.bytes);
+    f->peers[0]->member.address.family = AF_INET6;
+    inet_pton(AF_INET6, "fd77::2", f->peers[0]->member.address.bytes);
     expect_exchange(&f->dev, "set=1\npublic_key=" B_HEX "\nallowed_ip=fd77::2/128\n\n",
                     "errno=0\n\n");
     expect_exchange(&f->dev, "set=1\npublic_key=" B_HEX "\nallowed_ip=fd77::2/64\n\n",
@@ -936,7 +936,7 @@ static void test_set_unsupported(void **state)
             fail_msg("request %zu answered '%s'", i, resp);
         free(resp);
     }
-    assert_int_equal(ntohs(f->peers[0]->endpoint.in4.sin_port), 51820);
+    assert_int_equal(ntohs(f->peers[0]->path.endpoint.in4.sin_port), 51820);
     assert_int_equal(f->dev.listen_port, 51820);
     expect_exchange(&f->dev, "set=1\nlisten_port=51820\n\n", "errno=0\n\n");
     expect_exchange(&f->dev, "set=1\n\n", "errno=0\n\n");
@@ -953,8 +953,8 @@ static void test_set_stops_at_unknown_peer(void **state)
                     "public_key=" NONE_HEX "\npersistent_keepalive_interval=8\n"
                     "public_key=" C_HEX "\npersistent_keepalive_interval=7\n\n",
                     "errno=-2\n\n");
-    assert_int_equal(f->peers[0]->persistent_keepalive, 9);
-    assert_int_equal(f->peers[1]->persistent_keepalive, 0);
+    assert_int_equal(f->peers[0]->wg.persistent_keepalive, 9);
+    assert_int_equal(f->peers[1]->wg.persistent_keepalive, 0);
 }
 
 static void test_set_bad_arguments(void **state)
