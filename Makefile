@@ -47,6 +47,16 @@ export DDPNET_VECTORS := $(VECTORS)
 FUZZ_SECONDS ?= 300
 FUZZ_SMOKE_SECONDS ?= 10
 
+# The version, from one place: the VERSION file, or `git describe` where
+# the checkout has that version's tag (v0.4.0: then 0.4.0-3-gabc1234 three
+# commits on, -dirty with uncommitted changes). overlay/base/version.c
+# alone is built with it; build/version.txt changes only when it does, so
+# a new version rebuilds that one object. The Debian package is
+# VERSION's (dist/dist.mk), as dist/deb/changelog must name it.
+VERSION_FILE := $(shell cat VERSION)
+VERSION      := $(or $(shell git describe --tags --match 'v$(VERSION_FILE)' --dirty 2>/dev/null | \
+                  sed 's/^v//'),$(VERSION_FILE))
+
 # Everything but the CLI entry point is library code that tests link against.
 MODULE_SRC  := $(wildcard crypto/*.c config/*.c tun/*.c) \
                $(filter-out overlay/cli/main.c,$(wildcard overlay/*/*.c))
@@ -128,6 +138,16 @@ build/plain/%.o: %.c
 
 build/asan/%.o: %.c
 	$(call quiet,CC-SAN,$<)mkdir -p $(dir $@) && $(CC) $(ALL_CFLAGS) $(SAN) -c $< -o $@
+
+build/version.txt: FORCE
+	$(Q)mkdir -p build && { [ "$$(cat $@ 2>/dev/null)" = '$(VERSION)' ] || echo '$(VERSION)' > $@; }
+build/%/overlay/base/version.o: build/version.txt
+build/%/overlay/base/version.o: CSTD += -DDDPNET_VERSION='"$(VERSION)"'
+.PHONY: FORCE version
+FORCE:
+# What the build would call itself (make version).
+version:
+	@echo '$(VERSION)'
 
 $(PLAIN_LIB): $(MODULE_SRC:%.c=build/plain/%.o)
 	$(call quiet,AR,$@)rm -f $@ && ar rcs $@ $^
@@ -214,7 +234,8 @@ fuzz-smoke: $(FUZZERS)
 clean:
 	rm -rf build bin
 
--include $(shell find build -name '*.d' 2>/dev/null)
+# Not under build/systemd-root: the boot test's Debian trees (rc2.d...).
+-include $(shell find build -path build/systemd-root -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # --- benchmarks (root, network namespaces; not part of `make test`) ----------
 

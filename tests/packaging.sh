@@ -257,9 +257,16 @@ ok "bash completion offers the verbs, each verb's options, interfaces, files and
 
 make --no-print-directory deb >"$tmp/deb.log" 2>&1 || fail "make deb: $(tail -n 5 "$tmp/deb.log")"
 deb=$(sed -n 's/^built //p' "$tmp/deb.log")
-# The version `ddpnet --version` prints, with the Debian revision 1.
-upstream=$(sed -n 's/^#define DDPNET_VERSION "\(.*\)"$/\1/p' overlay/cli/main.c)
-[[ $(bin/ddpnet --version) == "ddpnet $upstream" ]] || fail "bin/ddpnet --version is not $upstream"
+# The VERSION file's version, with the Debian revision 1; `ddpnet
+# --version` says it too, or git describe's name of a commit past its tag
+# (the Makefile), and CHANGELOG.md's latest section is it.
+upstream=$(cat VERSION)
+built=$(make --no-print-directory -s version)
+[[ $built == "$upstream" || $built == "$upstream"-* ]] ||
+    fail "make version says $built, not VERSION's $upstream or a name past its tag"
+[[ $(bin/ddpnet --version) == "ddpnet $built" ]] || fail "bin/ddpnet --version is not $built"
+grep -m1 '^## ' CHANGELOG.md | grep -q "^## $upstream " ||
+    fail "CHANGELOG.md's latest section is not $upstream: $(grep -m1 '^## ' CHANGELOG.md)"
 version=$upstream-1
 arch=$(dpkg --print-architecture)
 [[ $deb == "build/ddpnet_${version}_${arch}.deb" && -f $deb ]] ||
