@@ -6,6 +6,7 @@
 #   make fuzz       each libFuzzer harness for FUZZ_SECONDS (default 300)
 #   make test       everything the project tests (check-layers, unit, fuzz-smoke, mutants, e2e)
 #   make mutants    each central check deleted in turn: some test must fail (tests/mutants.list)
+#   make spdx       add the SPDX licence line to source files that lack it (make spdx-check checks)
 #   make clean
 # Quiet unless V=1. Warnings are errors.
 
@@ -174,7 +175,7 @@ unit-asan: $(ASAN_TESTS)
 
 # deps-test first: what the tests run is installed (root) where missing.
 test: deps-test
-test: check-layers unit packaging fuzz-smoke mutants
+test: check-layers spdx-check unit packaging fuzz-smoke mutants
 test: e2e
 
 # Each central check deleted in turn; the tests that must notice it
@@ -186,6 +187,14 @@ mutants:
 # The shape of the tree: which folder may include which (HACKING.md).
 check-layers:
 	$(Q)tests/check_layers.sh
+
+# Every source file's licence line (LICENSE: MIT): spdx-check fails naming
+# each file without it; spdx adds it where it is missing.
+.PHONY: spdx spdx-check
+spdx-check:
+	$(Q)tests/spdx.sh
+spdx:
+	$(Q)tests/spdx.sh --add
 
 # --- the AEAD benchmark (bench/aead_bench.c; `make bench` builds and runs it) ----
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ddpnet's version (version.h): the Makefile defines DDPNET_VERSION for
  * this file alone. */
 #include "overlay/base/version.h"

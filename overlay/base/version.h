@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ddpnet's version and its control protocol's, each named in one place.
  *
  * The version comes from the VERSION file at the top of the tree, or from
