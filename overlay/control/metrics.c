@@ -10,6 +10,7 @@
 
 #include <sodium.h>
 
+#include "overlay/base/version.h"
 #include "overlay/control/control_int.h"
 #include "overlay/control/metrics.h"
 #include "overlay/engine/device.h"
@@ -222,6 +223,11 @@ static void put_device(FILE *f, const struct device *dev)
     put_label(f, "interface", dev->ifname, true);
     put_label(f, "node", dev->self ? dev->self->name : "", false);
     fputs("} 1\n", f);
+    family(f, "ddpnet_build_info", "gauge",
+           "1, with the running daemon's version and control protocol as labels.");
+    fputs("ddpnet_build_info{", f);
+    put_label(f, "version", ddpnet_version, true);
+    fprintf(f, ",control_protocol=\"%u\"} 1\n", DDPNET_CONTROL_PROTOCOL);
     family(f, "ddpnet_peers", "gauge", "Peers in the cluster, this node not counted.");
     device_sample(f, dev, "ddpnet_peers", NULL, NULL, dev->n_peers);
     if (pool) {

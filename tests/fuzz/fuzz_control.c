@@ -82,9 +82,18 @@ static void run_requests(const char *buf, size_t len)
             return;
         if (consumed == 0 || consumed > len - pos)
             abort();
+        /* After a protocol line, if any (control.h), as the server does. */
+        size_t head = control_protocol_head(buf + pos, consumed);
+        if (op == CONTROL_PROTOCOL_OP) {
+            if (head != consumed)
+                abort();
+            return;   /* another protocol: refused, and hung up on */
+        }
+        if (head >= consumed)
+            abort();
         if (op == CONTROL_SET_WG)
-            control_set(&dev, buf + pos + UAPI_OP_LINE_LEN, consumed - UAPI_OP_LINE_LEN,
-                        FUZZ_NOW_NS);
+            control_set(&dev, buf + pos + head + UAPI_OP_LINE_LEN,
+                        consumed - head - UAPI_OP_LINE_LEN, FUZZ_NOW_NS);
         pos += consumed;
     }
 }

@@ -28,6 +28,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
+#include "overlay/base/version.h"
 #include "overlay/cli/cli.h"
 #include "overlay/control/control.h"
 #include "overlay/control/control_int.h"
@@ -597,6 +598,44 @@ static void test_frame(void **state)
     assert_int_equal(control_frame("get=1\n\n", 7, &op, NULL), -EINVAL);
 }
 
+/* A protocol line before a request: the request framed after it, or,
+ * naming another protocol, refused unread. */
+static void test_frame_protocol(void **state)
+{
+    enum control_op op = CONTROL_SET_WG;
+    size_t consumed = 0;
+    char req[64];
+    int n;
+
+    (void)state;
+    n = snprintf(req, sizeof(req), "protocol=%u\nget=ddpnet\n\n", DDPNET_CONTROL_PROTOCOL);
+    for (int i = 1; i < n; i++)
+        assert_int_equal(control_frame(req, (size_t)i, &op, &consumed), -EAGAIN);
+    assert_int_equal(control_frame(req, (size_t)n, &op, &consumed), 0);
+    assert_int_equal(op, CONTROL_GET_DDPNET_OP);
+    assert_int_equal(consumed, n);
+    assert_int_equal(control_protocol_head(req, (size_t)n), n - 12);
+    n = snprintf(req, sizeof(req), "protocol=%u\nset=ddpnet-cluster\nlength=2\nab",
+                 DDPNET_CONTROL_PROTOCOL);
+    assert_int_equal(control_frame(req, (size_t)n, &op, &consumed), 0);
+    assert_int_equal(op, CONTROL_RELOAD_OP);
+    assert_int_equal(consumed, n);
+    /* Another number: refused after its line, whatever follows. */
+    n = snprintf(req, sizeof(req), "protocol=%u\nget=ddpnet-v9 whatever", DDPNET_CONTROL_PROTOCOL + 1);
+    assert_int_equal(control_frame(req, (size_t)n, &op, &consumed), 0);
+    assert_int_equal(op, CONTROL_PROTOCOL_OP);
+    assert_int_equal(consumed, strlen("protocol=2\n") + (DDPNET_CONTROL_PROTOCOL + 1 >= 10));
+    assert_int_equal(control_frame("protocol=0\n", 11, &op, &consumed), 0);
+    assert_int_equal(op, CONTROL_PROTOCOL_OP);
+    /* Bad lines. */
+    assert_int_equal(control_frame("protocol=\n", 10, &op, &consumed), -EINVAL);
+    assert_int_equal(control_frame("protocol=1x\n", 12, &op, &consumed), -EINVAL);
+    assert_int_equal(control_frame("protocol=123456789\n", 19, &op, &consumed), -EINVAL);
+    assert_int_equal(control_frame("protocol=1\nhello\n\n", 18, &op, &consumed), -EINVAL);
+    assert_int_equal(control_frame("protocoX=1\n", 11, &op, &consumed), -EINVAL);
+    assert_int_equal(control_protocol_head("get=1\n\n", 7), 0);
+}
+
 /* Requests on one connection are answered in order. */
 static void test_pipelined(void **state)
 {
@@ -1144,6 +1183,102 @@ static void test_request_bad_answers(void **state)
     big.canned_len = CONTROL_RESPONSE_MAX + 4096;
     assert_int_equal(request_with(f, &big, "get=1\n\n", &resp), -EMSGSIZE);
     free(huge);
+}
+
+/* control_request_ddpnet against a server thread on a fresh socket. */
+static int request_ddpnet_with(struct fx *f, struct srv *s, const char *req, char **resp,
+                               unsigned *theirs)
+{
+    char path[128];
+    pthread_t t;
+    int ret;
+
+    if (!f->dir[0])
+        make_dir(f);
+    sock_path(f, path, sizeof(path), s->env ? "ddp0.env" : "ddp0.sock");
+    unlink(path);
+    s->dev = &f->dev;
+    s->lfd = s->env ? control_listen_env(path) : control_listen(path);
+    assert_true(s->lfd >= 0);
+    assert_int_equal(pthread_create(&t, NULL, srv_run, s), 0);
+    ret = control_request_ddpnet(path, req, -1, resp, theirs);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    close(s->lfd);
+    return ret;
+}
+
+/* A daemon of this protocol: its line taken off the answer; a request
+ * of another number refused with the daemon's own. */
+static void test_request_protocol_live(void **state)
+{
+    struct fx *f = *state;
+    struct srv s = { .mode = SRV_SERVE };
+    unsigned theirs = 12345;
+    char *resp = NULL, want[64];
+
+    NEED_ROOT();
+    assert_int_equal(request_ddpnet_with(f, &s, CONTROL_GET_DDPNET "\n", &resp, &theirs), 0);
+    assert_int_equal(theirs, DDPNET_CONTROL_PROTOCOL);
+    assert_string_equal(resp, get_ddpnet_expected);
+    free(resp);
+    /* The env socket takes the line too. */
+    s.env = true;
+    assert_int_equal(request_ddpnet_with(f, &s, CONTROL_GET_ENV "\n", &resp, &theirs), 0);
+    assert_non_null(strstr(resp, "interface=ddp0\n"));
+    free(resp);
+    s.env = false;
+    /* A CLI of the next protocol. */
+    snprintf(want, sizeof(want), "protocol=%u\n" CONTROL_GET_DDPNET "\n", DDPNET_CONTROL_PROTOCOL + 1);
+    assert_int_equal(request_with(f, &s, want, &resp), 0);
+    snprintf(want, sizeof(want), "protocol=%u\nerrno=%d\n\n", DDPNET_CONTROL_PROTOCOL,
+             -EPROTONOSUPPORT);
+    assert_string_equal(resp, want);
+    free(resp);
+    /* wg and a CLI before the numbers: as before, no line added. */
+    assert_int_equal(request_with(f, &s, CONTROL_GET_DDPNET "\n", &resp), 0);
+    assert_string_equal(resp, get_ddpnet_expected);
+    free(resp);
+}
+
+/* Fake daemons of other protocols: refused, and the person told which
+ * side is older and what to restart. */
+static void test_request_protocol_mismatch(void **state)
+{
+    struct fx *f = *state;
+    char newer[64], same[64], line[CLI_PROTOCOL_LINE_MAX], want[CLI_PROTOCOL_LINE_MAX];
+    int n_newer = snprintf(newer, sizeof(newer), "protocol=%u\nerrno=%d\n\n",
+                           DDPNET_CONTROL_PROTOCOL + 1, -EPROTONOSUPPORT);
+    int n_same = snprintf(same, sizeof(same), "protocol=%u\nerrno=0\n\n", DDPNET_CONTROL_PROTOCOL);
+    struct srv next = { .mode = SRV_CANNED, .canned = newer, .canned_len = (size_t)n_newer };
+    struct srv old = { .mode = SRV_CANNED, .canned = "errno=-22\n\n", .canned_len = 11 };
+    struct srv ok = { .mode = SRV_CANNED, .canned = same, .canned_len = (size_t)n_same };
+    unsigned theirs = 12345;
+    char *resp = (char *)"untouched";
+
+    assert_int_equal(request_ddpnet_with(f, &next, CONTROL_GET_DDPNET "\n", &resp, &theirs),
+                     -EPROTONOSUPPORT);
+    assert_null(resp);
+    assert_int_equal(theirs, DDPNET_CONTROL_PROTOCOL + 1);
+    assert_int_equal(request_ddpnet_with(f, &old, CONTROL_GET_DDPNET "\n", &resp, &theirs),
+                     -EPROTONOSUPPORT);
+    assert_null(resp);
+    assert_int_equal(theirs, 0);
+    assert_int_equal(request_ddpnet_with(f, &ok, CONTROL_GET_DDPNET "\n", &resp, &theirs), 0);
+    assert_string_equal(resp, "errno=0\n\n");
+    free(resp);
+
+    control_protocol_message(line, sizeof(line), DDPNET_CONTROL_PROTOCOL + 1, "ddp0");
+    snprintf(want, sizeof(want), "the daemon of ddp0 speaks control protocol %u, this ddpnet %u: "
+             "this ddpnet is older than the daemon; run the ddpnet the daemon was started from",
+             DDPNET_CONTROL_PROTOCOL + 1, DDPNET_CONTROL_PROTOCOL);
+    assert_string_equal(line, want);
+    control_protocol_message(line, sizeof(line), 0, "ddp1");
+    assert_non_null(strstr(line, "restart the daemon (systemctl restart ddpnet@ddp1)"));
+    assert_non_null(strstr(line, "from before numbered control protocols"));
+    /* An older daemon than this CLI (after a package upgrade). */
+    assert_true(control_protocol_message(line, sizeof(line), DDPNET_CONTROL_PROTOCOL - 1, "ddp0") <
+                (int)sizeof(line));
+    assert_non_null(strstr(line, "restart the daemon (systemctl restart ddpnet@ddp0)"));
 }
 
 static void test_request_timeout(void **state)
@@ -1705,6 +1840,36 @@ static void test_cli_status_live(void **state)
     }
 }
 
+/* `ddpnet status` against a daemon of the next protocol: exit 1 and the
+ * line that says what to do, nothing on stdout. */
+static void test_cli_protocol_mismatch(void **state)
+{
+    struct fx *f = *state;
+    char newer[64], path[128], want[CLI_PROTOCOL_LINE_MAX + 32];
+    int n = snprintf(newer, sizeof(newer), "protocol=%u\nerrno=%d\n\n",
+                     DDPNET_CONTROL_PROTOCOL + 1, -EPROTONOSUPPORT);
+    struct srv s = { .mode = SRV_CANNED, .canned = newer, .canned_len = (size_t)n };
+    char *argv[] = { "status", "--run-dir", f->dir, NULL };
+    struct captured c;
+    pthread_t t;
+
+    make_dir(f);
+    sock_path(f, path, sizeof(path), "ddp0.sock");
+    unlink(path);
+    s.lfd = control_listen(path);
+    assert_true(s.lfd >= 0);
+    assert_int_equal(pthread_create(&t, NULL, srv_run, &s), 0);
+    run_verb(cli_status, argv, &c);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    close(s.lfd);
+    assert_int_equal(c.ret, 1);
+    assert_string_equal(c.out, "");
+    snprintf(want, sizeof(want), "ddpnet status: the daemon of ddp0 speaks control protocol %u, "
+             "this ddpnet %u: this ddpnet is older than the daemon; run the ddpnet the daemon "
+             "was started from\n", DDPNET_CONTROL_PROTOCOL + 1, DDPNET_CONTROL_PROTOCOL);
+    assert_string_equal(c.err, want);
+}
+
 static void test_cli_not_up(void **state)
 {
     struct fx *f = *state;
@@ -2008,6 +2173,7 @@ int main(void)
         T(test_get_ddpnet_stale_rate),
         T(test_get_ddpnet_relayed),
         T(test_frame),
+        T(test_frame_protocol),
         T(test_pipelined),
         T(test_bad_request_closes),
         T(test_bad_set_keeps_connection),
@@ -2028,6 +2194,8 @@ int main(void)
         T(test_listen_errors),
         T(test_request_live),
         T(test_request_bad_answers),
+        T(test_request_protocol_live),
+        T(test_request_protocol_mismatch),
         T(test_request_timeout),
         T(test_request_no_daemon),
         T(test_only_root),
@@ -2042,6 +2210,7 @@ int main(void)
         T(test_env),
         T(test_env_quoting),
         T(test_cli_status_live),
+        T(test_cli_protocol_mismatch),
         T(test_cli_not_up),
         T(test_cli_usage),
         T(test_cli_permission),

@@ -22,6 +22,7 @@
 
 #include "config/addr.h"
 #include "overlay/base/clock.h"
+#include "overlay/base/version.h"
 #include "overlay/control/metrics.h"
 #include "overlay/engine/device.h"
 #include "tests/unit/peer_fixture.h"
@@ -155,7 +156,7 @@ static void test_families_grouped(void **state)
         assert_int_equal(len, strlen(current));
         assert_memory_equal(line, current, len);
     }
-    assert_int_equal(n_seen, 17);   /* without a loop: no buffer counts */
+    assert_int_equal(n_seen, 18);   /* without a loop: no buffer counts */
     free(text);
 }
 
@@ -205,6 +206,15 @@ static void test_drops_and_device(void **state)
     expect_line(text, "ddpnet_packets_dropped_total{interface=\"ddp0\",reason=\"bad_source\"} 0");
     expect_line(text, "ddpnet_packets_dropped_total{interface=\"ddp0\",reason=\"rate_limited\"} 0");
     expect_line(text, "ddpnet_info{interface=\"ddp0\",node=\"gpu-a\"} 1");
+    {
+        /* The version the build was given (base/version.h), and the
+         * control protocol's number. */
+        char build[128];
+        snprintf(build, sizeof(build), "ddpnet_build_info{version=\"%s\",control_protocol=\"%u\"} 1",
+                 ddpnet_version, DDPNET_CONTROL_PROTOCOL);
+        assert_true(strlen(ddpnet_version) > 0);
+        expect_line(text, build);
+    }
     expect_line(text, "ddpnet_peers{interface=\"ddp0\"} 2");
     expect_line(text, "ddpnet_cluster_file_applied_timestamp_seconds{interface=\"ddp0\"} "
                 "1700000123");
