@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Relay frames: ddpnet's own message type on a WireGuard session, that
  * carries another WireGuard message (already sealed end to end) to or from
  * a relay and authenticates it without encrypting it again.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Keeps the shape of the tree (HACKING.md, "The map"): fails, naming the
 # file and line, when
 #  - crypto/, config/ or tun/ include anything of another top folder

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # What gets installed beside the binary, checked (dist/, `make packaging`,
 # part of `make test`): `make install` lays out every file with its mode,
 # systemd-analyze accepts the unit (and refuses broken copies of it), both

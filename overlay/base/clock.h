@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The daemon's one clock, and the units its deadlines are written in. */
 #ifndef DDPNET_CLOCK_H
 #define DDPNET_CLOCK_H

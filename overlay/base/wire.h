@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The sizes and byte order of the IP and UDP packets around and inside
  * the tunnel, defined once for every folder of overlay/. */
 #ifndef DDPNET_WIRE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The `ddpnet` verbs, one function each; main.c dispatches to them from a
  * table. Each takes the arguments after the verb (argv[0] is the verb),
  * prints one actionable line on error, and returns the exit status. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The CLI's shared parts: the option table and its parser, the messages
  * several verbs print, and the checks `up` and `down` make on the system
  * (privilege, directories, the state file, processes, interfaces). */

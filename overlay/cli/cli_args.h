@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What the `ddpnet` verbs share: one option parser with the same option
  * names for every verb, the exit statuses, the messages several verbs print,
  * and the small checks and file helpers of `up` and `down`. None of it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `ddpnet authority VERB`: the cluster authority's side of signed
  * membership (config/cert.h), with no daemon involved. init writes the
  * authority's secret key file and prints its public key; pubkey prints it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `ddpnet doctor`: from this node, is every peer reached, and how. It asks
  * the daemon over the control socket (get=ddpnet) who the peers are, then
  * sends each a few ICMP echoes to its overlay address: they go through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `ddpnet reload`: the cluster file the node was started with (its state
  * file names it) is read again, as root, and its bytes sent to the daemon,
  * which applies the difference live (membership/members.h). Prints a line

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `ddpnet status` and `ddpnet env`: ask the daemon over its control socket
  * (get=ddpnet) and print a table or JSON, or over its env socket, which
  * any user may ask (get=ddpnet-env), and print export lines; `status

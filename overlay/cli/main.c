@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The `ddpnet` command: a table of verbs, each with its function (cli.h)
  * and one line of help; cli_main (cli_help.c) dispatches on it. Nothing
  * else lives here. */

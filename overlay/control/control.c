@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The control socket's transport: creating the listening socket, serving
  * one client connection (credentials, framing, one answer per request) and
  * the CLI's client call (control.h). What a request does lives in

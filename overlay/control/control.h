@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The control socket RUN_DIR/IFNAME.sock: WireGuard's userspace API
  * (`get=1`, `set=1`; see uapi.h), so stock `wg show IFNAME` works, plus one
  * ddpnet request, `get=ddpnet`, that adds what `ddpnet status` and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The control socket's `get` answers, read from the device: get=1 exactly as
  * wireguard-go writes it (so `wg show` and `wg showconf` work), and
  * get=ddpnet with the names, overlay addresses and rates the CLI shows.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Between the parts of the control socket: request framing (control.c),
  * the `get` responses (control_get.c), `set` (control_set.c), and the keys
  * of the `get=ddpnet` extension, which control_get.c writes and the CLI

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The control socket's `set=1`, applied to the device through uapi.h's
  * callbacks. The cluster file decides who the peers are and what they may
  * send, so only the subset that leaves the mesh as the file says is

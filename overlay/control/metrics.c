@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The exposition (metrics.h): each family's HELP and TYPE, then its
  * samples, every peer's together, as the text format wants them grouped.
  * Written into a memory stream: a scrape is a few hundred bytes per peer

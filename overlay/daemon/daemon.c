@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* daemon_run: from the parsed cluster file and our key to a running node.
  * Setup runs as root, in this order: the peers in memory, the UDP sockets,
  * ddp0 (created, addressed, MTU, up through rtnetlink), the control socket,

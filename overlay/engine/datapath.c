@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The data path.
  *
  * Outbound: one read from ddp0 brings a vnet header and a packet of up to

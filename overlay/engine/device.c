@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The device: peers made from the cluster file, lookups by key, name and
  * overlay address, and small shared helpers (clock, endpoint text). */
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The daemon's state: this node's identity, one peer per other node of the
  * cluster (full mesh) with its path (direct or through a relay) and what
  * discovery knows of it, the UDP sockets, the TUN device and the index

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The engine as membership and the daemon use it: making and unmaking
  * the device's in-memory state (device.h: identity, peers, index table
  * and address map; the caller fills dev->cluster, dev->self and dev->loop

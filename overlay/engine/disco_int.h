@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Discovery's own calls between its files (disco_io.c, disco_relay.c):
  * part of paths/discovery (paths.h), not for the core. */
 #ifndef DDPNET_DISCO_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Discovery on the wire: the disco messages (disco_msg.h) a node sends and
  * answers, and the schedule of disco.h carried out for each peer.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* This node's local candidates: the addresses of its own interfaces, with
  * its listen port, that peers in the same LAN or VPC may reach it at
  * directly (no NAT hairpin). Read at start and every DISCO_LOCAL_REFRESH_S

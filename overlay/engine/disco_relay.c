@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Discovery's choice of relays and what members' hints may cost: which
  * relay a peer that does not answer directly is tried through (offered
  * by members, or guessed among those we reach when none was), and the

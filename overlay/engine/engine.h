@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The WireGuard core's internal calls between its parts: peers and their
  * keypairs (peer.c), handshakes (handshake.c), the data path (datapath.c),
  * WireGuard's timers (timers.h) and what it registers with the event loop

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What the core registers with others: its side of the event loop, what
  * each completion means (engine.h: engine_loop_handlers; the loop knows no
  * peers and calls these with the device as its context), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Handshake messages on the wire: sending initiations (paced to one per
  * REKEY_TIMEOUT, or aimed again at a peer's candidates by discovery's
  * punches), answering initiations with responses, taking responses, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Paths: where a peer's WireGuard messages go, and the relay's part.
  *
  * Direct: UDP to the peer's endpoint, which follows the source of its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Paths and discovery: the room beside the WireGuard core (path.c,
  * disco_io.c, disco_local.c). It decides where a peer's sealed messages
  * go (direct or through a relay), relays for others, and speaks disco on

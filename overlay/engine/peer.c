@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Peers: one per other node of the cluster. Each holds its handshake, up
  * to three keypairs (current, previous, next, as the Linux module keeps
  * them), its endpoint, timers, counters and the packets waiting for a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The per-source handshake rate limiter (see ratelimit.h). */
 #include <errno.h>
 #include <stdlib.h>

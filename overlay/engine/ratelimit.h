@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Handshake messages per source address: a token bucket for each source,
  * as the Linux module's ratelimiter keeps them (its numbers: 20 a second
  * steady, a burst of 5, IPv4 by address, IPv6 by its /64, since one host

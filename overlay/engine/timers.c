@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* WireGuard's timers (see timers.h), after the Linux module's timers.c. */
 #include <stdio.h>
 

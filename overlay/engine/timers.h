@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* WireGuard's timers (whitepaper 6), as events the data path reports and
  * deadlines the event loop runs. Each peer has six deadlines
  * (struct peer_timers, monotonic ns, 0 = off):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Busy polling after an idle spell (see busy_poll.h). */
 #include "overlay/base/clock.h"
 #include "overlay/loop/busy_poll.h"

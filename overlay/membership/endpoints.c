@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Hostname endpoints, resolved off the loop (members.h): a peer whose node
  * names its endpoint by hostname asks the device's resolver
  * (loop/resolver.h) and keeps what it has until the answer comes -- none

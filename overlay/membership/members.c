@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* members_reload: parse, check, diff, then apply in two steps -- first
  * everything that can fail (new peers, a larger index table, the new
  * peers array), then the swap, which cannot -- so a reload is applied

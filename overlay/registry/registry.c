@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The registry (registry.h): joining, the keeper and watcher threads, the
  * snapshot handed to the loop, and the model merged from file and etcd. */
 #include <errno.h>

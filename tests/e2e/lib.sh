@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared plumbing of the end-to-end tests (sourced, not run): skipping,
 # failing, the per-run names and scratch directory, the network namespaces
 # that stand in for machines, and the ddpnet, ping, iperf3 and wg steps the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Sixteen nodes (issue 5): six public, five behind each of two NAT gateways
 # whose VPCs use the same private range; only the public nodes have an
 # endpoint in the cluster file. After `up` on all sixteen, every node pings

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer harness for the control socket: arbitrary bytes as a stream of
  * requests (framing, then every set applied to a small device), and as a
  * get=ddpnet response given to the CLI's formatters. Whatever the requests

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer harness for discovery's handling of messages (overlay/engine/disco_io.c,
  * path.c): a disco message, as any peer of a small cluster may send it
  * inside its session (directly or through another), goes to discovery_receive,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The peers of a device built by hand (peer_fixture.h). */
 #include <arpa/inet.h>
 #include <setjmp.h>

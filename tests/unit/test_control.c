@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the control socket (overlay/control*.c) and of `ddpnet status` /
  * `ddpnet env` (overlay/cli/cli_status.c): a small device built by hand, served
  * through socket pairs and real sockets in a temporary directory; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of discovery's decisions (overlay/disco/disco.c) with a fake clock: a
  * peer's candidates and where to aim (local first, never our own
  * addresses), which interface addresses are candidates, the schedule of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The engine end to end, in one process: two devices (overlay/engine)
  * joined by an in-memory network, with the loop's I/O faked here (every
  * loop_* the engine calls: sends are queued and delivered to the other

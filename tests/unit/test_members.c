@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of overlay/membership/members.c that need no running engine: the
  * names block written from the cluster model (a line per node: its name,
  * aliases and machine names, a machine name written only when one node

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the metrics (overlay/control/metrics*.c): the exposition of a
  * device built by hand -- names, labels, escaping, paths, drop reasons --
  * and the HTTP endpoint on loopback, driven as the loop drives it (poll
