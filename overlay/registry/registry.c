@@ -1191,8 +1191,10 @@ int registry_take(struct registry *r, struct cluster_node **nodes, size_t *n, in
     uint64_t count;
     int ret = 0;
 
-    (void)!read(r->event_fd, &count, sizeof(count));
+    /* Read under the lock, as publish() writes under it: a count read
+     * here stands for nothing this call has already taken. */
     pthread_mutex_lock(&r->lock);
+    (void)!read(r->event_fd, &count, sizeof(count));
     if (r->fresh) {
         const struct member **order = calloc(r->n_members + 1, sizeof(*order));
         *nodes = calloc(r->n_members + 1, sizeof(**nodes));
