@@ -31,6 +31,7 @@
 #include "overlay/cli/cli.h"
 #include "overlay/cli/cli_args.h"
 #include "overlay/cli/cli_doctor.h"
+#include "overlay/cli/cli_reply.h"
 #include "overlay/control/control.h"
 #include "overlay/control/control_int.h"
 #include "overlay/control/uapi.h"
@@ -58,7 +59,6 @@
 #define DOCTOR_ICMP_HDR       8u
 #define DOCTOR_STAMP_LEN      12u      /* an echo's data begins: ns (8), peer (4) */
 #define DOCTOR_RECV_MAX       (DOCTOR_ECHO_MAX + 128u)
-#define DEC_MAX_LEN           20u
 #define CELL_MAX              96u
 #define N_COLS_MAX            8u
 #define COLUMN_GAP            "  "
@@ -74,40 +74,25 @@
 
 /* --- the report -------------------------------------------------------------------- */
 
-static int parse_u64(const char *s, uint64_t *out)
+static int add_peer(struct doctor_report *r)
 {
-    uint64_t n = 0;
+    struct doctor_peer *p = cli_reply_grow(r->peers, &r->cap_peers, r->n_peers, sizeof(*p));
 
-    if (!*s || strlen(s) > DEC_MAX_LEN)
-        return -EPROTO;
-    for (; *s; s++) {
-        unsigned d = (unsigned)(unsigned char)*s - '0';
-
-        if (d > 9 || n > (UINT64_MAX - d) / 10)
-            return -EPROTO;
-        n = n * 10 + d;
-    }
-    *out = n;
+    if (!p)
+        return -ENOMEM;
+    r->peers = p;
+    r->n_peers++;
     return 0;
 }
 
-static int add_peer(struct doctor_report *r, size_t *cap)
+static int peer_line(void *ctx, const char *key, const char *v)
 {
-    if (r->n_peers == *cap) {
-        size_t n = *cap ? 2 * *cap : 16;
-        struct doctor_peer *p = realloc(r->peers, n * sizeof(*p));
+    struct doctor_report *r = ctx;
+    struct doctor_peer *p;
 
-        if (!p)
-            return -ENOMEM;
-        r->peers = p;
-        *cap = n;
-    }
-    memset(&r->peers[r->n_peers++], 0, sizeof(struct doctor_peer));
-    return 0;
-}
-
-static int peer_line(struct doctor_peer *p, const char *key, const char *v)
-{
+    if (!strcmp(key, UAPI_KEY_PUBLIC_KEY))
+        return add_peer(r);
+    p = &r->peers[r->n_peers - 1];
     if (!strcmp(key, CONTROL_KEY_NAME))
         p->name = v;
     else if (!strcmp(key, CONTROL_KEY_ADDRESS))
@@ -120,17 +105,19 @@ static int peer_line(struct doctor_peer *p, const char *key, const char *v)
         p->via = v;
     else if (!strcmp(key, CONTROL_KEY_PATH_MTU)) {
         p->has_path_mtu = true;
-        return parse_u64(v, &p->path_mtu);
+        return cli_reply_u64(v, &p->path_mtu);
     } else if (!strcmp(key, CONTROL_KEY_RTT_US)) {
         p->has_daemon_rtt = true;
-        return parse_u64(v, &p->daemon_rtt_us);
+        return cli_reply_u64(v, &p->daemon_rtt_us);
     } else if (!strcmp(key, UAPI_KEY_LAST_HANDSHAKE_SEC))
-        return parse_u64(v, &p->handshake_sec);
+        return cli_reply_u64(v, &p->handshake_sec);
     return 0;   /* what doctor does not show */
 }
 
-static int iface_line(struct doctor_report *r, const char *key, const char *v)
+static int iface_line(void *ctx, const char *key, const char *v)
 {
+    struct doctor_report *r = ctx;
+
     if (!strcmp(key, CONTROL_KEY_INTERFACE))
         r->interface = v;
     else if (!strcmp(key, CONTROL_KEY_SELF))
@@ -141,47 +128,9 @@ static int iface_line(struct doctor_report *r, const char *key, const char *v)
         r->master_address = v;
     else if (!strcmp(key, CONTROL_KEY_MTU)) {
         r->has_mtu = true;
-        return parse_u64(v, &r->mtu);
+        return cli_reply_u64(v, &r->mtu);
     }
     return 0;
-}
-
-static int walk(struct doctor_report *r)
-{
-    size_t cap = 0;
-    char *line = r->text;
-
-    for (;;) {
-        char *nl = strchr(line, '\n'), *eq;
-        int ret;
-
-        if (!nl)
-            return -EPROTO;
-        *nl = '\0';
-        if (!strncmp(line, UAPI_KEY_ERRNO "=", sizeof(UAPI_KEY_ERRNO))) {
-            const char *v = line + sizeof(UAPI_KEY_ERRNO);
-            uint64_t n;
-            bool neg = *v == '-';
-
-            if (parse_u64(v + neg, &n) < 0 || n > INT32_MAX || (n && !neg) ||
-                strcmp(nl + 1, "\n"))
-                return -EPROTO;
-            return -(int)n;
-        }
-        eq = strchr(line, '=');
-        if (!eq || eq == line)
-            return -EPROTO;
-        *eq = '\0';
-        if (!strcmp(line, UAPI_KEY_PUBLIC_KEY))
-            ret = add_peer(r, &cap);
-        else if (r->n_peers)
-            ret = peer_line(&r->peers[r->n_peers - 1], line, eq + 1);
-        else
-            ret = iface_line(r, line, eq + 1);
-        if (ret < 0)
-            return ret;
-        line = nl + 1;
-    }
 }
 
 void doctor_report_free(struct doctor_report *r)
@@ -202,7 +151,7 @@ int doctor_parse(const char *response, struct doctor_report *r)
     r->text = strdup(response);
     if (!r->text)
         return -ENOMEM;
-    ret = walk(r);
+    ret = cli_reply_walk(r->text, &(struct cli_reply_sink){r, iface_line, peer_line});
     if (ret == 0 && (!r->interface || !r->self || !r->address))
         ret = -EPROTO;
     for (size_t i = 0; ret == 0 && i < r->n_peers; i++)

@@ -39,7 +39,7 @@ struct doctor_report {
     const char *interface, *self, *address, *master_address;
     uint64_t mtu;
     bool has_mtu;
-    size_t n_peers;
+    size_t n_peers, cap_peers;
     struct doctor_peer *peers;
     bool rate;                 /* --rate was asked for */
     uint64_t rate_ms;          /* how long each peer's rate probe ran */

@@ -19,14 +19,13 @@
 
 #include "overlay/cli/cli.h"
 #include "overlay/cli/cli_args.h"
+#include "overlay/cli/cli_reply.h"
 #include "overlay/cli/cli_watch.h"
 #include "overlay/control/control.h"
 #include "overlay/control/control_int.h"
 #include "overlay/control/uapi.h"
 #include "overlay/daemon/daemon.h"
 
-/* Longest decimal text of a uint64_t. */
-#define DEC_MAX_LEN     20u
 /* A table cell; longer text (never from a sane daemon) is cut. */
 #define CELL_MAX        96u
 #define N_COLUMNS       11u
@@ -75,53 +74,25 @@ static void resp_free(struct st_resp *r)
     memset(r, 0, sizeof(*r));
 }
 
-/* Decimal digits only, within uint64_t. */
-static int parse_u64(const char *s, uint64_t *out)
+static int add_peer(struct st_resp *r, const char *key)
 {
-    uint64_t n = 0;
+    struct st_peer *p = cli_reply_grow(r->peers, &r->cap_peers, r->n_peers, sizeof(*p));
 
-    if (!*s || strlen(s) > DEC_MAX_LEN)
-        return -EPROTO;
-    for (; *s; s++) {
-        unsigned d = (unsigned)(unsigned char)*s - '0';
-
-        if (d > 9 || n > (UINT64_MAX - d) / 10)
-            return -EPROTO;
-        n = n * 10 + d;
-    }
-    *out = n;
+    if (!p)
+        return -ENOMEM;
+    r->peers = p;
+    p[r->n_peers++].key = key;
     return 0;
 }
 
-/* "errno=0" or "errno=-N". */
-static int parse_errno(const char *s, int *err)
+static int peer_line(void *ctx, const char *key, const char *v)
 {
-    uint64_t n;
-    bool neg = s[0] == '-';
+    struct st_resp *r = ctx;
+    struct st_peer *p;
 
-    if (parse_u64(s + neg, &n) < 0 || n > INT32_MAX || (n && !neg))
-        return -EPROTO;
-    *err = -(int)n;
-    return 0;
-}
-
-static int add_peer(struct st_resp *r)
-{
-    if (r->n_peers == r->cap_peers) {
-        size_t cap = r->cap_peers ? 2 * r->cap_peers : 16;
-        struct st_peer *p = realloc(r->peers, cap * sizeof(*p));
-
-        if (!p)
-            return -ENOMEM;
-        r->peers = p;
-        r->cap_peers = cap;
-    }
-    memset(&r->peers[r->n_peers++], 0, sizeof(struct st_peer));
-    return 0;
-}
-
-static int peer_line(struct st_peer *p, const char *key, const char *v)
-{
+    if (!strcmp(key, UAPI_KEY_PUBLIC_KEY))
+        return add_peer(r, v);
+    p = &r->peers[r->n_peers - 1];
     if (!strcmp(key, CONTROL_KEY_NAME))
         p->name = v;
     else if (!strcmp(key, CONTROL_KEY_ADDRESS))
@@ -134,28 +105,30 @@ static int peer_line(struct st_peer *p, const char *key, const char *v)
         p->via = v;
     else if (!strcmp(key, CONTROL_KEY_RTT_US)) {
         p->has_rtt = true;
-        return parse_u64(v, &p->rtt_us);
+        return cli_reply_u64(v, &p->rtt_us);
     } else if (!strcmp(key, CONTROL_KEY_PATH_MTU)) {
         p->has_path_mtu = true;
-        return parse_u64(v, &p->path_mtu);
+        return cli_reply_u64(v, &p->path_mtu);
     } else if (!strcmp(key, CONTROL_KEY_CERT_EXPIRES)) {
         p->has_cert = true;
-        return parse_u64(v, &p->cert_expires);
+        return cli_reply_u64(v, &p->cert_expires);
     } else if (!strcmp(key, UAPI_KEY_LAST_HANDSHAKE_SEC))
-        return parse_u64(v, &p->handshake_sec);
+        return cli_reply_u64(v, &p->handshake_sec);
     else if (!strcmp(key, UAPI_KEY_RX_BYTES))
-        return parse_u64(v, &p->rx_bytes);
+        return cli_reply_u64(v, &p->rx_bytes);
     else if (!strcmp(key, UAPI_KEY_TX_BYTES))
-        return parse_u64(v, &p->tx_bytes);
+        return cli_reply_u64(v, &p->tx_bytes);
     else if (!strcmp(key, CONTROL_KEY_RX_RATE))
-        return parse_u64(v, &p->rx_rate);
+        return cli_reply_u64(v, &p->rx_rate);
     else if (!strcmp(key, CONTROL_KEY_TX_RATE))
-        return parse_u64(v, &p->tx_rate);
+        return cli_reply_u64(v, &p->tx_rate);
     return 0;   /* keys added later are skipped, not refused */
 }
 
-static int iface_line(struct st_resp *r, const char *key, const char *v)
+static int iface_line(void *ctx, const char *key, const char *v)
 {
+    struct st_resp *r = ctx;
+
     if (!strcmp(key, CONTROL_KEY_INTERFACE))
         r->interface = v;
     else if (!strcmp(key, CONTROL_KEY_SELF))
@@ -175,49 +148,30 @@ static int iface_line(struct st_resp *r, const char *key, const char *v)
     else if (!strcmp(key, CONTROL_KEY_REGISTRY_ERROR))
         r->registry_error = v;
     else if (!strcmp(key, CONTROL_KEY_REGISTRY_REVISION))
-        return parse_u64(v, &r->registry_revision);
+        return cli_reply_u64(v, &r->registry_revision);
     else if (!strcmp(key, CONTROL_KEY_HINT_BYTES))
-        return parse_u64(v, &r->hints[0]);
+        return cli_reply_u64(v, &r->hints[0]);
     else if (!strcmp(key, CONTROL_KEY_HINT_REFUSED))
-        return parse_u64(v, &r->hints[1]);
+        return cli_reply_u64(v, &r->hints[1]);
     else if (!strcmp(key, CONTROL_KEY_RELAY_TRIALS_FAILED))
-        return parse_u64(v, &r->hints[2]);
+        return cli_reply_u64(v, &r->hints[2]);
     else if (!strcmp(key, CONTROL_KEY_RELAY_DROPPED))
-        return parse_u64(v, &r->hints[3]);
+        return cli_reply_u64(v, &r->hints[3]);
     else if (!strcmp(key, CONTROL_KEY_CLUSTER_APPLIED)) {
         r->has_cluster_applied = true;
-        return parse_u64(v, &r->cluster_applied);
+        return cli_reply_u64(v, &r->cluster_applied);
     } else if (!strcmp(key, CONTROL_KEY_CERT_EXPIRES)) {
         r->has_cert = true;
-        return parse_u64(v, &r->cert_expires);
+        return cli_reply_u64(v, &r->cert_expires);
     }
     else if (!strcmp(key, CONTROL_KEY_PREFIX)) {
         r->has_prefix = true;
-        return parse_u64(v, &r->prefix);
+        return cli_reply_u64(v, &r->prefix);
     } else if (!strcmp(key, UAPI_KEY_LISTEN_PORT)) {
         r->has_listen_port = true;
-        return parse_u64(v, &r->listen_port);
+        return cli_reply_u64(v, &r->listen_port);
     }
     return 0;
-}
-
-static int resp_line(struct st_resp *r, char *line)
-{
-    char *eq = strchr(line, '=');
-
-    if (!eq || eq == line)
-        return -EPROTO;
-    *eq = '\0';
-    if (!strcmp(line, UAPI_KEY_PUBLIC_KEY)) {
-        int ret = add_peer(r);
-
-        if (ret == 0)
-            r->peers[r->n_peers - 1].key = eq + 1;
-        return ret;
-    }
-    if (r->n_peers)
-        return peer_line(&r->peers[r->n_peers - 1], line, eq + 1);
-    return iface_line(r, line, eq + 1);
 }
 
 static int resp_check(const struct st_resp *r)
@@ -230,30 +184,6 @@ static int resp_check(const struct st_resp *r)
     return 0;
 }
 
-/* Walks "key=value\n" lines up to "errno=N\n\n", which must end the text. */
-static int resp_walk(struct st_resp *r)
-{
-    char *line = r->text;
-
-    for (;;) {
-        char *nl = strchr(line, '\n');
-        int ret, err;
-
-        if (!nl)
-            return -EPROTO;
-        *nl = '\0';
-        if (!strncmp(line, UAPI_KEY_ERRNO "=", sizeof(UAPI_KEY_ERRNO))) {
-            if (parse_errno(line + sizeof(UAPI_KEY_ERRNO), &err) < 0 || strcmp(nl + 1, "\n"))
-                return -EPROTO;
-            return err ? err : resp_check(r);
-        }
-        ret = resp_line(r, line);
-        if (ret < 0)
-            return ret;
-        line = nl + 1;
-    }
-}
-
 static int resp_parse(const char *response, struct st_resp *r)
 {
     int ret;
@@ -264,7 +194,9 @@ static int resp_parse(const char *response, struct st_resp *r)
     r->text = strdup(response);
     if (!r->text)
         return -ENOMEM;
-    ret = resp_walk(r);
+    ret = cli_reply_walk(r->text, &(struct cli_reply_sink){r, iface_line, peer_line});
+    if (ret == 0)
+        ret = resp_check(r);
     if (ret < 0)
         resp_free(r);
     return ret;
