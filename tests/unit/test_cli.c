@@ -39,6 +39,7 @@
 #include "overlay/cli/cli_doctor.h"
 #include "overlay/daemon/daemon.h"
 #include "overlay/daemon/keyfile.h"
+#include "tests/unit/cli_capture.h"
 #include "tun/tun.h"
 
 /* Key pairs as `wg genkey | tee k | wg pubkey` printed them. */
@@ -78,19 +79,11 @@
 #define NOBODY 65534
 #define CAP_CHUNK_BITS 32u   /* bits per __user_cap_data_struct word */
 
-#define CAPTURE_MAX 8192
-
 /* Short, so that every path built from it fits the buffers below. */
 static char tmpdir[64];
 #define PATH_CAP 256
 #define PATH_CAP2 (2 * PATH_CAP)   /* a path built from another one */
 #define MSG_CAP  1024
-
-struct captured {
-    int rc;
-    char out[CAPTURE_MAX];
-    char err[CAPTURE_MAX];
-};
 
 /* --- helpers --------------------------------------------------------------------- */
 
@@ -153,60 +146,12 @@ static void read_file(const char *path, char *buf, size_t cap)
     fclose(f);
 }
 
-static void read_back(FILE *f, char *buf, size_t cap)
-{
-    size_t n;
-
-    rewind(f);
-    n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
-/* Runs fn(argc, argv) (argv NULL-terminated) with stdin reading in (NULL:
- * empty) and stdout/stderr captured. Asserts nothing, so it also serves
- * child processes. */
-static void run_verb(int (*fn)(int, char **), const char *const *argv,
-                     const char *in, struct captured *c)
-{
-    FILE *fi = tmpfile(), *fo = tmpfile(), *fe = tmpfile();
-    int saved[3], argc = 0;
-    char *args[32];
-
-    while (argv[argc] != NULL && argc < 31) {
-        args[argc] = (char *)(uintptr_t)argv[argc];   /* verbs take char ** */
-        argc++;
-    }
-    args[argc] = NULL;
-    if (in != NULL)
-        fputs(in, fi);
-    fflush(fi);
-    rewind(fi);
-    fflush(stdout);
-    fflush(stderr);
-    for (int i = 0; i < 3; i++)
-        saved[i] = dup(i);
-    dup2(fileno(fi), STDIN_FILENO);
-    dup2(fileno(fo), STDOUT_FILENO);
-    dup2(fileno(fe), STDERR_FILENO);
-    c->rc = fn(argc, args);
-    fflush(stdout);
-    fflush(stderr);
-    for (int i = 0; i < 3; i++) {
-        dup2(saved[i], i);
-        close(saved[i]);
-    }
-    fclose(fi);
-    read_back(fo, c->out, sizeof(c->out));
-    read_back(fe, c->err, sizeof(c->err));
-}
-
 static void assert_run(int (*fn)(int, char **), const char *const *argv,
                        const char *in, int rc, const char *out, const char *err)
 {
     static struct captured c;
 
-    run_verb(fn, argv, in, &c);
+    capture_verb(fn, argv, in, &c);
     if (strcmp(c.err, err) != 0 || c.rc != rc)
         print_message("stderr was: %s", c.err);
     assert_string_equal(c.out, out);
@@ -224,7 +169,7 @@ static void assert_help(int (*fn)(int, char **), const char *const *argv, const 
         "More in ddpnet(8) (man 8 ddpnet); the cluster file in ddpnet.conf(5).\n";
     size_t n;
 
-    run_verb(fn, argv, NULL, &c);
+    capture_verb(fn, argv, NULL, &c);
     assert_int_equal(c.rc, 0);
     assert_string_equal(c.err, "");
     assert_true(strncmp(c.out, usage, strlen(usage)) == 0);
@@ -462,7 +407,7 @@ static void test_main_help_version(void **state)
     assert_run(run_main, (const char *[]){ "ddpnet", "version", "x", NULL }, NULL, 2, "",
                "ddpnet version: unexpected argument 'x'\n");
     /* The list names every verb, help and version, and the manual. */
-    run_verb(run_main, (const char *[]){ "ddpnet", "help", NULL }, NULL, &c);
+    capture_verb(run_main, (const char *[]){ "ddpnet", "help", NULL }, NULL, &c);
     assert_int_equal(c.rc, 0);
     assert_non_null(strstr(c.out, "\n  check    validate a cluster file\n"));
     assert_non_null(strstr(c.out, "\n  help     this list; 'ddpnet help COMMAND' explains"));
@@ -503,7 +448,7 @@ static void test_help_defaults(void **state)
 
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        run_verb(cases[i].fn, (const char *[]){ cases[i].verb, "--help", NULL }, NULL, &c);
+        capture_verb(cases[i].fn, (const char *[]){ cases[i].verb, "--help", NULL }, NULL, &c);
         assert_int_equal(c.rc, 0);
         for (size_t j = 0; j < 4 && cases[i].want[j]; j++) {
             /* The text is wrapped: compare with the line breaks made blanks. */
@@ -534,7 +479,7 @@ static void test_genkey(void **state)
     uint8_t priv[WG_KEY_LEN];
 
     (void)state;
-    run_verb(cli_genkey, (const char *[]){ "genkey", NULL }, NULL, &c);
+    capture_verb(cli_genkey, (const char *[]){ "genkey", NULL }, NULL, &c);
     assert_int_equal(c.rc, 0);
     assert_string_equal(c.err, "");
     assert_int_equal(strlen(c.out), KEYFILE_B64_LEN + 1);
@@ -547,7 +492,7 @@ static void test_genkey(void **state)
     /* Two runs never print the same key. */
     char first[sizeof(c.out)];
     memcpy(first, c.out, sizeof(first));
-    run_verb(cli_genkey, (const char *[]){ "genkey", NULL }, NULL, &c);
+    capture_verb(cli_genkey, (const char *[]){ "genkey", NULL }, NULL, &c);
     assert_string_not_equal(first, c.out);
 
     assert_run(cli_genkey, (const char *[]){ "genkey", "extra", NULL }, NULL,
@@ -582,7 +527,7 @@ static void test_genkey_warns_on_open_file(void **state)
     close(saved);
     close(saved_err);
     close(fd);
-    read_back(fe, text, sizeof(text));
+    capture_read(fe, text, sizeof(text));
     assert_int_equal(rc, 0);
     assert_string_equal(text, "Warning: writing private key to world accessible file.\n");
     read_file(path, text, sizeof(text));
@@ -611,8 +556,8 @@ static void test_genkey_pubkey_chain(void **state)
     char want[KEYFILE_B64_LEN + 2];
 
     (void)state;
-    run_verb(cli_genkey, (const char *[]){ "genkey", NULL }, NULL, &g);
-    run_verb(cli_pubkey, (const char *[]){ "pubkey", NULL }, g.out, &p);
+    capture_verb(cli_genkey, (const char *[]){ "genkey", NULL }, NULL, &g);
+    capture_verb(cli_pubkey, (const char *[]){ "pubkey", NULL }, g.out, &p);
     assert_int_equal(p.rc, 0);
     assert_int_equal(keyfile_parse(g.out, strlen(g.out), priv), 0);
     assert_int_equal(x25519_public(pub, priv), 0);
@@ -651,26 +596,26 @@ static void test_cluster_load_reports(void **state)
     assert_int_equal(cli_cluster_load(path, &c, errs), 0);
     assert_int_equal(c.n_nodes, 2);
     cluster_free(&c);
-    read_back(errs, text, sizeof(text));
+    capture_read(errs, text, sizeof(text));
     assert_string_equal(text, "");
 
     write_file(tmp_path(path, "bad.conf"), BAD_CLUSTER, 0644);
     errs = tmpfile();
     assert_int_equal(cli_cluster_load(path, &c, errs), -EINVAL);
     assert_null(c.nodes);
-    read_back(errs, text, sizeof(text));
+    capture_read(errs, text, sizeof(text));
     snprintf(want, sizeof(want), BAD_CLUSTER_ERRORS("%s"), path, path, path);
     assert_string_equal(text, want);
 
     errs = tmpfile();
     assert_int_equal(cli_cluster_load(tmp_path(path, "none.conf"), &c, errs), -ENOENT);
-    read_back(errs, text, sizeof(text));
+    capture_read(errs, text, sizeof(text));
     snprintf(want, sizeof(want), "%s: No such file or directory\n", path);
     assert_string_equal(text, want);
 
     errs = tmpfile();
     assert_int_equal(cli_cluster_load(tmpdir, &c, errs), -EISDIR);
-    read_back(errs, text, sizeof(text));
+    capture_read(errs, text, sizeof(text));
     snprintf(want, sizeof(want), "%s: Is a directory\n", tmpdir);
     assert_string_equal(text, want);
 }
@@ -691,7 +636,7 @@ static void test_cluster_load_dropped(void **state)
     write_file(tmp_path(path, "many.conf"), text, 0644);
     errs = tmpfile();
     assert_int_equal(cli_cluster_load(path, &c, errs), -EINVAL);
-    read_back(errs, out, sizeof(out));
+    capture_read(errs, out, sizeof(out));
     snprintf(last, sizeof(last), "\n%s: ", path);
     char *tail = strstr(out, last);
     while (tail != NULL && strstr(tail + 1, last) != NULL)
@@ -934,24 +879,24 @@ static int up_down_as_nobody(void)
     tmp_path(ka, "nobody.key");
     if (become_nobody() != 0 || cli_permitted())
         return 1;
-    run_verb(cli_up, (const char *[]){ "up", "-c", cl, "-k", ka, "-i", "ddptest9",
+    capture_verb(cli_up, (const char *[]){ "up", "-c", cl, "-k", ka, "-i", "ddptest9",
                                        "--hosts-file", "/nonexistent", NULL }, NULL, &c);
     if (c.rc != 1 || strcmp(c.err, "ddpnet up: not permitted: run as root (or with "
                             "CAP_NET_ADMIN)\n") != 0)
         return 2;
-    run_verb(cli_down, (const char *[]){ "down", NULL }, NULL, &c);
+    capture_verb(cli_down, (const char *[]){ "down", NULL }, NULL, &c);
     if (c.rc != 1 || strcmp(c.err, "ddpnet down: not permitted: run as root (or with "
                             "CAP_NET_ADMIN)\n") != 0)
         return 3;
     /* Root's own key file (0600), which nobody cannot read: still root
      * first, not "a.key: Permission denied". */
     tmp_path(ka, "a.key");
-    run_verb(cli_up, (const char *[]){ "up", "-c", cl, "-k", ka, "-i", "ddptest9", NULL },
+    capture_verb(cli_up, (const char *[]){ "up", "-c", cl, "-k", ka, "-i", "ddptest9", NULL },
              NULL, &c);
     if (c.rc != 1 || strcmp(c.err, "ddpnet up: not permitted: run as root (or with "
                             "CAP_NET_ADMIN)\n") != 0)
         return 4;
-    run_verb(cli_reload, (const char *[]){ "reload", NULL }, NULL, &c);
+    capture_verb(cli_reload, (const char *[]){ "reload", NULL }, NULL, &c);
     if (c.rc != 1 || strcmp(c.err, "ddpnet reload: not permitted: run as root\n") != 0)
         return 5;
     return 0;
@@ -1217,7 +1162,7 @@ static int down_deletes_tun(void)
     if (cli_link_is_tun("ddptest0") != 1)
         return 1;
     tmp_path(dir, "run-tun");
-    run_verb(cli_down, (const char *[]){ "down", "-i", "ddptest0", "--run-dir", dir, NULL },
+    capture_verb(cli_down, (const char *[]){ "down", "-i", "ddptest0", "--run-dir", dir, NULL },
              NULL, &c);
     snprintf(want, sizeof(want), "ddpnet down: no state file at %s/ddptest0.state and no "
              "ddpnet daemon holds ddptest0: removing the interface only; a hosts block or "
@@ -1672,7 +1617,7 @@ static void test_not_permitted_message(void **state)
     fflush(stderr);
     dup2(saved, STDERR_FILENO);
     close(saved);
-    read_back(fe, text, sizeof(text));
+    capture_read(fe, text, sizeof(text));
     assert_int_equal(rc, CLI_EXIT_FAIL);
     assert_string_equal(text, "ddpnet up: not permitted: run as root (or with "
                         "CAP_NET_ADMIN)\n");

@@ -26,13 +26,13 @@
 #include "crypto/aead.h"
 #include "overlay/cli/cli.h"
 #include "overlay/cli/cli_args.h"
+#include "tests/unit/cli_capture.h"
 
 /* A WireGuard key pair as `wg genkey | tee k | wg pubkey` printed it. */
 #define PRIV_A "ODZ3UHZcW47hcSkJxyygI2pvBXvA2l/QYyTDWAUVr3E="
 #define PUB_A  "DNAWmnT2QifBYO65SpqskpErSH6K7lf3IILszNNeZCc="
 #define PUB_B  "MfEmnnjWLoTnOcOaQh4knjAGQidLNo6LVdkQByFx+Wo="
 #define DAY    86400u
-#define CAPTURE_MAX 8192
 #define PATH_CAP 256
 
 static char tmpdir[64];
@@ -40,56 +40,17 @@ static char auth_path[PATH_CAP], other_path[PATH_CAP], node_key[PATH_CAP];
 static char auth_pub[CERT_KEY_TEXT_LEN + 1], other_pub[CERT_KEY_TEXT_LEN + 1];
 static uint8_t auth_bin[CERT_PUBKEY_LEN];
 
-struct captured {
-    int rc;
-    char out[CAPTURE_MAX];
-    char err[CAPTURE_MAX];
-};
-
-static void read_back(FILE *f, char *buf, size_t cap)
-{
-    size_t n;
-
-    rewind(f);
-    n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
 /* `ddpnet authority ARGS...` with stdin reading in (NULL: empty). */
 static void run(const char *const *argv, const char *in, struct captured *c)
 {
-    FILE *fi = tmpfile(), *fo = tmpfile(), *fe = tmpfile();
-    int saved[3], argc = 0;
-    char *args[32];
+    const char *args[32] = {"authority"};
+    size_t n = 1;
 
-    args[argc++] = (char *)(uintptr_t)"authority";
-    while (argv[argc - 1] != NULL && argc < 31) {
-        args[argc] = (char *)(uintptr_t)argv[argc - 1];
-        argc++;
+    while (argv[n - 1] != NULL && n < 31) {
+        args[n] = argv[n - 1];
+        n++;
     }
-    args[argc] = NULL;
-    if (in)
-        fputs(in, fi);
-    fflush(fi);
-    rewind(fi);
-    fflush(stdout);
-    fflush(stderr);
-    for (int i = 0; i < 3; i++)
-        saved[i] = dup(i);
-    dup2(fileno(fi), STDIN_FILENO);
-    dup2(fileno(fo), STDOUT_FILENO);
-    dup2(fileno(fe), STDERR_FILENO);
-    c->rc = cli_authority(argc, args);
-    fflush(stdout);
-    fflush(stderr);
-    for (int i = 0; i < 3; i++) {
-        dup2(saved[i], i);
-        close(saved[i]);
-    }
-    fclose(fi);
-    read_back(fo, c->out, sizeof(c->out));
-    read_back(fe, c->err, sizeof(c->err));
+    capture_verb(cli_authority, args, in, c);
 }
 
 #define ARGS(...) ((const char *const[]){ __VA_ARGS__, NULL })
@@ -617,7 +578,7 @@ static void test_dispatch(void **state)
     fflush(stdout);
     dup2(saved, STDOUT_FILENO);
     close(saved);
-    read_back(fo, out, sizeof(out));
+    capture_read(fo, out, sizeof(out));
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "usage: ddpnet authority COMMAND"));
     assert_non_null(strstr(out, "  revoke  "));
