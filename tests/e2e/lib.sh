@@ -445,6 +445,24 @@ if bad:
 PYEOF
 }
 
+# --- etcd ----------------------------------------------------------------------
+# e2e_etcd_single NS ADDR: one etcd member in namespace NS, clients on
+# ADDR:2379, its data under $T/NS; returns once it answers health, fails
+# the test (with etcd's last lines) when it does not within 30 s.
+e2e_etcd_single() {
+    local ns=$1 addr=$2
+    mkdir -p "$T/$ns/data"
+    nx_bg "$ns" etcd timeout 900 etcd --name e1 --data-dir "$T/$ns/data" \
+        --listen-client-urls "http://$addr:2379" --advertise-client-urls "http://$addr:2379" \
+        --listen-peer-urls "http://$addr:2380" --initial-advertise-peer-urls "http://$addr:2380" \
+        --initial-cluster "e1=http://$addr:2380" --initial-cluster-state new
+    wait_for 30 _etcd_healthy "$ns" "$addr" ||
+        fail "etcd did not become healthy: $(tail -n 5 "$T/$ns/etcd.out")"
+}
+_etcd_healthy() {
+    nx "$1" etcdctl --endpoints "$2:2379" --dial-timeout 1s endpoint health >/dev/null 2>&1
+}
+
 # --- NAT topologies: VPC gateways, firewalls, counters, mesh timing ----------
 # (nat_traversal.sh, mesh16.sh). The hub stands for the internet, with
 # "public" addresses in $E2E_INET.0.0/16 (a shared-address range, inside our

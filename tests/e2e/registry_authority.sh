@@ -31,14 +31,8 @@ ETCD=$E2E_V4NET.201:2379
 step "one etcd, an authority; a, b and m join with certificates"
 e2e_hub
 e2e_node etcd 201 -
-mkdir -p "$T/etcd/data" "$T/authority"
-nx_bg etcd etcd timeout 900 etcd --name e1 --data-dir "$T/etcd/data" \
-    --listen-client-urls "http://$ETCD" --advertise-client-urls "http://$ETCD" \
-    --listen-peer-urls "http://$E2E_V4NET.201:2380" \
-    --initial-advertise-peer-urls "http://$E2E_V4NET.201:2380" \
-    --initial-cluster "e1=http://$E2E_V4NET.201:2380"
-etcd_ok() { nx etcd etcdctl --endpoints "$ETCD" --dial-timeout 1s endpoint health >/dev/null 2>&1; }
-wait_for 30 etcd_ok || fail "etcd did not start: $(tail -n 5 "$T/etcd/etcd.out")"
+mkdir -p "$T/authority"
+e2e_etcd_single etcd "$E2E_V4NET.201"
 "$DDPNET" authority init -o "$T/authority/authority.key" >/dev/null 2>&1 ||
     fail "ddpnet authority init failed"
 AUTH=$("$DDPNET" authority pubkey -a "$T/authority/authority.key") ||

@@ -44,13 +44,7 @@ e2e_lan_node gw-b node-b 10
 e2e_public_node node-c 0.3
 e2e_public_node etcd 0.201
 for n in "${NODES[@]}"; do e2e_firewall "$n" "$P"; done
-mkdir -p "$T/etcd/data"
-nx_bg etcd etcd timeout 900 etcd --name e1 --data-dir "$T/etcd/data" \
-    --listen-client-urls "http://$ETCD:2379" --advertise-client-urls "http://$ETCD:2379" \
-    --listen-peer-urls "http://$ETCD:2380" --initial-advertise-peer-urls "http://$ETCD:2380" \
-    --initial-cluster "e1=http://$ETCD:2380" --initial-cluster-state new
-etcd_healthy() { nx etcd etcdctl --endpoints "$ETCD:2379" --dial-timeout 1s endpoint health >/dev/null 2>&1; }
-wait_for 30 etcd_healthy || fail "etcd did not become healthy: $(tail -n 5 "$T/etcd/etcd.out")"
+e2e_etcd_single etcd "$ETCD"
 
 step "up --name on all three; --endpoint on the public one only"
 C=$T/cluster.conf

@@ -28,14 +28,7 @@ ETCD=$E2E_V4NET.201:2379
 step "one etcd; a, b and m join"
 e2e_hub
 e2e_node etcd 201 -
-mkdir -p "$T/etcd/data"
-nx_bg etcd etcd timeout 900 etcd --name e1 --data-dir "$T/etcd/data" \
-    --listen-client-urls "http://$ETCD" --advertise-client-urls "http://$ETCD" \
-    --listen-peer-urls "http://$E2E_V4NET.201:2380" \
-    --initial-advertise-peer-urls "http://$E2E_V4NET.201:2380" \
-    --initial-cluster "e1=http://$E2E_V4NET.201:2380"
-etcd_ok() { nx etcd etcdctl --endpoints "$ETCD" --dial-timeout 1s endpoint health >/dev/null 2>&1; }
-wait_for 30 etcd_ok || fail "etcd did not start: $(tail -n 5 "$T/etcd/etcd.out")"
+e2e_etcd_single etcd "$E2E_V4NET.201"
 C=$T/cluster.conf
 cluster_begin "$C" "registry = etcd://$ETCD$PREFIX" "registry-ttl = 10"
 chmod 644 "$C"
