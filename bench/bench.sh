@@ -113,6 +113,13 @@ bench_contenders() {
     else
         C_KIND+=(missing) C_BIN+=("$BENCH_WGGO not installed (apt-get install wireguard-go)")
     fi
+    # BENCH_BUSY_POLL="always 0 ...": ddpnet again with each busy-poll
+    # value, as contenders ddpnet-bp-VALUE (the default's cost and gain).
+    for item in ${BENCH_BUSY_POLL:-}; do
+        case "$item" in always|[0-9]|[0-9][0-9]|[0-9][0-9][0-9]|[0-9][0-9][0-9][0-9]|10000) ;;
+        *) usage_error "BENCH_BUSY_POLL: '$item' is not always or 0..10000" ;; esac
+        C_NAME+=("ddpnet-bp-$item") C_KIND+=(ddpnet) C_BIN+=("busy-poll=$item")
+    done
     for item in ${BENCH_EXTRA:-}; do
         name=${item%%=*} path=${item#*=}
         [ "$name" != "$item" ] && [ -n "$name" ] && [ -n "$path" ] ||

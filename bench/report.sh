@@ -417,6 +417,15 @@ if pair:
         for note in notes(n):
             print("    note %s: %s" % (n, note))
     print("  (ping p99: every echo of every round together; the rest: medians of the rounds)")
+    for n in names:
+        if not n.startswith("ddpnet-bp-"):
+            continue
+        print("  busy-poll = %s vs the default: ping avg %s, p99 %s, one stream %s, CPU-s/GB %s; "
+              "idle daemons %s vs %s %% of a core" % (n[len("ddpnet-bp-"):],
+              times(ratio(pm(n, "ping_avg_us"), pm("ddpnet", "ping_avg_us"))),
+              times(ratio(p99(n), p99("ddpnet"))), times(ratio(pm(n, "ab_gbps"), pm("ddpnet", "ab_gbps"))),
+              times(ratio(pm(n, "cpu_s_per_gb"), pm("ddpnet", "cpu_s_per_gb"))),
+              fmt(pm(n, "idle_pct_core"), "%.0f"), fmt(pm("ddpnet", "idle_pct_core"), "%.0f")))
 else:
     print("  (part pair not run)")
 
@@ -444,7 +453,7 @@ d_ping = pm("ddpnet", "ping_avg_us")
 # The lowest contender: every tunnel other than ddpnet and the bare veth;
 # n/a until both references the issue names (newest wireguard-go, Nebula)
 # have a figure, so a missing one never makes the target easier.
-others = {n: pm(n, "ping_avg_us") for n in names if n not in ("veth", "ddpnet")}
+others = {n: pm(n, "ping_avg_us") for n in names if n != "veth" and not n.startswith("ddpnet")}
 missing = [why for cond, why in ((wg_new is None, FETCH_WG), (not nebulas, FETCH_NEB)) if cond]
 missing += ["no ping through %s" % n for n, v in others.items() if v is None]
 if d_ping is None:

@@ -5,7 +5,8 @@
 #
 # Kinds:
 #   veth    no tunnel: the underlay itself, the ceiling of the testbed
-#   ddpnet  `ddpnet up` in each node from one generated cluster file
+#   ddpnet  `ddpnet up` in each node from one generated cluster file; BIN
+#           busy-poll=VALUE (BENCH_BUSY_POLL) adds that key to the file
 #   wg      a userspace WireGuard that takes the interface name as its
 #           argument, as wireguard-go does, configured by stock `wg`
 #   nebula  Nebula (bench/fetch-nebula.sh): a CA and one host certificate
@@ -27,7 +28,7 @@ tunnel_up() {
     TUN_DEST=$TN_B TUN_PIDS="" TUN_WHY=""
     case "$kind" in
     veth)   TUN_DEST=$UL_B; return 0 ;;
-    ddpnet) ddp_up || return 1 ;;
+    ddpnet) ddp_up "$bin" || return 1 ;;
     wg)     wg_up "$bin" || return 1 ;;
     nebula) neb_up "$bin" || return 1 ;;
     *)      TUN_WHY="unknown kind $kind"; return 1 ;;
@@ -52,15 +53,22 @@ tunnel_down() {
 
 # --- ddpnet ---------------------------------------------------------------
 
+# ddp_cluster [BUSY-POLL]: the cluster file, $T/cluster.conf, or with that
+# busy-poll value $T/cluster-bp-VALUE.conf.
 ddp_cluster() {
+    local bp=${1:-} f=$T/cluster.conf
+    [ -z "$bp" ] || f=$T/cluster-bp-$bp.conf
+    DDP_CLUSTER=$f
+    [ -f "$f" ] && return 0
     {
         printf '# written by bench/tunnels.sh\n[cluster]\n'
         printf 'network = %s\nport = %s\nmtu = %s\n' "$TN_NET" "$WG_PORT" "$TN_MTU"
+        [ -z "$bp" ] || printf 'busy-poll = %s\n' "$bp"
         printf '\n[node bench-a]\npublic-key = %s\naddress = %s\nendpoint = %s:%s\n' \
             "$(cat "$T/a/pub")" "$TN_A" "$UL_A" "$WG_PORT"
         printf '\n[node bench-b]\npublic-key = %s\naddress = %s\nendpoint = %s:%s\n' \
             "$(cat "$T/b/pub")" "$TN_B" "$UL_B" "$WG_PORT"
-    } >"$T/cluster.conf"
+    } >"$f"
 }
 
 # DDP_UP_PREFIX_a, DDP_UP_PREFIX_b: words run before `ddpnet up` in that
@@ -68,12 +76,14 @@ ddp_cluster() {
 # taskset -c ...`); empty, as for every other part, runs it as it is.
 DDP_UP_PREFIX_a="" DDP_UP_PREFIX_b=""
 
+# ddp_up [busy-poll=VALUE]
 ddp_up() {
-    local n pid roots="" prefix
-    [ -f "$T/cluster.conf" ] || ddp_cluster
+    local n pid roots="" prefix bp=""
+    case "${1:-}" in busy-poll=*) bp=${1#busy-poll=} ;; esac
+    ddp_cluster "$bp"
     for n in a b; do
         prefix=DDP_UP_PREFIX_$n
-        if ! nx "$n" ${!prefix} timeout 30 "$DDPNET" up -c "$T/cluster.conf" -k "$T/$n/key" \
+        if ! nx "$n" ${!prefix} timeout 30 "$DDPNET" up -c "$DDP_CLUSTER" -k "$T/$n/key" \
                 --run-dir "$T/$n/run" --hosts-file "$T/$n/hosts" >"$T/$n/ddpnet-up.log" 2>&1; then
             TUN_WHY="ddpnet up in node $n failed: $(tail -n 2 "$T/$n/ddpnet-up.log")"
             return 1
