@@ -101,9 +101,11 @@ mesh_parts_usable() {
 
 # The contenders, in the order each round runs them: C_NAME, C_KIND (veth,
 # ddpnet, wg, or missing), C_BIN (or, for a missing one, why).
-C_NAME=() C_KIND=() C_BIN=() EXTRA_NAMES=()
+# EXTRA_NAMES: BENCH_EXTRA's names; EXTRA_WG: those of kind wg (the reports
+# of issues 19 and 32 compare with WireGuards); EXTRA_KINDS: NAME=KIND.
+C_NAME=() C_KIND=() C_BIN=() EXTRA_NAMES=() EXTRA_WG=() EXTRA_KINDS=()
 bench_contenders() {
-    local item name path
+    local item name path kind
     C_NAME=(veth ddpnet) C_KIND=(veth ddpnet) C_BIN=("" "$DDPNET")
     C_NAME+=(wireguard-go)
     if [ -x "$BENCH_WGGO" ]; then
@@ -111,6 +113,13 @@ bench_contenders() {
     else
         C_KIND+=(missing) C_BIN+=("$BENCH_WGGO not installed (apt-get install wireguard-go)")
     fi
+    # BENCH_BUSY_POLL="always 0 ...": ddpnet again with each busy-poll
+    # value, as contenders ddpnet-bp-VALUE (the default's cost and gain).
+    for item in ${BENCH_BUSY_POLL:-}; do
+        case "$item" in always|[0-9]|[0-9][0-9]|[0-9][0-9][0-9]|[0-9][0-9][0-9][0-9]|10000) ;;
+        *) usage_error "BENCH_BUSY_POLL: '$item' is not always or 0..10000" ;; esac
+        C_NAME+=("ddpnet-bp-$item") C_KIND+=(ddpnet) C_BIN+=("busy-poll=$item")
+    done
     for item in ${BENCH_EXTRA:-}; do
         name=${item%%=*} path=${item#*=}
         [ "$name" != "$item" ] && [ -n "$name" ] && [ -n "$path" ] ||
@@ -118,8 +127,12 @@ bench_contenders() {
         case "$name" in *[!A-Za-z0-9._+-]*) usage_error "BENCH_EXTRA: bad name '$name' (letters, digits, . _ + -)" ;; esac
         case " ${C_NAME[*]} " in *" $name "*) usage_error "BENCH_EXTRA: name '$name' is taken" ;; esac
         [ -f "$path" ] && [ -x "$path" ] || usage_error "BENCH_EXTRA: $name: $path is not an executable file"
-        C_NAME+=("$name") C_KIND+=(wg) C_BIN+=("$(cd "$(dirname "$path")" && pwd)/$(basename "$path")")
-        EXTRA_NAMES+=("$name")
+        # A binary called nebula is Nebula (bench/fetch-nebula.sh); any
+        # other is a userspace WireGuard run as wireguard-go is.
+        kind=wg; [ "$(basename "$path")" != nebula ] || kind=nebula
+        C_NAME+=("$name") C_KIND+=("$kind") C_BIN+=("$(cd "$(dirname "$path")" && pwd)/$(basename "$path")")
+        EXTRA_NAMES+=("$name") EXTRA_KINDS+=("$name=$kind")
+        [ "$kind" != wg ] || EXTRA_WG+=("$name")
     done
 }
 
@@ -129,7 +142,7 @@ short() { case "$1" in NA) echo NA ;; *) awk -v v="$1" 'BEGIN { printf "%.2f", v
 # measure ROUND INDEX: one contender, up, measured, down; appends its row.
 measure() {
     local r=$1 i=$2 name=${C_NAME[$2]} kind=${C_KIND[$2]} bin=${C_BIN[$2]}
-    local ab=NA ba=NA p4=NA pavg=NA p99=NA lost=NA cpu=NA idle=NA bytes=NA cpus=NA note=""
+    local ab=NA ba=NA p4=NA p8=NA pavg=NA p99=NA lost=NA cpu=NA idle=NA bytes=NA cpus=NA note=""
     local dir=$T/r$r-$name pids t0 t1 res began=$SECONDS
     mkdir -p "$dir"
     if [ "$kind" = missing ]; then
@@ -152,6 +165,7 @@ measure() {
         fi
         res=$(iperf_run a b "$TUN_DEST" "$dir/ba.json" -R) && { set -- $res; ba=$(calc "$1 / 1e9"); }
         res=$(iperf_run a b "$TUN_DEST" "$dir/p4.json" -P 4) && { set -- $res; p4=$(calc "$1 / 1e9"); }
+        res=$(iperf_run a b "$TUN_DEST" "$dir/p8.json" -P 8) && { set -- $res; p8=$(calc "$1 / 1e9"); }
         if res=$(ping_run a "$TUN_DEST" "$dir/ping.out" "$name"); then
             set -- $res; pavg=$1 p99=$2 lost=$3
         else
@@ -167,10 +181,10 @@ measure() {
         fi
     fi
     tunnel_down "$kind"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$name" "$ab" "$ba" "$p4" \
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$name" "$ab" "$ba" "$p4" "$p8" \
         "$pavg" "$p99" "$lost" "$cpu" "$idle" "$bytes" "$cpus" "$note" >>"$TSV"
-    say "$(printf 'round %s/%s %-14s 1 stream %s / %s, 4 streams %s Gbit/s; ping %s / %s µs, lost %s; %s CPU-s/GB; idle %s %% (%s s)' \
-        "$r" "$BENCH_ROUNDS" "$name:" "$(short "$ab")" "$(short "$ba")" "$(short "$p4")" \
+    say "$(printf 'round %s/%s %-14s 1 stream %s / %s, 4 / 8 streams %s / %s Gbit/s; ping %s / %s µs, lost %s; %s CPU-s/GB; idle %s %% (%s s)' \
+        "$r" "$BENCH_ROUNDS" "$name:" "$(short "$ab")" "$(short "$ba")" "$(short "$p4")" "$(short "$p8")" \
         "$pavg" "$p99" "$lost" "$(short "$cpu")" "$(short "$idle")" "$(( SECONDS - began ))")"
 }
 
@@ -193,7 +207,7 @@ aead_floor() {
 }
 
 main() {
-    local r i rc=0 rc2 t_start=$SECONDS
+    local r i rc=0 rc2 rc3 t_start=$SECONDS
     bench_config
     bench_contenders
     bench_init
@@ -202,7 +216,7 @@ main() {
     mkdir -p "$BENCH_OUT" || fail "cannot create $BENCH_OUT"
     rm -rf "$BENCH_OUT/rtt"; mkdir -p "$BENCH_OUT/rtt"
     TSV=$BENCH_OUT/results.tsv MESH_TSV=$BENCH_OUT/mesh.tsv
-    printf 'round\tcontender\tab_gbps\tba_gbps\tp4_gbps\tping_avg_us\tping_p99_us\tping_lost\tcpu_s_per_gb\tidle_pct_core\tab_bytes\tab_cpu_s\tnote\n' >"$TSV"
+    printf 'round\tcontender\tab_gbps\tba_gbps\tp4_gbps\tp8_gbps\tping_avg_us\tping_p99_us\tping_lost\tcpu_s_per_gb\tidle_pct_core\tab_bytes\tab_cpu_s\tnote\n' >"$TSV"
     printf 'round\tcontender\tmetric\tvalue\tnote\n' >"$MESH_TSV"
     say "parts: ${PARTS// /,} (BENCH_ONLY); $BENCH_ROUNDS rounds"
     part_on pair && say "two nodes: ${BENCH_SECONDS} s per iperf3 test, $BENCH_PINGS echoes; contenders: ${C_NAME[*]}"
@@ -231,8 +245,12 @@ main() {
         rc=$?
     fi
     report_training "$TSV" "$MESH_TSV" "$BENCH_OUT/rtt" "$PARTS" \
-        "${PART_WHY_allreduce:-}" "${PART_WHY_relay:-}" "${EXTRA_NAMES[@]}"
+        "${PART_WHY_allreduce:-}" "${PART_WHY_relay:-}" "${EXTRA_WG[@]}"
     rc2=$?
+    report_issue32 "$TSV" "$MESH_TSV" "${CORES_TSV:-}" "$BENCH_OUT/rtt" "$PARTS" \
+        "${PART_WHY_relay:-}" "${EXTRA_KINDS[@]}"
+    rc3=$?
+    if [ "$rc3" -eq 1 ]; then rc2=1; elif [ "$rc2" -eq 0 ]; then rc2=$rc3; fi
     part_on cores && cores_report
     if [ "$rc" -eq 1 ] || [ "$rc2" -eq 1 ]; then rc=1; elif [ "$rc" -eq 0 ]; then rc=$rc2; fi
     say "raw rows: $TSV (two nodes), $MESH_TSV (three nodes),$(part_on cores && printf ' %s (cores),' "$CORES_TSV") $BENCH_OUT/rtt/ (every echo); $(( SECONDS - t_start )) s in all"

@@ -6,7 +6,9 @@
 # iproute2, iperf3, nftables, iputils, procps):
 #
 #   .devcarry/bin/   ddpnet (bin/ddpnet), aead_bench (build/bench/, if it
-#                    builds), iperf3, ip, ss, nft, taskset, ping, wg, and
+#                    builds), wireguard-go-new (bench/fetch-wireguard-go.sh's,
+#                    if it was fetched; 3 MiB, only libc: issue 32's
+#                    reference), iperf3, ip, ss, nft, taskset, ping, wg, and
 #                    ps, nsenter, unshare (util-linux and procps: there on
 #                    most systems, carried for the ones without)
 #   .devcarry/lib/   every shared library they load, as `ldd` resolves it
@@ -50,6 +52,11 @@ if [ ! -x "$aead" ] && [ -f "$ROOT/bench/aead_bench.c" ]; then
     make -C "$ROOT" --no-print-directory build/bench/aead_bench >/dev/null 2>&1 || true
 fi
 if [ -x "$aead" ]; then ITEMS+=("aead_bench=$aead"); else say "aead_bench did not build: left out (no AEAD floor on the device)"; fi
+# Nebula (25 MiB with nebula-cert) is not carried: it would not fit in
+# DEVCARRY_MAX_MIB, and no 16-core target is set against it.
+wggo_new=$ROOT/build/bench/wireguard-go-sid/root/usr/bin/wireguard-go
+if [ -x "$wggo_new" ]; then ITEMS+=("wireguard-go-new=$wggo_new")
+else say "no $wggo_new (bench/fetch-wireguard-go.sh): the device compares with no newer wireguard-go"; fi
 for tool in iperf3 ip ss nft taskset ping wg; do
     p=$(command -v "$tool" 2>/dev/null) || die "missing tool here: $tool (make deps-test installs it)"
     ITEMS+=("$tool=$p")

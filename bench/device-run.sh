@@ -20,10 +20,17 @@
 #    mknod when missing), network namespaces, veth, bridge, nftables,
 #    io_uring, the carried binaries, iperf3 over loopback, torch.
 # 3. bench/bench.sh, as the Makefile's `bench` rule runs it, once per part
-#    of BENCH_ONLY (default: cores), with DDPNET and BENCH_AEAD_BIN set to
-#    the carried binaries and every other BENCH_* passed through; each part
-#    within what is left of DEVRUN_LIMIT_S (default 540 s) and its elapsed
-#    seconds printed. BENCH_ROUNDS defaults to 3 here (5 in make bench).
+#    of BENCH_ONLY (default: pair cores allreduce, what issue 32's 16-core
+#    targets need: 1 and 8 streams and ping, core scaling, all_reduce),
+#    with DDPNET and BENCH_AEAD_BIN set to the carried binaries and every
+#    other BENCH_* passed through; each part within what is left of
+#    DEVRUN_LIMIT_S (default 480 s) and its elapsed seconds printed. Here
+#    BENCH_ROUNDS defaults to 2, BENCH_SECONDS to 3 and BENCH_IDLE_SECONDS
+#    to 2 (5, 5, 5 in make bench), so the three parts fit in about 8
+#    minutes on 16 cores. A carried newer wireguard-go (device-bundle.sh
+#    carries build/bench/wireguard-go-sid's when it was fetched) becomes
+#    BENCH_EXTRA=wggo-new=... unless BENCH_EXTRA is set. Each part ends
+#    with issue 32's TARGET lines (bench/report.sh).
 #
 # Everything goes to $OUT (default ./build/device-out): device-run.log (all
 # of the output), probe.txt, and per part BENCH_OUT=$OUT/PART (the .tsv
@@ -35,9 +42,12 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CARRY=$ROOT/.devcarry
 LDSO=/lib64/ld-linux-x86-64.so.2
 OUT=${OUT:-$ROOT/build/device-out}
-DEVRUN_LIMIT_S=${DEVRUN_LIMIT_S:-540}
-export BENCH_ONLY=${BENCH_ONLY:-cores}
-[ "${BENCH_QUICK:-0}" = 1 ] || export BENCH_ROUNDS=${BENCH_ROUNDS:-3}
+DEVRUN_LIMIT_S=${DEVRUN_LIMIT_S:-480}
+export BENCH_ONLY=${BENCH_ONLY:-pair cores allreduce}
+if [ "${BENCH_QUICK:-0}" != 1 ]; then
+    export BENCH_ROUNDS=${BENCH_ROUNDS:-2} BENCH_SECONDS=${BENCH_SECONDS:-3}
+    export BENCH_IDLE_SECONDS=${BENCH_IDLE_SECONDS:-2}
+fi
 W=""
 PROBE_NS=devrun-probe-$$
 
@@ -226,6 +236,10 @@ main() {
     wrappers || { say "cannot write the wrappers under $ROOT/build"; return 1; }
     export PATH="$W:$PATH"
     say "wrappers in $W, first in PATH"
+    if [ -z "${BENCH_EXTRA:-}" ] && [ -x "$W/wireguard-go-new" ]; then
+        export BENCH_EXTRA="wggo-new=$W/wireguard-go-new"
+        say "BENCH_EXTRA=$BENCH_EXTRA (the carried newer wireguard-go)"
+    fi
     t=$SECONDS
     probe | tee "$OUT/probe.txt"
     say "probe: $(( SECONDS - t )) s"

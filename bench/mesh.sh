@@ -47,6 +47,9 @@ mesh_contenders() {
     if part_on allreduce; then
         for i in "${!C_NAME[@]}"; do
             case " ${EXTRA_NAMES[*]} " in *" ${C_NAME[i]} "*) ;; *) continue ;; esac
+            # Nebula runs in the two-node part only (its mesh needs a
+            # certificate per node and is not what all_reduce compares).
+            [ "${C_KIND[i]}" = wg ] || continue
             M_NAME+=("${C_NAME[i]}") M_KIND+=(wg) M_BIN+=("${C_BIN[i]}")
         done
     fi

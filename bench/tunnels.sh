@@ -5,9 +5,14 @@
 #
 # Kinds:
 #   veth    no tunnel: the underlay itself, the ceiling of the testbed
-#   ddpnet  `ddpnet up` in each node from one generated cluster file
+#   ddpnet  `ddpnet up` in each node from one generated cluster file; BIN
+#           busy-poll=VALUE (BENCH_BUSY_POLL) adds that key to the file
 #   wg      a userspace WireGuard that takes the interface name as its
 #           argument, as wireguard-go does, configured by stock `wg`
+#   nebula  Nebula (bench/fetch-nebula.sh): a CA and one host certificate
+#           per node made with the nebula-cert beside BIN, each node naming
+#           the other in static_host_map (no lighthouse), every port open;
+#           Nebula's defaults otherwise, as a new user would run it
 #
 # tunnel_up KIND BIN sets TUN_DEST (b's address as a reached from a) and
 # TUN_PIDS (the daemons, both nodes); on failure it returns non-zero with
@@ -23,8 +28,9 @@ tunnel_up() {
     TUN_DEST=$TN_B TUN_PIDS="" TUN_WHY=""
     case "$kind" in
     veth)   TUN_DEST=$UL_B; return 0 ;;
-    ddpnet) ddp_up || return 1 ;;
+    ddpnet) ddp_up "$bin" || return 1 ;;
     wg)     wg_up "$bin" || return 1 ;;
+    nebula) neb_up "$bin" || return 1 ;;
     *)      TUN_WHY="unknown kind $kind"; return 1 ;;
     esac
     # The first packet waits for the handshake; measure only after it.
@@ -40,21 +46,29 @@ tunnel_down() {
     case "$1" in
     ddpnet) ddp_down ;;
     wg)     wg_down ;;
+    nebula) neb_down ;;
     esac
     return 0
 }
 
 # --- ddpnet ---------------------------------------------------------------
 
+# ddp_cluster [BUSY-POLL]: the cluster file, $T/cluster.conf, or with that
+# busy-poll value $T/cluster-bp-VALUE.conf.
 ddp_cluster() {
+    local bp=${1:-} f=$T/cluster.conf
+    [ -z "$bp" ] || f=$T/cluster-bp-$bp.conf
+    DDP_CLUSTER=$f
+    [ -f "$f" ] && return 0
     {
         printf '# written by bench/tunnels.sh\n[cluster]\n'
         printf 'network = %s\nport = %s\nmtu = %s\n' "$TN_NET" "$WG_PORT" "$TN_MTU"
+        [ -z "$bp" ] || printf 'busy-poll = %s\n' "$bp"
         printf '\n[node bench-a]\npublic-key = %s\naddress = %s\nendpoint = %s:%s\n' \
             "$(cat "$T/a/pub")" "$TN_A" "$UL_A" "$WG_PORT"
         printf '\n[node bench-b]\npublic-key = %s\naddress = %s\nendpoint = %s:%s\n' \
             "$(cat "$T/b/pub")" "$TN_B" "$UL_B" "$WG_PORT"
-    } >"$T/cluster.conf"
+    } >"$f"
 }
 
 # DDP_UP_PREFIX_a, DDP_UP_PREFIX_b: words run before `ddpnet up` in that
@@ -62,12 +76,14 @@ ddp_cluster() {
 # taskset -c ...`); empty, as for every other part, runs it as it is.
 DDP_UP_PREFIX_a="" DDP_UP_PREFIX_b=""
 
+# ddp_up [busy-poll=VALUE]
 ddp_up() {
-    local n pid roots="" prefix
-    [ -f "$T/cluster.conf" ] || ddp_cluster
+    local n pid roots="" prefix bp=""
+    case "${1:-}" in busy-poll=*) bp=${1#busy-poll=} ;; esac
+    ddp_cluster "$bp"
     for n in a b; do
         prefix=DDP_UP_PREFIX_$n
-        if ! nx "$n" ${!prefix} timeout 30 "$DDPNET" up -c "$T/cluster.conf" -k "$T/$n/key" \
+        if ! nx "$n" ${!prefix} timeout 30 "$DDPNET" up -c "$DDP_CLUSTER" -k "$T/$n/key" \
                 --run-dir "$T/$n/run" --hosts-file "$T/$n/hosts" >"$T/$n/ddpnet-up.log" 2>&1; then
             TUN_WHY="ddpnet up in node $n failed: $(tail -n 2 "$T/$n/ddpnet-up.log")"
             return 1
@@ -139,4 +155,93 @@ wg_down() {
     for pid in "${WG_PIDS[@]}"; do reap "$pid" 5; done
     WG_PIDS=()
     for n in a b; do rm -f "$T/$n/run/wg0.sock"; done
+}
+
+# --- Nebula ---------------------------------------------------------------
+
+NEB_PIDS=()
+NEB_DEV=nebula1
+
+# neb_pki CERT-TOOL: the CA and both hosts' certificates, once per run.
+neb_pki() {
+    local tool=$1 n ip out
+    [ -f "$T/nebula/b.crt" ] && return 0
+    mkdir -p "$T/nebula"
+    out=$("$tool" ca -name ddpnet-bench -out-crt "$T/nebula/ca.crt" -out-key "$T/nebula/ca.key" 2>&1) ||
+        { TUN_WHY="nebula-cert ca failed: $out"; return 1; }
+    for n in a b; do
+        if [ "$n" = a ]; then ip=$TN_A; else ip=$TN_B; fi
+        out=$("$tool" sign -name "bench-$n" -ip "$ip/$TN_PREFIX" -ca-crt "$T/nebula/ca.crt" \
+                -ca-key "$T/nebula/ca.key" -out-crt "$T/nebula/$n.crt" -out-key "$T/nebula/$n.key" 2>&1) ||
+            { TUN_WHY="nebula-cert sign for node $n failed: $out"; return 1; }
+    done
+}
+
+# neb_conf NODE: NODE's config, the other node's underlay address pinned.
+neb_conf() {
+    local n=$1 ptn pul
+    if [ "$n" = a ]; then ptn=$TN_B pul=$UL_B; else ptn=$TN_A pul=$UL_A; fi
+    cat >"$T/nebula/$n.yml" <<NEBEOF
+pki:
+  ca: $T/nebula/ca.crt
+  cert: $T/nebula/$n.crt
+  key: $T/nebula/$n.key
+static_host_map:
+  "$ptn": ["$pul:$WG_PORT"]
+lighthouse:
+  am_lighthouse: false
+  hosts: []
+listen:
+  host: 0.0.0.0
+  port: $WG_PORT
+punchy:
+  punch: false
+tun:
+  dev: $NEB_DEV
+  mtu: $TN_MTU
+logging:
+  level: error
+firewall:
+  outbound:
+    - port: any
+      proto: any
+      host: any
+  inbound:
+    - port: any
+      proto: any
+      host: any
+NEBEOF
+}
+
+neb_up() {
+    local bin=$1 tool n pid
+    tool=$(dirname "$bin")/nebula-cert
+    [ -x "$tool" ] || { TUN_WHY="no nebula-cert beside $bin (bench/fetch-nebula.sh unpacks both)"; return 1; }
+    neb_pki "$tool" || return 1
+    NEB_PIDS=()
+    for n in a b; do
+        neb_conf "$n"
+        # nsenter execs, so $! is the daemon itself (our child: reap waits).
+        nsenter -t "$(holder_pid "$n")" -m -n -- "$bin" -config "$T/nebula/$n.yml" \
+            >"$T/$n/nebula.out" 2>&1 &
+        pid=$!
+        BENCH_PIDS+=("$pid") NEB_PIDS+=("$pid")
+        wait_for 10 neb_started "$n" "$pid"
+        if gone "$pid" || ! nx "$n" ip -o addr show dev "$NEB_DEV" 2>/dev/null | grep -q inet; then
+            TUN_WHY="nebula in node $n did not bring up $NEB_DEV: $(tail -n 2 "$T/$n/nebula.out")"
+            return 1
+        fi
+    done
+    TUN_PIDS=$(proc_tree "${NEB_PIDS[@]}")
+}
+
+# neb_started NODE PID: the tunnel device has its address, or the daemon ended.
+neb_started() {
+    gone "$2" || nx "$1" ip -o addr show dev "$NEB_DEV" 2>/dev/null | grep -q inet
+}
+
+neb_down() {
+    local pid
+    for pid in "${NEB_PIDS[@]}"; do kill "$pid" 2>/dev/null; reap "$pid" 5; done
+    NEB_PIDS=()
 }

@@ -119,12 +119,17 @@ static void keepalive_apply(struct cluster_parser *p, int line, const char *valu
 
 static void busy_poll_apply(struct cluster_parser *p, int line, const char *value)
 {
-    unsigned v;
+    unsigned v = CLUSTER_BUSY_POLL_ALWAYS;
+    char q[CLUSTER_QUOTE_MAX + 4];
 
-    if (off_or_count(p, line, "busy-poll", "microseconds", value, CLUSTER_BUSY_POLL_MAX, &v)) {
-        p->settings.busy_poll_us = (uint16_t)v;
-        p->settings.busy_poll_set = true;
+    if (strcmp(value, "always") && cluster_uint_parse(value, CLUSTER_BUSY_POLL_MAX, &v) < 0) {
+        cluster_quote(q, sizeof(q), value);
+        cluster_diag_add(p, line, "bad busy-poll '%s' (expected microseconds 0..%u, 0 = off, or always)",
+                         q, CLUSTER_BUSY_POLL_MAX);
+        return;
     }
+    p->settings.busy_poll_us = (uint16_t)v;
+    p->settings.busy_poll_set = true;
 }
 
 static void hostnames_apply(struct cluster_parser *p, int line, const char *value)

@@ -54,6 +54,8 @@
 
 _Static_assert(CLUSTER_MTU_MAX == DEVICE_MTU_MAX,
                "the cluster file must refuse every mtu the device cannot take");
+_Static_assert(CLUSTER_BUSY_POLL_ALWAYS == BUSY_POLL_ALWAYS && CLUSTER_BUSY_POLL_ALWAYS > CLUSTER_BUSY_POLL_MAX,
+               "busy-poll = always must reach the loop as always, never as a window");
 
 /* Socket buffers large enough for bursts at line rate. */
 #define UDP_BUFFER_BYTES (4 << 20)

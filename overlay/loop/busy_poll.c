@@ -6,7 +6,10 @@
 
 void busy_poll_init(struct busy_poll *bp, unsigned window_us)
 {
-    *bp = (struct busy_poll){ .window_ns = window_us * NS_PER_US };
+    if (window_us == BUSY_POLL_ALWAYS)
+        *bp = (struct busy_poll){ .always = true };
+    else
+        *bp = (struct busy_poll){ .window_ns = window_us * NS_PER_US };
 }
 
 void busy_poll_packet(struct busy_poll *bp, uint64_t now)
@@ -33,5 +36,5 @@ void busy_poll_unawaited(struct busy_poll *bp)
 
 bool busy_poll_active(const struct busy_poll *bp, uint64_t now)
 {
-    return now < bp->until;
+    return bp->always || now < bp->until;
 }

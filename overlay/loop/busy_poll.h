@@ -24,9 +24,15 @@
 
 #define BUSY_POLL_IDLE_NS     1000000ull  /* 1 ms without packets is an idle spell */
 #define BUSY_POLL_MAX_PACKETS 16u
+/* A window_us that means: always poll, never sleep (`busy-poll = always`:
+ * the config's CLUSTER_BUSY_POLL_ALWAYS, the same number). The loop then
+ * takes a core (yielding it on every empty poll) for the round trip of a
+ * daemon that is never woken. */
+#define BUSY_POLL_ALWAYS      65535u
 
 struct busy_poll {
     uint64_t window_ns;      /* from the cluster file's busy-poll; 0 = never */
+    bool always;             /* BUSY_POLL_ALWAYS: poll whatever came when */
     uint64_t until;          /* poll, do not sleep, while now < until */
     uint64_t last_packet;    /* when the last packet came; 0 = never */
     unsigned packets;        /* packets in the current window */

@@ -124,6 +124,30 @@ static void test_largest_window(void **state)
     assert_false(busy_poll_active(&bp, T0 + 10 * MS));
 }
 
+/* busy-poll = always: polls before any packet, through a bulk flow, after
+ * upkeep and after any idle spell; nothing a packet does turns it off. */
+static void test_always_polls(void **state)
+{
+    struct busy_poll bp;
+    uint64_t t = T0;
+    (void)state;
+
+    busy_poll_init(&bp, BUSY_POLL_ALWAYS);
+    assert_true(busy_poll_active(&bp, 0));
+    assert_true(busy_poll_active(&bp, T0));
+    for (unsigned i = 0; i < 4 * BUSY_POLL_MAX_PACKETS; i++, t += 10 * US) {
+        busy_poll_packet(&bp, t);
+        assert_true(busy_poll_active(&bp, t));
+    }
+    busy_poll_unawaited(&bp);
+    assert_true(busy_poll_active(&bp, t));
+    t += 100 * BUSY_POLL_IDLE_NS;
+    assert_true(busy_poll_active(&bp, t));
+    busy_poll_packet(&bp, t);
+    busy_poll_unawaited(&bp);
+    assert_true(busy_poll_active(&bp, t + 1));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -134,6 +158,7 @@ int main(void)
         cmocka_unit_test(test_window_closes_and_reopens_after_idle),
         cmocka_unit_test(test_bulk_flow_stops_polling),
         cmocka_unit_test(test_largest_window),
+        cmocka_unit_test(test_always_polls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -87,6 +87,25 @@ static void parse_ok(const char *text, size_t len, struct cluster *c)
 /* machine-domains: where a member may claim a dotted machine name. The
  * default keeps cloud FQDNs under .internal; a list (commas or blanks, a
  * leading dot dropped) replaces it; `none` leaves one-label names only. */
+/* busy-poll: a count up to the largest window, or always (never sleep),
+ * which no count can be mistaken for. */
+static void test_busy_poll_key(void **state)
+{
+    static const char always[] = C4 "busy-poll = always\n" NA;
+    static const char most[] = C4 "busy-poll = 10000\n" NA;
+    struct cluster c;
+
+    (void)state;
+    parse_ok(always, strlen(always), &c);
+    assert_int_equal(c.busy_poll_us, CLUSTER_BUSY_POLL_ALWAYS);
+    assert_true(c.busy_poll_set);
+    cluster_free(&c);
+    parse_ok(most, strlen(most), &c);
+    assert_int_equal(c.busy_poll_us, CLUSTER_BUSY_POLL_MAX);
+    assert_true(CLUSTER_BUSY_POLL_ALWAYS > CLUSTER_BUSY_POLL_MAX);
+    cluster_free(&c);
+}
+
 static void test_machine_domains_key(void **state)
 {
     static const char list[] = C4 "machine-domains = ec2.internal, .c.proj-1.internal  corp\n" NA;
@@ -467,11 +486,15 @@ static const struct bad_case bad_cases[] = {
     BAD(C4 "persistent-keepalive = 25s\n" NA, 4, "bad persistent-keepalive "
         "'25s' (expected seconds 0..65535, 0 = off)"),
     BAD(C4 "busy-poll = 10001\n" NA, 4, "bad busy-poll '10001' "
-        "(expected microseconds 0..10000, 0 = off)"),
+        "(expected microseconds 0..10000, 0 = off, or always)"),
     BAD(C4 "busy-poll = 300us\n" NA, 4, "bad busy-poll '300us' "
-        "(expected microseconds 0..10000, 0 = off)"),
+        "(expected microseconds 0..10000, 0 = off, or always)"),
     BAD(C4 "busy-poll = -1\n" NA, 4, "bad busy-poll '-1' "
-        "(expected microseconds 0..10000, 0 = off)"),
+        "(expected microseconds 0..10000, 0 = off, or always)"),
+    BAD(C4 "busy-poll = Always\n" NA, 4, "bad busy-poll 'Always' "
+        "(expected microseconds 0..10000, 0 = off, or always)"),
+    BAD(C4 "busy-poll = 65535\n" NA, 4, "bad busy-poll '65535' "
+        "(expected microseconds 0..10000, 0 = off, or always)"),
     /* metrics */
     BAD(C4 "metrics = 192.0.2.1:9586\n" NA, 4, "metrics address 192.0.2.1 is neither loopback "
         "nor in the overlay network: anyone who reaches it could read the counters; use "
@@ -1277,6 +1300,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_ipv4),
+        cmocka_unit_test(test_busy_poll_key),
         cmocka_unit_test(test_valid_ipv6_defaults),
         cmocka_unit_test(test_valid_limits),
         cmocka_unit_test(test_valid_crlf_and_no_newline),
