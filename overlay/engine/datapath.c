@@ -407,10 +407,13 @@ void datapath_send_keepalive(struct peer *p, uint64_t now)
  * One receive, top to bottom, one function per stage:
  *   datapath_from_udp  a lone handshake message (lone_handshake), a batch
  *                      to one keypair (open_batch, then finish_open), or
- *                      datagram by datagram: handshake messages
- *                      (pass_to_handshake), relay frames (frames_in,
- *                      frame_in), transport messages (open_message)
- *   accept_opened      after the AEAD: keypair, age, replay
+ *                      datagram by datagram (open_here, rx_datagram):
+ *                      handshake messages (pass_to_handshake), relay
+ *                      frames (frames_in, frame_in), transport messages
+ *                      (open_message)
+ *   rx_transport       one transport message after its AEAD, its stages in
+ *                      order: accept_opened (keypair, age, replay),
+ *                      after_authentic, rx_inner
  *   after_authentic    what an authentic message tells: path, counters,
  *                      session confirmed, timers
  *   rx_inner           the inner packet: its source, then disco (disco_in)
@@ -502,28 +505,6 @@ static struct index_entry *message_keypair(struct device *dev, const uint8_t *ms
         !(e = index_find(&dev->indices, transport_receiver(msg))) || !e->keypair)
         return NULL;
     return e;
-}
-
-/* Opens one transport message from src in place. Returns its plaintext
- * length, or -1 when it is dropped; *peer_out names the sender. */
-static long open_message(struct device *dev, uint8_t *msg, uint32_t len,
-                         const union endpoint *src, uint64_t now, struct peer **peer_out)
-{
-    struct index_entry *e = message_keypair(dev, msg, len);
-
-    if (!e) {
-        rx_drop(dev, RX_DROP_BAD, 1);
-        return -1;
-    }
-    struct transport_packet tp = { .buf = msg, .cap = len, .len = len };
-    int ret = transport_open(e->keypair, &tp, now);
-    if (ret) {
-        rx_drop(dev, drop_of(ret), 1);
-        return -1;
-    }
-    after_authentic(e->peer, e->keypair, len, src, NULL, now);
-    *peer_out = e->peer;
-    return (long)tp.len;
 }
 
 /* What follows the AEAD for a message opened elsewhere (a worker, or a
@@ -651,6 +632,44 @@ static void rx_inner(struct device *dev, struct rx_batch *b, struct peer *p, uin
     b->plain[b->n++] = (struct offload_pkt){ ip, in.len };
 }
 
+/* One transport message msg[0..len) whose AEAD ran elsewhere (a worker, or
+ * a batch: tp), from src directly, or from the peer `want` through the
+ * relay via: accepted (or dropped), what it tells, then its inner packet. */
+static void rx_transport(struct device *dev, struct rx_batch *b, uint8_t *msg, uint32_t len,
+                         const struct transport_packet *tp, struct peer *want,
+                         const union endpoint *src, struct peer *via, uint64_t now)
+{
+    struct index_entry *e = accept_opened(dev, msg, len, tp->status, tp->counter, want, now);
+
+    if (!e)
+        return;
+    after_authentic(e->peer, e->keypair, len, src, via, now);
+    rx_inner(dev, b, e->peer, msg, (long)tp->len, via, now);
+}
+
+/* One transport message from the receive's source, opened here on its
+ * own (transport_open: keypair, age, AEAD, replay), then its inner
+ * packet. */
+static void open_message(struct device *dev, struct rx_batch *b, uint8_t *msg, uint32_t len,
+                         uint64_t now)
+{
+    struct index_entry *e = message_keypair(dev, msg, len);
+    struct transport_packet tp = { .buf = msg, .cap = len, .len = len };
+    int ret;
+
+    if (!e) {
+        rx_drop(dev, RX_DROP_BAD, 1);
+        return;
+    }
+    ret = transport_open(e->keypair, &tp, now);
+    if (ret) {
+        rx_drop(dev, drop_of(ret), 1);
+        return;
+    }
+    after_authentic(e->peer, e->keypair, len, &b->pkt->addr, NULL, now);
+    rx_inner(dev, b, e->peer, msg, (long)tp.len, NULL, now);
+}
+
 /* A RELAYED's message, handled as if it came from a virtual endpoint
  * "through the relay": a handshake message in a buffer of its own; a
  * transport message left where it lies, to be opened with the receive's
@@ -722,18 +741,11 @@ static void open_inner(struct device *dev, struct rx_batch *b, uint64_t now)
                                                .cap = b->inner[i + k].len,
                                                .len = b->inner[i + k].len };
         transport_decrypt_batch(e->keypair->recv_key, tp, n);
-        for (unsigned k = 0; k < n && b->n < PKT_MAX_SEGS; k++) {
-            const struct relayed *r = &b->inner[i + k];
-            struct index_entry *now_e = accept_opened(dev, r->msg, r->len, tp[k].status,
-                                                      tp[k].counter, r->src, now);
-
-            if (!now_e)
-                continue;
-            after_authentic(r->src, now_e->keypair, r->len, NULL, r->relay, now);
-            /* Through a relay: a RELAYED inside is refused (disco_in), so
-             * nothing is added to b->inner while it is walked here. */
-            rx_inner(dev, b, r->src, r->msg, (long)tp[k].len, r->relay, now);
-        }
+        /* Through a relay: a RELAYED inside is refused (disco_in), so
+         * nothing is added to b->inner while it is walked here. */
+        for (unsigned k = 0; k < n && b->n < PKT_MAX_SEGS; k++)
+            rx_transport(dev, b, b->inner[i + k].msg, b->inner[i + k].len, &tp[k],
+                         b->inner[i + k].src, NULL, b->inner[i + k].relay, now);
     }
     b->n_inner = 0;
 }
@@ -906,16 +918,12 @@ static void finish_open(struct device *dev, struct pkt *pkt, uint32_t seg_size, 
 
     rx_batch_init(&b, dev, pkt);
     for (uint32_t off = 0; off < pkt->len && i < PKT_MAX_SEGS; off += seg_size, i++) {
-        uint8_t *msg = pkt->in + off;
         uint32_t len = pkt->len - off < seg_size ? pkt->len - off : seg_size;
-        struct index_entry *e = accept_opened(dev, msg, len, pkt->seg_status[i],
-                                              pkt->seg_counter[i], NULL, now);
+        struct transport_packet tp = { .len = (size_t)pkt->seg_len[i],
+                                       .status = pkt->seg_status[i],
+                                       .counter = pkt->seg_counter[i] };
 
-        if (!e)
-            continue;
-        struct peer *p = e->peer;
-        after_authentic(p, e->keypair, len, &pkt->addr, NULL, now);
-        rx_inner(dev, &b, p, msg, pkt->seg_len[i], NULL, now);
+        rx_transport(dev, &b, pkt->in + off, len, &tp, NULL, &pkt->addr, NULL, now);
     }
     end_batch(dev, &b, now);
 }
@@ -948,51 +956,56 @@ static void lone_handshake(struct device *dev, struct pkt *pkt, uint64_t now)
     loop_pkt_put(dev->loop, pkt);   /* admit counted its own drops */
 }
 
-void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
+/* One datagram of a receive opened here, by its type. Returns the bytes
+ * of the receive it took: seg_size, or a run of relay frames' more. */
+static uint32_t rx_datagram(struct device *dev, struct rx_batch *b, uint32_t off,
+                            uint32_t seg_size, uint64_t now)
+{
+    uint8_t *msg = b->pkt->in + off;
+    uint32_t len = b->pkt->len - off < seg_size ? b->pkt->len - off : seg_size;
+    uint32_t type = noise_message_type(msg, len);
+
+    if (type == RELAY_FRAME_TYPE)
+        return frames_in(dev, b, off, seg_size, now);
+    if (type == WG_MSG_TRANSPORT)
+        open_message(dev, b, msg, len, now);
+    else if (type >= WG_MSG_INITIATION && type <= WG_MSG_COOKIE_REPLY)
+        pass_to_handshake(dev, msg, len, &b->pkt->addr, now);
+    else
+        rx_drop(dev, RX_DROP_BAD, 1);
+    return seg_size;
+}
+
+/* A receive opened here, datagram by datagram: after the receives the
+ * workers still hold, to keep order. Not after their seals: a relayed
+ * stream's sender gets its ACKs in frames, opened here, while its data
+ * is sealed on the workers, and would wait on every one of them. */
+static void open_here(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
 {
     struct rx_batch b;
-    struct index_entry *e;
 
     rx_batch_init(&b, dev, pkt);
+    if (dev->opens_in_flight)
+        loop_crypto_drain(dev->loop, now);
+    for (uint32_t off = 0; off < pkt->len && b.n + b.n_inner < PKT_MAX_SEGS;)
+        off += rx_datagram(dev, &b, off, seg_size, now);
+    end_batch(dev, &b, now);
+}
+
+void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
+{
     uint32_t first_type = noise_message_type(pkt->in, pkt->len);
+    struct index_entry *e;
+
     if (seg_size >= pkt->len && first_type != WG_MSG_TRANSPORT && first_type != RELAY_FRAME_TYPE) {
         lone_handshake(dev, pkt, now);
         return;
     }
-
     start_batch(dev, pkt, seg_size);
-    if ((e = one_keypair(dev, pkt, seg_size))) {
-        open_batch(dev, pkt, seg_size, e, now);
-        return;
-    }
-    /* Opened here, one by one: after the receives the workers still hold,
-     * to keep order. Not after their seals: a relayed stream's sender
-     * gets its ACKs in frames, opened here, while its data is sealed on
-     * the workers, and would wait on every one of them. */
-    if (dev->opens_in_flight)
-        loop_crypto_drain(dev->loop, now);
-    for (uint32_t off = 0; off < pkt->len && b.n + b.n_inner < PKT_MAX_SEGS; off += seg_size) {
-        uint8_t *msg = pkt->in + off;
-        uint32_t len = pkt->len - off < seg_size ? pkt->len - off : seg_size;
-        uint32_t type = noise_message_type(msg, len);
-        struct peer *p;
-
-        if (type == RELAY_FRAME_TYPE) {
-            off += frames_in(dev, &b, off, seg_size, now) - seg_size;
-            continue;
-        }
-        if (type != WG_MSG_TRANSPORT) {
-            if (type >= WG_MSG_INITIATION && type <= WG_MSG_COOKIE_REPLY)
-                pass_to_handshake(dev, msg, len, &pkt->addr, now);
-            else
-                rx_drop(dev, RX_DROP_BAD, 1);
-            continue;
-        }
-        long plen = open_message(dev, msg, len, &pkt->addr, now, &p);
-        if (plen >= 0)
-            rx_inner(dev, &b, p, msg, plen, NULL, now);
-    }
-    end_batch(dev, &b, now);
+    if ((e = one_keypair(dev, pkt, seg_size)))
+        open_batch(dev, pkt, seg_size, e, now);   /* finish_open, once opened */
+    else
+        open_here(dev, pkt, seg_size, now);
 }
 
 void datapath_crypto_done(struct device *dev, struct crypto_job *job, uint64_t now)

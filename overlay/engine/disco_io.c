@@ -134,17 +134,12 @@ static int seal_disco(struct peer *p, const struct disco_msg *m, uint32_t pad_li
                       uint64_t now)
 {
     struct device *dev = p->dev;
-    int family = dev->self->address.family;
-    size_t hlen = path_inner_ip_len(dev);
     size_t cap = DISCO_SCRATCH_LEN - WG_TRANSPORT_MIN_LEN - WG_PADDING_MULTIPLE;
     uint8_t *ip = dev->disco.scratch + WG_TRANSPORT_HEADER_LEN;
     struct transport_packet tp = { .buf = dev->disco.scratch, .cap = DISCO_SCRATCH_LEN,
                                    .pad_limit = pad_limit };
-    int n = disco_encode(m, ip + hlen, cap - hlen);
+    int n = path_disco_packet(dev, p, m, ip, cap);
 
-    if (n >= 0)
-        n = disco_ip_wrap(family, dev->self->address.bytes, p->member.address.bytes, ip + hlen,
-                          (size_t)n, ip, cap);
     if (n < 0)
         return n;
     tp.len = (size_t)n;
@@ -937,8 +932,7 @@ static void heed_the_network(struct peer *p, uint64_t now)
     if (!dev->route_mtu || p->path.via || !p->path.pmtu.probe_size || !p->path.pmtu.tries ||
         now < pmtu_next(&p->path.pmtu) || dev->route_mtu(dev->route_ctx, &p->path.endpoint, &mtu))
         return;
-    overhead = (unsigned)wire_ip_header_len(p->path.endpoint.sa.sa_family == AF_INET6) +
-               UDP_HEADER_LEN + WG_TRANSPORT_MIN_LEN;
+    overhead = path_tunnel_overhead(p->path.endpoint.sa.sa_family == AF_INET6);
     if (mtu > overhead && mtu - overhead < p->path.pmtu.hi) {
         log_debug_rl("peer %s: the network carries %u-byte packets to it at most", p->member.name,
                      mtu);
@@ -952,9 +946,7 @@ static void heed_the_network(struct peer *p, uint64_t now)
 static void mtu_probe(struct peer *p, uint64_t now)
 {
     struct disco_msg *m;
-    size_t fixed = (p->dev->self->address.family == AF_INET6 ? IPV6_HEADER_LEN
-                                                             : IPV4_HEADER_LEN) +
-                   DISCO_HEADER_LEN + DISCO_TXID_LEN + 1u;
+    size_t fixed = path_inner_ip_len(p->dev) + DISCO_HEADER_LEN + DISCO_TXID_LEN + 1u;
     uint64_t id;
     uint16_t size;
 

@@ -108,10 +108,8 @@ static unsigned path_base(const struct peer *p)
 {
     const union endpoint *ep = p->path.via ? &p->path.via->path.endpoint : &p->path.endpoint;
     /* No endpoint yet: the larger header, IPv6's. */
-    unsigned outer = (unsigned)wire_ip_header_len(ep->sa.sa_family != AF_INET) +
-                     UDP_HEADER_LEN + WG_TRANSPORT_MIN_LEN;
-
-    return PMTU_OUTER_MIN - outer - (p->path.via ? DISCO_RELAY_OVERHEAD : 0u);
+    return PMTU_OUTER_MIN - path_tunnel_overhead(ep->sa.sa_family != AF_INET) -
+           (p->path.via ? DISCO_RELAY_OVERHEAD : 0u);
 }
 
 void path_mtu_search(struct peer *p, uint64_t now)
@@ -389,6 +387,21 @@ static size_t relay_plain_len(const struct device *dev, uint32_t len)
     return path_inner_ip_len(dev) + DISCO_HEADER_LEN + WG_KEY_LEN + len;
 }
 
+int path_disco_packet(const struct device *dev, const struct peer *to, const struct disco_msg *m,
+                      uint8_t *out, size_t cap)
+{
+    size_t hlen = path_inner_ip_len(dev);
+    int n;
+
+    if (cap < hlen)
+        return -EMSGSIZE;
+    n = disco_encode(m, out + hlen, cap - hlen);
+    if (n < 0)
+        return n;
+    return disco_ip_wrap(dev->self->address.family, dev->self->address.bytes,
+                         to->member.address.bytes, out + hlen, (size_t)n, out, cap);
+}
+
 /* Writes at out the inner IP packet to `to` carrying a RELAY or RELAYED
  * of msg[0..len) with key (the destination, or the source). Returns its
  * length or a negative errno. */
@@ -396,9 +409,8 @@ static int write_relay(struct device *dev, const struct peer *to, const uint8_t 
                        enum disco_type type, const uint8_t *msg, uint32_t len, uint8_t *out,
                        size_t cap)
 {
-    size_t hlen = path_inner_ip_len(dev), at = hlen + DISCO_HEADER_LEN + WG_KEY_LEN;
+    size_t at = path_inner_ip_len(dev) + DISCO_HEADER_LEN + WG_KEY_LEN;
     struct disco_msg *m = dev->disco.wrap_msg;
-    int n;
 
     if (len > DISCO_MAX_ENCLOSED || cap < at || len > cap - at)
         return -EMSGSIZE;
@@ -407,11 +419,7 @@ static int write_relay(struct device *dev, const struct peer *to, const uint8_t 
     memcpy(m->relay.key, key, WG_KEY_LEN);
     m->relay.msg = out + at;
     m->relay.msg_len = (uint16_t)len;
-    n = disco_encode(m, out + hlen, cap - hlen);
-    if (n < 0)
-        return n;
-    return disco_ip_wrap(dev->self->address.family, dev->self->address.bytes,
-                         to->member.address.bytes, out + hlen, (size_t)n, out, cap);
+    return path_disco_packet(dev, to, m, out, cap);
 }
 
 /* Fills out with the messages of pkt from segment i on, each wrapped for

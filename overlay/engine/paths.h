@@ -31,6 +31,13 @@ static inline size_t path_inner_ip_len(const struct device *dev)
     return wire_ip_header_len(dev->self->address.family == AF_INET6);
 }
 
+/* What the tunnel adds to an inner packet on a direct path over IPv6 (v6)
+ * or IPv4: the outer IP and UDP headers and a transport message's own. */
+static inline unsigned path_tunnel_overhead(bool v6)
+{
+    return (unsigned)(wire_ip_header_len(v6) + UDP_HEADER_LEN + WG_TRANSPORT_MIN_LEN);
+}
+
 /* --- the core's operations, as this room may call them -------------------------- */
 struct core_ops {
     /* Seals pkt's segments with kp for p and sends them on p's path once
@@ -121,6 +128,12 @@ void path_frames_said(struct peer *p, uint32_t index);
  * frame_in; the RELAY it came in was decoded only if it is). */
 void path_forward(struct device *dev, struct peer *from, struct peer *to, const uint8_t *msg,
                   uint32_t len, uint64_t now);
+/* Writes at out the inner IP packet from this node to `to` that carries
+ * m: a disco message as it is sealed into a transport message to `to`
+ * (seal_disco), or a RELAY/RELAYED on its way to a relay. Returns its
+ * length or a negative errno. */
+int path_disco_packet(const struct device *dev, const struct peer *to, const struct disco_msg *m,
+                      uint8_t *out, size_t cap);
 /* (path_flush, discovery_wake, discovery_node_hints and discovery_local_refresh, which
  * membership and the daemon call too: device_setup.h.) */
 
