@@ -2271,9 +2271,11 @@ static void test_answers_stop_acted_on_when_they_do(void **state)
     assert_true(a->disco.state.attempt_ns <= stopped + SEC / 10);
 }
 
-/* The relay stops answering: the instant its session with n0 stops working
- * is its deadline, and its visit wakes the peers it carries: n0 drops it
- * within a tick of that instant, whatever n1's own deadline was. */
+/* The relay stops answering (n2 goes down): the first instant at which
+ * either the relay's own session with n0 stops working or n1 stops
+ * answering through it (whichever of their pings is lost first) is a
+ * deadline, and a relay gone bad wakes the peers it carries: n0 drops it
+ * within a tick of that instant, whatever n1's next ping was. */
 static void test_relay_lost_dropped_when_it_goes(void **state)
 {
     (void)state;
@@ -2283,7 +2285,8 @@ static void test_relay_lost_dropped_when_it_goes(void **state)
     nodes[2].down = true;
     for (uint64_t end = now + 120 * SEC; now < end && b->path.via;) {
         now += SEC / 10;
-        if (!bad && !(path_relay_ready(r, now) && discovery_working(r, now)))
+        if (!bad && (!(path_relay_ready(r, now) && discovery_working(r, now)) ||
+                     !discovery_working(b, now)))
             bad = now;
         tick(now);
     }
