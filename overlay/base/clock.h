@@ -9,6 +9,9 @@
 
 /* The units, once: seconds in ns are WireGuard's WG_NSEC_PER_SEC. */
 #define NS_PER_MS (WG_NSEC_PER_SEC / 1000u)
+#define NS_PER_S WG_NSEC_PER_SEC
+#define MS_PER_S 1000u
+#define US_PER_MS 1000u
 #define NS_PER_US (NS_PER_MS / 1000u)
 
 /* The monotonic clock in ns (CLOCK_BOOTTIME: it runs through suspend). */

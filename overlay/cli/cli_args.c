@@ -24,6 +24,7 @@
 #include <sodium.h>
 
 #include "crypto/wg_const.h"
+#include "overlay/base/clock.h"
 #include "overlay/cli/cli_args.h"
 #include "overlay/daemon/daemon.h"
 
@@ -33,7 +34,6 @@
 #define CLI_PROC_NAME      "ddpnet"
 /* The ethtool driver name of a TUN device. */
 #define CLI_TUN_DRIVER     "tun"
-#define CLI_MS_PER_S       1000
 /* The keys of the state file (daemon.h). */
 #define CLI_STATE_PID      "pid"
 #define CLI_STATE_HOSTS    "hosts"
@@ -677,8 +677,7 @@ static int64_t now_ms(void)
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * CLI_MS_PER_S +
-           ts.tv_nsec / (long)(WG_NSEC_PER_SEC / CLI_MS_PER_S);
+    return (int64_t)ts.tv_sec * MS_PER_S + ts.tv_nsec / (long)NS_PER_MS;
 }
 
 int cli_read_report(int fd, char *line, size_t cap, int timeout_ms)

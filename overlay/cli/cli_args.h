@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "config/cluster.h"
+#include "overlay/base/clock.h"
 
 /* Exit statuses of every verb. */
 #define CLI_EXIT_OK     0
@@ -42,7 +43,7 @@ enum cli_opt {
 /* --watch's interval: 1 s when none is given; below 0.1 s the control
  * socket would be asked more often than a person can read, above an hour
  * it is more likely a typo than a wish. */
-#define CLI_WATCH_DEFAULT_NS  1000000000ull
+#define CLI_WATCH_DEFAULT_NS  NS_PER_S
 #define CLI_WATCH_MIN_NS       100000000ull
 #define CLI_WATCH_MAX_NS     3600000000000ull
 

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "overlay/base/clock.h"
 #include "overlay/cli/cli.h"
 #include "overlay/cli/cli_args.h"
 #include "overlay/cli/cli_doctor.h"
@@ -62,10 +63,6 @@
 #define CELL_MAX              96u
 #define N_COLS_MAX            8u
 #define COLUMN_GAP            "  "
-#define NS_PER_US             1000ull
-#define NS_PER_MS             1000000ull
-#define US_PER_MS             1000u
-#define MS_PER_S              1000u
 #define SECS_PER_MIN          60u
 #define SECS_PER_HOUR         3600u
 #define SECS_PER_DAY          86400u
@@ -487,7 +484,7 @@ static uint64_t now_ns(void)
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
 static uint16_t inet_sum(const uint8_t *p, size_t len)

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "overlay/base/clock.h"
 #include "overlay/cli/cli.h"
 #include "overlay/cli/cli_args.h"
 #include "overlay/daemon/daemon.h"
@@ -32,8 +33,6 @@
 /* How long the daemon has to exit after SIGTERM, polled in steps. */
 #define DOWN_WAIT_MS  5000
 #define DOWN_POLL_MS  50
-#define DOWN_MS_PER_S 1000
-#define DOWN_NS_PER_MS 1000000L
 /* What the TUN driver writes in a queue's /proc/PID/fdinfo/FD. */
 #define DOWN_TUN_FDINFO "iff:\t"
 #define DOWN_FDINFO_MAX 512
@@ -98,7 +97,7 @@ static void down_delete_link(struct down *d)
 
 static void sleep_ms(long ms)
 {
-    struct timespec ts = { ms / DOWN_MS_PER_S, (ms % DOWN_MS_PER_S) * DOWN_NS_PER_MS };
+    struct timespec ts = { ms / (long)MS_PER_S, (ms % (long)MS_PER_S) * (long)NS_PER_MS };
 
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
@@ -150,7 +149,7 @@ static void down_stop_daemon(struct down *d)
     if (down_wait_exit(d->pid, pidfd))
         goto out;
     fprintf(stderr, "ddpnet down: the daemon (pid %d) did not exit within %d s; "
-            "killing it\n", (int)d->pid, DOWN_WAIT_MS / DOWN_MS_PER_S);
+            "killing it\n", (int)d->pid, DOWN_WAIT_MS / (int)MS_PER_S);
     if (cli_process_is_ddpnet(d->pid))
         down_signal(d->pid, pidfd, SIGKILL);
     down_wait_exit(d->pid, pidfd);

@@ -40,7 +40,6 @@
 #define ONE_DECIMAL_BELOW 9.95
 /* Round trips below this many ms get two decimals ("0.12 ms"). */
 #define TWO_DECIMALS_BELOW 0.995
-#define US_PER_MS       1000u
 
 /* --- the response, parsed ---------------------------------------------------------- */
 

@@ -21,6 +21,7 @@
 #include "crypto/aead.h"
 #include "crypto/x25519.h"
 #include "overlay/cli/cli.h"
+#include "overlay/base/clock.h"
 #include "overlay/base/log.h"
 #include "overlay/cli/cli_args.h"
 #include "overlay/daemon/certfile.h"
@@ -41,7 +42,6 @@
 #define UP_LOG_MODE       0640
 /* How long the parent waits for the daemon's "ok" or error line. */
 #define UP_READY_TIMEOUT_S 30
-#define UP_MS_PER_S        1000
 #define UP_REPORT_MAX      512u
 /* The line daemon_run writes when setup succeeded (daemon.h). */
 #define UP_READY_OK        "ok"
@@ -262,7 +262,7 @@ static int up_wait(const struct up *u, int fd, pid_t child)
     char line[UP_REPORT_MAX];
     /* Joining a registry may wait that long for etcd on its own. */
     int wait_s = UP_READY_TIMEOUT_S + (u->opt.self ? 0 : (int)REGISTRY_JOIN_TIMEOUT_S);
-    int ret = cli_read_report(fd, line, sizeof(line), wait_s * UP_MS_PER_S);
+    int ret = cli_read_report(fd, line, sizeof(line), wait_s * (int)MS_PER_S);
 
     if (ret == -ETIMEDOUT) {
         /* Half set up is worse than not at all: stop it. */

@@ -28,8 +28,9 @@
  * different one, behind a NAT that maps per destination). */
 #define DISCO_OBSERVED_MAX   8u
 #define DISCO_CANDS_MAX      (DISCO_MAX_LOCAL + DISCO_OBSERVED_MAX)
-/* The engine looks at every peer's deadlines at least this often, in
- * case a fact it was not told about (time passing, mostly) moved one. */
+/* While a peer is being reached, which relay may be tried for it changes
+ * with other peers' trials and time: the engine looks at that peer's
+ * deadline again at least this often (disco_io.c: facts_change_at). */
 #define DISCO_RECHECK_MS     1000u
 /* Pings in flight per peer. */
 #define DISCO_PINGS_MAX      8u

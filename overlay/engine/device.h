@@ -188,6 +188,11 @@ struct peer_disco {
     uint8_t record_said;
     uint8_t record_digest[DISCO_RECORD_LEN];
     uint64_t record_checked_ns;
+    /* Its discovery deadline (disco_io.c: set only through arm, so the
+     * device's next_check_ns is never later): the earliest of its next
+     * action and of the instants its facts change with time alone. */
+    uint64_t due_ns;
+    bool relay_good;                      /* as last looked at: a flip wakes the others */
 };
 
 /* Who it is in the cluster: written by membership (members.c,
@@ -245,6 +250,7 @@ struct device_stats {
     uint64_t relay_frames_sent, relay_frames_received;
     /* Disco messages sealed for and opened from peers, by type (enum
      * disco_type): what discovery costs, for the metrics. */
+    uint64_t disco_visits;                /* peers whose disco deadline was looked at */
     uint64_t disco_sent[DISCO_TYPE_COUNT], disco_received[DISCO_TYPE_COUNT];
     /* What members' hints cost: bytes sent to addresses that had not
      * answered, sends refused for want of credit, relay trials that
@@ -265,8 +271,8 @@ struct disco_device {
     uint8_t n_local;
     struct disco_endpoint local[DISCO_MAX_LOCAL];
     uint64_t next_local_ns;
-    uint64_t next_check_ns;               /* the earliest disco deadline */
-    bool rescan;                          /* one came forward while running them */
+    uint64_t next_check_ns;               /* no peer's due_ns nor the device's is earlier */
+    bool wake_all;                        /* a device-wide fact changed: every peer looked at */
     uint32_t gen;
     struct disco_msg *in_msg;             /* the message being handled */
     struct disco_msg *out_msg;            /* one being built */

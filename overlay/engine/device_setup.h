@@ -46,8 +46,9 @@ void engine_loop_handlers(struct device *dev, struct loop_handlers *h);
 void handshake_send_initiation(struct peer *p, bool is_retry, uint64_t now);
 /* Sends what the relay gathered for others (path.c). */
 void path_flush(struct device *dev, uint64_t now);
-/* Something brought a disco deadline forward: discovery_run_timers (paths.h)
- * looks again on the loop's next turn. */
+/* A fact of the whole device changed (the members, its own candidates):
+ * discovery_run_timers (paths.h) looks at every peer on the loop's next
+ * turn. A change to one peer's facts arms that peer (discovery_arm). */
 void discovery_wake(struct device *dev);
 /* What node's registry record says of where it may be reached (its
  * candidates and observed address; membership calls this for a new peer

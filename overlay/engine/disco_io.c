@@ -28,7 +28,17 @@
  *              count only so (overlay/registry/vouch.h).
  *
  * Which relay to try and what a member's hints may cost: disco_relay.c
- * (disco_int.h). */
+ * (disco_int.h).
+ *
+ * The schedule runs on WireGuard's timer model (timers.h): each peer has
+ * one deadline (p->disco.due_ns), set only through arm(), which lowers the
+ * device's earliest (disco.next_check_ns). It is the earliest of the
+ * peer's next action (next_timer) and of the instants its facts change
+ * with time alone (facts_change_at: its keypair too old, answers stopped,
+ * idle), so a cached deadline is never later than the true one. Events
+ * that change a peer's facts arm it (discovery_arm); a relay whose
+ * goodness flips and a device-wide change wake every peer once
+ * (discovery_wake). discovery_run_timers visits only due peers. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -451,11 +461,15 @@ static void learn_record(struct peer *x, struct peer *via, const struct disco_pe
 
     if (!q || q == x)
         return;     /* ourselves, or a key not in the cluster */
+    bool changed = false;
+
     if (rec->has_observed)
-        disco_cand_add(&q->disco.state, &rec->observed, false, x->id, now);
+        changed = disco_cand_add(&q->disco.state, &rec->observed, false, x->id, now);
     /* q's own word on its addresses wins over what others pass on. */
     if (rec->n_local && !disco_cand_locals_from(&q->disco.state, q->id))
-        disco_cand_set_local(&q->disco.state, rec->local, rec->n_local, x->id, now);
+        changed |= disco_cand_set_local(&q->disco.state, rec->local, rec->n_local, x->id, now);
+    if (changed)
+        discovery_arm(q, 0);   /* new targets: probes may be due */
     if (rec->direct && !via && path_direct(x))
         discovery_offer_relay(q, x, now);
     if (!discovery_working(q, now))
@@ -481,7 +495,7 @@ void discovery_endpoint_proven(struct peer *p, uint64_t now)
     disco_endpoints_due(&p->disco.state);
     if (p->disco.speaks_disco)
         maybe_introduce(p, now);
-    discovery_wake(p->dev);
+    discovery_arm(p, 0);
 }
 
 /* x, reached directly, sees our packets come from ep. The one kept is
@@ -540,6 +554,7 @@ void discovery_node_hints(struct peer *p, const struct cluster_node *node, uint6
         disco_cand_add(&p->disco.state, &ep, false, DISCO_ID_REGISTRY, now);
     if ((n || node->has_observed) && !discovery_working(p, now))
         discovery_want_session(p, false, now);
+    discovery_arm(p, 0);
 }
 
 static void on_endpoints(struct peer *x, struct peer *via, const struct disco_endpoints *e,
@@ -565,7 +580,8 @@ static void on_punch(struct peer *x, struct peer *via, const struct disco_punch 
     if (!q || q == x)
         return;
     for (unsigned i = 0; i < pu->n_cand; i++)
-        disco_cand_add(&q->disco.state, &pu->cand[i], false, x->id, now);
+        if (disco_cand_add(&q->disco.state, &pu->cand[i], false, x->id, now))
+            discovery_arm(q, 0);   /* new targets: probes may be due */
     if (!via && path_direct(x))
         discovery_offer_relay(q, x, now);
     if (!discovery_working(q, now))
@@ -802,7 +818,7 @@ void discovery_receive(struct peer *p, const union endpoint *src, struct peer *v
         p->dev->stats.disco_received[m->type]++;
     if (!p->disco.speaks_disco) {
         p->disco.speaks_disco = true;
-        discovery_wake(p->dev);   /* its path MTU can be searched now */
+        discovery_arm(p, 0);   /* its path MTU can be searched now */
     }
     /* Sent to us directly, from its proven endpoint, while we relay: the
      * peer has found a direct path (a ping alone does not say so: it may
@@ -837,6 +853,9 @@ void discovery_receive(struct peer *p, const union endpoint *src, struct peer *v
     default:
         p->dev->stats.disco_bad++;   /* RELAYED never gets here */
     }
+    /* What it said may change its facts (a pong: working again; its
+     * addresses: targets): looked at on the loop's next turn. */
+    discovery_arm(p, 0);
 }
 
 /* --- the schedule ---------------------------------------------------------------------- */
@@ -864,7 +883,7 @@ bool discovery_session_up(struct peer *p, uint64_t now)
      * the next ENDPOINTS. */
     send_names(p, now);
     discovery_timers(p, now);
-    discovery_wake(p->dev);
+    discovery_arm(p, 0);   /* and its relays' facts may have changed (visit) */
     return p->live.tx_bytes != sent;
 }
 
@@ -873,7 +892,7 @@ void discovery_want_session(struct peer *p, bool sent, uint64_t now)
     if (discovery_working(p, now) || (!discovery_has_targets(p) && !discovery_relay_known(p, now)))
         return;
     if (disco_attempt(&p->disco.state, sent, now))
-        discovery_wake(p->dev);
+        discovery_arm(p, 0);
 }
 
 static void facts_of(const struct peer *p, uint64_t now, struct disco_facts *f)
@@ -914,7 +933,7 @@ static bool can_probe_mtu(const struct peer *p, uint64_t now)
  * confirmation timer rest while nothing is sent): an idle peer's path
  * costs no probes (two a minute, and their answers, otherwise: 40% of an
  * idle cluster's datagrams), and its confirmation comes as soon as data
- * flows again (the peers are looked at every DISCO_RECHECK_MS). */
+ * flows again (data armed the peer anew: timers.c). */
 static bool mtu_confirm_rests(const struct peer *p, uint64_t now)
 {
     return pmtu_only_confirm(&p->path.pmtu) && discovery_idle_ping_s(p, now);
@@ -1080,38 +1099,139 @@ static uint64_t next_timer(const struct peer *p, uint64_t now)
     if (can_probe_mtu(p, now) && !mtu_confirm_rests(p, now) && pmtu_next(&p->path.pmtu) &&
         pmtu_next(&p->path.pmtu) < next)
         next = pmtu_next(&p->path.pmtu);
+    /* The relays' (discovery_timers): a trial's end, and the relay in use
+     * gone bad, which is dropped at once. */
+    if (p->disco.relays.trial &&
+        p->disco.relays.trial_ns + DISCO_RELAY_TRIAL_MS * NS_PER_MS < next)
+        next = p->disco.relays.trial_ns + DISCO_RELAY_TRIAL_MS * NS_PER_MS;
+    if (p->path.via && !discovery_relay_good(p->path.via, now))
+        next = now;
+    /* A session whose path stopped answering: the attempt to find another
+     * begins at once (discovery_want_session), where it has somewhere to
+     * look. */
+    if (f.session && !f.working && !p->disco.state.attempt_ns &&
+        (discovery_has_targets(p) || discovery_relay_known(p, now)))
+        next = now;
     return next;
+}
+
+/* The earlier of at and when, counting only a when still to come. */
+static uint64_t sooner(uint64_t at, uint64_t when, uint64_t now)
+{
+    return when > now && when < at ? when : at;
+}
+
+/* The next instant at which p's facts (facts_of) change with time alone,
+ * no event said: its keypair too old to send with, the peer quiet for too
+ * long or a ping of ours lost (discovery_working ends), the peer idle
+ * (discovery_idle_ping_s). A deadline cached past one of these could come
+ * later than the action the changed facts call for. A relay going bad is
+ * the relay's own change: its visit wakes the others (visit). While p is
+ * being reached, which relay may be tried changes with other peers' trials
+ * and their time: p is looked at again within DISCO_RECHECK_MS. */
+static uint64_t facts_change_at(const struct peer *p, uint64_t now)
+{
+    const struct disco_state *s = &p->disco.state;
+    uint64_t at = UINT64_MAX, idle;
+
+    if (p->wg.current)
+        at = sooner(at, p->wg.current->birth_ns + WG_REJECT_AFTER_TIME * NS_PER_S, now);
+    if (p->live.last_received_ns) {
+        idle = clock_stretch(discovery_idle_ping_s(p, now) * NS_PER_S, s->spread);
+        at = sooner(at, p->live.last_received_ns +
+                            (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) * NS_PER_S + idle, now);
+    }
+    if (p->live.last_data_ns)
+        at = sooner(at, p->live.last_data_ns + DISCO_IDLE_AFTER_S * NS_PER_S, now);
+    for (unsigned i = 0; i < DISCO_PINGS_MAX; i++)
+        if (s->pings[i].sent_ns && !s->pings[i].probe && s->pings[i].sent_ns > s->last_pong_ns)
+            at = sooner(at, s->pings[i].sent_ns + DISCO_PING_LOST_MS * NS_PER_MS, now);
+    if (s->attempt_ns && !discovery_working(p, now))
+        at = sooner(at, now + DISCO_RECHECK_MS * NS_PER_MS, now);
+    return at;
+}
+
+/* Every discovery deadline is set here, so that the device's earliest
+ * (next_check_ns) is never later than a peer's: the loop then looks at the
+ * peers only when one is due (discovery_run_timers), as timers.c's arm. */
+static void arm(struct peer *p, uint64_t when)
+{
+    p->disco.due_ns = when;
+    if (when < p->dev->disco.next_check_ns)
+        p->dev->disco.next_check_ns = when;
+}
+
+void discovery_arm(struct peer *p, uint64_t when)
+{
+    if (when < p->disco.due_ns)
+        arm(p, when);
+}
+
+/* p looked at: its due actions run, its deadline set anew. A relay that
+ * turned good or bad changes the facts of the peers it carries or might
+ * carry: they are looked at too. */
+static void visit(struct peer *p, uint64_t now)
+{
+    uint64_t next, change;
+    bool good;
+
+    p->dev->stats.disco_visits++;
+    if (next_timer(p, now) <= now)
+        discovery_timers(p, now);
+    next = next_timer(p, now);
+    change = facts_change_at(p, now);
+    arm(p, change < next ? change : next);
+    good = discovery_relay_good(p, now);
+    if (good != p->disco.relay_good) {
+        p->disco.relay_good = good;
+        discovery_wake(p->dev);
+    }
 }
 
 void discovery_wake(struct device *dev)
 {
     dev->disco.next_check_ns = 0;
-    dev->disco.rescan = true;
+    dev->disco.wake_all = true;
+}
+
+/* The device's own deadlines: the look at records record_word asked for,
+ * and the local candidates' refresh; returns the earlier. */
+static uint64_t device_deadlines(struct device *dev, uint64_t now)
+{
+    struct disco_device *d = &dev->disco;
+
+    records_look(dev, now);     /* first: it may change the peers */
+    if (now >= d->next_local_ns)
+        discovery_local_refresh(dev, now);
+    return dev->records_due_ns && dev->records_due_ns < d->next_local_ns ? dev->records_due_ns
+                                                                        : d->next_local_ns;
 }
 
 uint64_t discovery_run_timers(struct device *dev, uint64_t now)
 {
     struct disco_device *d = &dev->disco;
-    uint64_t next = now + DISCO_RECHECK_MS * NS_PER_MS, t;
+    uint64_t next;
+    bool all;
 
     if (now < d->next_check_ns)
         return d->next_check_ns;
-    d->rescan = false;
-    records_look(dev, now);     /* first: it may change the peers */
-    if (dev->records_due_ns && dev->records_due_ns < next)
-        next = dev->records_due_ns;
-    if (now >= d->next_local_ns)
-        discovery_local_refresh(dev, now);
-    if (d->next_local_ns < next)
-        next = d->next_local_ns;
+    /* Deadlines armed while the peers run (one peer's punch starts
+     * another's attempt) lower it again through arm(). */
+    d->next_check_ns = UINT64_MAX;
+    next = device_deadlines(dev, now);
+    all = d->wake_all;
+    d->wake_all = false;
     for (size_t i = 0; i < dev->n_peers; i++) {
         struct peer *p = dev->peers[i];
-        if (next_timer(p, now) <= now)
-            discovery_timers(p, now);
-        if ((t = next_timer(p, now)) < next)
-            next = t;
+        if (all || p->disco.due_ns <= now)
+            visit(p, now);
+        if (p->disco.due_ns < next)
+            next = p->disco.due_ns;
     }
-    /* Something came forward while we ran: look again at once. */
-    d->next_check_ns = d->rescan ? now : next;
+    if (next < d->next_check_ns)
+        d->next_check_ns = next;
+    /* Woken while we ran: look again at once. */
+    if (d->wake_all)
+        d->next_check_ns = now;
     return d->next_check_ns;
 }

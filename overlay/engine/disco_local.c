@@ -107,5 +107,6 @@ void discovery_local_refresh(struct device *dev, uint64_t now)
     memcpy(dev->disco.local, found, n * sizeof(found[0]));
     dev->disco.n_local = (uint8_t)n;
     dev->disco.gen++;
+    discovery_wake(dev);   /* every peer hears of them (disco_tick) */
     log_locals(dev);
 }

@@ -95,7 +95,7 @@ void discovery_offer_relay(struct peer *p, struct peer *r, uint64_t now)
     if (r == p)
         return;
     disco_relay_claim(&p->disco.relays, r->id, now);
-    discovery_wake(p->dev);
+    discovery_arm(p, 0);
 }
 
 /* Tries the next relay for p: an initiation goes through it (and through

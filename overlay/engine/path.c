@@ -115,7 +115,7 @@ static unsigned path_base(const struct peer *p)
 void path_mtu_search(struct peer *p, uint64_t now)
 {
     pmtu_reset(&p->path.pmtu, (uint16_t)path_base(p), (uint16_t)path_max(p), now);
-    discovery_wake(p->dev);
+    discovery_arm(p, 0);
 }
 
 bool path_relay_ready(const struct peer *r, uint64_t now)
@@ -272,11 +272,11 @@ static void from_unproven(struct peer *p, const union endpoint *src, uint32_t le
     if (!to_disco_endpoint(src, &e))
         return;
     disco_unproven_heard(&p->path.unproven, &e, len);
-    /* Only when a challenge may go now: a stream from a stock peer's
-     * endpoint (never proven) must not make the loop look at every peer
-     * on every receive. */
-    if (disco_challenge_at(&p->path.unproven, p->disco.speaks_disco, 0) <= now)
-        discovery_wake(p->dev);
+    /* Its deadline lowered to when a challenge may go, no more: a stream
+     * from a stock peer's endpoint (never proven) must not make the loop
+     * look at the peer on every receive. */
+    discovery_arm(p, disco_challenge_at(&p->path.unproven, p->disco.speaks_disco,
+                                        0));
 }
 
 void path_received(struct peer *p, const union endpoint *src, struct peer *via, uint32_t len,

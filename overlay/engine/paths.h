@@ -171,10 +171,23 @@ unsigned discovery_spray(struct peer *p, const uint8_t *msg, uint32_t len, uint6
  * else is handled here. */
 void discovery_receive(struct peer *p, const union endpoint *src, struct peer *via,
                    const struct disco_msg *m, uint64_t now);
-/* Runs the due disco deadlines of the device and its peers; returns the
- * next one. Between deadlines it looks at nothing (the loop calls it on
- * every turn): whatever brings a deadline forward calls discovery_wake. */
+/* The timer model is WireGuard's (timers.h): each peer has one discovery
+ * deadline (p->disco.due_ns), the earliest of its next action and of the
+ * instants its facts change with time alone (a keypair ageing, answers
+ * stopping, the peer going idle), set through one function that lowers
+ * the device's earliest (disco.next_check_ns). An event that changes a
+ * peer's facts arms that peer (discovery_arm); one that changes a fact of
+ * the device (its candidates, the members) wakes every peer
+ * (discovery_wake, device_setup.h).
+ *
+ * Runs the device's due disco deadlines and visits only the peers whose
+ * deadline has come (stats.disco_visits counts them); returns the next
+ * one. Between deadlines it looks at nothing (the loop calls it on every
+ * turn). */
 uint64_t discovery_run_timers(struct device *dev, uint64_t now);
+/* Brings p's discovery deadline forward to when (0: the loop's next turn)
+ * unless it is earlier already: its facts changed. */
+void discovery_arm(struct peer *p, uint64_t when);
 /* One peer's due deadlines, now. */
 void discovery_timers(struct peer *p, uint64_t now);
 

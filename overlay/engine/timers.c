@@ -29,9 +29,18 @@ static void arm(struct peer *p, uint64_t *deadline, uint64_t when)
         p->dev->timers_next_ns = when;
 }
 
+/* Data after DISCO_IDLE_AFTER_S without: the peer is no longer idle, and
+ * discovery's pace for it quickens (its path MTU confirmations resume). */
+static void data_moved(struct peer *p, uint64_t now)
+{
+    if (!p->live.last_data_ns || now - p->live.last_data_ns >= DISCO_IDLE_AFTER_S * NS_PER_S)
+        discovery_arm(p, 0);
+    p->live.last_data_ns = now;
+}
+
 void timers_data_sent(struct peer *p, uint64_t now)
 {
-    p->live.last_data_ns = now;
+    data_moved(p, now);
     if (!p->wg.timers.new_handshake)
         arm(p, &p->wg.timers.new_handshake,
             now + secs(WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) + jitter());
@@ -39,7 +48,7 @@ void timers_data_sent(struct peer *p, uint64_t now)
 
 void timers_data_received(struct peer *p, uint64_t now)
 {
-    p->live.last_data_ns = now;
+    data_moved(p, now);
     if (!p->wg.timers.send_keepalive)
         arm(p, &p->wg.timers.send_keepalive, now + secs(WG_KEEPALIVE_TIMEOUT));
     else

@@ -18,6 +18,12 @@
  *                         without a session: send them if one came, else
  *                         give up (drop them, refuse new ones until a
  *                         session comes up; ddpnet's, not WireGuard's)
+ *
+ * Every deadline is set through one function (timers.c: arm), which also
+ * lowers the device's earliest (dev->timers_next_ns): timers_run_device
+ * looks at the peers only when one is due. Discovery keeps its deadlines
+ * the same way (paths.h: discovery_run_timers), one per peer. Times are
+ * clock_now_ns's (overlay/base/clock.h), in its units.
  */
 #ifndef DDPNET_TIMERS_H
 #define DDPNET_TIMERS_H

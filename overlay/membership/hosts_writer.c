@@ -156,7 +156,7 @@ static uint64_t mono_ns(void)
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
 static int by_known(const void *a, const void *b)
@@ -316,8 +316,8 @@ static void *run(void *arg)
             continue;
         }
         if ((now = mono_ns()) < not_before) {
-            struct timespec until = { (time_t)(not_before / 1000000000ull),
-                                      (long)(not_before % 1000000000ull) };
+            struct timespec until = { (time_t)(not_before / NS_PER_S),
+                                      (long)(not_before % NS_PER_S) };
             pthread_cond_timedwait(&w->wake, &w->lock, &until);
             continue;
         }

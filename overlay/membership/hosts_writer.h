@@ -26,17 +26,18 @@
 #include <stdint.h>
 
 #include "config/cluster.h"
+#include "overlay/base/clock.h"
 #include "overlay/membership/hosts.h"
 
-#define HOSTS_WRITE_INTERVAL_NS 1000000000ull   /* one write a second at most */
+#define HOSTS_WRITE_INTERVAL_NS NS_PER_S        /* one write a second at most */
 /* An answer is asked again after this long; until the new one comes the
  * old one stands. */
-#define HOSTS_ANSWER_TTL_NS     (60ull * 1000000000ull)
+#define HOSTS_ANSWER_TTL_NS     (60ull * NS_PER_S)
 #define HOSTS_ANSWER_MAX        8u       /* addresses of one answer looked at */
 /* How long a pass waits for answers asked in it before it writes without
  * the names still unanswered, and how often it looks. */
-#define HOSTS_ANSWER_WAIT_NS    (200ull * 1000000ull)
-#define HOSTS_ANSWER_POLL_NS    (10ull * 1000000ull)
+#define HOSTS_ANSWER_WAIT_NS    (200ull * NS_PER_MS)
+#define HOSTS_ANSWER_POLL_NS    (10ull * NS_PER_MS)
 #define HOSTS_LOOKUPS_MAX       256u     /* lookups in flight at once */
 
 struct hosts_answer {

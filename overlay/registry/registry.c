@@ -19,6 +19,7 @@
 #include "config/addr.h"
 #include "config/cert.h"
 #include "config/cluster_index.h"
+#include "overlay/base/clock.h"
 #include "overlay/base/log.h"
 #include "overlay/registry/alloc.h"
 #include "overlay/registry/cands.h"
@@ -32,7 +33,6 @@
 #define KEY_B64_LEN      sodium_base64_ENCODED_LEN(CLUSTER_KEY_LEN, sodium_base64_VARIANT_ORIGINAL)
 #define ALLOC_TRIES      64
 #define ALLOC_SPREAD     32u      /* joiners pick among this many free addresses */
-#define MS_PER_S         1000u
 #define REPAIR_EVERY_MS  1000u    /* our record put back at most this often */
 
 struct member {
@@ -636,7 +636,7 @@ int registry_join(struct registry *r, struct cluster_node *self, char *err, size
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (!unreachable(ret) || now.tv_sec - start.tv_sec >= REGISTRY_JOIN_TIMEOUT_S)
             break;
-        usleep(backoff * 1000u);
+        usleep(backoff * US_PER_MS);
         backoff = backoff * 2 > REGISTRY_BACKOFF_MAX_MS ? REGISTRY_BACKOFF_MAX_MS : backoff * 2;
     }
     free(s.taken);
@@ -861,10 +861,10 @@ static bool pause_until(struct registry *r, unsigned ms, bool repair)
 
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += ms / MS_PER_S;
-    until.tv_nsec += (long)(ms % MS_PER_S) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
+    until.tv_nsec += (long)(ms % MS_PER_S) * (long)NS_PER_MS;
+    if (until.tv_nsec >= (long)NS_PER_S) {
         until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
+        until.tv_nsec -= (long)NS_PER_S;
     }
     pthread_mutex_lock(&r->lock);
     while (!atomic_load(&r->stop) && !(repair && atomic_load(&r->repair)) &&
@@ -945,7 +945,7 @@ static uint64_t mono_ms(void)
     struct timespec t;
 
     clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * MS_PER_S + (uint64_t)t.tv_nsec / 1000000u;
+    return (uint64_t)t.tv_sec * MS_PER_S + (uint64_t)t.tv_nsec / NS_PER_MS;
 }
 
 /* The keeper's sleep: ms, or less when stopped, when news of where we
@@ -957,10 +957,10 @@ static bool keeper_sleep(struct registry *r, uint64_t ms)
 
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += (time_t)(ms / MS_PER_S);
-    until.tv_nsec += (long)(ms % MS_PER_S) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
+    until.tv_nsec += (long)(ms % MS_PER_S) * (long)NS_PER_MS;
+    if (until.tv_nsec >= (long)NS_PER_S) {
         until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
+        until.tv_nsec -= (long)NS_PER_S;
     }
     pthread_mutex_lock(&r->lock);
     while (!atomic_load(&r->stop) && !r->observed_news && !atomic_load(&r->repair) &&

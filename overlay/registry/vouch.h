@@ -28,13 +28,14 @@
 #include <stdint.h>
 
 #include "config/cluster.h"
+#include "overlay/base/clock.h"
 
 #define VOUCH_DIGEST_LEN 32u
 /* How long a node that left keeps its name and address from other keys,
  * and how recently a key's holder must have been heard for a rewritten
  * record to keep it counted: beyond two idle pings (DISCO_IDLE_PING_MAX_S),
  * so that an idle member is never taken for gone. */
-#define VOUCH_HOLD_NS    (150ull * 1000000000ull)
+#define VOUCH_HOLD_NS    (150ull * NS_PER_S)
 
 /* The digest a node states of its own record: BLAKE2s over what others
  * take from it (name, key, address, endpoint, port). */

@@ -24,6 +24,9 @@
  *   - a registered peer with no endpoint, reached at a candidate of its
  *     record; one whose candidate never answers costs the bytes one
  *     report allows, no more (issue 30)
+ *   - discovery's timers as WireGuard's: idle peers with nothing due are
+ *     not looked at; a session coming up, answers stopping and a relay
+ *     lost each bring discovery's action at once, not at the next ping
  * The crypto runs inline (no workers). */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -58,7 +61,7 @@
 #include "overlay/loop/resolver.h"
 #include "overlay/membership/members.h"
 
-#define NODES_MAX 3u
+#define NODES_MAX 6u
 #define POOL      32u
 #define START_NS  (1000u * WG_NSEC_PER_SEC)
 #define SEC       WG_NSEC_PER_SEC
@@ -764,7 +767,7 @@ static void test_idle_pings_answered(void **state)
 /* A path that carries no data is not confirmed (disco_io.c: its path MTU
  * confirmation rests while the peer is idle): idle for several
  * confirmation periods, no probe; data again, and the size in use is
- * confirmed within a second (DISCO_RECHECK_MS). */
+ * confirmed within a second (the data armed the peer: timers.c). */
 static void test_idle_path_not_confirmed(void **state)
 {
     (void)state;
@@ -2145,8 +2148,156 @@ static void test_moved_idle_peer_followed(void **state)
     assert_int_equal(nodes[1].tun_packets, before + 1);
 }
 
+/* --- discovery's timers: armed per peer, no sweep ----------------------------------- */
+
+/* Six nodes, each with a session to every other. */
+static int world6_setup(void **state)
+{
+    n_nodes = 6;
+    return world_setup(state);
+}
+
+static uint64_t mesh_up(void)
+{
+    uint64_t now = START_NS + SEC;
+
+    for (unsigned i = 0; i < n_nodes; i++)
+        for (unsigned j = 0; j < n_nodes; j++)
+            if (i != j)
+                app_send(i, j, 100, now);
+    pump(now);
+    for (unsigned j = 1; j < n_nodes; j++)
+        assert_non_null(peer_for(0, j)->wg.current);
+    return now;
+}
+
+/* Node 0's timers at now: asserts that they looked at exactly the peers
+ * whose deadline had come (every peer when a device-wide fact woke them). */
+static void timers_visit_only_due(uint64_t now)
+{
+    struct device *dev = &nodes[0].dev;
+    uint64_t before = dev->stats.disco_visits, due = 0;
+    bool all = dev->disco.wake_all && now >= dev->disco.next_check_ns;
+
+    for (size_t i = 0; i < dev->n_peers; i++)
+        due += dev->peers[i]->disco.due_ns <= now;
+    nodes[0].on.timers(nodes[0].on.ctx, now);
+    if (!all && now >= dev->disco.next_check_ns)
+        return;   /* it ran again at once: counted in the next call */
+    if (all)
+        assert_int_equal(dev->stats.disco_visits - before, dev->n_peers);
+    else
+        assert_int_equal(dev->stats.disco_visits - before, due);
+}
+
+/* Five idle peers, pinged every ten seconds or so: a minute of timer runs
+ * every 100 ms looks at each only when it is due -- far fewer looks than
+ * a sweep of every peer every second (300) -- and a run between
+ * deadlines looks at none. */
+static void test_idle_peers_not_swept(void **state)
+{
+    (void)state;
+    uint64_t now = mesh_up(), visits, quiet_runs = 0;
+    struct device *dev = &nodes[0].dev;
+
+    for (uint64_t end = now + (DISCO_IDLE_AFTER_S + 10) * SEC; now < end; now += SEC / 10)
+        tick(now);
+    visits = dev->stats.disco_visits;
+    for (uint64_t end = now + 60 * SEC; now < end; now += SEC / 10) {
+        uint64_t before = dev->stats.disco_visits;
+        for (unsigned i = 1; i < n_nodes; i++)
+            nodes[i].on.timers(nodes[i].on.ctx, now);
+        timers_visit_only_due(now);
+        pump(now);
+        quiet_runs += dev->stats.disco_visits == before;
+    }
+    for (unsigned j = 1; j < n_nodes; j++)
+        assert_true(discovery_working(peer_for(0, j), now));
+    assert_true(dev->stats.disco_visits - visits < 5 * 60 / 2);
+    assert_true(quiet_runs > 400);
+}
+
+/* The first tick after a session came up looks at the peer (its path MTU
+ * search begins at once), though nothing else was due. */
+static void test_session_up_looked_at_at_once(void **state)
+{
+    (void)state;
+    uint64_t now = START_NS + SEC;
+    struct peer *a;
+
+    /* Every deadline run first, so only the session's arming is left. */
+    tick(now);
+    tick(now += SEC / 10);
+    app_send(0, 1, 100, now);
+    pump(now);
+    a = peer_of(0);
+    assert_non_null(a->wg.current);
+    assert_true(a->disco.due_ns <= now);
+    uint64_t visits = nodes[0].dev.stats.disco_visits;
+    uint64_t pings = nodes[0].dev.stats.disco_sent[DISCO_PING];
+    tick(now += SEC / 10);
+    assert_true(nodes[0].dev.stats.disco_visits > visits);
+    assert_true(nodes[0].dev.stats.disco_sent[DISCO_PING] > pings);   /* an MTU probe */
+}
+
+/* The peer stops answering: the instant its session stops working (pings
+ * lost, or quiet too long) is a deadline of its own, so the attempt to
+ * reach it again begins within one tick of it, not at the next ping. */
+static void test_answers_stop_acted_on_when_they_do(void **state)
+{
+    (void)state;
+    uint64_t now = establish(), stopped = 0;
+    struct peer *a = peer_of(0);
+
+    struct cluster_node elsewhere = record_with(0xc0000263u, 51820);   /* 192.0.2.99 */
+
+    for (uint64_t end = now + (DISCO_IDLE_AFTER_S + 10) * SEC; now < end; now += SEC / 10)
+        tick(now);
+    assert_true(discovery_working(a, now));
+    /* Somewhere else to try it at: an attempt has a target. */
+    elsewhere.has_observed = true;
+    elsewhere.observed = elsewhere.candidates[0];
+    discovery_node_hints(a, &elsewhere, now);
+    assert_true(discovery_has_targets(a));
+    nodes[1].down = true;
+    for (uint64_t end = now + 120 * SEC; now < end && !a->disco.state.attempt_ns;) {
+        now += SEC / 10;
+        if (!stopped && !discovery_working(a, now))
+            stopped = now;
+        tick(now);
+    }
+    assert_true(stopped != 0);
+    assert_true(a->disco.state.attempt_ns != 0);
+    assert_true(a->disco.state.attempt_ns <= stopped + SEC / 10);
+}
+
+/* The relay stops answering (n2 goes down): the first instant at which
+ * either the relay's own session with n0 stops working or n1 stops
+ * answering through it (whichever of their pings is lost first) is a
+ * deadline, and a relay gone bad wakes the peers it carries: n0 drops it
+ * within a tick of that instant, whatever n1's next ping was. */
+static void test_relay_lost_dropped_when_it_goes(void **state)
+{
+    (void)state;
+    uint64_t now = relay_found(), bad = 0;
+    struct peer *b = peer_for(0, 1), *r = peer_for(0, 2);
+
+    nodes[2].down = true;
+    for (uint64_t end = now + 120 * SEC; now < end && b->path.via;) {
+        now += SEC / 10;
+        if (!bad && (!(path_relay_ready(r, now) && discovery_working(r, now)) ||
+                     !discovery_working(b, now)))
+            bad = now;
+        tick(now);
+    }
+    assert_true(bad != 0);
+    assert_null(b->path.via);
+    assert_true(now <= bad + SEC / 10);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
 #define T3(f) cmocka_unit_test_setup_teardown(f, world3_setup, world3_teardown)
+#define T6(f) cmocka_unit_test_setup_teardown(f, world6_setup, world3_teardown)
 
 int main(void)
 {
@@ -2194,6 +2345,11 @@ int main(void)
         T3(test_spoofed_probe_ping_amplifies_nothing),
         T(test_moved_peer_followed_after_challenge),
         T(test_moved_idle_peer_followed),
+        /* discovery's timers */
+        T6(test_idle_peers_not_swept),
+        T(test_session_up_looked_at_at_once),
+        T(test_answers_stop_acted_on_when_they_do),
+        T3(test_relay_lost_dropped_when_it_goes),
     };
 
     return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
