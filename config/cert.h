@@ -6,7 +6,8 @@
  * libsodium): a member signed through a token carries the token's own
  * certificate, so any node can verify it with no server and no state.
  * Pure functions over bytes and strings: no clock read (callers pass
- * `now`), no file or network I/O, nothing allocated.
+ * `now`), no file or network I/O, nothing allocated. libsodium must be
+ * initialised first (sodium_init, as crypto_core_init does).
  *
  * Kinds:
  *   member     name + WireGuard public key (+ optional fixed overlay
@@ -62,9 +63,27 @@ struct cert {
         uint8_t key[CERT_PUBKEY_LEN];
         char prefix[CLUSTER_NAME_MAX + 1];
         uint32_t max_members;
+        uint8_t signer[CERT_PUBKEY_LEN];     /* the authority, as the token says */
     } token;
     uint8_t sig[CERT_SIG_LEN];
 };
+
+/* The binary form (what the text form's base64 holds), big-endian:
+ *   u8 version (CERT_VERSION), u8 kind, u64 not_before, u64 not_after,
+ *   32 subject, then by kind:
+ *     member     u8 flags (1: address, 2: token; others 0), u8 len + name,
+ *                [u8 family (4 or 6) + 4 or 16 address bytes],
+ *                u8 n_aliases (0..CLUSTER_ALIASES_MAX), each u8 len + alias,
+ *                [the token's whole binary statement, its signature too];
+ *     token      u8 len + prefix, u32 max_members;
+ *     revocation nothing more;
+ *   32 signer, 64 signature.
+ * The signature covers every byte before it (the signer included); a
+ * statement's id is BLAKE2b-256 of those same bytes. One statement has
+ * one encoding: parse refuses anything that would not encode back to the
+ * same bytes. A join token is a token's binary statement followed by its
+ * 32-byte Ed25519 seed. */
+#define CERT_VERSION     1u
 
 /* Why a statement does not count. */
 enum cert_verdict {
@@ -83,7 +102,9 @@ int cert_keypair(uint8_t pub[CERT_PUBKEY_LEN], uint8_t secret[CERT_SECRET_LEN]);
  * ("ddpnet-member:...", "ddpnet-token:...", "ddpnet-revoke:...") with a
  * NUL into out. For a member signed by a token, c->has_token and c->token
  * and c->token_sig come from the token's statement (cert_token_embed).
- * 0, -EINVAL for fields out of range, -ENOSPC when cap is too small. */
+ * 0, -EINVAL for fields out of range (the checks cert_parse makes) or a
+ * token-signed member whose secret is not its token's key, -ENOSPC when
+ * cap is too small. */
 int cert_sign(struct cert *c, const uint8_t secret[CERT_SECRET_LEN],
               char *out, size_t cap);
 
@@ -91,6 +112,7 @@ int cert_sign(struct cert *c, const uint8_t secret[CERT_SECRET_LEN],
  * Checks layout and field ranges only, no signature: 0 or -EINVAL. */
 int cert_parse(const char *text, struct cert *out);
 
+/* Lifetimes are half open: valid while not_before <= now < not_after. */
 /* Checks signatures against the authority key, the lifetime at now, and
  * for a token-signed member the token's prefix and lifetime. Revocations
  * are the caller's (it holds the list): compare cert_id and, for a
@@ -121,5 +143,22 @@ int cert_join_token_parse(const char *text, struct cert *token,
 
 /* A short lowercase reason for a verdict, for error messages. */
 const char *cert_verdict_str(enum cert_verdict v);
+/* "member", "token", "revocation" ("unknown" otherwise). */
+const char *cert_kind_str(enum cert_kind k);
+
+/* A public key (the authority's, a token's) as text: standard base64 with
+ * padding, CERT_KEY_TEXT_LEN characters, as `wg pubkey` prints a key.
+ * Parse: surrounding spaces and a final newline allowed; 0 or -EINVAL. */
+#define CERT_KEY_TEXT_LEN 44u
+void cert_key_format(const uint8_t pub[CERT_PUBKEY_LEN], char out[CERT_KEY_TEXT_LEN + 1]);
+int cert_key_parse(const char *text, uint8_t pub[CERT_PUBKEY_LEN]);
+
+/* The authority's secret key file: one line "ddpnet-authority-secret:"
+ * and the 32-byte Ed25519 seed (URL-safe base64, no padding), so it is
+ * never taken for a WireGuard key. Format: 0 or -ENOSPC; parse: 0 or
+ * -EINVAL. The caller wipes both after use. */
+#define CERT_SECRET_TEXT_MAX 80u
+int cert_secret_format(const uint8_t secret[CERT_SECRET_LEN], char *out, size_t cap);
+int cert_secret_parse(const char *text, uint8_t secret[CERT_SECRET_LEN]);
 
 #endif

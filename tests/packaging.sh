@@ -143,11 +143,15 @@ printf '.TH X 1\n.SH NAME\nx \\- y\n.XX undefined\n' >"$tmp/bad.1"
 err=$(LC_ALL=C.UTF-8 man --warnings -l "$tmp/bad.1" 2>&1 >/dev/null || true)
 [[ -n $err ]] || fail "man --warnings does not report an undefined macro"
 # Every verb and every option of the CLI is in ddpnet(8) (the verb table
-# of overlay/cli/main.c, the option table of overlay/cli/cli_args.c).
+# of overlay/cli/main.c, the option tables of overlay/cli/cli_args.c and
+# of `ddpnet authority`, overlay/cli/cli_authority.c).
 verbs=$(sed -n 's/^ *{ "\([a-z]*\)", *cli_[a-z]*,.*/\1/p' overlay/cli/main.c)
 [[ $(wc -w <<<"$verbs") -ge 8 ]] || fail "cannot read the verbs from overlay/cli/main.c"
 opts=$(sed -n 's/^ *{ CLI_OPT_[A-Z_]*, *\(0\|'"'"'\(.\)'"'"'\), *"\([a-z-]*\)".*/\2 \3/p' overlay/cli/cli_args.c)
 [[ $(wc -l <<<"$opts") -ge 9 ]] || fail "cannot read the options from overlay/cli/cli_args.c"
+auth_opts=$(sed -n 's/^ *{ AUTH_OPT_[A-Z_]*, *\(0\|'"'"'\(.\)'"'"'\), *"\([a-z-]*\)".*/\2 \3/p' overlay/cli/cli_authority.c)
+[[ $(wc -l <<<"$auth_opts") -ge 10 ]] || fail "cannot read the options from overlay/cli/cli_authority.c"
+opts+=$'\n'$auth_opts
 page8=$(sed 's/\xe2\x80\x90/-/g' "$tmp/ddpnet.8.txt")
 for v in $verbs; do
     grep -qE "^ {7}$v( |$)" <<<"$page8" || fail "ddpnet(8) has no entry for the verb $v"
@@ -243,6 +247,10 @@ has --hosts-file ddpnet up --h
 has --master ddpnet env --m
 has --rate ddpnet doctor --r
 has --json ddpnet doctor --j
+has sign ddpnet authority s
+has --name-prefix ddpnet authority token --name-
+has --public-key ddpnet authority sign --pub
+lacks --max ddpnet authority sign --m
 lacks --json ddpnet down -
 lacks --watch ddpnet up -
 has ddpx7 ddpnet status --run-dir "$tmp/run" -i ""

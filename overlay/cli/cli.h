@@ -15,6 +15,7 @@ int cli_reload(int argc, char **argv);
 int cli_status(int argc, char **argv);
 int cli_env(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
+int cli_authority(int argc, char **argv);
 
 /* A row of main.c's table: the verb, its function, its one line of help. */
 struct cli_verb {

@@ -10,11 +10,16 @@
 
 static void usage(FILE *f, const struct cli_verb *table, size_t n)
 {
+    int w = 8;   /* the names' column: as wide as the longest */
+
+    for (size_t i = 0; i < n; i++)
+        if ((int)strlen(table[i].name) > w)
+            w = (int)strlen(table[i].name);
     fprintf(f, "usage: ddpnet <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < n; i++)
-        fprintf(f, "  %-8s %s\n", table[i].name, table[i].help);
-    fprintf(f, "  %-8s %s\n", "help", "this list; 'ddpnet help COMMAND' explains one command");
-    fprintf(f, "  %-8s %s\n", "version", "print ddpnet's version (also --version, -v)");
+        fprintf(f, "  %-*s %s\n", w, table[i].name, table[i].help);
+    fprintf(f, "  %-*s %s\n", w, "help", "this list; 'ddpnet help COMMAND' explains one command");
+    fprintf(f, "  %-*s %s\n", w, "version", "print ddpnet's version (also --version, -v)");
     fprintf(f, "\n'ddpnet COMMAND --help' explains a command's options and their defaults;\n"
                "the manual is ddpnet(8) (man 8 ddpnet), the cluster file ddpnet.conf(5).\n");
 }

@@ -17,6 +17,7 @@ static const struct cli_verb verbs[] = {
     { "check",  cli_check,  "validate a cluster file" },
     { "genkey", cli_genkey, "print a new private key" },
     { "pubkey", cli_pubkey, "read a private key on stdin, print its public key" },
+    { "authority", cli_authority, "the cluster authority: its key, member certificates, join tokens, revocations" },
 };
 #define N_VERBS (sizeof(verbs) / sizeof(verbs[0]))
 

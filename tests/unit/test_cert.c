@@ -1,0 +1,814 @@
+/* Tests of config/cert.c, the authority's signed statements: the exact
+ * text of a member, a token and a revocation signed with a fixed key at
+ * fixed times (golden bytes: the layout cert.h states, byte for byte),
+ * each kind signed and parsed back, every byte of each binary form
+ * altered in turn (parse or verify must refuse each), lifetimes at their
+ * edges, a token's prefix and lifetime limits, another authority's
+ * statements, malformed text and fields refused, the join token with its
+ * secret (a mismatched secret refused), the key and secret texts. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <cmocka.h>
+#include <sodium.h>
+
+#include "config/addr.h"
+#include "config/cert.h"
+
+#define T0      1700000000u          /* 2023-11-14 22:13:20 UTC */
+#define DAY     86400u
+#define B64     sodium_base64_VARIANT_URLSAFE_NO_PADDING
+
+struct keys {
+    uint8_t pub[CERT_PUBKEY_LEN];
+    uint8_t secret[CERT_SECRET_LEN];
+};
+
+static struct keys authority, other_authority, token_keys;
+
+static void seeded(struct keys *k, uint8_t fill)
+{
+    uint8_t seed[crypto_sign_SEEDBYTES];
+
+    memset(seed, fill, sizeof(seed));
+    assert_int_equal(crypto_sign_seed_keypair(k->pub, k->secret, seed), 0);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (sodium_init() < 0)
+        return -1;
+    seeded(&authority, 0x11);
+    seeded(&other_authority, 0x22);
+    seeded(&token_keys, 0x33);
+    return 0;
+}
+
+static void member_fields(struct cert *c, const char *name, uint64_t nb, uint64_t na)
+{
+    memset(c, 0, sizeof(*c));
+    c->kind = CERT_MEMBER;
+    c->not_before = nb;
+    c->not_after = na;
+    for (unsigned i = 0; i < CERT_PUBKEY_LEN; i++)
+        c->subject[i] = (uint8_t)(0xa0 + i);
+    snprintf(c->name, sizeof(c->name), "%s", name);
+}
+
+/* A member with every optional field: address and two aliases. */
+static void full_member(struct cert *c)
+{
+    member_fields(c, "gpu-1", T0, T0 + 365 * DAY);
+    c->has_address = true;
+    assert_int_equal(cluster_addr_parse("10.77.0.7", &c->address), 0);
+    c->n_aliases = 2;
+    strcpy(c->aliases[0], "gpu-1.lab");
+    strcpy(c->aliases[1], "trainer");
+}
+
+static void token_fields(struct cert *t, const char *prefix, uint64_t nb, uint64_t na,
+                         uint32_t max)
+{
+    memset(t, 0, sizeof(*t));
+    t->kind = CERT_TOKEN;
+    t->not_before = nb;
+    t->not_after = na;
+    memcpy(t->subject, token_keys.pub, CERT_PUBKEY_LEN);
+    snprintf(t->name, sizeof(t->name), "%s", prefix);
+    t->max_members = max;
+}
+
+static void sign_ok(struct cert *c, const struct keys *k, char text[CERT_TEXT_MAX])
+{
+    assert_int_equal(cert_sign(c, k->secret, text, CERT_TEXT_MAX), 0);
+}
+
+/* A token statement signed by the authority, and a member signed with
+ * it (spot-7, inside the token's week). */
+static void token_member(struct cert *token, struct cert *member, char text[CERT_TEXT_MAX])
+{
+    char ttext[CERT_TEXT_MAX];
+
+    token_fields(token, "spot-", T0, T0 + 7 * DAY, 10);
+    sign_ok(token, &authority, ttext);
+    member_fields(member, "spot-7", T0 + DAY, T0 + 2 * DAY);
+    cert_token_embed(member, token);
+    sign_ok(member, &token_keys, text);
+}
+
+static size_t decode(const char *text, uint8_t *bin, size_t cap)
+{
+    const char *colon = strchr(text, ':');
+    size_t len = 0;
+
+    assert_non_null(colon);
+    assert_int_equal(sodium_base642bin(bin, cap, colon + 1, strlen(colon + 1), NULL, &len,
+                                       NULL, B64), 0);
+    return len;
+}
+
+static void encode(const char *prefix, const uint8_t *bin, size_t len, char *out, size_t cap)
+{
+    size_t plen = strlen(prefix);
+
+    assert_true(cap > plen + sodium_base64_ENCODED_LEN(len, B64));
+    memcpy(out, prefix, plen);
+    sodium_bin2base64(out + plen, cap - plen, bin, len, B64);
+}
+
+/* --- golden ------------------------------------------------------------------ */
+
+/* The golden texts were computed apart from this code, from the layout in
+ * cert.h alone (Python's `cryptography` Ed25519 with the same seeds). */
+#define GOLDEN_MEMBER \
+    "ddpnet-member:AQEAAAAAZVPxAAAAAABnNSSAoKGio6SlpqeoqaqrrK2ur7CxsrO0tba3uLm6u7y9vr8BBWdwdS" \
+    "0xBApNAAcCCWdwdS0xLmxhYgd0cmFpbmVy0EqyMnQrtKs6E2i9RhXk5tAiSrcaAWuvhSCjMsl3hzdpLkHrsYDCWn" \
+    "wcIHkizCvR_IgJHr5hu4LOA-n_PjUfxJKBzHoA9NfE_4XIw7xFziMtETiKWVSeLMmiOYQVXpEI"
+
+static void test_golden_member(void **state)
+{
+    struct cert c;
+    char text[CERT_TEXT_MAX];
+    uint8_t bin[1024];
+    /* version 1, kind member, not_before T0, not_after T0 + 365 days,
+     * the subject 0xa0.., flags: address, "gpu-1", IPv4 10.77.0.7,
+     * two aliases */
+    static const uint8_t head[] = {
+        0x01, 0x01, 0, 0, 0, 0, 0x65, 0x53, 0xf1, 0x00, 0, 0, 0, 0, 0x67, 0x35, 0x24, 0x80,
+    };
+    static const uint8_t after_subject[] = {
+        0x01, 0x05, 'g', 'p', 'u', '-', '1', 0x04, 10, 77, 0, 7,
+        0x02, 0x09, 'g', 'p', 'u', '-', '1', '.', 'l', 'a', 'b', 0x07, 't', 'r', 'a', 'i', 'n', 'e', 'r',
+    };
+    size_t len;
+
+    (void)state;
+    full_member(&c);
+    sign_ok(&c, &authority, text);
+    assert_string_equal(text, GOLDEN_MEMBER);
+    assert_memory_equal(c.signer, authority.pub, CERT_PUBKEY_LEN);
+    len = decode(text, bin, sizeof(bin));
+    assert_int_equal(len, sizeof(head) + CERT_PUBKEY_LEN + sizeof(after_subject) +
+                          CERT_PUBKEY_LEN + CERT_SIG_LEN);
+    assert_memory_equal(bin, head, sizeof(head));
+    assert_memory_equal(bin + sizeof(head), c.subject, CERT_PUBKEY_LEN);
+    assert_memory_equal(bin + sizeof(head) + CERT_PUBKEY_LEN, after_subject, sizeof(after_subject));
+    assert_memory_equal(bin + len - CERT_PUBKEY_LEN - CERT_SIG_LEN, authority.pub, CERT_PUBKEY_LEN);
+    assert_memory_equal(bin + len - CERT_SIG_LEN, c.sig, CERT_SIG_LEN);
+    /* the signature covers every byte before it */
+    assert_int_equal(crypto_sign_verify_detached(c.sig, bin, len - CERT_SIG_LEN, authority.pub), 0);
+}
+
+#define GOLDEN_TOKEN \
+    "ddpnet-token:AQIAAAAAZVPxAAAAAABlXSuAF8t5-ytBIPKx7GXkGY1uCLKOgT_rAeSkAIObheGAgM4Fc3BvdC0" \
+    "AAAAK0EqyMnQrtKs6E2i9RhXk5tAiSrcaAWuvhSCjMsl3hzeu68cCimYAPTtpY8LA5Zzg_YVcp4-5vmFxQ2dCsBu" \
+    "mXCBZI2XAIH7_7FIlmlH0BB7oF1uaJl5LQ0LROHVuuvIN"
+
+#define GOLDEN_REVOKE \
+    "ddpnet-revoke:AQMAAAAAZVaUAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAADQSrIydC" \
+    "u0qzoTaL1GFeTm0CJKtxoBa6-FIKMyyXeHN7TwQlJ9u4AfqxQF6De_eB-S5qqemrj4Nhr2-IpDkrIYLH8p0BRZhv" \
+    "W5jfbNMYl8duaNokNpOrxFhqkwvbzmuQg"
+
+#define GOLDEN_TOKEN_MEMBER \
+    "ddpnet-member:AQEAAAAAZVVCgAAAAABlVpQAoKGio6SlpqeoqaqrrK2ur7CxsrO0tba3uLm6u7y9vr8CBnNwb3" \
+    "QtNwABAgAAAABlU_EAAAAAAGVdK4AXy3n7K0Eg8rHsZeQZjW4Iso6BP-sB5KQAg5uF4YCAzgVzcG90LQAAAArQSr" \
+    "IydCu0qzoTaL1GFeTm0CJKtxoBa6-FIKMyyXeHN67rxwKKZgA9O2ljwsDlnOD9hVynj7m-YXFDZ0KwG6ZcIFkjZc" \
+    "Agfv_sUiWaUfQEHugXW5omXktDQtE4dW668g0Xy3n7K0Eg8rHsZeQZjW4Iso6BP-sB5KQAg5uF4YCAzjEOVrn0aw" \
+    "f3NdP_oqMOCAv6RV8EPu1KSEorq1SsgJR0qH4tSuYekF48UZzuLG01-sTsIfi1vPG3bny_L7o73g0"
+
+#define GOLDEN_JOIN \
+    "ddpnet-jointoken:AQIAAAAAZVPxAAAAAABlXSuAF8t5-ytBIPKx7GXkGY1uCLKOgT_rAeSkAIObheGAgM4Fc3B" \
+    "vdC0AAAAK0EqyMnQrtKs6E2i9RhXk5tAiSrcaAWuvhSCjMsl3hzeu68cCimYAPTtpY8LA5Zzg_YVcp4-5vmFxQ2d" \
+    "CsBumXCBZI2XAIH7_7FIlmlH0BB7oF1uaJl5LQ0LROHVuuvINMzMzMzMzMzMzMzMzMzMzMzMzMzMzMzMzMzMzMzM" \
+    "zMzM"
+
+static void test_golden_token_and_revocation(void **state)
+{
+    struct cert t, r, m;
+    char text[CERT_TEXT_MAX];
+
+    (void)state;
+    token_fields(&t, "spot-", T0, T0 + 7 * DAY, 10);
+    sign_ok(&t, &authority, text);
+    assert_string_equal(text, GOLDEN_TOKEN);
+
+    memset(&r, 0, sizeof(r));
+    r.kind = CERT_REVOCATION;
+    r.not_before = T0 + 2 * DAY;
+    sign_ok(&r, &authority, text);
+    assert_string_equal(text, GOLDEN_REVOKE);
+
+    token_member(&t, &m, text);
+    assert_string_equal(text, GOLDEN_TOKEN_MEMBER);
+    assert_int_equal(cert_join_token_format(&t, token_keys.secret, text, sizeof(text)), 0);
+    assert_string_equal(text, GOLDEN_JOIN);
+}
+
+/* --- round trips -------------------------------------------------------------- */
+
+static void assert_same(const struct cert *a, const struct cert *b)
+{
+    assert_int_equal(a->kind, b->kind);
+    assert_true(a->not_before == b->not_before && a->not_after == b->not_after);
+    assert_memory_equal(a->subject, b->subject, CERT_PUBKEY_LEN);
+    assert_string_equal(a->name, b->name);
+    assert_int_equal(a->has_address, b->has_address);
+    if (a->has_address)
+        assert_true(cluster_addr_equal(&a->address, &b->address));
+    assert_int_equal(a->n_aliases, b->n_aliases);
+    for (unsigned i = 0; i < a->n_aliases; i++)
+        assert_string_equal(a->aliases[i], b->aliases[i]);
+    assert_int_equal(a->max_members, b->max_members);
+    assert_memory_equal(a->signer, b->signer, CERT_PUBKEY_LEN);
+    assert_int_equal(a->has_token, b->has_token);
+    if (a->has_token) {
+        assert_memory_equal(a->token_sig, b->token_sig, CERT_SIG_LEN);
+        assert_memory_equal(&a->token, &b->token, sizeof(a->token));
+    }
+    assert_memory_equal(a->sig, b->sig, CERT_SIG_LEN);
+}
+
+static void round_trip(const struct cert *c, const char *text)
+{
+    struct cert back;
+    char spaced[CERT_TEXT_MAX + 8];
+    uint8_t id1[CERT_ID_LEN], id2[CERT_ID_LEN];
+
+    assert_int_equal(cert_parse(text, &back), 0);
+    assert_same(c, &back);
+    cert_id(c, id1);
+    cert_id(&back, id2);
+    assert_memory_equal(id1, id2, CERT_ID_LEN);
+    /* as a file holds it: spaces around and a newline at the end */
+    snprintf(spaced, sizeof(spaced), "  %s \r\n", text);
+    assert_int_equal(cert_parse(spaced, &back), 0);
+    assert_same(c, &back);
+}
+
+static void test_round_trip(void **state)
+{
+    struct cert c, t, m;
+    char text[CERT_TEXT_MAX];
+
+    (void)state;
+    full_member(&c);
+    sign_ok(&c, &authority, text);
+    round_trip(&c, text);
+    assert_int_equal(cert_verify(&c, authority.pub, T0), CERT_OK);
+
+    /* IPv6, four aliases of the longest length, a 63-character name */
+    member_fields(&c, "a23456789-123456789-123456789-123456789-123456789-123456789-123",
+                  T0, T0 + 1);
+    c.has_address = true;
+    assert_int_equal(cluster_addr_parse("fd77::1:2", &c.address), 0);
+    c.n_aliases = CLUSTER_ALIASES_MAX;
+    for (unsigned i = 0; i < CLUSTER_ALIASES_MAX; i++) {
+        memset(c.aliases[i], 'a' + (char)i, CLUSTER_NAME_MAX);
+        c.aliases[i][CLUSTER_NAME_MAX] = '\0';
+    }
+    sign_ok(&c, &authority, text);
+    round_trip(&c, text);
+    assert_int_equal(cert_verify(&c, authority.pub, T0), CERT_OK);
+
+    token_member(&t, &m, text);
+    round_trip(&m, text);
+    assert_int_equal(cert_verify(&m, authority.pub, T0 + DAY), CERT_OK);
+    assert_memory_equal(m.signer, token_keys.pub, CERT_PUBKEY_LEN);
+    assert_memory_equal(m.token.signer, authority.pub, CERT_PUBKEY_LEN);
+}
+
+/* The longest statement (a member through a token, every field full)
+ * fits CERT_TEXT_MAX; one byte less room is -ENOSPC. */
+static void test_longest_fits(void **state)
+{
+    struct cert t, m;
+    char text[CERT_TEXT_MAX], small[CERT_TEXT_MAX];
+    size_t len;
+
+    (void)state;
+    token_fields(&t, "a23456789-123456789-123456789-123456789-123456789-123456789-12", T0,
+                 T0 + DAY, 0);
+    sign_ok(&t, &authority, text);
+    member_fields(&m, "a23456789-123456789-123456789-123456789-123456789-123456789-123",
+                  T0, T0 + 1);
+    m.has_address = true;
+    assert_int_equal(cluster_addr_parse("fd77::1", &m.address), 0);
+    m.n_aliases = CLUSTER_ALIASES_MAX;
+    for (unsigned i = 0; i < CLUSTER_ALIASES_MAX; i++) {
+        memset(m.aliases[i], 'b', CLUSTER_NAME_MAX);
+        m.aliases[i][CLUSTER_NAME_MAX] = '\0';
+    }
+    cert_token_embed(&m, &t);
+    sign_ok(&m, &token_keys, text);
+    assert_int_equal(cert_verify(&m, authority.pub, T0), CERT_OK);
+    len = strlen(text);
+    assert_true(len < CERT_TEXT_MAX);
+    assert_int_equal(cert_sign(&m, token_keys.secret, small, len), -ENOSPC);
+    assert_int_equal(cert_sign(&m, token_keys.secret, small, len + 1), 0);
+    assert_string_equal(small, text);
+}
+
+/* --- every byte ------------------------------------------------------------------ */
+
+/* Each byte of text's binary form changed in turn (three ways): parse
+ * refuses it or verify at now does. */
+static void every_byte_counts(const char *text, uint64_t now)
+{
+    static const uint8_t deltas[] = { 0x01, 0x80, 0xff };
+    const char *colon = strchr(text, ':');
+    char prefix[32], altered[CERT_TEXT_MAX + 8];
+    uint8_t bin[1024];
+    size_t len = decode(text, bin, sizeof(bin));
+    struct cert c;
+
+    assert_true(colon && (size_t)(colon - text) + 1 < sizeof(prefix));
+    memcpy(prefix, text, (size_t)(colon - text) + 1);
+    prefix[colon - text + 1] = '\0';
+    assert_int_equal(cert_parse(text, &c), 0);
+    assert_int_equal(cert_verify(&c, authority.pub, now), CERT_OK);
+    for (size_t i = 0; i < len; i++) {
+        for (size_t d = 0; d < sizeof(deltas); d++) {
+            bin[i] ^= deltas[d];
+            encode(prefix, bin, len, altered, sizeof(altered));
+            if (cert_parse(altered, &c) == 0 && cert_verify(&c, authority.pub, now) == CERT_OK)
+                fail_msg("byte %zu of %zu xor 0x%02x still verifies", i, len, deltas[d]);
+            bin[i] ^= deltas[d];
+        }
+    }
+    /* one byte more, one byte less */
+    bin[len] = 0;
+    encode(prefix, bin, len + 1, altered, sizeof(altered));
+    assert_int_equal(cert_parse(altered, &c), -EINVAL);
+    encode(prefix, bin, len - 1, altered, sizeof(altered));
+    assert_int_equal(cert_parse(altered, &c), -EINVAL);
+}
+
+static void test_every_byte_member(void **state)
+{
+    struct cert c;
+    char text[CERT_TEXT_MAX];
+
+    (void)state;
+    full_member(&c);
+    sign_ok(&c, &authority, text);
+    every_byte_counts(text, T0 + DAY);
+    c.has_address = true;
+    assert_int_equal(cluster_addr_parse("fd77::9", &c.address), 0);
+    sign_ok(&c, &authority, text);
+    every_byte_counts(text, T0 + DAY);
+}
+
+static void test_every_byte_token_member(void **state)
+{
+    struct cert t, m;
+    char text[CERT_TEXT_MAX];
+
+    (void)state;
+    token_member(&t, &m, text);
+    every_byte_counts(text, T0 + DAY);
+    sign_ok(&t, &authority, text);
+    every_byte_counts(text, T0 + DAY);
+}
+
+static void test_every_byte_revocation(void **state)
+{
+    struct cert r;
+    char text[CERT_TEXT_MAX];
+
+    (void)state;
+    memset(&r, 0, sizeof(r));
+    r.kind = CERT_REVOCATION;
+    r.not_before = T0;
+    memset(r.subject, 0x5a, sizeof(r.subject));
+    sign_ok(&r, &authority, text);
+    every_byte_counts(text, T0);
+}
+
+/* --- lifetimes, tokens, authorities ------------------------------------------- */
+
+static void test_lifetime_edges(void **state)
+{
+    struct cert c;
+    char text[CERT_TEXT_MAX];
+
+    (void)state;
+    member_fields(&c, "gpu-2", T0, T0 + DAY);
+    sign_ok(&c, &authority, text);
+    assert_int_equal(cert_verify(&c, authority.pub, T0 - 1), CERT_NOT_YET_VALID);
+    assert_int_equal(cert_verify(&c, authority.pub, T0), CERT_OK);
+    assert_int_equal(cert_verify(&c, authority.pub, T0 + DAY - 1), CERT_OK);
+    assert_int_equal(cert_verify(&c, authority.pub, T0 + DAY), CERT_EXPIRED);
+    assert_int_equal(cert_verify(&c, authority.pub, UINT64_MAX), CERT_EXPIRED);
+
+    /* a revocation never expires and holds from the moment it is seen */
+    memset(&c, 0, sizeof(c));
+    c.kind = CERT_REVOCATION;
+    c.not_before = T0;
+    sign_ok(&c, &authority, text);
+    assert_int_equal(cert_verify(&c, authority.pub, 0), CERT_OK);
+    assert_int_equal(cert_verify(&c, authority.pub, UINT64_MAX), CERT_OK);
+
+    /* a token's own lifetime */
+    token_fields(&c, "spot-", T0, T0 + DAY, 0);
+    sign_ok(&c, &authority, text);
+    assert_int_equal(cert_verify(&c, authority.pub, T0 - 1), CERT_NOT_YET_VALID);
+    assert_int_equal(cert_verify(&c, authority.pub, T0 + DAY), CERT_EXPIRED);
+}
+
+static void test_token_limits(void **state)
+{
+    struct cert t, m;
+    char text[CERT_TEXT_MAX];
+
+    (void)state;
+    token_member(&t, &m, text);
+    assert_int_equal(cert_verify(&m, authority.pub, T0 + DAY), CERT_OK);
+    assert_int_equal(cert_verify(&m, authority.pub, T0 + 2 * DAY), CERT_EXPIRED);
+
+    /* a name outside the prefix: the token key signs it, the check refuses */
+    member_fields(&m, "gpu-7", T0 + DAY, T0 + 2 * DAY);
+    cert_token_embed(&m, &t);
+    sign_ok(&m, &token_keys, text);
+    assert_int_equal(cert_parse(text, &m), 0);
+    assert_int_equal(cert_verify(&m, authority.pub, T0 + DAY), CERT_OUTSIDE_TOKEN);
+    /* "spot" is not "spot-" */
+    member_fields(&m, "spot", T0 + DAY, T0 + 2 * DAY);
+    cert_token_embed(&m, &t);
+    sign_ok(&m, &token_keys, text);
+    assert_int_equal(cert_verify(&m, authority.pub, T0 + DAY), CERT_OUTSIDE_TOKEN);
+
+    /* lifetime beyond the token's, at either end, by one second */
+    member_fields(&m, "spot-8", T0, T0 + 7 * DAY + 1);
+    cert_token_embed(&m, &t);
+    sign_ok(&m, &token_keys, text);
+    assert_int_equal(cert_verify(&m, authority.pub, T0 + DAY), CERT_OUTSIDE_TOKEN);
+    member_fields(&m, "spot-8", T0 - 1, T0 + DAY);
+    cert_token_embed(&m, &t);
+    sign_ok(&m, &token_keys, text);
+    assert_int_equal(cert_verify(&m, authority.pub, T0 + 1), CERT_OUTSIDE_TOKEN);
+    /* exactly the token's lifetime is allowed */
+    member_fields(&m, "spot-8", T0, T0 + 7 * DAY);
+    cert_token_embed(&m, &t);
+    sign_ok(&m, &token_keys, text);
+    assert_int_equal(cert_verify(&m, authority.pub, T0), CERT_OK);
+
+    /* the token key cannot sign for itself: a member whose signer is not
+     * the key of the token it carries */
+    member_fields(&m, "spot-9", T0 + DAY, T0 + 2 * DAY);
+    cert_token_embed(&m, &t);
+    assert_int_equal(cert_sign(&m, authority.secret, text, sizeof(text)), -EINVAL);
+
+    /* a token signed by another authority, and its member */
+    token_fields(&t, "spot-", T0, T0 + 7 * DAY, 0);
+    sign_ok(&t, &other_authority, text);
+    member_fields(&m, "spot-9", T0 + DAY, T0 + 2 * DAY);
+    cert_token_embed(&m, &t);
+    sign_ok(&m, &token_keys, text);
+    assert_int_equal(cert_parse(text, &m), 0);
+    assert_int_equal(cert_verify(&m, authority.pub, T0 + DAY), CERT_BAD_SIGNATURE);
+    assert_int_equal(cert_verify(&m, other_authority.pub, T0 + DAY), CERT_OK);
+}
+
+/* A token signed by the authority but its member's signer swapped for
+ * the authority itself: the member must be signed by the token's key. */
+static void test_token_member_signed_by_authority(void **state)
+{
+    struct cert t, m;
+    char text[CERT_TEXT_MAX];
+    uint8_t id[CERT_ID_LEN], tid[CERT_ID_LEN];
+
+    (void)state;
+    token_member(&t, &m, text);
+    m.kind = CERT_MEMBER;
+    memcpy(m.signer, authority.pub, CERT_PUBKEY_LEN);
+    assert_int_equal(cert_verify(&m, authority.pub, T0 + DAY), CERT_BAD_SIGNATURE);
+
+    /* the token's id is the same from the token and from its member */
+    token_member(&t, &m, text);
+    cert_id(&t, id);
+    assert_true(cert_token_id(&m, tid));
+    assert_memory_equal(id, tid, CERT_ID_LEN);
+    cert_id(&m, id);
+    assert_memory_not_equal(id, tid, CERT_ID_LEN);
+    assert_false(cert_token_id(&t, tid));
+}
+
+static void test_wrong_authority(void **state)
+{
+    struct cert c;
+    char text[CERT_TEXT_MAX];
+
+    (void)state;
+    full_member(&c);
+    sign_ok(&c, &other_authority, text);
+    assert_int_equal(cert_parse(text, &c), 0);
+    assert_int_equal(cert_verify(&c, authority.pub, T0), CERT_BAD_SIGNATURE);
+    assert_int_equal(cert_verify(&c, other_authority.pub, T0), CERT_OK);
+
+    memset(&c, 0, sizeof(c));
+    c.kind = CERT_REVOCATION;
+    sign_ok(&c, &other_authority, text);
+    assert_int_equal(cert_verify(&c, authority.pub, T0), CERT_BAD_SIGNATURE);
+    token_fields(&c, "spot-", T0, T0 + DAY, 0);
+    sign_ok(&c, &other_authority, text);
+    assert_int_equal(cert_verify(&c, authority.pub, T0), CERT_BAD_SIGNATURE);
+
+    /* a kind that is none */
+    full_member(&c);
+    sign_ok(&c, &authority, text);
+    c.kind = (enum cert_kind)9;
+    assert_int_equal(cert_verify(&c, authority.pub, T0), CERT_WRONG_KIND);
+    c.kind = CERT_TOKEN;
+    c.has_token = true;
+    assert_int_equal(cert_verify(&c, authority.pub, T0), CERT_WRONG_KIND);
+}
+
+/* --- refusals ----------------------------------------------------------------- */
+
+static void sign_refused(struct cert *c)
+{
+    char text[CERT_TEXT_MAX];
+
+    assert_int_equal(cert_sign(c, authority.secret, text, sizeof(text)), -EINVAL);
+}
+
+static void test_sign_refuses_bad_fields(void **state)
+{
+    static const char *const bad_names[] = { "", "-a", "a-", "a..b", "a b", "a_b", ".a" };
+    static const char *const bad_addrs[] = { "0.0.0.0", "127.0.0.1", "224.0.0.1",
+                                             "255.255.255.255", "::", "::1", "ff02::1" };
+    static const char *const bad_prefixes[] = { "", "-", ".", "a..", "a_",
+        "a23456789-123456789-123456789-123456789-123456789-123456789-123" };
+    struct cert c;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
+        member_fields(&c, bad_names[i], T0, T0 + 1);
+        sign_refused(&c);
+    }
+    for (size_t i = 0; i < sizeof(bad_addrs) / sizeof(bad_addrs[0]); i++) {
+        member_fields(&c, "gpu-1", T0, T0 + 1);
+        c.has_address = true;
+        assert_int_equal(cluster_addr_parse(bad_addrs[i], &c.address), 0);
+        sign_refused(&c);
+    }
+    member_fields(&c, "gpu-1", T0, T0);            /* empty lifetime */
+    sign_refused(&c);
+    member_fields(&c, "gpu-1", T0, T0 + 1);
+    c.n_aliases = CLUSTER_ALIASES_MAX + 1;
+    sign_refused(&c);
+    c.n_aliases = 1;
+    strcpy(c.aliases[0], "bad_alias");
+    sign_refused(&c);
+    member_fields(&c, "gpu-1", T0, T0 + 1);
+    c.max_members = 3;                             /* a token's field */
+    sign_refused(&c);
+    for (size_t i = 0; i < sizeof(bad_prefixes) / sizeof(bad_prefixes[0]); i++) {
+        token_fields(&c, bad_prefixes[i], T0, T0 + 1, 0);
+        sign_refused(&c);
+    }
+    token_fields(&c, "spot-", T0, T0 + 1, 0);
+    c.n_aliases = 1;
+    strcpy(c.aliases[0], "x");
+    sign_refused(&c);
+    memset(&c, 0, sizeof(c));
+    c.kind = CERT_REVOCATION;
+    c.not_after = 1;                               /* revocations do not expire */
+    sign_refused(&c);
+    c.not_after = 0;
+    c.kind = (enum cert_kind)0;
+    sign_refused(&c);
+}
+
+/* Binary forms the signer would never write, with the prefix they claim:
+ * each refused by parse (before any signature is looked at). */
+static void test_parse_refuses_layout(void **state)
+{
+    struct cert c;
+    char text[CERT_TEXT_MAX], altered[CERT_TEXT_MAX + 8];
+    uint8_t bin[1024];
+    size_t len, name_at = 2 + 8 + 8 + CERT_PUBKEY_LEN + 1;
+
+    (void)state;
+    full_member(&c);
+    sign_ok(&c, &authority, text);
+    len = decode(text, bin, sizeof(bin));
+
+    bin[0] = 2;                                    /* version */
+    encode("ddpnet-member:", bin, len, altered, sizeof(altered));
+    assert_int_equal(cert_parse(altered, &c), -EINVAL);
+    bin[0] = 1;
+    for (uint8_t kind = 0; kind < 6; kind++) {     /* the kind must be the prefix's */
+        if (kind == CERT_MEMBER)
+            continue;
+        bin[1] = kind;
+        encode("ddpnet-member:", bin, len, altered, sizeof(altered));
+        assert_int_equal(cert_parse(altered, &c), -EINVAL);
+    }
+    bin[1] = CERT_MEMBER;
+    encode("ddpnet-token:", bin, len, altered, sizeof(altered));
+    assert_int_equal(cert_parse(altered, &c), -EINVAL);
+    encode("ddpnet-revoke:", bin, len, altered, sizeof(altered));
+    assert_int_equal(cert_parse(altered, &c), -EINVAL);
+    encode("ddpnet-member:", bin, len, altered, sizeof(altered));
+    assert_int_equal(cert_parse(altered, &c), 0);
+
+    bin[name_at - 1] |= 0x04;                      /* an unknown flag */
+    encode("ddpnet-member:", bin, len, altered, sizeof(altered));
+    assert_int_equal(cert_parse(altered, &c), -EINVAL);
+    bin[name_at - 1] &= (uint8_t)~0x04;
+    bin[name_at + 1] = '_';                        /* an invalid name */
+    encode("ddpnet-member:", bin, len, altered, sizeof(altered));
+    assert_int_equal(cert_parse(altered, &c), -EINVAL);
+    bin[name_at + 1] = '\0';                       /* a NUL inside */
+    encode("ddpnet-member:", bin, len, altered, sizeof(altered));
+    assert_int_equal(cert_parse(altered, &c), -EINVAL);
+    bin[name_at + 1] = 'g';
+    bin[name_at] = 0;                              /* an empty name */
+    encode("ddpnet-member:", bin, len, altered, sizeof(altered));
+    assert_int_equal(cert_parse(altered, &c), -EINVAL);
+    bin[name_at] = 200;                            /* a length past the end */
+    encode("ddpnet-member:", bin, len, altered, sizeof(altered));
+    assert_int_equal(cert_parse(altered, &c), -EINVAL);
+    bin[name_at] = 5;
+    bin[name_at + 6] = 5;                          /* family */
+    encode("ddpnet-member:", bin, len, altered, sizeof(altered));
+    assert_int_equal(cert_parse(altered, &c), -EINVAL);
+    bin[name_at + 6] = 4;
+    bin[name_at + 7] = 127;                        /* a loopback address */
+    encode("ddpnet-member:", bin, len, altered, sizeof(altered));
+    assert_int_equal(cert_parse(altered, &c), -EINVAL);
+    bin[name_at + 7] = 10;
+    bin[name_at + 11] = CLUSTER_ALIASES_MAX + 1;   /* too many aliases */
+    encode("ddpnet-member:", bin, len, altered, sizeof(altered));
+    assert_int_equal(cert_parse(altered, &c), -EINVAL);
+    bin[name_at + 11] = 2;
+    encode("ddpnet-member:", bin, len, altered, sizeof(altered));
+    assert_int_equal(cert_parse(altered, &c), 0);
+}
+
+static void test_parse_refuses_text(void **state)
+{
+    struct cert c;
+    char text[CERT_TEXT_MAX], altered[CERT_TEXT_MAX + 8];
+    size_t len;
+
+    (void)state;
+    full_member(&c);
+    sign_ok(&c, &authority, text);
+    len = strlen(text);
+    assert_int_equal(cert_parse("", &c), -EINVAL);
+    assert_int_equal(cert_parse("ddpnet-member:", &c), -EINVAL);
+    assert_int_equal(cert_parse(text + 1, &c), -EINVAL);           /* no prefix */
+    assert_int_equal(cert_parse("ddpnet-member:AQE", &c), -EINVAL);
+    snprintf(altered, sizeof(altered), "%s=", text);                /* padding */
+    assert_int_equal(cert_parse(altered, &c), -EINVAL);
+    snprintf(altered, sizeof(altered), "%s x", text);               /* a second word */
+    assert_int_equal(cert_parse(altered, &c), -EINVAL);
+    snprintf(altered, sizeof(altered), "%s", text);
+    altered[len / 2] = '+';                                         /* not URL-safe */
+    assert_int_equal(cert_parse(altered, &c), -EINVAL);
+    altered[len / 2] = ' ';
+    assert_int_equal(cert_parse(altered, &c), -EINVAL);
+    snprintf(altered, sizeof(altered), "%s", text);
+    altered[len - 1] = '\0';                                        /* one character short */
+    assert_int_equal(cert_parse(altered, &c), -EINVAL);
+    snprintf(altered, sizeof(altered), "DDPNET-MEMBER:%s", text + strlen("ddpnet-member:"));
+    assert_int_equal(cert_parse(altered, &c), -EINVAL);
+    /* a refusal leaves nothing behind */
+    assert_true(c.kind == 0 && c.name[0] == '\0');
+}
+
+/* --- join tokens, keys, secrets ------------------------------------------------- */
+
+static void test_join_token(void **state)
+{
+    struct cert t, back, m;
+    uint8_t secret[CERT_SECRET_LEN];
+    char text[CERT_TEXT_MAX], join[CERT_TEXT_MAX], altered[CERT_TEXT_MAX + 8], mtext[CERT_TEXT_MAX];
+    uint8_t bin[1024];
+    size_t len;
+
+    (void)state;
+    token_fields(&t, "spot-", T0, T0 + 7 * DAY, 10);
+    sign_ok(&t, &authority, text);
+    assert_int_equal(cert_join_token_format(&t, token_keys.secret, join, sizeof(join)), 0);
+    assert_int_equal(strncmp(join, "ddpnet-jointoken:", 17), 0);
+    assert_int_equal(cert_join_token_format(&t, token_keys.secret, join, strlen(join)), -ENOSPC);
+    assert_int_equal(cert_join_token_format(&t, token_keys.secret, join, sizeof(join)), 0);
+    assert_int_equal(cert_join_token_parse(join, &back, secret), 0);
+    assert_same(&t, &back);
+    assert_memory_equal(secret, token_keys.secret, CERT_SECRET_LEN);
+    assert_int_equal(cert_verify(&back, authority.pub, T0), CERT_OK);
+
+    /* what a new machine does with it */
+    member_fields(&m, "spot-42", T0 + DAY, T0 + 2 * DAY);
+    cert_token_embed(&m, &back);
+    assert_int_equal(cert_sign(&m, secret, mtext, sizeof(mtext)), 0);
+    assert_int_equal(cert_parse(mtext, &m), 0);
+    assert_int_equal(cert_verify(&m, authority.pub, T0 + DAY), CERT_OK);
+
+    /* a secret that is not the token's key's */
+    assert_int_equal(cert_join_token_format(&t, other_authority.secret, altered,
+                                            sizeof(altered)), 0);
+    assert_int_equal(cert_join_token_parse(altered, &back, secret), -EINVAL);
+    assert_true(sodium_is_zero(secret, sizeof(secret)));
+    /* every byte matters: the statement's to verify, the seed's to parse */
+    len = decode(join, bin, sizeof(bin));
+    for (size_t i = 0; i < len; i++) {
+        bin[i] ^= 0x01;
+        encode("ddpnet-jointoken:", bin, len, altered, sizeof(altered));
+        if (cert_join_token_parse(altered, &back, secret) == 0 &&
+            cert_verify(&back, authority.pub, T0) == CERT_OK)
+            fail_msg("join token byte %zu still verifies", i);
+        bin[i] ^= 0x01;
+    }
+    encode("ddpnet-jointoken:", bin, len - 1, altered, sizeof(altered));
+    assert_int_equal(cert_join_token_parse(altered, &back, secret), -EINVAL);
+    /* not a join token: the statement alone, another prefix */
+    assert_int_equal(cert_join_token_parse(text, &back, secret), -EINVAL);
+    encode("ddpnet-token:", bin, len, altered, sizeof(altered));
+    assert_int_equal(cert_join_token_parse(altered, &back, secret), -EINVAL);
+    assert_int_equal(cert_parse(join, &back), -EINVAL);
+    /* only a token makes a join token */
+    full_member(&m);
+    assert_int_equal(cert_join_token_format(&m, token_keys.secret, join, sizeof(join)), -EINVAL);
+}
+
+static void test_key_and_secret_text(void **state)
+{
+    char key[CERT_KEY_TEXT_LEN + 1], line[CERT_SECRET_TEXT_MAX], spaced[CERT_SECRET_TEXT_MAX + 8];
+    uint8_t pub[CERT_PUBKEY_LEN], secret[CERT_SECRET_LEN];
+
+    (void)state;
+    cert_key_format(authority.pub, key);
+    assert_int_equal(strlen(key), CERT_KEY_TEXT_LEN);
+    assert_int_equal(cert_key_parse(key, pub), 0);
+    assert_memory_equal(pub, authority.pub, CERT_PUBKEY_LEN);
+    snprintf(spaced, sizeof(spaced), " %s\n", key);
+    assert_int_equal(cert_key_parse(spaced, pub), 0);
+    snprintf(spaced, sizeof(spaced), "%s  x", key);
+    assert_int_equal(cert_key_parse(spaced, pub), -EINVAL);
+    assert_int_equal(cert_key_parse(key + 1, pub), -EINVAL);
+    assert_int_equal(cert_key_parse("", pub), -EINVAL);
+
+    assert_int_equal(cert_secret_format(authority.secret, line, sizeof(line)), 0);
+    assert_int_equal(strncmp(line, "ddpnet-authority-secret:", 24), 0);
+    assert_int_equal(cert_secret_format(authority.secret, spaced, strlen(line)), -ENOSPC);
+    snprintf(spaced, sizeof(spaced), "%s\n", line);
+    assert_int_equal(cert_secret_parse(spaced, secret), 0);
+    assert_memory_equal(secret, authority.secret, CERT_SECRET_LEN);
+    /* a WireGuard key is not an authority secret */
+    assert_int_equal(cert_secret_parse(key, secret), -EINVAL);
+    assert_true(sodium_is_zero(secret, sizeof(secret)));
+    line[strlen(line) - 1] = '\0';
+    assert_int_equal(cert_secret_parse(line, secret), -EINVAL);
+}
+
+static void test_keypair(void **state)
+{
+    struct cert c;
+    struct keys k;
+    char text[CERT_TEXT_MAX];
+
+    (void)state;
+    assert_int_equal(cert_keypair(k.pub, k.secret), 0);
+    full_member(&c);
+    assert_int_equal(cert_sign(&c, k.secret, text, sizeof(text)), 0);
+    assert_int_equal(cert_verify(&c, k.pub, T0), CERT_OK);
+    assert_int_equal(cert_verify(&c, authority.pub, T0), CERT_BAD_SIGNATURE);
+    assert_string_equal(cert_verdict_str(CERT_EXPIRED), "expired");
+    assert_string_equal(cert_kind_str(CERT_TOKEN), "token");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_golden_member),
+        cmocka_unit_test(test_golden_token_and_revocation),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_longest_fits),
+        cmocka_unit_test(test_every_byte_member),
+        cmocka_unit_test(test_every_byte_token_member),
+        cmocka_unit_test(test_every_byte_revocation),
+        cmocka_unit_test(test_lifetime_edges),
+        cmocka_unit_test(test_token_limits),
+        cmocka_unit_test(test_token_member_signed_by_authority),
+        cmocka_unit_test(test_wrong_authority),
+        cmocka_unit_test(test_sign_refuses_bad_fields),
+        cmocka_unit_test(test_parse_refuses_layout),
+        cmocka_unit_test(test_parse_refuses_text),
+        cmocka_unit_test(test_join_token),
+        cmocka_unit_test(test_key_and_secret_text),
+        cmocka_unit_test(test_keypair),
+    };
+
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
