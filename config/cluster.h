@@ -149,6 +149,12 @@ struct cluster {
     struct cluster_domains machine_domains;
     struct cluster_metrics metrics;
     struct cluster_registry registry;
+    /* `authority = KEY`: the cluster authority's Ed25519 public key
+     * (base64, as `ddpnet authority init` prints it). With it, a node
+     * the file does not list counts only with a certificate that key
+     * signed (config/cert.h; README "Joining under an authority"). */
+    bool has_authority;
+    uint8_t authority[CLUSTER_KEY_LEN];
     size_t n_nodes;                       /* at least 1 after a parse */
     struct cluster_node *nodes;           /* file order; nodes[0] = master */
 };

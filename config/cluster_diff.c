@@ -118,6 +118,11 @@ static unsigned settings_changes(const struct cluster *old, const struct cluster
         what |= CLUSTER_CHANGED_REGISTRY;
     if (!same_domains(&old->machine_domains, &new->machine_domains))
         what |= CLUSTER_CHANGED_MACHINE_DOMAINS;
+    /* Who signs membership is the trust root: not swapped under running
+     * sessions. */
+    if (old->has_authority != new->has_authority ||
+        (new->has_authority && memcmp(old->authority, new->authority, CLUSTER_KEY_LEN)))
+        what |= CLUSTER_CHANGED_AUTHORITY;
     return what;
 }
 
@@ -186,7 +191,8 @@ static int append_names(char *buf, size_t len, size_t at, unsigned what,
 static const char *const node_what[] = { "key", "address", "endpoint", "port", "keepalive",
                                          "aliases", "candidates" };
 static const char *const settings_what[] = { "network", "mtu", "busy-poll", "hostnames",
-                                              "metrics", "registry", "machine-domains" };
+                                              "metrics", "registry", "machine-domains",
+                                              "authority" };
 
 int cluster_change_format(const struct cluster_change *c, char *buf, size_t len)
 {

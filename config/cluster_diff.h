@@ -34,6 +34,7 @@ enum cluster_change_kind {
 #define CLUSTER_CHANGED_METRICS    0x10u
 #define CLUSTER_CHANGED_REGISTRY   0x20u
 #define CLUSTER_CHANGED_MACHINE_DOMAINS 0x40u
+#define CLUSTER_CHANGED_AUTHORITY  0x80u
 
 struct cluster_change {
     enum cluster_change_kind kind;

@@ -349,6 +349,39 @@ static void registry_ttl_apply(struct cluster_parser *p, int line, const char *v
     p->settings.registry.ttl_s = v;
 }
 
+/* The authority's Ed25519 public key: 32 bytes in base64, as a
+ * WireGuard key is written, or in the URL-safe alphabet the statements
+ * use (config/cert.h), padded or not. */
+static bool authority_decode(const char *value, uint8_t out[CLUSTER_KEY_LEN])
+{
+    static const int variants[] = { sodium_base64_VARIANT_ORIGINAL,
+                                    sodium_base64_VARIANT_URLSAFE,
+                                    sodium_base64_VARIANT_URLSAFE_NO_PADDING };
+    uint8_t bin[CLUSTER_MAX_LINE];
+    size_t bin_len = 0;
+
+    for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++)
+        if (sodium_base642bin(bin, sizeof(bin), value, strlen(value), NULL, &bin_len, NULL,
+                              variants[i]) == 0 && bin_len == CLUSTER_KEY_LEN) {
+            memcpy(out, bin, CLUSTER_KEY_LEN);
+            return true;
+        }
+    return false;
+}
+
+static void authority_apply(struct cluster_parser *p, int line, const char *value)
+{
+    uint8_t bin[CLUSTER_KEY_LEN];
+
+    if (!authority_decode(value, bin)) {
+        cluster_diag_add(p, line, "bad authority: expected the authority's public key: "
+                         "32 bytes in base64 (as `ddpnet authority init` prints it)");
+        return;
+    }
+    memcpy(p->settings.authority, bin, CLUSTER_KEY_LEN);
+    p->settings.has_authority = true;
+}
+
 static void public_key_apply(struct cluster_parser *p, int line, const char *value)
 {
     /* base64 never decodes to more bytes than it has characters */
@@ -461,6 +494,7 @@ static const struct key_def cluster_keys[CLUSTER_KEY_COUNT] = {
                                                     registry.password_file),
     [CLUSTER_KEY_REGISTRY_TTL] = KEY("registry-ttl", false, registry_ttl_apply),
     [CLUSTER_KEY_REGISTRY_INSECURE] = KEY("registry-insecure", false, registry_insecure_apply),
+    [CLUSTER_KEY_AUTHORITY] = KEY("authority", false, authority_apply),
 };
 
 static const struct key_def node_keys[CLUSTER_NODE_KEY_COUNT] = {

@@ -87,6 +87,9 @@ static const struct opt_def opt_defs[] = {
     { CLI_OPT_ENDPOINT,   0,   "endpoint",   OPT_VALUE, "HOST:PORT",
       "joining a registry: the address and port others reach this node at (default "
       "none: found by discovery, as a node without `endpoint`)" },
+    { CLI_OPT_CERT,       0,   "cert",       OPT_VALUE, "FILE",
+      "with [cluster] authority: this node's certificate (default the key file's path "
+      "with .cert in place of .key)" },
     { CLI_OPT_RATE,       0,   "rate",       OPT_FLAG,  "",
       "doctor: a few seconds' rate probe per reached peer (default: none)" },
 };
@@ -204,6 +207,7 @@ static void opt_store(struct cli_args *a, enum cli_opt bit, const char *value)
     case CLI_OPT_MASTER:     a->master = value; break;
     case CLI_OPT_NAME:       a->name = value; break;
     case CLI_OPT_ENDPOINT:   a->endpoint = value; break;
+    case CLI_OPT_CERT:       a->cert = value; break;
     case CLI_OPT_FOREGROUND: a->foreground = true; break;
     case CLI_OPT_DEBUG:      a->debug = true; break;
     case CLI_OPT_JSON:       a->json = true; break;

@@ -35,6 +35,7 @@ enum cli_opt {
     CLI_OPT_NAME       = 1u << 10,  /* --name NAME (joining a registry) */
     CLI_OPT_ENDPOINT   = 1u << 11,  /* --endpoint HOST:PORT (joining a registry) */
     CLI_OPT_RATE       = 1u << 12,  /* --rate (doctor) */
+    CLI_OPT_CERT       = 1u << 13,  /* --cert FILE (up, with an authority) */
 };
 
 /* --watch's interval: 1 s when none is given; below 0.1 s the control
@@ -53,6 +54,7 @@ struct cli_args {
     const char *hosts_file;   /* default DAEMON_DEFAULT_HOSTS */
     const char *master;       /* NULL unless given */
     const char *name, *endpoint;  /* NULL unless given */
+    const char *cert;         /* NULL unless given */
     bool foreground, debug, json;
     bool rate;                /* doctor --rate */
     bool watch;               /* -w/--watch given */

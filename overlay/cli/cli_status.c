@@ -48,6 +48,8 @@ struct st_peer {
     const char *key, *name, *address, *endpoint, *path, *via;
     uint64_t handshake_sec, rx_bytes, tx_bytes, rx_rate, tx_rate, rtt_us, path_mtu;
     bool has_rtt, has_path_mtu;
+    bool has_cert;                   /* with an authority: its certificate's expiry */
+    uint64_t cert_expires;
 };
 
 struct st_resp {
@@ -59,6 +61,8 @@ struct st_resp {
     /* hint_bytes, hint_refused, relay_trials_failed, relay_dropped */
     uint64_t hints[4];
     bool has_listen_port, has_prefix, has_cluster_applied;
+    bool has_cert;                   /* this node's certificate's expiry */
+    uint64_t cert_expires;
     size_t n_peers, cap_peers;
     struct st_peer *peers;
 };
@@ -133,6 +137,9 @@ static int peer_line(struct st_peer *p, const char *key, const char *v)
     } else if (!strcmp(key, CONTROL_KEY_PATH_MTU)) {
         p->has_path_mtu = true;
         return parse_u64(v, &p->path_mtu);
+    } else if (!strcmp(key, CONTROL_KEY_CERT_EXPIRES)) {
+        p->has_cert = true;
+        return parse_u64(v, &p->cert_expires);
     } else if (!strcmp(key, UAPI_KEY_LAST_HANDSHAKE_SEC))
         return parse_u64(v, &p->handshake_sec);
     else if (!strcmp(key, UAPI_KEY_RX_BYTES))
@@ -179,6 +186,9 @@ static int iface_line(struct st_resp *r, const char *key, const char *v)
     else if (!strcmp(key, CONTROL_KEY_CLUSTER_APPLIED)) {
         r->has_cluster_applied = true;
         return parse_u64(v, &r->cluster_applied);
+    } else if (!strcmp(key, CONTROL_KEY_CERT_EXPIRES)) {
+        r->has_cert = true;
+        return parse_u64(v, &r->cert_expires);
     }
     else if (!strcmp(key, CONTROL_KEY_PREFIX)) {
         r->has_prefix = true;
@@ -453,6 +463,44 @@ static void print_header(FILE *out, const struct st_resp *r, uint64_t now_unix)
     }
 }
 
+/* "in 6d 23h", "in 5m 3s", "expired": how long a certificate has left. */
+static void cert_left(char *buf, size_t len, uint64_t expires, uint64_t now_unix)
+{
+    uint64_t s = expires > now_unix ? expires - now_unix : 0;
+
+    if (!s)
+        snprintf(buf, len, "expired");
+    else if (s >= 86400)
+        snprintf(buf, len, "in %llud %lluh", (unsigned long long)(s / 86400),
+                 (unsigned long long)(s % 86400 / 3600));
+    else if (s >= 3600)
+        snprintf(buf, len, "in %lluh %llum", (unsigned long long)(s / 3600),
+                 (unsigned long long)(s % 3600 / 60));
+    else
+        snprintf(buf, len, "in %llum %llus", (unsigned long long)(s / 60),
+                 (unsigned long long)(s % 60));
+}
+
+/* With an authority: each certificate's expiry, ours first, under the
+ * table (a node of the file has none). */
+static void print_certs(FILE *out, const struct st_resp *r, uint64_t now_unix, size_t n_rows)
+{
+    char left[64];
+
+    if (r->has_cert) {
+        cert_left(left, sizeof(left), r->cert_expires, now_unix);
+        fprintf(out, "certificate of %s (this node) expires %s (%llu)\n", r->self, left,
+                (unsigned long long)r->cert_expires);
+    }
+    for (size_t p = 0; p < n_rows && p < r->n_peers; p++) {
+        if (!r->peers[p].has_cert)
+            continue;
+        cert_left(left, sizeof(left), r->peers[p].cert_expires, now_unix);
+        fprintf(out, "certificate of %s expires %s (%llu)\n", r->peers[p].name, left,
+                (unsigned long long)r->peers[p].cert_expires);
+    }
+}
+
 /* The header, the column names and the first n_rows peers' rows; the
  * widths fit every peer, so that a row cut off does not move the others. */
 static void print_table(FILE *out, const struct st_resp *r, uint64_t now_unix,
@@ -472,6 +520,7 @@ static void print_table(FILE *out, const struct st_resp *r, uint64_t now_unix,
             cells[i] = c[i];
         print_row(out, cells, width);
     }
+    print_certs(out, r, now_unix, n_rows);
 }
 
 int status_format_table(const char *response, FILE *out, uint64_t now_unix)
@@ -620,6 +669,11 @@ static void json_peer(FILE *out, const struct st_peer *p)
                 (unsigned long long)(p->rtt_us % US_PER_MS));
     else
         fputs("null", out);
+    fputs(",\"cert_expires\":", out);
+    if (p->has_cert)
+        fprintf(out, "%llu", (unsigned long long)p->cert_expires);
+    else
+        fputs("null", out);
     fputs(",\"latest_handshake\":", out);
     if (p->handshake_sec)
         fprintf(out, "%llu", (unsigned long long)p->handshake_sec);
@@ -652,6 +706,11 @@ int status_format_json(const char *response, FILE *out)
     fputs(",\"cluster_applied\":", out);
     if (r.has_cluster_applied)
         fprintf(out, "%llu", (unsigned long long)r.cluster_applied);
+    else
+        fputs("null", out);
+    fputs(",\"cert_expires\":", out);
+    if (r.has_cert)
+        fprintf(out, "%llu", (unsigned long long)r.cert_expires);
     else
         fputs("null", out);
     fputs(",\"registry\":", out);

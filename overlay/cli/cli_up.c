@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -21,16 +22,17 @@
 #include "overlay/cli/cli.h"
 #include "overlay/base/log.h"
 #include "overlay/cli/cli_args.h"
+#include "overlay/daemon/certfile.h"
 #include "overlay/daemon/daemon.h"
 #include "overlay/daemon/keyfile.h"
 #include "overlay/registry/registry.h"
 
 #define UP_USAGE    "-c CLUSTER -k KEYFILE [-i IFNAME] [--run-dir DIR] " \
                     "[--hosts-file FILE] [--name NAME] [--endpoint HOST:PORT] " \
-                    "[--foreground] [--debug]"
+                    "[--cert FILE] [--foreground] [--debug]"
 #define UP_ALLOWED  (CLI_OPT_CLUSTER | CLI_OPT_KEY | CLI_OPT_INTERFACE | \
                      CLI_OPT_RUN_DIR | CLI_OPT_HOSTS_FILE | CLI_OPT_FOREGROUND | \
-                     CLI_OPT_DEBUG | CLI_OPT_NAME | CLI_OPT_ENDPOINT)
+                     CLI_OPT_DEBUG | CLI_OPT_NAME | CLI_OPT_ENDPOINT | CLI_OPT_CERT)
 #define UP_REQUIRED (CLI_OPT_CLUSTER | CLI_OPT_KEY)
 #define UP_RUN_DIR_MODE   0755
 /* The log file of a daemon on a machine without syslog: root's, and its
@@ -53,6 +55,7 @@ struct up {
     char log_file[PATH_MAX];
     char hosts_file[PATH_MAX];
     char cluster_file[PATH_MAX];
+    char cert[CERT_TEXT_MAX + 1];
 };
 
 /* Who joins the registry: --name, else this machine's hostname; its
@@ -127,6 +130,42 @@ static int up_find_self(struct up *u)
     return CLI_CONTINUE;
 }
 
+/* With `[cluster] authority`: this node's certificate, read and checked
+ * (signed by the authority, valid now, for our key, name and, for a node
+ * the file lists, its address). A node the file lists needs none (the
+ * file is its word), but one given with --cert is checked all the same. */
+static int up_cert(struct up *u)
+{
+    const struct cluster_node *self = u->opt.self;
+    char path[PATH_MAX], err[PATH_MAX + 512];
+    uint8_t pub[WG_KEY_LEN];
+
+    if (!u->cluster.has_authority) {
+        if (u->args.cert)
+            fprintf(stderr, "ddpnet up: --cert: %s sets no authority; the certificate is not "
+                    "used\n", u->args.cluster);
+        return CLI_CONTINUE;
+    }
+    if (self && !u->args.cert)
+        return CLI_CONTINUE;
+    if (u->args.cert)
+        snprintf(path, sizeof(path), "%s", u->args.cert);
+    else if (certfile_default_path(u->args.key, path, sizeof(path))) {
+        fprintf(stderr, "ddpnet up: %s: path too long; give --cert FILE\n", u->args.key);
+        return CLI_EXIT_FAIL;
+    }
+    x25519_public(pub, u->opt.private_key);
+    if (certfile_read(path, u->cert, sizeof(u->cert), err, sizeof(err)) ||
+        certfile_check(path, u->cert, &u->cluster, pub,
+                       self ? self->name : u->opt.registry_self.name,
+                       self ? &self->address : NULL, (uint64_t)time(NULL), err, sizeof(err))) {
+        fprintf(stderr, "ddpnet up: %s\n", err);
+        return CLI_EXIT_FAIL;
+    }
+    u->opt.cert = u->cert;
+    return CLI_CONTINUE;
+}
+
 /* Paths the detached daemon keeps using after it leaves our directory, and
  * that `down` finds in the state file from wherever it is run. */
 static int up_paths(struct up *u)
@@ -168,7 +207,7 @@ static int up_prepare(struct up *u)
         fprintf(stderr, "%s\n", err);
         return CLI_EXIT_FAIL;
     }
-    if ((ret = up_find_self(u)) != CLI_CONTINUE)
+    if ((ret = up_find_self(u)) != CLI_CONTINUE || (ret = up_cert(u)) != CLI_CONTINUE)
         return ret;
     if (if_nametoindex(u->args.ifname) != 0) {
         fprintf(stderr, "ddpnet up: interface %s already exists\n", u->args.ifname);

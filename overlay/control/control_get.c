@@ -9,6 +9,7 @@
 #include <sodium.h>
 
 #include "overlay/control/control_int.h"
+#include "overlay/membership/certs.h"
 #include "overlay/control/uapi.h"
 #include "overlay/engine/device.h"
 #include "overlay/registry/registry.h"
@@ -17,9 +18,9 @@
  * line is a 64-digit key or an IPv6 endpoint with a numeric zone (under 80
  * bytes); a peer takes at most thirteen lines (about 600 bytes) in either
  * response, the interface section at most eight short ones. */
-#define GET_PEER_TEXT_MAX   768u
+#define GET_PEER_TEXT_MAX   800u
 #define NS_PER_US           1000u
-#define GET_IFACE_TEXT_MAX  1024u
+#define GET_IFACE_TEXT_MAX  1056u
 
 static int alloc_for_peers(const struct device *dev, struct uapi_buf *b)
 {
@@ -212,6 +213,19 @@ static void put_ddpnet_peer(struct uapi_buf *b, const struct peer *p, uint64_t n
     uapi_put_u64(b, CONTROL_KEY_TX_RATE, rate_read(&p->tx_rate, now_ns));
 }
 
+/* With an authority: when the certificate of key stops counting (unix
+ * seconds), where the node holds one (a node of the file needs none). */
+static void put_cert_expiry(struct uapi_buf *b, const struct device *dev,
+                            const uint8_t key[CLUSTER_KEY_LEN])
+{
+    const struct cert *c = dev->certs ? certs_member(dev->certs, key) : NULL;
+
+    if (c)
+        uapi_put_u64(b, CONTROL_KEY_CERT_EXPIRES,
+                     c->has_token && c->token.not_after < c->not_after ? c->token.not_after
+                                                                       : c->not_after);
+}
+
 int control_get_ddpnet(struct device *dev, uint64_t now_ns, char **out, size_t *len)
 {
     struct uapi_buf b;
@@ -223,8 +237,11 @@ int control_get_ddpnet(struct device *dev, uint64_t now_ns, char **out, size_t *
     if (ret < 0)
         return ret;
     put_ddpnet_iface(&b, dev);
-    for (size_t i = 0; i < dev->n_peers; i++)
+    put_cert_expiry(&b, dev, dev->self->public_key);
+    for (size_t i = 0; i < dev->n_peers; i++) {
         put_ddpnet_peer(&b, dev->peers[i], now_ns);
+        put_cert_expiry(&b, dev, dev->peers[i]->public_key);
+    }
     return finish(&b, out, len);
 }
 

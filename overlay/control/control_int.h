@@ -35,6 +35,10 @@ struct device;
 #define CONTROL_KEY_VIA             "via"
 #define CONTROL_KEY_RTT_US          "rtt_us"
 #define CONTROL_KEY_PATH_MTU        "path_mtu"
+/* With an authority: when the node's certificate stops counting (unix
+ * seconds); for this node after the interface's keys, for a peer in its
+ * section. Absent: no certificate (a node of the file). */
+#define CONTROL_KEY_CERT_EXPIRES    "cert_expires"
 #define CONTROL_PATH_DIRECT         "direct"
 #define CONTROL_PATH_RELAY          "relay"
 #define CONTROL_PATH_UNREACHABLE    "unreachable"

@@ -42,6 +42,7 @@
 #include "overlay/daemon/daemon.h"
 #include "overlay/membership/hosts.h"
 #include "overlay/membership/hosts_writer.h"
+#include "overlay/membership/certs.h"
 #include "overlay/membership/members.h"
 #include "overlay/engine/device_setup.h"
 #include "overlay/engine/engine.h"
@@ -804,6 +805,8 @@ static int join_unprivileged(struct setup *s, struct cluster_node *self, char *e
     return ret;
 }
 
+static int setup_certs(struct setup *s);
+
 /* The model the device starts with: the file's nodes and, with a
  * registry, this node as it joined when the file does not list it (the
  * others come with the registry's first snapshot, after set-up). The
@@ -816,10 +819,14 @@ static int setup_membership(struct setup *s)
 
     if ((ret = registry_model(c, NULL, NULL, 0, &s->dev.file, &(size_t){ 0 }, NULL, NULL)))
         return fail(s, ret, "out of memory");
+    if ((ret = setup_certs(s)))
+        return ret;
     if (!c->registry.n_endpoints)
         return 0;
     if (!(s->dev.registry = registry_new(c, err, sizeof(err))))
         return fail(s, -EINVAL, "%s", err);
+    if (s->opt->cert)
+        registry_set_cert(s->dev.registry, s->opt->cert);
     s->dev.records_changed = members_recheck;    /* a peer's word on its record */
     if (s->dev.self)
         return 0;                             /* listed: the file's entry it is */
@@ -828,6 +835,10 @@ static int setup_membership(struct setup *s)
         return fail(s, ret, "%s", err);
     s->dev.self_registered = true;
     s->dev.registry_self = self;
+    /* A certificate that fixes an address: the one the registry gave. */
+    const char *why = s->dev.certs && s->opt->cert ? certs_node_check(s->dev.certs, &self) : NULL;
+    if (why)
+        return fail(s, -EINVAL, "our certificate and the registry disagree: %s", why);
     /* What we state on every session: the others count our record only
      * so (registry/vouch.h). */
     if ((ret = vouch_self_digest(&self, c, s->dev.self_record)))
@@ -837,6 +848,24 @@ static int setup_membership(struct setup *s)
     if ((ret = registry_model(&s->dev.file, &self, NULL, 0, c, &(size_t){ 0 }, NULL, NULL)))
         return fail(s, ret, "out of memory");
     s->dev.self = cluster_find_name(c, self.name);
+    return 0;
+}
+
+/* With an authority: the store of its statements, holding our own
+ * certificate (checked already by up: keyfile_cert_check). */
+static int setup_certs(struct setup *s)
+{
+    const char *why;
+    enum certs_verdict v;
+
+    if (members_certs_start(&s->dev))
+        return fail(s, -ENOMEM, "out of memory");
+    if (!s->dev.certs || !s->opt->cert)
+        return 0;
+    v = certs_offer(s->dev.certs, s->opt->cert, (uint64_t)time(NULL), &why);
+    if (v != CERTS_ADDED && v != CERTS_KNOWN)
+        return fail(s, -EINVAL, "our certificate does not hold: %s%s%s", certs_verdict_str(v),
+                    why[0] ? ": " : "", why);
     return 0;
 }
 
@@ -946,6 +975,7 @@ static void teardown(struct setup *s)
         services_close(&s->services);
     notify_close();
     device_destroy(&s->dev);
+    members_certs_free(&s->dev);
     registry_free(s->dev.registry);
     resolver_free(s->dev.resolver);
     cluster_free(&s->dev.cluster);

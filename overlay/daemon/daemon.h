@@ -29,6 +29,9 @@ struct daemon_options {
      * public key, endpoint and port; the address is the registry's). */
     struct cluster_node registry_self;
     uint8_t private_key[WG_KEY_LEN];      /* wiped by daemon_run */
+    /* With `[cluster] authority`: this node's certificate (its text, as
+     * `up` read and checked it); NULL: none. */
+    const char *cert;
     bool foreground;                      /* log to stderr */
     bool debug;                           /* log debug lines */
     /* Where to report the outcome of setup: daemon_run writes "ok\n", or

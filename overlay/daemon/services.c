@@ -91,7 +91,9 @@ static void take_registry(struct services *sv, uint64_t now_ns)
     int64_t revision;
     int ret = registry_take(sv->dev->registry, &nodes, &n, &revision);
 
-    if (ret == 1 && (ret = members_registry(sv->dev, nodes, n, revision, now_ns)))
+    if (ret == 1 && (ret = members_registry(sv->dev, nodes, n,
+                                            registry_statements(sv->dev->registry), revision,
+                                            now_ns)))
         log_warn("registry: revision %lld not applied: %s", (long long)revision,
                  strerror(-ret));
     else if (ret < 0)
@@ -149,6 +151,8 @@ uint64_t services_timers(struct services *sv, uint64_t now_ns)
     if (sv->metrics && sv->metrics_due < next)
         next = sv->metrics_due;
     if ((t = members_hosts_run(sv->dev, now_ns)) < next)
+        next = t;
+    if ((t = members_certs_run(sv->dev, now_ns)) < next)
         next = t;
     return next;
 }

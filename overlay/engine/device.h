@@ -255,6 +255,7 @@ struct disco_device {
 #define DEVICE_SERVICE_MAX 256u
 
 struct vouch_gone;
+struct certs;
 
 
 struct device {
@@ -316,6 +317,12 @@ struct device {
      * takes for a while (membership's, registry/vouch.h). */
     struct vouch_gone *gone;
     size_t n_gone;
+    /* With `[cluster] authority` (membership's, membership/certs.h): the
+     * statements held, the registry's last ones (lines, offered again at
+     * each apply), and whether the store changed since the model was made. */
+    struct certs *certs;
+    char *statements;
+    bool certs_dirty;
     /* Where members see us changed (disco.observed): the daemon puts it
      * in our registry record. NULL: nobody to tell. */
     void (*observed_changed)(struct device *dev);

@@ -25,6 +25,7 @@
 #include "overlay/engine/device_setup.h"
 #include "overlay/engine/engine.h"
 #include "config/cluster_index.h"
+#include "overlay/membership/certs.h"
 #include "overlay/membership/hosts.h"
 #include "overlay/membership/hosts_writer.h"
 #include "overlay/membership/members.h"
@@ -647,21 +648,187 @@ static void log_skip(void *ctx, const struct cluster_node *n, const char *why)
 struct word_ctx {
     struct device *dev;
     uint64_t now;
+    const struct cluster_index *counted;  /* with an authority: the nodes counted now */
 };
 
-/* What the holder of key said of its record, on its session. */
+/* What the holder of key said of its record, on its session. With an
+ * authority its certificate stands for its word on a record not counted
+ * yet (the record was checked against it: vetted); for a counted one,
+ * what it stated, else the record as it counts now -- so a writer's
+ * rewrite of it (an address the certificate leaves open, an endpoint)
+ * changes nothing (registry/vouch.h). */
 static void word_of(void *ctx, const uint8_t key[CLUSTER_KEY_LEN], struct vouch_word *w)
 {
     const struct word_ctx *c = ctx;
     struct peer *p = device_peer_by_key(c->dev, key);
+    const struct cluster_node *n;
 
     memset(w, 0, sizeof(*w));
-    if (!p)
+    if (p) {
+        w->said = p->record_said == PEER_RECORD_DIGEST ? VOUCH_SAID_DIGEST
+                  : p->record_said == PEER_RECORD_OLDER ? VOUCH_SAID_OLDER : VOUCH_SAID_NOTHING;
+        memcpy(w->digest, p->record_digest, VOUCH_DIGEST_LEN);
+        w->alive = p->last_received_ns && c->now - p->last_received_ns < VOUCH_HOLD_NS;
+    }
+    if (!c->dev->certs || w->said == VOUCH_SAID_DIGEST)
         return;
-    w->said = p->record_said == PEER_RECORD_DIGEST ? VOUCH_SAID_DIGEST
-              : p->record_said == PEER_RECORD_OLDER ? VOUCH_SAID_OLDER : VOUCH_SAID_NOTHING;
-    memcpy(w->digest, p->record_digest, VOUCH_DIGEST_LEN);
-    w->alive = p->last_received_ns && c->now - p->last_received_ns < VOUCH_HOLD_NS;
+    if (c->counted && (n = cluster_index_key(c->counted, key))) {
+        w->said = VOUCH_SAID_DIGEST;
+        vouch_digest(n, w->digest);
+    } else {
+        w->said = VOUCH_SAID_OLDER;
+    }
+}
+
+/* --- the authority (certs.h) -------------------------------------------------------- */
+
+static int registry_apply(struct device *dev, uint64_t now, size_t *changes);
+
+static void certs_changed(void *ctx)
+{
+    ((struct device *)ctx)->certs_dirty = true;
+}
+
+int members_certs_start(struct device *dev)
+{
+    if (!dev->cluster.has_authority || dev->certs)
+        return 0;
+    dev->certs = certs_new(dev->cluster.authority, certs_changed, dev);
+    return dev->certs ? 0 : -ENOMEM;
+}
+
+void members_certs_free(struct device *dev)
+{
+    certs_free(dev->certs);
+    dev->certs = NULL;
+    free(dev->statements);
+    dev->statements = NULL;
+}
+
+static uint64_t unix_now(void)
+{
+    return (uint64_t)time(NULL);
+}
+
+/* A certificate stays while its key has a record in the registry or a
+ * place in the model (ours among them): a member that left frees its
+ * place, in its token's max_members too. */
+static bool live(void *ctx, const struct cert *c)
+{
+    return cluster_index_key(ctx, c->subject) != NULL;
+}
+
+/* After an apply: the certificates of members that left let go; when one
+ * went, the store is dirty and members_certs_run applies again (on the
+ * loop's next pass), offering what was refused for want of room. */
+static void let_go(struct device *dev)
+{
+    struct cluster_index *ix;
+
+    if (!dev->certs || !dev->registry ||
+        !(ix = cluster_index_new(dev->n_registered + dev->cluster.n_nodes + 1)))
+        return;
+    for (size_t i = 0; i < dev->n_registered; i++)
+        cluster_index_add(ix, &dev->registered[i]);
+    for (size_t i = 0; i < dev->cluster.n_nodes; i++)
+        cluster_index_add(ix, &dev->cluster.nodes[i]);
+    certs_retain(dev->certs, live, ix);
+    cluster_index_free(ix);
+}
+
+/* The registry's statements offered to the store (each new one verified
+ * once; a known one costs a hash): revocations, and the certificates of
+ * keys that have a record (one carried by another key's record is not
+ * offered, so let_go never lets go of what was just offered). */
+static void offer_statements(struct device *dev)
+{
+    struct cluster_index *records;
+    const char *why;
+    char *line, *save = NULL, *text;
+    struct cert c;
+
+    if (!dev->statements || !(records = cluster_index_new(dev->n_registered + 1)))
+        return;
+    for (size_t i = 0; i < dev->n_registered; i++)
+        cluster_index_add(records, &dev->registered[i]);
+    if (!(text = strdup(dev->statements))) {
+        cluster_index_free(records);
+        return;
+    }
+    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (cert_parse(line, &c) ||
+            (c.kind == CERT_MEMBER && !cluster_index_key(records, c.subject)))
+            continue;
+        enum certs_verdict v = certs_offer_cert(dev->certs, &c, unix_now(), &why);
+        if (v != CERTS_ADDED && v != CERTS_KNOWN && v != CERTS_REVOKING)
+            log_info_rl("authority: a statement from the registry not taken: %s%s%s",
+                        certs_verdict_str(v), why[0] ? ": " : "", why);
+    }
+    free(text);
+    cluster_index_free(records);
+}
+
+/* With an authority, the records that count at all: each one its key's
+ * certificate matches (name, and address where it fixes one), its
+ * aliases the certificate's. A record that does not match, at the name
+ * of a node counted now whose certificate still holds, leaves that node
+ * as it counts (a writer's rewrite of another member's record changes
+ * nothing; its keeper puts it back). *out is new. */
+static int vetted(struct device *dev, const struct cluster_index *counted,
+                  struct cluster_node **out, size_t *n)
+{
+    const struct cluster_node *c;
+    const struct cert *cert;
+    const char *why;
+
+    *n = 0;
+    if (!(*out = calloc(dev->n_registered + 1, sizeof(**out))))
+        return -ENOMEM;
+    for (size_t i = 0; i < dev->n_registered; i++) {
+        struct cluster_node r = dev->registered[i];
+        if (!(why = certs_node_check(dev->certs, &r))) {
+            cert = certs_member(dev->certs, r.public_key);
+            r.n_aliases = cert->n_aliases;
+            memcpy(r.aliases, cert->aliases, sizeof(r.aliases));
+            (*out)[(*n)++] = r;
+        } else if ((c = cluster_index_name(counted, r.name)) && !certs_node_check(dev->certs, c)) {
+            (*out)[(*n)++] = *c;
+        } else {
+            log_info_rl("registry: record %s does not count: %s", r.name, why);
+        }
+    }
+    return 0;
+}
+
+uint64_t members_certs_run(struct device *dev, uint64_t now)
+{
+    struct timespec ts;
+    uint64_t next, real_ns;
+    size_t changes;
+    int ret;
+
+    if (!dev->certs)
+        return UINT64_MAX;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    certs_run(dev->certs, (uint64_t)ts.tv_sec);
+    if (dev->certs_dirty && (dev->registry || dev->n_registered)) {
+        /* merged() clears it; let_go() may set it again, for one more
+         * pass (a place freed in a token's count). */
+        if ((ret = registry_apply(dev, now, &changes))) {
+            dev->certs_dirty = false;
+            log_warn("authority: a change of certificates not applied: %s", strerror(-ret));
+        } else if (changes) {
+            log_notice("authority: %zu change%s on certificates expired, revoked or let go",
+                       changes, changes == 1 ? "" : "s");
+        }
+        if (dev->certs_dirty)
+            return now;
+    }
+    dev->certs_dirty = false;
+    if ((next = certs_next_expiry(dev->certs)) == UINT64_MAX)
+        return UINT64_MAX;
+    real_ns = (uint64_t)ts.tv_sec * WG_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+    return next * WG_NSEC_PER_SEC > real_ns ? now + (next * WG_NSEC_PER_SEC - real_ns) : now;
 }
 
 /* The registered nodes the device counts now: those of its model past
@@ -684,9 +851,10 @@ static int counted_now(struct device *dev, struct cluster_node **out, size_t *m)
 static int merged(struct device *dev, const struct cluster *file, struct cluster *out,
                   struct vouched *vd, uint64_t now)
 {
-    struct word_ctx wc = { dev, now };
-    struct cluster_node *counted;
-    size_t m, skipped;
+    struct word_ctx wc = { dev, now, NULL };
+    struct cluster_node *counted, *records = dev->registered, *mine = NULL;
+    struct cluster_index *counted_ix = NULL;
+    size_t m, skipped, n_records = dev->n_registered;
     int ret;
 
     memset(vd, 0, sizeof(*vd));
@@ -694,10 +862,22 @@ static int merged(struct device *dev, const struct cluster *file, struct cluster
     if ((ret = counted_now(dev, &counted, &m)))
         return ret;
     ret = -ENOMEM;
+    if (dev->certs) {
+        offer_statements(dev);
+        dev->certs_dirty = false;         /* the model made here follows the store */
+        if (!(counted_ix = cluster_index_new(m + 1)))
+            goto out;
+        for (size_t i = 0; i < m; i++)
+            cluster_index_add(counted_ix, &counted[i]);
+        if (vetted(dev, counted_ix, &mine, &n_records))
+            goto out;
+        records = mine;
+        wc.counted = counted_ix;
+    }
     if (!dev->gone && (dev->registry || dev->n_registered) &&
         !(dev->gone = calloc(VOUCH_GONE_MAX, sizeof(*dev->gone))))
         goto out;
-    if ((ret = vouch_sort(dev->registered, dev->n_registered, counted, m, dev->gone,
+    if ((ret = vouch_sort(records, n_records, counted, m, dev->gone,
                           &dev->n_gone, dev->gone ? VOUCH_GONE_MAX : 0, word_of, &wc, now,
                           &vd->v)))
         goto out;
@@ -710,6 +890,8 @@ static int merged(struct device *dev, const struct cluster *file, struct cluster
                          vd->v.n, out, &skipped, log_skip, dev);
 out:
     free(counted);
+    free(mine);
+    cluster_index_free(counted_ix);
     if (ret)
         vouched_free(vd);
     return ret;
@@ -808,15 +990,19 @@ static int registry_apply(struct device *dev, uint64_t now, size_t *changes)
         return ret;
     ret = apply(dev, &next, &vd, "registry", say_to_log, NULL, now, changes);
     vouched_free(&vd);
+    if (!ret)
+        let_go(dev);
     return ret;
 }
 
-int members_registry(struct device *dev, struct cluster_node *nodes, size_t n, int64_t revision,
-                     uint64_t now)
+int members_registry(struct device *dev, struct cluster_node *nodes, size_t n, char *statements,
+                     int64_t revision, uint64_t now)
 {
     size_t changes;
     int ret;
 
+    free(dev->statements);
+    dev->statements = statements;
     free(dev->registered);
     dev->registered = nodes;
     dev->n_registered = n;

@@ -41,8 +41,22 @@ int members_reload(struct device *dev, const char *text, size_t len, members_say
  * the device), merged with the cluster file's (registry_model), at etcd
  * revision `revision`. Each change is logged. 0, -EPERM (refused, logged),
  * -ENOMEM. */
-int members_registry(struct device *dev, struct cluster_node *nodes, size_t n, int64_t revision,
-                     uint64_t now);
+int members_registry(struct device *dev, struct cluster_node *nodes, size_t n, char *statements,
+                     int64_t revision, uint64_t now);
+
+/* With `[cluster] authority` (membership/certs.h): the store of its
+ * statements made (0 or -ENOMEM; nothing without one), and freed. A
+ * registry snapshot's statements (registry_statements, taken by
+ * members_registry) are offered to it at each apply, and a record counts
+ * only where its key's certificate matches it (name, address where the
+ * certificate fixes one; its aliases are the certificate's). */
+int members_certs_start(struct device *dev);
+void members_certs_free(struct device *dev);
+/* Called on every pass of the loop: drops the certificates that expired
+ * and applies what the store's changes (expiry, revocation) mean to the
+ * model; returns when to be called next (the first expiry, on the
+ * loop's clock; UINT64_MAX: none). */
+uint64_t members_certs_run(struct device *dev, uint64_t now);
 
 /* A hostname endpoint (endpoints.c): asks the device's resolver for n's
  * endpoint host on p's behalf, never waiting for it; p keeps the endpoint

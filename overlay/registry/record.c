@@ -17,6 +17,7 @@
 #define JSON_PORT     "port"
 #define JSON_CANDS    "candidates"
 #define JSON_OBSERVED "observed"
+#define JSON_CERT     "cert"
 #define CAND_TEXT_MAX (INET6_ADDRSTRLEN + 8)   /* "[v6]:65535" */
 
 /* --- candidates ------------------------------------------------------------------ */
@@ -99,7 +100,8 @@ static bool cands_bad(const struct cluster_cand *cands, unsigned n)
 
 /* --- the record -------------------------------------------------------------------- */
 
-static int encode_with(const struct cluster_node *n, unsigned n_cands, char *buf, size_t len)
+static int encode_with(const struct cluster_node *n, const char *cert, unsigned n_cands,
+                       char *buf, size_t len)
 {
     char key[sodium_base64_ENCODED_LEN(CLUSTER_KEY_LEN, sodium_base64_VARIANT_ORIGINAL)];
     char addr[CLUSTER_HOST_MAX + 3], ep[CLUSTER_HOST_MAX + 16];
@@ -129,6 +131,9 @@ static int encode_with(const struct cluster_node *n, unsigned n_cands, char *buf
         goto out;
     if ((ret = add_candidates(o, n, n_cands)))
         goto out;
+    ret = -ENOMEM;
+    if (cert && cert[0] && json_object_object_add(o, JSON_CERT, json_object_new_string(cert)))
+        goto out;
     text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
     ret = -ENOSPC;
     if (text && strlen(text) < len && strlen(text) <= RECORD_VALUE_MAX) {
@@ -142,6 +147,11 @@ out:
 
 int record_encode(const struct cluster_node *n, char *buf, size_t len)
 {
+    return record_encode_cert(n, NULL, buf, len);
+}
+
+int record_encode_cert(const struct cluster_node *n, const char *cert, char *buf, size_t len)
+{
     unsigned k = n->n_candidates;
     int ret;
 
@@ -150,7 +160,7 @@ int record_encode(const struct cluster_node *n, char *buf, size_t len)
         return -EINVAL;
     /* Too long: the last candidates give way (a hostname endpoint and
      * eight IPv6 candidates do not fit). */
-    while ((ret = encode_with(n, k, buf, len)) == -ENOSPC && k)
+    while ((ret = encode_with(n, cert, k, buf, len)) == -ENOSPC && k)
         k--;
     return ret;
 }
@@ -275,6 +285,45 @@ int record_decode(const char *value, size_t len, const struct cluster *c,
     json_object_put(o);
     if (ret)
         memset(n, 0, sizeof(*n));
+    return ret;
+}
+
+/* value[0..len) as one JSON object, or NULL (the caller puts it). */
+static json_object *parse_object(const char *value, size_t len)
+{
+    json_tokener *tok;
+    json_object *o;
+
+    if (len > RECORD_VALUE_MAX || memchr(value, '\0', len) || !(tok = json_tokener_new()))
+        return NULL;
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    o = json_tokener_parse_ex(tok, value, (int)len);
+    if (o && (json_tokener_get_error(tok) != json_tokener_success ||
+              (size_t)json_tokener_get_parse_end(tok) != len ||
+              !json_object_is_type(o, json_type_object))) {
+        json_object_put(o);
+        o = NULL;
+    }
+    json_tokener_free(tok);
+    return o;
+}
+
+int record_cert(const char *value, size_t len, char *out, size_t cap)
+{
+    json_object *o = parse_object(value, len);
+    const char *text;
+    int ret = 0;
+
+    out[0] = '\0';
+    if (!o)
+        return -EINVAL;
+    if (json_object_object_get_ex(o, JSON_CERT, NULL)) {
+        text = string_of(o, JSON_CERT);
+        ret = text && strlen(text) < cap ? 1 : -EINVAL;
+        if (ret == 1)
+            memcpy(out, text, strlen(text) + 1);
+    }
+    json_object_put(o);
     return ret;
 }
 

@@ -28,16 +28,28 @@
 
 #include "config/cluster.h"
 
-/* Longest value we write or accept. */
-#define RECORD_VALUE_MAX 1024u
+/* Longest value we write or accept: a record with its certificate. */
+#define RECORD_VALUE_MAX 3072u
 #define RECORD_MEMBERS   "/members/"
 #define RECORD_ADDRESSES "/addresses/"
+/* With an authority (config/cert.h): PREFIX/members-revoked/ID holds one
+ * of its revocations, a text line; under PREFIX/members so that one
+ * watch sees records and revocations, and not the addresses. */
+#define RECORD_REVOKED   "/members-revoked/"
+#define RECORD_WATCHED   "/members"
 
 /* n's record as JSON into buf (NUL-terminated). Candidates that would
  * take it past RECORD_VALUE_MAX are left out, the last first (the
  * observed one stays). Returns its length, or -ENOSPC / -EINVAL (a node
  * that cannot be written: no name). */
 int record_encode(const struct cluster_node *n, char *buf, size_t len);
+/* The same with the node's certificate (config/cert.h's text form) as
+ * member "cert"; cert NULL or "": none. */
+int record_encode_cert(const struct cluster_node *n, const char *cert, char *buf, size_t len);
+/* A record's "cert" member into out (cap bytes with the NUL): 1 when
+ * there is one, 0 when none, -EINVAL when it is not a string that fits.
+ * Its content is not checked here: the certificate proves itself. */
+int record_cert(const char *value, size_t len, char *out, size_t cap);
 
 /* Decodes value[0..len) into *n (zeroed first), checking it against the
  * network. 0, or -EINVAL with a reason for the log in *why. */

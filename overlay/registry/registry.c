@@ -16,6 +16,7 @@
 #include <sodium.h>
 
 #include "config/addr.h"
+#include "config/cert.h"
 #include "config/cluster_index.h"
 #include "overlay/base/log.h"
 #include "overlay/registry/alloc.h"
@@ -37,6 +38,14 @@ struct member {
     char name[CLUSTER_NAME_MAX + 1];
     int64_t created;                      /* etcd's create_revision: who came first */
     struct cluster_node node;
+    char *cert;                           /* its certificate, verified when read; NULL: none */
+};
+
+/* A revocation under PREFIX/members-revoked/, verified when read. */
+#define REVOKED_TAIL_MAX 128u
+struct revoked {
+    char tail[REVOKED_TAIL_MAX];
+    char *line;
 };
 
 struct registry {
@@ -48,7 +57,14 @@ struct registry {
     size_t n_file_addrs;
     char prefix[CLUSTER_REGISTRY_PREFIX_MAX + 1];
     char members_prefix[KEY_TEXT_MAX];
+    char watch_prefix[KEY_TEXT_MAX];      /* PREFIX/members: records and revocations */
     unsigned ttl_s;
+    /* With an authority: certificates and revocations are checked here,
+     * off the loop, so that what the loop is handed verified when read
+     * (the loop's store checks each new one again: certs.h). */
+    bool has_authority;
+    uint8_t authority[CERT_PUBKEY_LEN];
+    char self_cert[CERT_TEXT_MAX + 1];    /* ours, put in our record */
     /* The client's configuration, owned here. */
     char *urls[CLUSTER_REGISTRY_ENDPOINTS_MAX];
     struct etcd_config cfg;
@@ -79,6 +95,9 @@ struct registry {
     /* Under lock: the registered nodes as the watcher knows them. */
     struct member *members;
     size_t n_members, cap_members;
+    struct revoked *revoked;              /* REGISTRY_REVOKED_MAX at most */
+    size_t n_revoked;
+    char *statements;                     /* built at the last take, for the loop */
     int64_t revision;
     bool fresh;                           /* changed since the last take */
     struct registry_status status;
@@ -217,6 +236,9 @@ struct registry *registry_new(const struct cluster *c, char *err, size_t errlen)
     r->listen_port = c->port;
     snprintf(r->prefix, sizeof(r->prefix), "%s", c->registry.prefix);
     snprintf(r->members_prefix, sizeof(r->members_prefix), "%s%s", r->prefix, RECORD_MEMBERS);
+    snprintf(r->watch_prefix, sizeof(r->watch_prefix), "%s%s", r->prefix, RECORD_WATCHED);
+    r->has_authority = c->has_authority;
+    memcpy(r->authority, c->authority, CERT_PUBKEY_LEN);
     r->event_fd = -1;
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->wake, NULL);
@@ -239,6 +261,21 @@ fail:
     return NULL;
 }
 
+/* Every member and revocation forgotten (the watcher reads all again). */
+static void forget_all(struct registry *r)
+{
+    for (size_t i = 0; i < r->n_members; i++)
+        free(r->members[i].cert);
+    for (size_t i = 0; i < r->n_revoked; i++)
+        free(r->revoked[i].line);
+    r->n_members = r->n_revoked = 0;
+}
+
+void registry_set_cert(struct registry *r, const char *cert)
+{
+    snprintf(r->self_cert, sizeof(r->self_cert), "%s", cert ? cert : "");
+}
+
 void registry_free(struct registry *r)
 {
     if (!r)
@@ -257,7 +294,10 @@ void registry_free(struct registry *r)
         sodium_memzero(r->password, strlen(r->password));
     free(r->password);
     free(r->file_addrs);
+    forget_all(r);
     free(r->members);
+    free(r->revoked);
+    free(r->statements);
     if (r->event_fd >= 0)
         close(r->event_fd);
     pthread_mutex_destroy(&r->lock);
@@ -486,7 +526,7 @@ static int encode_joined(struct registry *r)
     struct cluster_node bare = r->self;
 
     bare.n_candidates = 0;
-    return record_encode(&bare, r->self_value, sizeof(r->self_value));
+    return record_encode_cert(&bare, r->self_cert, r->self_value, sizeof(r->self_value));
 }
 
 /* One transaction: the address (unless it is already our key's) and our
@@ -651,8 +691,59 @@ static void forget_member(struct registry *r, const char *name)
 {
     struct member *m = find_member(r, name);
 
-    if (m)
+    if (m) {
+        free(m->cert);
         *m = r->members[--r->n_members];
+    }
+}
+
+/* A statement of our authority that verifies now (of kind), as a new
+ * string; NULL otherwise. */
+static char *verified(const struct registry *r, const char *text, enum cert_kind kind)
+{
+    struct cert c;
+
+    if (!r->has_authority || cert_parse(text, &c) || c.kind != kind ||
+        cert_verify(&c, r->authority, (uint64_t)time(NULL)) != CERT_OK)
+        return NULL;
+    return strdup(text);
+}
+
+/* The certificate of a record, verified; NULL when it has none that
+ * holds (the record still goes on: membership decides what it counts). */
+static char *record_verified(const struct registry *r, const struct etcd_kv *kv)
+{
+    char text[CERT_TEXT_MAX + 1];
+
+    if (!r->has_authority || record_cert(kv->value, kv->value_len, text, sizeof(text)) != 1)
+        return NULL;
+    return verified(r, text, CERT_MEMBER);
+}
+
+/* A put or delete of PREFIX/members-revoked/TAIL; under lock. */
+static void learn_revoked(struct registry *r, const struct etcd_kv *kv, const char *tail,
+                          bool deleted)
+{
+    char text[CERT_TEXT_MAX + 1];
+    size_t i;
+
+    for (i = 0; i < r->n_revoked && strcmp(r->revoked[i].tail, tail); i++)
+        ;
+    if (i < r->n_revoked) {               /* a revocation, once read, stays: its ID is dead */
+        return;
+    }
+    if (deleted || kv->value_len >= sizeof(text) || r->n_revoked == REGISTRY_REVOKED_MAX)
+        return;
+    if (!r->revoked && !(r->revoked = calloc(REGISTRY_REVOKED_MAX, sizeof(*r->revoked))))
+        return;
+    memcpy(text, kv->value, kv->value_len);
+    text[kv->value_len] = '\0';
+    if (!(r->revoked[r->n_revoked].line = verified(r, text, CERT_REVOCATION))) {
+        log_warn_rl("registry: ignored %s%s%s: not a revocation of our authority", r->prefix,
+                    RECORD_REVOKED, tail);
+        return;
+    }
+    snprintf(r->revoked[r->n_revoked++].tail, REVOKED_TAIL_MAX, "%s", tail);
 }
 
 /* A put of PREFIX/members/NAME; under lock. Bad values drop the member. */
@@ -687,22 +778,30 @@ static void learn_member(struct registry *r, const struct etcd_kv *kv, const cha
         }
         m = &r->members[r->n_members++];
         snprintf(m->name, sizeof(m->name), "%s", name);
+        m->cert = NULL;
     }
     m->node = n;
     m->created = kv->create_revision;
+    free(m->cert);
+    m->cert = record_verified(r, kv);
 }
 
 static void on_range_kv(void *ctx, const struct etcd_kv *kv)
 {
     struct registry *r = ctx;
-    char name[CLUSTER_NAME_MAX + 1];
+    char name[CLUSTER_NAME_MAX + 1], tail[REVOKED_TAIL_MAX];
 
-    if (!record_key_tail(r->prefix, RECORD_MEMBERS, kv->key, kv->key_len, name, sizeof(name)))
-        return;
     /* Under the lock: the loop may be taking an earlier snapshot. */
-    pthread_mutex_lock(&r->lock);
-    learn_member(r, kv, name, true);
-    pthread_mutex_unlock(&r->lock);
+    if (record_key_tail(r->prefix, RECORD_MEMBERS, kv->key, kv->key_len, name, sizeof(name))) {
+        pthread_mutex_lock(&r->lock);
+        learn_member(r, kv, name, true);
+        pthread_mutex_unlock(&r->lock);
+    } else if (record_key_tail(r->prefix, RECORD_REVOKED, kv->key, kv->key_len, tail,
+                               sizeof(tail))) {
+        pthread_mutex_lock(&r->lock);
+        learn_revoked(r, kv, tail, false);
+        pthread_mutex_unlock(&r->lock);
+    }
 }
 
 static void publish(struct registry *r, int64_t revision)
@@ -728,8 +827,15 @@ static bool ours_overwritten(const struct registry *r, bool deleted, const struc
 static int on_watch_event(void *ctx, bool deleted, const struct etcd_kv *kv, int64_t revision)
 {
     struct registry *r = ctx;
-    char name[CLUSTER_NAME_MAX + 1];
+    char name[CLUSTER_NAME_MAX + 1], tail[REVOKED_TAIL_MAX];
 
+    if (record_key_tail(r->prefix, RECORD_REVOKED, kv->key, kv->key_len, tail, sizeof(tail))) {
+        pthread_mutex_lock(&r->lock);
+        learn_revoked(r, kv, tail, deleted);
+        publish(r, revision);
+        pthread_mutex_unlock(&r->lock);
+        return 0;
+    }
     if (!record_key_tail(r->prefix, RECORD_MEMBERS, kv->key, kv->key_len, name, sizeof(name)))
         return 0;
     pthread_mutex_lock(&r->lock);
@@ -782,19 +888,19 @@ static void *watcher_run(void *arg)
 
     while (e && !atomic_load(&r->stop)) {
         pthread_mutex_lock(&r->lock);
-        r->n_members = 0;                 /* read whole, again */
+        forget_all(r);                    /* read whole, again */
         r->fresh = false;                 /* nothing to take until it is */
         pthread_mutex_unlock(&r->lock);
         /* The range runs without holding the lock (it may take seconds);
          * each member read takes it. */
-        ret = etcd_range_prefix(e, r->members_prefix, on_range_kv, r, &revision);
+        ret = etcd_range_prefix(e, r->watch_prefix, on_range_kv, r, &revision);
         if (ret == 0) {
             set_state(r, e, REGISTRY_SYNCED, NULL);
             pthread_mutex_lock(&r->lock);
             publish(r, revision);
             pthread_mutex_unlock(&r->lock);
             backoff = REGISTRY_BACKOFF_MIN_MS;
-            ret = etcd_watch_prefix(e, r->members_prefix, revision + 1, on_watch_event, r,
+            ret = etcd_watch_prefix(e, r->watch_prefix, revision + 1, on_watch_event, r,
                                     &r->stop);
         }
         if (ret == -ECANCELED)
@@ -899,7 +1005,7 @@ static int record_now(struct registry *r, char *buf, size_t len)
         if (n.candidates[i].port == n.observed.port &&
             cluster_addr_equal(&n.candidates[i].addr, &n.observed.addr))
             n.has_observed = false;
-    return record_encode(&n, buf, len);
+    return record_encode_cert(&n, r->self_cert, buf, len);
 }
 
 /* Puts our record again when what it says of us changed; true when it
@@ -1042,6 +1148,43 @@ static int by_creation(const void *a, const void *b)
                                     : strcasecmp(x->name, y->name);
 }
 
+/* The verified certificates and revocations as lines, for the loop
+ * (registry_statements); under lock. */
+static void build_statements(struct registry *r)
+{
+    size_t len = 1, at = 0;
+    char *s;
+
+    free(r->statements);
+    r->statements = NULL;
+    if (!r->has_authority)
+        return;
+    for (size_t i = 0; i < r->n_members; i++)
+        len += r->members[i].cert ? strlen(r->members[i].cert) + 1 : 0;
+    for (size_t i = 0; i < r->n_revoked; i++)
+        len += strlen(r->revoked[i].line) + 1;
+    if (!(s = malloc(len)))
+        return;
+    for (size_t i = 0; i < r->n_revoked; i++)
+        at += (size_t)sprintf(s + at, "%s\n", r->revoked[i].line);
+    for (size_t i = 0; i < r->n_members; i++)
+        if (r->members[i].cert)
+            at += (size_t)sprintf(s + at, "%s\n", r->members[i].cert);
+    s[at] = '\0';
+    r->statements = s;
+}
+
+char *registry_statements(struct registry *r)
+{
+    char *s;
+
+    pthread_mutex_lock(&r->lock);
+    s = r->statements;
+    r->statements = NULL;
+    pthread_mutex_unlock(&r->lock);
+    return s;
+}
+
 int registry_take(struct registry *r, struct cluster_node **nodes, size_t *n, int64_t *revision)
 {
     uint64_t count;
@@ -1066,6 +1209,7 @@ int registry_take(struct registry *r, struct cluster_node **nodes, size_t *n, in
             *revision = r->revision;
             r->status.revision = r->revision;
             r->fresh = false;
+            build_statements(r);
             ret = 1;
         }
         free(order);

@@ -87,6 +87,18 @@ int registry_event_fd(const struct registry *r);
  * free), the etcd revision it reflects. 1 when there was a new one, 0 when
  * nothing changed since the last take, -ENOMEM. */
 int registry_take(struct registry *r, struct cluster_node **nodes, size_t *n, int64_t *revision);
+/* With `authority`: the statements of the last snapshot taken, one per
+ * line -- each record's certificate and each revocation under
+ * PREFIX/members-revoked/ (REGISTRY_REVOKED_MAX at most) that verified
+ * against the authority when the watcher read it -- as a new string (the
+ * caller frees it); NULL when none or without an authority. A record
+ * whose certificate did not verify still comes in the snapshot, with no
+ * statement: membership decides what it counts (membership/certs.h). */
+#define REGISTRY_REVOKED_MAX 1024u
+char *registry_statements(struct registry *r);
+/* Our certificate (text), put in our record from the join on (call it
+ * before registry_join). */
+void registry_set_cert(struct registry *r, const char *cert);
 
 /* For `status` and the metrics: the state, the revision last handed over,
  * the endpoint in use and the last error ("" when none). */

@@ -70,7 +70,7 @@
 
 #define UP_USAGE_LINE "usage: ddpnet up -c CLUSTER -k KEYFILE [-i IFNAME] " \
     "[--run-dir DIR] [--hosts-file FILE] [--name NAME] [--endpoint HOST:PORT] " \
-    "[--foreground] [--debug]\n"
+    "[--cert FILE] [--foreground] [--debug]\n"
 /* What follows the usage line of a command-line error. */
 #define MORE(verb) "(ddpnet " verb " --help explains each option)\n"
 #define UP_MORE MORE("up")
@@ -408,7 +408,7 @@ static int handle_up(int argc, char **argv)
     return cli_args_handle(argc, argv, UP_OPTS, UP_REQ,
                            "-c CLUSTER -k KEYFILE [-i IFNAME] [--run-dir DIR] "
                            "[--hosts-file FILE] [--name NAME] [--endpoint HOST:PORT] "
-                           "[--foreground] [--debug]", &a);
+                           "[--cert FILE] [--foreground] [--debug]", &a);
 }
 
 static int handle_genkey(int argc, char **argv)

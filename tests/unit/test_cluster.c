@@ -506,6 +506,11 @@ static const struct bad_case bad_cases[] = {
         "(TLS), or say registry-insecure = yes"),
     BAD(CR "registry-insecure = maybe\n", 5, "bad registry-insecure 'maybe' (expected yes or no)"),
     BAD(C4 "registry-insecure = yes\n" NA, 4, "registry-insecure without registry"),
+    /* the authority's key */
+    BAD(C4 "authority = not-a-key\n" NA, 4, "bad authority: expected the authority's public "
+        "key: 32 bytes in base64 (as `ddpnet authority init` prints it)"),
+    BAD(C4 "authority = AAAA\n" NA, 4, "bad authority: expected the authority's public "
+        "key: 32 bytes in base64 (as `ddpnet authority init` prints it)"),
     /* public key */
     BAD(C4 "[node a]\npublic-key = not-base64!\naddress = 10.77.0.1\n", 5,
         "bad public-key: not valid base64 (expected 44 characters ending in '=', "
@@ -1151,6 +1156,31 @@ static void test_registry_insecure(void **state)
     }
 }
 
+/* `authority = KEY`: the key decoded, absent by default. */
+static void test_authority(void **state)
+{
+    static const char ok[] = CR "authority = A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA=\n";
+    uint8_t key[CLUSTER_KEY_LEN];
+    size_t len;
+    struct cluster c;
+
+    (void)state;
+    parse_ok(CR, strlen(CR), &c);
+    assert_false(c.has_authority);
+    cluster_free(&c);
+    parse_ok(ok, strlen(ok), &c);
+    assert_true(c.has_authority);
+    assert_int_equal(sodium_base642bin(key, sizeof(key), "A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA=",
+                                       44, NULL, &len, NULL, sodium_base64_VARIANT_ORIGINAL), 0);
+    assert_memory_equal(c.authority, key, CLUSTER_KEY_LEN);
+    cluster_free(&c);
+    /* The statements' URL-safe alphabet, unpadded, reads the same key. */
+    static const char url[] = CR "authority = A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA\n";
+    parse_ok(url, strlen(url), &c);
+    assert_memory_equal(c.authority, key, CLUSTER_KEY_LEN);
+    cluster_free(&c);
+}
+
 /* Each of the registry's paths lands in its own field, up to 255
  * characters; one more is refused, naming the key. */
 static void test_registry_path_keys(void **state)
@@ -1276,6 +1306,7 @@ int main(void)
         cmocka_unit_test(test_metrics_keys),
         cmocka_unit_test(test_registry_path_keys),
         cmocka_unit_test(test_registry_insecure),
+        cmocka_unit_test(test_authority),
         cmocka_unit_test(test_loopback),
     };
 

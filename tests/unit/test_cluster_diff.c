@@ -327,6 +327,30 @@ static void test_machine_domains_change(void **state)
     pair_free(&p);
 }
 
+/* authority: who signs membership is not changed under a running node. */
+static void test_authority_change(void **state)
+{
+    const char *a = "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n"
+                    "authority = A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA=\n" NA;
+    const char *b = "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n"
+                    "authority = BS4f18GN4bvqBI+9jDNN/jvhYyEO+g1rb8A488uT9hA=\n" NA;
+    struct pair p;
+    char what[64];
+
+    (void)state;
+    diff_of(&p, HEAD NA, a);
+    assert_int_equal(p.d.settings, CLUSTER_CHANGED_AUTHORITY);
+    assert_int_equal(cluster_settings_format(p.d.settings, what, sizeof(what)), 0);
+    assert_string_equal(what, "authority");
+    pair_free(&p);
+    diff_of(&p, a, b);
+    assert_int_equal(p.d.settings, CLUSTER_CHANGED_AUTHORITY);
+    pair_free(&p);
+    diff_of(&p, a, a);
+    assert_int_equal(p.d.settings, 0);
+    pair_free(&p);
+}
+
 /* metrics and metrics-public: where the endpoint listens is a setting a
  * running node does not take (its socket was made at up). */
 static void test_metrics_change(void **state)
@@ -433,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_candidates_change),
         cmocka_unit_test(test_hostnames_key),
         cmocka_unit_test(test_machine_domains_change),
+        cmocka_unit_test(test_authority_change),
         cmocka_unit_test(test_metrics_change),
     };
 

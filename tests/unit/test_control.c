@@ -1427,7 +1427,7 @@ static void test_status_no_peers(void **state)
     text = format_with(json_fn, resp, 0, 0);
     assert_string_equal(text, "{\"interface\":\"ddp0\",\"self\":\"solo\",\"address\":"
                               "\"fd77::1\",\"listen_port\":51820,"
-                              "\"cluster_sum\":null,\"cluster_applied\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},"
                               "\"peers\":[]}\n");
     free(text);
 }
@@ -1437,15 +1437,15 @@ static void test_status_json(void **state)
     static const char want[] =
         "{\"interface\":\"ddp0\",\"self\":\"gpu-a\",\"address\":\"10.77.0.1\","
         "\"listen_port\":51820,"
-        "\"cluster_sum\":null,\"cluster_applied\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},"
+        "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},"
         "\"peers\":["
         "{\"name\":\"gpu-b\",\"address\":\"10.77.0.2\",\"endpoint\":\"192.0.2.2:51820\","
         "\"path\":\"direct\",\"via\":null,\"path_mtu\":1420,\"rtt_ms\":1.234,"
-        "\"latest_handshake\":1700000000,\"rx_bytes\":1000,\"tx_bytes\":2000,"
+        "\"cert_expires\":null,\"latest_handshake\":1700000000,\"rx_bytes\":1000,\"tx_bytes\":2000,"
         "\"rx_rate\":10625000,\"tx_rate\":125},"
         "{\"name\":\"gpu-c\",\"address\":\"10.77.0.3\",\"endpoint\":null,"
         "\"path\":null,\"via\":null,\"path_mtu\":null,\"rtt_ms\":null,"
-        "\"latest_handshake\":null,\"rx_bytes\":0,\"tx_bytes\":0,"
+        "\"cert_expires\":null,\"latest_handshake\":null,\"rx_bytes\":0,\"tx_bytes\":0,"
         "\"rx_rate\":0,\"tx_rate\":0}]}\n";
     char *text;
 
@@ -1466,7 +1466,7 @@ static void test_status_json_escapes(void **state)
     assert_string_equal(text, "{\"interface\":\"d\\\"p\\\\0\",\"self\":"
                               "\"a\\u0009b\\u0001\\u007f\",\"address\":\"x\","
                               "\"listen_port\":1,"
-                              "\"cluster_sum\":null,\"cluster_applied\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},"
                               "\"peers\":[]}\n");
     free(text);
 }

@@ -22,6 +22,7 @@
 #include <sodium.h>
 
 #include "config/addr.h"
+#include "config/cert.h"
 #include "config/cluster.h"
 #include "overlay/registry/record.h"
 
@@ -120,6 +121,41 @@ static void test_round_trip_ipv4(void **state)
     round_trip(&c, &n);
     node_of(&n, "gpu-7", K1, "10.77.0.9", "[2001:db8::7]:1", 1);
     round_trip(&c, &n);
+}
+
+/* A record with its certificate: the cert member round-trips beside the
+ * fields (which decode as without it), a full-size certificate fits
+ * RECORD_VALUE_MAX with eight IPv6 candidates, and a cert that is not a
+ * string is refused. */
+static void test_record_cert(void **state)
+{
+    struct cluster c = net_of("10.77.0.0/24");
+    char buf[RECORD_VALUE_MAX + 1], cert[CERT_TEXT_MAX], back[CERT_TEXT_MAX + 1];
+    struct cluster_node n, d;
+    const char *why = NULL;
+    int len;
+
+    (void)state;
+    node_of(&n, "gpu-7", K1, "10.77.0.9", "203.0.113.7:51820", 0);
+    assert_int_equal(record_cert("{\"name\":\"x\"}", 12, back, sizeof(back)), 0);
+    memset(cert, 'c', sizeof(cert) - 1);
+    cert[sizeof(cert) - 1] = '\0';
+    n.n_candidates = CLUSTER_CANDIDATES_MAX;
+    for (unsigned i = 0; i < CLUSTER_CANDIDATES_MAX; i++) {
+        char text[64];
+        snprintf(text, sizeof(text), "[2001:db8:aaaa:bbbb:cccc:dddd:eeee:%x]:51820", i + 1);
+        assert_int_equal(record_cand_parse(text, &n.candidates[i]), 0);
+    }
+    assert_true((len = record_encode_cert(&n, cert, buf, sizeof(buf))) > 0);
+    assert_int_equal(record_cert(buf, (size_t)len, back, sizeof(back)), 1);
+    assert_string_equal(back, cert);
+    assert_int_equal(record_decode(buf, (size_t)len, &c, &d, &why), 0);
+    assert_int_equal(d.n_candidates, CLUSTER_CANDIDATES_MAX);
+    assert_string_equal(d.name, "gpu-7");
+    /* Too small a buffer for it, or not a string: refused. */
+    assert_int_equal(record_cert(buf, (size_t)len, back, 16), -EINVAL);
+    assert_int_equal(record_cert("{\"cert\":5}", 10, back, sizeof(back)), -EINVAL);
+    assert_int_equal(record_cert("not json", 8, back, sizeof(back)), -EINVAL);
 }
 
 static void test_round_trip_ipv6(void **state)
@@ -683,6 +719,7 @@ int main(void)
         cmocka_unit_test(test_decode_ipv6),
         cmocka_unit_test(test_decode_bytes),
         cmocka_unit_test(test_decode_escaped_nul),
+        cmocka_unit_test(test_record_cert),
         cmocka_unit_test(test_member_key),
         cmocka_unit_test(test_address_key),
         cmocka_unit_test(test_key_tail),

@@ -1,0 +1,406 @@
+/* The store of the authority's statements (certs.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <sodium.h>
+
+#include "config/addr.h"
+#include "overlay/membership/certs.h"
+
+struct held {
+    struct cert c;
+    uint8_t id[CERT_ID_LEN];
+    bool has_token;
+    uint8_t token_id[CERT_ID_LEN];
+};
+
+struct certs {
+    uint8_t authority[CERT_PUBKEY_LEN];
+    certs_changed_fn changed;
+    void *ctx;
+    struct held *m;
+    size_t n, cap;
+    uint8_t (*revoked)[CERT_ID_LEN];
+    size_t n_revoked, cap_revoked;
+    struct certs_stats st;
+    uint64_t next_expiry;                 /* of m[0..n), kept by touched() */
+};
+
+struct certs *certs_new(const uint8_t authority[CERT_PUBKEY_LEN], certs_changed_fn changed,
+                        void *ctx)
+{
+    struct certs *s = calloc(1, sizeof(*s));
+
+    if (!s)
+        return NULL;
+    memcpy(s->authority, authority, CERT_PUBKEY_LEN);
+    s->changed = changed;
+    s->ctx = ctx;
+    s->next_expiry = UINT64_MAX;
+    return s;
+}
+
+void certs_free(struct certs *s)
+{
+    if (!s)
+        return;
+    free(s->m);
+    free(s->revoked);
+    free(s);
+}
+
+const char *certs_verdict_str(enum certs_verdict v)
+{
+    switch (v) {
+    case CERTS_ADDED: return "added";
+    case CERTS_KNOWN: return "known";
+    case CERTS_REVOKING: return "revocation taken";
+    case CERTS_REVOKED: return "revoked";
+    case CERTS_INVALID: return "invalid";
+    case CERTS_NAME_TAKEN: return "name taken";
+    case CERTS_TOKEN_FULL: return "token full";
+    case CERTS_FULL: return "store full";
+    case CERTS_NO_MEMORY: return "out of memory";
+    }
+    return "?";
+}
+
+static uint64_t expiry_of(const struct cert *c)
+{
+    if (c->has_token && c->token.not_after < c->not_after)
+        return c->token.not_after;
+    return c->not_after;
+}
+
+/* After every change of m: the next deadline, then the callback. */
+static void touched(struct certs *s)
+{
+    s->next_expiry = UINT64_MAX;
+    for (size_t i = 0; i < s->n; i++)
+        if (expiry_of(&s->m[i].c) < s->next_expiry)
+            s->next_expiry = expiry_of(&s->m[i].c);
+    if (s->changed)
+        s->changed(s->ctx);
+}
+
+/* --- look-ups ------------------------------------------------------------------ */
+
+static struct held *by_id(const struct certs *s, const uint8_t id[CERT_ID_LEN])
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!memcmp(s->m[i].id, id, CERT_ID_LEN))
+            return &s->m[i];
+    return NULL;
+}
+
+static struct held *by_key(const struct certs *s, const uint8_t key[CLUSTER_KEY_LEN])
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!memcmp(s->m[i].c.subject, key, CLUSTER_KEY_LEN))
+            return &s->m[i];
+    return NULL;
+}
+
+static struct held *by_name(const struct certs *s, const char *name)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcasecmp(s->m[i].c.name, name))
+            return &s->m[i];
+    return NULL;
+}
+
+static bool is_revoked(const struct certs *s, const uint8_t id[CERT_ID_LEN])
+{
+    for (size_t i = 0; i < s->n_revoked; i++)
+        if (!memcmp(s->revoked[i], id, CERT_ID_LEN))
+            return true;
+    return false;
+}
+
+const struct cert *certs_member(const struct certs *s, const uint8_t key[CLUSTER_KEY_LEN])
+{
+    const struct held *h = by_key(s, key);
+
+    return h ? &h->c : NULL;
+}
+
+const char *certs_node_check(const struct certs *s, const struct cluster_node *n)
+{
+    const struct cert *c = certs_member(s, n->public_key);
+
+    if (!c)
+        return "no valid certificate for its key";
+    if (strcasecmp(c->name, n->name))
+        return "its name is not the one its key's certificate gives";
+    if (c->has_address && !cluster_addr_equal(&c->address, &n->address))
+        return "its address is not the one its key's certificate fixes";
+    return NULL;
+}
+
+size_t certs_count(const struct certs *s)
+{
+    return s->n;
+}
+
+const struct cert *certs_at(const struct certs *s, size_t i)
+{
+    return i < s->n ? &s->m[i].c : NULL;
+}
+
+void certs_stats(const struct certs *s, struct certs_stats *out)
+{
+    *out = s->st;
+    out->members = s->n;
+    out->revoked = s->n_revoked;
+}
+
+/* --- changes ------------------------------------------------------------------- */
+
+/* The order that decides between two valid members of one name or one
+ * full token, the same on every node: the earlier not_before, then the
+ * lower key. */
+static bool before(const struct cert *a, const struct cert *b)
+{
+    if (a->not_before != b->not_before)
+        return a->not_before < b->not_before;
+    return memcmp(a->subject, b->subject, CERT_PUBKEY_LEN) < 0;
+}
+
+static void drop_at(struct certs *s, size_t i)
+{
+    s->m[i] = s->m[--s->n];
+}
+
+static void drop(struct certs *s, struct held *h)
+{
+    drop_at(s, (size_t)(h - s->m));
+}
+
+
+/* The last (by before()) of the members held through token id, and how
+ * many there are; skip is left out of both (the key being replaced). */
+static struct held *token_last(struct certs *s, const uint8_t id[CERT_ID_LEN],
+                               const struct held *skip, size_t *count)
+{
+    struct held *last = NULL;
+
+    *count = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        struct held *h = &s->m[i];
+        if (h == skip || !h->has_token || memcmp(h->token_id, id, CERT_ID_LEN))
+            continue;
+        ++*count;
+        if (!last || before(&last->c, &h->c))
+            last = h;
+    }
+    return last;
+}
+
+static enum certs_verdict refuse(uint64_t *count, enum certs_verdict v, const char *reason,
+                                 const char **why)
+{
+    ++*count;
+    if (why)
+        *why = reason;
+    return v;
+}
+
+/* What a new member n would push out: the holder of its name (lost) and
+ * the last member of its full token (last); a refusal when n loses. */
+static enum certs_verdict make_room(struct certs *s, const struct held *n, const struct held *own,
+                                    struct held **lost, struct held **last, const char **why)
+{
+    struct held *o = by_name(s, n->c.name);
+    size_t count;
+
+    *lost = *last = NULL;
+    if (o && o != own) {
+        if (!before(&n->c, &o->c))
+            return refuse(&s->st.name_taken, CERTS_NAME_TAKEN,
+                          "an earlier certificate gives its name to another key", why);
+        *lost = o;
+    }
+    if (n->has_token && n->c.token.max_members) {
+        struct held *l = token_last(s, n->token_id, own, &count);
+        if (count >= n->c.token.max_members) {
+            if (!before(&n->c, &l->c))
+                return refuse(&s->st.token_full, CERTS_TOKEN_FULL,
+                              "its token's max_members are taken by earlier members", why);
+            *last = l == o ? NULL : l;
+        }
+    }
+    return CERTS_ADDED;
+}
+
+static int grow(struct certs *s)
+{
+    size_t cap = s->cap ? 2 * s->cap : 16;
+    struct held *m;
+
+    if (cap > CERTS_MEMBERS_MAX)
+        cap = CERTS_MEMBERS_MAX;
+    if (!(m = realloc(s->m, cap * sizeof(*m))))
+        return -ENOMEM;
+    s->m = m;
+    s->cap = cap;
+    return 0;
+}
+
+/* Removes a and b (either may be NULL), the higher slot first so that
+ * the other's pointer stays good. */
+static void drop_two(struct certs *s, struct held *a, struct held *b)
+{
+    if (a && b && a < b) {
+        struct held *t = a;
+        a = b;
+        b = t;
+    }
+    if (a)
+        drop(s, a);
+    if (b)
+        drop(s, b);
+}
+
+static enum certs_verdict offer_member(struct certs *s, const struct cert *c, uint64_t now,
+                                       const char **why)
+{
+    struct held n = { .c = *c }, *own, *lost, *last;
+    enum cert_verdict v;
+    enum certs_verdict r;
+
+    cert_id(c, n.id);
+    n.has_token = cert_token_id(c, n.token_id);
+    if (by_id(s, n.id))
+        return CERTS_KNOWN;
+    if (is_revoked(s, n.id) || (n.has_token && is_revoked(s, n.token_id)))
+        return refuse(&s->st.refused_revoked, CERTS_REVOKED, "revoked", why);
+    /* Times first: an expired statement offered again costs no signature. */
+    if (now >= expiry_of(c) || now < c->not_before)
+        return refuse(&s->st.invalid, CERTS_INVALID, cert_verdict_str(now < c->not_before
+                      ? CERT_NOT_YET_VALID : CERT_EXPIRED), why);
+    if ((v = cert_verify(c, s->authority, now)) != CERT_OK)
+        return refuse(&s->st.invalid, CERTS_INVALID, cert_verdict_str(v), why);
+    if ((own = by_key(s, c->subject))) {
+        if (strcasecmp(own->c.name, c->name))
+            return refuse(&s->st.name_taken, CERTS_NAME_TAKEN,
+                          "its key holds a certificate for another name", why);
+        if (expiry_of(c) <= expiry_of(&own->c))
+            return CERTS_KNOWN;           /* an older one than it holds */
+    }
+    if ((r = make_room(s, &n, own, &lost, &last, why)) != CERTS_ADDED)
+        return r;
+    if (own) {
+        *own = n;
+    } else {
+        if (s->n - (lost != NULL) - (last != NULL) >= CERTS_MEMBERS_MAX)
+            return refuse(&s->st.full, CERTS_FULL, "the store holds its most members", why);
+        drop_two(s, lost, last);
+        if (s->n == s->cap && grow(s))
+            return CERTS_NO_MEMORY;
+        s->m[s->n++] = n;
+        lost = last = NULL;
+    }
+    drop_two(s, lost, last);
+    return CERTS_ADDED;
+}
+
+static enum certs_verdict offer_revocation(struct certs *s, const struct cert *c, uint64_t now,
+                                           const char **why)
+{
+    enum cert_verdict v;
+    size_t dropped = 0;
+
+    if (is_revoked(s, c->subject))
+        return CERTS_KNOWN;
+    if ((v = cert_verify(c, s->authority, now)) != CERT_OK)
+        return refuse(&s->st.invalid, CERTS_INVALID, cert_verdict_str(v), why);
+    if (s->n_revoked == CERTS_REVOKED_MAX)
+        return refuse(&s->st.full, CERTS_FULL, "the store holds its most revocations", why);
+    if (s->n_revoked == s->cap_revoked) {
+        size_t cap = s->cap_revoked ? 2 * s->cap_revoked : 16;
+        uint8_t (*r)[CERT_ID_LEN] = realloc(s->revoked, cap * sizeof(*r));
+        if (!r)
+            return CERTS_NO_MEMORY;
+        s->revoked = r;
+        s->cap_revoked = cap;
+    }
+    memcpy(s->revoked[s->n_revoked++], c->subject, CERT_ID_LEN);
+    for (size_t i = s->n; i-- > 0;) {
+        const struct held *h = &s->m[i];
+        if (!memcmp(h->id, c->subject, CERT_ID_LEN) ||
+            (h->has_token && !memcmp(h->token_id, c->subject, CERT_ID_LEN))) {
+            drop_at(s, i);
+            dropped++;
+        }
+    }
+    s->st.dropped_by_revocation += dropped;
+    if (dropped)
+        touched(s);
+    return CERTS_REVOKING;
+}
+
+enum certs_verdict certs_offer_cert(struct certs *s, const struct cert *c, uint64_t now,
+                                    const char **why)
+{
+    enum certs_verdict r;
+
+    if (why)
+        *why = "";
+    switch (c->kind) {
+    case CERT_REVOCATION:
+        return offer_revocation(s, c, now, why);
+    case CERT_MEMBER:
+        r = offer_member(s, c, now, why);
+        if (r == CERTS_ADDED)
+            touched(s);
+        return r;
+    default:
+        return refuse(&s->st.invalid, CERTS_INVALID, "a token is no member's certificate", why);
+    }
+}
+
+enum certs_verdict certs_offer(struct certs *s, const char *line, uint64_t now,
+                               const char **why)
+{
+    struct cert c;
+
+    if (cert_parse(line, &c))
+        return refuse(&s->st.invalid, CERTS_INVALID, "not a statement of the authority", why);
+    return certs_offer_cert(s, &c, now, why);
+}
+
+void certs_retain(struct certs *s, certs_keep_fn keep, void *ctx)
+{
+    size_t dropped = 0;
+
+    for (size_t i = s->n; i-- > 0;)
+        if (!keep(ctx, &s->m[i].c)) {
+            drop_at(s, i);
+            dropped++;
+        }
+    if (dropped)
+        touched(s);
+}
+
+uint64_t certs_next_expiry(const struct certs *s)
+{
+    return s->next_expiry;
+}
+
+void certs_run(struct certs *s, uint64_t now)
+{
+    size_t dropped = 0;
+
+    if (now < s->next_expiry)
+        return;
+    for (size_t i = s->n; i-- > 0;)
+        if (expiry_of(&s->m[i].c) <= now) {
+            drop_at(s, i);
+            dropped++;
+        }
+    s->st.expired += dropped;
+    if (dropped)
+        touched(s);
+}

@@ -1,0 +1,121 @@
+/* The authority's statements a node holds (`[cluster] authority`): member
+ * certificates that verified, by WireGuard key, and revocations, by id.
+ *
+ * Whoever learns a statement -- the registry (a record's certificate, a
+ * revocation under the prefix), a member passing one on inside its
+ * session -- offers its text line here and gets a verdict; the statement
+ * proves itself (config/cert.h), so where it came from does not matter.
+ * What the store holds is what counts: membership asks it which
+ * certificate a key holds (certs_member) or walks them all (certs_at),
+ * and is told through the `changed` callback whenever the set changed (a
+ * member added or replaced, one removed by a revocation, an expiry or a
+ * better member of a full token), so it can apply the model again.
+ *
+ * Rules, the same on every node whatever order statements arrive in:
+ *  - a member certificate counts from its not_before to its not_after
+ *    (unix seconds, the wall clock: certificates are about calendar time);
+ *    at not_after it stops counting at once: certs_run, called at
+ *    certs_next_expiry, drops it (a deadline, never a sweep);
+ *  - a revocation names a statement id (cert_id): the member certificate
+ *    with that id, or every member signed through the token with that id
+ *    (cert_token_id), is dropped and refused from then on;
+ *  - one key holds one certificate: a later one (greater not_after) for
+ *    the same key and name replaces it; one naming another name is
+ *    refused while the first counts (a key is one member);
+ *  - one name belongs to one key: of two valid certificates for the same
+ *    name with different keys, the earlier not_before wins, then the
+ *    lower key (memcmp); the other is refused (CERTS_NAME_TAKEN) or, when
+ *    held, dropped;
+ *  - a token's max_members: at most that many members signed through it
+ *    count, chosen by the same order (earliest not_before, then lower key);
+ *    one beyond is refused (CERTS_TOKEN_FULL) or pushes the last one out.
+ * Bounds: CERTS_MEMBERS_MAX member certificates and CERTS_REVOKED_MAX
+ * revocations; beyond, an offer is refused (CERTS_FULL) and counted.
+ * Memory grows with what is held, up to those bounds; look-ups walk the
+ * held certificates (CERTS_MEMBERS_MAX bounds that walk).
+ *
+ * Runs on the event loop's thread: no I/O, no lock; signatures are
+ * checked only for a statement not held already (a known one costs a
+ * hash). */
+#ifndef DDPNET_CERTS_H
+#define DDPNET_CERTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/cert.h"
+#include "config/cluster.h"
+
+#define CERTS_MEMBERS_MAX 4096u
+#define CERTS_REVOKED_MAX 1024u
+
+enum certs_verdict {
+    CERTS_ADDED = 0,       /* counts now: new, or replacing its key's older one */
+    CERTS_KNOWN,           /* held already (or an older one for a held key): no change */
+    CERTS_REVOKING,        /* a revocation, taken (what it names dropped) */
+    CERTS_REVOKED,         /* a member certificate or its token was revoked */
+    CERTS_INVALID,         /* does not parse, or cert_verify refused it (why says) */
+    CERTS_NAME_TAKEN,      /* an earlier certificate holds the name (or the key another name) */
+    CERTS_TOKEN_FULL,      /* its token's max_members taken by earlier members */
+    CERTS_FULL,            /* the store's bound reached */
+    CERTS_NO_MEMORY,
+};
+
+struct certs_stats {
+    size_t members, revoked;              /* held now */
+    uint64_t invalid, refused_revoked, name_taken, token_full, full;   /* refusals so far */
+    uint64_t expired, dropped_by_revocation;
+};
+
+struct certs;
+/* Called after every change of the held members (never from certs_new or
+ * certs_free); ctx as given. */
+typedef void (*certs_changed_fn)(void *ctx);
+
+/* A store for statements signed by `authority`. NULL without memory. */
+struct certs *certs_new(const uint8_t authority[CERT_PUBKEY_LEN], certs_changed_fn changed,
+                        void *ctx);
+void certs_free(struct certs *s);
+
+/* Offers one statement, as a text line (cert_parse's form), at now (unix
+ * seconds). The verdict; *why (may be NULL) a short reason for a log
+ * line ("" for CERTS_ADDED, CERTS_KNOWN and CERTS_REVOKING). */
+enum certs_verdict certs_offer(struct certs *s, const char *line, uint64_t now,
+                               const char **why);
+/* The same for a statement parsed already (checked all the same). */
+enum certs_verdict certs_offer_cert(struct certs *s, const struct cert *c, uint64_t now,
+                                    const char **why);
+const char *certs_verdict_str(enum certs_verdict v);
+
+/* The member certificate key holds, or NULL. Valid until the next call
+ * that changes the store (an offer, certs_run). */
+const struct cert *certs_member(const struct certs *s, const uint8_t key[CLUSTER_KEY_LEN]);
+/* Whether node n (a registry record, a node made from a certificate) is
+ * what its key's certificate says: the same name (case-insensitively) and,
+ * where the certificate fixes one, the same address. NULL when it is;
+ * else why not. */
+const char *certs_node_check(const struct certs *s, const struct cluster_node *n);
+
+/* Iteration: certs_at(s, i) for i in [0, certs_count(s)), in no promised
+ * order, valid until the next change. */
+size_t certs_count(const struct certs *s);
+const struct cert *certs_at(const struct certs *s, size_t i);
+
+/* Drops each held member certificate that keep(ctx, cert) says no to
+ * (the changed callback once, when one went). Whoever knows which members
+ * are live says so here: the registry's members are those with a record,
+ * so a token's max_members counts live members, not every certificate
+ * ever shown. */
+typedef bool (*certs_keep_fn)(void *ctx, const struct cert *c);
+void certs_retain(struct certs *s, certs_keep_fn keep, void *ctx);
+
+/* When the first held member certificate expires (unix seconds; UINT64_MAX
+ * when none is held). */
+uint64_t certs_next_expiry(const struct certs *s);
+/* Drops what expired by now (the changed callback once, when one did). */
+void certs_run(struct certs *s, uint64_t now);
+
+void certs_stats(const struct certs *s, struct certs_stats *out);
+
+#endif

@@ -1,0 +1,446 @@
+/* Tests of overlay/membership/certs.c: the store of the authority's
+ * statements. Certificates are made here with cert_sign (an authority,
+ * a token, members signed by either); the store must hold exactly those
+ * that verify against its authority, drop a member at its expiry and at a
+ * revocation of it or of its token, keep one key per name and a token's
+ * max_members by the stated order (earliest not_before, then key), and
+ * refuse past its bounds, counting each refusal. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <sodium.h>
+
+#include "config/addr.h"
+#include "config/cert.h"
+#include "overlay/membership/certs.h"
+
+#define T0   1800000000ull                /* "now" of these tests */
+#define HOUR 3600ull
+
+struct authority {
+    uint8_t pub[CERT_PUBKEY_LEN], sec[CERT_SECRET_LEN];
+};
+
+static void authority_make(struct authority *a)
+{
+    assert_int_equal(cert_keypair(a->pub, a->sec), 0);
+}
+
+static int changes;
+
+static void on_change(void *ctx)
+{
+    (void)ctx;
+    changes++;
+}
+
+static void key_of(uint8_t key[CERT_PUBKEY_LEN], unsigned seed)
+{
+    memset(key, 0, CERT_PUBKEY_LEN);
+    key[0] = (uint8_t)(seed >> 8);
+    key[1] = (uint8_t)seed;
+}
+
+/* A member's certificate, signed by the authority (token NULL) or through
+ * a token (tsec its secret), as text in out. */
+static void member(char *out, const struct authority *a, const struct cert *token,
+                   const uint8_t *tsec, const char *name, unsigned key, uint64_t nb,
+                   uint64_t na)
+{
+    struct cert c = { .kind = CERT_MEMBER, .not_before = nb, .not_after = na };
+
+    key_of(c.subject, key);
+    snprintf(c.name, sizeof(c.name), "%s", name);
+    if (token)
+        cert_token_embed(&c, token);
+    assert_int_equal(cert_sign(&c, token ? tsec : a->sec, out, CERT_TEXT_MAX), 0);
+}
+
+static void token_make(struct cert *t, uint8_t sec[CERT_SECRET_LEN], const struct authority *a,
+                       const char *prefix, uint32_t max)
+{
+    char text[CERT_TEXT_MAX];
+
+    memset(t, 0, sizeof(*t));
+    t->kind = CERT_TOKEN;
+    t->not_before = T0 - HOUR;
+    t->not_after = T0 + 24 * HOUR;
+    t->max_members = max;
+    snprintf(t->name, sizeof(t->name), "%s", prefix);
+    assert_int_equal(cert_keypair(t->subject, sec), 0);
+    assert_int_equal(cert_sign(t, a->sec, text, sizeof(text)), 0);
+}
+
+static void revocation(char *out, const struct authority *a, const uint8_t id[CERT_ID_LEN])
+{
+    struct cert r = { .kind = CERT_REVOCATION, .not_before = T0 - 1 };
+
+    memcpy(r.subject, id, CERT_ID_LEN);
+    assert_int_equal(cert_sign(&r, a->sec, out, CERT_TEXT_MAX), 0);
+}
+
+static const char *name_of(const struct certs *s, unsigned key)
+{
+    uint8_t k[CERT_PUBKEY_LEN];
+    const struct cert *c;
+
+    key_of(k, key);
+    c = certs_member(s, k);
+    return c ? c->name : NULL;
+}
+
+static void test_added_known_and_checked(void **state)
+{
+    struct authority a;
+    char text[CERT_TEXT_MAX];
+    struct cluster_node n = { .name = "gpu-1" };
+    struct certs *s;
+    const char *why;
+
+    (void)state;
+    authority_make(&a);
+    assert_non_null(s = certs_new(a.pub, on_change, NULL));
+    changes = 0;
+    member(text, &a, NULL, NULL, "gpu-1", 1, T0 - HOUR, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, &why), CERTS_ADDED);
+    assert_int_equal(changes, 1);
+    assert_int_equal(certs_offer(s, text, T0, &why), CERTS_KNOWN);
+    assert_int_equal(changes, 1);
+    assert_int_equal(certs_count(s), 1);
+    assert_string_equal(certs_at(s, 0)->name, "gpu-1");
+    assert_null(certs_at(s, 1));
+    key_of(n.public_key, 1);
+    assert_null(certs_node_check(s, &n));
+    snprintf(n.name, sizeof(n.name), "gpu-2");
+    assert_non_null(certs_node_check(s, &n));     /* another name for its key */
+    snprintf(n.name, sizeof(n.name), "GPU-1");
+    assert_null(certs_node_check(s, &n));         /* names match case-insensitively */
+    key_of(n.public_key, 2);
+    assert_non_null(certs_node_check(s, &n));     /* a key with no certificate */
+    assert_int_equal(certs_offer(s, "ddpnet-member:garbage", T0, &why), CERTS_INVALID);
+    certs_free(s);
+}
+
+/* A fixed address binds the record's address. */
+static void test_fixed_address(void **state)
+{
+    struct authority a;
+    char text[CERT_TEXT_MAX];
+    struct cert c = { .kind = CERT_MEMBER, .not_before = T0 - 1, .not_after = T0 + HOUR,
+                      .name = "gpu-1", .has_address = true };
+    struct cluster_node n = { .name = "gpu-1" };
+    struct certs *s;
+
+    (void)state;
+    authority_make(&a);
+    key_of(c.subject, 1);
+    assert_int_equal(cluster_addr_parse("10.77.0.9", &c.address), 0);
+    assert_int_equal(cert_sign(&c, a.sec, text, sizeof(text)), 0);
+    assert_non_null(s = certs_new(a.pub, NULL, NULL));
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    key_of(n.public_key, 1);
+    assert_int_equal(cluster_addr_parse("10.77.0.9", &n.address), 0);
+    assert_null(certs_node_check(s, &n));
+    assert_int_equal(cluster_addr_parse("10.77.0.10", &n.address), 0);
+    assert_non_null(certs_node_check(s, &n));
+    certs_free(s);
+}
+
+/* Another authority's certificate, an expired one, one not yet valid,
+ * one with a flipped signature byte: all refused and counted. */
+static void test_wrong_authority_and_times(void **state)
+{
+    struct authority a, b;
+    char text[CERT_TEXT_MAX];
+    struct certs_stats st;
+    struct certs *s;
+    const char *why;
+
+    (void)state;
+    authority_make(&a);
+    authority_make(&b);
+    assert_non_null(s = certs_new(a.pub, NULL, NULL));
+    member(text, &b, NULL, NULL, "gpu-1", 1, T0 - HOUR, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, &why), CERTS_INVALID);
+    assert_string_equal(why, cert_verdict_str(CERT_BAD_SIGNATURE));
+    member(text, &a, NULL, NULL, "gpu-1", 1, T0 - 2 * HOUR, T0 - HOUR);
+    assert_int_equal(certs_offer(s, text, T0, &why), CERTS_INVALID);
+    member(text, &a, NULL, NULL, "gpu-1", 1, T0 + HOUR, T0 + 2 * HOUR);
+    assert_int_equal(certs_offer(s, text, T0, &why), CERTS_INVALID);
+    {
+        struct cert c;
+        member(text, &a, NULL, NULL, "gpu-1", 1, T0 - HOUR, T0 + HOUR);
+        assert_int_equal(cert_parse(text, &c), 0);
+        c.sig[7] ^= 1;
+        assert_int_equal(certs_offer_cert(s, &c, T0, &why), CERTS_INVALID);
+    }
+    certs_stats(s, &st);
+    assert_int_equal(st.invalid, 4);
+    assert_int_equal(st.members, 0);
+    assert_int_equal(certs_count(s), 0);
+    certs_free(s);
+}
+
+/* Expiry is a deadline: certs_next_expiry names the first, certs_run
+ * at it drops that one (and tells), and nothing before it. */
+static void test_expiry(void **state)
+{
+    struct authority a;
+    char text[CERT_TEXT_MAX];
+    struct certs_stats st;
+    struct certs *s;
+
+    (void)state;
+    authority_make(&a);
+    assert_non_null(s = certs_new(a.pub, on_change, NULL));
+    assert_int_equal(certs_next_expiry(s), UINT64_MAX);
+    member(text, &a, NULL, NULL, "gpu-1", 1, T0 - HOUR, T0 + 10);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    member(text, &a, NULL, NULL, "gpu-2", 2, T0 - HOUR, T0 + 20);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    assert_int_equal(certs_next_expiry(s), T0 + 10);
+    changes = 0;
+    certs_run(s, T0 + 9);
+    assert_int_equal(certs_count(s), 2);
+    assert_int_equal(changes, 0);
+    certs_run(s, T0 + 10);
+    assert_int_equal(certs_count(s), 1);
+    assert_null(name_of(s, 1));
+    assert_string_equal(name_of(s, 2), "gpu-2");
+    assert_int_equal(changes, 1);
+    assert_int_equal(certs_next_expiry(s), T0 + 20);
+    /* A renewal (a later not_after for the same key and name) replaces. */
+    member(text, &a, NULL, NULL, "gpu-2", 2, T0 - HOUR, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    assert_int_equal(certs_count(s), 1);
+    assert_int_equal(certs_next_expiry(s), T0 + HOUR);
+    /* ... and the older one offered again changes nothing. */
+    member(text, &a, NULL, NULL, "gpu-2", 2, T0 - HOUR, T0 + 20);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_KNOWN);
+    assert_int_equal(certs_next_expiry(s), T0 + HOUR);
+    certs_stats(s, &st);
+    assert_int_equal(st.expired, 1);
+    certs_free(s);
+}
+
+/* A revocation of a member, then of a token: what they name is dropped
+ * and refused from then on; a revocation from another authority is not. */
+static void test_revocation(void **state)
+{
+    struct authority a, b;
+    char text[CERT_TEXT_MAX], rev[CERT_TEXT_MAX], m1[CERT_TEXT_MAX];
+    uint8_t tsec[CERT_SECRET_LEN], id[CERT_ID_LEN];
+    struct cert token, c;
+    struct certs_stats st;
+    struct certs *s;
+
+    (void)state;
+    authority_make(&a);
+    authority_make(&b);
+    token_make(&token, tsec, &a, "spot-", 0);
+    assert_non_null(s = certs_new(a.pub, on_change, NULL));
+    member(m1, &a, NULL, NULL, "gpu-1", 1, T0 - HOUR, T0 + HOUR);
+    assert_int_equal(certs_offer(s, m1, T0, NULL), CERTS_ADDED);
+    member(text, &a, &token, tsec, "spot-a", 2, T0 - HOUR, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    member(text, &a, &token, tsec, "spot-b", 3, T0 - HOUR, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    assert_int_equal(certs_count(s), 3);
+
+    assert_int_equal(cert_parse(m1, &c), 0);
+    cert_id(&c, id);
+    revocation(rev, &b, id);                  /* not our authority's */
+    assert_int_equal(certs_offer(s, rev, T0, NULL), CERTS_INVALID);
+    assert_int_equal(certs_count(s), 3);
+    revocation(rev, &a, id);
+    changes = 0;
+    assert_int_equal(certs_offer(s, rev, T0, NULL), CERTS_REVOKING);
+    assert_int_equal(changes, 1);
+    assert_null(name_of(s, 1));
+    assert_int_equal(certs_offer(s, m1, T0, NULL), CERTS_REVOKED);
+    assert_int_equal(certs_offer(s, rev, T0, NULL), CERTS_KNOWN);
+
+    /* The token: both of its members go, and a new one is refused. */
+    assert_int_equal(cert_parse(text, &c), 0);
+    assert_true(cert_token_id(&c, id));
+    revocation(rev, &a, id);
+    assert_int_equal(certs_offer(s, rev, T0, NULL), CERTS_REVOKING);
+    assert_int_equal(certs_count(s), 0);
+    member(text, &a, &token, tsec, "spot-c", 4, T0 - HOUR, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_REVOKED);
+    certs_stats(s, &st);
+    assert_int_equal(st.revoked, 2);
+    assert_int_equal(st.dropped_by_revocation, 3);
+    assert_int_equal(st.refused_revoked, 2);
+    certs_free(s);
+}
+
+/* One name, one key: the earlier not_before wins, then the lower key,
+ * whichever arrives first; a key holds one name. */
+static void test_name_clash(void **state)
+{
+    struct authority a;
+    char early[CERT_TEXT_MAX], late[CERT_TEXT_MAX], tie[CERT_TEXT_MAX], other[CERT_TEXT_MAX];
+    struct certs *s;
+
+    (void)state;
+    authority_make(&a);
+    member(early, &a, NULL, NULL, "gpu-1", 5, T0 - 2 * HOUR, T0 + HOUR);
+    member(late, &a, NULL, NULL, "gpu-1", 3, T0 - HOUR, T0 + HOUR);
+    member(tie, &a, NULL, NULL, "gpu-1", 4, T0 - 2 * HOUR, T0 + HOUR);
+
+    assert_non_null(s = certs_new(a.pub, NULL, NULL));
+    assert_int_equal(certs_offer(s, early, T0, NULL), CERTS_ADDED);
+    assert_int_equal(certs_offer(s, late, T0, NULL), CERTS_NAME_TAKEN);
+    assert_int_equal(certs_offer(s, tie, T0, NULL), CERTS_ADDED);   /* key 4 < 5 */
+    assert_int_equal(certs_count(s), 1);
+    assert_string_equal(name_of(s, 4), "gpu-1");
+    assert_null(name_of(s, 5));
+    /* The key of gpu-1 asks for another name: refused while it counts. */
+    member(other, &a, NULL, NULL, "gpu-9", 4, T0 - HOUR, T0 + 2 * HOUR);
+    assert_int_equal(certs_offer(s, other, T0, NULL), CERTS_NAME_TAKEN);
+    certs_free(s);
+
+    /* The other order of arrival ends the same. */
+    assert_non_null(s = certs_new(a.pub, NULL, NULL));
+    assert_int_equal(certs_offer(s, late, T0, NULL), CERTS_ADDED);
+    assert_int_equal(certs_offer(s, tie, T0, NULL), CERTS_ADDED);
+    assert_int_equal(certs_offer(s, early, T0, NULL), CERTS_NAME_TAKEN);
+    assert_int_equal(certs_count(s), 1);
+    assert_string_equal(name_of(s, 4), "gpu-1");
+    certs_free(s);
+}
+
+/* A token of max_members 2: the two earliest count, whatever the order
+ * they come in; a member outside its prefix is refused. */
+static void test_token_max(void **state)
+{
+    struct authority a;
+    uint8_t tsec[CERT_SECRET_LEN];
+    char m[4][CERT_TEXT_MAX], text[CERT_TEXT_MAX];
+    struct cert token;
+    struct certs_stats st;
+    struct certs *s;
+    const char *why;
+
+    (void)state;
+    authority_make(&a);
+    token_make(&token, tsec, &a, "spot-", 2);
+    member(m[0], &a, &token, tsec, "spot-a", 10, T0 - 40, T0 + HOUR);
+    member(m[1], &a, &token, tsec, "spot-b", 11, T0 - 30, T0 + HOUR);
+    member(m[2], &a, &token, tsec, "spot-c", 12, T0 - 20, T0 + HOUR);
+    member(m[3], &a, &token, tsec, "spot-d", 13, T0 - 50, T0 + HOUR);
+
+    assert_non_null(s = certs_new(a.pub, NULL, NULL));
+    assert_int_equal(certs_offer(s, m[0], T0, NULL), CERTS_ADDED);
+    assert_int_equal(certs_offer(s, m[1], T0, NULL), CERTS_ADDED);
+    assert_int_equal(certs_offer(s, m[2], T0, &why), CERTS_TOKEN_FULL);
+    assert_int_equal(certs_offer(s, m[3], T0, NULL), CERTS_ADDED);   /* earliest: pushes spot-b out */
+    assert_int_equal(certs_count(s), 2);
+    assert_non_null(name_of(s, 10));
+    assert_non_null(name_of(s, 13));
+    assert_null(name_of(s, 11));
+    certs_stats(s, &st);
+    assert_int_equal(st.token_full, 1);
+    /* A renewal of a counted member does not count twice. */
+    member(text, &a, &token, tsec, "spot-a", 10, T0 - 40, T0 + 2 * HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    assert_int_equal(certs_count(s), 2);
+    /* Outside the prefix. */
+    member(text, &a, &token, tsec, "gpu-1", 14, T0 - 40, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, &why), CERTS_INVALID);
+    certs_free(s);
+
+    /* Reverse order: the same two. */
+    assert_non_null(s = certs_new(a.pub, NULL, NULL));
+    for (int i = 3; i >= 0; i--)
+        certs_offer(s, m[i], T0, NULL);
+    assert_int_equal(certs_count(s), 2);
+    assert_non_null(name_of(s, 10));
+    assert_non_null(name_of(s, 13));
+    certs_free(s);
+}
+
+static bool keep_not_10(void *ctx, const struct cert *c)
+{
+    (void)ctx;
+    return c->subject[1] != 10;
+}
+
+/* Live members: certs_retain lets go of a member that left (its record
+ * gone), and its place in its token's count is free for the next one. */
+static void test_retain_frees_token_place(void **state)
+{
+    struct authority a;
+    uint8_t tsec[CERT_SECRET_LEN];
+    char m1[CERT_TEXT_MAX], m2[CERT_TEXT_MAX];
+    struct cert token;
+    struct certs *s;
+
+    (void)state;
+    authority_make(&a);
+    token_make(&token, tsec, &a, "spot-", 1);
+    member(m1, &a, &token, tsec, "spot-a", 10, T0 - 40, T0 + HOUR);
+    member(m2, &a, &token, tsec, "spot-b", 11, T0 - 30, T0 + HOUR);
+    assert_non_null(s = certs_new(a.pub, on_change, NULL));
+    assert_int_equal(certs_offer(s, m1, T0, NULL), CERTS_ADDED);
+    assert_int_equal(certs_offer(s, m2, T0, NULL), CERTS_TOKEN_FULL);
+    changes = 0;
+    certs_retain(s, keep_not_10, NULL);
+    assert_int_equal(changes, 1);
+    assert_null(name_of(s, 10));
+    assert_int_equal(certs_offer(s, m2, T0, NULL), CERTS_ADDED);
+    changes = 0;
+    certs_retain(s, keep_not_10, NULL);          /* nothing to let go: no change said */
+    assert_int_equal(changes, 0);
+    certs_free(s);
+}
+
+/* The bounds: CERTS_MEMBERS_MAX members, then refusals, counted. */
+static void test_bounds(void **state)
+{
+    struct authority a;
+    char text[CERT_TEXT_MAX], name[32];
+    struct certs_stats st;
+    struct certs *s;
+
+    (void)state;
+    authority_make(&a);
+    assert_non_null(s = certs_new(a.pub, NULL, NULL));
+    for (unsigned i = 0; i < CERTS_MEMBERS_MAX; i++) {
+        snprintf(name, sizeof(name), "n%u", i);
+        member(text, &a, NULL, NULL, name, i + 1, T0 - HOUR, T0 + HOUR);
+        assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    }
+    member(text, &a, NULL, NULL, "one-more", 60000, T0 - HOUR, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_FULL);
+    certs_stats(s, &st);
+    assert_int_equal(st.members, CERTS_MEMBERS_MAX);
+    assert_int_equal(st.full, 1);
+    certs_free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_added_known_and_checked),
+        cmocka_unit_test(test_fixed_address),
+        cmocka_unit_test(test_wrong_authority_and_times),
+        cmocka_unit_test(test_expiry),
+        cmocka_unit_test(test_revocation),
+        cmocka_unit_test(test_name_clash),
+        cmocka_unit_test(test_token_max),
+        cmocka_unit_test(test_retain_frees_token_place),
+        cmocka_unit_test(test_bounds),
+    };
+
+    if (sodium_init() < 0)
+        return 1;
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
