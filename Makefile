@@ -6,6 +6,7 @@
 #   make fuzz       each libFuzzer harness for FUZZ_SECONDS (default 300)
 #   make test       everything the project tests (check-layers, unit, fuzz-smoke, mutants, e2e)
 #   make mutants    each central check deleted in turn: some test must fail (tests/mutants.list)
+#   make spdx       add the SPDX licence line to source files that lack it (make spdx-check checks)
 #   make clean
 # Quiet unless V=1. Warnings are errors.
 
@@ -47,6 +48,16 @@ export DDPNET_VECTORS := $(VECTORS)
 FUZZ_SECONDS ?= 300
 FUZZ_SMOKE_SECONDS ?= 10
 
+# The version, from one place: the VERSION file, or `git describe` where
+# the checkout has that version's tag (v0.4.0: then 0.4.0-3-gabc1234 three
+# commits on, -dirty with uncommitted changes). overlay/base/version.c
+# alone is built with it; build/version.txt changes only when it does, so
+# a new version rebuilds that one object. The Debian package is
+# VERSION's (dist/dist.mk), as dist/deb/changelog must name it.
+VERSION_FILE := $(shell cat VERSION)
+VERSION      := $(or $(shell git describe --tags --match 'v$(VERSION_FILE)' --dirty 2>/dev/null | \
+                  sed 's/^v//'),$(VERSION_FILE))
+
 # Everything but the CLI entry point is library code that tests link against.
 MODULE_SRC  := $(wildcard crypto/*.c config/*.c tun/*.c) \
                $(filter-out overlay/cli/main.c,$(wildcard overlay/*/*.c))
@@ -73,12 +84,14 @@ BUILD_DEB_PKGS := make gcc pkg-config libc6-dev libsodium-dev libmnl-dev \
 # as deps installs: wireguard-tools would pull a kernel. What
 # tests/packaging.sh runs: man and its renderer (groff-base is enough for
 # man pages on a terminal), lintian, systemd-analyze (systemd need not be
-# PID 1).
+# PID 1). tests/e2e/systemd_boot.sh: systemd-nspawn (systemd-container)
+# and debootstrap, which makes the machines' Debian root once.
 TEST_DEB_PKGS := clang libcmocka-dev \
                  iproute2 iperf3 nftables wireguard-tools wireguard-go \
                  python3 python3-torch procps iputils-ping util-linux prometheus \
                  etcd-server etcd-client tmux \
-                 man-db groff-base lintian systemd
+                 man-db groff-base lintian systemd \
+                 systemd-container debootstrap
 
 .PHONY: all deps deps-test unit unit-plain unit-asan test fuzz fuzz-smoke clean check-layers
 .PHONY: e2e demo install
@@ -129,6 +142,16 @@ build/plain/%.o: %.c
 build/asan/%.o: %.c
 	$(call quiet,CC-SAN,$<)mkdir -p $(dir $@) && $(CC) $(ALL_CFLAGS) $(SAN) -c $< -o $@
 
+build/version.txt: FORCE
+	$(Q)mkdir -p build && { [ "$$(cat $@ 2>/dev/null)" = '$(VERSION)' ] || echo '$(VERSION)' > $@; }
+build/%/overlay/base/version.o: build/version.txt
+build/%/overlay/base/version.o: CSTD += -DDDPNET_VERSION='"$(VERSION)"'
+.PHONY: FORCE version
+FORCE:
+# What the build would call itself (make version).
+version:
+	@echo '$(VERSION)'
+
 $(PLAIN_LIB): $(MODULE_SRC:%.c=build/plain/%.o)
 	$(call quiet,AR,$@)rm -f $@ && ar rcs $@ $^
 
@@ -154,7 +177,7 @@ unit-asan: $(ASAN_TESTS)
 
 # deps-test first: what the tests run is installed (root) where missing.
 test: deps-test
-test: check-layers unit packaging fuzz-smoke mutants
+test: check-layers spdx-check unit packaging fuzz-smoke mutants
 test: e2e
 
 # Each central check deleted in turn; the tests that must notice it
@@ -166,6 +189,14 @@ mutants:
 # The shape of the tree: which folder may include which (HACKING.md).
 check-layers:
 	$(Q)tests/check_layers.sh
+
+# Every source file's licence line (LICENSE: MIT): spdx-check fails naming
+# each file without it; spdx adds it where it is missing.
+.PHONY: spdx spdx-check
+spdx-check:
+	$(Q)tests/spdx.sh
+spdx:
+	$(Q)tests/spdx.sh --add
 
 # --- the AEAD benchmark (bench/aead_bench.c; `make bench` builds and runs it) ----
 
@@ -214,7 +245,8 @@ fuzz-smoke: $(FUZZERS)
 clean:
 	rm -rf build bin
 
--include $(shell find build -name '*.d' 2>/dev/null)
+# Not under build/systemd-root: the boot test's Debian trees (rc2.d...).
+-include $(shell find build -path build/systemd-root -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # --- benchmarks (root, network namespaces; not part of `make test`) ----------
 

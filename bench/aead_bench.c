@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* AEAD throughput per crypto backend on one core: ChaCha20-Poly1305 seal
  * and open as the data path calls them (aead_seal/aead_open: counter
  * nonce, no AD) at 64, 1420 and 8192 bytes, then the AEAD floor of a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # One rank of `make bench`'s all_reduce test, started by torchrun on each of
 # the three nodes (bench/mesh.sh). Gloo over the interface GLOO_SOCKET_IFNAME
 # names. Each rank adds rank + 1, and every element must hold the sum.

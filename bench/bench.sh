@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `make bench`: ddpnet side by side with the bare veth and other userspace
 # WireGuards, on one two-namespace testbed (see lib.sh), in interleaved
 # rounds so that the noise of a shared machine falls on every contender

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The `cores` part of `make bench` (sourced after lib.sh and tunnels.sh):
 # how ddpnet's throughput grows with the cores each daemon may use (issue
 # 19: "the 1 -> N core scaling with 4 and 8 streams").

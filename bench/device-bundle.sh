@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Packs what `make bench` needs besides bash, coreutils and python3 into
 # .devcarry/, for bench/device-run.sh on a machine where nothing can be
 # built or installed (a bare Ubuntu-like x86-64 VM: no compiler, maybe no

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs parts of `make bench` on a bare machine with what
 # bench/device-bundle.sh packed into .devcarry/: no compiler, no make, no
 # iproute2, iperf3 or nftables needed there; bash, coreutils, util-linux's

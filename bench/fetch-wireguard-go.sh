@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Fetches a newer wireguard-go than this machine's own, from another Debian
 # suite, as a contender for `make bench` (BENCH_EXTRA):
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Plumbing of `make bench` (sourced, not run): the testbed, the measuring
 # instruments (iperf3, ping, CPU ticks of the daemons) and the cleanup that
 # undoes everything on EXIT, so an interrupted run leaves no namespace or

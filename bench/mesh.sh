@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The three-node half of `make bench` (sourced after lib.sh): what a
 # training job sees. Gloo all_reduce under torchrun on three nodes, and one
 # TCP stream through a relay next to the direct path.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The summary of `make bench` (sourced after lib.sh): medians per contender
 # from the per-round results, ratios of ddpnet to each reference, the AEAD
 # floor as aead_bench measured it in this run, and one PASS/FAIL line per

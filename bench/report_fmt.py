@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What the bench's reports (report.sh, cores.sh) share: numbers from the
 .tsv rows and how they are printed. Imported from the reports' embedded
 Python, which put bench/ on sys.path (BENCH_DIR)."""

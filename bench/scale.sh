@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The scale run (`make scale`; issue 18): SCALE_NODES nodes (default 64),
 # each in network namespaces of its own on one machine, join through one
 # etcd member with a cluster file that lists no node. Reports

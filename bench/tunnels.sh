@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The contenders of `make bench` (sourced after lib.sh): how each one is
 # brought up between nodes a and b, which processes are its daemons, and
 # how it is torn down so that the next contender finds a bare testbed.

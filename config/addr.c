@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Parsing and formatting of the cluster file's text forms: numbers,
  * addresses, networks, names, hostnames and endpoints. */
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Text forms the cluster file uses: IP addresses, networks with a prefix,
  * decimal numbers, node names, hostnames and endpoints. Pure functions over
  * strings; nothing here resolves a name. Where a parse fails, *why (when

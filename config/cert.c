@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The cluster authority's signed statements (cert.h): the binary layout,
  * its text form, the field checks shared by signing and parsing, and
  * verification against the authority's key. */

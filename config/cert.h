@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The cluster authority's signed statements: member certificates, join
  * tokens and revocations, each one line a person can paste.
  *

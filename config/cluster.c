@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The cluster file's line reader: splits text into lines, strips comments
  * and whitespace, opens sections and hands "key = value" to the key
  * handlers; then runs the whole-file checks and builds the result. Owns the

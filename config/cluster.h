@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The cluster file: one text file shared by every node, parsed into a
  * validated in-memory model (the [cluster] settings and the nodes in file
  * order). Parsing collects every error of a file, each with its line, so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The checks that need the whole cluster file, run after every line was
  * read (the [cluster] section may follow the nodes): required sections and
  * keys, each node address against the network, the mtu against the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cluster_diff: nodes matched by name between two models; each compared
  * on what the engine acts on (key, overlay address, endpoint, the port it
  * listens on, the keepalive towards it), the effective values taken

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The difference of two cluster models: what a running node must change
  * to go from the file it runs to a new one (`ddpnet reload`). Pure: two
  * parsed models in, a list of changes out. Nodes are matched by name, so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Three open-addressing tables (linear probing, at most half full) of
  * node pointers, one per way of finding a node. */
 #include <ctype.h>

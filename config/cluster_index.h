@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A cluster's nodes found by name (case-insensitive), public key and
  * overlay address in constant time on average.
  *

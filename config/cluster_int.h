@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Internal to config/: the state of one parse of a cluster file, shared by
  * the line reader (cluster.c), the key handlers (cluster_keys.c) and the
  * whole-file checks (cluster_check.c). Not for use outside config/. */

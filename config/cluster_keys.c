@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The keys of the cluster file: one table per section naming each key,
  * whether it is required, and the handler that validates its value and
  * stores it (or, for a path, the field it is stored in). Errors name the

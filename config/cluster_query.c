@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The parsed cluster's life and lookups: reading the file from disk,
  * releasing the model, and finding a node by public key, name or overlay
  * address. */

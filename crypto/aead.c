@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The AEAD dispatch: which backend serves (crypto_core_init's choice,
  * aead_set_backend), WireGuard's nonce layouts, the length limits, and
  * XChaCha20 on top of whichever IETF AEAD is selected. Everything a backend

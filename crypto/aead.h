@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The two AEADs of the protocol: ChaCha20-Poly1305 (RFC 8439) for handshake
  * fields and transport data, XChaCha20-Poly1305 for cookie replies, behind
  * one small interface with two backends chosen at run time: libsodium

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The OpenSSL libcrypto backend of crypto/aead.h: ChaCha20-Poly1305
  * (RFC 8439) from libcrypto's ChaCha20 stream and Poly1305 MAC, built when
  * DDPNET_HAVE_OPENSSL is defined (the Makefile does when libcrypto >= 3.0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The libsodium backend of crypto/aead.h: ChaCha20-Poly1305 (RFC 8439),
  * always built, and the one XChaCha20 relies on for HChaCha20.
  *

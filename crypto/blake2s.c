@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* BLAKE2s (RFC 7693) in portable C, and the two constructions WireGuard
  * builds on it: HMAC-BLAKE2s (RFC 2104) and the HKDF-style KDF_n of the
  * whitepaper (section 5.4). Loads and stores assemble bytes explicitly, so the

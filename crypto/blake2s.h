@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* BLAKE2s (RFC 7693) and the constructions WireGuard builds on it: keyed
  * hashing (MAC), HMAC-BLAKE2s and the HKDF that yields one to three keys.
  * libsodium offers only BLAKE2b, so this is our own, portable C. Every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Little-endian field access for the wire formats, byte by byte so it
  * holds on any host and any alignment. */
 #ifndef DDPNET_BYTES_H

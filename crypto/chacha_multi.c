@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ChaCha20 for many messages at once (see chacha_multi.h). The state is
  * word-sliced: vector i holds state word i of every lane (message), so a
  * quarter round is four vector operations on 16 messages, and a pass over

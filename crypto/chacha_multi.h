@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ChaCha20 (RFC 8439) for up to CHACHA_MULTI_LANES messages at once under
  * one key, one message per vector lane.
  *

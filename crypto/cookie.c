@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mac1, mac2 and cookie replies (see cookie.h).
  * Cookie reply: type | receiver index | nonce 24 | sealed cookie 16+16. */
 #include <errno.h>

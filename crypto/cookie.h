@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mac1, mac2 and cookie replies (whitepaper 5.4.4 and 5.4.7).
  *
  * Every handshake message ends in mac1 = MAC(HASH("mac1----" || S_recv),

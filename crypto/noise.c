@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* WireGuard handshake messages over the IKpsk2 patterns (see noise.h).
  *
  * initiation: type | sender | ephemeral 32 | static 32+16 | timestamp 12+16 | mac1 | mac2

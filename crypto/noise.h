@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* WireGuard's handshake (whitepaper 5.4): initiation (type 1, 148 bytes)
  * and response (type 2, 92 bytes) over the IKpsk2 patterns of noise_ik.h,
  * with WireGuard's identifier as prologue, a TAI64N timestamp as the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Noise IKpsk2 patterns, token by token (see noise_ik.h). Every key made
  * here is used for exactly one AEAD operation, so the nonce is always 0. */
 #include <errno.h>

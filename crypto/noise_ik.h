@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The Noise IKpsk2 message patterns (Noise_IKpsk2_25519_ChaChaPoly_BLAKE2s),
  * token by token, over a symmetric state of chaining key and hash. The
  * prologue, payloads and ephemeral keys are parameters, so the same code

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Poly1305 for many messages at once (see poly1305_multi.h).
  *
  * Radix 2^44: h = h0 + h1 2^44 + h2 2^88 with h2 holding bits 88..129.

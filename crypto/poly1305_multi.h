@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Poly1305 tags of the RFC 8439 AEAD for up to POLY1305_MULTI_LANES
  * messages at once, one message per 64-bit vector lane (AVX-512 IFMA).
  *

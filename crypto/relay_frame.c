@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Relay frames (see relay_frame.h): batches of aead_seal_part_batch and
  * aead_open_part_batch, the whole frame authenticated and only the kind
  * and key encrypted. */

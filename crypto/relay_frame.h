@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Relay frames: ddpnet's own message type on a WireGuard session, that
  * carries another WireGuard message (already sealed end to end) to or from
  * a relay and authenticates it without encrypting it again.
@@ -6,9 +7,10 @@
  * encrypted twice at each end and once more at the relay. The enclosed
  * message is ciphertext already; what the hop needs is that it came from
  * the member the session is with, once, in order. So a frame encrypts only
- * what is secret to the hop (to or from whom) and takes the enclosed
- * message as associated data: ChaCha20 over 33 bytes and Poly1305 over the
- * rest, instead of ChaCha20 and Poly1305 over all of it.
+ * what is secret to the hop (to or from whom) and authenticates the
+ * enclosed message in clear, under one tag over the whole frame (no
+ * associated data: see Crypto below): ChaCha20 over 33 bytes and Poly1305
+ * over all of it, instead of ChaCha20 and Poly1305 over all of it.
  *
  * Layout (integers little-endian, as WireGuard's):
  *   0     4   type, RELAY_FRAME_TYPE (44 00 00 00; a stock WireGuard peer

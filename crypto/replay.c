@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The transport anti-replay window (RFC 6479's sliding bitmap): which
  * counters behind the highest accepted one were already seen. Counter c
  * lives in ring word (c >> shift) & (words - 1), bit c & 63. `greatest` is

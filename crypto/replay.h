@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The anti-replay window of transport counters (RFC 6479's bitmap, as the
  * Linux module and wireguard-go): WG_REPLAY_BITS_TOTAL bits in 64-bit words,
  * of which WG_REPLAY_WINDOW counters behind the highest one seen are

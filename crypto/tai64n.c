@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* TAI64N encoding (see tai64n.h). */
 #include "crypto/tai64n.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* TAI64N timestamps for handshake initiations: 8 bytes of big-endian TAI64
  * seconds, 4 of big-endian nanoseconds, so that later stamps compare greater
  * byte-wise. The caller owns the clock and passes the time in. */

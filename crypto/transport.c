@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Transport data messages (see transport.h). Layout of a message:
  * type (1 byte, 4) | reserved (3, zero) | receiver index (4, LE) |
  * counter (8, LE) | ChaCha20-Poly1305(padded plaintext). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Transport data (message type 4) under one keypair: sealing with the
  * 64-bit counter nonce and 16-byte padding, opening with the replay check
  * made only after the AEAD authenticated the packet, and the key's limits

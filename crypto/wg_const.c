@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Text for the crypto core's statuses (wg_const.h). */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Every WireGuard protocol constant, named, in one place: message types and
  * sizes, the Noise strings, the timer and counter limits of the whitepaper
  * (section 6), and the statuses the crypto core returns. No other file

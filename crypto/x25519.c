@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* X25519 over libsodium, with WireGuard's two rules on top: private keys are
  * clamped when made, and a Diffie-Hellman whose result is all zeros (the
  * peer's public key has low order) is refused and leaves no output. */

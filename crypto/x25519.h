@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* X25519 (RFC 7748) as WireGuard uses it: clamped private keys, and a
  * Diffie-Hellman that refuses an all-zero result (a low-order public key),
  * compared in constant time. Over libsodium. */

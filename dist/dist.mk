@@ -7,10 +7,11 @@
 #   make packaging tests/packaging.sh: the layout, the unit, the pages, the
 #                  completion and the package checked (part of `make test`)
 
-# One version: the one `ddpnet --version` prints (overlay/cli/main.c).
-VERSION      ?= $(shell sed -n 's/^\#define DDPNET_VERSION "\(.*\)"$$/\1/p' overlay/cli/main.c)
+# The package's version is the VERSION file's (the Makefile), which
+# dist/deb/changelog's latest entry must name; `ddpnet --version` says the
+# same, or git describe's longer name for a build between two tags.
 DEB_REVISION ?= 1
-DEB_VERSION   = $(VERSION)-$(DEB_REVISION)
+DEB_VERSION   = $(VERSION_FILE)-$(DEB_REVISION)
 DEB_ARCH     ?= $(shell dpkg --print-architecture 2>/dev/null)
 DEB_MAINTAINER ?= Seed 7712704a maintainers <maintainers@users.noreply.a-seed-7712704a.example>
 DEB           = build/ddpnet_$(DEB_VERSION)_$(DEB_ARCH).deb

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Keeps the shape of the tree (HACKING.md, "The map"): fails, naming the
 # file and line, when
 #  - crypto/, config/ or tun/ include anything of another top folder
@@ -6,6 +7,14 @@
 #  - a folder of overlay/ includes a folder at its own level or above it
 #    in the order below (the arrows point one way, so there is no cycle,
 #    and the event loop knows no engine);
+#  - inside overlay/engine/, paths and discovery (path*, disco_*, paths.h)
+#    include of the engine anything but device.h, index.h, ratelimit.h,
+#    stage.h and their own headers, or name a function of the WireGuard
+#    core (datapath_, handshake_, timers_, icmp_, engine_, peer_ other
+#    than device.h's): the core calls them, they reach it back only
+#    through paths.h's struct core_ops;
+#  - a file outside overlay/engine/ includes of it anything but device.h
+#    and device_setup.h;
 #  - a C or header file sits at overlay/'s top level, a folder of overlay/
 #    is not in the order (a new one must be placed), or one holds more
 #    than 15 C files.
@@ -55,8 +64,32 @@ for d in overlay/*/; do
     done < <(grep -nE '^#include "overlay/' "$d"/*.[ch] 2>/dev/null)
 done
 
+# overlay/engine/ from outside: device.h (the model) and device_setup.h
+# (peers made and removed, the loop's handlers) are its only doors.
+while IFS=: read -r file line text; do
+    complain "$file:$line: includes the engine's inside ($text); use device.h or device_setup.h"
+done < <(grep -nE '^#include "overlay/engine/' overlay/*/*.[ch] 2>/dev/null |
+         grep -v '^overlay/engine/' |
+         grep -vE '#include "overlay/engine/(device|device_setup)\.h"')
+
+# overlay/engine/: the core calls paths and discovery; they call it back
+# only through the operations it hands them (paths.h: struct core_ops).
+ENGINE_PATHS=(overlay/engine/path*.[ch] overlay/engine/disco_*.[ch] overlay/engine/paths.h)
+PATHS_MAY_INCLUDE='device|device_setup|index|ratelimit|stage|paths|path_[a-z_]*|disco_[a-z_]*'
+CORE_CALLS='\b(datapath|handshake|timers|icmp|engine)_[a-z0-9_]+[[:space:]]*\(|\bpeer_(new|free|install_keypair|received_with_keypair|clear_keys|stage|unstage|drop_staged|give_up|count_rx|count_tx|sent)[[:space:]]*\('
+for f in "${ENGINE_PATHS[@]}"; do
+    [ -e "$f" ] || continue
+    while IFS=: read -r line text; do
+        complain "$f:$line: paths/discovery include the core ($text); use paths.h's struct core_ops"
+    done < <(grep -nE '^#include "overlay/engine/' "$f" |
+             grep -vE "#include \"overlay/engine/($PATHS_MAY_INCLUDE)\.h\"")
+    while IFS=: read -r line text; do
+        complain "$f:$line: paths/discovery call the core back ($text); use paths.h's struct core_ops"
+    done < <(sed -e 's://.*$::' "$f" | grep -nE "$CORE_CALLS" | grep -vE '^[0-9]+:[[:space:]]*(/?\*)')
+done
+
 if [ "$bad" -ne 0 ]; then
     echo "check-layers: FAILED"
     exit 1
 fi
-echo "check-layers: passed (${ORDER[*]}; crypto config tun stand alone)"
+echo "check-layers: passed (${ORDER[*]}; crypto config tun stand alone; engine: core -> paths/discovery, back through core_ops)"

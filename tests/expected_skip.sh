@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Whether a skip is one the README expects:
 #   tests/expected_skip.sh NAME
 # exits 0 when NAME (an e2e script, a unit test case, or "packaging") is

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # make mutants: each central check deleted (or inverted) in turn, and the
 # tests that must notice it run against that mutant. The list, and what
 # each mutant is, is tests/mutants.list.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # What gets installed beside the binary, checked (dist/, `make packaging`,
 # part of `make test`): `make install` lays out every file with its mode,
 # systemd-analyze accepts the unit (and refuses broken copies of it), both
@@ -61,8 +62,10 @@ done
 ok "make install lays out ${#expect[@]} paths with their modes"
 
 # The default prefix puts the unit where systemd reads a local one.
-make --no-print-directory -s -n install DESTDIR="$tmp/local" PREFIX=/usr/local 2>/dev/null |
-    grep -q '/usr/local/lib/systemd/system/ddpnet@.service' ||
+# (Read whole first: grep -q stopping early would kill make -n's long
+# output with SIGPIPE, which pipefail takes for a failure.)
+local_install=$(make --no-print-directory -s -n install DESTDIR="$tmp/local" PREFIX=/usr/local 2>/dev/null)
+grep -q '/usr/local/lib/systemd/system/ddpnet@.service' <<<"$local_install" ||
     fail "PREFIX=/usr/local does not put the unit in /usr/local/lib/systemd/system"
 
 # --- the unit ---------------------------------------------------------------------
@@ -265,9 +268,16 @@ ok "bash completion offers the verbs, each verb's options, interfaces, files and
 
 make --no-print-directory deb >"$tmp/deb.log" 2>&1 || fail "make deb: $(tail -n 5 "$tmp/deb.log")"
 deb=$(sed -n 's/^built //p' "$tmp/deb.log")
-# The version `ddpnet --version` prints, with the Debian revision 1.
-upstream=$(sed -n 's/^#define DDPNET_VERSION "\(.*\)"$/\1/p' overlay/cli/main.c)
-[[ $(bin/ddpnet --version) == "ddpnet $upstream" ]] || fail "bin/ddpnet --version is not $upstream"
+# The VERSION file's version, with the Debian revision 1; `ddpnet
+# --version` says it too, or git describe's name of a commit past its tag
+# (the Makefile), and CHANGELOG.md's latest section is it.
+upstream=$(cat VERSION)
+built=$(make --no-print-directory -s version)
+[[ $built == "$upstream" || $built == "$upstream"-* ]] ||
+    fail "make version says $built, not VERSION's $upstream or a name past its tag"
+[[ $(bin/ddpnet --version) == "ddpnet $built" ]] || fail "bin/ddpnet --version is not $built"
+grep -m1 '^## ' CHANGELOG.md | grep -q "^## $upstream " ||
+    fail "CHANGELOG.md's latest section is not $upstream: $(grep -m1 '^## ' CHANGELOG.md)"
 version=$upstream-1
 arch=$(dpkg --print-architecture)
 [[ $deb == "build/ddpnet_${version}_${arch}.deb" && -f $deb ]] ||
@@ -326,4 +336,25 @@ bad=$(lintian "$tmp/bad/ddpnet.deb" 2>&1 || true)
 grep -q '^E: .*no-copyright-file' <<<"$bad" ||
     fail "lintian does not report an error in a package without a copyright file"
 ok "lintian: no errors in $deb ($(grep -c '^W: ' "$tmp/lintian" || true) warnings)"
+
+# The licence: LICENSE (MIT, SPDX's name; Debian calls it Expat), and the
+# package's copyright file in Debian's machine-readable format (DEP-5):
+# its Format line, a Files: * paragraph naming a licence that a
+# stand-alone License paragraph states, with LICENSE's words.
+copyright=dist/deb/copyright
+head -n 1 "$copyright" | grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' ||
+    fail "$copyright does not start with DEP-5's Format line"
+short=$(awk '/^Files: \*$/ {f = 1} f && /^License: / {print $2; exit}' "$copyright")
+[[ $short == Expat ]] || fail "$copyright's Files: * paragraph names licence '${short:-none}', not Expat (MIT)"
+awk -v s="License: $short" 'prev == "" && $0 == s {found = 1} {prev = $0} END {exit !found}' "$copyright" ||
+    fail "$copyright has no stand-alone License: $short paragraph"
+words() { tr -s ' \n.' ' ' | sed 's/^ //; s/ $//'; }
+grant=$(sed -n '/^Permission is hereby granted/,$p' LICENSE | words)
+stated=$(awk -v s="License: $short" 'prev == "" && $0 == s {f = 1} {prev = $0} f && /^ / {print; next}
+                                      f && $0 != s {exit}' "$copyright" |
+    sed 's/^ //' | words)
+[[ -n $grant && $grant == "$stated" ]] || fail "$copyright's $short text is not LICENSE's"
+dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/ddpnet/copyright | cmp -s - "$copyright" ||
+    fail "$deb's copyright file is not $copyright"
+ok "licence: LICENSE is MIT, $deb's copyright says so in DEP-5 (Expat)"
 echo "packaging: all checks passed"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs cmocka test binaries, one after another, and prints one closing line
 # "unit-FLAVOUR: N passed, N failed, N skipped" summed over all of them.
 # Exits non-zero if any test failed or any binary crashed, and, with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rtnetlink requests over libmnl. Each request carries NLM_F_ACK and is read
  * to its ack, so the socket never holds a stale answer for the next request;
  * a reply's problems are recorded and reported after the ack, not by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rtnetlink over libmnl: the few link, address and route requests the daemon
  * makes (never by running `ip`). One context per user, no globals; every
  * request asks for an ack and returns the kernel's answer as 0 or -errno. */

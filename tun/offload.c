@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* TUN offloads done in userspace (tun/offload.h): the vnet header, the
  * Internet checksum, cutting TSO/USO super-packets into segments and
  * merging received TCP segments back into super-packets. Owns the IP, TCP

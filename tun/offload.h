@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* TUN offloads in userspace, as pure functions over bytes: the virtio-net
  * header that precedes every packet on a TUN opened with IFF_VNET_HDR, the
  * Internet checksum, segmentation of the TSO/USO super-packets the kernel

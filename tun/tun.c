@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The TUN device: name checks, one /dev/net/tun open per queue, offloads.
  * The device is not persistent, so closing the last queue removes it and a
  * failed create leaves nothing behind. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The TUN device: opening /dev/net/tun once per queue, the vnet header and
  * offloads, closing. Owns nothing but file descriptors; addresses, MTU and
  * link state are rtnetlink's business (tun/netlink.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The daemon's clock (see clock.h). */
 #include <time.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The daemon's one clock, and the units its deadlines are written in. */
 #ifndef DDPNET_CLOCK_H
 #define DDPNET_CLOCK_H
@@ -6,7 +7,9 @@
 
 #include "crypto/wg_const.h"
 
+/* The units, once: seconds in ns are WireGuard's WG_NSEC_PER_SEC. */
 #define NS_PER_MS (WG_NSEC_PER_SEC / 1000u)
+#define NS_PER_US (NS_PER_MS / 1000u)
 
 /* The monotonic clock in ns (CLOCK_BOOTTIME: it runs through suspend). */
 uint64_t clock_now_ns(void);

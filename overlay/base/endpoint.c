@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Endpoints as text (see endpoint.h). */
 #include <arpa/inet.h>
 #include <errno.h>

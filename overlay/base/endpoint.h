@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Where a UDP datagram comes from or goes: an IPv4 or IPv6 socket
  * address, the one type every folder of overlay/ passes around. */
 #ifndef DDPNET_ENDPOINT_H

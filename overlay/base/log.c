@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Log sink and rate limits (see log.h). */
 #include <errno.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Concise log lines with a level, one line per event: to stderr when the
  * daemon runs in the foreground, to syslog otherwise.
  *

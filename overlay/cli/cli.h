@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The `ddpnet` verbs, one function each; main.c dispatches to them from a
  * table. Each takes the arguments after the verb (argv[0] is the verb),
  * prints one actionable line on error, and returns the exit status. */
@@ -29,6 +30,9 @@ struct cli_verb {
  * "--version", "-v": "ddpnet VERSION"; a verb: its function, whose --help
  * shows its one line too. An unknown verb or "help" of one: exit 2 with a
  * line saying so. Returns the exit status. */
+/* Room for control_protocol_message's line (control.h). */
+#define CLI_PROTOCOL_LINE_MAX 256u
+
 int cli_main(const struct cli_verb *table, size_t n, const char *version, int argc,
              char **argv);
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The CLI's shared parts: the option table and its parser, the messages
  * several verbs print, and the checks `up` and `down` make on the system
  * (privilege, directories, the state file, processes, interfaces). */
@@ -313,22 +314,15 @@ void cli_args_summary(const char *summary)
     verb_summary = summary;
 }
 
-/* The help column: option names this wide, then the text, cut into
- * lines of at most HELP_LINE_WIDTH characters. */
-#define HELP_NAME_WIDTH 26
-#define HELP_LINE_WIDTH 79
-
-/* text from column HELP_NAME_WIDTH + 2 on, cut at spaces into lines that
- * fit; a word longer than a line stays whole. */
-static void help_wrap(FILE *out, const char *text)
+void cli_args_help_wrap(FILE *out, int indent, const char *text)
 {
-    const size_t room = HELP_LINE_WIDTH - HELP_NAME_WIDTH - 2;
+    const size_t room = (size_t)(HELP_LINE_WIDTH - indent);
     size_t col = 0;
 
     while (*text) {
         size_t word = strcspn(text, " ");
         if (col > 0 && col + 1 + word > room) {
-            fprintf(out, "\n  %-*s", HELP_NAME_WIDTH, "");
+            fprintf(out, "\n%*s", indent, "");
             col = 0;
         } else if (col > 0) {
             fputc(' ', out);
@@ -367,7 +361,7 @@ void cli_args_help(FILE *out, const char *verb, unsigned allowed, unsigned requi
         else
             fprintf(out, "  %-*s", HELP_NAME_WIDTH, name);
         snprintf(text, sizeof(text), "%s%s", d->help, (required & d->bit) ? " (required)" : "");
-        help_wrap(out, text);
+        cli_args_help_wrap(out, HELP_NAME_WIDTH + 2, text);
     }
     fprintf(out, "  %-*s%s\n", HELP_NAME_WIDTH, "-h, --help", "show this help and exit");
     fprintf(out, "\nMore in ddpnet(8) (man 8 ddpnet); the cluster file in ddpnet.conf(5).\n");

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What the `ddpnet` verbs share: one option parser with the same option
  * names for every verb, the exit statuses, the messages several verbs print,
  * and the small checks and file helpers of `up` and `down`. None of it
@@ -91,6 +92,13 @@ int cli_args_seconds(const char *s, uint64_t *ns);
 int cli_args_handle(int argc, char **argv, unsigned allowed, unsigned required,
                     const char *usage, struct cli_args *a);
 
+/* Option help: names in a column HELP_NAME_WIDTH wide, each text wrapped
+ * into lines of at most HELP_LINE_WIDTH characters. */
+#define HELP_NAME_WIDTH 26
+#define HELP_LINE_WIDTH 79
+/* text after a column of indent characters, cut at spaces into lines of
+ * at most HELP_LINE_WIDTH; a word longer than a line stays whole. */
+void cli_args_help_wrap(FILE *out, int indent, const char *text);
 /* A verb's --help: "usage: ddpnet VERB USAGE", the verb's one line (when
  * cli_args_summary gave one), one line per allowed option saying what it
  * does and its default (or "(required)"), and where the manual is. */

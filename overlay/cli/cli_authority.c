@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `ddpnet authority VERB`: the cluster authority's side of signed
  * membership (config/cert.h), with no daemon involved. init writes the
  * authority's secret key file and prints its public key; pubkey prints it
@@ -216,34 +217,6 @@ static int args_parse(const struct auth_verb *v, int argc, char **argv, struct a
     return 0;
 }
 
-#define HELP_NAME_WIDTH 26
-#define HELP_LINE_WIDTH 79
-
-/* text after a column of indent characters, cut at spaces into lines of
- * at most HELP_LINE_WIDTH; a word longer than a line stays whole. */
-static void help_wrap(FILE *out, int indent, const char *text)
-{
-    const size_t room = (size_t)(HELP_LINE_WIDTH - indent);
-    size_t col = 0;
-
-    while (*text) {
-        size_t word = strcspn(text, " ");
-
-        if (col > 0 && col + 1 + word > room) {
-            fprintf(out, "\n%*s", indent, "");
-            col = 0;
-        } else if (col > 0) {
-            fputc(' ', out);
-            col++;
-        }
-        fprintf(out, "%.*s", (int)word, text);
-        col += word;
-        text += word;
-        text += strspn(text, " ");
-    }
-    fputc('\n', out);
-}
-
 static void verb_help(FILE *out, const struct auth_verb *v)
 {
     char text[512];
@@ -263,7 +236,7 @@ static void verb_help(FILE *out, const struct auth_verb *v)
         fprintf(out, "  %-*s ", HELP_NAME_WIDTH, name);
         snprintf(text, sizeof(text), "%s%s", d->help,
                  (v->required & d->bit) ? " (required)" : "");
-        help_wrap(out, HELP_NAME_WIDTH + 3, text);
+        cli_args_help_wrap(out, HELP_NAME_WIDTH + 3, text);
     }
     fprintf(out, "  %-*s %s\n", HELP_NAME_WIDTH, "-h, --help", "show this help and exit");
     fprintf(out, "\nMore in ddpnet(8) (man 8 ddpnet), under authority, and in README.md,\n"
@@ -926,7 +899,7 @@ static void verbs_list(FILE *out)
     fprintf(out, "usage: ddpnet authority COMMAND [options]\n\ncommands:\n");
     for (size_t i = 0; i < N_AUTH_VERBS; i++) {
         fprintf(out, "  %-7s ", auth_verbs[i].name);
-        help_wrap(out, 10, auth_verbs[i].help);
+        cli_args_help_wrap(out, 10, auth_verbs[i].help);
     }
     fprintf(out, "\n'ddpnet authority COMMAND --help' explains a command's options.\n");
 }

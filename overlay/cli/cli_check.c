@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `ddpnet check -c CLUSTER [-k KEYFILE]`: every check `up` makes that needs
  * only the files -- the cluster file's own (config/), the metrics address
  * against the nodes that would serve it, and with -k the key file, this

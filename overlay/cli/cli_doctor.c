@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `ddpnet doctor`: from this node, is every peer reached, and how. It asks
  * the daemon over the control socket (get=ddpnet) who the peers are, then
  * sends each a few ICMP echoes to its overlay address: they go through
@@ -833,9 +834,13 @@ out:
 
 static int ask(const char *path, const struct cli_args *a, char **response)
 {
-    int ret = control_request(path, CONTROL_GET_DDPNET "\n", response);
+    char why[CLI_PROTOCOL_LINE_MAX];
+    unsigned theirs = 0;
+    int ret = control_request_ddpnet(path, CONTROL_GET_DDPNET "\n", -1, response, &theirs);
 
-    if (ret == -ENOENT || ret == -ECONNREFUSED)
+    if (ret == -EPROTONOSUPPORT && control_protocol_message(why, sizeof(why), theirs, a->ifname))
+        fprintf(stderr, "ddpnet doctor: %s\n", why);
+    else if (ret == -ENOENT || ret == -ECONNREFUSED)
         fprintf(stderr, "ddpnet doctor: %s is not up (no control socket at %s)\n",
                 a->ifname, path);
     else if (ret == -EACCES || ret == -EPERM || (ret == -ECONNRESET && geteuid() != 0))

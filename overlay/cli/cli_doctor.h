@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `ddpnet doctor`: before a long job, is every peer reached, by which
  * path, with what MTU and round trip, and what does `env` give the job.
  * What it owns: the report (the daemon's get=ddpnet answer, parsed, plus

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `ddpnet down`: stops a node from the outside. Deleting the interface
  * first stops even a daemon that hangs (it notices its TUN went away);
  * then SIGTERM, a bounded wait, and the cleanup of what the daemon would

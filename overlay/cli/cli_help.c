@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The `ddpnet` command around its verbs (cli.h: cli_main): the list of
  * verbs, `help VERB`, `version`, and the dispatch to main.c's table. Apart
  * from main.c, so that the unit tests run it on a table of their own. */

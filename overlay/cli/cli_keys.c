@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `ddpnet genkey` and `ddpnet pubkey`: the same text in and out as
  * `wg genkey` and `wg pubkey`, so keys move freely between the tools. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `ddpnet reload`: the cluster file the node was started with (its state
  * file names it) is read again, as root, and its bytes sent to the daemon,
  * which applies the difference live (membership/members.h). Prints a line
@@ -118,8 +119,9 @@ int cli_reload(int argc, char **argv)
 {
     char path[PATH_MAX], sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
     char hosts[PATH_MAX];
-    char *req = NULL, *response = NULL;
+    char *req = NULL, *response = NULL, why[CLI_PROTOCOL_LINE_MAX];
     int hosts_fd;
+    unsigned theirs = 0;
     struct cli_args a;
     int ret = cli_args_handle(argc, argv, RELOAD_ALLOWED, 0, RELOAD_USAGE, &a);
 
@@ -143,11 +145,13 @@ int cli_reload(int argc, char **argv)
     /* Passed along: where a tool replaced the file by renaming a new one
      * over it, the daemon (which may no longer open it) takes this one. */
     hosts_fd = hosts[0] ? hosts_open(hosts) : -1;
-    ret = control_request_fd(sock, req, hosts_fd, &response);
+    ret = control_request_ddpnet(sock, req, hosts_fd, &response, &theirs);
     if (hosts_fd >= 0)
         close(hosts_fd);
     free(req);
-    if (ret == -ENOENT || ret == -ECONNREFUSED)
+    if (ret == -EPROTONOSUPPORT && control_protocol_message(why, sizeof(why), theirs, a.ifname))
+        fprintf(stderr, "ddpnet reload: %s\n", why);
+    else if (ret == -ENOENT || ret == -ECONNREFUSED)
         fprintf(stderr, "ddpnet reload: %s is not up (no control socket at %s)\n", a.ifname, sock);
     else if (ret == -ECONNRESET && geteuid() != 0)
         fprintf(stderr, "ddpnet reload: permission denied: run as root\n");

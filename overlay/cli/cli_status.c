@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `ddpnet status` and `ddpnet env`: ask the daemon over its control socket
  * (get=ddpnet) and print a table or JSON, or over its env socket, which
  * any user may ask (get=ddpnet-env), and print export lines; `status
@@ -868,9 +869,14 @@ static int fetch(const char *verb, bool env, const struct cli_args *a, char *pat
         say_error(verb, "run directory '%s' is too long for a socket path", a->run_dir);
         return CLI_EXIT_FAIL;
     }
-    ret = control_request(path, env ? CONTROL_GET_ENV "\n" : CONTROL_GET_DDPNET "\n",
-                          response);
-    if (ret == -ENOENT || ret == -ECONNREFUSED)
+    unsigned theirs = 0;
+    char why[CLI_PROTOCOL_LINE_MAX];
+
+    ret = control_request_ddpnet(path, env ? CONTROL_GET_ENV "\n" : CONTROL_GET_DDPNET "\n", -1,
+                                 response, &theirs);
+    if (ret == -EPROTONOSUPPORT && control_protocol_message(why, sizeof(why), theirs, a->ifname))
+        say_error(verb, "%s", why);
+    else if (ret == -ENOENT || ret == -ECONNREFUSED)
         say_error(verb, "%s is not up (no %s socket at %s)%s", a->ifname,
                   env ? "env" : "control", path,
                   env ? "; nothing was exported: NCCL and Gloo would pick another network" : "");
@@ -908,7 +914,9 @@ static int print_response(bool env, const struct cli_args *a, const char *respon
 /* The watch's later questions, which cli_watch.c reports itself. */
 static int fetch_again(void *path, char **response)
 {
-    return control_request(path, CONTROL_GET_DDPNET "\n", response);
+    unsigned theirs;
+
+    return control_request_ddpnet(path, CONTROL_GET_DDPNET "\n", -1, response, &theirs);
 }
 
 /* `status --watch`, from the daemon's first answer (taken over). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `ddpnet up`: every check a person can act on (cluster file, key file,
  * membership, privilege, a free interface name, the run directory) is made
  * here, before the daemon starts; then the daemon runs in the foreground,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `ddpnet status --watch`: the loop that asks the daemon every interval
  * and draws the table (cli_status.c's frames), and the rates between two
  * of its answers. On a terminal it owns the screen while it runs -- the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* `ddpnet status --watch`: the status table again every interval, with
  * each peer's rates taken from the byte counters of two successive
  * answers of the daemon. The loop (cli_watch.c) is the only part that

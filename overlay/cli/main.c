@@ -1,11 +1,9 @@
+/* SPDX-License-Identifier: MIT */
 /* The `ddpnet` command: a table of verbs, each with its function (cli.h)
  * and one line of help; cli_main (cli_help.c) dispatches on it. Nothing
  * else lives here. */
+#include "overlay/base/version.h"
 #include "overlay/cli/cli.h"
-
-#ifndef DDPNET_VERSION
-#define DDPNET_VERSION "0.3.0"
-#endif
 
 static const struct cli_verb verbs[] = {
     { "up",     cli_up,     "bring up the overlay interface from the cluster file and this node's key" },
@@ -23,5 +21,5 @@ static const struct cli_verb verbs[] = {
 
 int main(int argc, char **argv)
 {
-    return cli_main(verbs, N_VERBS, DDPNET_VERSION, argc, argv);
+    return cli_main(verbs, N_VERBS, ddpnet_version, argc, argv);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The control socket's transport: creating the listening socket, serving
  * one client connection (credentials, framing, one answer per request) and
  * the CLI's client call (control.h). What a request does lives in
@@ -6,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -18,6 +20,7 @@
 #include <sodium.h>
 
 #include "overlay/base/log.h"
+#include "overlay/base/version.h"
 #include "overlay/control/control.h"
 #include "overlay/control/control_int.h"
 #include "overlay/control/uapi.h"
@@ -39,6 +42,10 @@
 #define CONTROL_ENV_LEN          (sizeof(CONTROL_GET_ENV) - 1)
 /* "errno=" DEC "\n\n" */
 #define CONTROL_ERRNO_LINE_MAX   32u
+#define CONTROL_PROTOCOL_LEN     (sizeof(CONTROL_PROTOCOL_KEY) - 1)
+/* Digits of a protocol number, and its whole line ("protocol=" DEC "\n"). */
+#define CONTROL_PROTOCOL_DIGITS  8u
+#define CONTROL_PROTOCOL_LINE_MAX 32u
 
 /* --- a growing buffer that may hold secrets ------------------------------- */
 
@@ -332,14 +339,13 @@ void control_cluster_body(const char *req, size_t consumed, const char **body, s
     *len = consumed - (at + 1);
 }
 
-int control_frame(const char *buf, size_t len, enum control_op *op, size_t *consumed)
+/* A request without a protocol line. */
+static int frame_request(const char *buf, size_t len, enum control_op *op, size_t *consumed)
 {
     enum uapi_op uop;
     size_t n = len < CONTROL_DDPNET_LEN ? len : CONTROL_DDPNET_LEN, head, body;
     int ret;
 
-    if ((!buf && len) || !op || !consumed)
-        return -EINVAL;
     if (len == 0)
         return -EAGAIN;
     /* "set=" starts both set lines too. */
@@ -375,6 +381,68 @@ int control_frame(const char *buf, size_t len, enum control_op *op, size_t *cons
     ret = uapi_parse_request(buf, len, &uop, consumed);
     if (ret == 0)
         *op = uop == UAPI_GET ? CONTROL_GET_WG : CONTROL_SET_WG;
+    return ret;
+}
+
+/* "protocol=N\n" at the start of buf: 0 with N and the line's length;
+ * -ENOENT when buf does not start with that key (a request without the
+ * line), -EAGAIN while it may still be one, -EINVAL when it is a bad one. */
+static int frame_protocol(const char *buf, size_t len, unsigned *proto, size_t *head)
+{
+    size_t digits = 0;
+    unsigned n = 0;
+
+    if (memcmp(buf, CONTROL_PROTOCOL_KEY, len < CONTROL_PROTOCOL_LEN ? len : CONTROL_PROTOCOL_LEN))
+        return -ENOENT;
+    for (size_t at = CONTROL_PROTOCOL_LEN;; at++, digits++) {
+        if (at >= len)
+            return -EAGAIN;
+        if (buf[at] == '\n') {
+            if (!digits)
+                return -EINVAL;
+            *proto = n;
+            *head = at + 1;
+            return 0;
+        }
+        if (buf[at] < '0' || buf[at] > '9' || digits == CONTROL_PROTOCOL_DIGITS)
+            return -EINVAL;
+        n = n * 10 + (unsigned)(buf[at] - '0');
+    }
+}
+
+size_t control_protocol_head(const char *buf, size_t len)
+{
+    unsigned proto;
+    size_t head;
+
+    return len && frame_protocol(buf, len, &proto, &head) == 0 ? head : 0;
+}
+
+int control_frame(const char *buf, size_t len, enum control_op *op, size_t *consumed)
+{
+    unsigned proto;
+    size_t head;
+    int ret;
+
+    if ((!buf && len) || !op || !consumed)
+        return -EINVAL;
+    if (len == 0)
+        return -EAGAIN;
+    ret = frame_protocol(buf, len, &proto, &head);
+    if (ret == -ENOENT)
+        return frame_request(buf, len, op, consumed);   /* wg, or a CLI before numbers */
+    if (ret < 0)
+        return ret;
+    /* Another protocol's request may be framed otherwise: refused, and the
+     * rest is not read. */
+    if (proto != DDPNET_CONTROL_PROTOCOL) {
+        *op = CONTROL_PROTOCOL_OP;
+        *consumed = head;
+        return 0;
+    }
+    ret = frame_request(buf + head, len - head, op, consumed);
+    if (ret == 0)
+        *consumed += head;
     return ret;
 }
 
@@ -470,18 +538,15 @@ static int client_queue(struct control_client *c, int ret, char *out, size_t len
     return client_queue_errno(c, ret);
 }
 
-/* Builds the answer to one framed request. */
-static int client_answer(struct control_client *c, struct device *dev, enum control_op op,
-                         size_t len, uint64_t now_ns)
+/* The answer to a request of this protocol, at req (len bytes, past any
+ * protocol line). */
+static int client_answer_op(struct control_client *c, struct device *dev, enum control_op op,
+                            const char *req, size_t len, uint64_t now_ns)
 {
     char *out = NULL;
     size_t out_len = 0;
     int ret;
 
-    if (c->env_only && op != CONTROL_GET_ENV_OP) {
-        c->closing = true;
-        return client_queue_errno(c, -EPERM);
-    }
     switch (op) {
     case CONTROL_GET_ENV_OP:
         ret = control_get_env(dev, &out, &out_len);
@@ -493,14 +558,14 @@ static int client_answer(struct control_client *c, struct device *dev, enum cont
         ret = control_get_ddpnet(dev, now_ns, &out, &out_len);
         break;
     case CONTROL_SET_WG:
-        ret = control_set(dev, c->req.p + UAPI_OP_LINE_LEN, len - UAPI_OP_LINE_LEN, now_ns);
+        ret = control_set(dev, req + UAPI_OP_LINE_LEN, len - UAPI_OP_LINE_LEN, now_ns);
         if (ret < 0)
             log_info_rl("control: set refused: %s", strerror(-ret));   /* a client may repeat it */
         return client_queue_errno(c, ret);
     case CONTROL_RELOAD_OP: {
         const char *body;
         size_t body_len;
-        control_cluster_body(c->req.p, len, &body, &body_len);
+        control_cluster_body(req, len, &body, &body_len);
         ret = control_reload(dev, body, body_len, c->passed_fd1 - 1, now_ns, &out, &out_len);
         c->passed_fd1 = 0;   /* taken */
         break;
@@ -509,6 +574,50 @@ static int client_answer(struct control_client *c, struct device *dev, enum cont
         ret = -EINVAL;
     }
     return client_queue(c, ret, out, out_len);
+}
+
+/* Puts this daemon's protocol line before the queued answer (to a request
+ * that named its protocol). */
+static int client_prefix_protocol(struct control_client *c)
+{
+    char line[CONTROL_PROTOCOL_LINE_MAX];
+    int n = snprintf(line, sizeof(line), "%s%u\n", CONTROL_PROTOCOL_KEY, DDPNET_CONTROL_PROTOCOL);
+    char *out = malloc((size_t)n + c->out_len);
+
+    if (!out)
+        return -ENOMEM;
+    memcpy(out, line, (size_t)n);
+    memcpy(out + n, c->out, c->out_len);
+    sodium_memzero(c->out, c->out_len);
+    free(c->out);
+    c->out = out;
+    c->out_len += (size_t)n;
+    return 0;
+}
+
+/* Builds the answer to one framed request; one that named its protocol
+ * gets this daemon's first. */
+static int client_answer(struct control_client *c, struct device *dev, enum control_op op,
+                         size_t len, uint64_t now_ns)
+{
+    size_t head = control_protocol_head(c->req.p, len);
+    int ret;
+
+    if (op == CONTROL_PROTOCOL_OP) {
+        /* A CLI of another protocol: it says which, and what to restart. */
+        log_info_rl("control: a client of another control protocol refused (this daemon "
+                    "speaks %u)", DDPNET_CONTROL_PROTOCOL);
+        c->closing = true;
+        ret = client_queue_errno(c, -EPROTONOSUPPORT);
+    } else if (c->env_only && op != CONTROL_GET_ENV_OP) {
+        c->closing = true;
+        ret = client_queue_errno(c, -EPERM);
+    } else {
+        ret = client_answer_op(c, dev, op, c->req.p + head, len - head, now_ns);
+    }
+    if (ret == 0 && (head || op == CONTROL_PROTOCOL_OP))
+        ret = client_prefix_protocol(c);
+    return ret;
 }
 
 /* Writes what the socket takes of the pending answer: 0 when all of it
@@ -813,4 +922,59 @@ int control_request_fd(const char *path, const char *request, int pass_fd, char 
     }
     *response = b.p;
     return 0;
+}
+
+/* The answer's protocol line, taken off: its number, or 0 when there is
+ * none (a daemon from before the numbers). */
+static unsigned take_protocol(char *response)
+{
+    size_t len = strlen(response), head;
+    unsigned proto;
+
+    if (frame_protocol(response, len, &proto, &head) != 0)
+        return 0;
+    memmove(response, response + head, len - head + 1);
+    return proto;
+}
+
+int control_request_ddpnet(const char *path, const char *request, int pass_fd, char **response,
+                           unsigned *daemon_protocol)
+{
+    char *req = NULL;
+    int ret;
+
+    if (!request || !response || !daemon_protocol)
+        return -EINVAL;
+    *response = NULL;
+    if (asprintf(&req, "%s%u\n%s", CONTROL_PROTOCOL_KEY, DDPNET_CONTROL_PROTOCOL, request) < 0)
+        return -ENOMEM;
+    ret = control_request_fd(path, req, pass_fd, response);
+    sodium_memzero(req, strlen(req));   /* a reload's file is no secret, but cheap to wipe */
+    free(req);
+    if (ret < 0)
+        return ret;
+    *daemon_protocol = take_protocol(*response);
+    if (*daemon_protocol != DDPNET_CONTROL_PROTOCOL) {
+        free(*response);
+        *response = NULL;
+        return -EPROTONOSUPPORT;
+    }
+    return 0;
+}
+
+int control_protocol_message(char *buf, size_t size, unsigned daemon_protocol,
+                             const char *ifname)
+{
+    if (daemon_protocol == 0)
+        return snprintf(buf, size, "the daemon of %s is from before numbered control protocols "
+                        "(ddpnet 0.3.0), this ddpnet speaks control protocol %u: restart the "
+                        "daemon (systemctl restart ddpnet@%s)", ifname, DDPNET_CONTROL_PROTOCOL,
+                        ifname);
+    if (daemon_protocol < DDPNET_CONTROL_PROTOCOL)
+        return snprintf(buf, size, "the daemon of %s speaks control protocol %u, this ddpnet %u: "
+                        "restart the daemon (systemctl restart ddpnet@%s)", ifname,
+                        daemon_protocol, DDPNET_CONTROL_PROTOCOL, ifname);
+    return snprintf(buf, size, "the daemon of %s speaks control protocol %u, this ddpnet %u: "
+                    "this ddpnet is older than the daemon; run the ddpnet the daemon was "
+                    "started from", ifname, daemon_protocol, DDPNET_CONTROL_PROTOCOL);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The control socket RUN_DIR/IFNAME.sock: WireGuard's userspace API
  * (`get=1`, `set=1`; see uapi.h), so stock `wg show IFNAME` works, plus one
  * ddpnet request, `get=ddpnet`, that adds what `ddpnet status` and
@@ -26,6 +27,17 @@ struct device;
 #define CONTROL_GET_ENV     "get=ddpnet-env\n"
 #define CONTROL_SET_CLUSTER "set=ddpnet-cluster\n"
 #define CONTROL_LENGTH_KEY  "length="
+
+/* The control protocol (base/version.h's DDPNET_CONTROL_PROTOCOL): the
+ * CLI sends "protocol=N\n" before each of its requests, and a daemon
+ * answers such a request with its own "protocol=N\n" line first. A daemon
+ * of another number refuses the request unread (its protocol line, then
+ * errno=-EPROTONOSUPPORT) and hangs up; the CLI refuses an answer of
+ * another number, or one without the line (a daemon from before the
+ * numbers, 0.3.0, answers the line itself with errno=-EINVAL). Requests
+ * without the line (`wg`, and CLIs before the numbers) are served as
+ * before. */
+#define CONTROL_PROTOCOL_KEY "protocol="
 
 /* Creates, binds (mode 0600) and listens on the socket path; returns the
  * listening fd (non-blocking, close-on-exec) or -errno. A stale socket file
@@ -75,5 +87,18 @@ int control_request(const char *path, const char *request, char **response);
  * first bytes: `reload` hands over the hosts file, which the daemon may no
  * longer open itself (control_int.h, control_reload). */
 int control_request_fd(const char *path, const char *request, int pass_fd, char **response);
+/* control_request_fd of a ddpnet request, with this build's protocol line
+ * before it: 0 with the answer after the daemon's protocol line;
+ * -EPROTONOSUPPORT when the daemon speaks another protocol (its number in
+ * *daemon_protocol; 0: one from before the numbers); else as
+ * control_request_fd. */
+int control_request_ddpnet(const char *path, const char *request, int pass_fd, char **response,
+                           unsigned *daemon_protocol);
+/* The line that tells a person the two protocols differ, which side is the
+ * older, and what to do: restart the daemon of ifname (a package upgrade
+ * leaves it running the old binary), or run the ddpnet it was started
+ * from. Returns snprintf's count. */
+int control_protocol_message(char *buf, size_t size, unsigned daemon_protocol,
+                             const char *ifname);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The control socket's `get` answers, read from the device: get=1 exactly as
  * wireguard-go writes it (so `wg show` and `wg showconf` work), and
  * get=ddpnet with the names, overlay addresses and rates the CLI shows.
@@ -19,7 +20,6 @@
  * bytes); a peer takes at most thirteen lines (about 600 bytes) in either
  * response, the interface section at most eight short ones. */
 #define GET_PEER_TEXT_MAX   800u
-#define NS_PER_US           1000u
 #define GET_IFACE_TEXT_MAX  1056u
 
 static int alloc_for_peers(const struct device *dev, struct uapi_buf *b)
@@ -63,18 +63,19 @@ static unsigned addr_bits(const struct cluster_addr *a)
 static void put_wg_peer(struct uapi_buf *b, const struct peer *p)
 {
     uapi_put_key(b, UAPI_KEY_PUBLIC_KEY, p->public_key);
-    if (p->has_psk)
-        uapi_put_key(b, UAPI_KEY_PRESHARED_KEY, p->handshake.psk);
+    if (p->wg.has_psk)
+        uapi_put_key(b, UAPI_KEY_PRESHARED_KEY, p->wg.handshake.psk);
     uapi_put_u64(b, UAPI_KEY_PROTOCOL_VERSION, UAPI_PROTOCOL_VERSION);
-    if (p->endpoint.sa.sa_family != AF_UNSPEC)
-        uapi_put_endpoint(b, &p->endpoint.sa);
-    uapi_put_u64(b, UAPI_KEY_LAST_HANDSHAKE_SEC, (uint64_t)p->last_handshake.tv_sec);
-    uapi_put_u64(b, UAPI_KEY_LAST_HANDSHAKE_NSEC, (uint64_t)p->last_handshake.tv_nsec);
-    uapi_put_u64(b, UAPI_KEY_TX_BYTES, p->tx_bytes);
-    uapi_put_u64(b, UAPI_KEY_RX_BYTES, p->rx_bytes);
-    uapi_put_u64(b, UAPI_KEY_KEEPALIVE, p->persistent_keepalive);
+    if (p->path.endpoint.sa.sa_family != AF_UNSPEC)
+        uapi_put_endpoint(b, &p->path.endpoint.sa);
+    uapi_put_u64(b, UAPI_KEY_LAST_HANDSHAKE_SEC, (uint64_t)p->wg.last_handshake.tv_sec);
+    uapi_put_u64(b, UAPI_KEY_LAST_HANDSHAKE_NSEC, (uint64_t)p->wg.last_handshake.tv_nsec);
+    uapi_put_u64(b, UAPI_KEY_TX_BYTES, p->live.tx_bytes);
+    uapi_put_u64(b, UAPI_KEY_RX_BYTES, p->live.rx_bytes);
+    uapi_put_u64(b, UAPI_KEY_KEEPALIVE, p->wg.persistent_keepalive);
     /* The overlay routes exactly one address to each peer. */
-    uapi_put_allowed_ip(b, p->address.family, p->address.bytes, addr_bits(&p->address));
+    uapi_put_allowed_ip(b, p->member.address.family, p->member.address.bytes,
+                        addr_bits(&p->member.address));
 }
 
 int control_get_wg(struct device *dev, char **out, size_t *len)
@@ -169,22 +170,22 @@ static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
  * the round trip. */
 const char *control_path_name(const struct peer *p)
 {
-    if (p->pending)
+    if (p->member.pending)
         return CONTROL_PATH_PENDING;
-    if (p->no_answer)
+    if (p->wg.no_answer)
         return CONTROL_PATH_UNREACHABLE;
-    if (!p->reachable && path_usable(p))
+    if (!p->live.reachable && path_usable(p))
         return CONTROL_PATH_WAITING;
-    if (p->via)
+    if (p->path.via)
         return CONTROL_PATH_RELAY;
-    if (p->endpoint.sa.sa_family != AF_UNSPEC)
+    if (p->path.endpoint.sa.sa_family != AF_UNSPEC)
         return CONTROL_PATH_DIRECT;
     return NULL;
 }
 
 static void put_path(struct uapi_buf *b, const struct peer *p)
 {
-    const union endpoint *ep = p->via ? &p->via->endpoint : &p->endpoint;
+    const union endpoint *ep = p->path.via ? &p->path.via->path.endpoint : &p->path.endpoint;
     const char *path = control_path_name(p);
 
     if (ep->sa.sa_family != AF_UNSPEC)
@@ -192,25 +193,25 @@ static void put_path(struct uapi_buf *b, const struct peer *p)
     if (path)
         uapi_put_str(b, CONTROL_KEY_PATH, path);
     if (path && !strcmp(path, CONTROL_PATH_RELAY))
-        uapi_put_str(b, CONTROL_KEY_VIA, p->via->name);
+        uapi_put_str(b, CONTROL_KEY_VIA, p->path.via->member.name);
     if (path_usable(p))
         uapi_put_u64(b, CONTROL_KEY_PATH_MTU, path_mtu(p));
-    if (p->disco.rtt_ns)
-        uapi_put_u64(b, CONTROL_KEY_RTT_US, p->disco.rtt_ns / NS_PER_US);
+    if (p->disco.state.rtt_ns)
+        uapi_put_u64(b, CONTROL_KEY_RTT_US, p->disco.state.rtt_ns / NS_PER_US);
 }
 
 static void put_ddpnet_peer(struct uapi_buf *b, const struct peer *p, uint64_t now_ns)
 {
     uapi_put_key(b, UAPI_KEY_PUBLIC_KEY, p->public_key);
-    uapi_put_str(b, CONTROL_KEY_NAME, p->name);
-    put_addr(b, CONTROL_KEY_ADDRESS, &p->address);
+    uapi_put_str(b, CONTROL_KEY_NAME, p->member.name);
+    put_addr(b, CONTROL_KEY_ADDRESS, &p->member.address);
     put_path(b, p);
-    uapi_put_u64(b, UAPI_KEY_LAST_HANDSHAKE_SEC, (uint64_t)p->last_handshake.tv_sec);
-    uapi_put_u64(b, UAPI_KEY_LAST_HANDSHAKE_NSEC, (uint64_t)p->last_handshake.tv_nsec);
-    uapi_put_u64(b, UAPI_KEY_RX_BYTES, p->rx_bytes);
-    uapi_put_u64(b, UAPI_KEY_TX_BYTES, p->tx_bytes);
-    uapi_put_u64(b, CONTROL_KEY_RX_RATE, rate_read(&p->rx_rate, now_ns));
-    uapi_put_u64(b, CONTROL_KEY_TX_RATE, rate_read(&p->tx_rate, now_ns));
+    uapi_put_u64(b, UAPI_KEY_LAST_HANDSHAKE_SEC, (uint64_t)p->wg.last_handshake.tv_sec);
+    uapi_put_u64(b, UAPI_KEY_LAST_HANDSHAKE_NSEC, (uint64_t)p->wg.last_handshake.tv_nsec);
+    uapi_put_u64(b, UAPI_KEY_RX_BYTES, p->live.rx_bytes);
+    uapi_put_u64(b, UAPI_KEY_TX_BYTES, p->live.tx_bytes);
+    uapi_put_u64(b, CONTROL_KEY_RX_RATE, rate_read(&p->live.rx_rate, now_ns));
+    uapi_put_u64(b, CONTROL_KEY_TX_RATE, rate_read(&p->live.tx_rate, now_ns));
 }
 
 /* With an authority: when the certificate of key stops counting (unix
@@ -273,8 +274,8 @@ int control_get_env(struct device *dev, char **out, size_t *len)
     put_addr(&b, CONTROL_KEY_MASTER_ADDRESS, &master->address);
     for (size_t i = 0; i < dev->n_peers; i++) {
         uapi_put_key(&b, UAPI_KEY_PUBLIC_KEY, dev->peers[i]->public_key);
-        uapi_put_str(&b, CONTROL_KEY_NAME, dev->peers[i]->name);
-        put_addr(&b, CONTROL_KEY_ADDRESS, &dev->peers[i]->address);
+        uapi_put_str(&b, CONTROL_KEY_NAME, dev->peers[i]->member.name);
+        put_addr(&b, CONTROL_KEY_ADDRESS, &dev->peers[i]->member.address);
     }
     return finish(&b, out, len);
 }

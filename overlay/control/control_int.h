@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Between the parts of the control socket: request framing (control.c),
  * the `get` responses (control_get.c), `set` (control_set.c), and the keys
  * of the `get=ddpnet` extension, which control_get.c writes and the CLI
@@ -55,8 +56,10 @@ struct peer;
  * handshake completed yet), relay, direct; NULL: nowhere to send. */
 const char *control_path_name(const struct peer *p);
 
+/* CONTROL_PROTOCOL_OP: a request that names a control protocol other
+ * than this build's (control.h); it is refused unread. */
 enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL_RELOAD_OP,
-                  CONTROL_GET_ENV_OP };
+                  CONTROL_GET_ENV_OP, CONTROL_PROTOCOL_OP };
 
 /* Keys of the answer to set=ddpnet-cluster: one line per change, error of
  * the file, or reason it was refused (membership/members.h), then errno. */
@@ -84,9 +87,11 @@ enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL
 
 /* Frames one request at the start of buf[0..len): the two of uapi.h, the
  * get=ddpnet and get=ddpnet-env lines each followed by an empty line, and set=ddpnet-cluster with
- * its length line and bytes (*body, *body_len: the file). Returns as
- * uapi_parse_request: 0 (*op, *consumed set), -EAGAIN, -EINVAL, -EMSGSIZE. */
+ * its length line and bytes (*body, *body_len: the file), each of them
+ * after a protocol line or not (control.h). Returns as uapi_parse_request: 0 (*op, *consumed set), -EAGAIN, -EINVAL, -EMSGSIZE. */
 int control_frame(const char *buf, size_t len, enum control_op *op, size_t *consumed);
+/* The length of the protocol line buf starts with (control.h), or 0. */
+size_t control_protocol_head(const char *buf, size_t len);
 /* Where a framed set=ddpnet-cluster request's file lies in it. */
 void control_cluster_body(const char *req, size_t consumed, const char **body, size_t *len);
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* set=ddpnet-cluster: a cluster file applied live (membership/members.h),
  * answered with a line per change, per error of the file or per reason it
  * was refused, then its errno line:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The control socket's `set=1`, applied to the device through uapi.h's
  * callbacks. The cluster file decides who the peers are and what they may
  * send, so only the subset that leaves the mesh as the file says is
@@ -87,7 +88,7 @@ static int on_allowed_ip(void *ctx, int family, const uint8_t *addr, unsigned ci
 
     memcpy(a.bytes, addr, family == AF_INET6 ? 16 : 4);
     if (cidr != (family == AF_INET6 ? 128u : 32u) ||
-        !cluster_addr_equal(&a, &c->peer->address))
+        !cluster_addr_equal(&a, &c->peer->member.address))
         return -EINVAL;
     return 0;
 }

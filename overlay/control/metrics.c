@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The exposition (metrics.h): each family's HELP and TYPE, then its
  * samples, every peer's together, as the text format wants them grouped.
  * Written into a memory stream: a scrape is a few hundred bytes per peer
@@ -10,6 +11,7 @@
 
 #include <sodium.h>
 
+#include "overlay/base/version.h"
 #include "overlay/control/control_int.h"
 #include "overlay/control/metrics.h"
 #include "overlay/engine/device.h"
@@ -53,14 +55,15 @@ static void peer_labels_open(FILE *f, const struct device *dev, const struct pee
     char addr[CLUSTER_HOST_MAX + 3], allowed[CLUSTER_HOST_MAX + 8];
 
     sodium_bin2base64(key, sizeof(key), p->public_key, WG_KEY_LEN, sodium_base64_VARIANT_ORIGINAL);
-    if (cluster_addr_format(&p->address, addr, sizeof(addr)) < 0)
+    if (cluster_addr_format(&p->member.address, addr, sizeof(addr)) < 0)
         addr[0] = '\0';
-    snprintf(allowed, sizeof(allowed), "%s/%u", addr, p->address.family == AF_INET6 ? 128 : 32);
+    snprintf(allowed, sizeof(allowed), "%s/%u", addr,
+             p->member.address.family == AF_INET6 ? 128 : 32);
     fputc('{', f);
     put_label(f, "interface", dev->ifname, true);
     put_label(f, "public_key", key, false);
     put_label(f, "allowed_ips", allowed, false);
-    put_label(f, "friendly_name", p->name, false);
+    put_label(f, "friendly_name", p->member.name, false);
 }
 
 static void peer_sample(FILE *f, const struct device *dev, const struct peer *p,
@@ -79,19 +82,20 @@ struct peer_family {
     bool (*has)(const struct peer *p);
 };
 
-static double sent_bytes(const struct peer *p) { return (double)p->tx_bytes; }
-static double received_bytes(const struct peer *p) { return (double)p->rx_bytes; }
-static double handshakes_sent(const struct peer *p) { return (double)p->handshakes_sent; }
-static double handshakes_done(const struct peer *p) { return (double)p->handshakes_completed; }
-static double rtt(const struct peer *p) { return (double)p->disco.rtt_ns / NS_PER_SEC_F; }
-static bool has_rtt(const struct peer *p) { return p->disco.rtt_ns != 0; }
+static double sent_bytes(const struct peer *p) { return (double)p->live.tx_bytes; }
+static double received_bytes(const struct peer *p) { return (double)p->live.rx_bytes; }
+static double handshakes_sent(const struct peer *p) { return (double)p->wg.handshakes_sent; }
+static double handshakes_done(const struct peer *p) { return (double)p->wg.handshakes_completed; }
+static double rtt(const struct peer *p) { return (double)p->disco.state.rtt_ns / NS_PER_SEC_F; }
+static bool has_rtt(const struct peer *p) { return p->disco.state.rtt_ns != 0; }
 static double mtu(const struct peer *p) { return path_mtu(p); }
 static bool has_mtu(const struct peer *p) { return path_usable(p); }
-static double reachable(const struct peer *p) { return p->reachable && !p->no_answer; }
+static double reachable(const struct peer *p) { return p->live.reachable && !p->wg.no_answer; }
 
 static double latest_handshake(const struct peer *p)
 {
-    return (double)p->last_handshake.tv_sec + (double)p->last_handshake.tv_nsec / NS_PER_SEC_F;
+    return (double)p->wg.last_handshake.tv_sec +
+           (double)p->wg.last_handshake.tv_nsec / NS_PER_SEC_F;
 }
 
 static const struct peer_family peer_families[] = {
@@ -141,7 +145,7 @@ static void put_paths(FILE *f, const struct device *dev)
         fputs("ddpnet_peer_path", f);
         peer_labels_open(f, dev, p);
         put_label(f, "path", path ? path : "none", false);
-        put_label(f, "via", relay ? p->via->name : "", false);
+        put_label(f, "via", relay ? p->path.via->member.name : "", false);
         fputs("} 1\n", f);
     }
 }
@@ -221,6 +225,11 @@ static void put_device(FILE *f, const struct device *dev)
     put_label(f, "interface", dev->ifname, true);
     put_label(f, "node", dev->self ? dev->self->name : "", false);
     fputs("} 1\n", f);
+    family(f, "ddpnet_build_info", "gauge",
+           "1, with the running daemon's version and control protocol as labels.");
+    fputs("ddpnet_build_info{", f);
+    put_label(f, "version", ddpnet_version, true);
+    fprintf(f, ",control_protocol=\"%u\"} 1\n", DDPNET_CONTROL_PROTOCOL);
     family(f, "ddpnet_peers", "gauge", "Peers in the cluster, this node not counted.");
     device_sample(f, dev, "ddpnet_peers", NULL, NULL, dev->n_peers);
     if (pool) {

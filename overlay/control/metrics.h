@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Prometheus metrics: the device's counters in the text exposition format
  * (version 0.0.4), and the HTTP endpoint that serves them at /metrics
  * (`metrics = ADDRESS:PORT` in the cluster file).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The metrics endpoint (metrics.h): our own listening socket, handed to
  * libmicrohttpd, which parses HTTP and keeps the connections; it runs in
  * its "external epoll" mode, with no thread of its own, so every scrape is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The userspace API's text: request framing, the `set` keys with their value
  * syntax and scope (interface or peer section), and the `get` response
  * writer (uapi.h). */

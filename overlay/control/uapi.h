@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* WireGuard's cross-platform userspace API (wireguard.com/xplatform), the
  * text protocol that stock `wg` speaks over /var/run/wireguard/IFNAME.sock:
  * framing of requests, the `set` operation's keys and values (strictly

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* This node's certificate file (certfile.h). */
 #include <errno.h>
 #include <fcntl.h>

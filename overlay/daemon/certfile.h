@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* This node's certificate file (`ddpnet up --cert FILE`, `[cluster]
  * authority`): where it is by default, and the checks `up` makes before
  * the daemon starts, each failure one line a person can act on. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* daemon_run: from the parsed cluster file and our key to a running node.
  * Setup runs as root, in this order: the peers in memory, the UDP sockets,
  * ddp0 (created, addressed, MTU, up through rtnetlink), the control socket,
@@ -45,7 +46,6 @@
 #include "overlay/membership/certs.h"
 #include "overlay/membership/members.h"
 #include "overlay/engine/device_setup.h"
-#include "overlay/engine/engine.h"
 #include "overlay/loop/loop.h"
 #include "overlay/loop/resolver.h"
 #include "tun/netlink.h"
@@ -216,7 +216,7 @@ static unsigned route_mtu(struct setup *s, struct nl *nl)
     unsigned best = 0, mtu;
 
     for (size_t i = 0; i < s->dev.n_peers; i++) {
-        const union endpoint *e = &s->dev.peers[i]->endpoint;
+        const union endpoint *e = &s->dev.peers[i]->path.endpoint;
         const void *dst = e->sa.sa_family == AF_INET6 ? (const void *)&e->in6.sin6_addr
                                                       : (const void *)&e->in4.sin_addr;
         if (e->sa.sa_family == AF_UNSPEC || nl_route_mtu(nl, e->sa.sa_family, dst, &mtu))
@@ -1035,7 +1035,7 @@ int daemon_run(struct daemon_options *opt)
         report_ready(s);
         uint64_t now = clock_now_ns();
         /* Our local candidates first: the first ENDPOINTS carry them. */
-        disco_local_refresh(&s->dev, now);
+        discovery_local_refresh(&s->dev, now);
         /* Reach out to every peer whose endpoint we know: the mesh is up
          * before the first training step needs it. */
         for (size_t i = 0; i < s->dev.n_peers; i++)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Bringing a node up: from the cluster file and this node's key to a
  * configured ddp0, bound UDP sockets, a hosts block and a running event
  * loop, with root dropped once setup is done. The CLI's `up` calls

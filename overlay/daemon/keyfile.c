@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Private key files: refusing files others may use, reading at most a few
  * hundred bytes, and decoding exactly what `wg genkey` writes (wg pubkey
  * accepts the same text, so keys move freely between the two tools). */

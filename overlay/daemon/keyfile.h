@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* WireGuard private keys as text: the 44 base64 characters that `wg genkey`
  * prints, optionally followed by whitespace, read from a key file or from
  * a stream, and written back. A key file that group or others may use is

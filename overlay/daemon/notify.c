@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sd_notify's sending half (notify.h). */
 #include <errno.h>
 #include <stddef.h>

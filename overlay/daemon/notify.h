@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* systemd's readiness protocol (sd_notify(3)): under a unit of
  * Type=notify, systemd names a datagram socket in $NOTIFY_SOCKET and waits
  * for "READY=1" before it counts the service as started, so units ordered

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The daemon's servers behind one fd (services.h). */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What the daemon serves besides packets: the control socket and the env
  * socket (control.h) and, when the cluster file asks for it, the metrics endpoint
  * (metrics.h). The loop polls one fd for all -- an epoll set of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The decisions of discovery, hole punching and relays (see disco.h): a
  * peer's candidates and the schedule of attempts, probes, pings and
  * ENDPOINTS, over plain state and a clock given by the caller. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Discovery, hole punching and relays: the per-peer state and the
  * decisions taken on it, as pure functions of that state, a few facts the
  * engine supplies and a clock the caller passes in (so a unit test drives

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The disco codec (layout in disco_msg.h): strict decoding with a bounds-
  * checked reader, encoding after a sizing pass that validates everything,
  * and the inner IPv4/IPv6 packet that carries a disco message. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The discovery ("disco") message codec: the wire format of the messages
  * nodes exchange inside the overlay to learn endpoints, punch holes, probe
  * paths and relay WireGuard messages, and the inner IP packet that carries

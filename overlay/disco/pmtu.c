@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The path MTU search (see pmtu.h). */
 #include "crypto/wg_const.h"
 #include "overlay/base/clock.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Path MTU of one path to a peer: the largest inner packet that gets
  * through, found by probing inside the tunnel, in the spirit of RFC 8899
  * (packetization-layer PMTU discovery), because many paths drop what is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What a member's word about others is worth (disco.h, "what hints may
  * cost" and "relays"). A member may be compromised: what it says of other
  * nodes -- their candidate addresses, that it reaches them directly -- is

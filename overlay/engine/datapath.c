@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The data path.
  *
  * Outbound: one read from ddp0 brings a vnet header and a packet of up to
@@ -31,32 +32,8 @@
  *
  * Latency: after a packet that ends an idle spell the loop polls for a
  * short window instead of sleeping (busy_poll.h), so that the answer to a
- * request finds the daemon awake. Back-to-back 64 KiB all_reduces (make
- * bench) leave gaps of 0.3-1 ms between steps, so they mostly run without
- * it; polling more did not help them on 2 vCPUs shared by three nodes and
- * their ranks, where a polling daemon takes turns from the ranks: an idle
- * spell of 200 us instead of 1 ms gave 1.63x and 1.84x the bare link
- * against 1.53x and 1.36x (interleaved, 2 rounds each), and no packet
- * limit on a window 1.36x against 1.28x.
- *
- * What a small all_reduce costs here is events, not bytes. Gloo's 64 KiB
- * all_reduce between two ranks is about 16 datagrams each way, and the
- * two daemons spend 1.0-1.4 ms of CPU on it (about 40 us per datagram,
- * sender and receiver together), where a 22 KB TCP exchange, 16
- * segments that leave as one super-packet, costs them 190 us. On 2 vCPUs
- * the ranks and daemons share the cores, so that CPU is the added time.
- * A profile of the exchange (perf, 2-vCPU PVM guest): the switch to and
- * from sleep 17-25%, UDP sends 17% (the receiver's softirq runs in the
- * sender's context on a veth), ddp0 writes 13% (the application's TCP
- * receive, likewise), crypto 18%. Eight UDP receives in flight race for
- * each datagram: 40 poll wake-ups per exchange for 16 completions. One
- * receive in flight made the exchange 10% faster (medians of 200 against
- * 223 us, three alternations) but one TCP stream slower and dearer (3.76
- * and 3.90 Gbit/s at 2.9 CPU-s/GB against 4.39 and 3.98 at 2.4-2.7): the
- * receives' copies move onto the loop. Not kept. Tried, and no better
- * within the noise of the same runs: one ddp0 read in flight instead of
- * 4, busy-poll 0 against 300 (1.35x and 1.49x against 1.43x and 1.50x),
- * and the daemon at nice -10 (1.46x both). */
+ * request finds the daemon awake. (What that and the alternatives
+ * measured: bench/README.md, "Measured, and what was tried".) */
 #include <errno.h>
 #include <string.h>
 
@@ -269,7 +246,7 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
         return;
     }
     dev->stats.tun_reads++;
-    if (p->no_answer && !datapath_ready(p, now)) {
+    if (p->wg.no_answer && !datapath_ready(p, now)) {
         handshake_send_initiation(p, false, now);   /* paced: it may be back */
         dev->stats.refused_unreachable++;
         answer_icmp(dev, pkt, ip, len, ICMP_ERROR_UNREACHABLE, 0);
@@ -280,7 +257,7 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
         answer_icmp(dev, pkt, ip, len, ICMP_ERROR_TOO_BIG, path_mtu(p));
         return;
     }
-    if (p->staged.packets || !datapath_ready(p, now)) {
+    if (p->wg.staged.packets || !datapath_ready(p, now)) {
         /* Copied out: a pool buffer is never held for a peer (stage.h). */
         peer_stage(p, pkt->in, pkt->len, now);
         loop_pkt_put(dev->loop, pkt);
@@ -299,10 +276,8 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
 /* Work of at most this many bytes is done on the loop's thread when no
  * job is in flight, workers or not: handing it to a worker and taking it
  * back costs two thread wake-ups, tens of microseconds on a VM, where
- * sealing a ping, a TCP ACK or a message of a few KiB takes a few (on a
- * 16-core machine, ping through ddp0 took 599 µs with 8 workers and 348
- * µs with none; 309 µs with 8 workers and this, and a 64 KiB all_reduce
- * 0.90 ms instead of 1.34). It must stay below a bulk flow's super-packets
+ * sealing a ping, a TCP ACK or a message of a few KiB takes a few
+ * (bench/README.md has the figures). It must stay below a bulk flow's super-packets
  * (up to 44 x 1420 bytes): those go to the workers and keep them busy, and
  * while they are, small packets go there too, behind them. */
 #define DATAPATH_INLINE_BYTES (16u * 1024u)
@@ -361,7 +336,7 @@ bool datapath_seal(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
  * keypair, then what WireGuard's timers want to hear of it. */
 static void send_batch(struct peer *p, struct pkt **pkts, unsigned n, uint64_t now)
 {
-    struct noise_keypair *kp = p->current;
+    struct noise_keypair *kp = p->wg.current;
     bool sent = false, sent_data = false;
 
     for (unsigned i = 0; i < n; i++) {
@@ -373,13 +348,11 @@ static void send_batch(struct peer *p, struct pkt **pkts, unsigned n, uint64_t n
         else
             loop_pkt_put(p->dev->loop, pkt);
     }
-    if (sent) {
-        timers_any_authenticated_packet_traversal(p, now);
-        timers_any_authenticated_packet_sent(p, now);
-    }
-    if (sent_data)
+    if (sent)
+        peer_sent(p, 0, sent_data, now);   /* datapath_seal counted the bytes */
+    else if (sent_data)
         timers_data_sent(p, now);
-    if (transport_needs_rekey(kp, now + p->rekey_early_ns))
+    if (transport_needs_rekey(kp, now + p->wg.rekey_early_ns))
         handshake_send_initiation(p, false, now);
 }
 
@@ -395,15 +368,15 @@ void datapath_send_staged(struct peer *p, uint64_t now)
 {
     struct pkt *batch[STAGED_BATCH];
 
-    if (!p->staged.packets)
+    if (!p->wg.staged.packets)
         return;
     if (!datapath_ready(p, now)) {
         handshake_send_initiation(p, false, now);
         return;
     }
-    while (p->staged.packets) {
+    while (p->wg.staged.packets) {
         unsigned n = 0;
-        while (n < STAGED_BATCH && p->staged.packets) {
+        while (n < STAGED_BATCH && p->wg.staged.packets) {
             struct pkt *pkt = loop_pkt_get(p->dev->loop);
             if (!pkt)
                 break;   /* the rest goes with the next packet or timer */
@@ -424,24 +397,74 @@ void datapath_send_staged(struct peer *p, uint64_t now)
 
 void datapath_send_keepalive(struct peer *p, uint64_t now)
 {
-    if (!p->staged.packets)
+    if (!p->wg.staged.packets)
         peer_stage(p, NULL, 0, now);
     datapath_send_staged(p, now);
 }
 
-/* --- inbound -------------------------------------------------------------------- */
+/* --- inbound -------------------------------------------------------------------- *
+ *
+ * One receive, top to bottom, one function per stage:
+ *   datapath_from_udp  a lone handshake message (lone_handshake), a batch
+ *                      to one keypair (open_batch, then finish_open), or
+ *                      datagram by datagram: handshake messages
+ *                      (pass_to_handshake), relay frames (frames_in,
+ *                      frame_in), transport messages (open_message)
+ *   accept_opened      after the AEAD: keypair, age, replay
+ *   after_authentic    what an authentic message tells: path, counters,
+ *                      session confirmed, timers
+ *   rx_inner           the inner packet: its source, then disco (disco_in)
+ *                      or data kept for ddp0
+ *   take_relayed       a RELAYED's (or frame's) message: a handshake
+ *                      message now, a transport message with the receive's
+ *                      others (open_inner, which goes back to
+ *                      after_authentic and rx_inner for each)
+ *   end_batch          ddp0's writes, the relay's gathered sends, the
+ *                      buffer released (once, here)
+ * Each message that goes no further leaves through rx_drop, which counts
+ * it once under its reason. */
+
+/* Why a received message goes no further. */
+enum rx_drop {
+    RX_DROP_BAD,        /* malformed, not authentic, no such keypair, stale: dropped_bad_packet */
+    RX_DROP_REPLAY,     /* a counter seen already: dropped_replay */
+    RX_DROP_SOURCE,     /* the inner source is not the sender's address: dropped_source */
+    RX_DROP_PENDING,    /* data from a peer whose record is pending: dropped_pending */
+    RX_DROP_DISCO,      /* a disco message that does not decode or is not ours: disco_bad */
+    RX_DROP_RELAYED,    /* a RELAYED that came through a relay (two hops): relay_refused */
+};
+
+static void rx_drop(struct device *dev, enum rx_drop why, uint64_t n)
+{
+    struct device_stats *st = &dev->stats;
+
+    switch (why) {
+    case RX_DROP_BAD:     st->dropped_bad_packet += n; break;
+    case RX_DROP_REPLAY:  st->dropped_replay += n;     break;
+    case RX_DROP_SOURCE:  st->dropped_source += n;     break;
+    case RX_DROP_PENDING: st->dropped_pending += n;    break;
+    case RX_DROP_DISCO:   st->disco_bad += n;          break;
+    case RX_DROP_RELAYED: st->relay_refused += n;      break;
+    }
+}
+
+/* A status of the AEAD or the replay window, as a drop reason. */
+static enum rx_drop drop_of(int status)
+{
+    return status == -WG_EREPLAY ? RX_DROP_REPLAY : RX_DROP_BAD;
+}
 
 /* The initiator renews its session before the responder would have to
  * drop it: once per session, when it nears REJECT_AFTER_TIME. */
 static void keep_key_fresh_on_receive(struct peer *p, uint64_t now)
 {
-    const struct noise_keypair *kp = p->current;
+    const struct noise_keypair *kp = p->wg.current;
     const uint64_t limit = (WG_REJECT_AFTER_TIME - WG_KEEPALIVE_TIMEOUT - WG_REKEY_TIMEOUT) *
                            WG_NSEC_PER_SEC;
 
     if (kp && kp->is_initiator && now - kp->birth_ns >= limit &&
-        !p->timers.sent_lastminute_handshake) {
-        p->timers.sent_lastminute_handshake = true;
+        !p->wg.timers.sent_lastminute_handshake) {
+        p->wg.timers.sent_lastminute_handshake = true;
         handshake_send_initiation(p, false, now);
     }
 }
@@ -449,7 +472,7 @@ static void keep_key_fresh_on_receive(struct peer *p, uint64_t now)
 static bool source_allowed(const struct peer *p, const struct inner *in)
 {
     size_t n = in->family == AF_INET ? 4 : 16;
-    return p->address.family == in->family && !memcmp(p->address.bytes, in->src, n);
+    return p->member.address.family == in->family && !memcmp(p->member.address.bytes, in->src, n);
 }
 
 /* What follows an authentic transport message of len bytes from src (or
@@ -462,7 +485,7 @@ static void after_authentic(struct peer *p, struct noise_keypair *kp, uint32_t l
     peer_count_rx(p, len, now);
     if (peer_received_with_keypair(p, kp)) {
         timers_handshake_complete(p, now);
-        disco_session_up(p, now);
+        discovery_session_up(p, now);
         datapath_send_staged(p, now);
     }
     keep_key_fresh_on_receive(p, now);
@@ -481,14 +504,6 @@ static struct index_entry *message_keypair(struct device *dev, const uint8_t *ms
     return e;
 }
 
-static void count_drop(struct device *dev, int status)
-{
-    if (status == -WG_EREPLAY)
-        dev->stats.dropped_replay++;
-    else
-        dev->stats.dropped_bad_packet++;
-}
-
 /* Opens one transport message from src in place. Returns its plaintext
  * length, or -1 when it is dropped; *peer_out names the sender. */
 static long open_message(struct device *dev, uint8_t *msg, uint32_t len,
@@ -497,13 +512,13 @@ static long open_message(struct device *dev, uint8_t *msg, uint32_t len,
     struct index_entry *e = message_keypair(dev, msg, len);
 
     if (!e) {
-        dev->stats.dropped_bad_packet++;
+        rx_drop(dev, RX_DROP_BAD, 1);
         return -1;
     }
     struct transport_packet tp = { .buf = msg, .cap = len, .len = len };
     int ret = transport_open(e->keypair, &tp, now);
     if (ret) {
-        count_drop(dev, ret);
+        rx_drop(dev, drop_of(ret), 1);
         return -1;
     }
     after_authentic(e->peer, e->keypair, len, src, NULL, now);
@@ -528,7 +543,7 @@ static struct index_entry *accept_opened(struct device *dev, const uint8_t *msg,
     if (!status)
         status = transport_accept(e->keypair, counter);
     if (status) {
-        count_drop(dev, status);
+        rx_drop(dev, drop_of(status), 1);
         return NULL;
     }
     return e;
@@ -566,71 +581,74 @@ static void rx_batch_init(struct rx_batch *b, const struct device *dev, struct p
     b->n_inner = 0;
 }
 
+static void take_relayed(struct device *dev, struct rx_batch *b, const struct relayed *r,
+                         uint64_t now);
+
 /* A disco packet from p (the inner packet ip[0..len)), never written to
- * ddp0: handled here, or, for a RELAYED that came directly, unwrapped
- * into *out for the caller to open (true). */
-static bool disco_in(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *ip,
-                     uint32_t len, struct peer *via, uint64_t now, struct relayed *out)
+ * ddp0: handled by discovery (discovery_receive), or, a RELAYED that came
+ * directly, its message taken (take_relayed). */
+static void disco_in(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *ip,
+                     uint32_t len, struct peer *via, uint64_t now)
 {
     const uint8_t *src, *dst, *payload;
     struct disco_msg *m = dev->disco.in_msg;
+    struct relayed rel;
     size_t plen;
     int family;
 
     if (disco_ip_parse(ip, len, &family, &src, &dst, &payload, &plen) ||
         memcmp(dst, dev->self->address.bytes, family == AF_INET ? 4 : 16) ||
         !m || disco_decode(payload, plen, m)) {
-        dev->stats.disco_bad++;
-        return false;
+        rx_drop(dev, RX_DROP_DISCO, 1);
+        return;
     }
     if (m->type != DISCO_RELAYED) {
-        disco_receive(p, via ? NULL : &b->pkt->addr, via, m, now);
-        return false;
+        discovery_receive(p, via ? NULL : &b->pkt->addr, via, m, now);
+        return;
     }
     /* Not through two relays: the relay must have reached us directly. */
     if (via) {
-        dev->stats.relay_refused++;
-        return false;
+        rx_drop(dev, RX_DROP_RELAYED, 1);
+        return;
     }
-    out->relay = p;
-    out->src = device_peer_by_key(dev, m->relay.key);
-    out->msg = ip + (m->relay.msg - ip);
-    out->len = (uint32_t)m->relay.msg_len;
-    if (!out->src || out->src == p) {
-        dev->stats.dropped_bad_packet++;
-        return false;
+    rel = (struct relayed){ .relay = p, .src = device_peer_by_key(dev, m->relay.key),
+                            .msg = ip + (m->relay.msg - ip), .len = (uint32_t)m->relay.msg_len };
+    if (!rel.src || rel.src == p) {
+        rx_drop(dev, RX_DROP_BAD, 1);
+        return;
     }
-    return true;
+    take_relayed(dev, b, &rel, now);
 }
 
-/* Keeps an opened packet for the TUN write if its source is the peer's.
- * A disco packet goes to disco_in instead; true when it was a RELAYED,
- * left in *r to open. */
-static bool keep_plain(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *msg,
-                       long plen, struct peer *via, uint64_t now, struct relayed *r)
+/* The inner packet of an opened transport message from p (directly, or
+ * through the relay via), plen bytes (0: a keepalive): its source must be
+ * p's address; a disco packet goes to disco_in; data is kept for ddp0. */
+static void rx_inner(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *msg,
+                     long plen, struct peer *via, uint64_t now)
 {
     uint8_t *ip = msg + WG_TRANSPORT_HEADER_LEN;
     struct inner in;
 
     if (plen > 0 && (!parse_inner(ip, (uint32_t)plen, &in) || !source_allowed(p, &in))) {
-        dev->stats.dropped_source++;
-        return false;
+        rx_drop(dev, RX_DROP_SOURCE, 1);
+        return;
     }
-    if (plen > 0 && is_disco(ip, &in))
-        return disco_in(dev, b, p, ip, in.len, via, now, r);
+    if (plen > 0 && is_disco(ip, &in)) {
+        disco_in(dev, b, p, ip, in.len, via, now);
+        return;
+    }
     /* Data (or a keepalive) sent to us directly while we relay: the
      * peer's direct path works, and so will ours. */
-    if (!via && p->via)
+    if (!via && p->path.via)
         path_received(p, &b->pkt->addr, NULL, 0, true, now);
     if (plen <= 0)      /* a keepalive */
-        return false;
-    if (p->pending) {   /* its record is not its holder's word yet */
-        dev->stats.dropped_pending++;
-        return false;
+        return;
+    if (p->member.pending) {   /* its record is not its holder's word yet */
+        rx_drop(dev, RX_DROP_PENDING, 1);
+        return;
     }
     timers_data_received(p, now);
     b->plain[b->n++] = (struct offload_pkt){ ip, in.len };
-    return false;
 }
 
 /* A RELAYED's message, handled as if it came from a virtual endpoint
@@ -657,7 +675,7 @@ static void take_relayed(struct device *dev, struct rx_batch *b, const struct re
     if (b->n_inner < PKT_MAX_SEGS)
         b->inner[b->n_inner++] = *r;
     else
-        dev->stats.dropped_bad_packet++;     /* never: see above */
+        rx_drop(dev, RX_DROP_BAD, 1);     /* never: see above */
 }
 
 /* The length of the run of b->inner from i on that goes to one keypair
@@ -692,11 +710,11 @@ static void open_inner(struct device *dev, struct rx_batch *b, uint64_t now)
     for (unsigned i = 0, n; i < b->n_inner; i += n) {
         n = inner_run(dev, b, i, &e);
         if (!e) {
-            dev->stats.dropped_bad_packet++;
+            rx_drop(dev, RX_DROP_BAD, 1);
             continue;
         }
         if (transport_expired(e->keypair, now)) {
-            dev->stats.dropped_bad_packet += n;
+            rx_drop(dev, RX_DROP_BAD, n);
             continue;
         }
         for (unsigned k = 0; k < n; k++)
@@ -708,14 +726,13 @@ static void open_inner(struct device *dev, struct rx_batch *b, uint64_t now)
             const struct relayed *r = &b->inner[i + k];
             struct index_entry *now_e = accept_opened(dev, r->msg, r->len, tp[k].status,
                                                       tp[k].counter, r->src, now);
-            struct relayed none;
 
             if (!now_e)
                 continue;
             after_authentic(r->src, now_e->keypair, r->len, NULL, r->relay, now);
-            /* What came through a relay is never a RELAYED to open again
-             * (disco_in refuses it), so `none` stays unused. */
-            keep_plain(dev, b, r->src, r->msg, (long)tp[k].len, r->relay, now, &none);
+            /* Through a relay: a RELAYED inside is refused (disco_in), so
+             * nothing is added to b->inner while it is walked here. */
+            rx_inner(dev, b, r->src, r->msg, (long)tp[k].len, r->relay, now);
         }
     }
     b->n_inner = 0;
@@ -737,14 +754,14 @@ static void frame_in(struct device *dev, struct rx_batch *b, struct peer *p,
     if (!e)
         return;
     after_authentic(p, e->keypair, f->len, src, NULL, now);
-    if (e->keypair == p->current)
+    if (e->keypair == p->wg.current)
         path_frames_said(p, e->keypair->local_index);
     /* Sent to us directly while we relay to it: its direct path works. */
-    if (p->via)
+    if (p->path.via)
         path_received(p, src, NULL, 0, true, now);
     dev->stats.relay_frames_received++;
     if (!disco_enclosed_ok(f->msg, f->msg_len)) {
-        dev->stats.dropped_bad_packet++;
+        rx_drop(dev, RX_DROP_BAD, 1);
         return;
     }
     if (f->kind == RELAY_FRAME_TO) {
@@ -754,7 +771,7 @@ static void frame_in(struct device *dev, struct rx_batch *b, struct peer *p,
     r = (struct relayed){ .relay = p, .src = device_peer_by_key(dev, f->peer), .msg = f->msg,
                           .len = f->msg_len };
     if (!r.src || r.src == p) {
-        dev->stats.dropped_bad_packet++;
+        rx_drop(dev, RX_DROP_BAD, 1);
         return;
     }
     take_relayed(dev, b, &r, now);
@@ -783,7 +800,7 @@ static uint32_t frames_in(struct device *dev, struct rx_batch *b, uint32_t off,
         at += seg_size;
     }
     if (!e || dev->relay_frames_off) {
-        dev->stats.dropped_bad_packet += n;
+        rx_drop(dev, RX_DROP_BAD, n);
         return at - off;
     }
     relay_frame_open_batch(e->keypair->recv_key, f, n);
@@ -793,17 +810,6 @@ static uint32_t frames_in(struct device *dev, struct rx_batch *b, uint32_t off,
     for (unsigned k = 0; k < n; k++)
         frame_in(dev, b, p, &f[k], &pkt->addr, now);
     return at - off;
-}
-
-/* An opened transport message that came directly from p: kept for ddp0,
- * handled as disco, or, a RELAYED, its message taken (take_relayed). */
-static void take_opened(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *msg,
-                        long plen, uint64_t now)
-{
-    struct relayed r;
-
-    if (keep_plain(dev, b, p, msg, plen, NULL, now, &r))
-        take_relayed(dev, b, &r, now);
 }
 
 /* A handshake message inside a receive batch gets a buffer of its own. */
@@ -909,7 +915,7 @@ static void finish_open(struct device *dev, struct pkt *pkt, uint32_t seg_size, 
             continue;
         struct peer *p = e->peer;
         after_authentic(p, e->keypair, len, &pkt->addr, NULL, now);
-        take_opened(dev, &b, p, msg, pkt->seg_len[i], now);
+        rx_inner(dev, &b, p, msg, pkt->seg_len[i], NULL, now);
     }
     end_batch(dev, &b, now);
 }
@@ -934,15 +940,12 @@ static void lone_handshake(struct device *dev, struct pkt *pkt, uint64_t now)
 
     loop_packet_unawaited(dev->loop);
     if (type < WG_MSG_INITIATION || type > WG_MSG_COOKIE_REPLY) {
-        dev->stats.dropped_bad_packet++;
-        loop_pkt_put(dev->loop, pkt);
+        rx_drop(dev, RX_DROP_BAD, 1);
+    } else if (handshake_admit(dev, pkt->in, pkt->len, &pkt->addr, now)) {
+        handshake_receive(dev, pkt, now);   /* takes pkt */
         return;
     }
-    if (!handshake_admit(dev, pkt->in, pkt->len, &pkt->addr, now)) {
-        loop_pkt_put(dev->loop, pkt);
-        return;
-    }
-    handshake_receive(dev, pkt, now);
+    loop_pkt_put(dev->loop, pkt);   /* admit counted its own drops */
 }
 
 void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
@@ -982,12 +985,12 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, u
             if (type >= WG_MSG_INITIATION && type <= WG_MSG_COOKIE_REPLY)
                 pass_to_handshake(dev, msg, len, &pkt->addr, now);
             else
-                dev->stats.dropped_bad_packet++;
+                rx_drop(dev, RX_DROP_BAD, 1);
             continue;
         }
         long plen = open_message(dev, msg, len, &pkt->addr, now, &p);
         if (plen >= 0)
-            take_opened(dev, &b, p, msg, plen, now);
+            rx_inner(dev, &b, p, msg, plen, NULL, now);
     }
     end_batch(dev, &b, now);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The device: peers made from the cluster file, lookups by key, name and
  * overlay address, and small shared helpers (clock, endpoint text). */
 #include <arpa/inet.h>
@@ -72,12 +73,12 @@ static struct peer_map *map_of(struct peer *const *peers, size_t n)
     m->cap = cap;
     for (size_t i = 0; i < n; i++) {
         struct peer *p = peers[i];
-        size_t s = addr_hash(p->address.family, p->address.bytes) & (cap - 1);
+        size_t s = addr_hash(p->member.address.family, p->member.address.bytes) & (cap - 1);
         /* A pending record's address is not routed to its key: found by
          * key (its handshake, its word), never by address. */
-        while (!p->pending && m->slots[s])
+        while (!p->member.pending && m->slots[s])
             s = (s + 1) & (cap - 1);
-        if (!p->pending)
+        if (!p->member.pending)
             m->slots[s] = p;
         for (s = p->id & (cap - 1); m->by_id[s]; s = (s + 1) & (cap - 1))
             ;
@@ -129,7 +130,7 @@ struct peer *device_peer_by_address(struct device *dev, int family, const uint8_
 
     for (size_t s = addr_hash(family, addr) & (m->cap - 1); m->slots[s];
          s = (s + 1) & (m->cap - 1))
-        if (addr_is(&m->slots[s]->address, family, addr))
+        if (addr_is(&m->slots[s]->member.address, family, addr))
             return m->slots[s];
     return NULL;
 }
@@ -220,20 +221,19 @@ int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint6
         const struct cluster_node *n = &dev->cluster.nodes[i];
         if (n == dev->self)
             continue;
-        struct peer *p = peer_new(dev, n);
+        struct peer *p = peer_create(dev, &dev->cluster, n);
         if (!p) {
             ret = -EINVAL;   /* only a low-order key makes this fail */
             goto fail;
         }
-        device_node_endpoint(&p->endpoint, n);
-        p->listed = p->endpoint;
-        p->endpoint_proven = true;   /* the operator's word */
-        p->id = ++dev->next_peer_id;
+        device_node_endpoint(&p->path.endpoint, n);
+        p->member.listed = p->path.endpoint;
+        p->path.endpoint_proven = true;   /* the operator's word */
         dev->peers[dev->n_peers++] = p;
     }
     ret = map_build(dev);
     if (!ret)
-        ret = disco_init(dev);
+        ret = discovery_init(dev, &engine_core_ops);
     if (ret)
         goto fail;
     return 0;
@@ -244,7 +244,7 @@ fail:
 
 void device_destroy(struct device *dev)
 {
-    disco_destroy(dev);
+    discovery_destroy(dev);
     for (size_t i = 0; i < dev->n_peers; i++)
         peer_free(dev->peers[i]);
     free(dev->peers);

@@ -1,11 +1,15 @@
+/* SPDX-License-Identifier: MIT */
 /* The daemon's state: this node's identity, one peer per other node of the
  * cluster (full mesh) with its path (direct or through a relay) and what
  * discovery knows of it, the UDP sockets, the TUN device and the index
  * table that maps receiver indices to handshakes and keypairs. The engine
- * (device.c, peer.c, handshake.c, datapath.c, path.c, disco_io.c,
- * disco_local.c, timers.c, loop.c) owns it;
- * the control socket reads it and changes peers only through the functions
- * below. Single-threaded: everything runs on the event loop's thread. */
+ * owns it: the WireGuard core (device.c, peer.c, handshake.c, datapath.c,
+ * timers.c) and paths and discovery (path.c, disco_io.c, disco_local.c;
+ * paths.h), each writing the parts of struct peer it says; membership
+ * changes peers through device_setup.h, the control socket reads it and
+ * changes peers only through the functions below. Single-threaded:
+ * everything runs on the event loop's thread (overlay/loop/ performs the
+ * I/O and knows no peer). */
 #ifndef DDPNET_DEVICE_H
 #define DDPNET_DEVICE_H
 
@@ -47,6 +51,7 @@
 #define PEER_REKEY_SPREAD_MS 30000u
 
 
+struct core_ops;
 struct pkt;
 struct registry;
 struct resolver;
@@ -79,59 +84,67 @@ enum peer_record_said {
     PEER_RECORD_OLDER,                    /* FEATURES without DISCO_FEAT_RECORD */
 };
 
-/* Lives in guarded memory (sodium_malloc): it holds the handshake and
- * session keys. */
-struct peer {
-    struct device *dev;
-    disco_id id;                          /* this device's name for it in disco's records */
-    char name[CLUSTER_NAME_MAX + 1];
-    uint8_t public_key[WG_KEY_LEN];
-    struct cluster_addr address;          /* overlay address: the only allowed IP */
-    bool has_psk;
+/* struct peer, by owner. Everything runs on the event loop's thread (the
+ * crypto workers get copies of keys, never a peer), so "who writes" is
+ * which file; each part below says it. */
 
-    union endpoint endpoint;              /* sa_family AF_UNSPEC: none known */
-
+/* The WireGuard session and its timers: written by the core (peer.c,
+ * handshake.c, datapath.c, timers.c); paths and discovery read the
+ * keypairs (peer_can_send) and change nothing here but through
+ * core_ops. */
+struct peer_wg {
     struct noise_handshake handshake;
     struct cookie_maker cookie;
+    bool has_psk;                         /* peer_set_psk (the control socket) */
     /* current: in use for sending; previous: still accepted; next: the
      * responder's new keypair, promoted when the initiator first uses it. */
     struct noise_keypair *current, *previous, *next;
     struct noise_keypair keypairs[3];     /* storage the three point into */
-
     struct peer_timers timers;
-    bool reachable;                       /* a session was made and not lost since */
-    /* Packets waited PEER_STAGE_HOLD_SEC in vain, or the handshake gave
-     * up: new ones are refused at once (ICMP unreachable) instead of held,
-     * until a session comes up. */
-    bool no_answer;
-    uint16_t persistent_keepalive;        /* seconds, 0 = off */
+    uint16_t persistent_keepalive;        /* seconds, 0 = off (peer_set_persistent_keepalive) */
     uint64_t last_handshake_sent_ns;      /* monotonic, to pace initiations */
     struct timespec last_handshake;       /* wall clock of the last completion */
-    uint64_t last_sent_ns, last_received_ns;
-    uint64_t last_data_ns;                /* data (not discovery) either way; 0: none yet */
     /* How much sooner than REKEY_AFTER_TIME this session rekeys: drawn at
      * random per session, so that sessions made at once (a cluster
      * starting, a node joining) do not all rekey in the same second. */
     uint64_t rekey_early_ns;
-
-    uint64_t rx_bytes, tx_bytes;          /* UDP payload bytes, as WireGuard counts */
     /* Initiations sent (retries too) and sessions made, either role: the
      * metrics' ddpnet_peer_handshakes_*_total. */
     uint64_t handshakes_sent, handshakes_completed;
-    struct rate rx_rate, tx_rate;
-
     struct stage_queue staged;            /* packets waiting for a session (stage.h) */
+    /* Packets waited PEER_STAGE_HOLD_SEC in vain, or the handshake gave
+     * up: new ones are refused at once (ICMP unreachable) instead of held,
+     * until a session comes up. */
+    bool no_answer;
+    /* Our latest initiation as sent (MACs aside), and when it was made:
+     * punches send the same one again to every candidate. */
+    uint8_t initiation[WG_INITIATION_LEN];
+    uint64_t initiation_ns;
+};
 
-    /* Discovery and paths (disco.h, disco_io.c, path.c). via: the peer our
-     * messages to this one go through (a relay), NULL when they go to
-     * `endpoint`; relays: peers that may reach this one, tried end to end
-     * before one is used (trust.c); hint_credit: what this peer may make
-     * us send to addresses that never answered (what it told us of others
-     * is paid from it). */
-    struct disco_state disco;
+/* Whether the peer is alive and what it moved: written by the core
+ * (the counters by peer_count_rx/tx, reachable by handshake.c and
+ * peer_give_up, last_data_ns by timers.c's data events, came_back set by
+ * handshake.c and taken by disco_io.c's discovery_session_up), read by
+ * discovery for its pacing and by the control socket. */
+struct peer_live {
+    bool reachable;                       /* a session was made and not lost since */
+    bool came_back;                       /* a session after none (or after giving up):
+                                           * handshake.c sets it, discovery_session_up takes it */
+    uint64_t last_sent_ns, last_received_ns;
+    uint64_t last_data_ns;                /* data (not discovery) either way; 0: none yet */
+    uint64_t rx_bytes, tx_bytes;          /* UDP payload bytes, as WireGuard counts */
+    struct rate rx_rate, tx_rate;
+};
+
+/* Where its messages go: written by path.c (and at set-up by device.c,
+ * by the control socket's peer_set_endpoint; the path MTU search and
+ * frames_said's reset by disco_io.c). via:
+ * the peer our messages to this one go through (a relay), NULL when they
+ * go to `endpoint`. */
+struct peer_path {
+    union endpoint endpoint;              /* sa_family AF_UNSPEC: none known */
     struct peer *via;
-    struct disco_relays relays;
-    uint32_t hint_credit;
     uint64_t last_direct_ns;              /* last proven packet that came directly */
     /* The endpoint answered a challenge of ours (or the operator gave it):
      * until then, as a source that came only as WireGuard roams, nothing
@@ -140,18 +153,48 @@ struct peer {
     struct disco_unproven unproven;       /* the latest source not proven (path.c) */
     struct pmtu pmtu;                     /* the path's MTU, searched anew with each path */
     uint16_t pmtu_logged;                 /* what the log last said of it (0: nothing) */
-    bool speaks_disco;                    /* it sent us a disco message: a ddpnet node */
     /* It takes relay frames (crypto/relay_frame.h) on the session whose
      * local index is frames_index: it said so (FEATURES) or sent one on
      * it. Per session, so that a restart into a version without them is
      * never sent one (path_takes_frames). */
     bool frames_said;
     uint32_t frames_index;
+};
+
+/* What discovery knows of it and said to it: written by disco_io.c
+ * (state: disco.h's decisions; relays: trust.c's; `introduced` reset by
+ * path.c when the endpoint moves). relays: peers that may
+ * reach this one, tried end to end before one is used; hint_credit: what
+ * this peer may make us send to addresses that never answered (what it
+ * told us of others is paid from it; earned in peer_count_rx). */
+struct peer_disco {
+    struct disco_state state;
+    struct disco_relays relays;
+    uint32_t hint_credit;
+    bool speaks_disco;                    /* it sent us a disco message: a ddpnet node */
     /* The names its machine goes by, as it told us (NAMES): written to the
      * hosts block when no one else claims them (membership/members.c). */
     uint8_t n_names;
     char names[DISCO_MAX_NAMES][DISCO_NAME_MAX + 1];
     bool introduced;                      /* to the others, since it came (back) */
+    uint64_t introduced_ns;
+    /* Its own addresses as its registry record gives them (discovery_node_hints):
+     * every member has that record, so they count as listed too. */
+    uint8_t n_recorded;
+    struct disco_endpoint recorded[DISCO_MAX_LOCAL];
+    /* What its holder said of its registry record on its session (enum
+     * peer_record_said, the digest), and when its word last made
+     * membership look again (record_checked_ns). */
+    uint8_t record_said;
+    uint8_t record_digest[DISCO_RECORD_LEN];
+    uint64_t record_checked_ns;
+};
+
+/* Who it is in the cluster: written by membership (members.c,
+ * endpoints.c) and peer_create; the rest of the engine reads it. */
+struct peer_member {
+    char name[CLUSTER_NAME_MAX + 1];
+    struct cluster_addr address;          /* overlay address: the only allowed IP */
     /* The endpoint the cluster file, the registry or `wg set` gave it
      * (AF_UNSPEC: none): what every member knows of it already. */
     union endpoint listed;
@@ -161,29 +204,25 @@ struct peer {
      * names (membership/members.h). */
     char resolving[CLUSTER_HOST_MAX + 1];
     uint16_t resolving_port;
-    /* Its own addresses as its registry record gives them (disco_node_hints):
-     * every member has that record, so they count as listed too. */
-    uint8_t n_recorded;
-    struct disco_endpoint recorded[DISCO_MAX_LOCAL];
-    bool came_back;                       /* a session after none (or after giving up):
-                                           * handshake.c sets it, disco_session_up takes it */
-    bool kept;                            /* membership's mark: stays through the change
-                                           * being applied (members.c) */
-    /* Its registry record (overlay/registry/vouch.h). pending: one its
+    bool kept;                            /* stays through the change being applied */
+    /* Its registry record (overlay/registry/vouch.h) is pending: one its
      * key holder has not stated yet -- a peer to make a handshake with,
-     * neither routed to nor named, its data dropped (membership sets it);
-     * record_said: what its holder said of its record (enum
-     * peer_record_said);
-     * record_checked_ns: when its word last made membership look again. */
+     * neither routed to nor named, its data dropped. */
     bool pending;
-    uint8_t record_said;
-    uint8_t record_digest[DISCO_RECORD_LEN];
-    uint64_t record_checked_ns;
-    uint64_t introduced_ns;
-    /* Our latest initiation as sent (MACs aside), and when it was made:
-     * punches send the same one again to every candidate. */
-    uint8_t initiation[WG_INITIATION_LEN];
-    uint64_t initiation_ns;
+};
+
+/* Lives in guarded memory (sodium_malloc): it holds the handshake and
+ * session keys. Made and removed only by peer_create and peer_remove
+ * (device_setup.h). */
+struct peer {
+    struct device *dev;
+    disco_id id;                          /* this device's name for it in disco's records */
+    uint8_t public_key[WG_KEY_LEN];
+    struct peer_wg wg;
+    struct peer_live live;
+    struct peer_path path;
+    struct peer_disco disco;
+    struct peer_member member;
 };
 
 struct device_stats {
@@ -234,6 +273,7 @@ struct disco_device {
     struct disco_msg *wrap_msg;           /* a relay wrapping being built */
     uint8_t *scratch;                     /* a sealed disco message */
     uint8_t *wrap;                        /* the same, wrapped for a relay */
+    const struct core_ops *core;          /* the way back to the core (paths.h) */
     struct disco_bucket unanswered;       /* sends to addresses that never answered */
     /* What registry records may make us send to addresses that never
      * answered (DISCO_REGISTRY_CREDIT_*), and when it was last refilled. */
@@ -388,6 +428,15 @@ bool path_usable(const struct peer *p);
  * when relayed, and no more than the path MTU found (pmtu.h) for a ddpnet
  * peer. */
 unsigned path_mtu(const struct peer *p);
+
+/* Whether p has a keypair to send with now: a read of its session, for
+ * the core and for paths and discovery alike. */
+static inline bool peer_can_send(const struct peer *p, uint64_t now)
+{
+    const struct noise_keypair *kp = p->wg.current;
+
+    return kp && kp->send_counter < WG_REJECT_AFTER_MESSAGES && !transport_expired(kp, now);
+}
 
 /* A rate as of now: the last full window's, or 0 once traffic stopped. */
 uint64_t rate_read(const struct rate *r, uint64_t now_ns);

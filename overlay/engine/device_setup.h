@@ -1,6 +1,10 @@
-/* Making and unmaking the device's in-memory state (device.h): identity,
- * peers from the cluster file, index table and address map. The caller
- * fills dev->cluster, dev->self and dev->loop first. */
+/* SPDX-License-Identifier: MIT */
+/* The engine as membership and the daemon use it: making and unmaking
+ * the device's in-memory state (device.h: identity, peers, index table
+ * and address map; the caller fills dev->cluster, dev->self and dev->loop
+ * first), peers made and removed, the loop's handlers, and the few calls
+ * that reach out or wake discovery. Outside overlay/engine/, only this
+ * header and device.h are included (tests/check_layers.sh). */
 #ifndef DDPNET_DEVICE_SETUP_H
 #define DDPNET_DEVICE_SETUP_H
 
@@ -15,5 +19,42 @@ int device_remap(struct device *dev);
 /* The endpoint of a node as the cluster file gives it when it is an IP
  * literal (AF_UNSPEC otherwise: hostnames are the daemon's to resolve). */
 void device_node_endpoint(union endpoint *e, const struct cluster_node *n);
+
+/* --- peers made and unmade (peer.c): the only place of either ------------------ */
+/* A peer for node of the model (its keepalive is the model's for it),
+ * with its id (disco_id) taken from the device's counter: not yet one of
+ * dev->peers, which the caller installs. NULL when out of memory or the
+ * key is of low order. */
+struct peer *peer_create(struct device *dev, const struct cluster *model,
+                         const struct cluster_node *node);
+/* Frees a peer never installed (or the device's, as it is destroyed). */
+void peer_free(struct peer *p);
+/* p leaves the device: no peer of stay[0..n_stay) (those that remain)
+ * relays through it or counts it as a relay any more; then its keys are
+ * wiped, its indices released, its staged packets dropped and it is
+ * freed. The caller takes it out of dev->peers and the address map. */
+void peer_remove(struct peer *p, struct peer *const *stay, size_t n_stay, uint64_t now);
+
+/* What the loop calls on UDP receives, TUN reads, finished crypto jobs
+ * and timers, with dev as the context (the control socket's handlers are
+ * the caller's): handlers.c. */
+struct loop_handlers;
+void engine_loop_handlers(struct device *dev, struct loop_handlers *h);
+
+/* --- reaching out, and discovery woken ------------------------------------------ */
+/* Sends an initiation unless one went out less than REKEY_TIMEOUT ago. */
+void handshake_send_initiation(struct peer *p, bool is_retry, uint64_t now);
+/* Sends what the relay gathered for others (path.c). */
+void path_flush(struct device *dev, uint64_t now);
+/* Something brought a disco deadline forward: discovery_run_timers (paths.h)
+ * looks again on the loop's next turn. */
+void discovery_wake(struct device *dev);
+/* What node's registry record says of where it may be reached (its
+ * candidates and observed address; membership calls this for a new peer
+ * and when they change): hints for p, paid from the registry's credit
+ * until they answer (the record may be anyone's word). */
+void discovery_node_hints(struct peer *p, const struct cluster_node *node, uint64_t now);
+/* Reads the interface addresses: this node's local candidates (disco_local.c). */
+void discovery_local_refresh(struct device *dev, uint64_t now);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Discovery on the wire: the disco messages (disco_msg.h) a node sends and
  * answers, and the schedule of disco.h carried out for each peer.
  *
@@ -24,7 +25,10 @@
  *              our registry record.
  *   RECORD     after FEATURES, by a node that joined through the
  *              registry: the digest of its record, which the others
- *              count only so (overlay/registry/vouch.h). */
+ *              count only so (overlay/registry/vouch.h).
+ *
+ * Which relay to try and what a member's hints may cost: disco_relay.c
+ * (disco_int.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +37,7 @@
 
 #include "overlay/base/log.h"
 #include "overlay/base/wire.h"
-#include "overlay/engine/engine.h"
-#include "overlay/engine/timers.h"
+#include "overlay/engine/disco_int.h"
 
 /* A peer's word on its record makes membership look again at most this
  * often. */
@@ -43,23 +46,24 @@
 #define RECORDS_COALESCE_NS (100ull * NS_PER_MS)
 
 
-int disco_init(struct device *dev)
+int discovery_init(struct device *dev, const struct core_ops *core)
 {
     struct disco_device *d = &dev->disco;
 
+    d->core = core;
     d->in_msg = calloc(1, sizeof(*d->in_msg));
     d->out_msg = calloc(1, sizeof(*d->out_msg));
     d->wrap_msg = calloc(1, sizeof(*d->wrap_msg));
     d->scratch = malloc(DISCO_SCRATCH_LEN);
     d->wrap = malloc(DISCO_SCRATCH_LEN);
     if (!d->in_msg || !d->out_msg || !d->wrap_msg || !d->scratch || !d->wrap) {
-        disco_destroy(dev);
+        discovery_destroy(dev);
         return -ENOMEM;
     }
     return 0;
 }
 
-void disco_destroy(struct device *dev)
+void discovery_destroy(struct device *dev)
 {
     struct disco_device *d = &dev->disco;
 
@@ -75,48 +79,30 @@ void disco_destroy(struct device *dev)
 
 /* --- small helpers ------------------------------------------------------------------ */
 
-static bool to_disco(const union endpoint *e, struct disco_endpoint *out)
-{
-    return e->sa.sa_family != AF_UNSPEC &&
-           disco_endpoint_from_sockaddr(out, &e->sa, endpoint_sockaddr_len(e)) == 0;
-}
-
-static bool from_disco(const struct disco_endpoint *e, union endpoint *out)
-{
-    memset(out, 0, sizeof(*out));
-    return disco_endpoint_to_sockaddr(e, &out->sa, sizeof(*out)) > 0;
-}
-
-static bool is_endpoint(const struct peer *p, const struct disco_endpoint *e)
-{
-    struct disco_endpoint cur;
-
-    return to_disco(&p->endpoint, &cur) && disco_endpoint_equal(&cur, e);
-}
-
 /* A session that still works: heard from within KEEPALIVE + REKEY_TIMEOUT
  * (after which WireGuard would rekey), and, for a peer that answers
  * pings, fewer than DISCO_PING_LOST_MAX lost in a row -- the sooner of
  * the two to notice a path that broke. */
-bool disco_working(const struct peer *p, uint64_t now)
+bool discovery_working(const struct peer *p, uint64_t now)
 {
     /* An idle peer is heard from only as often as it is pinged (on its
      * own pace: clock_stretch). */
-    uint64_t idle = clock_stretch(disco_idle_ping_s(p, now) * WG_NSEC_PER_SEC, p->disco.spread);
+    uint64_t idle = clock_stretch(discovery_idle_ping_s(p, now) * WG_NSEC_PER_SEC,
+                                  p->disco.state.spread);
     uint64_t quiet = (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) * WG_NSEC_PER_SEC + idle;
 
-    return peer_can_send(p, now) && p->last_received_ns &&
-           now - p->last_received_ns < quiet &&
-           (!p->speaks_disco || disco_pings_lost(&p->disco, now) < DISCO_PING_LOST_MAX);
+    return peer_can_send(p, now) && p->live.last_received_ns &&
+           now - p->live.last_received_ns < quiet &&
+           (!p->disco.speaks_disco || disco_pings_lost(&p->disco.state, now) < DISCO_PING_LOST_MAX);
 }
 
-unsigned disco_idle_ping_s(const struct peer *p, uint64_t now)
+unsigned discovery_idle_ping_s(const struct peer *p, uint64_t now)
 {
     unsigned steps, s;
 
     /* A stock WireGuard peer gets no pings at all. */
-    if (!p->speaks_disco ||
-        (p->last_data_ns && now - p->last_data_ns < DISCO_IDLE_AFTER_S * WG_NSEC_PER_SEC))
+    if (!p->disco.speaks_disco ||
+        (p->live.last_data_ns && now - p->live.last_data_ns < DISCO_IDLE_AFTER_S * WG_NSEC_PER_SEC))
         return 0;
     steps = (unsigned)((p->dev->n_peers + DISCO_IDLE_PEERS_PER_STEP - 1) / DISCO_IDLE_PEERS_PER_STEP);
     s = DISCO_PING_INTERVAL_S * (steps < 2 ? 2 : steps);
@@ -127,195 +113,19 @@ static unsigned targets(const struct peer *p, bool only_local, struct disco_endp
 {
     const struct disco_device *d = &p->dev->disco;
 
-    return disco_targets(&p->disco, d->local, d->n_local, only_local, out, DISCO_CANDS_MAX);
+    return disco_targets(&p->disco.state, d->local, d->n_local, only_local, out, DISCO_CANDS_MAX);
 }
 
-bool disco_has_targets(const struct peer *p)
+bool discovery_has_targets(const struct peer *p)
 {
     struct disco_endpoint t[DISCO_CANDS_MAX];
 
     return targets(p, false, t) > 0;
 }
 
-/* A relay to choose: it carries messages, and answers. */
-static bool relay_good(const struct peer *r, uint64_t now)
-{
-    return path_relay_ready(r, now) && disco_working(r, now);
-}
-
-/* The relay to try next for p (trust.c's order), or NULL. */
-static struct peer *relay_next(const struct peer *p, uint64_t now)
-{
-    bool usable[DISCO_RELAYS_MAX];
-
-    for (unsigned i = 0; i < DISCO_RELAYS_MAX; i++) {
-        const struct peer *r = device_peer_by_id(p->dev, p->relays.slot[i].id);
-        usable[i] = r && r != p && relay_good(r, now);
-    }
-    return device_peer_by_id(p->dev, disco_relay_pick(&p->relays, usable,
-                                                      p->via ? p->via->id : 0, now));
-}
-
-/* Members looked at per guess (relay_guess): the work stays bounded in a
- * large cluster whose members we mostly cannot reach. */
-#define RELAY_GUESS_SCAN 32u
-
-/* r could relay for p: a ddpnet member we reach, that answers us. */
-static bool guessable(const struct peer *p, const struct peer *r, uint64_t now)
-{
-    return r != p && r->speaks_disco && relay_good(r, now);
-}
-
-/* No member told us it reaches p, and p does not answer us: the ddpnet
- * members we reach and that answer us are the relays to try, up to a slot
- * each (trust.c's trials sort them out: one that does not reach p directly
- * refuses to forward, and its trial fails). Members at the endpoints the
- * cluster lists are not introduced to each other (introduce), and what a
- * member says of third peers comes only with its periodic ENDPOINTS, so
- * without this two members kept apart by a firewall, both at their listed
- * endpoints, had no relay until the next ENDPOINTS of one that reaches
- * both -- or none at all when that one came up last. The scan starts at a
- * random member so that nodes spread their relaying over the cluster.
- * Returns whether a relay is known now. */
-static bool relay_guess(struct peer *p, uint64_t now)
-{
-    struct device *dev = p->dev;
-    size_t n = dev->n_peers, i;
-    unsigned looked = 0, added = 0;
-
-    if (n < 2)
-        return false;
-    i = randombytes_uniform((uint32_t)n);
-    for (; looked < n && looked < RELAY_GUESS_SCAN && added < DISCO_RELAYS_MAX;
-         looked++, i = (i + 1) % n) {
-        struct peer *r = dev->peers[i];
-        if (!guessable(p, r, now))
-            continue;
-        disco_relay_claim(&p->relays, r->id, now);
-        added++;
-    }
-    if (added)
-        log_debug_rl("peer %s: no member said it reaches it; %u members we reach are the "
-                     "relays to try", p->name, added);
-    return relay_next(p, now) != NULL;
-}
-
-/* Whether try_relay would find a relay for p, offered or guessed (the
- * guess's own bound on the members looked at). */
-static bool relay_known(const struct peer *p, uint64_t now)
-{
-    const struct device *dev = p->dev;
-
-    if (relay_next(p, now))
-        return true;
-    for (size_t i = 0; i < dev->n_peers && i < RELAY_GUESS_SCAN; i++)
-        if (guessable(p, dev->peers[i], now))
-            return true;
-    return false;
-}
-
-/* r says it reaches p directly: a relay to try, no more (trust.c). */
-static void offer_relay(struct peer *p, struct peer *r, uint64_t now)
-{
-    if (r == p)
-        return;
-    disco_relay_claim(&p->relays, r->id, now);
-    disco_wake(p->dev);
-}
-
-/* Tries the next relay for p: an initiation goes through it (and through
- * it again with every initiation while it is on trial); the relay is used
- * once the answer comes back through it (path_received). */
-static bool try_relay(struct peer *p, uint64_t now)
-{
-    struct peer *r = relay_next(p, now);
-
-    if (!r && relay_guess(p, now))
-        r = relay_next(p, now);
-    if (!r)
-        return false;
-    log_debug_rl("peer %s: trying the relay %s", p->name, r->name);
-    disco_relay_trial(&p->relays, r->id, now);
-    handshake_initiate(p, now);
-    return true;
-}
-
-/* The credit an informant pays from: a member's, or the registry's
- * (refilled by time: DISCO_REGISTRY_CREDIT_*); NULL for a member that
- * left. */
-static uint32_t *informant_credit(struct device *dev, disco_id id, uint64_t now)
-{
-    struct disco_device *d = &dev->disco;
-    struct peer *who;
-
-    if (id != DISCO_ID_REGISTRY)
-        return (who = device_peer_by_id(dev, id)) ? &who->hint_credit : NULL;
-    if (!d->registry_credit_ns) {
-        d->registry_credit = DISCO_REGISTRY_CREDIT_MAX;
-        d->registry_credit_ns = now ? now : 1;
-    } else if (now > d->registry_credit_ns) {
-        uint64_t add = (now - d->registry_credit_ns) * DISCO_REGISTRY_CREDIT_PER_SEC /
-                       WG_NSEC_PER_SEC;
-        if (add) {   /* else the time is kept, so no fraction is lost */
-            d->registry_credit = (uint32_t)(d->registry_credit + add < DISCO_REGISTRY_CREDIT_MAX
-                                                ? d->registry_credit + add
-                                                : DISCO_REGISTRY_CREDIT_MAX);
-            d->registry_credit_ns = now;
-        }
-    }
-    return &d->registry_credit;
-}
-
-/* Whether a send of len bytes to t, a candidate of p, may go. Free to an
- * address that answered (or to p's endpoint, which came from p's own
- * authentic packets or from the operator); else within what its reports
- * allow it, paid from the credit of a member that told us of it (or of
- * the registry, for a record's), within the device's bucket (trust.c). */
-static bool hint_allows(struct peer *p, const struct disco_endpoint *t, uint32_t len,
-                        uint64_t now)
-{
-    struct device *dev = p->dev;
-    struct disco_cand *c;
-
-    if (is_endpoint(p, t))
-        return true;
-    if (!(c = disco_cand_get(&p->disco, t)))
-        return false;
-    if (disco_cand_answers(c, now))
-        return true;
-    for (unsigned i = 0; i < 2 && c->allowance >= len; i++) {
-        uint32_t *credit = informant_credit(dev, c->informant[i], now);
-        if (!credit || *credit < len)
-            continue;
-        if (!disco_bucket_take(&dev->disco.unanswered, len, now))
-            break;
-        disco_credit_spend(credit, len);
-        disco_cand_spend(c, len);
-        if (c->tries < UINT8_MAX)
-            c->tries++;
-        dev->stats.hint_bytes += len;
-        return true;
-    }
-    dev->stats.hint_refused++;
-    return false;
-}
-
-void disco_note_answer(struct peer *p, const union endpoint *src, uint64_t now)
-{
-    struct disco_endpoint from;
-
-    if (to_disco(src, &from))
-        disco_cand_answered(&p->disco, &from, now);
-}
-
 static void challenge(struct peer *p, uint64_t now);
 
 /* --- sending ------------------------------------------------------------------------- */
-
-static size_t ip_header_len(const struct device *dev)
-{
-    return dev->self->address.family == AF_INET6 ? IPV6_HEADER_LEN : IPV4_HEADER_LEN;
-}
 
 /* Writes m for p into the scratch buffer as one sealed transport message
  * (an inner IP packet between our overlay addresses); returns its length
@@ -325,7 +135,7 @@ static int seal_disco(struct peer *p, const struct disco_msg *m, uint32_t pad_li
 {
     struct device *dev = p->dev;
     int family = dev->self->address.family;
-    size_t hlen = family == AF_INET6 ? IPV6_HEADER_LEN : IPV4_HEADER_LEN;
+    size_t hlen = path_inner_ip_len(dev);
     size_t cap = DISCO_SCRATCH_LEN - WG_TRANSPORT_MIN_LEN - WG_PADDING_MULTIPLE;
     uint8_t *ip = dev->disco.scratch + WG_TRANSPORT_HEADER_LEN;
     struct transport_packet tp = { .buf = dev->disco.scratch, .cap = DISCO_SCRATCH_LEN,
@@ -333,12 +143,12 @@ static int seal_disco(struct peer *p, const struct disco_msg *m, uint32_t pad_li
     int n = disco_encode(m, ip + hlen, cap - hlen);
 
     if (n >= 0)
-        n = disco_ip_wrap(family, dev->self->address.bytes, p->address.bytes, ip + hlen,
+        n = disco_ip_wrap(family, dev->self->address.bytes, p->member.address.bytes, ip + hlen,
                           (size_t)n, ip, cap);
     if (n < 0)
         return n;
     tp.len = (size_t)n;
-    if (transport_seal(p->current, &tp, now))
+    if (transport_seal(p->wg.current, &tp, now))
         return -ESTALE;
     if (m->type < DISCO_TYPE_COUNT)
         dev->stats.disco_sent[m->type]++;
@@ -357,23 +167,21 @@ static int send_disco_limited(struct peer *p, const struct disco_msg *m,
         return -ENOTCONN;
     /* On a path that did not answer us yet, nothing but a challenge
      * (disco.h: unproven), which names where it goes. */
-    if (!to && !p->via && !p->endpoint_proven)
+    if (!to && !p->path.via && !p->path.endpoint_proven)
         return -EAGAIN;
     if ((n = seal_disco(p, m, pad_limit, now)) < 0)
         return n;
-    peer_count_tx(p, (uint64_t)n, now);
     /* Authenticated, but not data: a disco message expects no data back,
      * so it arms no new handshake (timers.h). */
-    timers_any_authenticated_packet_traversal(p, now);
-    timers_any_authenticated_packet_sent(p, now);
-    if (to || !p->via)
-        n = loop_send_now(p->dev->loop, buf, (uint32_t)n, to ? to : &p->endpoint);
+    p->dev->disco.core->sent(p, (uint64_t)n, false, now);
+    if (to || !p->path.via)
+        n = loop_send_now(p->dev->loop, buf, (uint32_t)n, to ? to : &p->path.endpoint);
     else
-        n = path_relay_now(p->via, p->public_key, buf, (uint32_t)n, now);
+        n = path_relay_now(p->path.via, p->public_key, buf, (uint32_t)n, now);
     /* As any sender: an old key is renewed (pings alone keep a session
      * in use). */
-    if (transport_needs_rekey(p->current, now + p->rekey_early_ns))
-        handshake_send_initiation(p, false, now);
+    if (transport_needs_rekey(p->wg.current, now + p->wg.rekey_early_ns))
+        p->dev->disco.core->send_initiation(p, false, now);
     return n;
 }
 
@@ -383,23 +191,21 @@ static int send_disco(struct peer *p, const struct disco_msg *m, const union end
     return send_disco_limited(p, m, to, path_mtu(p), now);
 }
 
-unsigned disco_spray(struct peer *p, const uint8_t *msg, uint32_t len, uint64_t now)
+unsigned discovery_spray(struct peer *p, const uint8_t *msg, uint32_t len, uint64_t now)
 {
     struct disco_endpoint t[DISCO_CANDS_MAX];
     unsigned n, sent = 0;
     union endpoint ep;
 
-    disco_cand_expire(&p->disco, now);
+    disco_cand_expire(&p->disco.state, now);
     n = targets(p, false, t);
     for (unsigned i = 0; i < n; i++) {
         /* The path had its copy already. */
-        if ((!p->via && is_endpoint(p, &t[i])) || !from_disco(&t[i], &ep) ||
-            !hint_allows(p, &t[i], len, now))
+        if ((!p->path.via && discovery_is_endpoint(p, &t[i])) || !discovery_from_disco(&t[i], &ep) ||
+            !discovery_hint_allows(p, &t[i], len, now))
             continue;
-        if (loop_send_now(p->dev->loop, msg, len, &ep) == 0) {
-            peer_count_tx(p, len, now);
+        if (loop_send_now(p->dev->loop, msg, len, &ep) == 0)
             sent++;
-        }
     }
     return sent;
 }
@@ -415,10 +221,10 @@ static unsigned pass_locals(struct peer *p, struct disco_endpoint *out, unsigned
 {
     unsigned n;
 
-    if (!disco_cand_locals_from(&p->disco, p->id))
+    if (!disco_cand_locals_from(&p->disco.state, p->id))
         return 0;
-    n = disco_cand_local(&p->disco, out, max);
-    if (!n || !disco_credit_spend(&p->hint_credit, n * DISCO_CAND_REPORT_BYTES))
+    n = disco_cand_local(&p->disco.state, out, max);
+    if (!n || !disco_credit_spend(&p->disco.hint_credit, n * DISCO_CAND_REPORT_BYTES))
         return 0;
     return n;
 }
@@ -427,7 +233,8 @@ static unsigned pass_locals(struct peer *p, struct disco_endpoint *out, unsigned
  * that speak disco (a plain WireGuard peer would not answer a punch). */
 static bool recordable(const struct peer *p, uint64_t now)
 {
-    return path_direct(p) && p->endpoint_proven && peer_can_send(p, now) && p->speaks_disco;
+    return path_direct(p) && p->path.endpoint_proven && peer_can_send(p, now) &&
+           p->disco.speaks_disco;
 }
 
 static bool record_of(struct peer *p, uint64_t now, struct disco_peer *rec)
@@ -435,7 +242,7 @@ static bool record_of(struct peer *p, uint64_t now, struct disco_peer *rec)
     if (!recordable(p, now))
         return false;
     memcpy(rec->key, p->public_key, WG_KEY_LEN);
-    rec->has_observed = to_disco(&p->endpoint, &rec->observed);
+    rec->has_observed = discovery_to_disco(&p->path.endpoint, &rec->observed);
     rec->direct = true;
     rec->n_local = (uint8_t)pass_locals(p, rec->local, DISCO_MAX_LOCAL);
     return true;
@@ -462,7 +269,7 @@ static size_t endpoints_head(const struct peer *x, struct disco_msg *m)
     struct disco_endpoints *e = &m->endpoints;
 
     m->type = DISCO_ENDPOINTS;
-    e->has_observed = path_direct(x) && to_disco(&x->endpoint, &e->observed);
+    e->has_observed = path_direct(x) && discovery_to_disco(&x->path.endpoint, &e->observed);
     e->n_local = d->n_local;
     memcpy(e->local, d->local, sizeof(e->local[0]) * d->n_local);
     e->n_peers = 0;
@@ -489,7 +296,7 @@ static uint32_t sealed_len(const struct peer *p, const struct disco_msg *m)
     int n = disco_encoded_len(m);
 
     return n < 0 ? UINT32_MAX
-                 : (uint32_t)transport_sealed_len_limited(ip_header_len(p->dev) + (size_t)n,
+                 : (uint32_t)transport_sealed_len_limited(path_inner_ip_len(p->dev) + (size_t)n,
                                                           path_mtu(p));
 }
 
@@ -551,7 +358,7 @@ static void send_endpoints(struct peer *x, uint64_t now)
 {
     struct device *dev = x->dev;
     struct disco_msg *m = dev->disco.out_msg;
-    size_t hlen = dev->self->address.family == AF_INET6 ? IPV6_HEADER_LEN : IPV4_HEADER_LEN;
+    size_t hlen = path_inner_ip_len(dev);
     size_t limit = path_mtu(x) - hlen, size = endpoints_head(x, m);
     struct disco_peer rec;
 
@@ -580,7 +387,7 @@ static uint8_t candidates_of(struct peer *about, struct disco_endpoint *out)
 {
     unsigned n = 0;
 
-    if (to_disco(&about->endpoint, &out[0]))
+    if (discovery_to_disco(&about->path.endpoint, &out[0]))
         n++;
     n += pass_locals(about, out + n, DISCO_MAX_CANDIDATES - n);
     return (uint8_t)n;
@@ -603,12 +410,13 @@ static void send_punch(struct peer *to, struct peer *about, uint64_t id, uint64_
  * others need no word from us to find it. */
 static bool at_listed(const struct peer *p)
 {
-    if (p->via || p->endpoint.sa.sa_family == AF_UNSPEC)
+    if (p->path.via || p->path.endpoint.sa.sa_family == AF_UNSPEC)
         return false;
-    if (p->listed.sa.sa_family != AF_UNSPEC && endpoint_equal(&p->endpoint, &p->listed))
+    if (p->member.listed.sa.sa_family != AF_UNSPEC &&
+        endpoint_equal(&p->path.endpoint, &p->member.listed))
         return true;
-    for (unsigned i = 0; i < p->n_recorded; i++)
-        if (is_endpoint(p, &p->recorded[i]))
+    for (unsigned i = 0; i < p->disco.n_recorded; i++)
+        if (discovery_is_endpoint(p, &p->disco.recorded[i]))
             return true;
     return false;
 }
@@ -624,7 +432,7 @@ static void introduce(struct peer *x, uint64_t now)
     struct device *dev = x->dev;
     bool x_listed = at_listed(x);
 
-    log_debug_rl("peer %s: introduced to the peers we reach", x->name);
+    log_debug_rl("peer %s: introduced to the peers we reach", x->member.name);
     for (size_t i = 0; i < dev->n_peers; i++) {
         struct peer *y = dev->peers[i];
         uint64_t id;
@@ -649,14 +457,14 @@ static void learn_record(struct peer *x, struct peer *via, const struct disco_pe
     if (!q || q == x)
         return;     /* ourselves, or a key not in the cluster */
     if (rec->has_observed)
-        disco_cand_add(&q->disco, &rec->observed, false, x->id, now);
+        disco_cand_add(&q->disco.state, &rec->observed, false, x->id, now);
     /* q's own word on its addresses wins over what others pass on. */
-    if (rec->n_local && !disco_cand_locals_from(&q->disco, q->id))
-        disco_cand_set_local(&q->disco, rec->local, rec->n_local, x->id, now);
+    if (rec->n_local && !disco_cand_locals_from(&q->disco.state, q->id))
+        disco_cand_set_local(&q->disco.state, rec->local, rec->n_local, x->id, now);
     if (rec->direct && !via && path_direct(x))
-        offer_relay(q, x, now);
-    if (!disco_working(q, now))
-        disco_want_session(q, false, now);
+        discovery_offer_relay(q, x, now);
+    if (!discovery_working(q, now))
+        discovery_want_session(q, false, now);
 }
 
 /* Introduced once when it comes (and its endpoint answered us), again
@@ -664,20 +472,21 @@ static void learn_record(struct peer *x, struct peer *via, const struct disco_pe
  * change. */
 static void maybe_introduce(struct peer *x, uint64_t now)
 {
-    if (!x->introduced && recordable(x, now) &&
-        (!x->introduced_ns || now - x->introduced_ns >= DISCO_ENDPOINTS_MIN_S * WG_NSEC_PER_SEC)) {
-        x->introduced = true;
-        x->introduced_ns = now;
+    if (!x->disco.introduced && recordable(x, now) &&
+        (!x->disco.introduced_ns ||
+         now - x->disco.introduced_ns >= DISCO_ENDPOINTS_MIN_S * WG_NSEC_PER_SEC)) {
+        x->disco.introduced = true;
+        x->disco.introduced_ns = now;
         introduce(x, now);
     }
 }
 
-void disco_endpoint_proven(struct peer *p, uint64_t now)
+void discovery_endpoint_proven(struct peer *p, uint64_t now)
 {
-    disco_endpoints_due(&p->disco);
-    if (p->speaks_disco)
+    disco_endpoints_due(&p->disco.state);
+    if (p->disco.speaks_disco)
         maybe_introduce(p, now);
-    disco_wake(p->dev);
+    discovery_wake(p->dev);
 }
 
 /* x, reached directly, sees our packets come from ep. The one kept is
@@ -714,10 +523,10 @@ static bool cand_to_disco(const struct cluster_cand *c, struct disco_endpoint *o
     return disco_endpoint_valid(out);
 }
 
-void disco_node_hints(struct peer *p, const struct cluster_node *node, uint64_t now)
+void discovery_node_hints(struct peer *p, const struct cluster_node *node, uint64_t now)
 {
     struct disco_endpoint locals[DISCO_MAX_LOCAL], ep, listed;
-    bool has_listed = to_disco(&p->listed, &listed);
+    bool has_listed = discovery_to_disco(&p->member.listed, &listed);
     unsigned n = 0;
 
     /* Its listed endpoint is its path already, free to send to: the rest
@@ -727,15 +536,15 @@ void disco_node_hints(struct peer *p, const struct cluster_node *node, uint64_t 
         if (cand_to_disco(&node->candidates[i], &ep) &&
             !(has_listed && disco_endpoint_equal(&ep, &listed)))
             locals[n++] = ep;
-    memcpy(p->recorded, locals, n * sizeof(locals[0]));
-    p->n_recorded = (uint8_t)n;
+    memcpy(p->disco.recorded, locals, n * sizeof(locals[0]));
+    p->disco.n_recorded = (uint8_t)n;
     /* Its own word, said in the tunnel, outranks its record. */
-    if (n && !disco_cand_locals_from(&p->disco, p->id))
-        disco_cand_set_local(&p->disco, locals, n, DISCO_ID_REGISTRY, now);
+    if (n && !disco_cand_locals_from(&p->disco.state, p->id))
+        disco_cand_set_local(&p->disco.state, locals, n, DISCO_ID_REGISTRY, now);
     if (node->has_observed && cand_to_disco(&node->observed, &ep))
-        disco_cand_add(&p->disco, &ep, false, DISCO_ID_REGISTRY, now);
-    if ((n || node->has_observed) && !disco_working(p, now))
-        disco_want_session(p, false, now);
+        disco_cand_add(&p->disco.state, &ep, false, DISCO_ID_REGISTRY, now);
+    if ((n || node->has_observed) && !discovery_working(p, now))
+        discovery_want_session(p, false, now);
 }
 
 static void on_endpoints(struct peer *x, struct peer *via, const struct disco_endpoints *e,
@@ -743,9 +552,9 @@ static void on_endpoints(struct peer *x, struct peer *via, const struct disco_en
 {
     if (!via && e->has_observed && path_direct(x))
         note_observed(x->dev, &e->observed, now);
-    if (disco_cand_set_local(&x->disco, e->local, e->n_local, x->id, now)) {
-        log_debug_rl("peer %s: its local addresses changed", x->name);
-        x->introduced = false;     /* the others hear of it as an introduction */
+    if (disco_cand_set_local(&x->disco.state, e->local, e->n_local, x->id, now)) {
+        log_debug_rl("peer %s: its local addresses changed", x->member.name);
+        x->disco.introduced = false;     /* the others hear of it as an introduction */
     }
     if (!via)
         maybe_introduce(x, now);
@@ -761,15 +570,15 @@ static void on_punch(struct peer *x, struct peer *via, const struct disco_punch 
     if (!q || q == x)
         return;
     for (unsigned i = 0; i < pu->n_cand; i++)
-        disco_cand_add(&q->disco, &pu->cand[i], false, x->id, now);
+        disco_cand_add(&q->disco.state, &pu->cand[i], false, x->id, now);
     if (!via && path_direct(x))
-        offer_relay(q, x, now);
-    if (!disco_working(q, now))
-        disco_want_session(q, false, now);
+        discovery_offer_relay(q, x, now);
+    if (!discovery_working(q, now))
+        discovery_want_session(q, false, now);
 }
 
 /* A probe of the candidate `to`: paid for by the members that named it
- * (hint_allows), or, where the peer's authentic packet just came from
+ * (discovery_hint_allows), or, where the peer's authentic packet just came from
  * (answered), free when that is proven, else from what came from there
  * (path_unproven_spend). */
 static void send_probe(struct peer *p, const struct disco_endpoint *to, bool answered,
@@ -778,14 +587,14 @@ static void send_probe(struct peer *p, const struct disco_endpoint *to, bool ans
     struct disco_msg *m;
     union endpoint ep;
 
-    if (!from_disco(to, &ep))
+    if (!discovery_from_disco(to, &ep))
         return;
     m = probe_msg(p->dev, to, 0);
     uint32_t sealed = sealed_len(p, m);
-    if (answered ? !path_unproven_spend(p, &ep, sealed) : !hint_allows(p, to, sealed, now))
+    if (answered ? !path_unproven_spend(p, &ep, sealed) : !discovery_hint_allows(p, to, sealed, now))
         return;
     if (send_disco(p, m, &ep, now) == 0)
-        disco_ping_sent(&p->disco, m->ping.txid, to, now);
+        disco_ping_sent(&p->disco.state, m->ping.txid, to, now);
 }
 
 static void on_ping(struct peer *p, const union endpoint *src, struct peer *via,
@@ -793,7 +602,7 @@ static void on_ping(struct peer *p, const union endpoint *src, struct peer *via,
 {
     struct disco_msg *m = p->dev->disco.out_msg;
     struct disco_endpoint from;
-    bool direct = !via && src && to_disco(src, &from);
+    bool direct = !via && src && discovery_to_disco(src, &from);
 
     m->type = DISCO_PONG;
     m->pong.txid = pi->txid;
@@ -816,7 +625,7 @@ static void on_ping(struct peer *p, const union endpoint *src, struct peer *via,
     send_disco(p, m, direct ? src : NULL, now);
     /* Probed directly while we relay: probe back at once, so that both
      * sides can move to the direct path within a round trip. */
-    if (direct && p->via && (pi->flags & DISCO_PING_F_PROBE))
+    if (direct && p->path.via && (pi->flags & DISCO_PING_F_PROBE))
         send_probe(p, &from, true, now);
 }
 
@@ -828,25 +637,25 @@ static void on_ping(struct peer *p, const union endpoint *src, struct peer *via,
  * make it move: rate-limited. */
 static void log_mtu_changed(struct peer *p, const struct pmtu *was)
 {
-    const struct pmtu *m = &p->pmtu;
+    const struct pmtu *m = &p->path.pmtu;
     unsigned mtu = path_mtu(p);
     char path[96];
 
     if (was->found && !m->found) {
         path_format(p, path, sizeof(path));
         log_info_peer_rl("peer %s: %u-byte packets stopped getting through (%s): %u until "
-                         "a new search ends", p->name, (unsigned)was->current, path, mtu);
-    } else if (!m->found || mtu == p->pmtu_logged) {
+                         "a new search ends", p->member.name, (unsigned)was->current, path, mtu);
+    } else if (!m->found || mtu == p->path.pmtu_logged) {
         return;
     } else {
         path_format(p, path, sizeof(path));
-        if (p->pmtu_logged)
-            log_info_peer_rl("peer %s: path MTU %u, was %u (%s)", p->name, mtu,
-                             (unsigned)p->pmtu_logged, path);
+        if (p->path.pmtu_logged)
+            log_info_peer_rl("peer %s: path MTU %u, was %u (%s)", p->member.name, mtu,
+                             (unsigned)p->path.pmtu_logged, path);
         else
-            log_info_peer_rl("peer %s: path MTU %u (%s)", p->name, mtu, path);
+            log_info_peer_rl("peer %s: path MTU %u (%s)", p->member.name, mtu, path);
     }
-    p->pmtu_logged = (uint16_t)mtu;
+    p->path.pmtu_logged = (uint16_t)mtu;
 }
 
 static void on_pong(struct peer *p, const union endpoint *src, struct peer *via,
@@ -854,32 +663,33 @@ static void on_pong(struct peer *p, const union endpoint *src, struct peer *via,
 {
     struct disco_ping_slot slot;
     struct disco_endpoint cur, from;
-    struct pmtu was = p->pmtu;   /* for the log, should the search move */
+    struct pmtu was = p->path.pmtu;   /* for the log, should the search move */
 
-    if (pmtu_acked(&p->pmtu, po->txid, now)) {
-        log_debug_rl("peer %s: path carries %u-byte packets", p->name, (unsigned)p->pmtu.lo);
+    if (pmtu_acked(&p->path.pmtu, po->txid, now)) {
+        log_debug_rl("peer %s: path carries %u-byte packets", p->member.name,
+                     (unsigned)p->path.pmtu.lo);
         log_mtu_changed(p, &was);
         return;
     }
     /* A probe (or a challenge) is answered only from where it went: a
      * member that got one at an address of its own cannot make another
      * address its endpoint by answering from there. */
-    if (!disco_pong(&p->disco, po->txid, now, &slot) || !slot.probe || via || !src ||
-        !to_disco(src, &from) || !disco_endpoint_equal(&slot.to, &from))
+    if (!disco_pong(&p->disco.state, po->txid, now, &slot) || !slot.probe || via || !src ||
+        !discovery_to_disco(src, &from) || !disco_endpoint_equal(&slot.to, &from))
         return;
     /* A challenge answered: where the peer's packets come from now, and
      * the path whatever it was before (WireGuard would have moved at once). */
-    bool challenged = disco_endpoint_equal(&p->unproven.src, &from);
+    bool challenged = disco_endpoint_equal(&p->path.unproven.src, &from);
     if (challenged)
-        disco_unproven_clear(&p->unproven);
+        disco_unproven_clear(&p->path.unproven);
     /* A probe answered while already direct to a local address: a public
      * one that answers too (a NAT that hairpins) is the longer way. */
-    if (!challenged && !p->via && to_disco(&p->endpoint, &cur) &&
-        disco_cand_is_local(&p->disco, &cur) && !disco_cand_is_local(&p->disco, &from))
+    if (!challenged && !p->path.via && discovery_to_disco(&p->path.endpoint, &cur) &&
+        disco_cand_is_local(&p->disco.state, &cur) && !disco_cand_is_local(&p->disco.state, &from))
         return;
     /* A probe answered directly: the path works both ways. */
     path_use_direct(p, src, now);
-    p->disco.rtt_ns = now - slot.sent_ns ? now - slot.sent_ns : 1;
+    p->disco.state.rtt_ns = now - slot.sent_ns ? now - slot.sent_ns : 1;
 }
 
 static void on_relay(struct peer *p, struct peer *via, const struct disco_relay *rl,
@@ -900,7 +710,7 @@ static void on_relay(struct peer *p, struct peer *via, const struct disco_relay 
  * switch (from the same daemon, all but always). */
 /* p's word on its record changed, or it is pending and says it again (a
  * name or address held from it may have been freed since): membership
- * looks again -- from the timers (disco_run_timers), never inside a
+ * looks again -- from the timers (discovery_run_timers), never inside a
  * receive, since what it applies may remove peers; for each peer at most
  * once a RECORD_RECHECK_NS, and for the device at most once a
  * RECORDS_COALESCE_NS, so that neither a member saying something new in
@@ -910,10 +720,10 @@ static void record_word(struct peer *p, bool changed, uint64_t now)
     struct device *dev = p->dev;
     uint64_t at;
 
-    if ((!changed && !p->pending) || !dev->records_changed ||
-        (p->record_checked_ns && now - p->record_checked_ns < RECORD_RECHECK_NS))
+    if ((!changed && !p->member.pending) || !dev->records_changed ||
+        (p->disco.record_checked_ns && now - p->disco.record_checked_ns < RECORD_RECHECK_NS))
         return;
-    p->record_checked_ns = now;
+    p->disco.record_checked_ns = now;
     at = dev->records_checked_ns ? dev->records_checked_ns + RECORDS_COALESCE_NS : now;
     if (at < now)
         at = now;
@@ -935,36 +745,36 @@ static void records_look(struct device *dev, uint64_t now)
 
 static void on_features(struct peer *p, uint32_t features, uint64_t now)
 {
-    if (!p->current)
+    if (!p->wg.current)
         return;
     if (features & DISCO_FEAT_RELAY_FRAMES)
-        path_frames_said(p, p->current->local_index);
+        path_frames_said(p, p->wg.current->local_index);
     else
-        p->frames_said = false;
+        p->path.frames_said = false;
     /* A daemon that states no record: etcd's word is taken for its own, as
      * every daemon did before RECORD. */
-    if (!(features & DISCO_FEAT_RECORD) && p->record_said != PEER_RECORD_OLDER) {
-        p->record_said = PEER_RECORD_OLDER;
+    if (!(features & DISCO_FEAT_RECORD) && p->disco.record_said != PEER_RECORD_OLDER) {
+        p->disco.record_said = PEER_RECORD_OLDER;
         record_word(p, true, now);
     }
 }
 
 static void on_record(struct peer *p, const uint8_t digest[DISCO_RECORD_LEN], uint64_t now)
 {
-    bool changed = p->record_said != PEER_RECORD_DIGEST ||
-                   memcmp(p->record_digest, digest, DISCO_RECORD_LEN);
+    bool changed = p->disco.record_said != PEER_RECORD_DIGEST ||
+                   memcmp(p->disco.record_digest, digest, DISCO_RECORD_LEN);
 
-    p->record_said = PEER_RECORD_DIGEST;
-    memcpy(p->record_digest, digest, DISCO_RECORD_LEN);
+    p->disco.record_said = PEER_RECORD_DIGEST;
+    memcpy(p->disco.record_digest, digest, DISCO_RECORD_LEN);
     record_word(p, changed, now);
 }
 
 static bool same_names(const struct peer *p, const struct disco_names *n)
 {
-    if (p->n_names != n->n)
+    if (p->disco.n_names != n->n)
         return false;
     for (unsigned i = 0; i < n->n; i++)
-        if (strcmp(p->names[i], n->name[i]))
+        if (strcmp(p->disco.names[i], n->name[i]))
             return false;
     return true;
 }
@@ -980,29 +790,29 @@ static void on_names(struct peer *p, const struct disco_names *n)
         return;
     if (same_names(p, n))
         return;
-    memset(p->names, 0, sizeof(p->names));
-    memcpy(p->names, n->name, n->n * sizeof(n->name[0]));
-    p->n_names = n->n;
+    memset(p->disco.names, 0, sizeof(p->disco.names));
+    memcpy(p->disco.names, n->name, n->n * sizeof(n->name[0]));
+    p->disco.n_names = n->n;
     /* A peer may say new names as often as it likes: rate-limited. */
-    log_info_peer_rl("peer %s: its machine goes by %s%s%s", p->name, n->name[0],
+    log_info_peer_rl("peer %s: its machine goes by %s%s%s", p->member.name, n->name[0],
                      n->n > 1 ? ", " : "", n->n > 1 ? n->name[1] : "");
     if (dev->names_changed)
         dev->names_changed(dev);
 }
 
-void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
-                   const struct disco_msg *m, uint64_t now)
+void discovery_receive(struct peer *p, const union endpoint *src, struct peer *via,
+                       const struct disco_msg *m, uint64_t now)
 {
     if (m->type < DISCO_TYPE_COUNT)
         p->dev->stats.disco_received[m->type]++;
-    if (!p->speaks_disco) {
-        p->speaks_disco = true;
-        disco_wake(p->dev);   /* its path MTU can be searched now */
+    if (!p->disco.speaks_disco) {
+        p->disco.speaks_disco = true;
+        discovery_wake(p->dev);   /* its path MTU can be searched now */
     }
     /* Sent to us directly, from its proven endpoint, while we relay: the
      * peer has found a direct path (a ping alone does not say so: it may
      * be a probe). From elsewhere it is challenged first (path.c). */
-    if (!via && src && p->via && m->type != DISCO_PING && path_proven(p, src))
+    if (!via && src && p->path.via && m->type != DISCO_PING && path_proven(p, src))
         path_use_direct(p, src, now);
     switch (m->type) {
     case DISCO_ENDPOINTS:
@@ -1036,39 +846,39 @@ void disco_receive(struct peer *p, const union endpoint *src, struct peer *via,
 
 /* --- the schedule ---------------------------------------------------------------------- */
 
-bool disco_session_up(struct peer *p, uint64_t now)
+bool discovery_session_up(struct peer *p, uint64_t now)
 {
-    uint64_t sent = p->tx_bytes;
+    uint64_t sent = p->live.tx_bytes;
     /* A session while the peer was reachable all along is a rekey: nothing
      * changed for the others. Else it is new, or back (a session after
      * the handshake gave up, handshake.c), and the others hear of it. */
-    bool rekey = !p->came_back && p->pmtu.max;
+    bool rekey = !p->live.came_back && p->path.pmtu.max;
 
-    p->came_back = false;
+    p->live.came_back = false;
     if (!rekey) {
-        log_debug_rl("peer %s: new, or back", p->name);
-        p->introduced = false;     /* the others hear of it as an introduction */
+        log_debug_rl("peer %s: new, or back", p->member.name);
+        p->disco.introduced = false;     /* the others hear of it as an introduction */
         path_mtu_search(p, now);
-        disco_cand_retry(&p->disco);   /* new, or back: its addresses may work again */
+        disco_cand_retry(&p->disco.state);   /* new, or back: its addresses may work again */
     }
-    disco_session_began(&p->disco, rekey, now);
+    disco_session_began(&p->disco.state, rekey, now);
     send_features(p, now);
     send_record(p, now);
     /* A session new to the other side may be with a peer it made anew
      * (our record went and came back there): our names at once, not at
      * the next ENDPOINTS. */
     send_names(p, now);
-    disco_timers(p, now);
-    disco_wake(p->dev);
-    return p->tx_bytes != sent;
+    discovery_timers(p, now);
+    discovery_wake(p->dev);
+    return p->live.tx_bytes != sent;
 }
 
-void disco_want_session(struct peer *p, bool sent, uint64_t now)
+void discovery_want_session(struct peer *p, bool sent, uint64_t now)
 {
-    if (disco_working(p, now) || (!disco_has_targets(p) && !relay_known(p, now)))
+    if (discovery_working(p, now) || (!discovery_has_targets(p) && !discovery_relay_known(p, now)))
         return;
-    if (disco_attempt(&p->disco, sent, now))
-        disco_wake(p->dev);
+    if (disco_attempt(&p->disco.state, sent, now))
+        discovery_wake(p->dev);
 }
 
 static void facts_of(const struct peer *p, uint64_t now, struct disco_facts *f)
@@ -1076,17 +886,17 @@ static void facts_of(const struct peer *p, uint64_t now, struct disco_facts *f)
     struct disco_endpoint cur, t[DISCO_CANDS_MAX];
 
     f->session = peer_can_send(p, now);
-    f->working = disco_working(p, now);
+    f->working = discovery_working(p, now);
     f->path = path_of(p);
     /* A relay that lost its session, or stopped answering: as no path. */
-    if (f->path == DISCO_PATH_RELAY && !relay_good(p->via, now))
+    if (f->path == DISCO_PATH_RELAY && !discovery_relay_good(p->path.via, now))
         f->path = DISCO_PATH_NONE;
     /* While it is being reached: a relay offered, or one to guess. */
-    f->relay_known = p->disco.attempt_ns && !f->working ? relay_known(p, now)
-                                                        : relay_next(p, now) != NULL;
-    f->can_upgrade = f->path == DISCO_PATH_DIRECT && to_disco(&p->endpoint, &cur) &&
-                     !disco_cand_is_local(&p->disco, &cur) && targets(p, true, t) > 0;
-    f->idle_ping_s = disco_idle_ping_s(p, now);
+    f->relay_known = p->disco.state.attempt_ns && !f->working ? discovery_relay_known(p, now)
+                                                        : discovery_relay_next(p, now) != NULL;
+    f->can_upgrade = f->path == DISCO_PATH_DIRECT && discovery_to_disco(&p->path.endpoint, &cur) &&
+                     !disco_cand_is_local(&p->disco.state, &cur) && targets(p, true, t) > 0;
+    f->idle_ping_s = discovery_idle_ping_s(p, now);
 }
 
 static void ping(struct peer *p, uint64_t now)
@@ -1094,15 +904,15 @@ static void ping(struct peer *p, uint64_t now)
     struct disco_msg *m = ping_msg(p->dev, 0);
 
     if (send_disco(p, m, NULL, now) == 0)
-        disco_ping_sent(&p->disco, m->ping.txid, NULL, now);
+        disco_ping_sent(&p->disco.state, m->ping.txid, NULL, now);
 }
 
 /* The path MTU search may send a probe on the path: a ddpnet peer with a
  * session. */
 static bool can_probe_mtu(const struct peer *p, uint64_t now)
 {
-    return p->speaks_disco && p->pmtu.max && peer_can_send(p, now) && path_usable(p) &&
-           (p->via || p->endpoint_proven);
+    return p->disco.speaks_disco && p->path.pmtu.max && peer_can_send(p, now) && path_usable(p) &&
+           (p->path.via || p->path.endpoint_proven);
 }
 
 /* A path that carries no data is not confirmed (RFC 8899 lets the
@@ -1112,7 +922,7 @@ static bool can_probe_mtu(const struct peer *p, uint64_t now)
  * flows again (the peers are looked at every DISCO_RECHECK_MS). */
 static bool mtu_confirm_rests(const struct peer *p, uint64_t now)
 {
-    return pmtu_only_confirm(&p->pmtu) && disco_idle_ping_s(p, now);
+    return pmtu_only_confirm(&p->path.pmtu) && discovery_idle_ping_s(p, now);
 }
 
 /* A probe of a direct path went unanswered: what does the kernel know of
@@ -1124,15 +934,15 @@ static void heed_the_network(struct peer *p, uint64_t now)
     struct device *dev = p->dev;
     unsigned mtu, overhead;
 
-    if (!dev->route_mtu || p->via || !p->pmtu.probe_size || !p->pmtu.tries ||
-        now < pmtu_next(&p->pmtu) || dev->route_mtu(dev->route_ctx, &p->endpoint, &mtu))
+    if (!dev->route_mtu || p->path.via || !p->path.pmtu.probe_size || !p->path.pmtu.tries ||
+        now < pmtu_next(&p->path.pmtu) || dev->route_mtu(dev->route_ctx, &p->path.endpoint, &mtu))
         return;
-    overhead = (p->endpoint.sa.sa_family == AF_INET6 ? IPV6_HEADER_LEN : IPV4_HEADER_LEN) +
+    overhead = (unsigned)wire_ip_header_len(p->path.endpoint.sa.sa_family == AF_INET6) +
                UDP_HEADER_LEN + WG_TRANSPORT_MIN_LEN;
-    if (mtu > overhead && mtu - overhead < p->pmtu.hi) {
-        log_debug_rl("peer %s: the network carries %u-byte packets to it at most", p->name,
+    if (mtu > overhead && mtu - overhead < p->path.pmtu.hi) {
+        log_debug_rl("peer %s: the network carries %u-byte packets to it at most", p->member.name,
                      mtu);
-        pmtu_told(&p->pmtu, (uint16_t)(mtu - overhead), now);
+        pmtu_told(&p->path.pmtu, (uint16_t)(mtu - overhead), now);
     }
 }
 
@@ -1148,13 +958,13 @@ static void mtu_probe(struct peer *p, uint64_t now)
     uint64_t id;
     uint16_t size;
 
-    struct pmtu was = p->pmtu;
+    struct pmtu was = p->path.pmtu;
 
     randombytes_buf(&id, sizeof(id));
     if (!can_probe_mtu(p, now) || mtu_confirm_rests(p, now))
         return;
     heed_the_network(p, now);
-    size = pmtu_due(&p->pmtu, id, p->disco.rtt_ns, now);
+    size = pmtu_due(&p->path.pmtu, id, p->disco.state.rtt_ns, now);
     log_mtu_changed(p, &was);
     if (!size || size < fixed)
         return;
@@ -1171,17 +981,17 @@ static void probe(struct peer *p, const struct disco_facts *f, uint64_t now)
     struct disco_endpoint t[DISCO_CANDS_MAX];
     unsigned n;
 
-    disco_cand_expire(&p->disco, now);
+    disco_cand_expire(&p->disco.state, now);
     n = targets(p, f->path == DISCO_PATH_DIRECT, t);
     for (unsigned i = 0; i < n; i++)
-        if (p->via || !is_endpoint(p, &t[i]))
+        if (p->path.via || !discovery_is_endpoint(p, &t[i]))
             send_probe(p, &t[i], false, now);
 }
 
 /* What a challenge of `to` takes on the wire: probe_msg's PING, sealed. */
 static uint32_t challenge_len(const struct peer *p, const struct disco_endpoint *to)
 {
-    size_t plain = ip_header_len(p->dev) + DISCO_HEADER_LEN + DISCO_TXID_LEN + 1u +
+    size_t plain = path_inner_ip_len(p->dev) + DISCO_HEADER_LEN + DISCO_TXID_LEN + 1u +
                    endpoint_len(to);
 
     return (uint32_t)transport_sealed_len_limited(plain, path_mtu(p));
@@ -1192,7 +1002,8 @@ static uint64_t challenge_at(const struct peer *p, uint64_t now)
 {
     if (!peer_can_send(p, now))
         return UINT64_MAX;
-    return disco_challenge_at(&p->unproven, p->speaks_disco, challenge_len(p, &p->unproven.src));
+    return disco_challenge_at(&p->path.unproven, p->disco.speaks_disco,
+                              challenge_len(p, &p->path.unproven.src));
 }
 
 /* A challenge to p's unproven source, when one is due and its bytes pay
@@ -1200,57 +1011,59 @@ static uint64_t challenge_at(const struct peer *p, uint64_t now)
  * makes it the path). */
 static void challenge(struct peer *p, uint64_t now)
 {
-    struct disco_endpoint to = p->unproven.src;
+    struct disco_endpoint to = p->path.unproven.src;
     struct disco_msg *m;
     union endpoint ep;
 
     if (now < challenge_at(p, now))
         return;
-    if (!from_disco(&to, &ep) || path_proven(p, &ep)) {
-        disco_unproven_clear(&p->unproven);
+    if (!discovery_from_disco(&to, &ep) || path_proven(p, &ep)) {
+        disco_unproven_clear(&p->path.unproven);
         return;
     }
     /* Marked sent first: whatever fails below, it is not due again at
      * once (the loop would spin). */
-    disco_challenge_sent(&p->unproven, now);
-    if (!disco_unproven_spend(&p->unproven, &to, challenge_len(p, &to)))
+    disco_challenge_sent(&p->path.unproven, now);
+    if (!disco_unproven_spend(&p->path.unproven, &to, challenge_len(p, &to)))
         return;
     m = probe_msg(p->dev, &to, DISCO_PING_F_CHALLENGE);
-    log_debug_rl("peer %s: a new source, challenged", p->name);
+    log_debug_rl("peer %s: a new source, challenged", p->member.name);
     if (send_disco(p, m, &ep, now) == 0)
-        disco_ping_sent(&p->disco, m->ping.txid, &to, now);
+        disco_ping_sent(&p->disco.state, m->ping.txid, &to, now);
 }
 
-void disco_timers(struct peer *p, uint64_t now)
+void discovery_timers(struct peer *p, uint64_t now)
 {
     struct disco_facts f;
     unsigned act;
 
     challenge(p, now);
-    disco_cand_expire(&p->disco, now);
+    disco_cand_expire(&p->disco.state, now);
     /* A relay on trial that brought no answer failed: the next one is
      * tried at once. */
-    if (disco_relay_trial_over(&p->relays, now)) {
+    if (disco_relay_trial_over(&p->disco.relays, now)) {
         p->dev->stats.relay_trials_failed++;
-        if (!disco_working(p, now))
-            try_relay(p, now);
+        if (!discovery_working(p, now))
+            discovery_try_relay(p, now);
     }
     /* The relay in use lost its own session with us, or the peer stopped
      * answering through it (whatever the relay says of itself): dropped,
      * and the next tried at once. */
-    if (p->via && (!relay_good(p->via, now) || (peer_can_send(p, now) && !disco_working(p, now)))) {
+    if (p->path.via && (!discovery_relay_good(p->path.via, now) ||
+                        (peer_can_send(p, now) && !discovery_working(p, now)))) {
         path_drop_relay(p, now);
-        try_relay(p, now);
+        discovery_try_relay(p, now);
     }
     facts_of(p, now, &f);
     /* A session whose path stopped answering: find another. */
     if (f.session && !f.working)
-        disco_want_session(p, false, now);
-    act = disco_tick(&p->disco, &f, p->dev->disco.gen, now);
-    if ((act & DISCO_DO_RELAY) && !disco_relay_on_trial(&p->relays, now) && try_relay(p, now)) {
+        discovery_want_session(p, false, now);
+    act = disco_tick(&p->disco.state, &f, p->dev->disco.gen, now);
+    if ((act & DISCO_DO_RELAY) && !disco_relay_on_trial(&p->disco.relays, now) &&
+        discovery_try_relay(p, now)) {
         /* the initiation went to the candidates too */
     } else if (act & DISCO_DO_PUNCH) {
-        handshake_punch(p, now);
+        p->dev->disco.core->punch(p, now);
     }
     if (act & DISCO_DO_PROBE)
         probe(p, &f, now);
@@ -1259,7 +1072,7 @@ void disco_timers(struct peer *p, uint64_t now)
     mtu_probe(p, now);
     /* A peer that never spoke disco gets ENDPOINTS while it might still. */
     if ((act & DISCO_DO_ENDPOINTS) &&
-        (p->speaks_disco || p->disco.unanswered < DISCO_PING_UNANSWERED_MAX))
+        (p->disco.speaks_disco || p->disco.state.unanswered < DISCO_PING_UNANSWERED_MAX))
         send_endpoints(p, now);
 }
 
@@ -1268,26 +1081,26 @@ static uint64_t next_timer(const struct peer *p, uint64_t now)
     struct disco_facts f;
 
     facts_of(p, now, &f);
-    uint64_t next = disco_next(&p->disco, &f, p->dev->disco.gen);
+    uint64_t next = disco_next(&p->disco.state, &f, p->dev->disco.gen);
     uint64_t c = challenge_at(p, now);
     if (c < next)
         next = c;
-    if (can_probe_mtu(p, now) && !mtu_confirm_rests(p, now) && pmtu_next(&p->pmtu) &&
-        pmtu_next(&p->pmtu) < next)
-        next = pmtu_next(&p->pmtu);
+    if (can_probe_mtu(p, now) && !mtu_confirm_rests(p, now) && pmtu_next(&p->path.pmtu) &&
+        pmtu_next(&p->path.pmtu) < next)
+        next = pmtu_next(&p->path.pmtu);
     return next;
 }
 
-void disco_wake(struct device *dev)
+void discovery_wake(struct device *dev)
 {
     dev->disco.next_check_ns = 0;
     dev->disco.rescan = true;
 }
 
-uint64_t disco_run_timers(struct device *dev, uint64_t now)
+uint64_t discovery_run_timers(struct device *dev, uint64_t now)
 {
     struct disco_device *d = &dev->disco;
-    uint64_t next = now + DISCO_RECHECK_MS * (WG_NSEC_PER_SEC / 1000u), t;
+    uint64_t next = now + DISCO_RECHECK_MS * NS_PER_MS, t;
 
     if (now < d->next_check_ns)
         return d->next_check_ns;
@@ -1296,13 +1109,13 @@ uint64_t disco_run_timers(struct device *dev, uint64_t now)
     if (dev->records_due_ns && dev->records_due_ns < next)
         next = dev->records_due_ns;
     if (now >= d->next_local_ns)
-        disco_local_refresh(dev, now);
+        discovery_local_refresh(dev, now);
     if (d->next_local_ns < next)
         next = d->next_local_ns;
     for (size_t i = 0; i < dev->n_peers; i++) {
         struct peer *p = dev->peers[i];
         if (next_timer(p, now) <= now)
-            disco_timers(p, now);
+            discovery_timers(p, now);
         if ((t = next_timer(p, now)) < next)
             next = t;
     }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* This node's local candidates: the addresses of its own interfaces, with
  * its listen port, that peers in the same LAN or VPC may reach it at
  * directly (no NAT hairpin). Read at start and every DISCO_LOCAL_REFRESH_S
@@ -9,7 +10,7 @@
 #include <string.h>
 
 #include "overlay/base/log.h"
-#include "overlay/engine/engine.h"
+#include "overlay/engine/paths.h"
 #include "overlay/loop/loop.h"
 
 static void overlay_endpoint(const struct device *dev, struct disco_endpoint *e)
@@ -87,7 +88,7 @@ static void log_locals(const struct device *dev)
     log_info("local candidates: %s", dev->disco.n_local ? text : "(none)");
 }
 
-void disco_local_refresh(struct device *dev, uint64_t now)
+void discovery_local_refresh(struct device *dev, uint64_t now)
 {
     struct disco_endpoint found[DISCO_MAX_LOCAL], overlay;
     struct ifaddrs *all;

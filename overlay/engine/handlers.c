@@ -1,6 +1,9 @@
-/* The engine's side of the event loop: what each completion means
- * (engine.h: engine_loop_handlers). The loop knows no peers; it calls
- * these with the device as its context. */
+/* SPDX-License-Identifier: MIT */
+/* What the core registers with others: its side of the event loop, what
+ * each completion means (engine.h: engine_loop_handlers; the loop knows no
+ * peers and calls these with the device as its context), and the
+ * operations paths and discovery may call back (paths.h: struct
+ * core_ops). */
 #include "overlay/engine/engine.h"
 #include "overlay/engine/timers.h"
 
@@ -27,7 +30,7 @@ static uint64_t on_timers(void *ctx, uint64_t now)
 
     cookie_checker_rotate(&dev->checker, now);
     next = timers_run_device(dev, now);
-    if ((t = disco_run_timers(dev, now)) < next)
+    if ((t = discovery_run_timers(dev, now)) < next)
         next = t;
     path_flush(dev, now);
     return next;
@@ -41,3 +44,11 @@ void engine_loop_handlers(struct device *dev, struct loop_handlers *h)
     h->crypto_done = on_crypto_done;
     h->timers = on_timers;
 }
+
+const struct core_ops engine_core_ops = {
+    .seal = datapath_seal,
+    .sent = peer_sent,
+    .send_initiation = handshake_send_initiation,
+    .initiate = handshake_initiate,
+    .punch = handshake_punch,
+};

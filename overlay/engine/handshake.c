@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Handshake messages on the wire: sending initiations (paced to one per
  * REKEY_TIMEOUT, or aimed again at a peer's candidates by discovery's
  * punches), answering initiations with responses, taking responses, and
@@ -44,8 +45,8 @@ struct lookup_ctx {
  * drop theirs without a word. A plain WireGuard peer answers ours too. */
 static bool ours_stands(const struct peer *p, uint64_t now)
 {
-    return p->handshake.state == NOISE_STATE_CREATED_INITIATION && p->initiation_ns &&
-           now - p->initiation_ns < DISCO_CROSSING_WINDOW_MS * NS_PER_MS &&
+    return p->wg.handshake.state == NOISE_STATE_CREATED_INITIATION && p->wg.initiation_ns &&
+           now - p->wg.initiation_ns < DISCO_CROSSING_WINDOW_MS * NS_PER_MS &&
            memcmp(p->dev->local->public_key, p->public_key, WG_KEY_LEN) > 0;
 }
 
@@ -56,30 +57,30 @@ static struct noise_handshake *lookup_by_key(void *ctx, const uint8_t key[WG_KEY
 
     if (p && ours_stands(p, c->now)) {
         c->crossed = p;
-        c->scratch = p->handshake;
+        c->scratch = p->wg.handshake;
         return &c->scratch;
     }
-    return p ? &p->handshake : NULL;
+    return p ? &p->wg.handshake : NULL;
 }
 
 static struct noise_handshake *lookup_by_index(void *ctx, uint32_t index)
 {
     struct index_entry *e = index_find(&((struct lookup_ctx *)ctx)->dev->indices, index);
-    return e && !e->keypair ? &e->peer->handshake : NULL;
+    return e && !e->keypair ? &e->peer->wg.handshake : NULL;
 }
 
 static struct peer *peer_of(struct noise_handshake *hs)
 {
-    return (struct peer *)((char *)hs - offsetof(struct peer, handshake));
+    return (struct peer *)((char *)hs - offsetof(struct peer, wg.handshake));
 }
 
 /* Releases the index of a handshake that is being replaced. */
 static void forget_handshake_index(struct peer *p)
 {
-    struct index_entry *e = index_find(&p->dev->indices, p->handshake.local_index);
+    struct index_entry *e = index_find(&p->dev->indices, p->wg.handshake.local_index);
 
     if (e && !e->keypair && e->peer == p)
-        index_remove(&p->dev->indices, p->handshake.local_index);
+        index_remove(&p->dev->indices, p->wg.handshake.local_index);
 }
 
 /* Sends the message of len bytes at pkt->area on p's path, or through
@@ -88,10 +89,8 @@ static void send_handshake_message(struct peer *p, struct pkt *pkt, uint32_t len
                                    struct peer *through, const union endpoint *at,
                                    uint64_t now)
 {
-    cookie_add_macs(&p->cookie, pkt->area, len, now);
-    peer_count_tx(p, len, now);
-    timers_any_authenticated_packet_traversal(p, now);
-    timers_any_authenticated_packet_sent(p, now);
+    cookie_add_macs(&p->wg.cookie, pkt->area, len, now);
+    peer_sent(p, len, false, now);
     if (at) {
         loop_send_message(p->dev->loop, pkt, at, len);
         return;
@@ -115,27 +114,28 @@ static void send_initiation(struct peer *p, uint64_t now)
     bool on_path = false;
     unsigned sprayed = 0;
 
-    cookie_add_macs(&p->cookie, p->initiation, WG_INITIATION_LEN, now);
+    cookie_add_macs(&p->wg.cookie, p->wg.initiation, WG_INITIATION_LEN, now);
     if (path_usable(p) && (pkt = device_pkt_get(p->dev))) {
-        memcpy(pkt->area, p->initiation, WG_INITIATION_LEN);
+        memcpy(pkt->area, p->wg.initiation, WG_INITIATION_LEN);
         send_handshake_message(p, pkt, WG_INITIATION_LEN, NULL, NULL, now);
         on_path = true;
     }
-    if (!path_direct(p) || !disco_working(p, now))
-        sprayed = disco_spray(p, p->initiation, WG_INITIATION_LEN, now);
+    if (!path_direct(p) || !discovery_working(p, now))
+        sprayed = discovery_spray(p, p->wg.initiation, WG_INITIATION_LEN, now);
+    if (sprayed)
+        peer_count_tx(p, (uint64_t)sprayed * WG_INITIATION_LEN, now);
     /* A relay on trial carries a copy: its answer makes it the path. */
-    if (trial && path_relay_now(trial, p->public_key, p->initiation, WG_INITIATION_LEN, now) == 0) {
+    if (trial &&
+        path_relay_now(trial, p->public_key, p->wg.initiation, WG_INITIATION_LEN, now) == 0) {
         peer_count_tx(p, WG_INITIATION_LEN, now);
         sprayed++;
     }
     /* The sent-events only for what went out (send_handshake_message
      * fired them for the path's copy). */
     if (on_path || sprayed)
-        p->handshakes_sent++;
-    if (!on_path && sprayed) {
-        timers_any_authenticated_packet_traversal(p, now);
-        timers_any_authenticated_packet_sent(p, now);
-    }
+        p->wg.handshakes_sent++;
+    if (!on_path && sprayed)
+        peer_sent(p, 0, false, now);   /* counted above */
 }
 
 void handshake_initiate(struct peer *p, uint64_t now)
@@ -149,14 +149,14 @@ void handshake_initiate(struct peer *p, uint64_t now)
     clock_gettime(CLOCK_REALTIME, &wall);
     tai64n_encode(ts, (uint64_t)wall.tv_sec, (uint32_t)wall.tv_nsec);
     if (!index ||
-        noise_create_initiation(&p->handshake, dev->local, index, ts, p->initiation)) {
+        noise_create_initiation(&p->wg.handshake, dev->local, index, ts, p->wg.initiation)) {
         index_remove(&dev->indices, index);
-        p->initiation_ns = 0;
+        p->wg.initiation_ns = 0;
         return;
     }
-    p->last_handshake_sent_ns = now;
-    p->initiation_ns = now ? now : 1;
-    log_debug_rl("peer %s: sending handshake initiation", p->name);
+    p->wg.last_handshake_sent_ns = now;
+    p->wg.initiation_ns = now ? now : 1;
+    log_debug_rl("peer %s: sending handshake initiation", p->member.name);
     timers_handshake_initiated(p, now);
     send_initiation(p, now);
 }
@@ -165,8 +165,8 @@ void handshake_punch(struct peer *p, uint64_t now)
 {
     /* The same initiation, so that whichever copy arrives first is the
      * handshake: one state, many addresses. */
-    if (p->handshake.state == NOISE_STATE_CREATED_INITIATION && p->initiation_ns &&
-        now - p->initiation_ns < WG_REKEY_TIMEOUT * WG_NSEC_PER_SEC) {
+    if (p->wg.handshake.state == NOISE_STATE_CREATED_INITIATION && p->wg.initiation_ns &&
+        now - p->wg.initiation_ns < WG_REKEY_TIMEOUT * WG_NSEC_PER_SEC) {
         send_initiation(p, now);
         return;
     }
@@ -176,19 +176,19 @@ void handshake_punch(struct peer *p, uint64_t now)
 void handshake_send_initiation(struct peer *p, bool is_retry, uint64_t now)
 {
     if (!is_retry)
-        p->timers.handshake_attempts = 0;
-    if (p->last_handshake_sent_ns &&
-        now - p->last_handshake_sent_ns < WG_REKEY_TIMEOUT * WG_NSEC_PER_SEC)
+        p->wg.timers.handshake_attempts = 0;
+    if (p->wg.last_handshake_sent_ns &&
+        now - p->wg.last_handshake_sent_ns < WG_REKEY_TIMEOUT * WG_NSEC_PER_SEC)
         return;
-    if (!path_usable(p) && !disco_has_targets(p) && !path_relay_trial(p, now)) {
+    if (!path_usable(p) && !discovery_has_targets(p) && !path_relay_trial(p, now)) {
         /* Each packet for it comes here (no initiation went, none is paced). */
-        log_debug_rl("peer %s: no endpoint known yet, waiting for it to reach us", p->name);
-        disco_want_session(p, false, now);    /* a relay may reach it */
+        log_debug_rl("peer %s: no endpoint known yet, waiting for it to reach us", p->member.name);
+        discovery_want_session(p, false, now);    /* a relay may reach it */
         return;
     }
     handshake_initiate(p, now);
     /* Without a working session: punches follow, then a relay. */
-    disco_want_session(p, true, now);
+    discovery_want_session(p, true, now);
 }
 
 /* Under load when more handshake messages reached the expensive step (an
@@ -255,20 +255,21 @@ static void note_session(struct peer *p, const char *role, const struct peer *vi
 {
     char path[96];
 
-    if (!p->reachable) {
-        p->came_back = true;
+    if (!p->live.reachable) {
+        p->live.came_back = true;
         if (via && via != p && !path_usable(p))
-            snprintf(path, sizeof(path), "through relay %s", via->name);
+            snprintf(path, sizeof(path), "through relay %s", via->member.name);
         else
             path_format(p, path, sizeof(path));
-        log_notice("peer %s: reachable, %s (handshake completed as %s)", p->name, path, role);
+        log_notice("peer %s: reachable, %s (handshake completed as %s)", p->member.name, path,
+                   role);
     } else {
-        log_debug_rl("peer %s: new session (%s)", p->name, role);
+        log_debug_rl("peer %s: new session (%s)", p->member.name, role);
     }
-    p->reachable = true;
-    p->no_answer = false;
-    p->handshakes_completed++;
-    p->rekey_early_ns = (uint64_t)randombytes_uniform(PEER_REKEY_SPREAD_MS) * NS_PER_MS;
+    p->live.reachable = true;
+    p->wg.no_answer = false;
+    p->wg.handshakes_completed++;
+    p->wg.rekey_early_ns = (uint64_t)randombytes_uniform(PEER_REKEY_SPREAD_MS) * NS_PER_MS;
 }
 
 /* Where to answer a handshake message from p that came directly from
@@ -279,7 +280,7 @@ static void note_session(struct peer *p, const char *role, const struct peer *vi
 static const union endpoint *off_path(const struct peer *p, const struct pkt *pkt,
                                       const union endpoint *src)
 {
-    return !pkt->via && (!path_direct(p) || !endpoint_equal(&p->endpoint, src)) ? src : NULL;
+    return !pkt->via && (!path_direct(p) || !endpoint_equal(&p->path.endpoint, src)) ? src : NULL;
 }
 
 /* An authentic, fresh initiation from p crossed ours, and ours stands
@@ -293,10 +294,10 @@ static const union endpoint *off_path(const struct peer *p, const struct pkt *pk
 static void keep_ours(struct peer *p, const struct noise_handshake *theirs, struct pkt *pkt,
                       uint64_t now)
 {
-    memcpy(p->handshake.latest_timestamp, theirs->latest_timestamp, WG_TIMESTAMP_LEN);
-    p->handshake.last_initiation_ns = theirs->last_initiation_ns;
-    p->handshake.consumed_initiation_before = true;
-    log_debug_rl("peer %s: its initiation crossed ours; sending ours again", p->name);
+    memcpy(p->wg.handshake.latest_timestamp, theirs->latest_timestamp, WG_TIMESTAMP_LEN);
+    p->wg.handshake.last_initiation_ns = theirs->last_initiation_ns;
+    p->wg.handshake.consumed_initiation_before = true;
+    log_debug_rl("peer %s: its initiation crossed ours; sending ours again", p->member.name);
     path_received(p, &pkt->addr, pkt->via, pkt->len, true, now);
     path_answer_through(p, pkt->via, now);   /* ours goes that way too */
     peer_count_rx(p, pkt->len, now);
@@ -304,7 +305,7 @@ static void keep_ours(struct peer *p, const struct noise_handshake *theirs, stru
     /* And where p's came from (off_path): as large as what came. */
     union endpoint src = pkt->addr;
     if (off_path(p, pkt, &src)) {
-        memcpy(pkt->area, p->initiation, WG_INITIATION_LEN);
+        memcpy(pkt->area, p->wg.initiation, WG_INITIATION_LEN);
         send_handshake_message(p, pkt, WG_INITIATION_LEN, NULL, &src, now);
         return;
     }
@@ -397,7 +398,7 @@ static void consume_response(struct device *dev, struct pkt *pkt, uint64_t now)
     note_session(p, "initiator", via);
     /* Confirms the session to the responder: disco's first messages,
      * staged data, or a keepalive. */
-    if (!disco_session_up(p, now) || p->staged.packets)
+    if (!discovery_session_up(p, now) || p->wg.staged.packets)
         datapath_send_keepalive(p, now);
 }
 
@@ -405,10 +406,10 @@ static void consume_cookie_reply(struct device *dev, struct pkt *pkt, uint64_t n
 {
     struct index_entry *e = index_find(&dev->indices, cookie_reply_receiver(pkt->in));
 
-    if (!e || cookie_consume_reply(&e->peer->cookie, pkt->in, pkt->len, now))
+    if (!e || cookie_consume_reply(&e->peer->wg.cookie, pkt->in, pkt->len, now))
         dev->stats.dropped_bad_packet++;
     else
-        log_debug_rl("peer %s: got a cookie (it is under load)", e->peer->name);
+        log_debug_rl("peer %s: got a cookie (it is under load)", e->peer->member.name);
     loop_pkt_put(dev->loop, pkt);
 }
 

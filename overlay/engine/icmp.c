@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ICMP errors for local senders (see icmp.h). */
 #include <errno.h>
 #include <string.h>

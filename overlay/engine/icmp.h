@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ICMP errors that ddp0 hands back to the local sender of a packet, as a
  * router would: "destination unreachable" for a member that does not
  * answer (so that a connect fails at once instead of hanging), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Receiver-index table (see index.h): linear probing, deletion by moving
  * later entries of the same run back, so no tombstones accumulate. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The receiver-index table: the random 32-bit indices we hand out in our
  * handshake messages, mapped to the peer and, once a session exists, the
  * keypair. Incoming responses, cookie replies and transport messages find

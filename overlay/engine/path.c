@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Paths: where a peer's WireGuard messages go, and the relay's part.
  *
  * Direct: UDP to the peer's endpoint, which follows the source of its
@@ -26,36 +27,8 @@
  * it forwards to one destination into one send too (path_forward,
  * path_flush).
  *
- * What a relayed byte costs, and what was tried (make bench's relay part:
- * one stream m1 -> m3 -> m2 against m1 -> m2):
- *   - In RELAY/RELAYED, each message is sealed and opened twice at the
- *     ends and once at the relay: three times a direct stream's AEAD.
- *     Measured 0.48-0.55x on one 2-vCPU VM running all three nodes (the
- *     relay 1.8 CPU-s per GB forwarded), and 0.44-0.61x on a 16-core
- *     machine with each daemon on cores of its own (0.51-0.56x with
- *     workers): each end's loop did twice a direct stream's per-byte work.
- *   - Not enough: opening the inner messages of a receive in one batch
- *     (datapath.c's open_inner) -- kept, it batches as the direct path
- *     does, but the ratio did not move (0.51-0.54 before, 0.51-0.56
- *     after, interleaved); handing those opens to a worker (0.52x against
- *     0.51x on 16 cores; not kept).
- *   - Relay frames, first through one aead_seal/aead_open call each, with
- *     the enclosed message as associated data: libsodium's one-message
- *     Poly1305 cost the relay more than the multi-lane AEAD it replaced
- *     (2.1 against 1.5 CPU-s per GB). Hence the tag over the whole frame
- *     with no AD, which the multi-lane ChaCha20 and Poly1305 batch.
- *   - Relay frames in batches: on the 2-vCPU VM, interleaved single rounds
- *     gave 0.62-0.75x (relay 1.04-1.42 CPU-s per GB) against 0.46-0.80x
- *     (1.55-2.07) with DDPNET_RELAY_FRAMES=0, and e2e's nat_traversal
- *     moved 2964 against 2063 Mbit/s through its relay in one run; on 16
- *     cores with 8 workers, 0.56x and 0.60x (relay 1.35 and 1.33) against
- *     0.46x and 0.51x (3.62 and 3.05).
- *   - With workers, the sender handled each receive of ACK frames only
- *     after every seal the workers held (the drain datapath.c kept for
- *     the order of receives): waiting only for receives in flight gave
- *     0.65x and 0.68x (5.20 and 5.38 Gbit/s) against 0.60x and 0.59x
- *     (4.50 and 5.12), interleaved on one 16-core lease. What is left
- *     there: the receiver's loop opens the enclosed messages itself. */
+ * What a relayed byte costs, and the shapes tried before this one:
+ * bench/README.md, "Measured, and what was tried". */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -65,17 +38,16 @@
 #include "crypto/relay_frame.h"
 #include "overlay/base/log.h"
 #include "overlay/base/wire.h"
-#include "overlay/engine/engine.h"
-#include "overlay/engine/timers.h"
+#include "overlay/engine/paths.h"
 
 
 /* --- what the path is ------------------------------------------------------------ */
 
 enum disco_path path_of(const struct peer *p)
 {
-    if (p->via)
+    if (p->path.via)
         return DISCO_PATH_RELAY;
-    return p->endpoint.sa.sa_family != AF_UNSPEC ? DISCO_PATH_DIRECT : DISCO_PATH_NONE;
+    return p->path.endpoint.sa.sa_family != AF_UNSPEC ? DISCO_PATH_DIRECT : DISCO_PATH_NONE;
 }
 
 bool path_direct(const struct peer *p)
@@ -94,10 +66,10 @@ void path_format(const struct peer *p, char *buf, size_t len)
 
     switch (path_of(p)) {
     case DISCO_PATH_RELAY:
-        snprintf(buf, len, "via relay %s", p->via->name);
+        snprintf(buf, len, "via relay %s", p->path.via->member.name);
         break;
     case DISCO_PATH_DIRECT:
-        endpoint_format(&p->endpoint, ep, sizeof(ep));
+        endpoint_format(&p->path.endpoint, ep, sizeof(ep));
         snprintf(buf, len, "direct at %s", ep);
         break;
     default:
@@ -111,7 +83,7 @@ static unsigned path_max(const struct peer *p)
 {
     unsigned mtu = p->dev->mtu;
 
-    return p->via && mtu > 2 * DISCO_RELAY_OVERHEAD ? mtu - DISCO_RELAY_OVERHEAD : mtu;
+    return p->path.via && mtu > 2 * DISCO_RELAY_OVERHEAD ? mtu - DISCO_RELAY_OVERHEAD : mtu;
 }
 
 unsigned path_mtu(const struct peer *p)
@@ -120,36 +92,37 @@ unsigned path_mtu(const struct peer *p)
 
     /* Only a ddpnet peer answers the probes (a plain WireGuard peer keeps
      * the full size, as before). */
-    if (p->speaks_disco && p->pmtu.current && p->pmtu.current < mtu)
-        mtu = p->pmtu.current;
+    if (p->disco.speaks_disco && p->path.pmtu.current && p->path.pmtu.current < mtu)
+        mtu = p->path.pmtu.current;
     return mtu;
 }
 
 bool path_mtu_known(const struct peer *p)
 {
-    return p->via || (p->speaks_disco && p->pmtu.found);
+    return p->path.via || (p->disco.speaks_disco && p->path.pmtu.found);
 }
 
 /* The inner packet whose outer packet is PMTU_OUTER_MIN bytes on this
  * path: what every path carries. */
 static unsigned path_base(const struct peer *p)
 {
-    const union endpoint *ep = p->via ? &p->via->endpoint : &p->endpoint;
-    unsigned outer = (ep->sa.sa_family == AF_INET ? IPV4_HEADER_LEN : IPV6_HEADER_LEN) +
+    const union endpoint *ep = p->path.via ? &p->path.via->path.endpoint : &p->path.endpoint;
+    /* No endpoint yet: the larger header, IPv6's. */
+    unsigned outer = (unsigned)wire_ip_header_len(ep->sa.sa_family != AF_INET) +
                      UDP_HEADER_LEN + WG_TRANSPORT_MIN_LEN;
 
-    return PMTU_OUTER_MIN - outer - (p->via ? DISCO_RELAY_OVERHEAD : 0u);
+    return PMTU_OUTER_MIN - outer - (p->path.via ? DISCO_RELAY_OVERHEAD : 0u);
 }
 
 void path_mtu_search(struct peer *p, uint64_t now)
 {
-    pmtu_reset(&p->pmtu, (uint16_t)path_base(p), (uint16_t)path_max(p), now);
-    disco_wake(p->dev);
+    pmtu_reset(&p->path.pmtu, (uint16_t)path_base(p), (uint16_t)path_max(p), now);
+    discovery_wake(p->dev);
 }
 
 bool path_relay_ready(const struct peer *r, uint64_t now)
 {
-    return r && path_direct(r) && r->endpoint_proven && peer_can_send(r, now);
+    return r && path_direct(r) && r->path.endpoint_proven && peer_can_send(r, now);
 }
 
 /* --- changing it ------------------------------------------------------------------ */
@@ -162,47 +135,63 @@ static void log_path_changed(const struct peer *p, const char *was, const char *
 {
     char now[96];
 
-    if (!log_enabled(p->reachable ? LOG_LVL_NOTICE : LOG_LVL_DEBUG))
+    if (!log_enabled(p->live.reachable ? LOG_LVL_NOTICE : LOG_LVL_DEBUG))
         return;
     path_format(p, now, sizeof(now));
-    if (p->reachable)
-        log_notice_peer_rl("peer %s: path changed: %s (was %s%s%s)", p->name, now, was,
+    if (p->live.reachable)
+        log_notice_peer_rl("peer %s: path changed: %s (was %s%s%s)", p->member.name, now, was,
                            why ? ": " : "", why ? why : "");
     else
-        log_debug_rl("peer %s: path changed: %s (was %s)", p->name, now, was);
+        log_debug_rl("peer %s: path changed: %s (was %s)", p->member.name, now, was);
+}
+
+bool path_set_endpoint(struct peer *p, const union endpoint *src)
+{
+    if (endpoint_equal(&p->path.endpoint, src))
+        return false;
+    if (p->path.endpoint.sa.sa_family != AF_UNSPEC) {
+        char old[64], new[64];
+        endpoint_format(&p->path.endpoint, old, sizeof(old));
+        endpoint_format(src, new, sizeof(new));
+        /* Roaming (a NAT's new mapping, a move): a peer can repeat it. */
+        log_info_peer_rl("peer %s: endpoint changed from %s to %s", p->member.name, old, new);
+    }
+    memset(&p->path.endpoint, 0, sizeof(p->path.endpoint));
+    memcpy(&p->path.endpoint, src, endpoint_sockaddr_len(src));
+    return true;
 }
 
 /* p's endpoint is ep now, proven or not. */
 static void move_endpoint(struct peer *p, const union endpoint *ep, bool proven, uint64_t now)
 {
-    bool was_proven = p->endpoint_proven;
+    bool was_proven = p->path.endpoint_proven;
 
-    if (peer_update_endpoint(p, ep)) {
-        log_debug_rl("peer %s: reached at a new endpoint%s", p->name,
+    if (path_set_endpoint(p, ep)) {
+        log_debug_rl("peer %s: reached at a new endpoint%s", p->member.name,
                      proven ? "" : " (as WireGuard roams; not proven yet)");
-        p->introduced = false;     /* the others should hear of it */
-        disco_endpoints_stale(&p->disco);   /* and p, where we see it */
+        p->disco.introduced = false;     /* the others should hear of it */
+        disco_endpoints_stale(&p->disco.state);   /* and p, where we see it */
         path_mtu_search(p, now);   /* another path */
     } else if (!proven || was_proven) {
         return;
     }
-    p->endpoint_proven = proven;
+    p->path.endpoint_proven = proven;
     if (proven && !was_proven)
-        disco_endpoint_proven(p, now);
+        discovery_endpoint_proven(p, now);
 }
 
 void path_use_direct(struct peer *p, const union endpoint *ep, uint64_t now)
 {
-    struct peer *was = p->via;
+    struct peer *was = p->path.via;
 
     move_endpoint(p, ep, true, now);
     if (!was)
         return;
     char before[96];
-    snprintf(before, sizeof(before), "via relay %s", was->name);
-    p->via = NULL;
+    snprintf(before, sizeof(before), "via relay %s", was->member.name);
+    p->path.via = NULL;
     log_path_changed(p, before, NULL);
-    disco_path_changed(&p->disco);
+    disco_path_changed(&p->disco.state);
     path_mtu_search(p, now);
 }
 
@@ -210,43 +199,43 @@ void path_use_relay(struct peer *p, struct peer *r, uint64_t now)
 {
     char was[96];
 
-    if (!r || r == p || p->via == r)
+    if (!r || r == p || p->path.via == r)
         return;
     path_format(p, was, sizeof(was));
-    p->via = r;
+    p->path.via = r;
     log_path_changed(p, was, NULL);
-    disco_path_changed(&p->disco);
+    disco_path_changed(&p->disco.state);
     path_mtu_search(p, now);
 }
 
 void path_drop_relay(struct peer *p, uint64_t now)
 {
-    struct peer *r = p->via;
+    struct peer *r = p->path.via;
 
     if (!r)
         return;
     char before[96];
-    snprintf(before, sizeof(before), "via relay %s", r->name);
-    disco_relay_failed(&p->relays, r->id, now);
+    snprintf(before, sizeof(before), "via relay %s", r->member.name);
+    disco_relay_failed(&p->disco.relays, r->id, now);
     p->dev->stats.relay_dropped++;
-    p->via = NULL;
+    p->path.via = NULL;
     log_path_changed(p, before, "no answers through the relay any more");
-    disco_path_changed(&p->disco);
+    disco_path_changed(&p->disco.state);
     path_mtu_search(p, now);
 }
 
 struct peer *path_relay_trial(struct peer *p, uint64_t now)
 {
-    struct peer *r = device_peer_by_id(p->dev, disco_relay_on_trial(&p->relays, now));
+    struct peer *r = device_peer_by_id(p->dev, disco_relay_on_trial(&p->disco.relays, now));
 
-    return r && r != p && r != p->via && path_relay_ready(r, now) ? r : NULL;
+    return r && r != p && r != p->path.via && path_relay_ready(r, now) ? r : NULL;
 }
 
 struct peer *path_answer_through(struct peer *p, struct peer *via, uint64_t now)
 {
-    if (!via || via == p || via == p->via)
+    if (!via || via == p || via == p->path.via)
         return NULL;
-    disco_relay_trial(&p->relays, via->id, now);
+    disco_relay_trial(&p->disco.relays, via->id, now);
     return via;
 }
 
@@ -258,7 +247,7 @@ static bool to_disco_endpoint(const union endpoint *e, struct disco_endpoint *ou
 
 bool path_proven(const struct peer *p, const union endpoint *src)
 {
-    return p->endpoint_proven && endpoint_equal(&p->endpoint, src);
+    return p->path.endpoint_proven && endpoint_equal(&p->path.endpoint, src);
 }
 
 bool path_unproven_spend(struct peer *p, const union endpoint *to, uint32_t len)
@@ -266,7 +255,7 @@ bool path_unproven_spend(struct peer *p, const union endpoint *to, uint32_t len)
     struct disco_endpoint e;
 
     return path_proven(p, to) ||
-           (to_disco_endpoint(to, &e) && disco_unproven_spend(&p->unproven, &e, len));
+           (to_disco_endpoint(to, &e) && disco_unproven_spend(&p->path.unproven, &e, len));
 }
 
 /* len authentic bytes came from src, which never answered us: the
@@ -278,18 +267,18 @@ static void from_unproven(struct peer *p, const union endpoint *src, uint32_t le
 {
     struct disco_endpoint e;
 
-    if (!p->speaks_disco || !path_usable(p)) {
+    if (!p->disco.speaks_disco || !path_usable(p)) {
         move_endpoint(p, src, false, now);
-        p->last_direct_ns = now;
+        p->path.last_direct_ns = now;
     }
     if (!to_disco_endpoint(src, &e))
         return;
-    disco_unproven_heard(&p->unproven, &e, len);
+    disco_unproven_heard(&p->path.unproven, &e, len);
     /* Only when a challenge may go now: a stream from a stock peer's
      * endpoint (never proven) must not make the loop look at every peer
      * on every receive. */
-    if (disco_challenge_at(&p->unproven, p->speaks_disco, 0) <= now)
-        disco_wake(p->dev);
+    if (disco_challenge_at(&p->path.unproven, p->disco.speaks_disco, 0) <= now)
+        discovery_wake(p->dev);
 }
 
 void path_received(struct peer *p, const union endpoint *src, struct peer *via, uint32_t len,
@@ -300,30 +289,30 @@ void path_received(struct peer *p, const union endpoint *src, struct peer *via, 
             from_unproven(p, src, len, now);
             return;
         }
-        p->last_direct_ns = now;
+        p->path.last_direct_ns = now;
         /* Relayed: a probe that got through one way proves nothing yet,
          * but its address answers (sends to it are no hint's to pay). */
-        if (!p->via || confirmed)
+        if (!p->path.via || confirmed)
             path_use_direct(p, src, now);
         else
-            disco_note_answer(p, src, now);
+            discovery_note_answer(p, src, now);
         return;
     }
     if (via == p)
         return;
-    if (via == p->via) {
-        disco_relay_carried(&p->relays, via->id, now);
+    if (via == p->path.via) {
+        disco_relay_carried(&p->disco.relays, via->id, now);
         return;
     }
     /* Through another relay: taken only when it was on trial, so that this
      * answers what we sent through it (a relay's claim, or a message it
      * passed on one way, proves nothing). */
-    if (!disco_relay_answered(&p->relays, via->id, now))
+    if (!disco_relay_answered(&p->disco.relays, via->id, now))
         return;
     /* The peer went through a relay while our direct path still carries
      * its packets: keep ours (it may still be finding its way). */
-    if (path_direct(p) && p->last_direct_ns &&
-        now - p->last_direct_ns < DISCO_DIRECT_STALE_S * WG_NSEC_PER_SEC)
+    if (path_direct(p) && p->path.last_direct_ns &&
+        now - p->path.last_direct_ns < DISCO_DIRECT_STALE_S * WG_NSEC_PER_SEC)
         return;
     path_use_relay(p, via, now);
 }
@@ -338,14 +327,14 @@ static uint32_t message_len(const struct pkt *pkt, unsigned i)
 
 bool path_takes_frames(const struct peer *p)
 {
-    return !p->dev->relay_frames_off && p->frames_said && p->current &&
-           p->current->local_index == p->frames_index;
+    return !p->dev->relay_frames_off && p->path.frames_said && p->wg.current &&
+           p->wg.current->local_index == p->path.frames_index;
 }
 
 void path_frames_said(struct peer *p, uint32_t index)
 {
-    p->frames_said = true;
-    p->frames_index = index;
+    p->path.frames_said = true;
+    p->path.frames_index = index;
 }
 
 /* Fills out with frames of pkt's messages from segment i on, to a relay
@@ -376,7 +365,7 @@ static unsigned frame_segments(const uint8_t key[WG_KEY_LEN], struct pkt *pkt, u
  * thread: a frame's crypto is a Poly1305 pass and two ChaCha20 blocks. */
 static void send_frames(struct peer *q, struct pkt *out, uint64_t now)
 {
-    struct noise_keypair *kp = q->current;
+    struct noise_keypair *kp = q->wg.current;
     unsigned last = out->nseg - 1u;
     uint64_t first;
 
@@ -388,24 +377,16 @@ static void send_frames(struct peer *q, struct pkt *out, uint64_t now)
     }
     out->len = (uint32_t)relay_frame_len(out->seg_len[last]);
     q->dev->stats.relay_frames_sent += out->nseg;
-    peer_count_tx(q, (uint64_t)last * out->stride + out->len, now);
-    timers_any_authenticated_packet_traversal(q, now);
-    timers_any_authenticated_packet_sent(q, now);
-    timers_data_sent(q, now);
-    loop_send(q->dev->loop, out, &q->endpoint);
+    q->dev->disco.core->sent(q, (uint64_t)last * out->stride + out->len, true, now);
+    loop_send(q->dev->loop, out, &q->path.endpoint);
 }
 
 /* --- wrapping for a relay --------------------------------------------------------- */
 
-static size_t ip_header_len(const struct device *dev)
-{
-    return dev->self->address.family == AF_INET6 ? IPV6_HEADER_LEN : IPV4_HEADER_LEN;
-}
-
 /* The inner packet a RELAY/RELAYED of a len-byte message makes. */
 static size_t relay_plain_len(const struct device *dev, uint32_t len)
 {
-    return ip_header_len(dev) + DISCO_HEADER_LEN + WG_KEY_LEN + len;
+    return path_inner_ip_len(dev) + DISCO_HEADER_LEN + WG_KEY_LEN + len;
 }
 
 /* Writes at out the inner IP packet to `to` carrying a RELAY or RELAYED
@@ -415,7 +396,7 @@ static int write_relay(struct device *dev, const struct peer *to, const uint8_t 
                        enum disco_type type, const uint8_t *msg, uint32_t len, uint8_t *out,
                        size_t cap)
 {
-    size_t hlen = ip_header_len(dev), at = hlen + DISCO_HEADER_LEN + WG_KEY_LEN;
+    size_t hlen = path_inner_ip_len(dev), at = hlen + DISCO_HEADER_LEN + WG_KEY_LEN;
     struct disco_msg *m = dev->disco.wrap_msg;
     int n;
 
@@ -430,7 +411,7 @@ static int write_relay(struct device *dev, const struct peer *to, const uint8_t 
     if (n < 0)
         return n;
     return disco_ip_wrap(dev->self->address.family, dev->self->address.bytes,
-                         to->address.bytes, out + hlen, (size_t)n, out, cap);
+                         to->member.address.bytes, out + hlen, (size_t)n, out, cap);
 }
 
 /* Fills out with the messages of pkt from segment i on, each wrapped for
@@ -465,13 +446,13 @@ static unsigned wrap_segments(struct peer *r, const uint8_t key[WG_KEY_LEN], str
  * sealing: counters now, the AEAD maybe on a worker); takes out. */
 static void seal_for(struct peer *q, struct pkt *out, uint64_t now)
 {
-    if (!path_relay_ready(q, now) || !datapath_seal(q, q->current, out, q->dev->mtu, now)) {
+    const struct core_ops *core = q->dev->disco.core;
+
+    if (!path_relay_ready(q, now) || !core->seal(q, q->wg.current, out, q->dev->mtu, now)) {
         loop_pkt_put(q->dev->loop, out);
         return;
     }
-    timers_any_authenticated_packet_traversal(q, now);
-    timers_any_authenticated_packet_sent(q, now);
-    timers_data_sent(q, now);
+    core->sent(q, 0, true, now);   /* seal counted the bytes */
 }
 
 /* Sends pkt's messages, for the peer with key `key`, through r (in
@@ -502,10 +483,10 @@ static void relay_pkt(struct peer *r, const uint8_t key[WG_KEY_LEN], struct pkt 
 
 void path_send(struct peer *p, struct pkt *pkt, uint64_t now)
 {
-    if (p->via)
-        relay_pkt(p->via, p->public_key, pkt, now);
+    if (p->path.via)
+        relay_pkt(p->path.via, p->public_key, pkt, now);
     else
-        loop_send(p->dev->loop, pkt, &p->endpoint);
+        loop_send(p->dev->loop, pkt, &p->path.endpoint);
 }
 
 void path_send_message(struct peer *p, struct pkt *pkt, uint32_t len, uint64_t now)
@@ -531,13 +512,10 @@ int path_relay_now(struct peer *r, const uint8_t dst[WG_KEY_LEN], const uint8_t 
     if (n < 0)
         return n;
     tp.len = (size_t)n;
-    if (transport_seal(r->current, &tp, now))
+    if (transport_seal(r->wg.current, &tp, now))
         return -ESTALE;
-    peer_count_tx(r, tp.len, now);
-    timers_any_authenticated_packet_traversal(r, now);
-    timers_any_authenticated_packet_sent(r, now);
-    timers_data_sent(r, now);
-    return loop_send_now(dev->loop, buf, (uint32_t)tp.len, &r->endpoint);
+    dev->disco.core->sent(r, tp.len, true, now);
+    return loop_send_now(dev->loop, buf, (uint32_t)tp.len, &r->path.endpoint);
 }
 
 /* --- forwarding, as the relay ------------------------------------------------------ */
@@ -583,7 +561,7 @@ void path_forward(struct device *dev, struct peer *from, struct peer *to, const 
 
     /* Only between two members, the destination reached directly: no
      * chains of relays, and nothing for nodes outside the cluster. */
-    if (!to || to == from || !to->speaks_disco || !path_relay_ready(to, now)) {
+    if (!to || to == from || !to->disco.speaks_disco || !path_relay_ready(to, now)) {
         dev->stats.relay_refused++;
         return;
     }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Peers: one per other node of the cluster. Each holds its handshake, up
  * to three keypairs (current, previous, next, as the Linux module keeps
  * them), its endpoint, timers, counters and the packets waiting for a
@@ -14,27 +15,29 @@
 #include "overlay/engine/engine.h"
 #include "overlay/engine/timers.h"
 
-struct peer *peer_new(struct device *dev, const struct cluster_node *node)
+struct peer *peer_create(struct device *dev, const struct cluster *model,
+                         const struct cluster_node *node)
 {
     struct peer *p = sodium_malloc(sizeof(*p));
 
     if (!p)
         return NULL;
     memset(p, 0, sizeof(*p));
-    if (noise_handshake_init(&p->handshake, dev->local, node->public_key, NULL)) {
+    if (noise_handshake_init(&p->wg.handshake, dev->local, node->public_key, NULL)) {
         sodium_free(p);
         return NULL;
     }
     p->dev = dev;
-    snprintf(p->name, sizeof(p->name), "%s", node->name);
+    snprintf(p->member.name, sizeof(p->member.name), "%s", node->name);
     memcpy(p->public_key, node->public_key, WG_KEY_LEN);
-    p->address = node->address;
-    p->persistent_keepalive = (uint16_t)cluster_node_keepalive(&dev->cluster, node);
-    p->endpoint.sa.sa_family = AF_UNSPEC;
-    cookie_maker_init(&p->cookie, node->public_key);
+    p->member.address = node->address;
+    p->id = ++dev->next_peer_id;
+    p->wg.persistent_keepalive = (uint16_t)cluster_node_keepalive(model, node);
+    p->path.endpoint.sa.sa_family = AF_UNSPEC;
+    cookie_maker_init(&p->wg.cookie, node->public_key);
     /* Its own pace for periodic work (clock_stretch). */
-    p->disco.spread = (uint8_t)randombytes_uniform(256);
-    p->pmtu.spread = p->disco.spread;
+    p->disco.state.spread = (uint8_t)randombytes_uniform(256);
+    p->path.pmtu.spread = p->disco.state.spread;
     return p;
 }
 
@@ -44,6 +47,19 @@ void peer_free(struct peer *p)
         return;
     peer_drop_staged(p);
     sodium_free(p);   /* wipes the keys */
+}
+
+void peer_remove(struct peer *p, struct peer *const *stay, size_t n_stay, uint64_t now)
+{
+    for (size_t k = 0; k < n_stay; k++) {
+        struct peer *q = stay[k];
+        if (q->path.via == p)
+            path_drop_relay(q, now);
+        disco_relay_forget(&q->disco.relays, p->id);
+    }
+    log_notice("peer %s: removed from the cluster; its sessions are wiped", p->member.name);
+    peer_clear_keys(p);
+    peer_free(p);
 }
 
 /* --- keypairs ------------------------------------------------------------------ */
@@ -60,8 +76,8 @@ static void drop_keypair(struct peer *p, struct noise_keypair **slot)
 static struct noise_keypair *free_storage(struct peer *p)
 {
     for (int i = 0; i < 3; i++) {
-        struct noise_keypair *k = &p->keypairs[i];
-        if (k != p->current && k != p->previous && k != p->next)
+        struct noise_keypair *k = &p->wg.keypairs[i];
+        if (k != p->wg.current && k != p->wg.previous && k != p->wg.next)
             return k;
     }
     return NULL;   /* cannot happen: callers drop one first */
@@ -74,22 +90,22 @@ void peer_install_keypair(struct peer *p, struct noise_keypair *kp)
     if (kp->is_initiator) {
         /* The new one is used at once; the one we had stays acceptable. A
          * waiting next (never confirmed) becomes previous instead. */
-        drop_keypair(p, &p->previous);
-        if (p->next) {
-            p->previous = p->next;
-            p->next = NULL;
-            drop_keypair(p, &p->current);
+        drop_keypair(p, &p->wg.previous);
+        if (p->wg.next) {
+            p->wg.previous = p->wg.next;
+            p->wg.next = NULL;
+            drop_keypair(p, &p->wg.current);
         } else {
-            p->previous = p->current;
+            p->wg.previous = p->wg.current;
         }
         slot = free_storage(p);
-        p->current = slot;
+        p->wg.current = slot;
     } else {
         /* Not usable until the initiator sends with it (confirmation). */
-        drop_keypair(p, &p->next);
-        drop_keypair(p, &p->previous);
+        drop_keypair(p, &p->wg.next);
+        drop_keypair(p, &p->wg.previous);
         slot = free_storage(p);
-        p->next = slot;
+        p->wg.next = slot;
     }
     *slot = *kp;
     transport_keypair_clear(kp);
@@ -100,37 +116,30 @@ void peer_install_keypair(struct peer *p, struct noise_keypair *kp)
 
 bool peer_received_with_keypair(struct peer *p, struct noise_keypair *kp)
 {
-    if (kp != p->next)
+    if (kp != p->wg.next)
         return false;
-    drop_keypair(p, &p->previous);
-    p->previous = p->current;
-    p->current = p->next;
-    p->next = NULL;
+    drop_keypair(p, &p->wg.previous);
+    p->wg.previous = p->wg.current;
+    p->wg.current = p->wg.next;
+    p->wg.next = NULL;
     return true;
 }
 
 void peer_clear_keys(struct peer *p)
 {
-    drop_keypair(p, &p->current);
-    drop_keypair(p, &p->previous);
-    drop_keypair(p, &p->next);
-    if (p->handshake.state != NOISE_STATE_ZEROED && p->handshake.local_index)
-        index_remove(&p->dev->indices, p->handshake.local_index);
-    noise_handshake_reset(&p->handshake);
-}
-
-bool peer_can_send(const struct peer *p, uint64_t now)
-{
-    const struct noise_keypair *kp = p->current;
-
-    return kp && kp->send_counter < WG_REJECT_AFTER_MESSAGES && !transport_expired(kp, now);
+    drop_keypair(p, &p->wg.current);
+    drop_keypair(p, &p->wg.previous);
+    drop_keypair(p, &p->wg.next);
+    if (p->wg.handshake.state != NOISE_STATE_ZEROED && p->wg.handshake.local_index)
+        index_remove(&p->dev->indices, p->wg.handshake.local_index);
+    noise_handshake_reset(&p->wg.handshake);
 }
 
 /* --- staged packets ------------------------------------------------------------- */
 
 int peer_stage(struct peer *p, const uint8_t *data, uint32_t len, uint64_t now)
 {
-    int ret = stage_push(&p->dev->stage, &p->staged, data, len);
+    int ret = stage_push(&p->dev->stage, &p->wg.staged, data, len);
 
     if (!ret)
         timers_staged(p, now);
@@ -139,17 +148,17 @@ int peer_stage(struct peer *p, const uint8_t *data, uint32_t len, uint64_t now)
 
 long peer_unstage(struct peer *p, uint8_t *out, size_t cap)
 {
-    long n = stage_pop(&p->dev->stage, &p->staged, out, cap);
+    long n = stage_pop(&p->dev->stage, &p->wg.staged, out, cap);
 
-    if (!p->staged.packets)
-        p->timers.stage_expiry = 0;
+    if (!p->wg.staged.packets)
+        p->wg.timers.stage_expiry = 0;
     return n;
 }
 
 void peer_drop_staged(struct peer *p)
 {
-    stage_clear(&p->dev->stage, &p->staged);
-    p->timers.stage_expiry = 0;
+    stage_clear(&p->dev->stage, &p->wg.staged);
+    p->wg.timers.stage_expiry = 0;
 }
 
 /* When we last heard from it, for the warning: a peer never heard from
@@ -157,51 +166,35 @@ void peer_drop_staged(struct peer *p)
  * was went away. */
 static void last_heard(const struct peer *p, uint64_t now, char *buf, size_t len)
 {
-    if (!p->last_received_ns)
+    if (!p->live.last_received_ns)
         snprintf(buf, len, "never heard from since this node started");
     else
         snprintf(buf, len, "last heard from %llu s ago",
-                 (unsigned long long)((now - p->last_received_ns) / WG_NSEC_PER_SEC));
+                 (unsigned long long)((now - p->live.last_received_ns) / WG_NSEC_PER_SEC));
 }
 
 void peer_give_up(struct peer *p, const char *why, uint64_t now)
 {
-    unsigned n = p->staged.packets;
+    unsigned n = p->wg.staged.packets;
     char seen[64];
 
     peer_drop_staged(p);
     /* Once per time it goes away (a person should look), however often
      * traffic towards it starts another round of initiations after. */
-    if (!p->no_answer) {
+    if (!p->wg.no_answer) {
         last_heard(p, now, seen, sizeof(seen));
         log_warn("peer %s: unreachable: %s (%s); %u waiting packet%s dropped, packets to it "
-                 "get ICMP unreachable until a handshake completes", p->name, why, seen, n,
+                 "get ICMP unreachable until a handshake completes", p->member.name, why, seen, n,
                  n == 1 ? "" : "s");
     } else {
-        log_debug_rl("peer %s: still unreachable: %s", p->name, why);
+        log_debug_rl("peer %s: still unreachable: %s", p->member.name, why);
     }
-    p->no_answer = true;
-    p->reachable = false;
+    p->wg.no_answer = true;
+    p->live.reachable = false;
 }
 
 /* --- endpoint, counters, settings ------------------------------------------------- */
 
-
-bool peer_update_endpoint(struct peer *p, const union endpoint *src)
-{
-    if (endpoint_equal(&p->endpoint, src))
-        return false;
-    if (p->endpoint.sa.sa_family != AF_UNSPEC) {
-        char old[64], new[64];
-        endpoint_format(&p->endpoint, old, sizeof(old));
-        endpoint_format(src, new, sizeof(new));
-        /* Roaming (a NAT's new mapping, a move): a peer can repeat it. */
-        log_info_peer_rl("peer %s: endpoint changed from %s to %s", p->name, old, new);
-    }
-    memset(&p->endpoint, 0, sizeof(p->endpoint));
-    memcpy(&p->endpoint, src, endpoint_sockaddr_len(src));
-    return true;
-}
 
 void peer_set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len)
 {
@@ -211,25 +204,25 @@ void peer_set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len)
         return;
     memset(&e, 0, sizeof(e));
     memcpy(&e, sa, len);
-    peer_update_endpoint(p, &e);
-    p->listed = e;
-    p->endpoint_proven = true;   /* the operator's word */
-    disco_unproven_clear(&p->unproven);
+    path_set_endpoint(p, &e);
+    p->member.listed = e;
+    p->path.endpoint_proven = true;   /* the operator's word */
+    disco_unproven_clear(&p->path.unproven);
     /* Set by hand: that is the path now, not a relay. */
-    p->via = NULL;
-    disco_endpoints_stale(&p->disco);
+    p->path.via = NULL;
+    disco_endpoints_stale(&p->disco.state);
 }
 
 void peer_set_persistent_keepalive(struct peer *p, uint16_t seconds, uint64_t now_ns)
 {
-    p->persistent_keepalive = seconds;
+    p->wg.persistent_keepalive = seconds;
     timers_persistent_keepalive_set(p, now_ns);
 }
 
 void peer_set_psk(struct peer *p, const uint8_t psk[WG_KEY_LEN])
 {
-    memcpy(p->handshake.psk, psk, WG_KEY_LEN);
-    p->has_psk = !sodium_is_zero(psk, WG_KEY_LEN);
+    memcpy(p->wg.handshake.psk, psk, WG_KEY_LEN);
+    p->wg.has_psk = !sodium_is_zero(psk, WG_KEY_LEN);
 }
 
 static void rate_count(struct rate *r, uint64_t bytes, uint64_t now)
@@ -253,16 +246,26 @@ uint64_t rate_read(const struct rate *r, uint64_t now_ns)
 
 void peer_count_rx(struct peer *p, uint64_t bytes, uint64_t now)
 {
-    p->rx_bytes += bytes;
-    p->last_received_ns = now;
+    p->live.rx_bytes += bytes;
+    p->live.last_received_ns = now;
     /* What it sent us is what its word about others may cost us. */
-    disco_credit_earn(&p->hint_credit, bytes);
-    rate_count(&p->rx_rate, bytes, now);
+    disco_credit_earn(&p->disco.hint_credit, bytes);
+    rate_count(&p->live.rx_rate, bytes, now);
 }
 
 void peer_count_tx(struct peer *p, uint64_t bytes, uint64_t now)
 {
-    p->tx_bytes += bytes;
-    p->last_sent_ns = now;
-    rate_count(&p->tx_rate, bytes, now);
+    p->live.tx_bytes += bytes;
+    p->live.last_sent_ns = now;
+    rate_count(&p->live.tx_rate, bytes, now);
+}
+
+void peer_sent(struct peer *p, uint64_t bytes, bool data, uint64_t now)
+{
+    if (bytes)
+        peer_count_tx(p, bytes, now);
+    timers_any_authenticated_packet_traversal(p, now);
+    timers_any_authenticated_packet_sent(p, now);
+    if (data)
+        timers_data_sent(p, now);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The per-source handshake rate limiter (see ratelimit.h). */
 #include <errno.h>
 #include <stdlib.h>
@@ -8,8 +9,7 @@
 
 #include "overlay/engine/ratelimit.h"
 
-#define NS_PER_SEC   UINT64_C(1000000000)
-#define COST_NS      (NS_PER_SEC / RATELIMIT_PER_SEC)
+#define COST_NS      (WG_NSEC_PER_SEC / RATELIMIT_PER_SEC)
 #define BUCKET_NS    (RATELIMIT_BURST * COST_NS)
 
 _Static_assert(BUCKET_NS <= RATELIMIT_IDLE_NS,

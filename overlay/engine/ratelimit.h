@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Handshake messages per source address: a token bucket for each source,
  * as the Linux module's ratelimiter keeps them (its numbers: 20 a second
  * steady, a burst of 5, IPv4 by address, IPv6 by its /64, since one host
@@ -26,12 +27,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "crypto/wg_const.h"
+
 #define RATELIMIT_PER_SEC    20u     /* steady rate per source */
 #define RATELIMIT_BURST      5u      /* tokens a new or idle source starts with */
 #define RATELIMIT_TABLE_MAX  8192u   /* sources tracked at once */
 #define RATELIMIT_PROBE_MAX  32u
-#define RATELIMIT_IDLE_NS    UINT64_C(1000000000)
-#define RATELIMIT_GC_NS      UINT64_C(1000000000)
+#define RATELIMIT_IDLE_NS    WG_NSEC_PER_SEC
+#define RATELIMIT_GC_NS      WG_NSEC_PER_SEC
 #define RATELIMIT_KEY_LEN    9u      /* family, then 8 bytes: an IPv4 address or an IPv6 /64 */
 
 struct ratelimit_entry {

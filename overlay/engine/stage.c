@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The staging store (see stage.h): cells on a free list, one byte FIFO of
  * cells per peer, each packet a 4-byte length and its bytes. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Staged packets: what ddp0 gave us for a peer that has no usable session
  * yet, kept until a handshake completes (then sent) or gives up (then
  * dropped).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* WireGuard's timers (see timers.h), after the Linux module's timers.c. */
 #include <stdio.h>
 
@@ -8,11 +9,9 @@
 #include "overlay/engine/engine.h"
 #include "overlay/engine/timers.h"
 
-#define MS 1000000ull
-
 static uint64_t jitter(void)
 {
-    return (uint64_t)randombytes_uniform(WG_REKEY_TIMEOUT_JITTER_MAX_MS) * MS;
+    return (uint64_t)randombytes_uniform(WG_REKEY_TIMEOUT_JITTER_MAX_MS) * NS_PER_MS;
 }
 
 static uint64_t secs(uint64_t s)
@@ -32,87 +31,88 @@ static void arm(struct peer *p, uint64_t *deadline, uint64_t when)
 
 void timers_data_sent(struct peer *p, uint64_t now)
 {
-    p->last_data_ns = now;
-    if (!p->timers.new_handshake)
-        arm(p, &p->timers.new_handshake, now + secs(WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) + jitter());
+    p->live.last_data_ns = now;
+    if (!p->wg.timers.new_handshake)
+        arm(p, &p->wg.timers.new_handshake,
+            now + secs(WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) + jitter());
 }
 
 void timers_data_received(struct peer *p, uint64_t now)
 {
-    p->last_data_ns = now;
-    if (!p->timers.send_keepalive)
-        arm(p, &p->timers.send_keepalive, now + secs(WG_KEEPALIVE_TIMEOUT));
+    p->live.last_data_ns = now;
+    if (!p->wg.timers.send_keepalive)
+        arm(p, &p->wg.timers.send_keepalive, now + secs(WG_KEEPALIVE_TIMEOUT));
     else
-        p->timers.need_another_keepalive = true;
+        p->wg.timers.need_another_keepalive = true;
 }
 
 void timers_any_authenticated_packet_sent(struct peer *p, uint64_t now)
 {
     (void)now;
-    p->timers.send_keepalive = 0;
+    p->wg.timers.send_keepalive = 0;
 }
 
 void timers_any_authenticated_packet_received(struct peer *p, uint64_t now)
 {
     (void)now;
-    p->timers.new_handshake = 0;
+    p->wg.timers.new_handshake = 0;
 }
 
 void timers_any_authenticated_packet_traversal(struct peer *p, uint64_t now)
 {
-    if (p->persistent_keepalive)
-        arm(p, &p->timers.persistent_keepalive, now + secs(p->persistent_keepalive));
+    if (p->wg.persistent_keepalive)
+        arm(p, &p->wg.timers.persistent_keepalive, now + secs(p->wg.persistent_keepalive));
 }
 
 void timers_handshake_initiated(struct peer *p, uint64_t now)
 {
-    arm(p, &p->timers.retransmit_handshake, now + secs(WG_REKEY_TIMEOUT) + jitter());
+    arm(p, &p->wg.timers.retransmit_handshake, now + secs(WG_REKEY_TIMEOUT) + jitter());
 }
 
 void timers_handshake_complete(struct peer *p, uint64_t now)
 {
     (void)now;
-    p->timers.retransmit_handshake = 0;
-    p->timers.handshake_attempts = 0;
-    p->timers.sent_lastminute_handshake = false;
-    clock_gettime(CLOCK_REALTIME, &p->last_handshake);
+    p->wg.timers.retransmit_handshake = 0;
+    p->wg.timers.handshake_attempts = 0;
+    p->wg.timers.sent_lastminute_handshake = false;
+    clock_gettime(CLOCK_REALTIME, &p->wg.last_handshake);
 }
 
 void timers_session_derived(struct peer *p, uint64_t now)
 {
-    arm(p, &p->timers.zero_key_material, now + secs(3 * WG_REJECT_AFTER_TIME));
+    arm(p, &p->wg.timers.zero_key_material, now + secs(3 * WG_REJECT_AFTER_TIME));
 }
 
 static void expired_retransmit_handshake(struct peer *p, uint64_t now)
 {
-    if (p->timers.handshake_attempts > WG_MAX_TIMER_HANDSHAKES) {
+    if (p->wg.timers.handshake_attempts > WG_MAX_TIMER_HANDSHAKES) {
         char why[64];
         snprintf(why, sizeof(why), "no answer to %u handshake initiations",
                  WG_MAX_TIMER_HANDSHAKES + 2);
-        p->timers.send_keepalive = 0;
+        p->wg.timers.send_keepalive = 0;
         peer_give_up(p, why, now);   /* the warning, once per time it goes away */
-        if (!p->timers.zero_key_material)
-            arm(p, &p->timers.zero_key_material, now + secs(3 * WG_REJECT_AFTER_TIME));
+        if (!p->wg.timers.zero_key_material)
+            arm(p, &p->wg.timers.zero_key_material, now + secs(3 * WG_REJECT_AFTER_TIME));
         return;
     }
-    p->timers.handshake_attempts++;
+    p->wg.timers.handshake_attempts++;
     log_debug_rl("peer %s: handshake did not complete after %u seconds, retrying (try %u)",
-                 p->name, WG_REKEY_TIMEOUT, p->timers.handshake_attempts + 1);
+                 p->member.name, WG_REKEY_TIMEOUT, p->wg.timers.handshake_attempts + 1);
     handshake_send_initiation(p, true, now);
 }
 
 static void expired_send_keepalive(struct peer *p, uint64_t now)
 {
     datapath_send_keepalive(p, now);
-    if (p->timers.need_another_keepalive) {
-        p->timers.need_another_keepalive = false;
-        arm(p, &p->timers.send_keepalive, now + secs(WG_KEEPALIVE_TIMEOUT));
+    if (p->wg.timers.need_another_keepalive) {
+        p->wg.timers.need_another_keepalive = false;
+        arm(p, &p->wg.timers.send_keepalive, now + secs(WG_KEEPALIVE_TIMEOUT));
     }
 }
 
 static void expired_new_handshake(struct peer *p, uint64_t now)
 {
-    log_debug_rl("peer %s: no reply for %u seconds, retrying handshake", p->name,
+    log_debug_rl("peer %s: no reply for %u seconds, retrying handshake", p->member.name,
                  WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT);
     handshake_send_initiation(p, false, now);
 }
@@ -120,7 +120,7 @@ static void expired_new_handshake(struct peer *p, uint64_t now)
 static void expired_zero_key_material(struct peer *p, uint64_t now)
 {
     (void)now;
-    log_debug_rl("peer %s: zeroing keys after %u seconds without a new session", p->name,
+    log_debug_rl("peer %s: zeroing keys after %u seconds without a new session", p->member.name,
                  3 * WG_REJECT_AFTER_TIME);
     peer_clear_keys(p);
 }
@@ -150,25 +150,25 @@ static bool due(uint64_t *deadline, uint64_t now)
 
 void timers_run(struct peer *p, uint64_t now)
 {
-    if (due(&p->timers.retransmit_handshake, now))
+    if (due(&p->wg.timers.retransmit_handshake, now))
         expired_retransmit_handshake(p, now);
-    if (due(&p->timers.send_keepalive, now))
+    if (due(&p->wg.timers.send_keepalive, now))
         expired_send_keepalive(p, now);
-    if (due(&p->timers.new_handshake, now))
+    if (due(&p->wg.timers.new_handshake, now))
         expired_new_handshake(p, now);
-    if (due(&p->timers.stage_expiry, now))
+    if (due(&p->wg.timers.stage_expiry, now))
         expired_stage(p, now);
-    if (due(&p->timers.zero_key_material, now))
+    if (due(&p->wg.timers.zero_key_material, now))
         expired_zero_key_material(p, now);
-    if (due(&p->timers.persistent_keepalive, now) && p->persistent_keepalive)
+    if (due(&p->wg.timers.persistent_keepalive, now) && p->wg.persistent_keepalive)
         datapath_send_keepalive(p, now);
 }
 
 uint64_t timers_next(const struct peer *p)
 {
-    const uint64_t all[] = { p->timers.retransmit_handshake, p->timers.send_keepalive,
-                             p->timers.new_handshake, p->timers.zero_key_material,
-                             p->timers.persistent_keepalive, p->timers.stage_expiry };
+    const uint64_t all[] = { p->wg.timers.retransmit_handshake, p->wg.timers.send_keepalive,
+                             p->wg.timers.new_handshake, p->wg.timers.zero_key_material,
+                             p->wg.timers.persistent_keepalive, p->wg.timers.stage_expiry };
     uint64_t next = UINT64_MAX;
 
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
@@ -179,14 +179,14 @@ uint64_t timers_next(const struct peer *p)
 
 void timers_staged(struct peer *p, uint64_t now)
 {
-    if (!p->timers.stage_expiry)
-        arm(p, &p->timers.stage_expiry, now + secs(PEER_STAGE_HOLD_SEC));
+    if (!p->wg.timers.stage_expiry)
+        arm(p, &p->wg.timers.stage_expiry, now + secs(PEER_STAGE_HOLD_SEC));
 }
 
 void timers_persistent_keepalive_set(struct peer *p, uint64_t now)
 {
-    arm(p, &p->timers.persistent_keepalive,
-        p->persistent_keepalive ? now + secs(p->persistent_keepalive) : 0);
+    arm(p, &p->wg.timers.persistent_keepalive,
+        p->wg.persistent_keepalive ? now + secs(p->wg.persistent_keepalive) : 0);
 }
 
 uint64_t timers_run_device(struct device *dev, uint64_t now)

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: MIT */
 /* WireGuard's timers (whitepaper 6), as events the data path reports and
- * deadlines the event loop runs. Each peer has five deadlines
+ * deadlines the event loop runs. Each peer has six deadlines
  * (struct peer_timers, monotonic ns, 0 = off):
  *
  *   retransmit_handshake  REKEY_TIMEOUT + jitter after an initiation without
@@ -13,6 +14,10 @@
  *                         made: forget every key
  *   persistent_keepalive  the configured interval after any packet: send an
  *                         empty packet (keeps NAT mappings open)
+ *   stage_expiry          PEER_STAGE_HOLD_SEC after a packet was staged
+ *                         without a session: send them if one came, else
+ *                         give up (drop them, refuse new ones until a
+ *                         session comes up; ddpnet's, not WireGuard's)
  */
 #ifndef DDPNET_TIMERS_H
 #define DDPNET_TIMERS_H

@@ -1,11 +1,12 @@
+/* SPDX-License-Identifier: MIT */
 /* Busy polling after an idle spell (see busy_poll.h). */
+#include "overlay/base/clock.h"
 #include "overlay/loop/busy_poll.h"
 
-#define NSEC_PER_USEC 1000ull
 
 void busy_poll_init(struct busy_poll *bp, unsigned window_us)
 {
-    *bp = (struct busy_poll){ .window_ns = window_us * NSEC_PER_USEC };
+    *bp = (struct busy_poll){ .window_ns = window_us * NS_PER_US };
 }
 
 void busy_poll_packet(struct busy_poll *bp, uint64_t now)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Busy polling after an idle spell: when to poll the ring instead of
  * sleeping in it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Crypto worker threads (see crypto_pool.h). A ring of jobs: [head, next)
  * taken by workers, [next, tail) waiting, and the loop takes jobs back from
  * head once done. One lock; the work itself runs outside it. */

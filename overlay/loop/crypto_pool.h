@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Parallel crypto for the data path.
  *
  * Why this shape: the daemon's state (peers, keypairs, counters, replay

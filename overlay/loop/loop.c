@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The io_uring event loop (see loop.h). Completions carry the struct they
  * belong to as user_data (a pkt or a tun_write, told apart by their first
  * field); the two polled fds use small tags, which no (16-byte aligned)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The event loop: one io_uring drives everything the daemon does. Reads
  * from ddp0 and receives on the UDP sockets are kept in flight, each in a
  * buffer of the packet pool; sends and TUN writes are queued from the same

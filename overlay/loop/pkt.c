@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The packet pool (see pkt.h). The buffers are large but mostly untouched
  * until used, so the pool costs address space more than memory. */
 #include <errno.h>

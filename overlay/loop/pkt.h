@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Packet buffers: a pool preallocated at start-up, so the data path never
  * allocates. One buffer carries a batch of packets through its whole life:
  *

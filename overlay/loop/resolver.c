@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Lookups on threads of their own, answers through an eventfd
  * (resolver.h). One mutex guards the table of names; the threads take the
  * oldest queued name, run the lookup unlocked, and post its answer. */

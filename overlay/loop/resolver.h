@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Names resolved off the event loop. A lookup (getaddrinfo, or a function
  * a test passes) may take seconds or never return -- a DNS server that does
  * not answer -- and the loop carries every peer's packets: so lookups run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The store of the authority's statements (certs.h). */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The authority's statements a node holds (`[cluster] authority`): member
  * certificates that verified, by WireGuard key, and revocations, by id.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The ddpnet block of a hosts file: finding it among other lines, building
  * its new text, and rewriting the file in place under a lock (hosts.h). */
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The names block that ddpnet keeps in a hosts file (default /etc/hosts):
  * one marked block per interface with an `ADDRESS NAME...` line per node,
  *

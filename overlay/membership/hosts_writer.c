@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The names block's writer thread, its pacing, and the resolver's word on
  * claimed names (hosts_writer.h). */
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The names block written off the event loop: a thread that owns the
  * hosts file descriptor's writes once the daemon runs. The loop hands it
  * the block's entries (hosts_writer_submit: a copy, never a wait); the

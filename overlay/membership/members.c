@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* members_reload: parse, check, diff, then apply in two steps -- first
  * everything that can fail (new peers, a larger index table, the new
  * peers array), then the swap, which cannot -- so a reload is applied
@@ -23,8 +24,8 @@
 #include "crypto/blake2s.h"
 #include "overlay/base/log.h"
 #include "overlay/engine/device_setup.h"
-#include "overlay/engine/engine.h"
 #include "config/cluster_index.h"
+#include "overlay/loop/loop.h"
 #include "overlay/membership/certs.h"
 #include "overlay/membership/hosts.h"
 #include "overlay/membership/hosts_writer.h"
@@ -66,10 +67,10 @@ static unsigned machine_names(struct device *dev, const struct cluster_node *nod
         *names = dev->self_names;
         return dev->n_self_names;
     }
-    if (!(p = device_peer_by_key(dev, node->public_key)) || p->pending)
+    if (!(p = device_peer_by_key(dev, node->public_key)) || p->member.pending)
         return 0;
-    *names = p->names;
-    return p->n_names;
+    *names = p->disco.names;
+    return p->disco.n_names;
 }
 
 /* A registered node whose record its key holder has not stated yet:
@@ -78,7 +79,7 @@ static bool node_pending(struct device *dev, const struct cluster_node *node)
 {
     struct peer *p = node == dev->self ? NULL : device_peer_by_key(dev, node->public_key);
 
-    return p && p->pending;
+    return p && p->member.pending;
 }
 
 /* Every name a node's line would carry -- its node name and aliases (the
@@ -173,8 +174,8 @@ static void own_address(struct device *dev, const struct cluster_node *node, cha
                         size_t len)
 {
     struct peer *p = device_peer_by_key(dev, node->public_key);
-    const union endpoint *ep = p && p->listed.sa.sa_family != AF_UNSPEC ? &p->listed
-                               : p ? &p->endpoint : NULL;
+    const union endpoint *ep = p && p->member.listed.sa.sa_family != AF_UNSPEC ? &p->member.listed
+                               : p ? &p->path.endpoint : NULL;
 
     buf[0] = '\0';
     if (ep && ep->sa.sa_family == AF_INET) {
@@ -398,7 +399,7 @@ static struct peer *old_peer(struct device *dev, const struct cluster_node *n)
 {
     struct peer *p = device_peer_by_key(dev, n->public_key);
 
-    return p && !strcasecmp(p->name, n->name) ? p : NULL;
+    return p && !strcasecmp(p->member.name, n->name) ? p : NULL;
 }
 
 static void plan_free(struct plan *pl, bool made_too)
@@ -422,18 +423,17 @@ static int plan_make(struct device *dev, const struct cluster *next,
     if (!pl->peers || !pl->made || !pl->made_node)
         goto nomem;
     for (size_t i = 0; i < dev->n_peers; i++)
-        dev->peers[i]->kept = false;
+        dev->peers[i]->member.kept = false;
     for (size_t i = 0; i < next->n_nodes; i++) {
         const struct cluster_node *n = &next->nodes[i];
         struct peer *p;
         if (n == self)
             continue;
         if ((p = old_peer(dev, n))) {
-            p->kept = true;
+            p->member.kept = true;
         } else {
-            if (!(p = peer_new(dev, n)))
+            if (!(p = peer_create(dev, next, n)))
                 goto nomem;
-            p->id = ++dev->next_peer_id;
             pl->made_node[pl->n_made] = n;
             pl->made[pl->n_made++] = p;
         }
@@ -448,31 +448,13 @@ nomem:
     return -ENOMEM;
 }
 
-/* The peers that leave (not in the plan): no peer that stays relays
- * through them any more; then their keys are wiped, their indices
- * released and their waiting packets dropped. */
+/* The peers that leave (not in the plan): removed from the engine
+ * (peer_remove), the peers of the plan staying. */
 static void peers_leave(struct device *dev, const struct plan *pl, uint64_t now)
 {
-    for (size_t i = 0; i < dev->n_peers; i++) {
-        struct peer *p = dev->peers[i];
-        if (p->kept)
-            continue;
-        for (size_t k = 0; k < pl->n_peers; k++) {
-            struct peer *q = pl->peers[k];
-            if (q->via == p)
-                path_drop_relay(q, now);
-            disco_relay_forget(&q->relays, p->id);
-        }
-    }
-    for (size_t i = 0; i < dev->n_peers; i++) {
-        struct peer *p = dev->peers[i];
-        if (p->kept)
-            continue;
-        log_notice("peer %s: removed from the cluster; its sessions are wiped", p->name);
-        peer_clear_keys(p);
-        peer_drop_staged(p);
-        peer_free(p);
-    }
+    for (size_t i = 0; i < dev->n_peers; i++)
+        if (!dev->peers[i]->member.kept)
+            peer_remove(dev->peers[i], pl->peers, pl->n_peers, now);
 }
 
 /* Where the file names a literal endpoint, a hostname (asked of the
@@ -482,9 +464,9 @@ static void set_endpoint(struct device *dev, struct peer *p, const struct cluste
 {
     union endpoint ep;
 
-    p->resolving[0] = '\0';             /* an answer still due for an older name is not taken */
+    p->member.resolving[0] = '\0';   /* an answer still due for an older name is not taken */
     if (!n->has_endpoint) {
-        p->listed.sa.sa_family = AF_UNSPEC;   /* it keeps the one it was reached at */
+        p->member.listed.sa.sa_family = AF_UNSPEC;   /* it keeps the one it was reached at */
         return;
     }
     device_node_endpoint(&ep, n);
@@ -501,13 +483,13 @@ static void update_peer(struct device *dev, struct peer *p, const struct cluster
 {
     const struct cluster_node *n = c->new_node;
 
-    snprintf(p->name, sizeof(p->name), "%s", n->name);
+    snprintf(p->member.name, sizeof(p->member.name), "%s", n->name);
     if (c->what & CLUSTER_CHANGED_ADDRESS)
-        p->address = n->address;
+        p->member.address = n->address;
     if (c->what & CLUSTER_CHANGED_ENDPOINT)
         set_endpoint(dev, p, n);
     if (c->what & (CLUSTER_CHANGED_ENDPOINT | CLUSTER_CHANGED_CANDIDATES))
-        disco_node_hints(p, n, now);
+        discovery_node_hints(p, n, now);
     if (c->what & CLUSTER_CHANGED_KEEPALIVE)
         peer_set_persistent_keepalive(p, (uint16_t)cluster_node_keepalive(next, n), now);
 }
@@ -542,15 +524,15 @@ static bool set_pending(struct device *dev, const struct vouched *vd)
         struct peer *p = n == dev->self ? NULL : device_peer_by_key(dev, n->public_key);
         bool pending = vd->pending && i >= vd->file_nodes &&
                        cluster_index_key(vd->pending, n->public_key);
-        if (!p || p->pending == pending)
+        if (!p || p->member.pending == pending)
             continue;
-        p->pending = pending;
+        p->member.pending = pending;
         changed = true;
         if (pending)
             log_info_peer_rl("peer %s: its registry record waits for its key's own word",
-                             p->name);
+                             p->member.name);
         else
-            log_info_peer_rl("peer %s: its registry record counts", p->name);
+            log_info_peer_rl("peer %s: its registry record counts", p->member.name);
     }
     return changed;
 }
@@ -579,8 +561,7 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
         struct peer *p = pl->made[i];
         const struct cluster_node *n = pl->made_node[i];
         set_endpoint(dev, p, n);
-        disco_node_hints(p, n, now);
-        p->persistent_keepalive = (uint16_t)cluster_node_keepalive(next, n);
+        discovery_node_hints(p, n, now);
     }
     /* The device runs the new model from here: self points into it. */
     cluster_free(&dev->cluster);
@@ -593,7 +574,7 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
      * those until the next change). */
     if (device_remap(dev))
         log_error("membership: out of memory for the address map");
-    disco_wake(dev);
+    discovery_wake(dev);
     for (size_t i = 0; i < pl->n_made; i++)
         handshake_send_initiation(pl->made[i], false, now);
 }
@@ -665,10 +646,10 @@ static void word_of(void *ctx, const uint8_t key[CLUSTER_KEY_LEN], struct vouch_
 
     memset(w, 0, sizeof(*w));
     if (p) {
-        w->said = p->record_said == PEER_RECORD_DIGEST ? VOUCH_SAID_DIGEST
-                  : p->record_said == PEER_RECORD_OLDER ? VOUCH_SAID_OLDER : VOUCH_SAID_NOTHING;
-        memcpy(w->digest, p->record_digest, VOUCH_DIGEST_LEN);
-        w->alive = p->last_received_ns && c->now - p->last_received_ns < VOUCH_HOLD_NS;
+        w->said = p->disco.record_said == PEER_RECORD_DIGEST ? VOUCH_SAID_DIGEST
+                  : p->disco.record_said == PEER_RECORD_OLDER ? VOUCH_SAID_OLDER : VOUCH_SAID_NOTHING;
+        memcpy(w->digest, p->disco.record_digest, VOUCH_DIGEST_LEN);
+        w->alive = p->live.last_received_ns && c->now - p->live.last_received_ns < VOUCH_HOLD_NS;
     }
     if (!c->dev->certs || w->said == VOUCH_SAID_DIGEST)
         return;

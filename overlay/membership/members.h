@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Membership: who is in the cluster, changed while the node runs. A new
  * cluster model (from `ddpnet reload` or SIGHUP; later, the registry) is
  * compared with the one the device runs (config/cluster_diff.h) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The allocation rule (alloc.h). Addresses are compared as numbers: the
  * host part of an IPv4 network fits 32 bits; of an IPv6 network only the
  * last 64 bits are handed out (a /64 or longer has room for more nodes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Which overlay address a registering node gets: the one its key already
  * holds (a node that comes back), else the lowest address of the network
  * that is neither the network's own, its broadcast address, nor taken

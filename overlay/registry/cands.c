@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A registered node's own candidates (cands.h). */
 #include <errno.h>
 #include <net/if.h>

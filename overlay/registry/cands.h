@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What a registered node publishes of where it may be reached, its own
  * candidates (record.h): its --endpoint when that is an IP literal, then
  * the addresses of its interfaces on its listen port -- IPv4 before IPv6,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The etcd client (etcd.h). A request is a JSON object built with json-c,
  * POSTed with libcurl; the answer is collected (bounded) and parsed with
  * json-c; the stream of a watch is parsed object by object as it comes. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A small etcd v3 client: the calls the registry makes, over etcd's JSON
  * gateway (POST /v3/kv/range, /v3/kv/txn, /v3/lease/..., /v3/watch), with
  * libcurl for HTTP and TLS and json-c for JSON; keys and values travel

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The registry's values (record.h). */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What the registry keeps in etcd, as bytes: each registered node is one
  * key, PREFIX/members/NAME, whose value is a JSON object
  *   {"name": "gpu-7", "public_key": "<base64>", "address": "10.77.0.9",

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The registry (registry.h): joining, the keeper and watcher threads, the
  * snapshot handed to the loop, and the model merged from file and etcd. */
 #include <errno.h>
@@ -1190,8 +1191,10 @@ int registry_take(struct registry *r, struct cluster_node **nodes, size_t *n, in
     uint64_t count;
     int ret = 0;
 
-    (void)!read(r->event_fd, &count, sizeof(count));
+    /* Read under the lock, as publish() writes under it: a count read
+     * here stands for nothing this call has already taken. */
     pthread_mutex_lock(&r->lock);
+    (void)!read(r->event_fd, &count, sizeof(count));
     if (r->fresh) {
         const struct member **order = calloc(r->n_members + 1, sizeof(*order));
         *nodes = calloc(r->n_members + 1, sizeof(**nodes));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The registry: cluster membership kept in etcd (`registry = etcd://...`
  * in the cluster file), for clusters whose nodes come and go.
  *

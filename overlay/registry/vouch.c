@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What makes a registry record count (vouch.h). */
 #include <errno.h>
 #include <stdio.h>

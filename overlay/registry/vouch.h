@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What makes a registry record count: its own key holder's word.
  *
  * Every member can write the prefix (registry.h), so a record in etcd is

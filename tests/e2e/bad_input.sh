@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Bad input on the UDP port: malformed, truncated and random datagrams get
 # no reply and leave the tunnel working; authenticated transport packets
 # that arrive twice (duplicated on the way) or again later (captured and

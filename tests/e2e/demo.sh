@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The first thing a new user sees (`make demo`): three nodes, each in its own
 # network namespace on one virtual switch, brought up from one cluster file;
 # then `ddpnet status`, ping, iperf3 over ddp0 for 3 s, a torchrun

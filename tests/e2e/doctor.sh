@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `ddpnet doctor` on a three-node cluster: with node-c never up, doctor on
 # node-a exits non-zero and shows node-c not reached (table and JSON) and
 # node-b reached, direct, with its MTU (and `status` says `waiting` for

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `ddpnet env` for the training user (issue 29): the README's training step,
 # `eval "$(ddpnet env)"`, typed in a shell that is not root's -- the user
 # nobody, in a node whose run directory is the default /run/wireguard --

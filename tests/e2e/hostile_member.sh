@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A member whose key was stolen (build/tools/hostile speaks for node-m)
 # may speak only for its own overlay address. Two ways it could do more
 # through discovery (overlay/disco/disco_msg.h), each checked here:

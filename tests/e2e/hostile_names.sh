@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A member whose machine calls itself what it is not (issue 27): node-c's
 # machine takes, one restart at a time, the hostname pypi.org (a public
 # name), the FQDN metadata.google.internal (the cloud's metadata server,

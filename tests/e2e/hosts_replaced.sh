@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The hosts file replaced under a running daemon by a rename over it (as
 # `sed -i`, editors and configuration managers do): the daemon, which may
 # no longer open the file, keeps writing the old, unlinked one. At its

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Interop with a WireGuard implementation no one here wrote: Debian's
 # wireguard-go, configured by stock wg. Ping and iperf3 both ways, twice
 # from a fresh start: first only ddpnet can initiate (the wg peer is given

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared plumbing of the end-to-end tests (sourced, not run): skipping,
 # failing, the per-run names and scratch directory, the network namespaces
 # that stand in for machines, and the ddpnet, ping, iperf3 and wg steps the
@@ -13,7 +14,8 @@
 #
 # Environment: DDPNET (binary, default bin/ddpnet), E2E_FOREGROUND=1 (run
 # daemons with --foreground, logging to $T/NODE/daemon.out, shown on
-# failure), E2E_KEEP=1 (keep the scratch directory), E2E_VERBOSE=1.
+# failure), E2E_KEEP=1 (keep the scratch directory), E2E_VERBOSE=1,
+# E2E_MESH_LOAD_FACTOR (4: see e2e_mesh_limit_ms).
 
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 E2E_ROOT=$(cd "$E2E_DIR/../.." && pwd)
@@ -624,12 +626,18 @@ e2e_reset() {
 # ms after T0; empty if some pair never answered), MESH_MISSING ("a->b
 # ..."), and prints the slowest pair.
 e2e_mesh_time() {
-    local t0=$1 secs=$2 n m pids=() kind peer ms worst=0 worst_pair="" answered=0
+    local t0=$1 secs=$2 n m pids=() kind peer ms worst=0 worst_pair="" answered=0 i
     shift 2
     e2e_meshping_py
     for n in "$@"; do
         local others=()
-        for m in "$@"; do [ "$m" = "$n" ] || others+=("$m"); done
+        i=0
+        for m in "$@"; do
+            [ "$m" != "$n" ] || continue
+            i=$((i + 1))
+            # The baseline's pinger asks its own loopback, one address a peer.
+            if [ -n "${E2E_MESH_BARE:-}" ]; then others+=("$m=127.0.1.$i"); else others+=("$m"); fi
+        done
         nx_bg "$n" meshping "$PY" "$T/meshping.py" "$t0" "$secs" "${others[@]}"
         pids+=("$BG_PID")
     done
@@ -648,22 +656,49 @@ e2e_mesh_time() {
     done
     MESH_MISSING=${MESH_MISSING# }
     ms="$(( worst / 1000 )).$(printf '%03d' $(( worst % 1000 ))) s"
-    if [ -z "$MESH_MISSING" ]; then
-        MESH_MS=$worst
+    MESH_MS=$worst
+    [ -z "$MESH_MISSING" ] || MESH_MS=""
+    [ -z "${E2E_MESH_BARE:-}" ] || return 0     # e2e_mesh_baseline says it
+    if [ -n "$MESH_MS" ]; then
         say "full mesh ($answered pairs) $ms after T0 (slowest: $worst_pair)"
     else
-        MESH_MS=""
         say "no full mesh within $secs s: $(wc -w <<<"$MESH_MISSING") pairs never answered; the $answered that did, within $ms"
     fi
+}
+
+# e2e_mesh_baseline NODE...: the baseline of e2e_mesh_time in this run, as
+# loaded as the machine is now: the same pingers, started the same way in
+# the same NODEs right after a stand-in for the last `up` (a no-op in the
+# last NODE), each asking 127.0.1.1..N-1 on its own loopback instead of its
+# peers, so with no ddpnet at all. Sets MESH_BASE_MS.
+e2e_mesh_baseline() {
+    local t0 last=${*: -1}
+    t0=$(date +%s%N)
+    nx "$last" true
+    E2E_MESH_BARE=1 e2e_mesh_time "$t0" 30 "$@"
+    [ -n "$MESH_MS" ] || fail "the mesh baseline (each node's own loopback) did not answer within 30 s: $MESH_MISSING"
+    MESH_BASE_MS=$MESH_MS
+    say "mesh baseline: $# pingers answered by their own loopback $MESH_BASE_MS ms after the stand-in up"
+}
+
+# e2e_mesh_limit_ms TARGET_S BASE_MS: the most e2e_mesh_time may take, the
+# target plus what this machine's load costs now: E2E_MESH_LOAD_FACTOR
+# (4) times the baseline. The baseline (the pingers' own start) is 0.1-0.4
+# s on an idle 2-core machine and grows with the load that slows the
+# daemons too, which start and schedule as many processes; a mesh that
+# forms late by more than that fails, loaded or not.
+e2e_mesh_limit_ms() {
+    echo $(( $1 * 1000 + ${E2E_MESH_LOAD_FACTOR:-4} * $2 ))
 }
 
 # Writes $T/meshping.py, the pinger e2e_mesh_time runs in each node.
 e2e_meshping_py() {
     [ -f "$T/meshping.py" ] && return 0
     cat >"$T/meshping.py" <<'PYEOF'
-# meshping T0_NS SECONDS NAME...: ICMP echo to each NAME (resolved in this
-# node's hosts file) every 100 ms until it answers or T0 + SECONDS; prints
-# "ok NAME MS" (first answer, ms after T0) or "missing NAME", then "done".
+# meshping T0_NS SECONDS NAME[=ADDR]...: ICMP echo to each NAME (resolved
+# in this node's hosts file, or at ADDR) every 100 ms until it answers or
+# T0 + SECONDS; prints "ok NAME MS" (first answer, ms after T0) or
+# "missing NAME", then "done".
 import os, select, socket, struct, sys, time
 
 def checksum(b):
@@ -677,6 +712,10 @@ end = t0 + int(secs * 1e9)
 sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
 ident = os.getpid() & 0xffff
 addr, got, seq = {}, {}, 0
+for i, n in enumerate(names):
+    if "=" in n:
+        name, a = n.split("=", 1)
+        names[i], addr[name] = name, a
 while len(got) < len(names) and time.time_ns() < end:
     tick = time.time_ns() + 100_000_000
     seq = (seq + 1) & 0xffff
@@ -684,7 +723,8 @@ while len(got) < len(names) and time.time_ns() < end:
         if n in got:
             continue
         try:
-            addr.setdefault(n, socket.gethostbyname(n))
+            if n not in addr:
+                addr[n] = socket.gethostbyname(n)
         except OSError:
             continue  # the hosts block is not there yet
         hdr = struct.pack("!BBHHH", 8, 0, 0, ident, seq)

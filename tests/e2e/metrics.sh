@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Prometheus metrics (issue 17): `metrics = overlay:PORT` in the cluster
 # file serves the text format at http://OVERLAY-ADDRESS:PORT/metrics.
 #  1. a and b up with metrics on; both expositions pass `promtool check

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # What the running daemon may do (issue 15): every thread of it (the event
 # loop, the crypto workers, the resolver's, io_uring's workers) runs as the
 # system user `ddpnet` -- made by `up` when missing (node-b's up, in a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # README.md's "Quick start: two cloud machines", typed as written, on two
 # namespaces playing gpu-a1 and gpu-b1 (hostnames too). Each command is
 # first looked up in README.md, verbatim: a README that drifts from this

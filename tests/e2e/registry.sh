@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Elastic clusters (issue 18): membership in etcd.
 #  1. a three-member etcd cluster (Debian's etcd-server), each member in a
 #     namespace of its own;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The registry under an authority (issue 33): `[cluster] authority` set,
 # every record in etcd carries its node's certificate, and a record counts
 # only where its key's certificate gives it that name (and address, where

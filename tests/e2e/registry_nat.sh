@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Registered nodes behind NATs find each other with `up --name` alone
 # (issue 30): two nodes behind cone NAT gateways, in two VPCs that use the
 # same private range, and one public node, all three joining through etcd;

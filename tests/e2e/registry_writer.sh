@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A writer of the registry's prefix (issue 27): every registered node can
 # write the etcd prefix, so a member's stolen key is an etcd writer too.
 # What it writes about another member changes nothing the others believe.

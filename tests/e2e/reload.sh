@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The cluster changes while it trains (issue 16): `ddpnet reload` applies
 # the changed file live.
 #  1. a, b and c up; iperf3 a -> b runs for RELOAD_IPERF_S seconds, with a

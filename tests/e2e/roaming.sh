@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Roaming: node-b's underlay address changes twice; as soon as node-b sends
 # again, node-a learns the new endpoint from the authenticated packets and
 # traffic resumes both ways.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs every end-to-end script (or those named as arguments), one after
 # another, each under a time limit, with its output in build/e2e/NAME.log.
 # Prints one line per script and a closing line

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `ddpnet status --watch` on a terminal (a tmux pane) and into a file.
 #  1. node-a and node-b up (node-c is in the file but never up: a second
 #     peer row); in a tmux pane, inside node-a, `status --watch 0.5`

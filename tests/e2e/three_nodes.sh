@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Three nodes up from one cluster file, one of them reached over IPv6 only:
 # ping between every pair (by overlay address and by name), iperf3 TCP both
 # ways, `ddpnet status` and stock `wg show` report handshakes, names

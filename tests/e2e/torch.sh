@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The real client: torchrun (c10d rendezvous by node name) and a Gloo
 # all_reduce over ddp0 across three nodes, each with its own hostname and
 # hosts file, exactly as a user would run it: `eval "$(ddpnet env)"`, then

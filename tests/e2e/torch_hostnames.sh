@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Machines keep their own hostnames (issue 16): three nodes named node-a,
 # node-b, node-c in the cluster file whose machines are called
 # ip-192-0-2-1.. (each known only to itself through a 127.0.1.1 line with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Nodes whose keys the cluster does not know get nothing: no handshake
 # response, no cookie reply, no overlay traffic; the cluster's own nodes go
 # on talking among themselves.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer harness for config/cert.c: statements anyone may hand a node
  * (a member passes certificates on; a registry holds them). The first
  * byte picks how the rest is read: 0, as text through every parser

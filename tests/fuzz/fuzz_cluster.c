@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer harness for the cluster-file parser: arbitrary bytes in. On
  * success the model must hold what the parser promises (addresses inside
  * the network, names, addresses and keys unique, every node found by its

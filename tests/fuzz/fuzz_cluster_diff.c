@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer harness for the difference of two cluster models
  * (config/cluster_diff.c): the input is two cluster files split at the
  * first 0xff byte. When both parse, every node of the old file must be

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer harness for the control socket: arbitrary bytes as a stream of
  * requests (framing, then every set applied to a small device), and as a
  * get=ddpnet response given to the CLI's formatters. Whatever the requests
@@ -63,10 +64,10 @@ static void reset_peers(void)
 
         memset(p, 0, sizeof(*p));
         p->dev = &dev;
-        snprintf(p->name, sizeof(p->name), "%s", n->name);
+        snprintf(p->member.name, sizeof(p->member.name), "%s", n->name);
         memcpy(p->public_key, n->public_key, WG_KEY_LEN);
-        p->address = n->address;
-        p->endpoint.sa.sa_family = AF_UNSPEC;
+        p->member.address = n->address;
+        p->path.endpoint.sa.sa_family = AF_UNSPEC;
     }
 }
 
@@ -82,9 +83,18 @@ static void run_requests(const char *buf, size_t len)
             return;
         if (consumed == 0 || consumed > len - pos)
             abort();
+        /* After a protocol line, if any (control.h), as the server does. */
+        size_t head = control_protocol_head(buf + pos, consumed);
+        if (op == CONTROL_PROTOCOL_OP) {
+            if (head != consumed)
+                abort();
+            return;   /* another protocol: refused, and hung up on */
+        }
+        if (head >= consumed)
+            abort();
         if (op == CONTROL_SET_WG)
-            control_set(&dev, buf + pos + UAPI_OP_LINE_LEN, consumed - UAPI_OP_LINE_LEN,
-                        FUZZ_NOW_NS);
+            control_set(&dev, buf + pos + head + UAPI_OP_LINE_LEN,
+                        consumed - head - UAPI_OP_LINE_LEN, FUZZ_NOW_NS);
         pos += consumed;
     }
 }
@@ -95,8 +105,8 @@ static void check_device(void)
     size_t len = 0;
 
     for (size_t i = 0; i < N_PEERS; i++)
-        if (strcmp(peers[i]->name, dev.cluster.nodes[i + 1].name) ||
-            !cluster_addr_equal(&peers[i]->address, &dev.cluster.nodes[i + 1].address))
+        if (strcmp(peers[i]->member.name, dev.cluster.nodes[i + 1].name) ||
+            !cluster_addr_equal(&peers[i]->member.address, &dev.cluster.nodes[i + 1].address))
             abort();
     if (control_get_ddpnet(&dev, FUZZ_NOW_NS, &out, &len) != 0)
         abort();

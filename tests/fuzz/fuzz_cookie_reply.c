@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzzes cookie_consume_reply on a maker that has a message outstanding.
  * A refused reply must leave the maker unchanged. */
 #include "tests/fuzz/fuzz_world.h"

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer harness for discovery's handling of messages (overlay/engine/disco_io.c,
  * path.c): a disco message, as any peer of a small cluster may send it
- * inside its session (directly or through another), goes to disco_receive,
+ * inside its session (directly or through another), goes to discovery_receive,
  * and then every peer's schedule runs at a later time picked by the input
  * (punches, relay switches, probes, pings, ENDPOINTS, introductions, a
  * relay's forwarding). Nothing leaves (the sockets are absent), but every
@@ -91,30 +92,30 @@ static void reset_peers(void)
 {
     for (size_t i = 0; i < dev.n_peers; i++) {
         struct peer *p = dev.peers[i];
-        memset(&p->disco, 0, sizeof(p->disco));
-        memset(&p->relays, 0, sizeof(p->relays));
-        p->hint_credit = 0;
-        p->via = NULL;
-        p->introduced = false;
-        p->introduced_ns = 0;
-        p->speaks_disco = i != 1;
+        memset(&p->disco.state, 0, sizeof(p->disco.state));
+        memset(&p->disco.relays, 0, sizeof(p->disco.relays));
+        p->disco.hint_credit = 0;
+        p->path.via = NULL;
+        p->disco.introduced = false;
+        p->disco.introduced_ns = 0;
+        p->disco.speaks_disco = i != 1;
         /* The first's endpoint is taken as WireGuard roams, not proven
          * (nothing of discovery's goes there but challenges); the
          * others' as the operator gives them. */
-        p->endpoint_proven = i != 0;
-        memset(&p->unproven, 0, sizeof(p->unproven));
-        p->keypairs[0] = (struct noise_keypair){ .birth_ns = START_NS, .remote_index = 7 };
-        p->current = &p->keypairs[0];
+        p->path.endpoint_proven = i != 0;
+        memset(&p->path.unproven, 0, sizeof(p->path.unproven));
+        p->wg.keypairs[0] = (struct noise_keypair){ .birth_ns = START_NS, .remote_index = 7 };
+        p->wg.current = &p->wg.keypairs[0];
         /* The last not heard from: not working, so what others say of
          * it is tried (punches, probes: paid for by hint credit). */
-        p->last_received_ns = i + 1 < dev.n_peers ? START_NS : 0;
-        memset(&p->endpoint, 0, sizeof(p->endpoint));
+        p->live.last_received_ns = i + 1 < dev.n_peers ? START_NS : 0;
+        memset(&p->path.endpoint, 0, sizeof(p->path.endpoint));
         if (i + 1 < dev.n_peers) {
-            p->endpoint.in4.sin_family = AF_INET;
-            p->endpoint.in4.sin_port = htons((uint16_t)(51820 + i));
-            p->endpoint.in4.sin_addr.s_addr = htonl(0x64400001u + (uint32_t)i);
+            p->path.endpoint.in4.sin_family = AF_INET;
+            p->path.endpoint.in4.sin_port = htons((uint16_t)(51820 + i));
+            p->path.endpoint.in4.sin_addr.s_addr = htonl(0x64400001u + (uint32_t)i);
         } else {
-            p->endpoint.sa.sa_family = AF_UNSPEC;
+            p->path.endpoint.sa.sa_family = AF_UNSPEC;
         }
     }
 }
@@ -134,17 +135,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         via = NULL;
     if (disco_decode(data + 2, size - 2, &msg) || msg.type == DISCO_RELAYED)
         return 0;
-    disco_receive(from, via ? NULL : &src, via, &msg, now);
+    discovery_receive(from, via ? NULL : &src, via, &msg, now);
     path_flush(&dev, now);
     for (size_t i = 0; i < dev.n_peers; i++)
-        disco_timers(dev.peers[i], later);
+        discovery_timers(dev.peers[i], later);
     path_flush(&dev, later);
     if (loop.pool.n_free != POOL)
         abort();    /* a buffer was kept */
     if (dev.stats.hint_bytes)
         abort();    /* a send paid by no credit */
     for (size_t i = 0; i < dev.n_peers; i++)
-        if (dev.peers[i]->hint_credit)
+        if (dev.peers[i]->disco.hint_credit)
             abort();
     return 0;
 }

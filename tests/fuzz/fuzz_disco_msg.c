@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer harness for overlay/disco_msg: arbitrary bytes through the
  * message decoder and the inner IP packet parser. A message that decodes
  * must encode back to exactly the same bytes (the format has one encoding

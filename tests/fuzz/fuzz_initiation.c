@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzzes the responder's receive path for handshake initiations: MAC check
  * (with and without load) then noise_consume_initiation. Whatever the
  * input, a refused message must leave the responder's state unchanged. */

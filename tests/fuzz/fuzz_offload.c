@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzzes tun/offload. Mode 0: offload_segment on an arbitrary vnet header,
  * area and packet; nothing may be written outside the segments (the area
  * is allocated to size, the rest of each slot holds a canary) and every

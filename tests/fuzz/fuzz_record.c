@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer harness for overlay/registry/record.c: arbitrary bytes as an
  * etcd value, decoded against an IPv4 and an IPv6 network (anyone with
  * write access to the prefix can put anything there). A value that

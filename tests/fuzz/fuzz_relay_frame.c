@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzzes relay_frame_open (crypto/relay_frame.h) on a live key: raw
  * datagrams and edits on a valid frame, whose open must either fail and
  * leave the bytes as they were, or succeed on a frame that seals again to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzzes the initiator's receive path for handshake responses: MAC check
  * then noise_consume_response against a handshake in CREATED_INITIATION.
  * A refused message must leave the initiator's state unchanged. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzzes transport_open on a live keypair: raw datagrams, edits on valid
  * messages, (mode bit 2) a seal/open round trip of the input as
  * plaintext, which must give back the input, and (mode bit 4) a batch of

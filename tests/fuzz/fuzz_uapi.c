@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libFuzzer harness for overlay/uapi: arbitrary bytes through the request
  * framer and the `set` parser, with callbacks that accept everything. Every
  * endpoint and allowed-ip the parser hands out must be writable by the get

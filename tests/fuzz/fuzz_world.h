@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared set-up for the handshake and transport fuzz harnesses: two
  * parties with fixed keys that know each other, and helpers that turn the
  * fuzzer's bytes into either a raw datagram or a set of edits on a valid

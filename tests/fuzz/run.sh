@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs each libFuzzer harness for SECONDS, from its seed corpus under
 # tests/fuzz/seeds/NAME (when present) into build/fuzz/corpus/NAME.
 # Prints one line per harness and "fuzz: N passed, N failed" at the end.

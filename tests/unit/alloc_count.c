@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Allocation counter behind -Wl,--wrap (see alloc_count.h). */
 #include <stddef.h>
 

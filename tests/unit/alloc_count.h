@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Test support: counts heap allocations made by the project's code. The
  * unit tests are linked with -Wl,--wrap for malloc, calloc, realloc and
  * sodium_malloc, so every call from our statically linked objects passes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The etcd of etcd tests (etcd_fixture.h): finding it, starting it,
  * waiting for it, and killing and removing it on every way out. */
 #include <dirent.h>

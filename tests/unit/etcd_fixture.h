@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Test support: a real etcd for the tests that talk to one (test_etcd,
  * test_registry_flood). It owns the etcd process and its scratch
  * directory: etcd runs on loopback on random free ports with its data in

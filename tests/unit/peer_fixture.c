@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The peers of a device built by hand (peer_fixture.h). */
 #include <arpa/inet.h>
 #include <setjmp.h>
@@ -22,10 +23,10 @@ void peer_fixture_fill(struct device *dev, struct peer **peers, size_t n)
 
         assert_non_null(p);
         p->dev = dev;
-        snprintf(p->name, sizeof(p->name), "%s", node->name);
+        snprintf(p->member.name, sizeof(p->member.name), "%s", node->name);
         memcpy(p->public_key, node->public_key, WG_KEY_LEN);
-        p->address = node->address;
-        p->endpoint.sa.sa_family = AF_UNSPEC;
+        p->member.address = node->address;
+        p->path.endpoint.sa.sa_family = AF_UNSPEC;
         peers[i] = p;
     }
     dev->peers = peers;
@@ -40,7 +41,7 @@ void peer_fixture_free(struct peer **peers, size_t n)
 
 void peer_fixture_endpoint4(struct peer *p, const char *addr, uint16_t port)
 {
-    p->endpoint.in4.sin_family = AF_INET;
-    p->endpoint.in4.sin_port = htons(port);
-    assert_int_equal(inet_pton(AF_INET, addr, &p->endpoint.in4.sin_addr), 1);
+    p->path.endpoint.in4.sin_family = AF_INET;
+    p->path.endpoint.in4.sin_port = htons(port);
+    assert_int_equal(inet_pton(AF_INET, addr, &p->path.endpoint.in4.sin_addr), 1);
 }

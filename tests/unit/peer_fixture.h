@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Test support: the peers of a device built by hand (test_control,
  * test_metrics), where a test reads what a device shows without running
  * one. Tests only. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The nodes of registry tests (registry_fixture.h). */
 #include <poll.h>
 #include <setjmp.h>

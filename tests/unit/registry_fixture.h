@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Test support: the nodes a registry test registers or merges
  * (test_registry, test_etcd). Tests only. */
 #ifndef DDPNET_TEST_REGISTRY_FIXTURE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests for crypto/aead: the RFC 8439 example, the Wycheproof
  * ChaCha20-Poly1305 and XChaCha20-Poly1305 suites, WireGuard's counter
  * nonce, and the rule that a failed open leaves dst untouched, each run once

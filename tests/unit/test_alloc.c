@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of overlay/registry/alloc.c, the address a registering node gets:
  * the lowest of the network when nothing is taken, the lowest free one
  * whatever the order and repetitions of the taken list, never the

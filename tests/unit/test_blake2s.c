@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests for crypto/blake2s: RFC 7693 vectors and self-test, the BLAKE2s
  * KAT suite (one-shot and incremental), HMAC-BLAKE2s and WireGuard's KDF
  * against values computed with Python, argument edges, and state wiping. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of busy polling's window (overlay/loop/busy_poll.c) on a fake clock:
  * off, opened by a packet after an idle spell, extended by the answer,
  * closed by time, never opened inside a flow, and given up for a bulk

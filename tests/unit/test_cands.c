@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of overlay/registry/cands.c, the candidates a registered node
  * publishes of itself (issue 30), on made-up interface lists: which
  * addresses (up, not loopback, not link-local, multicast or unspecified,

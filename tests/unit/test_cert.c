@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of config/cert.c, the authority's signed statements: the exact
  * text of a member, a token and a revocation signed with a fixed key at
  * fixed times (golden bytes: the layout cert.h states, byte for byte),

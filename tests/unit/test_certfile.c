@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of overlay/daemon/certfile.c: where `up` looks for this node's
  * certificate and what it refuses, each with a line a person can act on:
  * a missing file (naming the path and how to get one), another

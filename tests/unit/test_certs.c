@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of overlay/membership/certs.c: the store of the authority's
  * statements. Certificates are made here with cert_sign (an authority,
  * a token, members signed by either); the store must hold exactly those

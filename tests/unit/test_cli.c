@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the `ddpnet` verbs without the built binary: the option parser
  * (a table of command lines), and each verb called as main would call it,
  * with stdin, stdout and stderr redirected so its exact output and exit

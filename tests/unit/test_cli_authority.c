@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of `ddpnet authority` (overlay/cli/cli_authority.c), called as
  * main calls it with stdin, stdout and stderr redirected: init writes a
  * key file of mode 0600 and never over another file; what sign, token and

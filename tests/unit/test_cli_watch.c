@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of `ddpnet status --watch` without a daemon: the option's forms
  * (a table of command lines), the seconds parser, the rates between two
  * samples, the frame cut to a terminal's size, and the loop itself run on

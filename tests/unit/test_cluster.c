@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the cluster-file parser (config/): valid files in their forms,
  * one malformed file per error with its exact message and line, several
  * errors at once, the error cap, lookups, loading from disk, and the text

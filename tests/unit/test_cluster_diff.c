@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the difference of two cluster models (config/cluster_diff.c):
  * an unchanged file, every kind of node change (added, removed, key,
  * address, endpoint, port, keepalive, from the node or from [cluster]),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the node index (config/cluster_index.c): each way of finding a
  * node (a name in any case, a key, an IPv4 or IPv6 address), what is not
  * there, the first of two nodes that share a name, key or address, the

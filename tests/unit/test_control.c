@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the control socket (overlay/control*.c) and of `ddpnet status` /
  * `ddpnet env` (overlay/cli/cli_status.c): a small device built by hand, served
  * through socket pairs and real sockets in a temporary directory; the
@@ -28,6 +29,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
+#include "overlay/base/version.h"
 #include "overlay/cli/cli.h"
 #include "overlay/control/control.h"
 #include "overlay/control/control_int.h"
@@ -153,18 +155,18 @@ static int setup(void **state)
 
     b = f->peers[0];
     peer_fixture_endpoint4(b, "192.0.2.2", 51820);
-    b->last_handshake.tv_sec = HS_SEC;
-    b->last_handshake.tv_nsec = 5;
-    b->reachable = true;
-    b->rx_bytes = 1000;
-    b->tx_bytes = 2000;
-    b->persistent_keepalive = 25;
+    b->wg.last_handshake.tv_sec = HS_SEC;
+    b->wg.last_handshake.tv_nsec = 5;
+    b->live.reachable = true;
+    b->live.rx_bytes = 1000;
+    b->live.tx_bytes = 2000;
+    b->wg.persistent_keepalive = 25;
     /* 85 Mbit/s in, 1 kbit/s out, over a window that began a second ago. */
-    b->rx_rate = (struct rate){ NOW_NS - WG_NSEC_PER_SEC, 0, 10625000 };
-    b->tx_rate = (struct rate){ NOW_NS - WG_NSEC_PER_SEC, 0, 125 };
-    b->disco.rtt_ns = 1234567;    /* shown in whole microseconds */
-    f->peers[1]->rx_rate.window_start_ns = NOW_NS - WG_NSEC_PER_SEC;
-    f->peers[1]->tx_rate.window_start_ns = NOW_NS - WG_NSEC_PER_SEC;
+    b->live.rx_rate = (struct rate){ NOW_NS - WG_NSEC_PER_SEC, 0, 10625000 };
+    b->live.tx_rate = (struct rate){ NOW_NS - WG_NSEC_PER_SEC, 0, 125 };
+    b->disco.state.rtt_ns = 1234567;    /* shown in whole microseconds */
+    f->peers[1]->live.rx_rate.window_start_ns = NOW_NS - WG_NSEC_PER_SEC;
+    f->peers[1]->live.tx_rate.window_start_ns = NOW_NS - WG_NSEC_PER_SEC;
     *state = f;
     return 0;
 }
@@ -340,8 +342,8 @@ static void test_get_wg_compatible(void **state)
     size_t n_lines = 0;
 
     NEED_ROOT();
-    f->peers[1]->has_psk = true;
-    memset(f->peers[1]->handshake.psk, 0x55, WG_KEY_LEN);
+    f->peers[1]->wg.has_psk = true;
+    memset(f->peers[1]->wg.handshake.psk, 0x55, WG_KEY_LEN);
     resp = exchange(&f->dev, "get=1\n\n");
     assert_non_null(strstr(resp, "public_key=" C_HEX "\npreshared_key=" PSK_HEX "\n"
                                  "protocol_version=1\n"));
@@ -371,12 +373,12 @@ static void test_get_wg_ipv6(void **state)
     char *resp;
 
     NEED_ROOT();
-    c->address.family = AF_INET6;
-    inet_pton(AF_INET6, "fd77::3", c->address.bytes);
-    c->endpoint.in6.sin6_family = AF_INET6;
-    c->endpoint.in6.sin6_port = htons(51821);
-    c->endpoint.in6.sin6_scope_id = 7;
-    inet_pton(AF_INET6, "fe80::3", &c->endpoint.in6.sin6_addr);
+    c->member.address.family = AF_INET6;
+    inet_pton(AF_INET6, "fd77::3", c->member.address.bytes);
+    c->path.endpoint.in6.sin6_family = AF_INET6;
+    c->path.endpoint.in6.sin6_port = htons(51821);
+    c->path.endpoint.in6.sin6_scope_id = 7;
+    inet_pton(AF_INET6, "fe80::3", &c->path.endpoint.in6.sin6_addr);
     resp = exchange(&f->dev, "get=1\n\n");
     assert_non_null(strstr(resp, "endpoint=[fe80::3%7]:51821\n"));
     assert_non_null(strstr(resp, "allowed_ip=fd77::3/128\nerrno=0\n\n"));
@@ -413,25 +415,25 @@ static void test_get_sized_for_many_peers(void **state)
 
     assert_non_null(big);
     assert_non_null(many);
-    memset(big->name, 'n', CLUSTER_NAME_MAX);
+    memset(big->member.name, 'n', CLUSTER_NAME_MAX);
     memset(big->public_key, 0xff, WG_KEY_LEN);
-    big->has_psk = true;
-    memset(big->handshake.psk, 0xff, WG_KEY_LEN);
-    big->address.family = AF_INET6;
-    memset(big->address.bytes, 0xff, sizeof(big->address.bytes));
-    big->endpoint.in6.sin6_family = AF_INET6;
-    big->endpoint.in6.sin6_port = htons(65535);
-    big->endpoint.in6.sin6_scope_id = UINT32_MAX;
-    memset(&big->endpoint.in6.sin6_addr, 0xff, sizeof(big->endpoint.in6.sin6_addr));
-    big->last_handshake.tv_sec = INT64_MAX;
-    big->last_handshake.tv_nsec = 999999999;
-    big->rx_bytes = big->tx_bytes = UINT64_MAX;
-    big->persistent_keepalive = UINT16_MAX;
-    big->rx_rate = big->tx_rate = (struct rate){ NOW_NS, 0, UINT64_MAX };
+    big->wg.has_psk = true;
+    memset(big->wg.handshake.psk, 0xff, WG_KEY_LEN);
+    big->member.address.family = AF_INET6;
+    memset(big->member.address.bytes, 0xff, sizeof(big->member.address.bytes));
+    big->path.endpoint.in6.sin6_family = AF_INET6;
+    big->path.endpoint.in6.sin6_port = htons(65535);
+    big->path.endpoint.in6.sin6_scope_id = UINT32_MAX;
+    memset(&big->path.endpoint.in6.sin6_addr, 0xff, sizeof(big->path.endpoint.in6.sin6_addr));
+    big->wg.last_handshake.tv_sec = INT64_MAX;
+    big->wg.last_handshake.tv_nsec = 999999999;
+    big->live.rx_bytes = big->live.tx_bytes = UINT64_MAX;
+    big->wg.persistent_keepalive = UINT16_MAX;
+    big->live.rx_rate = big->live.tx_rate = (struct rate){ NOW_NS, 0, UINT64_MAX };
     /* Relayed through a peer with the longest name, the longest rtt. */
     big->dev = &f->dev;
-    big->via = big;
-    big->disco.rtt_ns = UINT64_MAX;
+    big->path.via = big;
+    big->disco.state.rtt_ns = UINT64_MAX;
     for (size_t i = 0; i < N; i++)
         many[i] = big;
     f->dev.peers = many;
@@ -469,7 +471,7 @@ static void test_get_bad_arguments(void **state)
     assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), -EINVAL);
     f->dev.self = self;
     /* An address that cannot be written spoils the response: no half answer. */
-    f->peers[1]->address.family = AF_UNSPEC;
+    f->peers[1]->member.address.family = AF_UNSPEC;
     assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), -ENOBUFS);
     assert_null(out);
 }
@@ -491,7 +493,7 @@ static void test_get_ddpnet_stale_rate(void **state)
     char *out = NULL;
     size_t len = 0;
 
-    f->peers[0]->rx_rate.window_start_ns = NOW_NS - 10 * WG_NSEC_PER_SEC;
+    f->peers[0]->live.rx_rate.window_start_ns = NOW_NS - 10 * WG_NSEC_PER_SEC;
     assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), 0);
     out[len - 1] = '\0';
     assert_non_null(strstr(out, "name=gpu-b\n"));
@@ -509,15 +511,15 @@ static void test_get_ddpnet_relayed(void **state)
     char *out = NULL;
     size_t len = 0;
 
-    c->via = f->peers[0];
-    c->disco.rtt_ns = 5470999;
+    c->path.via = f->peers[0];
+    c->disco.state.rtt_ns = 5470999;
     /* Before its first handshake: somewhere to send, nothing proven. */
     assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), 0);
     out[len - 1] = '\0';
     assert_non_null(strstr(out, "name=gpu-c\naddress=10.77.0.3\nendpoint=192.0.2.2:51820\n"
                                 "path=waiting\npath_mtu=1308\n"));
     free(out);
-    c->reachable = true;
+    c->live.reachable = true;
     assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), 0);
     out[len - 1] = '\0';
     assert_non_null(strstr(out, "name=gpu-c\naddress=10.77.0.3\nendpoint=192.0.2.2:51820\n"
@@ -529,8 +531,8 @@ static void test_get_ddpnet_relayed(void **state)
     sodium_memzero(out, len);
     free(out);
 
-    c->via = NULL;
-    c->disco.rtt_ns = 0;
+    c->path.via = NULL;
+    c->disco.state.rtt_ns = 0;
     assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), 0);
     out[len - 1] = '\0';
     assert_non_null(strstr(out, "name=gpu-c\naddress=10.77.0.3\nlast_handshake"));
@@ -595,6 +597,44 @@ static void test_frame(void **state)
     assert_int_equal(control_frame(NULL, 3, &op, &consumed), -EINVAL);
     assert_int_equal(control_frame("get=1\n\n", 7, NULL, &consumed), -EINVAL);
     assert_int_equal(control_frame("get=1\n\n", 7, &op, NULL), -EINVAL);
+}
+
+/* A protocol line before a request: the request framed after it, or,
+ * naming another protocol, refused unread. */
+static void test_frame_protocol(void **state)
+{
+    enum control_op op = CONTROL_SET_WG;
+    size_t consumed = 0;
+    char req[64];
+    int n;
+
+    (void)state;
+    n = snprintf(req, sizeof(req), "protocol=%u\nget=ddpnet\n\n", DDPNET_CONTROL_PROTOCOL);
+    for (int i = 1; i < n; i++)
+        assert_int_equal(control_frame(req, (size_t)i, &op, &consumed), -EAGAIN);
+    assert_int_equal(control_frame(req, (size_t)n, &op, &consumed), 0);
+    assert_int_equal(op, CONTROL_GET_DDPNET_OP);
+    assert_int_equal(consumed, n);
+    assert_int_equal(control_protocol_head(req, (size_t)n), n - 12);
+    n = snprintf(req, sizeof(req), "protocol=%u\nset=ddpnet-cluster\nlength=2\nab",
+                 DDPNET_CONTROL_PROTOCOL);
+    assert_int_equal(control_frame(req, (size_t)n, &op, &consumed), 0);
+    assert_int_equal(op, CONTROL_RELOAD_OP);
+    assert_int_equal(consumed, n);
+    /* Another number: refused after its line, whatever follows. */
+    n = snprintf(req, sizeof(req), "protocol=%u\nget=ddpnet-v9 whatever", DDPNET_CONTROL_PROTOCOL + 1);
+    assert_int_equal(control_frame(req, (size_t)n, &op, &consumed), 0);
+    assert_int_equal(op, CONTROL_PROTOCOL_OP);
+    assert_int_equal(consumed, strlen("protocol=2\n") + (DDPNET_CONTROL_PROTOCOL + 1 >= 10));
+    assert_int_equal(control_frame("protocol=0\n", 11, &op, &consumed), 0);
+    assert_int_equal(op, CONTROL_PROTOCOL_OP);
+    /* Bad lines. */
+    assert_int_equal(control_frame("protocol=\n", 10, &op, &consumed), -EINVAL);
+    assert_int_equal(control_frame("protocol=1x\n", 12, &op, &consumed), -EINVAL);
+    assert_int_equal(control_frame("protocol=123456789\n", 19, &op, &consumed), -EINVAL);
+    assert_int_equal(control_frame("protocol=1\nhello\n\n", 18, &op, &consumed), -EINVAL);
+    assert_int_equal(control_frame("protocoX=1\n", 11, &op, &consumed), -EINVAL);
+    assert_int_equal(control_protocol_head("get=1\n\n", 7), 0);
 }
 
 /* Requests on one connection are answered in order. */
@@ -828,28 +868,28 @@ static void test_set_changes_peer(void **state)
                     "set=1\npublic_key=" C_HEX "\nendpoint=198.51.100.7:4242\n"
                     "persistent_keepalive_interval=17\npreshared_key=" PSK_HEX "\n\n",
                     "errno=0\n\n");
-    assert_int_equal(c->endpoint.sa.sa_family, AF_INET);
-    assert_int_equal(ntohs(c->endpoint.in4.sin_port), 4242);
-    inet_ntop(AF_INET, &c->endpoint.in4.sin_addr, addr, sizeof(addr));
+    assert_int_equal(c->path.endpoint.sa.sa_family, AF_INET);
+    assert_int_equal(ntohs(c->path.endpoint.in4.sin_port), 4242);
+    inet_ntop(AF_INET, &c->path.endpoint.in4.sin_addr, addr, sizeof(addr));
     assert_string_equal(addr, "198.51.100.7");
-    assert_int_equal(c->persistent_keepalive, 17);
-    assert_int_equal(c->timers.persistent_keepalive, NOW_NS + 17 * WG_NSEC_PER_SEC);
-    assert_true(c->has_psk);
+    assert_int_equal(c->wg.persistent_keepalive, 17);
+    assert_int_equal(c->wg.timers.persistent_keepalive, NOW_NS + 17 * WG_NSEC_PER_SEC);
+    assert_true(c->wg.has_psk);
     for (unsigned i = 0; i < WG_KEY_LEN; i++)
-        assert_int_equal(c->handshake.psk[i], 0x55);
+        assert_int_equal(c->wg.handshake.psk[i], 0x55);
     /* The other peer is untouched. */
-    assert_int_equal(ntohs(f->peers[0]->endpoint.in4.sin_port), 51820);
-    assert_int_equal(f->peers[0]->persistent_keepalive, 25);
-    assert_false(f->peers[0]->has_psk);
+    assert_int_equal(ntohs(f->peers[0]->path.endpoint.in4.sin_port), 51820);
+    assert_int_equal(f->peers[0]->wg.persistent_keepalive, 25);
+    assert_false(f->peers[0]->wg.has_psk);
 
     /* A zero key removes the psk; keepalive 0 turns it off. */
     expect_exchange(&f->dev,
                     "set=1\npublic_key=" C_HEX "\npreshared_key=" ZERO_HEX "\n"
                     "persistent_keepalive_interval=0\n\n",
                     "errno=0\n\n");
-    assert_false(c->has_psk);
-    assert_int_equal(c->persistent_keepalive, 0);
-    assert_int_equal(c->timers.persistent_keepalive, 0);
+    assert_false(c->wg.has_psk);
+    assert_int_equal(c->wg.persistent_keepalive, 0);
+    assert_int_equal(c->wg.timers.persistent_keepalive, 0);
 }
 
 /* What `wg set ddp0 peer KEY allowed-ips ADDR/32 endpoint [v6]:p` sends. */
@@ -865,10 +905,10 @@ static void test_set_as_wg_sends_it(void **state)
                     "endpoint=[2001:db8::2]:51820\nreplace_allowed_ips=true\n"
                     "allowed_ip=10.77.0.2/32\nprotocol_version=1\n\n",
                     "errno=0\n\n");
-    assert_int_equal(b->endpoint.sa.sa_family, AF_INET6);
-    inet_ntop(AF_INET6, &b->endpoint.in6.sin6_addr, addr, sizeof(addr));
+    assert_int_equal(b->path.endpoint.sa.sa_family, AF_INET6);
+    inet_ntop(AF_INET6, &b->path.endpoint.in6.sin6_addr, addr, sizeof(addr));
     assert_string_equal(addr, "2001:db8::2");
-    assert_int_equal(b->address.family, AF_INET);   /* unchanged */
+    assert_int_equal(b->member.address.family, AF_INET);   /* unchanged */
 }
 
 static void test_set_unknown_peer(void **state)
@@ -884,8 +924,8 @@ static void test_set_unknown_peer(void **state)
     snprintf(req, sizeof(req), "set=1\npublic_key=%s\npersistent_keepalive_interval=1\n\n",
              self_hex);
     expect_exchange(&f->dev, req, "errno=-2\n\n");
-    assert_int_equal(f->peers[0]->persistent_keepalive, 25);
-    assert_int_equal(f->peers[1]->persistent_keepalive, 0);
+    assert_int_equal(f->peers[0]->wg.persistent_keepalive, 25);
+    assert_int_equal(f->peers[1]->wg.persistent_keepalive, 0);
 }
 
 static void test_set_allowed_ip_only_own(void **state)
@@ -905,8 +945,8 @@ static void test_set_allowed_ip_only_own(void **state)
                     "errno=-22\n\n");
     expect_exchange(&f->dev, "set=1\npublic_key=" B_HEX "\nallowed_ip=10.77.0.2/32\n\n",
                     "errno=0\n\n");
-    f->peers[0]->address.family = AF_INET6;
-    inet_pton(AF_INET6, "fd77::2", f->peers[0]->address.bytes);
+    f->peers[0]->member.address.family = AF_INET6;
+    inet_pton(AF_INET6, "fd77::2", f->peers[0]->member.address.bytes);
     expect_exchange(&f->dev, "set=1\npublic_key=" B_HEX "\nallowed_ip=fd77::2/128\n\n",
                     "errno=0\n\n");
     expect_exchange(&f->dev, "set=1\npublic_key=" B_HEX "\nallowed_ip=fd77::2/64\n\n",
@@ -936,7 +976,7 @@ static void test_set_unsupported(void **state)
             fail_msg("request %zu answered '%s'", i, resp);
         free(resp);
     }
-    assert_int_equal(ntohs(f->peers[0]->endpoint.in4.sin_port), 51820);
+    assert_int_equal(ntohs(f->peers[0]->path.endpoint.in4.sin_port), 51820);
     assert_int_equal(f->dev.listen_port, 51820);
     expect_exchange(&f->dev, "set=1\nlisten_port=51820\n\n", "errno=0\n\n");
     expect_exchange(&f->dev, "set=1\n\n", "errno=0\n\n");
@@ -953,8 +993,8 @@ static void test_set_stops_at_unknown_peer(void **state)
                     "public_key=" NONE_HEX "\npersistent_keepalive_interval=8\n"
                     "public_key=" C_HEX "\npersistent_keepalive_interval=7\n\n",
                     "errno=-2\n\n");
-    assert_int_equal(f->peers[0]->persistent_keepalive, 9);
-    assert_int_equal(f->peers[1]->persistent_keepalive, 0);
+    assert_int_equal(f->peers[0]->wg.persistent_keepalive, 9);
+    assert_int_equal(f->peers[1]->wg.persistent_keepalive, 0);
 }
 
 static void test_set_bad_arguments(void **state)
@@ -1144,6 +1184,102 @@ static void test_request_bad_answers(void **state)
     big.canned_len = CONTROL_RESPONSE_MAX + 4096;
     assert_int_equal(request_with(f, &big, "get=1\n\n", &resp), -EMSGSIZE);
     free(huge);
+}
+
+/* control_request_ddpnet against a server thread on a fresh socket. */
+static int request_ddpnet_with(struct fx *f, struct srv *s, const char *req, char **resp,
+                               unsigned *theirs)
+{
+    char path[128];
+    pthread_t t;
+    int ret;
+
+    if (!f->dir[0])
+        make_dir(f);
+    sock_path(f, path, sizeof(path), s->env ? "ddp0.env" : "ddp0.sock");
+    unlink(path);
+    s->dev = &f->dev;
+    s->lfd = s->env ? control_listen_env(path) : control_listen(path);
+    assert_true(s->lfd >= 0);
+    assert_int_equal(pthread_create(&t, NULL, srv_run, s), 0);
+    ret = control_request_ddpnet(path, req, -1, resp, theirs);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    close(s->lfd);
+    return ret;
+}
+
+/* A daemon of this protocol: its line taken off the answer; a request
+ * of another number refused with the daemon's own. */
+static void test_request_protocol_live(void **state)
+{
+    struct fx *f = *state;
+    struct srv s = { .mode = SRV_SERVE };
+    unsigned theirs = 12345;
+    char *resp = NULL, want[64];
+
+    NEED_ROOT();
+    assert_int_equal(request_ddpnet_with(f, &s, CONTROL_GET_DDPNET "\n", &resp, &theirs), 0);
+    assert_int_equal(theirs, DDPNET_CONTROL_PROTOCOL);
+    assert_string_equal(resp, get_ddpnet_expected);
+    free(resp);
+    /* The env socket takes the line too. */
+    s.env = true;
+    assert_int_equal(request_ddpnet_with(f, &s, CONTROL_GET_ENV "\n", &resp, &theirs), 0);
+    assert_non_null(strstr(resp, "interface=ddp0\n"));
+    free(resp);
+    s.env = false;
+    /* A CLI of the next protocol. */
+    snprintf(want, sizeof(want), "protocol=%u\n" CONTROL_GET_DDPNET "\n", DDPNET_CONTROL_PROTOCOL + 1);
+    assert_int_equal(request_with(f, &s, want, &resp), 0);
+    snprintf(want, sizeof(want), "protocol=%u\nerrno=%d\n\n", DDPNET_CONTROL_PROTOCOL,
+             -EPROTONOSUPPORT);
+    assert_string_equal(resp, want);
+    free(resp);
+    /* wg and a CLI before the numbers: as before, no line added. */
+    assert_int_equal(request_with(f, &s, CONTROL_GET_DDPNET "\n", &resp), 0);
+    assert_string_equal(resp, get_ddpnet_expected);
+    free(resp);
+}
+
+/* Fake daemons of other protocols: refused, and the person told which
+ * side is older and what to restart. */
+static void test_request_protocol_mismatch(void **state)
+{
+    struct fx *f = *state;
+    char newer[64], same[64], line[CLI_PROTOCOL_LINE_MAX], want[CLI_PROTOCOL_LINE_MAX];
+    int n_newer = snprintf(newer, sizeof(newer), "protocol=%u\nerrno=%d\n\n",
+                           DDPNET_CONTROL_PROTOCOL + 1, -EPROTONOSUPPORT);
+    int n_same = snprintf(same, sizeof(same), "protocol=%u\nerrno=0\n\n", DDPNET_CONTROL_PROTOCOL);
+    struct srv next = { .mode = SRV_CANNED, .canned = newer, .canned_len = (size_t)n_newer };
+    struct srv old = { .mode = SRV_CANNED, .canned = "errno=-22\n\n", .canned_len = 11 };
+    struct srv ok = { .mode = SRV_CANNED, .canned = same, .canned_len = (size_t)n_same };
+    unsigned theirs = 12345;
+    char *resp = (char *)"untouched";
+
+    assert_int_equal(request_ddpnet_with(f, &next, CONTROL_GET_DDPNET "\n", &resp, &theirs),
+                     -EPROTONOSUPPORT);
+    assert_null(resp);
+    assert_int_equal(theirs, DDPNET_CONTROL_PROTOCOL + 1);
+    assert_int_equal(request_ddpnet_with(f, &old, CONTROL_GET_DDPNET "\n", &resp, &theirs),
+                     -EPROTONOSUPPORT);
+    assert_null(resp);
+    assert_int_equal(theirs, 0);
+    assert_int_equal(request_ddpnet_with(f, &ok, CONTROL_GET_DDPNET "\n", &resp, &theirs), 0);
+    assert_string_equal(resp, "errno=0\n\n");
+    free(resp);
+
+    control_protocol_message(line, sizeof(line), DDPNET_CONTROL_PROTOCOL + 1, "ddp0");
+    snprintf(want, sizeof(want), "the daemon of ddp0 speaks control protocol %u, this ddpnet %u: "
+             "this ddpnet is older than the daemon; run the ddpnet the daemon was started from",
+             DDPNET_CONTROL_PROTOCOL + 1, DDPNET_CONTROL_PROTOCOL);
+    assert_string_equal(line, want);
+    control_protocol_message(line, sizeof(line), 0, "ddp1");
+    assert_non_null(strstr(line, "restart the daemon (systemctl restart ddpnet@ddp1)"));
+    assert_non_null(strstr(line, "from before numbered control protocols"));
+    /* An older daemon than this CLI (after a package upgrade). */
+    assert_true(control_protocol_message(line, sizeof(line), DDPNET_CONTROL_PROTOCOL - 1, "ddp0") <
+                (int)sizeof(line));
+    assert_non_null(strstr(line, "restart the daemon (systemctl restart ddpnet@ddp0)"));
 }
 
 static void test_request_timeout(void **state)
@@ -1705,6 +1841,36 @@ static void test_cli_status_live(void **state)
     }
 }
 
+/* `ddpnet status` against a daemon of the next protocol: exit 1 and the
+ * line that says what to do, nothing on stdout. */
+static void test_cli_protocol_mismatch(void **state)
+{
+    struct fx *f = *state;
+    char newer[64], path[128], want[CLI_PROTOCOL_LINE_MAX + 32];
+    int n = snprintf(newer, sizeof(newer), "protocol=%u\nerrno=%d\n\n",
+                     DDPNET_CONTROL_PROTOCOL + 1, -EPROTONOSUPPORT);
+    struct srv s = { .mode = SRV_CANNED, .canned = newer, .canned_len = (size_t)n };
+    char *argv[] = { "status", "--run-dir", f->dir, NULL };
+    struct captured c;
+    pthread_t t;
+
+    make_dir(f);
+    sock_path(f, path, sizeof(path), "ddp0.sock");
+    unlink(path);
+    s.lfd = control_listen(path);
+    assert_true(s.lfd >= 0);
+    assert_int_equal(pthread_create(&t, NULL, srv_run, &s), 0);
+    run_verb(cli_status, argv, &c);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    close(s.lfd);
+    assert_int_equal(c.ret, 1);
+    assert_string_equal(c.out, "");
+    snprintf(want, sizeof(want), "ddpnet status: the daemon of ddp0 speaks control protocol %u, "
+             "this ddpnet %u: this ddpnet is older than the daemon; run the ddpnet the daemon "
+             "was started from\n", DDPNET_CONTROL_PROTOCOL + 1, DDPNET_CONTROL_PROTOCOL);
+    assert_string_equal(c.err, want);
+}
+
 static void test_cli_not_up(void **state)
 {
     struct fx *f = *state;
@@ -2008,6 +2174,7 @@ int main(void)
         T(test_get_ddpnet_stale_rate),
         T(test_get_ddpnet_relayed),
         T(test_frame),
+        T(test_frame_protocol),
         T(test_pipelined),
         T(test_bad_request_closes),
         T(test_bad_set_keeps_connection),
@@ -2028,6 +2195,8 @@ int main(void)
         T(test_listen_errors),
         T(test_request_live),
         T(test_request_bad_answers),
+        T(test_request_protocol_live),
+        T(test_request_protocol_mismatch),
         T(test_request_timeout),
         T(test_request_no_daemon),
         T(test_only_root),
@@ -2042,6 +2211,7 @@ int main(void)
         T(test_env),
         T(test_env_quoting),
         T(test_cli_status_live),
+        T(test_cli_protocol_mismatch),
         T(test_cli_not_up),
         T(test_cli_usage),
         T(test_cli_permission),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests for crypto/cookie: mac1 over synthetic handshake-shaped messages
  * (148 bytes of type 1, 92 of type 2), the under-load exchange (cookie
  * reply, mac2, source address binding), every way a cookie reply is

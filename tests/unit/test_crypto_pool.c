@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the crypto workers (overlay/loop/crypto_pool.c): jobs come back in
  * the order they were handed out whatever order the workers finish them,
  * counters reserved on the caller's thread are used exactly once across

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The crypto workers under 8 interleaved streams (issue 19's unit half of
  * tests/e2e/multistream.sh): the loop's way of using the pool, kept up for
  * many jobs -- reserve until the ring is full, take back whatever is done,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the device's in-memory state (overlay/engine/device.c, peer.c): peers
  * made from a cluster file, lookup by overlay address (IPv4 and IPv6), by
  * key and by name, endpoints taken from the file, keypair rotation, and the
@@ -61,7 +62,7 @@ static void free_fixture(struct fixture *f)
 static struct peer *peer_named(struct device *dev, const char *name)
 {
     for (size_t i = 0; i < dev->n_peers; i++)
-        if (strcasecmp(dev->peers[i]->name, name) == 0)
+        if (strcasecmp(dev->peers[i]->member.name, name) == 0)
             return dev->peers[i];
     return NULL;
 }
@@ -73,16 +74,16 @@ static void test_peers_from_cluster(void **state)
     make_cluster(f, false);
     assert_int_equal(f->dev.n_peers, NODES - 1);
     for (size_t i = 0; i < f->dev.n_peers; i++)
-        assert_string_not_equal(f->dev.peers[i]->name, "n3");   /* self left out */
+        assert_string_not_equal(f->dev.peers[i]->member.name, "n3");   /* self left out */
     /* Endpoints from the file: literal ones known, absent ones unknown. */
     struct peer *p1 = peer_named(&f->dev, "n1"), *p2 = peer_named(&f->dev, "N2");
     assert_non_null(p1);
     assert_non_null(p2);
-    assert_int_equal(p1->endpoint.sa.sa_family, AF_INET);
-    assert_int_equal(ntohs(p1->endpoint.in4.sin_port), 4000);
-    assert_int_equal(p2->endpoint.sa.sa_family, AF_UNSPEC);
+    assert_int_equal(p1->path.endpoint.sa.sa_family, AF_INET);
+    assert_int_equal(ntohs(p1->path.endpoint.in4.sin_port), 4000);
+    assert_int_equal(p2->path.endpoint.sa.sa_family, AF_UNSPEC);
     char text[64];
-    assert_int_equal(endpoint_format(&p1->endpoint, text, sizeof(text)), 0);
+    assert_int_equal(endpoint_format(&p1->path.endpoint, text, sizeof(text)), 0);
     assert_string_equal(text, "192.0.2.7:4000");
     assert_null(peer_named(&f->dev, "n3"));
     assert_null(peer_named(&f->dev, "nope"));
@@ -152,9 +153,9 @@ static void test_keypair_rotation(void **state)
     }
     /* i=0 current; i=1 current, 0 previous; i=2 (responder) next, previous
      * dropped; i=3 (initiator) current, the unconfirmed next previous. */
-    assert_int_equal(p->current->send_key[0], 4);
-    assert_int_equal(p->previous->send_key[0], 3);
-    assert_null(p->next);
+    assert_int_equal(p->wg.current->send_key[0], 4);
+    assert_int_equal(p->wg.previous->send_key[0], 3);
+    assert_null(p->wg.next);
     assert_null(index_find(&f->dev.indices, idx[0]));
     assert_null(index_find(&f->dev.indices, idx[1]));
     /* Responder confirmation: next promoted on first use. */
@@ -162,13 +163,13 @@ static void test_keypair_rotation(void **state)
     kp.local_index = index_add(&f->dev.indices, p, NULL);
     kp.send_key[0] = 5;
     peer_install_keypair(p, &kp);
-    assert_false(peer_received_with_keypair(p, p->current));
-    assert_true(peer_received_with_keypair(p, p->next));
-    assert_int_equal(p->current->send_key[0], 5);
-    assert_int_equal(p->previous->send_key[0], 4);
+    assert_false(peer_received_with_keypair(p, p->wg.current));
+    assert_true(peer_received_with_keypair(p, p->wg.next));
+    assert_int_equal(p->wg.current->send_key[0], 5);
+    assert_int_equal(p->wg.previous->send_key[0], 4);
     peer_clear_keys(p);
-    assert_null(p->current);
-    assert_null(p->previous);
+    assert_null(p->wg.current);
+    assert_null(p->wg.previous);
     assert_int_equal(f->dev.indices.used, 0);
     free_fixture(f);
 }
@@ -184,10 +185,43 @@ static void test_rate(void **state)
     for (int i = 1; i < 20; i++)
         peer_count_rx(p, 1000, t + (uint64_t)i * WG_NSEC_PER_SEC / 10);
     peer_count_rx(p, 1, t + PEER_RATE_WINDOW_NS);    /* closes it: 20000 B in 2 s */
-    assert_int_equal(rate_read(&p->rx_rate, t + PEER_RATE_WINDOW_NS), 10000);
-    assert_int_equal(p->rx_bytes, 20001);
+    assert_int_equal(rate_read(&p->live.rx_rate, t + PEER_RATE_WINDOW_NS), 10000);
+    assert_int_equal(p->live.rx_bytes, 20001);
     /* Silence: the rate falls to zero. */
-    assert_int_equal(rate_read(&p->rx_rate, t + 5 * PEER_RATE_WINDOW_NS), 0);
+    assert_int_equal(rate_read(&p->live.rx_rate, t + 5 * PEER_RATE_WINDOW_NS), 0);
+    free_fixture(f);
+}
+
+/* Peers are made and removed in one place (device_setup.h): ids from one
+ * counter, whoever makes the peer; a removed peer is no relay of those
+ * that stay, neither in use nor on trial. */
+static void test_peer_create_remove(void **state)
+{
+    (void)state;
+    struct fixture *f = calloc(1, sizeof(*f));
+    make_cluster(f, false);
+    struct device *dev = &f->dev;
+
+    assert_int_equal(dev->next_peer_id, dev->n_peers);
+    for (size_t i = 0; i < dev->n_peers; i++)
+        assert_int_equal(dev->peers[i]->id, i + 1);
+    /* A peer made later (membership's) takes the next id. */
+    struct peer *made = peer_create(dev, &dev->cluster, &dev->cluster.nodes[7]);
+    assert_non_null(made);
+    assert_int_equal(made->id, dev->n_peers + 1);
+    peer_free(made);
+
+    /* peers[0] relays through `gone`; peers[2] has it on trial. */
+    struct peer *stay = dev->peers[0], *gone = dev->peers[1], *trying = dev->peers[2];
+    uint64_t now = 10 * WG_NSEC_PER_SEC;
+    stay->path.via = gone;
+    disco_relay_trial(&trying->disco.relays, gone->id, now);
+    assert_int_equal(disco_relay_on_trial(&trying->disco.relays, now), gone->id);
+    dev->peers[1] = dev->peers[--dev->n_peers];   /* out of the device, as membership does */
+    peer_remove(gone, dev->peers, dev->n_peers, now);
+    assert_null(stay->path.via);
+    assert_int_equal(disco_relay_on_trial(&trying->disco.relays, now), 0);
+    device_remap(dev);
     free_fixture(f);
 }
 
@@ -199,6 +233,7 @@ int main(void)
         cmocka_unit_test(test_lookup_by_address_v6),
         cmocka_unit_test(test_keypair_rotation),
         cmocka_unit_test(test_rate),
+        cmocka_unit_test(test_peer_create_remove),
     };
     if (crypto_core_init())
         return 1;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of discovery's decisions (overlay/disco/disco.c) with a fake clock: a
  * peer's candidates and where to aim (local first, never our own
  * addresses), which interface addresses are candidates, the schedule of
@@ -719,12 +720,12 @@ static struct world *world_new(void)
     for (int i = 0; i < 3; i++) {
         struct peer *p = &w->peers[i];
         p->dev = &w->dev;
-        snprintf(p->name, sizeof(p->name), "peer%d", i);
+        snprintf(p->member.name, sizeof(p->member.name), "peer%d", i);
         memset(p->public_key, i + 1, WG_KEY_LEN);
-        p->address.family = AF_INET;
-        p->address.bytes[0] = 10;
-        p->address.bytes[3] = (uint8_t)(i + 2);
-        p->endpoint.sa.sa_family = AF_UNSPEC;
+        p->member.address.family = AF_INET;
+        p->member.address.bytes[0] = 10;
+        p->member.address.bytes[3] = (uint8_t)(i + 2);
+        p->path.endpoint.sa.sa_family = AF_UNSPEC;
         p->id = (disco_id)(i + 1);
         w->list[i] = p;
     }
@@ -735,18 +736,18 @@ static struct world *world_new(void)
 
 static void set_endpoint(struct peer *p, const char *addr, uint16_t port)
 {
-    memset(&p->endpoint, 0, sizeof(p->endpoint));
-    p->endpoint.in4.sin_family = AF_INET;
-    p->endpoint.in4.sin_port = htons(port);
-    inet_pton(AF_INET, addr, &p->endpoint.in4.sin_addr);
-    p->endpoint_proven = true;   /* as the operator gives it */
+    memset(&p->path.endpoint, 0, sizeof(p->path.endpoint));
+    p->path.endpoint.in4.sin_family = AF_INET;
+    p->path.endpoint.in4.sin_port = htons(port);
+    inet_pton(AF_INET, addr, &p->path.endpoint.in4.sin_addr);
+    p->path.endpoint_proven = true;   /* as the operator gives it */
 }
 
 /* A keypair the peer can send with (no keys needed for these choices). */
 static void give_session(struct peer *p, uint64_t now)
 {
-    p->keypairs[0].birth_ns = now;
-    p->current = &p->keypairs[0];
+    p->wg.keypairs[0].birth_ns = now;
+    p->wg.current = &p->wg.keypairs[0];
 }
 
 static void test_path_kinds_and_mtu(void **state)
@@ -770,19 +771,19 @@ static void test_path_kinds_and_mtu(void **state)
     assert_true(path_relay_ready(r, T0));
     /* Nor at an endpoint that never answered us (taken as WireGuard
      * roams): nothing goes there but challenges. */
-    r->endpoint_proven = false;
+    r->path.endpoint_proven = false;
     assert_false(path_relay_ready(r, T0));
-    r->endpoint_proven = true;
+    r->path.endpoint_proven = true;
     assert_false(path_relay_ready(r, T0 + WG_REJECT_AFTER_TIME * SEC));   /* expired */
     path_use_relay(a, r, T0);
     assert_int_equal(path_of(a), DISCO_PATH_RELAY);
-    assert_true(a->via == r);
+    assert_true(a->path.via == r);
     assert_false(path_direct(a));
     assert_true(path_usable(a));
     assert_int_equal(path_mtu(a), 1420 - DISCO_RELAY_OVERHEAD);
     /* Not through itself, and not through a relayed peer. */
     path_use_relay(r, r, T0);
-    assert_null(r->via);
+    assert_null(r->path.via);
     path_use_relay(r, a, T0);
     assert_false(path_relay_ready(r, T0));
     free(w);
@@ -812,40 +813,40 @@ static void test_path_received(void **state)
     path_received(a, &src, NULL, WG_INITIATION_LEN, false, T0);
     assert_int_equal(path_of(a), DISCO_PATH_DIRECT);
     /* As WireGuard roams: not proven until it answers a challenge. */
-    assert_false(a->endpoint_proven);
-    assert_int_equal(a->unproven.credit, WG_INITIATION_LEN);
-    assert_true(a->disco.endpoints_stale);
-    assert_false(r->disco.endpoints_stale);
+    assert_false(a->path.endpoint_proven);
+    assert_int_equal(a->path.unproven.credit, WG_INITIATION_LEN);
+    assert_true(a->disco.state.endpoints_stale);
+    assert_false(r->disco.state.endpoints_stale);
     assert_int_equal(w->dev.disco.gen, gen);
-    assert_true(a->last_direct_ns == T0);
+    assert_true(a->path.last_direct_ns == T0);
     /* Through a relay that is not on trial: nothing we sent went through
      * it, so the message proves nothing of the way back. */
     path_received(a, NULL, r, 0, false, T0 + DISCO_DIRECT_STALE_S * SEC);
     assert_int_equal(path_of(a), DISCO_PATH_DIRECT);
     /* On trial, but the direct path is fresh: it stays. */
-    disco_relay_trial(&a->relays, r->id, T0 + SEC);
+    disco_relay_trial(&a->disco.relays, r->id, T0 + SEC);
     path_received(a, NULL, r, 0, false, T0 + SEC);
     assert_int_equal(path_of(a), DISCO_PATH_DIRECT);
     /* On trial and the direct path silent for DISCO_DIRECT_STALE_S: the
      * answer through it makes it the path. */
-    disco_relay_trial(&a->relays, r->id, T0 + DISCO_DIRECT_STALE_S * SEC);
+    disco_relay_trial(&a->disco.relays, r->id, T0 + DISCO_DIRECT_STALE_S * SEC);
     path_received(a, NULL, r, 0, false, T0 + DISCO_DIRECT_STALE_S * SEC);
-    assert_true(a->via == r);
+    assert_true(a->path.via == r);
     /* Relayed, a ddpnet peer: a direct packet from a source that never
      * answered us moves nothing, confirmed (a handshake, data) or not (a
      * probe), and says nothing of its address: a member can forge its
      * source. Its bytes are credited to it, for the challenge. */
-    a->speaks_disco = true;
-    disco_cand_add(&a->disco, &(struct disco_endpoint){ .family = DISCO_FAMILY_IPV4,
+    a->disco.speaks_disco = true;
+    disco_cand_add(&a->disco.state, &(struct disco_endpoint){ .family = DISCO_FAMILY_IPV4,
                                                         .addr = { 100, 64, 2, 1 }, .port = 4000 },
                    false, WHO, T0 + 20 * SEC);
     path_received(a, &src2, NULL, 100, false, T0 + 20 * SEC);
-    assert_true(a->via == r);
-    assert_true(a->last_direct_ns == T0);
-    assert_true(a->disco.cand[0].answered_ns == 0);
+    assert_true(a->path.via == r);
+    assert_true(a->path.last_direct_ns == T0);
+    assert_true(a->disco.state.cand[0].answered_ns == 0);
     path_received(a, &src2, NULL, 60, true, T0 + 20 * SEC);
-    assert_true(a->via == r);
-    assert_int_equal(a->unproven.credit, 160);
+    assert_true(a->path.via == r);
+    assert_int_equal(a->path.unproven.credit, 160);
     assert_false(path_unproven_spend(a, &src, 1));
     assert_true(path_unproven_spend(a, &src2, 150));
     assert_false(path_unproven_spend(a, &src2, 11));
@@ -853,38 +854,39 @@ static void test_path_received(void **state)
      * direct packet that is not confirmed does not move us, though its
      * address answers; a confirmed one does. */
     path_use_direct(a, &src2, T0 + 20 * SEC);
-    assert_true(a->endpoint_proven);
-    assert_int_equal(ntohs(a->endpoint.in4.sin_port), 4000);
+    assert_true(a->path.endpoint_proven);
+    assert_int_equal(ntohs(a->path.endpoint.in4.sin_port), 4000);
     path_use_relay(a, r, T0 + 20 * SEC);
     path_received(a, &src2, NULL, 100, false, T0 + 20 * SEC);
-    assert_true(a->via == r);
-    assert_true(a->last_direct_ns == T0 + 20 * SEC);
-    assert_true(a->disco.cand[0].answered_ns == T0 + 20 * SEC);
+    assert_true(a->path.via == r);
+    assert_true(a->path.last_direct_ns == T0 + 20 * SEC);
+    assert_true(a->disco.state.cand[0].answered_ns == T0 + 20 * SEC);
     path_received(a, &src2, NULL, 0, true, T0 + 21 * SEC);
-    assert_null(a->via);
-    assert_int_equal(ntohs(a->endpoint.in4.sin_port), 4000);
+    assert_null(a->path.via);
+    assert_int_equal(ntohs(a->path.endpoint.in4.sin_port), 4000);
     /* Relayed through r: a message through r2, which we never tried, does
      * not move us; once r2 is on trial, its answer does. */
-    a->endpoint.sa.sa_family = AF_UNSPEC;
-    disco_relay_trial(&a->relays, r->id, T0 + 30 * SEC);
+    a->path.endpoint.sa.sa_family = AF_UNSPEC;
+    disco_relay_trial(&a->disco.relays, r->id, T0 + 30 * SEC);
     path_received(a, NULL, r, 0, false, T0 + 30 * SEC);
-    assert_true(a->via == r);
+    assert_true(a->path.via == r);
     path_received(a, NULL, r2, 0, false, T0 + 31 * SEC);
-    assert_true(a->via == r);
-    disco_relay_trial(&a->relays, r2->id, T0 + 31 * SEC);
+    assert_true(a->path.via == r);
+    disco_relay_trial(&a->disco.relays, r2->id, T0 + 31 * SEC);
     path_received(a, NULL, r2, 0, false, T0 + 31 * SEC);
-    assert_true(a->via == r2);
+    assert_true(a->path.via == r2);
     /* The relay in use carrying answers keeps it fresh. */
     path_received(a, NULL, r2, 0, false, T0 + 40 * SEC);
-    assert_true(a->relays.slot[1].id == r2->id && a->relays.slot[1].confirmed_ns == T0 + 40 * SEC);
+    assert_true(a->disco.relays.slot[1].id == r2->id &&
+                a->disco.relays.slot[1].confirmed_ns == T0 + 40 * SEC);
     /* Dropped: no path until another is tried, and r2 failed. */
     path_drop_relay(a, T0 + 41 * SEC);
-    assert_null(a->via);
-    assert_true(a->relays.slot[1].failed_ns == T0 + 41 * SEC);
+    assert_null(a->path.via);
+    assert_true(a->disco.relays.slot[1].failed_ns == T0 + 41 * SEC);
     assert_int_equal(w->dev.stats.relay_dropped, 1);
     /* A peer is never its own relay. */
     path_received(r2, NULL, r2, 0, false, T0 + 32 * SEC);
-    assert_null(r2->via);
+    assert_null(r2->path.via);
     free(w);
 }
 
@@ -942,40 +944,40 @@ static void test_working(void **state)
     struct disco_ping_slot slot;
 
     (void)state;
-    assert_false(disco_working(a, T0));                         /* no keypair */
+    assert_false(discovery_working(a, T0));                         /* no keypair */
     give_session(a, T0);
-    assert_false(disco_working(a, T0));                         /* never heard from */
-    a->last_received_ns = T0;
-    assert_true(disco_working(a, T0 + SEC));
-    assert_false(disco_working(a, T0 + (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) * SEC));
+    assert_false(discovery_working(a, T0));                         /* never heard from */
+    a->live.last_received_ns = T0;
+    assert_true(discovery_working(a, T0 + SEC));
+    assert_false(discovery_working(a, T0 + (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT) * SEC));
     /* A disco peer whose pings go unanswered stops working sooner. */
-    a->speaks_disco = true;
-    a->last_received_ns = T0 + 10 * SEC;
-    disco_ping_sent(&a->disco, 1, NULL, T0 + 10 * SEC);
-    disco_ping_sent(&a->disco, 2, NULL, T0 + 11 * SEC);
-    assert_true(disco_working(a, T0 + 11 * SEC + MS));
-    assert_false(disco_working(a, T0 + 12 * SEC));
-    assert_true(disco_pong(&a->disco, 2, T0 + 12 * SEC, &slot));
-    assert_true(disco_working(a, T0 + 12 * SEC));
+    a->disco.speaks_disco = true;
+    a->live.last_received_ns = T0 + 10 * SEC;
+    disco_ping_sent(&a->disco.state, 1, NULL, T0 + 10 * SEC);
+    disco_ping_sent(&a->disco.state, 2, NULL, T0 + 11 * SEC);
+    assert_true(discovery_working(a, T0 + 11 * SEC + MS));
+    assert_false(discovery_working(a, T0 + 12 * SEC));
+    assert_true(disco_pong(&a->disco.state, 2, T0 + 12 * SEC, &slot));
+    assert_true(discovery_working(a, T0 + 12 * SEC));
     /* Idle (no data for DISCO_IDLE_AFTER_S): pinged seldom, so silence
      * means less -- for as long as one idle ping interval more. */
-    a->disco = (struct disco_state){ 0 };
+    a->disco.state = (struct disco_state){ 0 };
     give_session(a, T0 + 100 * SEC);
-    a->last_received_ns = T0 + 100 * SEC;
-    a->last_data_ns = T0 + 50 * SEC;
-    unsigned idle = disco_idle_ping_s(a, T0 + 100 * SEC);
-    assert_int_equal(disco_idle_ping_s(a, T0 + 51 * SEC), 0);   /* data a moment ago */
+    a->live.last_received_ns = T0 + 100 * SEC;
+    a->live.last_data_ns = T0 + 50 * SEC;
+    unsigned idle = discovery_idle_ping_s(a, T0 + 100 * SEC);
+    assert_int_equal(discovery_idle_ping_s(a, T0 + 51 * SEC), 0);   /* data a moment ago */
     assert_true(idle >= 2 * DISCO_PING_INTERVAL_S && idle <= DISCO_IDLE_PING_MAX_S);
-    assert_true(disco_working(a, T0 + 100 * SEC +
-                              (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT + idle - 1) * SEC));
-    assert_false(disco_working(a, T0 + 100 * SEC +
-                               (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT + idle) * SEC));
-    a->last_received_ns = T0 + 10 * SEC;
+    assert_true(discovery_working(a, T0 + 100 * SEC +
+                                  (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT + idle - 1) * SEC));
+    assert_false(discovery_working(a, T0 + 100 * SEC +
+                                   (WG_KEEPALIVE_TIMEOUT + WG_REKEY_TIMEOUT + idle) * SEC));
+    a->live.last_received_ns = T0 + 10 * SEC;
     /* A plain WireGuard peer is not judged by pings. */
-    a->speaks_disco = false;
-    disco_ping_sent(&a->disco, 3, NULL, T0 + 13 * SEC);
-    disco_ping_sent(&a->disco, 4, NULL, T0 + 13 * SEC);
-    assert_true(disco_working(a, T0 + 20 * SEC));
+    a->disco.speaks_disco = false;
+    disco_ping_sent(&a->disco.state, 3, NULL, T0 + 13 * SEC);
+    disco_ping_sent(&a->disco.state, 4, NULL, T0 + 13 * SEC);
+    assert_true(discovery_working(a, T0 + 20 * SEC));
     free(w);
 }
 
@@ -993,11 +995,11 @@ static void test_idle_rate_falls_with_cluster(void **state)
     unsigned last = 0;
 
     (void)state;
-    a->speaks_disco = true;
-    a->last_data_ns = 0;
+    a->disco.speaks_disco = true;
+    a->live.last_data_ns = 0;
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         w->dev.n_peers = sizes[i];
-        unsigned s = disco_idle_ping_s(a, T0);
+        unsigned s = discovery_idle_ping_s(a, T0);
         assert_true(s >= last);                                  /* never faster */
         assert_true(s >= 2 * DISCO_PING_INTERVAL_S && s <= DISCO_IDLE_PING_MAX_S);
         if (s < DISCO_IDLE_PING_MAX_S)                           /* the node's total */
@@ -1005,16 +1007,16 @@ static void test_idle_rate_falls_with_cluster(void **state)
         last = s;
     }
     w->dev.n_peers = 8;
-    unsigned small = disco_idle_ping_s(a, T0);
+    unsigned small = discovery_idle_ping_s(a, T0);
     w->dev.n_peers = 64;
-    assert_true(disco_idle_ping_s(a, T0) > small);
+    assert_true(discovery_idle_ping_s(a, T0) > small);
     /* Data lately: the working pace; long ago: idle again. */
-    a->last_data_ns = T0 - (DISCO_IDLE_AFTER_S - 1) * SEC;
-    assert_int_equal(disco_idle_ping_s(a, T0), 0);
-    a->last_data_ns = T0 - DISCO_IDLE_AFTER_S * SEC;
-    assert_true(disco_idle_ping_s(a, T0) > 0);
-    a->speaks_disco = false;
-    assert_int_equal(disco_idle_ping_s(a, T0), 0);
+    a->live.last_data_ns = T0 - (DISCO_IDLE_AFTER_S - 1) * SEC;
+    assert_int_equal(discovery_idle_ping_s(a, T0), 0);
+    a->live.last_data_ns = T0 - DISCO_IDLE_AFTER_S * SEC;
+    assert_true(discovery_idle_ping_s(a, T0) > 0);
+    a->disco.speaks_disco = false;
+    assert_int_equal(discovery_idle_ping_s(a, T0), 0);
     w->dev.n_peers = 3;
     free(w);
 }
@@ -1039,8 +1041,8 @@ static void test_relay_refusals(void **state)
     give_session(b, T0);
     path_forward(&w->dev, a, b, msg, sizeof(msg), T0);           /* b never spoke disco */
     assert_int_equal(w->dev.stats.relay_refused, 4);
-    b->speaks_disco = true;
-    b->via = plain;                                              /* b relayed: no chains */
+    b->disco.speaks_disco = true;
+    b->path.via = plain;                                              /* b relayed: no chains */
     path_forward(&w->dev, a, b, msg, sizeof(msg), T0);
     assert_int_equal(w->dev.stats.relay_refused, 5);
     assert_int_equal(w->dev.stats.relay_forwarded, 0);
@@ -1064,14 +1066,14 @@ static void test_disco_refusals(void **state)
     memset(m->relay.key, 2, WG_KEY_LEN);                         /* peer1's key */
     m->relay.msg = msg;
     m->relay.msg_len = sizeof(msg);
-    disco_receive(a, NULL, r, m, T0);
+    discovery_receive(a, NULL, r, m, T0);
     assert_int_equal(w->dev.stats.relay_refused, 1);
-    assert_true(a->speaks_disco);                                 /* it did speak disco */
+    assert_true(a->disco.speaks_disco);                                 /* it did speak disco */
     memset(m->relay.key, 0x77, WG_KEY_LEN);                      /* no such member */
-    disco_receive(a, NULL, NULL, m, T0);
+    discovery_receive(a, NULL, NULL, m, T0);
     assert_int_equal(w->dev.stats.relay_refused, 2);
     m->type = DISCO_RELAYED;
-    disco_receive(a, NULL, NULL, m, T0);
+    discovery_receive(a, NULL, NULL, m, T0);
     assert_int_equal(w->dev.stats.disco_bad, 1);
     free(m);
     free(w);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the disco codec (overlay/disco/disco_msg.c): round trips of every type
  * at its smallest and largest, golden bytes typed in from the layout in
  * disco_msg.h, every truncation, every header byte changed, counts over the

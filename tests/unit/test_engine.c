@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The engine end to end, in one process: two devices (overlay/engine)
  * joined by an in-memory network, with the loop's I/O faked here (every
  * loop_* the engine calls: sends are queued and delivered to the other
@@ -481,8 +482,8 @@ static uint64_t establish(void)
     app_send(0, 1, 100, now);
     assert_int_equal(nodes[1].tun_packets, 0);
     pump(now);
-    assert_non_null(peer_of(0)->current);
-    assert_non_null(peer_of(1)->current ? peer_of(1)->current : peer_of(1)->next);
+    assert_non_null(peer_of(0)->wg.current);
+    assert_non_null(peer_of(1)->wg.current ? peer_of(1)->wg.current : peer_of(1)->wg.next);
     assert_int_equal(nodes[1].tun_packets, 1);
     assert_int_equal(nodes[0].initiations, 1);
     return now;
@@ -525,17 +526,18 @@ static void test_record_stated_on_the_session(void **state)
     nodes[0].dev.states_record = true;
     memset(nodes[0].dev.self_record, 0x5a, DISCO_RECORD_LEN);
     nodes[1].dev.records_changed = on_records_changed;
-    peer_of(1)->pending = true;
+    peer_of(1)->member.pending = true;
     assert_int_equal(device_remap(&nodes[1].dev), 0);
     assert_null(device_peer_by_address(&nodes[1].dev, AF_INET, a_addr));
     assert_ptr_equal(device_peer_by_key(&nodes[1].dev, peer_of(1)->public_key), peer_of(1));
     app_send(0, 1, 100, now);
     pump(now);
-    assert_non_null(peer_of(0)->current);
+    assert_non_null(peer_of(0)->wg.current);
     assert_int_equal(nodes[1].tun_packets, 0);          /* pending: its data dropped */
     assert_int_equal(nodes[1].dev.stats.dropped_pending, 1);
-    assert_int_equal(peer_of(1)->record_said, PEER_RECORD_DIGEST);
-    assert_memory_equal(peer_of(1)->record_digest, nodes[0].dev.self_record, DISCO_RECORD_LEN);
+    assert_int_equal(peer_of(1)->disco.record_said, PEER_RECORD_DIGEST);
+    assert_memory_equal(peer_of(1)->disco.record_digest, nodes[0].dev.self_record,
+                        DISCO_RECORD_LEN);
     /* Membership looks from the timers, never inside the receive. */
     assert_int_equal(records_changed_calls, 0);
     tick(now);
@@ -544,9 +546,9 @@ static void test_record_stated_on_the_session(void **state)
     assert_int_equal(records_changed_calls, 1);
     assert_true(nodes[1].dev.stats.disco_received[DISCO_RECORD] >= 1);
     /* Node 1 states none: node 0 never asks its membership. */
-    assert_int_equal(peer_of(0)->record_said, PEER_RECORD_NOTHING);
+    assert_int_equal(peer_of(0)->disco.record_said, PEER_RECORD_NOTHING);
     /* Counted: routed and its data taken. */
-    peer_of(1)->pending = false;
+    peer_of(1)->member.pending = false;
     assert_int_equal(device_remap(&nodes[1].dev), 0);
     assert_ptr_equal(device_peer_by_address(&nodes[1].dev, AF_INET, a_addr), peer_of(1));
     app_send(0, 1, 100, now);
@@ -556,8 +558,8 @@ static void test_record_stated_on_the_session(void **state)
      * record is taken as etcd holds it, and membership looks again. */
     struct disco_msg older = { .type = DISCO_FEATURES, .features = DISCO_FEAT_RELAY_FRAMES };
     now += 2 * SEC;
-    disco_receive(peer_of(1), NULL, NULL, &older, now);
-    assert_int_equal(peer_of(1)->record_said, PEER_RECORD_OLDER);
+    discovery_receive(peer_of(1), NULL, NULL, &older, now);
+    assert_int_equal(peer_of(1)->disco.record_said, PEER_RECORD_OLDER);
     tick(now);
     assert_int_equal(records_changed_calls, 2);
 }
@@ -568,8 +570,8 @@ static struct peer *unlisted_peer(void)
 {
     struct peer *p = peer_of(0);
 
-    p->endpoint.sa.sa_family = AF_UNSPEC;
-    p->listed.sa.sa_family = AF_UNSPEC;
+    p->path.endpoint.sa.sa_family = AF_UNSPEC;
+    p->member.listed.sa.sa_family = AF_UNSPEC;
     return p;
 }
 
@@ -595,16 +597,16 @@ static void test_record_candidate_reaches_a_peer(void **state)
     app_send(0, 1, 100, now);
     pump(now);
     assert_int_equal(nodes[0].initiations, 0);
-    disco_node_hints(p, &rec, now);
+    discovery_node_hints(p, &rec, now);
     for (unsigned i = 0; i < 4 && !nodes[1].tun_packets; i++) {
         now += SEC / 4;
         app_send(0, 1, 100, now);
         tick(now);
     }
-    assert_non_null(p->current);
+    assert_non_null(p->wg.current);
     assert_true(nodes[1].tun_packets >= 1);
     /* The candidate answered: it is the path, and sends to it are free. */
-    assert_int_equal(node_of_endpoint(&p->endpoint), 1);
+    assert_int_equal(node_of_endpoint(&p->path.endpoint), 1);
 }
 
 static void test_record_candidate_never_answering_is_bounded(void **state)
@@ -614,7 +616,7 @@ static void test_record_candidate_never_answering_is_bounded(void **state)
     struct peer *p = unlisted_peer();
     struct cluster_node rec = record_with(0xc0000263u, 51820);   /* nobody */
 
-    disco_node_hints(p, &rec, now);
+    discovery_node_hints(p, &rec, now);
     /* A minute of packets for it, and every timer. */
     for (unsigned i = 0; i < 240; i++) {
         now += SEC / 4;
@@ -622,7 +624,7 @@ static void test_record_candidate_never_answering_is_bounded(void **state)
             app_send(0, 1, 100, now);
         tick(now);
     }
-    assert_null(p->current);
+    assert_null(p->wg.current);
     /* What one report allows (DISCO_CAND_REPORT_BYTES), not one
      * initiation per punch and retry. */
     assert_true(nodes[0].dev.stats.hint_bytes <= DISCO_CAND_REPORT_BYTES);
@@ -645,9 +647,9 @@ static void test_down_peer_retries_then_gives_up(void **state)
      * module's count: "after 20 attempts"), then quiet. */
     assert_int_equal(nodes[0].initiations, WG_MAX_TIMER_HANDSHAKES + 2);
     struct peer *p = peer_of(0);
-    assert_true(p->no_answer);
-    assert_int_equal(p->staged.packets, 0);
-    assert_int_equal(p->timers.retransmit_handshake, 0);
+    assert_true(p->wg.no_answer);
+    assert_int_equal(p->wg.staged.packets, 0);
+    assert_int_equal(p->wg.timers.retransmit_handshake, 0);
     for (unsigned s = 0; s < 60; s++)
         tick(now += SEC);
     assert_int_equal(nodes[0].initiations, WG_MAX_TIMER_HANDSHAKES + 2);
@@ -663,7 +665,7 @@ static void test_rekey_under_traffic_loses_nothing(void **state)
 {
     (void)state;
     uint64_t now = establish();
-    uint32_t first = peer_of(0)->current->local_index;
+    uint32_t first = peer_of(0)->wg.current->local_index;
     unsigned sent = 1;
 
     for (unsigned s = 0; s < WG_REKEY_AFTER_TIME + 20; s++) {
@@ -673,7 +675,7 @@ static void test_rekey_under_traffic_loses_nothing(void **state)
         pump(now);
         tick(now);
     }
-    assert_int_not_equal(peer_of(0)->current->local_index, first);
+    assert_int_not_equal(peer_of(0)->wg.current->local_index, first);
     assert_int_equal(nodes[0].initiations, 2);
     assert_int_equal(nodes[1].tun_packets, sent);
 }
@@ -690,16 +692,16 @@ static void test_keys_zeroed_without_a_new_session(void **state)
     nodes[1].down = true;
     for (; now < made + (3 * WG_REJECT_AFTER_TIME - 10) * SEC; now += 10 * SEC)
         tick(now);
-    assert_non_null(peer_of(0)->current);    /* not yet */
+    assert_non_null(peer_of(0)->wg.current);    /* not yet */
     for (; now < made + (3 * WG_REJECT_AFTER_TIME + 30) * SEC; now += 10 * SEC)
         tick(now);
     struct peer *p = peer_of(0);
-    assert_null(p->current);
-    assert_null(p->previous);
-    assert_null(p->next);
-    for (size_t k = 0; k < sizeof(p->keypairs) / sizeof(p->keypairs[0]); k++) {
-        assert_true(sodium_is_zero(p->keypairs[k].send_key, WG_KEY_LEN));
-        assert_true(sodium_is_zero(p->keypairs[k].recv_key, WG_KEY_LEN));
+    assert_null(p->wg.current);
+    assert_null(p->wg.previous);
+    assert_null(p->wg.next);
+    for (size_t k = 0; k < sizeof(p->wg.keypairs) / sizeof(p->wg.keypairs[0]); k++) {
+        assert_true(sodium_is_zero(p->wg.keypairs[k].send_key, WG_KEY_LEN));
+        assert_true(sodium_is_zero(p->wg.keypairs[k].recv_key, WG_KEY_LEN));
     }
 }
 
@@ -713,11 +715,11 @@ static void test_receiver_answers_within_keepalive_timeout(void **state)
     uint64_t now = establish();
     unsigned before = nodes[1].transports;
 
-    assert_int_equal(peer_of(1)->timers.send_keepalive, now + WG_KEEPALIVE_TIMEOUT * SEC);
+    assert_int_equal(peer_of(1)->wg.timers.send_keepalive, now + WG_KEEPALIVE_TIMEOUT * SEC);
     for (unsigned ms = 0; ms <= (WG_KEEPALIVE_TIMEOUT + 1) * 1000; ms += 500)
         tick(now + ms * (SEC / 1000));
     assert_true(nodes[1].transports > before);
-    assert_int_equal(peer_of(1)->timers.send_keepalive, 0);
+    assert_int_equal(peer_of(1)->wg.timers.send_keepalive, 0);
     /* Nothing more came in: no keepalive is owed. */
     before = nodes[1].keepalives;
     for (unsigned s = 0; s < 3 * WG_KEEPALIVE_TIMEOUT; s++)
@@ -744,19 +746,19 @@ static void test_idle_pings_answered(void **state)
             continue;
         for (unsigned i = 0; i < n_nodes; i++) {
             const struct peer *p = peer_of(i);
-            uint64_t lately = 2u * (DISCO_PING_INTERVAL_S + disco_idle_ping_s(p, now)) * SEC;
-            assert_true(p->speaks_disco);
-            assert_true(p->disco.last_pong_ns != 0);
-            assert_true(now - p->disco.last_pong_ns < lately);
-            assert_true(p->disco.unanswered < DISCO_PING_UNANSWERED_MAX);
+            uint64_t lately = 2u * (DISCO_PING_INTERVAL_S + discovery_idle_ping_s(p, now)) * SEC;
+            assert_true(p->disco.speaks_disco);
+            assert_true(p->disco.state.last_pong_ns != 0);
+            assert_true(now - p->disco.state.last_pong_ns < lately);
+            assert_true(p->disco.state.unanswered < DISCO_PING_UNANSWERED_MAX);
             checked++;
         }
     }
     assert_true(checked > 0);
     /* Rekeyed meanwhile, and each side judged it a rekey: introduced to
      * nobody again (there is nobody to introduce to, but the flag says). */
-    assert_true(peer_of(0)->handshakes_completed + peer_of(1)->handshakes_completed >= 3);
-    assert_true(peer_of(0)->introduced || !peer_of(0)->speaks_disco);
+    assert_true(peer_of(0)->wg.handshakes_completed + peer_of(1)->wg.handshakes_completed >= 3);
+    assert_true(peer_of(0)->disco.introduced || !peer_of(0)->disco.speaks_disco);
 }
 
 /* A path that carries no data is not confirmed (disco_io.c: its path MTU
@@ -772,23 +774,23 @@ static void test_idle_path_not_confirmed(void **state)
     /* The search ends (the fake wire carries the full size). */
     for (uint64_t end = now + 5 * SEC; now < end; now += SEC / 10)
         tick(now);
-    assert_true(a->pmtu.found);
-    assert_int_equal(a->pmtu.current, a->pmtu.max);
-    uint64_t id = a->pmtu.probe_id;
+    assert_true(a->path.pmtu.found);
+    assert_int_equal(a->path.pmtu.current, a->path.pmtu.max);
+    uint64_t id = a->path.pmtu.probe_id;
     for (uint64_t end = now + 5 * PMTU_CONFIRM_SEC * SEC; now < end; now += SEC / 2)
         tick(now);
-    assert_true(now < a->pmtu.raise_ns);
-    assert_true(a->pmtu.probe_id == id);
+    assert_true(now < a->path.pmtu.raise_ns);
+    assert_true(a->path.pmtu.probe_id == id);
     app_send(0, 1, 100, now);
     uint64_t sent = now;
-    for (; now < sent + SEC && a->pmtu.probe_id == id; now += SEC / 10)
+    for (; now < sent + SEC && a->path.pmtu.probe_id == id; now += SEC / 10)
         tick(now);
-    assert_true(a->pmtu.probe_id != id);
+    assert_true(a->path.pmtu.probe_id != id);
     for (uint64_t end = now + SEC; now < end; now += SEC / 10)
         tick(now);
-    assert_true(a->pmtu.found);
-    assert_int_equal(a->pmtu.current, a->pmtu.max);
-    assert_false(a->pmtu.probe_size);
+    assert_true(a->path.pmtu.found);
+    assert_int_equal(a->path.pmtu.current, a->path.pmtu.max);
+    assert_false(a->path.pmtu.probe_size);
 }
 
 static void test_crossing_initiations_make_one_session(void **state)
@@ -815,7 +817,7 @@ static void test_crossing_initiations_make_one_session(void **state)
     assert_int_equal(nodes[0].tun_packets, 2);
     assert_int_equal(nodes[1].tun_packets, 2);
     assert_true(peer_can_send(peer_of(0), now) && peer_can_send(peer_of(1), now));
-    assert_int_equal(peer_of(0)->current->remote_index, peer_of(1)->current->local_index);
+    assert_int_equal(peer_of(0)->wg.current->remote_index, peer_of(1)->wg.current->local_index);
 }
 
 /* What the engine logs, as the journal would get it: stderr is a scratch
@@ -985,8 +987,8 @@ static uint64_t relay_found(void)
     app_send(2, 0, 100, now);     /* n2's start: a session with each */
     app_send(2, 1, 100, now);
     pump(now);
-    assert_non_null(peer_for(2, 0)->current);
-    assert_non_null(peer_for(2, 1)->current);
+    assert_non_null(peer_for(2, 0)->wg.current);
+    assert_non_null(peer_for(2, 1)->wg.current);
     for (end = up + 15 * SEC; now < end && path_of(peer_for(0, 1)) != DISCO_PATH_RELAY;) {
         now += SEC / 10;
         if ((now - up) % SEC == 0)
@@ -994,7 +996,7 @@ static uint64_t relay_found(void)
         tick(now);
     }
     assert_int_equal(path_of(peer_for(0, 1)), DISCO_PATH_RELAY);
-    assert_ptr_equal(peer_for(0, 1)->via, peer_for(0, 2));
+    assert_ptr_equal(peer_for(0, 1)->path.via, peer_for(0, 2));
     /* And it carries: a packet now goes through n2. */
     for (unsigned i = 0; i < 10; i++)
         tick(now += SEC / 10);
@@ -1063,7 +1065,7 @@ static void forwarded_message(struct peer *from, struct wire_msg *relay_in, stru
 {
     if (get_le32(relay_in->data) == RELAY_FRAME_TYPE) {
         struct relay_frame f;
-        assert_int_equal(relay_frame_open(from->current->recv_key, relay_in->data,
+        assert_int_equal(relay_frame_open(from->wg.current->recv_key, relay_in->data,
                                           relay_in->len, &f), 0);
         assert_int_equal(f.kind, RELAY_FRAME_TO);
         *msg = f.msg;
@@ -1076,7 +1078,7 @@ static void forwarded_message(struct peer *from, struct wire_msg *relay_in, stru
     size_t plen;
     int family;
 
-    assert_int_equal(transport_decrypt(from->current->recv_key, &tp), 0);
+    assert_int_equal(transport_decrypt(from->wg.current->recv_key, &tp), 0);
     assert_int_equal(disco_ip_parse(relay_in->data + WG_TRANSPORT_HEADER_LEN, tp.len,
                                     &family, &src, &dst, &payload, &plen), 0);
     assert_int_equal(disco_decode(payload, plen, m), 0);
@@ -1232,11 +1234,11 @@ static void test_relay_frames_old_relay(void **state)
 static uint64_t rekey_with_relay(uint64_t now)
 {
     struct peer *r = peer_for(0, 2);
-    uint32_t first = r->current->local_index;
+    uint32_t first = r->wg.current->local_index;
 
-    for (unsigned s = 0; s < WG_REJECT_AFTER_TIME && r->current->local_index == first; s++)
+    for (unsigned s = 0; s < WG_REJECT_AFTER_TIME && r->wg.current->local_index == first; s++)
         tick(now += SEC);
-    assert_int_not_equal(r->current->local_index, first);
+    assert_int_not_equal(r->wg.current->local_index, first);
     for (unsigned i = 0; i < 10; i++)
         tick(now += SEC / 10);
     return now;
@@ -1288,7 +1290,7 @@ static void test_relay_frames_after_rekey(void **state)
     assert_true(path_takes_frames(r));
     now = rekey_with_relay(now);
     assert_true(path_takes_frames(r));
-    assert_int_equal(r->frames_index, r->current->local_index);
+    assert_int_equal(r->path.frames_index, r->wg.current->local_index);
     relay_four(now, &a, &b);
     hop_carried(b.sent[0] - a.sent[0], b.relay_msgs - a.relay_msgs, 4, true);
 }
@@ -1298,7 +1300,7 @@ static void test_relay_frames_after_rekey(void **state)
 static void frame_on_wire(unsigned from, unsigned to, uint8_t kind, const uint8_t key[WG_KEY_LEN],
                           const uint8_t *msg, uint32_t len, uint64_t now)
 {
-    struct noise_keypair *kp = peer_for(from, to)->current;
+    struct noise_keypair *kp = peer_for(from, to)->wg.current;
     static uint8_t buf[MSG_MAX];
     uint64_t counter;
 
@@ -1390,12 +1392,12 @@ static void test_relay_frames_hostile_member(void **state)
     /* One bit of the enclosed message changed: not authentic, and no state
      * moves (the member's bytes received stay as they were). */
     bad = relay->stats.dropped_bad_packet;
-    rx = member->rx_bytes;
+    rx = member->live.rx_bytes;
     frame.data[WG_TRANSPORT_HEADER_LEN + 20] ^= 0x10;
     wire[wire_tail++ % WIRE_MAX] = frame;
     pump(now);
     assert_int_equal(relay->stats.dropped_bad_packet, bad + 1);
-    assert_int_equal(member->rx_bytes, rx);
+    assert_int_equal(member->live.rx_bytes, rx);
     /* To a key no member has: refused. */
     refused = relay->stats.relay_refused;
     memset(stranger, 0x5a, sizeof(stranger));
@@ -1411,7 +1413,7 @@ static void test_relay_frames_hostile_member(void **state)
     /* "From n1", as if n0 were n1's relay: the message must open with n1's
      * keys, and a made-up one does not. */
     msg[0] = WG_MSG_TRANSPORT;
-    memcpy(msg + 4, &peer_for(2, 1)->current->local_index, 4);
+    memcpy(msg + 4, &peer_for(2, 1)->wg.current->local_index, 4);
     bad = relay->stats.dropped_bad_packet;
     inject_frame(RELAY_FRAME_FROM, nodes[1].dev.self->public_key, msg, sizeof(msg), now);
     pump(now);
@@ -1509,7 +1511,7 @@ static struct peer *peer_named(struct device *dev, const char *name)
 
 static unsigned endpoint_port(const struct peer *p)
 {
-    return p->endpoint.sa.sa_family == AF_INET ? ntohs(p->endpoint.in4.sin_port) : 0;
+    return p->path.endpoint.sa.sa_family == AF_INET ? ntohs(p->path.endpoint.in4.sin_port) : 0;
 }
 
 /* A reload names hosts whose lookups do not answer: it returns at once,
@@ -1541,7 +1543,7 @@ static void test_dns_never_answers_packets_flow(void **state)
     assert_non_null(p1);
     assert_non_null(p2);
     assert_int_equal(endpoint_port(p1), 51820);   /* the old one, until the answer */
-    assert_int_equal(p2->endpoint.sa.sa_family, AF_UNSPEC);
+    assert_int_equal(p2->path.endpoint.sa.sa_family, AF_UNSPEC);
     for (unsigned i = 0; i < 20; i++) {
         now += WG_NSEC_PER_SEC / 100;
         app_send(0, 1, 100, now);
@@ -1558,10 +1560,10 @@ static void test_dns_never_answers_packets_flow(void **state)
     assert_int_equal(poll(&pfd, 1, 5000), 1);
     members_resolved(dev, now);
     assert_int_equal(endpoint_port(p1), 51821);
-    assert_int_equal(ntohl(p1->endpoint.in4.sin_addr.s_addr), 0xc0000202u);
-    assert_string_equal(p1->resolving, "");
-    assert_int_equal(p2->endpoint.sa.sa_family, AF_UNSPEC);
-    assert_string_equal(p2->resolving, "silent.example");
+    assert_int_equal(ntohl(p1->path.endpoint.in4.sin_addr.s_addr), 0xc0000202u);
+    assert_string_equal(p1->member.resolving, "");
+    assert_int_equal(p2->path.endpoint.sa.sa_family, AF_UNSPEC);
+    assert_string_equal(p2->member.resolving, "silent.example");
 
     dev->resolver = NULL;
     resolver_free(r);                         /* with a lookup still hanging */
@@ -1654,10 +1656,10 @@ static void test_relay_taken_only_after_proof(void **state)
     pump(now);
     now += (DISCO_DIRECT_STALE_S + 2) * SEC;
     assert_true(forwarded_by_n2(now));
-    assert_null(peer_for(0, 1)->via);
-    disco_relay_trial(&peer_for(0, 1)->relays, peer_for(0, 2)->id, now);
+    assert_null(peer_for(0, 1)->path.via);
+    disco_relay_trial(&peer_for(0, 1)->disco.relays, peer_for(0, 2)->id, now);
     assert_true(forwarded_by_n2(now));
-    assert_ptr_equal(peer_for(0, 1)->via, peer_for(0, 2));
+    assert_ptr_equal(peer_for(0, 1)->path.via, peer_for(0, 2));
 }
 
 /* A relay forwards only to a member it reaches directly, with a session:
@@ -1674,7 +1676,7 @@ static void test_relay_refuses_unreached_destination(void **state)
     cut[1][2] = cut[2][1] = true;
     app_send(0, 2, 100, now);
     pump(now);
-    assert_null(peer_for(2, 1)->current);
+    assert_null(peer_for(2, 1)->wg.current);
     refused = nodes[2].dev.stats.relay_refused;
     sent = nodes[2].transports + nodes[2].initiations;
     inject_frame(RELAY_FRAME_TO, nodes[1].dev.self->public_key, msg, sizeof(msg), now);
@@ -1725,7 +1727,7 @@ static void test_relayed_from_the_relay_itself(void **state)
                       ip + 20, (size_t)n, ip, MSG_MAX - WG_TRANSPORT_MIN_LEN - WG_PADDING_MULTIPLE);
     assert_true(n > 0);
     struct transport_packet tp = { .buf = buf, .cap = sizeof(buf), .len = (size_t)n };
-    assert_int_equal(transport_seal(peer_for(2, 0)->current, &tp, now), 0);
+    assert_int_equal(transport_seal(peer_for(2, 0)->wg.current, &tp, now), 0);
     bad = nodes[0].dev.stats.dropped_bad_packet;
     wire_put(2, &nodes[0].ep, buf, (uint32_t)tp.len);
     pump(now);
@@ -1774,15 +1776,15 @@ static unsigned punch_toward_victim(uint32_t credit)
     cut[0][2] = cut[2][0] = true;
     app_send(0, 1, 100, now);
     pump(now);
-    assert_non_null(peer_for(0, 1)->current);
+    assert_non_null(peer_for(0, 1)->wg.current);
     cut[1][0] = true;
-    peer_for(0, 1)->hint_credit = credit;
+    peer_for(0, 1)->disco.hint_credit = credit;
     m->type = DISCO_PUNCH;
     memcpy(m->punch.key, nodes[2].dev.self->public_key, WG_KEY_LEN);
     m->punch.id = 1;
     m->punch.n_cand = 1;
     m->punch.cand[0] = stray_target;
-    disco_receive(peer_for(0, 1), &nodes[1].ep, NULL, m, now);
+    discovery_receive(peer_for(0, 1), &nodes[1].ep, NULL, m, now);
     free(m);
     for (unsigned i = 0; i < 50; i++)
         tick(now += SEC / 10);
@@ -1824,19 +1826,19 @@ static bool locals_passed_on(uint32_t credit)
     pump(now);
     for (unsigned i = 0; i < 10 * (DISCO_ENDPOINTS_MIN_S + 1); i++)
         tick(now += SEC / 10);
-    assert_null(disco_cand_get(&peer_for(2, 1)->disco, &stray_target));
+    assert_null(disco_cand_get(&peer_for(2, 1)->disco.state, &stray_target));
     cut[1][0] = true;
-    peer_for(0, 1)->listed.sa.sa_family = AF_UNSPEC;
-    peer_for(0, 1)->hint_credit = credit;
+    peer_for(0, 1)->member.listed.sa.sa_family = AF_UNSPEC;
+    peer_for(0, 1)->disco.hint_credit = credit;
     m->type = DISCO_ENDPOINTS;
     m->endpoints.n_local = 1;
     m->endpoints.local[0] = stray_target;
-    disco_receive(peer_for(0, 1), &nodes[1].ep, NULL, m, now);
+    discovery_receive(peer_for(0, 1), &nodes[1].ep, NULL, m, now);
     free(m);
     pump(now);
     for (unsigned i = 0; i < 20; i++)
         tick(now += SEC / 10);
-    known = disco_cand_get(&peer_for(2, 1)->disco, &stray_target) != NULL;
+    known = disco_cand_get(&peer_for(2, 1)->disco.state, &stray_target) != NULL;
     return known;
 }
 
@@ -1965,7 +1967,7 @@ static uint32_t forge_disco(unsigned from, unsigned to, const struct disco_msg *
                       nodes[to].dev.self->address.bytes, ip + 20, (size_t)n, ip, room);
     assert_true(n > 0);
     tp.len = (size_t)n;
-    assert_int_equal(transport_seal(peer_for(from, to)->current, &tp, now), 0);
+    assert_int_equal(transport_seal(peer_for(from, to)->wg.current, &tp, now), 0);
     return (uint32_t)tp.len;
 }
 
@@ -1997,7 +1999,7 @@ static uint64_t mesh3(void)
     for (unsigned i = 0; i < 3; i++)
         for (unsigned j = 0; j < 3; j++)
             if (i != j) {
-                assert_true(peer_for(i, j)->speaks_disco);
+                assert_true(peer_for(i, j)->disco.speaks_disco);
                 assert_true(path_direct(peer_for(i, j)));
             }
     return now;
@@ -2042,8 +2044,8 @@ static void test_spoofed_endpoints_amplify_nothing(void **state)
     assert_true(victim_total() <= sent);
     assert_int_equal(victim_bytes[2], 0);      /* n2 never heard of it */
     assert_int_equal(nodes[0].dev.stats.disco_sent[DISCO_PUNCH], punches);
-    assert_true(endpoint_equal(&m->endpoint, &nodes[1].ep));
-    assert_true(m->endpoint_proven);
+    assert_true(endpoint_equal(&m->path.endpoint, &nodes[1].ep));
+    assert_true(m->path.endpoint_proven);
     /* And n1 is still reached. */
     unsigned before = nodes[1].tun_packets;
     app_send(0, 1, 100, now);
@@ -2083,7 +2085,7 @@ static void test_spoofed_probe_ping_amplifies_nothing(void **state)
                   (unsigned long long)sent);
     assert_true(victim_total() <= sent);
     assert_true(victim_msgs[0] <= 5);
-    assert_ptr_equal(peer_for(0, 1)->via, peer_for(0, 2));
+    assert_ptr_equal(peer_for(0, 1)->path.via, peer_for(0, 2));
 }
 
 /* A member that really moves (a new NAT mapping) is followed once its new
@@ -2097,18 +2099,18 @@ static void test_moved_peer_followed_after_challenge(void **state)
 
     for (unsigned i = 0; i < 30; i++)
         tick(now += SEC / 10);
-    assert_true(p->speaks_disco && p->endpoint_proven);
+    assert_true(p->disco.speaks_disco && p->path.endpoint_proven);
     nodes[1].ep.in4.sin_addr.s_addr = htonl(0xc0000263u);   /* 192.0.2.99 */
     nodes[1].ep.in4.sin_port = htons(40001);
     /* One packet from there moves nothing yet: the challenge goes. */
     app_send(1, 0, 100, now);
     pump(now);
-    assert_int_equal(ntohl(p->endpoint.in4.sin_addr.s_addr), 0xc0000202u);
-    assert_int_equal(p->unproven.src.port, 40001);
+    assert_int_equal(ntohl(p->path.endpoint.in4.sin_addr.s_addr), 0xc0000202u);
+    assert_int_equal(p->path.unproven.src.port, 40001);
     tick(now += SEC / 10);
     /* n1 answered it from there: the path. */
-    assert_true(endpoint_equal(&p->endpoint, &nodes[1].ep));
-    assert_true(p->endpoint_proven);
+    assert_true(endpoint_equal(&p->path.endpoint, &nodes[1].ep));
+    assert_true(p->path.endpoint_proven);
     before = nodes[1].tun_packets;
     app_send(0, 1, 100, now);
     pump(now);
@@ -2129,14 +2131,14 @@ static void test_moved_idle_peer_followed(void **state)
 
     for (unsigned i = 0; i < 30; i++)
         tick(now += SEC / 10);
-    assert_true(p->speaks_disco && p->endpoint_proven);
+    assert_true(p->disco.speaks_disco && p->path.endpoint_proven);
     nodes[1].ep.in4.sin_addr.s_addr = htonl(0xc0000263u);   /* 192.0.2.99 */
     /* Within a few of its pings (answered by PONGs, it took 30 s: until
      * its ENDPOINTS paid for a challenge). */
-    for (end = now + 10 * SEC; now < end && !endpoint_equal(&p->endpoint, &nodes[1].ep);)
+    for (end = now + 10 * SEC; now < end && !endpoint_equal(&p->path.endpoint, &nodes[1].ep);)
         tick(now += SEC / 10);
-    assert_true(endpoint_equal(&p->endpoint, &nodes[1].ep));
-    assert_true(p->endpoint_proven);
+    assert_true(endpoint_equal(&p->path.endpoint, &nodes[1].ep));
+    assert_true(p->path.endpoint_proven);
     before = nodes[1].tun_packets;
     app_send(0, 1, 100, now);
     pump(now);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of overlay/registry/etcd.c and registry_join against a real etcd,
  * started here on loopback by etcd_fixture.h (random free ports, a scratch
  * data directory; killed and removed on every way out: the group's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of overlay/membership/hosts and hosts_writer: the names block in a
  * hosts file, as pure edits of bytes and as in-place rewrites of real
  * temporary files (a member's claimed names left out where the file gives

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the ICMP errors ddp0 hands back (overlay/engine/icmp.c): for IPv4 and
  * IPv6, unreachable and too-big, the checksums (verified here with a
  * checksum of the test's own), the quoted header, the MTU, the addresses

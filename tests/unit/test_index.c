@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the receiver-index table (overlay/engine/index.c): add, find, remove,
  * full table, and a long random run against a plain array as the model,
  * which exercises removal from the middle of probe runs. */

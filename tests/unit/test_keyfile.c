@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of overlay/keyfile: decoding and encoding WireGuard keys against
  * pairs that `wg genkey` and `wg pubkey` printed, and reading key files
  * with every refusal and its exact message (permissions, missing, not a

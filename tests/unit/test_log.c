@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the log (overlay/base/log.c), with a file standing in for
  * stderr: under the journal (JOURNAL_STREAM names that file) a line is
  * "<PRIORITY>TEXT" with no timestamp; otherwise "HH:MM:SS.mmm IDENT LEVEL:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of overlay/membership/members.c that need no running engine: the
  * names block written from the cluster model (a line per node: its name,
  * aliases and machine names, a machine name written only when one node
@@ -253,9 +254,9 @@ static void test_machine_names(void **state)
     dev.n_self_names = 2;
     strcpy(dev.self_names[0], "ip-192-0-2-1");
     strcpy(dev.self_names[1], "ip-192-0-2-1.ec2.internal");
-    b->n_names = 2;
-    strcpy(b->names[0], "ip-192-0-2-2");     /* already b's alias: not twice */
-    strcpy(b->names[1], "gpu-c.internal");
+    b->disco.n_names = 2;
+    strcpy(b->disco.names[0], "ip-192-0-2-2");     /* already b's alias: not twice */
+    strcpy(b->disco.names[1], "gpu-c.internal");
     assert_string_equal(block_of(&dev),
                         "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
                         "10.77.0.1 a ip-192-0-2-1 ip-192-0-2-1.ec2.internal\n"
@@ -268,15 +269,15 @@ static void test_machine_names(void **state)
                         "10.77.0.2 b ip-192-0-2-2 b.internal\n"
                         "# END ddpnet ddp0\n");
     /* b says it is a's machine, and "a" (a node name) and localhost. */
-    strcpy(b->names[0], "IP-192-0-2-1");
-    strcpy(b->names[1], "a");
+    strcpy(b->disco.names[0], "IP-192-0-2-1");
+    strcpy(b->disco.names[1], "a");
     assert_string_equal(block_of(&dev),
                         "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
                         "10.77.0.1 a ip-192-0-2-1.ec2.internal\n"
                         "10.77.0.2 b ip-192-0-2-2 b.internal\n"
                         "# END ddpnet ddp0\n");
-    strcpy(b->names[0], "localhost");
-    b->n_names = 1;
+    strcpy(b->disco.names[0], "localhost");
+    b->disco.n_names = 1;
     assert_string_equal(block_of(&dev),
                         "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
                         "10.77.0.1 a ip-192-0-2-1 ip-192-0-2-1.ec2.internal\n"
@@ -314,8 +315,8 @@ static void test_machine_names_no_member_takes(void **state)
     dev.n_peers = 1;
     memcpy(b->public_key, dev.cluster.nodes[1].public_key, WG_KEY_LEN);
     for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
-        b->n_names = 1;
-        snprintf(b->names[0], sizeof(b->names[0]), "%s", never[i]);
+        b->disco.n_names = 1;
+        snprintf(b->disco.names[0], sizeof(b->disco.names[0]), "%s", never[i]);
         assert_string_equal(block_in(&dev, before, false),
                             "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
                             "10.77.0.1 a\n"
@@ -324,14 +325,14 @@ static void test_machine_names_no_member_takes(void **state)
                             "127.0.0.1 localhost\n192.0.2.99 storage-1\n");
     }
     /* gpu-b.internal resolves to 192.0.2.2: b's, once b is known there. */
-    strcpy(b->names[0], "gpu-b.internal");
+    strcpy(b->disco.names[0], "gpu-b.internal");
     assert_string_equal(block_in(&dev, "", false),
                         "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
                         "10.77.0.1 a\n"
                         "10.77.0.2 b ip-192-0-2-2 b.internal\n"
                         "# END ddpnet ddp0\n");
-    b->listed.in4.sin_family = AF_INET;
-    assert_int_equal(inet_pton(AF_INET, "192.0.2.2", &b->listed.in4.sin_addr), 1);
+    b->member.listed.in4.sin_family = AF_INET;
+    assert_int_equal(inet_pton(AF_INET, "192.0.2.2", &b->member.listed.in4.sin_addr), 1);
     assert_string_equal(block_in(&dev, "", false),
                         "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
                         "10.77.0.1 a\n"
@@ -363,10 +364,10 @@ static void test_registered_names(void **state)
     dev.n_peers = 2;
     memcpy(b->public_key, dev.cluster.nodes[1].public_key, WG_KEY_LEN);
     memcpy(c->public_key, dev.cluster.nodes[2].public_key, WG_KEY_LEN);
-    b->n_names = 1;
-    strcpy(b->names[0], "ip-192-0-2-2");  /* b's machine; the other record's name */
-    c->n_names = 1;
-    strcpy(c->names[0], "c-machine");
+    b->disco.n_names = 1;
+    strcpy(b->disco.names[0], "ip-192-0-2-2");  /* b's machine; the other record's name */
+    c->disco.n_names = 1;
+    strcpy(c->disco.names[0], "c-machine");
     assert_string_equal(block_of(&dev),
                         "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
                         "10.77.0.1 a\n"
@@ -375,15 +376,15 @@ static void test_registered_names(void **state)
                         "# END ddpnet ddp0\n");
     /* Pending: no line, and its name claims nothing: b's machine name is
      * b's alone again. */
-    c->pending = true;
+    c->member.pending = true;
     assert_string_equal(block_of(&dev),
                         "# BEGIN ddpnet ddp0 (managed by ddpnet; do not edit)\n"
                         "10.77.0.1 a\n"
                         "10.77.0.2 b ip-192-0-2-2\n"
                         "# END ddpnet ddp0\n");
     /* The other order: the same, neither. */
-    c->pending = false;
-    c->n_names = 0;
+    c->member.pending = false;
+    c->disco.n_names = 0;
     struct cluster_node t = dev.cluster.nodes[1];
     dev.cluster.nodes[1] = dev.cluster.nodes[2];
     dev.cluster.nodes[2] = t;

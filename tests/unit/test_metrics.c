@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the metrics (overlay/control/metrics*.c): the exposition of a
  * device built by hand -- names, labels, escaping, paths, drop reasons --
  * and the HTTP endpoint on loopback, driven as the loop drives it (poll
@@ -22,6 +23,7 @@
 
 #include "config/addr.h"
 #include "overlay/base/clock.h"
+#include "overlay/base/version.h"
 #include "overlay/control/metrics.h"
 #include "overlay/engine/device.h"
 #include "tests/unit/peer_fixture.h"
@@ -53,14 +55,14 @@ static int setup(void **state)
     peer_fixture_fill(&f->dev, f->peers, 2);
     b = f->peers[0];
     peer_fixture_endpoint4(b, "192.0.2.2", 51820);
-    b->last_handshake.tv_sec = 1700000000;
-    b->last_handshake.tv_nsec = 500000000;
-    b->rx_bytes = 1000;
-    b->tx_bytes = 123456789012ull;
-    b->handshakes_sent = 3;
-    b->handshakes_completed = 2;
-    b->reachable = true;
-    b->disco.rtt_ns = 1500000;
+    b->wg.last_handshake.tv_sec = 1700000000;
+    b->wg.last_handshake.tv_nsec = 500000000;
+    b->live.rx_bytes = 1000;
+    b->live.tx_bytes = 123456789012ull;
+    b->wg.handshakes_sent = 3;
+    b->wg.handshakes_completed = 2;
+    b->live.reachable = true;
+    b->disco.state.rtt_ns = 1500000;
     f->dev.stats.dropped_replay = 7;
     f->dev.stats.dropped_no_buffer = 5;
     f->dev.stage.stats.dropped_peer_full = 1;
@@ -155,7 +157,7 @@ static void test_families_grouped(void **state)
         assert_int_equal(len, strlen(current));
         assert_memory_equal(line, current, len);
     }
-    assert_int_equal(n_seen, 17);   /* without a loop: no buffer counts */
+    assert_int_equal(n_seen, 18);   /* without a loop: no buffer counts */
     free(text);
 }
 
@@ -164,23 +166,23 @@ static void test_relay_and_unreachable(void **state)
     struct fx *f = *state;
     char *text;
 
-    f->peers[1]->via = f->peers[0];
-    f->peers[1]->endpoint = f->peers[0]->endpoint;
+    f->peers[1]->path.via = f->peers[0];
+    f->peers[1]->path.endpoint = f->peers[0]->path.endpoint;
     /* Before its first handshake: somewhere to send, nothing proven. */
     text = format(f);
     expect_line(text, "ddpnet_peer_path{" C_LABELS ",path=\"waiting\",via=\"\"} 1");
     free(text);
-    f->peers[1]->reachable = true;
+    f->peers[1]->live.reachable = true;
     text = format(f);
     expect_line(text, "ddpnet_peer_path{" C_LABELS ",path=\"relay\",via=\"gpu-b\"} 1");
     free(text);
-    f->peers[1]->no_answer = true;
+    f->peers[1]->wg.no_answer = true;
     text = format(f);
     expect_line(text, "ddpnet_peer_path{" C_LABELS ",path=\"unreachable\",via=\"\"} 1");
     expect_line(text, "ddpnet_peer_reachable{" C_LABELS "} 0");
     free(text);
     /* A registry record its key has not stated: pending, whatever else. */
-    f->peers[1]->pending = true;
+    f->peers[1]->member.pending = true;
     text = format(f);
     expect_line(text, "ddpnet_peer_path{" C_LABELS ",path=\"pending\",via=\"\"} 1");
     free(text);
@@ -205,6 +207,15 @@ static void test_drops_and_device(void **state)
     expect_line(text, "ddpnet_packets_dropped_total{interface=\"ddp0\",reason=\"bad_source\"} 0");
     expect_line(text, "ddpnet_packets_dropped_total{interface=\"ddp0\",reason=\"rate_limited\"} 0");
     expect_line(text, "ddpnet_info{interface=\"ddp0\",node=\"gpu-a\"} 1");
+    {
+        /* The version the build was given (base/version.h), and the
+         * control protocol's number. */
+        char build[128];
+        snprintf(build, sizeof(build), "ddpnet_build_info{version=\"%s\",control_protocol=\"%u\"} 1",
+                 ddpnet_version, DDPNET_CONTROL_PROTOCOL);
+        assert_true(strlen(ddpnet_version) > 0);
+        expect_line(text, build);
+    }
     expect_line(text, "ddpnet_peers{interface=\"ddp0\"} 2");
     expect_line(text, "ddpnet_cluster_file_applied_timestamp_seconds{interface=\"ddp0\"} "
                 "1700000123");
@@ -230,7 +241,7 @@ static void test_label_escaping(void **state)
     struct fx *f = *state;
     char *text;
 
-    snprintf(f->peers[0]->name, sizeof(f->peers[0]->name), "a\"b\\c\nd");
+    snprintf(f->peers[0]->member.name, sizeof(f->peers[0]->member.name), "a\"b\\c\nd");
     snprintf(f->dev.ifname, sizeof(f->dev.ifname), "x\"y");
     text = format(f);
     assert_non_null(strstr(text, "interface=\"x\\\"y\""));

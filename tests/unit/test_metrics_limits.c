@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The metrics endpoint's bounds (overlay/control/metrics.h), tested as an
  * attacker with one fast client on loopback would test them, the server
  * driven as the daemon's services drive it (poll its fd until

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the handshake (crypto/noise.c, crypto/noise_ik.c): the Noise
  * IKpsk2 vector, full handshakes between two in-memory parties with and
  * without a pre-shared key, every byte of each message flipped, replayed and

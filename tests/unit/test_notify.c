@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of notify_unit_parse (daemon/notify.h): the systemd unit found in
  * /proc/self/cgroup's text, for cgroup v2 and v1, and where there is none. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of tun/offload: the vnet header, the checksum, segmentation of
  * TSO/USO super-packets and coalescing of TCP segments. Packets are built
  * here field by field and every checksum is judged by a plain byte-pair

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of overlay/loop/pkt.c's sizing: how many full-size segments one GSO
  * send carries, which caps ddp0's super-packets (a cap one too high would
  * send every super-packet in two sends; one too low wastes a segment per

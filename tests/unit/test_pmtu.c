@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the path MTU search (overlay/disco/pmtu.c) on a fake clock, against a
  * simulated path that answers probes up to a size: wide paths confirm the
  * full size in one probe, narrow ones converge to within PMTU_PRECISION

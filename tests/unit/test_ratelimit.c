@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the per-source handshake rate limiter (overlay/engine/ratelimit.c) on a
  * fake clock: the burst, the steady rate, sources apart, IPv6 by /64, the
  * table bound, expiry of idle sources, and no allocation per call. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of overlay/registry/record.c, the registry's values and keys: a
  * record encoded and decoded back (IPv4 and IPv6 networks, with and
  * without endpoint and port, IP and hostname endpoints), every malformed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of overlay/registry/registry.c that need no etcd: the model the
  * device runs (registry_model: the file's nodes first and winning every
  * clash of name, key or address, then registrations in order, an earlier

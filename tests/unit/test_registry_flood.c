@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The registry's bounds under a flooded prefix (overlay/registry/), against
  * a real etcd started here by etcd_fixture.h (loopback, random ports,
  * data in /dev/shm, killed and removed on every way out; skipped when no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests for crypto/relay_frame and the AEAD it rests on
  * (aead_seal_part_batch): the layout byte by byte; an independent check
  * with libsodium (the tag is RFC 8439's with no AD over the whole frame,

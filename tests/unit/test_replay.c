@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the anti-replay window (crypto/replay.c): a numbered table in
  * the style of the Linux module's selftest, full-window sweeps at tops that
  * make the ring wrap, a long sequential run, and a comparison with a plain

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The resolver (overlay/loop/resolver.h) with lookups this test answers:
  *   - answers, good and failed, come back through the fd
  *   - a name asked many times (any case) is looked up once, and its one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the staging store (overlay/engine/stage.c): packets come back whole
  * and in order whatever their size (cells straddled, keepalives of no
  * bytes); each peer is held to its bound by losing its oldest; a full

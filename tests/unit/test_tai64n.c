@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests for crypto/tai64n: the exact bytes of known times (the Unix epoch,
  * a recent second, a seconds field with every byte distinct), rounding of
  * the nanoseconds down to WG_TIMESTAMP_GRAIN_NS, and the property the

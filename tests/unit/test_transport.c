@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests for crypto/transport: two keypairs wired to each other by hand
  * (a sends with the key b receives with, and the other way), then round
  * trips of many sizes checked byte by byte against the wire layout and an

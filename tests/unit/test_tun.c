@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of tun/: the TUN device and the rtnetlink calls, against the real
  * kernel. Each test runs in a network namespace of its own (root and
  * /dev/net/tun needed; otherwise every test reports itself skipped). What

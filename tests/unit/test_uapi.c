@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of overlay/uapi: request framing, `set` bodies through a recording
  * set of callbacks, and the `get` response writer. */
 #include <arpa/inet.h>

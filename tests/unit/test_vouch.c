@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of overlay/registry/vouch.c: what a writer of the registry's
  * prefix can and cannot make the others believe. Each round runs as
  * membership runs it (members.c): the snapshot sorted by the key

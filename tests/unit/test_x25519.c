@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests for crypto/x25519: the RFC 7748 vectors, the Wycheproof X25519
  * suite (an all-zero shared secret must be refused), clamping, and key
  * generation. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A small recursive-descent JSON reader for the vector files, and hex. */
 #include <ctype.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Test support: reads the JSON vector files of ../shared/vectors (a small
  * JSON reader, enough for those files) and decodes hex. Tests only. */
 #ifndef DDPNET_TEST_VECTORS_H

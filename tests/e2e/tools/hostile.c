@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hostile: a cluster member whose key was stolen (tests/e2e/hostile_member.sh).
  * It speaks WireGuard and ddpnet's disco with the project's own pure
  * modules (crypto/noise.h, crypto/transport.h, crypto/cookie.h,

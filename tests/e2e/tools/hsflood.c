@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hsflood: floods a WireGuard port with handshake initiations, as a
  * stranger who knows the target's public key would (tests/e2e/handshake_flood.sh).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Sequence-numbered UDP flows for tests/e2e/multistream.sh: does the
 tunnel keep each flow's order, and lose nothing, with several at once?
 
