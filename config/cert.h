@@ -162,4 +162,20 @@ int cert_key_parse(const char *text, uint8_t pub[CERT_PUBKEY_LEN]);
 int cert_secret_format(const uint8_t secret[CERT_SECRET_LEN], char *out, size_t cap);
 int cert_secret_parse(const char *text, uint8_t secret[CERT_SECRET_LEN]);
 
+/* The node a member certificate makes in cluster c (joining with no
+ * server, or a member that passed it on): its name, key and aliases, and
+ * its address -- the one it fixes, else derived from its key (below). No
+ * endpoint: discovery finds where it is. 0, -EINVAL (not a member
+ * certificate, or a fixed address outside c's network), -ENOSPC (the
+ * network has no host addresses). */
+int cert_member_node(const struct cert *c, const struct cluster *cl, struct cluster_node *out);
+/* The address rule for a certificate that fixes none, the same on every
+ * node: the first 8 bytes of BLAKE2b-256("ddpnet-address" || key), as a
+ * number, taken modulo the network's host addresses less its first and
+ * last (n = 2^host_bits - 2, host_bits at most 62) and added, plus one,
+ * to the network address. Two keys can land on one address: README
+ * "Joining with an authority" says who wins. */
+int cert_derive_address(const uint8_t key[CERT_PUBKEY_LEN], const struct cluster *cl,
+                        struct cluster_addr *out);
+
 #endif

@@ -471,6 +471,10 @@ static void keep_key_fresh_on_receive(struct peer *p, uint64_t now)
 
 static bool source_allowed(const struct peer *p, const struct inner *in)
 {
+    /* A stranger on probation has no address yet: its disco CERT is let
+     * in (its data is dropped as a pending peer's, its other disco too). */
+    if (p->member.probation)
+        return true;
     size_t n = in->family == AF_INET ? 4 : 16;
     return p->member.address.family == in->family && !memcmp(p->member.address.bytes, in->src, n);
 }

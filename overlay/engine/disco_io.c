@@ -352,6 +352,18 @@ static void send_record(struct peer *x, uint64_t now)
     send_disco(x, m, NULL, now);
 }
 
+void discovery_send_cert(struct peer *x, const char *text, size_t len, uint64_t now)
+{
+    struct disco_msg *m = x->dev->disco.out_msg;
+
+    if (!len || len > DISCO_CERT_MAX)
+        return;
+    m->type = DISCO_CERT;
+    m->cert.text = text;
+    m->cert.len = (uint16_t)len;
+    send_disco(x, m, NULL, now);
+}
+
 /* Records go in as many messages as it takes to keep each within the
  * path's MTU. */
 static void send_endpoints(struct peer *x, uint64_t now)
@@ -814,6 +826,10 @@ void discovery_receive(struct peer *p, const union endpoint *src, struct peer *v
      * be a probe). From elsewhere it is challenged first (path.c). */
     if (!via && src && p->path.via && m->type != DISCO_PING && path_proven(p, src))
         path_use_direct(p, src, now);
+    if (p->member.probation && m->type != DISCO_CERT) {
+        p->dev->stats.disco_bad++;       /* a stranger may only show its certificate */
+        return;
+    }
     switch (m->type) {
     case DISCO_ENDPOINTS:
         on_endpoints(p, via, &m->endpoints, now);
@@ -838,6 +854,10 @@ void discovery_receive(struct peer *p, const union endpoint *src, struct peer *v
         break;
     case DISCO_RECORD:
         on_record(p, m->record, now);
+        break;
+    case DISCO_CERT:
+        if (p->dev->cert_said)
+            p->dev->cert_said(p, m->cert.text, m->cert.len, now);
         break;
     default:
         p->dev->stats.disco_bad++;   /* RELAYED never gets here */
@@ -864,6 +884,8 @@ bool discovery_session_up(struct peer *p, uint64_t now)
     disco_session_began(&p->disco.state, rekey, now);
     send_features(p, now);
     send_record(p, now);
+    if (p->dev->self_cert)      /* a stranger to p may join so (probation.h) */
+        discovery_send_cert(p, p->dev->self_cert, strlen(p->dev->self_cert), now);
     /* A session new to the other side may be with a peer it made anew
      * (our record went and came back there): our names at once, not at
      * the next ENDPOINTS. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Probationary peers: see probation.h. A linear scan of PROBATION_MAX
  * entries is cheaper than any index at this size. */
 #include "overlay/engine/probation.h"

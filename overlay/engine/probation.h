@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Probationary peers: WireGuard static keys not in the cluster whose
  * handshake initiation was accepted only so that they can present an
  * authority certificate inside the tunnel (issue 33, joining with no

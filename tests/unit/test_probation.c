@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tests of the probationary peers' table (overlay/engine/probation.c) on
  * a fake clock: the total bound, the per-source share, the 10 s window,
  * ending a probation, and no allocation. */
