@@ -949,15 +949,17 @@ static int by_seniority(const void *a, const void *b)
     return memcmp(x->subject, y->subject, CERT_PUBKEY_LEN);
 }
 
-/* With an authority: after the registry's, a node for each member
- * certificate held whose key neither the file nor a record nor we hold
+/* With an authority and no registry: a node for each member
+ * certificate held whose key neither the file nor we hold
  * (joined with no server, or passed on by a member), oldest first
  * (not_before, then key): registry_model keeps the first of a clash, so
  * every node keeps the same one. *nodes grows (realloc). */
 static int with_certified(struct device *dev, const struct cluster *file,
                           struct cluster_node **nodes, size_t *n)
 {
-    size_t held = dev->certs ? certs_count(dev->certs) : 0, m = 0;
+    /* With a registry its records are the members (their certificates
+     * vet them): one said on a session waits for its record. */
+    size_t held = dev->certs && !dev->registry ? certs_count(dev->certs) : 0, m = 0;
     const struct cert **order;
     struct cluster_node *grown;
     struct cluster_index *known;
