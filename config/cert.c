@@ -472,6 +472,20 @@ int cert_sign(struct cert *c, const uint8_t secret[CERT_SECRET_LEN], char *out, 
     return ret;
 }
 
+int cert_format(const struct cert *c, char *out, size_t cap)
+{
+    struct wbuf w;
+    int ret;
+
+    if (!fields_valid(c) || !kind_prefix(c->kind))
+        return -EINVAL;
+    encode_signed(c, &w);
+    put_bytes(&w, c->sig, CERT_SIG_LEN);
+    ret = text_write(kind_prefix(c->kind), w.b, w.len, out, cap);
+    sodium_memzero(&w, sizeof(w));
+    return ret;
+}
+
 /* A whole statement from bin: nothing left over, every field valid. */
 static int parse_bin(const uint8_t *bin, size_t len, struct cert *out, size_t *used)
 {

@@ -112,6 +112,10 @@ int cert_sign(struct cert *c, const uint8_t secret[CERT_SECRET_LEN],
 /* Parses one text form (surrounding spaces and a final newline allowed).
  * Checks layout and field ranges only, no signature: 0 or -EINVAL. */
 int cert_parse(const char *text, struct cert *out);
+/* A statement parsed (or signed) already, written again as its text line
+ * (the signature it carries, unchecked: cert_verify's job), so that a node
+ * can pass on what it holds. 0, -EINVAL, -ENOSPC as cert_sign. */
+int cert_format(const struct cert *c, char *out, size_t cap);
 
 /* Lifetimes are half open: valid while not_before <= now < not_after. */
 /* Checks signatures against the authority key, the lifetime at now, and

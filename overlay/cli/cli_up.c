@@ -209,10 +209,15 @@ static int up_cert(struct up *u)
                     "used\n", u->args.cluster);
         return CLI_CONTINUE;
     }
-    if ((self && !u->args.cert) || u->opt.cert_self)
+    if (u->opt.cert_self)
         return CLI_CONTINUE;
     if (up_cert_path(u, path, sizeof(path)))
         return CLI_EXIT_FAIL;
+    /* A listed node's certificate is optional: where it has one beside
+     * its key, it says it to strangers that join (README "Joining with an
+     * authority and no server"), who count it only so. */
+    if (self && !u->args.cert && access(path, F_OK) != 0)
+        return CLI_CONTINUE;
     x25519_public(pub, u->opt.private_key);
     if (certfile_read(path, u->cert, sizeof(u->cert), err, sizeof(err)) ||
         certfile_check(path, u->cert, &u->cluster, pub,

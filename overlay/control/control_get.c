@@ -103,6 +103,9 @@ static void put_addr(struct uapi_buf *b, const char *key, const struct cluster_a
 {
     char text[CLUSTER_HOST_MAX + 3];
 
+    /* A stranger on probation has none yet (engine/probation.h). */
+    if (a->family == AF_UNSPEC)
+        return;
     /* An address that cannot be written leaves the response invalid. */
     if (cluster_addr_format(a, text, sizeof(text)) < 0)
         b->overflow = true;
@@ -240,6 +243,8 @@ int control_get_ddpnet(struct device *dev, uint64_t now_ns, char **out, size_t *
     put_ddpnet_iface(&b, dev);
     put_cert_expiry(&b, dev, dev->self->public_key);
     for (size_t i = 0; i < dev->n_peers; i++) {
+        if (dev->peers[i]->member.probation)   /* a stranger, no member (yet) */
+            continue;
         put_ddpnet_peer(&b, dev->peers[i], now_ns);
         put_cert_expiry(&b, dev, dev->peers[i]->public_key);
     }
@@ -273,6 +278,8 @@ int control_get_env(struct device *dev, char **out, size_t *len)
     uapi_put_str(&b, CONTROL_KEY_MASTER, master->name);
     put_addr(&b, CONTROL_KEY_MASTER_ADDRESS, &master->address);
     for (size_t i = 0; i < dev->n_peers; i++) {
+        if (dev->peers[i]->member.probation)
+            continue;
         uapi_put_key(&b, UAPI_KEY_PUBLIC_KEY, dev->peers[i]->public_key);
         uapi_put_str(&b, CONTROL_KEY_NAME, dev->peers[i]->member.name);
         put_addr(&b, CONTROL_KEY_ADDRESS, &dev->peers[i]->member.address);

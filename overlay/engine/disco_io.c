@@ -361,7 +361,10 @@ void discovery_send_cert(struct peer *x, const char *text, size_t len, uint64_t 
     m->type = DISCO_CERT;
     m->cert.text = text;
     m->cert.len = (uint16_t)len;
-    send_disco(x, m, NULL, now);
+    /* Said at a session's start, when its path may be unproven yet (disco.h)
+     * but is where the handshake went: to that endpoint. */
+    send_disco(x, m, !x->path.via && x->path.endpoint.sa.sa_family != AF_UNSPEC ?
+               &x->path.endpoint : NULL, now);
 }
 
 /* Records go in as many messages as it takes to keep each within the

@@ -844,6 +844,26 @@ static void members_probation_run(struct device *dev, uint64_t now)
  * the receive. */
 #define CERT_PER_SEC 20u
 #define CERT_BURST   64u
+/* A newcomer whose certificate holds hears the members' certificates we
+ * hold, so that it counts them though its file lists fewer (at most half
+ * its CERT burst: what is beyond, it learns as their sessions with it
+ * begin, each saying its own). */
+static void tell_newcomer(struct peer *p, uint64_t now)
+{
+    struct device *dev = p->dev;
+    char text[CERT_TEXT_MAX + 1];
+    size_t sent = 0;
+
+    for (size_t i = 0; i < certs_count(dev->certs) && sent < CERT_BURST / 2; i++) {
+        const struct cert *c = certs_at(dev->certs, i);
+        if (!memcmp(c->subject, p->public_key, CERT_PUBKEY_LEN) ||
+            cert_format(c, text, sizeof(text)))
+            continue;
+        discovery_send_cert(p, text, strlen(text), now);
+        sent++;
+    }
+}
+
 void members_cert_said(struct peer *p, const char *text, size_t len, uint64_t now)
 {
     struct device *dev = p->dev;
@@ -877,6 +897,8 @@ void members_cert_said(struct peer *p, const char *text, size_t len, uint64_t no
         if (q != p && q->disco.speaks_disco && !q->member.probation)
             discovery_send_cert(q, line, len, now);
     }
+    if (v == CERTS_ADDED && p->member.probation && certs_member(dev->certs, p->public_key))
+        tell_newcomer(p, now);
 }
 
 /* When the first probation ends (UINT64_MAX: none). */
@@ -911,7 +933,7 @@ uint64_t members_certs_run(struct device *dev, uint64_t now)
             dev->certs_dirty = false;
             log_warn("authority: a change of certificates not applied: %s", strerror(-ret));
         } else if (changes) {
-            log_notice("authority: %zu change%s on certificates expired, revoked or let go",
+            log_notice("authority: %zu change%s from certificates (new, expired, revoked, let go)",
                        changes, changes == 1 ? "" : "s");
         }
         if (dev->certs_dirty)

@@ -4,9 +4,10 @@
 # file (the same file as theirs): its certificate, signed through a join
 # token, is its identity, its address derived from its key.
 #  1. a, b, c up with their certificates; they reach one another;
-#  2. d up with the same file: every member puts d's key on probation,
-#     d presents its certificate inside the tunnel, and d is reached by
-#     all (by overlay address and by name) within AUTH_JOIN_S of its up;
+#  2. d up: a puts d's key on probation, d presents its certificate
+#     inside the tunnel, a passes it on to b and c and theirs to d, and
+#     d is reached by all (by overlay address and by name) within
+#     AUTH_JOIN_S of its up;
 #  3. a node whose certificate another authority signed is refused at up.
 #
 #                    namespace "hub": bridge br0
@@ -46,6 +47,10 @@ done
     --valid 1h >"$T/token" || fail "ddpnet authority token failed"
 "$DDPNET" authority sign --token "$T/token" --name spot-d --public-key "$(pub d)" \
     >"$T/d/key.cert" || fail "ddpnet authority sign --token failed"
+# d's file: the same [cluster], and one member (a) to reach first.
+CD=$T/d/cluster.conf
+cluster_begin "$CD" "authority = $AUTH"
+cluster_node "$CD" a "$(pub a)" "${ADDR[a]}" "$E2E_V4NET.1:$E2E_PORT"
 for n in a b c; do ddp_up "$n" "$C"; done
 for n in a b c; do
     for m in a b c; do
@@ -57,7 +62,7 @@ say "a, b and c reach one another"
 
 step "d joins with its token's certificate; reached by all within $AUTH_JOIN_S s"
 t0=$(date +%s%N)
-ddp_up d "$C"
+ddp_up d "$CD"
 DADDR=$(nx d ip -4 -o addr show dev ddp0 | awk '{print $4}' | cut -d/ -f1)
 [ -n "$DADDR" ] || fail "d has no address on ddp0"
 for n in a b c; do
@@ -69,7 +74,7 @@ say "d ($DADDR, derived from its key) reached by a, b and c $JOIN_MS ms after it
     fail "d was reached by all only after $JOIN_MS ms (bound ${AUTH_JOIN_S}000)"
 for n in a b c; do
     wait_for 5 nx "$n" ping -n -c 1 -W 1 spot-d || fail "$n does not reach d by name"
-    nx d ping -n -c 1 -W 1 "$n" >/dev/null || fail "d does not reach $n by name"
+    wait_for 5 nx d ping -n -c 1 -W 1 "$n" || fail "d does not reach $n by name"
 done
 say "a, b and c reach d by name, and d them"
 
