@@ -864,6 +864,41 @@ static void tell_newcomer(struct peer *p, uint64_t now)
     }
 }
 
+/* A statement that counts now, to every peer that speaks disco but from
+ * (NULL: none) and strangers on probation. */
+static void pass_on(struct device *dev, const struct peer *from, const char *line, size_t len,
+                    uint64_t now)
+{
+    for (size_t i = 0; i < dev->n_peers; i++) {
+        struct peer *q = dev->peers[i];
+        if (q != from && q->disco.speaks_disco && !q->member.probation)
+            discovery_send_cert(q, line, len, now);
+    }
+}
+
+int members_statement(struct device *dev, const char *text, size_t len, uint64_t now,
+                      const char **why)
+{
+    char line[CERT_TEXT_MAX + 1];
+    enum certs_verdict v;
+
+    *why = "";
+    if (!dev->certs)
+        return -EPERM;
+    while (len && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' '))
+        len--;
+    if (len > CERT_TEXT_MAX)
+        return -EINVAL;
+    memcpy(line, text, len);
+    line[len] = '\0';
+    v = certs_offer(dev->certs, line, unix_now(), why);
+    log_notice("authority: a statement given through the control socket: %s%s%s",
+               certs_verdict_str(v), (*why)[0] ? ": " : "", *why);
+    if (v == CERTS_ADDED || v == CERTS_REVOKING)
+        pass_on(dev, NULL, line, len, now);
+    return (int)v;
+}
+
 void members_cert_said(struct peer *p, const char *text, size_t len, uint64_t now)
 {
     struct device *dev = p->dev;
@@ -892,11 +927,7 @@ void members_cert_said(struct peer *p, const char *text, size_t len, uint64_t no
                         certs_verdict_str(v), why[0] ? ": " : "", why);
         return;
     }
-    for (size_t i = 0; i < dev->n_peers; i++) {
-        struct peer *q = dev->peers[i];
-        if (q != p && q->disco.speaks_disco && !q->member.probation)
-            discovery_send_cert(q, line, len, now);
-    }
+    pass_on(dev, p, line, len, now);
     if (v == CERTS_ADDED && p->member.probation && certs_member(dev->certs, p->public_key))
         tell_newcomer(p, now);
 }

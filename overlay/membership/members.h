@@ -68,6 +68,14 @@ uint64_t members_certs_run(struct device *dev, uint64_t now);
  * ended (engine/probation.h). */
 void members_cert_said(struct peer *p, const char *text, size_t len, uint64_t now);
 
+/* A statement of the authority handed to the node by a person (`ddpnet
+ * revoke`: the control socket): offered to the store, and, when it counts
+ * now (a revocation taken, a certificate added), passed on to every peer
+ * that speaks disco. Its verdict (enum certs_verdict, *why as certs_offer
+ * says), or -EPERM without an authority, -EINVAL for text too long. */
+int members_statement(struct device *dev, const char *text, size_t len, uint64_t now,
+                      const char **why);
+
 /* A hostname endpoint (endpoints.c): asks the device's resolver for n's
  * endpoint host on p's behalf, never waiting for it; p keeps the endpoint
  * it has (none, for a new peer) until members_resolved applies the answer.

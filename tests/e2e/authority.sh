@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Joining with an authority and no server (issue 33): a, b and c are in
 # the file, each with a certificate from one authority; d is not in the
 # file (the same file as theirs): its certificate, signed through a join
@@ -8,7 +9,12 @@
 #     inside the tunnel, a passes it on to b and c and theirs to d, and
 #     d is reached by all (by overlay address and by name) within
 #     AUTH_JOIN_S of its up;
-#  3. a node whose certificate another authority signed is refused at up.
+#  3. d's certificate revoked (`ddpnet authority revoke`, given to a alone
+#     with `ddpnet revoke`): d gone from every node within AUTH_JOIN_S;
+#     d up again with it: refused by all (no peer, no route);
+#  4. e joins with a certificate valid AUTH_EXPIRY_S (8) s: reached, then
+#     gone from every node within AUTH_JOIN_S of its expiry;
+#  5. a node whose certificate another authority signed is refused at up.
 #
 #                    namespace "hub": bridge br0
 #      +--------------+--------------+--------------+
@@ -25,7 +31,7 @@ declare -A ADDR=([a]=10.77.0.1 [b]=10.77.0.2 [c]=10.77.0.3)
 step "an authority, a token; a, b, c in the file with certificates"
 e2e_hub
 i=0
-for n in a b c d x; do
+for n in a b c d e x; do
     i=$((i + 1))
     e2e_node "$n" "$i" -
     e2e_key "$n"
@@ -77,6 +83,57 @@ for n in a b c; do
     wait_for 5 nx d ping -n -c 1 -W 1 "$n" || fail "d does not reach $n by name"
 done
 say "a, b and c reach d by name, and d them"
+
+# gone_from NODE ADDR: NODE has no route to ADDR now (its peer removed:
+# the ping errs or goes unanswered) and its status lists no such peer.
+gone_from() {
+    ! nx "$1" ping -n -c 1 -W 1 "$2" >/dev/null 2>&1 &&
+        ! ddp_status "$1" | grep -q " $2 "
+}
+
+step "d revoked through a alone: gone from every node within $AUTH_JOIN_S s"
+"$DDPNET" authority revoke -a "$T/authority/authority.key" "$T/d/key.cert" >"$T/d.revoke" ||
+    fail "ddpnet authority revoke failed"
+t0=$(date +%s%N)
+out=$(nx a "$DDPNET" revoke --run-dir "$T/a/run" "$T/d.revoke" 2>&1) ||
+    fail "ddpnet revoke on a failed: $out"
+say "a took the revocation: $out"
+for n in a b c; do
+    wait_for 10 gone_from "$n" "$DADDR" || fail "d ($DADDR) not gone from $n"
+done
+GONE_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
+say "d gone from a, b and c $GONE_MS ms after the revocation was given to a"
+[ "$GONE_MS" -le $((AUTH_JOIN_S * 1000)) ] ||
+    fail "d gone from all only after $GONE_MS ms (bound ${AUTH_JOIN_S}000)"
+ddp_down d
+# d again with its revoked certificate: refused by all (no peer, no route).
+ddp_up d "$CD"
+sleep 2
+for n in a b c; do gone_from "$n" "$DADDR" || fail "$n took d back after its revocation"; done
+say "d, up again with its revoked certificate, is refused by a, b and c"
+ddp_down d
+
+step "e's certificate expires: gone from every node within $AUTH_JOIN_S s"
+EXPIRY_S=${AUTH_EXPIRY_S:-8}
+"$DDPNET" authority sign --token "$T/token" --name spot-e --public-key "$(pub e)" \
+    --valid "${EXPIRY_S}s" >"$T/e/key.cert" || fail "ddpnet authority sign (e) failed"
+end=$(( $(date +%s) + EXPIRY_S ))
+cp "$CD" "$T/e/cluster.conf"
+ddp_up e "$T/e/cluster.conf"
+EADDR=$(nx e ip -4 -o addr show dev ddp0 | awk '{print $4}' | cut -d/ -f1)
+for n in a b c; do
+    wait_for 5 nx "$n" ping -n -c 1 -W 1 "$EADDR" || fail "$n does not reach e ($EADDR)"
+done
+say "e ($EADDR) reached by a, b and c; its certificate ends at $end"
+while [ "$(date +%s)" -lt "$end" ]; do sleep 0.2; done
+t0=$(date +%s%N)
+for n in a b c; do
+    wait_for 10 gone_from "$n" "$EADDR" || fail "e ($EADDR) not gone from $n after its expiry"
+done
+GONE_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
+say "e gone from a, b and c $GONE_MS ms after its certificate expired"
+[ "$GONE_MS" -le $((AUTH_JOIN_S * 1000)) ] ||
+    fail "e gone from all only after $GONE_MS ms (bound ${AUTH_JOIN_S}000)"
 
 step "a certificate from another authority: refused at up"
 "$DDPNET" authority init -o "$T/other/authority.key" >/dev/null 2>&1 ||
