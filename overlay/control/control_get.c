@@ -103,9 +103,6 @@ static void put_addr(struct uapi_buf *b, const char *key, const struct cluster_a
 {
     char text[CLUSTER_HOST_MAX + 3];
 
-    /* A stranger on probation has none yet (engine/probation.h). */
-    if (a->family == AF_UNSPEC)
-        return;
     /* An address that cannot be written leaves the response invalid. */
     if (cluster_addr_format(a, text, sizeof(text)) < 0)
         b->overflow = true;
