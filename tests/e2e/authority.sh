@@ -14,7 +14,10 @@
 #     d up again with it: refused by all (no peer, no route);
 #  4. e joins with a certificate valid AUTH_EXPIRY_S (8) s: reached, then
 #     gone from every node within AUTH_JOIN_S of its expiry;
-#  5. a node whose certificate another authority signed is refused at up.
+#  5. refused by all (no peer, no route, its probation over): x, whose
+#     certificate another authority signed (its own file names that one),
+#     and f, whose certificate expired before it reached a member;
+#  6. x with the cluster's file: refused at up.
 #
 #                    namespace "hub": bridge br0
 #      +--------------+--------------+--------------+
@@ -31,7 +34,7 @@ declare -A ADDR=([a]=10.77.0.1 [b]=10.77.0.2 [c]=10.77.0.3)
 step "an authority, a token; a, b, c in the file with certificates"
 e2e_hub
 i=0
-for n in a b c d e x; do
+for n in a b c d e f x; do
     i=$((i + 1))
     e2e_node "$n" "$i" -
     e2e_key "$n"
@@ -135,11 +138,44 @@ say "e gone from a, b and c $GONE_MS ms after its certificate expired"
 [ "$GONE_MS" -le $((AUTH_JOIN_S * 1000)) ] ||
     fail "e gone from all only after $GONE_MS ms (bound ${AUTH_JOIN_S}000)"
 
-step "a certificate from another authority: refused at up"
+step "refused by all: another authority's certificate, an expired one"
+# x believes in another authority (its own file says so, and lists a):
+# its up passes, its certificate reaches a inside the tunnel, and a, b
+# and c refuse it: no peer, no route, once its probation is over.
 "$DDPNET" authority init -o "$T/other/authority.key" >/dev/null 2>&1 ||
     fail "ddpnet authority init (another) failed"
+OTHER=$("$DDPNET" authority pubkey -a "$T/other/authority.key")
 "$DDPNET" authority sign -a "$T/other/authority.key" --name x --public-key "$(pub x)" \
     >"$T/x/key.cert" || fail "ddpnet authority sign (another) failed"
+cluster_begin "$T/x/cluster.conf" "authority = $OTHER"
+cluster_node "$T/x/cluster.conf" a "$(pub a)" "${ADDR[a]}" "$E2E_V4NET.1:$E2E_PORT"
+ddp_up x "$T/x/cluster.conf"
+XADDR=$(nx x ip -4 -o addr show dev ddp0 | awk '{print $4}' | cut -d/ -f1)
+# f's certificate expires before it reaches anyone: its first file lists
+# a at a port nobody listens on, its reload (the right port) comes after.
+"$DDPNET" authority sign --token "$T/token" --name spot-f --public-key "$(pub f)" \
+    --valid 3s >"$T/f/key.cert" || fail "ddpnet authority sign (f) failed"
+cluster_begin "$T/f/cluster.conf" "authority = $AUTH"
+cluster_node "$T/f/cluster.conf" a "$(pub a)" "${ADDR[a]}" "$E2E_V4NET.1:9"
+ddp_up f "$T/f/cluster.conf"
+FADDR=$(nx f ip -4 -o addr show dev ddp0 | awk '{print $4}' | cut -d/ -f1)
+sleep 4
+cp "$CD" "$T/f/cluster.conf"
+out=$(nx f "$DDPNET" reload --run-dir "$T/f/run" 2>&1) || fail "reload on f failed: $out"
+nx x ping -n -c 3 -i 0.3 -W 1 "${ADDR[a]}" >/dev/null 2>&1 &&
+    fail "x reaches a with another authority's certificate"
+nx f ping -n -c 3 -i 0.3 -W 1 "${ADDR[a]}" >/dev/null 2>&1 &&
+    fail "f reaches a with an expired certificate"
+sleep "$(( ${PROBATION_S:-10} + 1 ))"
+for n in a b c; do
+    gone_from "$n" "$XADDR" || fail "$n routes to x ($XADDR), another authority's"
+    gone_from "$n" "$FADDR" || fail "$n routes to f ($FADDR), expired"
+done
+say "x (another authority) and f (expired) refused by a, b and c: no peer, no route"
+ddp_down x
+ddp_down f
+
+step "a certificate from another authority: refused at up"
 if nx x timeout 30 "$DDPNET" up -c "$C" -k "$T/x/key" --run-dir "$T/x/run" \
         --hosts-file "$T/x/hosts" >"$T/x/up.log" 2>&1; then
     E2E_UP+=(x)
