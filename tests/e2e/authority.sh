@@ -9,6 +9,8 @@
 #     inside the tunnel, a passes it on to b and c and theirs to d, and
 #     d is reached by all (by overlay address and by name) within
 #     AUTH_JOIN_S of its up;
+#     then torchrun (Gloo all_reduce) across the four, by name (where
+#     torchrun is installed);
 #  3. d's certificate revoked (`ddpnet authority revoke`, given to a alone
 #     with `ddpnet revoke`): d gone from every node within AUTH_JOIN_S;
 #     d up again with it: refused by all (no peer, no route);
@@ -86,6 +88,18 @@ for n in a b c; do
     wait_for 5 nx d ping -n -c 1 -W 1 "$n" || fail "d does not reach $n by name"
 done
 say "a, b and c reach d by name, and d them"
+for n in a b c; do
+    ddp_status "$n" | grep -q "certificate of spot-d expires in" ||
+        fail "$n's status does not show spot-d's certificate expiry: $(ddp_status "$n")"
+done
+say "status on a, b and c shows spot-d's certificate expiry"
+
+if command -v torchrun >/dev/null 2>&1; then
+    step "torchrun + Gloo all_reduce across a, b, c and spot-d, by name"
+    e2e_allreduce a b c d
+else
+    say "no torchrun here: the all_reduce across the four is not run"
+fi
 
 # gone_from NODE ADDR: NODE has no route to ADDR now (its peer removed:
 # the ping errs or goes unanswered) and its status lists no such peer.
