@@ -165,6 +165,8 @@ static int send_disco_limited(struct peer *p, const struct disco_msg *m,
 
     if (!peer_can_send(p, now))
         return -ENOTCONN;
+    if (p->member.probation && m->type != DISCO_CERT)
+        return -EPERM;            /* a stranger hears nothing of the cluster */
     /* On a path that did not answer us yet, nothing but a challenge
      * (disco.h: unproven), which names where it goes. */
     if (!to && !p->path.via && !p->path.endpoint_proven)

@@ -2233,6 +2233,15 @@ static void test_stranger_on_probation_shows_its_cert(void **state)
     discovery_receive(p, NULL, NULL, &m, now);
     assert_int_equal(d->stats.disco_bad, bad + 1);
     assert_int_equal(p->disco.record_said, PEER_RECORD_NOTHING);
+    /* It hears nothing of the cluster from us (no FEATURES, NAMES,
+     * ENDPOINTS), however long the session runs. */
+    for (unsigned i = 1; i <= 5; i++) {
+        tick(now + i * SEC);
+        pump(now + i * SEC);
+    }
+    for (unsigned t = 0; t < DISCO_TYPE_COUNT; t++)
+        if (t != DISCO_CERT)
+            assert_int_equal(nodes[0].dev.stats.disco_received[t], 0);
     nodes[0].dev.self_cert = NULL;
 }
 
