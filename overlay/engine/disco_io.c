@@ -489,6 +489,8 @@ static void learn_record(struct peer *x, struct peer *via, const struct disco_pe
  * change. */
 static void maybe_introduce(struct peer *x, uint64_t now)
 {
+    if (x->member.probation)
+        return;               /* nobody knows its key yet: discovery_promoted */
     if (!x->disco.introduced && recordable(x, now) &&
         (!x->disco.introduced_ns ||
          now - x->disco.introduced_ns >= DISCO_ENDPOINTS_MIN_S * WG_NSEC_PER_SEC)) {
@@ -496,6 +498,15 @@ static void maybe_introduce(struct peer *x, uint64_t now)
         x->disco.introduced_ns = now;
         introduce(x, now);
     }
+}
+
+void discovery_promoted(struct peer *p, uint64_t now)
+{
+    disco_endpoints_due(&p->disco.state);     /* where the members are, at once */
+    p->disco.introduced = false;
+    if (p->disco.speaks_disco)
+        maybe_introduce(p, now);
+    discovery_wake(p->dev);
 }
 
 void discovery_endpoint_proven(struct peer *p, uint64_t now)

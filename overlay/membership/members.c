@@ -558,6 +558,7 @@ static void promote(struct device *dev, struct peer *p, const struct cluster *ne
     p->member.address = n->address;
     peer_set_persistent_keepalive(p, (uint16_t)cluster_node_keepalive(next, n), now);
     discovery_node_hints(p, n, now);
+    discovery_promoted(p, now);
     log_notice("peer %s: its certificate holds; a member now", p->member.name);
 }
 
