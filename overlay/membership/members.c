@@ -1196,7 +1196,8 @@ static int registry_apply(struct device *dev, uint64_t now, size_t *changes)
 
     if ((ret = merged(dev, &dev->file, &next, &vd, now)))
         return ret;
-    ret = apply(dev, &next, &vd, "registry", say_to_log, NULL, now, changes);
+    ret = apply(dev, &next, &vd, dev->registry ? "registry" : "authority", say_to_log, NULL, now,
+                changes);
     vouched_free(&vd);
     if (!ret)
         let_go(dev);
