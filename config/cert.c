@@ -5,6 +5,7 @@
 #include "config/cert.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -471,6 +472,20 @@ int cert_sign(struct cert *c, const uint8_t secret[CERT_SECRET_LEN], char *out, 
     return ret;
 }
 
+int cert_format(const struct cert *c, char *out, size_t cap)
+{
+    struct wbuf w;
+    int ret;
+
+    if (!fields_valid(c) || !kind_prefix(c->kind))
+        return -EINVAL;
+    encode_signed(c, &w);
+    put_bytes(&w, c->sig, CERT_SIG_LEN);
+    ret = text_write(kind_prefix(c->kind), w.b, w.len, out, cap);
+    sodium_memzero(&w, sizeof(w));
+    return ret;
+}
+
 /* A whole statement from bin: nothing left over, every field valid. */
 static int parse_bin(const uint8_t *bin, size_t len, struct cert *out, size_t *used)
 {
@@ -696,5 +711,63 @@ int cert_secret_parse(const char *text, uint8_t secret[CERT_SECRET_LEN])
     else
         sodium_memzero(secret, CERT_SECRET_LEN);
     sodium_memzero(seed, sizeof(seed));
+    return ret;
+}
+
+/* --- the node a certificate makes ------------------------------------------------- */
+
+#define CERT_ADDRESS_DOMAIN "ddpnet-address"
+#define CERT_HOST_BITS_MAX  62u
+
+int cert_derive_address(const uint8_t key[CERT_PUBKEY_LEN], const struct cluster *cl,
+                        struct cluster_addr *out)
+{
+    unsigned width = cl->network.family == AF_INET6 ? 128u : 32u;
+    unsigned bits = width > cl->prefix ? width - cl->prefix : 0;
+    uint8_t h[32];
+    uint64_t v = 0, hosts, carry;
+    crypto_generichash_state st;
+
+    if (bits > CERT_HOST_BITS_MAX)
+        bits = CERT_HOST_BITS_MAX;
+    if (bits < 2)
+        return -ENOSPC;
+    hosts = (UINT64_C(1) << bits) - 2;
+    crypto_generichash_init(&st, NULL, 0, sizeof(h));
+    crypto_generichash_update(&st, (const uint8_t *)CERT_ADDRESS_DOMAIN,
+                              sizeof(CERT_ADDRESS_DOMAIN) - 1);
+    crypto_generichash_update(&st, key, CERT_PUBKEY_LEN);
+    crypto_generichash_final(&st, h, sizeof(h));
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | h[i];
+    carry = v % hosts + 1;
+    *out = cl->network;
+    /* Big-endian addition of carry to the address (its host bits are 0). */
+    for (int i = (int)(width / 8) - 1; i >= 0 && carry; i--) {
+        uint64_t sum = out->bytes[i] + (carry & 0xff);
+        out->bytes[i] = (uint8_t)sum;
+        carry = (carry >> 8) + (sum >> 8);
+    }
+    return 0;
+}
+
+int cert_member_node(const struct cert *c, const struct cluster *cl, struct cluster_node *out)
+{
+    int ret;
+
+    if (c->kind != CERT_MEMBER)
+        return -EINVAL;
+    memset(out, 0, sizeof(*out));
+    snprintf(out->name, sizeof(out->name), "%s", c->name);
+    memcpy(out->public_key, c->subject, CLUSTER_KEY_LEN);
+    out->n_aliases = c->n_aliases;
+    memcpy(out->aliases, c->aliases, sizeof(out->aliases));
+    if (c->has_address) {
+        if (!cluster_addr_in_network(&c->address, &cl->network, cl->prefix))
+            return -EINVAL;
+        out->address = c->address;
+        return 0;
+    }
+    ret = cert_derive_address(c->subject, cl, &out->address);
     return ret;
 }

@@ -112,6 +112,10 @@ int cert_sign(struct cert *c, const uint8_t secret[CERT_SECRET_LEN],
 /* Parses one text form (surrounding spaces and a final newline allowed).
  * Checks layout and field ranges only, no signature: 0 or -EINVAL. */
 int cert_parse(const char *text, struct cert *out);
+/* A statement parsed (or signed) already, written again as its text line
+ * (the signature it carries, unchecked: cert_verify's job), so that a node
+ * can pass on what it holds. 0, -EINVAL, -ENOSPC as cert_sign. */
+int cert_format(const struct cert *c, char *out, size_t cap);
 
 /* Lifetimes are half open: valid while not_before <= now < not_after. */
 /* Checks signatures against the authority key, the lifetime at now, and
@@ -161,5 +165,21 @@ int cert_key_parse(const char *text, uint8_t pub[CERT_PUBKEY_LEN]);
 #define CERT_SECRET_TEXT_MAX 80u
 int cert_secret_format(const uint8_t secret[CERT_SECRET_LEN], char *out, size_t cap);
 int cert_secret_parse(const char *text, uint8_t secret[CERT_SECRET_LEN]);
+
+/* The node a member certificate makes in cluster c (joining with no
+ * server, or a member that passed it on): its name, key and aliases, and
+ * its address -- the one it fixes, else derived from its key (below). No
+ * endpoint: discovery finds where it is. 0, -EINVAL (not a member
+ * certificate, or a fixed address outside c's network), -ENOSPC (the
+ * network has no host addresses). */
+int cert_member_node(const struct cert *c, const struct cluster *cl, struct cluster_node *out);
+/* The address rule for a certificate that fixes none, the same on every
+ * node: the first 8 bytes of BLAKE2b-256("ddpnet-address" || key), as a
+ * number, taken modulo the network's host addresses less its first and
+ * last (n = 2^host_bits - 2, host_bits at most 62) and added, plus one,
+ * to the network address. Two keys can land on one address: README
+ * "Joining with an authority" says who wins. */
+int cert_derive_address(const uint8_t key[CERT_PUBKEY_LEN], const struct cluster *cl,
+                        struct cluster_addr *out);
 
 #endif

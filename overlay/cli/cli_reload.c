@@ -4,7 +4,9 @@
  * which applies the difference live (membership/members.h). Prints a line
  * per change and exits 0; a file that does not parse is reported as
  * "FILE:LINE: message" per error, a change a running node cannot take
- * with what to run instead, and then nothing changed and it exits 1. */
+ * with what to run instead, and then nothing changed and it exits 1.
+ * `ddpnet revoke`, beside it: one statement of the authority (a
+ * revocation) handed to the running node, which passes it on. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -14,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "config/cert.h"
 #include "config/cluster.h"
 #include "overlay/cli/cli.h"
 #include "overlay/cli/cli_args.h"
@@ -170,4 +173,88 @@ int cli_reload(int argc, char **argv)
     else if (ret == -EMSGSIZE)
         fprintf(stderr, "ddpnet reload: %s is too big for the control socket\n", path);
     return ret == 0 && fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+}
+
+/* --- ddpnet revoke ------------------------------------------------------------------- */
+
+#define REVOKE_USAGE "[-i IFNAME] [--run-dir DIR] FILE|STATEMENT"
+
+/* The statement: the argument itself when it is one ("ddpnet-revoke:...",
+ * or any statement's text), else the first line of the file it names. */
+static int statement_of(const char *arg, char *out, size_t cap)
+{
+    FILE *f;
+
+    if (!strncmp(arg, "ddpnet-", 7)) {
+        snprintf(out, cap, "%s", arg);
+        return 0;
+    }
+    if (!(f = fopen(arg, "re"))) {
+        fprintf(stderr, "ddpnet revoke: %s: %s\n", arg, strerror(errno));
+        return -errno;
+    }
+    if (!fgets(out, (int)cap, f)) {
+        fclose(f);
+        fprintf(stderr, "ddpnet revoke: %s: empty\n", arg);
+        return -EINVAL;
+    }
+    fclose(f);
+    out[strcspn(out, "\r\n")] = '\0';
+    return 0;
+}
+
+int cli_revoke(int argc, char **argv)
+{
+    char sock[sizeof(((struct sockaddr_un *)0)->sun_path)], text[CERT_TEXT_MAX + 2];
+    char *req = NULL, *response = NULL, why[CLI_PROTOCOL_LINE_MAX];
+    unsigned theirs = 0;
+    struct cli_args a;
+    int ret, err = -EPROTO;
+    bool has_arg = argc >= 2 && argv[argc - 1][0] != '-';
+
+    ret = cli_args_handle(has_arg ? argc - 1 : argc, argv, RELOAD_ALLOWED, 0, REVOKE_USAGE, &a);
+    if (ret != CLI_CONTINUE)
+        return ret;
+    if (!has_arg) {
+        fprintf(stderr, "ddpnet revoke: give the revocation (a file, or its ddpnet-revoke: "
+                "line) that `ddpnet authority revoke` printed\nusage: ddpnet revoke %s\n",
+                REVOKE_USAGE);
+        return CLI_EXIT_USAGE;
+    }
+    if (geteuid() != 0) {
+        fprintf(stderr, "ddpnet revoke: not permitted: run as root\n");
+        return CLI_EXIT_FAIL;
+    }
+    if (statement_of(argv[argc - 1], text, sizeof(text)) ||
+        daemon_socket_path(sock, sizeof(sock), a.run_dir, a.ifname) < 0 ||
+        asprintf(&req, "%s%s%zu\n%s", CONTROL_SET_STATEMENT, CONTROL_LENGTH_KEY, strlen(text),
+                 text) < 0)
+        return CLI_EXIT_FAIL;
+    ret = control_request_ddpnet(sock, req, -1, &response, &theirs);
+    free(req);
+    if (ret == -EPROTONOSUPPORT && control_protocol_message(why, sizeof(why), theirs, a.ifname))
+        fprintf(stderr, "ddpnet revoke: %s\n", why);
+    else if (ret == -ENOENT || ret == -ECONNREFUSED)
+        fprintf(stderr, "ddpnet revoke: %s is not up (no control socket at %s)\n", a.ifname, sock);
+    else if (ret < 0)
+        fprintf(stderr, "ddpnet revoke: no answer from the daemon at %s: %s\n", sock,
+                strerror(-ret));
+    if (ret < 0)
+        return CLI_EXIT_FAIL;
+    for (char *line = strtok(response, "\n"); line; line = strtok(NULL, "\n")) {
+        char *eq = strchr(line, '=');
+        if (!eq)
+            break;
+        *eq = '\0';
+        if (!strcmp(line, CONTROL_KEY_VERDICT))
+            printf("%s\n", eq + 1);
+        else if (!strcmp(line, UAPI_KEY_ERRNO))
+            err = -atoi(eq + 1);
+    }
+    free(response);
+    if (err == -EPERM)
+        fprintf(stderr, "ddpnet revoke: %s has no [cluster] authority\n", a.ifname);
+    else if (err)
+        fprintf(stderr, "ddpnet revoke: the daemon refused it: %s\n", strerror(-err));
+    return err == 0 && fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }

@@ -95,6 +95,66 @@ static int up_registry_self(struct up *u, const uint8_t pub[WG_KEY_LEN])
     return CLI_CONTINUE;
 }
 
+static int up_cert_path(const struct up *u, char *path, size_t len)
+{
+    if (u->args.cert) {
+        snprintf(path, len, "%s", u->args.cert);
+        return 0;
+    }
+    if (certfile_default_path(u->args.key, path, len)) {
+        fprintf(stderr, "ddpnet up: %s: path too long; give --cert FILE\n", u->args.key);
+        return -ENAMETOOLONG;
+    }
+    return 0;
+}
+
+/* With an authority and no registry, a node the file does not list joins
+ * as its certificate says (README "Joining with an authority"): its name,
+ * aliases and address (the fixed one, else the one derived from its key,
+ * cert_derive_address), checked here against the file's nodes, which win
+ * any clash everywhere. */
+static int up_cert_self(struct up *u, const uint8_t pub[WG_KEY_LEN])
+{
+    char path[PATH_MAX], err[PATH_MAX + 512] = "";
+    const struct cluster_node *other;
+    struct cluster_node *n = &u->opt.registry_self;
+    struct cert c;
+
+    if (u->args.name || u->args.endpoint) {
+        fprintf(stderr, "ddpnet up: --name and --endpoint are for joining a registry; with an "
+                "authority and none, this node is what its certificate says\n");
+        return CLI_EXIT_FAIL;
+    }
+    if (up_cert_path(u, path, sizeof(path)))
+        return CLI_EXIT_FAIL;
+    if (certfile_read(path, u->cert, sizeof(u->cert), err, sizeof(err)) ||
+        cert_parse(u->cert, &c) || c.kind != CERT_MEMBER ||
+        certfile_check(path, u->cert, &u->cluster, pub, c.name, NULL, (uint64_t)time(NULL), err,
+                       sizeof(err))) {
+        if (!err[0] || !strstr(err, path))
+            snprintf(err, sizeof(err), "%s: not a member certificate", path);
+        fprintf(stderr, "ddpnet up: %s\n", err);
+        return CLI_EXIT_FAIL;
+    }
+    if (cert_member_node(&c, &u->cluster, n)) {
+        fprintf(stderr, "ddpnet up: %s: its address is outside the cluster's network, or the "
+                "network has no room\n", path);
+        return CLI_EXIT_FAIL;
+    }
+    if ((other = cluster_find_name(&u->cluster, n->name)) ||
+        (other = cluster_find_address(&u->cluster, &n->address))) {
+        char addr[INET6_ADDRSTRLEN];
+        inet_ntop(n->address.family, n->address.bytes, addr, sizeof(addr));
+        fprintf(stderr, "ddpnet up: our certificate's name %s or address %s is node %s's in "
+                "%s, which wins; sign one with another --name or a free --address\n", n->name,
+                addr, other->name, u->args.cluster);
+        return CLI_EXIT_FAIL;
+    }
+    u->opt.cert = u->cert;
+    u->opt.cert_self = true;
+    return CLI_CONTINUE;
+}
+
 /* Our public key, and our node in the cluster file (or, with a registry,
  * who we join as). */
 static int up_find_self(struct up *u)
@@ -117,6 +177,8 @@ static int up_find_self(struct up *u)
                 "--name and --endpoint\n", u->opt.self->name, u->args.cluster);
     if (u->opt.self == NULL && u->cluster.registry.n_endpoints)
         return up_registry_self(u, pub);
+    if (u->opt.self == NULL && u->cluster.has_authority)
+        return up_cert_self(u, pub);
     if (u->opt.self == NULL && (u->args.name || u->args.endpoint)) {
         fprintf(stderr, "ddpnet up: --name and --endpoint are for joining a registry, and %s "
                 "has none\n", u->args.cluster);
@@ -147,14 +209,15 @@ static int up_cert(struct up *u)
                     "used\n", u->args.cluster);
         return CLI_CONTINUE;
     }
-    if (self && !u->args.cert)
+    if (u->opt.cert_self)
         return CLI_CONTINUE;
-    if (u->args.cert)
-        snprintf(path, sizeof(path), "%s", u->args.cert);
-    else if (certfile_default_path(u->args.key, path, sizeof(path))) {
-        fprintf(stderr, "ddpnet up: %s: path too long; give --cert FILE\n", u->args.key);
+    if (up_cert_path(u, path, sizeof(path)))
         return CLI_EXIT_FAIL;
-    }
+    /* A listed node's certificate is optional: where it has one beside
+     * its key, it says it to strangers that join (README "Joining with an
+     * authority and no server"), who count it only so. */
+    if (self && !u->args.cert && access(path, F_OK) != 0)
+        return CLI_CONTINUE;
     x25519_public(pub, u->opt.private_key);
     if (certfile_read(path, u->cert, sizeof(u->cert), err, sizeof(err)) ||
         certfile_check(path, u->cert, &u->cluster, pub,

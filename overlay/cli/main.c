@@ -9,6 +9,7 @@ static const struct cli_verb verbs[] = {
     { "up",     cli_up,     "bring up the overlay interface from the cluster file and this node's key" },
     { "down",   cli_down,   "stop the daemon, remove the interface and its hosts entries" },
     { "reload", cli_reload, "apply the changed cluster file to the running node" },
+    { "revoke", cli_revoke, "hand the running node a revocation; it passes it on" },
     { "status", cli_status, "show each peer: address, endpoint, latest handshake, bytes, rates" },
     { "env",    cli_env,    "print export lines for NCCL, Gloo and torchrun, for eval" },
     { "doctor", cli_doctor, "before a job: reach every peer, show path, MTU, round trip, env" },

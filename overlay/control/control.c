@@ -296,14 +296,15 @@ int control_listen_env(const char *path)
 
 #define CONTROL_CLUSTER_LEN  (sizeof(CONTROL_SET_CLUSTER) - 1)
 #define CONTROL_LENGTH_LEN   (sizeof(CONTROL_LENGTH_KEY) - 1)
+#define CONTROL_STATEMENT_LEN (sizeof(CONTROL_SET_STATEMENT) - 1)
 /* Digits of the length line: UAPI_MAX_REQUEST has 7. */
 #define CONTROL_LENGTH_DIGITS 8u
 
 /* set=ddpnet-cluster, "length=N" and N bytes: the header's length in
  * *head and N in *body. */
-static int frame_cluster(const char *buf, size_t len, size_t *head, size_t *body)
+static int frame_cluster(const char *buf, size_t len, size_t op_len, size_t *head, size_t *body)
 {
-    size_t at = CONTROL_CLUSTER_LEN, n = 0, digits = 0;
+    size_t at = op_len, n = 0, digits = 0;
 
     for (size_t i = 0; i < CONTROL_LENGTH_LEN; i++, at++) {
         if (at >= len)
@@ -331,7 +332,8 @@ static int frame_cluster(const char *buf, size_t len, size_t *head, size_t *body
 
 void control_cluster_body(const char *req, size_t consumed, const char **body, size_t *len)
 {
-    size_t at = CONTROL_CLUSTER_LEN + CONTROL_LENGTH_LEN;
+    /* Past the op line, whichever (framed already: it has its newline). */
+    size_t at = (size_t)((const char *)memchr(req, '\n', consumed) - req) + 1 + CONTROL_LENGTH_LEN;
 
     while (req[at] != '\n')
         at++;
@@ -352,9 +354,19 @@ static int frame_request(const char *buf, size_t len, enum control_op *op, size_
     if (memcmp(buf, CONTROL_SET_CLUSTER, len < CONTROL_CLUSTER_LEN ? len : CONTROL_CLUSTER_LEN) == 0) {
         if (len < CONTROL_CLUSTER_LEN)
             return -EAGAIN;
-        if ((ret = frame_cluster(buf, len, &head, &body)))
+        if ((ret = frame_cluster(buf, len, CONTROL_CLUSTER_LEN, &head, &body)))
             return ret;
         *op = CONTROL_RELOAD_OP;
+        *consumed = head + body;
+        return 0;
+    }
+    if (memcmp(buf, CONTROL_SET_STATEMENT,
+               len < CONTROL_STATEMENT_LEN ? len : CONTROL_STATEMENT_LEN) == 0) {
+        if (len < CONTROL_STATEMENT_LEN)
+            return -EAGAIN;
+        if ((ret = frame_cluster(buf, len, CONTROL_STATEMENT_LEN, &head, &body)))
+            return ret;
+        *op = CONTROL_STATEMENT_OP;
         *consumed = head + body;
         return 0;
     }
@@ -568,6 +580,13 @@ static int client_answer_op(struct control_client *c, struct device *dev, enum c
         control_cluster_body(req, len, &body, &body_len);
         ret = control_reload(dev, body, body_len, c->passed_fd1 - 1, now_ns, &out, &out_len);
         c->passed_fd1 = 0;   /* taken */
+        break;
+    }
+    case CONTROL_STATEMENT_OP: {
+        const char *body;
+        size_t body_len;
+        control_cluster_body(req, len, &body, &body_len);
+        ret = control_statement(dev, body, body_len, now_ns, &out, &out_len);
         break;
     }
     default:

@@ -27,6 +27,10 @@ struct device;
 #define CONTROL_GET_ENV     "get=ddpnet-env\n"
 #define CONTROL_SET_CLUSTER "set=ddpnet-cluster\n"
 #define CONTROL_LENGTH_KEY  "length="
+/* set=ddpnet-statement, "length=N" and N bytes: one statement of the
+ * cluster's authority (a revocation, a certificate) handed to a running
+ * node (`ddpnet revoke`), answered with "verdict=..." and errno. */
+#define CONTROL_SET_STATEMENT "set=ddpnet-statement\n"
 
 /* The control protocol (base/version.h's DDPNET_CONTROL_PROTOCOL): the
  * CLI sends "protocol=N\n" before each of its requests, and a daemon

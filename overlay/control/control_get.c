@@ -240,6 +240,8 @@ int control_get_ddpnet(struct device *dev, uint64_t now_ns, char **out, size_t *
     put_ddpnet_iface(&b, dev);
     put_cert_expiry(&b, dev, dev->self->public_key);
     for (size_t i = 0; i < dev->n_peers; i++) {
+        if (dev->peers[i]->member.probation)   /* a stranger, no member (yet) */
+            continue;
         put_ddpnet_peer(&b, dev->peers[i], now_ns);
         put_cert_expiry(&b, dev, dev->peers[i]->public_key);
     }
@@ -273,6 +275,8 @@ int control_get_env(struct device *dev, char **out, size_t *len)
     uapi_put_str(&b, CONTROL_KEY_MASTER, master->name);
     put_addr(&b, CONTROL_KEY_MASTER_ADDRESS, &master->address);
     for (size_t i = 0; i < dev->n_peers; i++) {
+        if (dev->peers[i]->member.probation)
+            continue;
         uapi_put_key(&b, UAPI_KEY_PUBLIC_KEY, dev->peers[i]->public_key);
         uapi_put_str(&b, CONTROL_KEY_NAME, dev->peers[i]->member.name);
         put_addr(&b, CONTROL_KEY_ADDRESS, &dev->peers[i]->member.address);

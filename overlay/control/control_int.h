@@ -58,12 +58,13 @@ const char *control_path_name(const struct peer *p);
 
 /* CONTROL_PROTOCOL_OP: a request that names a control protocol other
  * than this build's (control.h); it is refused unread. */
-enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL_RELOAD_OP,
+enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL_RELOAD_OP, CONTROL_STATEMENT_OP,
                   CONTROL_GET_ENV_OP, CONTROL_PROTOCOL_OP };
 
 /* Keys of the answer to set=ddpnet-cluster: one line per change, error of
  * the file, or reason it was refused (membership/members.h), then errno. */
 #define CONTROL_KEY_CHANGE          "change"
+#define CONTROL_KEY_VERDICT         "verdict"
 #define CONTROL_KEY_ERROR           "error"
 #define CONTROL_KEY_REFUSED         "refused"
 /* get=ddpnet's interface section: the cluster file's checksum (hex) and
@@ -94,6 +95,11 @@ int control_frame(const char *buf, size_t len, enum control_op *op, size_t *cons
 size_t control_protocol_head(const char *buf, size_t len);
 /* Where a framed set=ddpnet-cluster request's file lies in it. */
 void control_cluster_body(const char *req, size_t consumed, const char **body, size_t *len);
+/* set=ddpnet-statement: the statement offered to the node's authority
+ * store and passed on to its peers (membership/members.h,
+ * members_statement); answered "verdict=WORD[: why]" then errno. */
+int control_statement(struct device *dev, const char *text, size_t len, uint64_t now_ns,
+                      char **out, size_t *out_len);
 
 /* Applies a cluster file live (set=ddpnet-cluster): the answer's lines in
  * a new malloc'd buffer, ending with its errno line. 0 or -ENOMEM.

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* set=ddpnet-cluster: a cluster file applied live (membership/members.h),
+/* set=ddpnet-statement (below): one statement of the authority given to a
+ * running node. set=ddpnet-cluster: a cluster file applied live (membership/members.h),
  * answered with a line per change, per error of the file or per reason it
  * was refused, then its errno line:
  *
@@ -18,6 +19,7 @@
 #include "overlay/base/log.h"
 #include "overlay/control/control_int.h"
 #include "overlay/control/uapi.h"
+#include "overlay/membership/certs.h"
 #include "overlay/membership/members.h"
 
 struct answer {
@@ -66,6 +68,29 @@ int control_reload(struct device *dev, const char *text, size_t len, int hosts_f
                  "had", strerror(-ret));
     fprintf(a.f, "%s=%d\n\n", UAPI_KEY_ERRNO, ret < 0 ? -ret : 0);
     if (fclose(a.f)) {
+        free(buf);
+        return -ENOMEM;
+    }
+    *out = buf;
+    *out_len = size;
+    return 0;
+}
+
+int control_statement(struct device *dev, const char *text, size_t len, uint64_t now_ns,
+                      char **out, size_t *out_len)
+{
+    const char *why = "";
+    char *buf = NULL;
+    size_t size = 0;
+    int ret = members_statement(dev, text, len, now_ns, &why);
+    FILE *f = open_memstream(&buf, &size);
+
+    if (!f)
+        return -ENOMEM;
+    fprintf(f, "%s=%s%s%s\n", CONTROL_KEY_VERDICT, ret >= 0 ? certs_verdict_str(ret) : strerror(-ret),
+            why[0] ? ": " : "", why);
+    fprintf(f, "%s=%d\n\n", UAPI_KEY_ERRNO, ret < 0 ? -ret : 0);
+    if (fclose(f)) {
         free(buf);
         return -ENOMEM;
     }

@@ -809,6 +809,24 @@ static int join_unprivileged(struct setup *s, struct cluster_node *self, char *e
 
 static int setup_certs(struct setup *s);
 
+/* Not in the file, with an authority and no registry: this node as its
+ * certificate makes it (up checked it against the file's nodes). The
+ * others learn it from its certificate, said on every session. */
+static int setup_cert_self(struct setup *s)
+{
+    struct cluster *c = &s->dev.cluster;
+    struct cluster_node self = s->opt->registry_self;
+    int ret;
+
+    s->dev.self_registered = true;
+    s->dev.registry_self = self;
+    cluster_free(c);
+    if ((ret = registry_model(&s->dev.file, &self, NULL, 0, c, &(size_t){ 0 }, NULL, NULL)))
+        return fail(s, ret, "out of memory");
+    s->dev.self = cluster_find_name(c, self.name);
+    return 0;
+}
+
 /* The model the device starts with: the file's nodes and, with a
  * registry, this node as it joined when the file does not list it (the
  * others come with the registry's first snapshot, after set-up). The
@@ -824,7 +842,7 @@ static int setup_membership(struct setup *s)
     if ((ret = setup_certs(s)))
         return ret;
     if (!c->registry.n_endpoints)
-        return 0;
+        return s->opt->cert_self ? setup_cert_self(s) : 0;
     if (!(s->dev.registry = registry_new(c, err, sizeof(err))))
         return fail(s, -EINVAL, "%s", err);
     if (s->opt->cert)
@@ -862,8 +880,14 @@ static int setup_certs(struct setup *s)
 
     if (members_certs_start(&s->dev))
         return fail(s, -ENOMEM, "out of memory");
-    if (!s->dev.certs || !s->opt->cert)
+    if (!s->dev.certs)
         return 0;
+    s->dev.cert_said = members_cert_said;
+    if (!s->opt->cert)
+        return 0;
+    if (!(s->dev.self_cert = strdup(s->opt->cert)))
+        return fail(s, -ENOMEM, "out of memory");
+    s->dev.self_cert[strcspn(s->dev.self_cert, "\r\n")] = '\0';
     v = certs_offer(s->dev.certs, s->opt->cert, (uint64_t)time(NULL), &why);
     if (v != CERTS_ADDED && v != CERTS_KNOWN)
         return fail(s, -EINVAL, "our certificate does not hold: %s%s%s", certs_verdict_str(v),

@@ -33,6 +33,9 @@ struct daemon_options {
     /* With `[cluster] authority`: this node's certificate (its text, as
      * `up` read and checked it); NULL: none. */
     const char *cert;
+    /* No registry and not in the file: registry_self is this node as
+     * its certificate makes it (cert_member_node). */
+    bool cert_self;
     bool foreground;                      /* log to stderr */
     bool debug;                           /* log debug lines */
     /* Where to report the outcome of setup: daemon_run writes "ok\n", or

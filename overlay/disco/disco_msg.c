@@ -2,6 +2,7 @@
 /* The disco codec (layout in disco_msg.h): strict decoding with a bounds-
  * checked reader, encoding after a sizing pass that validates everything,
  * and the inner IPv4/IPv6 packet that carries a disco message. */
+#include "config/cert.h"
 #include "overlay/base/wire.h"
 #include "overlay/disco/disco_msg.h"
 
@@ -294,6 +295,19 @@ static int names_len(const struct disco_names *n, size_t *len)
     return 0;
 }
 
+_Static_assert(DISCO_CERT_MAX == CERT_TEXT_MAX, "a CERT carries any statement");
+
+/* A CERT's text: the statement alphabet, no spaces, bounded. */
+static bool cert_text_ok(const uint8_t *t, size_t len)
+{
+    if (len == 0 || len > DISCO_CERT_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (t[i] < 0x21 || t[i] > 0x7e)
+            return false;
+    return true;
+}
+
 static int body_len(const struct disco_msg *m, size_t *len)
 {
     *len = 0;
@@ -320,6 +334,11 @@ static int body_len(const struct disco_msg *m, size_t *len)
         return 0;
     case DISCO_RECORD:
         *len = DISCO_RECORD_LEN;
+        return 0;
+    case DISCO_CERT:
+        if (!m->cert.text || !cert_text_ok((const uint8_t *)m->cert.text, m->cert.len))
+            return -EINVAL;
+        *len = m->cert.len;
         return 0;
     }
     return -EINVAL;
@@ -435,6 +454,8 @@ static uint8_t *put_body(uint8_t *p, const struct disco_msg *m)
         return put_u16(p, m->features & 0xffffu);
     case DISCO_RECORD:
         return put_bytes(p, m->record, DISCO_RECORD_LEN);
+    case DISCO_CERT:
+        return put_bytes(p, (const uint8_t *)m->cert.text, m->cert.len);
     }
     return p;
 }
@@ -677,6 +698,15 @@ static bool get_body(struct reader *r, uint8_t type, struct disco_msg *m)
     }
     case DISCO_RECORD:
         return get_bytes(r, m->record, DISCO_RECORD_LEN);
+    case DISCO_CERT: {
+        size_t n = r->left;
+        const uint8_t *at;
+        if (!take(r, n, &at) || !cert_text_ok(at, n))
+            return false;
+        m->cert.text = (const char *)at;
+        m->cert.len = (uint16_t)n;
+        return true;
+    }
     default:
         return false;
     }

@@ -102,6 +102,14 @@
  *   A node that predates RECORD drops it as an unknown type (and says
  *   FEATURES without DISCO_FEAT_RECORD, so its own record is taken as etcd
  *   holds it).
+ *
+ * CERT (10) body, one statement of the cluster's authority in its text
+ * form (config/cert.h: a member certificate or a revocation): the sender's
+ * own certificate, presented inside the tunnel when it joins with no
+ * server, or a valid statement it passes on:
+ *   n   1..DISCO_CERT_MAX bytes, each printable ASCII other than a space
+ *       (0x21..0x7e), no NUL; the receiver parses and verifies it
+ *   A node that predates CERT drops it as an unknown type.
  */
 #ifndef DDPNET_DISCO_MSG_H
 #define DDPNET_DISCO_MSG_H
@@ -159,12 +167,16 @@ enum disco_type {
     DISCO_NAMES = 7,
     DISCO_FEATURES = 8,
     DISCO_RECORD = 9,
+    DISCO_CERT = 10,
 };
-#define DISCO_TYPE_COUNT      10u    /* types are below this */
+#define DISCO_TYPE_COUNT      11u    /* types are below this */
 
 #define DISCO_FEAT_RELAY_FRAMES 0x01u   /* FEATURES flags */
 #define DISCO_FEAT_RECORD       0x02u
 #define DISCO_RECORD_LEN        32u     /* a RECORD's digest */
+/* A CERT's longest text: config/cert.h's CERT_TEXT_MAX (disco_msg.c
+ * checks they agree; disco sits below config's users, not on cert.h). */
+#define DISCO_CERT_MAX          1400u
 
 #define DISCO_MAX_NAMES       2u     /* hostname and FQDN */
 #define DISCO_NAME_MAX        63u    /* as a hosts block takes them */
@@ -229,6 +241,13 @@ struct disco_relay {
     uint16_t msg_len;
 };
 
+/* CERT: the statement's text, not NUL-terminated. After a decode, text
+ * points into the decoded bytes. */
+struct disco_cert {
+    const char *text;
+    uint16_t len;
+};
+
 /* About 14 KiB with the ENDPOINTS arm: keep one per context, not on a
  * deep stack. */
 struct disco_msg {
@@ -242,6 +261,7 @@ struct disco_msg {
         struct disco_names names;
         uint32_t features;              /* DISCO_FEATURES flags */
         uint8_t record[DISCO_RECORD_LEN];   /* DISCO_RECORD */
+        struct disco_cert cert;             /* DISCO_CERT */
     };
 };
 

@@ -474,6 +474,10 @@ static void keep_key_fresh_on_receive(struct peer *p, uint64_t now)
 
 static bool source_allowed(const struct peer *p, const struct inner *in)
 {
+    /* A stranger on probation has no address yet: its disco CERT is let
+     * in (its data is dropped as a pending peer's, its other disco too). */
+    if (p->member.probation)
+        return true;
     size_t n = in->family == AF_INET ? 4 : 16;
     return p->member.address.family == in->family && !memcmp(p->member.address.bytes, in->src, n);
 }
@@ -568,6 +572,15 @@ static void take_relayed(struct device *dev, struct rx_batch *b, const struct re
 /* A disco packet from p (the inner packet ip[0..len)), never written to
  * ddp0: handled by discovery (discovery_receive), or, a RELAYED that came
  * directly, its message taken (take_relayed). */
+/* A member that holds us on probation (joining with no server) knows no
+ * address of ours yet: its disco comes to the unspecified address. */
+static bool unaddressed(const uint8_t *dst, int family)
+{
+    static const uint8_t zero[16];
+
+    return !memcmp(dst, zero, family == AF_INET ? 4 : 16);
+}
+
 static void disco_in(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *ip,
                      uint32_t len, struct peer *via, uint64_t now)
 {
@@ -578,7 +591,8 @@ static void disco_in(struct device *dev, struct rx_batch *b, struct peer *p, uin
     int family;
 
     if (disco_ip_parse(ip, len, &family, &src, &dst, &payload, &plen) ||
-        memcmp(dst, dev->self->address.bytes, family == AF_INET ? 4 : 16) ||
+        (memcmp(dst, dev->self->address.bytes, family == AF_INET ? 4 : 16) &&
+         !unaddressed(dst, family)) ||
         !m || disco_decode(payload, plen, m)) {
         rx_drop(dev, RX_DROP_DISCO, 1);
         return;

@@ -29,6 +29,7 @@
 #include "overlay/disco/disco.h"
 #include "overlay/disco/pmtu.h"
 #include "overlay/engine/index.h"
+#include "overlay/engine/probation.h"
 #include "overlay/engine/ratelimit.h"
 #include "overlay/engine/stage.h"
 
@@ -214,6 +215,13 @@ struct peer_member {
      * key holder has not stated yet -- a peer to make a handshake with,
      * neither routed to nor named, its data dropped. */
     bool pending;
+    /* A stranger's key on probation (dev->probation): pending too, with
+     * no address and no name of a member, taking disco CERT only; made
+     * by the handshake (handshake.c), promoted or removed by membership.
+     * cert_credit_ns/cert_at_ns: its CERT messages' token bucket
+     * (membership's: each may cost a signature check). */
+    bool probation;
+    uint64_t cert_credit_ns, cert_at_ns;
 };
 
 /* Lives in guarded memory (sodium_malloc): it holds the handshake and
@@ -369,6 +377,15 @@ struct device {
     struct certs *certs;
     char *statements;
     bool certs_dirty;
+    /* Joining with no server (issue 33): strangers' keys whose handshake
+     * was answered so they may present a certificate (the engine admits
+     * them, only with an authority); this node's own certificate, said
+     * to each peer on every session (NULL: none); and what a peer's CERT
+     * is handed to (membership's members_cert_said, set by the daemon;
+     * NULL: CERTs dropped). */
+    struct probation probation;
+    char *self_cert;
+    void (*cert_said)(struct peer *p, const char *text, size_t len, uint64_t now);
     /* Where members see us changed (disco.observed): the daemon puts it
      * in our registry record. NULL: nobody to tell. */
     void (*observed_changed)(struct device *dev);

@@ -55,6 +55,14 @@ void discovery_wake(struct device *dev);
  * and when they change): hints for p, paid from the registry's credit
  * until they answer (the record may be anyone's word). */
 void discovery_node_hints(struct peer *p, const struct cluster_node *node, uint64_t now);
+/* Sends one statement of the authority (a certificate or revocation,
+ * its text line) to p in a disco CERT (disco_io.c); what a peer that
+ * predates CERT drops as an unknown type. */
+void discovery_send_cert(struct peer *p, const char *text, size_t len, uint64_t now);
+/* A stranger on probation became a member (membership's promotion): what
+ * its probation put off comes now -- our ENDPOINTS (where the members
+ * are), and its introduction to the peers we reach. */
+void discovery_promoted(struct peer *p, uint64_t now);
 /* Reads the interface addresses: this node's local candidates (disco_local.c). */
 void discovery_local_refresh(struct device *dev, uint64_t now);
 

@@ -170,6 +170,8 @@ static int send_disco_limited(struct peer *p, const struct disco_msg *m,
 
     if (!peer_can_send(p, now))
         return -ENOTCONN;
+    if (p->member.probation && m->type != DISCO_CERT)
+        return -EPERM;            /* a stranger hears nothing of the cluster */
     /* On a path that did not answer us yet, nothing but a challenge
      * (disco.h: unproven), which names where it goes. */
     if (!to && !p->path.via && !p->path.endpoint_proven)
@@ -357,6 +359,21 @@ static void send_record(struct peer *x, uint64_t now)
     send_disco(x, m, NULL, now);
 }
 
+void discovery_send_cert(struct peer *x, const char *text, size_t len, uint64_t now)
+{
+    struct disco_msg *m = x->dev->disco.out_msg;
+
+    if (!len || len > DISCO_CERT_MAX)
+        return;
+    m->type = DISCO_CERT;
+    m->cert.text = text;
+    m->cert.len = (uint16_t)len;
+    /* Said at a session's start, when its path may be unproven yet (disco.h)
+     * but is where the handshake went: to that endpoint. */
+    send_disco(x, m, !x->path.via && x->path.endpoint.sa.sa_family != AF_UNSPEC ?
+               &x->path.endpoint : NULL, now);
+}
+
 /* Records go in as many messages as it takes to keep each within the
  * path's MTU. */
 static void send_endpoints(struct peer *x, uint64_t now)
@@ -481,6 +498,8 @@ static void learn_record(struct peer *x, struct peer *via, const struct disco_pe
  * change. */
 static void maybe_introduce(struct peer *x, uint64_t now)
 {
+    if (x->member.probation)
+        return;               /* nobody knows its key yet: discovery_promoted */
     if (!x->disco.introduced && recordable(x, now) &&
         (!x->disco.introduced_ns ||
          now - x->disco.introduced_ns >= DISCO_ENDPOINTS_MIN_S * WG_NSEC_PER_SEC)) {
@@ -488,6 +507,15 @@ static void maybe_introduce(struct peer *x, uint64_t now)
         x->disco.introduced_ns = now;
         introduce(x, now);
     }
+}
+
+void discovery_promoted(struct peer *p, uint64_t now)
+{
+    disco_endpoints_due(&p->disco.state);     /* where the members are, at once */
+    p->disco.introduced = false;
+    if (p->disco.speaks_disco)
+        maybe_introduce(p, now);
+    discovery_wake(p->dev);
 }
 
 void discovery_endpoint_proven(struct peer *p, uint64_t now)
@@ -825,6 +853,10 @@ void discovery_receive(struct peer *p, const union endpoint *src, struct peer *v
      * be a probe). From elsewhere it is challenged first (path.c). */
     if (!via && src && p->path.via && m->type != DISCO_PING && path_proven(p, src))
         path_use_direct(p, src, now);
+    if (p->member.probation && m->type != DISCO_CERT) {
+        p->dev->stats.disco_bad++;       /* a stranger may only show its certificate */
+        return;
+    }
     switch (m->type) {
     case DISCO_ENDPOINTS:
         on_endpoints(p, via, &m->endpoints, now);
@@ -849,6 +881,10 @@ void discovery_receive(struct peer *p, const union endpoint *src, struct peer *v
         break;
     case DISCO_RECORD:
         on_record(p, m->record, now);
+        break;
+    case DISCO_CERT:
+        if (p->dev->cert_said)
+            p->dev->cert_said(p, m->cert.text, m->cert.len, now);
         break;
     default:
         p->dev->stats.disco_bad++;   /* RELAYED never gets here */
@@ -878,6 +914,8 @@ bool discovery_session_up(struct peer *p, uint64_t now)
     disco_session_began(&p->disco.state, rekey, now);
     send_features(p, now);
     send_record(p, now);
+    if (p->dev->self_cert)      /* a stranger to p may join so (probation.h) */
+        discovery_send_cert(p, p->dev->self_cert, strlen(p->dev->self_cert), now);
     /* A session new to the other side may be with a peer it made anew
      * (our record went and came back there): our names at once, not at
      * the next ENDPOINTS. */

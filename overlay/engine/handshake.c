@@ -14,6 +14,8 @@
  * BLAKE2s and a table lookup per packet, and at most RATELIMIT_PER_SEC
  * cookie replies or X25519s per second per source. */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -34,9 +36,43 @@
 struct lookup_ctx {
     struct device *dev;
     uint64_t now;
+    const struct pkt *pkt;
     struct peer *crossed;
+    bool stranger;                        /* scratch is a stranger's, on probation if it holds */
     struct noise_handshake scratch;
 };
+
+/* The probation table's source key for an initiation: as the rate
+ * limiter counts sources (an IPv4 address, or an IPv6 /64). */
+static void probation_source(const union endpoint *from, uint8_t key[RATELIMIT_KEY_LEN])
+{
+    memset(key, 0, RATELIMIT_KEY_LEN);
+    key[0] = (uint8_t)from->sa.sa_family;
+    if (from->sa.sa_family == AF_INET)
+        memcpy(key + 1, &from->in4.sin_addr, 4);
+    else if (from->sa.sa_family == AF_INET6)
+        memcpy(key + 1, &from->in6.sin6_addr, 8);
+}
+
+/* A key not in the cluster, with an authority: checked into `scratch`
+ * (nothing allocated) when the probation table has room for it and its
+ * source; the peer is made only once the initiation is authentic. */
+static struct noise_handshake *stranger(struct lookup_ctx *c, const uint8_t key[WG_KEY_LEN])
+{
+    uint8_t src[RATELIMIT_KEY_LEN];
+    struct probation t;
+
+    if (!c->dev->cluster.has_authority || !c->dev->cert_said || !c->pkt || c->pkt->via)
+        return NULL;
+    probation_source(&c->pkt->addr, src);
+    t = c->dev->probation;                /* room, without taking it yet */
+    if (probation_admit(&t, key, src, c->now))
+        return NULL;
+    if (noise_handshake_init(&c->scratch, c->dev->local, key, NULL))
+        return NULL;
+    c->stranger = true;
+    return &c->scratch;
+}
 
 /* Two initiations crossed (both sides were told to punch at once): if
  * both were answered, each side's own would be forgotten and neither
@@ -60,7 +96,7 @@ static struct noise_handshake *lookup_by_key(void *ctx, const uint8_t key[WG_KEY
         c->scratch = p->wg.handshake;
         return &c->scratch;
     }
-    return p ? &p->wg.handshake : NULL;
+    return p ? &p->wg.handshake : stranger(c, key);
 }
 
 static struct noise_handshake *lookup_by_index(void *ctx, uint32_t index)
@@ -325,9 +361,49 @@ static void log_dropped(const struct pkt *pkt, const char *what, int err)
                  pkt->via ? " (relayed)" : "", wg_strerror(err));
 }
 
+/* An authentic initiation from a stranger (stranger()): its peer, on
+ * probation -- pending, no address, no name of a member -- made and
+ * installed with the handshake checked into scratch; NULL when the table,
+ * memory or the map refuses (nothing kept). Membership promotes it when
+ * its certificate holds, or removes it when its time is up. */
+static struct peer *probation_join(struct device *dev, const struct noise_handshake *scratch,
+                                   const union endpoint *from, uint64_t now)
+{
+    struct cluster_node node = { 0 };
+    uint8_t src[RATELIMIT_KEY_LEN];
+    struct peer **grown, *p;
+
+    snprintf(node.name, sizeof(node.name), "joining-%02x%02x%02x%02x", scratch->remote_static[0],
+             scratch->remote_static[1], scratch->remote_static[2], scratch->remote_static[3]);
+    memcpy(node.public_key, scratch->remote_static, WG_KEY_LEN);
+    probation_source(from, src);
+    if (!(p = peer_create(dev, &dev->cluster, &node)))
+        return NULL;
+    if (!(grown = realloc(dev->peers, (dev->n_peers + 1) * sizeof(*grown)))) {
+        peer_free(p);
+        return NULL;
+    }
+    dev->peers = grown;
+    if (probation_admit(&dev->probation, node.public_key, src, now)) {
+        peer_free(p);
+        return NULL;
+    }
+    p->member.pending = p->member.probation = true;
+    p->wg.handshake = *scratch;
+    dev->peers[dev->n_peers++] = p;
+    if (device_remap(dev)) {
+        dev->n_peers--;
+        probation_end(&dev->probation, node.public_key);
+        peer_free(p);
+        return NULL;
+    }
+    log_info_rl("a stranger's key on probation as %s: its certificate is awaited", p->member.name);
+    return p;
+}
+
 static void consume_initiation(struct device *dev, struct pkt *pkt, uint64_t now)
 {
-    struct lookup_ctx ctx = { .dev = dev, .now = now };
+    struct lookup_ctx ctx = { .dev = dev, .now = now, .pkt = pkt };
     struct noise_lookup lookup = { lookup_by_key, lookup_by_index, &ctx };
     struct noise_handshake *hs = NULL;
     struct noise_keypair kp;
@@ -335,6 +411,13 @@ static void consume_initiation(struct device *dev, struct pkt *pkt, uint64_t now
 
     if (ret == 0 && ctx.crossed)
         keep_ours(ctx.crossed, &ctx.scratch, pkt, now);
+    if (ret == 0 && ctx.stranger) {
+        struct peer *joining = probation_join(dev, &ctx.scratch, &pkt->addr, now);
+        if (!joining)
+            ret = -WG_ENOPEER;
+        else
+            hs = &joining->wg.handshake;
+    }
     sodium_memzero(&ctx.scratch, sizeof(ctx.scratch));
     if (ret == 0 && ctx.crossed)
         return;

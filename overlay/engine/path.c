@@ -568,8 +568,10 @@ void path_forward(struct device *dev, struct peer *from, struct peer *to, const 
     int n = (int)len;
 
     /* Only between two members, the destination reached directly: no
-     * chains of relays, and nothing for nodes outside the cluster. */
-    if (!to || to == from || !to->disco.speaks_disco || !path_relay_ready(to, now)) {
+     * chains of relays, and nothing for nodes outside the cluster (nor
+     * for or from a stranger on probation). */
+    if (!to || to == from || !to->disco.speaks_disco || to->member.probation ||
+        from->member.probation || !path_relay_ready(to, now)) {
         dev->stats.relay_refused++;
         return;
     }

@@ -395,11 +395,13 @@ struct plan {
     struct peer_map *map;        /* the new array's lookups, installed with it */
 };
 
+/* The peer a node of the next model keeps: its key's with its name, or
+ * its key's on probation (promoted by plan_commit). */
 static struct peer *old_peer(struct device *dev, const struct cluster_node *n)
 {
     struct peer *p = device_peer_by_key(dev, n->public_key);
 
-    return p && !strcasecmp(p->member.name, n->name) ? p : NULL;
+    return p && (p->member.probation || !strcasecmp(p->member.name, n->name)) ? p : NULL;
 }
 
 static void plan_free(struct plan *pl, bool made_too)
@@ -417,7 +419,7 @@ static int plan_make(struct device *dev, const struct cluster *next,
                      const struct cluster_node *self, struct plan *pl)
 {
     memset(pl, 0, sizeof(*pl));
-    pl->peers = calloc(next->n_nodes, sizeof(*pl->peers));
+    pl->peers = calloc(next->n_nodes + dev->n_peers, sizeof(*pl->peers));
     pl->made = calloc(next->n_nodes, sizeof(*pl->made));
     pl->made_node = calloc(next->n_nodes, sizeof(*pl->made_node));
     if (!pl->peers || !pl->made || !pl->made_node)
@@ -438,6 +440,14 @@ static int plan_make(struct device *dev, const struct cluster *next,
             pl->made[pl->n_made++] = p;
         }
         pl->peers[pl->n_peers++] = p;
+    }
+    /* Strangers on probation not promoted stay until their time is up. */
+    for (size_t i = 0; i < dev->n_peers; i++) {
+        struct peer *p = dev->peers[i];
+        if (p->member.probation && !p->member.kept) {
+            p->member.kept = true;
+            pl->peers[pl->n_peers++] = p;
+        }
     }
     if (index_table_reserve(&dev->indices, 4 * next->n_nodes) ||
         !(pl->map = device_map_new(pl->peers, pl->n_peers)))
@@ -537,6 +547,21 @@ static bool set_pending(struct device *dev, const struct vouched *vd)
     return changed;
 }
 
+/* A stranger whose certificate holds becomes the member it names, on the
+ * session it made (pending until set_pending says otherwise). */
+static void promote(struct device *dev, struct peer *p, const struct cluster *next,
+                    const struct cluster_node *n, uint64_t now)
+{
+    probation_end(&dev->probation, p->public_key);
+    p->member.probation = false;
+    snprintf(p->member.name, sizeof(p->member.name), "%s", n->name);
+    p->member.address = n->address;
+    peer_set_persistent_keepalive(p, (uint16_t)cluster_node_keepalive(next, n), now);
+    discovery_node_hints(p, n, now);
+    discovery_promoted(p, now);
+    log_notice("peer %s: its certificate holds; a member now", p->member.name);
+}
+
 static void plan_commit(struct device *dev, struct cluster *next, const struct cluster_diff *d,
                         const struct cluster_node *self, struct plan *pl,
                         const struct vouched *vd, uint64_t now)
@@ -556,6 +581,8 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
         struct peer *p = c->new_node ? device_peer_by_key(dev, c->new_node->public_key) : NULL;
         if (c->kind == CLUSTER_NODE_CHANGED && p && !(c->what & CLUSTER_CHANGED_KEY))
             update_peer(dev, p, next, c, now);
+        else if (c->kind == CLUSTER_NODE_ADDED && p && p->member.probation)
+            promote(dev, p, next, c->new_node, now);
     }
     for (size_t i = 0; i < pl->n_made; i++) {
         struct peer *p = pl->made[i];
@@ -684,6 +711,8 @@ void members_certs_free(struct device *dev)
     dev->certs = NULL;
     free(dev->statements);
     dev->statements = NULL;
+    free(dev->self_cert);
+    dev->self_cert = NULL;
 }
 
 static uint64_t unix_now(void)
@@ -781,6 +810,142 @@ static int vetted(struct device *dev, const struct cluster_index *counted,
     return 0;
 }
 
+/* Strangers whose probation ended without a certificate that holds:
+ * their peers removed. */
+static void members_probation_run(struct device *dev, uint64_t now)
+{
+    uint8_t key[PROBATION_KEY_LEN];
+    bool removed = false;
+
+    while (probation_expire(&dev->probation, now, key)) {
+        struct peer *p = device_peer_by_key(dev, key);
+        size_t k = 0;
+        if (!p || !p->member.probation)
+            continue;
+        for (size_t i = 0; i < dev->n_peers; i++)
+            if (dev->peers[i] != p)
+                dev->peers[k++] = dev->peers[i];
+        dev->n_peers = k;
+        loop_crypto_drain(dev->loop, now);
+        path_flush(dev, now);
+        log_info_rl("peer %s: its probation ended without a certificate", p->member.name);
+        peer_remove(p, dev->peers, dev->n_peers, now);
+        removed = true;
+    }
+    if (removed && device_remap(dev))
+        log_error("membership: out of memory for the address map");
+}
+
+/* A peer's CERT (disco_io.c, on its session): offered to the store at
+ * most CERT_PER_SEC a second per peer after a burst of CERT_BURST (each
+ * new statement costs a signature check; a known one a hash); one that
+ * counts now is passed on to the other peers that speak disco, so a
+ * member that passes on can only repeat what holds. What it changed is
+ * applied by members_certs_run on the loop's next pass, never inside
+ * the receive. */
+#define CERT_PER_SEC 20u
+#define CERT_BURST   64u
+/* A newcomer whose certificate holds hears the members' certificates we
+ * hold, so that it counts them though its file lists fewer (at most half
+ * its CERT burst: what is beyond, it learns as their sessions with it
+ * begin, each saying its own). */
+static void tell_newcomer(struct peer *p, uint64_t now)
+{
+    struct device *dev = p->dev;
+    char text[CERT_TEXT_MAX + 1];
+    size_t sent = 0;
+
+    for (size_t i = 0; i < certs_count(dev->certs) && sent < CERT_BURST / 2; i++) {
+        const struct cert *c = certs_at(dev->certs, i);
+        if (!memcmp(c->subject, p->public_key, CERT_PUBKEY_LEN) ||
+            cert_format(c, text, sizeof(text)))
+            continue;
+        discovery_send_cert(p, text, strlen(text), now);
+        sent++;
+    }
+}
+
+/* A statement that counts now, to every peer that speaks disco but from
+ * (NULL: none) and strangers on probation. */
+static void pass_on(struct device *dev, const struct peer *from, const char *line, size_t len,
+                    uint64_t now)
+{
+    for (size_t i = 0; i < dev->n_peers; i++) {
+        struct peer *q = dev->peers[i];
+        if (q != from && q->disco.speaks_disco && !q->member.probation)
+            discovery_send_cert(q, line, len, now);
+    }
+}
+
+int members_statement(struct device *dev, const char *text, size_t len, uint64_t now,
+                      const char **why)
+{
+    char line[CERT_TEXT_MAX + 1];
+    enum certs_verdict v;
+
+    *why = "";
+    if (!dev->certs)
+        return -EPERM;
+    while (len && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' '))
+        len--;
+    if (len > CERT_TEXT_MAX)
+        return -EINVAL;
+    memcpy(line, text, len);
+    line[len] = '\0';
+    v = certs_offer(dev->certs, line, unix_now(), why);
+    log_notice("authority: a statement given through the control socket: %s%s%s",
+               certs_verdict_str(v), (*why)[0] ? ": " : "", *why);
+    if (v == CERTS_ADDED || v == CERTS_REVOKING)
+        pass_on(dev, NULL, line, len, now);
+    return (int)v;
+}
+
+void members_cert_said(struct peer *p, const char *text, size_t len, uint64_t now)
+{
+    struct device *dev = p->dev;
+    const uint64_t cost = WG_NSEC_PER_SEC / CERT_PER_SEC, cap = cost * CERT_BURST;
+    char line[CERT_TEXT_MAX + 1];
+    const char *why;
+    enum certs_verdict v;
+
+    if (!dev->certs || len > CERT_TEXT_MAX)
+        return;
+    p->member.cert_credit_ns += p->member.cert_at_ns ? now - p->member.cert_at_ns : cap;
+    p->member.cert_at_ns = now;
+    if (p->member.cert_credit_ns > cap)
+        p->member.cert_credit_ns = cap;
+    if (p->member.cert_credit_ns < cost) {
+        log_debug_rl("peer %s: CERT over its rate, dropped", p->member.name);
+        return;
+    }
+    p->member.cert_credit_ns -= cost;
+    memcpy(line, text, len);
+    line[len] = '\0';
+    v = certs_offer(dev->certs, line, unix_now(), &why);
+    if (v != CERTS_ADDED && v != CERTS_REVOKING) {
+        if (v != CERTS_KNOWN)
+            log_info_rl("peer %s: a statement not taken: %s%s%s", p->member.name,
+                        certs_verdict_str(v), why[0] ? ": " : "", why);
+        return;
+    }
+    pass_on(dev, p, line, len, now);
+    if (v == CERTS_ADDED && p->member.probation && certs_member(dev->certs, p->public_key))
+        tell_newcomer(p, now);
+}
+
+/* When the first probation ends (UINT64_MAX: none). */
+static uint64_t probation_next(const struct device *dev)
+{
+    uint64_t next = UINT64_MAX;
+
+    for (size_t i = 0; i < PROBATION_MAX; i++) {
+        const struct probation_entry *e = &dev->probation.e[i];
+        if (e->used && e->since_ns + PROBATION_TIMEOUT_NS < next)
+            next = e->since_ns + PROBATION_TIMEOUT_NS;
+    }
+    return next;
+}
+
 uint64_t members_certs_run(struct device *dev, uint64_t now)
 {
     struct timespec ts;
@@ -792,14 +957,15 @@ uint64_t members_certs_run(struct device *dev, uint64_t now)
         return UINT64_MAX;
     clock_gettime(CLOCK_REALTIME, &ts);
     certs_run(dev->certs, (uint64_t)ts.tv_sec);
-    if (dev->certs_dirty && (dev->registry || dev->n_registered)) {
+    members_probation_run(dev, now);
+    if (dev->certs_dirty) {
         /* merged() clears it; let_go() may set it again, for one more
          * pass (a place freed in a token's count). */
         if ((ret = registry_apply(dev, now, &changes))) {
             dev->certs_dirty = false;
             log_warn("authority: a change of certificates not applied: %s", strerror(-ret));
         } else if (changes) {
-            log_notice("authority: %zu change%s on certificates expired, revoked or let go",
+            log_notice("authority: %zu change%s from certificates (new, expired, revoked, let go)",
                        changes, changes == 1 ? "" : "s");
         }
         if (dev->certs_dirty)
@@ -807,9 +973,10 @@ uint64_t members_certs_run(struct device *dev, uint64_t now)
     }
     dev->certs_dirty = false;
     if ((next = certs_next_expiry(dev->certs)) == UINT64_MAX)
-        return UINT64_MAX;
+        return probation_next(dev);
     real_ns = (uint64_t)ts.tv_sec * WG_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-    return next * WG_NSEC_PER_SEC > real_ns ? now + (next * WG_NSEC_PER_SEC - real_ns) : now;
+    next = next * WG_NSEC_PER_SEC > real_ns ? now + (next * WG_NSEC_PER_SEC - real_ns) : now;
+    return next < probation_next(dev) ? next : probation_next(dev);
 }
 
 /* The registered nodes the device counts now: those of its model past
@@ -824,6 +991,64 @@ static int counted_now(struct device *dev, struct cluster_node **out, size_t *m)
         if (n != dev->self && !node_pending(dev, n))
             (*out)[(*m)++] = *n;
     }
+    return 0;
+}
+
+static int by_seniority(const void *a, const void *b)
+{
+    const struct cert *x = *(const struct cert *const *)a, *y = *(const struct cert *const *)b;
+
+    if (x->not_before != y->not_before)
+        return x->not_before < y->not_before ? -1 : 1;
+    return memcmp(x->subject, y->subject, CERT_PUBKEY_LEN);
+}
+
+/* With an authority and no registry: a node for each member
+ * certificate held whose key neither the file nor we hold
+ * (joined with no server, or passed on by a member), oldest first
+ * (not_before, then key): registry_model keeps the first of a clash, so
+ * every node keeps the same one. *nodes grows (realloc). */
+static int with_certified(struct device *dev, const struct cluster *file,
+                          struct cluster_node **nodes, size_t *n)
+{
+    /* With a registry its records are the members (their certificates
+     * vet them): one said on a session waits for its record. */
+    size_t held = dev->certs && !dev->registry ? certs_count(dev->certs) : 0, m = 0;
+    const struct cert **order;
+    struct cluster_node *grown;
+    struct cluster_index *known;
+
+    if (!held)
+        return 0;
+    if (!(order = calloc(held, sizeof(*order))) ||
+        !(known = cluster_index_new(*n + file->n_nodes + 2))) {
+        free(order);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < *n; i++)
+        cluster_index_add(known, &(*nodes)[i]);
+    for (size_t i = 0; i < file->n_nodes; i++)
+        cluster_index_add(known, &file->nodes[i]);
+    if (dev->self_registered)
+        cluster_index_add(known, &dev->registry_self);
+    for (size_t i = 0; i < held; i++) {
+        const struct cert *c = certs_at(dev->certs, i);
+        if (!cluster_index_key(known, c->subject) &&
+            memcmp(c->subject, dev->local->public_key, CERT_PUBKEY_LEN))
+            order[m++] = c;
+    }
+    cluster_index_free(known);
+    if (m && !(grown = realloc(*nodes, (*n + m) * sizeof(**nodes)))) {
+        free(order);
+        return -ENOMEM;
+    }
+    if (m)
+        *nodes = grown;
+    qsort(order, m, sizeof(*order), by_seniority);
+    for (size_t i = 0; i < m; i++)
+        if (cert_member_node(order[i], file, &(*nodes)[*n]) == 0)
+            (*n)++;
+    free(order);
     return 0;
 }
 
@@ -867,6 +1092,8 @@ static int merged(struct device *dev, const struct cluster *file, struct cluster
         goto out;
     for (size_t i = vd->v.n_counted; i < vd->v.n; i++)
         cluster_index_add(vd->pending, &vd->v.nodes[i]);
+    if ((ret = with_certified(dev, file, &vd->v.nodes, &vd->v.n)))
+        goto out;
     ret = registry_model(file, dev->self_registered ? &dev->registry_self : NULL, vd->v.nodes,
                          vd->v.n, out, &skipped, log_skip, dev);
 out:
@@ -969,7 +1196,8 @@ static int registry_apply(struct device *dev, uint64_t now, size_t *changes)
 
     if ((ret = merged(dev, &dev->file, &next, &vd, now)))
         return ret;
-    ret = apply(dev, &next, &vd, "registry", say_to_log, NULL, now, changes);
+    ret = apply(dev, &next, &vd, dev->registry ? "registry" : "authority", say_to_log, NULL, now,
+                changes);
     vouched_free(&vd);
     if (!ret)
         let_go(dev);

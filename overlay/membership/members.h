@@ -59,6 +59,23 @@ void members_certs_free(struct device *dev);
  * loop's clock; UINT64_MAX: none). */
 uint64_t members_certs_run(struct device *dev, uint64_t now);
 
+/* A peer's disco CERT (dev->cert_said; joining with no server): one
+ * statement of the authority offered to the store, at most
+ * CERT_PER_SEC a second per peer; one that counts now is passed on to
+ * the other peers, and applied (a stranger on probation promoted, a
+ * member added or dropped) by members_certs_run on the loop's next
+ * pass. members_certs_run also removes the strangers whose probation
+ * ended (engine/probation.h). */
+void members_cert_said(struct peer *p, const char *text, size_t len, uint64_t now);
+
+/* A statement of the authority handed to the node by a person (`ddpnet
+ * revoke`: the control socket): offered to the store, and, when it counts
+ * now (a revocation taken, a certificate added), passed on to every peer
+ * that speaks disco. Its verdict (enum certs_verdict, *why as certs_offer
+ * says), or -EPERM without an authority, -EINVAL for text too long. */
+int members_statement(struct device *dev, const char *text, size_t len, uint64_t now,
+                      const char **why);
+
 /* A hostname endpoint (endpoints.c): asks the device's resolver for n's
  * endpoint host on p's behalf, never waiting for it; p keeps the endpoint
  * it has (none, for a new peer) until members_resolved applies the answer.

@@ -789,6 +789,55 @@ static void test_keypair(void **state)
     assert_string_equal(cert_kind_str(CERT_TOKEN), "token");
 }
 
+/* The address a certificate without one gets: the same for a key on
+ * every call, inside the network, never its first or last address; a
+ * fixed one outside the network refused; a network without host
+ * addresses refused. */
+static void test_member_node_address(void **state)
+{
+    struct cluster cl = { 0 };
+    struct cluster_addr a, b;
+    struct cluster_node n;
+    struct cert c = { .kind = CERT_MEMBER };
+    uint8_t key[CERT_PUBKEY_LEN];
+    (void)state;
+
+    cl.network.family = AF_INET;
+    cl.network.bytes[0] = 10;
+    cl.network.bytes[1] = 77;
+    cl.prefix = 30;                      /* two host addresses: .1 and .2 */
+    for (unsigned i = 0; i < 64; i++) {
+        memset(key, (int)i, sizeof(key));
+        assert_int_equal(cert_derive_address(key, &cl, &a), 0);
+        assert_int_equal(cert_derive_address(key, &cl, &b), 0);
+        assert_memory_equal(&a, &b, sizeof(a));
+        assert_int_equal(a.family, AF_INET);
+        assert_true(a.bytes[3] == 1 || a.bytes[3] == 2);
+        assert_int_equal(a.bytes[0], 10);
+        assert_int_equal(a.bytes[1], 77);
+    }
+    cl.prefix = 31;
+    assert_int_equal(cert_derive_address(key, &cl, &a), -ENOSPC);
+    cl.prefix = 16;
+    memcpy(c.subject, key, sizeof(key));
+    snprintf(c.name, sizeof(c.name), "spot-1");
+    assert_int_equal(cert_member_node(&c, &cl, &n), 0);
+    assert_string_equal(n.name, "spot-1");
+    assert_memory_equal(n.public_key, key, sizeof(key));
+    assert_false(n.has_endpoint);
+    c.has_address = true;
+    c.address.family = AF_INET;
+    c.address.bytes[0] = 192;
+    assert_int_equal(cert_member_node(&c, &cl, &n), -EINVAL);
+    c.address.bytes[0] = 10;
+    c.address.bytes[1] = 77;
+    c.address.bytes[3] = 9;
+    assert_int_equal(cert_member_node(&c, &cl, &n), 0);
+    assert_int_equal(n.address.bytes[3], 9);
+    c.kind = CERT_TOKEN;
+    assert_int_equal(cert_member_node(&c, &cl, &n), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -809,6 +858,7 @@ int main(void)
         cmocka_unit_test(test_join_token),
         cmocka_unit_test(test_key_and_secret_text),
         cmocka_unit_test(test_keypair),
+        cmocka_unit_test(test_member_node_address),
     };
 
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -594,6 +594,19 @@ static void test_frame(void **state)
     assert_int_equal(control_frame("set=ddpnet-cluster\nlength=1x\n", 29, &op, &consumed), -EINVAL);
     assert_int_equal(control_frame("set=ddpnet-cluster\nlength=123456789\n", 36, &op, &consumed), -EINVAL);
     assert_int_equal(control_frame("set=ddpnet-cluster\nlength=9999999\n", 34, &op, &consumed), -EMSGSIZE);
+    /* set=ddpnet-statement (`ddpnet revoke`): framed the same way. */
+    static const char statement[] = "set=ddpnet-statement\nlength=4\nabcd";
+    for (size_t n = 1; n < sizeof(statement) - 1; n++)
+        assert_int_equal(control_frame(statement, n, &op, &consumed), -EAGAIN);
+    assert_int_equal(control_frame(statement, sizeof(statement) - 1, &op, &consumed), 0);
+    assert_int_equal(op, CONTROL_STATEMENT_OP);
+    assert_int_equal(consumed, sizeof(statement) - 1);
+    control_cluster_body(statement, consumed, &body, &body_len);
+    assert_int_equal(body_len, 4);
+    assert_memory_equal(body, "abcd", 4);
+    assert_int_equal(control_frame("set=ddpnet-statement\nlength=x\n", 31, &op, &consumed), -EINVAL);
+    assert_int_equal(control_frame("set=ddpnet-statement\nlength=9999999\n", 36, &op, &consumed),
+                     -EMSGSIZE);
     assert_int_equal(control_frame(NULL, 3, &op, &consumed), -EINVAL);
     assert_int_equal(control_frame("get=1\n\n", 7, NULL, &consumed), -EINVAL);
     assert_int_equal(control_frame("get=1\n\n", 7, &op, NULL), -EINVAL);

@@ -657,6 +657,56 @@ static void test_record(void **state)
     assert_int_equal(disco_decode(bad, sizeof(bad), &msg_b), -EBADMSG);
 }
 
+/* --- CERT ------------------------------------------------------------------------------ */
+
+/* A statement's text as it came, pointing into the input; bounded. */
+static void test_cert(void **state)
+{
+    static const char text[] = "ddpnet-member:AbC-_9";
+    static uint8_t big[DISCO_HEADER_LEN + DISCO_CERT_MAX + 1];
+    uint8_t golden[DISCO_HEADER_LEN + sizeof(text) - 1] = {
+        'D', 'D', 'P', 'D', 1, DISCO_CERT, 0, sizeof(text) - 1,
+    };
+    uint8_t out[64], bad[sizeof(golden)];
+
+    (void)state;
+    memcpy(golden + DISCO_HEADER_LEN, text, sizeof(text) - 1);
+    memset(&msg_a, 0, sizeof(msg_a));
+    msg_a.type = DISCO_CERT;
+    msg_a.cert.text = text;
+    msg_a.cert.len = sizeof(text) - 1;
+    assert_int_equal(disco_encode(&msg_a, out, sizeof(out)), (int)sizeof(golden));
+    assert_memory_equal(out, golden, sizeof(golden));
+    assert_int_equal(disco_decode(golden, sizeof(golden), &msg_b), 0);
+    assert_int_equal(msg_b.type, DISCO_CERT);
+    assert_int_equal(msg_b.cert.len, sizeof(text) - 1);
+    assert_ptr_equal(msg_b.cert.text, (const char *)golden + DISCO_HEADER_LEN);
+    /* Empty, a space, a NUL, a control byte: refused both ways. */
+    msg_a.cert.len = 0;
+    assert_int_equal(disco_encoded_len(&msg_a), -EINVAL);
+    static const uint8_t wrong[] = { ' ', 0, '\n', 0x7f, 0x80 };
+    for (unsigned i = 0; i < sizeof(wrong); i++) {
+        memcpy(bad, golden, sizeof(golden));
+        bad[DISCO_HEADER_LEN + 3] = wrong[i];
+        assert_int_equal(disco_decode(bad, sizeof(bad), &msg_b), -EBADMSG);
+    }
+    memcpy(bad, golden, sizeof(golden));
+    bad[7] = 0;
+    assert_int_equal(disco_decode(bad, DISCO_HEADER_LEN, &msg_b), -EBADMSG);
+    /* DISCO_CERT_MAX bytes pass, one more does not. */
+    memcpy(big, golden, DISCO_HEADER_LEN);
+    memset(big + DISCO_HEADER_LEN, 'A', DISCO_CERT_MAX + 1);
+    big[6] = DISCO_CERT_MAX >> 8;
+    big[7] = DISCO_CERT_MAX & 0xff;
+    assert_int_equal(disco_decode(big, DISCO_HEADER_LEN + DISCO_CERT_MAX, &msg_b), 0);
+    big[6] = (DISCO_CERT_MAX + 1) >> 8;
+    big[7] = (DISCO_CERT_MAX + 1) & 0xff;
+    assert_int_equal(disco_decode(big, sizeof(big), &msg_b), -EBADMSG);
+    msg_a.cert.text = (const char *)big + DISCO_HEADER_LEN;
+    msg_a.cert.len = DISCO_CERT_MAX + 1;
+    assert_int_equal(disco_encoded_len(&msg_a), -EINVAL);
+}
+
 static void test_enclosed_ok(void **state)
 {
     uint8_t msg[WG_INITIATION_LEN] = { WG_MSG_INITIATION };
@@ -1462,6 +1512,7 @@ int main(void)
         cmocka_unit_test(test_sockaddr_roundtrip),
         cmocka_unit_test(test_sockaddr_errors),
         cmocka_unit_test(test_endpoint_equal),
+        cmocka_unit_test(test_cert),
     };
     if (sodium_init() < 0)
         return 1;

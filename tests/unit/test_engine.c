@@ -2299,11 +2299,135 @@ static void test_relay_lost_dropped_when_it_goes(void **state)
 #define T3(f) cmocka_unit_test_setup_teardown(f, world3_setup, world3_teardown)
 #define T6(f) cmocka_unit_test_setup_teardown(f, world6_setup, world3_teardown)
 
+/* --- joining with no server: a stranger on probation (issue 33) ----------------------- */
+
+static unsigned cert_said_calls;
+static char cert_said_text[64];
+static struct peer *cert_said_from;
+
+static void on_cert_said(struct peer *p, const char *text, size_t len, uint64_t now)
+{
+    (void)now;
+    cert_said_calls++;
+    cert_said_from = p;
+    snprintf(cert_said_text, sizeof(cert_said_text), "%.*s", (int)len, text);
+}
+
+/* Node 1 forgets node 0: node 0's key is a stranger there. */
+static void make_stranger(void)
+{
+    struct device *d = &nodes[1].dev;
+
+    peer_free(d->peers[0]);
+    d->n_peers = 0;
+    assert_int_equal(device_remap(d), 0);
+    cert_said_calls = 0;
+    cert_said_from = NULL;
+    nodes[0].dev.self_cert = (char *)"ddpnet-member:TEST";
+}
+
+/* Without an authority a stranger's initiation gets no answer and makes
+ * nothing. */
+static void test_stranger_refused_without_authority(void **state)
+{
+    uint64_t now = START_NS + SEC;
+
+    (void)state;
+    make_stranger();
+    nodes[1].dev.cert_said = on_cert_said;
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_int_equal(nodes[1].dev.n_peers, 0);
+    assert_int_equal(probation_count(&nodes[1].dev.probation), 0);
+    assert_true(nodes[1].dev.stats.dropped_unknown_peer >= 1);
+    assert_null(peer_of(0)->wg.current);
+    /* Nor with one but no membership to hand a certificate to. */
+    nodes[1].dev.cluster.has_authority = true;
+    nodes[1].dev.cert_said = NULL;
+    app_send(0, 1, 100, now + 6 * SEC);
+    pump(now + 6 * SEC);
+    assert_int_equal(nodes[1].dev.n_peers, 0);
+    nodes[0].dev.self_cert = NULL;
+}
+
+/* With an authority: answered by a peer on probation -- pending, no
+ * address, its data dropped, its disco refused but CERT, which goes to
+ * membership's hook. */
+static void test_stranger_on_probation_shows_its_cert(void **state)
+{
+    uint64_t now = START_NS + SEC;
+    const uint8_t a_addr[4] = { 10, 77, 0, 1 };
+    struct device *d = &nodes[1].dev;
+
+    (void)state;
+    make_stranger();
+    d->cluster.has_authority = true;
+    d->cert_said = on_cert_said;
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_non_null(peer_of(0)->wg.current);               /* answered */
+    assert_int_equal(d->n_peers, 1);
+    struct peer *p = d->peers[0];
+    assert_true(p->member.probation);
+    assert_true(p->member.pending);
+    assert_int_equal(p->member.address.family, AF_UNSPEC);
+    assert_true(probation_has(&d->probation, p->public_key));
+    assert_null(device_peer_by_address(d, AF_INET, a_addr));   /* nothing routed to it */
+    assert_int_equal(nodes[1].tun_packets, 0);                  /* nor from it */
+    /* Its certificate, said on the session, handed up as it came. */
+    assert_int_equal(cert_said_calls, 1);
+    assert_ptr_equal(cert_said_from, p);
+    assert_string_equal(cert_said_text, "ddpnet-member:TEST");
+    /* Any other disco of a stranger is refused. */
+    uint64_t bad = d->stats.disco_bad;
+    struct disco_msg m = { .type = DISCO_FEATURES, .features = DISCO_FEAT_RECORD };
+    discovery_receive(p, NULL, NULL, &m, now);
+    assert_int_equal(d->stats.disco_bad, bad + 1);
+    assert_int_equal(p->disco.record_said, PEER_RECORD_NOTHING);
+    /* It hears nothing of the cluster from us (no FEATURES, NAMES,
+     * ENDPOINTS), however long the session runs. */
+    for (unsigned i = 1; i <= 5; i++) {
+        tick(now + i * SEC);
+        pump(now + i * SEC);
+    }
+    for (unsigned t = 0; t < DISCO_TYPE_COUNT; t++)
+        if (t != DISCO_CERT)
+            assert_int_equal(nodes[0].dev.stats.disco_received[t], 0);
+    nodes[0].dev.self_cert = NULL;
+}
+
+/* A full probation table: the stranger gets no answer, nothing is made. */
+static void test_stranger_refused_when_probation_is_full(void **state)
+{
+    uint64_t now = START_NS + SEC;
+    struct device *d = &nodes[1].dev;
+    uint8_t key[PROBATION_KEY_LEN], src[RATELIMIT_KEY_LEN];
+
+    (void)state;
+    make_stranger();
+    d->cluster.has_authority = true;
+    d->cert_said = on_cert_said;
+    for (unsigned i = 0; i < PROBATION_MAX; i++) {
+        memset(key, (int)i, sizeof(key));
+        memset(src, (int)i, sizeof(src));
+        assert_int_equal(probation_admit(&d->probation, key, src, now), 0);
+    }
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_int_equal(d->n_peers, 0);
+    assert_null(peer_of(0)->wg.current);
+    assert_int_equal(cert_said_calls, 0);
+    nodes[0].dev.self_cert = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_first_packet_waits_for_the_handshake),
         T(test_record_stated_on_the_session),
+        T(test_stranger_refused_without_authority),
+        T(test_stranger_on_probation_shows_its_cert),
+        T(test_stranger_refused_when_probation_is_full),
         T(test_record_candidate_reaches_a_peer),
         T(test_record_candidate_never_answering_is_bounded),
         T(test_down_peer_retries_then_gives_up),

@@ -6,7 +6,9 @@
  * claims it, a pending record given no line) through a kept descriptor, the checksum `status` shows, and a
  * reload refused before anything is touched (a file with errors, a change
  * of this node's key, address or port, of [cluster]'s network, a file
- * without this node) -- each said in the lines a person reads. */
+ * without this node) -- each said in the lines a person reads; the
+ * authority's statements a person or a peer hands the node (refusals, a
+ * peer's CERTs bounded by their rate). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +24,8 @@
 #include <cmocka.h>
 
 #include "config/addr.h"
+#include "config/cert.h"
+#include "overlay/membership/certs.h"
 #include "overlay/membership/hosts.h"
 #include "overlay/membership/hosts_writer.h"
 #include "overlay/membership/members.h"
@@ -493,6 +497,58 @@ static void test_refused(void **state)
     cluster_free(&dev.file);
 }
 
+/* --- statements of the authority (joining with no server) ---------------------------- */
+
+/* A statement handed to a running node (`ddpnet revoke`): refused without
+ * an authority or when too long; judged by the store; a revocation taken.
+ * A peer's CERTs: at most a burst, then its rate, are offered at all. */
+static void test_statements(void **state)
+{
+    uint8_t pub[CERT_PUBKEY_LEN], secret[CERT_SECRET_LEN];
+    char text[CERT_TEXT_MAX + 8], long_text[CERT_TEXT_MAX + 2];
+    struct certs_stats st;
+    struct device dev;
+    struct peer p;
+    const char *why;
+    struct cert r = { .kind = CERT_REVOCATION, .not_before = 1000 };
+
+    (void)state;
+    device_of(&dev, HEAD NA NB);
+    assert_int_equal(members_statement(&dev, "ddpnet-revoke:x", 15, 0, &why), -EPERM);
+    assert_int_equal(cert_keypair(pub, secret), 0);
+    dev.cluster.has_authority = true;
+    memcpy(dev.cluster.authority, pub, sizeof(pub));
+    assert_int_equal(members_certs_start(&dev), 0);
+    memset(long_text, 'a', sizeof(long_text) - 1);
+    long_text[sizeof(long_text) - 1] = '\0';
+    assert_int_equal(members_statement(&dev, long_text, strlen(long_text), 0, &why), -EINVAL);
+    assert_int_equal(members_statement(&dev, "ddpnet-revoke:x\n", 16, 0, &why), CERTS_INVALID);
+    memset(r.subject, 7, sizeof(r.subject));
+    assert_int_equal(cert_sign(&r, secret, text, sizeof(text)), 0);
+    strcat(text, "\n");                    /* a file's line, as read */
+    assert_int_equal(members_statement(&dev, text, strlen(text), 0, &why), CERTS_REVOKING);
+    assert_int_equal(members_statement(&dev, text, strlen(text), 0, &why), CERTS_KNOWN);
+    certs_stats(dev.certs, &st);
+    assert_int_equal(st.revoked, 1);
+
+    /* A peer saying junk as fast as it can: CERT_BURST offers, then one
+     * each 1/CERT_PER_SEC s. */
+    memset(&p, 0, sizeof(p));
+    p.dev = &dev;
+    snprintf(p.member.name, sizeof(p.member.name), "x");
+    for (unsigned i = 0; i < 200; i++)
+        members_cert_said(&p, "ddpnet-member:junk", 18, 5 * WG_NSEC_PER_SEC);
+    certs_stats(dev.certs, &st);
+    assert_int_equal(st.invalid, 1 + 64);    /* the one above, and the burst */
+    members_cert_said(&p, "ddpnet-member:junk", 18, 5 * WG_NSEC_PER_SEC + WG_NSEC_PER_SEC / 10);
+    members_cert_said(&p, "ddpnet-member:junk", 18, 5 * WG_NSEC_PER_SEC + WG_NSEC_PER_SEC / 10);
+    members_cert_said(&p, "ddpnet-member:junk", 18, 5 * WG_NSEC_PER_SEC + WG_NSEC_PER_SEC / 10);
+    certs_stats(dev.certs, &st);
+    assert_int_equal(st.invalid, 1 + 64 + 2);   /* 0.1 s: two more */
+    members_certs_free(&dev);
+    cluster_free(&dev.cluster);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -504,6 +560,7 @@ int main(void)
         cmocka_unit_test(test_registered_names),
         cmocka_unit_test(test_checksum),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_statements),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Joining with an authority and no server (issue 33): a, b and c are in
+# the file, each with a certificate from one authority; d is not in the
+# file (the same file as theirs): its certificate, signed through a join
+# token, is its identity, its address derived from its key.
+#  1. a, b, c up with their certificates; they reach one another;
+#  2. d up: a puts d's key on probation, d presents its certificate
+#     inside the tunnel, a passes it on to b and c and theirs to d, and
+#     d is reached by all (by overlay address and by name) within
+#     AUTH_JOIN_S of its up;
+#     then torchrun (Gloo all_reduce) across the four, by name (where
+#     torchrun is installed);
+#  3. d's certificate revoked (`ddpnet authority revoke`, given to a alone
+#     with `ddpnet revoke`): d gone from every node within AUTH_JOIN_S;
+#     d up again with it: refused by all (no peer, no route);
+#  4. e joins with a certificate valid AUTH_EXPIRY_S (8) s: reached, then
+#     gone from every node within AUTH_JOIN_S of its expiry;
+#  5. refused by all (no peer, no route, its probation over): x, whose
+#     certificate another authority signed (its own file names that one),
+#     and f, whose certificate expired before it reached a member;
+#  6. x with the cluster's file: refused at up.
+#
+#                    namespace "hub": bridge br0
+#      +--------------+--------------+--------------+
+#    a .1           b .2           c .3           d .4      192.168.241.0/24
+#    10.77.0.1      10.77.0.2      10.77.0.3      (derived)  (ddp0)
+# Environment: AUTH_JOIN_S (3), and lib.sh's.
+set -eu
+. "$(dirname "$0")/lib.sh"
+e2e_init authority ping getent
+
+AUTH_JOIN_S=${AUTH_JOIN_S:-3}
+declare -A ADDR=([a]=10.77.0.1 [b]=10.77.0.2 [c]=10.77.0.3)
+
+step "an authority, a token; a, b, c in the file with certificates"
+e2e_hub
+i=0
+for n in a b c d e f x; do
+    i=$((i + 1))
+    e2e_node "$n" "$i" -
+    e2e_key "$n"
+done
+mkdir -p "$T/authority" "$T/other"
+"$DDPNET" authority init -o "$T/authority/authority.key" >/dev/null 2>&1 ||
+    fail "ddpnet authority init failed"
+AUTH=$("$DDPNET" authority pubkey -a "$T/authority/authority.key") ||
+    fail "ddpnet authority pubkey failed"
+C=$T/cluster.conf
+cluster_begin "$C" "authority = $AUTH"
+for n in a b c; do
+    cluster_node "$C" "$n" "$(pub "$n")" "${ADDR[$n]}" "$E2E_V4NET.${ADDR[$n]##*.}:$E2E_PORT"
+    "$DDPNET" authority sign -a "$T/authority/authority.key" --name "$n" \
+        --public-key "$(pub "$n")" --address "${ADDR[$n]}" --valid 1h >"$T/$n/key.cert" ||
+        fail "ddpnet authority sign --name $n failed"
+done
+"$DDPNET" authority token -a "$T/authority/authority.key" --name-prefix spot- --max 4 \
+    --valid 1h >"$T/token" || fail "ddpnet authority token failed"
+"$DDPNET" authority sign --token "$T/token" --name spot-d --public-key "$(pub d)" \
+    >"$T/d/key.cert" || fail "ddpnet authority sign --token failed"
+# d's file: the same [cluster], and one member (a) to reach first.
+CD=$T/d/cluster.conf
+cluster_begin "$CD" "authority = $AUTH"
+cluster_node "$CD" a "$(pub a)" "${ADDR[a]}" "$E2E_V4NET.1:$E2E_PORT"
+for n in a b c; do ddp_up "$n" "$C"; done
+for n in a b c; do
+    for m in a b c; do
+        [ "$n" = "$m" ] || wait_for 20 nx "$n" ping -n -c 1 -W 1 "${ADDR[$m]}" ||
+            fail "$n does not reach $m"
+    done
+done
+say "a, b and c reach one another"
+
+step "d joins with its token's certificate; reached by all within $AUTH_JOIN_S s"
+t0=$(date +%s%N)
+ddp_up d "$CD"
+DADDR=$(nx d ip -4 -o addr show dev ddp0 | awk '{print $4}' | cut -d/ -f1)
+[ -n "$DADDR" ] || fail "d has no address on ddp0"
+for n in a b c; do
+    wait_for 30 nx "$n" ping -n -c 1 -W 1 "$DADDR" || fail "$n does not reach d ($DADDR)"
+done
+JOIN_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
+say "d ($DADDR, derived from its key) reached by a, b and c $JOIN_MS ms after its up began"
+[ "$JOIN_MS" -le $((AUTH_JOIN_S * 1000)) ] ||
+    fail "d was reached by all only after $JOIN_MS ms (bound ${AUTH_JOIN_S}000)"
+for n in a b c; do
+    wait_for 5 nx "$n" ping -n -c 1 -W 1 spot-d || fail "$n does not reach d by name"
+    wait_for 5 nx d ping -n -c 1 -W 1 "$n" || fail "d does not reach $n by name"
+done
+say "a, b and c reach d by name, and d them"
+for n in a b c; do
+    ddp_status "$n" | grep -q "certificate of spot-d expires in" ||
+        fail "$n's status does not show spot-d's certificate expiry: $(ddp_status "$n")"
+done
+say "status on a, b and c shows spot-d's certificate expiry"
+
+if command -v torchrun >/dev/null 2>&1; then
+    step "torchrun + Gloo all_reduce across a, b, c and spot-d, by name"
+    e2e_allreduce a b c d
+else
+    say "no torchrun here: the all_reduce across the four is not run"
+fi
+
+# gone_from NODE ADDR: NODE has no route to ADDR now (its peer removed:
+# the ping errs or goes unanswered) and its status lists no such peer.
+gone_from() {
+    ! nx "$1" ping -n -c 1 -W 1 "$2" >/dev/null 2>&1 &&
+        ! ddp_status "$1" | grep -q " $2 "
+}
+
+step "d revoked through a alone: gone from every node within $AUTH_JOIN_S s"
+"$DDPNET" authority revoke -a "$T/authority/authority.key" "$T/d/key.cert" >"$T/d.revoke" ||
+    fail "ddpnet authority revoke failed"
+t0=$(date +%s%N)
+out=$(nx a "$DDPNET" revoke --run-dir "$T/a/run" "$T/d.revoke" 2>&1) ||
+    fail "ddpnet revoke on a failed: $out"
+say "a took the revocation: $out"
+for n in a b c; do
+    wait_for 10 gone_from "$n" "$DADDR" || fail "d ($DADDR) not gone from $n"
+done
+GONE_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
+say "d gone from a, b and c $GONE_MS ms after the revocation was given to a"
+[ "$GONE_MS" -le $((AUTH_JOIN_S * 1000)) ] ||
+    fail "d gone from all only after $GONE_MS ms (bound ${AUTH_JOIN_S}000)"
+ddp_down d
+# d again with its revoked certificate: refused by all (no peer, no route).
+ddp_up d "$CD"
+sleep 2
+for n in a b c; do gone_from "$n" "$DADDR" || fail "$n took d back after its revocation"; done
+say "d, up again with its revoked certificate, is refused by a, b and c"
+ddp_down d
+
+step "e's certificate expires: gone from every node within $AUTH_JOIN_S s"
+EXPIRY_S=${AUTH_EXPIRY_S:-8}
+"$DDPNET" authority sign --token "$T/token" --name spot-e --public-key "$(pub e)" \
+    --valid "${EXPIRY_S}s" >"$T/e/key.cert" || fail "ddpnet authority sign (e) failed"
+end=$(( $(date +%s) + EXPIRY_S ))
+cp "$CD" "$T/e/cluster.conf"
+ddp_up e "$T/e/cluster.conf"
+EADDR=$(nx e ip -4 -o addr show dev ddp0 | awk '{print $4}' | cut -d/ -f1)
+for n in a b c; do
+    wait_for 5 nx "$n" ping -n -c 1 -W 1 "$EADDR" || fail "$n does not reach e ($EADDR)"
+done
+say "e ($EADDR) reached by a, b and c; its certificate ends at $end"
+while [ "$(date +%s)" -lt "$end" ]; do sleep 0.2; done
+t0=$(date +%s%N)
+for n in a b c; do
+    wait_for 10 gone_from "$n" "$EADDR" || fail "e ($EADDR) not gone from $n after its expiry"
+done
+GONE_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
+say "e gone from a, b and c $GONE_MS ms after its certificate expired"
+[ "$GONE_MS" -le $((AUTH_JOIN_S * 1000)) ] ||
+    fail "e gone from all only after $GONE_MS ms (bound ${AUTH_JOIN_S}000)"
+
+step "refused by all: another authority's certificate, an expired one"
+# x believes in another authority (its own file says so, and lists a):
+# its up passes, its certificate reaches a inside the tunnel, and a, b
+# and c refuse it: no peer, no route, once its probation is over.
+"$DDPNET" authority init -o "$T/other/authority.key" >/dev/null 2>&1 ||
+    fail "ddpnet authority init (another) failed"
+OTHER=$("$DDPNET" authority pubkey -a "$T/other/authority.key")
+"$DDPNET" authority sign -a "$T/other/authority.key" --name x --public-key "$(pub x)" \
+    >"$T/x/key.cert" || fail "ddpnet authority sign (another) failed"
+cluster_begin "$T/x/cluster.conf" "authority = $OTHER"
+cluster_node "$T/x/cluster.conf" a "$(pub a)" "${ADDR[a]}" "$E2E_V4NET.1:$E2E_PORT"
+ddp_up x "$T/x/cluster.conf"
+XADDR=$(nx x ip -4 -o addr show dev ddp0 | awk '{print $4}' | cut -d/ -f1)
+# f's certificate expires before it reaches anyone: its first file lists
+# a at a port nobody listens on, its reload (the right port) comes after.
+"$DDPNET" authority sign --token "$T/token" --name spot-f --public-key "$(pub f)" \
+    --valid 3s >"$T/f/key.cert" || fail "ddpnet authority sign (f) failed"
+cluster_begin "$T/f/cluster.conf" "authority = $AUTH"
+cluster_node "$T/f/cluster.conf" a "$(pub a)" "${ADDR[a]}" "$E2E_V4NET.1:9"
+ddp_up f "$T/f/cluster.conf"
+FADDR=$(nx f ip -4 -o addr show dev ddp0 | awk '{print $4}' | cut -d/ -f1)
+sleep 4
+cp "$CD" "$T/f/cluster.conf"
+out=$(nx f "$DDPNET" reload --run-dir "$T/f/run" 2>&1) || fail "reload on f failed: $out"
+nx x ping -n -c 3 -i 0.3 -W 1 "${ADDR[a]}" >/dev/null 2>&1 &&
+    fail "x reaches a with another authority's certificate"
+nx f ping -n -c 3 -i 0.3 -W 1 "${ADDR[a]}" >/dev/null 2>&1 &&
+    fail "f reaches a with an expired certificate"
+sleep "$(( ${PROBATION_S:-10} + 1 ))"
+for n in a b c; do
+    gone_from "$n" "$XADDR" || fail "$n routes to x ($XADDR), another authority's"
+    gone_from "$n" "$FADDR" || fail "$n routes to f ($FADDR), expired"
+done
+say "x (another authority) and f (expired) refused by a, b and c: no peer, no route"
+ddp_down x
+ddp_down f
+
+step "a certificate from another authority: refused at up"
+if nx x timeout 30 "$DDPNET" up -c "$C" -k "$T/x/key" --run-dir "$T/x/run" \
+        --hosts-file "$T/x/hosts" >"$T/x/up.log" 2>&1; then
+    E2E_UP+=(x)
+    fail "x came up with another authority's certificate"
+fi
+say "x refused: $(head -1 "$T/x/up.log")"
+say "PASS"
