@@ -19,7 +19,11 @@
 #  5. refused by all (no peer, no route, its probation over): x, whose
 #     certificate another authority signed (its own file names that one),
 #     and f, whose certificate expired before it reached a member;
-#  6. x with the cluster's file: refused at up.
+#  6. c's key stolen (build/tools/hostile speaks for c): of the statements
+#     it passes on, a and b take a valid certificate and none of one
+#     outside its token's prefix (build/tools/forge_cert), another
+#     authority's and an expired one;
+#  7. x with the cluster's file: refused at up.
 #
 #                    namespace "hub": bridge br0
 #      +--------------+--------------+--------------+
@@ -188,6 +192,46 @@ done
 say "x (another authority) and f (expired) refused by a, b and c: no peer, no route"
 ddp_down x
 ddp_down f
+
+step "c's key stolen: what it passes on counts only where it proves itself"
+# A member may repeat any statement: a valid certificate (g's, through the
+# token: the control, taken) and three that do not count (h's, signed with
+# the token's key for a name outside its prefix, as only a thief of the
+# token could; x's, another authority's; j's, expired): none taken.
+FORGE=$E2E_ROOT/build/tools/forge_cert
+HOSTILE=$E2E_ROOT/build/tools/hostile
+[ -x "$FORGE" ] && [ -x "$HOSTILE" ] ||
+    fail "build/tools/forge_cert and build/tools/hostile are needed (make e2e builds them)"
+for n in g h j; do "$DDPNET" genkey >"$T/$n.key"; done
+gpub() { "$DDPNET" pubkey <"$T/$1.key"; }
+"$DDPNET" authority sign --token "$T/token" --name spot-g --public-key "$(gpub g)" \
+    >"$T/g.cert" || fail "ddpnet authority sign (g) failed"
+"$FORGE" "$T/token" evil-h "$(gpub h)" >"$T/h.cert" || fail "forge_cert failed"
+"$DDPNET" authority sign --token "$T/token" --name spot-j --public-key "$(gpub j)" \
+    --valid 1s >"$T/j.cert" || fail "ddpnet authority sign (j) failed"
+"$DDPNET" authority show "$T/h.cert" --authority "$AUTH" >/dev/null 2>&1 &&
+    fail "the forged certificate counts under the authority"
+ddp_down c
+sleep 2     # j's certificate has expired
+victims=()
+for n in a b; do victims+=("$n,$(pub "$n"),${ADDR[$n]},$E2E_V4NET.${ADDR[$n]##*.}:$E2E_PORT"); done
+nx_bg c hostile "$HOSTILE" cert 6 "$T/c/key" "${ADDR[c]}" "$E2E_V4NET.3:$E2E_PORT" \
+    --statement "$T/g.cert" --statement "$T/h.cert" --statement "$T/x/key.cert" \
+    --statement "$T/j.cert" "${victims[@]}"
+HOSTILE_PID=$BG_PID
+peers_have() { wg_in "$1" show ddp0 peers | grep -qxF "$2"; }
+for n in a b; do
+    wait_for 10 peers_have "$n" "$(gpub g)" || fail "$n did not take g's valid certificate from c"
+done
+wait "$HOSTILE_PID" || fail "hostile: $(tail -n 3 "$T/c/hostile.out")"
+grep -q "lies=[1-9]" "$T/c/hostile.out" || fail "hostile sent nothing: $(cat "$T/c/hostile.out")"
+for n in a b; do
+    for k in h j x; do
+        key=$([ "$k" = x ] && pub x || gpub "$k")
+        ! peers_have "$n" "$key" || fail "$n took $k's certificate from c, which does not count"
+    done
+done
+say "a and b took g's certificate from c, and none of h's (outside the token's prefix), x's (another authority's) or j's (expired)"
 
 step "a certificate from another authority: refused at up"
 if nx x timeout 30 "$DDPNET" up -c "$C" -k "$T/x/key" --run-dir "$T/x/run" \

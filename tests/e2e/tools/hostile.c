@@ -38,6 +38,9 @@
  *                       the others), sent from --spoof
  *     spoof-ping        a PING with the probe flag (as if it had found a
  *                       direct path there), sent from --spoof
+ *     cert              each --statement as a CERT (what a member passes on
+ *                       of the authority's statements: it may repeat any,
+ *                       valid or not; tests/e2e/authority.sh)
  *              In every mode a RELAY it is asked to forward is dropped.
  *   SECONDS    how long it runs; then (or on SIGINT/SIGTERM) it prints
  *              its lines and exits
@@ -57,6 +60,8 @@
  *   --spoof IP:PORT   the UDP source of the spoof-* modes' lies (IPv4; a
  *                     raw socket: CAP_NET_RAW), someone else's address;
  *                     everything else goes from BIND
+ *   --statement FILE  cert: a statement's text (one line; repeatable, up
+ *                     to 8)
  *
  * With each victim it does a WireGuard handshake as initiator (again
  * every second until it is answered, and again when the victim has been
@@ -103,6 +108,8 @@
 #define MAX_VICTIMS   16u
 #define MAX_SINKS     64u
 #define MAX_ABOUT     16u
+#define MAX_STATEMENTS 8u
+#define STATEMENT_MAX DISCO_CERT_MAX
 #define KEYPAIRS      3u              /* kept per victim: the newest sends */
 #define BUF_LEN       16384u
 #define RETRY_NS      (1u * WG_NSEC_PER_SEC)
@@ -112,10 +119,10 @@
 #define SELF_ROTATE_NS (10u * WG_NSEC_PER_SEC)
 
 enum mode { MODE_QUIET, MODE_PUNCH, MODE_ENDPOINTS, MODE_ENDPOINTS_DIRECT, MODE_SELF,
-            MODE_HIJACK, MODE_IMPERSONATE, MODE_SPOOF_ENDPOINTS, MODE_SPOOF_PING };
+            MODE_HIJACK, MODE_IMPERSONATE, MODE_SPOOF_ENDPOINTS, MODE_SPOOF_PING, MODE_CERT };
 static const char *const mode_names[] = { "quiet", "punch", "endpoints", "endpoints-direct",
                                           "self", "hijack", "impersonate", "spoof-endpoints",
-                                          "spoof-ping" };
+                                          "spoof-ping", "cert" };
 
 struct victim {
     char name[64];
@@ -162,6 +169,8 @@ static struct {
     uint8_t as_addr[4];                /* impersonate: the source it claims */
     bool as_set;
     uint16_t port;
+    char statements[MAX_STATEMENTS][STATEMENT_MAX + 1];
+    unsigned n_statements;
     uint64_t start_ns;
     unsigned round;
     /* What it sent, by kind. */
@@ -189,9 +198,11 @@ static uint64_t now_ns(void)
 static int usage(const char *why)
 {
     fprintf(stderr, "hostile: %s\n"
-            "usage: hostile quiet|punch|endpoints|endpoints-direct|self|hijack|impersonate "
+            "usage: hostile quiet|punch|endpoints|endpoints-direct|self|hijack|impersonate|"
+            "spoof-endpoints|spoof-ping|cert "
             "SECONDS KEYFILE SELF-ADDR BIND [--sink IP:PORT]... [--about PUBKEY]... "
-            "[--about-victims] [--interval MS] [--as ADDR] [--port PORT] "
+            "[--about-victims] [--interval MS] [--as ADDR] [--port PORT] [--spoof IP:PORT] "
+            "[--statement FILE]... "
             "NAME,PUBKEY,OVERLAY-ADDR,IP:PORT...\n", why);
     return 2;
 }
@@ -560,6 +571,15 @@ static void lie_to(struct victim *v, uint64_t now)
     switch (g.mode) {
     case MODE_QUIET:
         return;
+    case MODE_CERT:
+        for (unsigned i = 0; i < g.n_statements; i++) {
+            memset(&g.msg, 0, sizeof(g.msg));
+            g.msg.type = DISCO_CERT;
+            g.msg.cert.text = g.statements[i];
+            g.msg.cert.len = (uint16_t)strlen(g.statements[i]);
+            send_lie(v, now);
+        }
+        return;
     case MODE_IMPERSONATE:
         impersonate(v, now);
         return;
@@ -843,6 +863,23 @@ static int bind_socket(const char *spec)
     return fd;
 }
 
+/* A statement's one line from path into out (STATEMENT_MAX at most,
+ * without its newline): false when it cannot be read or is empty. */
+static bool read_statement(const char *path, char *out)
+{
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    if (!f)
+        return false;
+    n = fread(out, 1, STATEMENT_MAX, f);
+    fclose(f);
+    out[n] = '\0';
+    while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
+        out[--n] = '\0';
+    return n > 0 && !strchr(out, '\n');
+}
+
 int main(int argc, char **argv)
 {
     uint8_t priv[WG_KEY_LEN];
@@ -874,6 +911,11 @@ int main(int argc, char **argv)
             if (!parse_endpoint(argv[++i], &ss, &len) || ss.ss_family != AF_INET)
                 return usage("bad --spoof (IPv4:PORT)");
             memcpy(&g.spoof, &ss, sizeof(g.spoof));
+        } else if (!strcmp(a, "--statement") && i + 1 < argc) {
+            if (g.n_statements == MAX_STATEMENTS ||
+                !read_statement(argv[++i], g.statements[g.n_statements]))
+                return usage("bad or too many --statement (a file of one line)");
+            g.n_statements++;
         } else if (!strcmp(a, "--about-victims")) {
             g.about_victims = true;
         } else if (!strcmp(a, "--interval") && i + 1 < argc) {
@@ -939,6 +981,8 @@ int main(int argc, char **argv)
     if ((g.mode == MODE_PUNCH || g.mode == MODE_ENDPOINTS || g.mode == MODE_ENDPOINTS_DIRECT ||
          g.mode == MODE_SELF) && !g.n_sinks)
         return usage("this mode needs --sink");
+    if (g.mode == MODE_CERT && !g.n_statements)
+        return usage("cert needs --statement");
     if (g.mode == MODE_IMPERSONATE && (!g.as_set || g.self_family != AF_INET))
         return usage("impersonate needs --as and IPv4 overlay addresses");
     if (g.mode == MODE_SPOOF_ENDPOINTS || g.mode == MODE_SPOOF_PING) {
