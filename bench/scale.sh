@@ -17,6 +17,10 @@
 # and E2E_KEEP=1 for the daemons' logs). Nodes give no --endpoint, as the
 # README's quick start (each publishes the candidates it finds);
 # SCALE_ENDPOINT=1 gives each its address on the hub, as before issue 30.
+# SCALE_AUTHORITY=1 runs the same with no server (issue 33): no etcd; the
+# file has `authority` and lists n1 alone (with its endpoint and its
+# certificate); every other node, and the one that joins last, signs its
+# own certificate through a join token and joins through n1.
 # Not part of `make test` (it takes several minutes). Root; uses the
 # end-to-end tests' plumbing (tests/e2e/lib.sh).
 set -eu
@@ -32,7 +36,8 @@ SCALE_DEADLINE_S=${SCALE_DEADLINE_S:-120}
 ETCD=$E2E_V4NET.250:2379
 [ "$SCALE_NODES" -ge 2 ] && [ "$SCALE_NODES" -le 200 ] || fail "SCALE_NODES: 2..200"
 
-step "etcd, $SCALE_NODES nodes"
+SCALE_AUTHORITY=${SCALE_AUTHORITY:-0}
+step "$([ "$SCALE_AUTHORITY" = 1 ] && echo "an authority" || echo etcd), $SCALE_NODES nodes"
 e2e_hub
 e2e_node etcd 250 -
 # etcd's data in memory: its fsyncs on this machine's disk would be the
@@ -52,19 +57,17 @@ scale_cleanup() {
     sysctl -qw $NEIGH.gc_thresh1="$1" $NEIGH.gc_thresh2="$2" $NEIGH.gc_thresh3="$3"
 }
 trap 'rc=$?; set +E; trap - ERR; scale_cleanup; (exit $rc); e2e_exit' EXIT
-nx_bg etcd etcd timeout 3600 etcd --name e1 --data-dir "$ETCD_DATA" \
+[ "$SCALE_AUTHORITY" = 1 ] || nx_bg etcd etcd timeout 3600 etcd --name e1 --data-dir "$ETCD_DATA" \
     --listen-client-urls "http://$ETCD" --advertise-client-urls "http://$ETCD" \
     --listen-peer-urls "http://$E2E_V4NET.250:2380" \
     --initial-advertise-peer-urls "http://$E2E_V4NET.250:2380" \
     --initial-cluster "e1=http://$E2E_V4NET.250:2380"
-wait_for 30 nx etcd etcdctl --endpoints "$ETCD" endpoint health ||
+[ "$SCALE_AUTHORITY" = 1 ] || wait_for 30 nx etcd etcdctl --endpoints "$ETCD" endpoint health ||
     fail "etcd did not start: $(tail -n 5 "$T/etcd/etcd.out")"
 C=$T/cluster.conf
 # Each node serves its metrics on its own loopback: the disco messages it
 # sent, by type, say what idle time goes to.
 METRICS=127.0.0.1:9586
-cluster_begin "$C" "registry = etcd://$ETCD/ddpnet/scale" "metrics = $METRICS"
-chmod 644 "$C"
 NODES=()
 for i in $(seq 1 "$SCALE_NODES"); do
     n=n$i
@@ -72,6 +75,26 @@ for i in $(seq 1 "$SCALE_NODES"); do
     e2e_node "$n" "$i" -
     e2e_key "$n"
 done
+if [ "$SCALE_AUTHORITY" = 1 ]; then
+    "$DDPNET" authority init -o "$T/authority.key" >/dev/null 2>&1 || fail "authority init failed"
+    cluster_begin "$C" "authority = $("$DDPNET" authority pubkey -a "$T/authority.key")" \
+        "metrics = $METRICS"
+    N1_ADDR=${E2E_NET%/*}; N1_ADDR=${N1_ADDR%.*}.1
+    cluster_node "$C" n1 "$(pub n1)" "$N1_ADDR" "$E2E_V4NET.1:$E2E_PORT"
+    "$DDPNET" authority sign -a "$T/authority.key" --name n1 --public-key "$(pub n1)" \
+        --address "$N1_ADDR" >"$T/n1/key.cert" || fail "authority sign n1 failed"
+    "$DDPNET" authority token -a "$T/authority.key" --name-prefix n --valid 1d \
+        >"$T/token" 2>/dev/null || fail "authority token failed"
+    # self_sign NODE: what a launch script does with the token.
+    self_sign() {
+        "$DDPNET" authority sign --token "$T/token" --name "$1" -k "$T/$1/key" \
+            >"$T/$1/key.cert" || fail "$1: authority sign --token failed"
+    }
+    for n in "${NODES[@]:1}"; do self_sign "$n"; done
+else
+    cluster_begin "$C" "registry = etcd://$ETCD/ddpnet/scale" "metrics = $METRICS"
+fi
+chmod 644 "$C"
 
 step "every node up at once"
 pids=()
@@ -146,6 +169,7 @@ cpu_ns() {   # time on a CPU of every daemon's threads (the scheduler's count, i
     echo "$sum"
 }
 etcd_handled() {
+    [ "$SCALE_AUTHORITY" = 0 ] || { echo 0; return; }
     nx etcd curl -s "http://$ETCD/metrics" | awk '/^grpc_server_handled_total/ {s += $2} END {printf "%d\n", s}'
 }
 # threads: per thread name, CPU ns and wake-ups (context switches) of all
@@ -195,6 +219,7 @@ step "one more node joins"
 J=n$((SCALE_NODES + 1))
 e2e_node "$J" "$((SCALE_NODES + 1))" -
 e2e_key "$J"
+[ "$SCALE_AUTHORITY" = 0 ] || self_sign "$J"
 disco_sent >"$T/disco2"; u2=$(udp_out); c2=$(cpu_ns); t2=$(date +%s.%N)
 E2E_UP+=("$J")
 nx "$J" timeout 60 "$DDPNET" up -c "$C" -k "$T/$J/key" --run-dir "$T/$J/run" \
