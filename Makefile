@@ -60,7 +60,7 @@ VERSION      := $(or $(shell git describe --tags --match 'v$(VERSION_FILE)' --di
 
 # Everything but the CLI entry point is library code that tests link against.
 MODULE_SRC  := $(wildcard crypto/*.c config/*.c tun/*.c) \
-               $(filter-out overlay/cli/main.c,$(wildcard overlay/*/*.c))
+               $(filter-out overlay/cli/main.c,$(wildcard overlay/*/*.c overlay/*/*/*.c))
 UNIT_TESTS  := $(wildcard tests/unit/test_*.c)
 UNIT_HELP   := $(filter-out $(UNIT_TESTS),$(wildcard tests/unit/*.c))
 FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)

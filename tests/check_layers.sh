@@ -7,17 +7,18 @@
 #  - a folder of overlay/ includes a folder at its own level or above it
 #    in the order below (the arrows point one way, so there is no cycle,
 #    and the event loop knows no engine);
-#  - inside overlay/engine/, paths and discovery (path*, disco_*, paths.h)
-#    include of the engine anything but device.h, index.h, ratelimit.h,
-#    stage.h and their own headers, or name a function of the WireGuard
-#    core (datapath_, handshake_, timers_, icmp_, engine_, peer_ other
-#    than device.h's): the core calls them, they reach it back only
-#    through paths.h's struct core_ops;
+#  - inside overlay/engine/, paths and discovery (their own room,
+#    overlay/engine/paths/) include of the engine anything but device.h,
+#    device_setup.h, index.h, ratelimit.h, stage.h and their own headers,
+#    or name a function of the WireGuard core (datapath_, handshake_,
+#    timers_, icmp_, engine_, peer_ other than device.h's): the core calls
+#    them, they reach it back only through paths.h's struct core_ops; and
+#    the core includes of their room paths.h alone;
 #  - a file outside overlay/engine/ includes of it anything but device.h
 #    and device_setup.h;
 #  - a C or header file sits at overlay/'s top level, a folder of overlay/
-#    is not in the order (a new one must be placed), or one holds more
-#    than 15 C files.
+#    is not in the order (a new one must be placed), or one (or a room
+#    inside one) holds more than 15 C files.
 # Run by `make test` (make check-layers); needs only grep and bash.
 set -u
 cd "$(dirname "$0")/.."
@@ -45,8 +46,12 @@ done
 for d in overlay/*/; do
     d=${d%/}; name=${d#overlay/}
     [ -n "${RANK[$name]:-}" ] || complain "$d: not in tests/check_layers.sh's ORDER; place it there and in HACKING.md"
-    n=$(find "$d" -maxdepth 1 -name '*.c' | wc -l)
-    [ "$n" -le "$MAX_C_FILES" ] || complain "$d: $n C files, more than $MAX_C_FILES: split it by concern"
+    for room in "$d" "$d"/*/; do
+        [ -d "$room" ] || continue
+        room=${room%/}
+        n=$(find "$room" -maxdepth 1 -name '*.c' | wc -l)
+        [ "$n" -le "$MAX_C_FILES" ] || complain "$room: $n C files, more than $MAX_C_FILES: split it by concern"
+    done
 done
 
 # overlay/: the arrows.
@@ -61,21 +66,21 @@ for d in overlay/*/; do
         elif [ "${RANK[$to]}" -ge "${RANK[$from]}" ]; then
             complain "$file:$line: overlay/$from/ includes overlay/$to/ (arrows go down only: ${ORDER[*]})"
         fi
-    done < <(grep -nE '^#include "overlay/' "$d"/*.[ch] 2>/dev/null)
+    done < <(grep -rnE --include='*.[ch]' '^#include "overlay/' "$d" 2>/dev/null)
 done
 
 # overlay/engine/ from outside: device.h (the model) and device_setup.h
 # (peers made and removed, the loop's handlers) are its only doors.
 while IFS=: read -r file line text; do
     complain "$file:$line: includes the engine's inside ($text); use device.h or device_setup.h"
-done < <(grep -nE '^#include "overlay/engine/' overlay/*/*.[ch] 2>/dev/null |
+done < <(grep -rnE --include='*.[ch]' '^#include "overlay/engine/' overlay 2>/dev/null |
          grep -v '^overlay/engine/' |
          grep -vE '#include "overlay/engine/(device|device_setup)\.h"')
 
 # overlay/engine/: the core calls paths and discovery; they call it back
 # only through the operations it hands them (paths.h: struct core_ops).
-ENGINE_PATHS=(overlay/engine/path*.[ch] overlay/engine/disco_*.[ch] overlay/engine/paths.h)
-PATHS_MAY_INCLUDE='device|device_setup|index|ratelimit|stage|paths|path_[a-z_]*|disco_[a-z_]*'
+ENGINE_PATHS=(overlay/engine/paths/*.[ch])
+PATHS_MAY_INCLUDE='device|device_setup|index|ratelimit|stage|paths/[a-z_]+'
 CORE_CALLS='\b(datapath|handshake|timers|icmp|engine)_[a-z0-9_]+[[:space:]]*\(|\bpeer_(new|free|install_keypair|received_with_keypair|clear_keys|stage|unstage|drop_staged|give_up|count_rx|count_tx|sent)[[:space:]]*\('
 for f in "${ENGINE_PATHS[@]}"; do
     [ -e "$f" ] || continue
@@ -88,8 +93,13 @@ for f in "${ENGINE_PATHS[@]}"; do
     done < <(sed -e 's://.*$::' "$f" | grep -nE "$CORE_CALLS" | grep -vE '^[0-9]+:[[:space:]]*(/?\*)')
 done
 
+# The core sees of paths/discovery's room only paths.h (the seam).
+while IFS=: read -r file line text; do
+    complain "$file:$line: the core includes paths/discovery's inside ($text); use paths.h"
+done < <(grep -nE '^#include "overlay/engine/paths/' overlay/engine/*.[ch] 2>/dev/null |
+         grep -v '#include "overlay/engine/paths/paths\.h"')
 if [ "$bad" -ne 0 ]; then
     echo "check-layers: FAILED"
     exit 1
 fi
-echo "check-layers: passed (${ORDER[*]}; crypto config tun stand alone; engine: core -> paths/discovery, back through core_ops)"
+echo "check-layers: passed (${ORDER[*]}; crypto config tun stand alone; engine: core -> paths/ (paths.h), back through core_ops)"

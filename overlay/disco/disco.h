@@ -2,7 +2,7 @@
 /* Discovery, hole punching and relays: the per-peer state and the
  * decisions taken on it, as pure functions of that state, a few facts the
  * engine supplies and a clock the caller passes in (so a unit test drives
- * them with a fake one). No I/O here: disco_io.c and path.c carry the
+ * them with a fake one). No I/O here: overlay/engine/paths/ carries the
  * decisions out.
  *
  * What a node knows of a peer it may not reach yet: its candidates, the
@@ -30,7 +30,7 @@
 #define DISCO_CANDS_MAX      (DISCO_MAX_LOCAL + DISCO_OBSERVED_MAX)
 /* While a peer is being reached, which relay may be tried for it changes
  * with other peers' trials and time: the engine looks at that peer's
- * deadline again at least this often (disco_io.c: facts_change_at). */
+ * deadline again at least this often (disco_sched.c: facts_change_at). */
 #define DISCO_RECHECK_MS     1000u
 /* Pings in flight per peer. */
 #define DISCO_PINGS_MAX      8u

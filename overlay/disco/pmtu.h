@@ -32,7 +32,7 @@
  * (nothing below `base` is believed).
  *
  * Pure: state and decisions on a clock the caller passes; the caller
- * sends the probes and reports the answers (disco_io.c). */
+ * sends the probes and reports the answers (overlay/engine/paths/disco_sched.c). */
 #ifndef DDPNET_PMTU_H
 #define DDPNET_PMTU_H
 
@@ -72,7 +72,7 @@ struct pmtu {
 void pmtu_reset(struct pmtu *m, uint16_t base, uint16_t max, uint64_t now);
 /* Whether pmtu_next's deadline is only the confirmation of the size in
  * use: no search under way, and the raise later. The caller may let it
- * rest while the path carries no data (disco_io.c). */
+ * rest while the path carries no data (disco_sched.c). */
 bool pmtu_only_confirm(const struct pmtu *m);
 /* The size to probe now (its transaction id is id, which the caller
  * draws), or 0 when nothing is due. Call at pmtu_next's time. */

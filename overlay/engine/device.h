@@ -4,7 +4,7 @@
  * discovery knows of it, the UDP sockets, the TUN device and the index
  * table that maps receiver indices to handshakes and keypairs. The engine
  * owns it: the WireGuard core (device.c, peer.c, handshake.c, datapath.c,
- * timers.c) and paths and discovery (path.c, disco_io.c, disco_local.c;
+ * timers.c) and paths and discovery (paths/: path.c, disco_*.c;
  * paths.h), each writing the parts of struct peer it says; membership
  * changes peers through device_setup.h, the control socket reads it and
  * changes peers only through the functions below. Single-threaded:
@@ -126,7 +126,7 @@ struct peer_wg {
 /* Whether the peer is alive and what it moved: written by the core
  * (the counters by peer_count_rx/tx, reachable by handshake.c and
  * peer_give_up, last_data_ns by timers.c's data events, came_back set by
- * handshake.c and taken by disco_io.c's discovery_session_up), read by
+ * handshake.c and taken by disco_sched.c's discovery_session_up), read by
  * discovery for its pacing and by the control socket. */
 struct peer_live {
     bool reachable;                       /* a session was made and not lost since */
@@ -162,7 +162,7 @@ struct peer_path {
     uint32_t frames_index;
 };
 
-/* What discovery knows of it and said to it: written by disco_io.c
+/* What discovery knows of it and said to it: written by discovery (paths/disco_*.c)
  * (state: disco.h's decisions; relays: trust.c's; `introduced` reset by
  * path.c when the endpoint moves). relays: peers that may
  * reach this one, tried end to end before one is used; hint_credit: what
@@ -189,7 +189,7 @@ struct peer_disco {
     uint8_t record_said;
     uint8_t record_digest[DISCO_RECORD_LEN];
     uint64_t record_checked_ns;
-    /* Its discovery deadline (disco_io.c: set only through arm, so the
+    /* Its discovery deadline (disco_sched.c: set only through arm, so the
      * device's next_check_ns is never later): the earliest of its next
      * action and of the instants its facts change with time alone. */
     uint64_t due_ns;
@@ -268,7 +268,7 @@ struct device_stats {
     uint64_t dropped_no_buffer;
 };
 
-/* This node's side of discovery (disco_io.c): its local candidates, the
+/* This node's side of discovery (paths/disco_*.c): its local candidates, the
  * generation of what its ENDPOINTS say of itself (bumped when its local
  * candidates change: disco.h's disco_tick), scratch
  * space for the messages it builds, and messages it forwards as a relay,
@@ -361,7 +361,7 @@ struct device {
      * (RECORD) when it joined through the registry (states_record); and
      * what to call when a peer's word on its own record changes
      * (membership/members.h's members_recheck, from the daemon), from the
-     * timers (disco_io.c's record_word says why). */
+     * timers (disco_recv.c's record_word says why). */
     bool states_record;
     uint8_t self_record[DISCO_RECORD_LEN];
     void (*records_changed)(struct device *dev, uint64_t now);

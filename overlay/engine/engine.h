@@ -14,7 +14,7 @@
 
 #include "overlay/engine/device.h"
 #include "overlay/engine/device_setup.h"
-#include "overlay/engine/paths.h"
+#include "overlay/engine/paths/paths.h"
 #include "overlay/loop/loop.h"
 #include "overlay/loop/pkt.h"
 

@@ -836,7 +836,7 @@ static void members_probation_run(struct device *dev, uint64_t now)
         log_error("membership: out of memory for the address map");
 }
 
-/* A peer's CERT (disco_io.c, on its session): offered to the store at
+/* A peer's CERT (disco_recv.c, on its session): offered to the store at
  * most CERT_PER_SEC a second per peer after a burst of CERT_BURST (each
  * new statement costs a signature check; a known one a hash); one that
  * counts now is passed on to the other peers that speak disco, so a

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* libFuzzer harness for discovery's handling of messages (overlay/engine/disco_io.c,
+/* libFuzzer harness for discovery's handling of messages (overlay/engine/paths/disco_recv.c,
  * path.c): a disco message, as any peer of a small cluster may send it
  * inside its session (directly or through another), goes to discovery_receive,
  * and then every peer's schedule runs at a later time picked by the input

@@ -5,7 +5,7 @@
  * an attempt (punches, then the relay, then giving up), of a session
  * (pings, ENDPOINTS, probes), the pings' bookkeeping; what hints may
  * cost and which relays are used (trust.c); and the engine's
- * choices that need no network (overlay/engine/path.c: which path a received
+ * choices that need no network (overlay/engine/paths/path.c: which path a received
  * packet moves a peer to, the relayed MTU; a relay's refusals). */
 #include <arpa/inet.h>
 #include <setjmp.h>

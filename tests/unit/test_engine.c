@@ -764,7 +764,7 @@ static void test_idle_pings_answered(void **state)
     assert_true(peer_of(0)->disco.introduced || !peer_of(0)->disco.speaks_disco);
 }
 
-/* A path that carries no data is not confirmed (disco_io.c: its path MTU
+/* A path that carries no data is not confirmed (disco_sched.c: its path MTU
  * confirmation rests while the peer is idle): idle for several
  * confirmation periods, no probe; data again, and the size in use is
  * confirmed within a second (the data armed the peer: timers.c). */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Paths and discovery: the room beside the WireGuard core (path.c,
- * disco_io.c, disco_local.c). It decides where a peer's sealed messages
+/* Paths and discovery: the room beside the WireGuard core, a folder of
+ * its own (overlay/engine/paths/: path.c, disco_io.c, disco_intro.c,
+ * disco_recv.c, disco_sched.c, disco_relay.c, disco_local.c; their calls
+ * among themselves in disco_int.h). It decides where a peer's sealed messages
  * go (direct or through a relay), relays for others, and speaks disco on
  * the sessions the core makes.
  *
@@ -137,7 +139,7 @@ int path_disco_packet(const struct device *dev, const struct peer *to, const str
 /* (path_flush, discovery_wake, discovery_node_hints and discovery_local_refresh, which
  * membership and the daemon call too: device_setup.h.) */
 
-/* --- disco_io.c: the disco messages and the schedule carried out ------------------- */
+/* --- disco_*.c: the disco messages and the schedule carried out ------------------- */
 /* Sets up this room's state in dev; core: how it reaches the core back
  * (kept for the device's life). 0 or -ENOMEM. */
 int discovery_init(struct device *dev, const struct core_ops *core);

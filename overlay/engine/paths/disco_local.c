@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "overlay/base/log.h"
-#include "overlay/engine/paths.h"
+#include "overlay/engine/paths/paths.h"
 #include "overlay/loop/loop.h"
 
 static void overlay_endpoint(const struct device *dev, struct disco_endpoint *e)

@@ -10,7 +10,7 @@
 #include <sodium.h>
 
 #include "overlay/base/log.h"
-#include "overlay/engine/disco_int.h"
+#include "overlay/engine/paths/disco_int.h"
 
 /* A relay to choose: it carries messages, and answers. */
 bool discovery_relay_good(const struct peer *r, uint64_t now)

@@ -12,7 +12,7 @@
  * key): one open and one seal per message, each a Poly1305 pass and two
  * ChaCha20 blocks, and it never sees the inner plaintext. Frames go only
  * to a peer that said, on the session in use, that it takes them
- * (FEATURES, disco_io.c); to and from one that did not (a version before
+ * (FEATURES, disco_recv.c); to and from one that did not (a version before
  * frames, or DDPNET_RELAY_FRAMES=0), the message travels as before: the
  * body of a disco RELAY (to the relay) or RELAYED (from it), an inner IP
  * packet sealed like any other. A relay takes both, and turns either into
@@ -38,7 +38,7 @@
 #include "crypto/relay_frame.h"
 #include "overlay/base/log.h"
 #include "overlay/base/wire.h"
-#include "overlay/engine/paths.h"
+#include "overlay/engine/paths/paths.h"
 
 
 /* --- what the path is ------------------------------------------------------------ */
@@ -258,7 +258,7 @@ bool path_unproven_spend(struct peer *p, const union endpoint *to, uint32_t len)
 
 /* len authentic bytes came from src, which never answered us: the
  * endpoint stays (a forged source moves nothing), and src is challenged
- * (disco_io.c) as far as its bytes pay. A stock WireGuard peer, or one we
+ * (disco_sched.c) as far as its bytes pay. A stock WireGuard peer, or one we
  * have no path to, roams as WireGuard does: its endpoint moves, unproven. */
 static void from_unproven(struct peer *p, const union endpoint *src, uint32_t len,
                           uint64_t now)
@@ -570,8 +570,8 @@ void path_forward(struct device *dev, struct peer *from, struct peer *to, const 
     /* Only between two members, the destination reached directly: no
      * chains of relays, and nothing for nodes outside the cluster (nor
      * for or from a stranger on probation). */
-    if (!to || to == from || !to->disco.speaks_disco || to->member.probation ||
-        from->member.probation || !path_relay_ready(to, now)) {
+    if (!to || to == from || !to->disco.speaks_disco || !path_relay_ready(to, now) ||
+        to->member.probation || from->member.probation) {
         dev->stats.relay_refused++;
         return;
     }
