@@ -155,9 +155,9 @@ PYEOF
 # target passed, 1 when one failed, 2 when none failed but one was n/a.
 report_training() {
     BENCH_DIR="$BENCH_DIR" "$PY" - "$@" <<'PYEOF'
-import os, statistics, sys
+import os, sys
 sys.path.insert(0, os.environ["BENCH_DIR"])
-from report_fmt import num, fmt, ratio, times
+from report_fmt import num, fmt, ratio, times, read, med
 
 AR_BIG_MAX = 1.3        # ddp0 / bare, 64 MiB
 AR_SMALL_MAX = 1.5      # ddp0 / bare, 64 KiB
@@ -168,17 +168,6 @@ CPU_MAX = 1.8           # CPU-s per GB, both daemons, one stream
 tsv, mesh_tsv, rtt_dir, parts, why_ar, why_relay = sys.argv[1:7]
 extras = sys.argv[7:]
 parts = parts.split()
-
-def read(path):
-    try:
-        lines = [l.rstrip("\n").split("\t") for l in open(path) if l.strip()]
-    except OSError:
-        return []
-    return [dict(zip(lines[0], f)) for f in lines[1:]] if lines else []
-
-def med(vals):
-    vals = [v for v in vals if v is not None]
-    return statistics.median(vals) if vals else None
 
 pair = read(tsv) if "pair" in parts else []
 mesh = read(mesh_tsv) if ("allreduce" in parts or "relay" in parts) else []
@@ -339,9 +328,9 @@ PYEOF
 # failed but one was n/a.
 report_issue32() {
     BENCH_DIR="$BENCH_DIR" "$PY" - "$@" <<'PYEOF'
-import os, statistics, sys
+import os, sys
 sys.path.insert(0, os.environ["BENCH_DIR"])
-from report_fmt import num, fmt, ratio, times
+from report_fmt import num, fmt, ratio, times, read, med
 
 PING_VS_LOWEST_MAX = 1.0    # ddp0 / the lowest contender's ping average
 PING_VS_WGGO_MAX = 0.5      # ddp0 / the newest wireguard-go's ping average
@@ -359,17 +348,6 @@ tsv, mesh_tsv, cores_tsv, rtt_dir, parts, why_relay = sys.argv[1:7]
 extras = [a.split("=", 1) for a in sys.argv[7:]]
 parts = parts.split()
 ncpu = os.cpu_count() or 0
-
-def read(path):
-    try:
-        lines = [l.rstrip("\n").split("\t") for l in open(path) if l.strip()]
-    except OSError:
-        return []
-    return [dict(zip(lines[0], f)) for f in lines[1:]] if lines else []
-
-def med(vals):
-    vals = [v for v in vals if v is not None]
-    return statistics.median(vals) if vals else None
 
 pair = read(tsv) if "pair" in parts else []
 mesh = read(mesh_tsv) if ("relay" in parts or "allreduce" in parts) else []
