@@ -9,7 +9,8 @@
 # unpacks PACKAGE to build/bench/PACKAGE-SUITE/root and sets FETCH_DEB
 # (the .deb) and FETCH_ROOT; on any failure it prints "WHO: reason" on
 # stderr and exits 1. The mirror is the Debian archive this system already
-# uses (deb822 "URIs:" or one-line "deb" entries); DEBIAN_MIRROR overrides.
+# uses (deb822 "URIs:" or one-line "deb" entries); DEBIAN_MIRROR overrides
+# (fetch_mirror; tests/e2e/systemd_boot.sh's debootstrap asks it too).
 # Security and update archives are not full suites: skipped.
 
 fetch_die() { echo "$FETCH_WHO: $*" >&2; exit 1; }
@@ -24,6 +25,11 @@ fetch_system_mirror() {
     done
 } 2>/dev/null
 
+# The Debian archive to fetch from: DEBIAN_MIRROR, else this system's.
+fetch_mirror() {
+    echo "${DEBIAN_MIRROR:-$(fetch_system_mirror | tr ' ' '\n' | grep -E '/debian/?$' | head -n 1)}"
+}
+
 fetch_deb() {
     FETCH_WHO=$1
     local pkg=$2 suite=$3 root apt_dir out_dir mirror tool
@@ -34,7 +40,7 @@ fetch_deb() {
     root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
     apt_dir=$root/build/bench/apt-$suite
     out_dir=$root/build/bench/$pkg-$suite
-    mirror=${DEBIAN_MIRROR:-$(fetch_system_mirror | tr ' ' '\n' | grep -E '/debian/?$' | head -n 1)}
+    mirror=$(fetch_mirror)
     for tool in apt-get dpkg-deb; do
         command -v "$tool" >/dev/null || fetch_die "$tool not found (a Debian or Ubuntu system is needed)"
     done

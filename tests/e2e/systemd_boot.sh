@@ -71,15 +71,8 @@ out() { cat "$T/$1/op.out"; }
 
 # --- the root, cached ----------------------------------------------------------------
 
-system_mirror() {
-    local f
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [ -r "$f" ] && sed -n 's/^URIs:[[:space:]]*//p' "$f"
-    done
-    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-        [ -r "$f" ] && sed -n 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]\+\).*/\2/p' "$f"
-    done
-} 2>/dev/null
+# The Debian archive: DEBIAN_MIRROR, else this system's (bench/fetch_deb.sh).
+. "$(dirname "$0")/../../bench/fetch_deb.sh"
 
 # deb_needs DEB: the package names its Depends and Recommends name (the
 # first of each choice, versions dropped).
@@ -92,7 +85,7 @@ deb_needs() {
 # debootstrap if there is none (and older ones removed).
 make_root() {
     local mirror pkgs key tmp rc=0
-    mirror=${DEBIAN_MIRROR:-$(system_mirror | tr ' ' '\n' | grep -E '/debian/?$' | head -n 1)}
+    mirror=$(fetch_mirror)
     [ -n "$mirror" ] || skip "no Debian archive in this system's apt sources (set DEBIAN_MIRROR)"
     pkgs=$(printf '%s\n' "${BASE_PKGS[@]}" $(deb_needs "$1") | sort -u)
     key=$(printf '%s\n' "format $ROOT_FORMAT" "$SUITE" "$mirror" $pkgs | sha256sum | cut -c1-16)
