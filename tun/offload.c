@@ -33,6 +33,7 @@
 #define IP6_OFF_SRC       8u
 #define IP6_OFF_DST       24u
 #define IP6_ADDR_LEN      16u
+#define L4_PORTS_LEN      4u    /* TCP and UDP: source and destination port */
 
 #define IP_WORD           4u    /* IHL and TCP data offset count 32-bit words */
 #define IP_NIBBLE_MASK    0x0fu
@@ -333,6 +334,38 @@ int offload_parse(const uint8_t *pkt, size_t len, struct offload_ip *ip)
     else
         ret = -EINVAL;
     return ret ? ret : parse_l4(pkt, ip);
+}
+
+/* FNV-1a over bytes, then a final mix so that the low bits (a lane's
+ * index is the hash modulo a small count) depend on every input byte. */
+static uint32_t fnv1a(uint32_t h, const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 16777619u;
+    return h;
+}
+
+uint32_t offload_flow_hash(const uint8_t *pkt, size_t len)
+{
+    struct offload_ip ip;
+    uint32_t h = 2166136261u;
+
+    if (!pkt || len < 1)
+        return 0;
+    if (pkt[0] >> IP_NIBBLE_SHIFT == 4 && len >= IP4_OFF_DST + IP4_ADDR_LEN)
+        h = fnv1a(h, pkt + IP4_OFF_SRC, 2 * IP4_ADDR_LEN);
+    else if (pkt[0] >> IP_NIBBLE_SHIFT == 6 && len >= IP6_OFF_DST + IP6_ADDR_LEN)
+        h = fnv1a(h, pkt + IP6_OFF_SRC, 2 * IP6_ADDR_LEN);
+    else
+        return 0;
+    if (offload_parse(pkt, len, &ip) == 0) {
+        h = fnv1a(h, &ip.proto, 1);
+        h = fnv1a(h, pkt + ip.l3_len, L4_PORTS_LEN);
+    }
+    h ^= h >> 16;
+    h *= 0x7feb352du;
+    h ^= h >> 15;
+    return h;
 }
 
 /* The pseudo-header sum of a packet whose headers are described by ip,

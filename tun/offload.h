@@ -75,6 +75,14 @@ struct offload_ip {
  * after the IP length (WireGuard's zero padding) are allowed. */
 int offload_parse(const uint8_t *pkt, size_t len, struct offload_ip *ip);
 
+/* A packet's flow: a hash of its addresses and, for TCP and UDP
+ * (offload_parse), its protocol and ports; of the addresses alone for
+ * anything else, and 0 for what is not IP. Packets of one connection get
+ * one value, so work split by it keeps each connection's order. Not
+ * keyed: it picks a thread, and a sender choosing its flows' values only
+ * crowds its own packets together. */
+uint32_t offload_flow_hash(const uint8_t *pkt, size_t len);
+
 /* --- segmentation: one TUN read -> complete packets ----------------------- */
 
 /* Where offload_segment writes: segment i at base + i * stride + headroom,

@@ -637,32 +637,56 @@ static void report_ready(struct setup *s)
     }
 }
 
+/* The cores this process may run on: its affinity mask (what taskset,
+ * systemd's CPUAffinity= or a cgroup cpuset leave it), not every core the
+ * machine has online: a daemon confined to 4 cores of 64 sizes its
+ * threads for 4, not for 64 that would only take turns on its 4. A CPU
+ * quota (cgroup cpu.max) is not a mask and is not counted. Where the mask
+ * cannot be read (more CPUs than a cpu_set_t holds), the online count. */
+static long usable_cores(void)
+{
+    cpu_set_t mask;
+
+    CPU_ZERO(&mask);
+    if (sched_getaffinity(0, sizeof(mask), &mask) == 0)
+        return CPU_COUNT(&mask);
+    return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+/* A thread count from the environment variable `name` if set, else
+ * `fallback`. */
+static unsigned threads_from_env(const char *name, unsigned fallback)
+{
+    const char *env = getenv(name);
+
+    return env && *env ? (unsigned)strtoul(env, NULL, 10) : fallback;
+}
+
 /* Crypto workers: DDPNET_CRYPTO_THREADS if set, else one per core beyond
  * the two that the loop and the kernel's network stack keep busy (on a
- * two-core machine, inline crypto measured faster: see crypto_pool.h).
- * The cores counted are those this process may run on, its affinity mask
- * (what taskset, systemd's CPUAffinity= or a cgroup cpuset leave it), not
- * every core the machine has online: a daemon confined to 4 cores of 64
- * gets 2 workers, not 8 that would only take turns on its 4. A CPU quota
- * (cgroup cpu.max) is not a mask and is not counted. Where the mask cannot
- * be read (more CPUs than a cpu_set_t holds), the online count. */
+ * two-core machine, inline crypto measured faster: see crypto_pool.h). */
 #define CRYPTO_THREADS_MAX 8
 static unsigned crypto_threads(void)
 {
-    const char *env = getenv("DDPNET_CRYPTO_THREADS");
-    cpu_set_t mask;
-    long cores;
+    long cores = usable_cores();
+    unsigned fallback = 0;
 
-    if (env && *env)
-        return (unsigned)strtoul(env, NULL, 10);
-    CPU_ZERO(&mask);
-    if (sched_getaffinity(0, sizeof(mask), &mask) == 0)
-        cores = CPU_COUNT(&mask);
-    else
-        cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cores <= 2)
-        return 0;
-    return cores - 2 > CRYPTO_THREADS_MAX ? CRYPTO_THREADS_MAX : (unsigned)(cores - 2);
+    if (cores > 2)
+        fallback = cores - 2 > CRYPTO_THREADS_MAX ? CRYPTO_THREADS_MAX : (unsigned)(cores - 2);
+    return threads_from_env("DDPNET_CRYPTO_THREADS", fallback);
+}
+
+/* I/O lanes (io_lanes.h): DDPNET_IO_LANES if set, else one per 4 cores,
+ * at most IO_LANES_DEFAULT. None below 4 cores: a lane's wake-ups then
+ * cost more than the calls it takes off the loop (bench/README.md). */
+#define IO_LANES_DEFAULT 4
+#define CORES_PER_LANE   4
+static unsigned io_lanes(void)
+{
+    long per = usable_cores() / CORES_PER_LANE;
+    unsigned fallback = per > IO_LANES_DEFAULT ? IO_LANES_DEFAULT : (unsigned)(per > 0 ? per : 0);
+
+    return threads_from_env("DDPNET_IO_LANES", fallback);
 }
 
 /* The kernel's MTU towards an underlay address: its route's, lowered by
@@ -969,6 +993,9 @@ static int setup_all(struct setup *s)
     /* After the drop: threads are born with what their creator has. */
     if ((ret = loop_start_crypto(&s->loop, crypto_threads())))
         return fail(s, ret, "crypto workers: %s", strerror(-ret));
+    if ((ret = loop_start_lanes(&s->loop, io_lanes())))
+        return fail(s, ret, "I/O lanes (DDPNET_IO_LANES, at most %u): %s", IO_LANES_MAX,
+                    strerror(-ret));
     if ((ret = resolver_start(s->dev.resolver, RESOLVER_THREADS)))
         return fail(s, ret, "resolver threads: %s", strerror(-ret));
     if ((ret = start_hosts_writer(s)))

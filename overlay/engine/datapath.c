@@ -264,6 +264,7 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
         datapath_send_staged(p, now);
         return;
     }
+    pkt->flow = offload_flow_hash(ip, len);
     int n = prepare(dev, p, pkt);
     if (n <= 0) {
         loop_pkt_put(dev->loop, pkt);
@@ -875,6 +876,7 @@ static void write_batch(struct device *dev, struct pkt *pkt, struct offload_pkt 
             continue;
         }
         w->iovcnt = (unsigned)iovcnt;
+        w->flow = offload_flow_hash(plain[runs[r].first].data, plain[runs[r].first].len);
         w->owner = pkt;
         dev->stats.tun_writes++;
         pkt->refs++;

@@ -20,6 +20,7 @@
 #define TAG_CONTROL 1u
 #define TAG_SIGNAL  2u
 #define TAG_CRYPTO  3u
+#define TAG_LANES   4u
 
 /* io_uring waits on blocking fds itself (poll inside the kernel); on an
  * O_NONBLOCK fd it would hand back -EAGAIN instead.
@@ -83,9 +84,9 @@ static void send_chunk(struct loop *l, struct pkt *pkt)
 {
     unsigned left = (unsigned)(pkt->nseg - pkt->sent), chunk = left;
     unsigned by_bytes = PKT_GSO_MAX_BYTES / pkt->stride;
-    struct io_uring_sqe *sqe = get_sqe(l);
+    struct io_uring_sqe *sqe = NULL;
 
-    if (!sqe) {
+    if (pkt->lane < 0 && !(sqe = get_sqe(l))) {
         pkt_put(&l->pool, pkt);
         return;
     }
@@ -117,8 +118,33 @@ static void send_chunk(struct loop *l, struct pkt *pkt)
         memcpy(CMSG_DATA(cm), &gso, sizeof(gso));
     }
     pkt->op = PKT_UDP_SEND;
+    if (!sqe) {
+        io_lane_push(&l->lanes.lane[pkt->lane],
+                     &(struct io_lane_work){ .owner = pkt, .op = IO_LANE_SENDMSG,
+                                             .fd = pkt->fd, .msg = &pkt->msg });
+        return;
+    }
     io_uring_prep_sendmsg(sqe, pkt->fd, &pkt->msg, 0);
     io_uring_sqe_set_data(sqe, pkt);
+}
+
+/* The lane for a flow's send or write of `bytes` bytes, or -1 for the
+ * ring (loop.h: LOOP_LANE_MIN_BYTES). Before a lane's first work, what
+ * the ring holds is submitted, so that it goes first. */
+static int pick_lane(struct loop *l, uint32_t flow, size_t bytes)
+{
+    struct io_lane *lane;
+
+    if (!l->lanes.n)
+        return -1;
+    lane = io_lanes_pick(&l->lanes, flow);
+    if (!lane->in_flight) {
+        if (bytes < LOOP_LANE_MIN_BYTES)
+            return -1;
+        if (io_uring_sq_ready(&l->ring))
+            io_uring_submit(&l->ring);
+    }
+    return (int)lane->index;
 }
 
 void loop_send(struct loop *l, struct pkt *pkt, const union endpoint *dst)
@@ -133,6 +159,7 @@ void loop_send(struct loop *l, struct pkt *pkt, const union endpoint *dst)
         pkt->addr = *dst;
     pkt->fd = fd;
     pkt->sent = 0;
+    pkt->lane = pick_lane(l, pkt->flow, (size_t)(pkt->nseg - 1u) * pkt->stride + pkt->len);
     send_chunk(l, pkt);
 }
 
@@ -158,9 +185,20 @@ void loop_send_message(struct loop *l, struct pkt *pkt, const union endpoint *ds
 
 void loop_write_tun(struct loop *l, struct tun_write *w)
 {
-    struct io_uring_sqe *sqe = get_sqe(l);
+    struct io_uring_sqe *sqe;
+    size_t bytes = 0;
+    int lane;
 
-    if (!sqe) {
+    for (unsigned i = 0; i < w->iovcnt; i++)
+        bytes += w->iov[i].iov_len;
+    if ((lane = pick_lane(l, w->flow, bytes)) >= 0) {
+        w->op = PKT_TUN_WRITE;
+        io_lane_push(&l->lanes.lane[lane],
+                     &(struct io_lane_work){ .owner = w, .op = IO_LANE_WRITEV, .fd = l->tun_fd,
+                                             .iov = w->iov, .iovcnt = (int)w->iovcnt });
+        return;
+    }
+    if (!(sqe = get_sqe(l))) {
         loop_pkt_unref(l, w->owner);
         tun_write_put(&l->pool, w);
         return;
@@ -235,6 +273,7 @@ static void refill(struct loop *l)
     arm_poll(l, l->control_fd, TAG_CONTROL, &l->control_polled);
     arm_poll(l, l->signal_fd, TAG_SIGNAL, &l->signal_polled);
     arm_poll(l, l->crypto.event_fd, TAG_CRYPTO, &l->crypto_polled);
+    arm_poll(l, l->lanes.event_fd, TAG_LANES, &l->lanes_polled);
 }
 
 /* The datagram size of a GRO receive, or the whole length without GRO. */
@@ -413,12 +452,26 @@ void loop_crypto_drain(struct loop *l, uint64_t now)
         crypto_wait(l, now);
 }
 
+/* The lanes' finished calls, handled as the ring's completions are. */
+static void on_lanes(struct loop *l, uint64_t now)
+{
+    struct io_lane_done done[64];
+    unsigned n;
+
+    l->lanes_polled = false;
+    while ((n = io_lanes_take(&l->lanes, done, 64)))
+        for (unsigned i = 0; i < n; i++)
+            on_buffer(l, done[i].owner, done[i].res, now);
+}
+
 static void on_completion(struct loop *l, struct io_uring_cqe *cqe, uint64_t now)
 {
     uint64_t tag = io_uring_cqe_get_data64(cqe);
 
     if (tag == TAG_CRYPTO)
         on_crypto(l, now);
+    else if (tag == TAG_LANES)
+        on_lanes(l, now);
     else if (tag == TAG_CONTROL)
         on_control(l, now);
     else if (tag == TAG_SIGNAL)
@@ -488,6 +541,7 @@ int loop_init(struct loop *l, const struct loop_config *c, const struct loop_han
 
     memset(l, 0, sizeof(*l));
     l->crypto.event_fd = -1;          /* no workers until loop_start_crypto */
+    l->lanes.event_fd = -1;           /* no lanes until loop_start_lanes */
     l->on = *on;
     l->name = c->name;
     l->max_datagram = c->max_datagram;
@@ -523,8 +577,14 @@ int loop_start_crypto(struct loop *l, unsigned threads)
     return crypto_pool_start(&l->crypto, threads);
 }
 
+int loop_start_lanes(struct loop *l, unsigned lanes)
+{
+    return io_lanes_start(&l->lanes, lanes);
+}
+
 void loop_destroy(struct loop *l)
 {
+    io_lanes_stop(&l->lanes);         /* their calls point into the pool */
     crypto_pool_stop(&l->crypto);
     io_uring_queue_exit(&l->ring);
     pkt_pool_destroy(&l->pool);

@@ -18,6 +18,7 @@
 #include "overlay/base/endpoint.h"
 #include "overlay/loop/busy_poll.h"
 #include "overlay/loop/crypto_pool.h"
+#include "overlay/loop/io_lanes.h"
 #include "overlay/loop/pkt.h"
 
 /* Buffers in the pool, and how many reads each source keeps in flight. */
@@ -26,6 +27,11 @@
 #define LOOP_TUN_READS     4u
 #define LOOP_UDP_RECVS     8u
 #define LOOP_RING_ENTRIES  1024u
+/* With lanes (io_lanes.h), a send or ddp0 write of at least this many
+ * bytes goes to its flow's lane; a smaller one goes through the ring,
+ * where it costs no thread's wake-up (a ping, an ACK), unless its flow's
+ * lane still holds work, which it must not overtake. */
+#define LOOP_LANE_MIN_BYTES (16u * 1024u)
 /* Wake at least this often (the engine's periodic chores: the cookie secret). */
 #define LOOP_MAX_SLEEP_NS  (10 * WG_NSEC_PER_SEC)
 
@@ -77,8 +83,9 @@ struct loop {
     uint32_t max_datagram;
     int tun_fd, udp_fd[2], control_fd, signal_fd;
     unsigned tun_reads, udp_recvs[2];     /* in flight */
-    bool control_polled, signal_polled, crypto_polled;
+    bool control_polled, signal_polled, crypto_polled, lanes_polled;
     struct crypto_pool crypto;
+    struct io_lanes lanes;
     struct busy_poll busy;
     bool stop;
     bool tun_gone;                        /* ddp0 was deleted under us */
@@ -89,6 +96,10 @@ int loop_init(struct loop *l, const struct loop_config *c, const struct loop_han
  * then runs inline). Separate from loop_init so that the caller can drop
  * its privileges first: the threads are born without them. 0 or -errno. */
 int loop_start_crypto(struct loop *l, unsigned threads);
+/* Starts `lanes` I/O lanes (io_lanes.h; 0 for none: every send and write
+ * goes through the ring). After the privilege drop, as the workers. 0 or
+ * -errno. */
+int loop_start_lanes(struct loop *l, unsigned lanes);
 /* Runs until a stop signal or the loss of the TUN device. */
 int loop_run(struct loop *l);
 void loop_destroy(struct loop *l);

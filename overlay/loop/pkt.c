@@ -44,6 +44,8 @@ struct pkt *pkt_get(struct pkt_pool *pool)
     p->len = 0;
     p->refs = 0;
     p->nseg = p->sent = 0;
+    p->flow = 0;
+    p->lane = -1;
     p->via = p->relay_src = NULL;
     return p;
 }
@@ -60,8 +62,10 @@ struct tun_write *tun_write_get(struct pkt_pool *pool)
 {
     struct tun_write *w = pool->free_writes;
 
-    if (w)
+    if (w) {
         pool->free_writes = w->next;
+        w->flow = 0;
+    }
     return w;
 }
 

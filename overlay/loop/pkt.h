@@ -64,6 +64,10 @@ struct pkt {
      * area + i * stride. sent counts those already handed to the kernel. */
     uint16_t nseg, sent, chunk;  /* chunk: segments in the send in flight */
     uint32_t stride;
+    /* The inner flow a send carries (offload_flow_hash; 0: none), and the
+     * I/O lane its sends go through (io_lanes.h; -1: the ring). */
+    uint32_t flow;
+    int lane;
     uint16_t seg_len[PKT_MAX_SEGS];
     /* Opening a receive: per datagram, the status and the counter. */
     int32_t seg_status[PKT_MAX_SEGS];
@@ -79,6 +83,7 @@ struct tun_write {
     struct tun_write *next;
     struct pkt *owner;
     unsigned iovcnt;
+    uint32_t flow;               /* the run's inner flow (offload_flow_hash) */
     uint8_t vnet[OFFLOAD_VNET_HDR_LEN];
     struct iovec iov[PKT_MAX_SEGS + 1];
 };

@@ -48,7 +48,16 @@
 #      node-a .1  ----  hub  ----  node-b .2      192.168.241.0/24
 #      10.77.0.1                   10.77.0.2      (ddp0)
 #
-# Environment: MS_WORKERS (crypto workers per daemon, 4), MS_COUNT
+#  5. the I/O lanes (DDPNET_IO_LANES, forced to MS_LANES): iperf3 -P 8
+#     a -> b uncapped, so that reads of ddp0 are super-packets and their
+#     sends and ddp0 writes go to the lanes, each flow to one lane: every
+#     stream moves data, a's TCP detected reordering at most
+#     TCP_REORDER_MAX times, no drop counter moved, and the lanes of both
+#     daemons made calls (their threads, ddpnet-lane*, used CPU). With a
+#     flow's work spread over the lanes (round robin), a's TCP saw
+#     reordering 4226 times here, and 416 in the capped run of 4.
+# Environment: MS_WORKERS (crypto workers per daemon, 4), MS_LANES (I/O
+# lanes per daemon, 2), MS_COUNT
 # (datagrams per flow, 3000), MS_RATE (datagrams/s over all flows, 6000),
 # MS_BURST (4), MS_REORDER_MAX (datagrams over all flows, default 0.25%
 # of them: 60), MS_TCP_SECS (4), MS_TCP_RATE (per stream, 40M),
@@ -60,6 +69,7 @@ set -eu
 e2e_init multistream iperf3 ping ss wg
 
 WORKERS=${MS_WORKERS:-4}
+LANES=${MS_LANES:-2}
 FLOWS=8
 COUNT=${MS_COUNT:-3000}
 RATE=${MS_RATE:-6000}
@@ -77,7 +87,7 @@ MPORT=9586
 SEQFLOWS=$E2E_DIR/tools/seqflows.py
 FAILED=()     # the checks that failed; each printed its FAIL: lines
 
-step "two nodes, $WORKERS crypto workers each, metrics on loopback"
+step "two nodes, $WORKERS crypto workers and $LANES I/O lanes each, metrics on loopback"
 e2e_hub
 e2e_node node-a 1 -
 e2e_node node-b 2 -
@@ -85,7 +95,7 @@ for n in node-a node-b; do e2e_key "$n"; done
 cluster_begin "$T/cluster.conf" "metrics = 127.0.0.1:$MPORT"
 cluster_node "$T/cluster.conf" node-a "$(pub node-a)" 10.77.0.1 "$E2E_V4NET.1:$E2E_PORT"
 cluster_node "$T/cluster.conf" node-b "$(pub node-b)" 10.77.0.2 "$E2E_V4NET.2:$E2E_PORT"
-for n in node-a node-b; do DDPNET_CRYPTO_THREADS=$WORKERS ddp_up "$n"; done
+for n in node-a node-b; do DDPNET_CRYPTO_THREADS=$WORKERS DDPNET_IO_LANES=$LANES ddp_up "$n"; done
 ping_ok node-a 10.77.0.2
 ping_ok node-b 10.77.0.1
 
@@ -96,9 +106,12 @@ for n in node-a node-b; do
     done
     [ -n "$pid" ] || fail "$n: no ddpnet process"
     th=$(ls "/proc/$pid/task" | wc -l)
-    [ "$th" -ge $((WORKERS + 1)) ] ||
-        fail "$n: the daemon runs $th threads; with DDPNET_CRYPTO_THREADS=$WORKERS, want the loop and $WORKERS workers"
-    say "$n: the daemon runs $th threads (the loop, $WORKERS crypto workers)"
+    [ "$th" -ge $((WORKERS + LANES + 1)) ] ||
+        fail "$n: the daemon runs $th threads; with DDPNET_CRYPTO_THREADS=$WORKERS and DDPNET_IO_LANES=$LANES, want the loop, $WORKERS workers and $LANES lanes"
+    lanes=$(grep -l '^ddpnet-lane' /proc/$pid/task/*/comm | wc -l)
+    [ "$lanes" -eq "$LANES" ] || fail "$n: $lanes threads named ddpnet-lane*, want $LANES"
+    eval "PID_${n//-/_}=$pid"
+    say "$n: the daemon runs $th threads (the loop, $WORKERS crypto workers, $LANES lanes)"
 done
 
 # snap NODE TAG: what NODE's daemon and kernel count, as JSON in
@@ -288,24 +301,28 @@ sys.exit(1 if bad else 0)
 PYEOF
 counters_ok udp "$T/udp.json" || FAILED+=("udp counters")
 
-step "iperf3 -P $FLOWS a -> b for $TCP_SECS s, $TCP_RATE per stream"
-snap node-a tcp-0
-snap node-b tcp-0
-nx_bg node-b iperf3-server timeout $((TCP_SECS + 40)) iperf3 -s -1 -B 10.77.0.2 -p 5201
-spid=$BG_PID
-wait_for 10 e2e_listening node-b 5201 || fail "iperf3 server did not start: $(cat "$T/node-b/iperf3-server.out")"
-nx node-a timeout $((TCP_SECS + 30)) iperf3 -c 10.77.0.2 -p 5201 -P "$FLOWS" -t "$TCP_SECS" \
-    -b "$TCP_RATE" -J >"$T/iperf3.json" 2>&1 || fail "iperf3 failed: $(tail -n 20 "$T/iperf3.json")"
-wait "$spid" 2>/dev/null || true
-sleep 1
-snap node-a tcp-1
-snap node-b tcp-1
-"$PY" - "$T" "$FLOWS" "$TCP_REORDER_MAX" <<'PYEOF' || FAILED+=("tcp streams")
+# tcp_phase TAG RATE: iperf3 -P FLOWS a -> b for TCP_SECS s (RATE per
+# stream; 0: uncapped), then the checks of 4 on snapshots TAG-0 and TAG-1.
+tcp_phase() {
+    local tag=$1 rate=$2
+
+    snap node-a $tag-0
+    snap node-b $tag-0
+    nx_bg node-b iperf3-server timeout $((TCP_SECS + 40)) iperf3 -s -1 -B 10.77.0.2 -p 5201
+    spid=$BG_PID
+    wait_for 10 e2e_listening node-b 5201 || fail "iperf3 server did not start: $(cat "$T/node-b/iperf3-server.out")"
+    nx node-a timeout $((TCP_SECS + 30)) iperf3 -c 10.77.0.2 -p 5201 -P "$FLOWS" -t "$TCP_SECS" \
+        -b "$rate" -J >"$T/iperf3.json" 2>&1 || fail "iperf3 failed: $(tail -n 20 "$T/iperf3.json")"
+    wait "$spid" 2>/dev/null || true
+    sleep 1
+    snap node-a $tag-1
+    snap node-b $tag-1
+    "$PY" - "$T" "$FLOWS" "$TCP_REORDER_MAX" "$tag" <<'PYEOF' || FAILED+=("$tag streams")
 import json, sys
-T, flows, reorder_max = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+T, flows, reorder_max, tag = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 res = json.load(open(T + "/iperf3.json"))
 def net(n):
-    s0, s1 = [json.load(open("%s/%s/tcp-%d.json" % (T, n, i)))["net"] for i in (0, 1)]
+    s0, s1 = [json.load(open("%s/%s/%s-%d.json" % (T, n, tag, i)))["net"] for i in (0, 1)]
     return {k: v - s0.get(k, 0) for k, v in s1.items()}
 a, b = net("node-a"), net("node-b")
 streams = [s["sender"]["bytes"] for s in res["end"]["streams"]]
@@ -323,9 +340,31 @@ seen = a.get("TcpExt.TCPSACKReorder", 0) + a.get("TcpExt.TCPTSReorder", 0)
 if seen > reorder_max:
     bad.append("a's TCP saw reordering %d times (at most %d allowed)" % (seen, reorder_max))
 for x in bad:
-    print("FAIL: tcp: " + x)
+    print("FAIL: %s: %s" % (tag, x))
 sys.exit(1 if bad else 0)
 PYEOF
-counters_ok tcp || FAILED+=("tcp counters")
+    counters_ok "$tag" || FAILED+=("$tag counters")
+}
+
+step "iperf3 -P $FLOWS a -> b for $TCP_SECS s, $TCP_RATE per stream"
+tcp_phase tcp "$TCP_RATE"
+
+# lane_ticks PID: CPU ticks (user + system) of the daemon's lane threads.
+lane_ticks() {
+    local t sum=0
+    for t in /proc/$1/task/*; do
+        case "$(cat "$t/comm" 2>/dev/null)" in
+        ddpnet-lane*) sum=$(( sum + $(awk '{print $14 + $15}' "$t/stat") )) ;;
+        esac
+    done
+    echo "$sum"
+}
+step "iperf3 -P $FLOWS a -> b for $TCP_SECS s, uncapped: the sends and writes go to the lanes"
+lanes_a0=$(lane_ticks "$PID_node_a") lanes_b0=$(lane_ticks "$PID_node_b")
+tcp_phase bulk 0
+lanes_a=$(( $(lane_ticks "$PID_node_a") - lanes_a0 )) lanes_b=$(( $(lane_ticks "$PID_node_b") - lanes_b0 ))
+say "the lanes' CPU ticks over the run: a $lanes_a, b $lanes_b"
+[ "$lanes_a" -gt 0 ] && [ "$lanes_b" -gt 0 ] ||
+    { printf 'FAIL: bulk: the lanes made no calls (ticks a %s, b %s)\n' "$lanes_a" "$lanes_b"; FAILED+=("bulk lanes"); }
 
 [ "${#FAILED[@]}" -eq 0 ] || fail "failed: ${FAILED[*]} (the FAIL: lines above say why)"

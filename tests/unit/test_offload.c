@@ -484,6 +484,49 @@ static int parse_edited(struct fx *fx, int version, uint8_t proto, size_t at, ui
     return offload_parse(fx->pkt, len - cut, &ip);
 }
 
+/* One connection, one flow value, whatever its segment carries; another
+ * port, address or protocol, another value (for these inputs); the low
+ * bits, which pick a lane, spread; what is not IP is 0. */
+static void test_flow_hash(void **state)
+{
+    struct fx *fx = *state;
+    static uint8_t other[OFFLOAD_MAX_IP_LEN];
+    unsigned low[4] = { 0 };
+
+    for (int version = 4; version <= 6; version += 2) {
+        struct spec s = spec_tcp(version);
+        size_t len = build(fx->pkt, &s);
+        uint32_t h = offload_flow_hash(fx->pkt, len);
+
+        s.seq += 1000;
+        s.payload = 7;
+        s.id++;
+        assert_int_equal(offload_flow_hash(other, build(other, &s)), h);
+        s = spec_tcp(version);
+        s.sport++;
+        assert_int_not_equal(offload_flow_hash(other, build(other, &s)), h);
+        s = spec_tcp(version);
+        s.dport++;
+        assert_int_not_equal(offload_flow_hash(other, build(other, &s)), h);
+        s = spec_tcp(version);
+        s.dst[version == 4 ? 3 : 15] ^= 1;
+        assert_int_not_equal(offload_flow_hash(other, build(other, &s)), h);
+        s = spec_udp(version);
+        assert_int_not_equal(offload_flow_hash(other, build(other, &s)), h);
+    }
+    for (uint16_t port = 40000; port < 40064; port++) {
+        struct spec s = spec_tcp(4);
+        s.sport = port;
+        low[offload_flow_hash(fx->pkt, build(fx->pkt, &s)) % 4]++;
+    }
+    for (unsigned i = 0; i < 4; i++)
+        assert_true(low[i] >= 6);   /* 16 each if even; no lane left out */
+    memset(other, 0, 256);
+    assert_int_equal(offload_flow_hash(other, 256), 0);
+    assert_int_equal(offload_flow_hash(NULL, 40), 0);
+    assert_int_equal(offload_flow_hash(fx->pkt, 3), 0);
+}
+
 static void test_parse_rejects(void **state)
 {
     struct fx *fx = *state;
@@ -1856,6 +1899,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_csum_large_and_pieces, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_csum_pseudo, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_parse_valid, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_flow_hash, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_parse_rejects, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_segment_tso4_64k, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_segment_tso6, fx_setup, fx_teardown),

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/* The data path's bulk sends and ddp0 writes, on threads beside the loop.
+ *
+ * Why: with the crypto on workers, the loop's thread still spent most of
+ * its time in the kernel, and most of that in two calls: UDP GSO sends
+ * (the kernel's UDP stack, and on a veth the receiving side's too) and
+ * ddp0 writes (which carry the receiving application's TCP). One thread
+ * doing them all was the ceiling (bench/README.md has the profile). A
+ * lane is a thread that makes those calls, in the order it was handed
+ * them; several lanes make them in parallel.
+ *
+ * Order: the loop hands all the work of one inner flow (offload_flow_hash)
+ * to one lane, which runs it first in, first out, so a connection's
+ * packets keep their order. Different flows may overtake each other, as
+ * on a multi-queue NIC; the receiver's replay window takes counters out
+ * of order within WG_REPLAY_WINDOW, which one pool's worth of work in
+ * flight cannot exceed.
+ *
+ * Ownership: the buffers stay the loop's. A lane only reads what the
+ * loop prepared (a pkt's msghdr, a tun_write's iovecs), makes the call,
+ * and hands the buffer back with the call's result through a done ring
+ * and an eventfd; the loop then treats it as an io_uring completion.
+ * Nothing here allocates after io_lanes_start. */
+#ifndef DDPNET_IO_LANES_H
+#define DDPNET_IO_LANES_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define IO_LANES_MAX   8u
+/* Work a lane (and the done ring) holds: more than every pkt and
+ * tun_write of the pool together, so a push never finds it full. */
+#define IO_LANE_DEPTH  2048u
+
+/* What a lane does with a buffer. */
+enum io_lane_op {
+    IO_LANE_SENDMSG,   /* sendmsg(fd, msg, 0) */
+    IO_LANE_WRITEV,    /* writev(fd, iov, iovcnt) */
+};
+
+struct io_lane_work {
+    void *owner;                  /* handed back as it was */
+    enum io_lane_op op;
+    int fd;
+    const struct msghdr *msg;     /* IO_LANE_SENDMSG */
+    const struct iovec *iov;      /* IO_LANE_WRITEV */
+    int iovcnt;
+};
+
+struct io_lane_done {
+    void *owner;
+    int res;                      /* the call's return, or -errno */
+    unsigned lane;                /* whose in_flight it was */
+};
+
+struct io_lane {
+    struct io_lanes *set;
+    unsigned index;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    struct io_lane_work work[IO_LANE_DEPTH];
+    uint32_t head, tail;          /* under lock */
+    bool waiting;                 /* asleep on wake (under lock) */
+    bool stopping;                /* under lock */
+    unsigned in_flight;           /* the loop's count: pushed, not yet taken back */
+};
+
+struct io_lanes {
+    unsigned n;
+    struct io_lane lane[IO_LANES_MAX];
+    pthread_mutex_t done_lock;
+    struct io_lane_done done[IO_LANE_DEPTH];
+    uint32_t done_head, done_tail;    /* under done_lock */
+    bool signalled;                   /* event_fd written, not yet read (under done_lock) */
+    int event_fd;                     /* readable when work is done */
+};
+
+/* Starts n lanes (at most IO_LANES_MAX; 0: none, and nothing is started).
+ * 0 or -errno. Call io_lanes_stop after, whatever it returned. */
+int io_lanes_start(struct io_lanes *set, unsigned n);
+void io_lanes_stop(struct io_lanes *set);
+/* The lane for a flow's work. n must be > 0. */
+static inline struct io_lane *io_lanes_pick(struct io_lanes *set, uint32_t flow)
+{
+    return &set->lane[flow % set->n];
+}
+/* Hands work to a lane (the loop's thread only). */
+void io_lane_push(struct io_lane *lane, const struct io_lane_work *w);
+/* Takes back up to max finished calls into out; returns how many. Clears
+ * the eventfd's signal first, so work finishing meanwhile signals again. */
+unsigned io_lanes_take(struct io_lanes *set, struct io_lane_done *out, unsigned max);
+
+#endif
