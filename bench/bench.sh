@@ -120,6 +120,16 @@ bench_contenders() {
         *) usage_error "BENCH_BUSY_POLL: '$item' is not always or 0..10000" ;; esac
         C_NAME+=("ddpnet-bp-$item") C_KIND+=(ddpnet) C_BIN+=("busy-poll=$item")
     done
+    # BENCH_DDPNET_VARIANTS="NAME:VAR=VALUE,... ...": ddpnet again with
+    # those variables in its environment (DDPNET_IO_LANES=0, ...; DDPNET=
+    # PATH runs another build), as contenders ddpnet-NAME.
+    for item in ${BENCH_DDPNET_VARIANTS:-}; do
+        name=${item%%:*}
+        [ "$name" != "$item" ] && [ -n "$name" ] && [ -n "${item#*:}" ] ||
+            usage_error "BENCH_DDPNET_VARIANTS: '$item' is not NAME:VAR=VALUE,..."
+        case "$name" in *[!A-Za-z0-9._+-]*) usage_error "BENCH_DDPNET_VARIANTS: bad name '$name'" ;; esac
+        C_NAME+=("ddpnet-$name") C_KIND+=(ddpnet) C_BIN+=("env=${item#*:}")
+    done
     for item in ${BENCH_EXTRA:-}; do
         name=${item%%=*} path=${item#*=}
         [ "$name" != "$item" ] && [ -n "$name" ] && [ -n "$path" ] ||

@@ -233,14 +233,12 @@ cores_ddp() {
 
 # cores_check NODE CPU-LIST WORKERS: every thread of NODE's daemon may run
 # on CPU-LIST and nowhere else, and it runs WORKERS crypto workers (its
-# threads named as its main one, beyond the main one; io_uring's own
-# threads, iou-*, are not counted; call it once the start's transient
-# threads are gone). Sets CORES_CHECK_SEEN (both nodes'
+# threads named ddpnet-crypto*). Sets CORES_CHECK_SEEN (both nodes'
 # counts, "a/b") and CORES_CHECK_NOTE (what was wrong; empty when all was
 # right). Returns 0 either way: a wrong set-up is noted, not hidden.
 CORES_CHECK_SEEN="" CORES_CHECK_NOTE=""
 cores_check() {
-    local n=$1 want=$2 workers=$3 pid task main comm allowed count=0 bad=""
+    local n=$1 want=$2 workers=$3 pid task comm allowed count=0 bad=""
     [ "$n" = a ] && CORES_CHECK_SEEN="" CORES_CHECK_NOTE=""
     pid=$(node_daemon "$n")
     if [ -z "$pid" ]; then
@@ -249,16 +247,14 @@ cores_check() {
         return 0
     fi
     want=$(cpu_list_ids "$want" | sort -n | tr '\n' ' ')
-    main=$(cat "/proc/$pid/comm" 2>/dev/null)
     for task in /proc/"$pid"/task/*; do
         comm=$(cat "$task/comm" 2>/dev/null) || continue
         allowed=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "$task/status" 2>/dev/null)
         if [ "$(cpu_list_ids "$allowed" | sort -n | tr '\n' ' ')" != "$want" ]; then
             bad="$bad ${task##*/}($comm):$allowed"
         fi
-        [ "$comm" != "$main" ] || count=$(( count + 1 ))
+        case "$comm" in ddpnet-crypto*) count=$(( count + 1 )) ;; esac
     done
-    count=$(( count - 1 ))
     CORES_CHECK_SEEN="${CORES_CHECK_SEEN:+$CORES_CHECK_SEEN/}$count"
     [ -z "$bad" ] || CORES_CHECK_NOTE="$CORES_CHECK_NOTE node $n: threads outside CPUs ${want% }:$bad;"
     [ "$count" = "$workers" ] ||

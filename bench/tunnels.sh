@@ -76,14 +76,25 @@ ddp_cluster() {
 # taskset -c ...`); empty, as for every other part, runs it as it is.
 DDP_UP_PREFIX_a="" DDP_UP_PREFIX_b=""
 
-# ddp_up [busy-poll=VALUE]
+# ddp_up [busy-poll=VALUE | env=VAR=VALUE,...]: env= puts the variables in
+# the daemons' environment; DDPNET=PATH among them runs that build
+# (BENCH_DDPNET_VARIANTS).
+DDP_BIN=""
 ddp_up() {
-    local n pid roots="" prefix bp=""
-    case "${1:-}" in busy-poll=*) bp=${1#busy-poll=} ;; esac
+    local n pid roots="" prefix bp="" vars=() kv
+    DDP_BIN=$DDPNET
+    case "${1:-}" in
+    busy-poll=*) bp=${1#busy-poll=} ;;
+    env=*)
+        IFS=, read -r -a vars <<<"${1#env=}"
+        for kv in "${vars[@]}"; do
+            case "$kv" in DDPNET=*) DDP_BIN=${kv#DDPNET=} ;; esac
+        done ;;
+    esac
     ddp_cluster "$bp"
     for n in a b; do
         prefix=DDP_UP_PREFIX_$n
-        if ! nx "$n" ${!prefix} timeout 30 "$DDPNET" up -c "$DDP_CLUSTER" -k "$T/$n/key" \
+        if ! nx "$n" env "${vars[@]}" ${!prefix} timeout 30 "$DDP_BIN" up -c "$DDP_CLUSTER" -k "$T/$n/key" \
                 --run-dir "$T/$n/run" --hosts-file "$T/$n/hosts" >"$T/$n/ddpnet-up.log" 2>&1; then
             TUN_WHY="ddpnet up in node $n failed: $(tail -n 2 "$T/$n/ddpnet-up.log")"
             return 1
@@ -103,7 +114,7 @@ ddp_down() {
     pids=$(ddp_state_pids)
     for n in a b; do
         [ -f "$T/$n/run/ddp0.state" ] || nx "$n" ip link show ddp0 >/dev/null 2>&1 || continue
-        nx "$n" timeout 20 "$DDPNET" down --run-dir "$T/$n/run" >"$T/$n/ddpnet-down.log" 2>&1 ||
+        nx "$n" timeout 20 "${DDP_BIN:-$DDPNET}" down --run-dir "$T/$n/run" >"$T/$n/ddpnet-down.log" 2>&1 ||
             warn "ddpnet down in node $n failed: $(tail -n 2 "$T/$n/ddpnet-down.log")"
     done
     # The daemons are not our children: poll, then insist.

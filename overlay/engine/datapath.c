@@ -870,13 +870,15 @@ static void write_batch(struct device *dev, struct pkt *pkt, struct offload_pkt 
         struct tun_write *w = loop_tun_write_get(dev->loop);
         if (!w)
             break;
+        /* From the last member: offload_coalesce made the first one's
+         * header the merged run's, whose IP length exceeds its bytes. */
+        w->flow = offload_flow_hash(plain[runs[r].last].data, plain[runs[r].last].len);
         int iovcnt = offload_run_iov(plain, next, &runs[r], w->vnet, w->iov, PKT_MAX_SEGS + 1);
         if (iovcnt < 0) {
             loop_tun_write_put(dev->loop, w);
             continue;
         }
         w->iovcnt = (unsigned)iovcnt;
-        w->flow = offload_flow_hash(plain[runs[r].first].data, plain[runs[r].first].len);
         w->owner = pkt;
         dev->stats.tun_writes++;
         pkt->refs++;

@@ -79,6 +79,10 @@ struct node {
     unsigned initiations, keepalives;   /* sent by it */
     unsigned transports;           /* transport messages sent by it (data, disco, keepalives) */
     uint32_t tun_lens[64];         /* the lengths of the first packets written to ddp0 */
+    uint32_t tun_flows[64];        /* the flow (w->flow) of the first writes to ddp0 */
+    unsigned tun_writes;
+    uint32_t sent_flows[64];       /* the flow (pkt->flow) of the first sends */
+    unsigned sends;
 };
 
 struct wire_msg {
@@ -181,6 +185,9 @@ void loop_send(struct loop *l, struct pkt *pkt, const union endpoint *dst)
 {
     unsigned from = node_of_loop(l);
 
+    if (nodes[from].sends < 64)
+        nodes[from].sent_flows[nodes[from].sends] = pkt->flow;
+    nodes[from].sends++;
     for (unsigned i = 0; i < pkt->nseg; i++)
         wire_put(from, dst, pkt_slot(pkt, i), i + 1u == pkt->nseg ? pkt->len : pkt->stride);
     pkt_put(&l->pool, pkt);
@@ -211,6 +218,9 @@ void loop_write_tun(struct loop *l, struct tun_write *w)
 {
     struct node *n = &nodes[node_of_loop(l)];
 
+    if (n->tun_writes < 64)
+        n->tun_flows[n->tun_writes] = w->flow;
+    n->tun_writes++;
     /* Coalesced runs may be one super-packet; count the IP packets'
      * protocol by the first. */
     for (unsigned i = 1; i < w->iovcnt; i++) {
@@ -477,6 +487,45 @@ static void app_send(unsigned from, unsigned to, size_t payload, uint64_t now)
     app_send_as(from, from, to, payload, now);
 }
 
+/* An IPv4/TCP segment (ACK, `payload` bytes at seq) from node `from`'s
+ * port sport to node `to`'s port 5201, checksums right, read from ddp0 by
+ * `from`: consecutive ones of a flow coalesce at the receiver. */
+static void app_send_tcp(unsigned from, unsigned to, uint16_t sport, uint32_t seq,
+                         size_t payload, uint64_t now)
+{
+    struct node *n = &nodes[from];
+    struct pkt *pkt = loop_pkt_get(&n->loop);
+    size_t len = 20 + 20 + payload;
+    uint8_t *ip;
+
+    assert_non_null(pkt);
+    memset(pkt->in, 0, OFFLOAD_VNET_HDR_LEN + len);
+    ip = pkt->in + OFFLOAD_VNET_HDR_LEN;
+    ip[0] = 0x45;
+    put_be16(ip + 2, (uint16_t)len);
+    ip[6] = 0x40;   /* DF */
+    ip[8] = 64;
+    ip[9] = IPPROTO_TCP;
+    uint8_t src[4] = { 10, 77, 0, (uint8_t)(from + 1) }, dst[4] = { 10, 77, 0, (uint8_t)(to + 1) };
+    memcpy(ip + 12, src, 4);
+    memcpy(ip + 16, dst, 4);
+    put_be16(ip + 10, (uint16_t)~offload_csum_add(0, ip, 20));
+    uint8_t *tcp = ip + 20;
+    put_be16(tcp, sport);
+    put_be16(tcp + 2, 5201);
+    put_be32(tcp + 4, seq);
+    put_be32(tcp + 8, 1);
+    tcp[12] = 5 << 4;
+    tcp[13] = 0x10;   /* ACK */
+    put_be16(tcp + 14, 65535);
+    for (size_t i = 0; i < payload; i++)
+        tcp[20 + i] = (uint8_t)(seq + i);
+    uint16_t pseudo = offload_csum_pseudo(ip + 12, ip + 16, 4, IPPROTO_TCP, (uint32_t)(20 + payload));
+    put_be16(tcp + 16, (uint16_t)~offload_csum_add(pseudo, tcp, 20 + payload));
+    pkt->len = (uint32_t)(OFFLOAD_VNET_HDR_LEN + len);
+    n->on.tun(n->on.ctx, pkt, now);
+}
+
 /* a -> b: a handshake, then the packet that waited. */
 static uint64_t establish(void)
 {
@@ -490,6 +539,48 @@ static uint64_t establish(void)
     assert_int_equal(nodes[1].tun_packets, 1);
     assert_int_equal(nodes[0].initiations, 1);
     return now;
+}
+
+/* The I/O lanes keep a flow's order only if every send and ddp0 write of
+ * it carries its flow (loop.h): the sender's from the packet read, the
+ * receiver's from the first packet of a coalesced run, taken before the
+ * run's header is made the merged one's. Two TCP flows, three segments
+ * each, in one GRO receive: two writes, each with its flow's value. */
+static void test_sends_and_writes_carry_the_flow(void **state)
+{
+    (void)state;
+    uint64_t now = establish();
+    uint8_t probe[OFFLOAD_VNET_HDR_LEN + 40 + 100];
+    uint32_t flow[2];
+
+    for (unsigned f = 0; f < 2; f++) {
+        /* The flow's value, from a segment built as app_send_tcp builds it. */
+        memset(probe, 0, sizeof(probe));
+        uint8_t *ip = probe + OFFLOAD_VNET_HDR_LEN;
+        ip[0] = 0x45;
+        put_be16(ip + 2, 140);
+        ip[9] = IPPROTO_TCP;
+        uint8_t src[4] = { 10, 77, 0, 1 }, dst[4] = { 10, 77, 0, 2 };
+        memcpy(ip + 12, src, 4);
+        memcpy(ip + 16, dst, 4);
+        put_be16(ip + 20, (uint16_t)(40000 + f));
+        put_be16(ip + 22, 5201);
+        ip[32] = 5 << 4;
+        flow[f] = offload_flow_hash(ip, 140);
+    }
+    assert_int_not_equal(flow[0], flow[1]);
+    unsigned sends = nodes[0].sends, writes = nodes[1].tun_writes;
+    for (unsigned i = 0; i < 3; i++)
+        for (unsigned f = 0; f < 2; f++)
+            app_send_tcp(0, 1, (uint16_t)(40000 + f), 1000 + i * 100, 100, now);
+    assert_int_equal(nodes[0].sends, sends + 6);
+    for (unsigned i = 0; i < 6; i++)
+        assert_int_equal(nodes[0].sent_flows[sends + i], flow[i % 2]);
+    pump_gro(now);
+    /* One run per flow: three segments coalesced into one write each. */
+    assert_int_equal(nodes[1].tun_writes, writes + 2);
+    assert_int_equal(nodes[1].tun_flows[writes], flow[0]);
+    assert_int_equal(nodes[1].tun_flows[writes + 1], flow[1]);
 }
 
 static void test_first_packet_waits_for_the_handshake(void **state)
@@ -2424,6 +2515,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_first_packet_waits_for_the_handshake),
+        T(test_sends_and_writes_carry_the_flow),
         T(test_record_stated_on_the_session),
         T(test_stranger_refused_without_authority),
         T(test_stranger_on_probation_shows_its_cert),
