@@ -60,7 +60,7 @@ cpu_list_join() { local IFS=,; echo "$*"; }
 cores_plan() {
     local n have need min="" left=() forced=() nmax ids order
     CORES_TSV=$BENCH_OUT/cores.tsv
-    printf 'round\tcontender\tcores\tworkers\tworkers_seen\tstreams\tgbps\tbytes\tcpu_s\tcpu_s_per_gb\tloop_a_pct\tloop_b_pct\tseconds\tnote\n' >"$CORES_TSV"
+    printf 'round\tcontender\tcores\tworkers\tworkers_seen\tstreams\tgbps\tbytes\tcpu_s\tcpu_s_per_gb\tloop_a_pct\tloop_b_pct\tlanes_a_pct\tlanes_b_pct\tworkers_a_pct\tworkers_b_pct\tseconds\tnote\n' >"$CORES_TSV"
     ids=$(cores_allowed)
     mapfile -t CORES_CPUS < <(cpu_list_ids "$ids" | cores_order)
     have=${#CORES_CPUS[@]}
@@ -135,22 +135,40 @@ cores_siblings() {
 # thread; workers and io_uring's threads are threads of their own).
 loop_ticks() { stat_ticks "/proc/$1/task/$1/stat"; }
 
+# named_ticks PID PREFIX: utime + stime of the daemon's threads whose name
+# begins with PREFIX (ddpnet-lane: the I/O lanes; ddpnet-crypto: the
+# crypto workers), together.
+named_ticks() {
+    local t sum=0 ticks
+    for t in /proc/"$1"/task/*; do
+        case "$(cat "$t/comm" 2>/dev/null)" in
+        "$2"*) ticks=$(stat_ticks "$t/stat") && sum=$(( sum + ticks )) ;;
+        esac
+    done
+    echo "$sum"
+}
+
+# shares PID: "LOOP LANES WORKERS" ticks of the daemon PID.
+shares() { echo "$(loop_ticks "$1") $(named_ticks "$1" ddpnet-lane) $(named_ticks "$1" ddpnet-crypto)"; }
+
 # cores_run DEST OUT STREAMS [PID...]: one iperf3 test a -> b with -P
 # STREAMS, client and server on CORES_IPERF (set on this shell, which must
 # be a subshell: nsenter and iperf3 inherit it). Prints "GBIT/S BYTES CPU-S
-# CPU-S/GB LOOP-A% LOOP-B%", CPU as lib.sh counts it (utime + stime of
-# PIDS), and the share of one core that each daemon's event loop took
-# (CORES_LOOP_A, CORES_LOOP_B: the daemons' pids; a loop near 100% is what
-# more workers cannot speed up); NA without PIDS or when one of them ended.
+# CPU-S/GB LOOP-A% LOOP-B% LANES-A% LANES-B% WORKERS-A% WORKERS-B%", CPU as
+# lib.sh counts it (utime + stime of PIDS), and the share of one core that
+# each daemon's event loop, its I/O lanes together and its crypto workers
+# together took (CORES_LOOP_A, CORES_LOOP_B: the daemons' pids; a loop
+# near 100% is what more workers cannot speed up); NA without PIDS or when
+# one of them ended.
 cores_run() {
     local dest=$1 out=$2 streams=$3; shift 3
-    local pids="$*" t0="" t1 res gbps bytes cpus=NA per=NA la0="" lb0="" la1 lb1 loop_a=NA loop_b=NA
+    local pids="$*" t0="" t1 res gbps bytes cpus=NA per=NA sa0="" sb0="" sa1 sb1 shares_out="NA NA NA NA NA NA"
     local began
     if [ -n "$CORES_IPERF" ]; then
         taskset -pc "$CORES_IPERF" "$BASHPID" >/dev/null || { warn "cores: taskset -pc $CORES_IPERF failed"; return 1; }
     fi
     [ -z "$pids" ] || t0=$(cpu_ticks $pids)
-    [ -z "${CORES_LOOP_A:-}" ] || { la0=$(loop_ticks "$CORES_LOOP_A"); lb0=$(loop_ticks "$CORES_LOOP_B"); }
+    [ -z "${CORES_LOOP_A:-}" ] || { sa0=$(shares "$CORES_LOOP_A"); sb0=$(shares "$CORES_LOOP_B"); }
     began=$(date +%s.%N)
     res=$(iperf_run a b "$dest" "$out" -P "$streams") || return 1
     read -r gbps bytes <<<"$res"
@@ -158,21 +176,28 @@ cores_run() {
         cpus=$(calc "($t1 - $t0) / $CLK_TCK")
         [ "$bytes" -gt 0 ] && per=$(calc "$cpus / ($bytes / 1e9)")
     fi
-    if [ -n "$la0" ] && [ -n "$lb0" ] && la1=$(loop_ticks "$CORES_LOOP_A") && lb1=$(loop_ticks "$CORES_LOOP_B"); then
-        local secs
+    if [ -n "$sa0" ] && [ -n "$sb0" ] && sa1=$(shares "$CORES_LOOP_A") && sb1=$(shares "$CORES_LOOP_B"); then
+        local secs i a0 a1 b0 b1 pa="" pb=""
         secs=$(calc "$(date +%s.%N) - $began")
-        loop_a=$(calc "100 * ($la1 - $la0) / $CLK_TCK / $secs")
-        loop_b=$(calc "100 * ($lb1 - $lb0) / $CLK_TCK / $secs")
+        read -r -a a0 <<<"$sa0"; read -r -a a1 <<<"$sa1"
+        read -r -a b0 <<<"$sb0"; read -r -a b1 <<<"$sb1"
+        for i in 0 1 2; do
+            pa="$pa $(calc "100 * (${a1[i]} - ${a0[i]}) / $CLK_TCK / $secs")"
+            pb="$pb $(calc "100 * (${b1[i]} - ${b0[i]}) / $CLK_TCK / $secs")"
+        done
+        read -r -a a1 <<<"$pa"; read -r -a b1 <<<"$pb"
+        shares_out="${a1[0]} ${b1[0]} ${a1[1]} ${b1[1]} ${a1[2]} ${b1[2]}"
     fi
-    echo "$(calc "$gbps / 1e9") $bytes $cpus $per $loop_a $loop_b"
+    echo "$(calc "$gbps / 1e9") $bytes $cpus $per $shares_out"
 }
 
 # cores_row ROUND CONTENDER N WORKERS SEEN STREAMS SECONDS NOTE RESULT
 cores_row() {
-    local g=NA b=NA c=NA p=NA la=NA lb=NA
-    [ -z "$9" ] || read -r g b c p la lb <<<"$9"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" \
-        "$g" "$b" "$c" "$p" "${la:-NA}" "${lb:-NA}" "$7" "$8" >>"$CORES_TSV"
+    local g=NA b=NA c=NA p=NA la=NA lb=NA na=NA nb=NA wa=NA wb=NA
+    [ -z "$9" ] || read -r g b c p la lb na nb wa wb <<<"$9"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" \
+        "$g" "$b" "$c" "$p" "${la:-NA}" "${lb:-NA}" "${na:-NA}" "${nb:-NA}" "${wa:-NA}" "${wb:-NA}" \
+        "$7" "$8" >>"$CORES_TSV"
     CORES_LAST="$(short "$g") Gbit/s" CORES_LAST_CPU="$(short "$p") CPU-s/GB"
 }
 
@@ -298,7 +323,7 @@ print("  %s; %s s per test, medians over %d round(s); CPU-s/GB: both daemons, pe
       (plan, seconds, rounds))
 head = ["cores/daemon", "workers", "4 streams Gbit/s", "8 streams Gbit/s",
         "x N=%s (4)" % base, "x N=%s (8)" % base, "CPU-s/GB (4)", "CPU-s/GB (8)",
-        "loop %core a/b (8)", "rounds"]
+        "%core a/b (8): loop", "lanes", "workers", "rounds"]
 table, greps = [], []
 b4, b8 = (med("gbps", "ddpnet", base, "4")[0], med("gbps", "ddpnet", base, "8")[0]) if base else (None, None)
 for n in ns:
@@ -308,9 +333,14 @@ for n in ns:
     c4, c8 = med("cpu_s_per_gb", "ddpnet", key, "4")[0], med("cpu_s_per_gb", "ddpnet", key, "8")[0]
     seen = sorted({r["workers_seen"] for r in rows if r["contender"] == "ddpnet" and r["cores"] == key})
     workers = str(n - 1) + ("" if seen == ["%d/%d" % (n - 1, n - 1)] else " (seen %s)" % ",".join(seen))
+    share = {}
+    for part in ("loop", "lanes", "workers"):
+        a = med(part + "_a_pct", "ddpnet", key, "8")[0] if part + "_a_pct" in rows[0] else None
+        b = med(part + "_b_pct", "ddpnet", key, "8")[0] if part + "_b_pct" in rows[0] else None
+        share[part] = "%s/%s" % (fmt(a, "%.0f"), fmt(b, "%.0f"))
     la, lb = med("loop_a_pct", "ddpnet", key, "8")[0], med("loop_b_pct", "ddpnet", key, "8")[0]
     table.append([key, workers, fmt(g4), fmt(g8), times(ratio(g4, b4)), times(ratio(g8, b8)),
-                  fmt(c4), fmt(c8), "%s/%s" % (fmt(la, "%.0f"), fmt(lb, "%.0f")),
+                  fmt(c4), fmt(c8), share["loop"], share["lanes"], share["workers"],
                   "%d/%d" % (min(k4, k8), rounds)])
     greps.append("CORES N=%s workers=%d: 4 streams %s Gbit/s (%s N=%s), 8 streams %s Gbit/s (%s), "
                  "CPU-s/GB %s / %s, event loop %s%% / %s%% of a core (8 streams)" %
@@ -318,7 +348,7 @@ for n in ns:
                   fmt(c4), fmt(c8), fmt(la, "%.0f"), fmt(lb, "%.0f")))
 v4, k4 = med("gbps", "veth", "-", "4")
 v8, k8 = med("gbps", "veth", "-", "8")
-table.append(["veth", "-", fmt(v4), fmt(v8), "", "", "", "", "", "%d/%d" % (min(k4, k8), rounds)])
+table.append(["veth", "-", fmt(v4), fmt(v8), "", "", "", "", "", "", "", "%d/%d" % (min(k4, k8), rounds)])
 w = [max(len(str(x)) for x in col) + 2 for col in zip(head, *table)]
 for row in [head] + table:
     print("  " + "".join(str(x).ljust(k) for x, k in zip(row, w)).rstrip())
