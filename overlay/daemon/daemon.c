@@ -993,7 +993,11 @@ static int setup_all(struct setup *s)
     /* After the drop: threads are born with what their creator has. */
     if ((ret = loop_start_crypto(&s->loop, crypto_threads())))
         return fail(s, ret, "crypto workers: %s", strerror(-ret));
-    if ((ret = loop_start_lanes(&s->loop, io_lanes())))
+    /* Readers, a lane per fd the loop reads (loop.h): wherever there are
+     * lanes, unless DDPNET_IO_READERS=0 (1: also without lanes). */
+    unsigned lanes = io_lanes();
+    bool readers = threads_from_env("DDPNET_IO_READERS", lanes > 0) > 0;
+    if ((ret = loop_start_lanes(&s->loop, lanes, readers)))
         return fail(s, ret, "I/O lanes (DDPNET_IO_LANES, at most %u): %s", IO_LANES_MAX,
                     strerror(-ret));
     if ((ret = resolver_start(s->dev.resolver, RESOLVER_THREADS)))

@@ -2,6 +2,7 @@
 /* Lanes: threads that make the data path's sends and ddp0 writes
  * (io_lanes.h). */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -14,14 +15,41 @@
 /* Work a lane takes from its queue at once: one lock per batch. */
 #define LANE_BATCH 32u
 
-static int run_call(const struct io_lane_work *w)
+/* Waits until fd is readable: 0, or -ECANCELED once the lanes stop. */
+static int wait_readable(const struct io_lanes *set, int fd)
+{
+    struct pollfd pfd[2] = { { fd, POLLIN, 0 }, { set->stop_fd, POLLIN, 0 } };
+
+    for (;;) {
+        if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+            return -errno;
+        if (pfd[1].revents)
+            return -ECANCELED;
+        if (pfd[0].revents)
+            return 0;
+    }
+}
+
+static int run_call(const struct io_lanes *set, const struct io_lane_work *w)
 {
     ssize_t ret;
 
-    if (w->op == IO_LANE_SENDMSG)
+    switch (w->op) {
+    case IO_LANE_SENDMSG:
         ret = sendmsg(w->fd, w->msg, 0);
-    else
+        break;
+    case IO_LANE_WRITEV:
         ret = writev(w->fd, w->iov, w->iovcnt);
+        break;
+    default:
+        do {
+            int wait = wait_readable(set, w->fd);
+            if (wait)
+                return wait;
+            ret = w->op == IO_LANE_READ ? read(w->fd, w->buf, w->cap)
+                                        : recvmsg(w->fd, w->msg, MSG_DONTWAIT);
+        } while (ret < 0 && (errno == EAGAIN || errno == EINTR));
+    }
     return ret < 0 ? -errno : (int)ret;
 }
 
@@ -70,9 +98,18 @@ static void *lane_main(void *arg)
     unsigned n;
 
     while ((n = next_batch(lane, batch))) {
-        for (unsigned i = 0; i < n; i++)
-            done[i] = (struct io_lane_done){ batch[i].owner, run_call(&batch[i]), lane->index };
-        post_done(lane->set, done, n);
+        unsigned k = 0;
+        for (unsigned i = 0; i < n; i++) {
+            done[k++] = (struct io_lane_done){ batch[i].owner, run_call(lane->set, &batch[i]),
+                                               lane->index };
+            /* A read is handed back at once: the next may wait for long. */
+            if (batch[i].op == IO_LANE_READ || batch[i].op == IO_LANE_RECVMSG) {
+                post_done(lane->set, done, k);
+                k = 0;
+            }
+        }
+        if (k)
+            post_done(lane->set, done, k);
     }
     return NULL;
 }
@@ -108,18 +145,24 @@ unsigned io_lanes_take(struct io_lanes *set, struct io_lane_done *out, unsigned 
     return n;
 }
 
-int io_lanes_start(struct io_lanes *set, unsigned n)
+int io_lanes_start(struct io_lanes *set, unsigned n, const char *name)
 {
     int ret;
 
     memset(set, 0, sizeof(*set));
-    set->event_fd = -1;
+    set->event_fd = set->stop_fd = -1;
     if (n == 0)
         return 0;
     if (n > IO_LANES_MAX)
         return -EINVAL;
     if ((set->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
         return -errno;
+    if ((set->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+        ret = -errno;
+        close(set->event_fd);
+        set->event_fd = -1;
+        return ret;
+    }
     pthread_mutex_init(&set->done_lock, NULL);
     for (unsigned i = 0; i < n; i++) {
         struct io_lane *lane = &set->lane[i];
@@ -133,9 +176,9 @@ int io_lanes_start(struct io_lanes *set, unsigned n)
             return -ret;
         }
         /* Named, so that top -H and the benches tell lanes apart. */
-        char name[16];
-        snprintf(name, sizeof(name), "ddpnet-lane%u", i);
-        pthread_setname_np(lane->thread, name);
+        char thread_name[16];
+        snprintf(thread_name, sizeof(thread_name), "%.11s%u", name, i);
+        pthread_setname_np(lane->thread, thread_name);
         set->n++;
     }
     return 0;
@@ -143,6 +186,10 @@ int io_lanes_start(struct io_lanes *set, unsigned n)
 
 void io_lanes_stop(struct io_lanes *set)
 {
+    if (set->event_fd >= 0) {   /* started: stop_fd is open too */
+        uint64_t one = 1;
+        (void)!write(set->stop_fd, &one, sizeof(one));
+    }
     for (unsigned i = 0; i < set->n; i++) {
         pthread_mutex_lock(&set->lane[i].lock);
         set->lane[i].stopping = true;
@@ -157,7 +204,8 @@ void io_lanes_stop(struct io_lanes *set)
     if (set->event_fd >= 0) {
         pthread_mutex_destroy(&set->done_lock);
         close(set->event_fd);
+        close(set->stop_fd);
     }
     set->n = 0;
-    set->event_fd = -1;
+    set->event_fd = set->stop_fd = -1;
 }

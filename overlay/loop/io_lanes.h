@@ -16,6 +16,11 @@
  * of order within WG_REPLAY_WINDOW, which one pool's worth of work in
  * flight cannot exceed.
  *
+ * Readers: the same threads also read. The loop gives each fd it reads
+ * (ddp0, the UDP sockets) a lane of its own, and keeps reads queued on
+ * it; the lane makes them one after the other, so nothing read overtakes
+ * what was read before it, and hands each back as soon as it is read.
+ *
  * Ownership: the buffers stay the loop's. A lane only reads what the
  * loop prepared (a pkt's msghdr, a tun_write's iovecs), makes the call,
  * and hands the buffer back with the call's result through a done ring
@@ -33,19 +38,25 @@
  * tun_write of the pool together, so a push never finds it full. */
 #define IO_LANE_DEPTH  2048u
 
-/* What a lane does with a buffer. */
+/* What a lane does with a buffer. The reads first wait until fd is
+ * readable or the lanes stop (then -ECANCELED), so that a lane blocked
+ * on an idle fd still stops. */
 enum io_lane_op {
     IO_LANE_SENDMSG,   /* sendmsg(fd, msg, 0) */
     IO_LANE_WRITEV,    /* writev(fd, iov, iovcnt) */
+    IO_LANE_READ,      /* read(fd, buf, cap) */
+    IO_LANE_RECVMSG,   /* recvmsg(fd, msg, 0); msg is written */
 };
 
 struct io_lane_work {
     void *owner;                  /* handed back as it was */
     enum io_lane_op op;
     int fd;
-    const struct msghdr *msg;     /* IO_LANE_SENDMSG */
+    struct msghdr *msg;           /* IO_LANE_SENDMSG, IO_LANE_RECVMSG */
     const struct iovec *iov;      /* IO_LANE_WRITEV */
     int iovcnt;
+    void *buf;                    /* IO_LANE_READ */
+    size_t cap;
 };
 
 struct io_lane_done {
@@ -75,11 +86,13 @@ struct io_lanes {
     uint32_t done_head, done_tail;    /* under done_lock */
     bool signalled;                   /* event_fd written, not yet read (under done_lock) */
     int event_fd;                     /* readable when work is done */
+    int stop_fd;                      /* readable once the lanes stop: wakes waiting reads */
 };
 
-/* Starts n lanes (at most IO_LANES_MAX; 0: none, and nothing is started).
- * 0 or -errno. Call io_lanes_stop after, whatever it returned. */
-int io_lanes_start(struct io_lanes *set, unsigned n);
+/* Starts n lanes (at most IO_LANES_MAX; 0: none, and nothing is started),
+ * threads named NAME0, NAME1, ... (NAME: at most 11 characters). 0 or
+ * -errno. Call io_lanes_stop after, whatever it returned. */
+int io_lanes_start(struct io_lanes *set, unsigned n, const char *name);
 void io_lanes_stop(struct io_lanes *set);
 /* The lane for a flow's work. n must be > 0. */
 static inline struct io_lane *io_lanes_pick(struct io_lanes *set, uint32_t flow)

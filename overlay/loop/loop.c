@@ -21,6 +21,7 @@
 #define TAG_SIGNAL  2u
 #define TAG_CRYPTO  3u
 #define TAG_LANES   4u
+#define TAG_READERS 5u
 
 /* io_uring waits on blocking fds itself (poll inside the kernel); on an
  * O_NONBLOCK fd it would hand back -EAGAIN instead.
@@ -215,6 +216,14 @@ static bool arm_tun_read(struct loop *l)
 
     if (!pkt)
         return false;
+    if (l->reader_of_tun >= 0) {
+        pkt->op = PKT_TUN_READ;
+        io_lane_push(&l->readers.lane[l->reader_of_tun],
+                     &(struct io_lane_work){ .owner = pkt, .op = IO_LANE_READ, .fd = l->tun_fd,
+                                             .buf = pkt->in, .cap = PKT_IN_CAP });
+        l->tun_reads++;
+        return true;
+    }
     if (!(sqe = get_sqe(l))) {
         pkt_put(&l->pool, pkt);
         return false;
@@ -229,11 +238,11 @@ static bool arm_tun_read(struct loop *l)
 static bool arm_udp_recv(struct loop *l, int which)
 {
     struct pkt *pkt = pkt_get(&l->pool);
-    struct io_uring_sqe *sqe;
+    struct io_uring_sqe *sqe = NULL;
 
     if (!pkt)
         return false;
-    if (!(sqe = get_sqe(l))) {
+    if (l->reader_of_udp[which] < 0 && !(sqe = get_sqe(l))) {
         pkt_put(&l->pool, pkt);
         return false;
     }
@@ -244,9 +253,15 @@ static bool arm_udp_recv(struct loop *l, int which)
                                 .msg_iov = &pkt->iov, .msg_iovlen = 1,
                                 .msg_control = pkt->ctrl.bytes,
                                 .msg_controllen = sizeof(pkt->ctrl.bytes) };
+    l->udp_recvs[which]++;
+    if (!sqe) {
+        io_lane_push(&l->readers.lane[l->reader_of_udp[which]],
+                     &(struct io_lane_work){ .owner = pkt, .op = IO_LANE_RECVMSG, .fd = pkt->fd,
+                                             .msg = &pkt->msg });
+        return true;
+    }
     io_uring_prep_recvmsg(sqe, pkt->fd, &pkt->msg, 0);
     io_uring_sqe_set_data(sqe, pkt);
-    l->udp_recvs[which]++;
     return true;
 }
 
@@ -274,6 +289,7 @@ static void refill(struct loop *l)
     arm_poll(l, l->signal_fd, TAG_SIGNAL, &l->signal_polled);
     arm_poll(l, l->crypto.event_fd, TAG_CRYPTO, &l->crypto_polled);
     arm_poll(l, l->lanes.event_fd, TAG_LANES, &l->lanes_polled);
+    arm_poll(l, l->readers.event_fd, TAG_READERS, &l->readers_polled);
 }
 
 /* The datagram size of a GRO receive, or the whole length without GRO. */
@@ -452,14 +468,14 @@ void loop_crypto_drain(struct loop *l, uint64_t now)
         crypto_wait(l, now);
 }
 
-/* The lanes' finished calls, handled as the ring's completions are. */
-static void on_lanes(struct loop *l, uint64_t now)
+/* Lanes' finished calls, handled as the ring's completions are. */
+static void on_lanes(struct loop *l, struct io_lanes *set, bool *polled, uint64_t now)
 {
     struct io_lane_done done[64];
     unsigned n;
 
-    l->lanes_polled = false;
-    while ((n = io_lanes_take(&l->lanes, done, 64)))
+    *polled = false;
+    while ((n = io_lanes_take(set, done, 64)))
         for (unsigned i = 0; i < n; i++)
             on_buffer(l, done[i].owner, done[i].res, now);
 }
@@ -471,7 +487,9 @@ static void on_completion(struct loop *l, struct io_uring_cqe *cqe, uint64_t now
     if (tag == TAG_CRYPTO)
         on_crypto(l, now);
     else if (tag == TAG_LANES)
-        on_lanes(l, now);
+        on_lanes(l, &l->lanes, &l->lanes_polled, now);
+    else if (tag == TAG_READERS)
+        on_lanes(l, &l->readers, &l->readers_polled, now);
     else if (tag == TAG_CONTROL)
         on_control(l, now);
     else if (tag == TAG_SIGNAL)
@@ -542,6 +560,8 @@ int loop_init(struct loop *l, const struct loop_config *c, const struct loop_han
     memset(l, 0, sizeof(*l));
     l->crypto.event_fd = -1;          /* no workers until loop_start_crypto */
     l->lanes.event_fd = -1;           /* no lanes until loop_start_lanes */
+    l->readers.event_fd = -1;
+    l->reader_of_tun = l->reader_of_udp[0] = l->reader_of_udp[1] = -1;
     l->on = *on;
     l->name = c->name;
     l->max_datagram = c->max_datagram;
@@ -577,14 +597,29 @@ int loop_start_crypto(struct loop *l, unsigned threads)
     return crypto_pool_start(&l->crypto, threads);
 }
 
-int loop_start_lanes(struct loop *l, unsigned lanes)
+int loop_start_lanes(struct loop *l, unsigned lanes, bool readers)
 {
-    return io_lanes_start(&l->lanes, lanes);
+    unsigned n = 0;
+    int ret;
+
+    if ((ret = io_lanes_start(&l->lanes, lanes, "ddpnet-lane")) || !readers)
+        return ret;
+    /* Before the first refill: no read of these fds is in the ring yet. */
+    if (l->tun_reads || l->udp_recvs[0] || l->udp_recvs[1])
+        return -EBUSY;
+    l->reader_of_tun = (int)n++;
+    for (int i = 0; i < 2; i++)
+        if (l->udp_fd[i] >= 0)
+            l->reader_of_udp[i] = (int)n++;
+    if ((ret = io_lanes_start(&l->readers, n, "ddpnet-read")))
+        l->reader_of_tun = l->reader_of_udp[0] = l->reader_of_udp[1] = -1;
+    return ret;
 }
 
 void loop_destroy(struct loop *l)
 {
-    io_lanes_stop(&l->lanes);         /* their calls point into the pool */
+    io_lanes_stop(&l->readers);       /* their calls point into the pool */
+    io_lanes_stop(&l->lanes);
     crypto_pool_stop(&l->crypto);
     io_uring_queue_exit(&l->ring);
     pkt_pool_destroy(&l->pool);

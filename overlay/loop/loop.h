@@ -83,9 +83,13 @@ struct loop {
     uint32_t max_datagram;
     int tun_fd, udp_fd[2], control_fd, signal_fd;
     unsigned tun_reads, udp_recvs[2];     /* in flight */
-    bool control_polled, signal_polled, crypto_polled, lanes_polled;
+    bool control_polled, signal_polled, crypto_polled, lanes_polled, readers_polled;
     struct crypto_pool crypto;
     struct io_lanes lanes;
+    /* With readers: one lane per fd that reads it (ddp0, UDP IPv4, IPv6),
+     * its reads one after the other, so nothing read overtakes. */
+    struct io_lanes readers;
+    int reader_of_tun, reader_of_udp[2];  /* index in readers, or -1 */
     struct busy_poll busy;
     bool stop;
     bool tun_gone;                        /* ddp0 was deleted under us */
@@ -97,9 +101,10 @@ int loop_init(struct loop *l, const struct loop_config *c, const struct loop_han
  * its privileges first: the threads are born without them. 0 or -errno. */
 int loop_start_crypto(struct loop *l, unsigned threads);
 /* Starts `lanes` I/O lanes (io_lanes.h; 0 for none: every send and write
- * goes through the ring). After the privilege drop, as the workers. 0 or
- * -errno. */
-int loop_start_lanes(struct loop *l, unsigned lanes);
+ * goes through the ring) and, with `readers`, a lane per fd the loop
+ * reads (ddp0 and the UDP sockets), which makes those reads instead of
+ * the ring. After the privilege drop, as the workers. 0 or -errno. */
+int loop_start_lanes(struct loop *l, unsigned lanes, bool readers);
 /* Runs until a stop signal or the loss of the TUN device. */
 int loop_run(struct loop *l);
 void loop_destroy(struct loop *l);

@@ -55,7 +55,8 @@
 #     TCP_REORDER_MAX times, no drop counter moved, and the lanes of both
 #     daemons made calls (their threads, ddpnet-lane*, used CPU). With a
 #     flow's work spread over the lanes (round robin), a's TCP saw
-#     reordering 4226 times here, and 416 in the capped run of 4.
+#     reordering 4226 times here, and 416 in the capped run of 4. The
+#     readers make the reads: their threads used CPU too.
 # Environment: MS_WORKERS (crypto workers per daemon, 4), MS_LANES (I/O
 # lanes per daemon, 2), MS_COUNT
 # (datagrams per flow, 3000), MS_RATE (datagrams/s over all flows, 6000),
@@ -110,6 +111,8 @@ for n in node-a node-b; do
         fail "$n: the daemon runs $th threads; with DDPNET_CRYPTO_THREADS=$WORKERS and DDPNET_IO_LANES=$LANES, want the loop, $WORKERS workers and $LANES lanes"
     lanes=$(grep -l '^ddpnet-lane' /proc/$pid/task/*/comm | wc -l)
     [ "$lanes" -eq "$LANES" ] || fail "$n: $lanes threads named ddpnet-lane*, want $LANES"
+    readers=$(grep -l '^ddpnet-read' /proc/$pid/task/*/comm | wc -l)
+    [ "$readers" -ge 2 ] || fail "$n: $readers threads named ddpnet-read*, want one for ddp0 and one per UDP socket"
     eval "PID_${n//-/_}=$pid"
     say "$n: the daemon runs $th threads (the loop, $WORKERS crypto workers, $LANES lanes)"
 done
@@ -349,22 +352,31 @@ PYEOF
 step "iperf3 -P $FLOWS a -> b for $TCP_SECS s, $TCP_RATE per stream"
 tcp_phase tcp "$TCP_RATE"
 
-# lane_ticks PID: CPU ticks (user + system) of the daemon's lane threads.
+# lane_ticks PID [PREFIX]: CPU ticks (user + system) of the daemon's
+# threads named PREFIX* (default ddpnet-lane: the lanes).
 lane_ticks() {
     local t sum=0
     for t in /proc/$1/task/*; do
         case "$(cat "$t/comm" 2>/dev/null)" in
-        ddpnet-lane*) sum=$(( sum + $(awk '{print $14 + $15}' "$t/stat") )) ;;
+        "${2:-ddpnet-lane}"*) sum=$(( sum + $(awk '{print $14 + $15}' "$t/stat") )) ;;
         esac
     done
     echo "$sum"
 }
 step "iperf3 -P $FLOWS a -> b for $TCP_SECS s, uncapped: the sends and writes go to the lanes"
 lanes_a0=$(lane_ticks "$PID_node_a") lanes_b0=$(lane_ticks "$PID_node_b")
+readers_a0=$(lane_ticks "$PID_node_a" ddpnet-read) readers_b0=$(lane_ticks "$PID_node_b" ddpnet-read)
 tcp_phase bulk 0
 lanes_a=$(( $(lane_ticks "$PID_node_a") - lanes_a0 )) lanes_b=$(( $(lane_ticks "$PID_node_b") - lanes_b0 ))
-say "the lanes' CPU ticks over the run: a $lanes_a, b $lanes_b"
+readers_a=$(( $(lane_ticks "$PID_node_a" ddpnet-read) - readers_a0 ))
+readers_b=$(( $(lane_ticks "$PID_node_b" ddpnet-read) - readers_b0 ))
+say "CPU ticks over the run: lanes a $lanes_a, b $lanes_b; readers a $readers_a, b $readers_b"
 [ "$lanes_a" -gt 0 ] && [ "$lanes_b" -gt 0 ] ||
     { printf 'FAIL: bulk: the lanes made no calls (ticks a %s, b %s)\n' "$lanes_a" "$lanes_b"; FAILED+=("bulk lanes"); }
+[ "$readers_a" -gt 0 ] && [ "$readers_b" -gt 0 ] ||
+    { printf 'FAIL: bulk: the readers made no reads (ticks a %s, b %s)\n' "$readers_a" "$readers_b"; FAILED+=("bulk readers"); }
+
+step "down: both daemons stop, their readers waiting on ddp0 and the sockets"
+for n in node-a node-b; do ddp_down "$n"; done
 
 [ "${#FAILED[@]}" -eq 0 ] || fail "failed: ${FAILED[*]} (the FAIL: lines above say why)"

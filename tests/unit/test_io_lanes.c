@@ -96,7 +96,7 @@ static void run_ordered(enum io_lane_op op, int send_fd, int recv_fd)
     struct io_lanes set;
     uint32_t next[FLOWS] = { 0 };
 
-    assert_int_equal(io_lanes_start(&set, LANES), 0);
+    assert_int_equal(io_lanes_start(&set, LANES, "test-lane"), 0);
     assert_int_equal(set.n, LANES);
     for (unsigned base = 0; base < FLOWS * PER_FLOW; base += ROUND) {
         for (unsigned i = base; i < base + ROUND; i++)
@@ -143,6 +143,63 @@ static void writes_keep_each_flows_order(void **state)
     close(p[1]);
 }
 
+/* Reads: a lane waits for its fd, reads in order, and hands each buffer
+ * back with what it read; a lane waiting on an idle fd still stops. */
+static void reads_in_order_and_stop_while_waiting(void **state)
+{
+    (void)state;
+    struct io_lanes set;
+    int rx = socket(AF_INET, SOCK_DGRAM, 0), tx = socket(AF_INET, SOCK_DGRAM, 0), p[2];
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t alen = sizeof(a);
+    uint32_t got[8][2];
+    struct iovec iov[8];
+    struct msghdr msg[8];
+    struct call reads[10];
+
+    assert_true(rx >= 0 && tx >= 0);
+    assert_int_equal(bind(rx, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(getsockname(rx, (struct sockaddr *)&a, &alen), 0);
+    assert_int_equal(connect(tx, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(pipe(p), 0);
+    assert_int_equal(io_lanes_start(&set, 2, "test-read"), 0);
+    /* Lane 0 receives 8 datagrams, pushed before any is sent. */
+    for (unsigned i = 0; i < 8; i++) {
+        iov[i] = (struct iovec){ got[i], sizeof(got[i]) };
+        msg[i] = (struct msghdr){ .msg_iov = &iov[i], .msg_iovlen = 1 };
+        reads[i].returned = 0;
+        io_lane_push(&set.lane[0], &(struct io_lane_work){ .owner = &reads[i], .op = IO_LANE_RECVMSG,
+                                                           .fd = rx, .msg = &msg[i] });
+    }
+    for (uint32_t i = 0; i < 8; i++) {
+        uint32_t rec[2] = { 7, i };
+        assert_int_equal(send(tx, rec, sizeof(rec), 0), sizeof(rec));
+    }
+    assert_int_equal(take_all(&set, 8), 8);
+    for (uint32_t i = 0; i < 8; i++) {
+        assert_int_equal(reads[i].returned, 1);
+        assert_int_equal(reads[i].res, sizeof(got[i]));
+        assert_int_equal(got[i][1], i);
+    }
+    /* Lane 1 reads a pipe; one read comes back, the next waits. */
+    reads[8].returned = reads[9].returned = 0;
+    io_lane_push(&set.lane[1], &(struct io_lane_work){ .owner = &reads[8], .op = IO_LANE_READ,
+                                                       .fd = p[0], .buf = got[0], .cap = 8 });
+    io_lane_push(&set.lane[1], &(struct io_lane_work){ .owner = &reads[9], .op = IO_LANE_READ,
+                                                       .fd = p[0], .buf = got[1], .cap = 8 });
+    assert_int_equal(write(p[1], "abcdefgh", 8), 8);
+    assert_int_equal(take_all(&set, 1), 1);
+    assert_int_equal(reads[8].returned, 1);
+    assert_int_equal(reads[8].res, 8);
+    assert_memory_equal(got[0], "abcdefgh", 8);
+    assert_int_equal(reads[9].returned, 0);
+    io_lanes_stop(&set);   /* returns though lane 1 waits on the pipe */
+    close(p[0]);
+    close(p[1]);
+    close(rx);
+    close(tx);
+}
+
 /* A call that fails comes back once, with its -errno. */
 static void failed_calls_hand_back_errno(void **state)
 {
@@ -150,7 +207,7 @@ static void failed_calls_hand_back_errno(void **state)
     struct io_lanes set;
     int p[2];
 
-    assert_int_equal(io_lanes_start(&set, 2), 0);
+    assert_int_equal(io_lanes_start(&set, 2, "test-lane"), 0);
     assert_int_equal(pipe(p), 0);
     close(p[0]);   /* a pipe with no reader */
     push_call(&set, nth_call(0), IO_LANE_WRITEV, p[1]);
@@ -171,7 +228,7 @@ static void a_flow_has_one_lane(void **state)
     struct io_lanes set;
     unsigned used[LANES] = { 0 };
 
-    assert_int_equal(io_lanes_start(&set, LANES), 0);
+    assert_int_equal(io_lanes_start(&set, LANES, "test-lane"), 0);
     for (uint32_t f = 0; f < 30; f++) {
         struct io_lane *l = io_lanes_pick(&set, f);
         assert_ptr_equal(l, io_lanes_pick(&set, f));
@@ -187,13 +244,13 @@ static void limits(void **state)
     (void)state;
     struct io_lanes set;
 
-    assert_int_equal(io_lanes_start(&set, 0), 0);   /* none: nothing started */
+    assert_int_equal(io_lanes_start(&set, 0, "test-lane"), 0);   /* none: nothing started */
     assert_int_equal(set.n, 0);
     assert_int_equal(set.event_fd, -1);
     io_lanes_stop(&set);
-    assert_int_equal(io_lanes_start(&set, IO_LANES_MAX + 1), -EINVAL);
+    assert_int_equal(io_lanes_start(&set, IO_LANES_MAX + 1, "test-lane"), -EINVAL);
     io_lanes_stop(&set);
-    assert_int_equal(io_lanes_start(&set, IO_LANES_MAX), 0);
+    assert_int_equal(io_lanes_start(&set, IO_LANES_MAX, "test-lane"), 0);
     assert_int_equal(set.n, IO_LANES_MAX);
     io_lanes_stop(&set);
     /* Stopping lanes that sleep on an empty queue returns. */
@@ -206,6 +263,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sends_keep_each_flows_order),
         cmocka_unit_test(writes_keep_each_flows_order),
+        cmocka_unit_test(reads_in_order_and_stop_while_waiting),
         cmocka_unit_test(failed_calls_hand_back_errno),
         cmocka_unit_test(a_flow_has_one_lane),
         cmocka_unit_test(limits),
