@@ -148,8 +148,12 @@ named_ticks() {
     echo "$sum"
 }
 
-# shares PID: "LOOP LANES WORKERS" ticks of the daemon PID.
-shares() { echo "$(loop_ticks "$1") $(named_ticks "$1" ddpnet-lane) $(named_ticks "$1" ddpnet-crypto)"; }
+# shares PID: "LOOP LANES WORKERS" ticks of the daemon PID; LANES counts
+# the readers (ddpnet-read*) with the lanes: both are I/O lanes.
+shares() {
+    echo "$(loop_ticks "$1") $(( $(named_ticks "$1" ddpnet-lane) + $(named_ticks "$1" ddpnet-read) ))" \
+        "$(named_ticks "$1" ddpnet-crypto)"
+}
 
 # cores_run DEST OUT STREAMS [PID...]: one iperf3 test a -> b with -P
 # STREAMS, client and server on CORES_IPERF (set on this shell, which must

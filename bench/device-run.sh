@@ -29,7 +29,9 @@
 #    to 2 (5, 5, 5 in make bench), so the three parts fit in about 8
 #    minutes on 16 cores. A carried newer wireguard-go (device-bundle.sh
 #    carries build/bench/wireguard-go-sid's when it was fetched) becomes
-#    BENCH_EXTRA=wggo-new=... unless BENCH_EXTRA is set. Each part ends
+#    BENCH_EXTRA=wggo-new=... unless BENCH_EXTRA is set. Where
+#    /usr/bin/python3 cannot import torch.distributed and the python3 first
+#    in PATH can (a venv's), that one becomes BENCH_PY unless it is set. Each part ends
 #    with issue 32's TARGET lines (bench/report.sh).
 #
 # Everything goes to $OUT (default ./build/device-out): device-run.log (all
@@ -236,6 +238,14 @@ main() {
     wrappers || { say "cannot write the wrappers under $ROOT/build"; return 1; }
     export PATH="$W:$PATH"
     say "wrappers in $W, first in PATH"
+    # The machine's torch may live in another python3 than /usr/bin's (a
+    # venv first in PATH): allreduce needs one that imports it.
+    if [ -z "${BENCH_PY:-}" ] && ! /usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1 &&
+        command -v python3 >/dev/null && python3 -c 'import torch.distributed' >/dev/null 2>&1; then
+        export BENCH_PY
+        BENCH_PY=$(command -v python3)
+        say "BENCH_PY=$BENCH_PY (/usr/bin/python3 has no torch.distributed; this one has)"
+    fi
     if [ -z "${BENCH_EXTRA:-}" ] && [ -x "$W/wireguard-go-new" ]; then
         export BENCH_EXTRA="wggo-new=$W/wireguard-go-new"
         say "BENCH_EXTRA=$BENCH_EXTRA (the carried newer wireguard-go)"
