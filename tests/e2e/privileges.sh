@@ -73,8 +73,10 @@ case "$out" in *"owned by uid 65534, not by root"*) say "refused: $out" ;;
     *) fail "up with a key owned by another user: '$out'" ;; esac
 nx node-a ip link show dev ddp0 >/dev/null 2>&1 && fail "a refused up left ddp0 behind"
 
-step "up, and traffic through the workers (node-b's endpoint a silent name at node-a)"
-DDPNET_CRYPTO_THREADS=2 ddp_up node-a
+step "up, and traffic through the workers and I/O lanes (node-b's endpoint a silent name at node-a)"
+# Lanes and readers forced on (a 2-core machine runs none): their threads
+# must be born unprivileged too. 1 + 2 workers + 2 lanes + 3 readers.
+DDPNET_CRYPTO_THREADS=2 DDPNET_IO_LANES=2 ddp_up node-a
 # node-b gets its own /etc, a copy of the machine's without the user
 # ddpnet (its mount namespace is private): its up must make the user
 # there, so that making it is tested on every machine -- not only on one
@@ -141,7 +143,7 @@ check_threads() {
     say "ok: $n's daemon (pid $pid): $tasks threads, all uid/gid $U/$G, no groups, no capabilities ($capre), no_new_privs"
 }
 DDPNET_UID=$U
-check_threads node-a 3
+check_threads node-a 8
 check_threads node-b 1
 
 step "node-c started by uid $XU with CAP_NET_ADMIN alone (ambient), not root"
@@ -166,7 +168,7 @@ ping_ok node-c 10.77.0.1
 ping_ok node-b 10.77.0.3
 nx node-c ping -n -q -c 50 -i 0.01 -s 1200 10.77.0.1 >/dev/null || fail "node-c: ping with 1200-byte payloads failed"
 check_threads node-c 2 "$XU" "$XU"
-check_threads node-a 3
+check_threads node-a 8
 
 step "a reload at node-a names node-c by a silent hostname: ping node-a -> node-c goes on"
 # node-a's loop asks its resolver and does not wait: node-c keeps the
