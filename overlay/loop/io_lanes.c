@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -155,6 +156,8 @@ int io_lanes_start(struct io_lanes *set, unsigned n, const char *name)
         return 0;
     if (n > IO_LANES_MAX)
         return -EINVAL;
+    if (!(set->done = calloc(IO_LANE_DEPTH, sizeof(*set->done))))
+        return -ENOMEM;
     if ((set->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
         return -errno;
     if ((set->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
@@ -168,11 +171,15 @@ int io_lanes_start(struct io_lanes *set, unsigned n, const char *name)
         struct io_lane *lane = &set->lane[i];
         lane->set = set;
         lane->index = i;
+        if (!(lane->work = calloc(IO_LANE_DEPTH, sizeof(*lane->work))))
+            return -ENOMEM;
         pthread_mutex_init(&lane->lock, NULL);
         pthread_cond_init(&lane->wake, NULL);
         if ((ret = pthread_create(&lane->thread, NULL, lane_main, lane))) {
             pthread_cond_destroy(&lane->wake);
             pthread_mutex_destroy(&lane->lock);
+            free(lane->work);
+            lane->work = NULL;
             return -ret;
         }
         /* Named, so that top -H and the benches tell lanes apart. */
@@ -201,6 +208,13 @@ void io_lanes_stop(struct io_lanes *set)
         pthread_cond_destroy(&set->lane[i].wake);
         pthread_mutex_destroy(&set->lane[i].lock);
     }
+    /* Lanes that never started a thread hold at most their queue. */
+    for (unsigned i = 0; i < IO_LANES_MAX; i++) {
+        free(set->lane[i].work);
+        set->lane[i].work = NULL;
+    }
+    free(set->done);
+    set->done = NULL;
     if (set->event_fd >= 0) {
         pthread_mutex_destroy(&set->done_lock);
         close(set->event_fd);

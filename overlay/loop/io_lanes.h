@@ -25,7 +25,8 @@
  * loop prepared (a pkt's msghdr, a tun_write's iovecs), makes the call,
  * and hands the buffer back with the call's result through a done ring
  * and an eventfd; the loop then treats it as an io_uring completion.
- * Nothing here allocates after io_lanes_start. */
+ * The queues are allocated by io_lanes_start, for the lanes started only
+ * (a daemon without lanes holds none), and nothing after it. */
 #ifndef DDPNET_IO_LANES_H
 #define DDPNET_IO_LANES_H
 
@@ -71,7 +72,7 @@ struct io_lane {
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
-    struct io_lane_work work[IO_LANE_DEPTH];
+    struct io_lane_work *work;    /* IO_LANE_DEPTH of them, made at start */
     uint32_t head, tail;          /* under lock */
     bool waiting;                 /* asleep on wake (under lock) */
     bool stopping;                /* under lock */
@@ -82,7 +83,7 @@ struct io_lanes {
     unsigned n;
     struct io_lane lane[IO_LANES_MAX];
     pthread_mutex_t done_lock;
-    struct io_lane_done done[IO_LANE_DEPTH];
+    struct io_lane_done *done;        /* IO_LANE_DEPTH of them, made at start */
     uint32_t done_head, done_tail;    /* under done_lock */
     bool signalled;                   /* event_fd written, not yet read (under done_lock) */
     int event_fd;                     /* readable when work is done */
