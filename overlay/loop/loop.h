@@ -2,7 +2,9 @@
 /* The event loop: one io_uring drives everything the daemon does. Reads
  * from ddp0 and receives on the UDP sockets are kept in flight, each in a
  * buffer of the packet pool; sends and TUN writes are queued from the same
- * buffers; the control socket and the signal fd are polled; timers are the
+ * buffers (with I/O lanes, io_lanes.h, the large ones and, with readers,
+ * the reads go to threads, which hand them back as completions); the
+ * control socket and the signal fd are polled; timers are the
  * wait's timeout, the earliest deadline the engine reports. The loop is an
  * I/O service: what each completion means is the engine's, reached through
  * the handlers registered at loop_init (struct loop_handlers). An idle
