@@ -264,7 +264,7 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
         datapath_send_staged(p, now);
         return;
     }
-    pkt->flow = offload_flow_hash(ip, len);
+    pkt->flow = loop_has_lanes(dev->loop) ? offload_flow_hash(ip, len) : 0;
     int n = prepare(dev, p, pkt);
     if (n <= 0) {
         loop_pkt_put(dev->loop, pkt);
@@ -872,7 +872,9 @@ static void write_batch(struct device *dev, struct pkt *pkt, struct offload_pkt 
             break;
         /* From the last member: offload_coalesce made the first one's
          * header the merged run's, whose IP length exceeds its bytes. */
-        w->flow = offload_flow_hash(plain[runs[r].last].data, plain[runs[r].last].len);
+        w->flow = loop_has_lanes(dev->loop) ? offload_flow_hash(plain[runs[r].last].data,
+                                                                plain[runs[r].last].len)
+                                            : 0;
         int iovcnt = offload_run_iov(plain, next, &runs[r], w->vnet, w->iov, PKT_MAX_SEGS + 1);
         if (iovcnt < 0) {
             loop_tun_write_put(dev->loop, w);

@@ -188,11 +188,14 @@ void loop_write_tun(struct loop *l, struct tun_write *w)
 {
     struct io_uring_sqe *sqe;
     size_t bytes = 0;
-    int lane;
+    int lane = -1;
 
-    for (unsigned i = 0; i < w->iovcnt; i++)
-        bytes += w->iov[i].iov_len;
-    if ((lane = pick_lane(l, w->flow, bytes)) >= 0) {
+    if (l->lanes.n) {
+        for (unsigned i = 0; i < w->iovcnt; i++)
+            bytes += w->iov[i].iov_len;
+        lane = pick_lane(l, w->flow, bytes);
+    }
+    if (lane >= 0) {
         w->op = PKT_TUN_WRITE;
         io_lane_push(&l->lanes.lane[lane],
                      &(struct io_lane_work){ .owner = w, .op = IO_LANE_WRITEV, .fd = l->tun_fd,
@@ -455,6 +458,11 @@ void loop_crypto_submit(struct loop *l, struct crypto_job *job)
 void loop_packet_unawaited(struct loop *l)
 {
     busy_poll_unawaited(&l->busy);
+}
+
+bool loop_has_lanes(const struct loop *l)
+{
+    return l->lanes.n != 0;
 }
 
 bool loop_crypto_idle(const struct loop *l)

@@ -122,6 +122,9 @@ void loop_send(struct loop *loop, struct pkt *pkt, const union endpoint *dst);
 /* Sends one message of len bytes at pkt->area; takes pkt. */
 void loop_send_message(struct loop *loop, struct pkt *pkt, const union endpoint *dst,
                        uint32_t len);
+/* Whether I/O lanes run: without them a send's or write's flow
+ * (offload_flow_hash) is never looked at, so the engine need not hash. */
+bool loop_has_lanes(const struct loop *loop);
 /* Queues one coalesced run to the TUN device; w points into its owner,
  * which stays held until every write on it completed. */
 void loop_write_tun(struct loop *loop, struct tun_write *w);

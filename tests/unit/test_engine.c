@@ -261,6 +261,14 @@ void loop_crypto_submit(struct loop *l, struct crypto_job *job)
     fake_jobs_submitted++;
 }
 
+static bool fake_lanes;
+
+bool loop_has_lanes(const struct loop *l)
+{
+    (void)l;
+    return fake_lanes;
+}
+
 bool loop_crypto_idle(const struct loop *l)
 {
     (void)l;
@@ -329,6 +337,7 @@ static int world_setup(void **state)
     memset(cut, 0, sizeof(cut));
     memset(stray_sends, 0, sizeof(stray_sends));
     fake_workers = false;
+    fake_lanes = false;
     fake_jobs_out = fake_jobs_submitted = 0;
     wire_head = wire_tail = 0;
     memset(&victim, 0, sizeof(victim));
@@ -569,6 +578,7 @@ static void test_sends_and_writes_carry_the_flow(void **state)
         flow[f] = offload_flow_hash(ip, 140);
     }
     assert_int_not_equal(flow[0], flow[1]);
+    fake_lanes = true;
     unsigned sends = nodes[0].sends, writes = nodes[1].tun_writes;
     for (unsigned i = 0; i < 3; i++)
         for (unsigned f = 0; f < 2; f++)
@@ -581,6 +591,20 @@ static void test_sends_and_writes_carry_the_flow(void **state)
     assert_int_equal(nodes[1].tun_writes, writes + 2);
     assert_int_equal(nodes[1].tun_flows[writes], flow[0]);
     assert_int_equal(nodes[1].tun_flows[writes + 1], flow[1]);
+
+    /* Without lanes nothing looks at a flow: none is hashed. */
+    fake_lanes = false;
+    sends = nodes[0].sends;
+    writes = nodes[1].tun_writes;
+    for (unsigned f = 0; f < 2; f++)
+        app_send_tcp(0, 1, (uint16_t)(40000 + f), 1300, 100, now);
+    pump_gro(now);
+    assert_int_equal(nodes[0].sends, sends + 2);
+    assert_int_equal(nodes[0].sent_flows[sends], 0);
+    assert_int_equal(nodes[0].sent_flows[sends + 1], 0);
+    assert_int_equal(nodes[1].tun_writes, writes + 2);
+    assert_int_equal(nodes[1].tun_flows[writes], 0);
+    assert_int_equal(nodes[1].tun_flows[writes + 1], 0);
 }
 
 static void test_first_packet_waits_for_the_handshake(void **state)
