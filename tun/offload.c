@@ -412,7 +412,7 @@ static bool slot_fits(const struct offload_area *a, size_t seg_len)
 /* A packet without GSO: copied, its checksum completed if asked, the
  * kernel's way (the field already holds the pseudo-header sum). */
 static int segment_one(const struct vnet_hdr *h, const uint8_t *pkt, size_t len,
-                       const struct offload_area *a)
+                       const struct offload_area *a, size_t *last_len)
 {
     bool csum = h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM;
     size_t start = h->csum_start, field = start + h->csum_offset;
@@ -424,6 +424,10 @@ static int segment_one(const struct vnet_hdr *h, const uint8_t *pkt, size_t len,
         return -EINVAL;
     if (!slot_fits(a, len))
         return -EMSGSIZE;
+    if (last_len) {   /* counting only */
+        *last_len = len;
+        return 1;
+    }
     memcpy(dst, pkt, len);
     if (csum) {
         uint16_t sum = (uint16_t)~offload_csum_add(0, dst + start, len - start);
@@ -535,7 +539,7 @@ static size_t segment_write(const struct gso *g, size_t i, uint8_t *dst)
 }
 
 static int segment_gso(const struct vnet_hdr *h, const uint8_t *pkt, size_t len,
-                       const struct offload_area *a)
+                       const struct offload_area *a, size_t *last_len)
 {
     struct gso g;
 
@@ -543,19 +547,39 @@ static int segment_gso(const struct vnet_hdr *h, const uint8_t *pkt, size_t len,
         return -EINVAL;
     if (!slot_fits(a, g.hdr_end + (g.payload < g.seg_size ? g.payload : g.seg_size)))
         return -EMSGSIZE;
+    if (last_len) {   /* counting only */
+        *last_len = g.hdr_end + g.payload - (g.nseg - 1) * g.seg_size;
+        return (int)g.nseg;
+    }
     for (size_t i = 0; i < g.nseg; i++)
         a->lens[i] = (uint16_t)segment_write(&g, i, a->base + i * a->stride + a->headroom);
     return (int)g.nseg;
 }
 
-int offload_segment(const struct vnet_hdr *h, const uint8_t *pkt, size_t len,
-                    const struct offload_area *area)
+/* offload_segment's checks, then its writes unless last_len is given
+ * (counting: the last segment's length goes there instead). */
+static int segment_or_count(const struct vnet_hdr *h, const uint8_t *pkt, size_t len,
+                            const struct offload_area *area, size_t *last_len)
 {
     if (!h || !pkt || !area || !area->base || !area->lens || area->slots == 0 || len == 0)
         return -EINVAL;
     if (h->gso_type == VIRTIO_NET_HDR_GSO_NONE)
-        return segment_one(h, pkt, len, area);
-    return segment_gso(h, pkt, len, area);
+        return segment_one(h, pkt, len, area, last_len);
+    return segment_gso(h, pkt, len, area, last_len);
+}
+
+int offload_segment(const struct vnet_hdr *h, const uint8_t *pkt, size_t len,
+                    const struct offload_area *area)
+{
+    return segment_or_count(h, pkt, len, area, NULL);
+}
+
+int offload_segment_count(const struct vnet_hdr *h, const uint8_t *pkt, size_t len,
+                          const struct offload_area *area, size_t *last_len)
+{
+    size_t ignored;
+
+    return segment_or_count(h, pkt, len, area, last_len ? last_len : &ignored);
 }
 
 /* --- coalescing ----------------------------------------------------------- */
@@ -579,14 +603,19 @@ static uint32_t seg_seq(const struct seg *s)
 
 /* The TCP checksum, and the IPv4 header checksum: a merged member's IP
  * header is dropped, so the kernel would never see a wrong one. */
+static bool csum_ok_at(const uint8_t *pkt, const struct offload_ip *ip)
+{
+    uint32_t l4_len = ip->ip_len - ip->l3_len;
+
+    if (ip->version == 4 && offload_csum_add(0, pkt, ip->l3_len) != CSUM_ALL_ONES)
+        return false;
+    return offload_csum_add(pseudo_of(pkt, ip, l4_len), pkt + ip->l3_len, l4_len) ==
+           CSUM_ALL_ONES;
+}
+
 static bool seg_csum_ok(const struct seg *s)
 {
-    uint32_t l4_len = s->ip.ip_len - s->ip.l3_len;
-
-    if (s->ip.version == 4 && offload_csum_add(0, s->pkt, s->ip.l3_len) != CSUM_ALL_ONES)
-        return false;
-    return offload_csum_add(pseudo_of(s->pkt, &s->ip, l4_len), s->pkt + s->ip.l3_len,
-                            l4_len) == CSUM_ALL_ONES;
+    return csum_ok_at(s->pkt, &s->ip);
 }
 
 /* Parses p into s, trimming p->len to the IP length, and says whether it
@@ -601,14 +630,22 @@ static bool seg_load(struct seg *s, struct offload_pkt *p)
     return s->ip.proto == IPPROTO_TCP;
 }
 
+bool offload_csum_ok(const uint8_t *pkt, size_t len)
+{
+    struct offload_ip ip;
+
+    return pkt && offload_parse(pkt, len, &ip) == 0 && ip.proto == IPPROTO_TCP &&
+           ip.ip_len > (uint32_t)ip.l3_len + ip.l4_hlen && csum_ok_at(pkt, &ip);
+}
+
 /* Whether a TCP segment may be part of a merged run at all. */
-static bool seg_mergeable(const struct seg *s, unsigned flags)
+static bool seg_mergeable(const struct seg *s, unsigned flags, bool csum_ok)
 {
     if (s->payload == 0 || (s->ip.version == 4 && s->ip.l3_len != IP4_HDR_MIN))
         return false;
     if (seg_flags(s) & (TCPH_SYN | TCPH_FIN | TCPH_RST | TCPH_URG | TCPH_CWR))
         return false;
-    return !(flags & OFFLOAD_COALESCE_VERIFY) || seg_csum_ok(s);
+    return !(flags & OFFLOAD_COALESCE_VERIFY) || csum_ok || seg_csum_ok(s);
 }
 
 static bool seg_same_flow(const struct seg *a, const struct seg *b)
@@ -784,7 +821,7 @@ int offload_coalesce(struct offload_pkt *pkts, size_t n, unsigned flags, size_t 
     for (size_t i = 0; i < n; i++) {
         struct seg s;
         bool tcp = seg_load(&s, &pkts[i]);
-        bool mergeable = tcp && seg_mergeable(&s, flags);
+        bool mergeable = tcp && seg_mergeable(&s, flags, pkts[i].csum_ok);
 
         if (!(tcp && batch_offer(&b, i, &s, mergeable)))
             run_start(&b, i, mergeable ? &s : NULL);

@@ -125,6 +125,14 @@ struct offload_area {
 int offload_segment(const struct vnet_hdr *h, const uint8_t *pkt, size_t len,
                     const struct offload_area *area);
 
+/* What offload_segment would return for the same arguments, with nothing
+ * written: the number of segments (and the last one's length in
+ * *last_len, when not NULL), or the same error. For a caller that must
+ * know the count before the cut is made (elsewhere, later: WireGuard's
+ * counters are taken before a worker seals). */
+int offload_segment_count(const struct vnet_hdr *h, const uint8_t *pkt, size_t len,
+                          const struct offload_area *area, size_t *last_len);
+
 /* Fits TCP in pkt (len bytes, as described by *h) to packets of at most
  * mtu bytes, by rewriting *h only: a TCP super-packet gets a smaller
  * gso_size; a lone TCP packet (GSO NONE) longer than mtu becomes a
@@ -138,11 +146,20 @@ bool offload_fit_tcp(struct vnet_hdr *h, const uint8_t *pkt, size_t len, size_t 
 /* --- coalescing: decrypted packets -> TUN writes -------------------------- */
 
 /* One received packet. Coalescing may rewrite the headers of data[] and
- * trims len to the IP length of every packet offload_parse accepts. */
+ * trims len to the IP length of every packet offload_parse accepts.
+ * csum_ok: offload_csum_ok said true of these very bytes (where they were
+ * decrypted, with the data still in that core's cache), so that
+ * OFFLOAD_COALESCE_VERIFY need not sum them again. */
 struct offload_pkt {
     uint8_t *data;
     size_t len;
+    bool csum_ok;
 };
+
+/* Whether pkt[0..len) is a TCP segment with payload (offload_parse) whose
+ * checksums OFFLOAD_COALESCE_VERIFY would accept: TCP, and the IPv4
+ * header's. False for anything else, which coalescing never verifies. */
+bool offload_csum_ok(const uint8_t *pkt, size_t len);
 
 /* next[i] of the last member of a run. */
 #define OFFLOAD_END SIZE_MAX
@@ -164,8 +181,8 @@ struct offload_run {
 #define OFFLOAD_COALESCE_FLOWS 16u
 
 /* Verify each TCP segment's checksums (TCP, and IPv4 header) before
- * merging it; one that fails passes through alone, for the kernel to
- * drop. Without this flag a merged segment's checksums are never looked
+ * merging it, unless its csum_ok says they were; one that fails passes
+ * through alone, for the kernel to drop. Without this flag a merged segment's checksums are never looked
  * at again (the AEAD vouched for the bytes, not for what the sender's
  * stack put in them). */
 #define OFFLOAD_COALESCE_VERIFY 1u

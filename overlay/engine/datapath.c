@@ -112,34 +112,17 @@ static uint32_t segment_stride(const struct device *dev, const struct vnet_hdr *
     return (uint32_t)transport_sealed_len_limited(full, mtu);
 }
 
+/* Plans the cut of pkt's read into p's segments (pkt_plan_cut): the
+ * copy itself is made by whoever seals them, a worker for a bulk read. */
 static int segment(struct device *dev, struct pkt *pkt, const uint8_t *ip, uint32_t len,
                    struct vnet_hdr *h, unsigned mtu)
 {
-    struct offload_area area;
-    uint32_t stride;
-
     /* A path narrower than ddp0 (a relay's, or one whose MTU is still
      * being searched): TCP is cut to it, super-packets and lone packets
      * alike. (UDP datagrams keep their size: it is the application's.) */
     if (mtu < dev->mtu)
         offload_fit_tcp(h, ip, len, mtu);
-    stride = segment_stride(dev, h, ip, len, mtu);
-    size_t slots = PKT_AREA_CAP / stride;
-
-    area.base = pkt->area;
-    area.stride = stride;
-    area.headroom = WG_TRANSPORT_HEADER_LEN;
-    /* The padding fits in what the stride leaves after a full segment. */
-    area.tailroom = WG_AEAD_TAG_LEN;
-    area.slots = slots < PKT_MAX_SEGS ? slots : PKT_MAX_SEGS;
-    area.lens = pkt->seg_len;
-    int n = offload_segment(h, ip, len, &area);
-    if (n <= 0)
-        return n;
-    pkt->nseg = (uint16_t)n;
-    pkt->sent = 0;
-    pkt->stride = stride;
-    return n;
+    return pkt_plan_cut(pkt, h, segment_stride(dev, h, ip, len, mtu));
 }
 
 static void send_batch(struct peer *p, struct pkt **pkts, unsigned n, uint64_t now);
@@ -342,7 +325,9 @@ static void send_batch(struct peer *p, struct pkt **pkts, unsigned n, uint64_t n
 
     for (unsigned i = 0; i < n; i++) {
         struct pkt *pkt = pkts[i];
-        for (unsigned s = 0; s < pkt->nseg; s++)
+        /* A planned cut is of an IP packet: never empty. */
+        sent_data |= pkt->cut_pending;
+        for (unsigned s = 0; s < pkt->nseg && !pkt->cut_pending; s++)
             sent_data |= pkt->seg_len[s] > 0;
         if (datapath_seal(p, kp, pkt, path_mtu(p), now))
             sent = true;
@@ -555,6 +540,9 @@ struct rx_batch {
     uint64_t forwarded;                   /* stats.relay_forwarded when it began */
     struct relayed inner[PKT_MAX_SEGS];
     unsigned n_inner;
+    /* The message being handled was opened on a worker, which verified its
+     * TCP checksums (pkt->seg_csum_ok): coalescing need not sum it. */
+    bool csum_ok;
 };
 
 /* Set by hand, not by an initializer: that would zero the arrays (12 KiB)
@@ -565,6 +553,7 @@ static void rx_batch_init(struct rx_batch *b, const struct device *dev, struct p
     b->n = 0;
     b->forwarded = dev->stats.relay_forwarded;
     b->n_inner = 0;
+    b->csum_ok = false;
 }
 
 static void take_relayed(struct device *dev, struct rx_batch *b, const struct relayed *r,
@@ -644,7 +633,7 @@ static void rx_inner(struct device *dev, struct rx_batch *b, struct peer *p, uin
         return;
     }
     timers_data_received(p, now);
-    b->plain[b->n++] = (struct offload_pkt){ ip, in.len };
+    b->plain[b->n++] = (struct offload_pkt){ ip, in.len, b->csum_ok };
 }
 
 /* One transport message msg[0..len) whose AEAD ran elsewhere (a worker, or
@@ -943,8 +932,10 @@ static void finish_open(struct device *dev, struct pkt *pkt, uint32_t seg_size, 
                                        .status = pkt->seg_status[i],
                                        .counter = pkt->seg_counter[i] };
 
+        b.csum_ok = pkt->seg_csum_ok[i / 64] >> (i % 64) & 1;
         rx_transport(dev, &b, pkt->in + off, len, &tp, NULL, &pkt->addr, NULL, now);
     }
+    b.csum_ok = false;
     end_batch(dev, &b, now);
 }
 
@@ -1031,7 +1022,10 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, u
 void datapath_crypto_done(struct device *dev, struct crypto_job *job, uint64_t now)
 {
     if (job->kind == CRYPTO_SEAL) {
-        path_send(job->peer, job->pkt, now);
+        if (job->pkt->nseg)
+            path_send(job->peer, job->pkt, now);
+        else   /* its planned cut failed (pkt_cut): it cannot */
+            loop_pkt_put(dev->loop, job->pkt);
         return;
     }
     dev->opens_in_flight--;

@@ -44,6 +44,7 @@ struct pkt *pkt_get(struct pkt_pool *pool)
     p->len = 0;
     p->refs = 0;
     p->nseg = p->sent = 0;
+    p->cut_pending = false;
     p->flow = 0;
     p->lane = -1;
     p->via = p->relay_src = NULL;
@@ -83,6 +84,61 @@ void pkt_single(struct pkt *p, uint16_t len)
     p->sent = 0;
     p->stride = (uint32_t)(WG_TRANSPORT_HEADER_LEN + len + WG_PADDING_MULTIPLE + WG_AEAD_TAG_LEN);
     p->seg_len[0] = len;
+}
+
+/* Where p's segments of `stride` bytes go: room for the transport header
+ * before each, and for padding (within what the stride leaves after a
+ * full segment) and tag after. */
+static struct offload_area area_of(struct pkt *p, uint32_t stride)
+{
+    size_t slots = PKT_AREA_CAP / stride;
+
+    return (struct offload_area){ .base = p->area, .stride = stride,
+                                  .headroom = WG_TRANSPORT_HEADER_LEN,
+                                  .tailroom = WG_AEAD_TAG_LEN,
+                                  .slots = slots < PKT_MAX_SEGS ? slots : PKT_MAX_SEGS,
+                                  .lens = p->seg_len };
+}
+
+int pkt_plan_cut(struct pkt *p, const struct vnet_hdr *h, uint32_t stride)
+{
+    struct offload_area area;
+    size_t last;
+
+    if (p->len < OFFLOAD_VNET_HDR_LEN || stride == 0)
+        return -EINVAL;
+    area = area_of(p, stride);
+    int n = offload_segment_count(h, p->in + OFFLOAD_VNET_HDR_LEN,
+                                  p->len - OFFLOAD_VNET_HDR_LEN, &area, &last);
+    if (n <= 0)
+        return n;
+    p->nseg = (uint16_t)n;
+    p->sent = 0;
+    p->stride = stride;
+    p->seg_len[n - 1] = (uint16_t)last;
+    p->cut_vnet = *h;
+    p->cut_pending = true;
+    return n;
+}
+
+int pkt_cut(struct pkt *p)
+{
+    struct offload_area area;
+    uint16_t last;
+
+    if (!p->cut_pending)
+        return 0;
+    p->cut_pending = false;
+    area = area_of(p, p->stride);
+    area.slots = p->nseg;
+    last = p->seg_len[p->nseg - 1];
+    int n = offload_segment(&p->cut_vnet, p->in + OFFLOAD_VNET_HDR_LEN,
+                            p->len - OFFLOAD_VNET_HDR_LEN, &area);
+    if (n != p->nseg || p->seg_len[n - 1] != last) {
+        p->nseg = 0;
+        return -EIO;
+    }
+    return 0;
 }
 
 unsigned pkt_gso_segments(unsigned mtu)

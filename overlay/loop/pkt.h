@@ -16,10 +16,12 @@
 #ifndef DDPNET_PKT_H
 #define DDPNET_PKT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "crypto/wg_const.h"
 #include "overlay/base/endpoint.h"
 #include "tun/offload.h"
 
@@ -69,9 +71,17 @@ struct pkt {
     uint32_t flow;
     int lane;
     uint16_t seg_len[PKT_MAX_SEGS];
-    /* Opening a receive: per datagram, the status and the counter. */
+    /* A cut planned (pkt_plan_cut) but not made: nseg, stride and the last
+     * seg_len are known, the segments not written yet. Whoever seals them
+     * cuts first (pkt_cut), with this header, on the thread that seals. */
+    bool cut_pending;
+    struct vnet_hdr cut_vnet;
+    /* Opening a receive: per datagram, the status and the counter, and
+     * (bit i % 64 of word i / 64) whether its TCP checksums were verified
+     * where it was opened (offload_csum_ok). */
     int32_t seg_status[PKT_MAX_SEGS];
     uint64_t seg_counter[PKT_MAX_SEGS];
+    uint64_t seg_csum_ok[PKT_MAX_SEGS / 64];
 
     uint8_t in[PKT_IN_CAP] __attribute__((aligned(16)));
     uint8_t area[PKT_AREA_CAP] __attribute__((aligned(16)));
@@ -117,6 +127,17 @@ static inline uint8_t *pkt_seg_plain(struct pkt *p, unsigned i)
 /* Makes p hold one empty segment (a keepalive) or len bytes to fill at
  * pkt_seg_plain(p, 0). */
 void pkt_single(struct pkt *p, uint16_t len);
+
+/* Plans the cut of the read in p->in (a vnet header, then the packet:
+ * p->len bytes in all; h is that header, as fitted to the path) into
+ * segments of `stride` bytes in p->area, each with room to be sealed in
+ * place: sets nseg, stride, the last segment's seg_len and cut_pending,
+ * and writes nothing else. Returns nseg, or offload_segment's error. */
+int pkt_plan_cut(struct pkt *p, const struct vnet_hdr *h, uint32_t stride);
+/* Makes the planned cut, if one is pending. 0, or -EIO when the cut did
+ * not give the planned segments (it cannot: the same bytes were counted);
+ * nseg is then 0, so that nothing is sent. */
+int pkt_cut(struct pkt *p);
 
 /* How many full-size segments of a tunnel with this MTU fit in one GSO
  * send: the most a super-packet read from ddp0 should carry, so that it

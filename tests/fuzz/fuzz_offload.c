@@ -6,7 +6,9 @@
  * well-formed TSO/USO super-packet, then the round trip segment ->
  * coalesce -> segment must give back the very same segments. Mode 2:
  * offload_coalesce on an arbitrary batch: each packet in exactly one run,
- * and a merged run cut again gives its members' payloads. */
+ * a merged run cut again gives its members' payloads, and the runs are
+ * the same when each packet comes verified by offload_csum_ok. Mode 0
+ * also checks offload_segment_count against offload_segment. */
 #include <linux/virtio_net.h>
 #include <netinet/in.h>
 #include <stdbool.h>
@@ -177,8 +179,12 @@ static void fuzz_segment_raw(const uint8_t *data, size_t size)
     len = size - OFFLOAD_VNET_HDR_LEN;
     pkt = malloc(len ? len : 1);    /* to size: reads past it are caught */
     if (pkt) {
+        size_t last = 0;
         memcpy(pkt, data + OFFLOAD_VNET_HDR_LEN, len);
+        int counted = offload_segment_count(&h, pkt, len, &ar.a, &last);
+        check_untouched(&ar, 0);
         n = offload_segment(&h, pkt, len, &ar.a);
+        check(n == counted && (n <= 0 || ar.a.lens[n - 1] == last));
         if (n > 0)
             check_segments(&h, pkt, len, &ar, n);
         else
@@ -419,6 +425,15 @@ static void repair_next(uint8_t *p, size_t len, const struct offload_pkt *prev)
  * word and bytes: its low 11 bits are the length, bit 15 asks for the
  * packet to be repaired into TCP, bit 14 into the previous one's next
  * segment. */
+static bool same_run(const struct offload_run *a, const struct offload_run *b)
+{
+    return a->first == b->first && a->last == b->last && a->count == b->count &&
+           a->hdr_len == b->hdr_len && a->len == b->len && a->vnet.flags == b->vnet.flags &&
+           a->vnet.gso_type == b->vnet.gso_type && a->vnet.hdr_len == b->vnet.hdr_len &&
+           a->vnet.gso_size == b->vnet.gso_size && a->vnet.csum_start == b->vnet.csum_start &&
+           a->vnet.csum_offset == b->vnet.csum_offset;
+}
+
 static void fuzz_coalesce(const uint8_t *data, size_t size)
 {
     static struct offload_pkt pkts[MAX_BATCH];
@@ -446,8 +461,33 @@ static void fuzz_coalesce(const uint8_t *data, size_t size)
         pkts[n++].len = len;
         data += 2 + len, size -= 2 + len;
     }
-    if (n > 0)
-        check_runs(pkts, n, next, runs, offload_coalesce(pkts, n, flags, next, runs));
+    if (n > 0) {
+        /* A worker's verification (offload_csum_ok, its word in csum_ok)
+         * must give the runs coalescing's own would: both copies of the
+         * batch, one with the word, are coalesced alike. */
+        static struct offload_pkt told[MAX_BATCH];
+        static size_t next2[MAX_BATCH];
+        static struct offload_run runs2[MAX_BATCH];
+        size_t copies = 0;
+        for (; copies < n; copies++) {
+            told[copies].data = malloc(pkts[copies].len ? pkts[copies].len : 1);
+            if (!told[copies].data)
+                break;
+            memcpy(told[copies].data, pkts[copies].data, pkts[copies].len);
+            told[copies].len = pkts[copies].len;
+            told[copies].csum_ok = offload_csum_ok(told[copies].data, told[copies].len);
+        }
+        int nruns = offload_coalesce(pkts, n, flags, next, runs);
+        check_runs(pkts, n, next, runs, nruns);
+        if (copies == n && flags) {
+            check(offload_coalesce(told, n, flags, next2, runs2) == nruns);
+            for (int r = 0; r < nruns; r++)
+                check(same_run(&runs[r], &runs2[r]));
+            check(!memcmp(next, next2, n * sizeof(next[0])));
+        }
+        for (size_t i = 0; i < copies; i++)
+            free(told[i].data);
+    }
     for (size_t i = 0; i < n; i++)
         free(pkts[i].data);
 }

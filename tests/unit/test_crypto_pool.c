@@ -3,7 +3,9 @@
  * the order they were handed out whatever order the workers finish them,
  * counters reserved on the caller's thread are used exactly once across
  * concurrent workers, and messages opened concurrently pass the replay
- * check once each, in order, and a second time never. */
+ * check once each, in order, and a second time never. A read planned on
+ * the loop is cut on the worker that seals it; an open says which TCP
+ * segments' checksums it verified. */
 #include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +23,7 @@
 #include "crypto/transport.h"
 #include "overlay/loop/crypto_pool.h"
 #include "overlay/loop/pkt.h"
+#include "tests/unit/tso_read.h"
 
 #define JOBS      48u
 #define SEGS      40u
@@ -169,6 +172,84 @@ static void test_order_counters_and_replay(void **state)
     free(f);
 }
 
+/* Runs one job with this key on a worker and takes it back. */
+static void run_on_worker(struct crypto_pool *cp, const struct crypto_job *filled,
+                          const uint8_t key[WG_KEY_LEN])
+{
+    struct crypto_job *job = crypto_pool_reserve(cp), copy;
+
+    assert_non_null(job);
+    *job = *filled;
+    memcpy(job->key, key, WG_KEY_LEN);
+    copy = *job;
+    crypto_pool_submit(cp, job);
+    take_all(cp, (struct crypto_job *[]){ &copy }, 1);
+}
+
+/* A TUN read whose cut was planned (on the loop) goes to a worker uncut;
+ * the worker cuts and seals it, each segment with its reserved counter;
+ * opened on a worker, every segment's TCP checksum is marked verified but
+ * one that was spoiled. */
+static void test_cut_and_checksums_on_the_worker(void **state)
+{
+    (void)state;
+    struct pkt_pool pool;
+    struct noise_keypair tx = { .birth_ns = 1 }, rx = { .birth_ns = 1 };
+    struct crypto_pool cp;
+    const unsigned nseg = 5, gso = 1000;
+    uint64_t first;
+
+    assert_int_equal(pkt_pool_init(&pool, 3, 1), 0);
+    struct pkt *p = pkt_get(&pool), *q = pkt_get(&pool);
+    randombytes_buf(tx.send_key, WG_KEY_LEN);
+    memcpy(rx.recv_key, tx.send_key, WG_KEY_LEN);
+    replay_init(&rx.replay);
+    assert_int_equal(crypto_pool_start(&cp, 2), 0);
+
+    struct vnet_hdr h = tso_read(p, (size_t)nseg * gso - 10, (uint16_t)gso);
+    uint32_t stride = (uint32_t)transport_sealed_len(TSO_READ_HDRS + gso);
+    assert_int_equal(pkt_plan_cut(p, &h, stride), (int)nseg);
+    assert_int_equal(transport_reserve(&tx, nseg, 1, &first), 0);
+    run_on_worker(&cp, &(struct crypto_job){ .kind = CRYPTO_SEAL, .pkt = p, .remote_index = 7,
+                                             .first_counter = first },
+                  tx.send_key);
+    assert_false(p->cut_pending);
+    assert_int_equal(p->nseg, nseg);
+
+    /* The sealed segments, back to back as GRO hands them over; the
+     * payload of segment 3 spoiled after sealing, then sealed again as a
+     * sender whose stack got its checksum wrong would have. */
+    for (unsigned i = 0; i < nseg; i++)
+        memcpy(q->in + (size_t)i * stride, pkt_slot(p, i), stride);
+    q->len = (nseg - 1) * stride + p->len;
+    struct pkt *r = pkt_get(&pool);   /* the same cut, here, for its plaintext */
+    struct vnet_hdr hr = tso_read(r, (size_t)nseg * gso - 10, (uint16_t)gso);
+    assert_int_equal(pkt_plan_cut(r, &hr, stride), (int)nseg);
+    assert_int_equal(pkt_cut(r), 0);
+    struct transport_packet bad = { .buf = q->in + 3 * stride, .cap = stride,
+                                    .len = (size_t)r->seg_len[3] };
+    memcpy(bad.buf + WG_TRANSPORT_HEADER_LEN, pkt_seg_plain(r, 3), bad.len);
+    bad.buf[WG_TRANSPORT_HEADER_LEN + TSO_READ_HDRS + 5] ^= 1;
+    assert_int_equal(transport_reserve(&tx, 1, 1, &first), 0);
+    transport_encrypt_batch(tx.send_key, 7, first, &bad, 1);
+    assert_int_equal(bad.len, stride);
+    memset(q->seg_csum_ok, 0xff, sizeof(q->seg_csum_ok));   /* stale: all set */
+    run_on_worker(&cp, &(struct crypto_job){ .kind = CRYPTO_OPEN, .pkt = q, .seg_size = stride },
+                  rx.recv_key);
+    for (unsigned i = 0; i < nseg; i++) {
+        assert_int_equal(q->seg_status[i], 0);
+        assert_int_equal(q->seg_counter[i], i == 3 ? nseg : i);
+        assert_int_equal(q->seg_csum_ok[0] >> i & 1, i != 3);
+        /* The cut's bytes: the payload where the read had it. */
+        const uint8_t *ip = q->in + (size_t)i * stride + WG_TRANSPORT_HEADER_LEN;
+        size_t at = (size_t)i * gso + 17;
+        uint8_t want = (uint8_t)(at * 7 + 1) ^ (i == 3 && at % gso == 5 ? 1 : 0);
+        assert_int_equal(ip[TSO_READ_HDRS + 17], want);
+    }
+    crypto_pool_stop(&cp);
+    pkt_pool_destroy(&pool);
+}
+
 static void test_no_threads_means_inline(void **state)
 {
     (void)state;
@@ -183,6 +264,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_order_counters_and_replay),
+        cmocka_unit_test(test_cut_and_checksums_on_the_worker),
         cmocka_unit_test(test_no_threads_means_inline),
     };
     if (crypto_core_init())

@@ -60,6 +60,7 @@
 #include "overlay/loop/loop.h"
 #include "overlay/loop/resolver.h"
 #include "overlay/membership/members.h"
+#include "tests/unit/tso_read.h"
 
 #define NODES_MAX 6u
 #define POOL      32u
@@ -1059,6 +1060,37 @@ static void test_small_work_inline_while_workers_idle(void **state)
     pump(now);
     assert_int_equal(fake_jobs_submitted, 2);
     assert_int_equal(nodes[0].tun_packets, 1);
+}
+
+/* With workers, a bulk read from ddp0 leaves the loop uncut: the loop
+ * plans the cut (the counters are taken for exactly its segments) and the
+ * worker that seals it makes it. The receiver's worker opens them and
+ * verifies their checksums; they reach ddp0 as one coalesced write. */
+static void test_bulk_read_cut_on_the_worker(void **state)
+{
+    (void)state;
+    uint64_t now = establish();
+    const unsigned nseg = 30, gso = 1000;
+    unsigned writes = nodes[1].tun_writes, packets = nodes[1].tun_packets;
+    uint64_t counter = peer_of(0)->wg.current->send_counter;
+
+    fake_workers = true;
+    struct pkt *pkt = loop_pkt_get(&nodes[0].loop);
+    assert_non_null(pkt);
+    tso_read(pkt, (size_t)nseg * gso, (uint16_t)gso);
+    nodes[0].on.tun(nodes[0].on.ctx, pkt, now);
+    assert_int_equal(fake_jobs_out, 1);
+    assert_ptr_equal(fake_job[0].pkt, pkt);
+    assert_true(pkt->cut_pending);                  /* not cut on the loop */
+    assert_int_equal(pkt->nseg, nseg);
+    assert_int_equal(peer_of(0)->wg.current->send_counter, counter + nseg);
+    finish_jobs(now);
+    assert_false(pkt->cut_pending);
+    deliver_gro(now);
+    assert_int_equal(fake_jobs_out, 1);             /* the receive: a worker's too */
+    finish_jobs(now);
+    assert_int_equal(nodes[1].tun_writes, writes + 1);
+    assert_int_equal(nodes[1].tun_packets, packets + nseg);
 }
 
 /* Three nodes; the test cuts links itself. */
@@ -2555,6 +2587,7 @@ int main(void)
         T(test_crossing_initiations_make_one_session),
         T(test_peer_events_name_the_peer),
         T(test_small_work_inline_while_workers_idle),
+        T(test_bulk_read_cut_on_the_worker),
         T(test_dns_never_answers_packets_flow),
         T3(test_relay_found_when_none_is_offered),
         T3(test_relayed_receive_opened_as_a_batch),

@@ -576,6 +576,40 @@ static void test_parse_rejects(void **state)
 
 /* --- segmentation --------------------------------------------------------- */
 
+/* offload_segment, checked against offload_segment_count first: the same
+ * result, the same last segment's length, and nothing written by the
+ * count (the data path counts a read on the loop and cuts it on a
+ * worker: the counters it takes must be the segments it sends). */
+static int segment_counted(const struct vnet_hdr *h, const uint8_t *pkt, size_t len,
+                           const struct offload_area *a)
+{
+    /* Static: the callers count allocations. */
+    static uint8_t mem_before[256 * 1024];
+    static uint16_t lens_before[512];
+    size_t last = SIZE_MAX, bytes = 0;
+    bool snap = a && a->base && a->lens;
+
+    if (snap) {
+        bytes = a->slots * a->stride;
+        assert_true(bytes <= sizeof(mem_before) && a->slots <= 512);
+        memcpy(mem_before, a->base, bytes);
+        memcpy(lens_before, a->lens, a->slots * sizeof(uint16_t));
+    }
+    int counted = offload_segment_count(h, pkt, len, a, &last);
+    if (snap) {
+        assert_memory_equal(mem_before, a->base, bytes);
+        assert_memory_equal(lens_before, a->lens, a->slots * sizeof(uint16_t));
+    }
+    assert_int_equal(offload_segment_count(h, pkt, len, a, NULL), counted);
+    int n = offload_segment(h, pkt, len, a);
+    assert_int_equal(n, counted);
+    if (n > 0)
+        assert_int_equal(a->lens[n - 1], last);
+    else
+        assert_int_equal(last, SIZE_MAX);
+    return n;
+}
+
 /* Checks segment i of a TSO/USO packet built from s against what the
  * kernel would have sent. */
 static void check_segment(const uint8_t *seg, size_t seg_len, const struct spec *s, size_t i,
@@ -628,7 +662,7 @@ static void segment_and_check(struct fx *fx, const struct spec *s, uint16_t gso,
     int n;
 
     area_init(&fx->ar);
-    n = offload_segment(&h, fx->pkt, len, &fx->ar.a);
+    n = segment_counted(&h, fx->pkt, len, &fx->ar.a);
     assert_int_equal(alloc_count(), allocs);
     assert_int_equal(n, want_segs);
     for (int i = 0; i < n; i++)
@@ -685,7 +719,7 @@ static void test_segment_tso_ecn_and_no_csum_flag(void **state)
     len = build(fx->pkt, &s);
     h.gso_type |= VIRTIO_NET_HDR_GSO_ECN;
     area_init(&fx->ar);
-    assert_int_equal(offload_segment(&h, fx->pkt, len, &fx->ar.a), 3);
+    assert_int_equal(segment_counted(&h, fx->pkt, len, &fx->ar.a), 3);
     for (size_t i = 0; i < 3; i++)
         check_segment(seg_at(&fx->ar, i), fx->ar.lens[i], &s, i, 3, 1000);
     /* Without NEEDS_CSUM and with hdr_len 0 or the kernel's linear length:
@@ -694,7 +728,7 @@ static void test_segment_tso_ecn_and_no_csum_flag(void **state)
         h.flags = k == 0 ? 0 : VIRTIO_NET_HDR_F_NEEDS_CSUM;
         h.hdr_len = k == 1 ? 0 : k == 2 ? (uint16_t)len : 52;
         area_init(&fx->ar);
-        assert_int_equal(offload_segment(&h, fx->pkt, len, &fx->ar.a), 3);
+        assert_int_equal(segment_counted(&h, fx->pkt, len, &fx->ar.a), 3);
         for (size_t i = 0; i < 3; i++)
             check_segment(seg_at(&fx->ar, i), fx->ar.lens[i], &s, i, 3, 1000);
     }
@@ -720,7 +754,7 @@ static void test_fit_tcp(void **state)
         assert_int_equal(h.gso_size, mtu - hdrs);
         assert_int_equal(h.hdr_len, 0);
         area_init(&fx->ar);
-        assert_int_equal(offload_segment(&h, fx->pkt, len, &fx->ar.a), 2);
+        assert_int_equal(segment_counted(&h, fx->pkt, len, &fx->ar.a), 2);
         for (size_t i = 0; i < 2; i++) {
             assert_true(fx->ar.lens[i] <= mtu);
             check_segment(seg_at(&fx->ar, i), fx->ar.lens[i], &s, i, 2, h.gso_size);
@@ -736,7 +770,7 @@ static void test_fit_tcp(void **state)
         assert_true(offload_fit_tcp(&h, fx->pkt, len, mtu));
         assert_int_equal(h.flags, 0);
         area_init(&fx->ar);
-        assert_int_equal(offload_segment(&h, fx->pkt, len, &fx->ar.a), 2);
+        assert_int_equal(segment_counted(&h, fx->pkt, len, &fx->ar.a), 2);
 
         /* A lone packet that fits, or a path that cannot hold the headers: unchanged. */
         h = was = (struct vnet_hdr){ .gso_type = VIRTIO_NET_HDR_GSO_NONE };
@@ -789,7 +823,7 @@ static void test_segment_needs_csum_only(void **state)
             len = build(fx->pkt, &s);
             h.gso_type = VIRTIO_NET_HDR_GSO_NONE;
             area_init(&fx->ar);
-            assert_int_equal(offload_segment(&h, fx->pkt, len, &fx->ar.a), 1);
+            assert_int_equal(segment_counted(&h, fx->pkt, len, &fx->ar.a), 1);
             assert_int_equal(fx->ar.lens[0], len);
             assert_false(ref_l4_ok(fx->pkt, len));
             assert_true(ref_l4_ok(seg_at(&fx->ar, 0), len));
@@ -819,13 +853,13 @@ static void test_segment_udp_zero_checksum(void **state)
     wr16(fx->pkt + len - 2, (uint16_t)~sum);     /* now the data sums to 0xffff */
     h.gso_type = VIRTIO_NET_HDR_GSO_NONE;
     area_init(&fx->ar);
-    assert_int_equal(offload_segment(&h, fx->pkt, len, &fx->ar.a), 1);
+    assert_int_equal(segment_counted(&h, fx->pkt, len, &fx->ar.a), 1);
     assert_int_equal(rd16(seg_at(&fx->ar, 0) + V4_HDR + 6), 0xffff);
     assert_true(ref_l4_ok(seg_at(&fx->ar, 0), len));
     /* The same through USO. */
     h = tso_hdr(&s, 100);
     area_init(&fx->ar);
-    assert_int_equal(offload_segment(&h, fx->pkt, len, &fx->ar.a), 1);
+    assert_int_equal(segment_counted(&h, fx->pkt, len, &fx->ar.a), 1);
     assert_int_equal(rd16(seg_at(&fx->ar, 0) + V4_HDR + 6), 0xffff);
 }
 
@@ -837,7 +871,7 @@ static void test_segment_plain_copy(void **state)
     for (size_t i = 0; i < 1500; i++)
         fx->pkt[i] = (uint8_t)(i * 31);     /* not even IP */
     area_init(&fx->ar);
-    assert_int_equal(offload_segment(&h, fx->pkt, 1500, &fx->ar.a), 1);
+    assert_int_equal(segment_counted(&h, fx->pkt, 1500, &fx->ar.a), 1);
     assert_int_equal(fx->ar.lens[0], 1500);
     assert_memory_equal(seg_at(&fx->ar, 0), fx->pkt, 1500);
     assert_only_segments_written(&fx->ar, 1);
@@ -856,17 +890,17 @@ static void test_segment_exact_fit(void **state)
     area_init(&fx->ar);
     fx->ar.a.stride = HEADROOM + seg + TAILROOM;
     fx->ar.a.slots = 3;
-    assert_int_equal(offload_segment(&h, fx->pkt, len, &fx->ar.a), 3);
+    assert_int_equal(segment_counted(&h, fx->pkt, len, &fx->ar.a), 3);
     for (size_t i = 0; i < 3; i++)
         check_segment(fx->ar.mem + i * fx->ar.a.stride + HEADROOM, fx->ar.lens[i], &s, i, 3,
                       MSS);
     assert_true(all_canary(fx->ar.mem + 3 * fx->ar.a.stride, 64));
     area_init(&fx->ar);
     fx->ar.a.stride = HEADROOM + seg + TAILROOM - 1;
-    assert_int_equal(offload_segment(&h, fx->pkt, len, &fx->ar.a), -EMSGSIZE);
+    assert_int_equal(segment_counted(&h, fx->pkt, len, &fx->ar.a), -EMSGSIZE);
     fx->ar.a.stride = STRIDE;
     fx->ar.a.slots = 2;
-    assert_int_equal(offload_segment(&h, fx->pkt, len, &fx->ar.a), -EINVAL);
+    assert_int_equal(segment_counted(&h, fx->pkt, len, &fx->ar.a), -EINVAL);
     assert_only_segments_written(&fx->ar, 0);
 }
 
@@ -887,7 +921,7 @@ static int segment_edited(struct fx *fx, void (*edit)(uint8_t *pkt, size_t *len,
     h = tso_hdr(&s, MSS);
     area_init(&fx->ar);
     edit(fx->pkt, &len, &h, &fx->ar.a);
-    ret = offload_segment(&h, fx->pkt, len, &fx->ar.a);
+    ret = segment_counted(&h, fx->pkt, len, &fx->ar.a);
     if (ret < 0)
         assert_only_segments_written(&fx->ar, 0);
     return ret;
@@ -1120,9 +1154,9 @@ static void test_segment_rejects(void **state)
     assert_int_equal(segment_edited(fx, ed_tailroom), -EMSGSIZE);
     assert_int_equal(segment_edited(fx, ed_stride), -EMSGSIZE);
     assert_int_equal(segment_edited(fx, ed_plain_big), -EMSGSIZE);
-    assert_int_equal(offload_segment(NULL, fx->pkt, 100, &fx->ar.a), -EINVAL);
-    assert_int_equal(offload_segment(&h, NULL, 100, &fx->ar.a), -EINVAL);
-    assert_int_equal(offload_segment(&h, fx->pkt, 100, NULL), -EINVAL);
+    assert_int_equal(segment_counted(NULL, fx->pkt, 100, &fx->ar.a), -EINVAL);
+    assert_int_equal(segment_counted(&h, NULL, 100, &fx->ar.a), -EINVAL);
+    assert_int_equal(segment_counted(&h, fx->pkt, 100, NULL), -EINVAL);
 }
 
 /* --- coalescing ----------------------------------------------------------- */
@@ -1225,7 +1259,7 @@ static void test_coalesce_round_trip(void **state)
         len = build(fx->pkt, &s);
         h = tso_hdr(&s, MSS);
         area_init(&fx->ar);
-        segs = offload_segment(&h, fx->pkt, len, &fx->ar.a);
+        segs = segment_counted(&h, fx->pkt, len, &fx->ar.a);
         assert_int_equal(segs, TSO_SEGS);
         for (int i = 0; i < segs; i++, n++) {      /* padded, in place in the area */
             uint8_t *seg = seg_at(&fx->ar, (size_t)i);
@@ -1480,13 +1514,66 @@ static void test_coalesce_verify(void **state)
             struct spec s = flow_seg(version, 1000, k);
             batch_add(fx, &n, &s, 0);
         }
+        for (size_t k = 0; k < n; k++)
+            assert_true(offload_csum_ok(fx->batch[k].data, fx->batch[k].len));
         /* segment 1's TCP checksum, or IPv4 header checksum, is wrong */
         fx->bufs[1][t & 2 ? 10 : ip_hlen(&(struct spec){ .version = version }) + 16] ^= 1;
+        assert_false(offload_csum_ok(fx->batch[1].data, fx->batch[1].len));
         int runs = offload_coalesce(fx->batch, n, verify ? OFFLOAD_COALESCE_VERIFY : 0,
                                     fx->next, fx->runs);
         assert_int_equal(runs, verify ? 3 : 1);
         assert_int_equal(fx->runs[0].count, verify ? 1 : 3);
     }
+}
+
+/* A packet whose csum_ok says it was verified where it was opened is not
+ * summed again: the flag is the caller's word (a worker's, that ran
+ * offload_csum_ok on the same bytes), so even a wrong checksum merges. */
+static void test_coalesce_takes_csum_ok(void **state)
+{
+    struct fx *fx = *state;
+
+    for (int verified = 0; verified < 2; verified++) {
+        size_t n = 0;
+        for (size_t k = 0; k < 3; k++) {
+            struct spec s = flow_seg(4, 1000, k);
+            batch_add(fx, &n, &s, 0);
+        }
+        fx->bufs[1][V4_HDR + 16] ^= 1;
+        for (size_t k = 0; k < n; k++)
+            fx->batch[k].csum_ok = verified;
+        int runs = offload_coalesce(fx->batch, n, OFFLOAD_COALESCE_VERIFY, fx->next, fx->runs);
+        assert_int_equal(runs, verified ? 1 : 3);
+    }
+}
+
+/* offload_csum_ok: true only of a TCP segment with payload whose
+ * checksums are right; false for what coalescing never verifies. */
+static void test_csum_ok(void **state)
+{
+    struct fx *fx = *state;
+
+    for (int version = 4; version <= 6; version += 2) {
+        struct spec s = flow_seg(version, 1000, 0);
+        size_t len = build(fx->pkt, &s);
+        assert_true(offload_csum_ok(fx->pkt, len));
+        /* WireGuard's zero padding after the IP length is no part of it */
+        memset(fx->pkt + len, 0, 15);
+        assert_true(offload_csum_ok(fx->pkt, len + 15));
+        assert_false(offload_csum_ok(fx->pkt, len - 1));
+        fx->pkt[len - 1] ^= 0x40;
+        assert_false(offload_csum_ok(fx->pkt, len));
+    }
+    struct spec ack = flow_seg(4, 1000, 0);
+    ack.payload = 0;
+    size_t len = build(fx->pkt, &ack);
+    assert_false(offload_csum_ok(fx->pkt, len));    /* no payload: never merged */
+    struct spec udp = spec_udp(4);
+    udp.payload = 100;
+    len = build(fx->pkt, &udp);
+    assert_false(offload_csum_ok(fx->pkt, len));
+    assert_false(offload_csum_ok(NULL, 100));
+    assert_false(offload_csum_ok(fx->pkt, 0));
 }
 
 static void test_coalesce_many_flows(void **state)
@@ -1843,7 +1930,7 @@ static void k_check_segmented(struct kfx *k)
         n = k_read_tcp(k);
         assert_int_equal(vnet_hdr_parse(k->buf, n, &h), 0);
         gso_reads += h.gso_type != VIRTIO_NET_HDR_GSO_NONE;
-        segs = offload_segment(&h, k->buf + OFFLOAD_VNET_HDR_LEN, n - OFFLOAD_VNET_HDR_LEN, &a);
+        segs = segment_counted(&h, k->buf + OFFLOAD_VNET_HDR_LEN, n - OFFLOAD_VNET_HDR_LEN, &a);
         assert_true(segs >= 1);
         have += k_take(k, &a, segs, got, seen);
         while (acked < K_SEND && seen[acked])
@@ -1919,6 +2006,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_coalesce_seq_wraps, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_field_rules, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_ipv6_fields, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_coalesce_takes_csum_ok, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_csum_ok, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_verify, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_many_flows, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_single_and_garbage, fx_setup, fx_teardown),

@@ -4,17 +4,23 @@
  * send every super-packet in two sends; one too low wastes a segment per
  * send). The expected counts are worked out here from the wire layout
  * (16-byte header, plaintext padded to 16 but not past the MTU, 16-byte
- * tag), not from the code under test. */
+ * tag), not from the code under test. And the planned cut: counted on the
+ * loop, made later where the segments are sealed. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
 
 #include <cmocka.h>
 
 #include "config/cluster.h"
 #include "overlay/engine/device.h"
 #include "overlay/loop/pkt.h"
+#include "tests/unit/tso_read.h"
 
 #define HEADER_AND_TAG 32u
 
@@ -58,12 +64,105 @@ static void test_every_mtu_fits_one_send(void **state)
     }
 }
 
+#define CUT_PAYLOAD 3000u
+#define CUT_GSO     1000u
+#define CUT_HDRS    TSO_READ_HDRS
+#define CUT_STRIDE  1100u
+
+static struct vnet_hdr read_tso(struct pkt *p)
+{
+    return tso_read(p, CUT_PAYLOAD, CUT_GSO);
+}
+
+/* The plan counts the read's segments and writes none; the cut, later,
+ * makes exactly those (the same bytes offload_segment makes), once. */
+static void test_cut_planned_then_made(void **state)
+{
+    (void)state;
+    struct pkt *p = calloc(1, sizeof(*p));
+    uint8_t *direct = malloc(PKT_AREA_CAP);
+    uint16_t direct_lens[PKT_MAX_SEGS];
+
+    assert_non_null(p);
+    assert_non_null(direct);
+    struct vnet_hdr h = read_tso(p);
+    memset(p->area, 0xa5, PKT_AREA_CAP);
+    assert_int_equal(pkt_plan_cut(p, &h, CUT_STRIDE), 3);
+    assert_true(p->cut_pending);
+    assert_int_equal(p->nseg, 3);
+    assert_int_equal(p->stride, CUT_STRIDE);
+    assert_int_equal(p->seg_len[2], CUT_HDRS + CUT_PAYLOAD - 2 * CUT_GSO);
+    for (size_t i = 0; i < PKT_AREA_CAP; i++)
+        if (p->area[i] != 0xa5)
+            fail_msg("the plan wrote area byte %zu", i);
+
+    struct offload_area a = { .base = direct, .stride = CUT_STRIDE,
+                              .headroom = WG_TRANSPORT_HEADER_LEN, .tailroom = WG_AEAD_TAG_LEN,
+                              .slots = PKT_MAX_SEGS, .lens = direct_lens };
+    assert_int_equal(offload_segment(&h, p->in + OFFLOAD_VNET_HDR_LEN,
+                                     p->len - OFFLOAD_VNET_HDR_LEN, &a), 3);
+    assert_int_equal(pkt_cut(p), 0);
+    assert_false(p->cut_pending);
+    assert_int_equal(p->nseg, 3);
+    for (unsigned i = 0; i < 3; i++) {
+        assert_int_equal(p->seg_len[i], direct_lens[i]);
+        assert_memory_equal(pkt_seg_plain(p, i), direct + i * CUT_STRIDE + WG_TRANSPORT_HEADER_LEN,
+                            direct_lens[i]);
+    }
+    /* Once: a second call is no cut at all (the segments may be sealed). */
+    pkt_slot(p, 0)[WG_TRANSPORT_HEADER_LEN] = 0;
+    assert_int_equal(pkt_cut(p), 0);
+    assert_int_equal(pkt_slot(p, 0)[WG_TRANSPORT_HEADER_LEN], 0);
+    free(direct);
+    free(p);
+}
+
+/* What the plan refuses is never marked pending; a cut that would not
+ * give what was counted sends nothing (nseg 0) rather than segments the
+ * counters were not taken for. */
+static void test_cut_refusals(void **state)
+{
+    (void)state;
+    struct pkt *p = calloc(1, sizeof(*p));
+
+    assert_non_null(p);
+    struct vnet_hdr h = read_tso(p);
+    struct vnet_hdr bad = h;
+    bad.gso_size = 0;
+    assert_int_equal(pkt_plan_cut(p, &bad, CUT_STRIDE), -EINVAL);
+    assert_false(p->cut_pending);
+    assert_int_equal(pkt_plan_cut(p, &h, 0), -EINVAL);
+    assert_int_equal(pkt_plan_cut(p, &h, CUT_HDRS + CUT_GSO), -EMSGSIZE);   /* no room */
+    assert_false(p->cut_pending);
+    uint32_t len = p->len;
+    p->len = OFFLOAD_VNET_HDR_LEN - 1;
+    assert_int_equal(pkt_plan_cut(p, &h, CUT_STRIDE), -EINVAL);
+    p->len = len;
+
+    assert_int_equal(pkt_plan_cut(p, &h, CUT_STRIDE), 3);
+    p->in[OFFLOAD_VNET_HDR_LEN + 9] = IPPROTO_UDP;    /* changed under the plan */
+    assert_int_equal(pkt_cut(p), -EIO);
+    assert_int_equal(p->nseg, 0);
+    assert_false(p->cut_pending);
+
+    read_tso(p);
+    assert_int_equal(pkt_plan_cut(p, &h, CUT_STRIDE), 3);
+    p->len -= CUT_GSO;    /* a segment fewer */
+    p->in[OFFLOAD_VNET_HDR_LEN + 2] = (uint8_t)((p->len - OFFLOAD_VNET_HDR_LEN) >> 8);
+    p->in[OFFLOAD_VNET_HDR_LEN + 3] = (uint8_t)(p->len - OFFLOAD_VNET_HDR_LEN);
+    assert_int_equal(pkt_cut(p), -EIO);
+    assert_int_equal(p->nseg, 0);
+    free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_common_mtus),
         cmocka_unit_test(test_capped_at_kernel_segments),
         cmocka_unit_test(test_every_mtu_fits_one_send),
+        cmocka_unit_test(test_cut_planned_then_made),
+        cmocka_unit_test(test_cut_refusals),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
