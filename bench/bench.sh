@@ -153,7 +153,7 @@ short() { case "$1" in NA) echo NA ;; *) awk -v v="$1" 'BEGIN { printf "%.2f", v
 measure() {
     local r=$1 i=$2 name=${C_NAME[$2]} kind=${C_KIND[$2]} bin=${C_BIN[$2]}
     local ab=NA ba=NA p4=NA p8=NA pavg=NA p99=NA lost=NA cpu=NA idle=NA bytes=NA cpus=NA note=""
-    local dir=$T/r$r-$name pids t0 t1 res began=$SECONDS
+    local loop=NA l0="" l1 dir=$T/r$r-$name pids t0 t1 res began=$SECONDS
     mkdir -p "$dir"
     if [ "$kind" = missing ]; then
         note=$bin
@@ -163,9 +163,13 @@ measure() {
     else
         pids=$TUN_PIDS
         t0=""; [ -z "$pids" ] || t0=$(cpu_ticks $pids)
+        [ -z "$TUN_LOOPS" ] || l0=$(loop_ticks $TUN_LOOPS) || l0=""
         if res=$(iperf_run a b "$TUN_DEST" "$dir/ab.json"); then
             set -- $res
             ab=$(calc "$1 / 1e9") bytes=$2
+            if [ -n "$l0" ] && l1=$(loop_ticks $TUN_LOOPS) && [ "$bytes" -gt 0 ]; then
+                loop=$(calc "($l1 - $l0) / $CLK_TCK / ($bytes / 1e9)")
+            fi
             if [ -n "$t0" ] && t1=$(cpu_ticks $pids) && [ "$bytes" -gt 0 ]; then
                 cpus=$(calc "($t1 - $t0) / $CLK_TCK")
                 cpu=$(calc "$cpus / ($bytes / 1e9)")
@@ -191,8 +195,8 @@ measure() {
         fi
     fi
     tunnel_down "$kind"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$name" "$ab" "$ba" "$p4" "$p8" \
-        "$pavg" "$p99" "$lost" "$cpu" "$idle" "$bytes" "$cpus" "$note" >>"$TSV"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$name" "$ab" "$ba" "$p4" "$p8" \
+        "$pavg" "$p99" "$lost" "$cpu" "$idle" "$bytes" "$cpus" "$loop" "$note" >>"$TSV"
     say "$(printf 'round %s/%s %-14s 1 stream %s / %s, 4 / 8 streams %s / %s Gbit/s; ping %s / %s µs, lost %s; %s CPU-s/GB; idle %s %% (%s s)' \
         "$r" "$BENCH_ROUNDS" "$name:" "$(short "$ab")" "$(short "$ba")" "$(short "$p4")" "$(short "$p8")" \
         "$pavg" "$p99" "$lost" "$(short "$cpu")" "$(short "$idle")" "$(( SECONDS - began ))")"
@@ -226,7 +230,7 @@ main() {
     mkdir -p "$BENCH_OUT" || fail "cannot create $BENCH_OUT"
     rm -rf "$BENCH_OUT/rtt"; mkdir -p "$BENCH_OUT/rtt"
     TSV=$BENCH_OUT/results.tsv MESH_TSV=$BENCH_OUT/mesh.tsv
-    printf 'round\tcontender\tab_gbps\tba_gbps\tp4_gbps\tp8_gbps\tping_avg_us\tping_p99_us\tping_lost\tcpu_s_per_gb\tidle_pct_core\tab_bytes\tab_cpu_s\tnote\n' >"$TSV"
+    printf 'round\tcontender\tab_gbps\tba_gbps\tp4_gbps\tp8_gbps\tping_avg_us\tping_p99_us\tping_lost\tcpu_s_per_gb\tidle_pct_core\tab_bytes\tab_cpu_s\tloop_cpu_s_per_gb\tnote\n' >"$TSV"
     printf 'round\tcontender\tmetric\tvalue\tnote\n' >"$MESH_TSV"
     say "parts: ${PARTS// /,} (BENCH_ONLY); $BENCH_ROUNDS rounds"
     part_on pair && say "two nodes: ${BENCH_SECONDS} s per iperf3 test, $BENCH_PINGS echoes; contenders: ${C_NAME[*]}"

@@ -131,10 +131,6 @@ cores_siblings() {
     printf '%s\n' $out | awk '!seen[$0]++' | tr '\n' ' ' | sed 's/ $//'
 }
 
-# loop_ticks PID: utime + stime of the daemon's event loop alone (its main
-# thread; workers and io_uring's threads are threads of their own).
-loop_ticks() { stat_ticks "/proc/$1/task/$1/stat"; }
-
 # named_ticks PID PREFIX: utime + stime of the daemon's threads whose name
 # begins with PREFIX (ddpnet-lane: the I/O lanes; ddpnet-crypto: the
 # crypto workers), together.

@@ -240,6 +240,18 @@ stat_ticks() {
     echo $(( f[11] + f[12] ))
 }
 
+# loop_ticks PID...: utime + stime of ddpnet daemons' event loops alone
+# (each one's main thread; workers, lanes and io_uring's threads are
+# threads of their own), together. Fails when one of them is gone.
+loop_ticks() {
+    local pid t sum=0
+    for pid in "$@"; do
+        t=$(stat_ticks "/proc/$pid/task/$pid/stat") || return 1
+        sum=$(( sum + t ))
+    done
+    echo "$sum"
+}
+
 # cpu_ticks PID...: utime + stime of the processes, all their threads, in
 # clock ticks. Fails when one of them is gone, since its ticks went with it.
 cpu_ticks() {

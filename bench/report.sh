@@ -380,21 +380,26 @@ nebulas = [n for n, k in extras if k == "nebula"]
 print()
 print("=== issue 32: every contender side by side (%d CPUs) ===" % ncpu)
 if pair:
-    head = ["contender", "1 stream", "4 streams", "8 streams", "ping avg", "ping p99", "CPU-s/GB", "rounds"]
-    rows = [head, ["", "Gbit/s", "Gbit/s", "Gbit/s", "µs", "µs", "both daemons", ""]]
+    head = ["contender", "1 stream", "4 streams", "8 streams", "ping avg", "ping p99", "CPU-s/GB",
+            "CPU-s/GB", "rounds"]
+    rows = [head, ["", "Gbit/s", "Gbit/s", "Gbit/s", "µs", "µs", "both daemons", "event loops",
+                   ""]]
     for n in names:
         ok = sum(1 for r in pair if r["contender"] == n and num(r["ab_gbps"]) is not None)
         tot = sum(1 for r in pair if r["contender"] == n)
         rows.append([n, fmt(pm(n, "ab_gbps")), fmt(pm(n, "p4_gbps")), fmt(pm(n, "p8_gbps")),
                      fmt(pm(n, "ping_avg_us"), "%.0f"), fmt(p99(n), "%.0f"),
-                     fmt(pm(n, "cpu_s_per_gb")), "%d/%d" % (ok, tot)])
+                     fmt(pm(n, "cpu_s_per_gb")), fmt(pm(n, "loop_cpu_s_per_gb")),
+                     "%d/%d" % (ok, tot)])
     w = [max(len(str(x)) for x in col) + 2 for col in zip(*rows)]
     for row in rows:
         print("  " + "".join(str(x).ljust(k) for x, k in zip(row, w)).rstrip())
     for n in names:
         for note in notes(n):
             print("    note %s: %s" % (n, note))
-    print("  (ping p99: every echo of every round together; the rest: medians of the rounds)")
+    print("  (ping p99: every echo of every round together; the rest: medians of the rounds;")
+    print("  CPU-s/GB over the one-stream test; event loops: ddpnet's two loop threads alone,")
+    print("  the thread that caps the rate where workers and lanes take the rest)")
     for n in names:
         if not n.startswith("ddpnet-bp-"):
             continue

@@ -20,12 +20,13 @@
 
 TUN_DEST=""
 TUN_PIDS=""
+TUN_LOOPS=""      # ddpnet: the daemons' pids, whose main threads are the event loops
 TUN_WHY=""
 WG_PIDS=()
 
 tunnel_up() {
     local kind=$1 bin=${2:-}
-    TUN_DEST=$TN_B TUN_PIDS="" TUN_WHY=""
+    TUN_DEST=$TN_B TUN_PIDS="" TUN_LOOPS="" TUN_WHY=""
     case "$kind" in
     veth)   TUN_DEST=$UL_B; return 0 ;;
     ddpnet) ddp_up "$bin" || return 1 ;;
@@ -107,6 +108,7 @@ ddp_up() {
         roots="$roots $pid"
     done
     TUN_PIDS=$(proc_tree $roots)
+    TUN_LOOPS=$roots
 }
 
 ddp_down() {

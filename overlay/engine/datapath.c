@@ -6,7 +6,11 @@
  * names the peer. The packet is cut into MTU-sized IP packets written at a
  * fixed stride into the buffer's area (tun/offload.c), each with room
  * around it, so that every segment is sealed in place and all of them go
- * out back to back in one UDP GSO send (UDP_SEGMENT = stride). ddp0's
+ * out back to back in one UDP GSO send (UDP_SEGMENT = stride). The loop
+ * only plans the cut (pkt_plan_cut: the count, for the counters it takes);
+ * whoever seals makes it, a worker for a bulk read, so that the copy and
+ * its checksums leave the loop and the bytes are in the sealing core's
+ * cache. ddp0's
  * gso_max_segs is set so that a super-packet holds no more segments than
  * one send carries (pkt_gso_segments: 44 at MTU 1420), so that it leaves
  * in one send and arrives as one GRO batch. Without a usable session the
@@ -18,7 +22,9 @@
  * authentication; the sender's endpoint follows it: roaming), its inner
  * source must be the peer's overlay address, and then consecutive TCP
  * segments of a flow are coalesced into super-packets that ddp0 takes in
- * one write each (writev pointing into the receive buffer: no copy).
+ * one write each (writev pointing into the receive buffer: no copy). A
+ * batch opened as one job has its TCP checksums verified there too
+ * (crypto_pool.c), so that coalescing on the loop need not read it all.
  *
  * Crypto works on whole buffers, never packet by packet: a super-packet's
  * segments are sealed, and a receive's datagrams to one keypair opened, as
