@@ -10,12 +10,11 @@
  * only plans the cut (pkt_plan_cut: the count, for the counters it takes);
  * whoever seals makes it, a worker for a bulk read, so that the copy and
  * its checksums leave the loop and the bytes are in the sealing core's
- * cache. ddp0's
- * gso_max_segs is set so that a super-packet holds no more segments than
- * one send carries (pkt_gso_segments: 44 at MTU 1420), so that it leaves
- * in one send and arrives as one GRO batch. Without a usable session the
- * buffer waits on the peer (PEER_STAGED_MAX at most) while a handshake
- * runs.
+ * cache. ddp0's gso_max_segs is set so that a super-packet holds no more
+ * segments than one send carries (pkt_gso_segments: 44 at MTU 1420), so
+ * that it leaves in one send and arrives as one GRO batch. Without a
+ * usable session the buffer waits on the peer (PEER_STAGED_MAX at most)
+ * while a handshake runs.
  *
  * Inbound: one receive brings many datagrams back to back (UDP_GRO). Each
  * transport message is opened in place (the replay window moves only after
