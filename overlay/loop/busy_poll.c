@@ -38,3 +38,8 @@ bool busy_poll_active(const struct busy_poll *bp, uint64_t now)
 {
     return bp->always || now < bp->until;
 }
+
+uint64_t busy_poll_until(const struct busy_poll *bp)
+{
+    return bp->always ? UINT64_MAX : bp->until;
+}

@@ -47,5 +47,8 @@ void busy_poll_packet(struct busy_poll *bp, uint64_t now);
 void busy_poll_unawaited(struct busy_poll *bp);
 /* Whether the loop should poll rather than sleep at now. */
 bool busy_poll_active(const struct busy_poll *bp, uint64_t now);
+/* Until when it polls: busy_poll_active is true for every now before it
+ * (UINT64_MAX: always; 0 or a time past: not now). */
+uint64_t busy_poll_until(const struct busy_poll *bp);
 
 #endif

@@ -3,6 +3,7 @@
  * (io_lanes.h). */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,19 +12,29 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "overlay/base/clock.h"
 #include "overlay/loop/io_lanes.h"
 
 /* Work a lane takes from its queue at once: one lock per batch. */
 #define LANE_BATCH 32u
 
-/* Waits until fd is readable: 0, or -ECANCELED once the lanes stop. */
-static int wait_readable(const struct io_lanes *set, int fd)
+/* Waits until fd is readable: 0, or -ECANCELED once the lanes stop. Until
+ * spin_until it looks without sleeping, yielding the CPU between looks
+ * to whatever it waits for. */
+static int wait_readable(struct io_lanes *set, int fd)
 {
     struct pollfd pfd[2] = { { fd, POLLIN, 0 }, { set->stop_fd, POLLIN, 0 } };
 
     for (;;) {
-        if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+        bool spin = clock_now_ns() <
+                    atomic_load_explicit(&set->spin_until, memory_order_relaxed);
+        int ret = poll(pfd, 2, spin ? 0 : -1);
+        if (ret < 0 && errno != EINTR)
             return -errno;
+        if (ret == 0) {
+            sched_yield();
+            continue;
+        }
         if (pfd[1].revents)
             return -ECANCELED;
         if (pfd[0].revents)
@@ -31,7 +42,7 @@ static int wait_readable(const struct io_lanes *set, int fd)
     }
 }
 
-static int run_call(const struct io_lanes *set, const struct io_lane_work *w)
+static int run_call(struct io_lanes *set, const struct io_lane_work *w)
 {
     ssize_t ret;
 

@@ -20,6 +20,10 @@
  * (ddp0, the UDP sockets) a lane of its own, and keeps reads queued on
  * it; the lane makes them one after the other, so nothing read overtakes
  * what was read before it, and hands each back as soon as it is read.
+ * While the loop polls rather than sleeps (busy_poll.h: after a packet
+ * that ends an idle spell, or always), so do its readers (spin_until):
+ * an answer then finds neither the reader nor the loop asleep, where it
+ * would otherwise wake both.
  *
  * Ownership: the buffers stay the loop's. A lane only reads what the
  * loop prepared (a pkt's msghdr, a tun_write's iovecs), makes the call,
@@ -31,6 +35,7 @@
 #define DDPNET_IO_LANES_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -88,6 +93,9 @@ struct io_lanes {
     bool signalled;                   /* event_fd written, not yet read (under done_lock) */
     int event_fd;                     /* readable when work is done */
     int stop_fd;                      /* readable once the lanes stop: wakes waiting reads */
+    /* Until when (clock_now_ns) a read waits by polling without sleeping;
+     * UINT64_MAX: always; 0: never. Set by the loop (io_lanes_spin). */
+    _Atomic uint64_t spin_until;
 };
 
 /* Starts n lanes (at most IO_LANES_MAX; 0: none, and nothing is started),
@@ -99,6 +107,11 @@ void io_lanes_stop(struct io_lanes *set);
 static inline struct io_lane *io_lanes_pick(struct io_lanes *set, uint32_t flow)
 {
     return &set->lane[flow % set->n];
+}
+/* Until when the reads wait without sleeping (see spin_until). */
+static inline void io_lanes_spin(struct io_lanes *set, uint64_t until_ns)
+{
+    atomic_store_explicit(&set->spin_until, until_ns, memory_order_relaxed);
 }
 /* Hands work to a lane (the loop's thread only). */
 void io_lane_push(struct io_lane *lane, const struct io_lane_work *w);

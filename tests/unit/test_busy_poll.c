@@ -148,6 +148,34 @@ static void test_always_polls(void **state)
     assert_true(busy_poll_active(&bp, t + 1));
 }
 
+/* busy_poll_until is the end of what busy_poll_active says, whatever the
+ * state: the readers poll until then (io_lanes.h), so they must agree. */
+static void agree_over(const struct busy_poll *bp, uint64_t from, uint64_t to)
+{
+    for (uint64_t t = from; t < to; t += 7 * US)
+        assert_int_equal(busy_poll_active(bp, t), t < busy_poll_until(bp));
+}
+
+static void test_until_agrees_with_active(void **state)
+{
+    struct busy_poll bp;
+    (void)state;
+
+    busy_poll_init(&bp, 0);
+    busy_poll_packet(&bp, T0);
+    agree_over(&bp, T0, T0 + MS);
+    busy_poll_init(&bp, 300);
+    agree_over(&bp, T0, T0 + MS);
+    busy_poll_packet(&bp, T0);
+    agree_over(&bp, T0, T0 + MS);
+    assert_int_equal(busy_poll_until(&bp), T0 + 300 * US);
+    busy_poll_unawaited(&bp);
+    agree_over(&bp, T0, T0 + MS);
+    busy_poll_init(&bp, BUSY_POLL_ALWAYS);
+    assert_int_equal(busy_poll_until(&bp), UINT64_MAX);
+    agree_over(&bp, 0, MS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -159,6 +187,7 @@ int main(void)
         cmocka_unit_test(test_bulk_flow_stops_polling),
         cmocka_unit_test(test_largest_window),
         cmocka_unit_test(test_always_polls),
+        cmocka_unit_test(test_until_agrees_with_active),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

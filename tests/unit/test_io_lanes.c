@@ -2,9 +2,11 @@
 /* Tests of the I/O lanes (overlay/loop/io_lanes.c): every call handed to a
  * lane is made once and handed back once with its result; the calls of
  * one flow are made in the order they were handed over, though several
- * lanes run at once; a failed call hands its errno back; and the counts
- * and limits hold. Real calls: UDP sends over loopback and writes to a
+ * lanes run at once; a failed call hands its errno back; a read waits
+ * awake while the loop polls and asleep otherwise; and the counts and
+ * limits hold. Real calls: UDP sends over loopback and writes to a
  * pipe. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -14,12 +16,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "overlay/base/clock.h"
 #include "overlay/loop/io_lanes.h"
 
 #define LANES    3u
@@ -239,6 +243,86 @@ static void a_flow_has_one_lane(void **state)
     io_lanes_stop(&set);
 }
 
+/* The state letter of this process's thread named `name` (R running or
+ * runnable, S asleep), from /proc; '?' when there is none. */
+static char thread_state(const char *name)
+{
+    char path[300], comm[32], stat[256];
+    DIR *tasks = opendir("/proc/self/task");
+    struct dirent *e;
+    char state = '?';
+
+    assert_non_null(tasks);
+    while (state == '?' && (e = readdir(tasks))) {
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        bool match = fgets(comm, sizeof(comm), f) && strncmp(comm, name, strlen(name)) == 0 &&
+                     comm[strlen(name)] == '\n';
+        fclose(f);
+        if (!match)
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
+        if (!(f = fopen(path, "r")))
+            break;
+        char *got = fgets(stat, sizeof(stat), f);
+        fclose(f);
+        char *end = got ? strrchr(stat, ')') : NULL;
+        if (end && end[1] == ' ')
+            state = end[2];
+    }
+    closedir(tasks);
+    return state;
+}
+
+/* How many of 10 looks, 10 ms apart, find the thread asleep. */
+static unsigned asleep_of_10(const char *name)
+{
+    unsigned asleep = 0;
+
+    for (int i = 0; i < 10; i++) {
+        usleep(10000);
+        asleep += thread_state(name) == 'S';
+    }
+    return asleep;
+}
+
+/* While spin_until is ahead, a read waits without sleeping (the loop
+ * polls then, and an answer must find the reader awake too); past it,
+ * or at 0, the read sleeps in poll. */
+static void reads_poll_while_the_loop_does(void **state)
+{
+    (void)state;
+    struct io_lanes set;
+    struct call reads[3] = { 0 };
+    uint8_t buf[8];
+    int p[2];
+
+    assert_int_equal(pipe(p), 0);
+    assert_int_equal(io_lanes_start(&set, 1, "test-spin"), 0);
+    for (unsigned i = 0; i < 3; i++) {
+        io_lanes_spin(&set, i == 0 ? UINT64_MAX : i == 1 ? clock_now_ns() + 250000000ull : 0);
+        io_lane_push(&set.lane[0], &(struct io_lane_work){ .owner = &reads[i], .op = IO_LANE_READ,
+                                                           .fd = p[0], .buf = buf, .cap = 8 });
+        unsigned asleep = asleep_of_10("test-spin0");
+        if (i < 2)
+            assert_int_equal(asleep, 0);      /* within the window: never asleep */
+        else
+            assert_true(asleep >= 8);         /* no window: asleep in poll */
+        if (i == 1) {
+            usleep(250000);                   /* the window closes */
+            assert_true(asleep_of_10("test-spin0") >= 8);
+        }
+        assert_int_equal(write(p[1], "abcdefgh", 8), 8);
+        assert_int_equal(take_all(&set, 1), 1);
+        assert_int_equal(reads[i].res, 8);
+    }
+    io_lanes_stop(&set);
+    close(p[0]);
+    close(p[1]);
+}
+
 static void limits(void **state)
 {
     (void)state;
@@ -264,6 +348,7 @@ int main(void)
         cmocka_unit_test(sends_keep_each_flows_order),
         cmocka_unit_test(writes_keep_each_flows_order),
         cmocka_unit_test(reads_in_order_and_stop_while_waiting),
+        cmocka_unit_test(reads_poll_while_the_loop_does),
         cmocka_unit_test(failed_calls_hand_back_errno),
         cmocka_unit_test(a_flow_has_one_lane),
         cmocka_unit_test(limits),
