@@ -7,7 +7,8 @@
 void busy_poll_init(struct busy_poll *bp, unsigned window_us)
 {
     if (window_us == BUSY_POLL_ALWAYS)
-        *bp = (struct busy_poll){ .always = true };
+        *bp = (struct busy_poll){ .always = true,
+                                  .window_ns = BUSY_POLL_ALWAYS_WINDOW_US * NS_PER_US };
     else
         *bp = (struct busy_poll){ .window_ns = window_us * NS_PER_US };
 }
@@ -39,7 +40,7 @@ bool busy_poll_active(const struct busy_poll *bp, uint64_t now)
     return bp->always || now < bp->until;
 }
 
-uint64_t busy_poll_until(const struct busy_poll *bp)
+uint64_t busy_poll_window_end(const struct busy_poll *bp)
 {
-    return bp->always ? UINT64_MAX : bp->until;
+    return bp->until;
 }

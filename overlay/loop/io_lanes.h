@@ -20,10 +20,10 @@
  * (ddp0, the UDP sockets) a lane of its own, and keeps reads queued on
  * it; the lane makes them one after the other, so nothing read overtakes
  * what was read before it, and hands each back as soon as it is read.
- * While the loop polls rather than sleeps (busy_poll.h: after a packet
- * that ends an idle spell, or always), so do its readers (spin_until):
- * an answer then finds neither the reader nor the loop asleep, where it
- * would otherwise wake both.
+ * In the loop's busy-poll window (busy_poll.h: after a packet that ends
+ * an idle spell) its readers poll too (spin_until): an answer then finds
+ * neither the reader nor the loop asleep, where it would otherwise wake
+ * both.
  *
  * Ownership: the buffers stay the loop's. A lane only reads what the
  * loop prepared (a pkt's msghdr, a tun_write's iovecs), makes the call,
@@ -93,8 +93,8 @@ struct io_lanes {
     bool signalled;                   /* event_fd written, not yet read (under done_lock) */
     int event_fd;                     /* readable when work is done */
     int stop_fd;                      /* readable once the lanes stop: wakes waiting reads */
-    /* Until when (clock_now_ns) a read waits by polling without sleeping;
-     * UINT64_MAX: always; 0: never. Set by the loop (io_lanes_spin). */
+    /* Until when (clock_now_ns) a read waits by polling without sleeping
+     * (0: not now). Set by the loop (io_lanes_spin). */
     _Atomic uint64_t spin_until;
 };
 

@@ -546,7 +546,7 @@ int loop_run(struct loop *l)
         refill(l);
         /* Its readers poll while it does (io_lanes.h). */
         if (l->readers.n)
-            io_lanes_spin(&l->readers, busy_poll_until(&l->busy));
+            io_lanes_spin(&l->readers, busy_poll_window_end(&l->busy));
         int ret = busy_poll_active(&l->busy, now)
                       ? poll_ring(l)
                       : io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, &ts, NULL);
