@@ -252,7 +252,6 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
         datapath_send_staged(p, now);
         return;
     }
-    pkt->flow = loop_has_lanes(dev->loop) ? offload_flow_hash(ip, len) : 0;
     int n = prepare(dev, p, pkt);
     if (n <= 0) {
         loop_pkt_put(dev->loop, pkt);

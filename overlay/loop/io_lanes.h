@@ -9,12 +9,14 @@
  * lane is a thread that makes those calls, in the order it was handed
  * them; several lanes make them in parallel.
  *
- * Order: the loop hands all the work of one inner flow (offload_flow_hash)
- * to one lane, which runs it first in, first out, so a connection's
- * packets keep their order. Different flows may overtake each other, as
- * on a multi-queue NIC; the receiver's replay window takes counters out
- * of order within WG_REPLAY_WINDOW, which one pool's worth of work in
- * flight cannot exceed.
+ * Order: a lane runs its work first in, first out. The loop hands it all
+ * the sends to one destination, so that a peer's messages reach the
+ * kernel in the order of their counters (the receiver's replay window
+ * takes them out of order only within WG_REPLAY_WINDOW, and a lane that
+ * falls behind while another sends on would exceed it), and all the ddp0
+ * writes of one inner flow (offload_flow_hash), so that a connection's
+ * packets keep their order; writes of different flows may overtake each
+ * other, as on a multi-queue NIC.
  *
  * Readers: the same threads also read. The loop gives each fd it reads
  * (ddp0, the UDP sockets) a lane of its own, and keeps reads queued on
@@ -103,7 +105,7 @@ struct io_lanes {
  * -errno. Call io_lanes_stop after, whatever it returned. */
 int io_lanes_start(struct io_lanes *set, unsigned n, const char *name);
 void io_lanes_stop(struct io_lanes *set);
-/* The lane for a flow's work. n must be > 0. */
+/* The lane for a key's work (a destination's, a flow's). n must be > 0. */
 static inline struct io_lane *io_lanes_pick(struct io_lanes *set, uint32_t flow)
 {
     return &set->lane[flow % set->n];

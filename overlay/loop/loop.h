@@ -29,10 +29,10 @@
 #define LOOP_TUN_READS     4u
 #define LOOP_UDP_RECVS     8u
 #define LOOP_RING_ENTRIES  1024u
-/* With lanes (io_lanes.h), a send or ddp0 write of at least this many
- * bytes goes to its flow's lane; a smaller one goes through the ring,
- * where it costs no thread's wake-up (a ping, an ACK), unless its flow's
- * lane still holds work, which it must not overtake. */
+/* With lanes (io_lanes.h), a send of at least this many bytes goes to its
+ * destination's lane, a ddp0 write as large to its flow's; a smaller one
+ * goes through the ring, where it costs no thread's wake-up (a ping, an
+ * ACK), unless that lane still holds work, which it must not overtake. */
 #define LOOP_LANE_MIN_BYTES (16u * 1024u)
 /* Wake at least this often (the engine's periodic chores: the cookie secret). */
 #define LOOP_MAX_SLEEP_NS  (10 * WG_NSEC_PER_SEC)
@@ -122,7 +122,7 @@ void loop_send(struct loop *loop, struct pkt *pkt, const union endpoint *dst);
 /* Sends one message of len bytes at pkt->area; takes pkt. */
 void loop_send_message(struct loop *loop, struct pkt *pkt, const union endpoint *dst,
                        uint32_t len);
-/* Whether I/O lanes run: without them a send's or write's flow
+/* Whether I/O lanes run: without them a ddp0 write's flow
  * (offload_flow_hash) is never looked at, so the engine need not hash. */
 bool loop_has_lanes(const struct loop *loop);
 /* Queues one coalesced run to the TUN device; w points into its owner,

@@ -45,7 +45,6 @@ struct pkt *pkt_get(struct pkt_pool *pool)
     p->refs = 0;
     p->nseg = p->sent = 0;
     p->cut_pending = false;
-    p->flow = 0;
     p->lane = -1;
     p->via = p->relay_src = NULL;
     return p;

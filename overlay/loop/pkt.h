@@ -66,9 +66,8 @@ struct pkt {
      * area + i * stride. sent counts those already handed to the kernel. */
     uint16_t nseg, sent, chunk;  /* chunk: segments in the send in flight */
     uint32_t stride;
-    /* The inner flow a send carries (offload_flow_hash; 0: none), and the
-     * I/O lane its sends go through (io_lanes.h; -1: the ring). */
-    uint32_t flow;
+    /* The I/O lane its sends go through (io_lanes.h, by destination;
+     * -1: the ring). */
     int lane;
     uint16_t seg_len[PKT_MAX_SEGS];
     /* A cut planned (pkt_plan_cut) but not made: nseg, stride and the last
