@@ -22,10 +22,11 @@
  * (ddp0, the UDP sockets) a lane of its own, and keeps reads queued on
  * it; the lane makes them one after the other, so nothing read overtakes
  * what was read before it, and hands each back as soon as it is read.
- * In the loop's busy-poll window (busy_poll.h: after a packet that ends
- * an idle spell) its readers poll too (spin_until): an answer then finds
- * neither the reader nor the loop asleep, where it would otherwise wake
- * both.
+ * Under busy-poll = always, where the loop never sleeps, its readers poll
+ * too in the windows after a packet that ends an idle spell (busy_poll.h;
+ * spin_until): an answer then finds no thread of the daemon asleep. By
+ * default they sleep in poll: polling by all of them cost more than it
+ * saved on 2 vCPUs (bench/README.md).
  *
  * Ownership: the buffers stay the loop's. A lane only reads what the
  * loop prepared (a pkt's msghdr, a tun_write's iovecs), makes the call,

@@ -568,8 +568,9 @@ int loop_run(struct loop *l)
         unsigned head, seen = 0;
 
         refill(l);
-        /* Its readers poll while it does (io_lanes.h). */
-        if (l->readers.n)
+        /* Under busy-poll = always its readers poll in its windows
+         * (io_lanes.h); by default they sleep in poll. */
+        if (l->readers.n && l->busy.always)
             io_lanes_spin(&l->readers, busy_poll_window_end(&l->busy));
         int ret = busy_poll_active(&l->busy, now)
                       ? poll_ring(l)
