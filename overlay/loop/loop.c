@@ -129,17 +129,15 @@ static void send_chunk(struct loop *l, struct pkt *pkt)
     io_uring_sqe_set_data(sqe, pkt);
 }
 
-/* The lane for a send's destination or a write's flow, for work of
+/* With lanes (the callers look first, to spare the key's work without),
+ * the lane for a send's destination or a write's flow, for work of
  * `bytes` bytes, or -1 for the ring (loop.h: LOOP_LANE_MIN_BYTES). Before
  * a lane's first work, what the ring holds is submitted, so that it goes
  * first. */
-static int pick_lane(struct loop *l, uint32_t flow, size_t bytes)
+static int pick_lane(struct loop *l, uint32_t key, size_t bytes)
 {
-    struct io_lane *lane;
+    struct io_lane *lane = io_lanes_pick(&l->lanes, key);
 
-    if (!l->lanes.n)
-        return -1;
-    lane = io_lanes_pick(&l->lanes, flow);
     if (!lane->in_flight) {
         if (bytes < LOOP_LANE_MIN_BYTES)
             return -1;
@@ -147,27 +145,6 @@ static int pick_lane(struct loop *l, uint32_t flow, size_t bytes)
             io_uring_submit(&l->ring);
     }
     return (int)lane->index;
-}
-
-/* A destination's lane key: every send to one endpoint takes one lane, so
- * that a peer's messages reach the kernel in the order of their counters.
- * Spread by inner flow instead, a lane that fell behind let another send
- * more than the receiver's replay window ahead of it (WG_REPLAY_WINDOW,
- * 8128 messages: 19 ms at 5 Gbit/s), and the receiver dropped what came
- * late as replays (1106 of them in tests/e2e/multistream.sh's uncapped
- * phase, under CI's load). */
-static uint32_t dst_key(const union endpoint *dst)
-{
-    const uint8_t *addr = dst->sa.sa_family == AF_INET6 ? dst->in6.sin6_addr.s6_addr
-                                                         : (const uint8_t *)&dst->in4.sin_addr;
-    size_t len = dst->sa.sa_family == AF_INET6 ? 16 : 4;
-    uint16_t port = dst->sa.sa_family == AF_INET6 ? dst->in6.sin6_port : dst->in4.sin_port;
-    uint32_t h = 2166136261u;   /* FNV-1a */
-
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ addr[i]) * 16777619u;
-    h = (h ^ (uint8_t)(port >> 8)) * 16777619u;
-    return (h ^ (uint8_t)port) * 16777619u;
 }
 
 void loop_send(struct loop *l, struct pkt *pkt, const union endpoint *dst)
@@ -182,7 +159,13 @@ void loop_send(struct loop *l, struct pkt *pkt, const union endpoint *dst)
         pkt->addr = *dst;
     pkt->fd = fd;
     pkt->sent = 0;
-    pkt->lane = l->lanes.n ? pick_lane(l, dst_key(dst),
+    /* Every send to one endpoint takes one lane, so that a peer's
+     * messages reach the kernel in the order of their counters. Spread
+     * by inner flow instead, a lane that fell behind let another send
+     * more than the receiver's replay window ahead of it
+     * (WG_REPLAY_WINDOW, 8128 messages: 19 ms at 5 Gbit/s), and the
+     * receiver dropped what came late as replays. */
+    pkt->lane = l->lanes.n ? pick_lane(l, endpoint_hash(dst),
                                        (size_t)(pkt->nseg - 1u) * pkt->stride + pkt->len)
                            : -1;
     send_chunk(l, pkt);
