@@ -240,28 +240,28 @@ stat_ticks() {
     echo $(( f[11] + f[12] ))
 }
 
-# loop_ticks PID...: utime + stime of ddpnet daemons' event loops alone
-# (each one's main thread; workers, lanes and io_uring's threads are
-# threads of their own), together. Fails when one of them is gone.
-loop_ticks() {
-    local pid t sum=0
+# ticks_sum WHAT PID...: utime + stime in clock ticks, summed over the
+# PIDs: of each process with all its threads (WHAT=all), or of its main
+# thread alone (WHAT=main). Fails when one of them is gone, since its
+# ticks went with it.
+ticks_sum() {
+    local what=$1 pid t sum=0
+    shift
     for pid in "$@"; do
-        t=$(stat_ticks "/proc/$pid/task/$pid/stat") || return 1
+        case $what in
+        all) t=$(stat_ticks "/proc/$pid/stat") || return 1 ;;
+        *) t=$(stat_ticks "/proc/$pid/task/$pid/stat") || return 1 ;;
+        esac
         sum=$(( sum + t ))
     done
     echo "$sum"
 }
 
-# cpu_ticks PID...: utime + stime of the processes, all their threads, in
-# clock ticks. Fails when one of them is gone, since its ticks went with it.
-cpu_ticks() {
-    local pid t sum=0
-    for pid in "$@"; do
-        t=$(stat_ticks "/proc/$pid/stat") || return 1
-        sum=$(( sum + t ))
-    done
-    echo "$sum"
-}
+# cpu_ticks PID...: the processes, all their threads.
+cpu_ticks() { ticks_sum all "$@"; }
+# loop_ticks PID...: ddpnet daemons' event loops alone (each one's main
+# thread; workers, lanes and io_uring's threads are threads of their own).
+loop_ticks() { ticks_sum main "$@"; }
 
 # node_daemon NODE: the pid of NODE's ddpnet daemon, from its state file
 # (empty when it has none).

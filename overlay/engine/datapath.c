@@ -331,7 +331,7 @@ static void send_batch(struct peer *p, struct pkt **pkts, unsigned n, uint64_t n
         struct pkt *pkt = pkts[i];
         /* A planned cut is of an IP packet: never empty. */
         sent_data |= pkt->cut_pending;
-        for (unsigned s = 0; s < pkt->nseg && !pkt->cut_pending; s++)
+        for (unsigned s = 0; s < pkt->nseg && !sent_data; s++)
             sent_data |= pkt->seg_len[s] > 0;
         if (datapath_seal(p, kp, pkt, path_mtu(p), now))
             sent = true;
