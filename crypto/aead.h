@@ -195,6 +195,12 @@ const struct aead_ops *aead_openssl_ops(void);
  * About 30 ns. poly1305_multi passes the depth it measured itself. */
 #define AEAD_STACK_SCRUB_LEN 4096u
 void aead_stack_scrub(size_t len);
+/* The vector code of our own (chacha_multi, poly1305_multi) measures
+ * instead: its worker says how deep its frame went (the stack pointer,
+ * x86-64 like the rest), and its caller wipes that much and a margin for
+ * the wipe's own frame and a return address. */
+#define AEAD_STACK_POINTER(sp) __asm__ __volatile__("mov %%rsp, %0" : "=r"(sp))
+#define AEAD_WIPE_MARGIN 256u
 
 /* Shared by the backends: the padding that brings len to a whole Poly1305
  * block, and the closing block le64(adlen) || le64(ctlen). */

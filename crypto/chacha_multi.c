@@ -5,10 +5,11 @@
  * the 20 rounds yields the same block index of all of them. A 16x16
  * transpose then turns the 16 word vectors into 16 lane vectors, each one
  * a lane's 64 keystream bytes in order. */
+#define DDPNET_AEAD_INTERNAL            /* aead_stack_scrub */
+#include <immintrin.h>
 #include <string.h>
 
-#include <sodium.h>
-
+#include "crypto/aead.h"
 #include "crypto/bytes.h"
 #include "crypto/chacha_multi.h"
 
@@ -27,7 +28,7 @@ typedef uint32_t lanes16 __attribute__((vector_size(64)));
 bool chacha_multi_available(void)
 {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f");
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
 }
 
 #define ROTL(x, n) (((x) << (n)) | ((x) >> (WORD_BITS - (n))))
@@ -42,9 +43,11 @@ bool chacha_multi_available(void)
 /* Stage k of the transpose swaps bit k of the row and column index of
  * every element: rows r and r | 2^k trade the elements whose column has
  * that bit set against those whose column has it clear. Four stages swap
- * all four bits. Indices >= 16 pick from the second vector. */
+ * all four bits. Indices >= 16 pick from the second vector. Unrolled, so
+ * that the rows stay in registers. */
 #define STAGE(v, bit, keep_idx, swap_idx)                                   \
     do {                                                                    \
+        _Pragma("GCC unroll 16")                                            \
         for (unsigned r = 0; r < WORDS; r++) {                              \
             if (r & (bit))                                                  \
                 continue;                                                   \
@@ -63,22 +66,17 @@ bool chacha_multi_available(void)
 #define KEEP8 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23
 #define SWAP8 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31
 
-__attribute__((target("avx512f")))
-static void transpose(lanes16 v[WORDS])
+/* Block `block` of every lane: out[j] is lane j's 64 keystream bytes. The
+ * working state is local and indexed by constants only, so it lives in
+ * registers; out is the caller's, wiped when all passes are done. */
+__attribute__((target("avx512f,avx512bw"), always_inline))
+static inline void keystream_pass(const lanes16 init[WORDS], uint32_t block, lanes16 out[WORDS])
 {
-    STAGE(v, 1u, KEEP1, SWAP1);
-    STAGE(v, 2u, KEEP2, SWAP2);
-    STAGE(v, 4u, KEEP4, SWAP4);
-    STAGE(v, 8u, KEEP8, SWAP8);
-}
+    lanes16 x[WORDS];
 
-/* Block `block` of every lane: out[j] is lane j's 64 keystream bytes. x is
- * the caller's scratch, wiped once when all passes are done. */
-__attribute__((target("avx512f")))
-static void keystream_pass(const lanes16 init[WORDS], uint32_t block, lanes16 out[WORDS],
-                           lanes16 x[WORDS])
-{
-    memcpy(x, init, WORDS * sizeof(*x));
+    _Pragma("GCC unroll 16")
+    for (unsigned i = 0; i < WORDS; i++)
+        x[i] = init[i];
     x[WORD_CTR] += block;
     for (unsigned i = 0; i < WG_CHACHA20_ROUNDS / 2; i++) {
         QUARTER(x[0], x[4], x[8], x[12]);
@@ -90,10 +88,17 @@ static void keystream_pass(const lanes16 init[WORDS], uint32_t block, lanes16 ou
         QUARTER(x[2], x[7], x[8], x[13]);
         QUARTER(x[3], x[4], x[9], x[14]);
     }
+    _Pragma("GCC unroll 16")
     for (unsigned i = 0; i < WORDS; i++)
-        out[i] = x[i] + init[i];
-    out[WORD_CTR] += block;
-    transpose(out);
+        x[i] += init[i];
+    x[WORD_CTR] += block;
+    STAGE(x, 1u, KEEP1, SWAP1);
+    STAGE(x, 2u, KEEP2, SWAP2);
+    STAGE(x, 4u, KEEP4, SWAP4);
+    STAGE(x, 8u, KEEP8, SWAP8);
+    _Pragma("GCC unroll 16")
+    for (unsigned i = 0; i < WORDS; i++)
+        out[i] = x[i];
 }
 
 /* The first pass's state, block counter 0: constants, key, nonces. */
@@ -114,52 +119,63 @@ static void state_init(lanes16 init[WORDS], const uint8_t key[WG_KEY_LEN],
             init[WORD_NONCE + i][j] = get_le32(lanes[j].nonce + 4 * i);
 }
 
-/* XORs keystream block b (>= 1) of a lane into its bytes, if it has any there. */
-__attribute__((target("avx512f")))
-static void xor_block(const struct chacha_lane *lane, uint32_t b, const lanes16 *ks)
+/* XORs keystream block b (>= 1) of a lane into its bytes, if it has any
+ * there; a last partial block through a byte mask. */
+__attribute__((target("avx512f,avx512bw"), always_inline))
+static inline void xor_block(const struct chacha_lane *lane, uint32_t b, lanes16 ks)
 {
-    size_t off = (size_t)(b - 1) * WG_CHACHA20_BLOCK_LEN, m;
-    lanes16 d;
+    size_t off = (size_t)(b - 1) * WG_CHACHA20_BLOCK_LEN;
 
     if (off >= lane->len)
         return;
-    m = lane->len - off;
-    if (m >= WG_CHACHA20_BLOCK_LEN) {
-        memcpy(&d, lane->src + off, sizeof(d));
-        d ^= *ks;
-        memcpy(lane->dst + off, &d, sizeof(d));
-        return;
-    }
-    const uint8_t *k = (const uint8_t *)ks;
-    for (size_t t = 0; t < m; t++)
-        lane->dst[off + t] = lane->src[off + t] ^ k[t];
+    size_t m = lane->len - off;
+    __mmask64 k = m >= WG_CHACHA20_BLOCK_LEN ? ~(__mmask64)0 : (((__mmask64)1 << m) - 1);
+    __m512i d = _mm512_maskz_loadu_epi8(k, lane->src + off);
+    d = _mm512_xor_si512(d, (__m512i)ks);
+    _mm512_mask_storeu_epi8(lane->dst + off, k, d);
 }
 
-__attribute__((target("avx512f")))
-void chacha_multi(const uint8_t key[WG_KEY_LEN], const struct chacha_lane *lanes, unsigned n,
-                  uint8_t (*block0)[WG_CHACHA20_BLOCK_LEN])
+__attribute__((target("avx512f,avx512bw"), noinline))
+static void keystream_lanes(const uint8_t key[WG_KEY_LEN], const struct chacha_lane *lanes,
+                            unsigned n, uint8_t (*block0)[WG_CHACHA20_BLOCK_LEN],
+                            uintptr_t *deepest)
 {
-    lanes16 init[WORDS], ks[WORDS], x[WORDS];
+    lanes16 init[WORDS], ks[WORDS];
     size_t longest = 0;
 
-    if (n == 0 || n > CHACHA_MULTI_LANES)
-        return;
     for (unsigned j = 0; j < n; j++)
         if (lanes[j].len > longest)
             longest = lanes[j].len;
     uint32_t blocks = 1u + (uint32_t)((longest + WG_CHACHA20_BLOCK_LEN - 1) / WG_CHACHA20_BLOCK_LEN);
 
     state_init(init, key, lanes, n);
-    for (uint32_t b = block0 ? 0 : 1; b < blocks; b++) {
-        keystream_pass(init, b, ks, x);
-        for (unsigned j = 0; j < n; j++) {
-            if (b == 0)
-                memcpy(block0[j], &ks[j], WG_CHACHA20_BLOCK_LEN);
-            else
-                xor_block(&lanes[j], b, &ks[j]);
-        }
+    if (block0) {
+        keystream_pass(init, 0, ks);
+        for (unsigned j = 0; j < n; j++)
+            memcpy(block0[j], &ks[j], WG_CHACHA20_BLOCK_LEN);
     }
-    sodium_memzero(init, sizeof(init));
-    sodium_memzero(ks, sizeof(ks));
-    sodium_memzero(x, sizeof(x));
+    for (uint32_t b = 1; b < blocks; b++) {
+        keystream_pass(init, b, ks);
+        _Pragma("GCC unroll 16")
+        for (unsigned j = 0; j < WORDS; j++)
+            if (j < n)
+                xor_block(&lanes[j], b, ks[j]);
+    }
+    AEAD_STACK_POINTER(*deepest);
+}
+
+/* keystream_lanes keeps the state in vector registers and spills what
+ * does not fit (key words among it) into its frame, whose size depends on
+ * the compiler and its flags: it says how deep it went, and that much is
+ * wiped, its state and keystream arrays with it. */
+void chacha_multi(const uint8_t key[WG_KEY_LEN], const struct chacha_lane *lanes, unsigned n,
+                  uint8_t (*block0)[WG_CHACHA20_BLOCK_LEN])
+{
+    uintptr_t here, deepest;
+
+    if (n == 0 || n > CHACHA_MULTI_LANES)
+        return;
+    AEAD_STACK_POINTER(here);
+    keystream_lanes(key, lanes, n, block0, &deepest);
+    aead_stack_scrub(here - deepest + AEAD_WIPE_MARGIN);
 }

@@ -8,12 +8,12 @@
  * partial last pass, which at 1420 bytes cost about as much as the
  * keystream itself. Here each pass computes the same block index of every
  * message (16 blocks in one go with AVX-512), so block 0 and the tails
- * ride along: about 320 ns per 1420-byte message where libcrypto's
- * ChaCha20 takes 530 on this project's machines.
+ * ride along (bench/README.md has the figures).
  *
- * Built for AVX-512F only; chacha_multi_available says whether this CPU
- * runs it (crypto/aead.c falls back to the backend's own ChaCha20). The
- * state and keystream on the stack are wiped before returning. */
+ * Built for AVX-512F and BW (a partial last block through a byte mask);
+ * chacha_multi_available says whether this CPU runs it (crypto/aead.c
+ * falls back to the backend's own ChaCha20). The stack it used, key
+ * words and keystream among it, is wiped before returning. */
 #ifndef DDPNET_CHACHA_MULTI_H
 #define DDPNET_CHACHA_MULTI_H
 

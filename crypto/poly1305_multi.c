@@ -34,7 +34,6 @@
 #define FOLD_SHIFT  10u                  /* 2^(52 + 88) = 2^10 * 2^130 */
 #define BLOCK       WG_POLY1305_BLOCK_LEN
 #define HIBIT       (UINT64_C(1) << 40)  /* 2^128 at limb 2 */
-#define WIPE_MARGIN 256u                 /* sodium_memzero's frame, a return address */
 
 static const uint64_t clamp_lo = UINT64_C(0x0ffffffc0fffffff);
 static const uint64_t clamp_hi = UINT64_C(0x0ffffffc0ffffffc);
@@ -219,9 +218,6 @@ static void finish(uint8_t tag[WG_AEAD_TAG_LEN], uint64_t h0, uint64_t h1, uint6
     put_le64(tag + 8, (uint64_t)(v >> 64));
 }
 
-/* The stack pointer of the calling function (x86-64, like the rest). */
-#define STACK_POINTER(sp) __asm__ __volatile__("mov %%rsp, %0" : "=r"(sp))
-
 __attribute__((target("avx512f,avx512ifma"), noinline))
 static void hash_lanes(const struct poly1305_lane *lanes, unsigned n, uintptr_t *deepest)
 {
@@ -298,7 +294,7 @@ static void hash_lanes(const struct poly1305_lane *lanes, unsigned n, uintptr_t 
     sodium_memzero(blk, sizeof(blk));
     sodium_memzero(mlo, sizeof(mlo));
     sodium_memzero(mhi, sizeof(mhi));
-    STACK_POINTER(*deepest);
+    AEAD_STACK_POINTER(*deepest);
 }
 
 /* hash_lanes spills r, r^2 and the accumulators from vector registers into
@@ -310,7 +306,7 @@ void poly1305_multi_aead(const struct poly1305_lane *lanes, unsigned n)
 
     if (n == 0 || n > POLY1305_MULTI_LANES)
         return;
-    STACK_POINTER(here);
+    AEAD_STACK_POINTER(here);
     hash_lanes(lanes, n, &deepest);
-    aead_stack_scrub(here - deepest + WIPE_MARGIN);
+    aead_stack_scrub(here - deepest + AEAD_WIPE_MARGIN);
 }

@@ -1082,10 +1082,14 @@ static void test_poly1305_multi(void **state)
 }
 
 /* chacha_multi against libsodium's ChaCha20: block 0 and the stream from
- * block 1, out of place and in place, 1 to 16 lanes of mixed lengths. */
+ * block 1, out of place and in place, 1 to 16 lanes of mixed lengths;
+ * nothing written past a lane's length (its last block is partial). */
 static void test_chacha_multi(void **state)
 {
-    static uint8_t src[CHACHA_MULTI_LANES][BATCH_MAX_LEN], dst[CHACHA_MULTI_LANES][BATCH_MAX_LEN];
+    enum { GUARD = WG_CHACHA20_BLOCK_LEN, GUARD_BYTE = 0xa5 };
+    static uint8_t src[CHACHA_MULTI_LANES][BATCH_MAX_LEN];
+    static uint8_t dst[CHACHA_MULTI_LANES][BATCH_MAX_LEN + GUARD];
+    uint8_t guard[GUARD];
     static uint8_t want[BATCH_MAX_LEN];
     uint8_t key[WG_KEY_LEN], block0[CHACHA_MULTI_LANES][WG_CHACHA20_BLOCK_LEN];
     uint8_t zero[WG_CHACHA20_BLOCK_LEN] = { 0 }, want0[WG_CHACHA20_BLOCK_LEN];
@@ -1103,6 +1107,7 @@ static void test_chacha_multi(void **state)
                 size_t len = batch_len((j + n) % 20);
                 randombytes_buf(src[j], len);
                 memcpy(dst[j], src[j], len);
+                memset(dst[j] + len, GUARD_BYTE, GUARD);
                 lanes[j] = (struct chacha_lane){ dst[j], in_place ? dst[j] : src[j], len, { 0 } };
                 randombytes_buf(lanes[j].nonce, sizeof(lanes[j].nonce));
             }
@@ -1111,6 +1116,8 @@ static void test_chacha_multi(void **state)
                 crypto_stream_chacha20_ietf_xor_ic(want, src[j], lanes[j].len, lanes[j].nonce, 1, key);
                 if (lanes[j].len)
                     assert_memory_equal(dst[j], want, lanes[j].len);
+                memset(guard, GUARD_BYTE, sizeof(guard));
+                assert_memory_equal(dst[j] + lanes[j].len, guard, sizeof(guard));
                 if (!in_place) {
                     crypto_stream_chacha20_ietf_xor_ic(want0, zero, sizeof(zero), lanes[j].nonce, 0, key);
                     assert_memory_equal(block0[j], want0, sizeof(want0));
