@@ -14,7 +14,13 @@
  * 20 x its top limb < 2^47. The limbs of h stay below 2^46 after a block
  * is added, so every operand fits 52 bits; a sum gathers at most six
  * products (low halves < 2^52, high halves < 2^41), so every sum fits 64
- * bits, also after the x 2^10 x 5 fold. */
+ * bits, also after the x 2^10 x 5 fold.
+ *
+ * Messages of different lengths end together: a lane's blocks are placed
+ * so that its last one falls on the last row, and the rows before its
+ * first hold null blocks (zero, without the 2^128 pad bit), which leave
+ * h = 0 as it started. So every row runs on all lanes at once, two rows a
+ * step, each lane's block gathered from its ciphertext or its tail. */
 #define DDPNET_AEAD_INTERNAL            /* aead_stack_scrub */
 #include <immintrin.h>
 #include <stdint.h>
@@ -65,12 +71,6 @@ static void lane_prepare(struct lane_blocks *b, const struct poly1305_lane *l)
     b->total = b->full + t + 1;
 }
 
-static const uint8_t *block_at(const struct lane_blocks *b, const struct poly1305_lane *l,
-                               size_t row)
-{
-    return row < b->full ? l->ct + row * BLOCK : b->tail[row - b->full];
-}
-
 #define VEC_FN __attribute__((target("avx512f,avx512ifma"), always_inline)) static inline
 
 VEC_FN __m512i times5(__m512i x)
@@ -78,16 +78,22 @@ VEC_FN __m512i times5(__m512i x)
     return _mm512_add_epi64(_mm512_slli_epi64(x, 2), x);
 }
 
-/* The limbs of a block (its two little-endian words, lo and hi), with
- * the 2^128 pad bit. */
-VEC_FN void block_limbs(__m512i m[3], __m512i lo, __m512i hi)
+/* A row of blocks: each lane's two little-endian words and its 2^128 pad
+ * bit (HIBIT; 0 in a null block). */
+struct row {
+    __m512i lo, hi, pad;
+};
+
+/* The limbs of a row's blocks. */
+VEC_FN void block_limbs(__m512i m[3], const struct row *b)
 {
     const __m512i m44 = _mm512_set1_epi64((long long)MASK44);
 
-    m[0] = _mm512_and_si512(lo, m44);
-    m[1] = _mm512_and_si512(_mm512_or_si512(_mm512_srli_epi64(lo, 44), _mm512_slli_epi64(hi, 20)),
+    m[0] = _mm512_and_si512(b->lo, m44);
+    m[1] = _mm512_and_si512(_mm512_or_si512(_mm512_srli_epi64(b->lo, 44),
+                                            _mm512_slli_epi64(b->hi, 20)),
                             m44);
-    m[2] = _mm512_or_si512(_mm512_srli_epi64(hi, 24), _mm512_set1_epi64((long long)HIBIT));
+    m[2] = _mm512_or_si512(_mm512_srli_epi64(b->hi, 24), b->pad);
 }
 
 /* Unreduced product sums: lo[i] and up[i] gather the low and high halves
@@ -154,33 +160,18 @@ VEC_FN void power_of(struct power *p, const __m512i r[3])
     }
 }
 
-/* h = (h + m) * r, for the lanes in mask. */
-VEC_FN void step(__m512i h[3], const struct power *r1, __m512i lo, __m512i hi, __mmask8 mask)
-{
-    __m512i m[3], x[3], out[3];
-    struct sums a;
-
-    block_limbs(m, lo, hi);
-    for (unsigned i = 0; i < 3; i++)
-        x[i] = _mm512_add_epi64(h[i], m[i]);
-    sums_zero(&a);
-    mul_add(&a, x, r1->r, r1->s);
-    carry(out, &a);
-    for (unsigned i = 0; i < 3; i++)
-        h[i] = _mm512_mask_mov_epi64(h[i], mask, out[i]);
-}
-
 /* Two blocks in one: h = ((h + m) * r + n) * r = (h + m) * r^2 + n * r.
  * The n * r products do not wait for h, and one carry serves both blocks,
- * so a block costs about half the dependent work of step(). All lanes. */
-VEC_FN void step2(__m512i h[3], const struct power *r1, const struct power *r2, __m512i mlo,
-                  __m512i mhi, __m512i nlo, __m512i nhi)
+ * so a block costs about half the dependent work of a block at a time.
+ * All lanes. */
+VEC_FN void step2(__m512i h[3], const struct power *r1, const struct power *r2,
+                  const struct row *mb, const struct row *nb)
 {
     __m512i m[3], n[3];
     struct sums a;
 
-    block_limbs(m, mlo, mhi);
-    block_limbs(n, nlo, nhi);
+    block_limbs(m, mb);
+    block_limbs(n, nb);
     sums_zero(&a);
     mul_add(&a, n, r1->r, r1->s);
     for (unsigned i = 0; i < 3; i++)
@@ -218,17 +209,53 @@ static void finish(uint8_t tag[WG_AEAD_TAG_LEN], uint64_t h0, uint64_t h1, uint6
     put_le64(tag + 8, (uint64_t)(v >> 64));
 }
 
+/* Where each lane's blocks lie, as hash_lanes places them (see the top of
+ * the file): row t of lane j is null before start, then ct, then tail. */
+struct placing {
+    __m512i start, tail_row;             /* first row with a block, first in tail */
+    __m512i ct_at, tail_at;              /* the address of row 0 if in ct, in tail */
+};
+
+/* Row t of every lane, where each lane has its block from ct there: no
+ * lane's null block nor tail (unused lanes load nothing, mask all). */
+VEC_FN void row_in_ct(struct row *b, const struct placing *pl, size_t t, __mmask8 all)
+{
+    const __m512i at = _mm512_add_epi64(pl->ct_at, _mm512_set1_epi64((long long)(t * BLOCK)));
+
+    b->lo = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), all, at, NULL, 1);
+    b->hi = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), all,
+                                        _mm512_add_epi64(at, _mm512_set1_epi64(8)), NULL, 1);
+    b->pad = _mm512_set1_epi64((long long)HIBIT);
+}
+
+/* Row t of every lane, whatever it is. */
+VEC_FN void row_at(struct row *b, const struct placing *pl, size_t t)
+{
+    const __m512i tv = _mm512_set1_epi64((long long)t);
+    const __m512i off = _mm512_slli_epi64(tv, 4);               /* t * BLOCK */
+    const __m512i eight = _mm512_set1_epi64(8);
+    __mmask8 live = _mm512_cmpge_epi64_mask(tv, pl->start);
+    __mmask8 in_ct = _mm512_cmplt_epi64_mask(tv, pl->tail_row);
+    __m512i at = _mm512_add_epi64(_mm512_mask_blend_epi64(in_ct, pl->tail_at, pl->ct_at), off);
+
+    b->lo = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), live, at, NULL, 1);
+    b->hi = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), live,
+                                        _mm512_add_epi64(at, eight), NULL, 1);
+    b->pad = _mm512_maskz_mov_epi64(live, _mm512_set1_epi64((long long)HIBIT));
+}
+
 __attribute__((target("avx512f,avx512ifma"), noinline))
 static void hash_lanes(const struct poly1305_lane *lanes, unsigned n, uintptr_t *deepest)
 {
     struct lane_blocks blk[POLY1305_MULTI_LANES];
-    uint64_t rl[3][POLY1305_MULTI_LANES] = { { 0 } }, mlo[POLY1305_MULTI_LANES],
-             mhi[POLY1305_MULTI_LANES], hv[3][POLY1305_MULTI_LANES];
+    uint64_t rl[3][POLY1305_MULTI_LANES] = { { 0 } }, hv[3][POLY1305_MULTI_LANES];
+    long long start[POLY1305_MULTI_LANES], tail_row[POLY1305_MULTI_LANES],
+              ct_at[POLY1305_MULTI_LANES] = { 0 }, tail_at[POLY1305_MULTI_LANES] = { 0 };
     __m512i h[3], r[3], rr[3];
     struct power r1, r2;
+    struct placing pl;
     struct sums sq;
-    size_t rows = 0, common = SIZE_MAX;
-    long long base[POLY1305_MULTI_LANES] = { 0 };
+    size_t rows = 0, in_ct_from = 0, in_ct_to = SIZE_MAX;
     __mmask8 all = (__mmask8)((1u << n) - 1);
 
     for (unsigned j = 0; j < n; j++) {
@@ -240,10 +267,27 @@ static void hash_lanes(const struct poly1305_lane *lanes, unsigned n, uintptr_t 
         lane_prepare(&blk[j], &lanes[j]);
         if (blk[j].total > rows)
             rows = blk[j].total;
-        if (blk[j].full < common)
-            common = blk[j].full;
-        base[j] = (long long)(uintptr_t)lanes[j].ct;
     }
+    rows += rows % 2;                               /* whole steps of two rows */
+    for (unsigned j = 0; j < POLY1305_MULTI_LANES; j++) {
+        if (j >= n) {                               /* an unused lane: never live */
+            start[j] = tail_row[j] = (long long)rows;
+            continue;
+        }
+        start[j] = (long long)(rows - blk[j].total);
+        tail_row[j] = start[j] + (long long)blk[j].full;
+        /* Addresses as integers: row t's block is at X_at + t * BLOCK. */
+        ct_at[j] = (long long)((uintptr_t)lanes[j].ct - (uintptr_t)start[j] * BLOCK);
+        tail_at[j] = (long long)((uintptr_t)blk[j].tail[0] - (uintptr_t)tail_row[j] * BLOCK);
+        if ((size_t)start[j] > in_ct_from)
+            in_ct_from = (size_t)start[j];
+        if ((size_t)tail_row[j] < in_ct_to)
+            in_ct_to = (size_t)tail_row[j];
+    }
+    pl.start = _mm512_loadu_si512(start);
+    pl.tail_row = _mm512_loadu_si512(tail_row);
+    pl.ct_at = _mm512_loadu_si512(ct_at);
+    pl.tail_at = _mm512_loadu_si512(tail_at);
     for (unsigned i = 0; i < 3; i++) {
         r[i] = _mm512_loadu_si512(rl[i]);
         h[i] = _mm512_setzero_si512();
@@ -253,37 +297,16 @@ static void hash_lanes(const struct poly1305_lane *lanes, unsigned n, uintptr_t 
     mul_add(&sq, r, r1.r, r1.s);
     carry(rr, &sq);                                 /* r^2, limbs as after a step */
     power_of(&r2, rr);
-    /* Rows where every lane has a whole ciphertext block: gathered. */
-    __m512i at = _mm512_loadu_si512(base);
-    const __m512i next = _mm512_set1_epi64(BLOCK);
-    size_t row = 0;
-    const __m512i eight = _mm512_set1_epi64(8);
-#define GATHER(off) _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), all, \
-                                                _mm512_add_epi64(at, off), NULL, 1)
-    for (; row + 2 <= common; row += 2) {
-        step2(h, &r1, &r2, GATHER(_mm512_setzero_si512()), GATHER(eight), GATHER(next),
-              GATHER(_mm512_add_epi64(next, eight)));
-        at = _mm512_add_epi64(at, _mm512_add_epi64(next, next));
-    }
-    if (row < common) {
-        step(h, &r1, GATHER(_mm512_setzero_si512()), GATHER(eight), all);
-        row++;
-    }
-#undef GATHER
-    /* The rest, lane by lane: tails, length blocks, longer messages. */
-    for (; row < rows; row++) {
-        __mmask8 mask = 0;
-        for (unsigned j = 0; j < n; j++) {
-            if (row >= blk[j].total) {
-                mlo[j] = mhi[j] = 0;
-                continue;
-            }
-            const uint8_t *b = block_at(&blk[j], &lanes[j], row);
-            memcpy(&mlo[j], b, 8);
-            memcpy(&mhi[j], b + 8, 8);
-            mask |= (__mmask8)(1u << j);
+    for (size_t t = 0; t < rows; t += 2) {
+        struct row mb, nb;
+        if (t >= in_ct_from && t + 2 <= in_ct_to) {      /* the common case, cheaper */
+            row_in_ct(&mb, &pl, t, all);
+            row_in_ct(&nb, &pl, t + 1, all);
+        } else {
+            row_at(&mb, &pl, t);
+            row_at(&nb, &pl, t + 1);
         }
-        step(h, &r1, _mm512_loadu_si512(mlo), _mm512_loadu_si512(mhi), mask);
+        step2(h, &r1, &r2, &mb, &nb);
     }
     for (unsigned i = 0; i < 3; i++)
         _mm512_storeu_si512(hv[i], h[i]);
@@ -292,8 +315,6 @@ static void hash_lanes(const struct poly1305_lane *lanes, unsigned n, uintptr_t 
     sodium_memzero(rl, sizeof(rl));
     sodium_memzero(hv, sizeof(hv));
     sodium_memzero(blk, sizeof(blk));
-    sodium_memzero(mlo, sizeof(mlo));
-    sodium_memzero(mhi, sizeof(mhi));
     AEAD_STACK_POINTER(*deepest);
 }
 
