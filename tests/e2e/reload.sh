@@ -11,8 +11,8 @@
 #     of its `up` (or, where node-c's own join at the start of this run,
 #     the baseline, took more than half of that, within twice the
 #     baseline);
-#  4. iperf3 a -> b: no second below half its median (the reload touched
-#     nothing of a <-> b);
+#  4. iperf3 a -> b: no second from the reload on below half its median
+#     (the reload touched nothing of a <-> b);
 #  5. c can no longer reach a or b; it is gone from their hosts blocks and
 #     `status`; a's status shows the new file's checksum, and c (which
 #     still runs the old file) another;
@@ -88,6 +88,7 @@ node_lines "$N" node-d
 step "iperf3 a -> b for ${RELOAD_IPERF_S} s; reload on a and b in the middle"
 nx_bg node-b iperf3-server timeout 60 iperf3 -s -1 -B "${ADDR[node-b]}" -p 5201
 wait_for 10 e2e_listening node-b 5201 || fail "iperf3 server on node-b did not start"
+IPERF_T0=$(date +%s.%N)
 nx_bg node-a iperf3 timeout $((RELOAD_IPERF_S + 20)) iperf3 -c "${ADDR[node-b]}" -p 5201 \
     -t "$RELOAD_IPERF_S" -i 1 -J
 IPERF_PID=$BG_PID
@@ -102,6 +103,7 @@ reload_on() {   # reload_on NODE: the new file in place of its copy, then reload
 # which is taken live, so it must keep b's session (no new handshake).
 hs_ab() { wg_in node-a show ddp0 latest-handshakes | awk -v k="$(pub node-b)" '$1 == k { print $2 }'; }
 hs_ab_before=$(hs_ab)
+RELOAD_T=$(date +%s.%N)
 [ -n "$hs_ab_before" ] && [ "$hs_ab_before" != 0 ] ||
     fail "node-a: no handshake with node-b before the reload: '$hs_ab_before'"
 reload_on node-a
@@ -132,16 +134,24 @@ say "node-d reaches a and b $(( ($(date +%s%N) - t0) / 1000000 )) ms after its u
 ping_ok node-a node-d
 ping_ok node-b node-d
 
-step "iperf3 a -> b across the reload: no second below half the median"
-"$PY" - "$T/node-a/iperf3.out" <<'PYEOF' || fail "iperf3 a -> b dipped across the reload (above)"
+# Judged: every second from the one before the reload began to the end.
+# The seconds before that cannot show the reload, and the first is TCP's
+# slow start (under a loaded CI machine it has tripped this check at
+# 3.08 and 2.24 against a median of 4.9, two seconds before any reload).
+step "iperf3 a -> b across the reload: no second from the reload on below half the median"
+"$PY" - "$T/node-a/iperf3.out" "$IPERF_T0" "$RELOAD_T" <<'PYEOF' || fail "iperf3 a -> b dipped across the reload (above)"
 import json, statistics, sys
 d = json.load(open(sys.argv[1]))
-rates = [i["sum"]["bits_per_second"] / 1e9 for i in d["intervals"]]
-med = statistics.median(rates)
+t0, reload_t = float(sys.argv[2]), float(sys.argv[3])
+iv = [(i["sum"]["start"], i["sum"]["end"], i["sum"]["bits_per_second"] / 1e9) for i in d["intervals"]]
+rates = [r for _, _, r in iv]
+med = statistics.median(rates[1:] if len(rates) > 1 else rates)
+judged = [(s, r) for s, e, r in iv if t0 + e > reload_t - 1]
 print("reload: iperf3 a -> b, Gbit/s each second: " + " ".join("%.2f" % r for r in rates) +
-      " (median %.2f)" % med)
-low = [r for r in rates if r < med / 2]
-sys.exit(1 if low or len(rates) < 3 else 0)
+      " (median after the first %.2f; the reload began %.1f s in; judged from second %d)"
+      % (med, reload_t - t0, int(judged[0][0]) if judged else -1))
+low = [r for _, r in judged if r < med / 2]
+sys.exit(1 if low or len(judged) < 3 else 0)
 PYEOF
 
 step "node-c is gone from a and b: no traffic, no name, no status row"
@@ -212,6 +222,7 @@ step "node-d rebuilt with a new key (same name and address): a's reload replaces
 # unchanged, keeps its session (the same latest handshake).
 old_d=$(pub node-d)
 hs_ab_before=$(hs_ab)
+RELOAD_T=$(date +%s.%N)
 ddp_down node-d
 e2e_key node-d
 [ "$(pub node-d)" != "$old_d" ] || fail "node-d: the new key is the old one"
