@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "overlay/base/endpoint.h"
+#include "overlay/base/hash.h"
 
 int endpoint_format(const union endpoint *e, char *buf, size_t len)
 {
@@ -29,17 +30,9 @@ uint32_t endpoint_hash(const union endpoint *e)
     bool v6 = e->sa.sa_family == AF_INET6;
     const uint8_t *addr = v6 ? e->in6.sin6_addr.s6_addr : (const uint8_t *)&e->in4.sin_addr;
     const uint8_t *port = (const uint8_t *)(v6 ? &e->in6.sin6_port : &e->in4.sin_port);
-    uint32_t h = 2166136261u;   /* FNV-1a over the address, then the port */
+    uint32_t h = hash_fnv1a(HASH_FNV_BASIS, addr, v6 ? 16u : 4u);
 
-    for (size_t i = 0; i < (v6 ? 16u : 4u); i++)
-        h = (h ^ addr[i]) * 16777619u;
-    for (size_t i = 0; i < 2; i++)
-        h = (h ^ port[i]) * 16777619u;
-    /* FNV's low bits depend on its input's low bits alone: mix them. */
-    h ^= h >> 16;
-    h *= 0x7feb352du;
-    h ^= h >> 15;
-    return h;
+    return hash_mix(hash_fnv1a(h, port, 2));
 }
 
 bool endpoint_equal(const union endpoint *a, const union endpoint *b)

@@ -10,6 +10,7 @@
 
 #include <sodium.h>
 
+#include "overlay/base/hash.h"
 #include "overlay/engine/device_setup.h"
 #include "overlay/engine/engine.h"
 
@@ -34,11 +35,7 @@ static size_t key_hash(const uint8_t key[WG_KEY_LEN])
 
 static size_t addr_hash(int family, const uint8_t *addr)
 {
-    size_t n = family == AF_INET ? 4 : 16, h = 2166136261u;
-
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ addr[i]) * 16777619u;
-    return h;
+    return hash_fnv1a(HASH_FNV_BASIS, addr, family == AF_INET ? 4 : 16);
 }
 
 static bool addr_is(const struct cluster_addr *a, int family, const uint8_t *addr)
