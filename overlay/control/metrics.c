@@ -247,6 +247,13 @@ static void put_device(FILE *f, const struct device *dev)
                   dev->stats.relay_frames_sent);
     device_sample(f, dev, "ddpnet_relay_frames_total", "direction", "received",
                   dev->stats.relay_frames_received);
+    family(f, "ddpnet_relay_data_frames_total", "counter",
+           "Of those, data frames: transport messages whose ciphertext the hop does not "
+           "authenticate again.");
+    device_sample(f, dev, "ddpnet_relay_data_frames_total", "direction", "sent",
+                  dev->stats.relay_data_frames_sent);
+    device_sample(f, dev, "ddpnet_relay_data_frames_total", "direction", "received",
+                  dev->stats.relay_data_frames_received);
     put_disco(f, dev);
     if (dev->registry) {
         struct registry_status rs;

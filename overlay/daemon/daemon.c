@@ -982,10 +982,12 @@ static int setup_all(struct setup *s)
     s->loop_ready = true;
     s->dev.loop = &s->loop;
     /* $DDPNET_RELAY_FRAMES=0: relayed messages go wrapped in RELAY and
-     * RELAYED only, as from a version before relay frames (for comparing
-     * the two, or should a frame ever be the trouble). */
+     * RELAYED only, as from a version before relay frames; =whole: in
+     * frames authenticated whole, as from a version before data frames
+     * (for comparing them, or should a frame ever be the trouble). */
     const char *frames = getenv("DDPNET_RELAY_FRAMES");
     s->dev.relay_frames_off = frames && !strcmp(frames, "0");
+    s->dev.data_frames_off = frames && !strcmp(frames, "whole");
     note_cluster_file(s);   /* as root: the file may be readable by root alone */
     open_route_queries(s);
     if ((ret = write_hosts(s)) || (ret = write_state(s)) || (ret = drop_privileges(s)))

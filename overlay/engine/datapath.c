@@ -775,11 +775,12 @@ static void frame_in(struct device *dev, struct rx_batch *b, struct peer *p,
         return;
     after_authentic(p, e->keypair, f->len, src, NULL, now);
     if (e->keypair == p->wg.current)
-        path_frames_said(p, e->keypair->local_index);
+        path_frames_said(p, e->keypair->local_index, f->data);
     /* Sent to us directly while we relay to it: its direct path works. */
     if (p->path.via)
         path_received(p, src, NULL, 0, true, now);
     dev->stats.relay_frames_received++;
+    dev->stats.relay_data_frames_received += f->data;
     if (!disco_enclosed_ok(f->msg, f->msg_len)) {
         rx_drop(dev, RX_DROP_BAD, 1);
         return;
@@ -795,6 +796,14 @@ static void frame_in(struct device *dev, struct rx_batch *b, struct peer *p,
         return;
     }
     take_relayed(dev, b, &r, now);
+}
+
+/* Whether this node takes frames of this message type: both types, but
+ * no data frames where it plays a version before them (data_frames_off),
+ * which drops them as messages of an unknown type. */
+static bool frame_type_taken(const struct device *dev, uint32_t type)
+{
+    return type == RELAY_FRAME_TYPE || (type == RELAY_FRAME_DATA_TYPE && !dev->data_frames_off);
 }
 
 /* The frames of a receive from `off` on that go to one keypair, opened as
@@ -813,7 +822,7 @@ static uint32_t frames_in(struct device *dev, struct rx_batch *b, uint32_t off,
     while (at < pkt->len && n < TRANSPORT_BATCH && n < room) {
         uint8_t *msg = pkt->in + at;
         uint32_t len = pkt->len - at < seg_size ? pkt->len - at : seg_size;
-        if (noise_message_type(msg, len) != RELAY_FRAME_TYPE ||
+        if (!frame_type_taken(dev, noise_message_type(msg, len)) ||
             (n && message_keypair(dev, msg, len) != e))
             break;
         f[n++] = (struct relay_frame){ .buf = msg, .len = len, .status = -EBADMSG };
@@ -980,7 +989,7 @@ static uint32_t rx_datagram(struct device *dev, struct rx_batch *b, uint32_t off
     uint32_t len = b->pkt->len - off < seg_size ? b->pkt->len - off : seg_size;
     uint32_t type = noise_message_type(msg, len);
 
-    if (type == RELAY_FRAME_TYPE)
+    if (frame_type_taken(dev, type))
         return frames_in(dev, b, off, seg_size, now);
     if (type == WG_MSG_TRANSPORT)
         open_message(dev, b, msg, len, now);
@@ -1012,7 +1021,8 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, u
     uint32_t first_type = noise_message_type(pkt->in, pkt->len);
     struct index_entry *e;
 
-    if (seg_size >= pkt->len && first_type != WG_MSG_TRANSPORT && first_type != RELAY_FRAME_TYPE) {
+    if (seg_size >= pkt->len && first_type != WG_MSG_TRANSPORT && first_type != RELAY_FRAME_TYPE &&
+        first_type != RELAY_FRAME_DATA_TYPE) {
         lone_handshake(dev, pkt, now);
         return;
     }

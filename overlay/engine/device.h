@@ -157,8 +157,10 @@ struct peer_path {
     /* It takes relay frames (crypto/relay_frame.h) on the session whose
      * local index is frames_index: it said so (FEATURES) or sent one on
      * it. Per session, so that a restart into a version without them is
-     * never sent one (path_takes_frames). */
+     * never sent one (path_takes_frames). data_frames: it takes data
+     * frames too, on the same session (FEATURES, or it sent one). */
     bool frames_said;
+    bool data_frames;
     uint32_t frames_index;
 };
 
@@ -254,8 +256,10 @@ struct device_stats {
      * refused; messages forwarded for other peers (as a relay) and refused
      * (destination unknown or not directly reached). */
     uint64_t disco_bad, relay_forwarded, relay_refused;
-    /* Relay frames sealed (to relays, or forwarded as one) and opened. */
+    /* Relay frames sealed (to relays, or forwarded as one) and opened;
+     * the data frames among them. */
     uint64_t relay_frames_sent, relay_frames_received;
+    uint64_t relay_data_frames_sent, relay_data_frames_received;
     /* Disco messages sealed for and opened from peers, by type (enum
      * disco_type): what discovery costs, for the metrics. */
     uint64_t disco_visits;                /* peers whose disco deadline was looked at */
@@ -400,6 +404,9 @@ struct device {
     /* No relay frames: none said, sent or taken, as a version without
      * them ($DDPNET_RELAY_FRAMES=0; the daemon sets it). */
     bool relay_frames_off;
+    /* Frames, but no data frames said or sent (both types still taken),
+     * as a version before them ($DDPNET_RELAY_FRAMES=whole). */
+    bool data_frames_off;
 
     struct index_table indices;
     struct stage_store stage;             /* packets of peers waiting for a session */

@@ -15,7 +15,8 @@
 #     what iperf3 moves), full mesh within 10 s (plus the same load
 #     allowance), the all_reduce passes;
 #  5. iperf3 a -> b (3 s) direct and relayed, side by side; relayed, it
-#     travels in relay frames (node-c's ddpnet_relay_frames_total grows by
+#     travels in relay frames, data frames (node-c's
+#     ddpnet_relay_frames_total and ddpnet_relay_data_frames_total grow by
 #     at least a frame per 1500 bytes moved, both ways);
 #  6. node-c restarted as a version without relay frames
 #     (DDPNET_RELAY_FRAMES=0): a <-> b is relayed via c again, with RELAY
@@ -321,16 +322,17 @@ path_check() {
     RTT=$(echo "$got" | awk '{ print $3 }')
 }
 
-# relay_frames NODE: its ddpnet_relay_frames_total, "SENT RECEIVED", from
-# its metrics on its own loopback.
+# relay_frames NODE [data]: its ddpnet_relay_frames_total (with data:
+# ddpnet_relay_data_frames_total), "SENT RECEIVED", from its metrics on
+# its own loopback.
 MPORT=9586
 relay_frames() {
-    nx "$1" "$PY" - "http://127.0.0.1:$MPORT/metrics" <<'PYEOF'
+    nx "$1" "$PY" - "http://127.0.0.1:$MPORT/metrics" "ddpnet_relay_${2:+data_}frames_total{" <<'PYEOF'
 import sys, urllib.request
 text = urllib.request.urlopen(sys.argv[1], timeout=5).read().decode()
 v = {}
 for line in text.splitlines():
-    if line.startswith("ddpnet_relay_frames_total{"):
+    if line.startswith(sys.argv[2]):
         v["sent" if 'direction="sent"' in line else "received"] = int(line.rsplit(" ", 1)[1])
 print(v["sent"], v["received"])
 PYEOF
@@ -387,10 +389,12 @@ phase_symmetric() {
     path_check node-a node-b relay node-c
     FIG["rtt relay"]=$RTT
     path_check node-b node-a relay node-c
-    local f0 f1 fa0 fa1
+    local f0 f1 fa0 fa1 d0 d1
     f0=$(relay_frames node-c) || fail "node-c: no relay frame counts: $f0"
+    d0=$(relay_frames node-c data) || fail "node-c: no data frame counts: $d0"
     iperf_a_to_b
     f1=$(relay_frames node-c) || fail "node-c: no relay frame counts: $f1"
+    d1=$(relay_frames node-c data) || fail "node-c: no data frame counts: $d1"
     FIG["iperf relay"]="$IPERF_MBPS Mbit/s" FIG["c bytes relay"]="rx $C_RX tx $C_TX of $IPERF_BYTES"
     [ "$C_RX" -ge $(( IPERF_BYTES * 9 / 10 )) ] && [ "$C_TX" -ge $(( IPERF_BYTES * 9 / 10 )) ] ||
         fail "node-a -> node-b is not relayed via node-c: its port $P moved rx $C_RX, tx $C_TX bytes while iperf3 moved $IPERF_BYTES"
@@ -400,6 +404,10 @@ phase_symmetric() {
         fail "node-c relayed without frames: $sent sent, $received received for $IPERF_BYTES bytes"
     say "ok: in relay frames: node-c took $received and sent $sent"
     FIG["c frames"]="took $received, sent $sent"
+    sent=$(( ${d1% *} - ${d0% *} )) received=$(( ${d1#* } - ${d0#* } ))
+    [ "$sent" -ge $(( IPERF_BYTES / 1500 )) ] && [ "$received" -ge $(( IPERF_BYTES / 1500 )) ] ||
+        fail "node-c relayed the stream without data frames: $sent sent, $received received for $IPERF_BYTES bytes"
+    say "ok: in data frames: node-c took $received and sent $sent"
 
     step "symmetric NAT: node-c restarted as a version without relay frames"
     ddp_down node-c

@@ -1197,13 +1197,19 @@ static void test_relayed_receive_opened_as_a_batch(void **state)
     assert_true(nodes[1].dev.stats.dropped_replay >= replays + 8);
 }
 
+/* A relay frame of either type. */
+static bool is_frame(const uint8_t *data)
+{
+    return get_le32(data) == RELAY_FRAME_TYPE || get_le32(data) == RELAY_FRAME_DATA_TYPE;
+}
+
 /* The WireGuard message a relay was asked to forward in what it received
  * (relay_in, from `from`): a frame's, or a RELAY's (opened with the relay's
  * keys, m holding it). */
 static void forwarded_message(struct peer *from, struct wire_msg *relay_in, struct disco_msg *m,
                               const uint8_t **msg, uint32_t *len)
 {
-    if (get_le32(relay_in->data) == RELAY_FRAME_TYPE) {
+    if (is_frame(relay_in->data)) {
         struct relay_frame f;
         assert_int_equal(relay_frame_open(from->wg.current->recv_key, relay_in->data,
                                           relay_in->len, &f), 0);
@@ -1249,7 +1255,7 @@ static void relay_replays_inner_messages(bool frames)
     assert_int_equal(wire_tail - wire_head, 4);
     for (unsigned i = 0; i < 4; i++) {
         relay_in[i] = wire[(wire_head + i) % WIRE_MAX];
-        assert_int_equal(get_le32(relay_in[i].data) == RELAY_FRAME_TYPE, frames);
+        assert_int_equal(is_frame(relay_in[i].data), frames);
     }
     before = nodes[1].tun_packets;
     pump_gro(now);
@@ -1289,6 +1295,7 @@ static void test_relay_replaying_inner_messages_relayed(void **state)
  * transport messages n0 and n2 sent (a RELAY or RELAYED is one). */
 struct frame_counts {
     uint64_t sent[NODES_MAX], received[NODES_MAX], bad[NODES_MAX], relay_msgs, relayed_msgs;
+    uint64_t data_sent[NODES_MAX], data_received[NODES_MAX];
 };
 
 static void frame_counts(struct frame_counts *c)
@@ -1296,6 +1303,8 @@ static void frame_counts(struct frame_counts *c)
     for (unsigned i = 0; i < n_nodes; i++) {
         c->sent[i] = nodes[i].dev.stats.relay_frames_sent;
         c->received[i] = nodes[i].dev.stats.relay_frames_received;
+        c->data_sent[i] = nodes[i].dev.stats.relay_data_frames_sent;
+        c->data_received[i] = nodes[i].dev.stats.relay_data_frames_received;
         c->bad[i] = nodes[i].dev.stats.dropped_bad_packet;
     }
     c->relay_msgs = nodes[0].transports;
@@ -1312,16 +1321,20 @@ static void hop_carried(uint64_t frames, uint64_t transports, unsigned n, bool i
 }
 
 /* n0 -> n2 -> n1 with node `old` (NODES_MAX: none) as a version without
- * frames: 8 packets of a stream all arrive; frames go only between two
- * nodes that take them, RELAY and RELAYED where either does not, and the
- * old node is never sent a frame. */
-static void relay_between_versions(unsigned old)
+ * frames, or (whole) with frames but no data frames: 8 packets of a stream
+ * all arrive; frames go only between two nodes that take them, RELAY and
+ * RELAYED where either does not, data frames only between two nodes that
+ * take those, and the old node is never sent what it does not take (it
+ * would drop it as bad). */
+static void relay_between_versions(unsigned old, bool whole)
 {
     struct frame_counts a, b;
     unsigned before;
     uint64_t now;
 
-    if (old < NODES_MAX)
+    if (old < NODES_MAX && whole)
+        nodes[old].dev.data_frames_off = true;
+    else if (old < NODES_MAX)
         nodes[old].dev.relay_frames_off = true;
     now = relay_found();
     tick(now += SEC / 10);
@@ -1332,41 +1345,72 @@ static void relay_between_versions(unsigned old)
     pump_gro(now);
     assert_int_equal(nodes[1].tun_packets, before + 8);
     frame_counts(&b);
-    bool to_relay = old != 0 && old != 2, from_relay = old != 1 && old != 2;
+    bool old_at_0 = old == 0 || old == 2, old_at_1 = old == 1 || old == 2;
+    bool to_relay = whole || !old_at_0, from_relay = whole || !old_at_1;
     hop_carried(b.sent[0] - a.sent[0], b.relay_msgs - a.relay_msgs, 8, to_relay);
     hop_carried(b.sent[2] - a.sent[2], b.relayed_msgs - a.relayed_msgs, 8, from_relay);
     if (to_relay)
         assert_true(b.received[2] - a.received[2] >= 8);
     if (from_relay)
         assert_true(b.received[1] - a.received[1] >= 8);
+    /* The data messages went in data frames on each hop between two nodes
+     * that take them, and none on the others. */
+    if (old_at_0)
+        assert_int_equal(b.data_sent[0], a.data_sent[0]);
+    else
+        assert_true(b.data_sent[0] - a.data_sent[0] >= 8);
+    if (old_at_1)
+        assert_int_equal(b.data_sent[2], a.data_sent[2]);
+    else
+        assert_true(b.data_sent[2] - a.data_sent[2] >= 8);
     for (unsigned i = 0; i < n_nodes; i++)
         assert_int_equal(b.bad[i], a.bad[i]);
-    if (old < NODES_MAX)
+    if (old < NODES_MAX && whole)
+        assert_int_equal(nodes[old].dev.stats.relay_data_frames_received, 0);
+    else if (old < NODES_MAX)
         assert_int_equal(nodes[old].dev.stats.relay_frames_received, 0);
 }
 
 static void test_relay_frames_all_new(void **state)
 {
     (void)state;
-    relay_between_versions(NODES_MAX);
+    relay_between_versions(NODES_MAX, false);
 }
 
 static void test_relay_frames_old_source(void **state)
 {
     (void)state;
-    relay_between_versions(0);
+    relay_between_versions(0, false);
 }
 
 static void test_relay_frames_old_destination(void **state)
 {
     (void)state;
-    relay_between_versions(1);
+    relay_between_versions(1, false);
 }
 
 static void test_relay_frames_old_relay(void **state)
 {
     (void)state;
-    relay_between_versions(2);
+    relay_between_versions(2, false);
+}
+
+static void test_data_frames_old_source(void **state)
+{
+    (void)state;
+    relay_between_versions(0, true);
+}
+
+static void test_data_frames_old_destination(void **state)
+{
+    (void)state;
+    relay_between_versions(1, true);
+}
+
+static void test_data_frames_old_relay(void **state)
+{
+    (void)state;
+    relay_between_versions(2, true);
 }
 
 /* Runs the clock until n0's session with its relay n2 is a new one (a
@@ -1418,6 +1462,26 @@ static void test_relay_frames_per_session(void **state)
     hop_carried(b.sent[0] - a.sent[0], b.relay_msgs - a.relay_msgs, 4, false);
 }
 
+/* Data frames likewise: after the relay stops taking them (a restart
+ * into a version before them), the next session carries 0x44 frames, none
+ * dropped. */
+static void test_data_frames_per_session(void **state)
+{
+    (void)state;
+    uint64_t now = relay_found();
+    struct frame_counts a, b;
+
+    assert_true(peer_for(0, 2)->path.data_frames);
+    nodes[2].dev.data_frames_off = true;
+    now = rekey_with_relay(now);
+    assert_true(path_takes_frames(peer_for(0, 2)));
+    assert_false(peer_for(0, 2)->path.data_frames);
+    relay_four(now, &a, &b);
+    hop_carried(b.sent[0] - a.sent[0], b.relay_msgs - a.relay_msgs, 4, true);
+    assert_int_equal(b.data_sent[0], a.data_sent[0]);
+    assert_int_equal(b.bad[2], a.bad[2]);
+}
+
 /* Frames carry on across a rekey: the new session's FEATURES says so
  * again, and relayed packets after it go in frames. */
 static void test_relay_frames_after_rekey(void **state)
@@ -1446,7 +1510,7 @@ static void frame_on_wire(unsigned from, unsigned to, uint8_t kind, const uint8_
 
     assert_int_equal(transport_reserve(kp, 1, now, &counter), 0);
     relay_frame_fill(buf, msg, len, kind, key);
-    size_t n = relay_frame_seal(kp->send_key, kp->remote_index, counter, buf, len);
+    size_t n = relay_frame_seal(kp->send_key, kp->remote_index, counter, buf, len, false);
     assert_int_not_equal(n, 0);
     wire_put(from, &nodes[to].ep, buf, (uint32_t)n);
 }
@@ -1521,7 +1585,7 @@ static void test_relay_frames_hostile_member(void **state)
     app_send(0, 1, 300, now);
     assert_int_equal(wire_tail - wire_head, 1);
     frame = wire[wire_head % WIRE_MAX];
-    assert_int_equal(get_le32(frame.data), RELAY_FRAME_TYPE);
+    assert_int_equal(get_le32(frame.data), RELAY_FRAME_DATA_TYPE);
     pump(now);
     assert_int_equal(nodes[1].tun_packets, ++before1);
     forwarded = relay->stats.relay_forwarded;
@@ -1529,11 +1593,11 @@ static void test_relay_frames_hostile_member(void **state)
     wire[wire_tail++ % WIRE_MAX] = frame;
     pump(now);
     assert_int_equal(relay->stats.dropped_replay, replays + 1);
-    /* One bit of the enclosed message changed: not authentic, and no state
-     * moves (the member's bytes received stay as they were). */
+    /* One bit of the enclosed message's header changed: not authentic,
+     * and no state moves (the member's bytes received stay as they were). */
     bad = relay->stats.dropped_bad_packet;
     rx = member->live.rx_bytes;
-    frame.data[WG_TRANSPORT_HEADER_LEN + 20] ^= 0x10;
+    frame.data[WG_TRANSPORT_HEADER_LEN + 4] ^= 0x10;
     wire[wire_tail++ % WIRE_MAX] = frame;
     pump(now);
     assert_int_equal(relay->stats.dropped_bad_packet, bad + 1);
@@ -1563,6 +1627,41 @@ static void test_relay_frames_hostile_member(void **state)
     assert_int_equal(nodes[2].tun_packets, before2);
 }
 
+/* A data frame whose enclosed ciphertext was altered on the way to the
+ * relay (which its tag does not cover): the relay forwards it, once, and
+ * the destination drops it as it would from anyone: nothing reaches a
+ * ddp0, and neither peer's state moves for it. */
+static void test_data_frame_altered_ciphertext(void **state)
+{
+    (void)state;
+    uint64_t now = relay_found();
+    struct device *relay = &nodes[2].dev, *dest = &nodes[1].dev;
+    struct peer *src_at_dest = peer_for(1, 0);
+    struct wire_msg frame;
+    unsigned before1 = nodes[1].tun_packets;
+    uint64_t forwarded = relay->stats.relay_forwarded, bad = dest->stats.dropped_bad_packet;
+    uint64_t rx = src_at_dest->live.rx_bytes;
+
+    tick(now += SEC / 10);
+    app_send(0, 1, 300, now);
+    assert_int_equal(wire_tail - wire_head, 1);
+    assert_int_equal(get_le32(wire[wire_head % WIRE_MAX].data), RELAY_FRAME_DATA_TYPE);
+    wire[wire_head % WIRE_MAX].data[WG_TRANSPORT_HEADER_LEN * 2 + 40] ^= 0x01;
+    frame = wire[wire_head % WIRE_MAX];
+    pump(now);
+    assert_int_equal(relay->stats.relay_forwarded, forwarded + 1);
+    assert_int_equal(dest->stats.dropped_bad_packet, bad + 1);
+    assert_int_equal(nodes[1].tun_packets, before1);
+    assert_int_equal(src_at_dest->live.rx_bytes, rx);
+    /* The same frame again is a replay at the relay: not forwarded twice. */
+    wire[wire_tail++ % WIRE_MAX] = frame;
+    pump(now);
+    assert_int_equal(relay->stats.relay_forwarded, forwarded + 1);
+    /* The stream goes on. */
+    app_send(0, 1, 300, now);
+    pump(now);
+    assert_int_equal(nodes[1].tun_packets, before1 + 1);
+}
 
 /* --- hostname endpoints, resolved off the loop ----------------------------------- */
 
@@ -2587,9 +2686,14 @@ int main(void)
         T3(test_relay_frames_old_source),
         T3(test_relay_frames_old_destination),
         T3(test_relay_frames_old_relay),
+        T3(test_data_frames_old_source),
+        T3(test_data_frames_old_destination),
+        T3(test_data_frames_old_relay),
         T3(test_relay_frames_per_session),
+        T3(test_data_frames_per_session),
         T3(test_relay_frames_after_rekey),
         T3(test_relay_frames_hostile_member),
+        T3(test_data_frame_altered_ciphertext),
         T3(test_frames_wait_for_opens_not_seals),
         /* the checks that must not go missing (tests/mutants.sh) */
         T3(test_inner_source_must_be_the_peers),

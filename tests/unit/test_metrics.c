@@ -157,7 +157,7 @@ static void test_families_grouped(void **state)
         assert_int_equal(len, strlen(current));
         assert_memory_equal(line, current, len);
     }
-    assert_int_equal(n_seen, 18);   /* without a loop: no buffer counts */
+    assert_int_equal(n_seen, 19);   /* without a loop: no buffer counts */
     free(text);
 }
 
@@ -198,6 +198,8 @@ static void test_drops_and_device(void **state)
     f->dev.stats.disco_received[DISCO_FEATURES] = 4;
     f->dev.stats.relay_frames_sent = 12;
     f->dev.stats.relay_frames_received = 13;
+    f->dev.stats.relay_data_frames_sent = 10;
+    f->dev.stats.relay_data_frames_received = 11;
     text = format(f);
 
     expect_line(text, "# TYPE ddpnet_packets_dropped_total counter");
@@ -228,6 +230,9 @@ static void test_drops_and_device(void **state)
     expect_line(text, "# TYPE ddpnet_relay_frames_total counter");
     expect_line(text, "ddpnet_relay_frames_total{interface=\"ddp0\",direction=\"sent\"} 12");
     expect_line(text, "ddpnet_relay_frames_total{interface=\"ddp0\",direction=\"received\"} 13");
+    expect_line(text, "# TYPE ddpnet_relay_data_frames_total counter");
+    expect_line(text, "ddpnet_relay_data_frames_total{interface=\"ddp0\",direction=\"sent\"} 10");
+    expect_line(text, "ddpnet_relay_data_frames_total{interface=\"ddp0\",direction=\"received\"} 11");
     /* No loop (a test's device): no buffer counts rather than made-up ones. */
     assert_null(strstr(text, "ddpnet_buffers_in_use{"));
     free(text);

@@ -325,7 +325,10 @@ void discovery_send_features(struct peer *x, uint64_t now)
     struct disco_msg *m = dev->disco.out_msg;
 
     m->type = DISCO_FEATURES;
-    m->features = DISCO_FEAT_RECORD | (dev->relay_frames_off ? 0 : DISCO_FEAT_RELAY_FRAMES);
+    m->features = DISCO_FEAT_RECORD;
+    if (!dev->relay_frames_off)
+        m->features |= DISCO_FEAT_RELAY_FRAMES |
+                       (dev->data_frames_off ? 0 : DISCO_FEAT_DATA_FRAMES);
     discovery_send(x, m, NULL, now);
 }
 

@@ -187,9 +187,11 @@ static void on_features(struct peer *p, uint32_t features, uint64_t now)
     if (!p->wg.current)
         return;
     if (features & DISCO_FEAT_RELAY_FRAMES)
-        path_frames_said(p, p->wg.current->local_index);
+        path_frames_said(p, p->wg.current->local_index, features & DISCO_FEAT_DATA_FRAMES);
     else
         p->path.frames_said = false;
+    if (!(features & DISCO_FEAT_DATA_FRAMES))
+        p->path.data_frames = false;
     /* A daemon that states no record: etcd's word is taken for its own, as
      * every daemon did before RECORD. */
     if (!(features & DISCO_FEAT_RECORD) && p->disco.record_said != PEER_RECORD_OLDER) {

@@ -9,8 +9,12 @@
  * authenticated. The relay checks the frame, that the destination is a
  * cluster member it reaches directly, and sends the same bytes on in a
  * frame on its session with the destination (kind "from", the source's
- * key): one open and one seal per message, each a Poly1305 pass and two
- * ChaCha20 blocks, and it never sees the inner plaintext. Frames go only
+ * key): one open and one seal per message, and it never sees the inner
+ * plaintext. A data message goes in a data frame, whose tag leaves out
+ * the ciphertext its own tag covers: two ChaCha20 blocks and 97 bytes of
+ * Poly1305 per open or seal, whatever the message's size (other
+ * messages, or a peer that takes no data frames: a Poly1305 pass over the
+ * frame). Frames go only
  * to a peer that said, on the session in use, that it takes them
  * (FEATURES, disco_recv.c); to and from one that did not (a version before
  * frames, or DDPNET_RELAY_FRAMES=0), the message travels as before: the
@@ -329,10 +333,20 @@ bool path_takes_frames(const struct peer *p)
            p->wg.current->local_index == p->path.frames_index;
 }
 
-void path_frames_said(struct peer *p, uint32_t index)
+void path_frames_said(struct peer *p, uint32_t index, bool data)
 {
+    if (!p->path.frames_said || p->path.frames_index != index)
+        p->path.data_frames = false;
     p->path.frames_said = true;
     p->path.frames_index = index;
+    if (data)
+        p->path.data_frames = true;
+}
+
+/* Whether p's frames may be data frames (on the session that takes frames). */
+static bool path_takes_data_frames(const struct peer *p)
+{
+    return p->path.data_frames && !p->dev->data_frames_off;
 }
 
 /* Fills out with frames of pkt's messages from segment i on, to a relay
@@ -360,21 +374,25 @@ static unsigned frame_segments(const uint8_t key[WG_KEY_LEN], struct pkt *pkt, u
 
 /* Seals the frames in out (seg_len: each one's enclosed length) on q's
  * current session, as one batch, and sends them; takes out. On the loop's
- * thread: a frame's crypto is a Poly1305 pass and two ChaCha20 blocks. */
+ * thread: a frame's crypto is two ChaCha20 blocks and Poly1305 over 97
+ * bytes (a data frame) or the whole frame. */
 static void send_frames(struct peer *q, struct pkt *out, uint64_t now)
 {
     struct noise_keypair *kp = q->wg.current;
     unsigned last = out->nseg - 1u;
     uint64_t first;
+    int n_data = -1;
 
     if (!path_relay_ready(q, now) || !kp || transport_reserve(kp, out->nseg, now, &first) ||
-        relay_frame_seal_batch(kp->send_key, kp->remote_index, first, out->area, out->stride,
-                               out->seg_len, out->nseg)) {
+        (n_data = relay_frame_seal_batch(kp->send_key, kp->remote_index, first, out->area,
+                                         out->stride, out->seg_len, out->nseg,
+                                         path_takes_data_frames(q))) < 0) {
         loop_pkt_put(q->dev->loop, out);
         return;
     }
     out->len = (uint32_t)relay_frame_len(out->seg_len[last]);
     q->dev->stats.relay_frames_sent += out->nseg;
+    q->dev->stats.relay_data_frames_sent += (unsigned)n_data;
     q->dev->disco.core->sent(q, (uint64_t)last * out->stride + out->len, true, now);
     loop_send(q->dev->loop, out, &q->path.endpoint);
 }

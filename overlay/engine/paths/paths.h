@@ -121,9 +121,11 @@ void path_use_direct(struct peer *p, const union endpoint *ep, uint64_t now);
 void path_use_relay(struct peer *p, struct peer *r, uint64_t now);
 /* Whether p takes relay frames on its current session (it said so on
  * it), and what says so: FEATURES with the flag, or a frame, that came on
- * p's session with local index `index`. */
+ * p's session with local index `index`. data: it takes data frames too
+ * (FEATURES with that flag, or a data frame); FEATURES without it say it
+ * does not, a 0x44 frame says nothing of them. */
 bool path_takes_frames(const struct peer *p);
-void path_frames_said(struct peer *p, uint32_t index);
+void path_frames_said(struct peer *p, uint32_t index, bool data);
 /* As a relay: forwards msg[0..len), a WireGuard message from `from`, to
  * `to` in a frame, or as RELAYED (gathered per destination; sent by
  * path_flush). The caller has checked that it is one (disco_enclosed_ok:
