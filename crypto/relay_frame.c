@@ -106,8 +106,8 @@ int relay_frame_seal_batch(const uint8_t key[WG_KEY_LEN], uint32_t remote_index,
             if (is_data[j])
                 memcpy(area + (size_t)(at + j) * stride + WG_TRANSPORT_HEADER_LEN + msg_lens[at + j],
                        cov[j].b + COVERED_SEALED, RELAY_FRAME_SEALED_LEN + WG_AEAD_TAG_LEN);
+        sodium_memzero(cov, k * sizeof(cov[0]));
     }
-    sodium_memzero(cov, sizeof(cov));
     return n_data;
 }
 
@@ -159,8 +159,8 @@ void relay_frame_open_batch(const uint8_t key[WG_KEY_LEN], struct relay_frame *f
             memcpy(f->peer, sealed + 1, WG_KEY_LEN);
             f->msg = f->buf + WG_TRANSPORT_HEADER_LEN;
         }
+        sodium_memzero(cov, m * sizeof(cov[0]));
     }
-    sodium_memzero(cov, sizeof(cov));
 }
 
 int relay_frame_open(const uint8_t key[WG_KEY_LEN], uint8_t *buf, size_t len,
