@@ -210,7 +210,7 @@ static int openssl_open(uint8_t *dst, const uint8_t *src, size_t len,
         return ret;
     if (!stream_start(block0, nonce, key) || !mac_tag(tag, block0, ad, adlen, src, len))
         ret = -EIO;
-    else if (sodium_memcmp(tag, src + len, WG_AEAD_TAG_LEN) != 0)
+    else if (crypto_verify_16(tag, src + len) != 0)
         ret = -EBADMSG;
     else if (!stream_xor(dst, src, len))   /* only now, from block 1 on */
         ret = -EIO;
