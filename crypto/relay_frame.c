@@ -102,10 +102,12 @@ int relay_frame_seal_batch(const uint8_t key[WG_KEY_LEN], uint32_t remote_index,
                                   : part_of(buf, len, first + at + j);
         }
         aead_seal_part_batch(parts, k, key);
-        for (unsigned j = 0; j < k; j++)
+        for (unsigned j = 0; j < k; j++) {
+            uint8_t *sealed = area + (size_t)(at + j) * stride + WG_TRANSPORT_HEADER_LEN +
+                              msg_lens[at + j];
             if (is_data[j])
-                memcpy(area + (size_t)(at + j) * stride + WG_TRANSPORT_HEADER_LEN + msg_lens[at + j],
-                       cov[j].b + COVERED_SEALED, RELAY_FRAME_SEALED_LEN + WG_AEAD_TAG_LEN);
+                memcpy(sealed, cov[j].b + COVERED_SEALED, RELAY_FRAME_SEALED_LEN + WG_AEAD_TAG_LEN);
+        }
         sodium_memzero(cov, k * sizeof(cov[0]));
     }
     return n_data;
@@ -116,7 +118,8 @@ size_t relay_frame_seal(const uint8_t key[WG_KEY_LEN], uint32_t remote_index, ui
 {
     uint16_t len = (uint16_t)n;
 
-    if (n > UINT16_MAX || relay_frame_seal_batch(key, remote_index, counter, buf, 0, &len, 1, data) < 0)
+    if (n > UINT16_MAX ||
+        relay_frame_seal_batch(key, remote_index, counter, buf, 0, &len, 1, data) < 0)
         return 0;
     return relay_frame_len(n);
 }
