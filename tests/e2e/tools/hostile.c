@@ -66,7 +66,9 @@
  * With each victim it does a WireGuard handshake as initiator (again
  * every second until it is answered, and again when the victim has been
  * silent for 20 s: it may have restarted), and answers an initiation
- * from a victim as responder. It answers every disco PING with a PONG
+ * from a victim as responder, sealing nothing on that session until the
+ * victim sent on it (WireGuard's rule: what came before the victim took
+ * the response would be dropped, and counted as sent here). It answers every disco PING with a PONG
  * (so that it looks alive to its victims) and sends a keepalive when it
  * has sent a victim nothing for 10 s.
  *
@@ -110,7 +112,7 @@
 #define MAX_ABOUT     16u
 #define MAX_STATEMENTS 8u
 #define STATEMENT_MAX DISCO_CERT_MAX
-#define KEYPAIRS      3u              /* kept per victim: the newest sends */
+#define KEYPAIRS      3u              /* kept per victim: the newest confirmed sends */
 #define BUF_LEN       16384u
 #define RETRY_NS      (1u * WG_NSEC_PER_SEC)
 #define SILENT_NS     (20u * WG_NSEC_PER_SEC)
@@ -136,6 +138,10 @@ struct victim {
     struct cookie_maker maker;
     struct noise_keypair kp[KEYPAIRS];
     bool kp_valid[KEYPAIRS];
+    /* Ours as initiator, or the victim sent on it: as WireGuard's
+     * responder, nothing is sealed on a keypair before that (the victim
+     * may not have its response yet, and would drop what came first). */
+    bool kp_confirmed[KEYPAIRS];
     unsigned kp_newest;
     bool session;
     uint64_t last_init_ns, last_rx_ns, last_tx_ns;
@@ -318,7 +324,8 @@ static bool send_to(const uint8_t *msg, size_t len, const struct sockaddr_storag
     return true;
 }
 
-static void install_keypair(struct victim *v, const struct noise_keypair *kp, uint64_t now)
+static void install_keypair(struct victim *v, const struct noise_keypair *kp, bool confirmed,
+                            uint64_t now)
 {
     unsigned at = (v->kp_newest + 1u) % KEYPAIRS;
 
@@ -326,22 +333,34 @@ static void install_keypair(struct victim *v, const struct noise_keypair *kp, ui
         transport_keypair_clear(&v->kp[at]);
     v->kp[at] = *kp;
     v->kp_valid[at] = true;
+    v->kp_confirmed[at] = confirmed;
     v->kp_newest = at;
     v->session = true;
     v->last_rx_ns = now;
 }
 
+/* The keypair to seal on: the newest confirmed one, or NULL. */
+static struct noise_keypair *sending_keypair(struct victim *v)
+{
+    for (unsigned back = 0; v->session && back < KEYPAIRS; back++) {
+        unsigned k = (v->kp_newest + KEYPAIRS - back) % KEYPAIRS;
+        if (v->kp_valid[k] && v->kp_confirmed[k])
+            return &v->kp[k];
+    }
+    return NULL;
+}
+
 /* Seals the inner packet at g.buf + WG_TRANSPORT_HEADER_LEN (plain_len
- * bytes; 0 for a keepalive) with the victim's newest keypair and sends it
- * to `to` (the victim's endpoint when NULL). Returns the bytes sent, 0
+ * bytes; 0 for a keepalive) with the victim's sending keypair and sends
+ * it to `to` (the victim's endpoint when NULL). Returns the bytes sent, 0
  * when nothing went. */
 static size_t seal_send(struct victim *v, size_t plain_len, const struct sockaddr_storage *to,
                         socklen_t to_len, uint64_t now)
 {
     struct transport_packet tp = { .buf = g.buf, .cap = sizeof(g.buf), .len = plain_len };
+    struct noise_keypair *kp = sending_keypair(v);
 
-    if (!v->session || !v->kp_valid[v->kp_newest] ||
-        transport_seal(&v->kp[v->kp_newest], &tp, now))
+    if (!kp || transport_seal(kp, &tp, now))
         return 0;
     if (!to) {
         to = &v->ep;
@@ -409,9 +428,9 @@ static size_t wrap_msg(const struct victim *v)
 static size_t seal_spoofed(struct victim *v, size_t plain_len, uint64_t now)
 {
     struct transport_packet tp = { .buf = g.buf, .cap = sizeof(g.buf), .len = plain_len };
+    struct noise_keypair *kp = sending_keypair(v);
 
-    if (!v->session || !v->kp_valid[v->kp_newest] ||
-        transport_seal(&v->kp[v->kp_newest], &tp, now) || !send_spoofed(g.buf, tp.len, &v->ep))
+    if (!kp || transport_seal(kp, &tp, now) || !send_spoofed(g.buf, tp.len, &v->ep))
         return 0;
     return tp.len;
 }
@@ -707,7 +726,7 @@ static void on_initiation(uint8_t *msg, size_t len, const struct sockaddr_storag
         return;
     }
     cookie_add_macs(&v->maker, resp, sizeof(resp), now);
-    install_keypair(v, &kp, now);
+    install_keypair(v, &kp, false, now);
     sodium_memzero(&kp, sizeof(kp));
     if (send_to(resp, sizeof(resp), src, src_len)) {
         g.handshake_bytes += sizeof(resp);
@@ -724,7 +743,7 @@ static void on_response(uint8_t *msg, size_t len, uint64_t now)
     if (noise_consume_response(g.local, msg, len, &lookup, &hs) || !(v = victim_of(hs)) ||
         noise_begin_session(hs, &kp, now))
         return;
-    install_keypair(v, &kp, now);
+    install_keypair(v, &kp, true, now);
     sodium_memzero(&kp, sizeof(kp));
     /* Confirms the session to the responder. */
     send_keepalive(v, now);
@@ -759,16 +778,19 @@ static void on_transport(uint8_t *msg, size_t len, const struct sockaddr_storage
     const uint8_t *isrc, *idst, *payload;
     size_t plen;
     int family;
+    unsigned at = 0;
 
     for (unsigned i = 0; i < g.n_victims && !kp; i++)
         for (unsigned k = 0; k < KEYPAIRS; k++)
             if (g.victims[i].kp_valid[k] && g.victims[i].kp[k].local_index == receiver) {
                 v = &g.victims[i];
                 kp = &v->kp[k];
+                at = k;
                 break;
             }
     if (!kp || transport_open(kp, &tp, now))
         return;
+    v->kp_confirmed[at] = true;
     v->rx++;
     v->last_rx_ns = now;
     if (tp.len == 0)
