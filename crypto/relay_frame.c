@@ -138,7 +138,7 @@ void relay_frame_open_batch(const uint8_t key[WG_KEY_LEN], struct relay_frame *f
             uint32_t type = f->len >= 4 ? get_le32(f->buf) : 0;
             f->status = -EBADMSG;
             if (f->len <= RELAY_FRAME_OVERHEAD || f->len > RELAY_FRAME_MAX_LEN ||
-                (type != RELAY_FRAME_TYPE && type != RELAY_FRAME_DATA_TYPE))
+                !relay_frame_type(type))
                 continue;
             f->data = type == RELAY_FRAME_DATA_TYPE;
             f->counter = get_le64(f->buf + COUNTER_OFFSET);

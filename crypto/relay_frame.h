@@ -75,6 +75,12 @@
 #define RELAY_FRAME_OVERHEAD  (WG_TRANSPORT_HEADER_LEN + RELAY_FRAME_SEALED_LEN + WG_AEAD_TAG_LEN)
 #define RELAY_FRAME_MAX_LEN   65535u
 
+/* Whether a message of this type is a relay frame, of either type. */
+static inline bool relay_frame_type(uint32_t type)
+{
+    return type == RELAY_FRAME_TYPE || type == RELAY_FRAME_DATA_TYPE;
+}
+
 /* The frame's length for an enclosed message of n bytes. */
 static inline size_t relay_frame_len(size_t n)
 {

@@ -803,7 +803,7 @@ static void frame_in(struct device *dev, struct rx_batch *b, struct peer *p,
  * which drops them as messages of an unknown type. */
 static bool frame_type_taken(const struct device *dev, uint32_t type)
 {
-    return type == RELAY_FRAME_TYPE || (type == RELAY_FRAME_DATA_TYPE && !dev->data_frames_off);
+    return relay_frame_type(type) && !(type == RELAY_FRAME_DATA_TYPE && dev->data_frames_off);
 }
 
 /* The frames of a receive from `off` on that go to one keypair, opened as
@@ -1021,8 +1021,7 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, u
     uint32_t first_type = noise_message_type(pkt->in, pkt->len);
     struct index_entry *e;
 
-    if (seg_size >= pkt->len && first_type != WG_MSG_TRANSPORT && first_type != RELAY_FRAME_TYPE &&
-        first_type != RELAY_FRAME_DATA_TYPE) {
+    if (seg_size >= pkt->len && first_type != WG_MSG_TRANSPORT && !relay_frame_type(first_type)) {
         lone_handshake(dev, pkt, now);
         return;
     }

@@ -1197,19 +1197,13 @@ static void test_relayed_receive_opened_as_a_batch(void **state)
     assert_true(nodes[1].dev.stats.dropped_replay >= replays + 8);
 }
 
-/* A relay frame of either type. */
-static bool is_frame(const uint8_t *data)
-{
-    return get_le32(data) == RELAY_FRAME_TYPE || get_le32(data) == RELAY_FRAME_DATA_TYPE;
-}
-
 /* The WireGuard message a relay was asked to forward in what it received
  * (relay_in, from `from`): a frame's, or a RELAY's (opened with the relay's
  * keys, m holding it). */
 static void forwarded_message(struct peer *from, struct wire_msg *relay_in, struct disco_msg *m,
                               const uint8_t **msg, uint32_t *len)
 {
-    if (is_frame(relay_in->data)) {
+    if (relay_frame_type(get_le32(relay_in->data))) {
         struct relay_frame f;
         assert_int_equal(relay_frame_open(from->wg.current->recv_key, relay_in->data,
                                           relay_in->len, &f), 0);
@@ -1255,7 +1249,7 @@ static void relay_replays_inner_messages(bool frames)
     assert_int_equal(wire_tail - wire_head, 4);
     for (unsigned i = 0; i < 4; i++) {
         relay_in[i] = wire[(wire_head + i) % WIRE_MAX];
-        assert_int_equal(is_frame(relay_in[i].data), frames);
+        assert_int_equal(relay_frame_type(get_le32(relay_in[i].data)), frames);
     }
     before = nodes[1].tun_packets;
     pump_gro(now);
