@@ -116,8 +116,8 @@ bench_contenders() {
     # BENCH_BUSY_POLL="always 0 ...": ddpnet again with each busy-poll
     # value, as contenders ddpnet-bp-VALUE (the default's cost and gain).
     for item in ${BENCH_BUSY_POLL:-}; do
-        case "$item" in always|[0-9]|[0-9][0-9]|[0-9][0-9][0-9]|[0-9][0-9][0-9][0-9]|10000) ;;
-        *) usage_error "BENCH_BUSY_POLL: '$item' is not always or 0..10000" ;; esac
+        case "$item" in always|[0-9]|[0-9][0-9]|[0-9][0-9][0-9]|[0-9][0-9][0-9][0-9]|[1-5][0-9][0-9][0-9][0-9]|60000) ;;
+        *) usage_error "BENCH_BUSY_POLL: '$item' is not always or 0..60000" ;; esac
         C_NAME+=("ddpnet-bp-$item") C_KIND+=(ddpnet) C_BIN+=("busy-poll=$item")
     done
     # BENCH_DDPNET_VARIANTS="NAME:VAR=VALUE,... ...": ddpnet again with

@@ -35,11 +35,13 @@
 #define CLUSTER_PORT_MAX      65535u
 #define CLUSTER_KEEPALIVE_MAX 65535u   /* seconds; 0 means off */
 /* busy-poll: microseconds a daemon keeps polling after a packet that ends
- * an idle spell, instead of sleeping (overlay/loop/busy_poll.h); 0 is off.
- * `busy-poll = always` (CLUSTER_BUSY_POLL_ALWAYS, above any count): the
- * daemon never sleeps, a core's worth of CPU for the shortest round trip. */
-#define CLUSTER_BUSY_POLL_DEFAULT 300u
-#define CLUSTER_BUSY_POLL_MAX     10000u
+ * an idle spell, instead of sleeping, while nothing else wants its CPU
+ * (overlay/loop/busy_poll.h); 0 is off. The default outlasts the gaps of
+ * an exchange at 50 Hz or more. `busy-poll = always`
+ * (CLUSTER_BUSY_POLL_ALWAYS, above any count): the daemon never sleeps, a
+ * core's worth of CPU for the shortest round trip. */
+#define CLUSTER_BUSY_POLL_DEFAULT 20000u
+#define CLUSTER_BUSY_POLL_MAX     60000u
 #define CLUSTER_BUSY_POLL_ALWAYS  65535u
 
 /* An IPv4 (first 4 bytes used) or IPv6 address; family is AF_INET or

@@ -22,6 +22,8 @@ void busy_poll_packet(struct busy_poll *bp, uint64_t now)
         return;
     if (after_idle) {
         bp->packets = 1;
+        bp->opened = now;
+        bp->others_ns = 0;
         bp->until = now + bp->window_ns;
     } else if (now < bp->until) {
         /* A bulk flow: stop until the next idle spell. */
@@ -32,6 +34,15 @@ void busy_poll_packet(struct busy_poll *bp, uint64_t now)
 void busy_poll_unawaited(struct busy_poll *bp)
 {
     if (bp->packets == 1)
+        bp->until = 0;
+}
+
+void busy_poll_yielded(struct busy_poll *bp, uint64_t now, uint64_t took_ns)
+{
+    if (bp->always || took_ns <= BUSY_POLL_SWITCH_NS)
+        return;
+    bp->others_ns += took_ns;
+    if (bp->others_ns > BUSY_POLL_WANTED_NS + (now - bp->opened) / 2)
         bp->until = 0;
 }
 

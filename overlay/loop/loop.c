@@ -529,13 +529,18 @@ static uint64_t run_timers(struct loop *l, uint64_t now)
 }
 
 /* Submits, then takes what is done without sleeping (busy_poll.h); an
- * empty poll yields the CPU to whoever we are waiting for. */
+ * empty poll yields the CPU to whoever we are waiting for, and a yield
+ * that lasts says the CPU is wanted. */
 static int poll_ring(struct loop *l)
 {
     int ret = io_uring_submit_and_get_events(&l->ring);
 
-    if (ret >= 0 && !io_uring_cq_ready(&l->ring))
+    if (ret >= 0 && !io_uring_cq_ready(&l->ring)) {
+        uint64_t before = clock_now_ns(), after;
         sched_yield();
+        after = clock_now_ns();
+        busy_poll_yielded(&l->busy, after, after - before);
+    }
     return ret;
 }
 

@@ -2,7 +2,7 @@
 /* Tests of busy polling's window (overlay/loop/busy_poll.c) on a fake clock:
  * off, opened by a packet after an idle spell, extended by the answer,
  * closed by time, never opened inside a flow, and given up for a bulk
- * flow until the next idle spell. */
+ * flow or for others who want the CPU, until the next idle spell. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "config/cluster.h"
 #include "overlay/loop/busy_poll.h"
 
 #define US 1000ull
@@ -118,10 +119,72 @@ static void test_largest_window(void **state)
     struct busy_poll bp;
     (void)state;
 
-    busy_poll_init(&bp, 10000);                   /* CLUSTER_BUSY_POLL_MAX */
+    busy_poll_init(&bp, 60000);                   /* CLUSTER_BUSY_POLL_MAX */
     busy_poll_packet(&bp, T0);
-    assert_true(busy_poll_active(&bp, T0 + 9999 * US));
-    assert_false(busy_poll_active(&bp, T0 + 10 * MS));
+    assert_true(busy_poll_active(&bp, T0 + 59999 * US));
+    assert_false(busy_poll_active(&bp, T0 + 60 * MS));
+}
+
+/* The default window spans echoes 10 ms apart (the round trips `make
+ * bench` times): each opens it again after its idle spell, so the loop
+ * polls from one to the next. */
+static void test_default_window_spans_echoes(void **state)
+{
+    struct busy_poll bp;
+    (void)state;
+
+    busy_poll_init(&bp, CLUSTER_BUSY_POLL_DEFAULT);
+    for (uint64_t t = T0; t < T0 + 200 * MS; t += 10 * MS) {
+        busy_poll_packet(&bp, t);                 /* the request */
+        busy_poll_packet(&bp, t + 100 * US);      /* its answer */
+        assert_true(busy_poll_active(&bp, t + 10 * MS));
+    }
+}
+
+/* Others' time on the loop's CPU (yields longer than a switch) closes the
+ * window once it passes BUSY_POLL_WANTED_NS plus half the window's age:
+ * the CPU is wanted, the loop sleeps. Short yields (nobody else ran) never
+ * count, and the next idle spell's first packet opens a new window. */
+static void test_wanted_cpu_closes_window(void **state)
+{
+    struct busy_poll bp;
+    uint64_t t = T0;
+    (void)state;
+
+    busy_poll_init(&bp, 20000);
+    busy_poll_packet(&bp, t);
+    for (unsigned i = 0; i < 1000; i++)           /* nobody else: 1000 short yields */
+        busy_poll_yielded(&bp, t += BUSY_POLL_SWITCH_NS, BUSY_POLL_SWITCH_NS);
+    assert_true(busy_poll_active(&bp, t));
+    /* Someone has 30% of the time: polling goes on to the window's end. */
+    for (unsigned i = 0; i < 90; i++)
+        busy_poll_yielded(&bp, t += 100 * US, 30 * US);
+    assert_true(busy_poll_active(&bp, t));
+    /* In a new window someone has 70%: it closes within a millisecond. */
+    uint64_t opened = t += 2 * BUSY_POLL_IDLE_NS;
+    busy_poll_packet(&bp, t);
+    while (busy_poll_active(&bp, t) && t < opened + 20 * MS)
+        busy_poll_yielded(&bp, t += 100 * US, 70 * US);
+    assert_false(busy_poll_active(&bp, t));
+    assert_true(t < opened + MS);
+    assert_true(busy_poll_window_end(&bp) <= t);
+    /* A packet right after (no idle spell) does not reopen it... */
+    busy_poll_packet(&bp, t + 100 * US);
+    assert_false(busy_poll_active(&bp, t + 101 * US));
+    /* ...the first after an idle spell does, with others' time at 0. */
+    t += 10 * MS;
+    busy_poll_packet(&bp, t);
+    assert_true(busy_poll_active(&bp, t + 1));
+    busy_poll_yielded(&bp, t + BUSY_POLL_WANTED_NS, BUSY_POLL_WANTED_NS);
+    assert_true(busy_poll_active(&bp, t + BUSY_POLL_WANTED_NS));
+    /* One long run of someone else right after it opened closes it. */
+    busy_poll_yielded(&bp, t + 2 * BUSY_POLL_WANTED_NS, 2 * BUSY_POLL_WANTED_NS);
+    assert_false(busy_poll_active(&bp, t + 2 * BUSY_POLL_WANTED_NS));
+    /* Under always nothing closes: the daemon never sleeps. */
+    busy_poll_init(&bp, BUSY_POLL_ALWAYS);
+    busy_poll_packet(&bp, T0);
+    busy_poll_yielded(&bp, T0 + 100 * MS, 100 * MS);
+    assert_true(busy_poll_active(&bp, T0 + 100 * MS));
 }
 
 /* busy-poll = always: polls before any packet, through a bulk flow, after
@@ -208,6 +271,8 @@ int main(void)
         cmocka_unit_test(test_window_closes_and_reopens_after_idle),
         cmocka_unit_test(test_bulk_flow_stops_polling),
         cmocka_unit_test(test_largest_window),
+        cmocka_unit_test(test_default_window_spans_echoes),
+        cmocka_unit_test(test_wanted_cpu_closes_window),
         cmocka_unit_test(test_always_polls),
         cmocka_unit_test(test_window_end_agrees_with_active),
         cmocka_unit_test(test_always_keeps_windows_for_readers),
