@@ -209,6 +209,10 @@ static bool no_member_at(const struct device *dev, const struct inner *in)
            !cluster_addr_is_broadcast(&a, dev->cluster.prefix);
 }
 
+/* A packet read from ddp0 that goes to no peer (dropped, or answered here
+ * with an ICMP error) has no answer to wait for on the network: the
+ * busy-poll window it opened closes (loop_packet_unawaited), so that the
+ * kernel's own multicast and the like keep an idle daemon asleep. */
 void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
 {
     const uint8_t *ip = pkt->in + OFFLOAD_VNET_HDR_LEN;
@@ -219,10 +223,12 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
 
     if (pkt->len < OFFLOAD_VNET_HDR_LEN || vnet_hdr_parse(pkt->in, pkt->len, &h) ||
         !parse_inner(ip, len, &in) || is_disco(ip, &in)) {
+        loop_packet_unawaited(dev->loop);
         loop_pkt_put(dev->loop, pkt);
         return;
     }
     if (!(p = device_peer_by_address(dev, in.family, in.dst))) {
+        loop_packet_unawaited(dev->loop);
         /* No member there (any more: a reload removed it): the sender
          * learns at once, as from a member that does not answer. */
         if (no_member_at(dev, &in)) {
@@ -235,12 +241,14 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
     }
     dev->stats.tun_reads++;
     if (p->wg.no_answer && !datapath_ready(p, now)) {
+        loop_packet_unawaited(dev->loop);
         handshake_send_initiation(p, false, now);   /* paced: it may be back */
         dev->stats.refused_unreachable++;
         answer_icmp(dev, pkt, ip, len, ICMP_ERROR_UNREACHABLE, 0);
         return;
     }
     if (too_big(p, &h, ip, len, path_mtu(p))) {
+        loop_packet_unawaited(dev->loop);
         dev->stats.refused_too_big++;
         answer_icmp(dev, pkt, ip, len, ICMP_ERROR_TOO_BIG, path_mtu(p));
         return;

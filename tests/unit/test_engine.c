@@ -300,9 +300,13 @@ void loop_crypto_drain(struct loop *l, uint64_t now)
     finish_jobs(now);
 }
 
+/* Calls of loop_packet_unawaited, every node's together. */
+static unsigned unawaited_calls;
+
 void loop_packet_unawaited(struct loop *l)
 {
     (void)l;
+    unawaited_calls++;
 }
 
 /* --- the world ------------------------------------------------------------------------ */
@@ -1050,6 +1054,21 @@ static void test_small_work_inline_while_workers_idle(void **state)
     pump(now);
     assert_int_equal(fake_jobs_submitted, 2);
     assert_int_equal(nodes[0].tun_packets, 1);
+}
+
+/* A packet read from ddp0 that goes to no peer (here: an address no
+ * member holds, answered with an ICMP error) has no answer to wait for:
+ * it closes the busy-poll window it opened. One that goes out does not. */
+static void test_unsent_read_is_unawaited(void **state)
+{
+    (void)state;
+    uint64_t now = establish();
+    unsigned calls = unawaited_calls;
+
+    app_send(0, 1, 100, now);
+    assert_int_equal(unawaited_calls, calls);
+    app_send(0, 50, 100, now);                      /* 10.77.0.51: nobody */
+    assert_int_equal(unawaited_calls, calls + 1);
 }
 
 /* With workers, a bulk read from ddp0 leaves the loop uncut: the loop
@@ -2670,6 +2689,7 @@ int main(void)
         T(test_crossing_initiations_make_one_session),
         T(test_peer_events_name_the_peer),
         T(test_small_work_inline_while_workers_idle),
+        T(test_unsent_read_is_unawaited),
         T(test_bulk_read_cut_on_the_worker),
         T(test_dns_never_answers_packets_flow),
         T3(test_relay_found_when_none_is_offered),
