@@ -38,7 +38,7 @@
  * daemon that is never woken. */
 #define BUSY_POLL_ALWAYS      65535u
 /* Under BUSY_POLL_ALWAYS the loop never sleeps, but its readers poll only
- * in windows of this many microseconds (the default busy-poll's): a
+ * in windows of this many microseconds (the old default busy-poll's): a
  * reader per file polling all the time would take a core each, all of a
  * 4-core machine with the loop. */
 #define BUSY_POLL_ALWAYS_WINDOW_US 300u
