@@ -81,6 +81,17 @@ bool probation_expire(struct probation *t, uint64_t now, uint8_t key[PROBATION_K
     return false;
 }
 
+size_t probation_due(const struct probation *t, uint64_t now,
+                     uint8_t keys[PROBATION_MAX][PROBATION_KEY_LEN])
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < PROBATION_MAX; i++)
+        if (t->e[i].used && now - t->e[i].since_ns >= PROBATION_TIMEOUT_NS)
+            memcpy(keys[n++], t->e[i].key, PROBATION_KEY_LEN);
+    return n;
+}
+
 size_t probation_count(const struct probation *t)
 {
     size_t n = 0;

@@ -57,6 +57,11 @@ bool probation_end(struct probation *t, const uint8_t key[PROBATION_KEY_LEN]);
 /* Takes one entry whose window ended by now, writing its key: true when
  * there was one (call until false, and drop each key's peer). */
 bool probation_expire(struct probation *t, uint64_t now, uint8_t key[PROBATION_KEY_LEN]);
+/* The keys whose window ended by now, written to keys without taking
+ * them (at most PROBATION_MAX): so that a caller can find every one's peer
+ * before it frees any, and end each with probation_end once it is gone. */
+size_t probation_due(const struct probation *t, uint64_t now,
+                     uint8_t keys[PROBATION_MAX][PROBATION_KEY_LEN]);
 
 size_t probation_count(const struct probation *t);
 

@@ -810,30 +810,60 @@ static int vetted(struct device *dev, const struct cluster_index *counted,
     return 0;
 }
 
+static bool peer_in(struct peer *const *set, size_t n, const struct peer *p)
+{
+    for (size_t i = 0; i < n; i++)
+        if (set[i] == p)
+            return true;
+    return false;
+}
+
+/* Undoes members_probation_run's compaction: dev->peers[0..k) kept, the
+ * gone ones appended again (their order among peers means nothing). */
+static void peers_put_back(struct device *dev, size_t k, struct peer *const *gone, size_t n_gone)
+{
+    for (size_t i = 0; i < n_gone && k < dev->n_peers; i++)
+        dev->peers[k++] = gone[i];
+}
+
 /* Strangers whose probation ended without a certificate that holds:
- * their peers removed. */
+ * their peers removed. Every due key's peer is found while the map still
+ * holds them all, and the map without them is installed before any is
+ * freed: a look-up between two removals would walk a freed peer. Out of
+ * memory for the map, nothing is removed and the keys stay due (the next
+ * pass tries again). */
 static void members_probation_run(struct device *dev, uint64_t now)
 {
-    uint8_t key[PROBATION_KEY_LEN];
-    bool removed = false;
+    uint8_t due[PROBATION_MAX][PROBATION_KEY_LEN], key[PROBATION_KEY_LEN];
+    size_t n_due = probation_due(&dev->probation, now, due), n_gone = 0, k = 0;
+    struct peer *gone[PROBATION_MAX];
+    struct peer_map *map;
 
-    while (probation_expire(&dev->probation, now, key)) {
-        struct peer *p = device_peer_by_key(dev, key);
-        size_t k = 0;
-        if (!p || !p->member.probation)
-            continue;
-        for (size_t i = 0; i < dev->n_peers; i++)
-            if (dev->peers[i] != p)
-                dev->peers[k++] = dev->peers[i];
-        dev->n_peers = k;
+    for (size_t i = 0; i < n_due; i++) {
+        struct peer *p = device_peer_by_key(dev, due[i]);
+        if (p && p->member.probation)
+            gone[n_gone++] = p;
+    }
+    if (n_gone) {
         loop_crypto_drain(dev->loop, now);
         path_flush(dev, now);
-        log_info_rl("peer %s: its probation ended without a certificate", p->member.name);
-        peer_remove(p, dev->peers, dev->n_peers, now);
-        removed = true;
+        for (size_t i = 0; i < dev->n_peers; i++)
+            if (!dev->peers[i]->member.probation || !peer_in(gone, n_gone, dev->peers[i]))
+                dev->peers[k++] = dev->peers[i];
+        if (!(map = device_map_new(dev->peers, k))) {
+            peers_put_back(dev, k, gone, n_gone);
+            log_error("membership: out of memory for the address map");
+            return;
+        }
+        dev->n_peers = k;
+        device_map_install(dev, map);
     }
-    if (removed && device_remap(dev))
-        log_error("membership: out of memory for the address map");
+    while (probation_expire(&dev->probation, now, key))
+        ;
+    for (size_t i = 0; i < n_gone; i++) {
+        log_info_rl("peer %s: its probation ended without a certificate", gone[i]->member.name);
+        peer_remove(gone[i], dev->peers, dev->n_peers, now);
+    }
 }
 
 /* A peer's CERT (disco_recv.c, on its session): offered to the store at

@@ -2669,6 +2669,118 @@ static void test_stranger_refused_when_probation_is_full(void **state)
     nodes[0].dev.self_cert = NULL;
 }
 
+/* Strangers on probation made by hand on node 1 (as handshake.c's
+ * probation_join makes them), n of them from n / 2 sources, at now. */
+static void strangers_join(struct device *d, unsigned first, unsigned n, uint64_t now)
+{
+    for (unsigned i = first; i < first + n; i++) {
+        struct cluster_node node = { 0 };
+        uint8_t src[RATELIMIT_KEY_LEN] = { AF_INET, 203, 0, 113, (uint8_t)(i / 2) };
+        struct peer *p;
+
+        snprintf(node.name, sizeof(node.name), "joining-%u", i);
+        randombytes_buf(node.public_key, sizeof(node.public_key));
+        if (probation_admit(&d->probation, node.public_key, src, now))
+            continue;
+        assert_non_null(p = peer_create(d, &d->cluster, &node));
+        p->member.pending = p->member.probation = true;
+        assert_non_null(d->peers = realloc(d->peers, (d->n_peers + 1) * sizeof(*d->peers)));
+        d->peers[d->n_peers++] = p;
+        assert_int_equal(device_remap(d), 0);
+    }
+}
+
+/* Node 1 holds an authority: a store for its statements. */
+static struct device *authority_node(void)
+{
+    struct device *d = &nodes[1].dev;
+
+    d->cluster.has_authority = true;
+    memset(d->cluster.authority, 0x5a, sizeof(d->cluster.authority));
+    d->cert_said = on_cert_said;
+    assert_int_equal(members_certs_start(d), 0);
+    return d;
+}
+
+/* Every peer of d is found by its key, and only those (the map and the
+ * array agree; under ASan a freed peer in either is caught here). */
+static void peers_consistent(struct device *d)
+{
+    for (size_t i = 0; i < d->n_peers; i++)
+        assert_ptr_equal(device_peer_by_key(d, d->peers[i]->public_key), d->peers[i]);
+    for (size_t i = 0; i < PROBATION_MAX; i++)
+        if (d->probation.e[i].used)
+            assert_non_null(device_peer_by_key(d, d->probation.e[i].key));
+}
+
+/* Issue 43: sixteen strangers whose probation ends in one pass are all
+ * removed, and no look-up walks one freed (the map was rebuilt only after
+ * the loop: a use after free, a crash in release builds). */
+static void test_strangers_expire_in_one_pass(void **state)
+{
+    uint64_t now = START_NS + SEC;
+    struct device *d;
+
+    (void)state;
+    make_stranger();
+    d = authority_node();
+    strangers_join(d, 0, PROBATION_MAX, now);
+    assert_int_equal(probation_count(&d->probation), PROBATION_MAX);
+    assert_int_equal(d->n_peers, PROBATION_MAX);
+    members_certs_run(d, now + PROBATION_TIMEOUT_NS);
+    assert_int_equal(d->n_peers, 0);
+    assert_int_equal(probation_count(&d->probation), 0);
+    assert_int_equal(d->probation.expired, PROBATION_MAX);
+    peers_consistent(d);
+    members_certs_free(d);
+    nodes[0].dev.self_cert = NULL;
+}
+
+/* The same as a model: random strangers joining, probations ending in
+ * one pass or one by one, junk statements said by strangers and by
+ * members, node 0 coming and going; after each step the table, the array
+ * and the map agree. Seeded, so that a failure repeats. */
+static void test_probation_model(void **state)
+{
+    uint64_t now = START_NS + SEC;
+    unsigned seed = 43, next = 0;
+    struct device *d;
+
+    (void)state;
+    make_stranger();
+    d = authority_node();
+    for (unsigned step = 0; step < 400; step++) {
+        unsigned op = (seed = seed * 1103515245u + 12345u) >> 16;
+        switch (op % 5) {
+        case 0:
+            strangers_join(d, next, 1 + op % 7, now);
+            next += 1 + op % 7;
+            break;
+        case 1:
+            now += (op % 4) * SEC;
+            break;
+        case 2:
+            if (d->n_peers)
+                members_cert_said(d->peers[op % d->n_peers], "ddpnet-member:junk", 18, now);
+            break;
+        case 3:
+            app_send(0, 1, 100, now);
+            pump(now);
+            break;
+        default:
+            now += PROBATION_TIMEOUT_NS;
+            break;
+        }
+        members_certs_run(d, now);
+        peers_consistent(d);
+        assert_true(probation_count(&d->probation) <= PROBATION_MAX);
+    }
+    members_certs_run(d, now + PROBATION_TIMEOUT_NS);
+    assert_int_equal(probation_count(&d->probation), 0);
+    members_certs_free(d);
+    nodes[0].dev.self_cert = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2678,6 +2790,8 @@ int main(void)
         T(test_stranger_refused_without_authority),
         T(test_stranger_on_probation_shows_its_cert),
         T(test_stranger_refused_when_probation_is_full),
+        T(test_strangers_expire_in_one_pass),
+        T(test_probation_model),
         T(test_record_candidate_reaches_a_peer),
         T(test_record_candidate_never_answering_is_bounded),
         T(test_down_peer_retries_then_gives_up),

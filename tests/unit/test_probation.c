@@ -101,12 +101,31 @@ static void test_timeout(void **state)
     assert_int_equal(t.expired, 2);
 }
 
+/* probation_due names the due keys and takes none of them. */
+static void test_due(void **state)
+{
+    struct probation t;
+    uint8_t due[PROBATION_MAX][PROBATION_KEY_LEN];
+
+    (void)state;
+    probation_init(&t);
+    assert_int_equal(probation_admit(&t, key(1), src(1), T0), 0);
+    assert_int_equal(probation_admit(&t, key(2), src(2), T0 + 5 * SEC), 0);
+    assert_int_equal(probation_due(&t, T0 + PROBATION_TIMEOUT_NS - 1, due), 0);
+    assert_int_equal(probation_due(&t, T0 + PROBATION_TIMEOUT_NS, due), 1);
+    assert_memory_equal(due[0], key(1), PROBATION_KEY_LEN);
+    assert_int_equal(probation_due(&t, T0 + 5 * SEC + PROBATION_TIMEOUT_NS, due), 2);
+    assert_int_equal(probation_count(&t), 2);
+    assert_int_equal(t.expired, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_full),
         cmocka_unit_test(test_per_source),
         cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_due),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
