@@ -538,11 +538,15 @@ static bool token_sig_ok(const struct cert *c, const uint8_t authority[CERT_PUBK
     return crypto_sign_verify_detached(c->token_sig, w.b, w.len, authority) == 0;
 }
 
+/* A token signs a name under its prefix for a key, inside its lifetime,
+ * and nothing else: an address or an alias is the authority's to give
+ * (a token holder naming another member's address or a host name such
+ * as metadata.google.internal would take it). */
 static bool within_token(const struct cert *c)
 {
     size_t plen = strnlen(c->token.prefix, CLUSTER_NAME_MAX);
 
-    return strncmp(c->name, c->token.prefix, plen) == 0 &&
+    return strncmp(c->name, c->token.prefix, plen) == 0 && !c->has_address && !c->n_aliases &&
            c->not_before >= c->token.not_before && c->not_after <= c->token.not_after;
 }
 
@@ -648,7 +652,7 @@ const char *cert_verdict_str(enum cert_verdict v)
     case CERT_EXPIRED:
         return "expired";
     case CERT_OUTSIDE_TOKEN:
-        return "outside its token's name prefix or lifetime";
+        return "outside its token's bounds (name prefix, lifetime; no address, no aliases)";
     case CERT_WRONG_KIND:
         return "wrong kind of statement";
     }

@@ -18,7 +18,8 @@
  *              `max_members` members (0: no limit) and its own lifetime;
  *   revocation the id of a member or token statement, signed by the
  *              authority; it never expires (not_after is 0).
- * A member signed by a token may not outlive the token. */
+ * A member signed by a token may not outlive the token, and names no
+ * address and no aliases: its address is derived from its key. */
 #ifndef DDPNET_CONFIG_CERT_H
 #define DDPNET_CONFIG_CERT_H
 
@@ -92,7 +93,8 @@ enum cert_verdict {
     CERT_BAD_SIGNATURE,      /* a signature fails, or the signer is not the authority */
     CERT_NOT_YET_VALID,
     CERT_EXPIRED,
-    CERT_OUTSIDE_TOKEN,      /* name outside the token's prefix, or outliving it */
+    CERT_OUTSIDE_TOKEN,      /* outside the token's prefix, outliving it, or with an
+                              * address or aliases (the authority's alone to give) */
     CERT_WRONG_KIND,
 };
 

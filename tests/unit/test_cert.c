@@ -308,7 +308,9 @@ static void test_longest_fits(void **state)
     }
     cert_token_embed(&m, &t);
     sign_ok(&m, &token_keys, text);
-    assert_int_equal(cert_verify(&m, authority.pub, T0), CERT_OK);
+    /* The layout holds it; a member refuses a token's address and aliases. */
+    assert_int_equal(cert_parse(text, &m), 0);
+    assert_int_equal(cert_verify(&m, authority.pub, T0), CERT_OUTSIDE_TOKEN);
     len = strlen(text);
     assert_true(len < CERT_TEXT_MAX);
     assert_int_equal(cert_sign(&m, token_keys.secret, small, len), -ENOSPC);
@@ -454,6 +456,27 @@ static void test_token_limits(void **state)
     cert_token_embed(&m, &t);
     sign_ok(&m, &token_keys, text);
     assert_int_equal(cert_verify(&m, authority.pub, T0 + 1), CERT_OUTSIDE_TOKEN);
+    /* an address or an alias: the authority's alone to give (issue 43:
+     * a token holder took a member's address, and metadata.google.internal) */
+    member_fields(&m, "spot-8", T0 + DAY, T0 + 2 * DAY);
+    m.has_address = true;
+    assert_int_equal(cluster_addr_parse("10.77.0.2", &m.address), 0);
+    cert_token_embed(&m, &t);
+    sign_ok(&m, &token_keys, text);
+    assert_int_equal(cert_parse(text, &m), 0);
+    assert_int_equal(cert_verify(&m, authority.pub, T0 + DAY), CERT_OUTSIDE_TOKEN);
+    member_fields(&m, "spot-8", T0 + DAY, T0 + 2 * DAY);
+    m.n_aliases = 1;
+    strcpy(m.aliases[0], "metadata.google.internal");
+    cert_token_embed(&m, &t);
+    sign_ok(&m, &token_keys, text);
+    assert_int_equal(cert_parse(text, &m), 0);
+    assert_int_equal(cert_verify(&m, authority.pub, T0 + DAY), CERT_OUTSIDE_TOKEN);
+    /* the authority itself may give both */
+    full_member(&m);
+    sign_ok(&m, &authority, text);
+    assert_int_equal(cert_verify(&m, authority.pub, T0 + DAY), CERT_OK);
+
     /* exactly the token's lifetime is allowed */
     member_fields(&m, "spot-8", T0, T0 + 7 * DAY);
     cert_token_embed(&m, &t);
