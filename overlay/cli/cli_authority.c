@@ -97,7 +97,8 @@ static const struct auth_opt_def auth_opts[] = {
     { AUTH_OPT_PREFIX,     0,   "name-prefix",   "PREFIX",
       "token: the names it may sign start with PREFIX, e.g. spot-" },
     { AUTH_OPT_MAX,        0,   "max",           "N",
-      "token: at most N members counted by the cluster (default 0: no limit)" },
+      "token: at most N members held by the cluster, the first come (default 0: 256, "
+      "the most a member holds for one token)" },
     { AUTH_OPT_ID,         0,   "id",            "HEX",
       "revoke: the statement's id (64 hex digits, as `ddpnet authority show` prints)" },
     { AUTH_OPT_AUTHORITY,  0,   "authority",     "KEY",
@@ -598,6 +599,10 @@ static int fit_token(const char *verb, const struct auth_args *a, const struct c
     if (strncmp(c->name, token->name, plen) != 0)
         return say(verb, "--name '%s' is outside the token's prefix '%s'", c->name, token->name),
                -EINVAL;
+    if (c->has_address || c->n_aliases)
+        return say(verb, "a join token signs a name and a key only: --%s needs the authority's "
+                   "key (-a), and members refuse a token's certificate that has one",
+                   c->has_address ? "address" : "aliases"), -EINVAL;
     if (c->not_before < token->not_before)
         c->not_before = token->not_before;
     if (!opt_value(a, AUTH_OPT_VALID) || c->not_after > token->not_after) {
@@ -713,9 +718,14 @@ static int revoked_id(const char *verb, const struct auth_args *a, uint8_t id[CE
     size_t len = 0;
     struct cert c;
 
-    if (!idtext == !a->n_positional)
+    bool by_key = opt_value(a, AUTH_OPT_PUBLIC_KEY) || opt_value(a, AUTH_OPT_KEY);
+
+    if ((idtext != NULL) + (a->n_positional != 0) + by_key != 1)
         return say(verb, "name what to revoke once: a statement (its line, a file, or - for "
-                   "stdin) or --id HEX"), -EINVAL;
+                   "stdin), --id HEX, or a member's key (--public-key KEY or -k KEYFILE)"),
+               -EINVAL;
+    if (by_key)     /* every certificate of that key, whoever signs it, now or later */
+        return member_key(verb, a, id);
     if (idtext) {
         if (strlen(idtext) != 2 * CERT_ID_LEN ||
             sodium_hex2bin(id, CERT_ID_LEN, idtext, strlen(idtext), NULL, &len, NULL) != 0 ||
@@ -884,10 +894,12 @@ static const struct auth_verb auth_verbs[] = {
       "[--not-before TIME]",
       "print a join token: a signing key limited to names starting with PREFIX and its "
       "lifetime, for machines that join by themselves" },
-    { "revoke", do_revoke, AUTH_OPT_SECRET | AUTH_OPT_ID, AUTH_OPT_SECRET, 1,
-      "-a AUTHORITY-KEYFILE (STATEMENT | --id HEX)",
-      "print a revocation of a member certificate or a token (STATEMENT: its line, a file, "
-      "or - for stdin)" },
+    { "revoke", do_revoke,
+      AUTH_OPT_SECRET | AUTH_OPT_ID | AUTH_OPT_PUBLIC_KEY | AUTH_OPT_KEY, AUTH_OPT_SECRET, 1,
+      "-a AUTHORITY-KEYFILE (STATEMENT | --id HEX | --public-key KEY | -k KEYFILE)",
+      "print a revocation of a member certificate, a token, or a member's key: every "
+      "certificate for that key, signed before or after (STATEMENT: its line, a file, or - "
+      "for stdin)" },
     { "show", do_show, AUTH_OPT_AUTHORITY, 0, 1, "STATEMENT [--authority KEY]",
       "explain a certificate, token, join token or revocation (its line, a file, or - for "
       "stdin) and, given the authority's key, whether it is valid now" },

@@ -398,6 +398,13 @@ static void test_token_sign(void **state)
            CLI_EXIT_FAIL, "not a join token", &c);
     expect(ARGS("sign", "--token", "-", "--name", "spot-3", "--public-key", PUB_B), "x", CLI_EXIT_FAIL,
            "-: not a join token", &c);
+    /* a token signs a name and a key only (issue 43) */
+    expect(ARGS("sign", "--token", path, "--name", "spot-3", "--public-key", PUB_B, "--address",
+                "10.77.0.2"), NULL, CLI_EXIT_FAIL, "a join token signs a name and a key only: "
+           "--address needs the authority's key", &c);
+    expect(ARGS("sign", "--token", path, "--name", "spot-3", "--public-key", PUB_B, "--aliases",
+                "metadata.google.internal"), NULL, CLI_EXIT_FAIL, "--aliases needs the "
+           "authority's key", &c);
 
     /* an expired token signs nothing */
     expect(ARGS("token", "-a", auth_path, "--name-prefix", "old-", "--not-before", "2020-01-01",
@@ -463,6 +470,15 @@ static void test_revoke(void **state)
     expect(ARGS("revoke", "-a", auth_path, "--id", idhex), NULL, 0, NULL, &c);
     parse_out(&c, &r);
     assert_memory_equal(r.subject, id, CERT_ID_LEN);
+    /* by key: the revocation names the WireGuard key itself */
+    expect(ARGS("revoke", "-a", auth_path, "--public-key", PUB_A), NULL, 0, NULL, &c);
+    parse_out(&c, &r);
+    assert_memory_equal(r.subject, m.subject, CERT_PUBKEY_LEN);
+    assert_int_equal(cert_verify(&r, auth_bin, 0), CERT_OK);
+    expect(ARGS("revoke", "-a", auth_path, "--public-key", PUB_A, "--id", idhex), NULL,
+           CLI_EXIT_FAIL, "name what to revoke once", &c);
+    expect(ARGS("revoke", "-a", auth_path, "--public-key", "nope"), NULL, CLI_EXIT_FAIL,
+           "invalid --public-key 'nope'", &c);
     /* show prints the id revoke takes */
     expect(ARGS("show", cert_line), NULL, 0, NULL, &c);
     assert_non_null(strstr(c.out, idhex));
@@ -520,7 +536,7 @@ static void test_help(void **state)
     } cases[] = {
         { "init", { "usage: ddpnet authority init [-o FILE]", "(default authority.key)" } },
         { "sign", { "--public-key KEY", "sign 365d", "-k, --key FILE" } },
-        { "token", { "--name-prefix PREFIX", "(required)", "(default 0: no limit)" } },
+        { "token", { "--name-prefix PREFIX", "(required)", "(default 0: 256, the most a member holds for one token)" } },
         { "revoke", { "--id HEX", "-a, --authority-key FILE" } },
         { "show", { "--authority KEY", "(default: not verified)" } },
         { "pubkey", { "-a, --authority-key FILE" } },
