@@ -159,19 +159,27 @@ void certs_stats(const struct certs *s, struct certs_stats *out)
 
 /* --- changes ------------------------------------------------------------------- */
 
-/* The order that decides between two valid members of one name or one
- * full token, the same on every node: the earlier not_before, then the
- * lower key. */
-static bool before(const struct cert *a, const struct cert *b)
+/* Whether a new member n takes a place (a name) that o holds. The
+ * authority's own certificate over a token's; between two of the
+ * authority's, the later not_before (its newer word: a re-keyed node's
+ * certificate over an old one replayed), then the lower key, the same on
+ * every node; a token's never takes what another member holds, whatever
+ * dates or key order it picks: the one held first keeps it. */
+static bool takes_from(const struct held *n, const struct held *o)
 {
-    if (a->not_before != b->not_before)
-        return a->not_before < b->not_before;
-    return memcmp(a->subject, b->subject, CERT_PUBKEY_LEN) < 0;
+    if (n->has_token != o->has_token)
+        return !n->has_token;
+    if (n->has_token)
+        return false;
+    if (n->c.not_before != o->c.not_before)
+        return n->c.not_before > o->c.not_before;
+    return memcmp(n->c.subject, o->c.subject, CERT_PUBKEY_LEN) < 0;
 }
 
+/* Keeps the order held (certs_at's promise: first come first). */
 static void drop_at(struct certs *s, size_t i)
 {
-    s->m[i] = s->m[--s->n];
+    memmove(&s->m[i], &s->m[i + 1], (--s->n - i) * sizeof(s->m[0]));
 }
 
 static void drop(struct certs *s, struct held *h)
@@ -179,24 +187,17 @@ static void drop(struct certs *s, struct held *h)
     drop_at(s, (size_t)(h - s->m));
 }
 
-
-/* The last (by before()) of the members held through token id, and how
- * many there are; skip is left out of both (the key being replaced). */
-static struct held *token_last(struct certs *s, const uint8_t id[CERT_ID_LEN],
-                               const struct held *skip, size_t *count)
+/* How many members are held through token id, skip left out (the key
+ * being replaced). */
+static size_t token_count(const struct certs *s, const uint8_t id[CERT_ID_LEN],
+                          const struct held *skip)
 {
-    struct held *last = NULL;
+    size_t count = 0;
 
-    *count = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        struct held *h = &s->m[i];
-        if (h == skip || !h->has_token || memcmp(h->token_id, id, CERT_ID_LEN))
-            continue;
-        ++*count;
-        if (!last || before(&last->c, &h->c))
-            last = h;
-    }
-    return last;
+    for (size_t i = 0; i < s->n; i++)
+        count += &s->m[i] != skip && s->m[i].has_token &&
+                 !memcmp(s->m[i].token_id, id, CERT_ID_LEN);
+    return count;
 }
 
 static enum certs_verdict refuse(uint64_t *count, enum certs_verdict v, const char *reason,
@@ -208,31 +209,46 @@ static enum certs_verdict refuse(uint64_t *count, enum certs_verdict v, const ch
     return v;
 }
 
-/* What a new member n would push out: the holder of its name (lost) and
- * the last member of its full token (last); a refusal when n loses. */
+/* The places of a token: what it says, or CERTS_TOKEN_DEFAULT_MAX where
+ * it says no limit (a token in every autoscaled machine must not fill the
+ * store with keys nobody holds). */
+static size_t token_places(const struct cert *c)
+{
+    return c->token.max_members ? c->token.max_members : CERTS_TOKEN_DEFAULT_MAX;
+}
+
+/* What a new member n would push out: the holder of its name (*lost); a
+ * refusal when n may not take it, or when its token's places are held. */
 static enum certs_verdict make_room(struct certs *s, const struct held *n, const struct held *own,
-                                    struct held **lost, struct held **last, const char **why)
+                                    struct held **lost, const char **why)
 {
     struct held *o = by_name(s, n->c.name);
-    size_t count;
 
-    *lost = *last = NULL;
+    *lost = NULL;
     if (o && o != own) {
-        if (!before(&n->c, &o->c))
-            return refuse(&s->st.name_taken, CERTS_NAME_TAKEN,
-                          "an earlier certificate gives its name to another key", why);
+        if (!takes_from(n, o))
+            return refuse(&s->st.name_taken, CERTS_NAME_TAKEN, n->has_token
+                          ? "another member holds its name" :
+                          "a newer certificate of the authority gives its name to another key",
+                          why);
         *lost = o;
     }
-    if (n->has_token && n->c.token.max_members) {
-        struct held *l = token_last(s, n->token_id, own, &count);
-        if (count >= n->c.token.max_members) {
-            if (!before(&n->c, &l->c))
-                return refuse(&s->st.token_full, CERTS_TOKEN_FULL,
-                              "its token's max_members are taken by earlier members", why);
-            *last = l == o ? NULL : l;
-        }
-    }
+    if (n->has_token && token_count(s, n->token_id, own) >= token_places(&n->c))
+        return refuse(&s->st.token_full, CERTS_TOKEN_FULL,
+                      "its token's places are held by other members", why);
     return CERTS_ADDED;
+}
+
+/* Whether n may replace own, its key's certificate (the same name, a
+ * later end): the authority's word replaces anything; a token's replaces
+ * only one of the same token (a renewal), never the authority's nor
+ * another token's (a holder of one token re-signing a member of another
+ * would put it under a token that can be revoked). */
+static bool replaces(const struct held *n, const struct held *own)
+{
+    if (!n->has_token)
+        return true;
+    return own->has_token && !memcmp(n->token_id, own->token_id, CERT_ID_LEN);
 }
 
 static int grow(struct certs *s)
@@ -249,25 +265,10 @@ static int grow(struct certs *s)
     return 0;
 }
 
-/* Removes a and b (either may be NULL), the higher slot first so that
- * the other's pointer stays good. */
-static void drop_two(struct certs *s, struct held *a, struct held *b)
-{
-    if (a && b && a < b) {
-        struct held *t = a;
-        a = b;
-        b = t;
-    }
-    if (a)
-        drop(s, a);
-    if (b)
-        drop(s, b);
-}
-
 static enum certs_verdict offer_member(struct certs *s, const struct cert *c, uint64_t now,
                                        const char **why)
 {
-    struct held n = { .c = *c }, *own, *lost, *last;
+    struct held n = { .c = *c }, *own, *lost;
     enum cert_verdict v;
     enum certs_verdict r;
 
@@ -275,7 +276,8 @@ static enum certs_verdict offer_member(struct certs *s, const struct cert *c, ui
     n.has_token = cert_token_id(c, n.token_id);
     if (by_id(s, n.id))
         return CERTS_KNOWN;
-    if (is_revoked(s, n.id) || (n.has_token && is_revoked(s, n.token_id)))
+    if (is_revoked(s, n.id) || is_revoked(s, c->subject) ||
+        (n.has_token && is_revoked(s, n.token_id)))
         return refuse(&s->st.refused_revoked, CERTS_REVOKED, "revoked", why);
     /* Times first: an expired statement offered again costs no signature. */
     if (now >= expiry_of(c) || now < c->not_before)
@@ -289,34 +291,36 @@ static enum certs_verdict offer_member(struct certs *s, const struct cert *c, ui
                           "its key holds a certificate for another name", why);
         if (expiry_of(c) <= expiry_of(&own->c))
             return CERTS_KNOWN;           /* an older one than it holds */
+        if (!replaces(&n, own))
+            return refuse(&s->st.name_taken, CERTS_NAME_TAKEN,
+                          "its key holds a certificate that only the authority or the same "
+                          "token renews", why);
     }
-    if ((r = make_room(s, &n, own, &lost, &last, why)) != CERTS_ADDED)
+    if ((r = make_room(s, &n, own, &lost, why)) != CERTS_ADDED)
         return r;
     if (own) {
         *own = n;
-    } else {
-        if (s->n - (lost != NULL) - (last != NULL) >= CERTS_MEMBERS_MAX)
-            return refuse(&s->st.full, CERTS_FULL, "the store holds its most members", why);
-        drop_two(s, lost, last);
-        if (s->n == s->cap && grow(s))
-            return CERTS_NO_MEMORY;
-        s->m[s->n++] = n;
-        lost = last = NULL;
+        if (lost)
+            drop(s, lost);
+        return CERTS_ADDED;
     }
-    drop_two(s, lost, last);
+    if (s->n - (lost != NULL) >= CERTS_MEMBERS_MAX)
+        return refuse(&s->st.full, CERTS_FULL, "the store holds its most members", why);
+    if (lost)
+        drop(s, lost);
+    if (s->n == s->cap && grow(s))
+        return CERTS_NO_MEMORY;
+    s->m[s->n++] = n;
     return CERTS_ADDED;
 }
 
-static enum certs_verdict offer_revocation(struct certs *s, const struct cert *c, uint64_t now,
-                                           const char **why)
+/* Takes what a revocation names (a statement id, a token id or a key)
+ * into the list and drops what it names. */
+static enum certs_verdict revoke(struct certs *s, const uint8_t what[CERT_ID_LEN],
+                                 const char **why)
 {
-    enum cert_verdict v;
     size_t dropped = 0;
 
-    if (is_revoked(s, c->subject))
-        return CERTS_KNOWN;
-    if ((v = cert_verify(c, s->authority, now)) != CERT_OK)
-        return refuse(&s->st.invalid, CERTS_INVALID, cert_verdict_str(v), why);
     if (s->n_revoked == CERTS_REVOKED_MAX)
         return refuse(&s->st.full, CERTS_FULL, "the store holds its most revocations", why);
     if (s->n_revoked == s->cap_revoked) {
@@ -327,11 +331,12 @@ static enum certs_verdict offer_revocation(struct certs *s, const struct cert *c
         s->revoked = r;
         s->cap_revoked = cap;
     }
-    memcpy(s->revoked[s->n_revoked++], c->subject, CERT_ID_LEN);
+    memcpy(s->revoked[s->n_revoked++], what, CERT_ID_LEN);
     for (size_t i = s->n; i-- > 0;) {
         const struct held *h = &s->m[i];
-        if (!memcmp(h->id, c->subject, CERT_ID_LEN) ||
-            (h->has_token && !memcmp(h->token_id, c->subject, CERT_ID_LEN))) {
+        if (!memcmp(h->id, what, CERT_ID_LEN) ||
+            !memcmp(h->c.subject, what, CERT_PUBKEY_LEN) ||
+            (h->has_token && !memcmp(h->token_id, what, CERT_ID_LEN))) {
             drop_at(s, i);
             dropped++;
         }
@@ -340,6 +345,25 @@ static enum certs_verdict offer_revocation(struct certs *s, const struct cert *c
     if (dropped)
         touched(s);
     return CERTS_REVOKING;
+}
+
+static enum certs_verdict offer_revocation(struct certs *s, const struct cert *c, uint64_t now,
+                                           const char **why)
+{
+    enum cert_verdict v;
+
+    if (is_revoked(s, c->subject))
+        return CERTS_KNOWN;
+    if ((v = cert_verify(c, s->authority, now)) != CERT_OK)
+        return refuse(&s->st.invalid, CERTS_INVALID, cert_verdict_str(v), why);
+    return revoke(s, c->subject, why);
+}
+
+enum certs_verdict certs_revoke_key(struct certs *s, const uint8_t key[CLUSTER_KEY_LEN])
+{
+    if (is_revoked(s, key))
+        return CERTS_KNOWN;
+    return revoke(s, key, NULL);
 }
 
 enum certs_verdict certs_offer_cert(struct certs *s, const struct cert *c, uint64_t now,

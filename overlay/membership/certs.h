@@ -12,24 +12,30 @@
  * member added or replaced, one removed by a revocation, an expiry or a
  * better member of a full token), so it can apply the model again.
  *
- * Rules, the same on every node whatever order statements arrive in:
+ * Rules (the same on every node whatever order statements arrive in,
+ * but for first come among a token's members):
  *  - a member certificate counts from its not_before to its not_after
  *    (unix seconds, the wall clock: certificates are about calendar time);
  *    at not_after it stops counting at once: certs_run, called at
  *    certs_next_expiry, drops it (a deadline, never a sweep);
  *  - a revocation names a statement id (cert_id): the member certificate
  *    with that id, or every member signed through the token with that id
- *    (cert_token_id), is dropped and refused from then on;
+ *    (cert_token_id); or a member's WireGuard key: every certificate for
+ *    it, signed before or after. What it names is dropped and refused
+ *    from then on;
  *  - one key holds one certificate: a later one (greater not_after) for
- *    the same key and name replaces it; one naming another name is
- *    refused while the first counts (a key is one member);
- *  - one name belongs to one key: of two valid certificates for the same
- *    name with different keys, the earlier not_before wins, then the
- *    lower key (memcmp); the other is refused (CERTS_NAME_TAKEN) or, when
- *    held, dropped;
- *  - a token's max_members: at most that many members signed through it
- *    count, chosen by the same order (earliest not_before, then lower key);
- *    one beyond is refused (CERTS_TOKEN_FULL) or pushes the last one out.
+ *    the same key and name replaces it when the authority signed it, or
+ *    the same token as the held one (a renewal); one naming another name
+ *    is refused while the first counts (a key is one member);
+ *  - one name belongs to one key. The authority's own certificate takes
+ *    a name from a token's; between two of the authority's, the later
+ *    not_before wins (its newer word), then the lower key; a token's
+ *    certificate never takes a name another member holds, whatever its
+ *    dates or key: the one held first keeps it (CERTS_NAME_TAKEN);
+ *  - a token's places: at most max_members (CERTS_TOKEN_DEFAULT_MAX where
+ *    it says 0) members signed through it are held, the first come; one
+ *    beyond is refused (CERTS_TOKEN_FULL) until a place is let go
+ *    (certs_retain: a member that left) or expires.
  * Bounds: CERTS_MEMBERS_MAX member certificates and CERTS_REVOKED_MAX
  * revocations; beyond, an offer is refused (CERTS_FULL) and counted.
  * Memory grows with what is held, up to those bounds; look-ups walk the
@@ -50,6 +56,7 @@
 
 #define CERTS_MEMBERS_MAX 4096u
 #define CERTS_REVOKED_MAX 1024u
+#define CERTS_TOKEN_DEFAULT_MAX 256u   /* a token's places where it names no limit */
 
 enum certs_verdict {
     CERTS_ADDED = 0,       /* counts now: new, or replacing its key's older one */
@@ -57,8 +64,8 @@ enum certs_verdict {
     CERTS_REVOKING,        /* a revocation, taken (what it names dropped) */
     CERTS_REVOKED,         /* a member certificate or its token was revoked */
     CERTS_INVALID,         /* does not parse, or cert_verify refused it (why says) */
-    CERTS_NAME_TAKEN,      /* an earlier certificate holds the name (or the key another name) */
-    CERTS_TOKEN_FULL,      /* its token's max_members taken by earlier members */
+    CERTS_NAME_TAKEN,      /* another member holds the name (or the key another name) */
+    CERTS_TOKEN_FULL,      /* its token's places held by other members */
     CERTS_FULL,            /* the store's bound reached */
     CERTS_NO_MEMORY,
 };
@@ -88,6 +95,11 @@ enum certs_verdict certs_offer(struct certs *s, const char *line, uint64_t now,
 enum certs_verdict certs_offer_cert(struct certs *s, const struct cert *c, uint64_t now,
                                     const char **why);
 const char *certs_verdict_str(enum certs_verdict v);
+/* A key revoked on the operator's word (the cluster file's `revoked`),
+ * as a signed revocation of that key would: what it holds dropped, and
+ * any certificate for it refused from then on. CERTS_REVOKING, CERTS_KNOWN
+ * (revoked already), CERTS_FULL or CERTS_NO_MEMORY. */
+enum certs_verdict certs_revoke_key(struct certs *s, const uint8_t key[CLUSTER_KEY_LEN]);
 
 /* The member certificate key holds, or NULL. Valid until the next call
  * that changes the store (an offer, certs_run). */
@@ -98,8 +110,10 @@ const struct cert *certs_member(const struct certs *s, const uint8_t key[CLUSTER
  * else why not. */
 const char *certs_node_check(const struct certs *s, const struct cluster_node *n);
 
-/* Iteration: certs_at(s, i) for i in [0, certs_count(s)), in no promised
- * order, valid until the next change. */
+/* Iteration: certs_at(s, i) for i in [0, certs_count(s)), in the order
+ * they were first held (a renewal keeps its key's place), valid until the
+ * next change: whoever resolves a clash the store does not see (two
+ * addresses derived alike) gives it to the first come. */
 size_t certs_count(const struct certs *s);
 const struct cert *certs_at(const struct certs *s, size_t i);
 

@@ -30,6 +30,7 @@
 #include "overlay/membership/hosts.h"
 #include "overlay/membership/hosts_writer.h"
 #include "overlay/membership/members.h"
+#include "overlay/membership/revocations.h"
 #include "overlay/registry/registry.h"
 #include "overlay/registry/vouch.h"
 
@@ -701,8 +702,10 @@ int members_certs_start(struct device *dev)
 {
     if (!dev->cluster.has_authority || dev->certs)
         return 0;
-    dev->certs = certs_new(dev->cluster.authority, certs_changed, dev);
-    return dev->certs ? 0 : -ENOMEM;
+    if (!(dev->certs = certs_new(dev->cluster.authority, certs_changed, dev)))
+        return -ENOMEM;
+    revocations_of_file(dev, &dev->file);
+    return 0;
 }
 
 void members_certs_free(struct device *dev)
@@ -713,6 +716,7 @@ void members_certs_free(struct device *dev)
     dev->statements = NULL;
     free(dev->self_cert);
     dev->self_cert = NULL;
+    revocations_free(dev);
 }
 
 static uint64_t unix_now(void)
@@ -770,6 +774,8 @@ static void offer_statements(struct device *dev)
             (c.kind == CERT_MEMBER && !cluster_index_key(records, c.subject)))
             continue;
         enum certs_verdict v = certs_offer_cert(dev->certs, &c, unix_now(), &why);
+        if (v == CERTS_REVOKING)
+            revocations_taken(dev, line, strlen(line));
         if (v != CERTS_ADDED && v != CERTS_KNOWN && v != CERTS_REVOKING)
             log_info_rl("authority: a statement from the registry not taken: %s%s%s",
                         certs_verdict_str(v), why[0] ? ": " : "", why);
@@ -925,6 +931,8 @@ int members_statement(struct device *dev, const char *text, size_t len, uint64_t
     v = certs_offer(dev->certs, line, unix_now(), why);
     log_notice("authority: a statement given through the control socket: %s%s%s",
                certs_verdict_str(v), (*why)[0] ? ": " : "", *why);
+    if (v == CERTS_REVOKING)
+        revocations_taken(dev, line, len);
     if (v == CERTS_ADDED || v == CERTS_REVOKING)
         pass_on(dev, NULL, line, len, now);
     return (int)v;
@@ -958,6 +966,8 @@ void members_cert_said(struct peer *p, const char *text, size_t len, uint64_t no
                         certs_verdict_str(v), why[0] ? ": " : "", why);
         return;
     }
+    if (v == CERTS_REVOKING)
+        revocations_taken(dev, line, len);
     pass_on(dev, p, line, len, now);
     if (v == CERTS_ADDED && p->member.probation && certs_member(dev->certs, p->public_key))
         tell_newcomer(p, now);
@@ -1024,20 +1034,14 @@ static int counted_now(struct device *dev, struct cluster_node **out, size_t *m)
     return 0;
 }
 
-static int by_seniority(const void *a, const void *b)
-{
-    const struct cert *x = *(const struct cert *const *)a, *y = *(const struct cert *const *)b;
-
-    if (x->not_before != y->not_before)
-        return x->not_before < y->not_before ? -1 : 1;
-    return memcmp(x->subject, y->subject, CERT_PUBKEY_LEN);
-}
-
 /* With an authority and no registry: a node for each member
  * certificate held whose key neither the file nor we hold
- * (joined with no server, or passed on by a member), oldest first
- * (not_before, then key): registry_model keeps the first of a clash, so
- * every node keeps the same one. *nodes grows (realloc). */
+ * (joined with no server, or passed on by a member), the authority's own
+ * first, then a token's in the order the store first held them:
+ * registry_model keeps the first of a clash (an address two keys derive
+ * alike), so a token's newcomer never takes the address of a member held
+ * before it, whatever key it grinds or dates it picks. *nodes grows
+ * (realloc). */
 static int with_certified(struct device *dev, const struct cluster *file,
                           struct cluster_node **nodes, size_t *n)
 {
@@ -1061,12 +1065,13 @@ static int with_certified(struct device *dev, const struct cluster *file,
         cluster_index_add(known, &file->nodes[i]);
     if (dev->self_registered)
         cluster_index_add(known, &dev->registry_self);
-    for (size_t i = 0; i < held; i++) {
-        const struct cert *c = certs_at(dev->certs, i);
-        if (!cluster_index_key(known, c->subject) &&
-            memcmp(c->subject, dev->local->public_key, CERT_PUBKEY_LEN))
-            order[m++] = c;
-    }
+    for (int tokens = 0; tokens < 2; tokens++)
+        for (size_t i = 0; i < held; i++) {
+            const struct cert *c = certs_at(dev->certs, i);
+            if (c->has_token == tokens && !cluster_index_key(known, c->subject) &&
+                memcmp(c->subject, dev->local->public_key, CERT_PUBKEY_LEN))
+                order[m++] = c;
+        }
     cluster_index_free(known);
     if (m && !(grown = realloc(*nodes, (*n + m) * sizeof(**nodes)))) {
         free(order);
@@ -1074,7 +1079,6 @@ static int with_certified(struct device *dev, const struct cluster *file,
     }
     if (m)
         *nodes = grown;
-    qsort(order, m, sizeof(*order), by_seniority);
     for (size_t i = 0; i < m; i++)
         if (cert_member_node(order[i], file, &(*nodes)[*n]) == 0)
             (*n)++;
@@ -1192,6 +1196,7 @@ int members_reload(struct device *dev, const char *text, size_t len, members_say
     free(diag);
     if (ret)
         return ret;
+    revocations_of_file(dev, &file);          /* taken even if the rest is refused */
     if ((ret = merged(dev, &file, &next, &vd, now))) {
         cluster_free(&file);
         return ret;

@@ -3,9 +3,10 @@
  * statements. Certificates are made here with cert_sign (an authority,
  * a token, members signed by either); the store must hold exactly those
  * that verify against its authority, drop a member at its expiry and at a
- * revocation of it or of its token, keep one key per name and a token's
- * max_members by the stated order (earliest not_before, then key), and
- * refuse past its bounds, counting each refusal. */
+ * revocation of it, of its token or of its key, keep one key per name
+ * (the authority's word over a token's; a token's member never taking a
+ * name or a place another holds), and refuse past its bounds, counting
+ * each refusal. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -282,8 +283,39 @@ static void test_revocation(void **state)
     certs_free(s);
 }
 
-/* One name, one key: the earlier not_before wins, then the lower key,
- * whichever arrives first; a key holds one name. */
+/* A revocation naming a WireGuard key drops every certificate for it,
+ * and refuses any signed later (issue 43: a revoked spot node signing
+ * itself back with its token and its key). */
+static void test_revocation_of_a_key(void **state)
+{
+    struct authority a;
+    char text[CERT_TEXT_MAX], rev[CERT_TEXT_MAX];
+    uint8_t tsec[CERT_SECRET_LEN], key[CERT_PUBKEY_LEN];
+    struct cert token;
+    struct certs *s;
+
+    (void)state;
+    authority_make(&a);
+    token_make(&token, tsec, &a, "spot-", 0);
+    assert_non_null(s = certs_new(a.pub, NULL, NULL));
+    member(text, &a, &token, tsec, "spot-7", 7, T0 - HOUR, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    key_of(key, 7);
+    revocation(rev, &a, key);
+    assert_int_equal(certs_offer(s, rev, T0, NULL), CERTS_REVOKING);
+    assert_null(name_of(s, 7));
+    member(text, &a, &token, tsec, "spot-7", 7, T0 - 10, T0 + 2 * HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_REVOKED);
+    member(text, &a, NULL, NULL, "gpu-7", 7, T0 - 10, T0 + 2 * HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_REVOKED);
+    member(text, &a, &token, tsec, "spot-8", 8, T0 - 10, T0 + 2 * HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    certs_free(s);
+}
+
+/* One name, one key, between the authority's own certificates: the
+ * later not_before wins (its newer word), then the lower key, whichever
+ * arrives first; a key holds one name. */
 static void test_name_clash(void **state)
 {
     struct authority a;
@@ -294,32 +326,95 @@ static void test_name_clash(void **state)
     authority_make(&a);
     member(early, &a, NULL, NULL, "gpu-1", 5, T0 - 2 * HOUR, T0 + HOUR);
     member(late, &a, NULL, NULL, "gpu-1", 3, T0 - HOUR, T0 + HOUR);
-    member(tie, &a, NULL, NULL, "gpu-1", 4, T0 - 2 * HOUR, T0 + HOUR);
+    member(tie, &a, NULL, NULL, "gpu-1", 4, T0 - HOUR, T0 + HOUR);
 
     assert_non_null(s = certs_new(a.pub, NULL, NULL));
     assert_int_equal(certs_offer(s, early, T0, NULL), CERTS_ADDED);
-    assert_int_equal(certs_offer(s, late, T0, NULL), CERTS_NAME_TAKEN);
-    assert_int_equal(certs_offer(s, tie, T0, NULL), CERTS_ADDED);   /* key 4 < 5 */
+    assert_int_equal(certs_offer(s, tie, T0, NULL), CERTS_ADDED);     /* later */
+    assert_int_equal(certs_offer(s, late, T0, NULL), CERTS_ADDED);    /* as late, key 3 < 4 */
+    assert_int_equal(certs_offer(s, early, T0, NULL), CERTS_NAME_TAKEN);   /* replayed */
     assert_int_equal(certs_count(s), 1);
-    assert_string_equal(name_of(s, 4), "gpu-1");
+    assert_string_equal(name_of(s, 3), "gpu-1");
     assert_null(name_of(s, 5));
     /* The key of gpu-1 asks for another name: refused while it counts. */
-    member(other, &a, NULL, NULL, "gpu-9", 4, T0 - HOUR, T0 + 2 * HOUR);
+    member(other, &a, NULL, NULL, "gpu-9", 3, T0 - HOUR, T0 + 2 * HOUR);
     assert_int_equal(certs_offer(s, other, T0, NULL), CERTS_NAME_TAKEN);
     certs_free(s);
 
     /* The other order of arrival ends the same. */
     assert_non_null(s = certs_new(a.pub, NULL, NULL));
     assert_int_equal(certs_offer(s, late, T0, NULL), CERTS_ADDED);
-    assert_int_equal(certs_offer(s, tie, T0, NULL), CERTS_ADDED);
+    assert_int_equal(certs_offer(s, tie, T0, NULL), CERTS_NAME_TAKEN);
     assert_int_equal(certs_offer(s, early, T0, NULL), CERTS_NAME_TAKEN);
     assert_int_equal(certs_count(s), 1);
-    assert_string_equal(name_of(s, 4), "gpu-1");
+    assert_string_equal(name_of(s, 3), "gpu-1");
     certs_free(s);
 }
 
-/* A token of max_members 2: the two earliest count, whatever the order
- * they come in; a member outside its prefix is refused. */
+/* Issue 43: a token's holder backdating a sibling's name, or picking a
+ * lower key, takes nothing: the member held first keeps it. The
+ * authority's own certificate takes a name from a token's, never the
+ * reverse. */
+static void test_token_never_takes_a_name(void **state)
+{
+    struct authority a;
+    uint8_t tsec[CERT_SECRET_LEN];
+    char victim[CERT_TEXT_MAX], thief[CERT_TEXT_MAX], own[CERT_TEXT_MAX];
+    struct cert token;
+    struct certs *s;
+    const char *why;
+
+    (void)state;
+    authority_make(&a);
+    token_make(&token, tsec, &a, "w-", 0);
+    member(victim, &a, &token, tsec, "w-n3", 20, T0 - 10, T0 + HOUR);
+    member(thief, &a, &token, tsec, "w-n3", 1, T0 - HOUR, T0 + HOUR);   /* earlier, lower */
+    assert_non_null(s = certs_new(a.pub, NULL, NULL));
+    assert_int_equal(certs_offer(s, victim, T0, NULL), CERTS_ADDED);
+    assert_int_equal(certs_offer(s, thief, T0, &why), CERTS_NAME_TAKEN);
+    assert_string_equal(why, "another member holds its name");
+    assert_string_equal(name_of(s, 20), "w-n3");
+    /* The authority names w-n3 another key: that one holds it. */
+    member(own, &a, NULL, NULL, "w-n3", 30, T0 - HOUR, T0 + HOUR);
+    assert_int_equal(certs_offer(s, own, T0, NULL), CERTS_ADDED);
+    assert_null(name_of(s, 20));
+    assert_int_equal(certs_offer(s, victim, T0, NULL), CERTS_NAME_TAKEN);
+    certs_free(s);
+}
+
+/* Issue 43: a holder of another token re-signing a member's key (same
+ * name, a later end) replaces nothing; the same token renews; the
+ * authority replaces a token's certificate, a token never the
+ * authority's. */
+static void test_replacement(void **state)
+{
+    struct authority a;
+    uint8_t tsec[CERT_SECRET_LEN], usec[CERT_SECRET_LEN];
+    char held[CERT_TEXT_MAX], text[CERT_TEXT_MAX];
+    struct cert token, other;
+    struct certs *s;
+
+    (void)state;
+    authority_make(&a);
+    token_make(&token, tsec, &a, "spot-", 0);
+    token_make(&other, usec, &a, "spot-", 0);
+    member(held, &a, &token, tsec, "spot-a", 10, T0 - 40, T0 + HOUR);
+    assert_non_null(s = certs_new(a.pub, NULL, NULL));
+    assert_int_equal(certs_offer(s, held, T0, NULL), CERTS_ADDED);
+    member(text, &a, &other, usec, "spot-a", 10, T0 - 40, T0 + 2 * HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_NAME_TAKEN);
+    member(text, &a, &token, tsec, "spot-a", 10, T0 - 40, T0 + 2 * HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);      /* a renewal */
+    member(text, &a, NULL, NULL, "spot-a", 10, T0 - 40, T0 + 3 * HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);      /* the authority's */
+    member(text, &a, &token, tsec, "spot-a", 10, T0 - 40, T0 + 4 * HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_NAME_TAKEN);
+    assert_int_equal(certs_count(s), 1);
+    certs_free(s);
+}
+
+/* A token of max_members 2: the first two come count, whatever their
+ * dates and keys; a member outside its prefix is refused. */
 static void test_token_max(void **state)
 {
     struct authority a;
@@ -336,19 +431,20 @@ static void test_token_max(void **state)
     member(m[0], &a, &token, tsec, "spot-a", 10, T0 - 40, T0 + HOUR);
     member(m[1], &a, &token, tsec, "spot-b", 11, T0 - 30, T0 + HOUR);
     member(m[2], &a, &token, tsec, "spot-c", 12, T0 - 20, T0 + HOUR);
-    member(m[3], &a, &token, tsec, "spot-d", 13, T0 - 50, T0 + HOUR);
+    member(m[3], &a, &token, tsec, "spot-d", 9, T0 - 50, T0 + HOUR);
 
     assert_non_null(s = certs_new(a.pub, NULL, NULL));
     assert_int_equal(certs_offer(s, m[0], T0, NULL), CERTS_ADDED);
     assert_int_equal(certs_offer(s, m[1], T0, NULL), CERTS_ADDED);
     assert_int_equal(certs_offer(s, m[2], T0, &why), CERTS_TOKEN_FULL);
-    assert_int_equal(certs_offer(s, m[3], T0, NULL), CERTS_ADDED);   /* earliest: pushes spot-b out */
+    assert_string_equal(why, "its token's places are held by other members");
+    /* Backdated, a lower key: still no place. */
+    assert_int_equal(certs_offer(s, m[3], T0, NULL), CERTS_TOKEN_FULL);
     assert_int_equal(certs_count(s), 2);
     assert_non_null(name_of(s, 10));
-    assert_non_null(name_of(s, 13));
-    assert_null(name_of(s, 11));
+    assert_non_null(name_of(s, 11));
     certs_stats(s, &st);
-    assert_int_equal(st.token_full, 1);
+    assert_int_equal(st.token_full, 2);
     /* A renewal of a counted member does not count twice. */
     member(text, &a, &token, tsec, "spot-a", 10, T0 - 40, T0 + 2 * HOUR);
     assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
@@ -357,14 +453,32 @@ static void test_token_max(void **state)
     member(text, &a, &token, tsec, "gpu-1", 14, T0 - 40, T0 + HOUR);
     assert_int_equal(certs_offer(s, text, T0, &why), CERTS_INVALID);
     certs_free(s);
+}
 
-    /* Reverse order: the same two. */
+/* A token that names no limit holds CERTS_TOKEN_DEFAULT_MAX places: its
+ * holder cannot fill the store with keys nobody holds. */
+static void test_token_default_places(void **state)
+{
+    struct authority a;
+    uint8_t tsec[CERT_SECRET_LEN];
+    char text[CERT_TEXT_MAX], name[32];
+    struct cert token;
+    struct certs *s;
+
+    (void)state;
+    authority_make(&a);
+    token_make(&token, tsec, &a, "spot-", 0);
     assert_non_null(s = certs_new(a.pub, NULL, NULL));
-    for (int i = 3; i >= 0; i--)
-        certs_offer(s, m[i], T0, NULL);
-    assert_int_equal(certs_count(s), 2);
-    assert_non_null(name_of(s, 10));
-    assert_non_null(name_of(s, 13));
+    for (unsigned i = 0; i < CERTS_TOKEN_DEFAULT_MAX; i++) {
+        snprintf(name, sizeof(name), "spot-%u", i);
+        member(text, &a, &token, tsec, name, 100 + i, T0 - 40, T0 + HOUR);
+        assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    }
+    member(text, &a, &token, tsec, "spot-x", 99, T0 - 40, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_TOKEN_FULL);
+    /* The authority's own newcomers still find room. */
+    member(text, &a, NULL, NULL, "gpu-1", 98, T0 - 40, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
     certs_free(s);
 }
 
@@ -437,6 +551,10 @@ int main(void)
         cmocka_unit_test(test_revocation),
         cmocka_unit_test(test_name_clash),
         cmocka_unit_test(test_token_max),
+        cmocka_unit_test(test_token_never_takes_a_name),
+        cmocka_unit_test(test_replacement),
+        cmocka_unit_test(test_token_default_places),
+        cmocka_unit_test(test_revocation_of_a_key),
         cmocka_unit_test(test_retain_frees_token_place),
         cmocka_unit_test(test_bounds),
     };
