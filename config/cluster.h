@@ -17,6 +17,7 @@
 /* More names a node is known by (`aliases = ...`): each a hostname of at
  * most CLUSTER_NAME_MAX characters, as the hosts block takes them. */
 #define CLUSTER_ALIASES_MAX   4u
+#define CLUSTER_REVOKED_MAX   256u     /* keys in `revoked`, all lines together */
 #define CLUSTER_MAX_LINE      1024u    /* longer lines are an error */
 #define CLUSTER_MAX_FILE      (1u << 20) /* cluster_load refuses bigger files */
 /* A file within CLUSTER_MAX_FILE holds fewer complete nodes than this; the
@@ -161,6 +162,12 @@ struct cluster {
      * signed (config/cert.h; README "Joining under an authority"). */
     bool has_authority;
     uint8_t authority[CLUSTER_KEY_LEN];
+    /* `revoked = KEY...` (the key may repeat; with `authority` only):
+     * WireGuard public keys the cluster refuses whatever certificate they
+     * show -- the operator's blocklist, beside the authority's signed
+     * revocations, kept where the cluster file is. */
+    size_t n_revoked;
+    uint8_t revoked[CLUSTER_REVOKED_MAX][CLUSTER_KEY_LEN];
     size_t n_nodes;                       /* at least 1 after a parse */
     struct cluster_node *nodes;           /* file order; nodes[0] = master */
 };

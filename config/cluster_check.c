@@ -291,6 +291,23 @@ static void check_aliases(struct cluster_parser *p)
     free(all);
 }
 
+/* The blocklist is the authority's companion: a key the file lists as a
+ * node and revokes at once is a mistake the person should hear of. */
+static void check_revoked(struct cluster_parser *p)
+{
+    const struct cluster *c = &p->settings;
+
+    if (c->n_revoked && !c->has_authority)
+        cluster_diag_add(p, p->key_line[CLUSTER_KEY_REVOKED], "revoked needs authority: it "
+                         "refuses keys that show a certificate; a node the file does not "
+                         "list is refused already");
+    for (size_t i = 0; i < p->n_nodes; i++)
+        for (size_t k = 0; p->nodes[i].key_ok && k < c->n_revoked; k++)
+            if (!memcmp(p->nodes[i].node.public_key, c->revoked[k], CLUSTER_KEY_LEN))
+                cluster_diag_add(p, p->key_line[CLUSTER_KEY_REVOKED], "node %s's public-key "
+                                 "is revoked: remove the node or the key", p->nodes[i].node.name);
+}
+
 void cluster_check_all(struct cluster_parser *p)
 {
     node_ptr *sorted;
@@ -300,6 +317,7 @@ void cluster_check_all(struct cluster_parser *p)
     check_mtu(p);
     check_metrics(p);
     check_registry(p);
+    check_revoked(p);
     check_addresses(p);
     check_aliases(p);
     if (p->n_nodes < 2)

@@ -388,6 +388,38 @@ static void authority_apply(struct cluster_parser *p, int line, const char *valu
     p->settings.has_authority = true;
 }
 
+/* Public keys separated by spaces or commas, added to those of earlier
+ * `revoked` lines (the one key that may repeat: a blocklist outgrows a
+ * line), CLUSTER_REVOKED_MAX in all. */
+static void revoked_apply(struct cluster_parser *p, int line, const char *value)
+{
+    struct cluster *c = &p->settings;
+    char q[CLUSTER_QUOTE_MAX + 4], word[CLUSTER_MAX_LINE];
+    uint8_t bin[CLUSTER_MAX_LINE];
+    size_t len, at = 0, bin_len;
+
+    while (value[at]) {
+        at += strspn(value + at, " \t,");
+        if (!(len = strcspn(value + at, " \t,")))
+            break;
+        snprintf(word, sizeof(word), "%.*s", (int)len, value + at);
+        at += len;
+        cluster_quote(q, sizeof(q), word);
+        if (sodium_base642bin(bin, sizeof(bin), word, len, NULL, &bin_len, NULL,
+                              sodium_base64_VARIANT_ORIGINAL) != 0 || bin_len != CLUSTER_KEY_LEN) {
+            cluster_diag_add(p, line, "bad revoked key '%s' (expected a WireGuard public key: "
+                             "44 characters ending in '=', as 'wg pubkey' prints)", q);
+            return;
+        }
+        if (c->n_revoked == CLUSTER_REVOKED_MAX) {
+            cluster_diag_add(p, line, "too many revoked keys (at most %u in the file)",
+                             CLUSTER_REVOKED_MAX);
+            return;
+        }
+        memcpy(c->revoked[c->n_revoked++], bin, CLUSTER_KEY_LEN);
+    }
+}
+
 static void public_key_apply(struct cluster_parser *p, int line, const char *value)
 {
     /* base64 never decodes to more bytes than it has characters */
@@ -501,6 +533,7 @@ static const struct key_def cluster_keys[CLUSTER_KEY_COUNT] = {
     [CLUSTER_KEY_REGISTRY_TTL] = KEY("registry-ttl", false, registry_ttl_apply),
     [CLUSTER_KEY_REGISTRY_INSECURE] = KEY("registry-insecure", false, registry_insecure_apply),
     [CLUSTER_KEY_AUTHORITY] = KEY("authority", false, authority_apply),
+    [CLUSTER_KEY_REVOKED]   = KEY("revoked", false, revoked_apply),
 };
 
 static const struct key_def node_keys[CLUSTER_NODE_KEY_COUNT] = {
@@ -612,7 +645,7 @@ void cluster_key_apply(struct cluster_parser *p, int line, const char *key,
         unknown_key(p, line, key, q, node, typo);
         return;
     }
-    if (seen[i]) {
+    if (seen[i] && (node || i != CLUSTER_KEY_REVOKED)) {
         cluster_diag_add(p, line, "duplicate key '%s' (first at line %d)", q,
                          seen[i]);
         return;

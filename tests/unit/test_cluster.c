@@ -535,6 +535,13 @@ static const struct bad_case bad_cases[] = {
         "key: 32 bytes in base64 (as `ddpnet authority init` prints it)"),
     BAD(C4 "authority = AAAA\n" NA, 4, "bad authority: expected the authority's public "
         "key: 32 bytes in base64 (as `ddpnet authority init` prints it)"),
+    /* the operator's blocklist */
+    BAD(C4 "authority = " K1 "\nrevoked = " K2 " nope\n" NA, 5, "bad revoked key 'nope' "
+        "(expected a WireGuard public key: 44 characters ending in '=', as 'wg pubkey' prints)"),
+    BAD(C4 "revoked = " K2 "\n" NA, 4, "revoked needs authority: it refuses keys that show a "
+        "certificate; a node the file does not list is refused already"),
+    BAD(C4 "authority = " K2 "\nrevoked = " K3 "\nrevoked = " K1 "\n" NA, 6,
+        "node a's public-key is revoked: remove the node or the key"),
     /* public key */
     BAD(C4 "[node a]\npublic-key = not-base64!\naddress = 10.77.0.1\n", 5,
         "bad public-key: not valid base64 (expected 44 characters ending in '=', "
@@ -1205,6 +1212,38 @@ static void test_authority(void **state)
     cluster_free(&c);
 }
 
+/* `revoked = KEY...`: keys separated by spaces or commas, the key
+ * repeated, CLUSTER_REVOKED_MAX in all. */
+static void test_revoked(void **state)
+{
+    static const char ok[] = C4 "authority = " K1 "\nrevoked = " K2 ", " K3 "\n"
+                             "revoked = " K2 "\n" NA;
+    char *many;
+    size_t at;
+    struct cluster c;
+    uint8_t key[CLUSTER_KEY_LEN];
+    size_t len;
+
+    (void)state;
+    parse_ok(ok, strlen(ok), &c);
+    assert_int_equal(c.n_revoked, 3);
+    assert_int_equal(sodium_base642bin(key, sizeof(key), K3, 44, NULL, &len, NULL,
+                                       sodium_base64_VARIANT_ORIGINAL), 0);
+    assert_memory_equal(c.revoked[1], key, CLUSTER_KEY_LEN);
+    cluster_free(&c);
+    /* One key past the bound, on lines of 16 keys each. */
+    assert_non_null(many = malloc(64 * 1024));
+    at = (size_t)sprintf(many, C4 "authority = " K1 "\n");
+    for (unsigned i = 0; i <= CLUSTER_REVOKED_MAX; i++)
+        at += (size_t)sprintf(many + at, "%s" K2 "%s", i % 16 ? " " : "revoked = ",
+                              i % 16 == 15 || i == CLUSTER_REVOKED_MAX ? "\n" : "");
+    at += (size_t)sprintf(many + at, NA);
+    struct cluster_diag diag;
+    assert_int_equal(cluster_parse(many, at, &c, &diag), -EINVAL);
+    assert_non_null(strstr(diag.items[0].message, "too many revoked keys (at most 256"));
+    free(many);
+}
+
 /* Each of the registry's paths lands in its own field, up to 255
  * characters; one more is refused, naming the key. */
 static void test_registry_path_keys(void **state)
@@ -1332,6 +1371,7 @@ int main(void)
         cmocka_unit_test(test_registry_path_keys),
         cmocka_unit_test(test_registry_insecure),
         cmocka_unit_test(test_authority),
+        cmocka_unit_test(test_revoked),
         cmocka_unit_test(test_loopback),
     };
 
