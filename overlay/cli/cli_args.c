@@ -69,6 +69,9 @@ static const struct opt_def opt_defs[] = {
     { CLI_OPT_RUN_DIR,    0,   "run-dir",    OPT_VALUE, "DIR",
       "where the control socket IFNAME.sock, the env socket IFNAME.env and the state "
       "file IFNAME.state are (default " DAEMON_DEFAULT_RUN_DIR ")" },
+    { CLI_OPT_STATE_DIR,  0,   "state-dir",  OPT_VALUE, "DIR",
+      "what the node keeps across restarts and reboots: with an authority, the "
+      "revocations it took, IFNAME.revoked (default " DAEMON_DEFAULT_STATE_DIR ")" },
     { CLI_OPT_HOSTS_FILE, 0,   "hosts-file", OPT_VALUE, "FILE",
       "the file that gets the cluster's names block (default " DAEMON_DEFAULT_HOSTS ")" },
     { CLI_OPT_FOREGROUND, 0,   "foreground", OPT_FLAG,  "",
@@ -205,6 +208,7 @@ static void opt_store(struct cli_args *a, enum cli_opt bit, const char *value)
     case CLI_OPT_INTERFACE:  a->ifname = value; break;
     case CLI_OPT_RUN_DIR:    a->run_dir = value; break;
     case CLI_OPT_HOSTS_FILE: a->hosts_file = value; break;
+    case CLI_OPT_STATE_DIR:  a->state_dir = value; break;
     case CLI_OPT_MASTER:     a->master = value; break;
     case CLI_OPT_NAME:       a->name = value; break;
     case CLI_OPT_ENDPOINT:   a->endpoint = value; break;
@@ -283,6 +287,7 @@ int cli_args_parse(int argc, char **argv, unsigned allowed, unsigned required,
     a->ifname = DAEMON_DEFAULT_IFNAME;
     a->run_dir = DAEMON_DEFAULT_RUN_DIR;
     a->hosts_file = DAEMON_DEFAULT_HOSTS;
+    a->state_dir = DAEMON_DEFAULT_STATE_DIR;
     a->watch_ns = CLI_WATCH_DEFAULT_NS;
     if (err != NULL && errlen > 0)
         err[0] = '\0';

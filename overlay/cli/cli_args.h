@@ -38,6 +38,7 @@ enum cli_opt {
     CLI_OPT_ENDPOINT   = 1u << 11,  /* --endpoint HOST:PORT (joining a registry) */
     CLI_OPT_RATE       = 1u << 12,  /* --rate (doctor) */
     CLI_OPT_CERT       = 1u << 13,  /* --cert FILE (up, with an authority) */
+    CLI_OPT_STATE_DIR  = 1u << 14,  /* --state-dir DIR (up) */
 };
 
 /* --watch's interval: 1 s when none is given; below 0.1 s the control
@@ -54,6 +55,7 @@ struct cli_args {
     const char *ifname;       /* default DAEMON_DEFAULT_IFNAME */
     const char *run_dir;      /* default DAEMON_DEFAULT_RUN_DIR */
     const char *hosts_file;   /* default DAEMON_DEFAULT_HOSTS */
+    const char *state_dir;    /* default DAEMON_DEFAULT_STATE_DIR */
     const char *master;       /* NULL unless given */
     const char *name, *endpoint;  /* NULL unless given */
     const char *cert;         /* NULL unless given */

@@ -30,11 +30,13 @@
 #include "overlay/registry/registry.h"
 
 #define UP_USAGE    "-c CLUSTER -k KEYFILE [-i IFNAME] [--run-dir DIR] " \
-                    "[--hosts-file FILE] [--name NAME] [--endpoint HOST:PORT] " \
+                    "[--hosts-file FILE] [--state-dir DIR] [--name NAME] " \
+                    "[--endpoint HOST:PORT] " \
                     "[--cert FILE] [--foreground] [--debug]"
 #define UP_ALLOWED  (CLI_OPT_CLUSTER | CLI_OPT_KEY | CLI_OPT_INTERFACE | \
                      CLI_OPT_RUN_DIR | CLI_OPT_HOSTS_FILE | CLI_OPT_FOREGROUND | \
-                     CLI_OPT_DEBUG | CLI_OPT_NAME | CLI_OPT_ENDPOINT | CLI_OPT_CERT)
+                     CLI_OPT_DEBUG | CLI_OPT_NAME | CLI_OPT_ENDPOINT | CLI_OPT_CERT | \
+                     CLI_OPT_STATE_DIR)
 #define UP_REQUIRED (CLI_OPT_CLUSTER | CLI_OPT_KEY)
 #define UP_RUN_DIR_MODE   0755
 /* The log file of a daemon on a machine without syslog: root's, and its
@@ -55,6 +57,7 @@ struct up {
      * /dev/null, so that its lines go somewhere. "": syslog. */
     char log_file[PATH_MAX];
     char hosts_file[PATH_MAX];
+    char state_dir[PATH_MAX];
     char cluster_file[PATH_MAX];
     char cert[CERT_TEXT_MAX + 1];
 };
@@ -248,6 +251,7 @@ static int up_paths(struct up *u)
     }
     if ((ret = cli_abspath(u->args.run_dir, u->run_dir, sizeof(u->run_dir))) != 0 ||
         (ret = cli_abspath(u->args.hosts_file, u->hosts_file, sizeof(u->hosts_file))) != 0 ||
+        (ret = cli_abspath(u->args.state_dir, u->state_dir, sizeof(u->state_dir))) != 0 ||
         (ret = cli_abspath(u->args.cluster, u->cluster_file, sizeof(u->cluster_file))) != 0) {
         fprintf(stderr, "ddpnet up: %s\n", strerror(-ret));
         return CLI_EXIT_FAIL;
@@ -282,6 +286,7 @@ static int up_prepare(struct up *u)
     u->opt.ifname = u->args.ifname;
     u->opt.run_dir = u->run_dir;
     u->opt.hosts_file = u->hosts_file;
+    u->opt.state_dir = u->state_dir;
     u->opt.cluster_path = u->cluster_file;
     u->opt.cluster = &u->cluster;
     u->opt.foreground = u->args.foreground;

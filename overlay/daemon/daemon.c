@@ -45,6 +45,7 @@
 #include "overlay/membership/hosts_writer.h"
 #include "overlay/membership/certs.h"
 #include "overlay/membership/members.h"
+#include "overlay/membership/revocations.h"
 #include "overlay/engine/device_setup.h"
 #include "overlay/loop/loop.h"
 #include "overlay/loop/resolver.h"
@@ -895,17 +896,38 @@ static int setup_membership(struct setup *s)
     return 0;
 }
 
+/* The revocations this node took before (a restart, a reboot): read
+ * back, as root, and the state file kept open for the ones to come. */
+static int setup_revocations(struct setup *s)
+{
+    const char *dir = s->opt->state_dir ? s->opt->state_dir : DAEMON_DEFAULT_STATE_DIR;
+    int fd = revocations_open(dir, s->dev.ifname), n;
+
+    if (fd < 0)
+        return fail(s, fd, "state directory %s: %s (--state-dir)", dir, strerror(-fd));
+    if ((n = revocations_load(&s->dev, fd)) < 0) {
+        close(fd);
+        return fail(s, n, "state file %s/%s.revoked: %s", dir, s->dev.ifname, strerror(-n));
+    }
+    if (n)
+        log_info("authority: %d revocation%s kept from before", n, n == 1 ? "" : "s");
+    return 0;
+}
+
 /* With an authority: the store of its statements, holding our own
  * certificate (checked already by up: keyfile_cert_check). */
 static int setup_certs(struct setup *s)
 {
     const char *why;
     enum certs_verdict v;
+    int ret;
 
     if (members_certs_start(&s->dev))
         return fail(s, -ENOMEM, "out of memory");
     if (!s->dev.certs)
         return 0;
+    if ((ret = setup_revocations(s)))
+        return ret;
     s->dev.cert_said = members_cert_said;
     if (!s->opt->cert)
         return 0;
@@ -1061,6 +1083,7 @@ int daemon_run(struct daemon_options *opt)
     s->opt = opt;
     s->tun_fd = s->udp4_fd = s->udp6_fd = s->control_fd = s->env_fd = s->signal_fd = -1;
     s->dev.hosts_fd = -1;
+    s->dev.revoked_fd = -1;
     char ident[64];
     snprintf(ident, sizeof(ident), "ddpnet/%s", opt->ifname);
     log_init(ident, opt->foreground, opt->debug ? LOG_LVL_DEBUG : LOG_LVL_INFO);

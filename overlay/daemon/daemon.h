@@ -15,6 +15,7 @@
 #define DAEMON_DEFAULT_IFNAME   "ddp0"
 #define DAEMON_DEFAULT_RUN_DIR  "/var/run/wireguard"
 #define DAEMON_DEFAULT_HOSTS    "/etc/hosts"
+#define DAEMON_DEFAULT_STATE_DIR "/var/lib/ddpnet"
 /* The unprivileged system user the daemon continues as (made by the
  * first `up` when missing: no home, no shell, its own group). */
 #define DAEMON_USER             "ddpnet"
@@ -23,6 +24,7 @@ struct daemon_options {
     const char *ifname;
     const char *run_dir;
     const char *hosts_file;
+    const char *state_dir;                /* absolute */
     const char *cluster_path;             /* absolute: for messages, checksum and reloads */
     struct cluster *cluster;              /* parsed; the daemon takes it over */
     const struct cluster_node *self;      /* within *cluster; NULL: joins the registry */

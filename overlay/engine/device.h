@@ -389,6 +389,14 @@ struct device {
      * NULL: CERTs dropped). */
     struct probation probation;
     char *self_cert;
+    /* The latest revocations this node took, said to each peer on every
+     * session after our certificate (lines joined by '\n', at most
+     * MEMBERS_REVOCATIONS_SAID; NULL: none), so that a member that was down
+     * when one was passed on hears it; and where every revocation taken is
+     * kept across restarts (STATE_DIR/IFNAME.revoked, opened at set-up;
+     * 0 or -1: none, as a zeroed device has). Membership's. */
+    char *revocations_said;
+    int revoked_fd;
     void (*cert_said)(struct peer *p, const char *text, size_t len, uint64_t now);
     /* Where members see us changed (disco.observed): the daemon puts it
      * in our registry record. NULL: nobody to tell. */

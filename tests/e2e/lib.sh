@@ -294,8 +294,8 @@ cluster_node() {
     } >>"$1"
 }
 
-# ddp_up NODE [CLUSTER]: `ddpnet up` inside NODE with its key, run directory
-# and hosts file; then ddp0 must exist and be up.
+# ddp_up NODE [CLUSTER]: `ddpnet up` inside NODE with its key, run directory,
+# hosts file and state directory; then ddp0 must exist and be up.
 ddp_up() {
     local n=$1 c=${2:-$T/cluster.conf} u
     for u in "${E2E_UP[@]}"; do [ "$u" != "$n" ] || { n=""; break; }; done
@@ -303,12 +303,13 @@ ddp_up() {
     n=$1
     if [ "$E2E_FOREGROUND" = 1 ]; then
         nx_bg "$n" daemon timeout 3600 "$DDPNET" up -c "$c" -k "$T/$n/key" \
-            --run-dir "$T/$n/run" --hosts-file "$T/$n/hosts" --foreground
+            --run-dir "$T/$n/run" --hosts-file "$T/$n/hosts" --state-dir "$T/$n/state" --foreground
         wait_for 20 nx "$n" "$DDPNET" status --run-dir "$T/$n/run" ||
             fail "node $n: daemon (foreground) did not answer within 20 s"
     else
         if ! nx "$n" timeout 30 "$DDPNET" up -c "$c" -k "$T/$n/key" \
-                --run-dir "$T/$n/run" --hosts-file "$T/$n/hosts" >"$T/$n/up.log" 2>&1; then
+                --run-dir "$T/$n/run" --hosts-file "$T/$n/hosts" --state-dir "$T/$n/state" \
+                >"$T/$n/up.log" 2>&1; then
             fail "node $n: ddpnet up failed: $(cat "$T/$n/up.log")"
         fi
     fi

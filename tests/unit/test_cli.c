@@ -71,7 +71,8 @@
 #define CHECK_NOTE_KEY CHECK_UNCHECKED("")
 
 #define UP_USAGE_LINE "usage: ddpnet up -c CLUSTER -k KEYFILE [-i IFNAME] " \
-    "[--run-dir DIR] [--hosts-file FILE] [--name NAME] [--endpoint HOST:PORT] " \
+    "[--run-dir DIR] [--hosts-file FILE] [--state-dir DIR] [--name NAME] " \
+    "[--endpoint HOST:PORT] " \
     "[--cert FILE] [--foreground] [--debug]\n"
 /* What follows the usage line of a command-line error. */
 #define MORE(verb) "(ddpnet " verb " --help explains each option)\n"
@@ -353,8 +354,9 @@ static int handle_up(int argc, char **argv)
 
     return cli_args_handle(argc, argv, UP_OPTS, UP_REQ,
                            "-c CLUSTER -k KEYFILE [-i IFNAME] [--run-dir DIR] "
-                           "[--hosts-file FILE] [--name NAME] [--endpoint HOST:PORT] "
-                           "[--cert FILE] [--foreground] [--debug]", &a);
+                           "[--hosts-file FILE] [--state-dir DIR] [--name NAME] "
+                           "[--endpoint HOST:PORT] [--cert FILE] [--foreground] [--debug]",
+                           &a);
 }
 
 static int handle_genkey(int argc, char **argv)

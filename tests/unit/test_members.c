@@ -29,6 +29,7 @@
 #include "overlay/membership/hosts.h"
 #include "overlay/membership/hosts_writer.h"
 #include "overlay/membership/members.h"
+#include "overlay/membership/revocations.h"
 
 #define K1 "A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA="
 #define K2 "BS4f18GN4bvqBI+9jDNN/jvhYyEO+g1rb8A488uT9hA="
@@ -549,6 +550,108 @@ static void test_statements(void **state)
     cluster_free(&dev.cluster);
 }
 
+/* A revocation of key `fill` (every byte), signed with secret. */
+static void revocation_of(char *text, size_t cap, const uint8_t secret[CERT_SECRET_LEN], int fill)
+{
+    struct cert r = { .kind = CERT_REVOCATION, .not_before = 1000 };
+
+    memset(r.subject, fill, sizeof(r.subject));
+    assert_int_equal(cert_sign(&r, secret, text, cap), 0);
+}
+
+/* A device of HEAD NA NB under the authority pub, its store made, the
+ * state file of dir read back. */
+static void authority_device(struct device *dev, const uint8_t pub[CERT_PUBKEY_LEN],
+                             const char *dir)
+{
+    device_of(dev, HEAD NA NB);
+    dev->cluster.has_authority = true;
+    memcpy(dev->cluster.authority, pub, CERT_PUBKEY_LEN);
+    assert_int_equal(members_certs_start(dev), 0);
+    int fd = revocations_open(dir, "ddp0");
+    assert_true(fd > 0);
+    assert_true(revocations_load(dev, fd) >= 0);
+}
+
+/* Issue 43: a revocation lasts. Taken once, it is in the state file; a
+ * node set up again from that file refuses what it names and says it on
+ * every session; the latest REVOCATIONS_SAID_MAX are said; a junk line
+ * costs nothing; the file's `revoked` keys count as revocations. */
+static void test_revocations_last(void **state)
+{
+    uint8_t pub[CERT_PUBKEY_LEN], secret[CERT_SECRET_LEN], key[CERT_PUBKEY_LEN];
+    char dir[] = "/tmp/ddpnet-state-XXXXXX", path[64], text[CERT_TEXT_MAX], buf[8192];
+    struct cert m = { .kind = CERT_MEMBER, .not_before = 1000, .not_after = UINT64_MAX / 2 };
+    struct certs_stats st;
+    struct device dev;
+    const char *why;
+    int fd;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(cert_keypair(pub, secret), 0);
+    authority_device(&dev, pub, dir);
+    revocation_of(text, sizeof(text), secret, 7);
+    assert_int_equal(members_statement(&dev, text, strlen(text), 0, &why), CERTS_REVOKING);
+    assert_string_equal(dev.revocations_said, text);
+    members_certs_free(&dev);
+    cluster_free(&dev.cluster);
+
+    /* A restart: read back, refused, said. A junk line is skipped. */
+    snprintf(path, sizeof(path), "%s/ddp0.revoked", dir);
+    assert_true((fd = open(path, O_WRONLY | O_APPEND)) >= 0);
+    assert_int_equal(write(fd, "junk\n", 5), 5);
+    close(fd);
+    authority_device(&dev, pub, dir);
+    certs_stats(dev.certs, &st);
+    assert_int_equal(st.revoked, 1);
+    assert_string_equal(dev.revocations_said, text);
+    snprintf(m.name, sizeof(m.name), "spot-7");
+    memset(m.subject, 7, sizeof(m.subject));
+    assert_int_equal(cert_sign(&m, secret, buf, sizeof(buf)), 0);
+    assert_int_equal(certs_offer(dev.certs, buf, 2000, &why), CERTS_REVOKED);
+
+    /* Ten more: the file holds eleven, the latest eight are said. */
+    for (int i = 10; i < 20; i++) {
+        revocation_of(text, sizeof(text), secret, i);
+        assert_int_equal(members_statement(&dev, text, strlen(text), 0, &why), CERTS_REVOKING);
+    }
+    size_t lines = 0;
+    for (const char *r = dev.revocations_said; *r; r++)
+        lines += *r == '\n';
+    assert_int_equal(lines + 1, REVOCATIONS_SAID_MAX);
+    assert_non_null(strstr(dev.revocations_said, text));
+    assert_true(strlen(dev.revocations_said) - strlen(text) ==
+                (size_t)(strrchr(dev.revocations_said, '\n') + 1 - dev.revocations_said));
+    members_certs_free(&dev);
+    cluster_free(&dev.cluster);
+    assert_true((fd = open(path, O_RDONLY)) >= 0);
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    assert_true(n > 0);
+    buf[n] = '\0';
+    lines = 0;
+    for (const char *r = buf; *r; r++)
+        lines += *r == '\n';
+    assert_int_equal(lines, 1 + 1 + 10);          /* the first, the junk, ten */
+
+    /* The file's blocklist, at set-up. */
+    device_of(&dev, HEAD NA NB);
+    dev.cluster.has_authority = true;
+    memcpy(dev.cluster.authority, pub, sizeof(pub));
+    dev.file.n_revoked = 1;
+    memset(key, 9, sizeof(key));
+    memcpy(dev.file.revoked[0], key, sizeof(key));
+    assert_int_equal(members_certs_start(&dev), 0);
+    memset(m.subject, 9, sizeof(m.subject));
+    assert_int_equal(cert_sign(&m, secret, buf, sizeof(buf)), 0);
+    assert_int_equal(certs_offer(dev.certs, buf, 2000, &why), CERTS_REVOKED);
+    members_certs_free(&dev);
+    cluster_free(&dev.cluster);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -561,6 +664,7 @@ int main(void)
         cmocka_unit_test(test_checksum),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_statements),
+        cmocka_unit_test(test_revocations_last),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

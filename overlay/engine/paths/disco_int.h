@@ -76,6 +76,9 @@ bool discovery_recordable(const struct peer *p, uint64_t now);
 void discovery_send_endpoints(struct peer *x, uint64_t now);
 void discovery_send_names(struct peer *x, uint64_t now);
 void discovery_send_features(struct peer *x, uint64_t now);
+/* The authority's statements said on every session: our certificate,
+ * then the latest revocations we took (dev->revocations_said). */
+void discovery_send_statements(struct peer *x, uint64_t now);
 void discovery_send_record(struct peer *x, uint64_t now);
 
 /* --- disco_intro.c: what members say of each other --------------------------------- */

@@ -361,6 +361,19 @@ void discovery_send_cert(struct peer *x, const char *text, size_t len, uint64_t 
                &x->path.endpoint : NULL, now);
 }
 
+void discovery_send_statements(struct peer *x, uint64_t now)
+{
+    const char *r = x->dev->revocations_said;
+
+    if (x->dev->self_cert)      /* a stranger to x may join so (probation.h) */
+        discovery_send_cert(x, x->dev->self_cert, strlen(x->dev->self_cert), now);
+    while (r && *r) {
+        size_t len = strcspn(r, "\n");
+        discovery_send_cert(x, r, len, now);
+        r += len + (r[len] == '\n');
+    }
+}
+
 /* Records go in as many messages as it takes to keep each within the
  * path's MTU. */
 void discovery_send_endpoints(struct peer *x, uint64_t now)

@@ -33,8 +33,7 @@ bool discovery_session_up(struct peer *p, uint64_t now)
     disco_session_began(&p->disco.state, rekey, now);
     discovery_send_features(p, now);
     discovery_send_record(p, now);
-    if (p->dev->self_cert)      /* a stranger to p may join so (probation.h) */
-        discovery_send_cert(p, p->dev->self_cert, strlen(p->dev->self_cert), now);
+    discovery_send_statements(p, now);
     /* A session new to the other side may be with a peer it made anew
      * (our record went and came back there): our names at once, not at
      * the next ENDPOINTS. */

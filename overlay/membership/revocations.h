@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/* Revocations that last (issue 43): what the node was told once, it
+ * keeps and says again.
+ *
+ * Owns, with `[cluster] authority`: the state file STATE_DIR/IFNAME.revoked
+ * (every revocation taken, one text line each, appended once; read back
+ * at set-up, so a restart or a reboot takes no revoked member back); the
+ * latest revocations taken (dev->revocations_said, said to every peer on
+ * every session, so a member that was down when one was passed on hears
+ * it at its next session with anyone); and the cluster file's `revoked`
+ * keys, the operator's blocklist, revoked in the store at set-up and at
+ * every reload (a key taken out of the file stays revoked until the
+ * daemon restarts: revocations only ever add).
+ *
+ * Bounds: the store's (CERTS_REVOKED_MAX revocations); the state file is
+ * read up to REVOCATIONS_FILE_MAX bytes, a line longer than a statement
+ * or one that is no valid revocation skipped (and counted in the log).
+ * Runs on the loop's thread; the one write per revocation taken is a
+ * short append to a local file (a person's act, bounded by the store),
+ * not worth a thread. */
+#ifndef DDPNET_REVOCATIONS_H
+#define DDPNET_REVOCATIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config/cluster.h"
+#include "overlay/engine/device.h"
+
+#define REVOCATIONS_SAID_MAX 8u                  /* said on every session */
+#define REVOCATIONS_FILE_MAX (1024u * 1024u)     /* bytes read at set-up */
+#define REVOCATIONS_FILE_MODE 0600
+
+/* Opens (creating it, and STATE_DIR, mode 0700) the state file of
+ * interface ifname under state_dir: an fd for revocations_load, or a
+ * negative errno. As root, before the privilege drop: the daemon keeps
+ * the descriptor. */
+int revocations_open(const char *state_dir, const char *ifname);
+
+/* Reads the state file fd (from its start) and offers each line to the
+ * store; keeps fd in dev->revoked_fd for the revocations taken from now
+ * on. How many were taken, or a negative errno (nothing kept). */
+int revocations_load(struct device *dev, int fd);
+
+/* The keys of file's `revoked` revoked in the store (members_certs_start
+ * and members_reload call it): how many were new. */
+size_t revocations_of_file(struct device *dev, const struct cluster *file);
+
+/* A revocation the store just took (certs_offer said CERTS_REVOKING),
+ * as its text line: appended to the state file, and among the latest
+ * said on every session. */
+void revocations_taken(struct device *dev, const char *line, size_t len);
+
+void revocations_free(struct device *dev);
+
+#endif
