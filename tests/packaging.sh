@@ -182,7 +182,7 @@ ok "both man pages render with no warning; ddpnet(8) covers $(wc -w <<<"$verbs")
 # code reads (DDPNET_*) and the metric families it serves are in
 # README.md and ddpnet(8): a name added to the code and to neither page
 # fails here.
-readme=$(cat README.md)
+readme=$(cat README.md docs/*.md)
 for v in $verbs; do
     grep -qF "\`ddpnet $v" <<<"$readme" || fail "README.md does not describe the verb $v"
 done
