@@ -200,6 +200,17 @@ for m in $metrics; do
 done
 ok "ddpnet(8) names the $(wc -w <<<"$envs") DDPNET_* variables and $(wc -w <<<"$metrics") metric families"
 
+# --- examples/ ---------------------------------------------------------------------
+
+# The annotated cluster files the docs point to pass `ddpnet check`.
+n=0
+for ex in examples/*.conf; do
+    out=$("$root/usr/bin/ddpnet" check -c "$ex" 2>&1) || fail "ddpnet check -c $ex: $out"
+    n=$((n + 1))
+done
+((n >= 4)) || fail "examples/ holds $n cluster files, expected 4 or more"
+ok "ddpnet check passes the $n cluster files of examples/"
+
 # --- bash completion -----------------------------------------------------------------
 
 comp=$root/usr/share/bash-completion/completions/ddpnet
