@@ -1,10 +1,11 @@
 # ddpnet build.
-#   make            build bin/ddpnet (once the daemon exists) and the module objects
+#   make            build bin/ddpnet
 #   make deps       install the Debian packages the build and the package need (root, apt-get)
 #   make deps-test  and those the tests and the demo need (make test and make demo do it)
 #   make unit       unit tests, plain and under ASan+UBSan
 #   make fuzz       each libFuzzer harness for FUZZ_SECONDS (default 300)
-#   make test       everything the project tests (check-layers, unit, fuzz-smoke, mutants, e2e)
+#   make test       everything the project tests (check-layers, spdx-check, unit, packaging,
+#                   fuzz-smoke, mutants, e2e); docs/testing.md lists every target
 #   make mutants    each central check deleted in turn: some test must fail (tests/mutants.list)
 #   make spdx       add the SPDX licence line to source files that lack it (make spdx-check checks)
 #   make clean

@@ -105,8 +105,8 @@ deb: bin/ddpnet
 
 # 77: a tool it needs is missing (make deps-test installs them): skipped, as an
 # e2e script that cannot run is -- but under DDPNET_NO_SKIP=1 (CI) a
-# failure, unless README.md lists "packaging" as an expected skip.
+# failure, unless docs/testing.md lists "packaging" as an expected skip.
 packaging:
 	$(Q)tests/packaging.sh || { rc=$$?; [ $$rc -eq 77 ] && \
 	  { [ "$${DDPNET_NO_SKIP:-0}" != 1 ] || tests/expected_skip.sh packaging || \
-	    { echo "packaging: skipped, and DDPNET_NO_SKIP=1: not an expected skip (README.md)" >&2; false; }; }; }
+	    { echo "packaging: skipped, and DDPNET_NO_SKIP=1: not an expected skip (docs/testing.md)" >&2; false; }; }; }

@@ -3,7 +3,7 @@
 # Runs cmocka test binaries, one after another, and prints one closing line
 # "unit-FLAVOUR: N passed, N failed, N skipped" summed over all of them.
 # Exits non-zero if any test failed or any binary crashed, and, with
-# DDPNET_NO_SKIP=1 (CI), if a test case skipped that README.md does not
+# DDPNET_NO_SKIP=1 (CI), if a test case skipped that docs/testing.md does not
 # list as an expected skip (tests/expected_skip.sh).
 set -u
 flavour=$1; shift
@@ -27,6 +27,6 @@ for bin in "$@"; do
 done
 echo "unit-$flavour: $passed passed, $failed failed, $skipped skipped"
 for u in "${unexpected[@]}"; do
-    echo "unit-$flavour: $u skipped, and DDPNET_NO_SKIP=1: not an expected skip (README.md)" >&2
+    echo "unit-$flavour: $u skipped, and DDPNET_NO_SKIP=1: not an expected skip (docs/testing.md)" >&2
 done
 [ "$failed" -eq 0 ] && [ "$crashed" -eq 0 ] && [ "${#unexpected[@]}" -eq 0 ]

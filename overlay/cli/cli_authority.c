@@ -8,7 +8,7 @@
  *
  * The options are this file's own table (the sub-verbs share them, and
  * no other verb takes them); tests/packaging.sh reads it as it reads
- * cli_args.c's, so each is in ddpnet(8) and README.md. */
+ * cli_args.c's, so each is in ddpnet(8). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -240,8 +240,8 @@ static void verb_help(FILE *out, const struct auth_verb *v)
         cli_args_help_wrap(out, HELP_NAME_WIDTH + 3, text);
     }
     fprintf(out, "  %-*s %s\n", HELP_NAME_WIDTH, "-h, --help", "show this help and exit");
-    fprintf(out, "\nMore in ddpnet(8) (man 8 ddpnet), under authority, and in README.md,\n"
-            "\"The cluster authority\".\n");
+    fprintf(out, "\nMore in ddpnet(8) (man 8 ddpnet), under authority, and in the\n"
+            "source's docs/authority.md.\n");
 }
 
 /* --- values ------------------------------------------------------------------- */

@@ -8,10 +8,10 @@
  * their sessions, paths and traffic go on. The names block follows: each
  * node's name and aliases (the file's word) and the names its machine goes
  * by (its own, or what a peer said of itself, when no other node claims
- * them and the claim rule allows: README "Names"), built on the loop at
- * most once a second and written by the writer thread (hosts_writer.h)
- * through the hosts file descriptor kept from set-up. Runs on the event
- * loop's thread. */
+ * them and the claim rule allows: docs/across-clouds.md, "Names"),
+ * built on the loop at most once a second and written by the writer
+ * thread (hosts_writer.h) through the hosts file descriptor kept from
+ * set-up. Runs on the event loop's thread. */
 #ifndef DDPNET_MEMBERS_H
 #define DDPNET_MEMBERS_H
 

@@ -54,7 +54,7 @@ e2e_torch_missing() {
 }
 # skip_step REASON: the step that needs what is missing does not run; the
 # rest of the script does. Under DDPNET_NO_SKIP=1 (CI) the script fails
-# instead, unless README.md lists "SCRIPT/step" as an expected skip.
+# instead, unless docs/testing.md lists "SCRIPT/step" as an expected skip.
 skip_step() {
     if [ "${DDPNET_NO_SKIP:-0}" = 1 ] &&
        ! "$E2E_ROOT/tests/expected_skip.sh" "$E2E_NAME/step"; then

@@ -7,7 +7,7 @@
 # (a CI log shows its end: the reason must not scroll away behind the
 # failed script's last lines); exits non-zero if any failed.
 # Exit status 77 from a script means skipped; its "SKIP: reason" line is shown.
-# With DDPNET_NO_SKIP=1 (CI), a skip counts as a failure unless README.md
+# With DDPNET_NO_SKIP=1 (CI), a skip counts as a failure unless docs/testing.md
 # lists the script as an expected skip (tests/expected_skip.sh); so does
 # a step a script skipped (lib.sh's skip_step fails the script then).
 set -u
@@ -63,7 +63,7 @@ for f in "${scripts[@]}"; do
     0)  echo "$name: passed (${secs}s)"; passed=$((passed + 1)) ;;
     77) reason=$(sed -n 's/^SKIP: //p' "$log" | tail -n 1)
         if [ "${DDPNET_NO_SKIP:-0}" = 1 ] && ! tests/expected_skip.sh "$name"; then
-            failures+=("$name: FAILED (skipped: ${reason:-no reason given}; DDPNET_NO_SKIP=1 and README.md does not list it as an expected skip)")
+            failures+=("$name: FAILED (skipped: ${reason:-no reason given}; DDPNET_NO_SKIP=1 and docs/testing.md does not list it as an expected skip)")
             echo "${failures[-1]}"; failed=$((failed + 1))
         else
             echo "$name: skipped (${reason:-no reason given})"; skipped=$((skipped + 1))
