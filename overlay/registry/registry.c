@@ -42,10 +42,12 @@ struct member {
     char *cert;                           /* its certificate, verified when read; NULL: none */
 };
 
-/* A revocation under PREFIX/members-revoked/, verified when read. */
+/* A revocation under PREFIX/members-revoked/, verified when read: the
+ * key it came under first, and what it revokes (its id). */
 #define REVOKED_TAIL_MAX 128u
 struct revoked {
     char tail[REVOKED_TAIL_MAX];
+    uint8_t what[CERT_ID_LEN];
     char *line;
 };
 
@@ -721,30 +723,49 @@ static char *record_verified(const struct registry *r, const struct etcd_kv *kv)
     return verified(r, text, CERT_MEMBER);
 }
 
-/* A put or delete of PREFIX/members-revoked/TAIL; under lock. */
+/* A put or delete of PREFIX/members-revoked/TAIL; under lock. A
+ * revocation is known by what it revokes, not by the key it came under:
+ * every writer of the prefix can put one old revocation under a thousand
+ * keys, which then cost a parse each and fill nothing (the authority's
+ * next one still finds room). A revocation, once read, stays: a delete
+ * changes nothing here, and is said, since only a writer that means harm
+ * deletes one. */
 static void learn_revoked(struct registry *r, const struct etcd_kv *kv, const char *tail,
                           bool deleted)
 {
     char text[CERT_TEXT_MAX + 1];
+    struct cert c;
     size_t i;
 
-    for (i = 0; i < r->n_revoked && strcmp(r->revoked[i].tail, tail); i++)
-        ;
-    if (i < r->n_revoked) {               /* a revocation, once read, stays: its ID is dead */
+    if (deleted) {
+        for (i = 0; i < r->n_revoked && strcmp(r->revoked[i].tail, tail); i++)
+            ;
+        if (i < r->n_revoked)
+            log_warn_rl("registry: %s%s%s was deleted; the revocation it held still holds here",
+                        r->prefix, RECORD_REVOKED, tail);
         return;
     }
-    if (deleted || kv->value_len >= sizeof(text) || r->n_revoked == REGISTRY_REVOKED_MAX)
-        return;
-    if (!r->revoked && !(r->revoked = calloc(REGISTRY_REVOKED_MAX, sizeof(*r->revoked))))
+    if (kv->value_len >= sizeof(text))
         return;
     memcpy(text, kv->value, kv->value_len);
     text[kv->value_len] = '\0';
-    if (!(r->revoked[r->n_revoked].line = verified(r, text, CERT_REVOCATION))) {
-        log_warn_rl("registry: ignored %s%s%s: not a revocation of our authority", r->prefix,
-                    RECORD_REVOKED, tail);
+    if (cert_parse(text, &c) || c.kind != CERT_REVOCATION)
+        goto refused;
+    for (i = 0; i < r->n_revoked; i++)
+        if (!memcmp(r->revoked[i].what, c.subject, CERT_ID_LEN))
+            return;
+    if (r->n_revoked == REGISTRY_REVOKED_MAX)
         return;
-    }
+    if (!r->revoked && !(r->revoked = calloc(REGISTRY_REVOKED_MAX, sizeof(*r->revoked))))
+        return;
+    if (!(r->revoked[r->n_revoked].line = verified(r, text, CERT_REVOCATION)))
+        goto refused;
+    memcpy(r->revoked[r->n_revoked].what, c.subject, CERT_ID_LEN);
     snprintf(r->revoked[r->n_revoked++].tail, REVOKED_TAIL_MAX, "%s", tail);
+    return;
+refused:
+    log_warn_rl("registry: ignored %s%s%s: not a revocation of our authority", r->prefix,
+                RECORD_REVOKED, tail);
 }
 
 /* A put of PREFIX/members/NAME; under lock. Bad values drop the member. */

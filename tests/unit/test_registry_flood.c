@@ -53,6 +53,7 @@
 #include <sodium.h>
 
 #include "config/addr.h"
+#include "config/cert.h"
 #include "config/cluster.h"
 #include "overlay/base/log.h"
 #include "overlay/registry/etcd.h"
@@ -866,6 +867,69 @@ static void test_watch_message_bounded(void **state)
     etcd_free(e);
 }
 
+/* Issue 43: every member can write the prefix; one putting an old
+ * revocation under more keys than the registry holds fills nothing: the
+ * authority's next revocation is still read, and the old one held once. */
+static void test_stale_revocations(void **state)
+{
+    const size_t copies = REGISTRY_REVOKED_MAX + 64;
+    uint8_t pub[CERT_PUBKEY_LEN], sec[CERT_SECRET_LEN];
+    char old[CERT_TEXT_MAX], fresh[CERT_TEXT_MAX], b64[64], text[512], err[256] = "";
+    char **keys = calloc(copies + 1, sizeof(*keys)), **values = calloc(copies + 1, sizeof(*values));
+    struct cert rev = { .kind = CERT_REVOCATION, .not_before = 1000 };
+    struct cluster_node *nodes = NULL;
+    struct cluster_diag d;
+    struct cluster c;
+    struct registry *r;
+    struct etcd *e;
+    int64_t revision;
+    size_t n = 0;
+    char *st;
+
+    (void)state;
+    ETCD_FIXTURE_NEED();
+    assert_non_null(keys);
+    assert_non_null(values);
+    assert_int_equal(cert_keypair(pub, sec), 0);
+    memset(rev.subject, 1, sizeof(rev.subject));
+    assert_int_equal(cert_sign(&rev, sec, old, sizeof(old)), 0);
+    memset(rev.subject, 2, sizeof(rev.subject));
+    assert_int_equal(cert_sign(&rev, sec, fresh, sizeof(fresh)), 0);
+    for (size_t i = 0; i < copies; i++) {
+        assert_true(asprintf(&keys[i], "/s/members-revoked/copy-%zu", i) > 0);
+        assert_non_null(values[i] = strdup(old));
+    }
+    assert_true(asprintf(&keys[copies], "/s/members-revoked/zz-new") > 0);
+    assert_non_null(values[copies] = strdup(fresh));
+    e = client(FILL_TIMEOUT_MS);
+    put_all(e, keys, values, copies + 1);
+    sodium_bin2base64(b64, sizeof(b64), pub, sizeof(pub), sodium_base64_VARIANT_ORIGINAL);
+    snprintf(text, sizeof(text), "[cluster]\nnetwork = 10.64.0.0/10\nport = 51820\n"
+             "registry = etcd://%s/s\nauthority = %s\n", etcd_fixture.url + strlen("http://"),
+             b64);
+    assert_int_equal(cluster_parse(text, strlen(text), &c, &d), 0);
+    if (!(r = registry_new(&c, err, sizeof(err))))
+        fail_msg("registry_new: %s", err);
+    cluster_free(&c);
+    catch_log();
+    assert_int_equal(registry_start(r), 0);
+    assert_true(registry_fixture_take(r, SYNC_MS, &nodes, &n, &revision));
+    free(nodes);
+    assert_non_null(st = registry_statements(r));
+    assert_non_null(strstr(st, fresh));
+    assert_int_equal(count_lines(st, old), 1);
+    free(st);
+    registry_stop(r);
+    free(release_log());
+    for (size_t i = 0; i <= copies; i++) {
+        free(keys[i]);
+        free(values[i]);
+    }
+    free(keys);
+    free(values);
+    etcd_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -873,6 +937,7 @@ int main(void)
         cmocka_unit_test_teardown(test_flood, give_back_log),
         cmocka_unit_test_teardown(test_cap, give_back_log),
         cmocka_unit_test_teardown(test_watch_message_bounded, give_back_log),
+        cmocka_unit_test_teardown(test_stale_revocations, give_back_log),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
