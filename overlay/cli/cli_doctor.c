@@ -316,8 +316,9 @@ static void print_verdict(const struct doctor_report *r, FILE *out)
 static void print_drops(const struct doctor_report *r, FILE *out)
 {
     if (r->dropped_socket) {
-        fprintf(out, "warning: the kernel dropped %llu datagrams at the UDP sockets (%s): their "
-                "receive buffer", (unsigned long long)r->dropped_socket, CONTROL_DROP_SOCKET);
+        fprintf(out, "warning: the kernel dropped %llu datagram%s at the UDP sockets (%s): their "
+                "receive buffer", (unsigned long long)r->dropped_socket,
+                r->dropped_socket == 1 ? "" : "s", CONTROL_DROP_SOCKET);
         if (r->has_socket_buffer)
             fprintf(out, " (%llu KiB)", (unsigned long long)(r->socket_buffer >> 10));
         fputs(" filled while the daemon was busy, and TCP resent each one. Raise socket-buffer "
@@ -326,11 +327,11 @@ static void print_drops(const struct doctor_report *r, FILE *out)
               "node; if it stays, give the daemon more CPU\n", out);
     }
     if (r->dropped_tun)
-        fprintf(out, "warning: the kernel dropped %llu packets at %s's transmit queue (%s): "
+        fprintf(out, "warning: the kernel dropped %llu packet%s at %s's transmit queue (%s): "
                 "applications sent faster than the daemon read them. Lengthen the queue "
                 "(ip link set %s txqueuelen 10000) or give the daemon more CPU\n",
-                (unsigned long long)r->dropped_tun, r->interface, CONTROL_DROP_TUN,
-                r->interface);
+                (unsigned long long)r->dropped_tun, r->dropped_tun == 1 ? "" : "s",
+                r->interface, CONTROL_DROP_TUN, r->interface);
 }
 
 void doctor_format_table(const struct doctor_report *r, FILE *out, uint64_t now_unix)

@@ -391,11 +391,12 @@ static void print_drops(FILE *out, const struct st_resp *r)
         return;
     fputs("dropped by the kernel:", out);
     if (r->dropped_socket)
-        fprintf(out, " %llu datagrams at the UDP sockets (" CONTROL_DROP_SOCKET ")%s",
-                (unsigned long long)r->dropped_socket, r->dropped_tun ? "," : "");
+        fprintf(out, " %llu datagram%s at the UDP sockets (" CONTROL_DROP_SOCKET ")%s",
+                (unsigned long long)r->dropped_socket, r->dropped_socket == 1 ? "" : "s",
+                r->dropped_tun ? "," : "");
     if (r->dropped_tun)
-        fprintf(out, " %llu packets at %s's queue (" CONTROL_DROP_TUN ")",
-                (unsigned long long)r->dropped_tun, r->interface);
+        fprintf(out, " %llu packet%s at %s's queue (" CONTROL_DROP_TUN ")",
+                (unsigned long long)r->dropped_tun, r->dropped_tun == 1 ? "" : "s", r->interface);
     fputs("; see ddpnet doctor\n", out);
 }
 

@@ -1506,7 +1506,7 @@ static void test_status_drops(void **state)
                                  "see ddpnet doctor\n"));
     free(text);
     text = format_with(table_fn, socket_only, 0, 0);
-    assert_non_null(strstr(text, "\ndropped by the kernel: 1 datagrams at the UDP sockets "
+    assert_non_null(strstr(text, "\ndropped by the kernel: 1 datagram at the UDP sockets "
                                  "(socket_overflow); see ddpnet doctor\n"));
     free(text);
     text = format_with(table_fn, get_ddpnet_expected, 0, 0);
