@@ -251,6 +251,8 @@ static int result_build(struct cluster_parser *p, struct cluster *out)
         out->mtu = CLUSTER_MTU_DEFAULT;
     if (!out->busy_poll_set)
         out->busy_poll_us = CLUSTER_BUSY_POLL_DEFAULT;
+    if (!out->socket_buffer_set)
+        out->socket_buffer = CLUSTER_SOCKET_BUFFER_DEFAULT;
     if (!out->machine_domains.set) {
         out->machine_domains.n = 1;
         snprintf(out->machine_domains.name[0], sizeof(out->machine_domains.name[0]), "%s",

@@ -44,6 +44,16 @@
 #define CLUSTER_BUSY_POLL_DEFAULT 20000u
 #define CLUSTER_BUSY_POLL_MAX     60000u
 #define CLUSTER_BUSY_POLL_ALWAYS  65535u
+/* socket-buffer: bytes of receive buffer, and as many of send buffer, the
+ * daemon asks for each of its UDP sockets (the kernel books twice that, for
+ * its own overhead per datagram). A burst of a long fat path must fit while
+ * the daemon drains slower than the wire: the default holds one
+ * bandwidth-delay product of 1 Gbit/s over 80 ms (10 MB) with room to
+ * spare, 16 MiB asked, 32 MiB booked, and costs memory only while the
+ * queue is full. Written as bytes or with a K, M or G suffix (binary). */
+#define CLUSTER_SOCKET_BUFFER_DEFAULT (16u << 20)
+#define CLUSTER_SOCKET_BUFFER_MIN     (64u << 10)
+#define CLUSTER_SOCKET_BUFFER_MAX     (1u << 30)
 
 /* An IPv4 (first 4 bytes used) or IPv6 address; family is AF_INET or
  * AF_INET6. */
@@ -152,6 +162,8 @@ struct cluster {
     uint16_t persistent_keepalive;        /* seconds, 0 = off */
     uint16_t busy_poll_us;                /* CLUSTER_BUSY_POLL_DEFAULT unless set */
     bool busy_poll_set;
+    uint32_t socket_buffer;               /* bytes; CLUSTER_SOCKET_BUFFER_DEFAULT unless set */
+    bool socket_buffer_set;
     bool hostnames_off;                   /* `hostnames = off`: machines' names not shared */
     struct cluster_domains machine_domains;
     struct cluster_metrics metrics;

@@ -119,6 +119,8 @@ static unsigned settings_changes(const struct cluster *old, const struct cluster
         what |= CLUSTER_CHANGED_REGISTRY;
     if (!same_domains(&old->machine_domains, &new->machine_domains))
         what |= CLUSTER_CHANGED_MACHINE_DOMAINS;
+    if (old->socket_buffer != new->socket_buffer)
+        what |= CLUSTER_CHANGED_SOCKET_BUFFER;
     /* Who signs membership is the trust root: not swapped under running
      * sessions. */
     if (old->has_authority != new->has_authority ||
@@ -193,7 +195,7 @@ static const char *const node_what[] = { "key", "address", "endpoint", "port", "
                                          "aliases", "candidates" };
 static const char *const settings_what[] = { "network", "mtu", "busy-poll", "hostnames",
                                               "metrics", "registry", "machine-domains",
-                                              "authority" };
+                                              "authority", "socket-buffer" };
 
 int cluster_change_format(const struct cluster_change *c, char *buf, size_t len)
 {

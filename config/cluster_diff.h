@@ -36,6 +36,9 @@ enum cluster_change_kind {
 #define CLUSTER_CHANGED_REGISTRY   0x20u
 #define CLUSTER_CHANGED_MACHINE_DOMAINS 0x40u
 #define CLUSTER_CHANGED_AUTHORITY  0x80u
+/* Sizes past net.core.rmem_max need CAP_NET_ADMIN (SO_RCVBUFFORCE), which
+ * the daemon gave up after setup: a restart takes it, a reload cannot. */
+#define CLUSTER_CHANGED_SOCKET_BUFFER 0x100u
 
 struct cluster_change {
     enum cluster_change_kind kind;

@@ -4,6 +4,7 @@
  * stores it (or, for a path, the field it is stored in). Errors name the
  * key and quote the value as written. */
 #include <ctype.h>
+#include <errno.h>
 #include <sodium.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -130,6 +131,47 @@ static void busy_poll_apply(struct cluster_parser *p, int line, const char *valu
     }
     p->settings.busy_poll_us = (uint16_t)v;
     p->settings.busy_poll_set = true;
+}
+
+/* A size in bytes, or K, M or G of them (powers of 1024, either case):
+ * "32M", "16777216". */
+static int size_parse(const char *value, unsigned max, unsigned *out)
+{
+    static const char units[] = "kmg";
+    char digits[16];
+    size_t n = strspn(value, "0123456789");
+    unsigned shift = 0, v;
+    const char *u;
+
+    if (n == 0 || n >= sizeof(digits))
+        return -EINVAL;
+    if (value[n]) {
+        if (value[n + 1] || !(u = strchr(units, tolower((unsigned char)value[n]))))
+            return -EINVAL;
+        shift = 10u * (unsigned)(u - units + 1);
+    }
+    memcpy(digits, value, n);
+    digits[n] = '\0';
+    if (cluster_uint_parse(digits, max >> shift, &v) < 0)
+        return -ERANGE;
+    *out = v << shift;
+    return 0;
+}
+
+static void socket_buffer_apply(struct cluster_parser *p, int line, const char *value)
+{
+    char q[CLUSTER_QUOTE_MAX + 4];
+    unsigned v;
+
+    if (size_parse(value, CLUSTER_SOCKET_BUFFER_MAX, &v) < 0 || v < CLUSTER_SOCKET_BUFFER_MIN) {
+        cluster_quote(q, sizeof(q), value);
+        cluster_diag_add(p, line, "bad socket-buffer '%s' (expected bytes %uK..%uM, "
+                         "as 32M or 16777216)", q, CLUSTER_SOCKET_BUFFER_MIN >> 10,
+                         CLUSTER_SOCKET_BUFFER_MAX >> 20);
+        return;
+    }
+    p->settings.socket_buffer = v;
+    p->settings.socket_buffer_set = true;
 }
 
 static void hostnames_apply(struct cluster_parser *p, int line, const char *value)
@@ -534,6 +576,7 @@ static const struct key_def cluster_keys[CLUSTER_KEY_COUNT] = {
     [CLUSTER_KEY_REGISTRY_INSECURE] = KEY("registry-insecure", false, registry_insecure_apply),
     [CLUSTER_KEY_AUTHORITY] = KEY("authority", false, authority_apply),
     [CLUSTER_KEY_REVOKED]   = KEY("revoked", false, revoked_apply),
+    [CLUSTER_KEY_SOCKET_BUFFER] = KEY("socket-buffer", false, socket_buffer_apply),
 };
 
 static const struct key_def node_keys[CLUSTER_NODE_KEY_COUNT] = {

@@ -12,6 +12,8 @@
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -29,6 +31,9 @@ struct nl_answer {
     unsigned mtu;       /* IFLA_MTU, or the route's RTAX_MTU (0: none) */
     unsigned gso_max_segs;  /* IFLA_GSO_MAX_SEGS (0: absent) */
     int oif;            /* RTA_OIF of a route, 0 if absent */
+    unsigned txqlen;    /* IFLA_TXQLEN (0: absent) */
+    bool has_stats;     /* IFLA_STATS64 was there: tx_dropped is its */
+    uint64_t tx_dropped;
 };
 
 static bool nl_ready(const struct nl *nl)
@@ -145,6 +150,24 @@ static int nl_query(struct nl *nl, struct nlmsghdr *nlh, mnl_cb_t cb,
 
 /* --- links ------------------------------------------------------------------ */
 
+/* IFLA_STATS64: struct rtnl_link_stats64, of which older kernels send a
+ * shorter prefix; tx_dropped lies well inside every version of it. */
+static int nl_link_stats_cb(const struct nlattr *attr, struct nl_answer *ans)
+{
+    struct rtnl_link_stats64 st;
+    uint16_t len = mnl_attr_get_payload_len(attr);
+
+    if (len < offsetof(struct rtnl_link_stats64, tx_dropped) + sizeof(st.tx_dropped)) {
+        ans->err = -EBADMSG;
+        return MNL_CB_OK;
+    }
+    memset(&st, 0, sizeof(st));
+    memcpy(&st, mnl_attr_get_payload(attr), len < sizeof(st) ? len : sizeof(st));
+    ans->tx_dropped = st.tx_dropped;
+    ans->has_stats = true;
+    return MNL_CB_OK;
+}
+
 static int nl_link_attr_cb(const struct nlattr *attr, void *data)
 {
     struct nl_answer *ans = data;
@@ -153,6 +176,8 @@ static int nl_link_attr_cb(const struct nlattr *attr, void *data)
     switch (mnl_attr_get_type(attr)) {
     case IFLA_MTU:          into = &ans->mtu; break;
     case IFLA_GSO_MAX_SEGS: into = &ans->gso_max_segs; break;
+    case IFLA_TXQLEN:       into = &ans->txqlen; break;
+    case IFLA_STATS64:      return nl_link_stats_cb(attr, ans);
     default:                return MNL_CB_OK;
     }
     if (mnl_attr_validate(attr, MNL_TYPE_U32) < 0)
@@ -193,15 +218,22 @@ static struct nlmsghdr *nl_link_request(char *buf, uint16_t type,
     return nlh;
 }
 
-static int nl_link_get(struct nl *nl, int ifindex, const char *ifname,
-                       struct nl_answer *ans)
+static int nl_link_get_as(struct nl *nl, int ifindex, const char *ifname, bool stats,
+                          struct nl_answer *ans)
 {
     _Alignas(struct nlmsghdr) char buf[NL_REQ_SIZE];
     struct nlmsghdr *nlh = nl_link_request(buf, RTM_GETLINK, ifindex, ifname);
 
-    /* Statistics are the bulk of the answer and of no use here. */
-    mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
+    /* Statistics are the bulk of the answer, and of use to one getter. */
+    if (!stats)
+        mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
     return nl_query(nl, nlh, nl_link_reply_cb, ans);
+}
+
+static int nl_link_get(struct nl *nl, int ifindex, const char *ifname,
+                       struct nl_answer *ans)
+{
+    return nl_link_get_as(nl, ifindex, ifname, false, ans);
 }
 
 int nl_link_index(struct nl *nl, const char *ifname)
@@ -251,6 +283,32 @@ int nl_link_gso_max_segs(struct nl *nl, int ifindex, unsigned *segs)
     return 0;
 }
 
+int nl_link_txqlen(struct nl *nl, int ifindex, unsigned *len)
+{
+    struct nl_answer ans;
+    int err = nl_link_query(nl, ifindex, len, &ans);
+
+    if (err)
+        return err;
+    *len = ans.txqlen;
+    return 0;
+}
+
+int nl_link_tx_dropped(struct nl *nl, int ifindex, uint64_t *dropped)
+{
+    struct nl_answer ans;
+    int err;
+
+    if (!nl_ready(nl) || ifindex <= 0 || !dropped)
+        return -EINVAL;
+    if ((err = nl_link_get_as(nl, ifindex, NULL, true, &ans)))
+        return err;
+    if (!ans.has_stats)
+        return -EOPNOTSUPP;
+    *dropped = ans.tx_dropped;
+    return 0;
+}
+
 /* RTM_SETLINK with one u32 attribute. */
 static int nl_link_set_u32(struct nl *nl, int ifindex, uint16_t type, uint32_t value)
 {
@@ -267,6 +325,13 @@ static int nl_link_set_u32(struct nl *nl, int ifindex, uint16_t type, uint32_t v
 int nl_link_set_mtu(struct nl *nl, int ifindex, unsigned mtu)
 {
     return nl_link_set_u32(nl, ifindex, IFLA_MTU, mtu);
+}
+
+int nl_link_set_txqlen(struct nl *nl, int ifindex, unsigned len)
+{
+    if (len == 0)
+        return -EINVAL;
+    return nl_link_set_u32(nl, ifindex, IFLA_TXQLEN, len);
 }
 
 int nl_link_set_gso_max_segs(struct nl *nl, int ifindex, unsigned segs)

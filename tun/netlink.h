@@ -6,6 +6,7 @@
 #define DDPNET_NETLINK_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct mnl_socket;
 
@@ -35,6 +36,14 @@ int nl_link_set_mtu(struct nl *nl, int ifindex, unsigned mtu);
  * it gives -EOPNOTSUPP where the kernel does not report it. */
 int nl_link_gso_max_segs(struct nl *nl, int ifindex, unsigned *segs);
 int nl_link_set_gso_max_segs(struct nl *nl, int ifindex, unsigned segs);
+/* The link's transmit queue, in packets (txqueuelen): for ddp0, what the
+ * kernel holds for the daemon to read before it drops. 0 is refused. */
+int nl_link_txqlen(struct nl *nl, int ifindex, unsigned *len);
+int nl_link_set_txqlen(struct nl *nl, int ifindex, unsigned len);
+/* The packets the link dropped on transmit since it was made (its
+ * statistics' tx_dropped; for a TUN device, packets its queue had no room
+ * for). -EOPNOTSUPP where the answer holds no statistics. */
+int nl_link_tx_dropped(struct nl *nl, int ifindex, uint64_t *dropped);
 /* Sets or clears IFF_UP. */
 int nl_link_set_up(struct nl *nl, int ifindex, bool up);
 /* Adds addr/prefix (family AF_INET: 4 bytes, prefix <= 32; AF_INET6: 16

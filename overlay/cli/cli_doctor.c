@@ -126,6 +126,13 @@ static int iface_line(void *ctx, const char *key, const char *v)
     else if (!strcmp(key, CONTROL_KEY_MTU)) {
         r->has_mtu = true;
         return cli_reply_u64(v, &r->mtu);
+    } else if (!strcmp(key, CONTROL_KEY_DROPPED_SOCKET))
+        return cli_reply_u64(v, &r->dropped_socket);
+    else if (!strcmp(key, CONTROL_KEY_DROPPED_TUN))
+        return cli_reply_u64(v, &r->dropped_tun);
+    else if (!strcmp(key, CONTROL_KEY_SOCKET_BUFFER)) {
+        r->has_socket_buffer = true;
+        return cli_reply_u64(v, &r->socket_buffer);
     }
     return 0;
 }
@@ -304,6 +311,29 @@ static void print_verdict(const struct doctor_report *r, FILE *out)
     fputc('\n', out);
 }
 
+/* Each kind of packet the kernel dropped before the daemon saw it, and
+ * what to do about it (docs/long-paths.md). */
+static void print_drops(const struct doctor_report *r, FILE *out)
+{
+    if (r->dropped_socket) {
+        fprintf(out, "warning: the kernel dropped %llu datagram%s at the UDP sockets (%s): their "
+                "receive buffer", (unsigned long long)r->dropped_socket,
+                r->dropped_socket == 1 ? "" : "s", CONTROL_DROP_SOCKET);
+        if (r->has_socket_buffer)
+            fprintf(out, " (%llu KiB)", (unsigned long long)(r->socket_buffer >> 10));
+        fputs(" filled while the daemon was busy, and TCP resent each one. Raise socket-buffer "
+              "in [cluster] to at least the path's rate times its round trip (32M for "
+              "1 Gbit/s over 80 ms; the daemon raises its own limits as root) and restart the "
+              "node; if it stays, give the daemon more CPU\n", out);
+    }
+    if (r->dropped_tun)
+        fprintf(out, "warning: the kernel dropped %llu packet%s at %s's transmit queue (%s): "
+                "applications sent faster than the daemon read them. Lengthen the queue "
+                "(ip link set %s txqueuelen 10000) or give the daemon more CPU\n",
+                (unsigned long long)r->dropped_tun, r->dropped_tun == 1 ? "" : "s",
+                r->interface, CONTROL_DROP_TUN, r->interface);
+}
+
 void doctor_format_table(const struct doctor_report *r, FILE *out, uint64_t now_unix)
 {
     fprintf(out, "%s: node %s, address %s", r->interface, r->self, r->address);
@@ -316,6 +346,7 @@ void doctor_format_table(const struct doctor_report *r, FILE *out, uint64_t now_
     fputc('\n', out);
     print_rows(r, out, now_unix);
     print_verdict(r, out);
+    print_drops(r, out);
     fputs("\nenvironment (ddpnet env):\n", out);
     fputs(r->env ? r->env : "  (none: `ddpnet env` failed, see above)\n", out);
 }
@@ -452,7 +483,11 @@ void doctor_format_json(const struct doctor_report *r, FILE *out)
         fputs(i ? "," : "", out);
         json_peer(out, &r->peers[i]);
     }
-    fputs("],\"env\":", out);
+    fprintf(out, "],\"drops\":{\"" CONTROL_DROP_SOCKET "\":%llu,\"" CONTROL_DROP_TUN "\":%llu,"
+                 "\"socket_buffer\":", (unsigned long long)r->dropped_socket,
+            (unsigned long long)r->dropped_tun);
+    json_u64_or_null(out, r->has_socket_buffer, r->socket_buffer);
+    fputs("},\"env\":", out);
     json_env(out, r->env);
     fputs("}\n", out);
 }
@@ -832,6 +867,9 @@ static char *env_text(const char *response, const char *master)
 /* The second answer's paths, after the echoes made the sessions. */
 static void take_paths(struct doctor_report *r, const struct doctor_report *after)
 {
+    /* The drops are running totals: the later answer's include the probe's. */
+    r->dropped_socket = after->dropped_socket;
+    r->dropped_tun = after->dropped_tun;
     for (size_t i = 0; i < r->n_peers; i++) {
         struct doctor_peer *p = &r->peers[i];
         const struct doctor_peer *q = NULL;

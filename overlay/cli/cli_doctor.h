@@ -39,6 +39,11 @@ struct doctor_report {
     const char *interface, *self, *address, *master_address;
     uint64_t mtu;
     bool has_mtu;
+    /* Dropped by the kernel before the daemon saw them (control_int.h):
+     * datagrams at the UDP sockets, packets at the interface's transmit
+     * queue; the receive buffer each socket got (bytes). */
+    uint64_t dropped_socket, dropped_tun, socket_buffer;
+    bool has_socket_buffer;
     size_t n_peers, cap_peers;
     struct doctor_peer *peers;
     bool rate;                 /* --rate was asked for */
@@ -56,13 +61,16 @@ size_t doctor_unreached(const struct doctor_report *r);
 
 /* The table: a line naming the node, one row per peer (NAME, ADDRESS,
  * REACHED, PATH, MTU, RTT, HANDSHAKE, and RATE with --rate), a verdict
- * line naming the peers not reached, then the environment a job gets.
+ * line naming the peers not reached, a warning for each kind of packet
+ * the kernel dropped, with what to do about it, then the environment a
+ * job gets.
  * Handshake ages are relative to now_unix. */
 void doctor_format_table(const struct doctor_report *r, FILE *out, uint64_t now_unix);
 /* The same as one JSON object and a newline: {"interface", "self",
  * "address", "ok", "unreached": [names], "peers": [{"name", "address",
  * "reached", "path", "via", "endpoint", "path_mtu", "rtt_ms",
- * "latest_handshake", "rate_bps"}], "env": {NAME: value}}. */
+ * "latest_handshake", "rate_bps"}], "drops": {"socket_overflow",
+ * "tun_queue", "socket_buffer"}, "env": {NAME: value}}. */
 void doctor_format_json(const struct doctor_report *r, FILE *out);
 
 #endif

@@ -59,6 +59,9 @@ struct st_resp {
     uint64_t listen_port, prefix, cluster_applied;
     /* hint_bytes, hint_refused, relay_trials_failed, relay_dropped */
     uint64_t hints[4];
+    /* Dropped by the kernel before the daemon saw them: datagrams at the
+     * UDP sockets, packets at the interface's transmit queue. */
+    uint64_t dropped_socket, dropped_tun;
     bool has_listen_port, has_prefix, has_cluster_applied;
     bool has_cert;                   /* this node's certificate's expiry */
     uint64_t cert_expires;
@@ -156,6 +159,10 @@ static int iface_line(void *ctx, const char *key, const char *v)
         return cli_reply_u64(v, &r->hints[2]);
     else if (!strcmp(key, CONTROL_KEY_RELAY_DROPPED))
         return cli_reply_u64(v, &r->hints[3]);
+    else if (!strcmp(key, CONTROL_KEY_DROPPED_SOCKET))
+        return cli_reply_u64(v, &r->dropped_socket);
+    else if (!strcmp(key, CONTROL_KEY_DROPPED_TUN))
+        return cli_reply_u64(v, &r->dropped_tun);
     else if (!strcmp(key, CONTROL_KEY_CLUSTER_APPLIED)) {
         r->has_cluster_applied = true;
         return cli_reply_u64(v, &r->cluster_applied);
@@ -376,6 +383,23 @@ static void print_cluster_file(FILE *out, const struct st_resp *r, uint64_t now_
         fprintf(out, "at %llu\n", (unsigned long long)r->cluster_applied);
 }
 
+/* What the kernel dropped before the daemon saw it, on a line of its own
+ * when anything was: an operator must not miss it (docs/long-paths.md). */
+static void print_drops(FILE *out, const struct st_resp *r)
+{
+    if (!r->dropped_socket && !r->dropped_tun)
+        return;
+    fputs("dropped by the kernel:", out);
+    if (r->dropped_socket)
+        fprintf(out, " %llu datagram%s at the UDP sockets (" CONTROL_DROP_SOCKET ")%s",
+                (unsigned long long)r->dropped_socket, r->dropped_socket == 1 ? "" : "s",
+                r->dropped_tun ? "," : "");
+    if (r->dropped_tun)
+        fprintf(out, " %llu packet%s at %s's queue (" CONTROL_DROP_TUN ")",
+                (unsigned long long)r->dropped_tun, r->dropped_tun == 1 ? "" : "s", r->interface);
+    fputs("; see ddpnet doctor\n", out);
+}
+
 static void print_header(FILE *out, const struct st_resp *r, uint64_t now_unix)
 {
     fprintf(out, "%s: node %s, address %s", r->interface, r->self, r->address);
@@ -393,6 +417,7 @@ static void print_header(FILE *out, const struct st_resp *r, uint64_t now_unix)
             fprintf(out, " (%s)", r->registry_error);
         fputc('\n', out);
     }
+    print_drops(out, r);
 }
 
 /* "in 6d 23h", "in 5m 3s", "expired": how long a certificate has left. */
@@ -667,6 +692,8 @@ int status_format_json(const char *response, FILE *out)
                  "\"relay_trials_failed\":%llu,\"relays_dropped\":%llu}",
             (unsigned long long)r.hints[0], (unsigned long long)r.hints[1],
             (unsigned long long)r.hints[2], (unsigned long long)r.hints[3]);
+    fprintf(out, ",\"drops\":{\"" CONTROL_DROP_SOCKET "\":%llu,\"" CONTROL_DROP_TUN "\":%llu}",
+            (unsigned long long)r.dropped_socket, (unsigned long long)r.dropped_tun);
     fputs(",\"peers\":[", out);
     for (size_t p = 0; p < r.n_peers; p++) {
         if (p)

@@ -18,9 +18,10 @@
 /* Upper bounds of the text written, for sizing the buffer. The longest
  * line is a 64-digit key or an IPv6 endpoint with a numeric zone (under 80
  * bytes); a peer takes at most thirteen lines (about 600 bytes) in either
- * response, the interface section at most eight short ones. */
+ * response; the interface section, its few long lines (the registry's
+ * endpoint and error, the cluster's sum) and some twenty short ones. */
 #define GET_PEER_TEXT_MAX   800u
-#define GET_IFACE_TEXT_MAX  1056u
+#define GET_IFACE_TEXT_MAX  1200u
 
 static int alloc_for_peers(const struct device *dev, struct uapi_buf *b)
 {
@@ -144,6 +145,10 @@ static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
     uapi_put_u64(b, CONTROL_KEY_HINT_REFUSED, dev->stats.hint_refused);
     uapi_put_u64(b, CONTROL_KEY_RELAY_TRIALS_FAILED, dev->stats.relay_trials_failed);
     uapi_put_u64(b, CONTROL_KEY_RELAY_DROPPED, dev->stats.relay_dropped);
+    uapi_put_u64(b, CONTROL_KEY_DROPPED_SOCKET, dev->stats.dropped_socket_overflow);
+    uapi_put_u64(b, CONTROL_KEY_DROPPED_TUN, dev->stats.dropped_tun_queue);
+    if (dev->socket_buffer)
+        uapi_put_u64(b, CONTROL_KEY_SOCKET_BUFFER, dev->socket_buffer);
     if (dev->registry) {
         struct registry_status rs;
         registry_status(dev->registry, &rs);
@@ -237,6 +242,7 @@ int control_get_ddpnet(struct device *dev, uint64_t now_ns, char **out, size_t *
     ret = alloc_for_peers(dev, &b);
     if (ret < 0)
         return ret;
+    device_read_kernel_drops(dev);
     put_ddpnet_iface(&b, dev);
     put_cert_expiry(&b, dev, dev->self->public_key);
     for (size_t i = 0; i < dev->n_peers; i++) {

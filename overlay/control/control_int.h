@@ -85,6 +85,17 @@ enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL
 #define CONTROL_KEY_HINT_REFUSED    "hint_refused"
 #define CONTROL_KEY_RELAY_TRIALS_FAILED "relay_trials_failed"
 #define CONTROL_KEY_RELAY_DROPPED   "relay_dropped"
+/* get=ddpnet's interface section: what the kernel dropped before the
+ * daemon saw it (engine/device.h's device_stats): datagrams at the UDP
+ * sockets (their receive buffer full), packets at ddp0's transmit queue;
+ * and the receive buffer each socket got, in bytes as `socket-buffer`
+ * counts them (absent: unknown). */
+#define CONTROL_KEY_DROPPED_SOCKET  "dropped_socket_overflow"
+#define CONTROL_KEY_DROPPED_TUN     "dropped_tun_queue"
+#define CONTROL_KEY_SOCKET_BUFFER   "socket_buffer"
+/* The reasons, as the metrics' ddpnet_packets_dropped_total names them. */
+#define CONTROL_DROP_SOCKET         "socket_overflow"
+#define CONTROL_DROP_TUN            "tun_queue"
 
 /* Frames one request at the start of buf[0..len): the two of uapi.h, the
  * get=ddpnet and get=ddpnet-env lines each followed by an empty line, and set=ddpnet-cluster with

@@ -177,6 +177,8 @@ static void put_drops(FILE *f, const struct device *dev)
         { "too_big", st->refused_too_big },
         { "relay_refused", st->relay_refused },
         { "hint_refused", st->hint_refused },
+        { CONTROL_DROP_SOCKET, st->dropped_socket_overflow },
+        { CONTROL_DROP_TUN, st->dropped_tun_queue },
     };
 
     family(f, "ddpnet_packets_dropped_total", "counter",
@@ -184,7 +186,9 @@ static void put_drops(FILE *f, const struct device *dev)
            "peer's), no_session (waiting for a handshake, no room left), rate_limited "
            "(handshakes over their source's rate), pool_full (no free buffer), bad_packet, "
            "unknown_peer, unreachable and too_big (ICMP sent back), relay_refused, "
-           "hint_refused (a member's hint over its credit).");
+           "hint_refused (a member's hint over its credit), socket_overflow (datagrams the "
+           "kernel dropped at the UDP sockets, their buffer full: raise socket-buffer), "
+           "tun_queue (packets the kernel dropped at the interface's transmit queue).");
     for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
         device_sample(f, dev, "ddpnet_packets_dropped_total", "reason", drops[i].reason,
                       drops[i].n);

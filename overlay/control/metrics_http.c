@@ -21,6 +21,7 @@
 #include "overlay/base/clock.h"
 #include "overlay/base/log.h"
 #include "overlay/control/metrics.h"
+#include "overlay/engine/device.h"
 
 #define METRICS_BACKLOG     16
 #define METRICS_LOG_MAX     256u
@@ -166,6 +167,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (strcmp(url, METRICS_PATH))
         return reply(c, MHD_HTTP_NOT_FOUND, (void *)(uintptr_t)METRICS_NOT_FOUND, strlen(METRICS_NOT_FOUND),
                      MHD_RESPMEM_PERSISTENT, "text/plain");
+    device_read_kernel_drops(s->dev);   /* ddp0's, asked of the kernel now */
     if (metrics_format(s->dev, &text, &len) != 0)
         return MHD_NO;
     return reply(c, MHD_HTTP_OK, text, len, MHD_RESPMEM_MUST_FREE, METRICS_CONTENT_TYPE);

@@ -58,9 +58,6 @@ _Static_assert(CLUSTER_MTU_MAX == DEVICE_MTU_MAX,
 _Static_assert(CLUSTER_BUSY_POLL_ALWAYS == BUSY_POLL_ALWAYS && CLUSTER_BUSY_POLL_ALWAYS > CLUSTER_BUSY_POLL_MAX,
                "busy-poll = always must reach the loop as always, never as a window");
 
-/* Socket buffers large enough for bursts at line rate. */
-#define UDP_BUFFER_BYTES (4 << 20)
-
 int daemon_socket_path(char *buf, size_t len, const char *run_dir, const char *ifname)
 {
     int n = snprintf(buf, len, "%s/%s.sock", run_dir, ifname);
@@ -95,6 +92,7 @@ struct setup {
     struct nl route_nl;                   /* the path MTU search asks the kernel (route_mtu) */
     bool route_nl_open;
     int tun_fd, udp4_fd, udp6_fd, control_fd, env_fd, signal_fd;
+    int ifindex;                          /* ddp0's, for its statistics */
     char socket_path[256], env_path[256], state_path[256];
     bool running;                         /* setup completed */
 };
@@ -118,9 +116,42 @@ static int fail(struct setup *s, int err, const char *fmt, ...)
     return err < 0 ? err : -EINVAL;
 }
 
-static int open_udp(int family, uint16_t port)
+/* Sets one of a socket's buffers (SO_RCVBUF or SO_SNDBUF) to size, past
+ * the sysctl cap with the FORCE form, which needs CAP_NET_ADMIN (setup
+ * runs as root; without it the kernel caps the plain form silently).
+ * Returns what the kernel gave, in the bytes of size (it books twice). */
+static unsigned set_buffer(int fd, int opt, int force, unsigned size)
 {
-    int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1, size = UDP_BUFFER_BYTES;
+    int want = (int)size, got = 0;
+    socklen_t len = sizeof(got);
+
+    if (setsockopt(fd, SOL_SOCKET, force, &want, sizeof(want)))
+        setsockopt(fd, SOL_SOCKET, opt, &want, sizeof(want));
+    if (getsockopt(fd, SOL_SOCKET, opt, &got, &len) || got < 0)
+        return 0;
+    return (unsigned)got / 2u;
+}
+
+/* Both buffers at the size asked (cluster.h: socket-buffer); what the
+ * receive buffer got is returned, and a shortfall said once, with the
+ * limit to raise. */
+static unsigned size_buffers(int fd, unsigned size)
+{
+    unsigned rcv = set_buffer(fd, SO_RCVBUF, SO_RCVBUFFORCE, size);
+    unsigned snd = set_buffer(fd, SO_SNDBUF, SO_SNDBUFFORCE, size);
+
+    if (rcv < size || snd < size)
+        log_warn("UDP socket buffers: asked %u bytes, the kernel gave %u to receive and %u "
+                 "to send: without CAP_NET_ADMIN it caps them at net.core.rmem_max and "
+                 "wmem_max; raise those (sysctl -w net.core.rmem_max=%u "
+                 "net.core.wmem_max=%u) or start as root, or a burst of a long path is "
+                 "dropped (status: socket_overflow)", size, rcv, snd, size, size);
+    return rcv;
+}
+
+static int open_udp(int family, uint16_t port, unsigned buffer, unsigned *got)
+{
+    int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1;
     /* DF on every packet, whatever the kernel learned of the path: a
      * packet too big for the path is lost rather than fragmented, and
      * a GSO send is never refused for a path MTU the kernel cached. The
@@ -142,14 +173,12 @@ static int open_udp(int family, uint16_t port)
         addr.in4.sin_family = AF_INET;
         addr.in4.sin_port = htons(port);
     }
-    /* FORCE works as root (setup runs as root); the plain form is the
-     * fallback the kernel caps at rmem_max. */
-    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)))
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
-    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)))
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+    *got = size_buffers(fd, buffer);
     /* Many datagrams per receive (GRO); sends use UDP_SEGMENT per call. */
     setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
+    /* Each receive says how many datagrams the kernel dropped at this
+     * socket so far (loop.c counts them: status, metrics). */
+    setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
     if (bind(fd, &addr.sa, endpoint_sockaddr_len(&addr))) {
         int err = -errno;
         close(fd);
@@ -162,9 +191,12 @@ static int setup_sockets(struct setup *s)
 {
     uint16_t port = (uint16_t)cluster_node_port(&s->dev.cluster, s->dev.self);
 
+    unsigned buffer = s->dev.cluster.socket_buffer, got4 = 0, got6 = 0;
+
     s->dev.listen_port = port;
-    s->udp4_fd = open_udp(AF_INET, port);
-    s->udp6_fd = open_udp(AF_INET6, port);
+    s->udp4_fd = open_udp(AF_INET, port, buffer, &got4);
+    s->udp6_fd = open_udp(AF_INET6, port, buffer, &got6);
+    s->dev.socket_buffer = s->udp4_fd < 0 ? got6 : s->udp6_fd < 0 || got4 < got6 ? got4 : got6;
     /* A host without IPv6 still works over IPv4, and the other way round. */
     if (s->udp4_fd < 0 && s->udp6_fd < 0)
         return fail(s, s->udp4_fd, "cannot bind UDP port %u: %s", port, strerror(-s->udp4_fd));
@@ -250,6 +282,17 @@ static void cap_super_packets(struct nl *nl, int ifindex, unsigned mtu)
         log_notice("cannot cap super-packets at %u segments: %s", segs, strerror(-ret));
 }
 
+/* ddp0's transmit queue: what applications write while the daemon is busy
+ * waits there (tun.h: TUN_TXQUEUELEN), rather than being dropped. */
+static void lengthen_queue(struct nl *nl, int ifindex)
+{
+    int ret = nl_link_set_txqlen(nl, ifindex, TUN_TXQUEUELEN);
+
+    if (ret)
+        log_notice("cannot set the transmit queue to %u packets: %s", TUN_TXQUEUELEN,
+                   strerror(-ret));
+}
+
 static int setup_interface(struct setup *s)
 {
     const struct cluster *c = &s->dev.cluster;
@@ -273,6 +316,9 @@ static int setup_interface(struct setup *s)
     ret = ifindex < 0 ? ifindex : nl_link_set_mtu(&nl, ifindex, s->dev.mtu);
     if (!ret)
         cap_super_packets(&nl, ifindex, s->dev.mtu);
+    if (!ret)
+        lengthen_queue(&nl, ifindex);
+    s->ifindex = ifindex;
     if (!ret)
         ret = nl_addr_add(&nl, ifindex, s->dev.self->address.family,
                           s->dev.self->address.bytes, c->prefix);
@@ -704,6 +750,15 @@ static int kernel_mtu(void *ctx, const union endpoint *to, unsigned *mtu)
     return -EAFNOSUPPORT;
 }
 
+/* ddp0's tx_dropped (device.h's tun_dropped): RTM_GETLINK needs no
+ * capability, so it still works after the privilege drop. */
+static int kernel_tun_dropped(void *ctx, uint64_t *n)
+{
+    struct setup *s = ctx;
+
+    return nl_link_tx_dropped(&s->route_nl, s->ifindex, n);
+}
+
 static void open_route_queries(struct setup *s)
 {
     int ret = nl_open(&s->route_nl);
@@ -714,6 +769,7 @@ static void open_route_queries(struct setup *s)
     }
     s->route_nl_open = true;
     s->dev.route_mtu = kernel_mtu;
+    s->dev.tun_dropped = kernel_tun_dropped;
     s->dev.route_ctx = s;
 }
 

@@ -177,6 +177,16 @@ struct pkt *device_pkt_get(struct device *dev)
     return pkt;
 }
 
+void device_read_kernel_drops(struct device *dev)
+{
+    uint64_t n;
+
+    /* A failed read keeps the last count: a counter never goes back. */
+    if (dev->tun_dropped && dev->tun_dropped(dev->route_ctx, &n) == 0 &&
+        n > dev->stats.dropped_tun_queue)
+        dev->stats.dropped_tun_queue = n;
+}
+
 /* The endpoint of a node as the cluster file gives it, when it is an IP
  * literal; hostnames are resolved by the daemon before this (see
  * device_setup.h). */

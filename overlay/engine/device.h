@@ -270,6 +270,12 @@ struct device_stats {
     uint64_t hint_bytes, hint_refused, relay_trials_failed, relay_dropped;
     /* Packets dropped for want of a free buffer in the pool. */
     uint64_t dropped_no_buffer;
+    /* Dropped by the kernel before the daemon saw them: datagrams at our
+     * UDP sockets, their receive buffer full (SO_RXQ_OVFL, counted as the
+     * loop learns of them: handlers.c), and packets at ddp0's transmit
+     * queue, applications' packets the daemon read too slowly (the link's
+     * tx_dropped, read when asked: device_read_kernel_drops). */
+    uint64_t dropped_socket_overflow, dropped_tun_queue;
 };
 
 /* This node's side of discovery (paths/disco_*.c): its local candidates, the
@@ -434,7 +440,14 @@ struct device {
      * ICMP taught it): the daemon's rtnetlink query. 0 or -errno; NULL:
      * none (tests), and the path MTU search relies on probes alone. */
     int (*route_mtu)(void *ctx, const union endpoint *to, unsigned *mtu);
+    /* The packets the kernel dropped at ddp0's transmit queue since it was
+     * made (its tx_dropped, over the same rtnetlink socket): 0 or -errno.
+     * NULL: unknown (tests). */
+    int (*tun_dropped)(void *ctx, uint64_t *n);
     void *route_ctx;
+    /* The receive buffer each UDP socket got, in the bytes of
+     * `socket-buffer` (the kernel books twice as many); 0: unknown. */
+    uint32_t socket_buffer;
     struct disco_device disco;
 };
 
@@ -448,6 +461,9 @@ struct peer *device_peer_by_id(struct device *dev, disco_id id);
 struct peer_map *device_map_new(struct peer *const *peers, size_t n);
 void device_map_install(struct device *dev, struct peer_map *m);
 void device_map_free(struct peer_map *m);
+/* Refreshes stats.dropped_tun_queue from the kernel, for whoever is
+ * about to show the counters (the control socket, the metrics). */
+void device_read_kernel_drops(struct device *dev);
 /* A pool buffer for a message that is dropped without one: NULL (counted
  * in stats.dropped_no_buffer) when the pool is empty. */
 struct pkt *device_pkt_get(struct device *dev);

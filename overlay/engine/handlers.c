@@ -12,6 +12,13 @@ static void on_udp(void *ctx, struct pkt *pkt, uint32_t seg_size, uint64_t now)
     datapath_from_udp(ctx, pkt, seg_size, now);
 }
 
+static void on_socket_drops(void *ctx, uint64_t n)
+{
+    struct device *dev = ctx;
+
+    dev->stats.dropped_socket_overflow += n;
+}
+
 static void on_tun(void *ctx, struct pkt *pkt, uint64_t now)
 {
     datapath_from_tun(ctx, pkt, now);
@@ -40,6 +47,7 @@ void engine_loop_handlers(struct device *dev, struct loop_handlers *h)
 {
     h->ctx = dev;
     h->udp = on_udp;
+    h->socket_drops = on_socket_drops;
     h->tun = on_tun;
     h->crypto_done = on_crypto_done;
     h->timers = on_timers;

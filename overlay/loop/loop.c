@@ -302,23 +302,22 @@ static void refill(struct loop *l)
     arm_poll(l, l->readers.event_fd, TAG_READERS, &l->readers_polled);
 }
 
-/* The datagram size of a GRO receive, or the whole length without GRO. */
-static uint32_t gro_segment_size(struct pkt *pkt)
+/* A socket's count of drops grew: the engine hears by how much. */
+static void count_socket_drops(struct loop *l, int which, uint32_t total)
 {
-    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&pkt->msg); cm; cm = CMSG_NXTHDR(&pkt->msg, cm)) {
-        if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
-            int size;
-            memcpy(&size, CMSG_DATA(cm), sizeof(size));
-            if (size > 0)
-                return (uint32_t)size;
-        }
-    }
-    return pkt->len;
+    uint32_t grew = pkt_drops_grew(&l->udp_drops_seen[which], total);
+
+    if (grew && l->on.socket_drops)
+        l->on.socket_drops(l->on.ctx, grew);
 }
 
-static void on_udp_datagrams(struct loop *l, struct pkt *pkt, uint64_t now)
+static void on_udp_datagrams(struct loop *l, struct pkt *pkt, int which, uint64_t now)
 {
-    l->on.udp(l->on.ctx, pkt, gro_segment_size(pkt), now);
+    struct pkt_recv_info ri = pkt_recv_info(pkt);
+
+    if (ri.has_drops)
+        count_socket_drops(l, which, ri.drops);
+    l->on.udp(l->on.ctx, pkt, ri.seg_size, now);
 }
 
 static void on_tun_read(struct loop *l, struct pkt *pkt, int res, uint64_t now)
@@ -367,16 +366,18 @@ static void on_buffer(struct loop *l, void *ptr, int res, uint64_t now)
             busy_poll_packet(&l->busy, now);
         on_tun_read(l, pkt, res, now);
         break;
-    case PKT_UDP_RECV:
-        l->udp_recvs[pkt->fd == l->udp_fd[1]]--;
+    case PKT_UDP_RECV: {
+        int which = pkt->fd == l->udp_fd[1];
+        l->udp_recvs[which]--;
         if (res > 0) {
             busy_poll_packet(&l->busy, now);
             pkt->len = (uint32_t)res;
-            on_udp_datagrams(l, pkt, now);
+            on_udp_datagrams(l, pkt, which, now);
         } else {
             pkt_put(&l->pool, pkt);
         }
         break;
+    }
     case PKT_UDP_SEND:
         on_send(l, pkt, res);
         break;

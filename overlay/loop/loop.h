@@ -47,6 +47,11 @@ struct loop_handlers {
      * seg_size bytes back to back (UDP GRO), the source in pkt->addr.
      * Takes pkt. */
     void (*udp)(void *ctx, struct pkt *pkt, uint32_t seg_size, uint64_t now);
+    /* Datagrams the kernel dropped at a UDP socket since the last call
+     * (its receive buffer was full: SO_RXQ_OVFL, which the socket must
+     * have on), told on the receive that brought the news. NULL: not
+     * counted. */
+    void (*socket_drops)(void *ctx, uint64_t n);
     /* A read from the TUN device, pkt->len bytes at pkt->in. Takes pkt. */
     void (*tun)(void *ctx, struct pkt *pkt, uint64_t now);
     /* A crypto job came back from the workers, in submission order. */
@@ -85,6 +90,9 @@ struct loop {
     uint32_t max_datagram;
     int tun_fd, udp_fd[2], control_fd, signal_fd;
     unsigned tun_reads, udp_recvs[2];     /* in flight */
+    /* Each socket's running total of datagrams the kernel dropped, as its
+     * latest SO_RXQ_OVFL said (loop.c: count_socket_drops). */
+    uint32_t udp_drops_seen[2];
     bool control_polled, signal_polled, crypto_polled, lanes_polled, readers_polled;
     struct crypto_pool crypto;
     struct io_lanes lanes;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The packet pool (see pkt.h). The buffers are large but mostly untouched
+/* The packet pool (see pkt.h), and what a receive's control messages say. The buffers are large but mostly untouched
  * until used, so the pool costs address space more than memory. */
 #include <errno.h>
+#include <netinet/udp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,4 +146,34 @@ unsigned pkt_gso_segments(unsigned mtu)
     size_t n = PKT_GSO_MAX_BYTES / transport_sealed_len_limited(mtu, mtu);
 
     return n < 1 ? 1 : n > PKT_GSO_MAX_SEGS ? PKT_GSO_MAX_SEGS : (unsigned)n;
+}
+
+struct pkt_recv_info pkt_recv_info(struct pkt *p)
+{
+    struct pkt_recv_info ri = { .seg_size = p->len };
+
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&p->msg); cm; cm = CMSG_NXTHDR(&p->msg, cm)) {
+        if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO &&
+            cm->cmsg_len >= CMSG_LEN(sizeof(int))) {
+            int size;
+            memcpy(&size, CMSG_DATA(cm), sizeof(size));
+            if (size > 0)
+                ri.seg_size = (uint32_t)size;
+        } else if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SO_RXQ_OVFL &&
+                   cm->cmsg_len >= CMSG_LEN(sizeof(uint32_t))) {
+            memcpy(&ri.drops, CMSG_DATA(cm), sizeof(ri.drops));
+            ri.has_drops = true;
+        }
+    }
+    return ri;
+}
+
+uint32_t pkt_drops_grew(uint32_t *seen, uint32_t total)
+{
+    int32_t grew = (int32_t)(total - *seen);
+
+    if (grew <= 0)
+        return 0;
+    *seen = total;
+    return (uint32_t)grew;
 }

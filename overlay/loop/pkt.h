@@ -56,9 +56,10 @@ struct pkt {
     struct peer *via, *relay_src;
     struct msghdr msg;
     struct iovec iov;
-    /* Control messages (UDP_SEGMENT, UDP_GRO), aligned as cmsghdr wants. */
+    /* Control messages (UDP_SEGMENT; UDP_GRO and SO_RXQ_OVFL on a
+     * receive), aligned as cmsghdr wants. */
     struct {
-        uint8_t bytes[CMSG_SPACE(sizeof(int))];
+        uint8_t bytes[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint32_t))];
     } ctrl __attribute__((aligned(__alignof__(struct cmsghdr))));
 
     /* The segments in `area`: segment i's plaintext (seg_len[i] bytes) at
@@ -143,5 +144,22 @@ int pkt_cut(struct pkt *p);
  * leaves in one send and arrives as one GRO batch (at MTU 1420: 44; a
  * 64 KiB one would take two sends, the second of one segment). */
 unsigned pkt_gso_segments(unsigned mtu);
+
+/* What a receive's control messages say: the datagram size of a GRO
+ * receive (the whole length without GRO), and the socket's running total
+ * of datagrams the kernel dropped for want of room (SO_RXQ_OVFL, when the
+ * socket has it on: there only once the total is not 0). */
+struct pkt_recv_info {
+    uint32_t seg_size;
+    bool has_drops;
+    uint32_t drops;
+};
+struct pkt_recv_info pkt_recv_info(struct pkt *p);
+/* The datagrams dropped since *seen, the total a socket last reported,
+ * given the total a receive just reported; *seen moves up to it. The
+ * total is as it stood when the datagram was queued, and receives in
+ * flight together may complete out of order: an older total is no news
+ * (0). Compared as a signed difference, so the 32-bit total may wrap. */
+uint32_t pkt_drops_grew(uint32_t *seen, uint32_t total);
 
 #endif

@@ -56,6 +56,9 @@ static void check_success(const struct cluster *c)
                                                  : CLUSTER_MTU_MIN_IPV4;
     if (c->mtu < min || (!c->mtu_set && c->mtu != CLUSTER_MTU_DEFAULT))
         abort();
+    if (c->socket_buffer < CLUSTER_SOCKET_BUFFER_MIN || c->socket_buffer > CLUSTER_SOCKET_BUFFER_MAX ||
+        (!c->socket_buffer_set && c->socket_buffer != CLUSTER_SOCKET_BUFFER_DEFAULT))
+        abort();
     if (cluster_addr_format(&c->network, buf, sizeof(buf)) != 0)
         abort();
     for (size_t i = 0; i < c->n_nodes; i++) {

@@ -1732,6 +1732,7 @@ static void test_doctor_json(void **state)
         "{\"name\":\"gpu-d\",\"address\":\"10.77.0.4\",\"reached\":false,\"path\":\"waiting\","
         "\"via\":null,\"endpoint\":null,\"path_mtu\":null,\"rtt_ms\":null,"
         "\"latest_handshake\":null,\"rate_bps\":null}],"
+        "\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"socket_buffer\":null},"
         "\"env\":{\"NCCL_SOCKET_IFNAME\":\"ddp0\",\"GLOO_SOCKET_IFNAME\":\"ddp0\","
         "\"MASTER_ADDR\":\"10.77.0.1\",\"ODD\":\"it's\"}}\n");
     free(text);
@@ -1743,6 +1744,40 @@ static void test_doctor_json(void **state)
     free(text);
     text = doctor_text(&r, false);
     assert_non_null(strstr(text, "environment (ddpnet env):\n  (none: `ddpnet env` failed"));
+    free(text);
+    doctor_report_free(&r);
+}
+
+/* What the kernel dropped: a warning each, with what to do, between the
+ * verdict and the environment; the counts in JSON. */
+static void test_doctor_drops(void **state)
+{
+    static const char resp[] =
+        "interface=ddp0\nself=a\naddress=10.0.0.1\ndropped_socket_overflow=4100\n"
+        "dropped_tun_queue=9\nsocket_buffer=16777216\nerrno=0\n\n";
+    struct doctor_report r;
+    char *text;
+
+    (void)state;
+    assert_int_equal(doctor_parse(resp, &r), 0);
+    text = doctor_text(&r, false);
+    assert_non_null(strstr(text, "ok: a reached every peer (0)\n"
+                                 "warning: the kernel dropped 4100 datagrams at the UDP sockets "
+                                 "(socket_overflow): their receive buffer (16384 KiB) filled"));
+    assert_non_null(strstr(text, "Raise socket-buffer in [cluster]"));
+    assert_non_null(strstr(text, "\nwarning: the kernel dropped 9 packets at ddp0's transmit "
+                                 "queue (tun_queue)"));
+    assert_non_null(strstr(text, "ip link set ddp0 txqueuelen 10000"));
+    free(text);
+    text = doctor_text(&r, true);
+    assert_non_null(strstr(text, ",\"drops\":{\"socket_overflow\":4100,\"tun_queue\":9,"
+                                 "\"socket_buffer\":16777216},"));
+    free(text);
+    doctor_report_free(&r);
+    /* Nothing dropped: not a word. */
+    assert_int_equal(doctor_parse("interface=ddp0\nself=a\naddress=10.0.0.1\nerrno=0\n\n", &r), 0);
+    text = doctor_text(&r, false);
+    assert_null(strstr(text, "warning"));
     free(text);
     doctor_report_free(&r);
 }
@@ -1819,6 +1854,7 @@ int main(void)
         cmocka_unit_test(test_doctor_table),
         cmocka_unit_test(test_doctor_json),
         cmocka_unit_test(test_doctor_parse_errors),
+        cmocka_unit_test(test_doctor_drops),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -106,6 +106,31 @@ static void test_busy_poll_key(void **state)
     cluster_free(&c);
 }
 
+/* socket-buffer: bytes or K, M, G of them; the default when absent. */
+static void test_socket_buffer_key(void **state)
+{
+    static const struct { const char *value; unsigned bytes; } ok[] = {
+        { "32M", 32u << 20 }, { "64k", 64u << 10 }, { "1G", 1u << 30 },
+        { "16777216", 16u << 20 }, { "1024M", 1u << 30 }, { "65536", 65536u },
+    };
+    char text[512];
+    struct cluster c;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        snprintf(text, sizeof(text), C4 "socket-buffer = %s\n" NA, ok[i].value);
+        parse_ok(text, strlen(text), &c);
+        assert_int_equal(c.socket_buffer, ok[i].bytes);
+        assert_true(c.socket_buffer_set);
+        cluster_free(&c);
+    }
+    snprintf(text, sizeof(text), C4 NA);
+    parse_ok(text, strlen(text), &c);
+    assert_int_equal(c.socket_buffer, CLUSTER_SOCKET_BUFFER_DEFAULT);
+    assert_false(c.socket_buffer_set);
+    cluster_free(&c);
+}
+
 static void test_machine_domains_key(void **state)
 {
     static const char list[] = C4 "machine-domains = ec2.internal, .c.proj-1.internal  corp\n" NA;
@@ -495,6 +520,16 @@ static const struct bad_case bad_cases[] = {
         "(expected microseconds 0..60000, 0 = off, or always)"),
     BAD(C4 "busy-poll = 65535\n" NA, 4, "bad busy-poll '65535' "
         "(expected microseconds 0..60000, 0 = off, or always)"),
+#define SOCKBUF_RANGE "(expected bytes 64K..1024M, as 32M or 16777216)"
+    BAD(C4 "socket-buffer = 2G\n" NA, 4, "bad socket-buffer '2G' " SOCKBUF_RANGE),
+    BAD(C4 "socket-buffer = 1025M\n" NA, 4, "bad socket-buffer '1025M' " SOCKBUF_RANGE),
+    BAD(C4 "socket-buffer = 65535\n" NA, 4, "bad socket-buffer '65535' " SOCKBUF_RANGE),
+    BAD(C4 "socket-buffer = 32MB\n" NA, 4, "bad socket-buffer '32MB' " SOCKBUF_RANGE),
+    BAD(C4 "socket-buffer = M\n" NA, 4, "bad socket-buffer 'M' " SOCKBUF_RANGE),
+    BAD(C4 "socket-buffer = 32T\n" NA, 4, "bad socket-buffer '32T' " SOCKBUF_RANGE),
+    BAD(C4 "socket-buffer = -1\n" NA, 4, "bad socket-buffer '-1' " SOCKBUF_RANGE),
+    BAD(C4 "socket-buffer = 99999999999999999999\n" NA, 4,
+        "bad socket-buffer '99999999999999999999' " SOCKBUF_RANGE),
     /* metrics */
     BAD(C4 "metrics = 192.0.2.1:9586\n" NA, 4, "metrics address 192.0.2.1 is neither loopback "
         "nor in the overlay network: anyone who reaches it could read the counters; use "
@@ -1340,6 +1375,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_ipv4),
         cmocka_unit_test(test_busy_poll_key),
+        cmocka_unit_test(test_socket_buffer_key),
         cmocka_unit_test(test_valid_ipv6_defaults),
         cmocka_unit_test(test_valid_limits),
         cmocka_unit_test(test_valid_crlf_and_no_newline),

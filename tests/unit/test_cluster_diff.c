@@ -168,14 +168,15 @@ static void test_cluster_settings(void **state)
     pair_free(&p);
 
     diff_of(&p, HEAD NA NB, "[cluster]\nnetwork = 10.78.0.0/16\nport = 51820\nmtu = 1380\n"
-                            "busy-poll = 0\n"
+                            "busy-poll = 0\nsocket-buffer = 64M\n"
                             "[node a]\npublic-key = " K1 "\naddress = 10.78.0.1\n"
                             "endpoint = 192.0.2.1:51820\n"
                             "[node b]\npublic-key = " K2 "\naddress = 10.78.0.2\n");
     assert_int_equal(p.d.settings,
-                     CLUSTER_CHANGED_NETWORK | CLUSTER_CHANGED_MTU | CLUSTER_CHANGED_BUSY_POLL);
+                     CLUSTER_CHANGED_NETWORK | CLUSTER_CHANGED_MTU | CLUSTER_CHANGED_BUSY_POLL |
+                         CLUSTER_CHANGED_SOCKET_BUFFER);
     assert_int_equal(cluster_settings_format(p.d.settings, buf, sizeof(buf)), 0);
-    assert_string_equal(buf, "network, mtu, busy-poll");
+    assert_string_equal(buf, "network, mtu, busy-poll, socket-buffer");
     assert_int_equal(cluster_settings_format(0, buf, sizeof(buf)), 0);
     assert_string_equal(buf, "");
     assert_int_equal(cluster_settings_format(p.d.settings, buf, 8), -ENOSPC);

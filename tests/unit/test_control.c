@@ -85,6 +85,8 @@ static const char get_ddpnet_expected[] =
     "hint_refused=0\n"
     "relay_trials_failed=0\n"
     "relay_dropped=0\n"
+    "dropped_socket_overflow=0\n"
+    "dropped_tun_queue=0\n"
     "public_key=" B_HEX "\n"
     "name=gpu-b\n"
     "address=10.77.0.2\n"
@@ -499,6 +501,41 @@ static void test_get_ddpnet_stale_rate(void **state)
     assert_non_null(strstr(out, "name=gpu-b\n"));
     assert_non_null(strstr(out, "rx_rate=0\ntx_rate=125\n"));
     free(out);
+}
+
+/* What the kernel dropped: the sockets' count as the loop told it, ddp0's
+ * asked of the kernel at the request (a failed read keeps the last one:
+ * a counter never goes back), and the buffer the sockets got. */
+static int fake_tun_dropped_ret;
+static int fake_tun_dropped(void *ctx, uint64_t *n)
+{
+    (void)ctx;
+    *n = 3;
+    return fake_tun_dropped_ret;
+}
+
+static void test_get_ddpnet_drops(void **state)
+{
+    struct fx *f = *state;
+    char *out = NULL;
+    size_t len = 0;
+
+    f->dev.stats.dropped_socket_overflow = 7;
+    f->dev.tun_dropped = fake_tun_dropped;
+    f->dev.socket_buffer = 16u << 20;
+    fake_tun_dropped_ret = 0;
+    assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), 0);
+    out[len - 1] = '\0';
+    assert_non_null(strstr(out, "relay_dropped=0\ndropped_socket_overflow=7\n"
+                                "dropped_tun_queue=3\nsocket_buffer=16777216\n"));
+    free(out);
+    f->dev.stats.dropped_tun_queue = 5;
+    fake_tun_dropped_ret = -EBADF;
+    assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), 0);
+    out[len - 1] = '\0';
+    assert_non_null(strstr(out, "dropped_tun_queue=5\n"));
+    free(out);
+    f->dev.tun_dropped = NULL;
 }
 
 /* A relayed peer: the endpoint in use is the relay's, and it says through
@@ -1450,6 +1487,36 @@ static void test_status_table(void **state)
     free(text);
 }
 
+/* Drops: a line under the header when the kernel dropped anything, and
+ * the counts in JSON. */
+static void test_status_drops(void **state)
+{
+    static const char resp[] =
+        "interface=ddp0\nself=a\naddress=10.0.0.1\nlisten_port=1\n"
+        "dropped_socket_overflow=5321\ndropped_tun_queue=12\nerrno=0\n\n";
+    static const char socket_only[] =
+        "interface=ddp0\nself=a\naddress=10.0.0.1\nlisten_port=1\n"
+        "dropped_socket_overflow=1\ndropped_tun_queue=0\nerrno=0\n\n";
+    char *text;
+
+    (void)state;
+    text = format_with(table_fn, resp, 0, 0);
+    assert_non_null(strstr(text, "\ndropped by the kernel: 5321 datagrams at the UDP sockets "
+                                 "(socket_overflow), 12 packets at ddp0's queue (tun_queue); "
+                                 "see ddpnet doctor\n"));
+    free(text);
+    text = format_with(table_fn, socket_only, 0, 0);
+    assert_non_null(strstr(text, "\ndropped by the kernel: 1 datagram at the UDP sockets "
+                                 "(socket_overflow); see ddpnet doctor\n"));
+    free(text);
+    text = format_with(table_fn, get_ddpnet_expected, 0, 0);
+    assert_null(strstr(text, "dropped"));
+    free(text);
+    text = format_with(json_fn, resp, 0, 0);
+    assert_non_null(strstr(text, ",\"drops\":{\"socket_overflow\":5321,\"tun_queue\":12},"));
+    free(text);
+}
+
 /* One peer row, for the unit and age tests below. */
 static char *one_peer(uint64_t hs, uint64_t rx, uint64_t tx, uint64_t rxr, uint64_t txr)
 {
@@ -1576,7 +1643,7 @@ static void test_status_no_peers(void **state)
     text = format_with(json_fn, resp, 0, 0);
     assert_string_equal(text, "{\"interface\":\"ddp0\",\"self\":\"solo\",\"address\":"
                               "\"fd77::1\",\"listen_port\":51820,"
-                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0},"
                               "\"peers\":[]}\n");
     free(text);
 }
@@ -1586,7 +1653,7 @@ static void test_status_json(void **state)
     static const char want[] =
         "{\"interface\":\"ddp0\",\"self\":\"gpu-a\",\"address\":\"10.77.0.1\","
         "\"listen_port\":51820,"
-        "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},"
+        "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0},"
         "\"peers\":["
         "{\"name\":\"gpu-b\",\"address\":\"10.77.0.2\",\"endpoint\":\"192.0.2.2:51820\","
         "\"path\":\"direct\",\"via\":null,\"path_mtu\":1420,\"rtt_ms\":1.234,"
@@ -1615,7 +1682,7 @@ static void test_status_json_escapes(void **state)
     assert_string_equal(text, "{\"interface\":\"d\\\"p\\\\0\",\"self\":"
                               "\"a\\u0009b\\u0001\\u007f\",\"address\":\"x\","
                               "\"listen_port\":1,"
-                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0},"
                               "\"peers\":[]}\n");
     free(text);
 }
@@ -2185,6 +2252,7 @@ int main(void)
         T(test_get_bad_arguments),
         T(test_get_ddpnet_exact),
         T(test_get_ddpnet_stale_rate),
+        T(test_get_ddpnet_drops),
         T(test_get_ddpnet_relayed),
         T(test_frame),
         T(test_frame_protocol),
@@ -2214,6 +2282,7 @@ int main(void)
         T(test_request_no_daemon),
         T(test_only_root),
         T(test_status_table),
+        T(test_status_drops),
         T(test_status_units),
         T(test_status_ages),
         T(test_status_paths),

@@ -2159,6 +2159,21 @@ static void test_handshake_junk_spends_no_allowance(void **state)
     assert_int_equal(nodes[1].tun_packets, 1);
 }
 
+/* The loop's news of datagrams the kernel dropped at a socket is counted
+ * in the device's stats, as the metrics and status read them. */
+static void test_socket_drops_counted(void **state)
+{
+    (void)state;
+    struct device_stats *st = &nodes[1].dev.stats;
+    uint64_t before = st->dropped_socket_overflow;
+
+    assert_non_null(nodes[1].on.socket_drops);
+    nodes[1].on.socket_drops(nodes[1].on.ctx, 40);
+    nodes[1].on.socket_drops(nodes[1].on.ctx, 2);
+    assert_int_equal(st->dropped_socket_overflow, before + 42);
+    assert_int_equal(nodes[0].dev.stats.dropped_socket_overflow, 0);
+}
+
 /* Initiations with a valid mac1 (one replayed) from one address faster
  * than the limiter's rate: all but its burst are dropped before any
  * X25519; another member's address is not held back by them. */
@@ -2836,6 +2851,7 @@ int main(void)
         T3(test_locals_with_credit_passed_on),
         T(test_handshake_junk_spends_no_allowance),
         T(test_handshake_flood_rate_limited),
+        T(test_socket_drops_counted),
         T3(test_spoofed_endpoints_amplify_nothing),
         T3(test_spoofed_probe_ping_amplifies_nothing),
         T(test_moved_peer_followed_after_challenge),

@@ -65,6 +65,8 @@ static int setup(void **state)
     b->disco.state.rtt_ns = 1500000;
     f->dev.stats.dropped_replay = 7;
     f->dev.stats.dropped_no_buffer = 5;
+    f->dev.stats.dropped_socket_overflow = 4100;
+    f->dev.stats.dropped_tun_queue = 9;
     f->dev.stage.stats.dropped_peer_full = 1;
     f->dev.stage.stats.dropped_store_full = 2;
     f->dev.cluster_applied_unix = 1700000123;
@@ -206,6 +208,8 @@ static void test_drops_and_device(void **state)
     expect_line(text, "ddpnet_packets_dropped_total{interface=\"ddp0\",reason=\"replay\"} 7");
     expect_line(text, "ddpnet_packets_dropped_total{interface=\"ddp0\",reason=\"no_session\"} 3");
     expect_line(text, "ddpnet_packets_dropped_total{interface=\"ddp0\",reason=\"pool_full\"} 5");
+    expect_line(text, "ddpnet_packets_dropped_total{interface=\"ddp0\",reason=\"socket_overflow\"} 4100");
+    expect_line(text, "ddpnet_packets_dropped_total{interface=\"ddp0\",reason=\"tun_queue\"} 9");
     expect_line(text, "ddpnet_packets_dropped_total{interface=\"ddp0\",reason=\"bad_source\"} 0");
     expect_line(text, "ddpnet_packets_dropped_total{interface=\"ddp0\",reason=\"rate_limited\"} 0");
     expect_line(text, "ddpnet_info{interface=\"ddp0\",node=\"gpu-a\"} 1");

@@ -787,11 +787,37 @@ static void test_not_permitted(void **state)
     assert_int_equal(nl_link_index(&fx->nl, IFNAME), -ENODEV);
 }
 
+/* ddp0's transmit queue: set and read back, and the packets it had no
+ * room for counted in tx_dropped (the reader never reads here). */
+static void test_txqlen_and_drops(void **state)
+{
+    struct fx *fx = fx_get(state);
+    unsigned len = 0;
+    uint64_t dropped = 1;
+
+    fx_configure(fx, false);
+    assert_int_equal(nl_link_set_txqlen(&fx->nl, fx->ifindex, TUN_TXQUEUELEN), 0);
+    assert_int_equal(nl_link_txqlen(&fx->nl, fx->ifindex, &len), 0);
+    assert_int_equal(len, TUN_TXQUEUELEN);
+    assert_int_equal(nl_link_set_txqlen(&fx->nl, fx->ifindex, 0), -EINVAL);
+    assert_int_equal(nl_link_tx_dropped(&fx->nl, fx->ifindex, &dropped), 0);
+    assert_int_equal(dropped, 0);
+    assert_int_equal(nl_link_set_txqlen(&fx->nl, fx->ifindex, 2), 0);
+    for (int i = 0; i < 20; i++)
+        send_udp_to_peer("queued or dropped");
+    assert_int_equal(nl_link_tx_dropped(&fx->nl, fx->ifindex, &dropped), 0);
+    assert_true(dropped >= 10 && dropped <= 20);
+    assert_int_equal(nl_link_tx_dropped(&fx->nl, MISSING_IFINDEX, &dropped), -ENODEV);
+    assert_int_equal(nl_link_tx_dropped(&fx->nl, 0, &dropped), -EINVAL);
+    assert_int_equal(nl_link_tx_dropped(NULL, fx->ifindex, &dropped), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create_configure, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_create_exists, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_txqlen_and_drops, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_bad_names, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_multiqueue, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_vnet_hdr_offload, fx_setup, fx_teardown),
