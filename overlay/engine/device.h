@@ -121,6 +121,9 @@ struct peer_wg {
      * punches send the same one again to every candidate. */
     uint8_t initiation[WG_INITIATION_LEN];
     uint64_t initiation_ns;
+    /* When a cookie reply last made us send that initiation again at once
+     * (at most once a second: a replayed reply buys nothing more). */
+    uint64_t cookie_resent_ns;
 };
 
 /* Whether the peer is alive and what it moved: written by the core
@@ -242,6 +245,7 @@ struct peer {
 
 struct device_stats {
     uint64_t dropped_unknown_peer;        /* handshakes from keys not in the cluster */
+    uint64_t cookies_to_strangers;        /* probation half full: a stranger asked to prove its source */
     uint64_t dropped_bad_packet;          /* malformed or not authentic */
     uint64_t dropped_replay;
     uint64_t dropped_source;              /* inner source not the peer's address */

@@ -39,6 +39,9 @@ struct lookup_ctx {
     const struct pkt *pkt;
     struct peer *crossed;
     bool stranger;                        /* scratch is a stranger's, on probation if it holds */
+    /* The initiation carried a valid cookie (mac2): its source answers.
+     * A stranger without one, refused for it, is sent a cookie. */
+    bool proven, wants_cookie;
     struct noise_handshake scratch;
 };
 
@@ -64,6 +67,13 @@ static struct noise_handshake *stranger(struct lookup_ctx *c, const uint8_t key[
 
     if (!c->dev->cluster.has_authority || !c->dev->cert_said || !c->pkt || c->pkt->via)
         return NULL;
+    /* Past half the table, a stranger proves its source first (a cookie
+     * round trip): spoofed sources fill half at most, and a newcomer whose
+     * source answers still finds room. */
+    if (!c->proven && probation_count(&c->dev->probation) >= PROBATION_PROVEN_FROM) {
+        c->wants_cookie = true;
+        return NULL;
+    }
     probation_source(&c->pkt->addr, src);
     t = c->dev->probation;                /* room, without taking it yet */
     if (probation_admit(&t, key, src, c->now))
@@ -401,9 +411,13 @@ static struct peer *probation_join(struct device *dev, const struct noise_handsh
     return p;
 }
 
-static void consume_initiation(struct device *dev, struct pkt *pkt, uint64_t now)
+static void send_cookie_reply(struct device *dev, struct pkt *pkt, const uint8_t *src,
+                              size_t src_len, uint64_t now);
+static size_t source_bytes(const union endpoint *src, uint8_t out[18]);
+
+static void consume_initiation(struct device *dev, struct pkt *pkt, bool proven, uint64_t now)
 {
-    struct lookup_ctx ctx = { .dev = dev, .now = now, .pkt = pkt };
+    struct lookup_ctx ctx = { .dev = dev, .now = now, .pkt = pkt, .proven = proven };
     struct noise_lookup lookup = { lookup_by_key, lookup_by_index, &ctx };
     struct noise_handshake *hs = NULL;
     struct noise_keypair kp;
@@ -421,6 +435,12 @@ static void consume_initiation(struct device *dev, struct pkt *pkt, uint64_t now
     sodium_memzero(&ctx.scratch, sizeof(ctx.scratch));
     if (ret == 0 && ctx.crossed)
         return;
+    if (ret && ctx.wants_cookie) {
+        uint8_t src[18];
+        dev->stats.cookies_to_strangers++;
+        send_cookie_reply(dev, pkt, src, source_bytes(&pkt->addr, src), now);
+        return;
+    }
     if (ret) {
         log_dropped(pkt, "initiation", ret);
         if (ret == -WG_ENOPEER)
@@ -489,11 +509,23 @@ static void consume_cookie_reply(struct device *dev, struct pkt *pkt, uint64_t n
 {
     struct index_entry *e = index_find(&dev->indices, cookie_reply_receiver(pkt->in));
 
-    if (!e || cookie_consume_reply(&e->peer->wg.cookie, pkt->in, pkt->len, now))
+    if (!e || cookie_consume_reply(&e->peer->wg.cookie, pkt->in, pkt->len, now)) {
         dev->stats.dropped_bad_packet++;
-    else
-        log_debug_rl("peer %s: got a cookie (it is under load)", e->peer->member.name);
+        loop_pkt_put(dev->loop, pkt);
+        return;
+    }
+    struct peer *p = e->peer;
+    log_debug_rl("peer %s: got a cookie (it is under load)", p->member.name);
     loop_pkt_put(dev->loop, pkt);
+    /* Our initiation, with the cookie's mac2, at once rather than at the
+     * retry REKEY_TIMEOUT later: a member that asks a cookie of a stranger
+     * (probation half full) is joined within a round trip. */
+    if (p->wg.handshake.state == NOISE_STATE_CREATED_INITIATION && p->wg.initiation_ns &&
+        now - p->wg.initiation_ns < WG_REKEY_TIMEOUT * WG_NSEC_PER_SEC &&
+        (!p->wg.cookie_resent_ns || now - p->wg.cookie_resent_ns >= WG_NSEC_PER_SEC)) {
+        p->wg.cookie_resent_ns = now;
+        send_initiation(p, now);
+    }
 }
 
 static uint32_t expected_len(uint32_t type)
@@ -560,8 +592,13 @@ void handshake_receive(struct device *dev, struct pkt *pkt, uint64_t now)
         return;
     }
     count_handshake_work(dev, now);
+    /* Proven: a valid mac2, asked for or not (a stranger's cookie). */
+    bool proven = under_load(dev, now) ||
+                  (type == WG_MSG_INITIATION &&
+                   probation_count(&dev->probation) >= PROBATION_PROVEN_FROM &&
+                   cookie_validate(&dev->checker, pkt->in, pkt->len, src, src_len, true) == 0);
     if (type == WG_MSG_INITIATION)
-        consume_initiation(dev, pkt, now);
+        consume_initiation(dev, pkt, proven, now);
     else
         consume_response(dev, pkt, now);
 }

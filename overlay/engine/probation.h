@@ -24,6 +24,10 @@
 
 #define PROBATION_MAX         16u
 #define PROBATION_PER_SOURCE  2u
+/* From this many held, a stranger is admitted only with a valid cookie
+ * (mac2: its source answered a cookie reply), so spoofed sources hold
+ * at most this many and a newcomer whose source answers finds room. */
+#define PROBATION_PROVEN_FROM (PROBATION_MAX / 2u)
 #define PROBATION_TIMEOUT_NS  (UINT64_C(10) * 1000000000u)
 #define PROBATION_KEY_LEN     32u    /* a WireGuard public key */
 

@@ -2796,6 +2796,38 @@ static void test_probation_model(void **state)
     nodes[0].dev.self_cert = NULL;
 }
 
+/* Issue 43: spoofed sources hold half the table at most. Past
+ * PROBATION_PROVEN_FROM a stranger is sent a cookie first: one whose
+ * source never answers (the reply lost, as to a spoofed address) takes
+ * no slot; one that answers resends at once with the cookie and joins
+ * within the round trip, not REKEY_TIMEOUT later. */
+static void test_probation_half_full_asks_a_cookie(void **state)
+{
+    uint64_t now = START_NS + SEC;
+    struct device *d;
+
+    (void)state;
+    make_stranger();
+    d = authority_node();
+    strangers_join(d, 0, PROBATION_PROVEN_FROM, now);
+    assert_int_equal(probation_count(&d->probation), PROBATION_PROVEN_FROM);
+    cut[1][0] = true;                            /* node 0's source does not answer */
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_int_equal(d->stats.cookies_to_strangers, 1);
+    assert_int_equal(probation_count(&d->probation), PROBATION_PROVEN_FROM);
+    assert_null(peer_of(0)->wg.current);
+    cut[1][0] = false;
+    now += 6 * SEC;                               /* the retry, answered now */
+    tick(now);
+    pump(now);
+    assert_int_equal(d->stats.cookies_to_strangers, 2);
+    assert_int_equal(probation_count(&d->probation), PROBATION_PROVEN_FROM + 1);
+    assert_non_null(peer_of(0)->wg.current);      /* within the round trip */
+    members_certs_free(d);
+    nodes[0].dev.self_cert = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2807,6 +2839,7 @@ int main(void)
         T(test_stranger_refused_when_probation_is_full),
         T(test_strangers_expire_in_one_pass),
         T(test_probation_model),
+        T(test_probation_half_full_asks_a_cookie),
         T(test_record_candidate_reaches_a_peer),
         T(test_record_candidate_never_answering_is_bounded),
         T(test_down_peer_retries_then_gives_up),
