@@ -874,9 +874,11 @@ static void members_probation_run(struct device *dev, uint64_t now)
 
 /* A peer's CERT (disco_recv.c, on its session): offered to the store at
  * most CERT_PER_SEC a second per peer after a burst of CERT_BURST (each
- * new statement costs a signature check; a known one a hash); one that
- * counts now is passed on to the other peers that speak disco, so a
- * member that passes on can only repeat what holds. What it changed is
+ * new statement costs a signature check; a known one a hash); news from
+ * its source (a revocation new here, a certificate said by its own key's
+ * holder) is passed on to the other peers that speak disco, so a member
+ * that passes on can only repeat what holds, and a certificate costs
+ * each node O(1) messages, not one per peer. What it changed is
  * applied by members_certs_run on the loop's next pass, never inside
  * the receive. */
 #define CERT_PER_SEC 20u
@@ -911,6 +913,15 @@ static void pass_on(struct device *dev, const struct peer *from, const char *lin
         if (q != from && q->disco.speaks_disco && !q->member.probation)
             discovery_send_cert(q, line, len, now);
     }
+}
+
+/* Whether line is a member certificate for p's own key. */
+static bool said_by_holder(const struct peer *p, const char *line)
+{
+    struct cert c;
+
+    return cert_parse(line, &c) == 0 && c.kind == CERT_MEMBER &&
+           !memcmp(c.subject, p->public_key, CERT_PUBKEY_LEN);
 }
 
 int members_statement(struct device *dev, const char *text, size_t len, uint64_t now,
@@ -968,7 +979,12 @@ void members_cert_said(struct peer *p, const char *text, size_t len, uint64_t no
     }
     if (v == CERTS_REVOKING)
         revocations_taken(dev, line, len);
-    pass_on(dev, p, line, len, now);
+    /* Only news from its source goes on: a revocation (taken once per
+     * node), or a member's certificate said by its own key's holder --
+     * the member that admitted it tells the others, who tell no one, so
+     * a certificate costs each node one message, not one per peer. */
+    if (v == CERTS_REVOKING || said_by_holder(p, line))
+        pass_on(dev, p, line, len, now);
     if (v == CERTS_ADDED && p->member.probation && certs_member(dev->certs, p->public_key))
         tell_newcomer(p, now);
 }

@@ -61,8 +61,9 @@ uint64_t members_certs_run(struct device *dev, uint64_t now);
 
 /* A peer's disco CERT (dev->cert_said; joining with no server): one
  * statement of the authority offered to the store, at most
- * CERT_PER_SEC a second per peer; one that counts now is passed on to
- * the other peers, and applied (a stranger on probation promoted, a
+ * CERT_PER_SEC a second per peer; news from its source (a revocation
+ * new here, a member's certificate said by its own key's holder) is
+ * passed on to the other peers, and applied (a stranger on probation promoted, a
  * member added or dropped) by members_certs_run on the loop's next
  * pass. members_certs_run also removes the strangers whose probation
  * ended (engine/probation.h). */
