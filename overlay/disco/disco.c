@@ -524,6 +524,13 @@ void disco_challenge_sent(struct disco_unproven *u, uint64_t now)
         u->challenges++;
 }
 
+void disco_challenge_void(struct disco_unproven *u)
+{
+    u->challenge_ns = 0;
+    if (u->challenges)
+        u->challenges--;
+}
+
 void disco_unproven_clear(struct disco_unproven *u)
 {
     *u = (struct disco_unproven){ 0 };

@@ -334,5 +334,9 @@ uint64_t disco_challenge_at(const struct disco_unproven *u, bool speaks, uint32_
 void disco_challenge_sent(struct disco_unproven *u, uint64_t now);
 /* The source answered, or is no longer of interest: forgotten. */
 void disco_unproven_clear(struct disco_unproven *u);
+/* The last challenge could not count (the peer was a stranger on
+ * probation, whose PONG is refused): the next may go at once, still paid
+ * from the credit. Once per promotion, so the pace holds. */
+void disco_challenge_void(struct disco_unproven *u);
 
 #endif

@@ -914,6 +914,14 @@ static void test_unproven_credit(void **state)
     assert_int_equal(u.credit, 20);
     disco_unproven_heard(&u, &v, 100);
     assert_int_equal(disco_challenge_at(&u, true, 80), T0 + DISCO_CHALLENGE_MS * NS_PER_MS);
+    /* A challenge whose answer could not count (a stranger promoted):
+     * the next at once, paid all the same, and counted once. */
+    disco_challenge_void(&u);
+    assert_int_equal(disco_challenge_at(&u, true, 80), 0);
+    assert_int_equal(u.challenges, 0);
+    assert_true(disco_unproven_spend(&u, &v, 80));
+    disco_challenge_sent(&u, T0);
+    assert_int_equal(u.credit, 40);
     /* Capped. */
     for (unsigned i = 0; i < 100; i++)
         disco_unproven_heard(&u, &v, 1000);

@@ -117,6 +117,9 @@ static void maybe_introduce(struct peer *x, uint64_t now)
 void discovery_promoted(struct peer *p, uint64_t now)
 {
     disco_endpoints_due(&p->disco.state);     /* where the members are, at once */
+    /* Its PONG to our challenge was refused while it was a stranger: its
+     * endpoint is proven (and it introduced) at once, not a pace later. */
+    disco_challenge_void(&p->path.unproven);
     p->disco.introduced = false;
     if (p->disco.speaks_disco)
         maybe_introduce(p, now);
