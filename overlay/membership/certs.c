@@ -278,7 +278,8 @@ static enum certs_verdict offer_member(struct certs *s, const struct cert *c, ui
         return CERTS_KNOWN;
     if (is_revoked(s, n.id) || is_revoked(s, c->subject) ||
         (n.has_token && is_revoked(s, n.token_id)))
-        return refuse(&s->st.refused_revoked, CERTS_REVOKED, "revoked", why);
+        return refuse(&s->st.refused_revoked, CERTS_REVOKED,
+                      "the authority revoked it, its token or its key", why);
     /* Times first: an expired statement offered again costs no signature. */
     if (now >= expiry_of(c) || now < c->not_before)
         return refuse(&s->st.invalid, CERTS_INVALID, cert_verdict_str(now < c->not_before

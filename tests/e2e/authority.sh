@@ -78,13 +78,14 @@ say "a, b and c reach one another"
 step "d joins with its token's certificate; reached by all within $AUTH_JOIN_S s"
 t0=$(date +%s%N)
 ddp_up d "$CD"
+UP_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
 DADDR=$(nx d ip -4 -o addr show dev ddp0 | awk '{print $4}' | cut -d/ -f1)
 [ -n "$DADDR" ] || fail "d has no address on ddp0"
 for n in a b c; do
-    wait_for 30 nx "$n" ping -n -c 1 -W 1 "$DADDR" || fail "$n does not reach d ($DADDR)"
+    wait_for 30 nx "$n" ping -n -c 1 -W 0.2 "$DADDR" || fail "$n does not reach d ($DADDR)"
 done
 JOIN_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
-say "d ($DADDR, derived from its key) reached by a, b and c $JOIN_MS ms after its up began"
+say "d ($DADDR, derived from its key) reached by a, b and c $JOIN_MS ms after its up began (up took $UP_MS ms)"
 [ "$JOIN_MS" -le $((AUTH_JOIN_S * 1000)) ] ||
     fail "d was reached by all only after $JOIN_MS ms (bound ${AUTH_JOIN_S}000)"
 for n in a b c; do
@@ -134,7 +135,17 @@ out=$(nx a "$DDPNET" revoke --run-dir "$T/a/run" "$T/d.revoke" 2>&1) ||
 say "a took the revocation: $out"
 gone_from_all d "$DADDR" "$t0" "after the revocation was given to a"
 ddp_down d
-# d again with its revoked certificate: refused by all (no peer, no route).
+# d again with its revoked certificate: its own up refuses it (d heard the
+# revocation and kept it in its state directory); and with that lost,
+# refused by all (no peer, no route).
+if nx d timeout 30 "$DDPNET" up -c "$CD" -k "$T/d/key" --run-dir "$T/d/run" \
+        --hosts-file "$T/d/hosts" --state-dir "$T/d/state" >"$T/d/up.log" 2>&1; then
+    fail "d came up with the revocation of its certificate in its state directory"
+fi
+grep -q "our certificate does not hold: revoked" "$T/d/up.log" ||
+    fail "d's up refused, but not for the revocation: $(cat "$T/d/up.log")"
+say "d's own up refuses its revoked certificate: $(head -1 "$T/d/up.log")"
+rm -rf "$T/d/state"
 ddp_up d "$CD"
 sleep 2
 for n in a b c; do gone_from "$n" "$DADDR" || fail "$n took d back after its revocation"; done
