@@ -374,6 +374,10 @@ static void test_token_never_takes_a_name(void **state)
     assert_int_equal(certs_offer(s, thief, T0, &why), CERTS_NAME_TAKEN);
     assert_string_equal(why, "another member holds its name");
     assert_string_equal(name_of(s, 20), "w-n3");
+    /* Nor later, with a lower key: the one held first keeps it. */
+    member(thief, &a, &token, tsec, "w-n3", 2, T0 - 5, T0 + HOUR);
+    assert_int_equal(certs_offer(s, thief, T0, &why), CERTS_NAME_TAKEN);
+    assert_string_equal(name_of(s, 20), "w-n3");
     /* The authority names w-n3 another key: that one holds it. */
     member(own, &a, NULL, NULL, "w-n3", 30, T0 - HOUR, T0 + HOUR);
     assert_int_equal(certs_offer(s, own, T0, NULL), CERTS_ADDED);
