@@ -78,7 +78,9 @@ static int check_key(const char *path, const char *keyfile, const struct cluster
         cli_key_pasted_say(path, keyfile, pasted);
         return -1;
     }
-    if (!*self && !c->registry.n_endpoints) {
+    /* Not in the file: joining a registry, or (with an authority) as its
+     * certificate says, which up checks on the node. */
+    if (!*self && !c->registry.n_endpoints && !c->has_authority) {
         keyfile_format(text, pub);
         fprintf(stderr, "%s: this node's public key %s (from %s) is not in the cluster file\n",
                 path, text, keyfile);
@@ -93,12 +95,13 @@ static int check_key(const char *path, const char *keyfile, const struct cluster
 static void say_unchecked(const struct cluster *c, bool key)
 {
     fprintf(stderr, "not checked (only `ddpnet up` can, on the node):%s root; the interface name "
-           "free; the run directory; UDP port %u free; the hosts file; %s%s%s"
+           "free; the run directory; UDP port %u free; the hosts file; %s%s%s%s"
            "mtu against the route's MTU%s\n",
            key ? "" : " the key file (add -k KEYFILE);", (unsigned)c->port,
            c->metrics.at != CLUSTER_METRICS_OFF ? "the metrics port free; " : "",
            c->registry.n_endpoints ? "the registry's files and etcd reachable; " : "",
            c->registry.n_endpoints && !key ? "this node in the file or joining; " : "",
+           c->has_authority ? "this node's certificate (up --cert); " : "",
            c->mtu_set ? " (an mtu above it makes packets be cut by path MTU discovery)"
                       : " (without mtu, ddp0 takes it, less 80)");
 }

@@ -719,6 +719,16 @@ static void test_check_as_up(void **state)
              "the cluster file\n", path, key);
     assert_run(cli_check, (const char *[]){ "check", "-c", path, "-k", key, NULL }, NULL, 1,
                "", want);
+    /* With an authority, a key of no node joins as its certificate says:
+     * up accepts it, and so does check (issue 43). */
+    write_file(path, "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n"
+               "authority = " PUB_B "\n\n"
+               "[node alpha]\npublic-key = " PUB_A "\naddress = 10.77.0.1\n", 0644);
+    assert_run(cli_check, (const char *[]){ "check", "-c", path, "-k", key, NULL }, NULL, 0,
+               "ok\n", "not checked (only `ddpnet up` can, on the node): root; the interface "
+               "name free; the run directory; UDP port 51820 free; the hosts file; this node's "
+               "certificate (up --cert); mtu against the route's MTU (without mtu, ddp0 takes "
+               "it, less 80)\n");
     write_file(path, "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n\n"
                "[node alpha]\npublic-key = " PRIV_C "\naddress = 10.77.0.1\n", 0644);
     snprintf(want, sizeof(want), "%s:5: node alpha's public-key is this node's PRIVATE key "
