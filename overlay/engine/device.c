@@ -216,8 +216,9 @@ int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint6
     if (!dev->local || !dev->peers)
         goto fail;
     cookie_checker_init(&dev->checker, dev->local->public_key, now);
-    /* Each peer: one handshake and three keypairs at most. */
-    ret = index_table_init(&dev->indices, 4 * dev->cluster.n_nodes);
+    /* Each peer: one handshake and three keypairs at most; the strangers
+     * on probation are peers too. */
+    ret = index_table_init(&dev->indices, DEVICE_INDICES(dev->cluster.n_nodes));
     if (!ret)
         ret = stage_init(&dev->stage, STAGE_TOTAL_BYTES, STAGE_PEER_BYTES);
     if (!ret)

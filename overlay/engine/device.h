@@ -46,6 +46,11 @@
  * source's rate limit, put us under load for the next second: then
  * initiations must carry a cookie (mac2). */
 #define DEVICE_LOAD_HANDSHAKES_PER_SEC 128u
+/* Receiver indices a model of n nodes needs: a handshake and three
+ * keypairs for each peer, the strangers on probation among them (without
+ * their share, a newcomer's index was refused while strangers held the
+ * table's room, and its handshake went unanswered). */
+#define DEVICE_INDICES(n) (4u * ((n) + PROBATION_MAX))
 /* The rate shown by `ddpnet status` is averaged over this window. */
 #define PEER_RATE_WINDOW_NS  (2 * WG_NSEC_PER_SEC)
 /* Sessions rekey up to this much before REKEY_AFTER_TIME (rekey_early_ns). */

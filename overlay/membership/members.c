@@ -450,7 +450,7 @@ static int plan_make(struct device *dev, const struct cluster *next,
             pl->peers[pl->n_peers++] = p;
         }
     }
-    if (index_table_reserve(&dev->indices, 4 * next->n_nodes) ||
+    if (index_table_reserve(&dev->indices, DEVICE_INDICES(next->n_nodes)) ||
         !(pl->map = device_map_new(pl->peers, pl->n_peers)))
         goto nomem;
     return 0;

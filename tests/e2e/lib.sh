@@ -303,7 +303,8 @@ ddp_up() {
     n=$1
     if [ "$E2E_FOREGROUND" = 1 ]; then
         nx_bg "$n" daemon timeout 3600 "$DDPNET" up -c "$c" -k "$T/$n/key" \
-            --run-dir "$T/$n/run" --hosts-file "$T/$n/hosts" --state-dir "$T/$n/state" --foreground
+            --run-dir "$T/$n/run" --hosts-file "$T/$n/hosts" --state-dir "$T/$n/state" --foreground \
+            ${E2E_DEBUG:+--debug}
         wait_for 20 nx "$n" "$DDPNET" status --run-dir "$T/$n/run" ||
             fail "node $n: daemon (foreground) did not answer within 20 s"
     else

@@ -10,6 +10,10 @@
  *   mac2  a valid mac1, and a valid mac2 from each source address once the
  *         target has answered that source with a cookie reply (the other
  *         modes count the replies and never take the cookie)
+ *   stranger  an authentic initiation (Noise IK) from a fresh key each
+ *         time, with a valid mac1 and no mac2 (as from a spoofed source:
+ *         cookie replies are counted, never taken): what a stranger with
+ *         throwaway keys sends to fill a member's probation table
  * It sends from one socket per SRC-ADDR (IPv4 or IPv6, bound there), in
  * turn, as fast as the sockets take them (or, with --rate, PPS initiations
  * a second in all, paced batch by batch), and reads the cookie replies that
@@ -33,13 +37,15 @@
 #include "crypto/blake2s.h"
 #include "crypto/bytes.h"
 #include "crypto/cookie.h"
+#include "crypto/noise.h"
+#include "crypto/tai64n.h"
 #include "crypto/wg_const.h"
 
 #define BATCH 32u
 #define RING  4096u                 /* mac1s remembered per source, by sender index */
 #define MAX_SOURCES 64u
 
-enum mode { MODE_JUNK, MODE_MAC1, MODE_MAC2 };
+enum mode { MODE_JUNK, MODE_MAC1, MODE_MAC2, MODE_STRANGER };
 
 struct source {
     int fd;
@@ -80,14 +86,40 @@ static void fill_random(uint8_t *p, size_t len)
     }
 }
 
+static uint8_t target_pub[WG_KEY_LEN];
+
+/* An authentic initiation to target_pub from a key made for it. */
+static void stranger_initiation(uint32_t index, uint8_t msg[WG_INITIATION_LEN])
+{
+    uint8_t priv[WG_KEY_LEN], ts[WG_TIMESTAMP_LEN];
+    struct noise_handshake hs;
+    struct noise_local *local;
+    struct timespec wall;
+
+    randombytes_buf(priv, sizeof(priv));
+    clock_gettime(CLOCK_REALTIME, &wall);
+    tai64n_encode(ts, (uint64_t)wall.tv_sec, (uint32_t)wall.tv_nsec);
+    if (!(local = noise_local_new(priv)) ||
+        noise_handshake_init(&hs, local, target_pub, NULL) ||
+        noise_create_initiation(&hs, local, index, ts, msg))
+        fill_random(msg, WG_INITIATION_LEN);
+    noise_local_free(local);
+    sodium_memzero(priv, sizeof(priv));
+    sodium_memzero(&hs, sizeof(hs));
+}
+
 static void build(struct source *s, enum mode mode, uint8_t msg[WG_INITIATION_LEN],
                   uint64_t now)
 {
     uint32_t index = s->next_index++;
 
-    fill_random(msg, WG_INITIATION_LEN);
-    put_le32(msg, WG_MSG_INITIATION);
-    put_le32(msg + 4, index);
+    if (mode == MODE_STRANGER) {
+        stranger_initiation(index, msg);
+    } else {
+        fill_random(msg, WG_INITIATION_LEN);
+        put_le32(msg, WG_MSG_INITIATION);
+        put_le32(msg + 4, index);
+    }
     cookie_add_macs(&s->maker, msg, WG_INITIATION_LEN, now);
     memcpy(s->mac1_of[index % RING], s->maker.last_mac1, WG_MAC_LEN);
     /* Every mode costs the sender the same, so that all go as fast: both
@@ -164,7 +196,8 @@ static int open_source(const char *src, const char *host, unsigned port)
 static int usage(void)
 {
     fprintf(stderr,
-            "usage: hsflood [--rate PPS] junk|mac1|mac2 HOST PORT PUBKEY SECONDS SRC-ADDR...\n");
+            "usage: hsflood [--rate PPS] junk|mac1|mac2|stranger HOST PORT PUBKEY SECONDS "
+            "SRC-ADDR...\n");
     return 2;
 }
 
@@ -195,6 +228,8 @@ int main(int argc, char **argv)
         mode = MODE_MAC1;
     else if (!strcmp(argv[1], "mac2"))
         mode = MODE_MAC2;
+    else if (!strcmp(argv[1], "stranger"))
+        mode = MODE_STRANGER;
     else
         return usage();
     unsigned port = (unsigned)strtoul(argv[3], NULL, 10);
@@ -203,6 +238,7 @@ int main(int argc, char **argv)
         sodium_base642bin(pub, sizeof(pub), argv[4], strlen(argv[4]), NULL, &pub_len, NULL,
                           sodium_base64_VARIANT_ORIGINAL) || pub_len != WG_KEY_LEN)
         return usage();
+    memcpy(target_pub, pub, WG_KEY_LEN);
     nsrc = (unsigned)(argc - 6);
     randombytes_buf(&rng_state, sizeof(rng_state));
     for (unsigned i = 0; i < nsrc; i++) {
@@ -224,18 +260,21 @@ int main(int argc, char **argv)
         mm[i].msg_hdr.msg_iov = &iov[i];
         mm[i].msg_hdr.msg_iovlen = 1;
     }
+    /* A stranger's initiation costs a key and two X25519s: one at a turn,
+     * so that each source's share stays under the target's rate limit. */
+    unsigned batch = mode == MODE_STRANGER ? 1u : BATCH;
     uint64_t start = now_ns(), end = start + (uint64_t)(seconds * 1e9), now = start;
     for (unsigned turn = 0; now < end; turn++) {
         struct source *s = &sources[turn % nsrc];
-        for (unsigned i = 0; i < BATCH; i++)
+        for (unsigned i = 0; i < batch; i++)
             build(s, mode, msgs[i], now);
         if (mode == MODE_MAC2 && s->maker.have_cookie)
-            with_mac2 += BATCH;
-        int n = sendmmsg(s->fd, mm, BATCH, 0);
+            with_mac2 += batch;
+        int n = sendmmsg(s->fd, mm, batch, 0);
         if (n > 0)
             sent += (unsigned)n;
         else
-            refused += BATCH;
+            refused += batch;
         replies += read_replies(s, mode, &cookies, now);
         now = now_ns();
         if (rate > 0) {
