@@ -14,7 +14,7 @@
 #
 # Environment: DDPNET (binary, default bin/ddpnet), E2E_FOREGROUND=1 (run
 # daemons with --foreground, logging to $T/NODE/daemon.out, shown on
-# failure), E2E_KEEP=1 (keep the scratch directory), E2E_VERBOSE=1,
+# failure; E2E_DEBUG=1 adds --debug), E2E_KEEP=1 (keep the scratch directory), E2E_VERBOSE=1,
 # E2E_MESH_LOAD_FACTOR (4: see e2e_mesh_limit_ms).
 
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
