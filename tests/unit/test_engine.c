@@ -47,6 +47,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
+#include "config/cert.h"
 #include "config/cluster.h"
 #include "crypto/aead.h"
 #include "crypto/bytes.h"
@@ -59,6 +60,7 @@
 #include "overlay/loop/crypto_pool.h"
 #include "overlay/loop/loop.h"
 #include "overlay/loop/resolver.h"
+#include "overlay/membership/certs.h"
 #include "overlay/membership/members.h"
 #include "tests/unit/tso_read.h"
 
@@ -2828,6 +2830,52 @@ static void test_probation_half_full_asks_a_cookie(void **state)
     nodes[0].dev.self_cert = NULL;
 }
 
+/* A member's certificate for key, signed by the authority secret sec,
+ * valid around the real clock (membership reads it). */
+static void member_cert(char *out, const uint8_t sec[CERT_SECRET_LEN], const char *name,
+                        const uint8_t key[CERT_PUBKEY_LEN])
+{
+    struct cert c = { .kind = CERT_MEMBER, .not_before = (uint64_t)time(NULL) - 60,
+                      .not_after = (uint64_t)time(NULL) + 3600 };
+
+    memcpy(c.subject, key, CERT_PUBKEY_LEN);
+    snprintf(c.name, sizeof(c.name), "%s", name);
+    assert_int_equal(cert_sign(&c, sec, out, CERT_TEXT_MAX), 0);
+}
+
+/* Issue 43: a certificate is passed on by the member that heard it from
+ * its own key's holder, to each other peer once; one heard from anyone
+ * else is taken and passed on to no one, so a certificate costs each node
+ * O(1) messages, not one per peer (N^2 in all). */
+static void test_cert_passed_on_once(void **state)
+{
+    uint8_t pub[CERT_PUBKEY_LEN], sec[CERT_SECRET_LEN], other[CERT_PUBKEY_LEN];
+    char own[CERT_TEXT_MAX], passed[CERT_TEXT_MAX];
+    uint64_t now = mesh_up();
+    struct device *d = &nodes[0].dev;
+    uint64_t sent;
+
+    (void)state;
+    assert_int_equal(cert_keypair(pub, sec), 0);
+    d->cluster.has_authority = true;
+    memcpy(d->cluster.authority, pub, sizeof(pub));
+    d->cert_said = members_cert_said;
+    assert_int_equal(members_certs_start(d), 0);
+    member_cert(own, sec, "spot-2", nodes[2].dev.self->public_key);
+    randombytes_buf(other, sizeof(other));
+    member_cert(passed, sec, "spot-x", other);
+    sent = d->stats.disco_sent[DISCO_CERT];
+    members_cert_said(peer_for(0, 2), own, strlen(own), now);          /* its holder's */
+    assert_int_equal(d->stats.disco_sent[DISCO_CERT], sent + (n_nodes - 2));
+    sent = d->stats.disco_sent[DISCO_CERT];
+    members_cert_said(peer_for(0, 3), passed, strlen(passed), now);    /* not its holder's */
+    assert_non_null(certs_member(d->certs, other));                     /* taken */
+    assert_int_equal(d->stats.disco_sent[DISCO_CERT], sent);            /* told no one */
+    members_certs_free(d);
+    d->cert_said = NULL;
+    d->cluster.has_authority = false;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2840,6 +2888,7 @@ int main(void)
         T(test_strangers_expire_in_one_pass),
         T(test_probation_model),
         T(test_probation_half_full_asks_a_cookie),
+        T6(test_cert_passed_on_once),
         T(test_record_candidate_reaches_a_peer),
         T(test_record_candidate_never_answering_is_bounded),
         T(test_down_peer_retries_then_gives_up),
