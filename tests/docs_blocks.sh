@@ -18,7 +18,8 @@
 # 022, in one scratch directory per page (HOME too), with bin/ddpnet first
 # on PATH and before it stubs for what would touch this machine or the
 # network (systemctl, journalctl, etcdctl, etcd, apt, apt-get, scp, ssh,
-# torchrun, shred, make: make checks only that the target exists); each
+# torchrun, shred, Slurm's sbatch, srun, scontrol and squeue, docker,
+# podman, kubectl; and make, which checks only that the target exists); each
 # stub records its arguments in the page's calls.log, shown on a failure.
 # Each page runs in a mount namespace of its own, where /etc/ddpnet and
 # /etc/systemd/system are empty scratch directories, so a block that
@@ -53,7 +54,8 @@ S=$(mktemp -d /tmp/ddpnet-docs.XXXXXX)
 # Stubs: record the call; shred -u removes, make checks the target.
 mkdir -p "$S/stubs" "$S/bin"
 ln -s "$DDPNET" "$S/bin/ddpnet"
-for c in systemctl journalctl etcdctl etcd apt apt-get scp ssh torchrun shred make; do
+for c in systemctl journalctl etcdctl etcd apt apt-get scp ssh torchrun shred make \
+         sbatch srun scontrol squeue docker podman kubectl; do
     cat >"$S/stubs/$c" <<EOF
 #!/bin/sh
 echo "$c \$*" >>"\$DOCS_CALLS"
@@ -149,6 +151,7 @@ for page in "${PAGES[@]}"; do
     # The page's runnable blocks in order, in one mount namespace.
     cat >"$d/run" <<EOF
 set -u
+mkdir -p /etc/ddpnet /etc/systemd/system   # mount points (the package makes the first)
 mount --bind "$d/etc-ddpnet" /etc/ddpnet
 mount --bind "$d/systemd" /etc/systemd/system
 while read -r i where; do
