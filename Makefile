@@ -4,9 +4,13 @@
 #   make deps-test  and those the tests and the demo need (make test and make demo do it)
 #   make unit       unit tests, plain and under ASan+UBSan
 #   make fuzz       each libFuzzer harness for FUZZ_SECONDS (default 300)
-#   make test       everything the project tests (check-layers, spdx-check, unit, packaging,
-#                   fuzz-smoke, mutants, e2e); docs/testing.md lists every target
+#   make test       everything the project tests: deps-test, then check-layers, spdx-check,
+#                   docs-check, unit, packaging, fuzz-smoke, mutants, e2e (about 35 minutes);
+#                   docs/testing.md lists every target
+#   make docs-check every shell block of README.md and docs/ run, or marked an example
+#   make check-layers / spdx-check / packaging / fuzz-smoke / e2e   one part of make test
 #   make mutants    each central check deleted in turn: some test must fail (tests/mutants.list)
+#   make install / deb / demo / bench / scale / version   (docs/testing.md, bench/README.md)
 #   make spdx       add the SPDX licence line to source files that lack it (make spdx-check checks)
 #   make clean
 # Quiet unless V=1. Warnings are errors.
@@ -178,8 +182,14 @@ unit-asan: $(ASAN_TESTS)
 
 # deps-test first: what the tests run is installed (root) where missing.
 test: deps-test
-test: check-layers spdx-check unit packaging fuzz-smoke mutants
+test: check-layers spdx-check docs-check unit packaging fuzz-smoke mutants
 test: e2e
+
+# Every shell block of README.md and docs/*.md runs, or is marked an
+# example (tests/docs_blocks.sh; the convention is in docs/testing.md).
+.PHONY: docs-check
+docs-check: bin/ddpnet
+	$(Q)tests/docs_blocks.sh
 
 # Each central check deleted in turn; the tests that must notice it
 # (tests/mutants.list). About two minutes; fails if a mutant survives.
