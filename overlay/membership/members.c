@@ -542,7 +542,7 @@ static bool set_pending(struct device *dev, const struct vouched *vd)
         if (pending)
             log_info_peer_rl("peer %s: its registry record waits for its key's own word",
                              p->member.name);
-        else
+        else if (dev->registry)     /* a promoted stranger has no record to count */
             log_info_peer_rl("peer %s: its registry record counts", p->member.name);
     }
     return changed;
