@@ -618,6 +618,18 @@ static int fit_token(const char *verb, const struct auth_args *a, const struct c
     return 0;
 }
 
+/* A join token signs members: one that others on the machine may read
+ * is a warning, not a refusal (it was read already; the person fixes it). */
+static void warn_if_readable(const char *verb, const char *path)
+{
+    struct stat st;
+
+    if (strcmp(path, "-") && stat(path, &st) == 0 && (st.st_mode & 077))
+        fprintf(stderr, "ddpnet authority %s: warning: %s is readable by others (mode %04o): "
+                "whoever reads it can sign members; run: chmod 600 %s\n", verb, path,
+                (unsigned)(st.st_mode & 07777), path);
+}
+
 static int load_token(const char *verb, const char *path, struct cert *token,
                       uint8_t secret[CERT_SECRET_LEN])
 {
@@ -631,6 +643,8 @@ static int load_token(const char *verb, const char *path, struct cert *token,
     if (ret != 0)
         say(verb, "%s: not a join token (expected one line ddpnet-jointoken:..., as `ddpnet "
             "authority token` prints)", path);
+    else
+        warn_if_readable(verb, path);
     return ret;
 }
 

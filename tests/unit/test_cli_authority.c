@@ -381,6 +381,10 @@ static void test_token_sign(void **state)
     assert_non_null(strstr(c.out, "(a join token)"));
     assert_non_null(strstr(c.out, "token id:"));
 
+    /* a token others may read: signed, with a warning */
+    write_file(tmp(path, "open.token"), token, 0644);
+    expect(ARGS("sign", "--token", path, "--name", "spot-2", "--public-key", PUB_B), NULL, 0,
+           "is readable by others (mode 0644): whoever reads it can sign members", &c);
     /* the token from a file, a shorter lifetime */
     write_file(tmp(path, "join.token"), token, 0600);
     expect(ARGS("sign", "--token", path, "--name", "spot-2", "--public-key", PUB_B, "--valid",
