@@ -548,6 +548,34 @@ static bool set_pending(struct device *dev, const struct vouched *vd)
     return changed;
 }
 
+/* A peer's CERTs taken: CERT_PER_SEC a second after a burst of CERT_BURST
+ * (members_cert_said); a newcomer is told half a burst. */
+#define CERT_PER_SEC    20u
+#define CERT_BURST      64u
+#define CERT_BURST_TOLD (CERT_BURST / 2u)
+
+/* A newcomer, as it is promoted, hears the members' certificates we hold
+ * then, so that it counts them though its file lists fewer (at most half
+ * its CERT burst: what is beyond, it learns as their sessions with it
+ * begin, each saying its own); what we take after, we pass on to it as
+ * to every member. Told at the promotion, not when its certificate came:
+ * one taken in between went to the members only, not to a stranger. */
+static void tell_newcomer(struct peer *p, uint64_t now)
+{
+    struct device *dev = p->dev;
+    char text[CERT_TEXT_MAX + 1];
+    size_t sent = 0;
+
+    for (size_t i = 0; i < certs_count(dev->certs) && sent < CERT_BURST_TOLD; i++) {
+        const struct cert *c = certs_at(dev->certs, i);
+        if (!memcmp(c->subject, p->public_key, CERT_PUBKEY_LEN) ||
+            cert_format(c, text, sizeof(text)))
+            continue;
+        discovery_send_cert(p, text, strlen(text), now);
+        sent++;
+    }
+}
+
 /* A stranger whose certificate holds becomes the member it names, on the
  * session it made (pending until set_pending says otherwise). */
 static void promote(struct device *dev, struct peer *p, const struct cluster *next,
@@ -560,6 +588,7 @@ static void promote(struct device *dev, struct peer *p, const struct cluster *ne
     peer_set_persistent_keepalive(p, (uint16_t)cluster_node_keepalive(next, n), now);
     discovery_node_hints(p, n, now);
     discovery_promoted(p, now);
+    tell_newcomer(p, now);
     log_notice("peer %s: its certificate holds; a member now", p->member.name);
 }
 
@@ -881,28 +910,6 @@ static void members_probation_run(struct device *dev, uint64_t now)
  * each node O(1) messages, not one per peer. What it changed is
  * applied by members_certs_run on the loop's next pass, never inside
  * the receive. */
-#define CERT_PER_SEC 20u
-#define CERT_BURST   64u
-/* A newcomer whose certificate holds hears the members' certificates we
- * hold, so that it counts them though its file lists fewer (at most half
- * its CERT burst: what is beyond, it learns as their sessions with it
- * begin, each saying its own). */
-static void tell_newcomer(struct peer *p, uint64_t now)
-{
-    struct device *dev = p->dev;
-    char text[CERT_TEXT_MAX + 1];
-    size_t sent = 0;
-
-    for (size_t i = 0; i < certs_count(dev->certs) && sent < CERT_BURST / 2; i++) {
-        const struct cert *c = certs_at(dev->certs, i);
-        if (!memcmp(c->subject, p->public_key, CERT_PUBKEY_LEN) ||
-            cert_format(c, text, sizeof(text)))
-            continue;
-        discovery_send_cert(p, text, strlen(text), now);
-        sent++;
-    }
-}
-
 /* A statement that counts now, to every peer that speaks disco but from
  * (NULL: none) and strangers on probation. */
 static void pass_on(struct device *dev, const struct peer *from, const char *line, size_t len,
@@ -985,8 +992,6 @@ void members_cert_said(struct peer *p, const char *text, size_t len, uint64_t no
      * a certificate costs each node one message, not one per peer. */
     if (v == CERTS_REVOKING || said_by_holder(p, line))
         pass_on(dev, p, line, len, now);
-    if (v == CERTS_ADDED && p->member.probation && certs_member(dev->certs, p->public_key))
-        tell_newcomer(p, now);
 }
 
 /* When the first probation ends (UINT64_MAX: none). */

@@ -204,6 +204,13 @@ done
 say "x (another authority) and f (expired) refused by a, b and c: no peer, no route"
 ddp_down x
 ddp_down f
+# What x and f left on probation goes with its time (10 s), so that what
+# c passes on below is all a and b could take x's key from.
+peers_have() { wg_in "$1" show ddp0 peers | grep -qxF "$2"; }
+for n in a b; do
+    wait_for 15 eval '! peers_have "$n" "$(pub x)" && ! peers_have "$n" "$(pub f)"' ||
+        fail "$n still holds x's or f's key 15 s after they went down"
+done
 
 step "c's key stolen: what it passes on counts only where it proves itself"
 # A member may repeat any statement: a valid certificate (g's, through the
@@ -231,7 +238,6 @@ nx_bg c hostile "$HOSTILE" cert 6 "$T/c/key" "${ADDR[c]}" "$E2E_V4NET.3:$E2E_POR
     --statement "$T/g.cert" --statement "$T/h.cert" --statement "$T/x/key.cert" \
     --statement "$T/j.cert" "${victims[@]}"
 HOSTILE_PID=$BG_PID
-peers_have() { wg_in "$1" show ddp0 peers | grep -qxF "$2"; }
 for n in a b; do
     wait_for 10 peers_have "$n" "$(gpub g)" || fail "$n did not take g's valid certificate from c"
 done
