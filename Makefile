@@ -92,7 +92,7 @@ TEST_DEB_PKGS := clang libcmocka-dev \
                  python3 python3-torch procps iputils-ping util-linux prometheus \
                  etcd-server etcd-client tmux \
                  man-db groff-base lintian systemd \
-                 systemd-container debootstrap podman
+                 systemd-container debootstrap podman runc
 
 .PHONY: all deps deps-test unit unit-plain unit-asan test fuzz fuzz-smoke clean check-layers
 .PHONY: e2e demo install

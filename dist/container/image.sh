@@ -8,7 +8,8 @@
 # lists and caches, documentation but the copyright files, locales,
 # logs), then `podman import` with the image's configuration: the daemon
 # in the foreground as its command, on the key and cluster file a
-# container mounts read-only. docs/containers.md says how to run it.
+# container mounts read-only, run by entrypoint.sh (`ddpnet down` after
+# it, as the unit's ExecStopPost). docs/containers.md says how to run it.
 #
 # Beside it, the seccomp profile the daemon needs, in the image at
 # /usr/share/ddpnet/seccomp.json and in build/image/seccomp.json: the
@@ -49,7 +50,7 @@ echo "  ROOT    $DEBROOT ($DEBROOT_COST)"
 # the same is kept (make image, and the e2e test, run again cost
 # nothing).
 source=$( { dpkg-deb -f "$DEB"; dpkg-deb -I "$DEB" md5sums; basename "$DEBROOT"
-            cat "$0" "$top/dist/debroot.sh" "$default_seccomp"; } | sha256sum | cut -c1-16)
+            cat "$0" "$top/dist/debroot.sh" "$top/dist/container/entrypoint.sh" "$default_seccomp"; } | sha256sum | cut -c1-16)
 if [ "$(podman image inspect -f '{{index .Labels "ddpnet.source"}}' "$TAG" 2>/dev/null)" = "$source" ]; then
     echo "image $TAG is up to date (source $source)"
     exit 0
@@ -87,6 +88,7 @@ json.dump(profile, sys.stdout, indent=1)
 print()
 PYEOF
 install -m 0644 "$work/seccomp.json" "$rootfs/usr/share/ddpnet/seccomp.json"
+install -D -m 0755 "$top/dist/container/entrypoint.sh" "$rootfs/usr/lib/ddpnet/entrypoint"
 # The image's /etc/hosts and /etc/hostname are podman's (or the
 # mount's) at run time; the build host's must not leak in.
 : >"$rootfs/etc/hostname"
@@ -96,7 +98,7 @@ version=${TAG##*:}
 old=$(podman image inspect -f '{{.Id}}' "$TAG" 2>/dev/null) || old=""
 tar --numeric-owner --xattrs -C "$rootfs" -c . |
     podman import \
-        --change 'ENTRYPOINT ["/usr/bin/ddpnet"]' \
+        --change 'ENTRYPOINT ["/usr/lib/ddpnet/entrypoint"]' \
         --change 'CMD ["up", "--foreground", "-c", "/etc/ddpnet/ddp0.conf", "-k", "/etc/ddpnet/ddp0.key"]' \
         --change 'STOPSIGNAL SIGTERM' \
         --change "LABEL org.opencontainers.image.title=ddpnet" \
