@@ -81,7 +81,7 @@ DEB=$E2E_ROOT/$(sed -n 's/^built //p' "$T/image.out")
 dpkg-deb -x "$DEB" "$T/pkg"
 DDPNET=$T/pkg/usr/bin/ddpnet
 # The profile the image carries, taken out as docs/containers.md says.
-podman run --rm --network none "${HOST_OPTS[@]}" --entrypoint cat "$IMAGE" \
+timeout 60 podman run --rm --network none "${HOST_OPTS[@]}" --entrypoint cat "$IMAGE" \
     /usr/share/ddpnet/seccomp.json >"$T/seccomp.json" 2>"$T/seccomp.err" ||
     fail "podman run $IMAGE: $(cat "$T/seccomp.err")"
 t_image=$SECONDS
@@ -101,7 +101,7 @@ step "podman run node-a and node-b; node-c from the package"
 # (the names block), run directory (status, wg, ddpnet env from outside)
 # and resolver. Nothing else: docs/containers.md says why each.
 for n in "${CONTAINERS[@]}"; do
-    podman run -d --name "$(ctr "$n")" --hostname "$n" \
+    timeout 60 podman run -d --name "$(ctr "$n")" --hostname "$n" \
         --network "ns:/run/netns/$E2E_PFX$n" \
         --cap-drop ALL --cap-add NET_ADMIN,SETUID,SETGID \
         --device /dev/net/tun \
@@ -134,11 +134,19 @@ for n in "${NODES[@]}"; do
     status_handshakes_ok "$n" "${others[@]}"
 done
 # Inside the container the same names resolve (its /etc/hosts is the node's).
-out=$(podman exec "$(ctr node-a)" getent hosts node-c) || fail "node-a's container does not resolve node-c"
+out=$(timeout 20 podman exec "$(ctr node-a)" getent hosts node-c) || fail "node-a's container does not resolve node-c"
 [ "$(awk '{ print $1 }' <<<"$out")" = 10.77.0.3 ] || fail "node-a's container resolves node-c to '$out'"
 wg_in node-a show ddp0 >"$T/wg.out" 2>&1 || fail "wg show in node-a: $(cat "$T/wg.out")"
 grep -q "peer: $(pub node-b)" "$T/wg.out" || fail "wg show in node-a names no node-b: $(cat "$T/wg.out")"
-say "three nodes ping each other by name; wg show and ddpnet status reach the containers' daemons"
+# What a training job on the host runs, through the mounted run directory.
+nx node-a "$DDPNET" env --run-dir "$T/node-a/run" >"$T/env.out" 2>&1 ||
+    fail "ddpnet env in node-a: $(cat "$T/env.out")"
+grep -q 'NCCL_SOCKET_IFNAME=.*ddp0' "$T/env.out" || fail "ddpnet env in node-a: $(cat "$T/env.out")"
+# A reload as an operator types it: inside the container, as root there.
+timeout 20 podman exec "$(ctr node-a)" ddpnet reload >"$T/reload.out" 2>&1 ||
+    fail "podman exec ddpnet reload in node-a: $(cat "$T/reload.out")"
+say "three nodes ping each other by name; wg show, ddpnet status and env reach the" \
+    "containers' daemons from outside, podman exec ddpnet reload from inside"
 
 step "iperf3: container to container, package to container"
 iperf_ok node-b node-b node-a
@@ -162,10 +170,10 @@ step "the container's daemon: user ddpnet, no capability, no_new_privs"
 # run `ddpnet down` after it, as systemd does for the unit; under
 # no_new_privs too.)
 for n in "${CONTAINERS[@]}"; do
-    ppid=$(podman inspect -f '{{.State.Pid}}' "$(ctr "$n")")
+    ppid=$(timeout 20 podman inspect -f '{{.State.Pid}}' "$(ctr "$n")")
     pid=$(pgrep -P "$ppid" -x ddpnet) || fail "$n: no ddpnet process under the entrypoint (pid $ppid)"
     grep -q '^NoNewPrivs:[[:space:]]*1$' "/proc/$ppid/status" || fail "$n: the entrypoint runs without no_new_privs"
-    uid=$(podman exec "$(ctr "$n")" id -u ddpnet)
+    uid=$(timeout 20 podman exec "$(ctr "$n")" id -u ddpnet)
     bad="" tasks=0
     for task in /proc/"$pid"/task/*; do
         tasks=$((tasks + 1))
@@ -189,7 +197,7 @@ grep -q ddpnet "$T/node-b/hosts" && fail "node-b: hosts block left after podman 
 e2e_no_ddp0 node-b || fail "node-b: ddp0 still there after podman stop"
 left=$(ls -A "$T/node-b/run")
 [ -z "$left" ] || fail "node-b: files left in the run directory after podman stop: $left"
-exit_code=$(podman inspect -f '{{.State.ExitCode}}' "$(ctr node-b)")
+exit_code=$(timeout 20 podman inspect -f '{{.State.ExitCode}}' "$(ctr node-b)")
 [ "$exit_code" = 0 ] || fail "node-b: the daemon exited $exit_code on SIGTERM: $(podman logs "$(ctr node-b)" 2>&1 | tail -n 5)"
 say "node-b stopped in $ms ms: ddp0, the hosts block and the run files gone"
 ping_ok node-a node-c
