@@ -75,7 +75,7 @@ if ! make -C "$E2E_ROOT" --no-print-directory image >"$T/image.out" 2>&1; then
     fail "make image: $(tail -n 5 "$T/image.out")"
 fi
 say "$(tail -n 1 "$T/image.out") in $((SECONDS - t0)) s"
-DEB=$E2E_ROOT/$(sed -n 's/^built //p' "$T/image.out")
+DEB=$E2E_ROOT/$(sed -n 's/^built \(build\/.*\.deb\)$/\1/p' "$T/image.out")
 [ -f "$DEB" ] || fail "make image built no package: $(cat "$T/image.out")"
 # node-c runs the package's binary, unpacked (nothing installed on this host).
 dpkg-deb -x "$DEB" "$T/pkg"
