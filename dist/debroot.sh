@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# shellcheck shell=bash
 # Sourced, not run: a Debian root made by debootstrap once and cached,
 # shared by what runs the package in a root of its own -- the machines
 # of tests/e2e/systemd_boot.sh and the image of `make image`

@@ -11,18 +11,19 @@ set -u
 [ "${1:-}" = up ] || exec /usr/bin/ddpnet "$@"
 
 # The interface and run directory `down` must name: those given to up.
-down_args="" want=""
+ifname=ddp0 run_dir=/var/run/wireguard want=""
 for arg; do
     case $want in
-    i) down_args="$down_args -i $arg" ;;
-    r) down_args="$down_args --run-dir $arg" ;;
+    i) ifname=$arg ;;
+    r) run_dir=$arg ;;
     esac
     want=""
     case $arg in
     -i|--interface) want=i ;;
     --run-dir) want=r ;;
-    --interface=*|--run-dir=*) down_args="$down_args $arg" ;;
-    -i?*) down_args="$down_args $arg" ;;
+    --interface=*) ifname=${arg#*=} ;;
+    --run-dir=*) run_dir=${arg#*=} ;;
+    -i?*) ifname=${arg#-i} ;;
     esac
 done
 
@@ -45,7 +46,10 @@ while :; do
     rc=$?
     [ -e "/proc/$pid" ] || break
 done
-# shellcheck disable=SC2086 # the words of down_args are separate arguments
-/usr/bin/ddpnet down $down_args >/dev/null 2>&1 ||
-    echo "ddpnet down$down_args failed: the hosts block or run files may be left" >&2
+# Nothing to clean after a start that failed (no state file, no
+# interface): down would only say the node is not up.
+if [ -e "$run_dir/$ifname.state" ] || [ -e "/sys/class/net/$ifname" ]; then
+    /usr/bin/ddpnet down -i "$ifname" --run-dir "$run_dir" >/dev/null ||
+        echo "ddpnet down -i $ifname failed: its hosts block or run files may be left" >&2
+fi
 exit "$rc"
