@@ -96,7 +96,7 @@ TEST_DEB_PKGS := clang libcmocka-dev \
                  python3 python3-torch procps iputils-ping util-linux prometheus \
                  etcd-server etcd-client tmux \
                  man-db groff-base lintian systemd \
-                 systemd-container debootstrap
+                 systemd-container debootstrap podman runc
 
 .PHONY: all deps deps-test unit unit-plain unit-asan test fuzz fuzz-smoke clean check-layers
 .PHONY: e2e demo install
@@ -256,8 +256,10 @@ fuzz-smoke: $(FUZZERS)
 clean:
 	rm -rf build bin
 
-# Not under build/systemd-root: the boot test's Debian trees (rc2.d...).
--include $(shell find build -path build/systemd-root -prune -o -name '*.d' -type f -print 2>/dev/null)
+# Not under build/systemd-root or build/image: Debian trees (rc2.d...) of
+# the boot test and the image.
+-include $(shell find build \( -path build/systemd-root -o -path build/image \) -prune -o \
+  -name '*.d' -type f -print 2>/dev/null)
 
 # --- benchmarks (root, network namespaces; not part of `make test`) ----------
 

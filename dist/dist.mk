@@ -6,6 +6,8 @@
 #                  PREFIX=/usr` into a staging directory; runs nothing else
 #   make packaging tests/packaging.sh: the layout, the unit, the pages, the
 #                  completion and the package checked (part of `make test`)
+#   make image     the OCI image ddpnet:VERSION (IMAGE=) from the package,
+#                  no registry: dist/container/image.sh (root, podman)
 
 # The package's version is the VERSION file's (the Makefile), which
 # dist/deb/changelog's latest entry must name; `ddpnet --version` says the
@@ -32,7 +34,7 @@ UNITDIR    ?= $(if $(filter /usr,$(PREFIX)),/lib/systemd/system,$(PREFIX)/lib/sy
 # What `make install` lays out beside the binary.
 DIST_FILES := dist/ddpnet@.service dist/ddpnet.8 dist/ddpnet.conf.5 dist/ddpnet.bash-completion
 
-.PHONY: install-dist deb packaging
+.PHONY: install-dist deb packaging image
 install: install-dist
 
 # /etc/ddpnet is 0755: the cluster file in it is not secret (0644: the
@@ -110,3 +112,11 @@ packaging:
 	$(Q)tests/packaging.sh || { rc=$$?; [ $$rc -eq 77 ] && \
 	  { [ "$${DDPNET_NO_SKIP:-0}" != 1 ] || tests/expected_skip.sh packaging || \
 	    { echo "packaging: skipped, and DDPNET_NO_SKIP=1: not an expected skip (docs/testing.md)" >&2; false; }; }; }
+
+# The container image (docs/containers.md): the package installed into a
+# Debian root that debootstrap makes once (build/image/cache, dist/debroot.sh,
+# which tests/e2e/systemd_boot.sh shares), imported into podman's store
+# under IMAGE; no registry is asked. tests/e2e/container.sh runs it.
+IMAGE ?= ddpnet:$(VERSION_FILE)
+image: deb
+	$(Q)dist/container/image.sh $(DEB) $(IMAGE)

@@ -71,53 +71,20 @@ out() { cat "$T/$1/op.out"; }
 
 # --- the root, cached ----------------------------------------------------------------
 
-# The Debian archive: DEBIAN_MIRROR, else this system's (bench/fetch_deb.sh).
-. "$(dirname "$0")/../../bench/fetch_deb.sh"
-
-# deb_needs DEB: the package names its Depends and Recommends name (the
-# first of each choice, versions dropped).
-deb_needs() {
-    dpkg-deb -f "$1" Depends Recommends | sed 's/^[A-Za-z-]*://' | tr ',' '\n' |
-        sed 's/|.*//; s/(.*)//; s/:any//; s/[[:space:]]//g' | grep -v '^$' | sort -u
-}
-
 # make_root DEB: sets ROOT, the cached tree for these packages, made by
-# debootstrap if there is none (and older ones removed).
+# debootstrap if there is none (dist/debroot.sh, which make image shares).
+. "$E2E_ROOT/dist/debroot.sh"
 make_root() {
-    local mirror pkgs key tmp rc=0
-    mirror=$(fetch_mirror)
-    [ -n "$mirror" ] || skip "no Debian archive in this system's apt sources (set DEBIAN_MIRROR)"
-    pkgs=$(printf '%s\n' "${BASE_PKGS[@]}" $(deb_needs "$1") | sort -u)
-    key=$(printf '%s\n' "format $ROOT_FORMAT" "$SUITE" "$mirror" $pkgs | sha256sum | cut -c1-16)
-    ROOT=$CACHE/$SUITE-$key
-    mkdir -p "$CACHE"
-    exec {lock}>"$CACHE/.lock"
-    flock "$lock"
-    if [ -f "$ROOT/.complete" ]; then
-        say "root: cached $ROOT"
-        ROOT_COST=cached
-    else
-        say "root: debootstrap $SUITE from $mirror into $ROOT (once): $(echo $pkgs)"
-        tmp=$ROOT.tmp
-        rm -rf "$tmp"
-        local t0=$SECONDS
-        debootstrap --variant=minbase --include="$(echo $pkgs | tr ' ' ',')" \
-            "$SUITE" "$tmp" "$mirror" >"$T/debootstrap.out" 2>&1 || rc=$?
-        if [ "$rc" != 0 ]; then
-            tail -n 5 "$T/debootstrap.out"
-            rm -rf "$tmp"
-            grep -qiE 'Failed getting release file|Could not resolve|unable to fetch|Temporary failure' \
-                "$T/debootstrap.out" && skip "debootstrap could not reach $mirror"
-            fail "debootstrap failed (exit $rc)"
-        fi
-        # Other roots (an older package list) go: the cache holds one.
-        find "$CACHE" -mindepth 1 -maxdepth 1 -type d -name "$SUITE-*" ! -name "$SUITE-$key" \
-            ! -name '*.tmp' -exec rm -rf {} +
-        touch "$tmp/.complete"
-        mv "$tmp" "$ROOT"
-        ROOT_COST="debootstrap $((SECONDS - t0)) s"
-    fi
-    flock -u "$lock"
+    local rc=0
+    say "root: minbase $SUITE with $(echo "${BASE_PKGS[@]}" $(debroot_needs "$1" Depends Recommends))"
+    debroot_make "$CACHE" "$SUITE" "$ROOT_FORMAT" "${BASE_PKGS[@]}" \
+        $(debroot_needs "$1" Depends Recommends) || rc=$?
+    case $rc in
+    0) ROOT=$DEBROOT ROOT_COST=$DEBROOT_COST
+       say "root: $ROOT ($ROOT_COST)" ;;
+    2) skip "$DEBROOT_WHY" ;;
+    *) fail "$DEBROOT_WHY" ;;
+    esac
 }
 
 # --- machines --------------------------------------------------------------------------
