@@ -102,12 +102,12 @@ for n in "${NODES[@]}"; do
     E2E_UP+=("$n")
     if [ "$E2E_FOREGROUND" = 1 ]; then   # logs in $T/NODE/daemon.out
         nx_bg "$n" daemon timeout 3600 "$DDPNET" up -c "$C" -k "$T/$n/key" \
-            --run-dir "$T/$n/run" --hosts-file "$T/$n/hosts" --foreground \
+            --run-dir "$T/$n/run" --hosts-file "$T/$n/hosts" --state-dir "$T/$n/state" --foreground \
             $(ep_arg "${n#n}") ${SCALE_UP_ARGS:-}
         continue
     fi
     nx "$n" timeout 60 "$DDPNET" up -c "$C" -k "$T/$n/key" --run-dir "$T/$n/run" \
-        --hosts-file "$T/$n/hosts" $(ep_arg "${n#n}") ${SCALE_UP_ARGS:-} \
+        --hosts-file "$T/$n/hosts" --state-dir "$T/$n/state" $(ep_arg "${n#n}") ${SCALE_UP_ARGS:-} \
         >"$T/$n/up.log" 2>&1 &
     pids+=("$!")
 done
@@ -223,7 +223,7 @@ e2e_key "$J"
 disco_sent >"$T/disco2"; u2=$(udp_out); c2=$(cpu_ns); t2=$(date +%s.%N)
 E2E_UP+=("$J")
 nx "$J" timeout 60 "$DDPNET" up -c "$C" -k "$T/$J/key" --run-dir "$T/$J/run" \
-    --hosts-file "$T/$J/hosts" $(ep_arg "$((SCALE_NODES + 1))") \
+    --hosts-file "$T/$J/hosts" --state-dir "$T/$J/state" $(ep_arg "$((SCALE_NODES + 1))") \
     ${SCALE_UP_ARGS:-} >"$T/$J/up.log" 2>&1 || fail "$J: up failed: $(cat "$T/$J/up.log")"
 met_all() { [ "$(sessions "$J")" -ge "$SCALE_NODES" ]; }
 wait_for "$SCALE_DEADLINE_S" met_all ||

@@ -253,7 +253,7 @@ say "a and b took g's certificate from c, and none of h's (outside the token's p
 
 step "a certificate from another authority: refused at up"
 if nx x timeout 30 "$DDPNET" up -c "$C" -k "$T/x/key" --run-dir "$T/x/run" \
-        --hosts-file "$T/x/hosts" >"$T/x/up.log" 2>&1; then
+        --hosts-file "$T/x/hosts" --state-dir "$T/x/state" >"$T/x/up.log" 2>&1; then
     E2E_UP+=(x)
     fail "x came up with another authority's certificate"
 fi

@@ -74,7 +74,7 @@ reg_up() {
     local n=$1; shift
     E2E_UP+=("$n")
     nx "$n" timeout 40 "$DDPNET" up -c "$C" -k "$T/$n/key" --run-dir "$T/$n/run" \
-        --hosts-file "$T/$n/hosts" "$@" >"$T/$n/up.log" 2>&1
+        --hosts-file "$T/$n/hosts" --state-dir "$T/$n/state" "$@" >"$T/$n/up.log" 2>&1
 }
 pids=()
 for i in 1 2 3 4 5 6; do

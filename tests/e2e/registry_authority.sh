@@ -55,12 +55,12 @@ reg_up() {   # reg_up NODE I NAME: `ddpnet up` joining the registry as NAME
     local n=$1 i=$2 name=$3
     E2E_UP+=("$n")
     nx "$n" timeout 40 "$DDPNET" up -c "$C" -k "$T/$n/key" --run-dir "$T/$n/run" \
-        --hosts-file "$T/$n/hosts" --endpoint "$E2E_V4NET.$i:$E2E_PORT" --name "$name" \
+        --hosts-file "$T/$n/hosts" --state-dir "$T/$n/state" --endpoint "$E2E_V4NET.$i:$E2E_PORT" --name "$name" \
         >"$T/$n/up.log" 2>&1 || fail "$n: up failed: $(cat "$T/$n/up.log")"
 }
 # No certificate: refused at up, naming where it looked and how to get one.
 if nx n timeout 40 "$DDPNET" up -c "$C" -k "$T/n/key" --run-dir "$T/n/run" \
-       --hosts-file "$T/n/hosts" --name n >"$T/n/up.log" 2>&1; then
+       --hosts-file "$T/n/hosts" --state-dir "$T/n/state" --name n >"$T/n/up.log" 2>&1; then
     E2E_UP+=(n)
     fail "n came up without a certificate"
 fi
@@ -70,7 +70,7 @@ say "no certificate: $(cat "$T/n/up.log")"
 # A certificate for another name: refused too.
 cert n other-name 3600
 ! nx n timeout 40 "$DDPNET" up -c "$C" -k "$T/n/key" --run-dir "$T/n/run" \
-    --hosts-file "$T/n/hosts" --name n >"$T/n/up.log" 2>&1 || { E2E_UP+=(n); fail "n came up as n with other-name's certificate"; }
+    --hosts-file "$T/n/hosts" --state-dir "$T/n/state" --name n >"$T/n/up.log" 2>&1 || { E2E_UP+=(n); fail "n came up as n with other-name's certificate"; }
 grep -q "for the name other-name, not n" "$T/n/up.log" || fail "up with another name's certificate said: $(cat "$T/n/up.log")"
 say "another name's certificate: $(cat "$T/n/up.log")"
 

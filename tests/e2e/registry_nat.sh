@@ -55,7 +55,7 @@ reg_up() {   # reg_up NODE [ARGS]
     local n=$1; shift
     E2E_UP+=("$n")
     nx "$n" timeout 40 "$DDPNET" up -c "$C" -k "$T/$n/key" --run-dir "$T/$n/run" \
-        --hosts-file "$T/$n/hosts" --name "$n" "$@" >"$T/$n/up.log" 2>&1 ||
+        --hosts-file "$T/$n/hosts" --state-dir "$T/$n/state" --name "$n" "$@" >"$T/$n/up.log" 2>&1 ||
         fail "$n: up failed: $(cat "$T/$n/up.log")"
 }
 reg_up node-c --endpoint "$PUB_C:$P"

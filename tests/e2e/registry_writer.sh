@@ -42,7 +42,7 @@ reg_up() {   # reg_up NODE NAME: `ddpnet up` joining the registry as NAME
     local n=$1 i=$2 name=$3
     E2E_UP+=("$n")
     nx "$n" timeout 40 "$DDPNET" up -c "$C" -k "$T/$n/key" --run-dir "$T/$n/run" \
-        --hosts-file "$T/$n/hosts" --endpoint "$E2E_V4NET.$i:$E2E_PORT" --name "$name" \
+        --hosts-file "$T/$n/hosts" --state-dir "$T/$n/state" --endpoint "$E2E_V4NET.$i:$E2E_PORT" --name "$name" \
         >"$T/$n/up.log" 2>&1 || fail "$n: up failed: $(cat "$T/$n/up.log")"
 }
 # b's namespace calls its machine node-b (hostname), and joins as gpu-b.
