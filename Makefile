@@ -87,7 +87,7 @@ BUILD_DEB_PKGS := make gcc pkg-config libc6-dev libsodium-dev libmnl-dev \
 # PID 1). tests/e2e/systemd_boot.sh: systemd-nspawn (systemd-container)
 # and debootstrap, which makes the machines' Debian root once.
 TEST_DEB_PKGS := clang libcmocka-dev \
-                 iproute2 iperf3 nftables wireguard-tools wireguard-go \
+                 iproute2 iperf3 nftables iptables wireguard-tools wireguard-go \
                  python3 python3-torch procps iputils-ping util-linux prometheus \
                  etcd-server etcd-client tmux \
                  man-db groff-base lintian systemd \
