@@ -253,7 +253,7 @@ clean:
 # ddpnet side by side with the bare veth and other userspace WireGuards,
 # two nodes, and what a training job sees on three (all_reduce, a relay);
 # see bench/README.md (BENCH_ONLY, BENCH_ROUNDS, BENCH_SECONDS, BENCH_QUICK,
-# BENCH_EXTRA).
+# BENCH_EXTRA). The delay line of the wan part is an e2e tool.
 # The AEAD floor comes from build/bench/aead_bench, built here when its
 # source exists; if it does not build, the bench says the floor is missing.
 # The scale run (bench/scale.sh): SCALE_NODES (64) nodes join through etcd;
@@ -263,7 +263,7 @@ scale: bin/ddpnet
 	$(Q)bench/scale.sh
 
 .PHONY: bench
-bench: bin/ddpnet
+bench: bin/ddpnet build/tools/delayline
 	$(Q)aead=build/bench/aead_bench; \
 	if [ -f bench/aead_bench.c ] && ! $(MAKE) --no-print-directory $$aead; then \
 	  echo "bench: $$aead did not build: no AEAD floor this run" >&2; aead=; \

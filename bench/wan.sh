@@ -42,6 +42,8 @@ wan_config() {
     # RTT_MS:LOSS, loss a probability per packet and direction.
     WAN_PATHS=${WAN_PATHS:-"40:0 80:0 40:0.0005"}
     WAN_SLOW_RATE=${WAN_SLOW_RATE:-20M}
+    WAN_TESTS=${WAN_TESTS:-bulk slow}      # slow: on the first path only
+    case " $WAN_TESTS " in *" bulk "*|*" slow "*) ;; *) usage_error "WAN_TESTS=$WAN_TESTS: bulk, slow or both" ;; esac
     positive_int WAN_SECONDS "$WAN_SECONDS"
     positive_int WAN_STREAMS "$WAN_STREAMS"
     positive_int WAN_ROUNDS "$WAN_ROUNDS"
@@ -218,8 +220,8 @@ wan_measure() {
         tunnel_down "$kind"
         return 0
     fi
-    wan_run "$path" "$r" "$i" bulk -P "$WAN_STREAMS"
-    [ "$slow" != 1 ] || wan_run "$path" "$r" "$i" slow -b "$WAN_SLOW_RATE"
+    case " $WAN_TESTS " in *" bulk "*) wan_run "$path" "$r" "$i" bulk -P "$WAN_STREAMS" ;; esac
+    case "$slow: $WAN_TESTS " in "1:"*" slow "*) wan_run "$path" "$r" "$i" slow -b "$WAN_SLOW_RATE" ;; esac
     tunnel_down "$kind"
 }
 
@@ -234,7 +236,7 @@ wan_main() {
     fi
     WAN_TSV=$BENCH_OUT/wan.tsv
     printf 'path\tround\tcontender\ttest\tgbps\tretransmits\tudp_drops\tddp0_tx_drops\tstatus_drops\tcpu_s_a\tcpu_s_b\n' >"$WAN_TSV"
-    say "wan: paths $WAN_PATHS (RTT ms:loss) at $WAN_RATE_MBIT Mbit/s, $WAN_ROUNDS rounds, iperf3 -P $WAN_STREAMS -O $WAN_OMIT -t $WAN_SECONDS; slow stream $WAN_SLOW_RATE on the first path; contenders: ${C_NAME[*]}"
+    say "wan: paths $WAN_PATHS (RTT ms:loss) at $WAN_RATE_MBIT Mbit/s, $WAN_ROUNDS rounds, tests $WAN_TESTS: iperf3 -P $WAN_STREAMS -O $WAN_OMIT -t $WAN_SECONDS; slow: one stream at $WAN_SLOW_RATE on the first path; contenders: ${C_NAME[*]}"
     wan_testbed
     for p in $WAN_PATHS; do
         rtt=${p%%:*} loss=${p#*:}
@@ -312,7 +314,8 @@ def ratio_target(p, want):
     ok = None if not bare or ddp is None else ddp >= want * bare
     target(ok, "%s at %s Mbit/s: ddp0 %s >= %.1fx bare TCP %s Gbit/s (%s)" % (p, rate, f(ddp), want, f(bare),
            f(ddp / bare if ok is not None else None, "%.2fx")))
-for p in paths:
+bulk_ran = any(r["test"] == "bulk" for r in rows)
+for p in paths if bulk_ran else []:
     rtt, loss = p.split(":")
     if num(loss):
         bare, ddp = vals(p, "veth", "bulk", "gbps"), med(p, "ddpnet", "bulk", "gbps")
