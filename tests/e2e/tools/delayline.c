@@ -63,7 +63,7 @@ struct line {
     struct held *ring;               /* HELD_MAX, due in order */
     uint32_t head, tail;             /* ring[head % HELD_MAX] is due first */
     uint64_t packets, lost, overflow, verdicts;
-    uint64_t late_sum_ns, late_max_ns;
+    uint64_t released, late_sum_ns, late_max_ns;   /* released when due */
 };
 
 static volatile sig_atomic_t stopping;
@@ -258,6 +258,7 @@ static int release(struct line *l, uint64_t now)
         const struct held *h = &l->ring[l->head++ % HELD_MAX];
         uint64_t late = now - h->due;
 
+        l->released++;
         l->late_sum_ns += late;
         if (late > l->late_max_ns)
             l->late_max_ns = late;
@@ -265,6 +266,18 @@ static int release(struct line *l, uint64_t now)
         any = true;
     }
     return any ? verdict(l, NFQNL_MSG_VERDICT_BATCH, last, NF_ACCEPT) : 0;
+}
+
+/* At the end: every packet held goes at once, early. */
+static int flush(struct line *l)
+{
+    uint32_t last;
+
+    if (l->head == l->tail)
+        return 0;
+    last = l->ring[(l->tail - 1) % HELD_MAX].id;
+    l->head = l->tail;
+    return verdict(l, NFQNL_MSG_VERDICT_BATCH, last, NF_ACCEPT);
 }
 
 /* Sleeps until a message comes or the first held packet is due. */
@@ -297,7 +310,7 @@ static int run(struct line *l, uint64_t seconds)
         if (got < (int)RECV_BATCH)
             wait_for_work(l, now_ns());
     }
-    return release(l, UINT64_MAX);
+    return flush(l);
 }
 
 /* The counts of the kernel's side, /proc/net/netfilter/nfnetlink_queue:
@@ -323,14 +336,13 @@ static void kernel_drops(uint16_t queue, unsigned long *full, unsigned long *soc
 static void report(const struct line *l)
 {
     unsigned long full, sock;
-    uint64_t passed = l->packets - l->lost - l->overflow;
 
     kernel_drops(l->queue, &full, &sock);
     fprintf(stderr, "delayline: queue %u, %.1f ms: %llu packets, %llu dropped at random, "
             "%llu verdicts, late avg %.0f us max %.0f us; kernel drops: %lu queue full, %lu socket full\n",
             l->queue, (double)l->delay_ns / NS_PER_MS, (unsigned long long)l->packets,
             (unsigned long long)l->lost, (unsigned long long)l->verdicts,
-            passed ? (double)l->late_sum_ns / (double)passed / 1000 : 0.0,
+            l->released ? (double)l->late_sum_ns / (double)l->released / 1000 : 0.0,
             (double)l->late_max_ns / 1000, full, sock);
 }
 
