@@ -47,13 +47,14 @@ static void note_lapse(struct busy_poll *bp, uint64_t now)
 }
 
 /* Lapses outweighing the windows that paid hold long windows off for a
- * time that doubles with each further lapse: a single lapse (an exchange
- * that ended) holds nothing off. */
+ * time that doubles with each further lapse: one or two lapses (an
+ * exchange or two that ended, as a tunnel's first pings) hold nothing
+ * off. */
 static bool held_off(const struct busy_poll *bp, uint64_t now)
 {
-    if (bp->lapses <= BUSY_POLL_LAPSE_WEIGHT)
+    if (bp->lapses <= BUSY_POLL_LAPSES_FREE)
         return false;
-    return now - bp->lapsed < BUSY_POLL_HOLDOFF_NS << (bp->lapses - BUSY_POLL_LAPSE_WEIGHT - 1);
+    return now - bp->lapsed < BUSY_POLL_HOLDOFF_NS << (bp->lapses - BUSY_POLL_LAPSES_FREE - 1);
 }
 
 static void open_window(struct busy_poll *bp, uint64_t now, bool long_window)

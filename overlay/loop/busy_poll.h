@@ -23,13 +23,12 @@
  * slow stream over a long path may be sparse, but its quiet spells last
  * longer than a window (a burst of sends, then the acks a round trip
  * later): its windows run out empty, often as not. Each such lapse
- * weighs BUSY_POLL_LAPSE_WEIGHT windows that paid; once the lapses
- * outweigh them, an idle spell's first packet opens only a short window
- * (BUSY_POLL_SHORT_NS, enough for the answer of a short path) for a
- * hold-off that doubles with each further lapse (BUSY_POLL_HOLDOFF_NS, up
- * to 16 times). An idle daemon never polls. Nor does a
- * daemon whose CPU is wanted: the loop times its
- * yields, and once others have had more than half of its CPU since the
+ * weighs BUSY_POLL_LAPSE_WEIGHT windows that paid; once more than two
+ * lapses are left over, an idle spell's first packet opens only a short
+ * window (BUSY_POLL_SHORT_NS, enough for the answer of a short path) for
+ * a hold-off that doubles with each further lapse (BUSY_POLL_HOLDOFF_NS,
+ * up to 16 times). An idle daemon never polls. Nor does a daemon whose
+ * CPU is wanted: the loop times its yields, and once others have had more than half of its CPU since the
  * window opened (busy_poll_yielded), the window closes, so the loop sleeps
  * and leaves the CPU to that work (an all_reduce's ranks on a small
  * machine: a window of 20 ms without this made a 64 KiB all_reduce on 2
@@ -52,8 +51,9 @@
  * (the old default window). */
 #define BUSY_POLL_SHORT_NS    300000ull
 #define BUSY_POLL_LAPSE_WEIGHT 2u
+#define BUSY_POLL_LAPSES_FREE  (2 * BUSY_POLL_LAPSE_WEIGHT)   /* two lapses hold nothing off */
 #define BUSY_POLL_HOLDOFF_NS   100000000ull  /* 100 ms, doubled per lapse beyond */
-#define BUSY_POLL_LAPSES_MAX   (BUSY_POLL_LAPSE_WEIGHT + 5u)   /* up to 1.6 s */
+#define BUSY_POLL_LAPSES_MAX   (BUSY_POLL_LAPSES_FREE + 5u)   /* up to 1.6 s */
 #define BUSY_POLL_SWITCH_NS   10000ull   /* a yield this long: someone else ran */
 #define BUSY_POLL_WANTED_NS   100000ull  /* others' time that always leaves polling on */
 /* A window_us that means: always poll, never sleep (`busy-poll = always`:
