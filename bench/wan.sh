@@ -2,8 +2,8 @@
 # The `wan` part of `make bench` (sourced after lib.sh and tunnels.sh):
 # long fat paths, issue 44. Nodes a and b are behind a router namespace
 # that delays every packet by half a round trip each way (the delay line,
-# tests/e2e/tools/delayline.c, on an NFQUEUE rule in its FORWARD chain)
-# and sends it on through a tbf bottleneck at the path's rate with one
+# tests/e2e/tools/delayline.c, one per direction, on NFQUEUE rules in its
+# FORWARD chain) and sends it on through a tbf bottleneck at the path's rate with one
 # bandwidth-delay product of queue:
 #
 #   [a] veth0 10.79.1.1 --- toa [ r: FORWARD -> NFQUEUE (RTT/2) ] tob --- veth0 10.79.2.1 [b]
@@ -27,9 +27,9 @@ WAN_UL_A=10.79.1.1
 WAN_UL_B=10.79.2.1
 WAN_R_A=10.79.1.254
 WAN_R_B=10.79.2.254
-WAN_QUEUE=4404                 # the NFQUEUE number inside the router
+WAN_QUEUE=4404                 # NFQUEUE numbers inside the router: a -> b, and +1 b -> a
 WAN_TOOL=${WAN_DELAYLINE:-$BENCH_ROOT/build/tools/delayline}
-WAN_DL_PID=""
+WAN_DL_PIDS=()
 
 wan_config() {
     local quick=${BENCH_QUICK:-0} s=12 o=2
@@ -89,16 +89,20 @@ wan_testbed() {
     bench_pin_neighbours "a:veth0:$WAN_UL_A" "r:toa:$WAN_R_A"
     bench_pin_neighbours "b:veth0:$WAN_UL_B" "r:tob:$WAN_R_B"
     for n in a b; do wan_tcp "$n"; done
-    nx r iptables-nft -A FORWARD -j NFQUEUE --queue-num "$WAN_QUEUE" ||
-        fail "router: the NFQUEUE rule was not installed"
-    nx r iptables-nft -C FORWARD -j NFQUEUE --queue-num "$WAN_QUEUE" ||
-        fail "router: the NFQUEUE rule is not there"
+    # A queue and a delay line per direction: one alone fell 1-100 ms
+    # behind at 1 Gbit/s on 2 vCPUs.
+    nx r iptables-nft -A FORWARD -i toa -j NFQUEUE --queue-num "$WAN_QUEUE" &&
+        nx r iptables-nft -A FORWARD -i tob -j NFQUEUE --queue-num "$((WAN_QUEUE + 1))" ||
+        fail "router: the NFQUEUE rules were not installed"
+    nx r iptables-nft -C FORWARD -i toa -j NFQUEUE --queue-num "$WAN_QUEUE" &&
+        nx r iptables-nft -C FORWARD -i tob -j NFQUEUE --queue-num "$((WAN_QUEUE + 1))" ||
+        fail "router: the NFQUEUE rules are not there"
 }
 
 # wan_path RTT_MS LOSS: the delay line for that path, and the bottleneck
 # with one BDP of queue; fails when the path does not carry ping.
 wan_path() {
-    local rtt=$1 loss=$2 half bdp burst side secs
+    local rtt=$1 loss=$2 half bdp burst side secs q
     half=$(calc "$rtt / 2")
     bdp=$(( WAN_RATE_MBIT * 1000000 / 8 * rtt / 1000 ))
     burst=$(( WAN_RATE_MBIT * 1000000 / 8 / 1000 ))       # 1 ms at the rate
@@ -110,13 +114,15 @@ wan_path() {
     wan_path_end
     # It stops by itself after the path's runs even if we are killed.
     secs=$(( WAN_ROUNDS * (${#C_NAME[@]} + 1) * (WAN_SECONDS + WAN_OMIT + 60) + 120 ))
-    # nsenter itself, not nx in a subshell: $! must be the delay line.
-    nsenter -t "$(holder_pid r)" -m -n -- "$WAN_TOOL" -q "$WAN_QUEUE" -d "$half" -l "$loss" -t "$secs" \
-        2>"$T/delayline-$rtt-$loss.err" &
-    WAN_DL_PID=$!
-    BENCH_PIDS+=("$WAN_DL_PID")
+    for q in "$WAN_QUEUE" "$((WAN_QUEUE + 1))"; do
+        # nsenter itself, not nx in a subshell: $! must be the delay line.
+        nsenter -t "$(holder_pid r)" -m -n -- "$WAN_TOOL" -q "$q" -d "$half" -l "$loss" -t "$secs" \
+            2>"$T/delayline-$q.err" &
+        WAN_DL_PIDS+=("$!")
+        BENCH_PIDS+=("$!")
+    done
     wait_for 10 nx a ping -n -c 1 -W 2 "$WAN_UL_B" ||
-        fail "the path ${rtt} ms does not carry ping: $(cat "$T/delayline-$rtt-$loss.err")"
+        fail "the path ${rtt} ms does not carry ping: $(cat "$T"/delayline-*.err)"
     say "path $rtt ms RTT, loss $loss, ${WAN_RATE_MBIT} Mbit/s, queue $bdp bytes: ping $(nx a ping -n -c 3 -i 0.2 "$WAN_UL_B" |
         sed -n 's/.*= [0-9.]*\/\([0-9.]*\)\/.*/\1/p') ms"
 }
@@ -124,12 +130,15 @@ wan_path() {
 # wan_path_end: stops the delay line (it lets what it holds go) and says
 # what it counted.
 wan_path_end() {
-    [ -n "$WAN_DL_PID" ] || return 0
-    kill -TERM "$WAN_DL_PID" 2>/dev/null
-    reap "$WAN_DL_PID" 5
-    WAN_DL_PID=""
-    say "$(cat "$T"/delayline-*.err 2>/dev/null | tail -n 1)"
-    rm -f "$T"/delayline-*.err
+    local pid f
+    for pid in "${WAN_DL_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+    for pid in "${WAN_DL_PIDS[@]}"; do reap "$pid" 5; done
+    WAN_DL_PIDS=()
+    for f in "$T"/delayline-*.err; do
+        [ -f "$f" ] || continue
+        say "$(tail -n 1 "$f")"
+        rm -f "$f"
+    done
 }
 
 # udp_rcvbuf_errors NODE: the namespace's UDP receive-buffer drops so far.

@@ -62,7 +62,7 @@ struct line {
     double loss;
     struct held *ring;               /* HELD_MAX, due in order */
     uint32_t head, tail;             /* ring[head % HELD_MAX] is due first */
-    uint64_t packets, lost, overflow, verdicts;
+    uint64_t packets, lost, overflow, verdicts, errors;
     uint64_t released, late_sum_ns, late_max_ns;   /* released when due */
 };
 
@@ -225,6 +225,20 @@ static int on_packet(const struct nlmsghdr *nlh, void *data)
     return hold(ctx->l, ntohl(ph->packet_id), ctx->now) ? MNL_CB_ERROR : MNL_CB_OK;
 }
 
+/* One message: a queued packet is held; an error (a verdict for ids the
+ * kernel no longer holds, as after a device went down and its packets
+ * were flushed) is counted, not fatal: the path must go on. */
+static int on_message(const struct nlmsghdr *nlh, struct parse_ctx *ctx)
+{
+    if (nlh->nlmsg_type == NLMSG_ERROR) {
+        ctx->l->errors++;
+        return 0;
+    }
+    if (nlh->nlmsg_type != ((NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET))
+        return 0;
+    return on_packet(nlh, ctx) == MNL_CB_OK ? 0 : -EPROTO;
+}
+
 /* Takes every message waiting, stamped with one clock reading; returns
  * how many, or a negative errno. */
 static int receive(struct line *l, uint64_t now)
@@ -242,9 +256,14 @@ static int receive(struct line *l, uint64_t now)
     n = recvmmsg(fd, msgs, RECV_BATCH, MSG_DONTWAIT, NULL);
     if (n < 0)
         return errno == EAGAIN || errno == EINTR ? 0 : -errno;
-    for (int i = 0; i < n; i++)
-        if (mnl_cb_run(bufs[i], msgs[i].msg_len, 0, 0, on_packet, &ctx) < 0)
-            return errno ? -errno : -EPROTO;
+    for (int i = 0; i < n; i++) {
+        int len = (int)msgs[i].msg_len, ret;
+
+        for (const struct nlmsghdr *nlh = (const void *)bufs[i]; mnl_nlmsg_ok(nlh, len);
+             nlh = mnl_nlmsg_next(nlh, &len))
+            if ((ret = on_message(nlh, &ctx)))
+                return ret;
+    }
     return n;
 }
 
@@ -339,9 +358,9 @@ static void report(const struct line *l)
 
     kernel_drops(l->queue, &full, &sock);
     fprintf(stderr, "delayline: queue %u, %.1f ms: %llu packets, %llu dropped at random, "
-            "%llu verdicts, late avg %.0f us max %.0f us; kernel drops: %lu queue full, %lu socket full\n",
+            "%llu verdicts, %llu refused, late avg %.0f us max %.0f us; kernel drops: %lu queue full, %lu socket full\n",
             l->queue, (double)l->delay_ns / NS_PER_MS, (unsigned long long)l->packets,
-            (unsigned long long)l->lost, (unsigned long long)l->verdicts,
+            (unsigned long long)l->lost, (unsigned long long)l->verdicts, (unsigned long long)l->errors,
             l->released ? (double)l->late_sum_ns / (double)l->released / 1000 : 0.0,
             (double)l->late_max_ns / 1000, full, sock);
 }
