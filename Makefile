@@ -92,7 +92,7 @@ BUILD_DEB_PKGS := make gcc pkg-config libc6-dev libsodium-dev libmnl-dev \
 # PID 1). tests/e2e/systemd_boot.sh: systemd-nspawn (systemd-container)
 # and debootstrap, which makes the machines' Debian root once.
 TEST_DEB_PKGS := clang libcmocka-dev \
-                 iproute2 iperf3 nftables wireguard-tools wireguard-go \
+                 iproute2 iperf3 nftables iptables wireguard-tools wireguard-go \
                  python3 python3-torch procps iputils-ping util-linux prometheus \
                  etcd-server etcd-client tmux \
                  man-db groff-base lintian systemd \
@@ -266,7 +266,7 @@ clean:
 # ddpnet side by side with the bare veth and other userspace WireGuards,
 # two nodes, and what a training job sees on three (all_reduce, a relay);
 # see bench/README.md (BENCH_ONLY, BENCH_ROUNDS, BENCH_SECONDS, BENCH_QUICK,
-# BENCH_EXTRA).
+# BENCH_EXTRA). The delay line of the wan part is an e2e tool.
 # The AEAD floor comes from build/bench/aead_bench, built here when its
 # source exists; if it does not build, the bench says the floor is missing.
 # The scale run (bench/scale.sh): SCALE_NODES (64) nodes join through etcd;
@@ -276,7 +276,7 @@ scale: bin/ddpnet
 	$(Q)bench/scale.sh
 
 .PHONY: bench
-bench: bin/ddpnet
+bench: bin/ddpnet build/tools/delayline
 	$(Q)aead=build/bench/aead_bench; \
 	if [ -f bench/aead_bench.c ] && ! $(MAKE) --no-print-directory $$aead; then \
 	  echo "bench: $$aead did not build: no AEAD floor this run" >&2; aead=; \

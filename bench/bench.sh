@@ -16,6 +16,9 @@
 #   cores      two nodes, only when asked for: each daemon confined to N
 #              cores (taskset, N-1 crypto workers), iperf3 -P 4 and -P 8,
 #              Gbit/s and CPU per GB per N beside the bare veth (cores.sh)
+#   wan        two nodes behind a router that delays and limits, only when
+#              asked for and not with pair or cores: long fat paths, bare
+#              TCP beside ddp0 and each BENCH_EXTRA WireGuard (wan.sh)
 # Then medians, ratios, the targets of issue 4 and of issue 19 (report.sh).
 # Raw rows go to $BENCH_OUT/results.tsv (pair) and $BENCH_OUT/mesh.tsv
 # (three nodes), $BENCH_OUT/cores.tsv (cores), every echo's round trip to
@@ -26,6 +29,7 @@ set -u
 . "$BENCH_DIR/tunnels.sh"
 . "$BENCH_DIR/mesh.sh"
 . "$BENCH_DIR/cores.sh"
+. "$BENCH_DIR/wan.sh"
 . "$BENCH_DIR/report.sh"
 
 usage_error() { printf 'bench: %s\n' "$*" >&2; exit 2; }
@@ -38,7 +42,7 @@ positive_int() {
 }
 
 ALL_PARTS="pair allreduce relay aead"     # run when BENCH_ONLY is empty
-KNOWN_PARTS="$ALL_PARTS cores"             # cores: only when asked for
+KNOWN_PARTS="$ALL_PARTS cores wan"         # cores, wan: only when asked for
 PARTS=""
 part_on() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 part_off() { PARTS=$(printf ' %s ' $PARTS | sed "s/ $1 / /"); PARTS=$(echo $PARTS); }
@@ -80,6 +84,9 @@ bench_config() {
     positive_int BENCH_AR_SMALL_ITERS "$BENCH_AR_SMALL_ITERS"
     positive_int BENCH_AR_TIMEOUT "$BENCH_AR_TIMEOUT"
     if part_on cores; then cores_config; fi
+    if part_on wan && { part_on pair || part_on cores; }; then
+        usage_error "BENCH_ONLY: wan runs its own nodes a and b: not with pair or cores"
+    fi
 }
 
 # mesh_parts_usable: drops a three-node part this machine cannot run, and
@@ -258,14 +265,23 @@ main() {
         report_print "$TSV" "${AEAD_OUT:-}" "$AEAD_STATUS" "${EXTRA_NAMES[@]}"
         rc=$?
     fi
-    report_training "$TSV" "$MESH_TSV" "$BENCH_OUT/rtt" "$PARTS" \
-        "${PART_WHY_allreduce:-}" "${PART_WHY_relay:-}" "${EXTRA_WG[@]}"
-    rc2=$?
-    report_issue32 "$TSV" "$MESH_TSV" "${CORES_TSV:-}" "$BENCH_OUT/rtt" "$PARTS" \
-        "${PART_WHY_relay:-}" "${EXTRA_KINDS[@]}"
-    rc3=$?
-    if [ "$rc3" -eq 1 ]; then rc2=1; elif [ "$rc2" -eq 0 ]; then rc2=$rc3; fi
+    rc2=0
+    # wan alone has none of their figures: their n/a lines would be noise.
+    if [ "$PARTS" != wan ]; then
+        report_training "$TSV" "$MESH_TSV" "$BENCH_OUT/rtt" "$PARTS" \
+            "${PART_WHY_allreduce:-}" "${PART_WHY_relay:-}" "${EXTRA_WG[@]}"
+        rc2=$?
+        report_issue32 "$TSV" "$MESH_TSV" "${CORES_TSV:-}" "$BENCH_OUT/rtt" "$PARTS" \
+            "${PART_WHY_relay:-}" "${EXTRA_KINDS[@]}"
+        rc3=$?
+        if [ "$rc3" -eq 1 ]; then rc2=1; elif [ "$rc2" -eq 0 ]; then rc2=$rc3; fi
+    fi
     part_on cores && cores_report
+    if part_on wan; then
+        wan_main
+        rc3=$?
+        if [ "$rc3" -eq 1 ]; then rc2=1; elif [ "$rc2" -eq 0 ]; then rc2=$rc3; fi
+    fi
     if [ "$rc" -eq 1 ] || [ "$rc2" -eq 1 ]; then rc=1; elif [ "$rc" -eq 0 ]; then rc=$rc2; fi
     say "raw rows: $TSV (two nodes), $MESH_TSV (three nodes),$(part_on cores && printf ' %s (cores),' "$CORES_TSV") $BENCH_OUT/rtt/ (every echo); $(( SECONDS - t_start )) s in all"
     [ "$BENCH_STRICT" = 1 ] || rc=0

@@ -13,21 +13,87 @@ void busy_poll_init(struct busy_poll *bp, unsigned window_us)
         *bp = (struct busy_poll){ .window_ns = window_us * NS_PER_US };
 }
 
+/* Meters one packet against a sparse exchange's rate. Past the bucket
+ * the packets are a flow until half of it has drained, so that a stream
+ * whose rate hovers near the line does not open a window every other
+ * packet. */
+static void meter(struct busy_poll *bp, uint64_t now)
+{
+    uint64_t most = now + 2 * BUSY_POLL_FLOW_NS;   /* a flow's end seen soon */
+
+    if (bp->paced < now)
+        bp->paced = now;
+    bp->paced += BUSY_POLL_PACKET_NS;
+    if (bp->paced > most)
+        bp->paced = most;
+    if (bp->paced > now + BUSY_POLL_FLOW_NS)
+        bp->flow = true;
+    else if (bp->paced <= now + BUSY_POLL_FLOW_NS / 2)
+        bp->flow = false;
+}
+
+/* A long window ran out before this packet came: it waited for nothing.
+ * Counted once; windows closed for other reasons (the CPU wanted, upkeep)
+ * are no lapse. */
+static void note_lapse(struct busy_poll *bp, uint64_t now)
+{
+    if (!bp->long_window || !bp->until || bp->until > now)
+        return;
+    bp->lapses += BUSY_POLL_LAPSE_WEIGHT;
+    if (bp->lapses > BUSY_POLL_LAPSES_MAX)
+        bp->lapses = BUSY_POLL_LAPSES_MAX;
+    bp->lapsed = bp->until;
+    bp->long_window = false;
+}
+
+/* Lapses outweighing the windows that paid hold long windows off for a
+ * time that doubles with each further lapse: one or two lapses (an
+ * exchange or two that ended, as a tunnel's first pings) hold nothing
+ * off. */
+static bool held_off(const struct busy_poll *bp, uint64_t now)
+{
+    if (bp->lapses <= BUSY_POLL_LAPSES_FREE)
+        return false;
+    return now - bp->lapsed < BUSY_POLL_HOLDOFF_NS << (bp->lapses - BUSY_POLL_LAPSES_FREE - 1);
+}
+
+static void open_window(struct busy_poll *bp, uint64_t now, bool long_window)
+{
+    uint64_t len = bp->window_ns;
+
+    if (!long_window && len > BUSY_POLL_SHORT_NS)
+        len = BUSY_POLL_SHORT_NS;
+    bp->packets = 1;
+    bp->opened = now;
+    bp->others_ns = 0;
+    bp->until = now + len;
+    bp->long_window = long_window;
+}
+
 void busy_poll_packet(struct busy_poll *bp, uint64_t now)
 {
     bool after_idle = !bp->last_packet || now - bp->last_packet > BUSY_POLL_IDLE_NS;
+    bool caught = now < bp->until;
 
     bp->last_packet = now;
     if (!bp->window_ns)
         return;
-    if (after_idle) {
-        bp->packets = 1;
-        bp->opened = now;
-        bp->others_ns = 0;
+    note_lapse(bp, now);
+    meter(bp, now);
+    if (bp->flow) {
+        bp->until = 0;
+    } else if (after_idle) {
+        /* A long window that spanned the idle spell and caught its end
+         * paid; one that did not, or a hold-off, leaves a short window,
+         * for the answer a short path gives at once. */
+        bool bridged = caught && bp->long_window;
+
+        if (bridged && bp->lapses)
+            bp->lapses--;
+        open_window(bp, now, bridged || !held_off(bp, now));
+    } else if (caught && bp->long_window) {
+        bp->packets++;
         bp->until = now + bp->window_ns;
-    } else if (now < bp->until) {
-        /* A bulk flow: stop until the next idle spell. */
-        bp->until = ++bp->packets > BUSY_POLL_MAX_PACKETS ? 0 : now + bp->window_ns;
     }
 }
 

@@ -12,11 +12,23 @@
  *
  * When: only a packet that follows an idle spell (BUSY_POLL_IDLE_NS
  * without packets) opens a window; each packet inside it extends it.
- * More than BUSY_POLL_MAX_PACKETS packets in one window mean a bulk flow,
- * which keeps the loop busy anyway: polling stops until the next idle
- * spell, so bulk transfers pay nothing for it and an idle daemon never
- * polls. Nor does a daemon whose CPU is wanted: the loop times its
- * yields, and once others have had more than half of its CPU since the
+ * An exchange that someone waits on is sparse: a request and its answer,
+ * then quiet until the next, and a window pays when it spans that quiet
+ * and catches the next request (echoes 10 ms apart: every window does).
+ * A flow does not pay, whatever its pace. A bulk transfer keeps the loop
+ * busy anyway: the packets are metered against a sparse exchange's rate
+ * (BUSY_POLL_PACKET_NS each, a token bucket), and more than
+ * BUSY_POLL_MAX_PACKETS beyond it close the window and open none until
+ * they have been sparse again for a while (half the bucket drained). A
+ * slow stream over a long path may be sparse, but its quiet spells last
+ * longer than a window (a burst of sends, then the acks a round trip
+ * later): its windows run out empty, often as not. Each such lapse
+ * weighs BUSY_POLL_LAPSE_WEIGHT windows that paid; once more than two
+ * lapses are left over, an idle spell's first packet opens only a short
+ * window (BUSY_POLL_SHORT_NS, enough for the answer of a short path) for
+ * a hold-off that doubles with each further lapse (BUSY_POLL_HOLDOFF_NS,
+ * up to 16 times). An idle daemon never polls. Nor does a daemon whose
+ * CPU is wanted: the loop times its yields, and once others have had more than half of its CPU since the
  * window opened (busy_poll_yielded), the window closes, so the loop sleeps
  * and leaves the CPU to that work (an all_reduce's ranks on a small
  * machine: a window of 20 ms without this made a 64 KiB all_reduce on 2
@@ -30,6 +42,18 @@
 
 #define BUSY_POLL_IDLE_NS     1000000ull  /* 1 ms without packets is an idle spell */
 #define BUSY_POLL_MAX_PACKETS 16u
+/* A sparse exchange's share of time per packet (400 packets a second:
+ * echoes 10 ms apart and their answers are 200). */
+#define BUSY_POLL_PACKET_NS   2500000ull
+/* The bucket: a flow once packets run this far ahead of that rate. */
+#define BUSY_POLL_FLOW_NS     (BUSY_POLL_MAX_PACKETS * BUSY_POLL_PACKET_NS)
+/* A window after lapses: an answer on a short path comes within it
+ * (the old default window). */
+#define BUSY_POLL_SHORT_NS    300000ull
+#define BUSY_POLL_LAPSE_WEIGHT 2u
+#define BUSY_POLL_LAPSES_FREE  (2 * BUSY_POLL_LAPSE_WEIGHT)   /* two lapses hold nothing off */
+#define BUSY_POLL_HOLDOFF_NS   100000000ull  /* 100 ms, doubled per lapse beyond */
+#define BUSY_POLL_LAPSES_MAX   (BUSY_POLL_LAPSES_FREE + 5u)   /* up to 1.6 s */
 #define BUSY_POLL_SWITCH_NS   10000ull   /* a yield this long: someone else ran */
 #define BUSY_POLL_WANTED_NS   100000ull  /* others' time that always leaves polling on */
 /* A window_us that means: always poll, never sleep (`busy-poll = always`:
@@ -49,6 +73,11 @@ struct busy_poll {
     uint64_t until;          /* poll, do not sleep, while now < until */
     uint64_t last_packet;    /* when the last packet came; 0 = never */
     unsigned packets;        /* packets in the current window */
+    uint64_t paced;          /* the bucket: how far the packets ran ahead of the rate */
+    bool flow;               /* they make a flow: no window */
+    bool long_window;        /* the window is window_ns, not BUSY_POLL_SHORT_NS */
+    unsigned lapses;         /* long windows run out empty, less those that paid */
+    uint64_t lapsed;         /* when the last one did */
     uint64_t opened;         /* when the current window opened */
     uint64_t others_ns;      /* others' time on our CPU since (busy_poll_yielded) */
 };

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Tests of busy polling's window (overlay/loop/busy_poll.c) on a fake clock:
  * off, opened by a packet after an idle spell, extended by the answer,
- * closed by time, never opened inside a flow, and given up for a bulk
- * flow or for others who want the CPU, until the next idle spell. */
+ * closed by time, never opened inside a flow, given up for others who
+ * want the CPU until the next idle spell, and for a flow (bulk, or a slow
+ * stream whose every gap is an idle spell) until it has ended; echoes
+ * 10 ms apart keep it for as long as they last. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -86,8 +88,189 @@ static void test_bulk_flow_stops_polling(void **state)
         busy_poll_packet(&bp, t);
         assert_false(busy_poll_active(&bp, t));
     }
-    /* It ends; after an idle spell a request polls again. */
-    t += BUSY_POLL_IDLE_NS + 1;
+    /* A pause of a few milliseconds is no end of it... */
+    t += 5 * BUSY_POLL_IDLE_NS;
+    busy_poll_packet(&bp, t);
+    assert_false(busy_poll_active(&bp, t));
+    /* ...but once it has ended, the next request polls again, within
+     * two buckets' time. */
+    t += 2 * BUSY_POLL_FLOW_NS;
+    busy_poll_packet(&bp, t);
+    assert_true(busy_poll_active(&bp, t));
+}
+
+/* Feeds a train of packets, `burst` at a time `gap` apart, for `len`;
+ * returns the time the loop would have polled, sampled every 10 us. */
+static uint64_t polled(struct busy_poll *bp, uint64_t from, uint64_t len, uint64_t gap, unsigned burst)
+{
+    uint64_t sum = 0, next = from;
+
+    for (uint64_t t = from; t < from + len; t += 10 * US) {
+        if (t >= next) {
+            for (unsigned i = 0; i < burst; i++)
+                busy_poll_packet(bp, t);
+            next += gap;
+        }
+        if (busy_poll_active(bp, t))
+            sum += 10 * US;
+    }
+    return sum;
+}
+
+/* One slow TCP stream over a long path (20 Mbit/s: two segments or an
+ * ack and a segment every 1.2 ms, each gap an idle spell): the default
+ * window would span every gap and the daemon would poll throughout. It
+ * polls for its first few packets only, then sleeps between them. */
+static void test_slow_stream_does_not_poll(void **state)
+{
+    struct busy_poll bp;
+    (void)state;
+
+    busy_poll_init(&bp, CLUSTER_BUSY_POLL_DEFAULT);
+    assert_true(polled(&bp, T0, 2000 * MS, 1200 * US, 2) < 30 * MS);
+    /* One packet every 1.5 ms, each after an idle spell: the same. */
+    busy_poll_init(&bp, CLUSTER_BUSY_POLL_DEFAULT);
+    assert_true(polled(&bp, T0, 2000 * MS, 1500 * US, 1) < 60 * MS);
+}
+
+/* Echoes 10 ms apart, request and answer, keep the window open from one
+ * to the next for as long as they go on: their rate never makes a flow. */
+static void test_echoes_poll_for_as_long_as_they_last(void **state)
+{
+    struct busy_poll bp;
+    uint64_t t;
+    (void)state;
+
+    busy_poll_init(&bp, CLUSTER_BUSY_POLL_DEFAULT);
+    for (t = T0; t < T0 + 10000 * MS; t += 10 * MS) {
+        busy_poll_packet(&bp, t);
+        busy_poll_packet(&bp, t + 100 * US);
+        assert_true(busy_poll_active(&bp, t + 10 * MS - 1));
+    }
+    /* After a flow, echoes poll again once it has drained. */
+    polled(&bp, t, 100 * MS, 10 * US, 4);
+    assert_false(busy_poll_active(&bp, t + 100 * MS));
+    t += 100 * MS;
+    for (unsigned i = 0; i < 20; i++, t += 10 * MS) {
+        busy_poll_packet(&bp, t);
+        busy_poll_packet(&bp, t + 100 * US);
+    }
+    assert_true(busy_poll_active(&bp, t - 1));
+}
+
+/* The time polled between from and to, sampled every 10 us, with the
+ * packets of `at` (sorted) fed as their times come. */
+static uint64_t polled_at(struct busy_poll *bp, const uint64_t *at, size_t n, uint64_t from, uint64_t to)
+{
+    uint64_t sum = 0;
+    size_t i = 0;
+
+    for (uint64_t t = from; t < to; t += 10 * US) {
+        for (; i < n && at[i] <= t; i++)
+            busy_poll_packet(bp, at[i]);
+        if (busy_poll_active(bp, t))
+            sum += 10 * US;
+    }
+    return sum;
+}
+
+/* The sender of one slow TCP stream over a 40 ms path (iperf3 -b 20M,
+ * as tcpdump saw it at its daemon): every 52 ms, five reads of ddp0 a
+ * millisecond apart, and the acks 40 ms later, 16 of them 0.3 ms apart.
+ * Too sparse for a flow; but the window after the reads runs out before
+ * the acks come, every time. Once the lapses outweigh the windows that
+ * paid, the daemon polls for a few percent of the time (it polled 60%
+ * before). */
+static void test_slow_stream_lapses_hold_windows_off(void **state)
+{
+    enum { CYCLES = 200, PER = 21 };
+    static uint64_t at[CYCLES * PER];
+    struct busy_poll bp;
+    size_t n = 0;
+    (void)state;
+
+    for (unsigned c = 0; c < CYCLES; c++) {
+        uint64_t t0 = T0 + c * 52 * MS;
+        for (unsigned i = 0; i < 5; i++)
+            at[n++] = t0 + i * MS;
+        for (unsigned i = 0; i < 16; i++)
+            at[n++] = t0 + 40 * MS + i * 300 * US;
+    }
+    busy_poll_init(&bp, CLUSTER_BUSY_POLL_DEFAULT);
+    assert_true(polled_at(&bp, at, n, T0, T0 + CYCLES * 52 * MS) < CYCLES * 52 * MS / 20);
+}
+
+/* One or two exchanges that ended (their windows ran out; a tunnel's
+ * first pings, one each way) hold nothing off: echoes that follow poll
+ * from one to the next at once. */
+static void test_two_lapses_hold_nothing_off(void **state)
+{
+    struct busy_poll bp;
+    uint64_t t = T0;
+    (void)state;
+
+    busy_poll_init(&bp, CLUSTER_BUSY_POLL_DEFAULT);
+    for (unsigned i = 0; i < 2; i++, t += 100 * MS) {   /* each runs out */
+        busy_poll_packet(&bp, t);
+        busy_poll_packet(&bp, t + 100 * US);
+    }
+    busy_poll_packet(&bp, t);
+    busy_poll_packet(&bp, t + 100 * US);
+    assert_true(busy_poll_active(&bp, t + 10 * MS));
+}
+
+/* Echoes 30 ms apart: a window never reaches the next one, every window
+ * lapses. Soon only short windows open, which still catch each answer
+ * (100 us later) but poll a small part of the time. And echoes 10 ms
+ * apart that follow poll between echoes again once the hold-off ends. */
+static void test_lapses_leave_short_windows_then_echoes_win_back(void **state)
+{
+    struct busy_poll bp;
+    uint64_t t = T0, sum = 0;
+    (void)state;
+
+    busy_poll_init(&bp, CLUSTER_BUSY_POLL_DEFAULT);
+    for (unsigned i = 0; i < 300; i++, t += 30 * MS) {
+        busy_poll_packet(&bp, t);
+        assert_true(busy_poll_active(&bp, t + 100 * US));
+        busy_poll_packet(&bp, t + 100 * US);
+        for (uint64_t u = t; u < t + 30 * MS; u += 10 * US)
+            sum += busy_poll_active(&bp, u) ? 10 * US : 0;
+    }
+    assert_true(sum < 300 * 30 * MS / 10);
+    /* Echoes 10 ms apart: polling between them again within the longest
+     * hold-off and a few echoes. */
+    for (unsigned i = 0; i < 200; i++, t += 10 * MS) {
+        busy_poll_packet(&bp, t);
+        busy_poll_packet(&bp, t + 100 * US);
+    }
+    for (unsigned i = 0; i < 20; i++, t += 10 * MS) {
+        busy_poll_packet(&bp, t);
+        busy_poll_packet(&bp, t + 100 * US);
+        assert_true(busy_poll_active(&bp, t + 10 * MS - 1));
+    }
+}
+
+/* Once a flow, the packets stay one until half the bucket has drained,
+ * so that a stream whose rate hovers near the line does not open a window
+ * every other packet. */
+static void test_flow_hysteresis(void **state)
+{
+    struct busy_poll bp;
+    uint64_t t = T0;
+    (void)state;
+
+    busy_poll_init(&bp, CLUSTER_BUSY_POLL_DEFAULT);
+    for (unsigned i = 0; i < BUSY_POLL_MAX_PACKETS + 1; i++)
+        busy_poll_packet(&bp, t);                 /* a burst: a flow */
+    assert_false(busy_poll_active(&bp, t));
+    /* Below the line again, but more than half the bucket ahead of the
+     * rate: still a flow, no window. */
+    t += BUSY_POLL_FLOW_NS / 2 - 5 * MS;
+    busy_poll_packet(&bp, t);
+    assert_false(busy_poll_active(&bp, t));
+    /* Half drained: an exchange again. */
+    t += BUSY_POLL_FLOW_NS / 2;
     busy_poll_packet(&bp, t);
     assert_true(busy_poll_active(&bp, t));
 }
@@ -270,6 +453,12 @@ int main(void)
         cmocka_unit_test(test_request_opens_answer_extends),
         cmocka_unit_test(test_window_closes_and_reopens_after_idle),
         cmocka_unit_test(test_bulk_flow_stops_polling),
+        cmocka_unit_test(test_slow_stream_does_not_poll),
+        cmocka_unit_test(test_echoes_poll_for_as_long_as_they_last),
+        cmocka_unit_test(test_flow_hysteresis),
+        cmocka_unit_test(test_slow_stream_lapses_hold_windows_off),
+        cmocka_unit_test(test_two_lapses_hold_nothing_off),
+        cmocka_unit_test(test_lapses_leave_short_windows_then_echoes_win_back),
         cmocka_unit_test(test_largest_window),
         cmocka_unit_test(test_default_window_spans_echoes),
         cmocka_unit_test(test_wanted_cpu_closes_window),
