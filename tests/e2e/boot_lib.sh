@@ -164,13 +164,18 @@ cgroups() {
 }
 
 # boot_start NODE: systemd-nspawn --boot on its root and network
-# namespace, in cgroups of its own; returns once its systemd runs.
+# namespace, in cgroups of its own; returns once its systemd runs. Where
+# the kernel has time namespaces, the machine's uptime counts from its
+# boot, as a new machine's does (Slurm takes a cloud node's registration
+# for the boot it asked for only if the node booted after it asked).
 boot_start() {
-    local n=$1 pid i
+    local n=$1 pid i timens=()
     cgroups "$n" >"$T/$n/cgroups"
     CGROUPS+=($(cat "$T/$n/cgroups"))
+    unshare --time true 2>/dev/null &&
+        timens=(unshare --time --boottime "-$(cut -d. -f1 /proc/uptime)")
     sh -c 'for d in $(cat "$1"); do echo $$ >"$d/cgroup.procs"; done; shift; exec "$@"' \
-        cgroups "$T/$n/cgroups" \
+        cgroups "$T/$n/cgroups" "${timens[@]}" \
         systemd-nspawn -q --register=no --keep-unit -D "$T/$n/root" -M "$n" --boot \
         --network-namespace-path="/run/netns/$E2E_PFX$n" --capability=CAP_NET_ADMIN \
         --bind=/dev/net/tun --console=passive >>"$T/$n/console.log" 2>&1 </dev/null &
