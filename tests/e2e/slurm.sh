@@ -219,8 +219,9 @@ state_is() { [ "$(node_state "$1")" = "$2" ]; }
 # job_start [SBATCH-ARGS...]: sbatch --wait of the batch script on
 # onprem (bounded by JOB_S), in the background (JOB_PID).
 job_start() {
-    printf 'onprem# timeout %s sbatch --wait %s /root/allreduce.sbatch   (in the background)\n' "$JOB_S" "$*"
-    in_node onprem timeout "$JOB_S" sbatch --wait "$@" /root/allreduce.sbatch >"$T/sbatch.out" 2>&1 &
+    printf 'onprem# cd /root; timeout %s sbatch --wait %s allreduce.sbatch   (in the background)\n' "$JOB_S" "$*"
+    in_node onprem sh -c 'cd /root && exec timeout "$0" sbatch --wait "$@" allreduce.sbatch' \
+        "$JOB_S" "$@" >"$T/sbatch.out" 2>&1 &
     JOB_PID=$!
     E2E_PIDS+=("$JOB_PID")
 }
