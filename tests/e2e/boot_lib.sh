@@ -118,6 +118,9 @@ make_root() {
 
 MOUNTS=()
 CGROUPS=()
+# 1 where the kernel has time namespaces (Linux 5.6): see boot_start.
+BOOT_TIMENS=0
+unshare --time true 2>/dev/null && BOOT_TIMENS=1
 BOOTED=0   # machines booted so far
 # machine NODE: its root (an overlay of ROOT), as Debian's installer would
 # leave it (hostname, /etc/hosts, a machine id of its own), the .deb in
@@ -172,7 +175,7 @@ boot_start() {
     local n=$1 pid i timens=()
     cgroups "$n" >"$T/$n/cgroups"
     CGROUPS+=($(cat "$T/$n/cgroups"))
-    unshare --time true 2>/dev/null &&
+    [ "$BOOT_TIMENS" = 0 ] ||
         timens=(unshare --time --boottime "-$(cut -d. -f1 /proc/uptime)")
     sh -c 'for d in $(cat "$1"); do echo $$ >"$d/cgroup.procs"; done; shift; exec "$@"' \
         cgroups "$T/$n/cgroups" "${timens[@]}" \
