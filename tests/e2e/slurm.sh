@@ -245,7 +245,7 @@ job_end() {
         fail "the $world-node job failed (sbatch exit $rc)"
     fi
     [ -n "$id" ] || fail "sbatch printed no job id"
-    op_ok onprem "scontrol show job $id | grep -E 'JobState|NodeList=|BatchHost'"
+    op_ok onprem "scontrol show job $id | grep -E 'JobState|RunTime|StartTime|NodeList=|BatchHost'"
     got=$(in_node onprem scontrol show hostnames "$(out onprem | sed -n 's/^ *NodeList=//p')" | sort)
     [ "$got" = "$nodes" ] || fail "job $id ran on $(echo $got), not $(echo $nodes)"
     bh=$(out onprem | sed -n 's/^ *BatchHost=//p')
