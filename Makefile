@@ -89,8 +89,9 @@ BUILD_DEB_PKGS := make gcc pkg-config libc6-dev libsodium-dev libmnl-dev \
 # as deps installs: wireguard-tools would pull a kernel. What
 # tests/packaging.sh runs: man and its renderer (groff-base is enough for
 # man pages on a terminal), lintian, systemd-analyze (systemd need not be
-# PID 1). tests/e2e/systemd_boot.sh: systemd-nspawn (systemd-container)
-# and debootstrap, which makes the machines' Debian root once.
+# PID 1). tests/e2e/systemd_boot.sh and slurm.sh: systemd-nspawn
+# (systemd-container) and debootstrap, which makes the machines' Debian
+# root once (Slurm, munge and torch go into slurm.sh's root, not here).
 TEST_DEB_PKGS := clang libcmocka-dev \
                  iproute2 iperf3 nftables iptables wireguard-tools wireguard-go \
                  python3 python3-torch procps iputils-ping util-linux prometheus \

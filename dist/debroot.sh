@@ -7,12 +7,14 @@
 #
 #   debroot_make CACHE SUITE FORMAT PACKAGE...
 #
-# sets DEBROOT to CACHE/SUITE-KEY, a minbase root with the PACKAGEs,
+# sets DEBROOT to CACHE/KIND-KEY (KIND: $DEBROOT_KIND, default the
+# suite), a minbase root with the PACKAGEs,
 # where KEY is a hash of FORMAT (the caller's: raise it when what it
 # does to a root changes), the suite, the mirror and the package list;
 # made by debootstrap if it is not there (the first run costs a
-# download, about a minute), other roots of the suite in CACHE removed
-# (a cache holds one). DEBROOT_COST says "cached" or what it took.
+# download, about a minute), other roots of its kind in CACHE removed
+# (a cache holds one of each kind: the booted machines' and Slurm's
+# machines' roots are kinds apart, so neither evicts the other). DEBROOT_COST says "cached" or what it took.
 # Returns 0; 2 where the Debian archive cannot be had (none in this
 # system's apt sources and no DEBIAN_MIRROR, or debootstrap cannot reach
 # it); 1 on another failure; DEBROOT_WHY says why.
@@ -34,6 +36,7 @@ debroot_needs() {
 
 debroot_make() {
     local cache=$1 suite=$2 format=$3 mirror pkgs key tmp lock rc=0 t0=$SECONDS
+    local kind=${DEBROOT_KIND:-$2}
     shift 3
     DEBROOT="" DEBROOT_COST="" DEBROOT_WHY=""
     mirror=$(fetch_mirror)
@@ -43,7 +46,7 @@ debroot_make() {
     fi
     pkgs=$(printf '%s\n' "$@" | sort -u)
     key=$(printf '%s\n' "format $format" "$suite" "$mirror" $pkgs | sha256sum | cut -c1-16)
-    DEBROOT=$cache/$suite-$key
+    DEBROOT=$cache/$kind-$key
     mkdir -p "$cache"
     exec {lock}>"$cache/.lock"
     flock "$lock"
@@ -63,7 +66,7 @@ debroot_make() {
             exec {lock}>&-
             return "$rc"
         fi
-        find "$cache" -mindepth 1 -maxdepth 1 -type d -name "$suite-*" ! -name "$suite-$key" \
+        find "$cache" -mindepth 1 -maxdepth 1 -type d -name "$kind-*" ! -name "$kind-$key" \
             ! -name '*.tmp' -exec rm -rf {} +
         touch "$tmp/.complete"
         mv "$tmp" "$DEBROOT"

@@ -20,7 +20,7 @@ if [ "$#" -gt 0 ]; then
 else
     scripts=()
     for f in tests/e2e/*.sh; do
-        case "$(basename "$f")" in lib.sh|run.sh|demo.sh) continue ;; esac
+        case "$(basename "$f")" in lib.sh|boot_lib.sh|run.sh|demo.sh) continue ;; esac
         scripts+=("$f")
     done
 fi
