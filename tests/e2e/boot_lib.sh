@@ -56,8 +56,17 @@ out() { cat "$T/$1/op.out"; }
 # --- the package and the root, cached ------------------------------------------------
 
 # The root, made once and cached by dist/debroot.sh (which `make image`
-# shares): one of each kind in the cache.
+# shares): one of each kind in the cache. (It reads the Debian archive
+# from DEBIAN_MIRROR, else this system's: bench/fetch_deb.sh.)
 . "$(dirname "${BASH_SOURCE[0]}")/../../dist/debroot.sh"
+
+# boot_deb: `make deb`; sets DEB, the package's path.
+boot_deb() {
+    make -C "$E2E_ROOT" --no-print-directory deb >"$T/deb.out" 2>&1 || fail "make deb: $(tail -n 5 "$T/deb.out")"
+    DEB=$E2E_ROOT/$(sed -n 's/^built //p' "$T/deb.out")
+    [ -f "$DEB" ] || fail "make deb built no package: $(cat "$T/deb.out")"
+    say "package: ${DEB#"$E2E_ROOT"/}"
+}
 
 # make_root DEB: sets ROOT, the cached tree for BASE_PKGS and the .deb's
 # Depends and Recommends, made by debootstrap if there is none (and older
