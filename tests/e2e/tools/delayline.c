@@ -41,8 +41,8 @@
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_queue.h>
 
-#define NS_PER_MS      1000000ull
-#define NS_PER_SEC     1000000000ull
+#include "overlay/base/clock.h"
+
 #define HELD_MAX       (1u << 20)       /* packets held at once; a power of two */
 #define QUEUE_MAXLEN   HELD_MAX         /* the kernel's queue holds as many */
 #define SOCK_RCVBUF    (64 << 20)       /* netlink receive buffer, bytes */
@@ -72,14 +72,6 @@ static void on_signal(int sig)
 {
     (void)sig;
     stopping = 1;
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
 /* Random loss needs no good random: splitmix64 to a double in [0, 1). */
@@ -307,27 +299,27 @@ static void wait_for_work(struct line *l, uint64_t now)
 
     if (l->head != l->tail) {
         uint64_t due = l->ring[l->head % HELD_MAX].due, wait = due > now ? due - now : 0;
-        ts = (struct timespec){ .tv_sec = (time_t)(wait / NS_PER_SEC), .tv_nsec = (long)(wait % NS_PER_SEC) };
+        ts = (struct timespec){ .tv_sec = (time_t)(wait / NS_PER_S), .tv_nsec = (long)(wait % NS_PER_S) };
     }
     ppoll(&pfd, 1, tsp, NULL);
 }
 
 static int run(struct line *l, uint64_t seconds)
 {
-    uint64_t end = seconds ? now_ns() + seconds * NS_PER_SEC : UINT64_MAX;
+    uint64_t end = seconds ? clock_now_ns() + seconds * NS_PER_S : UINT64_MAX;
     int ret;
 
-    while (!stopping && now_ns() < end) {
+    while (!stopping && clock_now_ns() < end) {
         /* A batch at a time, with the verdicts due in between: a burst
          * that fills the socket must not hold back what is due. */
-        int got = receive(l, now_ns());
+        int got = receive(l, clock_now_ns());
 
         if (got < 0)
             return got;
-        if ((ret = release(l, now_ns())))
+        if ((ret = release(l, clock_now_ns())))
             return ret;
         if (got < (int)RECV_BATCH)
-            wait_for_work(l, now_ns());
+            wait_for_work(l, clock_now_ns());
     }
     return flush(l);
 }
@@ -411,7 +403,7 @@ int main(int argc, char **argv)
     uint64_t seconds = 0;
     int ret;
 
-    rng_state = (uint64_t)getpid() ^ now_ns();
+    rng_state = (uint64_t)getpid() ^ clock_now_ns();
     parse(argc, argv, &l, &seconds);
     if (!(l.ring = calloc(HELD_MAX, sizeof(*l.ring))))
         return 1;
