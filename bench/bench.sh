@@ -13,6 +13,9 @@
 #   relay      three nodes: one stream and ping m1 -> m2 over ddp0, direct
 #              and through m3; the relay's CPU per GB forwarded (mesh.sh)
 #   aead       the AEAD floor (build/bench/aead_bench)
+#   shards     two nodes: one thread inline, the helpers (a crypto worker,
+#              an I/O lane, readers) and DDPNET_SHARDS=2, 1 and 4 streams,
+#              CPU per GB and each daemon's busiest thread (shards.sh)
 #   cores      two nodes, only when asked for: each daemon confined to N
 #              cores (taskset, N-1 crypto workers), iperf3 -P 4 and -P 8,
 #              Gbit/s and CPU per GB per N beside the bare veth (cores.sh)
@@ -30,6 +33,7 @@ set -u
 . "$BENCH_DIR/mesh.sh"
 . "$BENCH_DIR/cores.sh"
 . "$BENCH_DIR/wan.sh"
+. "$BENCH_DIR/shards.sh"
 . "$BENCH_DIR/report.sh"
 
 usage_error() { printf 'bench: %s\n' "$*" >&2; exit 2; }
@@ -41,7 +45,7 @@ positive_int() {
     esac
 }
 
-ALL_PARTS="pair allreduce relay aead"     # run when BENCH_ONLY is empty
+ALL_PARTS="pair shards allreduce relay aead"   # run when BENCH_ONLY is empty
 KNOWN_PARTS="$ALL_PARTS cores wan"         # cores, wan: only when asked for
 PARTS=""
 part_on() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -84,8 +88,9 @@ bench_config() {
     positive_int BENCH_AR_SMALL_ITERS "$BENCH_AR_SMALL_ITERS"
     positive_int BENCH_AR_TIMEOUT "$BENCH_AR_TIMEOUT"
     if part_on cores; then cores_config; fi
-    if part_on wan && { part_on pair || part_on cores; }; then
-        usage_error "BENCH_ONLY: wan runs its own nodes a and b: not with pair or cores"
+    if part_on shards; then shards_config; fi
+    if part_on wan && { part_on pair || part_on cores || part_on shards; }; then
+        usage_error "BENCH_ONLY: wan runs its own nodes a and b: not with pair, cores or shards"
     fi
 }
 
@@ -247,7 +252,7 @@ main() {
     fi
     say "machine: $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), kernel $(uname -r), load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (a shared machine: other work skews every contender alike, not the ratios)"
     part_on cores && cores_plan
-    if part_on pair || cores_active; then bench_testbed; fi
+    if part_on pair || part_on shards || cores_active; then bench_testbed; fi
     if part_on allreduce || part_on relay; then mesh_testbed; fi
     for (( r = 1; r <= BENCH_ROUNDS; r++ )); do
         if part_on pair; then
@@ -256,6 +261,7 @@ main() {
         if part_on allreduce || part_on relay; then
             for i in "${!M_NAME[@]}"; do mesh_measure "$r" "$i"; done
         fi
+        if part_on shards; then shards_measure "$r"; fi
         if cores_active; then cores_measure "$r"; fi
     done
     say "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -277,6 +283,11 @@ main() {
         if [ "$rc3" -eq 1 ]; then rc2=1; elif [ "$rc2" -eq 0 ]; then rc2=$rc3; fi
     fi
     part_on cores && cores_report
+    if part_on shards; then
+        shards_report
+        rc3=$?
+        if [ "$rc3" -eq 1 ]; then rc2=1; fi
+    fi
     if part_on wan; then
         wan_main
         rc3=$?

@@ -29,7 +29,13 @@ static const uint8_t no_payload[1];
 
 uint32_t noise_message_type(const uint8_t *msg, size_t len)
 {
-    return len < 4 ? 0 : get_le32(msg);
+    uint32_t type;
+
+    if (len < 4)
+        return 0;
+    type = get_le32(msg);
+    /* A transport message with a shard hint is a transport message. */
+    return (type & WG_TRANSPORT_TYPE_MASK) == WG_MSG_TRANSPORT ? WG_MSG_TRANSPORT : type;
 }
 
 struct noise_local *noise_local_new(const uint8_t private_key[WG_KEY_LEN])

@@ -45,7 +45,8 @@ void relay_frame_fill(uint8_t *buf, const uint8_t *msg, size_t n, uint8_t kind,
 
 bool relay_frame_data_ok(const uint8_t *msg, size_t n)
 {
-    return n >= WG_TRANSPORT_MIN_LEN && get_le32(msg) == WG_MSG_TRANSPORT;
+    return n >= WG_TRANSPORT_MIN_LEN &&
+           (get_le32(msg) & WG_TRANSPORT_TYPE_MASK) == WG_MSG_TRANSPORT;
 }
 
 /* The part of a 0x44 frame of n enclosed bytes at buf that the AEAD covers. */

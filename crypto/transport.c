@@ -167,7 +167,7 @@ unsigned transport_seal_batch(struct noise_keypair *kp, struct transport_packet 
 static int parse(const struct transport_packet *p, uint64_t *counter)
 {
     if (p->len < WG_TRANSPORT_MIN_LEN || p->len > p->cap ||
-        get_le32(p->buf + HDR_TYPE_OFFSET) != WG_MSG_TRANSPORT)
+        (get_le32(p->buf + HDR_TYPE_OFFSET) & WG_TRANSPORT_TYPE_MASK) != WG_MSG_TRANSPORT)
         return -EBADMSG;
     *counter = get_le64(p->buf + HDR_COUNTER_OFFSET);
     return *counter >= WG_REJECT_AFTER_MESSAGES ? -EBADMSG : 0;

@@ -24,6 +24,15 @@
 #define WG_MSG_RESPONSE       2u
 #define WG_MSG_COOKIE_REPLY   3u
 #define WG_MSG_TRANSPORT      4u
+/* ddpnet's shard hint: byte 1 of a transport message's type (reserved,
+ * zero in WireGuard, outside the AEAD) may carry the sending shard, so
+ * that a receiver with shards steers the message to the same one
+ * (overlay/loop/shard.h). Sent only to a peer that said it takes hints
+ * (disco FEATURES); taken from anyone, as it changes only which thread
+ * opens the message. */
+#define WG_SHARD_HINT_OFFSET  1u
+/* A transport type with its hint byte masked out. */
+#define WG_TRANSPORT_TYPE_MASK 0xffff00ffu
 
 #define WG_INITIATION_LEN     148u
 #define WG_RESPONSE_LEN       92u

@@ -49,6 +49,7 @@
 #include "overlay/engine/device_setup.h"
 #include "overlay/loop/loop.h"
 #include "overlay/loop/resolver.h"
+#include "overlay/loop/shard.h"
 #include "tun/netlink.h"
 #include "tun/offload.h"
 #include "tun/tun.h"
@@ -92,6 +93,11 @@ struct setup {
     struct nl route_nl;                   /* the path MTU search asks the kernel (route_mtu) */
     bool route_nl_open;
     int tun_fd, udp4_fd, udp6_fd, control_fd, env_fd, signal_fd;
+    /* With shards (shard.h), each one's ddp0 queue and sockets; [0] is
+     * the daemon's loop's, the fds above. */
+    struct shards shards;
+    bool shards_ready;
+    int shard_tun[SHARDS_MAX], shard_udp4[SHARDS_MAX], shard_udp6[SHARDS_MAX];
     int ifindex;                          /* ddp0's, for its statistics */
     char socket_path[256], env_path[256], state_path[256];
     bool running;                         /* setup completed */
@@ -149,7 +155,7 @@ static unsigned size_buffers(int fd, unsigned size)
     return rcv;
 }
 
-static int open_udp(int family, uint16_t port, unsigned buffer, unsigned *got)
+static int open_udp(int family, uint16_t port, unsigned buffer, bool reuse, unsigned *got)
 {
     int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1;
     /* DF on every packet, whatever the kernel learned of the path: a
@@ -179,6 +185,14 @@ static int open_udp(int family, uint16_t port, unsigned buffer, unsigned *got)
     /* Each receive says how many datagrams the kernel dropped at this
      * socket so far (loop.c counts them: status, metrics). */
     setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
+    /* Shards: one socket each on the port, a group steered by the shard
+     * hint (shard.h). Only then: alone, a second daemon on our port must
+     * fail to bind, not share it. */
+    if (reuse && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one))) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
     if (bind(fd, &addr.sa, endpoint_sockaddr_len(&addr))) {
         int err = -errno;
         close(fd);
@@ -187,15 +201,55 @@ static int open_udp(int family, uint16_t port, unsigned buffer, unsigned *got)
     return fd;
 }
 
+/* The port a socket was bound to (the cluster file may leave it to the
+ * kernel: every shard's socket must then take the same one). */
+static uint16_t bound_port(int fd)
+{
+    union endpoint addr;
+    socklen_t len = sizeof(addr);
+
+    if (getsockname(fd, &addr.sa, &len))
+        return 0;
+    return ntohs(addr.sa.sa_family == AF_INET6 ? addr.in6.sin6_port : addr.in4.sin_port);
+}
+
+/* One socket per shard in family's group on port (shard order is the
+ * group's: shard_steer's index), steered by the hint; fds[0] may fail
+ * alone (no such family), a later one fails the setup. */
+static int open_shard_sockets(struct setup *s, int family, uint16_t port, unsigned *got,
+                              int *fds)
+{
+    unsigned n = s->shards.n, buffer = s->dev.cluster.socket_buffer;
+    int ret;
+
+    fds[0] = open_udp(family, port, buffer, n > 1, got);
+    if (fds[0] < 0 || n < 2)
+        return 0;
+    port = bound_port(fds[0]);
+    for (unsigned k = 1; k < n; k++) {
+        unsigned unused;
+        if ((fds[k] = open_udp(family, port, buffer, true, &unused)) < 0)
+            return fail(s, fds[k], "shard %u: cannot bind UDP port %u: %s", k, port,
+                        strerror(-fds[k]));
+    }
+    if ((ret = shard_steer(fds[0], n)))
+        return fail(s, ret, "cannot steer the UDP port's receives to %u shards: %s", n,
+                    strerror(-ret));
+    return 0;
+}
+
 static int setup_sockets(struct setup *s)
 {
     uint16_t port = (uint16_t)cluster_node_port(&s->dev.cluster, s->dev.self);
-
-    unsigned buffer = s->dev.cluster.socket_buffer, got4 = 0, got6 = 0;
+    unsigned got4 = 0, got6 = 0;
+    int ret;
 
     s->dev.listen_port = port;
-    s->udp4_fd = open_udp(AF_INET, port, buffer, &got4);
-    s->udp6_fd = open_udp(AF_INET6, port, buffer, &got6);
+    if ((ret = open_shard_sockets(s, AF_INET, port, &got4, s->shard_udp4)) ||
+        (ret = open_shard_sockets(s, AF_INET6, port, &got6, s->shard_udp6)))
+        return ret;
+    s->udp4_fd = s->shard_udp4[0];
+    s->udp6_fd = s->shard_udp6[0];
     s->dev.socket_buffer = s->udp4_fd < 0 ? got6 : s->udp6_fd < 0 || got4 < got6 ? got4 : got6;
     /* A host without IPv6 still works over IPv4, and the other way round. */
     if (s->udp4_fd < 0 && s->udp6_fd < 0)
@@ -296,11 +350,12 @@ static void lengthen_queue(struct nl *nl, int ifindex)
 static int setup_interface(struct setup *s)
 {
     const struct cluster *c = &s->dev.cluster;
-    struct tun_options topt = { .vnet_hdr = true, .queues = 1 };
+    struct tun_options topt = { .vnet_hdr = true, .queues = s->shards.n };
     struct nl nl;
     int ret, ifindex;
 
-    ret = tun_create(s->dev.ifname, &topt, &s->tun_fd);
+    ret = tun_create(s->dev.ifname, &topt, s->shard_tun);
+    s->tun_fd = s->shard_tun[0];
     if (ret == -EEXIST)
         return fail(s, ret, "interface %s already exists", s->dev.ifname);
     if (ret == -EPERM || ret == -EACCES)
@@ -308,7 +363,8 @@ static int setup_interface(struct setup *s)
                     s->dev.ifname);
     if (ret)
         return fail(s, ret, "cannot create %s: %s", s->dev.ifname, strerror(-ret));
-    enable_offloads(s->tun_fd);
+    for (unsigned k = 0; k < s->shards.n; k++)
+        enable_offloads(s->shard_tun[k]);
     if ((ret = nl_open(&nl)))
         return fail(s, ret, "rtnetlink: %s", strerror(-ret));
     s->dev.mtu = c->mtu_set ? c->mtu : route_mtu(s, &nl);
@@ -1024,10 +1080,23 @@ static int start_registry(struct setup *s)
     return ret ? fail(s, ret, "registry: cannot start its threads: %s", strerror(-ret)) : 0;
 }
 
+/* Shards (shard.h): DDPNET_SHARDS if set, else 1 (the engine on one loop,
+ * with crypto workers and I/O lanes where there are cores to spare). */
+static unsigned shard_count(void)
+{
+    unsigned n = threads_from_env("DDPNET_SHARDS", 1);
+
+    return n < 1 ? 1 : n;
+}
+
 static int setup_all(struct setup *s)
 {
     int ret;
 
+    if ((ret = shards_init(&s->shards, shard_count())))
+        return fail(s, ret, "DDPNET_SHARDS=%u: between 1 and %u", shard_count(), SHARDS_MAX);
+    s->shards_ready = true;
+    s->dev.shards = s->shards.n;
     if ((ret = resolve_endpoints(s)) || (ret = setup_signals(s)) || (ret = setup_sockets(s)) || (ret = setup_interface(s)))
         return ret;
     daemon_socket_path(s->socket_path, sizeof(s->socket_path), s->opt->run_dir, s->dev.ifname);
@@ -1048,6 +1117,10 @@ static int setup_all(struct setup *s)
         .tun_fd = s->tun_fd, .udp4_fd = s->udp4_fd, .udp6_fd = s->udp6_fd,
         .control_fd = services_fd(&s->services), .signal_fd = s->signal_fd,
     };
+    if (s->shards.n > 1) {
+        lc.engine_lock = &s->shards.lock;
+        lc.current = &s->dev.loop;
+    }
     struct loop_handlers on;
     engine_loop_handlers(&s->dev, &on);
     on.control_ctx = s;
@@ -1070,13 +1143,16 @@ static int setup_all(struct setup *s)
     open_route_queries(s);
     if ((ret = write_hosts(s)) || (ret = write_state(s)) || (ret = drop_privileges(s)))
         return ret;
-    /* After the drop: threads are born with what their creator has. */
-    if ((ret = loop_start_crypto(&s->loop, crypto_threads())))
+    /* After the drop: threads are born with what their creator has.
+     * Shards seal and open on their own threads, and make their own
+     * sends and writes: no workers, no lanes. */
+    bool sharded = s->shards.n > 1;
+    if ((ret = loop_start_crypto(&s->loop, sharded ? 0 : crypto_threads())))
         return fail(s, ret, "crypto workers: %s", strerror(-ret));
     /* Readers, a lane per fd the loop reads (loop.h): wherever there are
      * lanes, unless DDPNET_IO_READERS=0 (1: also without lanes). */
-    unsigned lanes = io_lanes();
-    bool readers = threads_from_env("DDPNET_IO_READERS", lanes > 0) > 0;
+    unsigned lanes = sharded ? 0 : io_lanes();
+    bool readers = !sharded && threads_from_env("DDPNET_IO_READERS", lanes > 0) > 0;
     if ((ret = loop_start_lanes(&s->loop, lanes, readers)))
         return fail(s, ret, "I/O lanes (DDPNET_IO_LANES, at most %u): %s", IO_LANES_MAX,
                     strerror(-ret));
@@ -1087,6 +1163,30 @@ static int setup_all(struct setup *s)
     if ((ret = start_registry(s)))
         return ret;
     return 0;
+}
+
+/* Shards 1..n-1 (shard.h), once everything before the loop ran: from
+ * here on the engine runs under its lock. */
+static int start_shards(struct setup *s)
+{
+    struct loop_config lc = {
+        .name = s->dev.ifname, .max_datagram = s->dev.mtu + WG_TRANSPORT_MIN_LEN,
+        .busy_poll_us = s->dev.cluster.busy_poll_us,
+    };
+    struct loop_handlers on;
+    int ret;
+
+    if (s->shards.n < 2)
+        return 0;
+    engine_loop_handlers(&s->dev, &on);
+    ret = shards_start(&s->shards, &lc, &on, &s->loop, &s->dev.loop, s->shard_tun,
+                       s->shard_udp4, s->shard_udp6);
+    if (ret)
+        log_error("%s: cannot start %u shards: %s", s->dev.ifname, s->shards.n, strerror(-ret));
+    else
+        log_info("%s: the data path runs on %u shards (DDPNET_SHARDS)", s->dev.ifname,
+                 s->shards.n);
+    return ret;
 }
 
 static void close_fd(int *fd)
@@ -1121,6 +1221,14 @@ static void teardown(struct setup *s)
     close_fd(&s->udp4_fd);
     close_fd(&s->udp6_fd);
     close_fd(&s->tun_fd);
+    if (s->shards_ready) {
+        shards_free(&s->shards);   /* after the engine let go of their buffers */
+        for (unsigned k = 1; k < s->shards.n; k++) {
+            close_fd(&s->shard_tun[k]);
+            close_fd(&s->shard_udp4[k]);
+            close_fd(&s->shard_udp6[k]);
+        }
+    }
     close_fd(&s->signal_fd);
     close_fd(&s->dev.hosts_fd);
     if (s->route_nl_open)
@@ -1138,6 +1246,8 @@ int daemon_run(struct daemon_options *opt)
     }
     s->opt = opt;
     s->tun_fd = s->udp4_fd = s->udp6_fd = s->control_fd = s->env_fd = s->signal_fd = -1;
+    for (unsigned k = 0; k < SHARDS_MAX; k++)
+        s->shard_tun[k] = s->shard_udp4[k] = s->shard_udp6[k] = -1;
     s->dev.hosts_fd = -1;
     s->dev.revoked_fd = -1;
     char ident[64];
@@ -1178,7 +1288,11 @@ int daemon_run(struct daemon_options *opt)
          * before the first training step needs it. */
         for (size_t i = 0; i < s->dev.n_peers; i++)
             handshake_send_initiation(s->dev.peers[i], false, now);
-        ret = loop_run(&s->loop);
+        ret = start_shards(s);
+        if (!ret)
+            ret = loop_run(&s->loop);
+        shards_stop(&s->shards);
+        s->dev.loop = &s->loop;   /* the engine is ours alone again */
         notify_send("STOPPING=1");
         if (s->dev.registry)
             registry_leave(s->dev.registry);   /* gone from every peer at once */

@@ -91,8 +91,11 @@
  *       (DISCO_FEAT_RECORD) the sender states its registry record (RECORD)
  *       when it has one, so a receiver waits for that word before it
  *       counts the record; bit 2 (DISCO_FEAT_DATA_FRAMES) relay frames'
- *       data frames (relay_frame.h) too, with bit 0; other bits are for
- *       later versions, kept as they are and not acted on.
+ *       data frames (relay_frame.h) too, with bit 0; bit 3
+ *       (DISCO_FEAT_SHARD_HINTS) the sender's receive steers transport
+ *       messages by the shard hint (crypto/wg_const.h), so that the
+ *       sender's shard may put it there; other bits are for later
+ *       versions, kept as they are and not acted on.
  *   A node that predates FEATURES drops it as an unknown type, and never
  *   gets a frame.
  *
@@ -175,6 +178,7 @@ enum disco_type {
 #define DISCO_FEAT_RELAY_FRAMES 0x01u   /* FEATURES flags */
 #define DISCO_FEAT_RECORD       0x02u
 #define DISCO_FEAT_DATA_FRAMES  0x04u
+#define DISCO_FEAT_SHARD_HINTS  0x08u
 #define DISCO_RECORD_LEN        32u     /* a RECORD's digest */
 /* A CERT's longest text: config/cert.h's CERT_TEXT_MAX (disco_msg.c
  * checks they agree; disco sits below config's users, not on cert.h). */

@@ -306,6 +306,16 @@ static void job_start(struct device *dev, struct crypto_job *job, const struct c
     datapath_crypto_done(dev, job, now);
 }
 
+/* The shard hint of a seal (wg_const.h): the loop's shard, so that the
+ * receiver opens a flow on one shard as we seal it on one; only to a
+ * peer that said it steers by it on this session. */
+static uint8_t shard_hint(const struct peer *p, const struct noise_keypair *kp)
+{
+    if (!p->path.hints_said || p->path.hints_index != kp->local_index)
+        return 0;
+    return (uint8_t)loop_shard(p->dev->loop);
+}
+
 /* Seals every segment of pkt, on a crypto worker or here (job_start). The
  * counters are taken now, on the loop's thread. */
 bool datapath_seal(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
@@ -320,9 +330,9 @@ bool datapath_seal(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
     peer_count_tx(p, (uint64_t)last * pkt->stride +
                          transport_sealed_len_limited(pkt->seg_len[last], pad_limit), now);
     job = job_slot(p->dev, &local, (size_t)pkt->nseg * pkt->stride, now);
-    *job = (struct crypto_job){ .kind = CRYPTO_SEAL, .pkt = pkt, .peer = p,
+    *job = (struct crypto_job){ .kind = CRYPTO_SEAL, .pkt = pkt, .peer = p, .peer_id = p->id,
                                 .remote_index = kp->remote_index, .first_counter = first,
-                                .pad_limit = pad_limit };
+                                .pad_limit = pad_limit, .hint = shard_hint(p, kp) };
     memcpy(job->key, kp->send_key, WG_KEY_LEN);
     job_start(p->dev, job, &local, now);
     return true;
@@ -1043,7 +1053,9 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, u
 void datapath_crypto_done(struct device *dev, struct crypto_job *job, uint64_t now)
 {
     if (job->kind == CRYPTO_SEAL) {
-        if (job->pkt->nseg)
+        /* With shards, the peer may have gone while the seal ran outside
+         * the engine lock (shard.h): found again by its id. */
+        if (job->pkt->nseg && device_peer_by_id(dev, job->peer_id) == job->peer)
             path_send(job->peer, job->pkt, now);
         else   /* its planned cut failed (pkt_cut): it cannot */
             loop_pkt_put(dev->loop, job->pkt);

@@ -170,6 +170,10 @@ struct peer_path {
     bool frames_said;
     bool data_frames;
     uint32_t frames_index;
+    /* Its receive steers by the shard hint (wg_const.h): it said so
+     * (FEATURES) on the session whose local index is hints_index. */
+    bool hints_said;
+    uint32_t hints_index;
 };
 
 /* What discovery knows of it and said to it: written by discovery (paths/disco_*.c)
@@ -427,6 +431,9 @@ struct device {
     /* No relay frames: none said, sent or taken, as a version without
      * them ($DDPNET_RELAY_FRAMES=0; the daemon sets it). */
     bool relay_frames_off;
+    /* The loops that run the data path (overlay/loop/shard.h; the daemon
+     * sets it): above 1, FEATURES says that we steer by the shard hint. */
+    unsigned shards;
     /* Frames, but no data frames said or sent (both types still taken),
      * as a version before them ($DDPNET_RELAY_FRAMES=whole). */
     bool data_frames_off;

@@ -43,6 +43,16 @@ static uint64_t on_timers(void *ctx, uint64_t now)
     return next;
 }
 
+/* What on_timers would run next, without running it (shards wake the
+ * timer loop when their work made it earlier). */
+static uint64_t next_deadline(void *ctx)
+{
+    const struct device *dev = ctx;
+
+    return dev->timers_next_ns < dev->disco.next_check_ns ? dev->timers_next_ns
+                                                           : dev->disco.next_check_ns;
+}
+
 void engine_loop_handlers(struct device *dev, struct loop_handlers *h)
 {
     h->ctx = dev;
@@ -51,6 +61,7 @@ void engine_loop_handlers(struct device *dev, struct loop_handlers *h)
     h->tun = on_tun;
     h->crypto_done = on_crypto_done;
     h->timers = on_timers;
+    h->next_deadline = next_deadline;
 }
 
 const struct core_ops engine_core_ops = {

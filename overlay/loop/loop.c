@@ -9,9 +9,13 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
+
+#include <sodium.h>
 
 #include "overlay/base/clock.h"
 #include "overlay/base/log.h"
@@ -22,6 +26,7 @@
 #define TAG_CRYPTO  3u
 #define TAG_LANES   4u
 #define TAG_READERS 5u
+#define TAG_WAKE    6u
 
 /* io_uring waits on blocking fds itself (poll inside the kernel); on an
  * O_NONBLOCK fd it would hand back -EAGAIN instead.
@@ -300,6 +305,7 @@ static void refill(struct loop *l)
     arm_poll(l, l->crypto.event_fd, TAG_CRYPTO, &l->crypto_polled);
     arm_poll(l, l->lanes.event_fd, TAG_LANES, &l->lanes_polled);
     arm_poll(l, l->readers.event_fd, TAG_READERS, &l->readers_polled);
+    arm_poll(l, l->wake_fd, TAG_WAKE, &l->wake_polled);
 }
 
 /* A socket's count of drops grew: the engine hears by how much. */
@@ -411,6 +417,28 @@ static void on_signal(struct loop *l, uint64_t now)
     }
 }
 
+/* Another shard made a deadline earlier, or asked us to stop. */
+static void on_wake(struct loop *l)
+{
+    uint64_t n;
+
+    l->wake_polled = false;
+    (void)!read(l->wake_fd, &n, sizeof(n));
+}
+
+static void wake(struct loop *l)
+{
+    uint64_t one = 1;
+
+    (void)!write(l->wake_fd, &one, sizeof(one));
+}
+
+void loop_stop(struct loop *l)
+{
+    __atomic_store_n(&l->stop, true, __ATOMIC_RELEASE);
+    wake(l);
+}
+
 /* Takes back every finished job that is next in order. */
 static void take_crypto(struct loop *l, uint64_t now)
 {
@@ -447,10 +475,72 @@ static void on_crypto(struct loop *l, uint64_t now)
     crypto_wake(l, now);
 }
 
+/* --- with shards: crypto jobs deferred to the end of the handlers ----------- */
+
+static struct crypto_job *deferred_slot(struct loop *l, unsigned n)
+{
+    return &l->deferred[n % CRYPTO_POOL_DEPTH];
+}
+
+/* Finishes, in order, the deferred jobs whose crypto ran. */
+static void take_deferred(struct loop *l, uint64_t now)
+{
+    while (l->deferred_head != l->deferred_tail && deferred_slot(l, l->deferred_head)->done) {
+        struct crypto_job *job = deferred_slot(l, l->deferred_head++);
+        struct crypto_job done = *job;   /* the slot may be reused below */
+
+        sodium_memzero(job->key, WG_KEY_LEN);
+        l->on.crypto_done(l->on.ctx, &done, now);
+        sodium_memzero(done.key, WG_KEY_LEN);
+    }
+}
+
+/* Runs the oldest deferred job here, under the lock, and finishes it:
+ * for callers that need room or order now. */
+static void deferred_one(struct loop *l, uint64_t now)
+{
+    struct crypto_job *job = deferred_slot(l, l->deferred_head);
+
+    if (!job->done) {
+        crypto_job_run(job);
+        job->done = true;
+    }
+    take_deferred(l, now);
+}
+
+/* After the handlers: the jobs they made run outside the engine lock, on
+ * this thread (no hand-off), while other shards run the engine; then they
+ * are finished under it, in the order they were made. */
+static void run_deferred(struct loop *l, uint64_t now)
+{
+    while (l->deferred_head != l->deferred_tail) {
+        unsigned from = l->deferred_head, to = l->deferred_tail;
+
+        pthread_mutex_unlock(l->engine_lock);
+        for (unsigned n = from; n != to; n++) {
+            struct crypto_job *job = deferred_slot(l, n);
+            if (!job->done) {
+                crypto_job_run(job);
+                job->done = true;
+            }
+        }
+        pthread_mutex_lock(l->engine_lock);
+        *l->current = l;
+        take_deferred(l, now);
+    }
+}
+
 struct crypto_job *loop_crypto_job(struct loop *l, uint64_t now)
 {
     struct crypto_job *job;
 
+    if (l->deferred) {
+        if (l->deferred_tail - l->deferred_head == CRYPTO_POOL_DEPTH)
+            deferred_one(l, now);
+        job = deferred_slot(l, l->deferred_tail);
+        job->done = false;
+        return job;
+    }
     if (!l->crypto.n_threads)
         return NULL;
     while (!(job = crypto_pool_reserve(&l->crypto)))
@@ -460,6 +550,11 @@ struct crypto_job *loop_crypto_job(struct loop *l, uint64_t now)
 
 void loop_crypto_submit(struct loop *l, struct crypto_job *job)
 {
+    if (l->deferred) {
+        job->done = false;
+        l->deferred_tail++;
+        return;
+    }
     crypto_pool_submit(&l->crypto, job);
 }
 
@@ -475,13 +570,22 @@ bool loop_has_lanes(const struct loop *l)
 
 bool loop_crypto_idle(const struct loop *l)
 {
+    if (l->deferred)
+        return l->deferred_head == l->deferred_tail;
     return !l->crypto.n_threads || l->crypto.head == l->crypto.tail;
 }
 
 void loop_crypto_drain(struct loop *l, uint64_t now)
 {
+    while (l->deferred && l->deferred_head != l->deferred_tail)
+        deferred_one(l, now);
     while (l->crypto.n_threads && l->crypto.head != l->crypto.tail)
         crypto_wait(l, now);
+}
+
+unsigned loop_shard(const struct loop *l)
+{
+    return l->shard;
 }
 
 /* Lanes' finished calls, handled as the ring's completions are. */
@@ -510,6 +614,8 @@ static void on_completion(struct loop *l, struct io_uring_cqe *cqe, uint64_t now
         on_control(l, now);
     else if (tag == TAG_SIGNAL)
         on_signal(l, now);
+    else if (tag == TAG_WAKE)
+        on_wake(l);
     else
         on_buffer(l, (void *)(uintptr_t)tag, cqe->res, now);
 }
@@ -518,6 +624,9 @@ static void on_completion(struct loop *l, struct io_uring_cqe *cqe, uint64_t now
  * LOOP_MAX_SLEEP_NS. */
 static uint64_t run_timers(struct loop *l, uint64_t now)
 {
+    if (l->timer_loop)   /* a shard: the timer loop runs them */
+        return now + LOOP_MAX_SLEEP_NS;
+
     uint64_t next = l->on.timers(l->on.ctx, now), t;
 
     if (l->on.control_timers && (t = l->on.control_timers(l->on.control_ctx, now)) < next)
@@ -545,9 +654,40 @@ static int poll_ring(struct loop *l)
     return ret;
 }
 
+/* With shards, the engine is run under its lock (loop_config); alone,
+ * these do nothing. */
+static void engine_enter(struct loop *l)
+{
+    if (!l->engine_lock)
+        return;
+    pthread_mutex_lock(l->engine_lock);
+    *l->current = l;
+}
+
+/* A deadline that our work made earlier than the timer loop sleeps until
+ * wakes it (once: it plans its sleep again). */
+static void engine_leave(struct loop *l)
+{
+    struct loop *t = l->timer_loop;
+
+    if (!l->engine_lock)
+        return;
+    if (t && l->on.next_deadline && l->on.next_deadline(l->on.ctx) < t->sleep_until) {
+        t->sleep_until = 0;
+        wake(t);
+    }
+    pthread_mutex_unlock(l->engine_lock);
+}
+
+static bool stopped(struct loop *l)
+{
+    return __atomic_load_n(&l->stop, __ATOMIC_ACQUIRE);
+}
+
 int loop_run(struct loop *l)
 {
-    while (!l->stop) {
+    while (!stopped(l)) {
+        engine_enter(l);
         uint64_t now = clock_now_ns();
         uint64_t next = run_timers(l, now);
         uint64_t wait = next > now ? next - now : 0;
@@ -556,7 +696,11 @@ int loop_run(struct loop *l)
         struct io_uring_cqe *cqe;
         unsigned head, seen = 0;
 
+        if (l->deferred)   /* what the timers sealed goes before we sleep */
+            run_deferred(l, now);
+        l->sleep_until = next;
         refill(l);
+        engine_leave(l);
         /* Under busy-poll = always its readers poll in its windows
          * (io_lanes.h); by default they sleep in poll. */
         if (l->readers.n && l->busy.always)
@@ -568,14 +712,29 @@ int loop_run(struct loop *l)
             log_error("io_uring: %s", strerror(-ret));
             return ret;
         }
+        engine_enter(l);
         now = clock_now_ns();
         io_uring_for_each_cqe(&l->ring, head, cqe) {
             on_completion(l, cqe, now);
             seen++;
         }
         io_uring_cq_advance(&l->ring, seen);
+        if (l->deferred)
+            run_deferred(l, now);
+        engine_leave(l);
     }
     return 0;
+}
+
+static void loop_free_shard_parts(struct loop *l)
+{
+    if (l->wake_fd >= 0)
+        close(l->wake_fd);
+    l->wake_fd = -1;
+    if (l->deferred)
+        sodium_memzero(l->deferred, CRYPTO_POOL_DEPTH * sizeof(*l->deferred));
+    free(l->deferred);
+    l->deferred = NULL;
 }
 
 int loop_init(struct loop *l, const struct loop_config *c, const struct loop_handlers *on)
@@ -587,6 +746,7 @@ int loop_init(struct loop *l, const struct loop_config *c, const struct loop_han
     l->lanes.event_fd = -1;           /* no lanes until loop_start_lanes */
     l->readers.event_fd = -1;
     l->reader_of_tun = l->reader_of_udp[0] = l->reader_of_udp[1] = -1;
+    l->wake_fd = -1;
     l->on = *on;
     l->name = c->name;
     l->max_datagram = c->max_datagram;
@@ -600,9 +760,24 @@ int loop_init(struct loop *l, const struct loop_config *c, const struct loop_han
     for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
         if (fds[i] >= 0 && (ret = make_blocking(fds[i])))
             return ret;
+    if (c->engine_lock) {
+        l->engine_lock = c->engine_lock;
+        l->current = c->current;
+        l->timer_loop = c->timer_loop;
+        l->shard = c->shard;
+        l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        l->deferred = calloc(CRYPTO_POOL_DEPTH, sizeof(*l->deferred));
+        if (l->wake_fd < 0 || !l->deferred) {
+            ret = l->wake_fd < 0 ? -errno : -ENOMEM;
+            loop_free_shard_parts(l);
+            return ret;
+        }
+    }
     ret = pkt_pool_init(&l->pool, LOOP_POOL_SIZE, LOOP_TUN_WRITES);
-    if (ret)
+    if (ret) {
+        loop_free_shard_parts(l);
         return ret;
+    }
     /* One thread submits; completions' task work runs when we wait, not
      * by interrupting us (fewer wake-ups and IPIs). Older kernels refuse
      * these flags: then plain. */
@@ -612,6 +787,7 @@ int loop_init(struct loop *l, const struct loop_config *c, const struct loop_han
         ret = io_uring_queue_init(LOOP_RING_ENTRIES, &l->ring, 0);
     if (ret) {
         pkt_pool_destroy(&l->pool);
+        loop_free_shard_parts(l);
         return ret;
     }
     return 0;
@@ -648,4 +824,5 @@ void loop_destroy(struct loop *l)
     crypto_pool_stop(&l->crypto);
     io_uring_queue_exit(&l->ring);
     pkt_pool_destroy(&l->pool);
+    loop_free_shard_parts(l);
 }

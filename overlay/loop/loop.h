@@ -15,6 +15,7 @@
 #define DDPNET_LOOP_H
 
 #include <liburing.h>
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "overlay/base/endpoint.h"
@@ -59,6 +60,10 @@ struct loop_handlers {
     /* Runs what is due; returns the next deadline (the loop sleeps until
      * then at most, and never longer than LOOP_MAX_SLEEP_NS). */
     uint64_t (*timers)(void *ctx, uint64_t now);
+    /* The earliest deadline the timers above would run, without running
+     * anything: with shards, one whose work made it earlier than the timer
+     * loop sleeps wakes that loop (NULL: never asked). */
+    uint64_t (*next_deadline)(void *ctx);
     /* SIGHUP (NULL: it stops the loop, as SIGTERM does). Called with
      * control_ctx. */
     void (*hangup)(void *ctx, uint64_t now);
@@ -80,6 +85,16 @@ struct loop_config {
      * control socket's fd to poll (-1: none) and a signalfd for
      * SIGTERM/SIGINT. */
     int tun_fd, udp4_fd, udp6_fd, control_fd, signal_fd;
+    /* With shards (shard.h; all NULL and 0 without): the lock under which
+     * every loop runs the engine's handlers and the packet pools (buffers
+     * cross between shards), where it writes which loop holds it (the
+     * engine's `loop`), the loop that runs the timers and the control side
+     * (NULL: this one), and this loop's index, which its seals carry as
+     * their hint (wg_const.h). */
+    pthread_mutex_t *engine_lock;
+    struct loop **current;
+    struct loop *timer_loop;
+    unsigned shard;
 };
 
 struct loop {
@@ -101,7 +116,23 @@ struct loop {
     struct io_lanes readers;
     int reader_of_tun, reader_of_udp[2];  /* index in readers, or -1 */
     struct busy_poll busy;
-    bool stop;
+    /* With shards (loop_config): the lock, the engine's pointer to the
+     * loop that holds it, the timer loop (NULL: this one), our index; an
+     * eventfd that wakes us (a deadline made earlier, a stop); the
+     * deadline the timer loop sleeps until (under the lock). */
+    pthread_mutex_t *engine_lock;
+    struct loop **current;
+    struct loop *timer_loop;
+    unsigned shard;
+    int wake_fd;
+    bool wake_polled;
+    uint64_t sleep_until;
+    /* With shards: crypto jobs, run on this thread after the handlers
+     * that made them, outside the engine lock, then finished in order
+     * under it (loop.c: run_deferred); [head, tail) of a ring. */
+    struct crypto_job *deferred;
+    unsigned deferred_head, deferred_tail;
+    bool stop;                            /* another thread: loop_stop */
     bool tun_gone;                        /* ddp0 was deleted under us */
 };
 
@@ -115,8 +146,10 @@ int loop_start_crypto(struct loop *l, unsigned threads);
  * reads (ddp0 and the UDP sockets), which makes those reads instead of
  * the ring. After the privilege drop, as the workers. 0 or -errno. */
 int loop_start_lanes(struct loop *l, unsigned lanes, bool readers);
-/* Runs until a stop signal or the loss of the TUN device. */
+/* Runs until a stop signal, loop_stop or the loss of the TUN device. */
 int loop_run(struct loop *l);
+/* From another thread: l returns from loop_run soon (shards). */
+void loop_stop(struct loop *l);
 void loop_destroy(struct loop *l);
 
 /* --- what the engine asks of the loop ----------------------------------------- */
@@ -130,6 +163,8 @@ void loop_send(struct loop *loop, struct pkt *pkt, const union endpoint *dst);
 /* Sends one message of len bytes at pkt->area; takes pkt. */
 void loop_send_message(struct loop *loop, struct pkt *pkt, const union endpoint *dst,
                        uint32_t len);
+/* The loop's shard index (0 without shards): the hint its seals carry. */
+unsigned loop_shard(const struct loop *loop);
 /* Whether I/O lanes run: without them a ddp0 write's flow
  * (offload_flow_hash) is never looked at, so the engine need not hash. */
 bool loop_has_lanes(const struct loop *loop);

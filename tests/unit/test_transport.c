@@ -17,6 +17,7 @@
 #include <sodium.h>
 
 #include "crypto/aead.h"
+#include "crypto/noise.h"
 #include "crypto/transport.h"
 #include "tests/unit/alloc_count.h"
 
@@ -366,6 +367,8 @@ static void test_every_byte_flipped(void **state)
         for (size_t m = 0; m < sizeof(masks); m++) {
             int ret;
 
+            if (i == WG_SHARD_HINT_OFFSET)   /* the hint: test_shard_hint */
+                continue;
             memcpy(buf, copy, msglen);
             buf[i] ^= masks[m];
             ret = transport_open(&pair.b, &(struct transport_packet){ .buf = buf,
@@ -419,12 +422,30 @@ static void test_wrong_header(void **state)
     for (uint8_t mask = 1; mask < 8; mask++)
         expect_header_refused(0, mask);
     expect_header_refused(0, 0xff);
-    for (size_t r = 1; r <= 3; r++) {
+    for (size_t r = 2; r <= 3; r++) {
         expect_header_refused(r, 0x01);
         expect_header_refused(r, 0x80);
     }
     for (size_t r = 4; r < 8; r++)
         expect_header_refused(r, 0x10);
+}
+
+/* Byte 1 is ddpnet's shard hint (wg_const.h): any value opens, once, and
+ * the type still reads as transport. */
+static void test_shard_hint(void **state)
+{
+    static const uint8_t hints[] = { 0x01, 0x07, 0x80, 0xff };
+    size_t msglen;
+
+    (void)state;
+    for (size_t h = 0; h < sizeof(hints); h++) {
+        msglen = seal_random(40, NOW);
+        buf[WG_SHARD_HINT_OFFSET] = hints[h];
+        assert_int_equal(noise_message_type(buf, msglen), WG_MSG_TRANSPORT);
+        memcpy(copy, buf, msglen);
+        assert_int_equal(open_copy(copy, msglen, NOW), 0);
+        assert_int_equal(open_copy(copy, msglen, NOW), -WG_EREPLAY);
+    }
 }
 
 static void test_wrong_receiver(void **state)
@@ -895,6 +916,7 @@ int main(void)
         T(test_every_byte_flipped),
         T(test_truncated),
         T(test_wrong_header),
+        T(test_shard_hint),
         T(test_wrong_receiver),
         T(test_len_over_cap),
         T(test_garbage),

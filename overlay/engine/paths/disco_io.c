@@ -325,7 +325,7 @@ void discovery_send_features(struct peer *x, uint64_t now)
     struct disco_msg *m = dev->disco.out_msg;
 
     m->type = DISCO_FEATURES;
-    m->features = DISCO_FEAT_RECORD;
+    m->features = DISCO_FEAT_RECORD | (dev->shards > 1 ? DISCO_FEAT_SHARD_HINTS : 0);
     if (!dev->relay_frames_off)
         m->features |= DISCO_FEAT_RELAY_FRAMES |
                        (dev->data_frames_off ? 0 : DISCO_FEAT_DATA_FRAMES);

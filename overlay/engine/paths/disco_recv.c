@@ -192,6 +192,8 @@ static void on_features(struct peer *p, uint32_t features, uint64_t now)
         p->path.frames_said = false;
     if (!(features & DISCO_FEAT_DATA_FRAMES))
         p->path.data_frames = false;
+    p->path.hints_said = features & DISCO_FEAT_SHARD_HINTS;
+    p->path.hints_index = p->wg.current->local_index;
     /* A daemon that states no record: etcd's word is taken for its own, as
      * every daemon did before RECORD. */
     if (!(features & DISCO_FEAT_RECORD) && p->disco.record_said != PEER_RECORD_OLDER) {

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/* Shards: the data path on several cores, each packet run to completion
+ * on the core that read it, with no hand-off between threads.
+ *
+ * A daemon with N shards has N event loops (loop.h), each on its own
+ * thread, each with its own queue of ddp0 (a multi-queue TUN), its own UDP
+ * socket per family (one SO_REUSEPORT group on the node's port) and its
+ * own io_uring and packet pool. Loop 0 is the daemon's: it also runs the
+ * timers, the control socket and the signals. What each owns:
+ *
+ *   per shard    its ring, its reads and receives in flight, its busy-poll
+ *                window, the crypto jobs it made (run on its own thread);
+ *   shared       the engine (struct device: peers, keypairs, counters,
+ *                replay windows, the index table, staging, timers) and the
+ *                packet pools, whose buffers cross between shards (a packet
+ *                staged by one is sent by another): all under one lock, the
+ *                engine lock, which a loop holds while it runs the engine's
+ *                handlers and never while it waits or seals or opens.
+ *
+ * So a shard's turn is: wait on its ring (unlocked); take the lock, run
+ * the completions through the engine (a TUN read is looked up and its
+ * counters taken; a receive's keypair found), unlock; seal or open the
+ * buffers those made (the AEAD, the segmenting copy, the checksums: most
+ * of the cost) on its own thread; take the lock, finish them in order
+ * (replay windows, the inner source, ddp0 writes and sends queued on its
+ * own ring), unlock. Counters and replay windows stay exact; a
+ * packet's state never waits on another thread's queue.
+ *
+ * Order per flow: the kernel puts a flow on one queue of ddp0 (its hash;
+ * tun's flow table keeps the queue a flow was last written on), so one
+ * shard reads it and seals it, in order. The receiver must open it on one
+ * shard too: each seal to a peer that takes them carries the sealing shard
+ * in byte 1 of its type (the shard hint, crypto/wg_const.h), and a classic
+ * BPF program on the receiving socket group (shard_steer) sends a
+ * transport message to socket hint % N; everything else (handshakes,
+ * cookies, relay frames, a stock WireGuard peer's messages: hint 0) to
+ * socket 0. The hint is outside the AEAD: forging it changes only which
+ * shard opens a message. Written back into ddp0 on the same shard's
+ * queue, the flow's replies are read there too: a flow stays on one shard
+ * at both ends.
+ *
+ * A stock WireGuard peer never gets a hint (it would drop the message);
+ * what it sends lands on shard 0, what we send it is sealed on any shard
+ * with counters from one keypair, which its replay window takes in any
+ * order within its width. */
+#ifndef DDPNET_SHARD_H
+#define DDPNET_SHARD_H
+
+#include <pthread.h>
+
+#include "overlay/loop/loop.h"
+
+#define SHARDS_MAX 64u
+
+struct shard;
+
+struct shards {
+    unsigned n;                  /* loops, the daemon's own (0) included */
+    pthread_mutex_t lock;        /* the engine lock */
+    struct shard *shard;         /* shards 1..n-1 */
+};
+
+/* Initialises the engine lock for n loops (1..SHARDS_MAX). */
+int shards_init(struct shards *s, unsigned n);
+/* Steers the SO_REUSEPORT group of fd, whose sockets were bound in shard
+ * order, by the shard hint (above) over n sockets. 0 or -errno. */
+int shard_steer(int fd, unsigned n);
+/* Starts shards 1..n-1, each a loop over tun_fds[k], udp4_fds[k] and
+ * udp6_fds[k] (-1: none) with base's other settings and on's handlers,
+ * timers and control left to `timer_loop` (the daemon's, loop 0), whose
+ * config must name the same lock and `current`. Each loop is made on
+ * its own thread (an io_uring has one submitter). 0 or -errno; on
+ * failure none runs. */
+int shards_start(struct shards *s, const struct loop_config *base, const struct loop_handlers *on,
+                 struct loop *timer_loop, struct loop **current, const int *tun_fds,
+                 const int *udp4_fds, const int *udp6_fds);
+/* Stops the shards and waits for their threads (not the daemon's loop). */
+void shards_stop(struct shards *s);
+/* Frees the shards' loops: after shards_stop, and after the engine let go
+ * of every buffer (their pools' buffers may sit in another's). */
+void shards_free(struct shards *s);
+
+#endif
