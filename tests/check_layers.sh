@@ -18,8 +18,15 @@
 #    and device_setup.h;
 #  - a C or header file sits at overlay/'s top level, a folder of overlay/
 #    is not in the order (a new one must be placed), or one (or a room
-#    inside one) holds more than 15 C files.
-# Run by `make test` (make check-layers); needs only grep and bash.
+#    inside one) holds more than 15 C files;
+#  - the includes between rooms (a top folder, or a folder inside one of
+#    overlay/'s, as overlay/engine/paths/) make a cycle, whatever the
+#    order says (tsort names it);
+#  - files of overlay/ call each other in a circle of more than 5 files
+#    (tests/call_circles.py, from the objects in build/plain/: make
+#    check-layers builds them first).
+# Run by `make test` (make check-layers); needs bash, grep, tsort, nm and
+# python3.
 set -u
 cd "$(dirname "$0")/.."
 
@@ -98,6 +105,42 @@ while IFS=: read -r file line text; do
     complain "$file:$line: the core includes paths/discovery's inside ($text); use paths.h"
 done < <(grep -nE '^#include "overlay/engine/paths/' overlay/engine/*.[ch] 2>/dev/null |
          grep -v '#include "overlay/engine/paths/paths\.h"')
+
+# Rooms: a top folder (crypto/, config/, tun/, a folder of overlay/) or a
+# folder inside one of overlay/'s (overlay/engine/paths/). The includes
+# between rooms must have no cycle (tsort names one where there is).
+# Sets ROOM to the room of the file path $1.
+room_of() {
+    local dir=${1%/*} rest
+    if [[ $dir == overlay/*/*/* ]]; then
+        rest=${dir#overlay/*/*/}; dir=${dir%/"$rest"}
+    fi
+    ROOM=$dir
+}
+room_edges=$(grep -rnE --include='*.[ch]' '^#include "(crypto|config|tun|overlay)/' crypto config tun overlay 2>/dev/null |
+    while IFS=: read -r file _ text; do
+        to=${text#*\"}; to=${to%%\"*}
+        room_of "$file"; a=$ROOM; room_of "$to"; b=$ROOM
+        [ "$a" != "$b" ] && printf '%s %s %s\n' "$a" "$b" "$file"
+    done | sort -u -k1,2)
+loop=$(printf '%s\n' "$room_edges" | cut -d' ' -f1,2 | tsort 2>&1 >/dev/null |
+       sed -n 's/^tsort: //p' | grep -v 'input contains a loop')
+if [ -n "$loop" ]; then
+    complain "a cycle of includes between rooms: $(printf '%s\n' "$loop" | tr '\n' ' ')"
+    # Each arrow inside the cycle, with a file that makes it.
+    while IFS=' ' read -r a b file; do
+        grep -qx "$a" <<< "$loop" && grep -qx "$b" <<< "$loop" &&
+            complain "  $a -> $b ($file)"
+    done <<< "$room_edges"
+fi
+
+# overlay/: no call circle of more than 5 files (a file calls another
+# when its object uses a symbol the other's defines; tests/call_circles.py,
+# on the objects make builds first).
+while IFS= read -r line; do
+    [ -n "$line" ] && complain "$line"
+done < <(python3 tests/call_circles.py overlay || echo "")
+
 if [ "$bad" -ne 0 ]; then
     echo "check-layers: FAILED"
     exit 1
