@@ -28,10 +28,10 @@
 #include "overlay/base/endpoint.h"
 #include "overlay/disco/disco.h"
 #include "overlay/disco/pmtu.h"
-#include "overlay/engine/index.h"
-#include "overlay/engine/probation.h"
-#include "overlay/engine/ratelimit.h"
-#include "overlay/engine/stage.h"
+#include "overlay/engine/model/index.h"
+#include "overlay/engine/model/probation.h"
+#include "overlay/engine/model/ratelimit.h"
+#include "overlay/engine/model/stage.h"
 
 /* Packets wait for a session this long at most (two handshake attempts,
  * time for a relay to come up); then they are dropped and the peer
@@ -470,6 +470,12 @@ struct peer *device_peer_by_id(struct device *dev, disco_id id);
 struct peer_map *device_map_new(struct peer *const *peers, size_t n);
 void device_map_install(struct device *dev, struct peer_map *m);
 void device_map_free(struct peer_map *m);
+/* The address map rebuilt from dev->peers (after peers were added or
+ * removed, or an address changed): 0, or -ENOMEM with the old map kept. */
+int device_remap(struct device *dev);
+/* The endpoint of a node as the cluster file gives it when it is an IP
+ * literal (AF_UNSPEC otherwise: hostnames are the daemon's to resolve). */
+void device_node_endpoint(union endpoint *e, const struct cluster_node *n);
 /* Refreshes stats.dropped_tun_queue from the kernel, for whoever is
  * about to show the counters (the control socket, the metrics). */
 void device_read_kernel_drops(struct device *dev);
