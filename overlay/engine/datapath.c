@@ -306,9 +306,8 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
 
 /* Work of at most this many bytes is done on the loop's thread when no
  * job is in flight, workers or not: handing it to a worker and taking it
- * back costs two thread wake-ups, tens of microseconds on a VM, where
- * sealing a ping, a TCP ACK or a message of a few KiB takes a few
- * (bench/README.md has the figures). It must stay below a bulk flow's super-packets
+ * back costs two thread wake-ups, more than sealing a ping, a TCP ACK or
+ * a message of a few KiB takes (bench/README.md has the figures). It must stay below a bulk flow's super-packets
  * (up to 44 x 1420 bytes): those go to the workers and keep them busy, and
  * while they are, small packets go there too, behind them. */
 #define DATAPATH_INLINE_BYTES (16u * 1024u)

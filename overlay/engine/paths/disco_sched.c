@@ -87,8 +87,8 @@ static bool can_probe_mtu(const struct peer *p, uint64_t now)
 
 /* A path that carries no data is not confirmed (RFC 8899 lets the
  * confirmation timer rest while nothing is sent): an idle peer's path
- * costs no probes (two a minute, and their answers, otherwise: 40% of an
- * idle cluster's datagrams), and its confirmation comes as soon as data
+ * costs no probes (otherwise a large share of an idle cluster's
+ * datagrams: bench/README.md), and its confirmation comes as soon as data
  * flows again (data armed the peer anew: timers.c). */
 static bool mtu_confirm_rests(const struct peer *p, uint64_t now)
 {
