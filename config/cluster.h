@@ -29,7 +29,7 @@
 #define CLUSTER_MTU_DEFAULT   1420u
 #define CLUSTER_MTU_MIN_IPV4  576u     /* RFC 791 minimum reassembly size */
 #define CLUSTER_MTU_MIN_IPV6  1280u    /* RFC 8200 minimum link MTU */
-/* The largest the engine supports (engine/device.h's DEVICE_MTU_MAX, which
+/* The largest the engine supports (engine/model/device.h's DEVICE_MTU_MAX, which
  * the daemon asserts is the same): a larger one is the file's error, so
  * that `check` refuses what `up` would. */
 #define CLUSTER_MTU_MAX       9000u

@@ -24,8 +24,8 @@
 /* The part of an XChaCha20 nonce that HChaCha20 consumes. */
 #define XNONCE_HEAD_LEN  crypto_core_hchacha20_INPUTBYTES
 /* Tags are compared with crypto_verify_16: constant time, as
- * sodium_memcmp, and about 6x faster (its bytes one at a time through a
- * volatile), a cost paid on every message opened. */
+ * sodium_memcmp, and cheaper (that one takes its bytes one at a time
+ * through a volatile), a cost paid on every message opened. */
 _Static_assert(WG_AEAD_TAG_LEN == crypto_verify_16_BYTES, "tags are 16 bytes");
 
 static const char *const backend_names[AEAD_BACKEND_COUNT] = {
@@ -111,9 +111,10 @@ int aead_set_backend(enum aead_backend backend)
     return 0;
 }
 
-/* libcrypto pays a set-up of about 400 ns a call (its EVP parameter
- * machinery), libsodium about 250: below AEAD_SMALL_LEN bytes (TCP ACKs,
- * handshakes, keepalives) libsodium is the faster one, above it libcrypto. */
+/* libcrypto pays a larger set-up a call than libsodium (its EVP parameter
+ * machinery): below AEAD_SMALL_LEN bytes (TCP ACKs, handshakes,
+ * keepalives) libsodium is the faster one, above it libcrypto
+ * (bench/README.md). */
 int aead_set_default_backend(void)
 {
     int ret = aead_set_backend(AEAD_BACKEND_OPENSSL);

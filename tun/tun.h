@@ -10,8 +10,8 @@
 /* The packets the kernel queues on a TUN device for its reader before it
  * drops (txqueuelen; the kernel's default is 500). A receiver's ACKs for
  * a long fat path arrive in bursts while the daemon is busy decrypting:
- * on a 40-80 ms path at 1 Gbit/s, 500 dropped 2.5k-14k ACKs per 14 s run
- * and 5000 removed most of them at no cost in rate (issue 44). */
+ * the default dropped many of them, this almost none (issue 44;
+ * bench/README.md). */
 #define TUN_TXQUEUELEN 5000u
 
 struct tun_options {

@@ -12,7 +12,7 @@
 #include "overlay/control/control_int.h"
 #include "overlay/membership/certs.h"
 #include "overlay/control/uapi.h"
-#include "overlay/engine/device.h"
+#include "overlay/engine/model/device.h"
 #include "overlay/registry/registry.h"
 
 /* Upper bounds of the text written, for sizing the buffer. The longest

@@ -78,7 +78,7 @@ enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL
 #define CONTROL_KEY_REGISTRY_REVISION "registry_revision"
 #define CONTROL_KEY_REGISTRY_ENDPOINT "registry_endpoint"
 #define CONTROL_KEY_REGISTRY_ERROR    "registry_error"
-/* What members' hints cost (engine/device.h's device_stats): bytes sent
+/* What members' hints cost (engine/model/device.h's device_stats): bytes sent
  * to addresses that had not answered, sends refused for want of credit,
  * relay trials that failed, relays dropped when answers stopped. */
 #define CONTROL_KEY_HINT_BYTES      "hint_bytes"
@@ -86,7 +86,7 @@ enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL
 #define CONTROL_KEY_RELAY_TRIALS_FAILED "relay_trials_failed"
 #define CONTROL_KEY_RELAY_DROPPED   "relay_dropped"
 /* get=ddpnet's interface section: what the kernel dropped before the
- * daemon saw it (engine/device.h's device_stats): datagrams at the UDP
+ * daemon saw it (engine/model/device.h's device_stats): datagrams at the UDP
  * sockets (their receive buffer full), packets at ddp0's transmit queue;
  * and the receive buffer each socket got, in bytes as `socket-buffer`
  * counts them (absent: unknown). */

@@ -26,7 +26,7 @@
 #include "config/addr.h"
 #include "overlay/control/control_int.h"
 #include "overlay/control/uapi.h"
-#include "overlay/engine/device.h"
+#include "overlay/engine/model/device.h"
 
 struct set_ctx {
     struct device *dev;

@@ -14,7 +14,7 @@
 #include "overlay/base/version.h"
 #include "overlay/control/control_int.h"
 #include "overlay/control/metrics.h"
-#include "overlay/engine/device.h"
+#include "overlay/engine/model/device.h"
 #include "overlay/loop/loop.h"
 #include "overlay/registry/registry.h"
 

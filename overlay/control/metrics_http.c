@@ -21,7 +21,7 @@
 #include "overlay/base/clock.h"
 #include "overlay/base/log.h"
 #include "overlay/control/metrics.h"
-#include "overlay/engine/device.h"
+#include "overlay/engine/model/device.h"
 
 #define METRICS_BACKLOG     16
 #define METRICS_LOG_MAX     256u

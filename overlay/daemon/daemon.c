@@ -323,10 +323,9 @@ static unsigned route_mtu(struct setup *s, struct nl *nl)
 
 /* Super-packets from ddp0 no larger than one GSO send carries: a 64 KiB
  * one would leave in two sends (the second of one segment) and arrive as
- * two GRO batches and two TUN writes, twice the per-packet work. Capped,
- * one TCP stream measured 16% faster at 12% less CPU per GB (medians of
- * ten interleaved rounds on the bench testbed). Where the kernel refuses,
- * ddp0 still works, at that cost. */
+ * two GRO batches and two TUN writes, twice the per-packet work (the
+ * figures: bench/README.md). Where the kernel refuses, ddp0 still works,
+ * at that cost. */
 static void cap_super_packets(struct nl *nl, int ifindex, unsigned mtu)
 {
     unsigned segs = pkt_gso_segments(mtu);
@@ -766,8 +765,8 @@ static unsigned threads_from_env(const char *name, unsigned fallback)
 }
 
 /* Crypto workers: DDPNET_CRYPTO_THREADS if set, else one per core beyond
- * the two that the loop and the kernel's network stack keep busy (on a
- * two-core machine, inline crypto measured faster: see crypto_pool.h). */
+ * the two that the loop and the kernel's network stack keep busy (on two
+ * cores inline crypto is faster: crypto_pool.h, bench/README.md). */
 #define CRYPTO_THREADS_MAX 8
 static unsigned crypto_threads(void)
 {

@@ -11,7 +11,7 @@
 #include "overlay/control/control.h"
 #include "overlay/control/metrics.h"
 #include "overlay/daemon/services.h"
-#include "overlay/engine/device.h"
+#include "overlay/engine/model/device.h"
 #include "overlay/loop/resolver.h"
 #include "overlay/membership/members.h"
 #include "overlay/registry/registry.h"

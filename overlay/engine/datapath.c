@@ -209,10 +209,55 @@ static bool no_member_at(const struct device *dev, const struct inner *in)
            !cluster_addr_is_broadcast(&a, dev->cluster.prefix);
 }
 
+/* Why a read from ddp0 goes no further: the send side's drops, each
+ * leaving through tx_drop, which counts it once under its reason (struct
+ * device_stats; rx_drop is the receive side's). Packets waiting for a
+ * session that give up are the staging store's (stage.h's stats). */
+enum tx_drop {
+    TX_DROP_NOT_OURS,     /* malformed, disco's own, or to no member and outside
+                           * the overlay's network (the kernel's multicast): not counted */
+    TX_DROP_UNREACHABLE,  /* to an address no member holds, or to a peer that does
+                           * not answer: refused_unreachable, ICMP unreachable sent */
+    TX_DROP_TOO_BIG,      /* larger than the path, and not to be cut: refused_too_big,
+                           * ICMP "too big" (the path's MTU) sent */
+    TX_DROP_UNCUT,        /* a super-packet its vnet header does not let us cut
+                           * (or a staged one lost): not counted */
+    TX_DROP_NO_KEY,       /* the keypair cannot seal it (its counter or age ran
+                           * out since it was chosen): not counted */
+};
+
 /* A packet read from ddp0 that goes to no peer (dropped, or answered here
  * with an ICMP error) has no answer to wait for on the network: the
  * busy-poll window it opened closes (loop_packet_unawaited), so that the
- * kernel's own multicast and the like keep an idle daemon asleep. */
+ * kernel's own multicast and the like keep an idle daemon asleep. Takes
+ * pkt (ip: its packet of len bytes, answered; mtu: the path's, for
+ * TX_DROP_TOO_BIG). */
+static void tx_drop(struct device *dev, struct pkt *pkt, enum tx_drop why, const uint8_t *ip,
+                    uint32_t len, unsigned mtu)
+{
+    struct device_stats *st = &dev->stats;
+
+    /* Only a read ddp0 just gave is unawaited; a cut or seal that failed
+     * was on its way to a peer, or came from the staging store. */
+    if (why == TX_DROP_NOT_OURS || why == TX_DROP_UNREACHABLE || why == TX_DROP_TOO_BIG)
+        loop_packet_unawaited(dev->loop);
+    switch (why) {
+    case TX_DROP_UNREACHABLE:
+        st->refused_unreachable++;
+        answer_icmp(dev, pkt, ip, len, ICMP_ERROR_UNREACHABLE, 0);
+        return;
+    case TX_DROP_TOO_BIG:
+        st->refused_too_big++;
+        answer_icmp(dev, pkt, ip, len, ICMP_ERROR_TOO_BIG, mtu);
+        return;
+    case TX_DROP_NOT_OURS:
+    case TX_DROP_UNCUT:
+    case TX_DROP_NO_KEY:
+        break;
+    }
+    loop_pkt_put(dev->loop, pkt);
+}
+
 void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
 {
     const uint8_t *ip = pkt->in + OFFLOAD_VNET_HDR_LEN;
@@ -223,34 +268,24 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
 
     if (pkt->len < OFFLOAD_VNET_HDR_LEN || vnet_hdr_parse(pkt->in, pkt->len, &h) ||
         !parse_inner(ip, len, &in) || is_disco(ip, &in)) {
-        loop_packet_unawaited(dev->loop);
-        loop_pkt_put(dev->loop, pkt);
+        tx_drop(dev, pkt, TX_DROP_NOT_OURS, ip, len, 0);
         return;
     }
     if (!(p = device_peer_by_address(dev, in.family, in.dst))) {
-        loop_packet_unawaited(dev->loop);
         /* No member there (any more: a reload removed it): the sender
          * learns at once, as from a member that does not answer. */
-        if (no_member_at(dev, &in)) {
-            dev->stats.refused_unreachable++;
-            answer_icmp(dev, pkt, ip, len, ICMP_ERROR_UNREACHABLE, 0);
-            return;
-        }
-        loop_pkt_put(dev->loop, pkt);
+        tx_drop(dev, pkt, no_member_at(dev, &in) ? TX_DROP_UNREACHABLE : TX_DROP_NOT_OURS, ip,
+                len, 0);
         return;
     }
     dev->stats.tun_reads++;
     if (p->wg.no_answer && !datapath_ready(p, now)) {
-        loop_packet_unawaited(dev->loop);
         handshake_send_initiation(p, false, now);   /* paced: it may be back */
-        dev->stats.refused_unreachable++;
-        answer_icmp(dev, pkt, ip, len, ICMP_ERROR_UNREACHABLE, 0);
+        tx_drop(dev, pkt, TX_DROP_UNREACHABLE, ip, len, 0);
         return;
     }
     if (too_big(p, &h, ip, len, path_mtu(p))) {
-        loop_packet_unawaited(dev->loop);
-        dev->stats.refused_too_big++;
-        answer_icmp(dev, pkt, ip, len, ICMP_ERROR_TOO_BIG, path_mtu(p));
+        tx_drop(dev, pkt, TX_DROP_TOO_BIG, ip, len, path_mtu(p));
         return;
     }
     if (p->wg.staged.packets || !datapath_ready(p, now)) {
@@ -262,7 +297,7 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
     }
     int n = prepare(dev, p, pkt);
     if (n <= 0) {
-        loop_pkt_put(dev->loop, pkt);
+        tx_drop(dev, pkt, TX_DROP_UNCUT, ip, len, 0);
         return;
     }
     pkt->op = PKT_HELD;
@@ -271,9 +306,8 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
 
 /* Work of at most this many bytes is done on the loop's thread when no
  * job is in flight, workers or not: handing it to a worker and taking it
- * back costs two thread wake-ups, tens of microseconds on a VM, where
- * sealing a ping, a TCP ACK or a message of a few KiB takes a few
- * (bench/README.md has the figures). It must stay below a bulk flow's super-packets
+ * back costs two thread wake-ups, more than sealing a ping, a TCP ACK or
+ * a message of a few KiB takes (bench/README.md has the figures). It must stay below a bulk flow's super-packets
  * (up to 44 x 1420 bytes): those go to the workers and keep them busy, and
  * while they are, small packets go there too, behind them. */
 #define DATAPATH_INLINE_BYTES (16u * 1024u)
@@ -354,7 +388,7 @@ static void send_batch(struct peer *p, struct pkt **pkts, unsigned n, uint64_t n
         if (datapath_seal(p, kp, pkt, path_mtu(p), now))
             sent = true;
         else
-            loop_pkt_put(p->dev->loop, pkt);
+            tx_drop(p->dev, pkt, TX_DROP_NO_KEY, NULL, 0, 0);
     }
     if (sent)
         peer_sent(p, 0, sent_data, now);   /* datapath_seal counted the bytes */
@@ -391,7 +425,7 @@ void datapath_send_staged(struct peer *p, uint64_t now)
             long len = peer_unstage(p, pkt->in, PKT_IN_CAP);
             pkt->len = len < 0 ? 0 : (uint32_t)len;
             if (len < 0 || prepare(p->dev, p, pkt) <= 0) {
-                loop_pkt_put(p->dev->loop, pkt);
+                tx_drop(p->dev, pkt, TX_DROP_UNCUT, NULL, 0, 0);
                 continue;
             }
             pkt->op = PKT_HELD;

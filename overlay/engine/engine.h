@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "overlay/engine/device.h"
+#include "overlay/engine/model/device.h"
 #include "overlay/engine/device_setup.h"
 #include "overlay/engine/paths/paths.h"
 #include "overlay/loop/loop.h"

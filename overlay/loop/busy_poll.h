@@ -3,9 +3,9 @@
  * sleeping in it.
  *
  * Why: on the VMs that clusters run on, waking a sleeping process on an
- * idle vCPU costs tens of microseconds (an IPI and a VM exit), and a
- * request-response exchange through the tunnel wakes the daemons up to
- * four times (ping: 230 us where the bare link takes 10). A daemon that
+ * idle vCPU costs an IPI and a VM exit, and a request-response exchange
+ * through the tunnel wakes the daemons up to four times, so a ping costs
+ * many times the bare link's (bench/README.md). A daemon that
  * keeps polling for a short window after a packet catches the answer
  * without being woken. It yields the CPU on every empty poll, so the
  * processes it waits for still run.
@@ -31,8 +31,7 @@
  * CPU is wanted: the loop times its yields, and once others have had more than half of its CPU since the
  * window opened (busy_poll_yielded), the window closes, so the loop sleeps
  * and leaves the CPU to that work (an all_reduce's ranks on a small
- * machine: a window of 20 ms without this made a 64 KiB all_reduce on 2
- * vCPUs 1.2x slower). Pure logic over a caller's clock, so it tests
+ * machine, which a long window without this slowed: bench/README.md). Pure logic over a caller's clock, so it tests
  * without a ring. */
 #ifndef DDPNET_BUSY_POLL_H
 #define DDPNET_BUSY_POLL_H

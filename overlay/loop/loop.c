@@ -35,10 +35,9 @@
  * non-blocking mode for io_uring), and so, once several receives race for
  * one datagram, does a UDP receive: each packet then wakes a worker and
  * then the loop. Polling the fds through the ring and reading them on the
- * loop's thread instead was measured on the bench testbed (2 vCPUs, three
- * interleaved rounds): ping 10% faster, but one TCP stream 15% slower at
- * 7% more CPU per GB (probably because the workers' copies overlap the
- * loop's crypto on the other core). Kept as it is. */
+ * loop's thread instead was tried: faster pings, slower streams (the
+ * workers' copies overlap the loop's crypto; bench/README.md). Kept as
+ * it is. */
 static int make_blocking(int fd)
 {
     int flags = fcntl(fd, F_GETFL);
@@ -168,8 +167,8 @@ void loop_send(struct loop *l, struct pkt *pkt, const union endpoint *dst)
      * messages reach the kernel in the order of their counters. Spread
      * by inner flow instead, a lane that fell behind let another send
      * more than the receiver's replay window ahead of it
-     * (WG_REPLAY_WINDOW, 8128 messages: 19 ms at 5 Gbit/s), and the
-     * receiver dropped what came late as replays. */
+     * (WG_REPLAY_WINDOW, 8128 messages: a few ms of a fast stream), and
+     * the receiver dropped what came late as replays. */
     pkt->lane = l->lanes.n ? pick_lane(l, endpoint_hash(dst),
                                        (size_t)(pkt->nseg - 1u) * pkt->stride + pkt->len)
                            : -1;

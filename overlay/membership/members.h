@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "overlay/engine/device.h"
+#include "overlay/engine/model/device.h"
 
 /* What a reload says, line by line, to whoever asked: kind is
  * MEMBERS_SAY_CHANGE ("added node-d"), MEMBERS_SAY_ERROR ("14: unknown key
@@ -66,7 +66,7 @@ uint64_t members_certs_run(struct device *dev, uint64_t now);
  * passed on to the other peers, and applied (a stranger on probation promoted, a
  * member added or dropped) by members_certs_run on the loop's next
  * pass. members_certs_run also removes the strangers whose probation
- * ended (engine/probation.h). */
+ * ended (engine/model/probation.h). */
 void members_cert_said(struct peer *p, const char *text, size_t len, uint64_t now);
 
 /* A statement of the authority handed to the node by a person (`ddpnet

@@ -25,7 +25,7 @@
 #include <stddef.h>
 
 #include "config/cluster.h"
-#include "overlay/engine/device.h"
+#include "overlay/engine/model/device.h"
 
 #define REVOCATIONS_SAID_MAX 8u                  /* said on every session */
 #define REVOCATIONS_FILE_MAX (1024u * 1024u)     /* bytes read at set-up */

@@ -39,7 +39,7 @@ FLOOD_IPERF_SECONDS=${FLOOD_IPERF_SECONDS:-4}
 FLOOD_SOURCES=${FLOOD_SOURCES:-16}
 FLOOD_PPS=${FLOOD_PPS:-100000}
 FLOOD_MIN_RATIO=${FLOOD_MIN_RATIO:-0.7}
-# overlay/engine/ratelimit.h
+# overlay/engine/model/ratelimit.h
 RATE_PER_SEC=20 RATE_BURST=5
 [ -x "$HSFLOOD" ] || skip "$HSFLOOD not built (make build/tools/hsflood)"
 A=10.77.0.1 B=10.77.0.2

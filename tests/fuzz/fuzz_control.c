@@ -15,7 +15,7 @@
 #include "overlay/base/log.h"
 #include "overlay/control/control_int.h"
 #include "overlay/control/uapi.h"
-#include "overlay/engine/device.h"
+#include "overlay/engine/model/device.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

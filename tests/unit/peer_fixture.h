@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "overlay/engine/device.h"
+#include "overlay/engine/model/device.h"
 
 /* One zeroed peer for each of dev->cluster's nodes 1..n (node 0 is the
  * device's self): its name, public key and address, no endpoint; stored

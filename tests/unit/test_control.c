@@ -34,7 +34,7 @@
 #include "overlay/control/control.h"
 #include "overlay/control/control_int.h"
 #include "overlay/control/uapi.h"
-#include "overlay/engine/device.h"
+#include "overlay/engine/model/device.h"
 #include "tests/unit/peer_fixture.h"
 
 #define PRIV_HEX "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20"

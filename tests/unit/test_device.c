@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests of the device's in-memory state (overlay/engine/device.c, peer.c): peers
+/* Tests of the device's in-memory state (overlay/engine/model/device.c, device_setup.c, peer.c): peers
  * made from a cluster file, lookup by overlay address (IPv4 and IPv6), by
  * key and by name, endpoints taken from the file, keypair rotation, and the
  * rate estimate. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests of the receiver-index table (overlay/engine/index.c): add, find, remove,
+/* Tests of the receiver-index table (overlay/engine/model/index.c): add, find, remove,
  * full table, and a long random run against a plain array as the model,
  * which exercises removal from the middle of probe runs. */
 #include <setjmp.h>
@@ -11,7 +11,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
-#include "overlay/engine/index.h"
+#include "overlay/engine/model/index.h"
 
 static void test_add_find_remove(void **state)
 {

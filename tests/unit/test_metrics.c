@@ -25,7 +25,7 @@
 #include "overlay/base/clock.h"
 #include "overlay/base/version.h"
 #include "overlay/control/metrics.h"
-#include "overlay/engine/device.h"
+#include "overlay/engine/model/device.h"
 #include "tests/unit/peer_fixture.h"
 
 #define B_B64 "sLGys7S1tre4ubq7vL2+v8DBwsPExcbHyMnKy8zNzs8="

@@ -48,7 +48,7 @@
 #include "config/addr.h"
 #include "overlay/base/clock.h"
 #include "overlay/control/metrics.h"
-#include "overlay/engine/device.h"
+#include "overlay/engine/model/device.h"
 
 #define A_B64 "A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA="
 

@@ -24,7 +24,7 @@
 #include <cmocka.h>
 
 #include "config/cluster.h"
-#include "overlay/engine/device.h"
+#include "overlay/engine/model/device.h"
 #include "overlay/loop/pkt.h"
 #include "tests/unit/tso_read.h"
 

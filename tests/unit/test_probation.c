@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests of the probationary peers' table (overlay/engine/probation.c) on
+/* Tests of the probationary peers' table (overlay/engine/model/probation.c) on
  * a fake clock: the total bound, the per-source share, the 10 s window,
  * ending a probation, and no allocation. */
 #include <errno.h>
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "overlay/engine/probation.h"
+#include "overlay/engine/model/probation.h"
 #include "tests/unit/alloc_count.h"
 
 #define SEC UINT64_C(1000000000)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests of the per-source handshake rate limiter (overlay/engine/ratelimit.c) on a
+/* Tests of the per-source handshake rate limiter (overlay/engine/model/ratelimit.c) on a
  * fake clock: the burst, the steady rate, sources apart, IPv6 by /64, the
  * table bound, expiry of idle sources, and no allocation per call. */
 #include <errno.h>
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "overlay/engine/ratelimit.h"
+#include "overlay/engine/model/ratelimit.h"
 #include "tests/unit/alloc_count.h"
 
 #define SEC UINT64_C(1000000000)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests of the staging store (overlay/engine/stage.c): packets come back whole
+/* Tests of the staging store (overlay/engine/model/stage.c): packets come back whole
  * and in order whatever their size (cells straddled, keepalives of no
  * bytes); each peer is held to its bound by losing its oldest; a full
  * store takes from the peer that holds the most; nothing is allocated
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "overlay/engine/stage.h"
+#include "overlay/engine/model/stage.h"
 #include "tests/unit/alloc_count.h"
 
 #define MAX_PKT (64u * 1024u + 12u)

@@ -4,8 +4,12 @@
  * one concern: disco_io.c (the buffers, sealing and sending, the messages
  * built), disco_intro.c (introductions, and what members say of each
  * other), disco_recv.c (the messages received), disco_sched.c (the
- * schedule, path MTU probing included), disco_relay.c (which relay, what
- * hints cost), disco_local.c (our own candidates). */
+ * schedule, path MTU probing included), disco_due.c (the deadlines set,
+ * a leaf), disco_relay.c (which relay, what hints cost), disco_local.c
+ * (our own candidates). The files call each other in one circle of five
+ * at most (path.c, disco_io.c, disco_intro.c, disco_relay.c,
+ * disco_sched.c); disco_recv.c is above it, disco_due.c and
+ * disco_local.c below (tests/check_layers.sh). */
 #ifndef DDPNET_DISCO_INT_H
 #define DDPNET_DISCO_INT_H
 
@@ -87,18 +91,25 @@ void discovery_on_endpoints(struct peer *x, struct peer *via, const struct disco
 void discovery_on_punch(struct peer *x, struct peer *via, const struct disco_punch *pu,
                         uint64_t now);
 
-/* --- disco_recv.c: messages received ----------------------------------------------- */
 /* A probe PING to p's candidate `to`, when what it costs is paid (answered:
  * where p's authentic packet just came from). */
 void discovery_send_probe(struct peer *p, const struct disco_endpoint *to, bool answered,
                           uint64_t now);
-/* A line when p's path MTU search moved on from `was`. */
-void discovery_log_mtu_changed(struct peer *p, const struct pmtu *was);
-/* The look at members' records that their words asked for, when due. */
-void discovery_records_look(struct device *dev, uint64_t now);
 
 /* --- disco_sched.c: the schedule ----------------------------------------------------- */
 /* A challenge to p's unproven source, when one is due and paid for. */
 void discovery_challenge(struct peer *p, uint64_t now);
+/* A line when p's path MTU search moved on from `was`. */
+void discovery_log_mtu_changed(struct peer *p, const struct pmtu *was);
+/* The look at members' records that their words asked for, when due
+ * (disco_recv.c's record_word asks). */
+void discovery_records_look(struct device *dev, uint64_t now);
+
+/* --- disco_due.c: the deadlines set (discovery_arm, discovery_wake: paths.h) -------- */
+/* p's deadline is `when`, later or earlier (disco_sched.c's visit, which
+ * sets it anew); the device's earliest lowered to it. */
+void discovery_set_due(struct peer *p, uint64_t when);
+
+/* (disco_recv.c: the messages received, discovery_receive: paths.h.) */
 
 #endif

@@ -401,3 +401,23 @@ void discovery_send_endpoints(struct peer *x, uint64_t now)
     discovery_send_features(x, now);
     discovery_send_record(x, now);
 }
+
+/* A probe of the candidate `to`: paid for by the members that named it
+ * (discovery_hint_allows), or, where the peer's authentic packet just came from
+ * (answered), free when that is proven, else from what came from there
+ * (path_unproven_spend). */
+void discovery_send_probe(struct peer *p, const struct disco_endpoint *to, bool answered,
+                       uint64_t now)
+{
+    struct disco_msg *m;
+    union endpoint ep;
+
+    if (!discovery_from_disco(to, &ep))
+        return;
+    m = discovery_probe_msg(p->dev, to, 0);
+    uint32_t sealed = discovery_sealed_len(p, m);
+    if (answered ? !path_unproven_spend(p, &ep, sealed) : !discovery_hint_allows(p, to, sealed, now))
+        return;
+    if (discovery_send(p, m, &ep, now) == 0)
+        disco_ping_sent(&p->disco.state, m->ping.txid, to, now);
+}

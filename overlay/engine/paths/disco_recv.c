@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The disco messages a peer sends us, each handled (discovery_receive):
  * pings answered, pongs that prove paths and time them, RELAYs forwarded,
- * FEATURES, RECORD and NAMES kept; probes of candidates sent and paid
- * for. ENDPOINTS and PUNCH go on to disco_intro.c. */
+ * FEATURES, RECORD and NAMES kept (probes of candidates are sent and
+ * paid for in disco_io.c). ENDPOINTS and PUNCH go on to disco_intro.c.
+ * Above the room's call circle: nothing in paths/ calls it back. */
 #include <string.h>
 
 #include <sodium.h>
@@ -15,26 +16,6 @@
 #define RECORD_RECHECK_NS (1000ull * NS_PER_MS)
 /* And the device's membership looks again at most this often. */
 #define RECORDS_COALESCE_NS (100ull * NS_PER_MS)
-
-/* A probe of the candidate `to`: paid for by the members that named it
- * (discovery_hint_allows), or, where the peer's authentic packet just came from
- * (answered), free when that is proven, else from what came from there
- * (path_unproven_spend). */
-void discovery_send_probe(struct peer *p, const struct disco_endpoint *to, bool answered,
-                       uint64_t now)
-{
-    struct disco_msg *m;
-    union endpoint ep;
-
-    if (!discovery_from_disco(to, &ep))
-        return;
-    m = discovery_probe_msg(p->dev, to, 0);
-    uint32_t sealed = discovery_sealed_len(p, m);
-    if (answered ? !path_unproven_spend(p, &ep, sealed) : !discovery_hint_allows(p, to, sealed, now))
-        return;
-    if (discovery_send(p, m, &ep, now) == 0)
-        disco_ping_sent(&p->disco.state, m->ping.txid, to, now);
-}
 
 static void on_ping(struct peer *p, const union endpoint *src, struct peer *via,
                     const struct disco_ping *pi, uint64_t now)
@@ -66,35 +47,6 @@ static void on_ping(struct peer *p, const union endpoint *src, struct peer *via,
      * sides can move to the direct path within a round trip. */
     if (direct && p->path.via && (pi->flags & DISCO_PING_F_PROBE))
         discovery_send_probe(p, &from, true, now);
-}
-
-/* What the search found, when it differs from what the log last said:
- * a search ended (a new path's, or one that found another size), or the
- * size in use moved while one was known, or it stopped getting through
- * (was: the search's state before this step of it). A rekey's new search
- * that finds the same size says nothing. The network (a forged ICMP) can
- * make it move: rate-limited. */
-void discovery_log_mtu_changed(struct peer *p, const struct pmtu *was)
-{
-    const struct pmtu *m = &p->path.pmtu;
-    unsigned mtu = path_mtu(p);
-    char path[96];
-
-    if (was->found && !m->found) {
-        path_format(p, path, sizeof(path));
-        log_info_peer_rl("peer %s: %u-byte packets stopped getting through (%s): %u until "
-                         "a new search ends", p->member.name, (unsigned)was->current, path, mtu);
-    } else if (!m->found || mtu == p->path.pmtu_logged) {
-        return;
-    } else {
-        path_format(p, path, sizeof(path));
-        if (p->path.pmtu_logged)
-            log_info_peer_rl("peer %s: path MTU %u, was %u (%s)", p->member.name, mtu,
-                             (unsigned)p->path.pmtu_logged, path);
-        else
-            log_info_peer_rl("peer %s: path MTU %u (%s)", p->member.name, mtu, path);
-    }
-    p->path.pmtu_logged = (uint16_t)mtu;
 }
 
 static void on_pong(struct peer *p, const union endpoint *src, struct peer *via,
@@ -170,16 +122,6 @@ static void record_word(struct peer *p, bool changed, uint64_t now)
         dev->records_due_ns = at;
     if (dev->disco.next_check_ns > at)
         dev->disco.next_check_ns = at;
-}
-
-/* The look record_word asked for, when it is due. */
-void discovery_records_look(struct device *dev, uint64_t now)
-{
-    if (!dev->records_due_ns || now < dev->records_due_ns)
-        return;
-    dev->records_due_ns = 0;
-    dev->records_checked_ns = now;
-    dev->records_changed(dev, now);
 }
 
 static void on_features(struct peer *p, uint32_t features, uint64_t now)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Discovery's schedule, on WireGuard's timer model (timers.h): each peer
- * has one deadline (p->disco.due_ns), set only through arm(), which lowers
+ * has one deadline (p->disco.due_ns), set only in disco_due.c, which lowers
  * the device's earliest (disco.next_check_ns). It is the earliest of the
  * peer's next action (next_timer) and of the instants its facts change
  * with time alone (facts_change_at: its keypair too old, answers stopped,
@@ -87,8 +87,8 @@ static bool can_probe_mtu(const struct peer *p, uint64_t now)
 
 /* A path that carries no data is not confirmed (RFC 8899 lets the
  * confirmation timer rest while nothing is sent): an idle peer's path
- * costs no probes (two a minute, and their answers, otherwise: 40% of an
- * idle cluster's datagrams), and its confirmation comes as soon as data
+ * costs no probes (otherwise a large share of an idle cluster's
+ * datagrams: bench/README.md), and its confirmation comes as soon as data
  * flows again (data armed the peer anew: timers.c). */
 static bool mtu_confirm_rests(const struct peer *p, uint64_t now)
 {
@@ -307,22 +307,6 @@ static uint64_t facts_change_at(const struct peer *p, uint64_t now)
     return at;
 }
 
-/* Every discovery deadline is set here, so that the device's earliest
- * (next_check_ns) is never later than a peer's: the loop then looks at the
- * peers only when one is due (discovery_run_timers), as timers.c's arm. */
-static void arm(struct peer *p, uint64_t when)
-{
-    p->disco.due_ns = when;
-    if (when < p->dev->disco.next_check_ns)
-        p->dev->disco.next_check_ns = when;
-}
-
-void discovery_arm(struct peer *p, uint64_t when)
-{
-    if (when < p->disco.due_ns)
-        arm(p, when);
-}
-
 /* p looked at: its due actions run, its deadline set anew. A relay that
  * turned good or bad changes the facts of the peers it carries or might
  * carry: they are looked at too. */
@@ -336,7 +320,7 @@ static void visit(struct peer *p, uint64_t now)
         discovery_timers(p, now);
     next = next_timer(p, now);
     change = facts_change_at(p, now);
-    arm(p, change < next ? change : next);
+    discovery_set_due(p, change < next ? change : next);
     good = discovery_relay_good(p, now);
     if (good != p->disco.relay_good) {
         p->disco.relay_good = good;
@@ -344,10 +328,43 @@ static void visit(struct peer *p, uint64_t now)
     }
 }
 
-void discovery_wake(struct device *dev)
+/* The look record_word asked for, when it is due. */
+void discovery_records_look(struct device *dev, uint64_t now)
 {
-    dev->disco.next_check_ns = 0;
-    dev->disco.wake_all = true;
+    if (!dev->records_due_ns || now < dev->records_due_ns)
+        return;
+    dev->records_due_ns = 0;
+    dev->records_checked_ns = now;
+    dev->records_changed(dev, now);
+}
+
+/* What the search found, when it differs from what the log last said:
+ * a search ended (a new path's, or one that found another size), or the
+ * size in use moved while one was known, or it stopped getting through
+ * (was: the search's state before this step of it). A rekey's new search
+ * that finds the same size says nothing. The network (a forged ICMP) can
+ * make it move: rate-limited. */
+void discovery_log_mtu_changed(struct peer *p, const struct pmtu *was)
+{
+    const struct pmtu *m = &p->path.pmtu;
+    unsigned mtu = path_mtu(p);
+    char path[96];
+
+    if (was->found && !m->found) {
+        path_format(p, path, sizeof(path));
+        log_info_peer_rl("peer %s: %u-byte packets stopped getting through (%s): %u until "
+                         "a new search ends", p->member.name, (unsigned)was->current, path, mtu);
+    } else if (!m->found || mtu == p->path.pmtu_logged) {
+        return;
+    } else {
+        path_format(p, path, sizeof(path));
+        if (p->path.pmtu_logged)
+            log_info_peer_rl("peer %s: path MTU %u, was %u (%s)", p->member.name, mtu,
+                             (unsigned)p->path.pmtu_logged, path);
+        else
+            log_info_peer_rl("peer %s: path MTU %u (%s)", p->member.name, mtu, path);
+    }
+    p->path.pmtu_logged = (uint16_t)mtu;
 }
 
 /* The device's own deadlines: the look at records record_word asked for,
@@ -372,7 +389,7 @@ uint64_t discovery_run_timers(struct device *dev, uint64_t now)
     if (now < d->next_check_ns)
         return d->next_check_ns;
     /* Deadlines armed while the peers run (one peer's punch starts
-     * another's attempt) lower it again through arm(). */
+     * another's attempt) lower it again (disco_due.c). */
     d->next_check_ns = UINT64_MAX;
     next = device_deadlines(dev, now);
     all = d->wake_all;

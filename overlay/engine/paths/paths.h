@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Paths and discovery: the room beside the WireGuard core, a folder of
  * its own (overlay/engine/paths/: path.c, disco_io.c, disco_intro.c,
- * disco_recv.c, disco_sched.c, disco_relay.c, disco_local.c; their calls
+ * disco_recv.c, disco_sched.c, disco_due.c, disco_relay.c, disco_local.c; their calls
  * among themselves in disco_int.h). It decides where a peer's sealed messages
  * go (direct or through a relay), relays for others, and speaks disco on
  * the sessions the core makes.
@@ -11,8 +11,8 @@
  * sealed messages to this peer" (path_send), "authenticated traffic from
  * this peer came via this source" (path_received, discovery_receive). This
  * room reaches the core back only through the struct core_ops the core
- * hands discovery_init; it includes device.h (the shared model) and this
- * header, never engine.h or timers.h (tests/check_layers.sh fails if it
+ * hands discovery_init; it includes model/device.h (the shared model, a
+ * room below both) and this header, never engine.h or timers.h (tests/check_layers.sh fails if it
  * does, or if it names a core function). */
 #ifndef DDPNET_PATHS_H
 #define DDPNET_PATHS_H
@@ -20,8 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "overlay/engine/device.h"
-#include "overlay/engine/device_setup.h"
+#include "overlay/engine/model/device.h"
 #include "overlay/base/wire.h"
 #include "overlay/loop/loop.h"
 #include "overlay/loop/pkt.h"
@@ -138,8 +137,29 @@ void path_forward(struct device *dev, struct peer *from, struct peer *to, const 
  * length or a negative errno. */
 int path_disco_packet(const struct device *dev, const struct peer *to, const struct disco_msg *m,
                       uint8_t *out, size_t cap);
-/* (path_flush, discovery_wake, discovery_node_hints and discovery_local_refresh, which
- * membership and the daemon call too: device_setup.h.) */
+
+/* --- what membership and the daemon call too (through device_setup.h) ------------- */
+/* Sends what the relay gathered for others (path.c). */
+void path_flush(struct device *dev, uint64_t now);
+/* A fact of the whole device changed (the members, its own candidates):
+ * discovery_run_timers (paths.h) looks at every peer on the loop's next
+ * turn. A change to one peer's facts arms that peer (discovery_arm). */
+void discovery_wake(struct device *dev);
+/* What node's registry record says of where it may be reached (its
+ * candidates and observed address; membership calls this for a new peer
+ * and when they change): hints for p, paid from the registry's credit
+ * until they answer (the record may be anyone's word). */
+void discovery_node_hints(struct peer *p, const struct cluster_node *node, uint64_t now);
+/* Sends one statement of the authority (a certificate or revocation,
+ * its text line) to p in a disco CERT (disco_io.c); what a peer that
+ * predates CERT drops as an unknown type. */
+void discovery_send_cert(struct peer *p, const char *text, size_t len, uint64_t now);
+/* A stranger on probation became a member (membership's promotion): what
+ * its probation put off comes now -- our ENDPOINTS (where the members
+ * are), and its introduction to the peers we reach. */
+void discovery_promoted(struct peer *p, uint64_t now);
+/* Reads the interface addresses: this node's local candidates (disco_local.c). */
+void discovery_local_refresh(struct device *dev, uint64_t now);
 
 /* --- disco_*.c: the disco messages and the schedule carried out ------------------- */
 /* Sets up this room's state in dev; core: how it reaches the core back

@@ -7,7 +7,7 @@
 
 #include <sodium.h>
 
-#include "overlay/engine/ratelimit.h"
+#include "overlay/engine/model/ratelimit.h"
 
 #define COST_NS      (WG_NSEC_PER_SEC / RATELIMIT_PER_SEC)
 #define BUCKET_NS    (RATELIMIT_BURST * COST_NS)

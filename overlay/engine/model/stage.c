@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "overlay/engine/stage.h"
+#include "overlay/engine/model/stage.h"
 
 #define CELL_DATA (STAGE_CELL_BYTES - sizeof(uint32_t))
 #define LEN_BYTES sizeof(uint32_t)

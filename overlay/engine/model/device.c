@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The device: peers made from the cluster file, lookups by key, name and
- * overlay address, and small shared helpers (clock, endpoint text). */
+/* The model's lookups: peers by overlay address, key and disco id (the
+ * map, rebuilt when the peers change), a pool buffer counted when there
+ * is none, the kernel's drop count refreshed, a node's listed endpoint.
+ * It calls nothing of the engine above it (the core, paths/): both rooms
+ * call it (tests/check_layers.sh: no call circle). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -11,8 +14,8 @@
 #include <sodium.h>
 
 #include "overlay/base/hash.h"
-#include "overlay/engine/device_setup.h"
-#include "overlay/engine/engine.h"
+#include "overlay/engine/model/device.h"
+#include "overlay/loop/loop.h"
 
 /* Overlay address -> peer, open addressing, built once. */
 struct peer_map {
@@ -205,73 +208,4 @@ void device_node_endpoint(union endpoint *e, const struct cluster_node *n)
         e->in6.sin6_port = htons(n->endpoint.port);
         memcpy(&e->in6.sin6_addr, n->endpoint.addr.bytes, 16);
     }
-}
-
-int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint64_t now)
-{
-    int ret = -ENOMEM;
-
-    dev->local = noise_local_new(private_key);
-    dev->peers = calloc(dev->cluster.n_nodes, sizeof(*dev->peers));
-    if (!dev->local || !dev->peers)
-        goto fail;
-    cookie_checker_init(&dev->checker, dev->local->public_key, now);
-    /* Each peer: one handshake and three keypairs at most; the strangers
-     * on probation are peers too. */
-    ret = index_table_init(&dev->indices, DEVICE_INDICES(dev->cluster.n_nodes));
-    if (!ret)
-        ret = stage_init(&dev->stage, STAGE_TOTAL_BYTES, STAGE_PEER_BYTES);
-    if (!ret)
-        ret = ratelimit_init(&dev->ratelimit, RATELIMIT_TABLE_MAX);
-    if (ret)
-        goto fail;
-    for (size_t i = 0; i < dev->cluster.n_nodes; i++) {
-        const struct cluster_node *n = &dev->cluster.nodes[i];
-        if (n == dev->self)
-            continue;
-        struct peer *p = peer_create(dev, &dev->cluster, n);
-        if (!p) {
-            ret = -EINVAL;   /* only a low-order key makes this fail */
-            goto fail;
-        }
-        device_node_endpoint(&p->path.endpoint, n);
-        p->member.listed = p->path.endpoint;
-        p->path.endpoint_proven = true;   /* the operator's word */
-        dev->peers[dev->n_peers++] = p;
-    }
-    ret = map_build(dev);
-    if (!ret)
-        ret = discovery_init(dev, &engine_core_ops);
-    if (ret)
-        goto fail;
-    return 0;
-fail:
-    device_destroy(dev);
-    return ret;
-}
-
-void device_destroy(struct device *dev)
-{
-    discovery_destroy(dev);
-    for (size_t i = 0; i < dev->n_peers; i++)
-        peer_free(dev->peers[i]);
-    free(dev->peers);
-    dev->peers = NULL;
-    dev->n_peers = 0;
-    map_free(dev->by_address);
-    dev->by_address = NULL;
-    index_table_destroy(&dev->indices);
-    stage_destroy(&dev->stage);
-    ratelimit_destroy(&dev->ratelimit);
-    noise_local_free(dev->local);
-    dev->local = NULL;
-    sodium_memzero(&dev->checker, sizeof(dev->checker));
-    /* Membership's inputs (the model itself, dev->cluster, is its owner's). */
-    cluster_free(&dev->file);
-    free(dev->registered);
-    dev->registered = NULL;
-    free(dev->gone);
-    dev->gone = NULL;
-    dev->n_gone = 0;
-    dev->n_registered = 0;
 }

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "overlay/engine/ratelimit.h"
+#include "overlay/engine/model/ratelimit.h"
 
 #define PROBATION_MAX         16u
 #define PROBATION_PER_SOURCE  2u

@@ -7,7 +7,7 @@
 
 #include <sodium.h>
 
-#include "overlay/engine/index.h"
+#include "overlay/engine/model/index.h"
 
 int index_table_init(struct index_table *t, size_t max_entries)
 {

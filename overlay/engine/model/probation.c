@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Probationary peers: see probation.h. A linear scan of PROBATION_MAX
  * entries is cheaper than any index at this size. */
-#include "overlay/engine/probation.h"
+#include "overlay/engine/model/probation.h"
 
 #include <errno.h>
 #include <string.h>

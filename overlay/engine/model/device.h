@@ -1,15 +1,22 @@
 /* SPDX-License-Identifier: MIT */
-/* The daemon's state: this node's identity, one peer per other node of the
- * cluster (full mesh) with its path (direct or through a relay) and what
+/* The model: this node's identity, one peer per other node of the cluster
+ * (full mesh) with its path (direct or through a relay) and what
  * discovery knows of it, the UDP sockets, the TUN device and the index
- * table that maps receiver indices to handshakes and keypairs. The engine
- * owns it: the WireGuard core (device.c, peer.c, handshake.c, datapath.c,
- * timers.c) and paths and discovery (paths/: path.c, disco_*.c;
- * paths.h), each writing the parts of struct peer it says; membership
- * changes peers through device_setup.h, the control socket reads it and
- * changes peers only through the functions below. Single-threaded:
- * everything runs on the event loop's thread (overlay/loop/ performs the
- * I/O and knows no peer). */
+ * table that maps receiver indices to handshakes and keypairs. A room of
+ * its own (overlay/engine/model/), below the two that write it: the
+ * WireGuard core (peer.c, handshake.c, datapath.c, timers.c,
+ * device_setup.c) and paths and discovery (paths/: path.c, disco_*.c).
+ * Every part says who writes it (HACKING.md, "State by owner"): the
+ * core, paths/, membership (membership/), the daemon (daemon/, at
+ * set-up), or the control socket through the functions below. Three
+ * kinds, for an engine per core: per core (counters, pools, rings,
+ * scratch buffers, busy-poll state: a shard's own), shared and
+ * read-mostly (the cluster model, peers' keys and addresses, the maps
+ * and index table: changed by membership or a handshake, read by every
+ * packet), and other rooms' (membership's, the registry's, the
+ * daemon's), kept here until they move out of the device. Today
+ * single-threaded: everything runs on the event loop's thread
+ * (overlay/loop/ performs the I/O and knows no peer). */
 #ifndef DDPNET_DEVICE_H
 #define DDPNET_DEVICE_H
 
@@ -28,10 +35,10 @@
 #include "overlay/base/endpoint.h"
 #include "overlay/disco/disco.h"
 #include "overlay/disco/pmtu.h"
-#include "overlay/engine/index.h"
-#include "overlay/engine/probation.h"
-#include "overlay/engine/ratelimit.h"
-#include "overlay/engine/stage.h"
+#include "overlay/engine/model/index.h"
+#include "overlay/engine/model/probation.h"
+#include "overlay/engine/model/ratelimit.h"
+#include "overlay/engine/model/stage.h"
 
 /* Packets wait for a session this long at most (two handshake attempts,
  * time for a relay to come up); then they are dropped and the peer
@@ -252,6 +259,11 @@ struct peer {
     struct peer_member member;
 };
 
+/* Counters, per core: each written where it happens (the core's
+ * datapath.c through rx_drop and tx_drop, handshake.c, handlers.c;
+ * paths/' files for discovery's and relays'), read by the control socket
+ * and the metrics. With an engine per core, one per shard, summed when
+ * shown. */
 struct device_stats {
     uint64_t dropped_unknown_peer;        /* handshakes from keys not in the cluster */
     uint64_t cookies_to_strangers;        /* probation half full: a stranger asked to prove its source */
@@ -296,6 +308,9 @@ struct device_stats {
  * candidates change: disco.h's disco_tick), scratch
  * space for the messages it builds, and messages it forwards as a relay,
  * gathered into one send per destination. */
+/* Written by paths/ alone (disco_local.c the candidates, disco_due.c the
+ * deadlines, disco_io.c the buffers; path.c the forwarding batch); the
+ * buffers and the batch per core, the candidates and gen shared. */
 #define DISCO_SCRATCH_LEN (DEVICE_PKT_CAP + DISCO_RELAY_OVERHEAD + 2 * WG_PADDING_MULTIPLE + \
                            WG_TRANSPORT_MIN_LEN)
 struct disco_device {
@@ -336,11 +351,20 @@ struct certs;
 
 
 struct device {
+    /* --- shared, read-mostly: who this node is and the model it runs.
+     * Set by the daemon and device_init (device_setup.c) at set-up; the
+     * model swapped by membership (members.c) on a reload or a registry
+     * snapshot; the cookie checker's secret turned by handshake.c. */
     char ifname[IFNAMSIZ];
     struct noise_local *local;
     struct cookie_checker checker;
     const struct cluster_node *self;
     struct cluster cluster;               /* the model it runs: the file's and registered nodes */
+    /* --- membership's (membership/), and the registry's and the
+     * daemon's hooks: state of other rooms, kept in the device until it
+     * moves out; the engine reads some (probation, self_cert,
+     * revocations_said, the callbacks) and writes none but probation
+     * (handshake.c adds strangers). */
     /* Membership's inputs (membership/members.c): the cluster file as
      * parsed; the registry's latest nodes (registry/registry.h); this node
      * as it joined through the registry when the file does not list it;
@@ -421,10 +445,15 @@ struct device {
      * in our registry record. NULL: nobody to tell. */
     void (*observed_changed)(struct device *dev);
 
+    /* --- shared, read-mostly: the peers. Made and removed only by
+     * membership through device_setup.h (peer_create, peer_remove) and
+     * device_init; each peer's parts say their writers. */
     size_t n_peers;
     struct peer **peers;                  /* cluster order, self left out */
     disco_id next_peer_id;                /* the next peer's id (ids are never reused) */
 
+    /* --- the daemon's, at set-up (daemon.c): sockets, ddp0, its MTU,
+     * switches from the environment; read by the core and paths/. */
     uint16_t listen_port;
     int udp4_fd, udp6_fd, tun_fd;
     unsigned mtu;
@@ -438,11 +467,18 @@ struct device {
      * as a version before them ($DDPNET_RELAY_FRAMES=whole). */
     bool data_frames_off;
 
+    /* --- tables: the index table shared and read-mostly (written by
+     * handshake.c and peer.c as sessions come and go, read by every
+     * receive); the stage store, the rate limiter and the address map's
+     * lookups the core's (the map installed by membership and
+     * device_setup.c: device_map_install, device_remap). */
     struct index_table indices;
     struct stage_store stage;             /* packets of peers waiting for a session */
     struct ratelimit ratelimit;           /* handshake messages per source address */
     struct peer_map *by_address;          /* overlay address -> peer */
-    struct loop *loop;                    /* the event loop doing our I/O */
+    struct loop *loop;                    /* the event loop doing our I/O (the daemon's) */
+    /* --- per core: the core's data path state (datapath.c, handshake.c,
+     * timers.c), counters, the load test's window. */
     /* Receives being opened on a worker: one handled here meanwhile waits
      * for them (order); seals in flight it need not wait for. */
     unsigned opens_in_flight;
@@ -452,6 +488,7 @@ struct device {
     unsigned load_window_count;
     uint64_t under_load_until_ns;
     uint64_t timers_next_ns;              /* no peer's deadline is earlier (timers.c) */
+    /* --- the daemon's hooks (daemon.c, set at set-up; NULL in tests). */
     /* The kernel's MTU towards an underlay address (its route's, or what
      * ICMP taught it): the daemon's rtnetlink query. 0 or -errno; NULL:
      * none (tests), and the path MTU search relies on probes alone. */
@@ -464,6 +501,7 @@ struct device {
     /* The receive buffer each UDP socket got, in the bytes of
      * `socket-buffer` (the kernel books twice as many); 0: unknown. */
     uint32_t socket_buffer;
+    /* --- paths/' (struct disco_device says which file writes what). */
     struct disco_device disco;
 };
 
@@ -477,6 +515,12 @@ struct peer *device_peer_by_id(struct device *dev, disco_id id);
 struct peer_map *device_map_new(struct peer *const *peers, size_t n);
 void device_map_install(struct device *dev, struct peer_map *m);
 void device_map_free(struct peer_map *m);
+/* The address map rebuilt from dev->peers (after peers were added or
+ * removed, or an address changed): 0, or -ENOMEM with the old map kept. */
+int device_remap(struct device *dev);
+/* The endpoint of a node as the cluster file gives it when it is an IP
+ * literal (AF_UNSPEC otherwise: hostnames are the daemon's to resolve). */
+void device_node_endpoint(union endpoint *e, const struct cluster_node *n);
 /* Refreshes stats.dropped_tun_queue from the kernel, for whoever is
  * about to show the counters (the control socket, the metrics). */
 void device_read_kernel_drops(struct device *dev);
