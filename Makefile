@@ -100,7 +100,7 @@ TEST_DEB_PKGS := clang libcmocka-dev \
                  systemd-container debootstrap podman runc
 
 .PHONY: all deps deps-test unit unit-plain unit-asan test fuzz fuzz-smoke clean check-layers
-.PHONY: e2e demo install
+.PHONY: e2e e2e-shards demo install
 .DELETE_ON_ERROR:
 
 all: bin/ddpnet
@@ -184,7 +184,7 @@ unit-asan: $(ASAN_TESTS)
 # deps-test first: what the tests run is installed (root) where missing.
 test: deps-test
 test: check-layers spdx-check docs-check unit packaging fuzz-smoke mutants
-test: e2e
+test: e2e e2e-shards
 
 # Every shell block of README.md and docs/*.md runs, or is marked an
 # example (tests/docs_blocks.sh; the convention is in docs/testing.md).
@@ -228,6 +228,14 @@ build/tools/%: build/plain/tests/e2e/tools/%.o $(PLAIN_LIB)
 # Each script in tests/e2e under a time limit; skips itself (exit 77) where it cannot run.
 e2e: bin/ddpnet $(E2E_TOOLS)
 	$(Q)tests/e2e/run.sh
+
+# The scripts that carry data, again with the data path on shards
+# (overlay/loop/shard.h) forced on: 2 of them, whatever the cores.
+E2E_SHARDS_SCRIPTS := three_nodes interop nat_traversal path_mtu roaming reload torch \
+                      drops long_path mesh16 metrics registry_nat authority quickstart
+e2e-shards: bin/ddpnet $(E2E_TOOLS)
+	$(Q)DDPNET_SHARDS=2 E2E_LOGDIR=build/e2e-shards \
+	  tests/e2e/run.sh $(patsubst %,tests/e2e/%.sh,$(E2E_SHARDS_SCRIPTS))
 
 # deps-test first, so the build and the demo find what they need.
 demo: deps-test

@@ -13,7 +13,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 limit=${E2E_TIMEOUT:-600}
-logdir=build/e2e
+logdir=${E2E_LOGDIR:-build/e2e}
 mkdir -p "$logdir"
 if [ "$#" -gt 0 ]; then
     scripts=("$@")
