@@ -37,6 +37,7 @@
 #include "overlay/control/control_int.h"
 #include "overlay/control/uapi.h"
 #include "overlay/daemon/daemon.h"
+#include "overlay/membership/certs.h"
 
 /* How long a peer has to answer: WireGuard retries a lost initiation
  * after 5 s (REKEY_TIMEOUT), so one lost packet still gets its second try
@@ -123,6 +124,12 @@ static int iface_line(void *ctx, const char *key, const char *v)
         r->address = v;
     else if (!strcmp(key, CONTROL_KEY_MASTER_ADDRESS))
         r->master_address = v;
+    else if (!strcmp(key, CONTROL_KEY_CLASH_HOLDER))
+        r->clash_holder = v;
+    else if (!strcmp(key, CONTROL_KEY_CLASH_KEY))
+        r->clash_key = v;
+    else if (!strcmp(key, CONTROL_KEY_CLASH_DERIVED))
+        return cli_reply_u64(v, &r->clash_derived);
     else if (!strcmp(key, CONTROL_KEY_MTU)) {
         r->has_mtu = true;
         return cli_reply_u64(v, &r->mtu);
@@ -173,6 +180,11 @@ size_t doctor_unreached(const struct doctor_report *r)
     for (size_t i = 0; i < r->n_peers; i++)
         n += !r->peers[i].probe.reached;
     return n;
+}
+
+bool doctor_ok(const struct doctor_report *r)
+{
+    return !doctor_unreached(r) && !r->clash_holder;
 }
 
 /* --- the table ------------------------------------------------------------------------ */
@@ -295,10 +307,25 @@ static void print_rows(const struct doctor_report *r, FILE *out, uint64_t now)
     }
 }
 
+/* Issue 43: a clash this node lost, and what to do about it. */
+static void print_clash(const struct doctor_report *r, FILE *out)
+{
+    if (r->clash_holder)
+        fprintf(out, "error: address clash: %s, %s, is also %s's (key %s), which the members "
+                "hold first: they do not reach this node. To join: " CERTS_CLASH_WHAT_TO_DO
+                "\n", r->address, r->clash_derived ? "derived from this node's key"
+                : "fixed by this node's certificate", r->clash_holder,
+                r->clash_key ? r->clash_key : "?");
+}
+
 static void print_verdict(const struct doctor_report *r, FILE *out)
 {
     size_t bad = doctor_unreached(r), shown = 0;
 
+    if (bad == 0 && r->clash_holder) {
+        fprintf(out, "NOT READY: %s's address is another member's (below)\n", r->self);
+        return;
+    }
     if (bad == 0) {
         fprintf(out, "ok: %s reached every peer (%zu)\n", r->self, r->n_peers);
         return;
@@ -346,6 +373,7 @@ void doctor_format_table(const struct doctor_report *r, FILE *out, uint64_t now_
     fputc('\n', out);
     print_rows(r, out, now_unix);
     print_verdict(r, out);
+    print_clash(r, out);
     print_drops(r, out);
     fputs("\nenvironment (ddpnet env):\n", out);
     fputs(r->env ? r->env : "  (none: `ddpnet env` failed, see above)\n", out);
@@ -471,14 +499,24 @@ void doctor_format_json(const struct doctor_report *r, FILE *out)
     json_str(out, r->self);
     fputs(",\"address\":", out);
     json_str(out, r->address);
-    fprintf(out, ",\"ok\":%s,\"unreached\":[", doctor_unreached(r) ? "false" : "true");
+    fprintf(out, ",\"ok\":%s,\"unreached\":[", doctor_ok(r) ? "true" : "false");
     for (size_t i = 0; i < r->n_peers; i++) {
         if (r->peers[i].probe.reached)
             continue;
         fputs(n++ ? "," : "", out);
         json_str(out, r->peers[i].name);
     }
-    fputs("],\"peers\":[", out);
+    fputs("],\"address_clash\":", out);
+    if (r->clash_holder) {
+        fputs("{\"holder\":", out);
+        json_str(out, r->clash_holder);
+        fputs(",\"key\":", out);
+        json_str(out, r->clash_key);
+        fprintf(out, ",\"derived\":%s}", r->clash_derived ? "true" : "false");
+    } else {
+        fputs("null", out);
+    }
+    fputs(",\"peers\":[", out);
     for (size_t i = 0; i < r->n_peers; i++) {
         fputs(i ? "," : "", out);
         json_peer(out, &r->peers[i]);
@@ -924,7 +962,7 @@ static int run(const struct cli_args *a, const char *path, struct doctor_report 
         doctor_format_table(r, stdout, (uint64_t)time(NULL));
     if (fflush(stdout) != 0 || ferror(stdout))
         return CLI_EXIT_FAIL;
-    return doctor_unreached(r) || !r->env ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+    return !doctor_ok(r) || !r->env ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
 int cli_doctor(int argc, char **argv)

@@ -44,6 +44,10 @@ struct doctor_report {
      * queue; the receive buffer each socket got (bytes). */
     uint64_t dropped_socket, dropped_tun, socket_buffer;
     bool has_socket_buffer;
+    /* With an authority: the member that holds this node's address (a
+     * clash it lost; NULL: none), its key, whether ours is derived. */
+    const char *clash_holder, *clash_key;
+    uint64_t clash_derived;
     size_t n_peers, cap_peers;
     struct doctor_peer *peers;
     bool rate;                 /* --rate was asked for */
@@ -58,16 +62,20 @@ void doctor_report_free(struct doctor_report *r);
 
 /* The peers not reached. */
 size_t doctor_unreached(const struct doctor_report *r);
+/* Whether the node is ready: every peer reached and no address clash. */
+bool doctor_ok(const struct doctor_report *r);
 
 /* The table: a line naming the node, one row per peer (NAME, ADDRESS,
  * REACHED, PATH, MTU, RTT, HANDSHAKE, and RATE with --rate), a verdict
- * line naming the peers not reached, a warning for each kind of packet
+ * line naming the peers not reached, an error for an address clash this
+ * node lost, with what to do about it, a warning for each kind of packet
  * the kernel dropped, with what to do about it, then the environment a
  * job gets.
  * Handshake ages are relative to now_unix. */
 void doctor_format_table(const struct doctor_report *r, FILE *out, uint64_t now_unix);
 /* The same as one JSON object and a newline: {"interface", "self",
- * "address", "ok", "unreached": [names], "peers": [{"name", "address",
+ * "address", "ok", "unreached": [names], "address_clash": null or
+ * {"holder", "key", "derived"}, "peers": [{"name", "address",
  * "reached", "path", "via", "endpoint", "path_mtu", "rtt_ms",
  * "latest_handshake", "rate_bps"}], "drops": {"socket_overflow",
  * "tun_queue", "socket_buffer"}, "env": {NAME: value}}. */

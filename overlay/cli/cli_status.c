@@ -25,6 +25,7 @@
 #include "overlay/control/control_int.h"
 #include "overlay/control/uapi.h"
 #include "overlay/daemon/daemon.h"
+#include "overlay/membership/certs.h"
 
 /* A table cell; longer text (never from a sane daemon) is cut. */
 #define CELL_MAX        96u
@@ -65,6 +66,10 @@ struct st_resp {
     bool has_listen_port, has_prefix, has_cluster_applied;
     bool has_cert;                   /* this node's certificate's expiry */
     uint64_t cert_expires;
+    /* With an authority: the member that holds our address (a clash we
+     * lost), its key, whether our address is derived from our key. */
+    const char *clash_holder, *clash_key;
+    uint64_t clash_derived;
     size_t n_peers, cap_peers;
     struct st_peer *peers;
 };
@@ -145,6 +150,12 @@ static int iface_line(void *ctx, const char *key, const char *v)
         r->cluster_sum = v;
     else if (!strcmp(key, CONTROL_KEY_REGISTRY_STATE))
         r->registry_state = v;
+    else if (!strcmp(key, CONTROL_KEY_CLASH_HOLDER))
+        r->clash_holder = v;
+    else if (!strcmp(key, CONTROL_KEY_CLASH_KEY))
+        r->clash_key = v;
+    else if (!strcmp(key, CONTROL_KEY_CLASH_DERIVED))
+        return cli_reply_u64(v, &r->clash_derived);
     else if (!strcmp(key, CONTROL_KEY_REGISTRY_ENDPOINT))
         r->registry_endpoint = v;
     else if (!strcmp(key, CONTROL_KEY_REGISTRY_ERROR))
@@ -400,6 +411,17 @@ static void print_drops(FILE *out, const struct st_resp *r)
     fputs("; see ddpnet doctor\n", out);
 }
 
+/* Issue 43: the clash this node lost, loud, with what to do. */
+static void print_clash(FILE *out, const struct st_resp *r)
+{
+    if (!r->clash_holder)
+        return;
+    fprintf(out, "ADDRESS CLASH: %s, %s, is also %s's (key %s), which the members hold first: "
+            "they do not reach this node. To join: " CERTS_CLASH_WHAT_TO_DO "\n", r->address,
+            r->clash_derived ? "derived from this node's key" : "fixed by this node's certificate",
+            r->clash_holder, r->clash_key ? r->clash_key : "?");
+}
+
 static void print_header(FILE *out, const struct st_resp *r, uint64_t now_unix)
 {
     fprintf(out, "%s: node %s, address %s", r->interface, r->self, r->address);
@@ -417,6 +439,7 @@ static void print_header(FILE *out, const struct st_resp *r, uint64_t now_unix)
             fprintf(out, " (%s)", r->registry_error);
         fputc('\n', out);
     }
+    print_clash(out, r);
     print_drops(out, r);
 }
 
@@ -530,8 +553,8 @@ int status_format_frame(const char *response, const struct watch_frame *f, FILE 
 
     if (ret < 0)
         return ret;
-    /* The node's line, the cluster file's, the column names. */
-    head = 2 + has_cluster_file(&r);
+    /* The node's line, the cluster file's, a clash's, the column names. */
+    head = 2 + has_cluster_file(&r) + (r.clash_holder != NULL);
     n_rows = r.n_peers;
     if (f->rows && head + r.n_peers > f->rows)
         n_rows = f->rows > head + 1 ? f->rows - head - 1 : 0;
@@ -670,6 +693,16 @@ int status_format_json(const char *response, FILE *out)
         fprintf(out, "%llu", (unsigned long long)r.cert_expires);
     else
         fputs("null", out);
+    fputs(",\"address_clash\":", out);
+    if (r.clash_holder) {
+        fputs("{\"holder\":", out);
+        json_string(out, r.clash_holder);
+        fputs(",\"key\":", out);
+        json_string(out, r.clash_key);
+        fprintf(out, ",\"derived\":%s}", r.clash_derived ? "true" : "false");
+    } else {
+        fputs("null", out);
+    }
     fputs(",\"registry\":", out);
     if (r.registry_state) {
         fputs("{\"state\":", out);

@@ -21,7 +21,7 @@
  * response; the interface section, its few long lines (the registry's
  * endpoint and error, the cluster's sum) and some twenty short ones. */
 #define GET_PEER_TEXT_MAX   800u
-#define GET_IFACE_TEXT_MAX  1200u
+#define GET_IFACE_TEXT_MAX  1400u
 
 static int alloc_for_peers(const struct device *dev, struct uapi_buf *b)
 {
@@ -232,6 +232,20 @@ static void put_cert_expiry(struct uapi_buf *b, const struct device *dev,
                                                                        : c->not_after);
 }
 
+/* With an authority: the clash this node lost, where there is one. */
+static void put_clash(struct uapi_buf *b, const struct device *dev)
+{
+    const struct certs_clash *c = dev->certs ? certs_clash(dev->certs) : NULL;
+    char key[CERT_KEY_TEXT_LEN + 1];
+
+    if (!c || !c->on)
+        return;
+    cert_key_format(c->holder_key, key);
+    uapi_put_str(b, CONTROL_KEY_CLASH_HOLDER, c->holder);
+    uapi_put_str(b, CONTROL_KEY_CLASH_KEY, key);
+    uapi_put_u64(b, CONTROL_KEY_CLASH_DERIVED, c->derived);
+}
+
 int control_get_ddpnet(struct device *dev, uint64_t now_ns, char **out, size_t *len)
 {
     struct uapi_buf b;
@@ -245,6 +259,7 @@ int control_get_ddpnet(struct device *dev, uint64_t now_ns, char **out, size_t *
     device_read_kernel_drops(dev);
     put_ddpnet_iface(&b, dev);
     put_cert_expiry(&b, dev, dev->self->public_key);
+    put_clash(&b, dev);
     for (size_t i = 0; i < dev->n_peers; i++) {
         if (dev->peers[i]->member.probation)   /* a stranger, no member (yet) */
             continue;

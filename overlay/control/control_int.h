@@ -40,6 +40,14 @@ struct device;
  * seconds); for this node after the interface's keys, for a peer in its
  * section. Absent: no certificate (a node of the file). */
 #define CONTROL_KEY_CERT_EXPIRES    "cert_expires"
+/* With an authority, after cert_expires: this node's address is another
+ * member's, which the members hold first (membership/certs.h's
+ * certs_clash): that member's name and key (base64, as `ddpnet pubkey`
+ * prints it), and 1 when our address is
+ * derived from our key (0: fixed by our certificate). Absent: no clash. */
+#define CONTROL_KEY_CLASH_HOLDER    "address_clash"
+#define CONTROL_KEY_CLASH_KEY       "address_clash_key"
+#define CONTROL_KEY_CLASH_DERIVED   "address_clash_derived"
 #define CONTROL_PATH_DIRECT         "direct"
 #define CONTROL_PATH_RELAY          "relay"
 #define CONTROL_PATH_UNREACHABLE    "unreachable"

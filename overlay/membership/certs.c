@@ -27,6 +27,7 @@ struct certs {
     size_t n_revoked, cap_revoked;
     struct certs_stats st;
     uint64_t next_expiry;                 /* of m[0..n), kept by touched() */
+    struct certs_clash clash;             /* certs_clash_set's */
 };
 
 struct certs *certs_new(const uint8_t authority[CERT_PUBKEY_LEN], certs_changed_fn changed,
@@ -429,4 +430,22 @@ void certs_run(struct certs *s, uint64_t now)
     s->st.expired += dropped;
     if (dropped)
         touched(s);
+}
+
+bool certs_clash_set(struct certs *s, const struct certs_clash *c)
+{
+    bool changed = c->on != s->clash.on ||
+                   (c->on && (memcmp(c->holder_key, s->clash.holder_key, CERT_PUBKEY_LEN) ||
+                              !cluster_addr_equal(&c->address, &s->clash.address)));
+
+    if (c->on)
+        s->clash = *c;
+    else
+        memset(&s->clash, 0, sizeof(s->clash));
+    return changed;
+}
+
+const struct certs_clash *certs_clash(const struct certs *s)
+{
+    return &s->clash;
 }

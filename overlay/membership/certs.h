@@ -133,4 +133,28 @@ void certs_run(struct certs *s, uint64_t now);
 
 void certs_stats(const struct certs *s, struct certs_stats *out);
 
+/* A clash this node lost (issue 43): its certificate's address, derived
+ * from its key (or fixed), is another member's, whose certificate a
+ * member told us (signed: evidence, not a member's word), and the
+ * members keep it (the first come, members.c). Found and set by
+ * membership each time it makes the model; shown by `status` and
+ * `doctor` with what to do. Not a statement: no verdict, no callback. */
+struct certs_clash {
+    bool on;
+    bool derived;                          /* our address derived from our key */
+    struct cluster_addr address;           /* ours, and the holder's */
+    char ours[CLUSTER_NAME_MAX + 1];       /* our certificate's name */
+    char holder[CLUSTER_NAME_MAX + 1];     /* the holder's name */
+    uint8_t holder_key[CERT_PUBKEY_LEN];
+};
+/* What the loser of a clash can do, for the log, `status` and `doctor`. */
+#define CERTS_CLASH_WHAT_TO_DO "a new key for this node (ddpnet genkey, then ddpnet authority " \
+    "sign again for it), a fixed address from the authority (ddpnet authority sign " \
+    "--address), or a larger [cluster] network"
+/* Sets (c->on) or clears (!c->on) the clash; true when it changed (a new
+ * holder, or on to off or back), so that it is logged once. */
+bool certs_clash_set(struct certs *s, const struct certs_clash *c);
+/* The clash held (on false: none). */
+const struct certs_clash *certs_clash(const struct certs *s);
+
 #endif

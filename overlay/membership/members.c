@@ -19,6 +19,7 @@
 
 #include <sodium.h>
 
+#include "config/addr.h"
 #include "config/cluster_diff.h"
 #include "config/cluster_index.h"
 #include "crypto/blake2s.h"
@@ -554,6 +555,19 @@ static bool set_pending(struct device *dev, const struct vouched *vd)
 #define CERT_BURST      64u
 #define CERT_BURST_TOLD (CERT_BURST / 2u)
 
+/* Whether certificate c is ours or a member's of the model we run: one
+ * held but left out of it (its address another's: the first come keeps
+ * it, with_certified) is told to no one, so that no newcomer counts it
+ * before the member that holds its address and cuts that member off. */
+static bool counts(struct device *dev, const struct cert *c)
+{
+    const struct peer *q;
+
+    if (!memcmp(c->subject, dev->local->public_key, CERT_PUBKEY_LEN))
+        return true;
+    return (q = device_peer_by_key(dev, c->subject)) && !q->member.probation;
+}
+
 /* A newcomer, as it is promoted, hears the members' certificates we hold
  * then, so that it counts them though its file lists fewer (at most half
  * its CERT burst: what is beyond, it learns as their sessions with it
@@ -568,7 +582,7 @@ static void tell_newcomer(struct peer *p, uint64_t now)
 
     for (size_t i = 0; i < certs_count(dev->certs) && sent < CERT_BURST_TOLD; i++) {
         const struct cert *c = certs_at(dev->certs, i);
-        if (!memcmp(c->subject, p->public_key, CERT_PUBKEY_LEN) ||
+        if (!memcmp(c->subject, p->public_key, CERT_PUBKEY_LEN) || !counts(dev, c) ||
             cert_format(c, text, sizeof(text)))
             continue;
         discovery_send_cert(p, text, strlen(text), now);
@@ -681,6 +695,62 @@ static void log_skip(void *ctx, const struct cluster_node *n, const char *why)
 {
     (void)ctx;
     log_warn_rl("registry: node %s not applied: %s", n->name, why);
+}
+
+/* What registry_model left out, as merged() makes the model. */
+struct skip_ctx {
+    struct device *dev;
+    struct certs_clash lost;              /* our address another member's */
+};
+
+/* A node left out of the model. Where it is a certificate's at our own
+ * address while we joined with one (no registry): a clash. We keep
+ * ourselves here (registry_model puts self first), but a member told us
+ * that certificate only because it holds it at that address, as the
+ * first come, and refuses ours (members_cert_said; a member tells no one
+ * a certificate it left out, tell_newcomer): we are the one cut off.
+ * Noted for status (note_clash), not logged per model. */
+static void on_skip(void *ctx, const struct cluster_node *n, const char *why)
+{
+    struct skip_ctx *sc = ctx;
+    struct device *dev = sc->dev;
+    const struct cluster_node *self = &dev->registry_self;
+    const struct cert *ours;
+
+    if (dev->certs && !dev->registry && dev->self_registered && !sc->lost.on &&
+        cluster_addr_equal(&n->address, &self->address) &&
+        memcmp(n->public_key, self->public_key, CLUSTER_KEY_LEN) &&
+        certs_member(dev->certs, n->public_key)) {
+        ours = certs_member(dev->certs, self->public_key);
+        sc->lost.on = true;
+        sc->lost.derived = !ours || !ours->has_address;
+        sc->lost.address = self->address;
+        snprintf(sc->lost.ours, sizeof(sc->lost.ours), "%s", self->name);
+        snprintf(sc->lost.holder, sizeof(sc->lost.holder), "%s", n->name);
+        memcpy(sc->lost.holder_key, n->public_key, CERT_PUBKEY_LEN);
+        return;
+    }
+    log_skip(dev, n, why);
+}
+
+/* The clash found as the model was made, kept for status; logged once
+ * when it starts (or its holder changes) and when it ends. */
+static void note_clash(struct device *dev, const struct certs_clash *c)
+{
+    char addr[INET6_ADDRSTRLEN], key[CERT_KEY_TEXT_LEN + 1];
+
+    if (!certs_clash_set(dev->certs, c))
+        return;
+    if (!c->on) {
+        log_notice("authority: our address clashes with no member's now");
+        return;
+    }
+    cluster_addr_format(&c->address, addr, sizeof(addr));
+    cert_key_format(c->holder_key, key);
+    log_warn("authority: our address %s%s is also %s's (key %s), which the members hold "
+             "first: they do not reach this node (%s). To join: %s", addr,
+             c->derived ? ", derived from our key," : "", c->holder, key, c->ours,
+             CERTS_CLASH_WHAT_TO_DO);
 }
 
 struct word_ctx {
@@ -922,13 +992,40 @@ static void pass_on(struct device *dev, const struct peer *from, const char *lin
     }
 }
 
-/* Whether line is a member certificate for p's own key. */
-static bool said_by_holder(const struct peer *p, const char *line)
+/* Whether line is a member certificate for p's own key (then in *c). */
+static bool said_by_holder(const struct peer *p, const char *line, struct cert *c)
 {
-    struct cert c;
+    return cert_parse(line, c) == 0 && c->kind == CERT_MEMBER &&
+           !memcmp(c->subject, p->public_key, CERT_PUBKEY_LEN);
+}
 
-    return cert_parse(line, &c) == 0 && c.kind == CERT_MEMBER &&
-           !memcmp(c.subject, p->public_key, CERT_PUBKEY_LEN);
+/* Issue 43: p said its own certificate c, whose address (derived from its
+ * key, or fixed) another node of the model we run holds: the holder
+ * keeps it (the first come, with_certified), so p is left out here. It is
+ * told who holds it -- the holder's certificate, signed, which it can
+ * check, so it believes no member's word -- and shows it in its status;
+ * c goes to no other member (it would cut the holder off wherever it came
+ * first). A file node's address has no certificate to tell (up refuses
+ * it where the file lists that node). True when c clashes. */
+static bool tell_clash(struct device *dev, struct peer *p, const struct cert *c, uint64_t now)
+{
+    char addr[INET6_ADDRSTRLEN], text[CERT_TEXT_MAX + 1];
+    const struct cluster_node *h;
+    const struct cert *hc;
+    struct cluster_node n;
+
+    if (cert_member_node(c, &dev->file, &n) ||
+        !(h = cluster_find_address(&dev->cluster, &n.address)) ||
+        !memcmp(h->public_key, n.public_key, CLUSTER_KEY_LEN))
+        return false;
+    cluster_addr_format(&n.address, addr, sizeof(addr));
+    log_info_rl("peer %s: certificate %s not applied: its address %s is %s's, held first; "
+                "told it so", p->member.name, c->name, addr, h->name);
+    if (h == dev->self && dev->self_cert)
+        discovery_send_cert(p, dev->self_cert, strlen(dev->self_cert), now);
+    else if ((hc = certs_member(dev->certs, h->public_key)) && !cert_format(hc, text, sizeof(text)))
+        discovery_send_cert(p, text, strlen(text), now);
+    return true;
 }
 
 int members_statement(struct device *dev, const char *text, size_t len, uint64_t now,
@@ -963,6 +1060,8 @@ void members_cert_said(struct peer *p, const char *text, size_t len, uint64_t no
     char line[CERT_TEXT_MAX + 1];
     const char *why;
     enum certs_verdict v;
+    struct cert c;
+    bool own;
 
     if (!dev->certs || len > CERT_TEXT_MAX)
         return;
@@ -978,6 +1077,9 @@ void members_cert_said(struct peer *p, const char *text, size_t len, uint64_t no
     memcpy(line, text, len);
     line[len] = '\0';
     v = certs_offer(dev->certs, line, unix_now(), &why);
+    own = said_by_holder(p, line, &c);
+    if ((v == CERTS_ADDED || v == CERTS_KNOWN) && own && tell_clash(dev, p, &c, now))
+        return;
     if (v != CERTS_ADDED && v != CERTS_REVOKING) {
         if (v != CERTS_KNOWN)
             log_info_rl("peer %s: a statement not taken: %s%s%s", p->member.name,
@@ -990,7 +1092,7 @@ void members_cert_said(struct peer *p, const char *text, size_t len, uint64_t no
      * node), or a member's certificate said by its own key's holder --
      * the member that admitted it tells the others, who tell no one, so
      * a certificate costs each node one message, not one per peer. */
-    if (v == CERTS_REVOKING || said_by_holder(p, line))
+    if (v == CERTS_REVOKING || own)
         pass_on(dev, p, line, len, now);
 }
 
@@ -1057,12 +1159,13 @@ static int counted_now(struct device *dev, struct cluster_node **out, size_t *m)
 
 /* With an authority and no registry: a node for each member
  * certificate held whose key neither the file nor we hold
- * (joined with no server, or passed on by a member), the authority's own
- * first, then a token's in the order the store first held them:
- * registry_model keeps the first of a clash (an address two keys derive
- * alike), so a token's newcomer never takes the address of a member held
- * before it, whatever key it grinds or dates it picks. *nodes grows
- * (realloc). */
+ * (joined with no server, or passed on by a member): the members of the
+ * model we run first, then the authority's own, then a token's, each in
+ * the order the store first held them. registry_model keeps the first of
+ * a clash (an address two keys derive alike, or one fixed where another
+ * derives it), so a newcomer never takes the address of a running
+ * member, whatever key it grinds or dates it picks (it is told:
+ * members_cert_said). *nodes grows (realloc). */
 static int with_certified(struct device *dev, const struct cluster *file,
                           struct cluster_node **nodes, size_t *n)
 {
@@ -1071,13 +1174,15 @@ static int with_certified(struct device *dev, const struct cluster *file,
     size_t held = dev->certs && !dev->registry ? certs_count(dev->certs) : 0, m = 0;
     const struct cert **order;
     struct cluster_node *grown;
-    struct cluster_index *known;
+    struct cluster_index *known = NULL, *running = NULL;
 
     if (!held)
         return 0;
     if (!(order = calloc(held, sizeof(*order))) ||
-        !(known = cluster_index_new(*n + file->n_nodes + 2))) {
+        !(known = cluster_index_new(*n + file->n_nodes + 2)) ||
+        !(running = cluster_index_of(&dev->cluster))) {
         free(order);
+        cluster_index_free(known);
         return -ENOMEM;
     }
     for (size_t i = 0; i < *n; i++)
@@ -1086,14 +1191,16 @@ static int with_certified(struct device *dev, const struct cluster *file,
         cluster_index_add(known, &file->nodes[i]);
     if (dev->self_registered)
         cluster_index_add(known, &dev->registry_self);
-    for (int tokens = 0; tokens < 2; tokens++)
+    for (int tier = 0; tier < 3; tier++)
         for (size_t i = 0; i < held; i++) {
             const struct cert *c = certs_at(dev->certs, i);
-            if (c->has_token == tokens && !cluster_index_key(known, c->subject) &&
+            int its = cluster_index_key(running, c->subject) ? 0 : c->has_token ? 2 : 1;
+            if (its == tier && !cluster_index_key(known, c->subject) &&
                 memcmp(c->subject, dev->local->public_key, CERT_PUBKEY_LEN))
                 order[m++] = c;
         }
     cluster_index_free(known);
+    cluster_index_free(running);
     if (m && !(grown = realloc(*nodes, (*n + m) * sizeof(**nodes)))) {
         free(order);
         return -ENOMEM;
@@ -1113,6 +1220,7 @@ static int merged(struct device *dev, const struct cluster *file, struct cluster
                   struct vouched *vd, uint64_t now)
 {
     struct word_ctx wc = { dev, now, NULL };
+    struct skip_ctx sc = { .dev = dev };
     struct cluster_node *counted, *records = dev->registered, *mine = NULL;
     struct cluster_index *counted_ix = NULL;
     size_t m, skipped, n_records = dev->n_registered;
@@ -1150,7 +1258,9 @@ static int merged(struct device *dev, const struct cluster *file, struct cluster
     if ((ret = with_certified(dev, file, &vd->v.nodes, &vd->v.n)))
         goto out;
     ret = registry_model(file, dev->self_registered ? &dev->registry_self : NULL, vd->v.nodes,
-                         vd->v.n, out, &skipped, log_skip, dev);
+                         vd->v.n, out, &skipped, on_skip, &sc);
+    if (!ret && dev->certs)
+        note_clash(dev, &sc.lost);
 out:
     free(counted);
     free(mine);

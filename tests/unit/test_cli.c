@@ -1732,7 +1732,7 @@ static void test_doctor_json(void **state)
     text = doctor_text(&r, true);
     assert_string_equal(text,
         "{\"interface\":\"ddp0\",\"self\":\"gpu-a\",\"address\":\"10.77.0.1\","
-        "\"ok\":false,\"unreached\":[\"gpu-d\"],\"peers\":["
+        "\"ok\":false,\"unreached\":[\"gpu-d\"],\"address_clash\":null,\"peers\":["
         "{\"name\":\"gpu-b\",\"address\":\"10.77.0.2\",\"reached\":true,\"path\":\"direct\","
         "\"via\":null,\"endpoint\":\"192.0.2.2:51820\",\"path_mtu\":1420,\"rtt_ms\":0.212,"
         "\"latest_handshake\":1700000000,\"rate_bps\":1000000000},"
@@ -1788,6 +1788,35 @@ static void test_doctor_drops(void **state)
     assert_int_equal(doctor_parse("interface=ddp0\nself=a\naddress=10.0.0.1\nerrno=0\n\n", &r), 0);
     text = doctor_text(&r, false);
     assert_null(strstr(text, "warning"));
+    free(text);
+    doctor_report_free(&r);
+}
+
+/* Issue 43: a clash this node lost is an error with what to do; the
+ * node is not ready though every peer answered. */
+static void test_doctor_address_clash(void **state)
+{
+    static const char resp[] =
+        "interface=ddp0\nself=spot-b\naddress=10.77.0.9\naddress_clash=spot-a\n"
+        "address_clash_key=36tvW0DvM333BvZv3jBEyenSu2+NQ3HvqpJXHGdxNkI=\n"
+        "address_clash_derived=0\nerrno=0\n\n";
+    struct doctor_report r;
+    char *text;
+
+    (void)state;
+    assert_int_equal(doctor_parse(resp, &r), 0);
+    assert_false(doctor_ok(&r));
+    text = doctor_text(&r, false);
+    assert_non_null(strstr(text, "NOT READY: spot-b's address is another member's (below)\n"
+                                 "error: address clash: 10.77.0.9, fixed by this node's "
+                                 "certificate, is also spot-a's (key 36tvW0DvM333BvZv3jBEyenSu2+"
+                                 "NQ3HvqpJXHGdxNkI=), which the members hold first"));
+    assert_non_null(strstr(text, "ddpnet authority sign --address"));
+    free(text);
+    text = doctor_text(&r, true);
+    assert_non_null(strstr(text, "\"ok\":false,\"unreached\":[],\"address_clash\":{\"holder\":"
+                                 "\"spot-a\",\"key\":\"36tvW0DvM333BvZv3jBEyenSu2+NQ3HvqpJXHGdxNk"
+                                 "I=\",\"derived\":false},"));
     free(text);
     doctor_report_free(&r);
 }
@@ -1865,6 +1894,7 @@ int main(void)
         cmocka_unit_test(test_doctor_json),
         cmocka_unit_test(test_doctor_parse_errors),
         cmocka_unit_test(test_doctor_drops),
+        cmocka_unit_test(test_doctor_address_clash),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1643,8 +1643,36 @@ static void test_status_no_peers(void **state)
     text = format_with(json_fn, resp, 0, 0);
     assert_string_equal(text, "{\"interface\":\"ddp0\",\"self\":\"solo\",\"address\":"
                               "\"fd77::1\",\"listen_port\":51820,"
-                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0},"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0},"
                               "\"peers\":[]}\n");
+    free(text);
+}
+
+/* Issue 43: a clash this node lost, loud under its line, with what to
+ * do; in JSON as "address_clash". */
+static void test_status_address_clash(void **state)
+{
+    static const char resp[] =
+        "interface=ddp0\nself=spot-b\naddress=10.77.0.9\nprefix=24\nlisten_port=51820\n"
+        "cert_expires=1700003600\naddress_clash=spot-a\n"
+        "address_clash_key=36tvW0DvM333BvZv3jBEyenSu2+NQ3HvqpJXHGdxNkI=\n"
+        "address_clash_derived=1\nerrno=0\n\n";
+    char *text;
+
+    (void)state;
+    text = format_with(table_fn, resp, 1700000000, 0);
+    assert_non_null(strstr(text, "ddp0: node spot-b, address 10.77.0.9/24, listen port 51820, "
+                                 "0 peers\nADDRESS CLASH: 10.77.0.9, derived from this node's "
+                                 "key, is also spot-a's (key 36tvW0DvM333BvZv3jBEyenSu2+NQ3Hvq"
+                                 "pJXHGdxNkI=), which the members hold first: they do not reach "
+                                 "this node. To join: a new key for this node (ddpnet genkey"));
+    assert_non_null(strstr(text, "ddpnet authority sign --address"));
+    assert_non_null(strstr(text, "a larger [cluster] network\n"));
+    free(text);
+    text = format_with(json_fn, resp, 0, 0);
+    assert_non_null(strstr(text, ",\"address_clash\":{\"holder\":\"spot-a\",\"key\":"
+                                 "\"36tvW0DvM333BvZv3jBEyenSu2+NQ3HvqpJXHGdxNkI=\","
+                                 "\"derived\":true},"));
     free(text);
 }
 
@@ -1653,7 +1681,7 @@ static void test_status_json(void **state)
     static const char want[] =
         "{\"interface\":\"ddp0\",\"self\":\"gpu-a\",\"address\":\"10.77.0.1\","
         "\"listen_port\":51820,"
-        "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0},"
+        "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0},"
         "\"peers\":["
         "{\"name\":\"gpu-b\",\"address\":\"10.77.0.2\",\"endpoint\":\"192.0.2.2:51820\","
         "\"path\":\"direct\",\"via\":null,\"path_mtu\":1420,\"rtt_ms\":1.234,"
@@ -1682,7 +1710,7 @@ static void test_status_json_escapes(void **state)
     assert_string_equal(text, "{\"interface\":\"d\\\"p\\\\0\",\"self\":"
                               "\"a\\u0009b\\u0001\\u007f\",\"address\":\"x\","
                               "\"listen_port\":1,"
-                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0},"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0},"
                               "\"peers\":[]}\n");
     free(text);
 }
@@ -2288,6 +2316,7 @@ int main(void)
         T(test_status_paths),
         T(test_status_no_peers),
         T(test_status_json),
+        T(test_status_address_clash),
         T(test_status_json_escapes),
         T(test_status_bad_responses),
         T(test_env),

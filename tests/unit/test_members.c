@@ -19,9 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sodium.h>
 
 #include "config/addr.h"
 #include "config/cert.h"
@@ -30,6 +32,7 @@
 #include "overlay/membership/hosts_writer.h"
 #include "overlay/membership/members.h"
 #include "overlay/membership/revocations.h"
+#include "overlay/registry/registry.h"
 
 #define K1 "A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA="
 #define K2 "BS4f18GN4bvqBI+9jDNN/jvhYyEO+g1rb8A488uT9hA="
@@ -652,6 +655,95 @@ static void test_revocations_last(void **state)
     rmdir(dir);
 }
 
+/* --- issue 43: a derived address another member holds ----------------------------- */
+
+/* A member certificate of the authority secret for key, named name, its
+ * address derived from the key, valid around the real clock (membership
+ * reads the wall clock). */
+static void derived_cert(char *out, const uint8_t secret[CERT_SECRET_LEN], const char *name,
+                         const uint8_t key[CERT_PUBKEY_LEN])
+{
+    struct cert c = { .kind = CERT_MEMBER, .not_before = (uint64_t)time(NULL) - 60,
+                      .not_after = (uint64_t)time(NULL) + 3600 };
+
+    memcpy(c.subject, key, CERT_PUBKEY_LEN);
+    snprintf(c.name, sizeof(c.name), "%s", name);
+    assert_int_equal(cert_sign(&c, secret, out, CERT_TEXT_MAX), 0);
+}
+
+/* Joined with a certificate and no server (spot-b, not in the file), a
+ * node told a valid certificate of another key (spot-a) that derives its
+ * own address -- what a member that holds spot-a there tells it -- has
+ * the clash it lost noted for status: the holder's name and key, its
+ * address, derived; spot-a is left out of its model, nothing else
+ * changes. The clash ends when spot-a's certificate stops counting. */
+static void test_derived_address_clash_reported(void **state)
+{
+    static const char file[] = "[cluster]\nnetwork = 10.77.0.0/24\nport = 51820\n" NA;
+    uint8_t pub[CERT_PUBKEY_LEN], secret[CERT_SECRET_LEN], ka[CERT_PUBKEY_LEN];
+    char text[CERT_TEXT_MAX];
+    struct cluster_addr qa, a1;
+    struct cluster_node self = { .name = "spot-b" };
+    struct noise_local local;
+    struct device dev;
+    const struct certs_clash *c;
+    const char *why;
+    size_t skipped, tries = 0;
+
+    (void)state;
+    assert_int_equal(cert_keypair(pub, secret), 0);
+    memset(&dev, 0, sizeof(dev));
+    assert_int_equal(cluster_parse(file, strlen(file), &dev.file, NULL), 0);
+    dev.file.has_authority = true;
+    memcpy(dev.file.authority, pub, sizeof(pub));
+    assert_int_equal(cluster_addr_parse("10.77.0.1", &a1), 0);
+    do {                                  /* ours: any derived address but a's */
+        randombytes_buf(self.public_key, sizeof(self.public_key));
+        assert_int_equal(cert_derive_address(self.public_key, &dev.file, &self.address), 0);
+    } while (cluster_addr_equal(&self.address, &a1));
+    do {                                  /* spot-a's key: one deriving ours */
+        randombytes_buf(ka, sizeof(ka));
+        assert_int_equal(cert_derive_address(ka, &dev.file, &qa), 0);
+        assert_true(++tries < 1000000);
+    } while (!cluster_addr_equal(&qa, &self.address));
+    assert_int_equal(registry_model(&dev.file, &self, NULL, 0, &dev.cluster, &skipped, NULL,
+                                    NULL), 0);
+    dev.self = cluster_find_name(&dev.cluster, "spot-b");
+    dev.self_registered = true;
+    dev.registry_self = self;
+    memcpy(local.public_key, self.public_key, sizeof(local.public_key));
+    dev.local = &local;
+    snprintf(dev.ifname, sizeof(dev.ifname), "ddp0");
+    dev.hosts_fd = -1;
+    assert_int_equal(members_certs_start(&dev), 0);
+    derived_cert(text, secret, "spot-b", self.public_key);          /* ours, as up offers it */
+    assert_int_equal(certs_offer(dev.certs, text, (uint64_t)time(NULL), &why), CERTS_ADDED);
+    members_certs_run(&dev, 1000 * WG_NSEC_PER_SEC);
+    assert_false(certs_clash(dev.certs)->on);
+
+    derived_cert(text, secret, "spot-a", ka);                        /* told by a member */
+    assert_int_equal(certs_offer(dev.certs, text, (uint64_t)time(NULL), &why), CERTS_ADDED);
+    members_certs_run(&dev, 1001 * WG_NSEC_PER_SEC);
+    c = certs_clash(dev.certs);
+    assert_true(c->on);
+    assert_true(c->derived);
+    assert_string_equal(c->holder, "spot-a");
+    assert_string_equal(c->ours, "spot-b");
+    assert_memory_equal(c->holder_key, ka, sizeof(ka));
+    assert_true(cluster_addr_equal(&c->address, &self.address));
+    assert_null(cluster_find_name(&dev.cluster, "spot-a"));          /* left out here */
+    assert_non_null(dev.self = cluster_find_name(&dev.cluster, "spot-b"));
+    assert_int_equal(dev.cluster.n_nodes, 2);
+
+    /* spot-a's key revoked: the clash is over. */
+    assert_int_equal(certs_revoke_key(dev.certs, ka), CERTS_REVOKING);
+    members_certs_run(&dev, 1002 * WG_NSEC_PER_SEC);
+    assert_false(certs_clash(dev.certs)->on);
+    members_certs_free(&dev);
+    cluster_free(&dev.cluster);
+    cluster_free(&dev.file);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -665,6 +757,7 @@ int main(void)
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_statements),
         cmocka_unit_test(test_revocations_last),
+        cmocka_unit_test(test_derived_address_clash_reported),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
