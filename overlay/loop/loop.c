@@ -659,7 +659,7 @@ static void engine_enter(struct loop *l)
 {
     if (!l->engine_lock)
         return;
-    pthread_mutex_lock(l->engine_lock);
+    pthread_mutex_lock(l->engine_lock);   /* until engine_leave */
     *l->current = l;
 }
 

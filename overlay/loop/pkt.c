@@ -19,8 +19,10 @@ int pkt_pool_init(struct pkt_pool *pool, unsigned n, unsigned n_writes)
         return -ENOMEM;
     }
     pool->n = n;
-    for (unsigned i = 0; i < n; i++)
+    for (unsigned i = 0; i < n; i++) {
+        pool->all[i].home = pool;
         pkt_put(pool, &pool->all[i]);
+    }
     for (unsigned i = 0; i < n_writes; i++)
         tun_write_put(pool, &pool->writes[i]);
     return 0;
@@ -53,6 +55,8 @@ struct pkt *pkt_get(struct pkt_pool *pool)
 
 void pkt_put(struct pkt_pool *pool, struct pkt *p)
 {
+    if (p->home)
+        pool = p->home;
     p->op = PKT_IDLE;
     p->next = pool->free;
     pool->free = p;

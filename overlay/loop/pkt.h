@@ -47,6 +47,10 @@ enum pkt_op {
 struct pkt {
     enum pkt_op op;
     struct pkt *next;            /* free list */
+    /* The pool it belongs to, where pkt_put returns it whichever pool it
+     * is given: with shards a buffer read on one may be sent by another
+     * (staged, then sent when the session comes), and must go home. */
+    struct pkt_pool *home;
     uint32_t len;                /* bytes in `in` (receive); last segment's message (send) */
     int fd;                      /* socket of a receive or send */
     unsigned refs;               /* TUN writes in flight that point into `in` */

@@ -135,6 +135,11 @@ int shards_start(struct shards *s, const struct loop_config *base, const struct 
     return ret;
 }
 
+struct loop *shard_loop(struct shards *s, unsigned k)
+{
+    return s->shard && k >= 1 && k < s->n ? &s->shard[k].loop : NULL;
+}
+
 void shards_stop(struct shards *s)
 {
     for (unsigned k = 1; s->shard && k < s->n; k++) {

@@ -74,6 +74,8 @@ int shard_steer(int fd, unsigned n);
 int shards_start(struct shards *s, const struct loop_config *base, const struct loop_handlers *on,
                  struct loop *timer_loop, struct loop **current, const int *tun_fds,
                  const int *udp4_fds, const int *udp6_fds);
+/* Shard k's loop (1..n-1), once started: for tests. */
+struct loop *shard_loop(struct shards *s, unsigned k);
 /* Stops the shards and waits for their threads (not the daemon's loop). */
 void shards_stop(struct shards *s);
 /* Frees the shards' loops: after shards_stop, and after the engine let go
