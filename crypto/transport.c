@@ -3,11 +3,13 @@
  * type (1 byte, 4) | reserved (3, zero) | receiver index (4, LE) |
  * counter (8, LE) | ChaCha20-Poly1305(padded plaintext). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sodium.h>
 
 #include "crypto/aead.h"
+#include "crypto/blake2s.h"
 #include "crypto/bytes.h"
 #include "crypto/transport.h"
 
@@ -229,10 +231,18 @@ int transport_accept(struct noise_keypair *kp, uint64_t counter)
  * window move only for packets that authenticated. */
 static int open_one(struct noise_keypair *kp, struct transport_packet *p)
 {
+    uint8_t key[WG_KEY_LEN];
+    unsigned h;
+    int ret;
+
     if (p->len >= WG_TRANSPORT_MIN_LEN && transport_receiver(p->buf) != kp->local_index)
         return -EBADMSG;
-    int ret = transport_decrypt(kp->recv_key, p);
-    return ret ? ret : transport_accept(kp, p->counter);
+    if (p->len < WG_TRANSPORT_MIN_LEN || !(h = transport_hint_of(p->buf)))
+        return (ret = transport_decrypt(kp->recv_key, p)) ? ret : transport_accept(kp, p->counter);
+    transport_recv_key(kp, h, key);
+    ret = transport_decrypt(key, p);
+    sodium_memzero(key, sizeof(key));
+    return ret ? ret : transport_accept_hinted(kp, h, p->counter);
 }
 
 unsigned transport_open_batch(struct noise_keypair *kp, struct transport_packet *pkts,
@@ -262,5 +272,90 @@ int transport_open(struct noise_keypair *kp, struct transport_packet *pkt, uint6
 
 void transport_keypair_clear(struct noise_keypair *kp)
 {
+    if (kp->hinted) {
+        sodium_memzero(kp->hinted, sizeof(*kp->hinted));
+        free(kp->hinted);
+    }
     sodium_memzero(kp, sizeof(*kp));
+}
+
+/* --- sub-sessions per shard hint ------------------------------------------------ */
+
+static const char HINT_LABEL[] = "ddpnet shard hint";
+
+unsigned transport_hint_of(const uint8_t *msg)
+{
+    return msg[WG_SHARD_HINT_OFFSET] & (WG_SHARD_HINTS - 1u);
+}
+
+void transport_hint_key(const uint8_t base[WG_KEY_LEN], unsigned h, uint8_t out[WG_KEY_LEN])
+{
+    uint8_t in[sizeof(HINT_LABEL)];
+
+    memcpy(in, HINT_LABEL, sizeof(HINT_LABEL) - 1);
+    in[sizeof(HINT_LABEL) - 1] = (uint8_t)h;
+    blake2s(out, WG_KEY_LEN, in, sizeof(in), base, WG_KEY_LEN);
+}
+
+static struct transport_hinted *hinted(struct noise_keypair *kp)
+{
+    if (kp->hinted)
+        return kp->hinted;
+    kp->hinted = calloc(1, sizeof(*kp->hinted));
+    if (!kp->hinted)
+        return NULL;
+    for (unsigned h = 1; h < WG_SHARD_HINTS; h++) {
+        transport_hint_key(kp->send_key, h, kp->hinted->send_key[h]);
+        transport_hint_key(kp->recv_key, h, kp->hinted->recv_key[h]);
+        replay_init(&kp->hinted->replay[h]);
+    }
+    return kp->hinted;
+}
+
+int transport_reserve_hinted(struct noise_keypair *kp, unsigned h, unsigned n, uint64_t now_ns,
+                             uint64_t *first)
+{
+    struct transport_hinted *x;
+
+    h &= WG_SHARD_HINTS - 1u;
+    if (!h)
+        return transport_reserve(kp, n, now_ns, first);
+    if (expired(kp, now_ns))
+        return -WG_ESTALE;
+    if (!(x = hinted(kp)))
+        return -ENOMEM;
+    if (n > WG_REJECT_AFTER_MESSAGES - x->send_counter[h])
+        return -WG_ESTALE;
+    *first = x->send_counter[h];
+    x->send_counter[h] += n;
+    return 0;
+}
+
+const uint8_t *transport_send_key(const struct noise_keypair *kp, unsigned h)
+{
+    h &= WG_SHARD_HINTS - 1u;
+    return h && kp->hinted ? kp->hinted->send_key[h] : kp->send_key;
+}
+
+void transport_recv_key(const struct noise_keypair *kp, unsigned h, uint8_t out[WG_KEY_LEN])
+{
+    h &= WG_SHARD_HINTS - 1u;
+    if (!h)
+        memcpy(out, kp->recv_key, WG_KEY_LEN);
+    else if (kp->hinted)
+        memcpy(out, kp->hinted->recv_key[h], WG_KEY_LEN);
+    else
+        transport_hint_key(kp->recv_key, h, out);
+}
+
+int transport_accept_hinted(struct noise_keypair *kp, unsigned h, uint64_t counter)
+{
+    struct transport_hinted *x;
+
+    h &= WG_SHARD_HINTS - 1u;
+    if (!h)
+        return transport_accept(kp, counter);
+    if (!(x = hinted(kp)))
+        return -ENOMEM;
+    return replay_check(&x->replay[h], counter);
 }

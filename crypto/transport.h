@@ -21,6 +21,22 @@
 #include "crypto/replay.h"
 #include "crypto/wg_const.h"
 
+/* A keypair's sub-sessions for the shard hints (wg_const.h). A message
+ * whose hint names sub-session h (not 0) is sealed under keys derived
+ * from the keypair's own (transport_hint_key), with a counter and a replay
+ * window of its own: each sending shard's counters then stay in order on
+ * the wire, and one shard running late never shows as replays of another
+ * shard's at the receiver. Hint 0 is the keypair itself (a stock
+ * WireGuard peer only ever uses that one). Allocated at first use: by a
+ * sender when it seals with a hint, by a receiver once a hinted message
+ * authenticated; freed with the keypair. */
+struct transport_hinted {
+    uint8_t send_key[WG_SHARD_HINTS][WG_KEY_LEN];
+    uint8_t recv_key[WG_SHARD_HINTS][WG_KEY_LEN];
+    uint64_t send_counter[WG_SHARD_HINTS];
+    struct replay_window replay[WG_SHARD_HINTS];
+};
+
 struct noise_keypair {
     uint8_t send_key[WG_KEY_LEN];
     uint8_t recv_key[WG_KEY_LEN];
@@ -30,6 +46,7 @@ struct noise_keypair {
     uint32_t local_index;         /* receiver index of messages to us */
     uint32_t remote_index;        /* receiver index we put on messages out */
     bool is_initiator;
+    struct transport_hinted *hinted;   /* NULL until a hint is used */
 };
 
 struct transport_packet {
@@ -102,5 +119,23 @@ bool transport_expired(const struct noise_keypair *kp, uint64_t now_ns);
 
 /* Wipes the keys. */
 void transport_keypair_clear(struct noise_keypair *kp);
+
+/* --- sub-sessions per shard hint (struct transport_hinted) --------------------- */
+
+/* The sub-session a message names: its hint modulo WG_SHARD_HINTS. */
+unsigned transport_hint_of(const uint8_t *msg);
+/* Sub-session h's key from the keypair's key `base` (one direction):
+ * BLAKE2s-256 keyed with base over "ddpnet shard hint" and h. */
+void transport_hint_key(const uint8_t base[WG_KEY_LEN], unsigned h, uint8_t out[WG_KEY_LEN]);
+/* transport_reserve for sub-session h (0: the keypair's own); 0, -WG_ESTALE
+ * or -ENOMEM. Then transport_send_key(kp, h) is the key to seal with. */
+int transport_reserve_hinted(struct noise_keypair *kp, unsigned h, unsigned n, uint64_t now_ns,
+                             uint64_t *first);
+const uint8_t *transport_send_key(const struct noise_keypair *kp, unsigned h);
+/* The key that opens sub-session h's messages, into out. */
+void transport_recv_key(const struct noise_keypair *kp, unsigned h, uint8_t out[WG_KEY_LEN]);
+/* transport_accept on sub-session h's window, after the AEAD: 0,
+ * -WG_EREPLAY or -ENOMEM. */
+int transport_accept_hinted(struct noise_keypair *kp, unsigned h, uint64_t counter);
 
 #endif

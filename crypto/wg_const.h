@@ -31,6 +31,9 @@
  * (disco FEATURES); taken from anyone, as it changes only which thread
  * opens the message. */
 #define WG_SHARD_HINT_OFFSET  1u
+/* Sub-sessions of a keypair, one per hint (transport.h): a message's hint
+ * names one by its value modulo this (a power of two); 0 is the keypair. */
+#define WG_SHARD_HINTS        16u
 /* A transport type with its hint byte masked out. */
 #define WG_TRANSPORT_TYPE_MASK 0xffff00ffu
 

@@ -343,11 +343,11 @@ static void job_start(struct device *dev, struct crypto_job *job, const struct c
 /* The shard hint of a seal (wg_const.h): the loop's shard, so that the
  * receiver opens a flow on one shard as we seal it on one; only to a
  * peer that said it steers by it on this session. */
-static uint8_t shard_hint(const struct peer *p, const struct noise_keypair *kp)
+static unsigned shard_hint(const struct peer *p, const struct noise_keypair *kp)
 {
     if (!p->path.hints_said || p->path.hints_index != kp->local_index)
         return 0;
-    return (uint8_t)loop_shard(p->dev->loop);
+    return loop_shard(p->dev->loop) % WG_SHARD_HINTS;
 }
 
 /* Seals every segment of pkt, on a crypto worker or here (job_start). The
@@ -357,17 +357,26 @@ bool datapath_seal(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
 {
     struct crypto_job local, *job;
     uint64_t first;
-    unsigned last = pkt->nseg - 1u;
+    unsigned last = pkt->nseg - 1u, hint;
 
-    if (!kp || transport_reserve(kp, pkt->nseg, now, &first))
+    /* With a hint, the counters of that hint's sub-session (transport.h):
+     * each shard's stay in order on the wire. */
+    if (!kp || transport_reserve_hinted(kp, (hint = shard_hint(p, kp)), pkt->nseg, now, &first))
         return false;
     peer_count_tx(p, (uint64_t)last * pkt->stride +
                          transport_sealed_len_limited(pkt->seg_len[last], pad_limit), now);
-    job = job_slot(p->dev, &local, (size_t)pkt->nseg * pkt->stride, now);
+    /* A peer that takes no hints (a stock WireGuard peer) has one counter
+     * space, and a replay window of its own implementation's width: with
+     * shards its seals run here, under the engine lock, so that no
+     * shard's lag puts its counters that far out of order. */
+    if (p->dev->shards > 1 && !hint)
+        job = &local;
+    else
+        job = job_slot(p->dev, &local, (size_t)pkt->nseg * pkt->stride, now);
     *job = (struct crypto_job){ .kind = CRYPTO_SEAL, .pkt = pkt, .peer = p, .peer_id = p->id,
                                 .remote_index = kp->remote_index, .first_counter = first,
-                                .pad_limit = pad_limit, .hint = shard_hint(p, kp) };
-    memcpy(job->key, kp->send_key, WG_KEY_LEN);
+                                .pad_limit = pad_limit, .hint = (uint8_t)hint };
+    memcpy(job->key, transport_send_key(kp, hint), WG_KEY_LEN);
     job_start(p->dev, job, &local, now);
     return true;
 }
@@ -568,7 +577,7 @@ static struct index_entry *accept_opened(struct device *dev, const uint8_t *msg,
                     transport_expired(e->keypair, now)))
         status = -WG_ESTALE;
     if (!status)
-        status = transport_accept(e->keypair, counter);
+        status = transport_accept_hinted(e->keypair, transport_hint_of(msg), counter);
     if (status) {
         rx_drop(dev, drop_of(status), 1);
         return NULL;
@@ -771,6 +780,7 @@ static unsigned inner_run(struct device *dev, const struct rx_batch *b, unsigned
         return 1;
     while (i + n < b->n_inner && n < TRANSPORT_BATCH &&
            b->inner[i + n].src == b->inner[i].src &&
+           transport_hint_of(b->inner[i + n].msg) == transport_hint_of(b->inner[i].msg) &&
            message_keypair(dev, b->inner[i + n].msg, b->inner[i + n].len) == e)
         n++;
     return n;
@@ -800,7 +810,10 @@ static void open_inner(struct device *dev, struct rx_batch *b, uint64_t now)
             tp[k] = (struct transport_packet){ .buf = b->inner[i + k].msg,
                                                .cap = b->inner[i + k].len,
                                                .len = b->inner[i + k].len };
-        transport_decrypt_batch(e->keypair->recv_key, tp, n);
+        uint8_t key[WG_KEY_LEN];
+        transport_recv_key(e->keypair, transport_hint_of(b->inner[i].msg), key);
+        transport_decrypt_batch(key, tp, n);
+        sodium_memzero(key, sizeof(key));
         /* Through a relay: a RELAYED inside is refused (disco_in), so
          * nothing is added to b->inner while it is walked here. */
         for (unsigned k = 0; k < n && b->n < PKT_MAX_SEGS; k++)
@@ -956,8 +969,8 @@ static void end_batch(struct device *dev, struct rx_batch *b, uint64_t now)
     loop_pkt_unref(dev->loop, b->pkt);
 }
 
-/* A receive whose datagrams are all transport messages to one keypair
- * can be opened on a worker; returns that keypair's entry. */
+/* A receive whose datagrams are all transport messages to one keypair,
+ * with one hint, can be opened on a worker; returns that keypair's entry. */
 static struct index_entry *one_keypair(struct device *dev, struct pkt *pkt, uint32_t seg_size)
 {
     struct index_entry *first = NULL;
@@ -967,7 +980,9 @@ static struct index_entry *one_keypair(struct device *dev, struct pkt *pkt, uint
         if (noise_message_type(pkt->in + off, len) != WG_MSG_TRANSPORT)
             return NULL;
         struct index_entry *e = message_keypair(dev, pkt->in + off, len);
-        if (!e || (first && e != first))
+        /* One key for the batch: one keypair, one sub-session (hint). */
+        if (!e || (first && e != first) ||
+            transport_hint_of(pkt->in + off) != transport_hint_of(pkt->in))
             return NULL;
         first = e;
     }
@@ -1012,7 +1027,7 @@ static void open_batch(struct device *dev, struct pkt *pkt, uint32_t seg_size,
     struct crypto_job local, *job = job_slot(dev, &local, pkt->len, now);
 
     *job = (struct crypto_job){ .kind = CRYPTO_OPEN, .pkt = pkt, .seg_size = seg_size };
-    memcpy(job->key, e->keypair->recv_key, WG_KEY_LEN);
+    transport_recv_key(e->keypair, transport_hint_of(pkt->in), job->key);
     dev->opens_in_flight++;
     job_start(dev, job, &local, now);
 }

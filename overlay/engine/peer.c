@@ -108,6 +108,7 @@ void peer_install_keypair(struct peer *p, struct noise_keypair *kp)
         p->wg.next = slot;
     }
     *slot = *kp;
+    kp->hinted = NULL;   /* the slot's now (a new keypair has none yet) */
     transport_keypair_clear(kp);
     struct index_entry *e = index_find(&p->dev->indices, slot->local_index);
     if (e)

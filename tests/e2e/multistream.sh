@@ -71,6 +71,12 @@ e2e_init multistream iperf3 ping ss wg
 
 WORKERS=${MS_WORKERS:-4}
 LANES=${MS_LANES:-2}
+# With shards asked for (DDPNET_SHARDS above 1, as make e2e-shards runs
+# it; or MS_SHARDS): the daemons run MS_SHARDS shards (default 4, so that
+# 8 flows spread over them), and 1 and 5 check them instead of the
+# workers and lanes. The seal side's order is then per shard (its hint).
+SHARDS=${MS_SHARDS:-1}
+if [ "${DDPNET_SHARDS:-1}" -gt 1 ] && [ -z "${MS_SHARDS:-}" ]; then SHARDS=4; fi
 FLOWS=8
 COUNT=${MS_COUNT:-3000}
 RATE=${MS_RATE:-6000}
@@ -88,7 +94,11 @@ MPORT=9586
 SEQFLOWS=$E2E_DIR/tools/seqflows.py
 FAILED=()     # the checks that failed; each printed its FAIL: lines
 
-step "two nodes, $WORKERS crypto workers and $LANES I/O lanes each, metrics on loopback"
+if [ "$SHARDS" -gt 1 ]; then
+    step "two nodes, $SHARDS shards each, metrics on loopback"
+else
+    step "two nodes, $WORKERS crypto workers and $LANES I/O lanes each, metrics on loopback"
+fi
 e2e_hub
 e2e_node node-a 1 -
 e2e_node node-b 2 -
@@ -96,7 +106,10 @@ for n in node-a node-b; do e2e_key "$n"; done
 cluster_begin "$T/cluster.conf" "metrics = 127.0.0.1:$MPORT"
 cluster_node "$T/cluster.conf" node-a "$(pub node-a)" 10.77.0.1 "$E2E_V4NET.1:$E2E_PORT"
 cluster_node "$T/cluster.conf" node-b "$(pub node-b)" 10.77.0.2 "$E2E_V4NET.2:$E2E_PORT"
-for n in node-a node-b; do DDPNET_CRYPTO_THREADS=$WORKERS DDPNET_IO_LANES=$LANES ddp_up "$n"; done
+for n in node-a node-b; do
+    if [ "$SHARDS" -gt 1 ]; then DDPNET_SHARDS=$SHARDS ddp_up "$n"
+    else DDPNET_SHARDS=1 DDPNET_CRYPTO_THREADS=$WORKERS DDPNET_IO_LANES=$LANES ddp_up "$n"; fi
+done
 ping_ok node-a 10.77.0.2
 ping_ok node-b 10.77.0.1
 
@@ -107,6 +120,14 @@ for n in node-a node-b; do
     done
     [ -n "$pid" ] || fail "$n: no ddpnet process"
     th=$(ls "/proc/$pid/task" | wc -l)
+    eval "PID_${n//-/_}=$pid"
+    if [ "$SHARDS" -gt 1 ]; then
+        shards=$(grep -l '^ddpnet-shard' /proc/$pid/task/*/comm | wc -l)
+        [ "$shards" -eq $(( SHARDS - 1 )) ] ||
+            fail "$n: $shards threads named ddpnet-shard*, want $(( SHARDS - 1 )) beside the daemon's own loop"
+        say "$n: the daemon runs $th threads ($SHARDS shards: the loop and $shards ddpnet-shard*)"
+        continue
+    fi
     [ "$th" -ge $((WORKERS + LANES + 1)) ] ||
         fail "$n: the daemon runs $th threads; with DDPNET_CRYPTO_THREADS=$WORKERS and DDPNET_IO_LANES=$LANES, want the loop, $WORKERS workers and $LANES lanes"
     lanes=$(grep -l '^ddpnet-lane' /proc/$pid/task/*/comm | wc -l)
@@ -292,7 +313,7 @@ print("end to end: %d of %d datagrams came after a later one of their flow (at m
 if reordered > reorder_max:
     bad.append("%d of %d datagrams came after a later one of their flow (at most %d allowed)"
                % (reordered, total, reorder_max))
-print("a's eth0, sent: %d of the flows' messages seen, %d with a counter below one sent before%s"
+print("a's eth0, sent: %d of the flows' messages seen, %d with a counter below one sent before by its shard%s"
       % (out["messages"], out["backwards"],
          " (first: %d after %d)" % tuple(out["first_backwards"]) if out["backwards"] else ""))
 print("b's eth0, received: %d seen, %d with a counter below one received before"
@@ -367,6 +388,21 @@ lane_ticks() {
     done
     echo "$sum"
 }
+if [ "$SHARDS" -gt 1 ]; then
+    step "iperf3 -P $FLOWS a -> b for $TCP_SECS s, uncapped: the flows spread over the shards"
+    shards_a0=$(lane_ticks "$PID_node_a" ddpnet-shard) shards_b0=$(lane_ticks "$PID_node_b" ddpnet-shard)
+    tcp_phase bulk 0
+    shards_a=$(( $(lane_ticks "$PID_node_a" ddpnet-shard) - shards_a0 ))
+    shards_b=$(( $(lane_ticks "$PID_node_b" ddpnet-shard) - shards_b0 ))
+    say "CPU ticks over the run of the shards beside each daemon's own loop: a $shards_a, b $shards_b"
+    # b's shards open what a's shards sealed (the hint): both must work.
+    [ "$shards_a" -gt 0 ] && [ "$shards_b" -gt 0 ] ||
+        { printf 'FAIL: bulk: the shards did no work (ticks a %s, b %s)\n' "$shards_a" "$shards_b"; FAILED+=("bulk shards"); }
+    step "down: both daemons stop, with their shards"
+    for n in node-a node-b; do ddp_down "$n"; done
+    [ "${#FAILED[@]}" -eq 0 ] || fail "failed: ${FAILED[*]} (the FAIL: lines above say why)"
+    exit 0
+fi
 step "iperf3 -P $FLOWS a -> b for $TCP_SECS s, uncapped: the sends and writes go to the lanes"
 lanes_a0=$(lane_ticks "$PID_node_a") lanes_b0=$(lane_ticks "$PID_node_b")
 readers_a0=$(lane_ticks "$PID_node_a" ddpnet-read) readers_b0=$(lane_ticks "$PID_node_b" ddpnet-read)

@@ -430,11 +430,61 @@ static void test_wrong_header(void **state)
         expect_header_refused(r, 0x10);
 }
 
-/* Byte 1 is ddpnet's shard hint (wg_const.h): any value opens, once, and
- * the type still reads as transport. */
+/* Sub-sessions per hint (transport.h): each counts from 0 under keys of
+ * its own and has its own replay window; a message's hint must name the
+ * sub-session whose key sealed it. */
+static void test_hinted_sub_sessions(void **state)
+{
+    uint8_t key[WG_KEY_LEN], base_key[WG_KEY_LEN];
+
+    (void)state;
+    for (unsigned round = 0; round < 3; round++)
+        for (unsigned h = 1; h < 4; h++) {
+            struct transport_packet p = pkt_of(buf, sizeof(buf), 40);
+            uint64_t first;
+
+            assert_int_equal(transport_reserve_hinted(&pair.a, h, 1, NOW, &first), 0);
+            assert_int_equal(first, round);
+            fill(buf, plain, 40);
+            assert_int_equal(transport_encrypt(transport_send_key(&pair.a, h), pair.a.remote_index,
+                                               first, &p), 0);
+            buf[WG_SHARD_HINT_OFFSET] = (uint8_t)h;
+            memcpy(copy, buf, p.len);
+            assert_int_equal(open_copy(copy, p.len, NOW), 0);
+            assert_int_equal(open_copy(copy, p.len, NOW), -WG_EREPLAY);
+            /* Named by another hint (or none): the wrong key. */
+            copy[WG_SHARD_HINT_OFFSET] = (uint8_t)(h + 1);
+            assert_int_equal(open_copy(copy, p.len, NOW), -EBADMSG);
+            copy[WG_SHARD_HINT_OFFSET] = 0;
+            assert_int_equal(open_copy(copy, p.len, NOW), -EBADMSG);
+            /* A hint names its sub-session modulo WG_SHARD_HINTS. */
+            assert_int_equal(transport_hint_of((uint8_t[]){ 4, (uint8_t)(h + WG_SHARD_HINTS) }), h);
+        }
+    /* The keypair's own counters did not move: hint 0 is the keypair. */
+    assert_int_equal(pair.a.send_counter, 0);
+    assert_memory_equal(transport_send_key(&pair.a, 0), pair.a.send_key, WG_KEY_LEN);
+    /* Both ends derive the same keys, each distinct from the base. */
+    transport_recv_key(&pair.b, 2, key);
+    assert_memory_equal(key, transport_send_key(&pair.a, 2), WG_KEY_LEN);
+    transport_hint_key(pair.a.send_key, 2, base_key);
+    assert_memory_equal(key, base_key, WG_KEY_LEN);
+    assert_memory_not_equal(key, pair.a.send_key, WG_KEY_LEN);
+    /* A base message whose hint byte was set: refused, and its counter
+     * still opens once under the base key. */
+    size_t msglen = seal_random(24, NOW);
+    memcpy(copy, buf, msglen);
+    copy[WG_SHARD_HINT_OFFSET] = 3;
+    assert_int_equal(open_copy(copy, msglen, NOW), -EBADMSG);
+    copy[WG_SHARD_HINT_OFFSET] = 0;
+    assert_int_equal(open_copy(copy, msglen, NOW), 0);
+}
+
+/* Byte 1 is ddpnet's shard hint (wg_const.h): the type still reads as
+ * transport, and a hint that names sub-session 0 (a multiple of
+ * WG_SHARD_HINTS) opens under the keypair's own key, once. */
 static void test_shard_hint(void **state)
 {
-    static const uint8_t hints[] = { 0x01, 0x07, 0x80, 0xff };
+    static const uint8_t hints[] = { 0x10, 0x80, 0xf0 };
     size_t msglen;
 
     (void)state;
@@ -917,6 +967,7 @@ int main(void)
         T(test_truncated),
         T(test_wrong_header),
         T(test_shard_hint),
+        T(test_hinted_sub_sessions),
         T(test_wrong_receiver),
         T(test_len_over_cap),
         T(test_garbage),

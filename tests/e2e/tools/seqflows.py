@@ -201,14 +201,17 @@ def wire(ifname, port, msglen, direction, timeout):
             continue
         for off in range(0, len(payload), msglen):
             typ, idx, ctr = struct.unpack_from("<IIQ", payload, off)
-            if typ != 4:
+            if typ & 0xffff00ff != 4:
                 continue
+            # With shards each sealing shard (its hint, byte 1) takes its
+            # counters in order; shards interleave on the wire.
+            key = (idx, (typ >> 8) & 0xff)
             seen += 1
-            if idx in last and ctr <= last[idx]:
+            if key in last and ctr <= last[key]:
                 backwards += 1
                 if first_back is None:
-                    first_back = [ctr, last[idx]]
-            last[idx] = max(ctr, last.get(idx, 0))
+                    first_back = [ctr, last[key]]
+            last[key] = max(ctr, last.get(key, 0))
     print(json.dumps({"messages": seen, "backwards": backwards, "first_backwards": first_back}),
           flush=True)
 
