@@ -33,9 +33,10 @@ enum rx_drop {
     RX_DROP_STRANGER,      /* a stranger's disco message other than its CERT: disco_bad */
     RX_DROP_TWO_HOPS,      /* a RELAY or RELAYED that came through a relay (no chains
                             * of relays): relay_refused */
-    RX_DROP_UNFORWARDABLE, /* a RELAY, as the relay, whose destination is not another
+    RX_DROP_UNFORWARDABLE, /* a message to forward, as the relay (a RELAY's or a relay
+                            * frame's: path_forward), whose destination is not another
                             * member reached directly (or either end is on probation),
-                            * or whose message does not fit: relay_refused */
+                            * or that does not fit its wrapping: relay_refused */
     RX_DROP_NO_BUFFER,     /* the packet pool empty when a message needed a buffer of
                             * its own (device_pkt_get: a handshake or relayed message
                             * taken out of a receive, a forward; an initiation or relay
