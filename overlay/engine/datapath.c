@@ -211,8 +211,9 @@ static bool no_member_at(const struct device *dev, const struct inner *in)
 
 /* Why a read from ddp0 goes no further: the send side's drops, each
  * leaving through tx_drop, which counts it once under its reason (struct
- * device_stats; rx_drop is the receive side's). Packets waiting for a
- * session that give up are the staging store's (stage.h's stats). */
+ * device_stats; the receive side's are model/drops.h's rx_drop). Packets
+ * waiting for a session that give up are the staging store's (stage.h's
+ * stats). */
 enum tx_drop {
     TX_DROP_NOT_OURS,     /* malformed, disco's own, or to no member and outside
                            * the overlay's network (the kernel's multicast): not counted */
@@ -475,32 +476,8 @@ void datapath_send_keepalive(struct peer *p, uint64_t now)
  *                      after_authentic and rx_inner for each)
  *   end_batch          ddp0's writes, the relay's gathered sends, the
  *                      buffer released (once, here)
- * Each message that goes no further leaves through rx_drop, which counts
- * it once under its reason. */
-
-/* Why a received message goes no further. */
-enum rx_drop {
-    RX_DROP_BAD,        /* malformed, not authentic, no such keypair, stale: dropped_bad_packet */
-    RX_DROP_REPLAY,     /* a counter seen already: dropped_replay */
-    RX_DROP_SOURCE,     /* the inner source is not the sender's address: dropped_source */
-    RX_DROP_PENDING,    /* data from a peer whose record is pending: dropped_pending */
-    RX_DROP_DISCO,      /* a disco message that does not decode or is not ours: disco_bad */
-    RX_DROP_RELAYED,    /* a RELAYED that came through a relay (two hops): relay_refused */
-};
-
-static void rx_drop(struct device *dev, enum rx_drop why, uint64_t n)
-{
-    struct device_stats *st = &dev->stats;
-
-    switch (why) {
-    case RX_DROP_BAD:     st->dropped_bad_packet += n; break;
-    case RX_DROP_REPLAY:  st->dropped_replay += n;     break;
-    case RX_DROP_SOURCE:  st->dropped_source += n;     break;
-    case RX_DROP_PENDING: st->dropped_pending += n;    break;
-    case RX_DROP_DISCO:   st->disco_bad += n;          break;
-    case RX_DROP_RELAYED: st->relay_refused += n;      break;
-    }
-}
+ * Each message that goes no further leaves through rx_drop (model/drops.h,
+ * the receive side's reasons), which counts it once under its reason. */
 
 /* A status of the AEAD or the replay window, as a drop reason. */
 static enum rx_drop drop_of(int status)
@@ -658,7 +635,7 @@ static void disco_in(struct device *dev, struct rx_batch *b, struct peer *p, uin
     }
     /* Not through two relays: the relay must have reached us directly. */
     if (via) {
-        rx_drop(dev, RX_DROP_RELAYED, 1);
+        rx_drop(dev, RX_DROP_TWO_HOPS, 1);
         return;
     }
     rel = (struct relayed){ .relay = p, .src = device_peer_by_key(dev, m->relay.key),

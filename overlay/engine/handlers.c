@@ -16,7 +16,7 @@ static void on_socket_drops(void *ctx, uint64_t n)
 {
     struct device *dev = ctx;
 
-    dev->stats.dropped_socket_overflow += n;
+    rx_drop(dev, RX_DROP_SOCKET_OVERFLOW, n);
 }
 
 static void on_tun(void *ctx, struct pkt *pkt, uint64_t now)

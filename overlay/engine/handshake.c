@@ -444,9 +444,9 @@ static void consume_initiation(struct device *dev, struct pkt *pkt, bool proven,
     if (ret) {
         log_dropped(pkt, "initiation", ret);
         if (ret == -WG_ENOPEER)
-            dev->stats.dropped_unknown_peer++;
+            rx_drop(dev, RX_DROP_UNKNOWN_PEER, 1);
         else
-            dev->stats.dropped_bad_packet++;
+            rx_drop(dev, RX_DROP_BAD, 1);
         loop_pkt_put(dev->loop, pkt);
         return;
     }
@@ -483,7 +483,7 @@ static void consume_response(struct device *dev, struct pkt *pkt, uint64_t now)
 
     if (ret) {
         log_dropped(pkt, "response", ret);
-        dev->stats.dropped_bad_packet++;
+        rx_drop(dev, RX_DROP_BAD, 1);
         loop_pkt_put(dev->loop, pkt);
         return;
     }
@@ -510,7 +510,7 @@ static void consume_cookie_reply(struct device *dev, struct pkt *pkt, uint64_t n
     struct index_entry *e = index_find(&dev->indices, cookie_reply_receiver(pkt->in));
 
     if (!e || cookie_consume_reply(&e->peer->wg.cookie, pkt->in, pkt->len, now)) {
-        dev->stats.dropped_bad_packet++;
+        rx_drop(dev, RX_DROP_BAD, 1);
         loop_pkt_put(dev->loop, pkt);
         return;
     }
@@ -546,7 +546,7 @@ bool handshake_admit(struct device *dev, const uint8_t *msg, uint32_t len,
                                                      : (const void *)&src->in4.sin_addr;
 
     if (len != expected_len(type)) {
-        dev->stats.dropped_bad_packet++;
+        rx_drop(dev, RX_DROP_BAD, 1);
         return false;
     }
     /* A cookie reply is looked up by an index of ours, and opened only
@@ -554,11 +554,11 @@ bool handshake_admit(struct device *dev, const uint8_t *msg, uint32_t len,
     if (type == WG_MSG_COOKIE_REPLY)
         return true;
     if (cookie_validate(&dev->checker, msg, len, NULL, 0, false)) {
-        dev->stats.dropped_bad_packet++;
+        rx_drop(dev, RX_DROP_BAD, 1);
         return false;
     }
     if (!ratelimit_allow(&dev->ratelimit, src->sa.sa_family, addr, now)) {
-        dev->stats.dropped_ratelimited++;
+        rx_drop(dev, RX_DROP_RATELIMITED, 1);
         return false;
     }
     return true;
@@ -571,7 +571,7 @@ void handshake_receive(struct device *dev, struct pkt *pkt, uint64_t now)
     size_t src_len;
 
     if (pkt->len != expected_len(type)) {
-        dev->stats.dropped_bad_packet++;
+        rx_drop(dev, RX_DROP_BAD, 1);
         loop_pkt_put(dev->loop, pkt);
         return;
     }
@@ -587,7 +587,7 @@ void handshake_receive(struct device *dev, struct pkt *pkt, uint64_t now)
         return;
     }
     if (ret) {
-        dev->stats.dropped_bad_packet++;
+        rx_drop(dev, RX_DROP_BAD, 1);
         loop_pkt_put(dev->loop, pkt);
         return;
     }

@@ -176,7 +176,7 @@ struct pkt *device_pkt_get(struct device *dev)
     struct pkt *pkt = loop_pkt_get(dev->loop);
 
     if (!pkt)
-        dev->stats.dropped_no_buffer++;
+        rx_drop(dev, RX_DROP_NO_BUFFER, 1);
     return pkt;
 }
 

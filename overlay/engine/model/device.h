@@ -35,6 +35,7 @@
 #include "overlay/base/endpoint.h"
 #include "overlay/disco/disco.h"
 #include "overlay/disco/pmtu.h"
+#include "overlay/engine/model/drops.h"
 #include "overlay/engine/model/index.h"
 #include "overlay/engine/model/probation.h"
 #include "overlay/engine/model/ratelimit.h"
@@ -259,11 +260,13 @@ struct peer {
     struct peer_member member;
 };
 
-/* Counters, per core: each written where it happens (the core's
- * datapath.c through rx_drop and tx_drop, handshake.c, handlers.c;
- * paths/' files for discovery's and relays'), read by the control socket
- * and the metrics. With an engine per core, one per shard, summed when
- * shown. */
+/* Counters, per core: each written where it happens, the drops once,
+ * under their reason: the receive side's through rx_drop (model/drops.h:
+ * the core's datapath.c, handshake.c, handlers.c, paths/' disco_recv.c
+ * and path.c, device_pkt_get), the send side's through datapath.c's
+ * tx_drop; the rest by the core and paths/' files (discovery's and
+ * relays'). Read by the control socket and the metrics. With an engine
+ * per core, one per shard, summed when shown. */
 struct device_stats {
     uint64_t dropped_unknown_peer;        /* handshakes from keys not in the cluster */
     uint64_t cookies_to_strangers;        /* probation half full: a stranger asked to prove its source */
@@ -525,7 +528,7 @@ void device_node_endpoint(union endpoint *e, const struct cluster_node *n);
  * about to show the counters (the control socket, the metrics). */
 void device_read_kernel_drops(struct device *dev);
 /* A pool buffer for a message that is dropped without one: NULL (counted
- * in stats.dropped_no_buffer) when the pool is empty. */
+ * through rx_drop, RX_DROP_NO_BUFFER) when the pool is empty. */
 struct pkt *device_pkt_get(struct device *dev);
 /* Peer by overlay destination address of an inner packet. */
 struct peer *device_peer_by_address(struct device *dev, int family, const uint8_t *addr);

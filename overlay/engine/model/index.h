@@ -4,7 +4,16 @@
  * keypair. Incoming responses, cookie replies and transport messages find
  * their state here. Open addressing, sized once for the cluster (each peer
  * holds at most one handshake and three keypairs), so lookups on the data
- * path allocate nothing. */
+ * path allocate nothing.
+ *
+ * Owner: shared, read-mostly (device.h's tables; HACKING.md, "State by
+ * owner"). One table per device (dev->indices), made and destroyed by
+ * device_setup.c; written as sessions come and go, rarely, by
+ * handshake.c (a handshake's index) and peer.c (a keypair installed,
+ * an index given back); read by every receive (datapath.c: a transport
+ * message's keypair; handshake.c: a response's or cookie reply's
+ * handshake). With an engine per core, to be published by a swap that
+ * readers never wait on. */
 #ifndef DDPNET_INDEX_H
 #define DDPNET_INDEX_H
 

@@ -12,7 +12,15 @@
  * a flood cannot push out a real joiner before its time is up. The table
  * is a fixed array inside its owner: nothing allocated, no clock read
  * (callers pass now), no timer of its own. What a probationary peer may
- * do (nothing routed, no name, no relaying, no hints) is the engine's. */
+ * do (nothing routed, no name, no relaying, no hints) is the engine's.
+ *
+ * Owner: membership's, kept in the device until it moves out of it
+ * (dev->probation, among device.h's "membership's" parts; HACKING.md,
+ * "State by owner"). Written rarely, by two: handshake.c admits a
+ * stranger and ends one whose peer could not be made (probation_join),
+ * and reads the count on handshake receives (PROBATION_PROVEN_FROM);
+ * membership/members.c ends one it promotes, and expires and
+ * drops those whose time is up (probation_due, probation_expire). */
 #ifndef DDPNET_PROBATION_H
 #define DDPNET_PROBATION_H
 

@@ -19,7 +19,15 @@
  * RATELIMIT_GC_NS, on the clock of the calls themselves, the table is
  * rebuilt without them -- one pass over 2 * max_entries slots a second,
  * into a second array also allocated at init. No allocation, no thread,
- * no timer of its own. */
+ * no timer of its own.
+ *
+ * Owner: per core, the core's (device.h's tables; HACKING.md, "State by
+ * owner"). One per device (dev->ratelimit), made by device_setup.c;
+ * written by handshake.c alone (handshake_admit, on each handshake
+ * message received), read by nobody else. Handshake messages are steered
+ * to socket 0's shard (loop/shard.h), which writes it but for those that
+ * come inside a relay's transport messages; today all under the engine
+ * lock. */
 #ifndef DDPNET_RATELIMIT_H
 #define DDPNET_RATELIMIT_H
 

@@ -17,7 +17,15 @@
  * the most (which may be the one pushing), so that peers that never answer
  * cannot crowd out one whose handshake is about to complete. No
  * allocation after stage_init; the work of a push or pop is its copy plus
- * at most one pass over the peers holding packets. */
+ * at most one pass over the peers holding packets.
+ *
+ * Owner: per core, the core's (device.h's tables; HACKING.md, "State by
+ * owner"). One store per device (dev->stage), made by device_setup.c;
+ * written only through peer.c (peer_stage, peer_unstage, and a peer's
+ * queue cleared as it goes), on the thread that read the packet from
+ * ddp0 (datapath.c) or completed the handshake; each peer's queue lives
+ * in its wg part (p->wg.staged). Its stats are read by the metrics; with
+ * an engine per core, one store per shard, summed when shown. */
 #ifndef DDPNET_STAGE_H
 #define DDPNET_STAGE_H
 

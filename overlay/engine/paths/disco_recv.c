@@ -90,7 +90,7 @@ static void on_relay(struct peer *p, struct peer *via, const struct disco_relay 
 
     /* A relay takes messages only from a member that reached it directly. */
     if (via) {
-        dev->stats.relay_refused++;
+        rx_drop(dev, RX_DROP_TWO_HOPS, 1);
         return;
     }
     path_forward(dev, p, device_peer_by_key(dev, rl->key), rl->msg, rl->msg_len, now);
@@ -200,7 +200,7 @@ void discovery_receive(struct peer *p, const union endpoint *src, struct peer *v
     if (!via && src && p->path.via && m->type != DISCO_PING && path_proven(p, src))
         path_use_direct(p, src, now);
     if (p->member.probation && m->type != DISCO_CERT) {
-        p->dev->stats.disco_bad++;       /* a stranger may only show its certificate */
+        rx_drop(p->dev, RX_DROP_STRANGER, 1);   /* it may only show its certificate */
         return;
     }
     switch (m->type) {
@@ -233,7 +233,7 @@ void discovery_receive(struct peer *p, const union endpoint *src, struct peer *v
             p->dev->cert_said(p, m->cert.text, m->cert.len, now);
         break;
     default:
-        p->dev->stats.disco_bad++;   /* RELAYED never gets here */
+        rx_drop(p->dev, RX_DROP_DISCO, 1);   /* RELAYED never gets here */
     }
     /* What it said may change its facts (a pong: working again; its
      * addresses: targets): looked at on the loop's next turn. */

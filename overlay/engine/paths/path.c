@@ -590,7 +590,7 @@ void path_forward(struct device *dev, struct peer *from, struct peer *to, const 
      * for or from a stranger on probation). */
     if (!to || to == from || !to->disco.speaks_disco || !path_relay_ready(to, now) ||
         to->member.probation || from->member.probation) {
-        dev->stats.relay_refused++;
+        rx_drop(dev, RX_DROP_UNFORWARDABLE, 1);
         return;
     }
     frames = path_takes_frames(to);
@@ -604,7 +604,7 @@ void path_forward(struct device *dev, struct peer *from, struct peer *to, const 
         n = write_relay(dev, to, from->public_key, DISCO_RELAYED, msg, len,
                         pkt_seg_plain(out, out->nseg), out->stride - WG_TRANSPORT_MIN_LEN);
     if (n < 0) {
-        dev->stats.relay_refused++;
+        rx_drop(dev, RX_DROP_UNFORWARDABLE, 1);
         return;
     }
     out->seg_len[out->nseg++] = (uint16_t)n;
