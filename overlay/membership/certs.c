@@ -572,9 +572,10 @@ static enum certs_verdict offer_member(struct certs *s, const struct cert *c, ui
         (n.has_token && is_revoked(s, n.token_id)))
         return refuse(&s->st.refused_revoked, CERTS_REVOKED,
                       "the authority revoked it, its token or its key", why);
-    /* Times first: an expired statement offered again costs no signature. */
-    if (now >= expiry_of(c) || now < c->not_before)
-        return refuse(&s->st.invalid, CERTS_INVALID, cert_verdict_str(now < c->not_before
+    /* Times first: an expired statement offered again costs no signature.
+     * A start within CERT_CLOCK_SKEW_S ahead counts (clocks differ). */
+    if (now >= expiry_of(c) || now + CERT_CLOCK_SKEW_S < c->not_before)
+        return refuse(&s->st.invalid, CERTS_INVALID, cert_verdict_str(now < expiry_of(c)
                       ? CERT_NOT_YET_VALID : CERT_EXPIRED), why);
     if ((v = cert_verify(c, s->authority, now)) != CERT_OK)
         return refuse(&s->st.invalid, CERTS_INVALID, cert_verdict_str(v), why);

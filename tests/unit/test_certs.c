@@ -175,6 +175,16 @@ static void test_wrong_authority_and_times(void **state)
     assert_int_equal(certs_offer(s, text, T0, &why), CERTS_INVALID);
     member(text, &a, NULL, NULL, "gpu-1", 1, T0 + HOUR, T0 + 2 * HOUR);
     assert_int_equal(certs_offer(s, text, T0, &why), CERTS_INVALID);
+    assert_string_equal(why, cert_verdict_str(CERT_NOT_YET_VALID));
+    /* A start up to CERT_CLOCK_SKEW_S ahead of this clock counts: the
+     * signer's clock runs ahead (issue 43: members dropped it). */
+    member(text, &a, NULL, NULL, "gpu-1", 1, T0 + CERT_CLOCK_SKEW_S + 1, T0 + 2 * HOUR);
+    assert_int_equal(certs_offer(s, text, T0, &why), CERTS_INVALID);
+    member(text, &a, NULL, NULL, "gpu-1", 1, T0 + CERT_CLOCK_SKEW_S, T0 + 2 * HOUR);
+    assert_int_equal(certs_offer(s, text, T0, &why), CERTS_ADDED);
+    assert_int_equal(certs_count(s), 1);
+    certs_free(s);
+    assert_non_null(s = certs_new(a.pub, NULL, NULL));
     {
         struct cert c;
         member(text, &a, NULL, NULL, "gpu-1", 1, T0 - HOUR, T0 + HOUR);
@@ -183,7 +193,7 @@ static void test_wrong_authority_and_times(void **state)
         assert_int_equal(certs_offer_cert(s, &c, T0, &why), CERTS_INVALID);
     }
     certs_stats(s, &st);
-    assert_int_equal(st.invalid, 4);
+    assert_int_equal(st.invalid, 1);              /* in the new store */
     assert_int_equal(st.members, 0);
     assert_int_equal(certs_count(s), 0);
     certs_free(s);
