@@ -43,9 +43,10 @@ static void digest_again(struct device *dev)
 
     if (n && !ids)
         return;                           /* the old digest: a round more, at worst */
-    if (n)
+    if (n) {
         memcpy(ids, r->ids, n * CERT_ID_LEN);
-    qsort(ids, n, CERT_ID_LEN, by_id);
+        qsort(ids, n, CERT_ID_LEN, by_id);
+    }
     crypto_generichash_init(&st, NULL, 0, DISCO_REVOKED_LEN);
     for (size_t i = 0; i < n; i++)
         crypto_generichash_update(&st, ids[i], CERT_ID_LEN);
