@@ -568,7 +568,7 @@ enum cert_verdict cert_verify(const struct cert *c, const uint8_t authority[CERT
         return CERT_OUTSIDE_TOKEN;
     if (c->kind == CERT_REVOCATION)
         return CERT_OK;   /* honoured from the moment it is seen, for ever */
-    if (now < c->not_before)
+    if (now < c->not_before && c->not_before - now > CERT_CLOCK_SKEW_S)
         return CERT_NOT_YET_VALID;
     if (now >= c->not_after)
         return CERT_EXPIRED;

@@ -119,7 +119,12 @@ int cert_parse(const char *text, struct cert *out);
  * can pass on what it holds. 0, -EINVAL, -ENOSPC as cert_sign. */
 int cert_format(const struct cert *c, char *out, size_t cap);
 
-/* Lifetimes are half open: valid while not_before <= now < not_after. */
+/* Lifetimes are half open: valid while not_before <= now < not_after,
+ * but for clocks: a statement counts from CERT_CLOCK_SKEW_S before its
+ * not_before, so that a signer whose clock runs ahead of a member's (or
+ * a member whose clock runs behind) does not refuse or drop a member the
+ * others hold. Its end is exact: an expiry is never late. */
+#define CERT_CLOCK_SKEW_S 300u
 /* Checks signatures against the authority key, the lifetime at now, and
  * for a token-signed member the token's prefix and lifetime. Revocations
  * are the caller's (it holds the list): compare cert_id and, for a

@@ -200,7 +200,7 @@ static void put_disco(FILE *f, const struct device *dev)
         [DISCO_ENDPOINTS] = "endpoints", [DISCO_PUNCH] = "punch", [DISCO_PING] = "ping",
         [DISCO_PONG] = "pong", [DISCO_RELAY] = "relay", [DISCO_RELAYED] = "relayed",
         [DISCO_NAMES] = "names", [DISCO_FEATURES] = "features", [DISCO_RECORD] = "record",
-        [DISCO_CERT] = "cert",
+        [DISCO_CERT] = "cert", [DISCO_REVOKED] = "revoked",
     };
 
     /* One family per direction, a sample per named type. */

@@ -341,6 +341,9 @@ static int body_len(const struct disco_msg *m, size_t *len)
             return -EINVAL;
         *len = m->cert.len;
         return 0;
+    case DISCO_REVOKED:
+        *len = 2u + DISCO_REVOKED_LEN;
+        return 0;
     }
     return -EINVAL;
 }
@@ -457,6 +460,9 @@ static uint8_t *put_body(uint8_t *p, const struct disco_msg *m)
         return put_bytes(p, m->record, DISCO_RECORD_LEN);
     case DISCO_CERT:
         return put_bytes(p, (const uint8_t *)m->cert.text, m->cert.len);
+    case DISCO_REVOKED:
+        p = put_u16(p, m->revoked.count);
+        return put_bytes(p, m->revoked.digest, DISCO_REVOKED_LEN);
     }
     return p;
 }
@@ -708,6 +714,9 @@ static bool get_body(struct reader *r, uint8_t type, struct disco_msg *m)
         m->cert.len = (uint16_t)n;
         return true;
     }
+    case DISCO_REVOKED:
+        return get_u16(r, &m->revoked.count) &&
+               get_bytes(r, m->revoked.digest, DISCO_REVOKED_LEN);
     default:
         return false;
     }

@@ -114,6 +114,15 @@
  *   n   1..DISCO_CERT_MAX bytes, each printable ASCII other than a space
  *       (0x21..0x7e), no NUL; the receiver parses and verifies it
  *   A node that predates CERT drops it as an unknown type.
+ *
+ * REVOKED (11) body, a digest of the authority's revocations the sender
+ * holds (signed ones, as it passes them on), said on every session with
+ * an authority so that a peer holding others says them all (paced, as
+ * CERTs; membership/revocations.h):
+ *   2   how many (at most 65535)
+ *   16  BLAKE2b-128 of the 32-byte ids they name, sorted, one after another
+ *   A node that predates REVOKED drops it as an unknown type; it still
+ *   hears the latest revocations on every session, as before.
  */
 #ifndef DDPNET_DISCO_MSG_H
 #define DDPNET_DISCO_MSG_H
@@ -172,8 +181,9 @@ enum disco_type {
     DISCO_FEATURES = 8,
     DISCO_RECORD = 9,
     DISCO_CERT = 10,
+    DISCO_REVOKED = 11,
 };
-#define DISCO_TYPE_COUNT      11u    /* types are below this */
+#define DISCO_TYPE_COUNT      12u    /* types are below this */
 
 #define DISCO_FEAT_RELAY_FRAMES 0x01u   /* FEATURES flags */
 #define DISCO_FEAT_RECORD       0x02u
@@ -183,6 +193,12 @@ enum disco_type {
 /* A CERT's longest text: config/cert.h's CERT_TEXT_MAX (disco_msg.c
  * checks they agree; disco sits below config's users, not on cert.h). */
 #define DISCO_CERT_MAX          1400u
+#define DISCO_REVOKED_LEN       16u     /* a REVOKED's digest */
+
+struct disco_revoked {
+    uint16_t count;
+    uint8_t digest[DISCO_REVOKED_LEN];
+};
 
 #define DISCO_MAX_NAMES       2u     /* hostname and FQDN */
 #define DISCO_NAME_MAX        63u    /* as a hosts block takes them */
@@ -268,6 +284,7 @@ struct disco_msg {
         uint32_t features;              /* DISCO_FEATURES flags */
         uint8_t record[DISCO_RECORD_LEN];   /* DISCO_RECORD */
         struct disco_cert cert;             /* DISCO_CERT */
+        struct disco_revoked revoked;       /* DISCO_REVOKED */
     };
 };
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The store of the authority's statements (certs.h). */
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,37 @@ struct held {
     uint8_t token_id[CERT_ID_LEN];
 };
 
+/* The index: open-addressing tables (linear probing, at most half full:
+ * 2 * cap slots for m's cap entries) by key, by name (in lower case) and
+ * by statement id, each slot 1 + a position in m (0: empty); a token's
+ * held members counted by its id; the revocations by what they name.
+ * Keyed SipHash (crypto_shorthash, a random key per store), not FNV: a
+ * token's holder picks its members' keys and, by what it signs, their
+ * ids, and must not line them up in one run of slots. Updated on an
+ * insertion or a renewal; rebuilt from m when entries go (positions
+ * shift, m keeping the order held) or m grows -- a removal costs a walk
+ * as it did, an offer O(1) look-ups. Kept apart from struct certs, so
+ * that const look-ups count their probes. */
+enum { BY_KEY, BY_NAME, BY_ID, BY_N };
+
+struct token_place {
+    bool used;
+    uint32_t count;                       /* members held through it (> 0) */
+    uint8_t id[CERT_ID_LEN];
+};
+
+struct index {
+    uint8_t hash_key[crypto_shorthash_KEYBYTES];
+    uint32_t *slots[BY_N];
+    struct token_place *tokens;
+    size_t mask;                          /* slots - 1; 0 before m has room */
+    uint32_t *revoked;                    /* 1 + a position in certs.revoked */
+    size_t revoked_mask;
+    uint64_t lookups, probes;             /* certs_stats' */
+    uint64_t next_expiry;                 /* of m[0..n), unless stale */
+    bool expiry_stale;                    /* the entry it was went: walk again when asked */
+};
+
 struct certs {
     uint8_t authority[CERT_PUBKEY_LEN];
     certs_changed_fn changed;
@@ -26,9 +58,16 @@ struct certs {
     uint8_t (*revoked)[CERT_ID_LEN];
     size_t n_revoked, cap_revoked;
     struct certs_stats st;
-    uint64_t next_expiry;                 /* of m[0..n), kept by touched() */
+    struct index *ix;
     struct certs_clash clash;             /* certs_clash_set's */
 };
+
+static void index_free_tables(struct index *ix)
+{
+    for (int by = 0; by < BY_N; by++)
+        free(ix->slots[by]);
+    free(ix->tokens);
+}
 
 struct certs *certs_new(const uint8_t authority[CERT_PUBKEY_LEN], certs_changed_fn changed,
                         void *ctx)
@@ -37,10 +76,15 @@ struct certs *certs_new(const uint8_t authority[CERT_PUBKEY_LEN], certs_changed_
 
     if (!s)
         return NULL;
+    if (!(s->ix = calloc(1, sizeof(*s->ix)))) {
+        free(s);
+        return NULL;
+    }
     memcpy(s->authority, authority, CERT_PUBKEY_LEN);
     s->changed = changed;
     s->ctx = ctx;
-    s->next_expiry = UINT64_MAX;
+    randombytes_buf(s->ix->hash_key, sizeof(s->ix->hash_key));
+    s->ix->next_expiry = UINT64_MAX;
     return s;
 }
 
@@ -48,6 +92,9 @@ void certs_free(struct certs *s)
 {
     if (!s)
         return;
+    index_free_tables(s->ix);
+    free(s->ix->revoked);
+    free(s->ix);
     free(s->m);
     free(s->revoked);
     free(s);
@@ -76,49 +123,254 @@ static uint64_t expiry_of(const struct cert *c)
     return c->not_after;
 }
 
-/* After every change of m: the next deadline, then the callback. */
+/* After every change of the held members. */
 static void touched(struct certs *s)
 {
-    s->next_expiry = UINT64_MAX;
-    for (size_t i = 0; i < s->n; i++)
-        if (expiry_of(&s->m[i].c) < s->next_expiry)
-            s->next_expiry = expiry_of(&s->m[i].c);
     if (s->changed)
         s->changed(s->ctx);
+}
+
+/* The first expiry of m[0..n): kept as members come, walked again only
+ * when asked after the one it was went (a renewal, a removal). */
+static uint64_t next_expiry(const struct certs *s)
+{
+    struct index *ix = s->ix;
+
+    if (ix->expiry_stale) {
+        ix->next_expiry = UINT64_MAX;
+        for (size_t i = 0; i < s->n; i++)
+            if (expiry_of(&s->m[i].c) < ix->next_expiry)
+                ix->next_expiry = expiry_of(&s->m[i].c);
+        ix->expiry_stale = false;
+    }
+    return ix->next_expiry;
+}
+
+static void expiry_came(struct certs *s, uint64_t at)
+{
+    if (at < s->ix->next_expiry)
+        s->ix->next_expiry = at;
+}
+
+static void expiry_went(struct certs *s, uint64_t at)
+{
+    if (at <= s->ix->next_expiry)
+        s->ix->expiry_stale = true;
+}
+
+/* --- the index ----------------------------------------------------------------- */
+
+static size_t hash_of(const struct index *ix, const uint8_t *b, size_t len)
+{
+    uint8_t h[crypto_shorthash_BYTES];
+    uint64_t v;
+
+    crypto_shorthash(h, b, len, ix->hash_key);
+    memcpy(&v, h, sizeof(v));
+    return (size_t)v;
+}
+
+/* A name as it is found (lower case: names match case-insensitively). */
+static size_t lowered(const char *name, uint8_t out[CLUSTER_NAME_MAX])
+{
+    size_t len = 0;
+
+    for (; name[len] && len < CLUSTER_NAME_MAX; len++)
+        out[len] = (uint8_t)tolower((unsigned char)name[len]);
+    return len;
+}
+
+/* The bytes h is found by in table by (out holds a name's). */
+static const uint8_t *bytes_of(int by, const struct held *h, uint8_t out[CLUSTER_NAME_MAX],
+                               size_t *len)
+{
+    *len = CERT_ID_LEN;
+    if (by == BY_KEY)
+        return h->c.subject;
+    if (by == BY_ID)
+        return h->id;
+    *len = lowered(h->c.name, out);
+    return out;
+}
+
+static bool matches(int by, const struct held *h, const uint8_t *b, size_t len)
+{
+    if (by == BY_KEY)
+        return !memcmp(h->c.subject, b, CERT_PUBKEY_LEN);
+    if (by == BY_ID)
+        return !memcmp(h->id, b, CERT_ID_LEN);
+    return strlen(h->c.name) == len && !strncasecmp(h->c.name, (const char *)b, len);
+}
+
+/* The slot of table by holding the entry found by b, or the empty slot
+ * where it would go. */
+static size_t probe(const struct certs *s, int by, const uint8_t *b, size_t len)
+{
+    struct index *ix = s->ix;
+    size_t i = hash_of(ix, b, len) & ix->mask;
+
+    ix->lookups++;
+    for (;; i = (i + 1) & ix->mask) {
+        uint32_t v = ix->slots[by][i];
+        ix->probes++;
+        if (!v || matches(by, &s->m[v - 1], b, len))
+            return i;
+    }
+}
+
+static struct held *find(const struct certs *s, int by, const uint8_t *b, size_t len)
+{
+    uint32_t v;
+
+    if (!s->n)
+        return NULL;
+    v = s->ix->slots[by][probe(s, by, b, len)];
+    return v ? &s->m[v - 1] : NULL;
+}
+
+static void index_put(struct certs *s, int by, size_t pos)
+{
+    uint8_t name[CLUSTER_NAME_MAX];
+    size_t len;
+    const uint8_t *b = bytes_of(by, &s->m[pos], name, &len);
+
+    s->ix->slots[by][probe(s, by, b, len)] = (uint32_t)pos + 1;
+}
+
+/* Takes the entry of slot i out of table by, moving back those after it
+ * that probed past it (backward shift: no tombstones). */
+static void index_take(struct certs *s, int by, size_t i)
+{
+    uint32_t *t = s->ix->slots[by];
+    const size_t mask = s->ix->mask;
+    uint8_t name[CLUSTER_NAME_MAX];
+    const uint8_t *b;
+    size_t j = i, len, home;
+
+    for (;;) {
+        j = (j + 1) & mask;
+        if (!t[j])
+            break;
+        b = bytes_of(by, &s->m[t[j] - 1], name, &len);
+        home = hash_of(s->ix, b, len) & mask;
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            t[i] = t[j];
+            i = j;
+        }
+    }
+    t[i] = 0;
+}
+
+/* Token id's place in the count (made, at 0, when add). */
+static struct token_place *token_place(const struct certs *s, const uint8_t id[CERT_ID_LEN],
+                                       bool add)
+{
+    struct index *ix = s->ix;
+    size_t i = hash_of(ix, id, CERT_ID_LEN) & ix->mask;
+
+    if (!ix->tokens)
+        return NULL;
+    ix->lookups++;
+    for (;; i = (i + 1) & ix->mask) {
+        struct token_place *t = &ix->tokens[i];
+        ix->probes++;
+        if (!t->used) {
+            if (!add)
+                return NULL;
+            t->used = true;
+            t->count = 0;
+            memcpy(t->id, id, CERT_ID_LEN);
+            return t;
+        }
+        if (!memcmp(t->id, id, CERT_ID_LEN))
+            return t;
+    }
+}
+
+static void index_add(struct certs *s, size_t pos)
+{
+    const struct held *h = &s->m[pos];
+
+    for (int by = 0; by < BY_N; by++)
+        index_put(s, by, pos);
+    if (h->has_token)
+        token_place(s, h->token_id, true)->count++;
+}
+
+/* Every table again from m (entries went, or m grew). */
+static void reindex(struct certs *s)
+{
+    struct index *ix = s->ix;
+
+    if (!ix->mask)
+        return;
+    for (int by = 0; by < BY_N; by++)
+        memset(ix->slots[by], 0, (ix->mask + 1) * sizeof(*ix->slots[by]));
+    memset(ix->tokens, 0, (ix->mask + 1) * sizeof(*ix->tokens));
+    for (size_t i = 0; i < s->n; i++)
+        index_add(s, i);
+}
+
+/* Tables for cap entries of m (2 * cap slots), built from m. */
+static int index_grow(struct certs *s, size_t cap)
+{
+    struct index *ix = s->ix, next = *ix;
+
+    memset(next.slots, 0, sizeof(next.slots));
+    next.tokens = NULL;
+    for (int by = 0; by < BY_N; by++)
+        if (!(next.slots[by] = calloc(2 * cap, sizeof(*next.slots[by]))))
+            goto fail;
+    if (!(next.tokens = calloc(2 * cap, sizeof(*next.tokens))))
+        goto fail;
+    index_free_tables(ix);
+    *ix = next;
+    ix->mask = 2 * cap - 1;
+    reindex(s);
+    return 0;
+fail:
+    index_free_tables(&next);
+    return -ENOMEM;
 }
 
 /* --- look-ups ------------------------------------------------------------------ */
 
 static struct held *by_id(const struct certs *s, const uint8_t id[CERT_ID_LEN])
 {
-    for (size_t i = 0; i < s->n; i++)
-        if (!memcmp(s->m[i].id, id, CERT_ID_LEN))
-            return &s->m[i];
-    return NULL;
+    return find(s, BY_ID, id, CERT_ID_LEN);
 }
 
 static struct held *by_key(const struct certs *s, const uint8_t key[CLUSTER_KEY_LEN])
 {
-    for (size_t i = 0; i < s->n; i++)
-        if (!memcmp(s->m[i].c.subject, key, CLUSTER_KEY_LEN))
-            return &s->m[i];
-    return NULL;
+    return find(s, BY_KEY, key, CLUSTER_KEY_LEN);
 }
 
 static struct held *by_name(const struct certs *s, const char *name)
 {
-    for (size_t i = 0; i < s->n; i++)
-        if (!strcasecmp(s->m[i].c.name, name))
-            return &s->m[i];
-    return NULL;
+    uint8_t b[CLUSTER_NAME_MAX];
+
+    return find(s, BY_NAME, b, lowered(name, b));
+}
+
+/* The slot of the revocation of id in the revoked table, or the empty
+ * one where it would go. */
+static size_t revoked_probe(const struct certs *s, const uint8_t id[CERT_ID_LEN])
+{
+    struct index *ix = s->ix;
+    size_t i = hash_of(ix, id, CERT_ID_LEN) & ix->revoked_mask;
+
+    ix->lookups++;
+    for (;; i = (i + 1) & ix->revoked_mask) {
+        uint32_t v = ix->revoked[i];
+        ix->probes++;
+        if (!v || !memcmp(s->revoked[v - 1], id, CERT_ID_LEN))
+            return i;
+    }
 }
 
 static bool is_revoked(const struct certs *s, const uint8_t id[CERT_ID_LEN])
 {
-    for (size_t i = 0; i < s->n_revoked; i++)
-        if (!memcmp(s->revoked[i], id, CERT_ID_LEN))
-            return true;
-    return false;
+    return s->n_revoked && s->ix->revoked[revoked_probe(s, id)];
 }
 
 const struct cert *certs_member(const struct certs *s, const uint8_t key[CLUSTER_KEY_LEN])
@@ -156,6 +408,8 @@ void certs_stats(const struct certs *s, struct certs_stats *out)
     *out = s->st;
     out->members = s->n;
     out->revoked = s->n_revoked;
+    out->lookups = s->ix->lookups;
+    out->probes = s->ix->probes;
 }
 
 /* --- changes ------------------------------------------------------------------- */
@@ -177,15 +431,32 @@ static bool takes_from(const struct held *n, const struct held *o)
     return memcmp(n->c.subject, o->c.subject, CERT_PUBKEY_LEN) < 0;
 }
 
-/* Keeps the order held (certs_at's promise: first come first). */
-static void drop_at(struct certs *s, size_t i)
+/* Drops each held member gone(h, ctx) says yes to, keeping the order
+ * held (certs_at's promise: first come first), then the index again;
+ * how many went. */
+static size_t drop_where(struct certs *s, bool (*gone)(const struct held *h, const void *ctx),
+                         const void *ctx)
 {
-    memmove(&s->m[i], &s->m[i + 1], (--s->n - i) * sizeof(s->m[0]));
+    size_t kept = 0, dropped;
+
+    for (size_t i = 0; i < s->n; i++) {
+        if (gone(&s->m[i], ctx))
+            continue;
+        if (kept != i)
+            s->m[kept] = s->m[i];
+        kept++;
+    }
+    if (!(dropped = s->n - kept))
+        return 0;
+    s->n = kept;
+    s->ix->expiry_stale = true;
+    reindex(s);
+    return dropped;
 }
 
-static void drop(struct certs *s, struct held *h)
+static bool is_held(const struct held *h, const void *ctx)
 {
-    drop_at(s, (size_t)(h - s->m));
+    return h == ctx;
 }
 
 /* How many members are held through token id, skip left out (the key
@@ -193,11 +464,11 @@ static void drop(struct certs *s, struct held *h)
 static size_t token_count(const struct certs *s, const uint8_t id[CERT_ID_LEN],
                           const struct held *skip)
 {
-    size_t count = 0;
+    const struct token_place *t = token_place(s, id, false);
+    size_t count = t ? t->count : 0;
 
-    for (size_t i = 0; i < s->n; i++)
-        count += &s->m[i] != skip && s->m[i].has_token &&
-                 !memcmp(s->m[i].token_id, id, CERT_ID_LEN);
+    if (skip && skip->has_token && !memcmp(skip->token_id, id, CERT_ID_LEN))
+        count--;
     return count;
 }
 
@@ -262,8 +533,28 @@ static int grow(struct certs *s)
     if (!(m = realloc(s->m, cap * sizeof(*m))))
         return -ENOMEM;
     s->m = m;
+    if (index_grow(s, cap))
+        return -ENOMEM;
     s->cap = cap;
     return 0;
+}
+
+/* own, its key's entry, replaced by n (the same key, the same name but
+ * for case): its id and token in the index. A token's member re-signed
+ * by the authority (rare) has its token counted again from m. */
+static void renew(struct certs *s, struct held *own, const struct held *n)
+{
+    size_t pos = (size_t)(own - s->m);
+    bool same_token = own->has_token == n->has_token &&
+                      (!n->has_token || !memcmp(own->token_id, n->token_id, CERT_ID_LEN));
+
+    expiry_went(s, expiry_of(&own->c));
+    index_take(s, BY_ID, probe(s, BY_ID, own->id, CERT_ID_LEN));
+    *own = *n;
+    index_put(s, BY_ID, pos);
+    if (!same_token)
+        reindex(s);
+    expiry_came(s, expiry_of(&n->c));
 }
 
 static enum certs_verdict offer_member(struct certs *s, const struct cert *c, uint64_t now,
@@ -281,9 +572,10 @@ static enum certs_verdict offer_member(struct certs *s, const struct cert *c, ui
         (n.has_token && is_revoked(s, n.token_id)))
         return refuse(&s->st.refused_revoked, CERTS_REVOKED,
                       "the authority revoked it, its token or its key", why);
-    /* Times first: an expired statement offered again costs no signature. */
-    if (now >= expiry_of(c) || now < c->not_before)
-        return refuse(&s->st.invalid, CERTS_INVALID, cert_verdict_str(now < c->not_before
+    /* Times first: an expired statement offered again costs no signature.
+     * A start within CERT_CLOCK_SKEW_S ahead counts (clocks differ). */
+    if (now >= expiry_of(c) || now + CERT_CLOCK_SKEW_S < c->not_before)
+        return refuse(&s->st.invalid, CERTS_INVALID, cert_verdict_str(now < expiry_of(c)
                       ? CERT_NOT_YET_VALID : CERT_EXPIRED), why);
     if ((v = cert_verify(c, s->authority, now)) != CERT_OK)
         return refuse(&s->st.invalid, CERTS_INVALID, cert_verdict_str(v), why);
@@ -301,19 +593,53 @@ static enum certs_verdict offer_member(struct certs *s, const struct cert *c, ui
     if ((r = make_room(s, &n, own, &lost, why)) != CERTS_ADDED)
         return r;
     if (own) {
-        *own = n;
+        renew(s, own, &n);
         if (lost)
-            drop(s, lost);
+            drop_where(s, is_held, lost);
         return CERTS_ADDED;
     }
     if (s->n - (lost != NULL) >= CERTS_MEMBERS_MAX)
         return refuse(&s->st.full, CERTS_FULL, "the store holds its most members", why);
     if (lost)
-        drop(s, lost);
+        drop_where(s, is_held, lost);
     if (s->n == s->cap && grow(s))
         return CERTS_NO_MEMORY;
     s->m[s->n++] = n;
+    index_add(s, s->n - 1);
+    expiry_came(s, expiry_of(&n.c));
     return CERTS_ADDED;
+}
+
+/* Room for more revocations, and their table (2 * cap slots) again. */
+static int grow_revoked(struct certs *s)
+{
+    size_t cap = s->cap_revoked ? 2 * s->cap_revoked : 16;
+    uint8_t (*r)[CERT_ID_LEN];
+    uint32_t *t;
+
+    if (!(t = calloc(2 * cap, sizeof(*t))))
+        return -ENOMEM;
+    if (!(r = realloc(s->revoked, cap * sizeof(*r)))) {
+        free(t);
+        return -ENOMEM;
+    }
+    s->revoked = r;
+    s->cap_revoked = cap;
+    free(s->ix->revoked);
+    s->ix->revoked = t;
+    s->ix->revoked_mask = 2 * cap - 1;
+    for (size_t i = 0; i < s->n_revoked; i++)
+        t[revoked_probe(s, s->revoked[i])] = (uint32_t)i + 1;
+    return 0;
+}
+
+/* Whether revocation what names h: its id, its key or its token. */
+static bool named_by(const struct held *h, const void *ctx)
+{
+    const uint8_t *what = ctx;
+
+    return !memcmp(h->id, what, CERT_ID_LEN) || !memcmp(h->c.subject, what, CERT_PUBKEY_LEN) ||
+           (h->has_token && !memcmp(h->token_id, what, CERT_ID_LEN));
 }
 
 /* Takes what a revocation names (a statement id, a token id or a key)
@@ -325,24 +651,13 @@ static enum certs_verdict revoke(struct certs *s, const uint8_t what[CERT_ID_LEN
 
     if (s->n_revoked == CERTS_REVOKED_MAX)
         return refuse(&s->st.full, CERTS_FULL, "the store holds its most revocations", why);
-    if (s->n_revoked == s->cap_revoked) {
-        size_t cap = s->cap_revoked ? 2 * s->cap_revoked : 16;
-        uint8_t (*r)[CERT_ID_LEN] = realloc(s->revoked, cap * sizeof(*r));
-        if (!r)
-            return CERTS_NO_MEMORY;
-        s->revoked = r;
-        s->cap_revoked = cap;
-    }
+    if (s->n_revoked == s->cap_revoked && grow_revoked(s))
+        return CERTS_NO_MEMORY;
     memcpy(s->revoked[s->n_revoked++], what, CERT_ID_LEN);
-    for (size_t i = s->n; i-- > 0;) {
-        const struct held *h = &s->m[i];
-        if (!memcmp(h->id, what, CERT_ID_LEN) ||
-            !memcmp(h->c.subject, what, CERT_PUBKEY_LEN) ||
-            (h->has_token && !memcmp(h->token_id, what, CERT_ID_LEN))) {
-            drop_at(s, i);
-            dropped++;
-        }
-    }
+    s->ix->revoked[revoked_probe(s, what)] = (uint32_t)s->n_revoked;
+    /* The walk only where it names something held. */
+    if (by_id(s, what) || by_key(s, what) || token_count(s, what, NULL))
+        dropped = drop_where(s, named_by, what);
     s->st.dropped_by_revocation += dropped;
     if (dropped)
         touched(s);
@@ -398,35 +713,43 @@ enum certs_verdict certs_offer(struct certs *s, const char *line, uint64_t now,
     return certs_offer_cert(s, &c, now, why);
 }
 
+struct retain {
+    certs_keep_fn keep;
+    void *ctx;
+};
+
+static bool not_kept(const struct held *h, const void *ctx)
+{
+    const struct retain *r = ctx;
+
+    return !r->keep(r->ctx, &h->c);
+}
+
 void certs_retain(struct certs *s, certs_keep_fn keep, void *ctx)
 {
-    size_t dropped = 0;
+    struct retain r = { keep, ctx };
 
-    for (size_t i = s->n; i-- > 0;)
-        if (!keep(ctx, &s->m[i].c)) {
-            drop_at(s, i);
-            dropped++;
-        }
-    if (dropped)
+    if (drop_where(s, not_kept, &r))
         touched(s);
 }
 
 uint64_t certs_next_expiry(const struct certs *s)
 {
-    return s->next_expiry;
+    return next_expiry(s);
+}
+
+static bool expired_by(const struct held *h, const void *ctx)
+{
+    return expiry_of(&h->c) <= *(const uint64_t *)ctx;
 }
 
 void certs_run(struct certs *s, uint64_t now)
 {
-    size_t dropped = 0;
+    size_t dropped;
 
-    if (now < s->next_expiry)
+    if (now < next_expiry(s))
         return;
-    for (size_t i = s->n; i-- > 0;)
-        if (expiry_of(&s->m[i].c) <= now) {
-            drop_at(s, i);
-            dropped++;
-        }
+    dropped = drop_where(s, expired_by, &now);
     s->st.expired += dropped;
     if (dropped)
         touched(s);

@@ -38,8 +38,12 @@
  *    (certs_retain: a member that left) or expires.
  * Bounds: CERTS_MEMBERS_MAX member certificates and CERTS_REVOKED_MAX
  * revocations; beyond, an offer is refused (CERTS_FULL) and counted.
- * Memory grows with what is held, up to those bounds; look-ups walk the
- * held certificates (CERTS_MEMBERS_MAX bounds that walk).
+ * Memory grows with what is held, up to those bounds. Look-ups (by key,
+ * name, statement id, a token's count, a revocation) go through an index
+ * (hash tables with a random key, at most half full), so an offer costs
+ * O(1) of them whatever the store holds; what removes members (a
+ * revocation of something held, an expiry, certs_retain, a name taken
+ * over) walks the held certificates once and rebuilds the index.
  *
  * Runs on the event loop's thread: no I/O, no lock; signatures are
  * checked only for a statement not held already (a known one costs a
@@ -74,6 +78,7 @@ struct certs_stats {
     size_t members, revoked;              /* held now */
     uint64_t invalid, refused_revoked, name_taken, token_full, full;   /* refusals so far */
     uint64_t expired, dropped_by_revocation;
+    uint64_t lookups, probes;             /* index look-ups so far, and the slots they read */
 };
 
 struct certs;

@@ -603,6 +603,7 @@ static void promote(struct device *dev, struct peer *p, const struct cluster *ne
     discovery_node_hints(p, n, now);
     discovery_promoted(p, now);
     tell_newcomer(p, now);
+    revocations_round(p, now);   /* its digest came while it was a stranger */
     log_notice("peer %s: its certificate holds; a member now", p->member.name);
 }
 
@@ -804,6 +805,7 @@ int members_certs_start(struct device *dev)
     if (!(dev->certs = certs_new(dev->cluster.authority, certs_changed, dev)))
         return -ENOMEM;
     revocations_of_file(dev, &dev->file);
+    revocations_start(dev);
     return 0;
 }
 
@@ -1109,7 +1111,7 @@ static uint64_t probation_next(const struct device *dev)
     return next;
 }
 
-uint64_t members_certs_run(struct device *dev, uint64_t now)
+static uint64_t certs_due(struct device *dev, uint64_t now)
 {
     struct timespec ts;
     uint64_t next, real_ns;
@@ -1140,6 +1142,16 @@ uint64_t members_certs_run(struct device *dev, uint64_t now)
     real_ns = (uint64_t)ts.tv_sec * WG_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
     next = next * WG_NSEC_PER_SEC > real_ns ? now + (next * WG_NSEC_PER_SEC - real_ns) : now;
     return next < probation_next(dev) ? next : probation_next(dev);
+}
+
+uint64_t members_certs_run(struct device *dev, uint64_t now)
+{
+    uint64_t next = certs_due(dev, now), rounds;
+
+    if (!dev->certs)
+        return next;
+    rounds = revocations_run(dev, now);
+    return rounds < next ? rounds : next;
 }
 
 /* The registered nodes the device counts now: those of its model past

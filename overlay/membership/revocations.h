@@ -12,6 +12,20 @@
  * every reload (a key taken out of the file stays revoked until the
  * daemon restarts: revocations only ever add).
  *
+ * Every revocation taken reaches a peer that lacks it at the next session
+ * (issue 43): each side says on every session a digest of the signed
+ * revocations it holds (DISCO_REVOKED: how many, BLAKE2b-128 of the ids
+ * they name, sorted; dev->revoked_digest); a side that hears a digest
+ * other than its own says its revocations to that peer, all but the
+ * latest (said already), in a round: REVOCATIONS_ROUND_BURST at once,
+ * then REVOCATIONS_ROUND_PER_SEC a second (within the receiver's CERT
+ * allowance, members.c), one round per peer at a time and at most one
+ * begun per REVOCATIONS_ROUND_EVERY_NS. Each is a CERT the receiver
+ * verifies as any other (signed by the authority, or not taken); what
+ * it takes it keeps, and its digest then agrees. A newcomer promoted
+ * gets a round at once (its digest came while it was a stranger). A
+ * node that predates REVOKED drops it and hears the latest only.
+ *
  * Bounds: the store's (CERTS_REVOKED_MAX revocations); the state file is
  * read up to REVOCATIONS_FILE_MAX bytes, a line longer than a statement
  * or one that is no valid revocation skipped (and counted in the log).
@@ -30,6 +44,9 @@
 #define REVOCATIONS_SAID_MAX 8u                  /* said on every session */
 #define REVOCATIONS_FILE_MAX (1024u * 1024u)     /* bytes read at set-up */
 #define REVOCATIONS_FILE_MODE 0600
+#define REVOCATIONS_ROUND_BURST 16u                   /* said at once in a round */
+#define REVOCATIONS_ROUND_PER_SEC 10u                 /* then, a second */
+#define REVOCATIONS_ROUND_EVERY_NS (30ull * 1000000000ull)   /* a round begun per peer */
 
 /* Opens (creating it, and STATE_DIR, mode 0700) the state file of
  * interface ifname under state_dir: an fd for revocations_load, or a
@@ -50,6 +67,18 @@ size_t revocations_of_file(struct device *dev, const struct cluster *file);
  * as its text line: appended to the state file, and among the latest
  * said on every session. */
 void revocations_taken(struct device *dev, const char *line, size_t len);
+
+/* With the store (members_certs_start): the digest said from now on, and
+ * peers' digests heard (dev->revoked_said). */
+void revocations_start(struct device *dev);
+/* A peer's digest (DISCO_REVOKED, on its session): a round of ours to it
+ * where it differs. */
+void revocations_digest_said(struct peer *p, const struct disco_revoked *d, uint64_t now);
+/* A round to p now (a newcomer promoted), unless one is under way. */
+void revocations_round(struct peer *p, uint64_t now);
+/* Says what is due of the rounds under way; when the next is due
+ * (UINT64_MAX: none). On the loop, from members_certs_run. */
+uint64_t revocations_run(struct device *dev, uint64_t now);
 
 void revocations_free(struct device *dev);
 

@@ -657,6 +657,40 @@ static void test_record(void **state)
     assert_int_equal(disco_decode(bad, sizeof(bad), &msg_b), -EBADMSG);
 }
 
+/* REVOKED: a count and a digest, exactly; any other length refused. */
+static void test_revoked(void **state)
+{
+    uint8_t golden[DISCO_HEADER_LEN + 2 + DISCO_REVOKED_LEN] = {
+        'D', 'D', 'P', 'D', 1, DISCO_REVOKED, 0, 2 + DISCO_REVOKED_LEN, 0x01, 0x02,
+    };
+    uint8_t out[64], bad[sizeof(golden) + 1];
+
+    (void)state;
+    for (unsigned i = 0; i < DISCO_REVOKED_LEN; i++)
+        golden[DISCO_HEADER_LEN + 2 + i] = (uint8_t)(0x30 + i);
+    memset(&msg_a, 0, sizeof(msg_a));
+    msg_a.type = DISCO_REVOKED;
+    msg_a.revoked.count = 0x0102;
+    memcpy(msg_a.revoked.digest, golden + DISCO_HEADER_LEN + 2, DISCO_REVOKED_LEN);
+    assert_int_equal(disco_encoded_len(&msg_a), (int)sizeof(golden));
+    assert_int_equal(disco_encode(&msg_a, out, sizeof(out)), (int)sizeof(golden));
+    assert_memory_equal(out, golden, sizeof(golden));
+    assert_int_equal(disco_decode(golden, sizeof(golden), &msg_b), 0);
+    assert_int_equal(msg_b.type, DISCO_REVOKED);
+    assert_int_equal(msg_b.revoked.count, 0x0102);
+    assert_memory_equal(msg_b.revoked.digest, msg_a.revoked.digest, DISCO_REVOKED_LEN);
+    assert_int_equal(disco_encode(&msg_a, out, sizeof(golden) - 1), -EMSGSIZE);
+    for (size_t len = DISCO_HEADER_LEN; len < sizeof(golden); len++) {
+        memcpy(bad, golden, sizeof(golden));
+        bad[7] = (uint8_t)(len - DISCO_HEADER_LEN);
+        assert_int_equal(disco_decode(bad, len, &msg_b), -EBADMSG);
+    }
+    memcpy(bad, golden, sizeof(golden));
+    bad[7] = 2 + DISCO_REVOKED_LEN + 1;
+    bad[sizeof(golden)] = 0;
+    assert_int_equal(disco_decode(bad, sizeof(bad), &msg_b), -EBADMSG);
+}
+
 /* --- CERT ------------------------------------------------------------------------------ */
 
 /* A statement's text as it came, pointing into the input; bounded. */
@@ -1497,6 +1531,7 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_features),
         cmocka_unit_test(test_record),
+        cmocka_unit_test(test_revoked),
         cmocka_unit_test(test_enclosed_ok),
         cmocka_unit_test(test_names_rejected),
         cmocka_unit_test(test_counts_over_max_encode),

@@ -62,6 +62,7 @@
 #include "overlay/loop/resolver.h"
 #include "overlay/membership/certs.h"
 #include "overlay/membership/members.h"
+#include "overlay/membership/revocations.h"
 #include "tests/unit/tso_read.h"
 
 #define NODES_MAX 6u
@@ -2885,6 +2886,78 @@ static void test_cert_passed_on_once(void **state)
     d->cluster.has_authority = false;
 }
 
+/* Issue 43: a member that missed revocations learns them all at its next
+ * session. Both hold the latest 8; node 0 also 20 older ones that node 1
+ * never heard. Each says its digest (REVOKED) on the session; node 0,
+ * hearing one other than its own, says node 1 the 20 in a paced round
+ * (a burst, then REVOCATIONS_ROUND_PER_SEC), each verified as signed;
+ * after it both digests agree, and a second session says nothing more. */
+static void revocation_line(char *out, const uint8_t sec[CERT_SECRET_LEN])
+{
+    struct cert r = { .kind = CERT_REVOCATION, .not_before = (uint64_t)time(NULL) - 60 };
+
+    randombytes_buf(r.subject, sizeof(r.subject));
+    assert_int_equal(cert_sign(&r, sec, out, CERT_TEXT_MAX), 0);
+}
+
+static void test_revocations_missed_are_said(void **state)
+{
+    uint8_t pub[CERT_PUBKEY_LEN], sec[CERT_SECRET_LEN];
+    char line[CERT_TEXT_MAX];
+    struct certs_stats st;
+    uint64_t now = START_NS + SEC, sent;
+    const char *why;
+
+    (void)state;
+    assert_int_equal(cert_keypair(pub, sec), 0);
+    for (unsigned i = 0; i < 2; i++) {
+        struct device *d = &nodes[i].dev;
+        d->cluster.has_authority = true;
+        memcpy(d->cluster.authority, pub, sizeof(pub));
+        d->cert_said = members_cert_said;
+        assert_int_equal(members_certs_start(d), 0);
+    }
+    for (unsigned k = 0; k < 28; k++) {
+        revocation_line(line, sec);
+        assert_int_equal(members_statement(&nodes[0].dev, line, strlen(line), now, &why),
+                         CERTS_REVOKING);
+        if (k >= 20)
+            assert_int_equal(members_statement(&nodes[1].dev, line, strlen(line), now, &why),
+                             CERTS_REVOKING);
+    }
+    certs_stats(nodes[1].dev.certs, &st);
+    assert_int_equal(st.revoked, 8);
+    assert_int_equal(nodes[0].dev.revoked_digest.count, 28);
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_non_null(peer_of(0)->wg.current);
+    assert_true(nodes[1].dev.stats.disco_received[DISCO_REVOKED] >= 1);
+    assert_true(nodes[0].dev.stats.disco_received[DISCO_REVOKED] >= 1);
+    /* Paced: the burst at once, the rest within a second or so. */
+    certs_stats(nodes[1].dev.certs, &st);
+    assert_int_equal(st.revoked, 8 + REVOCATIONS_ROUND_BURST);
+    for (uint64_t t = now; t < now + 2 * SEC; t += SEC / 20) {
+        for (unsigned i = 0; i < 2; i++)
+            members_certs_run(&nodes[i].dev, t);
+        pump(t);
+    }
+    certs_stats(nodes[1].dev.certs, &st);
+    assert_int_equal(st.revoked, 28);
+    assert_int_equal(st.invalid, 0);
+    assert_int_equal(nodes[1].dev.revoked_digest.count, 28);
+    assert_memory_equal(nodes[1].dev.revoked_digest.digest, nodes[0].dev.revoked_digest.digest,
+                        DISCO_REVOKED_LEN);
+    /* Agreed: a digest heard again begins no round. */
+    sent = nodes[0].dev.stats.disco_sent[DISCO_CERT];
+    revocations_digest_said(peer_of(0), &nodes[1].dev.revoked_digest, now + 60 * SEC);
+    assert_int_equal(nodes[0].dev.stats.disco_sent[DISCO_CERT], sent);
+    for (unsigned i = 0; i < 2; i++) {
+        members_certs_free(&nodes[i].dev);
+        nodes[i].dev.cert_said = NULL;
+        nodes[i].dev.cluster.has_authority = false;
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2898,6 +2971,7 @@ int main(void)
         T(test_probation_model),
         T(test_probation_half_full_asks_a_cookie),
         T6(test_cert_passed_on_once),
+        T(test_revocations_missed_are_said),
         T(test_record_candidate_reaches_a_peer),
         T(test_record_candidate_never_answering_is_bounded),
         T(test_down_peer_retries_then_gives_up),

@@ -244,6 +244,11 @@ struct peer_member {
      * (membership's: each may cost a signature check). */
     bool probation;
     uint64_t cert_credit_ns, cert_at_ns;
+    /* Our revocations said to it, paced (membership/revocations.h): the
+     * next one (1 + its place; 0: none to say), when, and when the last
+     * such round began. */
+    uint16_t revoked_next;
+    uint64_t revoked_due_ns, revoked_round_ns;
 };
 
 /* Lives in guarded memory (sodium_malloc): it holds the handshake and
@@ -444,6 +449,14 @@ struct device {
     char *revocations_said;
     int revoked_fd;
     void (*cert_said)(struct peer *p, const char *text, size_t len, uint64_t now);
+    /* A digest of every revocation held (DISCO_REVOKED), said to each peer
+     * on every session after the latest (on: with an authority), and what
+     * a peer's is handed to (membership's revocations_digest_said, set with
+     * the store; NULL: dropped). Membership's. */
+    bool revoked_digest_on;
+    struct disco_revoked revoked_digest;
+    struct revocations *revocations;      /* every one taken, to say (revocations.c) */
+    void (*revoked_said)(struct peer *p, const struct disco_revoked *d, uint64_t now);
     /* Where members see us changed (disco.observed): the daemon puts it
      * in our registry record. NULL: nobody to tell. */
     void (*observed_changed)(struct device *dev);

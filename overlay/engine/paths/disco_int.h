@@ -81,7 +81,8 @@ void discovery_send_endpoints(struct peer *x, uint64_t now);
 void discovery_send_names(struct peer *x, uint64_t now);
 void discovery_send_features(struct peer *x, uint64_t now);
 /* The authority's statements said on every session: our certificate,
- * then the latest revocations we took (dev->revocations_said). */
+ * then the latest revocations we took (dev->revocations_said), then a
+ * digest of all we hold (REVOKED, dev->revoked_digest). */
 void discovery_send_statements(struct peer *x, uint64_t now);
 void discovery_send_record(struct peer *x, uint64_t now);
 

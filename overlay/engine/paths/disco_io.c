@@ -372,6 +372,13 @@ void discovery_send_statements(struct peer *x, uint64_t now)
         discovery_send_cert(x, r, len, now);
         r += len + (r[len] == '\n');
     }
+    if (x->dev->revoked_digest_on) {   /* a peer holding others says them (REVOKED) */
+        struct disco_msg *m = x->dev->disco.out_msg;
+        m->type = DISCO_REVOKED;
+        m->revoked = x->dev->revoked_digest;
+        discovery_send(x, m, !x->path.via && x->path.endpoint.sa.sa_family != AF_UNSPEC ?
+                   &x->path.endpoint : NULL, now);
+    }
 }
 
 /* Records go in as many messages as it takes to keep each within the

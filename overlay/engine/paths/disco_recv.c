@@ -232,6 +232,10 @@ void discovery_receive(struct peer *p, const union endpoint *src, struct peer *v
         if (p->dev->cert_said)
             p->dev->cert_said(p, m->cert.text, m->cert.len, now);
         break;
+    case DISCO_REVOKED:
+        if (p->dev->revoked_said)
+            p->dev->revoked_said(p, &m->revoked, now);
+        break;
     default:
         rx_drop(p->dev, RX_DROP_DISCO, 1);   /* RELAYED never gets here */
     }
