@@ -11,23 +11,38 @@
 #         2Nmax .. last   iperf3, client and server, for every N alike
 #                         (Nmax: the largest N measured), and for veth
 #
-# Each daemon is started under `taskset -c` (its crypto workers and
-# io_uring's threads inherit the mask) with DDPNET_CRYPTO_THREADS=N-1: one
-# core for the event loop, the others for crypto workers (N=1: none, all
-# inline). Per N and round: iperf3 -P 4 and -P 8 a -> b over ddp0, the
-# receiver's rate, both daemons' CPU per GB and the share of a core each
-# daemon's event loop took (the loop does all I/O and whatever crypto no
-# worker does: near 100%, it is the ceiling more workers cannot lift); in
-# the same rounds, before them, the bare veth with -P 4 and -P 8 as the
-# reference. Rows go to $CORES_TSV; cores_report prints the medians.
+# Each daemon is started under `taskset -c` (its threads and io_uring's
+# inherit the mask), in each mode of BENCH_CORES_MODE (default shards; both,
+# "shards workers", interleaved in each round, N by N):
+#   shards   DDPNET_SHARDS=N, no crypto worker, no I/O lane: N event loops,
+#            each packet run to completion on one (overlay/loop/shard.h);
+#            N=1 is one thread inline
+#   workers  DDPNET_SHARDS=1, DDPNET_CRYPTO_THREADS=N-1: one core for the
+#            event loop, the others for crypto workers (N=1: none, all
+#            inline), I/O lanes as the daemon picks them: the design before
+#            shards
+# Per N, mode and round: iperf3 -P S a -> b over ddp0 for each S of
+# BENCH_CORES_STREAMS (default "4 8"), the receiver's rate, both daemons'
+# CPU per GB and the share of a core each daemon's threads took: its main
+# thread (the event loop, shard 0), its other shards (ddpnet-shard*), its
+# I/O lanes and readers, its crypto workers (a thread near 100% is the
+# ceiling that more cores cannot lift); in the same rounds, before them,
+# the bare veth with the same streams as the reference. Rows go to
+# $CORES_TSV; cores_report prints the medians per mode.
 #
-# BENCH_CORES_FORCE=1 drops the 2 cores of iperf3 from the check (N only
-# needs 2 x N cores): on a small machine the code path runs, iperf3 shares
-# the daemons' cores (not pinned) and the figures do not measure scaling.
+# BENCH_CORES_FORCE=1 also keeps an N whose daemons fit in 2 x N cores but
+# leave none to iperf3: that N runs with iperf3 unpinned, sharing the
+# daemons' cores (its rows say so in the iperf3 column), while the N that
+# fit keep iperf3 on its own CPUs. On a 16-core machine that is N=8; on a
+# small one the code path runs and the figures do not measure scaling.
 
 CORES_CPUS=()     # the CPUs this run may use (its affinity), in order
 CORES_N=()        # the N measured, ascending
-CORES_IPERF=""    # taskset list for iperf3; empty: not pinned
+CORES_IPERF=""    # taskset list for iperf3 at the N that fit; empty: not pinned
+CORES_IPERF_NOW="" # the one this test uses (empty at a forced N)
+CORES_FORCED=" "  # the N run without CPUs for iperf3 (BENCH_CORES_FORCE=1)
+CORES_MODES=()    # BENCH_CORES_MODE, in order
+CORES_STREAMS=()  # BENCH_CORES_STREAMS, ascending
 CORES_WHY=""      # why nothing is measured (the report's n/a)
 CORES_LEFT=""     # the N left out and why
 CORES_PLAN=""     # who runs where, for the report
@@ -35,11 +50,22 @@ CORES_TSV=""
 CORES_SYSFS=/sys/devices/system/cpu
 
 cores_config() {
-    local n
+    local n m
     BENCH_CORES=${BENCH_CORES:-1 2 4 8}
     BENCH_CORES_FORCE=${BENCH_CORES_FORCE:-0}
+    BENCH_CORES_MODE=${BENCH_CORES_MODE:-shards}
+    BENCH_CORES_STREAMS=${BENCH_CORES_STREAMS:-4 8}
     for n in ${BENCH_CORES//,/ }; do positive_int BENCH_CORES "$n"; done
     [ -n "${BENCH_CORES//[, ]/}" ] || usage_error "BENCH_CORES is empty"
+    CORES_MODES=()
+    for m in ${BENCH_CORES_MODE//,/ }; do
+        case "$m" in shards|workers) ;; *) usage_error "BENCH_CORES_MODE: '$m' is not shards or workers" ;; esac
+        case " ${CORES_MODES[*]} " in *" $m "*) ;; *) CORES_MODES+=("$m") ;; esac
+    done
+    [ ${#CORES_MODES[@]} -gt 0 ] || usage_error "BENCH_CORES_MODE is empty"
+    for n in ${BENCH_CORES_STREAMS//,/ }; do positive_int BENCH_CORES_STREAMS "$n"; done
+    mapfile -t CORES_STREAMS < <(printf '%s\n' ${BENCH_CORES_STREAMS//,/ } | sort -n -u)
+    [ ${#CORES_STREAMS[@]} -gt 0 ] || usage_error "BENCH_CORES_STREAMS is empty"
 }
 
 # cpu_list_ids LIST: the CPU numbers of a kernel CPU list ("0-3,8,10-11"),
@@ -58,9 +84,9 @@ cpu_list_join() { local IFS=,; echo "$*"; }
 # cores_plan: which N fit this machine, and the CPUs of each daemon and of
 # iperf3; says what it left out and why. Sets CORES_* above.
 cores_plan() {
-    local n have need min="" left=() forced=() nmax ids order
+    local n have need min="" left=() forced=() nmax nfit="" ids order
     CORES_TSV=$BENCH_OUT/cores.tsv
-    printf 'round\tcontender\tcores\tworkers\tworkers_seen\tstreams\tgbps\tbytes\tcpu_s\tcpu_s_per_gb\tloop_a_pct\tloop_b_pct\tlanes_a_pct\tlanes_b_pct\tworkers_a_pct\tworkers_b_pct\tseconds\tnote\n' >"$CORES_TSV"
+    printf 'round\tcontender\tmode\tcores\tworkers\tworkers_seen\tshards\tshards_seen\tstreams\tgbps\tbytes\tcpu_s\tcpu_s_per_gb\tloop_a_pct\tloop_b_pct\tshards_a_pct\tshards_b_pct\tlanes_a_pct\tlanes_b_pct\tworkers_a_pct\tworkers_b_pct\tiperf3\tseconds\tnote\n' >"$CORES_TSV"
     ids=$(cores_allowed)
     mapfile -t CORES_CPUS < <(cpu_list_ids "$ids" | cores_order)
     have=${#CORES_CPUS[@]}
@@ -73,7 +99,7 @@ cores_plan() {
         [ -n "$min" ] || min=$n
         need=$(( 2 * n + 2 ))
         if [ "$need" -le "$have" ]; then
-            CORES_N+=("$n")
+            CORES_N+=("$n") nfit=$n
         elif [ "$BENCH_CORES_FORCE" = 1 ] && [ $(( 2 * n )) -le "$have" ]; then
             CORES_N+=("$n") forced+=("$n")
         elif [ "$BENCH_CORES_FORCE" = 1 ]; then
@@ -92,16 +118,21 @@ cores_plan() {
     fi
     nmax=${CORES_N[${#CORES_N[@]}-1]}
     order=$(cpu_list_join "${CORES_CPUS[@]}")
-    if [ $(( 2 * nmax )) -lt "$have" ]; then
-        CORES_IPERF=$(cpu_list_join "${CORES_CPUS[@]:$(( 2 * nmax ))}")
-        CORES_PLAN="node a's daemon on the first N of CPUs $order, node b's on the next N; iperf3 client and server on CPUs $CORES_IPERF for every N and for veth"
+    CORES_FORCED=" ${forced[*]} "
+    # iperf3 on the CPUs after the largest N that leaves it 2, for that N,
+    # every smaller one and veth alike; a forced N shares the daemons'.
+    if [ -n "$nfit" ]; then
+        CORES_IPERF=$(cpu_list_join "${CORES_CPUS[@]:$(( 2 * nfit ))}")
+        CORES_PLAN="node a's daemon on the first N of CPUs $order, node b's on the next N; iperf3 client and server on CPUs $CORES_IPERF for N <= $nfit and for veth"
+        [ ${#forced[@]} -eq 0 ] ||
+            CORES_PLAN="$CORES_PLAN, not pinned at N=${forced[*]} (BENCH_CORES_FORCE=1: no CPU left for it, it shares the daemons')"
     else
         CORES_PLAN="node a's daemon on the first N of CPUs $order, node b's on the next N; iperf3 not pinned (no CPU left, BENCH_CORES_FORCE=1: not a measure of scaling)"
     fi
-    say "cores: N = ${CORES_N[*]} per daemon (BENCH_CORES=$BENCH_CORES), iperf3 -P 4 and -P 8 a -> b, ${BENCH_SECONDS} s per test; $CORES_PLAN"
+    say "cores: N = ${CORES_N[*]} per daemon (BENCH_CORES=$BENCH_CORES), modes ${CORES_MODES[*]} (BENCH_CORES_MODE), iperf3 -P ${CORES_STREAMS[*]} a -> b, ${BENCH_SECONDS} s per test; $CORES_PLAN"
     [ -z "$CORES_LEFT" ] || say "cores: $CORES_LEFT"
     [ ${#forced[@]} -eq 0 ] ||
-        warn "cores: BENCH_CORES_FORCE=1: N=${forced[*]} without 2 free CPUs for iperf3; it shares the daemons' CPUs: the code path runs, the figures do not measure scaling"
+        warn "cores: BENCH_CORES_FORCE=1: N=${forced[*]} without 2 free CPUs for iperf3; it shares the daemons' CPUs there: the code path runs, those figures are lower bounds"
     say "cores: CPU siblings (threads of one physical core): $(cores_siblings)"
 }
 
@@ -144,28 +175,32 @@ named_ticks() {
     echo "$sum"
 }
 
-# shares PID: "LOOP LANES WORKERS" ticks of the daemon PID; LANES counts
-# the readers (ddpnet-read*) with the lanes: both are I/O lanes.
+# shares PID: "LOOP SHARDS LANES WORKERS" ticks of the daemon PID: its
+# main thread (the event loop; shard 0 where there are shards), its other
+# shards together (ddpnet-shard*), its I/O lanes with the readers
+# (ddpnet-lane*, ddpnet-read*: both are I/O lanes), its crypto workers.
 shares() {
-    echo "$(loop_ticks "$1") $(( $(named_ticks "$1" ddpnet-lane) + $(named_ticks "$1" ddpnet-read) ))" \
+    echo "$(loop_ticks "$1") $(named_ticks "$1" ddpnet-shard)" \
+        "$(( $(named_ticks "$1" ddpnet-lane) + $(named_ticks "$1" ddpnet-read) ))" \
         "$(named_ticks "$1" ddpnet-crypto)"
 }
 
 # cores_run DEST OUT STREAMS [PID...]: one iperf3 test a -> b with -P
-# STREAMS, client and server on CORES_IPERF (set on this shell, which must
-# be a subshell: nsenter and iperf3 inherit it). Prints "GBIT/S BYTES CPU-S
-# CPU-S/GB LOOP-A% LOOP-B% LANES-A% LANES-B% WORKERS-A% WORKERS-B%", CPU as
-# lib.sh counts it (utime + stime of PIDS), and the share of one core that
-# each daemon's event loop, its I/O lanes together and its crypto workers
-# together took (CORES_LOOP_A, CORES_LOOP_B: the daemons' pids; a loop
-# near 100% is what more workers cannot speed up); NA without PIDS or when
-# one of them ended.
+# STREAMS, client and server on CORES_IPERF_NOW (set on this shell, which
+# must be a subshell: nsenter and iperf3 inherit it; empty: not pinned).
+# Prints "GBIT/S BYTES CPU-S CPU-S/GB LOOP-A% LOOP-B% SHARDS-A% SHARDS-B%
+# LANES-A% LANES-B% WORKERS-A% WORKERS-B%", CPU as lib.sh counts it (utime
+# + stime of PIDS), and the share of one core that each daemon's event
+# loop, its other shards together, its I/O lanes together and its crypto
+# workers together took (CORES_LOOP_A, CORES_LOOP_B: the daemons' pids; a
+# loop near 100% is what more workers cannot speed up); NA without PIDS or
+# when one of them ended.
 cores_run() {
     local dest=$1 out=$2 streams=$3; shift 3
-    local pids="$*" t0="" t1 res gbps bytes cpus=NA per=NA sa0="" sb0="" sa1 sb1 shares_out="NA NA NA NA NA NA"
-    local began
-    if [ -n "$CORES_IPERF" ]; then
-        taskset -pc "$CORES_IPERF" "$BASHPID" >/dev/null || { warn "cores: taskset -pc $CORES_IPERF failed"; return 1; }
+    local pids="$*" t0="" t1 res gbps bytes cpus=NA per=NA sa0="" sb0="" sa1 sb1
+    local shares_out="NA NA NA NA NA NA NA NA" began
+    if [ -n "$CORES_IPERF_NOW" ]; then
+        taskset -pc "$CORES_IPERF_NOW" "$BASHPID" >/dev/null || { warn "cores: taskset -pc $CORES_IPERF_NOW failed"; return 1; }
     fi
     [ -z "$pids" ] || t0=$(cpu_ticks $pids)
     [ -z "${CORES_LOOP_A:-}" ] || { sa0=$(shares "$CORES_LOOP_A"); sb0=$(shares "$CORES_LOOP_B"); }
@@ -181,94 +216,118 @@ cores_run() {
         secs=$(calc "$(date +%s.%N) - $began")
         read -r -a a0 <<<"$sa0"; read -r -a a1 <<<"$sa1"
         read -r -a b0 <<<"$sb0"; read -r -a b1 <<<"$sb1"
-        for i in 0 1 2; do
+        for i in 0 1 2 3; do
             pa="$pa $(calc "100 * (${a1[i]} - ${a0[i]}) / $CLK_TCK / $secs")"
             pb="$pb $(calc "100 * (${b1[i]} - ${b0[i]}) / $CLK_TCK / $secs")"
         done
         read -r -a a1 <<<"$pa"; read -r -a b1 <<<"$pb"
-        shares_out="${a1[0]} ${b1[0]} ${a1[1]} ${b1[1]} ${a1[2]} ${b1[2]}"
+        shares_out="${a1[0]} ${b1[0]} ${a1[1]} ${b1[1]} ${a1[2]} ${b1[2]} ${a1[3]} ${b1[3]}"
     fi
     echo "$(calc "$gbps / 1e9") $bytes $cpus $per $shares_out"
 }
 
-# cores_row ROUND CONTENDER N WORKERS SEEN STREAMS SECONDS NOTE RESULT
+# cores_row ROUND CONTENDER MODE N WORKERS SEEN SHARDS SEEN STREAMS SECONDS NOTE RESULT
 cores_row() {
-    local g=NA b=NA c=NA p=NA la=NA lb=NA na=NA nb=NA wa=NA wb=NA
-    [ -z "$9" ] || read -r g b c p la lb na nb wa wb <<<"$9"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "$6" \
-        "$g" "$b" "$c" "$p" "${la:-NA}" "${lb:-NA}" "${na:-NA}" "${nb:-NA}" "${wa:-NA}" "${wb:-NA}" \
-        "$7" "$8" >>"$CORES_TSV"
+    local g=NA b=NA c=NA p=NA la=NA lb=NA sa=NA sb=NA na=NA nb=NA wa=NA wb=NA cpus=${CORES_IPERF_NOW:-shared}
+    [ -z "${12}" ] || read -r g b c p la lb sa sb na nb wa wb <<<"${12}"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+        "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$8" "$9" \
+        "$g" "$b" "$c" "$p" "${la:-NA}" "${lb:-NA}" "${sa:-NA}" "${sb:-NA}" "${na:-NA}" "${nb:-NA}" \
+        "${wa:-NA}" "${wb:-NA}" "$cpus" "${10}" "${11}" >>"$CORES_TSV"
     CORES_LAST="$(short "$g") Gbit/s" CORES_LAST_CPU="$(short "$p") CPU-s/GB"
 }
 
-# cores_measure ROUND: veth, then each N, in turn.
+# cores_measure ROUND: veth, then each N, each mode of BENCH_CORES_MODE in
+# turn at that N (so the modes share each round's noise).
 cores_measure() {
-    local r=$1 n
+    local r=$1 n m
     cores_veth "$r"
-    for n in "${CORES_N[@]}"; do cores_ddp "$r" "$n"; done
+    for n in "${CORES_N[@]}"; do
+        for m in "${CORES_MODES[@]}"; do cores_ddp "$r" "$n" "$m"; done
+    done
 }
 
 cores_veth() {
     local r=$1 s res began=$SECONDS line="" dir=$T/r$1-cores-veth
     mkdir -p "$dir"
-    for s in 4 8; do
+    CORES_IPERF_NOW=$CORES_IPERF
+    for s in "${CORES_STREAMS[@]}"; do
         res=$(cores_run "$UL_B" "$dir/p$s.json" "$s") || res=""
-        cores_row "$r" veth - - - "$s" "$(( SECONDS - began ))" "$([ -n "$res" ] || echo "iperf3 failed")" "$res"
+        cores_row "$r" veth - - - - - - "$s" "$(( SECONDS - began ))" "$([ -n "$res" ] || echo "iperf3 failed")" "$res"
         line="$line, $s streams $CORES_LAST"
     done
-    say "$(printf 'round %s/%s cores %-7s%s (%s s)' "$r" "$BENCH_ROUNDS" "veth:" "${line#, }" "$(( SECONDS - began ))")"
+    say "$(printf 'round %s/%s cores %-15s%s (%s s)' "$r" "$BENCH_ROUNDS" "veth:" "${line#, }" "$(( SECONDS - began ))")"
 }
 
-# cores_ddp ROUND N: both daemons up on N CPUs each, -P 4 and -P 8, down.
+# cores_env MODE N: the daemons' environment in that mode at N cores.
+cores_env() {
+    case "$1" in
+    shards)  echo "DDPNET_SHARDS=$2 DDPNET_CRYPTO_THREADS=0 DDPNET_IO_LANES=0 DDPNET_IO_READERS=0" ;;
+    workers) echo "DDPNET_SHARDS=1 DDPNET_CRYPTO_THREADS=$(( $2 - 1 ))" ;;
+    esac
+}
+
+# cores_ddp ROUND N MODE: both daemons up on N CPUs each in MODE, each
+# stream count, down.
 cores_ddp() {
-    local r=$1 n=$2 w=$(( $2 - 1 )) la lb s note="" seen=NA began=$SECONDS line="" dir=$T/r$1-cores-$2
+    local r=$1 n=$2 m=$3 w sh la lb s note="" seen=NA sseen=NA began=$SECONDS line="" dir=$T/r$1-cores-$3-$2 env
     local -a res=() secs=()
+    if [ "$m" = shards ]; then w=0 sh=$n; else w=$(( n - 1 )) sh=1; fi
     mkdir -p "$dir"
     la=$(cpu_list_join "${CORES_CPUS[@]:0:$n}")
     lb=$(cpu_list_join "${CORES_CPUS[@]:$n:$n}")
-    DDP_UP_PREFIX_a="env DDPNET_CRYPTO_THREADS=$w taskset -c $la"
-    DDP_UP_PREFIX_b="env DDPNET_CRYPTO_THREADS=$w taskset -c $lb"
+    CORES_IPERF_NOW=$CORES_IPERF
+    case "$CORES_FORCED" in *" $n "*) CORES_IPERF_NOW="" ;; esac
+    env=$(cores_env "$m" "$n")
+    DDP_UP_PREFIX_a="env $env taskset -c $la"
+    DDP_UP_PREFIX_b="env $env taskset -c $lb"
     if ! tunnel_up ddpnet; then
         note="setup failed: $TUN_WHY"
-        warn "round $r cores N=$n: $note"
-        for s in 4 8; do cores_row "$r" ddpnet "$n" "$w" NA "$s" "$(( SECONDS - began ))" "$note" ""; done
+        warn "round $r cores $m N=$n: $note"
+        for s in "${CORES_STREAMS[@]}"; do
+            cores_row "$r" ddpnet "$m" "$n" "$w" NA "$sh" NA "$s" "$(( SECONDS - began ))" "$note" ""
+        done
     else
         CORES_LOOP_A=$(node_daemon a) CORES_LOOP_B=$(node_daemon b)
         [ -n "$CORES_LOOP_A" ] && [ -n "$CORES_LOOP_B" ] || CORES_LOOP_A="" CORES_LOOP_B=""
-        for s in 4 8; do
+        for s in "${CORES_STREAMS[@]}"; do
             res[s]=$(cores_run "$TUN_DEST" "$dir/p$s.json" "$s" $TUN_PIDS) || res[s]=""
             secs[s]=$(( SECONDS - began ))
         done
         # After the tests: the daemon's start leaves a short-lived thread
         # (glibc's getaddrinfo_a helper) that would count as a worker.
-        cores_check a "$la" "$w" && cores_check b "$lb" "$w"
-        note=$CORES_CHECK_NOTE seen=$CORES_CHECK_SEEN
-        [ -z "$note" ] || warn "round $r cores N=$n: $note"
-        for s in 4 8; do
-            cores_row "$r" ddpnet "$n" "$w" "$seen" "$s" "${secs[s]}" \
+        cores_check a "$la" "$w" "$sh" && cores_check b "$lb" "$w" "$sh"
+        note=$CORES_CHECK_NOTE seen=$CORES_CHECK_SEEN sseen=$CORES_CHECK_SHARDS
+        [ -z "$note" ] || warn "round $r cores $m N=$n: $note"
+        for s in "${CORES_STREAMS[@]}"; do
+            cores_row "$r" ddpnet "$m" "$n" "$w" "$seen" "$sh" "$sseen" "$s" "${secs[s]}" \
                 "${note:-$([ -n "${res[s]}" ] || echo "iperf3 failed")}" "${res[s]}"
             line="$line, $s streams $CORES_LAST, $CORES_LAST_CPU"
         done
     fi
     tunnel_down ddpnet
     DDP_UP_PREFIX_a="" DDP_UP_PREFIX_b="" CORES_LOOP_A="" CORES_LOOP_B=""
-    say "$(printf 'round %s/%s cores N=%-5s%s (%s workers; %s s)' "$r" "$BENCH_ROUNDS" "$n:" \
-        "${line#, }" "$w" "$(( SECONDS - began ))")"
+    say "$(printf 'round %s/%s cores %-15s%s (%s; %s s)' "$r" "$BENCH_ROUNDS" "$m N=$n:" \
+        "${line#, }" "$([ "$m" = shards ] && echo "$sh shards" || echo "$w workers")$([ -n "$CORES_IPERF_NOW" ] || echo ", iperf3 unpinned")" \
+        "$(( SECONDS - began ))")"
 }
 
-# cores_check NODE CPU-LIST WORKERS: every thread of NODE's daemon may run
-# on CPU-LIST and nowhere else, and it runs WORKERS crypto workers (its
-# threads named ddpnet-crypto*). Sets CORES_CHECK_SEEN (both nodes'
-# counts, "a/b") and CORES_CHECK_NOTE (what was wrong; empty when all was
-# right). Returns 0 either way: a wrong set-up is noted, not hidden.
-CORES_CHECK_SEEN="" CORES_CHECK_NOTE=""
+# cores_check NODE CPU-LIST WORKERS SHARDS: every thread of NODE's daemon
+# may run on CPU-LIST and nowhere else, and it runs WORKERS crypto workers
+# (its threads named ddpnet-crypto*) and SHARDS loops (its main thread and
+# SHARDS-1 threads named ddpnet-shard*). Sets CORES_CHECK_SEEN and
+# CORES_CHECK_SHARDS (both nodes' counts, "a/b": workers, loops) and
+# CORES_CHECK_NOTE (what was wrong; empty when all was right). Returns 0
+# either way: a wrong set-up is noted, not hidden.
+CORES_CHECK_SEEN="" CORES_CHECK_SHARDS="" CORES_CHECK_NOTE=""
 cores_check() {
-    local n=$1 want=$2 workers=$3 pid task comm allowed count=0 bad=""
-    [ "$n" = a ] && CORES_CHECK_SEEN="" CORES_CHECK_NOTE=""
+    local n=$1 want=$2 workers=$3 shards=$4 pid task comm allowed count=0 loops=1 bad=""
+    [ "$n" = a ] && CORES_CHECK_SEEN="" CORES_CHECK_SHARDS="" CORES_CHECK_NOTE=""
     pid=$(node_daemon "$n")
     if [ -z "$pid" ]; then
         CORES_CHECK_NOTE="$CORES_CHECK_NOTE node $n: no daemon pid;"
         CORES_CHECK_SEEN="${CORES_CHECK_SEEN:+$CORES_CHECK_SEEN/}NA"
+        CORES_CHECK_SHARDS="${CORES_CHECK_SHARDS:+$CORES_CHECK_SHARDS/}NA"
         return 0
     fi
     want=$(cpu_list_ids "$want" | sort -n | tr '\n' ' ')
@@ -278,19 +337,26 @@ cores_check() {
         if [ "$(cpu_list_ids "$allowed" | sort -n | tr '\n' ' ')" != "$want" ]; then
             bad="$bad ${task##*/}($comm):$allowed"
         fi
-        case "$comm" in ddpnet-crypto*) count=$(( count + 1 )) ;; esac
+        case "$comm" in
+        ddpnet-crypto*) count=$(( count + 1 )) ;;
+        ddpnet-shard*) loops=$(( loops + 1 )) ;;
+        esac
     done
     CORES_CHECK_SEEN="${CORES_CHECK_SEEN:+$CORES_CHECK_SEEN/}$count"
+    CORES_CHECK_SHARDS="${CORES_CHECK_SHARDS:+$CORES_CHECK_SHARDS/}$loops"
     [ -z "$bad" ] || CORES_CHECK_NOTE="$CORES_CHECK_NOTE node $n: threads outside CPUs ${want% }:$bad;"
     [ "$count" = "$workers" ] ||
         CORES_CHECK_NOTE="$CORES_CHECK_NOTE node $n: $count crypto workers running, $workers asked;"
+    [ "$loops" = "$shards" ] ||
+        CORES_CHECK_NOTE="$CORES_CHECK_NOTE node $n: $loops shards running, $shards asked;"
     CORES_CHECK_NOTE=${CORES_CHECK_NOTE# }
     return 0
 }
 
-# cores_report: the medians of $CORES_TSV, one row per N and the veth
-# reference; the n/a line when nothing was measured. Always returns 0:
-# issue 19 asks for these figures, it sets no target on them.
+# cores_report: the medians of $CORES_TSV, per mode one row per N, and
+# the veth reference; the n/a line when nothing was measured. Always
+# returns 0: issue 19 asks for these figures; issue 45's doubling target
+# on them is judged by report_issue45 (report.sh).
 cores_report() {
     BENCH_DIR="$BENCH_DIR" "$PY" - "$CORES_TSV" "$CORES_WHY" "$CORES_LEFT" "$CORES_PLAN" "$BENCH_SECONDS" <<'PYEOF'
 import os, statistics, sys
@@ -299,7 +365,7 @@ from report_fmt import num, fmt, ratio, times
 
 tsv, why, left, plan, seconds = sys.argv[1:6]
 print()
-print("=== 1 -> N cores per daemon, iperf3 a -> b over ddp0 (issue 19) ===")
+print("=== 1 -> N cores per daemon, iperf3 a -> b over ddp0 (issues 19, 45) ===")
 if why:
     print("CORES n/a: " + why)
     sys.exit(0)
@@ -309,57 +375,89 @@ except OSError as e:
     print("CORES n/a: cannot read %s: %s" % (tsv, e))
     sys.exit(0)
 rows = [dict(zip(lines[0], f)) for f in lines[1:]]
+for r in rows:
+    r.setdefault("mode", "workers" if r["contender"] == "ddpnet" else "-")
 
-def med(key, contender, n, streams):
-    v = [num(r[key]) for r in rows if r["contender"] == contender and r["cores"] == n
-         and r["streams"] == streams]
+def med(key, contender, mode, n, streams):
+    v = [num(r.get(key)) for r in rows if r["contender"] == contender and r["mode"] == mode
+         and r["cores"] == n and r["streams"] == streams]
     v = [x for x in v if x is not None]
     return (statistics.median(v), len(v)) if v else (None, 0)
 
-ns = sorted({int(r["cores"]) for r in rows if r["contender"] == "ddpnet"})
+def pct(key, mode, n, s):
+    return "%s/%s" % (fmt(med(key + "_a_pct", "ddpnet", mode, n, s)[0], "%.0f"),
+                      fmt(med(key + "_b_pct", "ddpnet", mode, n, s)[0], "%.0f"))
+
+streams = sorted({r["streams"] for r in rows}, key=int)
+top = streams[-1] if streams else None
+modes = []
+for r in rows:
+    if r["contender"] == "ddpnet" and r["mode"] not in modes:
+        modes.append(r["mode"])
 rounds = len({r["round"] for r in rows})
-base = str(ns[0]) if ns else None
-print("  %s; %s s per test, medians over %d round(s); CPU-s/GB: both daemons, per GB received" %
+print("  %s; %s s per test, medians over %d round(s); CPU-s/GB: both daemons, per GB received;" %
       (plan, seconds, rounds))
-head = ["cores/daemon", "workers", "4 streams Gbit/s", "8 streams Gbit/s",
-        "x N=%s (4)" % base, "x N=%s (8)" % base, "CPU-s/GB (4)", "CPU-s/GB (8)",
-        "%core a/b (8): loop", "lanes", "workers", "rounds"]
-table, greps = [], []
-b4, b8 = (med("gbps", "ddpnet", base, "4")[0], med("gbps", "ddpnet", base, "8")[0]) if base else (None, None)
-for n in ns:
-    key = str(n)
-    g4, k4 = med("gbps", "ddpnet", key, "4")
-    g8, k8 = med("gbps", "ddpnet", key, "8")
-    c4, c8 = med("cpu_s_per_gb", "ddpnet", key, "4")[0], med("cpu_s_per_gb", "ddpnet", key, "8")[0]
-    seen = sorted({r["workers_seen"] for r in rows if r["contender"] == "ddpnet" and r["cores"] == key})
-    workers = str(n - 1) + ("" if seen == ["%d/%d" % (n - 1, n - 1)] else " (seen %s)" % ",".join(seen))
-    share = {}
-    for part in ("loop", "lanes", "workers"):
-        a = med(part + "_a_pct", "ddpnet", key, "8")[0] if part + "_a_pct" in rows[0] else None
-        b = med(part + "_b_pct", "ddpnet", key, "8")[0] if part + "_b_pct" in rows[0] else None
-        share[part] = "%s/%s" % (fmt(a, "%.0f"), fmt(b, "%.0f"))
-    la, lb = med("loop_a_pct", "ddpnet", key, "8")[0], med("loop_b_pct", "ddpnet", key, "8")[0]
-    table.append([key, workers, fmt(g4), fmt(g8), times(ratio(g4, b4)), times(ratio(g8, b8)),
-                  fmt(c4), fmt(c8), share["loop"], share["lanes"], share["workers"],
-                  "%d/%d" % (min(k4, k8), rounds)])
-    greps.append("CORES N=%s workers=%d: 4 streams %s Gbit/s (%s N=%s), 8 streams %s Gbit/s (%s), "
-                 "CPU-s/GB %s / %s, event loop %s%% / %s%% of a core (8 streams)" %
-                 (key, n - 1, fmt(g4), times(ratio(g4, b4)), base, fmt(g8), times(ratio(g8, b8)),
-                  fmt(c4), fmt(c8), fmt(la, "%.0f"), fmt(lb, "%.0f")))
-v4, k4 = med("gbps", "veth", "-", "4")
-v8, k8 = med("gbps", "veth", "-", "8")
-table.append(["veth", "-", fmt(v4), fmt(v8), "", "", "", "", "", "", "", "%d/%d" % (min(k4, k8), rounds)])
-w = [max(len(str(x)) for x in col) + 2 for col in zip(head, *table)]
-for row in [head] + table:
-    print("  " + "".join(str(x).ljust(k) for x, k in zip(row, w)).rstrip())
-for note in sorted({(r["cores"], r["note"]) for r in rows if r.get("note")}):
-    print("    note %s: %s" % ("veth" if note[0] == "-" else "N=" + note[0], note[1]))
+print("  %%core a/b (%s streams): the main thread (the event loop, shard 0), the other shards," % top)
+print("  the I/O lanes and readers, the crypto workers, each together, in % of one core")
+greps = []
+for mode in modes:
+    ns = sorted({int(r["cores"]) for r in rows if r["contender"] == "ddpnet" and r["mode"] == mode})
+    base = str(ns[0]) if ns else None
+    other = [m for m in modes if m != mode]
+    print()
+    print("  mode %s: %s" % (mode, "DDPNET_SHARDS=N, no workers, no lanes (N loops, each packet on one)"
+          if mode == "shards" else "DDPNET_CRYPTO_THREADS=N-1 (one event loop, N-1 crypto workers)"))
+    head = ["cores/daemon", "shards" if mode == "shards" else "workers"]
+    head += ["%s streams Gbit/s" % s for s in streams] + ["x N=%s (%s)" % (base, s) for s in streams]
+    if other:
+        head += ["x %s (%s)" % (other[0], top)]
+    head += ["CPU-s/GB (%s)" % s for s in streams] + ["loop", "shards", "lanes", "workers", "iperf3", "rounds"]
+    table = []
+    for n in ns:
+        key = str(n)
+        mine = [r for r in rows if r["contender"] == "ddpnet" and r["mode"] == mode and r["cores"] == key]
+        want = n if mode == "shards" else n - 1
+        col = "shards_seen" if mode == "shards" else "workers_seen"
+        seen = sorted({r.get(col, "NA") for r in mine})
+        asked = str(want) + ("" if seen == ["%d/%d" % (want, want)] else " (seen %s)" % ",".join(seen))
+        g = {s: med("gbps", "ddpnet", mode, key, s)[0] for s in streams}
+        b = {s: med("gbps", "ddpnet", mode, base, s)[0] for s in streams}
+        k = min(med("gbps", "ddpnet", mode, key, s)[1] for s in streams)
+        cpus = sorted({r.get("iperf3", "?") for r in mine})
+        row = [key, asked] + [fmt(g[s]) for s in streams] + [times(ratio(g[s], b[s])) for s in streams]
+        if other:
+            row.append(times(ratio(g[top], med("gbps", "ddpnet", other[0], key, top)[0])))
+        row += [fmt(med("cpu_s_per_gb", "ddpnet", mode, key, s)[0]) for s in streams]
+        row += [pct(p, mode, key, top) for p in ("loop", "shards", "lanes", "workers")]
+        row += [",".join("shared" if c == "shared" else "own" for c in cpus), "%d/%d" % (k, rounds)]
+        table.append(row)
+        greps.append("CORES %s N=%s %s=%d: %s, CPU-s/GB %s, event loop %s%% / %s%% of a core (%s streams)" %
+                     (mode, key, "shards" if mode == "shards" else "workers", want,
+                      ", ".join("%s streams %s Gbit/s (%s N=%s)" % (s, fmt(g[s]), times(ratio(g[s], b[s])), base)
+                                for s in streams),
+                      " / ".join(fmt(med("cpu_s_per_gb", "ddpnet", mode, key, s)[0]) for s in streams),
+                      fmt(med("loop_a_pct", "ddpnet", mode, key, top)[0], "%.0f"),
+                      fmt(med("loop_b_pct", "ddpnet", mode, key, top)[0], "%.0f"), top))
+    w = [max(len(str(x)) for x in col) + 2 for col in zip(head, *table)]
+    for row in [head] + table:
+        print("  " + "".join(str(x).ljust(k) for x, k in zip(row, w)).rstrip())
+    for note in sorted({(r["cores"], r["note"]) for r in rows
+                        if r["contender"] == "ddpnet" and r["mode"] == mode and r.get("note")}):
+        print("    note N=%s: %s" % note)
+v = {s: med("gbps", "veth", "-", "-", s) for s in streams}
+print()
+print("  veth: " + ", ".join("%s streams %s Gbit/s" % (s, fmt(v[s][0])) for s in streams) +
+      " (%d/%d rounds)" % (min([v[s][1] for s in streams] or [0]), rounds))
+for note in sorted({r["note"] for r in rows if r["contender"] == "veth" and r.get("note")}):
+    print("    note veth: %s" % note)
+if any(r.get("iperf3") == "shared" for r in rows):
+    print("  iperf3 shared: at that N iperf3 ran on the daemons' CPUs (BENCH_CORES_FORCE=1), a lower bound")
 if left:
     print("  " + left)
 print()
 for g in greps:
     print(g)
-print("CORES veth: 4 streams %s Gbit/s, 8 streams %s Gbit/s" % (fmt(v4), fmt(v8)))
+print("CORES veth: " + ", ".join("%s streams %s Gbit/s" % (s, fmt(v[s][0])) for s in streams))
 PYEOF
     return 0
 }

@@ -484,16 +484,20 @@ big("one stream >= %.0f Gbit/s" % ONE_MIN_GBPS, fmt(v), judge(v, lambda x: x >= 
 v = pm("ddpnet", "ping_avg_us")
 big("ping avg <= %.0f µs" % PING_MAX_US, fmt(v, "%.0f"), judge(v, lambda x: x <= PING_MAX_US),
     pair_na("no ping through ddp0"))
-# Core scaling: per N, the median rate at the most streams measured there.
+# Core scaling: per N, the median rate at the most streams measured there,
+# in shards mode where it ran (cores.sh's default), else in workers mode.
+cmodes = {r.get("mode", "workers") for r in cores if r["contender"] == "ddpnet"}
+cmode = "shards" if "shards" in cmodes else "workers"
 rate = {}
 for n in (1, 2, 4, 8):
-    rs = [r for r in cores if r["contender"] == "ddpnet" and r["cores"] == str(n)]
+    rs = [r for r in cores if r["contender"] == "ddpnet" and r["cores"] == str(n)
+          and r.get("mode", "workers") == cmode]
     if rs:
         s = max(int(r["streams"]) for r in rs)
         rate[n] = med([num(r["gbps"]) for r in rs if int(r["streams"]) == s])
 for n in (1, 2, 4):
     r = ratio(rate.get(2 * n), rate.get(n))
-    big("cores %d -> %d rate >= %.1fx" % (n, 2 * n, DOUBLING_MIN),
+    big("cores %d -> %d rate >= %.1fx (%s)" % (n, 2 * n, DOUBLING_MIN, cmode),
         "%s (%s / %s Gbit/s)" % (times(r), fmt(rate.get(2 * n)), fmt(rate.get(n))),
         judge(r, lambda x: x >= DOUBLING_MIN),
         "part cores not run (BENCH_ONLY)" if "cores" not in parts else "no rate at %d or %d cores" % (n, 2 * n))
