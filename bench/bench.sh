@@ -77,6 +77,13 @@ bench_config() {
     # Empty means "did not build" (the Makefile says so); unset means the default.
     BENCH_AEAD_BIN=${BENCH_AEAD_BIN-$BENCH_ROOT/build/bench/aead_bench}
     BENCH_STRICT=${BENCH_STRICT:-0}
+    # VAR=VALUE words in the environment of ddpnet's daemons of the pair,
+    # allreduce and relay parts (the configuration measured there, e.g.
+    # DDPNET_SHARDS=8); cores and shards set their own.
+    BENCH_DDPNET_ENV=${BENCH_DDPNET_ENV:-}
+    for p in $BENCH_DDPNET_ENV; do
+        [[ "$p" =~ ^[A-Za-z_][A-Za-z0-9_]*=[^,]*$ ]] || usage_error "BENCH_DDPNET_ENV: '$p' is not VAR=VALUE"
+    done
     positive_int BENCH_ROUNDS "$BENCH_ROUNDS"
     positive_int BENCH_SECONDS "$BENCH_SECONDS"
     positive_int BENCH_IDLE_SECONDS "$BENCH_IDLE_SECONDS"
@@ -169,7 +176,7 @@ measure() {
     mkdir -p "$dir"
     if [ "$kind" = missing ]; then
         note=$bin
-    elif ! tunnel_up "$kind" "$bin"; then
+    elif ! { [ "$kind" != ddpnet ] || DDP_UP_ENV=$BENCH_DDPNET_ENV; tunnel_up "$kind" "$bin"; }; then
         note="setup failed: $TUN_WHY"
         warn "round $r $name: $note"
     else
@@ -207,6 +214,7 @@ measure() {
         fi
     fi
     tunnel_down "$kind"
+    DDP_UP_ENV=""
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$name" "$ab" "$ba" "$p4" "$p8" \
         "$pavg" "$p99" "$lost" "$cpu" "$idle" "$bytes" "$cpus" "$loop" "$note" >>"$TSV"
     say "$(printf 'round %s/%s %-14s 1 stream %s / %s, 4 / 8 streams %s / %s Gbit/s; ping %s / %s µs, lost %s; %s CPU-s/GB; idle %s %% (%s s)' \
@@ -246,6 +254,9 @@ main() {
     printf 'round\tcontender\tmetric\tvalue\tnote\n' >"$MESH_TSV"
     say "parts: ${PARTS// /,} (BENCH_ONLY); $BENCH_ROUNDS rounds"
     part_on pair && say "two nodes: ${BENCH_SECONDS} s per iperf3 test, $BENCH_PINGS echoes; contenders: ${C_NAME[*]}"
+    if [ -n "$BENCH_DDPNET_ENV" ] && { part_on pair || part_on allreduce || part_on relay; }; then
+        say "ddpnet's daemons (pair, allreduce, relay): $BENCH_DDPNET_ENV (BENCH_DDPNET_ENV)"
+    fi
     if part_on allreduce || part_on relay; then
         say "three nodes: contenders ${M_NAME[*]}$(part_on allreduce && printf '; all_reduce %s + %s bytes per rank, %s timed of the first, %s batches of %s of the second' \
             "$BENCH_AR_BIG" "$BENCH_AR_SMALL" "$BENCH_AR_ITERS" "$BENCH_AR_BATCHES" "$BENCH_AR_SMALL_ITERS")"
@@ -283,6 +294,18 @@ main() {
         if [ "$rc3" -eq 1 ]; then rc2=1; elif [ "$rc2" -eq 0 ]; then rc2=$rc3; fi
     fi
     part_on cores && cores_report
+    # BENCH_ISSUE45=0: device-run.sh runs one part at a time and prints
+    # the block once, from all of them.
+    if [ "${BENCH_ISSUE45:-1}" != 0 ] && { part_on pair || part_on allreduce || part_on cores; }; then
+        local nr="not run (BENCH_ONLY)"
+        report_issue45 pair="$TSV" mesh="$MESH_TSV" cores="${CORES_TSV:-}" env="$BENCH_DDPNET_ENV" \
+            pair_why="$(part_on pair || echo "part pair $nr")" \
+            allreduce_why="$(part_on allreduce || echo "${PART_WHY_allreduce:-part allreduce $nr}")" \
+            cores_why="$(part_on cores || echo "part cores $nr")${CORES_WHY:+part cores: $CORES_WHY}" \
+            cores_left="$CORES_LEFT"
+        rc3=$?
+        if [ "$rc3" -eq 1 ]; then rc2=1; elif [ "$rc2" -eq 0 ]; then rc2=$rc3; fi
+    fi
     if part_on shards; then
         shards_report
         rc3=$?

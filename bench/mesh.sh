@@ -182,7 +182,8 @@ mesh_ddp_up() {
     local n pid roots=""
     [ -f "$T/mesh.conf" ] || mesh_cluster
     for n in "${MESH_NODES[@]}"; do
-        if ! nx "$n" timeout 30 "$DDPNET" up -c "$T/mesh.conf" -k "$T/$n/key" \
+        # BENCH_DDPNET_ENV: the daemons' environment (DDPNET_SHARDS=8 ...).
+        if ! nx "$n" env ${BENCH_DDPNET_ENV:-} timeout 30 "$DDPNET" up -c "$T/mesh.conf" -k "$T/$n/key" \
                 --run-dir "$T/$n/run" --hosts-file "$T/$n/hosts" >"$T/$n/ddpnet-up.log" 2>&1; then
             MESH_WHY="ddpnet up in node $n failed: $(tail -n 2 "$T/$n/ddpnet-up.log")"
             return 1

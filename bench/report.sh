@@ -510,3 +510,142 @@ print("targets of issue 32: %d passed, %d failed, %d n/a" %
 sys.exit(1 if "FAIL" in results else (2 if "n/a" in results else 0))
 PYEOF
 }
+
+# report_issue45 KEY=VALUE...: issue 45's 16-core targets, one summary
+# block ("=== issue 45, 16-core targets ===", then one "ISSUE45 TARGET:
+# VALUE PASS|FAIL" or "ISSUE45 TARGET: n/a (WHY)" line per target), from
+# the rows of the parts that measure them, which may come from separate
+# runs of bench.sh (device-run.sh runs one part at a time):
+#   pair=RESULTS.TSV   pair_why=WHY       8 streams, one stream, CPU-s/GB, ping
+#   mesh=MESH.TSV      allreduce_why=WHY  all_reduce 64 MiB and 64 KiB / bare
+#   cores=CORES.TSV    cores_why=WHY      each doubling 1 -> 8 (shards mode)
+#   cores_left=TEXT    the N cores.sh left out and why
+#   env=WORDS          the daemons' environment in pair and allreduce
+#                      (BENCH_DDPNET_ENV), printed as the configuration
+#   ncpu=N             judge as if the machine had N CPUs (to check the
+#                      report itself on a small machine)
+# A WHY that is not empty means the part did not measure (not run, cut
+# short, could not run): its targets read n/a with it. On a machine with
+# fewer than 16 CPUs (its affinity) every target is n/a, with the figure
+# that was measured shown beside the reason. Returns 0 when every target
+# passed, 1 when one failed, 2 when none failed but one was n/a.
+report_issue45() {
+    BENCH_DIR="$BENCH_DIR" "$PY" - "$@" <<'PYEOF'
+import os, sys
+sys.path.insert(0, os.environ["BENCH_DIR"])
+from report_fmt import num, fmt, ratio, times, read, med
+
+BIG_CORES = 16
+P8_MIN_GBPS = 25.0
+ONE_MIN_GBPS = 12.0
+CPU_MAX = 2.5               # CPU-s per GB, both daemons, one stream
+DOUBLING_MIN = 1.6          # rate at 2N cores / at N, N = 1, 2, 4 (shards mode)
+PING_MAX_US = 100.0
+AR_BIG_MAX, AR_SMALL_MAX = 2.0, 1.3
+
+arg = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)
+get = lambda k: arg.get(k, "")
+try:
+    ncpu = len(os.sched_getaffinity(0))
+except AttributeError:
+    ncpu = os.cpu_count() or 0
+if get("ncpu"):
+    ncpu = int(get("ncpu"))     # ncpu=16: to check the judging on a small machine
+pair = read(get("pair")) if get("pair") and not get("pair_why") else []
+mesh = read(get("mesh")) if get("mesh") and not get("allreduce_why") else []
+cores = read(get("cores")) if get("cores") and not get("cores_why") else []
+
+def pm(key):
+    return med([num(r.get(key)) for r in pair if r["contender"] == "ddpnet"])
+
+def mm(name, metric):
+    return med([num(r["value"]) for r in mesh if r["contender"] == name and r["metric"] == metric])
+
+env = get("env").split()
+shards = next((w.split("=", 1)[1] for w in env if w.startswith("DDPNET_SHARDS=")), None)
+print()
+print("=== issue 45, 16-core targets (%d CPUs) ===" % ncpu)
+print("  ddpnet's daemons in pair and allreduce: %s" %
+      ("%s (BENCH_DDPNET_ENV): %s shards each" % (" ".join(env), shards) if shards and shards != "1"
+       else "%s: one loop (DDPNET_SHARDS unset or 1), NOT the sharded path" % (" ".join(env) or "the defaults")))
+print("  cores per daemon: shards mode of the cores part (DDPNET_SHARDS=N under taskset, no workers)")
+
+results = []
+small = None if ncpu >= BIG_CORES else "this machine has %d CPUs, fewer than %d" % (ncpu, BIG_CORES)
+
+def target(text, value, ok, na):
+    """ok: True/False, or None with na the reason; value: what was measured."""
+    if small:
+        na = small + ("; measured %s" % value if ok is not None and value else "; " + na)
+        ok = None
+    if ok is None:
+        results.append("n/a")
+        print("ISSUE45 %s: n/a (%s)" % (text, na))
+    else:
+        results.append("PASS" if ok else "FAIL")
+        print("ISSUE45 %s: %s %s" % (text, value, "PASS" if ok else "FAIL"))
+
+def pair_target(text, key, test, f, unit):
+    v = pm(key)
+    target(text, "" if v is None else fmt(v, f) + unit, None if v is None else test(v),
+           get("pair_why") or "no %s figure for ddp0 in %s" % (key, get("pair") or "(no pair rows)"))
+
+pair_target("8 streams >= %.0f Gbit/s" % P8_MIN_GBPS, "p8_gbps", lambda v: v >= P8_MIN_GBPS, "%.2f", " Gbit/s")
+pair_target("1 stream >= %.0f Gbit/s" % ONE_MIN_GBPS, "ab_gbps", lambda v: v >= ONE_MIN_GBPS, "%.2f", " Gbit/s")
+pair_target("CPU-s/GB <= %.1f (both daemons, one stream)" % CPU_MAX, "cpu_s_per_gb", lambda v: v <= CPU_MAX,
+            "%.2f", " CPU-s/GB")
+
+# Each doubling: the shards-mode median rate per N at the most streams
+# measured there; one line, FAIL if any doubling measured fails.
+rows = [r for r in cores if r["contender"] == "ddpnet" and r.get("mode", "workers") == "shards"]
+rate, shared, top = {}, [], None
+if rows:
+    top = max(int(r["streams"]) for r in rows)
+    for n in (1, 2, 4, 8):
+        rs = [r for r in rows if r["cores"] == str(n) and int(r["streams"]) == top]
+        if rs:
+            rate[n] = med([num(r["gbps"]) for r in rs])
+            if any(r.get("iperf3") == "shared" for r in rs):
+                shared.append(n)
+parts, oks, missing = [], [], []
+for n in (1, 2, 4):
+    r = ratio(rate.get(2 * n), rate.get(n))
+    if r is None:
+        missing.append("%d -> %d" % (n, 2 * n))
+    else:
+        parts.append("%d -> %d %s" % (n, 2 * n, times(r)))
+        oks.append(r >= DOUBLING_MIN)
+value = ", ".join(parts) + (" (%s streams, Gbit/s %s)" % (top, " / ".join(
+    "N=%d %s" % (n, fmt(rate[n])) for n in sorted(rate))) if parts else "")
+if shared:
+    value += "; N=%s with iperf3 on the daemons' CPUs (a lower bound)" % ",".join(map(str, shared))
+why = get("cores_why")
+if not why:
+    if not rows:
+        why = "no shards-mode rows in %s" % (get("cores") or "(no cores rows)")
+    else:
+        why = "no rate for %s in shards mode" % ", ".join(missing)
+    if get("cores_left"):
+        why += " (%s)" % get("cores_left")
+if missing and not (oks and not all(oks)):
+    ok = None
+    if parts:
+        why += "; measured %s" % value
+else:
+    ok = all(oks)
+target("each doubling of cores per daemon from 1 to 8 >= %.1fx" % DOUBLING_MIN, value, ok, why)
+
+pair_target("ping avg <= %.0f µs" % PING_MAX_US, "ping_avg_us", lambda v: v <= PING_MAX_US, "%.0f", " µs")
+for metric, limit, size in (("ar_big_s", AR_BIG_MAX, "64 MiB"), ("ar_small_s", AR_SMALL_MAX, "64 KiB")):
+    a, b = mm("ddp0", metric), mm("bare", metric)
+    r = ratio(a, b)
+    f, k = ("%.3f s", 1) if metric == "ar_big_s" else ("%.2f ms", 1e3)
+    target("all_reduce %s ddp0/bare <= %.1fx" % (size, limit),
+           "" if r is None else "%s (%s / %s)" % (times(r), f % (a * k), f % (b * k)),
+           None if r is None else r <= limit,
+           get("allreduce_why") or "no all_reduce result for ddp0 or bare in %s" % (get("mesh") or "(no mesh rows)"))
+print("issue 45, 16-core targets: %d passed, %d failed, %d n/a" %
+      (results.count("PASS"), results.count("FAIL"), results.count("n/a")))
+sys.exit(1 if "FAIL" in results else (2 if "n/a" in results else 0))
+PYEOF
+}

@@ -76,6 +76,10 @@ ddp_cluster() {
 # node, inherited by its daemon (cores.sh: `env DDPNET_CRYPTO_THREADS=...
 # taskset -c ...`); empty, as for every other part, runs it as it is.
 DDP_UP_PREFIX_a="" DDP_UP_PREFIX_b=""
+# DDP_UP_ENV: VAR=VALUE words put in both daemons' environment before a
+# variant's own and the prefix's (bench.sh sets it to BENCH_DDPNET_ENV for
+# the pair part alone: cores and shards set their own).
+DDP_UP_ENV=""
 
 # ddp_up [busy-poll=VALUE | env=VAR=VALUE,...]: env= puts the variables in
 # the daemons' environment; DDPNET=PATH among them runs that build
@@ -95,7 +99,7 @@ ddp_up() {
     ddp_cluster "$bp"
     for n in a b; do
         prefix=DDP_UP_PREFIX_$n
-        if ! nx "$n" env "${vars[@]}" ${!prefix} timeout 30 "$DDP_BIN" up -c "$DDP_CLUSTER" -k "$T/$n/key" \
+        if ! nx "$n" env $DDP_UP_ENV "${vars[@]}" ${!prefix} timeout 30 "$DDP_BIN" up -c "$DDP_CLUSTER" -k "$T/$n/key" \
                 --run-dir "$T/$n/run" --hosts-file "$T/$n/hosts" >"$T/$n/ddpnet-up.log" 2>&1; then
             TUN_WHY="ddpnet up in node $n failed: $(tail -n 2 "$T/$n/ddpnet-up.log")"
             return 1
