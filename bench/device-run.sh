@@ -27,12 +27,30 @@
 #    DEVRUN_LIMIT_S (default 480 s) and its elapsed seconds printed. Here
 #    BENCH_ROUNDS defaults to 2, BENCH_SECONDS to 3 and BENCH_IDLE_SECONDS
 #    to 2 (5, 5, 5 in make bench), so the three parts fit in about 8
-#    minutes on 16 cores. A carried newer wireguard-go (device-bundle.sh
+#    minutes on 16 cores (each part's expected seconds are printed first,
+#    and a warning when they add up to more than DEVRUN_LIMIT_S). A carried
+#    newer wireguard-go (device-bundle.sh
 #    carries build/bench/wireguard-go-sid's when it was fetched) becomes
 #    BENCH_EXTRA=wggo-new=... unless BENCH_EXTRA is set. Where
 #    /usr/bin/python3 cannot import torch.distributed and the python3 first
 #    in PATH can (a venv's), that one becomes BENCH_PY unless it is set. Each part ends
 #    with issue 32's TARGET lines (bench/report.sh).
+# 4. Issue 45's 16-core targets are measured on the configuration we would
+#    ship for 16 cores: the pair and allreduce (and relay) parts run the
+#    daemons with DDPNET_SHARDS=$DEVRUN_SHARDS (default 8; through
+#    BENCH_DDPNET_ENV, unless it is set; DEVRUN_SHARDS=1: the one loop with
+#    workers and lanes, as before shards). 8 because the pair testbed puts
+#    both daemons on one machine: 8 loops each is one per CPU for the two
+#    together, the most that does not oversubscribe 16 cores, it gives each
+#    of the 8 streams a queue of its own, and it is the cores part's largest
+#    N, so both parts measure the same daemon. The cores part runs in shards
+#    mode (BENCH_CORES_MODE=shards; "shards workers" adds the design before
+#    shards, about 70 s more) with BENCH_CORES_FORCE=1 (N=8 takes all 16
+#    CPUs, so iperf3 shares them there; N=1, 2 and 4 keep it on CPUs of its
+#    own) and 8 streams only (BENCH_CORES_STREAMS=8: the doubling target is
+#    judged on 8 streams). At the end, "=== issue 45, 16-core targets ===":
+#    one ISSUE45 line per target, PASS, FAIL or n/a with the reason, from
+#    the rows all the parts wrote (report_issue45, bench/report.sh).
 #
 # Everything goes to $OUT (default ./build/device-out): device-run.log (all
 # of the output), probe.txt, and per part BENCH_OUT=$OUT/PART (the .tsv
@@ -45,7 +63,14 @@ CARRY=$ROOT/.devcarry
 LDSO=/lib64/ld-linux-x86-64.so.2
 OUT=${OUT:-$ROOT/build/device-out}
 DEVRUN_LIMIT_S=${DEVRUN_LIMIT_S:-480}
+DEVRUN_SHARDS=${DEVRUN_SHARDS:-8}
 export BENCH_ONLY=${BENCH_ONLY:-pair cores allreduce}
+export BENCH_CORES_MODE=${BENCH_CORES_MODE:-shards} BENCH_CORES_FORCE=${BENCH_CORES_FORCE:-1}
+export BENCH_CORES_STREAMS=${BENCH_CORES_STREAMS:-8}
+# The daemons of pair, allreduce and relay: sharded (see the header, 4.).
+if [ -z "${BENCH_DDPNET_ENV:-}" ] && [ "$DEVRUN_SHARDS" != 1 ]; then
+    export BENCH_DDPNET_ENV="DDPNET_SHARDS=$DEVRUN_SHARDS"
+fi
 if [ "${BENCH_QUICK:-0}" != 1 ]; then
     export BENCH_ROUNDS=${BENCH_ROUNDS:-2} BENCH_SECONDS=${BENCH_SECONDS:-3}
     export BENCH_IDLE_SECONDS=${BENCH_IDLE_SECONDS:-2}
@@ -197,35 +222,105 @@ probe() {
 
 # --- the bench ----------------------------------------------------------------
 
-# cores_estimate: seconds the cores part should take, for the log: per
-# round the veth and each fitting N, two tests each, BENCH_SECONDS plus
-# ~2 s of iperf3 set-up per test and ~4 s per ddpnet up and down.
+# Expected seconds per part, for the plan printed before the run (rough:
+# from what each test costs, not measured as a whole on 16 cores):
+# an iperf3 test BENCH_SECONDS + ~2 s of set-up, a tunnel up and down ~5 s
+# (the cores part's ~4 s), BENCH_PINGS echoes 10 ms apart + ~1 s, the idle
+# window + 1 s; a torchrun of three ranks (import torch, rendezvous, the
+# all_reduces) ~20 s per contender and round, a guess.
+
+# pair_estimate: per round veth (4 tests, ping) and each tunnel contender
+# (the same, up and down, idle): ddpnet, Debian's wireguard-go where it is
+# installed, each BENCH_EXTRA, BENCH_BUSY_POLL value and variant.
+pair_estimate() {
+    local s=${BENCH_SECONDS:-5} k=1 test ping
+    [ ! -x "${BENCH_WGGO:-/usr/bin/wireguard-go}" ] || k=$(( k + 1 ))
+    set -- ${BENCH_EXTRA:-} ${BENCH_BUSY_POLL:-} ${BENCH_DDPNET_VARIANTS:-}
+    k=$(( k + $# ))
+    test=$(( 4 * (s + 2) )) ping=$(( ${BENCH_PINGS:-200} / 100 + 1 ))
+    echo $(( ${BENCH_ROUNDS:-1} * (test + ping + k * (test + ping + 5 + ${BENCH_IDLE_SECONDS:-5} + 1)) + 10 ))
+}
+
+# allreduce_estimate: bare, ddp0 and each BENCH_EXTRA, ~20 s each a round.
+allreduce_estimate() {
+    set -- ${BENCH_EXTRA:-}
+    echo $(( ${BENCH_ROUNDS:-1} * (2 + $#) * 20 + 10 ))
+}
+
+# cores_estimate: per round the veth and each fitting N in each mode, one
+# test per stream count each.
 cores_estimate() {
-    local n k=0 have s=${BENCH_SECONDS:-5} BENCH_CORES=${BENCH_CORES:-1 2 4 8}
+    local n k=0 have s=${BENCH_SECONDS:-5} BENCH_CORES=${BENCH_CORES:-1 2 4 8} m=0 t
     have=$(nproc)
     for n in ${BENCH_CORES//,/ }; do
         if [ $(( 2 * n + 2 )) -le "$have" ] || { [ "${BENCH_CORES_FORCE:-0}" = 1 ] && [ $(( 2 * n )) -le "$have" ]; }; then
             k=$(( k + 1 ))
         fi
     done
-    echo $(( ${BENCH_ROUNDS:-1} * (2 * (s + 2) + k * (2 * (s + 2) + 4)) + 5 ))
+    for n in ${BENCH_CORES_MODE//,/ }; do m=$(( m + 1 )); done
+    set -- ${BENCH_CORES_STREAMS//,/ }
+    t=$(( $# * (s + 2) ))
+    echo $(( ${BENCH_ROUNDS:-1} * (t + k * m * (t + 4)) + 5 ))
+}
+
+# part_estimate PART: its expected seconds, or empty for a part not estimated.
+part_estimate() {
+    case "$1" in
+    pair) pair_estimate ;;
+    allreduce) allreduce_estimate ;;
+    cores) cores_estimate ;;
+    esac
 }
 
 run_part() {
     local part=$1 left=$2 began=$SECONDS rc aead=""
     mkdir -p "$OUT/$part"
     [ -x "$W/aead_bench" ] && aead=$W/aead_bench
-    say "part $part: starting, at most $left s left (DEVRUN_LIMIT_S)$([ "$part" = cores ] && printf '; expected about %s s' "$(cores_estimate)")"
-    BENCH_ONLY=$part BENCH_OUT=$OUT/$part DDPNET=$W/ddpnet BENCH_AEAD_BIN=$aead \
+    local est; est=$(part_estimate "$part")
+    say "part $part: starting, at most $left s left (DEVRUN_LIMIT_S)${est:+; expected about $est s}"
+    BENCH_ONLY=$part BENCH_OUT=$OUT/$part DDPNET=$W/ddpnet BENCH_AEAD_BIN=$aead BENCH_ISSUE45=0 \
         timeout --kill-after=30 "$left" bash "$ROOT/bench/bench.sh"
     rc=$?
-    [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || say "part $part: cut short at $left s (DEVRUN_LIMIT_S)"
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        say "part $part: cut short at $left s (DEVRUN_LIMIT_S)"
+        PART_STATUS[$part]="cut short at $left s (DEVRUN_LIMIT_S): its figures are from the rounds it finished"
+    elif [ "$rc" -ne 0 ]; then
+        PART_STATUS[$part]="bench.sh exited $rc"
+    else
+        PART_STATUS[$part]=ok
+    fi
     say "part $part: exit $rc, $(( SECONDS - began )) s"
     return "$rc"
 }
 
+declare -A PART_STATUS=()
+
+# summary: issue 45's 16-core targets from the rows every part wrote under
+# $OUT (bench/report.sh's report_issue45), with why a target's part did
+# not measure it.
+summary() {
+    local p why=() w
+    for p in pair allreduce cores; do
+        case "${PART_STATUS[$p]:-}" in
+        "") w="part $p not run here (BENCH_ONLY=$BENCH_ONLY)" ;;
+        "not run"*) w="part $p ${PART_STATUS[$p]}" ;;
+        *) w=$(sed -n "s/^bench: $p skipped: /part $p skipped: /p; s/^bench: cores: n\/a: /part cores n\/a: /p" \
+                   "$OUT/device-run.log" 2>/dev/null | grep "^part $p" | tail -n 1) ;;
+        esac
+        why+=("$w")
+        case "${PART_STATUS[$p]:-}" in ""|ok|"not run"*) ;; *) say "part $p: ${PART_STATUS[$p]}" ;; esac
+    done
+    (
+        BENCH_DIR=$ROOT/bench PY=${BENCH_PY:-python3}
+        . "$ROOT/bench/report.sh"
+        report_issue45 pair="$OUT/pair/results.tsv" mesh="$OUT/allreduce/mesh.tsv" cores="$OUT/cores/cores.tsv" \
+            env="${BENCH_DDPNET_ENV:-}" pair_why="${why[0]}" allreduce_why="${why[1]}" cores_why="${why[2]}" \
+            cores_left="$(sed -n 's/^bench: cores: \(left out: .*\)/\1/p' "$OUT/device-run.log" 2>/dev/null | tail -n 1)"
+    )
+}
+
 main() {
-    local t0=$SECONDS t part left rc=0 parts
+    local t0=$SECONDS t part left rc=0 parts est total=0 plan=""
     trap cleanup EXIT
     trap 'exit 130' INT TERM HUP
     say "repository $ROOT, output $OUT, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -254,13 +349,24 @@ main() {
     probe | tee "$OUT/probe.txt"
     say "probe: $(( SECONDS - t )) s"
     parts=${BENCH_ONLY//,/ }
+    say "ddpnet's daemons in pair and allreduce: ${BENCH_DDPNET_ENV:-the defaults (DEVRUN_SHARDS=1)}; cores: BENCH_CORES_MODE=$BENCH_CORES_MODE BENCH_CORES_FORCE=$BENCH_CORES_FORCE BENCH_CORES_STREAMS=$BENCH_CORES_STREAMS"
+    for part in $parts; do
+        est=$(part_estimate "$part")
+        plan="$plan, $part ${est:-?} s" total=$(( total + ${est:-0} ))
+    done
+    say "plan: ${plan#, }: about $(( total + SECONDS - t0 )) s with the probe, of DEVRUN_LIMIT_S=$DEVRUN_LIMIT_S"
+    [ $(( total + SECONDS - t0 )) -le "$DEVRUN_LIMIT_S" ] ||
+        say "plan: WARNING: more than DEVRUN_LIMIT_S; the last part may be cut short (fewer BENCH_ROUNDS or parts)"
     for part in $parts; do
         left=$(( DEVRUN_LIMIT_S - (SECONDS - t0) ))
         if [ "$left" -lt 30 ]; then
-            say "part $part: not run, $left s left of DEVRUN_LIMIT_S=$DEVRUN_LIMIT_S"; rc=1; continue
+            say "part $part: not run, $left s left of DEVRUN_LIMIT_S=$DEVRUN_LIMIT_S"; rc=1
+            PART_STATUS[$part]="not run: $left s left of DEVRUN_LIMIT_S=$DEVRUN_LIMIT_S"
+            continue
         fi
         run_part "$part" "$left" || rc=1
     done
+    summary
     say "results in $OUT: $(cd "$OUT" && find . -maxdepth 2 \( -name '*.tsv' -o -name '*.txt' -o -name '*.log' \) | sort | tr '\n' ' ')"
     say "total: $(( SECONDS - t0 )) s (exit $rc)"
     return "$rc"
