@@ -17,12 +17,14 @@
 #              an I/O lane, readers) and DDPNET_SHARDS=2, 1 and 4 streams,
 #              CPU per GB and each daemon's busiest thread (shards.sh)
 #   cores      two nodes, only when asked for: each daemon confined to N
-#              cores (taskset, N-1 crypto workers), iperf3 -P 4 and -P 8,
-#              Gbit/s and CPU per GB per N beside the bare veth (cores.sh)
+#              cores (taskset; N shards, or N-1 crypto workers: the
+#              modes of BENCH_CORES_MODE), iperf3 -P 4 and -P 8, Gbit/s
+#              and CPU per GB per N beside the bare veth (cores.sh)
 #   wan        two nodes behind a router that delays and limits, only when
 #              asked for and not with pair or cores: long fat paths, bare
 #              TCP beside ddp0 and each BENCH_EXTRA WireGuard (wan.sh)
-# Then medians, ratios, the targets of issue 4 and of issue 19 (report.sh).
+# Then medians, ratios, the targets of issues 4, 19, 32 and 45 (report.sh;
+# issue 45's 16-core block: report_issue45).
 # Raw rows go to $BENCH_OUT/results.tsv (pair) and $BENCH_OUT/mesh.tsv
 # (three nodes), $BENCH_OUT/cores.tsv (cores), every echo's round trip to
 # $BENCH_OUT/rtt/. See

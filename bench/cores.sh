@@ -84,7 +84,7 @@ cpu_list_join() { local IFS=,; echo "$*"; }
 # cores_plan: which N fit this machine, and the CPUs of each daemon and of
 # iperf3; says what it left out and why. Sets CORES_* above.
 cores_plan() {
-    local n have need min="" left=() forced=() nmax nfit="" ids order
+    local n have need min="" left=() forced=() nfit="" ids order
     CORES_TSV=$BENCH_OUT/cores.tsv
     printf 'round\tcontender\tmode\tcores\tworkers\tworkers_seen\tshards\tshards_seen\tstreams\tgbps\tbytes\tcpu_s\tcpu_s_per_gb\tloop_a_pct\tloop_b_pct\tshards_a_pct\tshards_b_pct\tlanes_a_pct\tlanes_b_pct\tworkers_a_pct\tworkers_b_pct\tiperf3\tseconds\tnote\n' >"$CORES_TSV"
     ids=$(cores_allowed)
@@ -116,7 +116,6 @@ cores_plan() {
         say "cores: n/a: $CORES_WHY"
         return 0
     fi
-    nmax=${CORES_N[${#CORES_N[@]}-1]}
     order=$(cpu_list_join "${CORES_CPUS[@]}")
     CORES_FORCED=" ${forced[*]} "
     # iperf3 on the CPUs after the largest N that leaves it 2, for that N,
