@@ -34,7 +34,7 @@ uint32_t noise_message_type(const uint8_t *msg, size_t len)
     if (len < 4)
         return 0;
     type = get_le32(msg);
-    /* A transport message with a shard hint is a transport message. */
+    /* A transport message with shard bytes is a transport message. */
     return (type & WG_TRANSPORT_TYPE_MASK) == WG_MSG_TRANSPORT ? WG_MSG_TRANSPORT : type;
 }
 

@@ -106,7 +106,7 @@ int noise_consume_response(const struct noise_local *local, const uint8_t *msg, 
 int noise_begin_session(struct noise_handshake *hs, struct noise_keypair *kp, uint64_t now_ns);
 
 /* The message type of a datagram (first 4 bytes, LE; a transport
- * message with a shard hint is WG_MSG_TRANSPORT), 0 if too short. */
+ * message with shard bytes is WG_MSG_TRANSPORT), 0 if too short. */
 uint32_t noise_message_type(const uint8_t *msg, size_t len);
 
 #endif

@@ -237,7 +237,7 @@ static int open_one(struct noise_keypair *kp, struct transport_packet *p)
 
     if (p->len >= WG_TRANSPORT_MIN_LEN && transport_receiver(p->buf) != kp->local_index)
         return -EBADMSG;
-    if (p->len < WG_TRANSPORT_MIN_LEN || !(h = transport_hint_of(p->buf)))
+    if (p->len < WG_TRANSPORT_MIN_LEN || !(h = transport_sub_of(p->buf)))
         return (ret = transport_decrypt(kp->recv_key, p)) ? ret : transport_accept(kp, p->counter);
     transport_recv_key(kp, h, key);
     ret = transport_decrypt(key, p);
@@ -283,9 +283,9 @@ void transport_keypair_clear(struct noise_keypair *kp)
 
 static const char HINT_LABEL[] = "ddpnet shard hint";
 
-unsigned transport_hint_of(const uint8_t *msg)
+unsigned transport_sub_of(const uint8_t *msg)
 {
-    return msg[WG_SHARD_HINT_OFFSET] & (WG_SHARD_HINTS - 1u);
+    return msg[WG_SHARD_SUB_OFFSET] & (WG_SHARD_HINTS - 1u);
 }
 
 void transport_hint_key(const uint8_t base[WG_KEY_LEN], unsigned h, uint8_t out[WG_KEY_LEN])

@@ -21,8 +21,8 @@
 #include "crypto/replay.h"
 #include "crypto/wg_const.h"
 
-/* A keypair's sub-sessions for the shard hints (wg_const.h). A message
- * whose hint names sub-session h (not 0) is sealed under keys derived
+/* A keypair's sub-sessions, one per sealing shard (wg_const.h). A message
+ * whose byte 2 names sub-session h (not 0) is sealed under keys derived
  * from the keypair's own (transport_hint_key), with a counter and a replay
  * window of its own: each sending shard's counters then stay in order on
  * the wire, and one shard running late never shows as replays of another
@@ -120,10 +120,11 @@ bool transport_expired(const struct noise_keypair *kp, uint64_t now_ns);
 /* Wipes the keys. */
 void transport_keypair_clear(struct noise_keypair *kp);
 
-/* --- sub-sessions per shard hint (struct transport_hinted) --------------------- */
+/* --- sub-sessions per sealing shard (struct transport_hinted) ------------------- */
 
-/* The sub-session a message names: its hint modulo WG_SHARD_HINTS. */
-unsigned transport_hint_of(const uint8_t *msg);
+/* The sub-session a message names: its byte 2 (wg_const.h) modulo
+ * WG_SHARD_HINTS. */
+unsigned transport_sub_of(const uint8_t *msg);
 /* Sub-session h's key from the keypair's key `base` (one direction):
  * BLAKE2s-256 keyed with base over "ddpnet shard hint" and h. */
 void transport_hint_key(const uint8_t base[WG_KEY_LEN], unsigned h, uint8_t out[WG_KEY_LEN]);

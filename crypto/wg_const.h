@@ -24,18 +24,21 @@
 #define WG_MSG_RESPONSE       2u
 #define WG_MSG_COOKIE_REPLY   3u
 #define WG_MSG_TRANSPORT      4u
-/* ddpnet's shard hint: byte 1 of a transport message's type (reserved,
- * zero in WireGuard, outside the AEAD) may carry the sending shard, so
- * that a receiver with shards steers the message to the same one
- * (overlay/loop/shard.h). Sent only to a peer that said it takes hints
- * (disco FEATURES); taken from anyone, as it changes only which thread
- * opens the message. */
+/* ddpnet's shard bytes, in a transport message's type (bytes 1 and 2:
+ * reserved, zero in WireGuard, outside the AEAD), sent only to a peer that
+ * said it takes them (disco FEATURES), read from anyone:
+ *   1  the shard hint: which shard of the receiver its flow belongs to;
+ *      a receiver with shards steers the message to it (hint modulo its
+ *      shards: overlay/loop/shard.h); it changes only which thread opens;
+ *   2  the sub-session (transport.h: struct transport_hinted) whose keys
+ *      and counters sealed it: the sealing shard's, so that each shard's
+ *      counters are in order on the wire; modulo WG_SHARD_HINTS, 0 the
+ *      keypair itself. A forged one opens nothing (the wrong key). */
 #define WG_SHARD_HINT_OFFSET  1u
-/* Sub-sessions of a keypair, one per hint (transport.h): a message's hint
- * names one by its value modulo this (a power of two); 0 is the keypair. */
-#define WG_SHARD_HINTS        16u
-/* A transport type with its hint byte masked out. */
-#define WG_TRANSPORT_TYPE_MASK 0xffff00ffu
+#define WG_SHARD_SUB_OFFSET   2u
+#define WG_SHARD_HINTS        16u    /* sub-sessions of a keypair, a power of two */
+/* A transport type with its shard bytes masked out. */
+#define WG_TRANSPORT_TYPE_MASK 0xff0000ffu
 
 #define WG_INITIATION_LEN     148u
 #define WG_RESPONSE_LEN       92u

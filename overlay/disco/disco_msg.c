@@ -161,13 +161,13 @@ int disco_endpoint_to_sockaddr(const struct disco_endpoint *e, struct sockaddr *
 /* --- the enclosed WireGuard message ---------------------------------------------- */
 
 /* A relay forwards only what could be WireGuard: the type, the three zero
- * bytes (a transport message's first may be its shard hint: wg_const.h)
- * and the length that type has. Authenticity is the final peer's
+ * bytes (a transport message's first two may be its shard bytes:
+ * wg_const.h) and the length that type has. Authenticity is the final peer's
  * business; this only keeps arbitrary bytes off the relay path. */
 static bool wg_message_ok(const uint8_t *msg, size_t len)
 {
     if (msg == NULL || len < WG_PREFIX_LEN || len > DISCO_MAX_ENCLOSED ||
-        (msg[2] | msg[3]) != 0 || (msg[1] && msg[0] != WG_MSG_TRANSPORT))
+        msg[3] != 0 || ((msg[1] | msg[2]) && msg[0] != WG_MSG_TRANSPORT))
         return false;
     switch (msg[0]) {
     case WG_MSG_INITIATION:

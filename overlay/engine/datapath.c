@@ -301,6 +301,9 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
         tx_drop(dev, pkt, TX_DROP_UNCUT, ip, len, 0);
         return;
     }
+    if (dev->shards > 1 && p->path.hints_said)
+        pkt->flow_hint = (int16_t)flows_hint(&dev->flows, offload_flow_hash(ip, len),
+                                             dev->shards, now);
     pkt->op = PKT_HELD;
     send_batch(p, &pkt, 1, now);
 }
@@ -341,14 +344,22 @@ static void job_start(struct device *dev, struct crypto_job *job, const struct c
     datapath_crypto_done(dev, job, now);
 }
 
-/* The shard hint of a seal (wg_const.h): the loop's shard, so that the
- * receiver opens a flow on one shard as we seal it on one; only to a
- * peer that said it steers by it on this session. */
-static unsigned shard_hint(const struct peer *p, const struct noise_keypair *kp)
+/* The shard bytes of a seal (wg_const.h), only to a peer that said it
+ * takes them on this session (else both 0): the hint, its flow's
+ * (flows.h; else this loop's shard), so that the receiver opens a flow on
+ * one shard; the sub-session, this loop's shard's, so that each shard's
+ * counters leave in order. */
+static bool shard_bytes(const struct peer *p, const struct noise_keypair *kp,
+                        const struct pkt *pkt, unsigned *hint, unsigned *sub)
 {
+    unsigned shard = loop_shard(p->dev->loop);
+
+    *hint = *sub = 0;
     if (!p->path.hints_said || p->path.hints_index != kp->local_index)
-        return 0;
-    return loop_shard(p->dev->loop) % WG_SHARD_HINTS;
+        return false;
+    *hint = pkt->flow_hint >= 0 ? (unsigned)pkt->flow_hint : shard;
+    *sub = shard % WG_SHARD_HINTS;
+    return true;
 }
 
 /* Seals every segment of pkt, on a crypto worker or here (job_start). The
@@ -358,11 +369,15 @@ bool datapath_seal(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
 {
     struct crypto_job local, *job;
     uint64_t first;
-    unsigned last = pkt->nseg - 1u, hint;
+    unsigned last = pkt->nseg - 1u, hint, sub;
+    bool hinted;
 
-    /* With a hint, the counters of that hint's sub-session (transport.h):
-     * each shard's stay in order on the wire. */
-    if (!kp || transport_reserve_hinted(kp, (hint = shard_hint(p, kp)), pkt->nseg, now, &first))
+    if (!kp)
+        return false;
+    /* The counters of this shard's sub-session (transport.h): each
+     * shard's stay in order on the wire. */
+    hinted = shard_bytes(p, kp, pkt, &hint, &sub);
+    if (transport_reserve_hinted(kp, sub, pkt->nseg, now, &first))
         return false;
     peer_count_tx(p, (uint64_t)last * pkt->stride +
                          transport_sealed_len_limited(pkt->seg_len[last], pad_limit), now);
@@ -370,14 +385,15 @@ bool datapath_seal(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
      * space, and a replay window of its own implementation's width: with
      * shards its seals run here, under the engine lock, so that no
      * shard's lag puts its counters that far out of order. */
-    if (p->dev->shards > 1 && !hint)
+    if (p->dev->shards > 1 && !hinted)
         job = &local;
     else
         job = job_slot(p->dev, &local, (size_t)pkt->nseg * pkt->stride, now);
     *job = (struct crypto_job){ .kind = CRYPTO_SEAL, .pkt = pkt, .peer = p, .peer_id = p->id,
                                 .remote_index = kp->remote_index, .first_counter = first,
-                                .pad_limit = pad_limit, .hint = (uint8_t)hint };
-    memcpy(job->key, transport_send_key(kp, hint), WG_KEY_LEN);
+                                .pad_limit = pad_limit, .hint = (uint8_t)hint,
+                                .sub = (uint8_t)sub };
+    memcpy(job->key, transport_send_key(kp, sub), WG_KEY_LEN);
     job_start(p->dev, job, &local, now);
     return true;
 }
@@ -554,7 +570,7 @@ static struct index_entry *accept_opened(struct device *dev, const uint8_t *msg,
                     transport_expired(e->keypair, now)))
         status = -WG_ESTALE;
     if (!status)
-        status = transport_accept_hinted(e->keypair, transport_hint_of(msg), counter);
+        status = transport_accept_hinted(e->keypair, transport_sub_of(msg), counter);
     if (status) {
         rx_drop(dev, drop_of(status), 1);
         return NULL;
@@ -757,7 +773,7 @@ static unsigned inner_run(struct device *dev, const struct rx_batch *b, unsigned
         return 1;
     while (i + n < b->n_inner && n < TRANSPORT_BATCH &&
            b->inner[i + n].src == b->inner[i].src &&
-           transport_hint_of(b->inner[i + n].msg) == transport_hint_of(b->inner[i].msg) &&
+           transport_sub_of(b->inner[i + n].msg) == transport_sub_of(b->inner[i].msg) &&
            message_keypair(dev, b->inner[i + n].msg, b->inner[i + n].len) == e)
         n++;
     return n;
@@ -788,7 +804,7 @@ static void open_inner(struct device *dev, struct rx_batch *b, uint64_t now)
                                                .cap = b->inner[i + k].len,
                                                .len = b->inner[i + k].len };
         uint8_t key[WG_KEY_LEN];
-        transport_recv_key(e->keypair, transport_hint_of(b->inner[i].msg), key);
+        transport_recv_key(e->keypair, transport_sub_of(b->inner[i].msg), key);
         transport_decrypt_batch(key, tp, n);
         sodium_memzero(key, sizeof(key));
         /* Through a relay: a RELAYED inside is refused (disco_in), so
@@ -947,7 +963,7 @@ static void end_batch(struct device *dev, struct rx_batch *b, uint64_t now)
 }
 
 /* A receive whose datagrams are all transport messages to one keypair,
- * with one hint, can be opened on a worker; returns that keypair's entry. */
+ * in one sub-session, can be opened on a worker; returns that keypair's entry. */
 static struct index_entry *one_keypair(struct device *dev, struct pkt *pkt, uint32_t seg_size)
 {
     struct index_entry *first = NULL;
@@ -957,9 +973,9 @@ static struct index_entry *one_keypair(struct device *dev, struct pkt *pkt, uint
         if (noise_message_type(pkt->in + off, len) != WG_MSG_TRANSPORT)
             return NULL;
         struct index_entry *e = message_keypair(dev, pkt->in + off, len);
-        /* One key for the batch: one keypair, one sub-session (hint). */
+        /* One key for the batch: one keypair, one sub-session. */
         if (!e || (first && e != first) ||
-            transport_hint_of(pkt->in + off) != transport_hint_of(pkt->in))
+            transport_sub_of(pkt->in + off) != transport_sub_of(pkt->in))
             return NULL;
         first = e;
     }
@@ -1004,7 +1020,7 @@ static void open_batch(struct device *dev, struct pkt *pkt, uint32_t seg_size,
     struct crypto_job local, *job = job_slot(dev, &local, pkt->len, now);
 
     *job = (struct crypto_job){ .kind = CRYPTO_OPEN, .pkt = pkt, .seg_size = seg_size };
-    transport_recv_key(e->keypair, transport_hint_of(pkt->in), job->key);
+    transport_recv_key(e->keypair, transport_sub_of(pkt->in), job->key);
     dev->opens_in_flight++;
     job_start(dev, job, &local, now);
 }

@@ -49,6 +49,7 @@ struct pkt *pkt_get(struct pkt_pool *pool)
     p->nseg = p->sent = 0;
     p->cut_pending = false;
     p->lane = -1;
+    p->flow_hint = -1;
     p->via = p->relay_src = NULL;
     return p;
 }

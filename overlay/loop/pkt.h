@@ -71,6 +71,9 @@ struct pkt {
      * area + i * stride. sent counts those already handed to the kernel. */
     uint16_t nseg, sent, chunk;  /* chunk: segments in the send in flight */
     uint32_t stride;
+    /* The shard hint its flow has (the engine's flow table, with shards;
+     * -1: none, the sealing loop's own). */
+    int16_t flow_hint;
     /* The I/O lane its sends go through (io_lanes.h, by destination;
      * -1: the ring). */
     int lane;

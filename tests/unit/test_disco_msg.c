@@ -750,9 +750,16 @@ static void test_enclosed_ok(void **state)
     msg[0] = WG_MSG_TRANSPORT;
     assert_true(disco_enclosed_ok(msg, WG_TRANSPORT_MIN_LEN));
     assert_false(disco_enclosed_ok(msg, WG_TRANSPORT_MIN_LEN - 1));
-    msg[2] = 1;
-    assert_false(disco_enclosed_ok(msg, WG_TRANSPORT_MIN_LEN));
+    msg[2] = 1;                       /* a sub-session: a shard byte (wg_const.h) */
+    assert_true(disco_enclosed_ok(msg, WG_TRANSPORT_MIN_LEN));
     msg[2] = 0;
+    msg[3] = 1;                       /* no shard byte: refused */
+    assert_false(disco_enclosed_ok(msg, WG_TRANSPORT_MIN_LEN));
+    msg[3] = 0;
+    msg[0] = WG_MSG_INITIATION;       /* a handshake has none */
+    msg[1] = 1;
+    assert_false(disco_enclosed_ok(msg, WG_INITIATION_LEN));
+    msg[1] = 0;
     msg[0] = 5;
     assert_false(disco_enclosed_ok(msg, WG_TRANSPORT_MIN_LEN));
     assert_false(disco_enclosed_ok(NULL, 0));
@@ -1051,8 +1058,8 @@ static void test_relay_not_wireguard_encode(void **state)
         make_relay(&msg_a, DISCO_RELAYED, WG_MSG_TRANSPORT, WG_TRANSPORT_MIN_LEN);
         assert_true(disco_encode(&msg_a, buf, sizeof(buf)) > 0);
         wg[r] = 1;
-        /* Byte 1 of a transport message is its shard hint (wg_const.h). */
-        if (r == WG_SHARD_HINT_OFFSET)
+        /* Bytes 1 and 2 of a transport message are its shard bytes. */
+        if (r == WG_SHARD_HINT_OFFSET || r == WG_SHARD_SUB_OFFSET)
             assert_true(disco_encode(&msg_a, buf, sizeof(buf)) > 0);
         else
             assert_int_equal(disco_encode(&msg_a, buf, sizeof(buf)), -EINVAL);
@@ -1082,7 +1089,7 @@ static void test_relay_not_wireguard_decode(void **state)
             len = load(hex);
             buf[wg_at + r] = 0x80;
             assert_int_equal(disco_decode(buf, len, &msg_b),
-                             r == WG_SHARD_HINT_OFFSET ? 0 : -EBADMSG);
+                             r == WG_SHARD_HINT_OFFSET || r == WG_SHARD_SUB_OFFSET ? 0 : -EBADMSG);
         }
         /* The key and nothing else. */
         len = load(hex);

@@ -367,7 +367,8 @@ static void test_every_byte_flipped(void **state)
         for (size_t m = 0; m < sizeof(masks); m++) {
             int ret;
 
-            if (i == WG_SHARD_HINT_OFFSET)   /* the hint: test_shard_hint */
+            /* The shard bytes: test_shard_hint, test_hinted_sub_sessions. */
+            if (i == WG_SHARD_HINT_OFFSET || i == WG_SHARD_SUB_OFFSET)
                 continue;
             memcpy(buf, copy, msglen);
             buf[i] ^= masks[m];
@@ -422,17 +423,16 @@ static void test_wrong_header(void **state)
     for (uint8_t mask = 1; mask < 8; mask++)
         expect_header_refused(0, mask);
     expect_header_refused(0, 0xff);
-    for (size_t r = 2; r <= 3; r++) {
-        expect_header_refused(r, 0x01);
-        expect_header_refused(r, 0x80);
-    }
+    expect_header_refused(WG_SHARD_SUB_OFFSET, 0x01);   /* another sub-session's key */
+    expect_header_refused(3, 0x01);
+    expect_header_refused(3, 0x80);
     for (size_t r = 4; r < 8; r++)
         expect_header_refused(r, 0x10);
 }
 
-/* Sub-sessions per hint (transport.h): each counts from 0 under keys of
- * its own and has its own replay window; a message's hint must name the
- * sub-session whose key sealed it. */
+/* Sub-sessions (transport.h): each counts from 0 under keys of its own and
+ * has its own replay window; a message's byte 2 must name the sub-session
+ * whose key sealed it. */
 static void test_hinted_sub_sessions(void **state)
 {
     uint8_t key[WG_KEY_LEN], base_key[WG_KEY_LEN];
@@ -448,17 +448,18 @@ static void test_hinted_sub_sessions(void **state)
             fill(buf, plain, 40);
             assert_int_equal(transport_encrypt(transport_send_key(&pair.a, h), pair.a.remote_index,
                                                first, &p), 0);
-            buf[WG_SHARD_HINT_OFFSET] = (uint8_t)h;
+            buf[WG_SHARD_SUB_OFFSET] = (uint8_t)h;
             memcpy(copy, buf, p.len);
             assert_int_equal(open_copy(copy, p.len, NOW), 0);
             assert_int_equal(open_copy(copy, p.len, NOW), -WG_EREPLAY);
             /* Named by another hint (or none): the wrong key. */
-            copy[WG_SHARD_HINT_OFFSET] = (uint8_t)(h + 1);
+            copy[WG_SHARD_SUB_OFFSET] = (uint8_t)(h + 1);
             assert_int_equal(open_copy(copy, p.len, NOW), -EBADMSG);
-            copy[WG_SHARD_HINT_OFFSET] = 0;
+            copy[WG_SHARD_SUB_OFFSET] = 0;
             assert_int_equal(open_copy(copy, p.len, NOW), -EBADMSG);
-            /* A hint names its sub-session modulo WG_SHARD_HINTS. */
-            assert_int_equal(transport_hint_of((uint8_t[]){ 4, (uint8_t)(h + WG_SHARD_HINTS) }), h);
+            /* Byte 2 names its sub-session modulo WG_SHARD_HINTS; byte 1
+             * (the steering hint) none. */
+            assert_int_equal(transport_sub_of((uint8_t[]){ 4, 9, (uint8_t)(h + WG_SHARD_HINTS) }), h);
         }
     /* The keypair's own counters did not move: hint 0 is the keypair. */
     assert_int_equal(pair.a.send_counter, 0);
@@ -473,24 +474,26 @@ static void test_hinted_sub_sessions(void **state)
      * still opens once under the base key. */
     size_t msglen = seal_random(24, NOW);
     memcpy(copy, buf, msglen);
-    copy[WG_SHARD_HINT_OFFSET] = 3;
+    copy[WG_SHARD_SUB_OFFSET] = 3;
     assert_int_equal(open_copy(copy, msglen, NOW), -EBADMSG);
-    copy[WG_SHARD_HINT_OFFSET] = 0;
+    copy[WG_SHARD_SUB_OFFSET] = 0;
     assert_int_equal(open_copy(copy, msglen, NOW), 0);
 }
 
 /* Byte 1 is ddpnet's shard hint (wg_const.h): the type still reads as
- * transport, and a hint that names sub-session 0 (a multiple of
- * WG_SHARD_HINTS) opens under the keypair's own key, once. */
+ * transport, and any hint opens under the keypair's key, once (it only
+ * steers); so does a byte 2 naming sub-session 0 (a multiple of
+ * WG_SHARD_HINTS). */
 static void test_shard_hint(void **state)
 {
-    static const uint8_t hints[] = { 0x10, 0x80, 0xf0 };
+    static const uint8_t hints[] = { 0x01, 0x07, 0x80, 0xff };
     size_t msglen;
 
     (void)state;
     for (size_t h = 0; h < sizeof(hints); h++) {
         msglen = seal_random(40, NOW);
         buf[WG_SHARD_HINT_OFFSET] = hints[h];
+        buf[WG_SHARD_SUB_OFFSET] = (uint8_t)(hints[h] & ~(WG_SHARD_HINTS - 1u));
         assert_int_equal(noise_message_type(buf, msglen), WG_MSG_TRANSPORT);
         memcpy(copy, buf, msglen);
         assert_int_equal(open_copy(copy, msglen, NOW), 0);

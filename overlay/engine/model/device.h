@@ -36,6 +36,7 @@
 #include "overlay/disco/disco.h"
 #include "overlay/disco/pmtu.h"
 #include "overlay/engine/model/drops.h"
+#include "overlay/engine/model/flows.h"
 #include "overlay/engine/model/index.h"
 #include "overlay/engine/model/probation.h"
 #include "overlay/engine/model/ratelimit.h"
@@ -489,6 +490,9 @@ struct device {
      * lookups the core's (the map installed by membership and
      * device_setup.c: device_map_install, device_remap). */
     struct index_table indices;
+    /* Which shard each outgoing flow belongs to (flows.h): the engine's
+     * (datapath.c), under the engine lock; used with shards only. */
+    struct flows flows;
     struct stage_store stage;             /* packets of peers waiting for a session */
     struct ratelimit ratelimit;           /* handshake messages per source address */
     struct peer_map *by_address;          /* overlay address -> peer */

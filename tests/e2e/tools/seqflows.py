@@ -203,9 +203,9 @@ def wire(ifname, port, msglen, direction, timeout):
             typ, idx, ctr = struct.unpack_from("<IIQ", payload, off)
             if typ & 0xffff00ff != 4:
                 continue
-            # With shards each sealing shard (its hint, byte 1) takes its
-            # counters in order; shards interleave on the wire.
-            key = (idx, (typ >> 8) & 0xff)
+            # With shards each sealing shard (its sub-session, byte 2)
+            # takes its counters in order; shards interleave on the wire.
+            key = (idx, (typ >> 16) & 0xff)
             seen += 1
             if key in last and ctr <= last[key]:
                 backwards += 1
