@@ -24,7 +24,8 @@
  * of the cost) on its own thread; take the lock, finish them in order
  * (replay windows, the inner source, ddp0 writes and sends queued on its
  * own ring), unlock. Counters and replay windows stay exact; a
- * packet's state never waits on another thread's queue.
+ * packet's state never waits on another thread's queue. (A stock WireGuard
+ * peer's seals are the exception: below.)
  *
  * Order per flow: the kernel puts a flow on one queue of ddp0 (its hash;
  * tun's flow table keeps the queue a flow was last written on), so one
@@ -39,10 +40,16 @@
  * queue, the flow's replies are read there too: a flow stays on one shard
  * at both ends.
  *
- * A stock WireGuard peer never gets a hint (it would drop the message);
- * what it sends lands on shard 0, what we send it is sealed on any shard
- * with counters from one keypair, which its replay window takes in any
- * order within its width. */
+ * Byte 2 of a hinted message names the sub-session (crypto/transport.h)
+ * whose keys and counters sealed it: the sealing shard's, so that each
+ * shard's counters leave in order; a new flow's hint is the next shard in
+ * turn (engine/model/flows.h), so that flows spread evenly.
+ *
+ * A stock WireGuard peer never gets the shard bytes (it would drop the
+ * message); what it sends lands on shard 0; what we send it has one
+ * counter space, so its seals run under the engine lock, on whichever
+ * shard read the packet, and leave close to the order of their counters
+ * (its replay window is 8128 wide). */
 #ifndef DDPNET_SHARD_H
 #define DDPNET_SHARD_H
 
