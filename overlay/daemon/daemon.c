@@ -814,10 +814,26 @@ static int kernel_tun_dropped(void *ctx, uint64_t *n)
     return nl_link_tx_dropped(&s->route_nl, s->ifindex, n);
 }
 
+/* Every loop's sockets asked for their drops (device.h: sockets_dropped):
+ * with shards, a socket whose shard receives nothing more tells none. */
+static void sockets_dropped(void *ctx)
+{
+    struct setup *s = ctx;
+
+    loop_poll_socket_drops(&s->loop);
+    for (unsigned k = 1; k < s->shards.n; k++) {
+        struct loop *l = shard_loop(&s->shards, k);
+        if (l)
+            loop_poll_socket_drops(l);
+    }
+}
+
 static void open_route_queries(struct setup *s)
 {
     int ret = nl_open(&s->route_nl);
 
+    s->dev.sockets_dropped = sockets_dropped;
+    s->dev.route_ctx = s;
     if (ret) {
         log_notice("rtnetlink: %s; path MTUs are found by probes alone", strerror(-ret));
         return;
@@ -825,7 +841,6 @@ static void open_route_queries(struct setup *s)
     s->route_nl_open = true;
     s->dev.route_mtu = kernel_mtu;
     s->dev.tun_dropped = kernel_tun_dropped;
-    s->dev.route_ctx = s;
 }
 
 /* The control socket and metrics (services.h): served from the loop. */

@@ -5,6 +5,7 @@
  * buffer address can equal. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sock_diag.h>
 #include <netinet/udp.h>
 #include <poll.h>
 #include <sched.h>
@@ -314,6 +315,19 @@ static void count_socket_drops(struct loop *l, int which, uint32_t total)
 
     if (grew && l->on.socket_drops)
         l->on.socket_drops(l->on.ctx, grew);
+}
+
+void loop_poll_socket_drops(struct loop *l)
+{
+    for (int which = 0; which < 2; which++) {
+        uint32_t mem[SK_MEMINFO_VARS];
+        socklen_t len = sizeof(mem);
+
+        if (l->udp_fd[which] >= 0 &&
+            getsockopt(l->udp_fd[which], SOL_SOCKET, SO_MEMINFO, mem, &len) == 0 &&
+            len > SK_MEMINFO_DROPS * sizeof(mem[0]))
+            count_socket_drops(l, which, mem[SK_MEMINFO_DROPS]);
+    }
 }
 
 static void on_udp_datagrams(struct loop *l, struct pkt *pkt, int which, uint64_t now)

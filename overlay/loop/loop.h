@@ -163,6 +163,10 @@ void loop_send(struct loop *loop, struct pkt *pkt, const union endpoint *dst);
 /* Sends one message of len bytes at pkt->area; takes pkt. */
 void loop_send_message(struct loop *loop, struct pkt *pkt, const union endpoint *dst,
                        uint32_t len);
+/* Asks the loop's sockets for the datagrams the kernel dropped there
+ * (SO_MEMINFO) and tells the engine's socket_drops of any growth, as a
+ * receive's SO_RXQ_OVFL does; under the engine lock (any thread). */
+void loop_poll_socket_drops(struct loop *loop);
 /* The loop's shard index (0 without shards): the hint its seals carry. */
 unsigned loop_shard(const struct loop *loop);
 /* Whether I/O lanes run: without them a ddp0 write's flow

@@ -184,6 +184,8 @@ void device_read_kernel_drops(struct device *dev)
 {
     uint64_t n;
 
+    if (dev->sockets_dropped)
+        dev->sockets_dropped(dev->route_ctx);
     /* A failed read keeps the last count: a counter never goes back. */
     if (dev->tun_dropped && dev->tun_dropped(dev->route_ctx, &n) == 0 &&
         n > dev->stats.dropped_tun_queue)

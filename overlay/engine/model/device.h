@@ -517,6 +517,10 @@ struct device {
      * made (its tx_dropped, over the same rtnetlink socket): 0 or -errno.
      * NULL: unknown (tests). */
     int (*tun_dropped)(void *ctx, uint64_t *n);
+    /* Asks every loop's sockets for their drop counts now (with shards an
+     * idle shard's socket tells none on its own: no receive brings the
+     * news). Under the engine lock; NULL: none. */
+    void (*sockets_dropped)(void *ctx);
     void *route_ctx;
     /* The receive buffer each UDP socket got, in the bytes of
      * `socket-buffer` (the kernel books twice as many); 0: unknown. */
