@@ -65,6 +65,7 @@ ddp_cluster() {
         printf '# written by bench/tunnels.sh\n[cluster]\n'
         printf 'network = %s\nport = %s\nmtu = %s\n' "$TN_NET" "$WG_PORT" "$TN_MTU"
         [ -z "$bp" ] || printf 'busy-poll = %s\n' "$bp"
+        [ -z "${BENCH_SOCKET_BUFFER:-}" ] || printf 'socket-buffer = %s\n' "$BENCH_SOCKET_BUFFER"
         printf '\n[node bench-a]\npublic-key = %s\naddress = %s\nendpoint = %s:%s\n' \
             "$(cat "$T/a/pub")" "$TN_A" "$UL_A" "$WG_PORT"
         printf '\n[node bench-b]\npublic-key = %s\naddress = %s\nendpoint = %s:%s\n' \

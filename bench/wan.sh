@@ -11,7 +11,7 @@
 #
 # The nodes' links send wire-sized packets (gso_max_segs 1, as a NIC
 # does; a veth would hand the router a GSO super-packet whole), TCP is
-# cubic with buffers that can hold a BDP. For each path (WAN_PATHS) and
+# cubic (WAN_CC) with buffers that can hold a BDP. For each path (WAN_PATHS) and
 # round, each contender in turn (bare underlay TCP, ddp0, each BENCH_EXTRA
 # WireGuard): iperf3 a -> b with WAN_STREAMS streams, WAN_OMIT s omitted
 # and WAN_SECONDS measured; per run the rate, the sender's TCP retransmits,
@@ -37,6 +37,7 @@ wan_config() {
     WAN_SECONDS=${WAN_SECONDS:-$s}
     WAN_OMIT=${WAN_OMIT:-$o}
     WAN_STREAMS=${WAN_STREAMS:-4}
+    WAN_CC=${WAN_CC:-cubic}         # iperf3 -C: the TCP congestion control of every contender
     WAN_ROUNDS=${WAN_ROUNDS:-$BENCH_ROUNDS}
     WAN_RATE_MBIT=${WAN_RATE_MBIT:-1000}
     # RTT_MS:LOSS, loss a probability per packet and direction.
@@ -205,7 +206,7 @@ wan_run() {
     pa=${d%%|*} pb=${d#*|}
     [ -z "$pa" ] || ta0=$(cpu_ticks $pa) || ta0=NA
     [ -z "$pb" ] || tb0=$(cpu_ticks $pb) || tb0=NA
-    if res=$(BENCH_SECONDS=$((WAN_SECONDS + WAN_OMIT)) iperf_run a b "$TUN_DEST" "$out" -O "$WAN_OMIT" -C cubic "$@"); then
+    if res=$(BENCH_SECONDS=$((WAN_SECONDS + WAN_OMIT)) iperf_run a b "$TUN_DEST" "$out" -O "$WAN_OMIT" -C "$WAN_CC" "$@"); then
         set -- $res; gbps=$(calc "$1 / 1e9")
         retr=$(iperf_retransmits "$out")
     fi
