@@ -1096,8 +1096,10 @@ void datapath_crypto_done(struct device *dev, struct crypto_job *job, uint64_t n
 {
     if (job->kind == CRYPTO_SEAL) {
         /* With shards, the peer may have gone while the seal ran outside
-         * the engine lock (shard.h): found again by its id. */
-        if (job->pkt->nseg && device_peer_by_id(dev, job->peer_id) == job->peer)
+         * the engine lock (shard.h): found again by its id. Alone, a peer
+         * is removed only after the jobs drained (members.c). */
+        if (job->pkt->nseg &&
+            (dev->shards < 2 || device_peer_by_id(dev, job->peer_id) == job->peer))
             path_send(job->peer, job->pkt, now);
         else   /* its planned cut failed (pkt_cut): it cannot */
             loop_pkt_put(dev->loop, job->pkt);

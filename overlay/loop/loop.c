@@ -495,6 +495,15 @@ static struct crypto_job *deferred_slot(struct loop *l, unsigned n)
     return &l->deferred[n % CRYPTO_POOL_DEPTH];
 }
 
+/* Runs a deferred job's crypto unless it ran already. */
+static void run_job(struct crypto_job *job)
+{
+    if (!job->done) {
+        crypto_job_run(job);
+        job->done = true;
+    }
+}
+
 /* Finishes, in order, the deferred jobs whose crypto ran. */
 static void take_deferred(struct loop *l, uint64_t now)
 {
@@ -512,12 +521,7 @@ static void take_deferred(struct loop *l, uint64_t now)
  * for callers that need room or order now. */
 static void deferred_one(struct loop *l, uint64_t now)
 {
-    struct crypto_job *job = deferred_slot(l, l->deferred_head);
-
-    if (!job->done) {
-        crypto_job_run(job);
-        job->done = true;
-    }
+    run_job(deferred_slot(l, l->deferred_head));
     take_deferred(l, now);
 }
 
@@ -530,13 +534,8 @@ static void run_deferred(struct loop *l, uint64_t now)
         unsigned from = l->deferred_head, to = l->deferred_tail;
 
         pthread_mutex_unlock(l->engine_lock);
-        for (unsigned n = from; n != to; n++) {
-            struct crypto_job *job = deferred_slot(l, n);
-            if (!job->done) {
-                crypto_job_run(job);
-                job->done = true;
-            }
-        }
+        for (unsigned n = from; n != to; n++)
+            run_job(deferred_slot(l, n));
         pthread_mutex_lock(l->engine_lock);
         *l->current = l;
         take_deferred(l, now);
