@@ -32,6 +32,7 @@ WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS = $(CSTD) $(CFLAGS) $(WARN) -I. -MMD -MP
 SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+TSAN    := -fsanitize=thread -fno-omit-frame-pointer
 LDLIBS  := -lsodium -lmnl -luring -lmicrohttpd -lcurl -ljson-c
 TEST_LDLIBS := $(LDLIBS) -lcmocka
 # OpenSSL's libcrypto (3.0 or later), when its headers are installed, is a
@@ -74,6 +75,10 @@ PLAIN_LIB   := build/plain/libddpnet.a
 ASAN_LIB    := build/asan/libddpnet.a
 PLAIN_TESTS := $(UNIT_TESTS:tests/unit/%.c=build/plain/unit/%)
 ASAN_TESTS  := $(UNIT_TESTS:tests/unit/%.c=build/asan/unit/%)
+# The tests whose threads share state (shards, their crypto jobs, the
+# crypto workers, the I/O lanes) again under ThreadSanitizer.
+TSAN_LIB    := build/tsan/libddpnet.a
+TSAN_TESTS  := $(patsubst %,build/tsan/unit/%,test_shard test_deferred test_crypto_pool test_io_lanes)
 FUZZERS     := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/bin/%)
 
 # What `make`, `make install` and `make deb` need (make deps): the
@@ -99,7 +104,7 @@ TEST_DEB_PKGS := clang libcmocka-dev \
                  man-db groff-base lintian systemd \
                  systemd-container debootstrap podman runc
 
-.PHONY: all deps deps-test unit unit-plain unit-asan test fuzz fuzz-smoke clean check-layers
+.PHONY: all deps deps-test unit unit-plain unit-asan unit-tsan test fuzz fuzz-smoke clean check-layers
 .PHONY: e2e e2e-shards demo install
 .DELETE_ON_ERROR:
 
@@ -148,6 +153,13 @@ build/plain/%.o: %.c
 build/asan/%.o: %.c
 	$(call quiet,CC-SAN,$<)mkdir -p $(dir $@) && $(CC) $(ALL_CFLAGS) $(SAN) -c $< -o $@
 
+build/tsan/%.o: %.c
+	$(call quiet,CC-TSAN,$<)mkdir -p $(dir $@) && $(CC) $(ALL_CFLAGS) $(TSAN) -c $< -o $@
+
+# An ifunc resolver (the checksum's) runs before ThreadSanitizer is up:
+# it must not be instrumented.
+build/tsan/tun/offload.o: TSAN := -fno-omit-frame-pointer
+
 build/version.txt: FORCE
 	$(Q)mkdir -p build && { [ "$$(cat $@ 2>/dev/null)" = '$(VERSION)' ] || echo '$(VERSION)' > $@; }
 build/%/overlay/base/version.o: build/version.txt
@@ -164,6 +176,9 @@ $(PLAIN_LIB): $(MODULE_SRC:%.c=build/plain/%.o)
 $(ASAN_LIB): $(MODULE_SRC:%.c=build/asan/%.o)
 	$(call quiet,AR,$@)rm -f $@ && ar rcs $@ $^
 
+$(TSAN_LIB): $(MODULE_SRC:%.c=build/tsan/%.o)
+	$(call quiet,AR,$@)rm -f $@ && ar rcs $@ $^
+
 # --- unit tests ---------------------------------------------------------------
 
 build/plain/unit/%: build/plain/tests/unit/%.o $(UNIT_HELP:%.c=build/plain/%.o) $(PLAIN_LIB)
@@ -172,7 +187,10 @@ build/plain/unit/%: build/plain/tests/unit/%.o $(UNIT_HELP:%.c=build/plain/%.o) 
 build/asan/unit/%: build/asan/tests/unit/%.o $(UNIT_HELP:%.c=build/asan/%.o) $(ASAN_LIB)
 	$(call quiet,LD,$@)mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(SAN) $(TEST_WRAP) -o $@ $^ $(TEST_LDLIBS)
 
-unit: unit-plain unit-asan
+build/tsan/unit/%: build/tsan/tests/unit/%.o $(UNIT_HELP:%.c=build/tsan/%.o) $(TSAN_LIB)
+	$(call quiet,LD,$@)mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(TSAN) $(TEST_WRAP) -o $@ $^ $(TEST_LDLIBS)
+
+unit: unit-plain unit-asan unit-tsan
 
 unit-plain: $(PLAIN_TESTS)
 	$(Q)tests/run-unit.sh plain $(PLAIN_TESTS)
@@ -180,6 +198,10 @@ unit-plain: $(PLAIN_TESTS)
 unit-asan: $(ASAN_TESTS)
 	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  tests/run-unit.sh asan $(ASAN_TESTS)
+
+# A data race fails the test (exit status 66), as a failed assertion does.
+unit-tsan: $(TSAN_TESTS)
+	$(Q)TSAN_OPTIONS=halt_on_error=1:exitcode=66 tests/run-unit.sh tsan $(TSAN_TESTS)
 
 # deps-test first: what the tests run is installed (root) where missing.
 test: deps-test

@@ -1103,6 +1103,13 @@ static unsigned shard_count(void)
     return n < 1 ? 1 : n;
 }
 
+/* Whether idle shards help busy ones with crypto (loop.h: loop_crew):
+ * DDPNET_SHARD_HELP=0 turns it off, to measure what it buys. */
+static bool shards_help(void)
+{
+    return threads_from_env("DDPNET_SHARD_HELP", 1) != 0;
+}
+
 static int setup_all(struct setup *s)
 {
     int ret;
@@ -1134,6 +1141,7 @@ static int setup_all(struct setup *s)
     if (s->shards.n > 1) {
         lc.engine_lock = &s->shards.lock;
         lc.current = &s->dev.loop;
+        lc.crew = shards_help() ? &s->shards.crew : NULL;
     }
     struct loop_handlers on;
     engine_loop_handlers(&s->dev, &on);
@@ -1186,6 +1194,7 @@ static int start_shards(struct setup *s)
     struct loop_config lc = {
         .name = s->dev.ifname, .max_datagram = s->dev.mtu + WG_TRANSPORT_MIN_LEN,
         .busy_poll_us = s->dev.cluster.busy_poll_us,
+        .crew = shards_help() ? &s->shards.crew : NULL,
     };
     struct loop_handlers on;
     int ret;

@@ -490,28 +490,17 @@ static void on_crypto(struct loop *l, uint64_t now)
 
 /* --- with shards: crypto jobs deferred to the end of the handlers ----------- */
 
-static struct crypto_job *deferred_slot(struct loop *l, unsigned n)
+static bool deferring(const struct loop *l)
 {
-    return &l->deferred[n % CRYPTO_POOL_DEPTH];
-}
-
-/* Runs a deferred job's crypto unless it ran already. */
-static void run_job(struct crypto_job *job)
-{
-    if (!job->done) {
-        crypto_job_run(job);
-        job->done = true;
-    }
+    return l->deferred.job != NULL;
 }
 
 /* Finishes, in order, the deferred jobs whose crypto ran. */
 static void take_deferred(struct loop *l, uint64_t now)
 {
-    while (l->deferred_head != l->deferred_tail && deferred_slot(l, l->deferred_head)->done) {
-        struct crypto_job *job = deferred_slot(l, l->deferred_head++);
-        struct crypto_job done = *job;   /* the slot may be reused below */
+    struct crypto_job done;
 
-        sodium_memzero(job->key, WG_KEY_LEN);
+    while (deferred_take(&l->deferred, &done)) {
         l->on.crypto_done(l->on.ctx, &done, now);
         sodium_memzero(done.key, WG_KEY_LEN);
     }
@@ -521,21 +510,54 @@ static void take_deferred(struct loop *l, uint64_t now)
  * for callers that need room or order now. */
 static void deferred_one(struct loop *l, uint64_t now)
 {
-    run_job(deferred_slot(l, l->deferred_head));
+    unsigned head = l->deferred.head;
+
+    deferred_run(&l->deferred, head, head + 1);
     take_deferred(l, now);
 }
 
+/* Asks idle loops of the crew to help with our `jobs` ready jobs: at
+ * most one loop per job beyond the one we run ourselves. A loop asked
+ * is woken through its eventfd; one already asked is not asked again. */
+static void ask_for_help(struct loop *l, unsigned jobs)
+{
+    for (unsigned k = 0; k < LOOP_CREW_MAX && jobs > 1; k++) {
+        struct loop *o = __atomic_load_n(&l->crew->member[k], __ATOMIC_ACQUIRE);
+
+        if (!o || o == l || !__atomic_load_n(&o->idle, __ATOMIC_ACQUIRE))
+            continue;
+        if (!__atomic_exchange_n(&o->help_asked, true, __ATOMIC_ACQ_REL))
+            wake(o);
+        jobs--;
+    }
+}
+
+/* Asked to help: runs the ready jobs of every loop of the crew but ours. */
+static void help_others(struct loop *l)
+{
+    if (!l->crew || !__atomic_exchange_n(&l->help_asked, false, __ATOMIC_ACQ_REL))
+        return;
+    for (unsigned k = 0; k < LOOP_CREW_MAX; k++) {
+        struct loop *o = __atomic_load_n(&l->crew->member[k], __ATOMIC_ACQUIRE);
+
+        if (o && o != l)
+            __atomic_add_fetch(&l->jobs_helped, deferred_help(&o->deferred), __ATOMIC_RELAXED);
+    }
+}
+
 /* After the handlers: the jobs they made run outside the engine lock, on
- * this thread (no hand-off), while other shards run the engine; then they
- * are finished under it, in the order they were made. */
+ * this thread (no hand-off) and on idle loops that help, while other
+ * shards run the engine; then they are finished under it, in the order
+ * they were made. */
 static void run_deferred(struct loop *l, uint64_t now)
 {
-    while (l->deferred_head != l->deferred_tail) {
-        unsigned from = l->deferred_head, to = l->deferred_tail;
+    while (deferred_count(&l->deferred)) {
+        unsigned from = l->deferred.head, to = l->deferred.tail;
 
         pthread_mutex_unlock(l->engine_lock);
-        for (unsigned n = from; n != to; n++)
-            run_job(deferred_slot(l, n));
+        if (l->crew)
+            ask_for_help(l, to - from);
+        deferred_run(&l->deferred, from, to);
         pthread_mutex_lock(l->engine_lock);
         *l->current = l;
         take_deferred(l, now);
@@ -546,10 +568,10 @@ struct crypto_job *loop_crypto_job(struct loop *l, uint64_t now)
 {
     struct crypto_job *job;
 
-    if (l->deferred) {
-        if (l->deferred_tail - l->deferred_head == CRYPTO_POOL_DEPTH)
+    if (deferring(l)) {
+        if (deferred_count(&l->deferred) == DEFERRED_DEPTH)
             deferred_one(l, now);
-        job = deferred_slot(l, l->deferred_tail);
+        job = deferred_reserve(&l->deferred);
         job->done = false;
         return job;
     }
@@ -562,9 +584,9 @@ struct crypto_job *loop_crypto_job(struct loop *l, uint64_t now)
 
 void loop_crypto_submit(struct loop *l, struct crypto_job *job)
 {
-    if (l->deferred) {
+    if (deferring(l)) {
         job->done = false;
-        l->deferred_tail++;
+        deferred_submit(&l->deferred);
         return;
     }
     crypto_pool_submit(&l->crypto, job);
@@ -582,14 +604,14 @@ bool loop_has_lanes(const struct loop *l)
 
 bool loop_crypto_idle(const struct loop *l)
 {
-    if (l->deferred)
-        return l->deferred_head == l->deferred_tail;
+    if (deferring(l))
+        return deferred_count(&l->deferred) == 0;
     return !l->crypto.n_threads || l->crypto.head == l->crypto.tail;
 }
 
 void loop_crypto_drain(struct loop *l, uint64_t now)
 {
-    while (l->deferred && l->deferred_head != l->deferred_tail)
+    while (deferring(l) && deferred_count(&l->deferred))
         deferred_one(l, now);
     while (l->crypto.n_threads && l->crypto.head != l->crypto.tail)
         crypto_wait(l, now);
@@ -708,7 +730,7 @@ int loop_run(struct loop *l)
         struct io_uring_cqe *cqe;
         unsigned head, seen = 0;
 
-        if (l->deferred)   /* what the timers sealed goes before we sleep */
+        if (deferring(l))   /* what the timers sealed goes before we sleep */
             run_deferred(l, now);
         l->sleep_until = next;
         refill(l);
@@ -717,12 +739,18 @@ int loop_run(struct loop *l)
          * (io_lanes.h); by default they sleep in poll. */
         if (l->readers.n && l->busy.always)
             io_lanes_spin(&l->readers, busy_poll_window_end(&l->busy));
+        if (l->crew)
+            __atomic_store_n(&l->idle, true, __ATOMIC_RELEASE);
         int ret = busy_poll_active(&l->busy, now)
                       ? poll_ring(l)
                       : io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, &ts, NULL);
         if (ret < 0 && ret != -ETIME && ret != -EINTR) {
             log_error("io_uring: %s", strerror(-ret));
             return ret;
+        }
+        if (l->crew) {
+            __atomic_store_n(&l->idle, false, __ATOMIC_RELEASE);
+            help_others(l);   /* older work than ours, and unlocked */
         }
         engine_enter(l);
         now = clock_now_ns();
@@ -731,7 +759,7 @@ int loop_run(struct loop *l)
             seen++;
         }
         io_uring_cq_advance(&l->ring, seen);
-        if (l->deferred)
+        if (deferring(l))
             run_deferred(l, now);
         engine_leave(l);
     }
@@ -743,10 +771,7 @@ static void loop_free_shard_parts(struct loop *l)
     if (l->wake_fd >= 0)
         close(l->wake_fd);
     l->wake_fd = -1;
-    if (l->deferred)
-        sodium_memzero(l->deferred, CRYPTO_POOL_DEPTH * sizeof(*l->deferred));
-    free(l->deferred);
-    l->deferred = NULL;
+    deferred_free(&l->deferred);
 }
 
 int loop_init(struct loop *l, const struct loop_config *c, const struct loop_handlers *on)
@@ -778,9 +803,8 @@ int loop_init(struct loop *l, const struct loop_config *c, const struct loop_han
         l->timer_loop = c->timer_loop;
         l->shard = c->shard;
         l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        l->deferred = calloc(CRYPTO_POOL_DEPTH, sizeof(*l->deferred));
-        if (l->wake_fd < 0 || !l->deferred) {
-            ret = l->wake_fd < 0 ? -errno : -ENOMEM;
+        ret = l->wake_fd < 0 ? -errno : deferred_init(&l->deferred);
+        if (ret) {
             loop_free_shard_parts(l);
             return ret;
         }
@@ -801,6 +825,10 @@ int loop_init(struct loop *l, const struct loop_config *c, const struct loop_han
         pkt_pool_destroy(&l->pool);
         loop_free_shard_parts(l);
         return ret;
+    }
+    if (c->crew && c->engine_lock && c->shard < LOOP_CREW_MAX) {
+        l->crew = c->crew;
+        __atomic_store_n(&c->crew->member[c->shard], l, __ATOMIC_RELEASE);
     }
     return 0;
 }
@@ -831,6 +859,10 @@ int loop_start_lanes(struct loop *l, unsigned lanes, bool readers)
 
 void loop_destroy(struct loop *l)
 {
+    /* The crew's loops stopped before any is destroyed (shard.h), so
+     * none is helping with our jobs now. */
+    if (l->crew)
+        __atomic_store_n(&l->crew->member[l->shard], NULL, __ATOMIC_RELEASE);
     io_lanes_stop(&l->readers);       /* their calls point into the pool */
     io_lanes_stop(&l->lanes);
     crypto_pool_stop(&l->crypto);

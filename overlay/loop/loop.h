@@ -21,6 +21,7 @@
 #include "overlay/base/endpoint.h"
 #include "overlay/loop/busy_poll.h"
 #include "overlay/loop/crypto_pool.h"
+#include "overlay/loop/deferred.h"
 #include "overlay/loop/io_lanes.h"
 #include "overlay/loop/pkt.h"
 
@@ -75,6 +76,14 @@ struct loop_handlers {
     uint64_t (*control_timers)(void *control_ctx, uint64_t now);
 };
 
+/* With shards: the loops of one daemon, which help each other with
+ * crypto (loop.c: help_others). Each loop puts itself in at loop_init. */
+#define LOOP_CREW_MAX 64u
+
+struct loop_crew {
+    struct loop *member[LOOP_CREW_MAX];   /* by shard index (atomic) */
+};
+
 struct loop_config {
     const char *name;             /* the TUN device's, for the log */
     /* The largest datagram a full-size packet makes: larger sends (a
@@ -90,11 +99,13 @@ struct loop_config {
      * cross between shards), where it writes which loop holds it (the
      * engine's `loop`), the loop that runs the timers and the control side
      * (NULL: this one), and this loop's index, which its seals carry as
-     * their hint (wg_const.h). */
+     * their hint (wg_const.h). With a crew, an idle loop runs crypto jobs
+     * that a busy one made (NULL: each runs its own only). */
     pthread_mutex_t *engine_lock;
     struct loop **current;
     struct loop *timer_loop;
     unsigned shard;
+    struct loop_crew *crew;
 };
 
 struct loop {
@@ -127,11 +138,17 @@ struct loop {
     int wake_fd;
     bool wake_polled;
     uint64_t sleep_until;
-    /* With shards: crypto jobs, run on this thread after the handlers
-     * that made them, outside the engine lock, then finished in order
-     * under it (loop.c: run_deferred); [head, tail) of a ring. */
-    struct crypto_job *deferred;
-    unsigned deferred_head, deferred_tail;
+    /* With shards: crypto jobs, run on this thread (or an idle loop's
+     * of the crew) after the handlers that made them, outside the engine
+     * lock, then finished in order under it (deferred.h). */
+    struct deferred deferred;
+    /* With a crew: the crew; whether we are waiting on our ring (set by
+     * us, read by others); whether a busy loop asked us to help (set by
+     * it, cleared by us); how many of others' jobs we ran (ours to
+     * write; others may read it: atomic). */
+    struct loop_crew *crew;
+    bool idle, help_asked;
+    uint64_t jobs_helped;
     bool stop;                            /* another thread: loop_stop */
     bool tun_gone;                        /* ddp0 was deleted under us */
 };

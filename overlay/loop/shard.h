@@ -9,7 +9,8 @@
  * timers, the control socket and the signals. What each owns:
  *
  *   per shard    its ring, its reads and receives in flight, its busy-poll
- *                window, the crypto jobs it made (run on its own thread);
+ *                window, the crypto jobs it made (run on its own thread,
+ *                and on idle shards' threads that help: deferred.h);
  *   shared       the engine (struct device: peers, keypairs, counters,
  *                replay windows, the index table, staging, timers) and the
  *                packet pools, whose buffers cross between shards (a packet
@@ -21,7 +22,9 @@
  * the completions through the engine (a TUN read is looked up and its
  * counters taken; a receive's keypair found), unlock; seal or open the
  * buffers those made (the AEAD, the segmenting copy, the checksums: most
- * of the cost) on its own thread; take the lock, finish them in order
+ * of the cost) on its own thread, asking idle shards to run some of them
+ * on theirs (one busy flow then uses the spare cores); take the lock,
+ * finish them in order
  * (replay windows, the inner source, ddp0 writes and sends queued on its
  * own ring), unlock. Counters and replay windows stay exact; a
  * packet's state never waits on another thread's queue. (A stock WireGuard
@@ -57,13 +60,14 @@
 
 #include "overlay/loop/loop.h"
 
-#define SHARDS_MAX 64u
+#define SHARDS_MAX LOOP_CREW_MAX
 
 struct shard;
 
 struct shards {
     unsigned n;                  /* loops, the daemon's own (0) included */
     pthread_mutex_t lock;        /* the engine lock */
+    struct loop_crew crew;       /* the loops, for help with crypto */
     struct shard *shard;         /* shards 1..n-1 */
 };
 

@@ -67,7 +67,9 @@ static void take_all(struct crypto_pool *cp, struct crypto_job **order, unsigned
 
 static void seal_round(struct fixture *f, struct crypto_pool *cp)
 {
-    struct crypto_job *order[JOBS];
+    /* Order checked through the pkt each slot names: copied before the
+     * job is handed over (a job in flight is the workers'). */
+    struct crypto_job copy[JOBS], *ptrs[JOBS];
     for (unsigned j = 0; j < JOBS; j++) {
         uint64_t first;
         fill_segments(f->pkts[j], j);
@@ -77,14 +79,9 @@ static void seal_round(struct fixture *f, struct crypto_pool *cp)
         *job = (struct crypto_job){ .kind = CRYPTO_SEAL, .pkt = f->pkts[j],
                                     .remote_index = 7, .first_counter = first };
         memcpy(job->key, f->tx.send_key, WG_KEY_LEN);
-        order[j] = job;
-        crypto_pool_submit(cp, job);
-    }
-    /* Order checked through the pkt each slot names. */
-    struct crypto_job copy[JOBS], *ptrs[JOBS];
-    for (unsigned j = 0; j < JOBS; j++) {
-        copy[j] = *order[j];
+        copy[j] = *job;
         ptrs[j] = &copy[j];
+        crypto_pool_submit(cp, job);
     }
     take_all(cp, ptrs, JOBS);
 }
