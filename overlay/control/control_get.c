@@ -12,6 +12,7 @@
 #include "overlay/control/control_int.h"
 #include "overlay/membership/certs.h"
 #include "overlay/control/uapi.h"
+#include "overlay/membership/state.h"
 #include "overlay/engine/model/device.h"
 #include "overlay/registry/registry.h"
 
@@ -118,7 +119,7 @@ static const struct cluster_node *master_of(const struct device *dev)
 {
     const struct cluster_node *m = &dev->cluster.nodes[0];
 
-    if (dev->file.n_nodes || !dev->registry)
+    if (dev->membership->file.n_nodes || !dev->membership->registry)
         return m;
     for (size_t i = 1; i < dev->cluster.n_nodes; i++) {
         const struct cluster_addr *a = &dev->cluster.nodes[i].address;
@@ -149,21 +150,21 @@ static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
     uapi_put_u64(b, CONTROL_KEY_DROPPED_TUN, dev->stats.dropped_tun_queue);
     if (dev->socket_buffer)
         uapi_put_u64(b, CONTROL_KEY_SOCKET_BUFFER, dev->socket_buffer);
-    if (dev->registry) {
+    if (dev->membership->registry) {
         struct registry_status rs;
-        registry_status(dev->registry, &rs);
+        registry_status(dev->membership->registry, &rs);
         uapi_put_str(b, CONTROL_KEY_REGISTRY_STATE, registry_state_name(rs.state));
-        uapi_put_u64(b, CONTROL_KEY_REGISTRY_REVISION, (uint64_t)dev->registry_revision);
+        uapi_put_u64(b, CONTROL_KEY_REGISTRY_REVISION, (uint64_t)dev->membership->registry_revision);
         if (rs.endpoint[0])
             uapi_put_str(b, CONTROL_KEY_REGISTRY_ENDPOINT, rs.endpoint);
         if (rs.error[0])
             uapi_put_str(b, CONTROL_KEY_REGISTRY_ERROR, rs.error);
     }
-    if (dev->cluster_applied_unix) {
+    if (dev->membership->cluster_applied_unix) {
         char hex[2 * DEVICE_CLUSTER_SUM_LEN + 1];
-        sodium_bin2hex(hex, sizeof(hex), dev->cluster_sum, sizeof(dev->cluster_sum));
+        sodium_bin2hex(hex, sizeof(hex), dev->membership->cluster_sum, sizeof(dev->membership->cluster_sum));
         uapi_put_str(b, CONTROL_KEY_CLUSTER_SUM, hex);
-        uapi_put_u64(b, CONTROL_KEY_CLUSTER_APPLIED, dev->cluster_applied_unix);
+        uapi_put_u64(b, CONTROL_KEY_CLUSTER_APPLIED, dev->membership->cluster_applied_unix);
     }
 }
 
@@ -224,7 +225,7 @@ static void put_ddpnet_peer(struct uapi_buf *b, const struct peer *p, uint64_t n
 static void put_cert_expiry(struct uapi_buf *b, const struct device *dev,
                             const uint8_t key[CLUSTER_KEY_LEN])
 {
-    const struct cert *c = dev->certs ? certs_member(dev->certs, key) : NULL;
+    const struct cert *c = dev->membership->certs ? certs_member(dev->membership->certs, key) : NULL;
 
     if (c)
         uapi_put_u64(b, CONTROL_KEY_CERT_EXPIRES,
@@ -235,7 +236,7 @@ static void put_cert_expiry(struct uapi_buf *b, const struct device *dev,
 /* With an authority: the clash this node lost, where there is one. */
 static void put_clash(struct uapi_buf *b, const struct device *dev)
 {
-    const struct certs_clash *c = dev->certs ? certs_clash(dev->certs) : NULL;
+    const struct certs_clash *c = dev->membership->certs ? certs_clash(dev->membership->certs) : NULL;
     char key[CERT_KEY_TEXT_LEN + 1];
 
     if (!c || !c->on)

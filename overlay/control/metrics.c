@@ -14,6 +14,7 @@
 #include "overlay/base/version.h"
 #include "overlay/control/control_int.h"
 #include "overlay/control/metrics.h"
+#include "overlay/membership/state.h"
 #include "overlay/engine/model/device.h"
 #include "overlay/loop/loop.h"
 #include "overlay/registry/registry.h"
@@ -259,21 +260,21 @@ static void put_device(FILE *f, const struct device *dev)
     device_sample(f, dev, "ddpnet_relay_data_frames_total", "direction", "received",
                   dev->stats.relay_data_frames_received);
     put_disco(f, dev);
-    if (dev->registry) {
+    if (dev->membership->registry) {
         struct registry_status rs;
-        registry_status(dev->registry, &rs);
+        registry_status(dev->membership->registry, &rs);
         family(f, "ddpnet_registry_up", "gauge",
                "1 while the registry (etcd) is followed, 0 while it is out of reach.");
         device_sample(f, dev, "ddpnet_registry_up", NULL, NULL, rs.state == REGISTRY_SYNCED);
         family(f, "ddpnet_registry_revision", "gauge",
                "The etcd revision of the membership this node applied.");
         device_sample(f, dev, "ddpnet_registry_revision", NULL, NULL,
-                      (uint64_t)dev->registry_revision);
+                      (uint64_t)dev->membership->registry_revision);
     }
     family(f, "ddpnet_cluster_file_applied_timestamp_seconds", "gauge",
            "Unix time the running cluster file was applied (up or reload).");
     device_sample(f, dev, "ddpnet_cluster_file_applied_timestamp_seconds", NULL, NULL,
-                  dev->cluster_applied_unix);
+                  dev->membership->cluster_applied_unix);
 }
 
 int metrics_format(const struct device *dev, char **out, size_t *len)

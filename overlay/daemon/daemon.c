@@ -98,6 +98,7 @@ struct setup {
     struct shards shards;
     bool shards_ready;
     int shard_tun[SHARDS_MAX], shard_udp4[SHARDS_MAX], shard_udp6[SHARDS_MAX];
+    struct membership membership;         /* the device's (dev.membership) */
     int ifindex;                          /* ddp0's, for its statistics */
     char socket_path[256], env_path[256], state_path[256];
     bool running;                         /* setup completed */
@@ -533,10 +534,10 @@ static void names_changed(struct device *dev)
 static int start_hosts_writer(struct setup *s)
 {
     struct hosts_writer_config cfg = {
-        .fd = s->dev.hosts_fd, .ifname = s->dev.ifname,
+        .fd = s->dev.membership->hosts_fd, .ifname = s->dev.ifname,
         .network = s->dev.cluster.network, .prefix = s->dev.cluster.prefix,
     };
-    int ret = hosts_writer_start(&s->dev.hosts_writer, &cfg);
+    int ret = hosts_writer_start(&s->dev.membership->hosts_writer, &cfg);
 
     if (ret)
         return fail(s, ret, "the names block's writer: %s", strerror(-ret));
@@ -553,7 +554,7 @@ static int write_hosts(struct setup *s)
     learn_own_names(s);
     s->dev.names_changed = names_changed;
     if (ret >= 0) {
-        s->dev.hosts_fd = ret;
+        s->dev.membership->hosts_fd = ret;
         ret = members_write_hosts(&s->dev);
     }
     if (ret)
@@ -576,8 +577,8 @@ static void note_cluster_file(struct setup *s)
                  strerror(-ret));
         return;
     }
-    members_checksum(text, len, s->dev.cluster_sum);
-    s->dev.cluster_applied_unix = (uint64_t)time(NULL);
+    members_checksum(text, len, s->dev.membership->cluster_sum);
+    s->dev.membership->cluster_applied_unix = (uint64_t)time(NULL);
     free(text);
 }
 
@@ -891,8 +892,8 @@ static void join_child(struct setup *s, const struct passwd *pw, struct cluster_
     if (a.ret)
         snprintf(a.err, sizeof(a.err), "registry: cannot drop privileges to join: %s",
                  strerror(-a.ret));
-    else if ((a.ret = registry_join(s->dev.registry, self, a.err, sizeof(a.err))) == 0)
-        registry_joined_get(s->dev.registry, &a.joined);
+    else if ((a.ret = registry_join(s->dev.membership->registry, self, a.err, sizeof(a.err))) == 0)
+        registry_joined_get(s->dev.membership->registry, &a.joined);
     while (left) {
         ssize_t n = write(fd, p, left);
         if (n < 0 && errno == EINTR)
@@ -953,7 +954,7 @@ static int join_unprivileged(struct setup *s, struct cluster_node *self, char *e
         return a.ret;
     }
     *self = a.joined.self;
-    if ((ret = registry_joined_set(s->dev.registry, &a.joined)))
+    if ((ret = registry_joined_set(s->dev.membership->registry, &a.joined)))
         snprintf(err, errlen, "registry: cannot take the join over: %s", strerror(-ret));
     return ret;
 }
@@ -969,10 +970,10 @@ static int setup_cert_self(struct setup *s)
     struct cluster_node self = s->opt->registry_self;
     int ret;
 
-    s->dev.self_registered = true;
-    s->dev.registry_self = self;
+    s->dev.membership->self_registered = true;
+    s->dev.membership->registry_self = self;
     cluster_free(c);
-    if ((ret = registry_model(&s->dev.file, &self, NULL, 0, c, &(size_t){ 0 }, NULL, NULL)))
+    if ((ret = registry_model(&s->dev.membership->file, &self, NULL, 0, c, &(size_t){ 0 }, NULL, NULL)))
         return fail(s, ret, "out of memory");
     s->dev.self = cluster_find_name(c, self.name);
     return 0;
@@ -988,26 +989,26 @@ static int setup_membership(struct setup *s)
     char err[512];
     int ret;
 
-    if ((ret = registry_model(c, NULL, NULL, 0, &s->dev.file, &(size_t){ 0 }, NULL, NULL)))
+    if ((ret = registry_model(c, NULL, NULL, 0, &s->dev.membership->file, &(size_t){ 0 }, NULL, NULL)))
         return fail(s, ret, "out of memory");
     if ((ret = setup_certs(s)))
         return ret;
     if (!c->registry.n_endpoints)
         return s->opt->cert_self ? setup_cert_self(s) : 0;
-    if (!(s->dev.registry = registry_new(c, err, sizeof(err))))
+    if (!(s->dev.membership->registry = registry_new(c, err, sizeof(err))))
         return fail(s, -EINVAL, "%s", err);
     if (s->opt->cert)
-        registry_set_cert(s->dev.registry, s->opt->cert);
+        registry_set_cert(s->dev.membership->registry, s->opt->cert);
     s->dev.records_changed = members_recheck;    /* a peer's word on its record */
     if (s->dev.self)
         return 0;                             /* listed: the file's entry it is */
     struct cluster_node self = s->opt->registry_self;
     if ((ret = join_unprivileged(s, &self, err, sizeof(err))))
         return fail(s, ret, "%s", err);
-    s->dev.self_registered = true;
-    s->dev.registry_self = self;
+    s->dev.membership->self_registered = true;
+    s->dev.membership->registry_self = self;
     /* A certificate that fixes an address: the one the registry gave. */
-    const char *why = s->dev.certs && s->opt->cert ? certs_node_check(s->dev.certs, &self) : NULL;
+    const char *why = s->dev.membership->certs && s->opt->cert ? certs_node_check(s->dev.membership->certs, &self) : NULL;
     if (why)
         return fail(s, -EINVAL, "our certificate and the registry disagree: %s", why);
     /* What we state on every session: the others count our record only
@@ -1016,7 +1017,7 @@ static int setup_membership(struct setup *s)
         return fail(s, ret, "registry: our own record does not decode");
     s->dev.states_record = true;
     cluster_free(c);
-    if ((ret = registry_model(&s->dev.file, &self, NULL, 0, c, &(size_t){ 0 }, NULL, NULL)))
+    if ((ret = registry_model(&s->dev.membership->file, &self, NULL, 0, c, &(size_t){ 0 }, NULL, NULL)))
         return fail(s, ret, "out of memory");
     s->dev.self = cluster_find_name(c, self.name);
     return 0;
@@ -1050,7 +1051,7 @@ static int setup_certs(struct setup *s)
 
     if (members_certs_start(&s->dev))
         return fail(s, -ENOMEM, "out of memory");
-    if (!s->dev.certs)
+    if (!s->dev.membership->certs)
         return 0;
     if ((ret = setup_revocations(s)))
         return ret;
@@ -1060,7 +1061,7 @@ static int setup_certs(struct setup *s)
     if (!(s->dev.self_cert = strdup(s->opt->cert)))
         return fail(s, -ENOMEM, "out of memory");
     s->dev.self_cert[strcspn(s->dev.self_cert, "\r\n")] = '\0';
-    v = certs_offer(s->dev.certs, s->opt->cert, (uint64_t)time(NULL), &why);
+    v = certs_offer(s->dev.membership->certs, s->opt->cert, (uint64_t)time(NULL), &why);
     if (v != CERTS_ADDED && v != CERTS_KNOWN)
         return fail(s, -EINVAL, "our certificate does not hold: %s%s%s", certs_verdict_str(v),
                     why[0] ? ": " : "", why);
@@ -1079,16 +1080,16 @@ static void observed_changed(struct device *dev)
     memcpy(c.addr.bytes, ep->addr, c.addr.family == AF_INET6 ? 16u : 4u);
     if (record_cand_format(&c, text, sizeof(text)) == 0)
         log_info("members see our packets come from %s; our registry record will say so", text);
-    registry_observed(dev->registry, &c);
+    registry_observed(dev->membership->registry, &c);
 }
 
 /* The registry's threads, once privileges are dropped: they are born
  * without them. */
 static int start_registry(struct setup *s)
 {
-    int ret = s->dev.registry ? registry_start(s->dev.registry) : 0;
+    int ret = s->dev.membership->registry ? registry_start(s->dev.membership->registry) : 0;
 
-    if (s->dev.registry && s->dev.self_registered)
+    if (s->dev.membership->registry && s->dev.membership->self_registered)
         s->dev.observed_changed = observed_changed;
 
     return ret ? fail(s, ret, "registry: cannot start its threads: %s", strerror(-ret)) : 0;
@@ -1229,14 +1230,14 @@ static void teardown(struct setup *s)
         unlink(s->env_path);
     if (s->loop_ready)
         loop_destroy(&s->loop);
-    hosts_writer_stop(s->dev.hosts_writer);
-    s->dev.hosts_writer = NULL;
+    hosts_writer_stop(s->dev.membership->hosts_writer);
+    s->dev.membership->hosts_writer = NULL;
     if (s->services_open)
         services_close(&s->services);
     notify_close();
     device_destroy(&s->dev);
     members_certs_free(&s->dev);
-    registry_free(s->dev.registry);
+    registry_free(s->dev.membership->registry);
     resolver_free(s->dev.resolver);
     cluster_free(&s->dev.cluster);
     close_fd(&s->control_fd);
@@ -1253,7 +1254,8 @@ static void teardown(struct setup *s)
         }
     }
     close_fd(&s->signal_fd);
-    close_fd(&s->dev.hosts_fd);
+    close_fd(&s->dev.membership->hosts_fd);
+    membership_free(&s->membership);
     if (s->route_nl_open)
         nl_close(&s->route_nl);
 }
@@ -1271,8 +1273,8 @@ int daemon_run(struct daemon_options *opt)
     s->tun_fd = s->udp4_fd = s->udp6_fd = s->control_fd = s->env_fd = s->signal_fd = -1;
     for (unsigned k = 0; k < SHARDS_MAX; k++)
         s->shard_tun[k] = s->shard_udp4[k] = s->shard_udp6[k] = -1;
-    s->dev.hosts_fd = -1;
-    s->dev.revoked_fd = -1;
+    membership_init(&s->membership);
+    s->dev.membership = &s->membership;
     char ident[64];
     snprintf(ident, sizeof(ident), "ddpnet/%s", opt->ifname);
     log_init(ident, opt->foreground, opt->debug ? LOG_LVL_DEBUG : LOG_LVL_INFO);
@@ -1282,7 +1284,7 @@ int daemon_run(struct daemon_options *opt)
     memset(opt->cluster, 0, sizeof(*opt->cluster));
     s->dev.self = opt->self;                 /* points into the same nodes */
     /* Under systemd a refused reload says to restart the unit. */
-    (void)notify_unit(s->dev.service, sizeof(s->dev.service));
+    (void)notify_unit(s->dev.membership->service, sizeof(s->dev.membership->service));
     /* While root: systemd's socket may be out of reach of our own user. */
     if ((ret = notify_open()))
         log_warn("NOTIFY_SOCKET: %s; systemd will not hear that %s is up", strerror(-ret),
@@ -1317,8 +1319,8 @@ int daemon_run(struct daemon_options *opt)
         shards_stop(&s->shards);
         s->dev.loop = &s->loop;   /* the engine is ours alone again */
         notify_send("STOPPING=1");
-        if (s->dev.registry)
-            registry_leave(s->dev.registry);   /* gone from every peer at once */
+        if (s->dev.membership->registry)
+            registry_leave(s->dev.membership->registry);   /* gone from every peer at once */
         const struct device_stats *st = &s->dev.stats;
         log_info("%s stopped; %llu TUN reads gave %llu packets, %llu receives held %llu "
                  "datagrams, %llu TUN writes", s->dev.ifname,

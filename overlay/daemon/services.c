@@ -71,7 +71,7 @@ int services_open(struct services *sv, struct device *dev, int control_fd, int e
         snprintf(err, errlen, "env socket: epoll: %s", strerror(-ret));
         return ret;
     }
-    if (dev->registry && (ret = watch(sv, registry_event_fd(dev->registry)))) {
+    if (dev->membership->registry && (ret = watch(sv, registry_event_fd(dev->membership->registry)))) {
         snprintf(err, errlen, "registry: epoll: %s", strerror(-ret));
         return ret;
     }
@@ -90,10 +90,10 @@ static void take_registry(struct services *sv, uint64_t now_ns)
     struct cluster_node *nodes;
     size_t n;
     int64_t revision;
-    int ret = registry_take(sv->dev->registry, &nodes, &n, &revision);
+    int ret = registry_take(sv->dev->membership->registry, &nodes, &n, &revision);
 
     if (ret == 1 && (ret = members_registry(sv->dev, nodes, n,
-                                            registry_statements(sv->dev->registry), revision,
+                                            registry_statements(sv->dev->membership->registry), revision,
                                             now_ns)))
         log_warn("registry: revision %lld not applied: %s", (long long)revision,
                  strerror(-ret));
@@ -123,7 +123,7 @@ void services_run(struct services *sv, uint64_t now_ns)
 {
     control_server_run(sv->control, sv->dev, now_ns);
     control_server_run(sv->env, sv->dev, now_ns);
-    if (sv->dev->registry)
+    if (sv->dev->membership->registry)
         take_registry(sv, now_ns);
     members_resolved(sv->dev, now_ns);
     if (sv->metrics) {

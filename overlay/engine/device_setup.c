@@ -70,12 +70,4 @@ void device_destroy(struct device *dev)
     noise_local_free(dev->local);
     dev->local = NULL;
     sodium_memzero(&dev->checker, sizeof(dev->checker));
-    /* Membership's inputs (the model itself, dev->cluster, is its owner's). */
-    cluster_free(&dev->file);
-    free(dev->registered);
-    dev->registered = NULL;
-    free(dev->gone);
-    dev->gone = NULL;
-    dev->n_gone = 0;
-    dev->n_registered = 0;
 }

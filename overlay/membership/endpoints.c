@@ -27,7 +27,7 @@ static void ask(struct device *dev, struct peer *p)
     int ret = resolver_submit(dev->resolver, p->member.resolving);
 
     if (ret == -ENOSPC)
-        dev->resolve_backlog = true;     /* asked again after the next answers */
+        dev->membership->resolve_backlog = true;     /* asked again after the next answers */
     else if (ret) {
         log_warn("peer %s: cannot resolve %s: %s", p->member.name, p->member.resolving,
                  strerror(-ret));
@@ -73,8 +73,8 @@ static void apply(struct peer *p, const struct resolver_answer *a, uint64_t now)
  * asked already is not asked twice: resolver_submit). */
 static void ask_backlog(struct device *dev)
 {
-    dev->resolve_backlog = false;
-    for (size_t i = 0; i < dev->n_peers && !dev->resolve_backlog; i++)
+    dev->membership->resolve_backlog = false;
+    for (size_t i = 0; i < dev->n_peers && !dev->membership->resolve_backlog; i++)
         if (dev->peers[i]->member.resolving[0])
             ask(dev, dev->peers[i]);
 }
@@ -93,7 +93,7 @@ void members_resolved(struct device *dev, uint64_t now)
             if (!strcasecmp(p->member.resolving, a[k].host))
                 apply(p, &a[k], now);
     }
-    if (n && dev->resolve_backlog)
+    if (n && dev->membership->resolve_backlog)
         ask_backlog(dev);
     if (n)
         discovery_wake(dev);

@@ -211,7 +211,7 @@ static bool registered(const struct device *dev, const struct cluster_index *fil
 {
     const struct cluster_node *f;
 
-    if (node == dev->self || !dev->n_registered)
+    if (node == dev->self || !dev->membership->n_registered)
         return false;
     f = file ? cluster_index_name(file, node->name) : NULL;
     return !f || sodium_memcmp(f->public_key, node->public_key, CLUSTER_KEY_LEN);
@@ -227,7 +227,7 @@ static void hosts_check_replaced(const struct device *dev)
 {
     struct stat st;
 
-    if (fstat(dev->hosts_fd, &st) == 0 && st.st_nlink == 0)
+    if (fstat(dev->membership->hosts_fd, &st) == 0 && st.st_nlink == 0)
         log_warn_rl("the hosts file was replaced by another (renamed over it, as sed -i "
                     "does): the names block goes to the old, unlinked file; run `ddpnet "
                     "reload -i %s` to carry it to the new one", dev->ifname);
@@ -240,14 +240,14 @@ static int hosts_entries(struct device *dev, struct hosts_entry **out, size_t *n
     const struct cluster *c = &dev->cluster;
     const unsigned per_node = 1u + CLUSTER_ALIASES_MAX + DISCO_MAX_NAMES;
     struct hosts_entry *e = calloc(c->n_nodes * per_node + 1, sizeof(*e));
-    struct cluster_index *file = dev->n_registered ? cluster_index_of(&dev->file) : NULL;
+    struct cluster_index *file = dev->membership->n_registered ? cluster_index_of(&dev->membership->file) : NULL;
     const char (*names)[DISCO_NAME_MAX + 1];
     char own[INET6_ADDRSTRLEN];
     struct claims cl = { 0 };
     size_t n = 0;
 
     hosts_check_replaced(dev);
-    if (!e || claims_make(dev, &cl, per_node) || (dev->n_registered && !file)) {
+    if (!e || claims_make(dev, &cl, per_node) || (dev->membership->n_registered && !file)) {
         free(e);
         free(cl.names);
         cluster_index_free(file);
@@ -289,7 +289,7 @@ int members_write_hosts(struct device *dev)
     size_t n, kept = 0;
     int ret;
 
-    if (dev->hosts_writer) {
+    if (dev->membership->hosts_writer) {
         members_hosts_changed(dev);
         return 0;
     }
@@ -300,14 +300,14 @@ int members_write_hosts(struct device *dev)
     for (size_t i = 0; i < n; i++)
         if (!e[i].claimed)
             e[kept++] = e[i];
-    ret = hosts_update_fd(dev->hosts_fd, dev->ifname, e, kept);
+    ret = hosts_update_fd(dev->membership->hosts_fd, dev->ifname, e, kept);
     free(e);
     return ret;
 }
 
 void members_hosts_changed(struct device *dev)
 {
-    dev->hosts_dirty = true;
+    dev->membership->hosts_dirty = true;
 }
 
 uint64_t members_hosts_run(struct device *dev, uint64_t now)
@@ -315,17 +315,17 @@ uint64_t members_hosts_run(struct device *dev, uint64_t now)
     struct hosts_entry *e;
     size_t n;
 
-    if (!dev->hosts_dirty || !dev->hosts_writer)
+    if (!dev->membership->hosts_dirty || !dev->membership->hosts_writer)
         return UINT64_MAX;
-    if (now < dev->hosts_due_ns)
-        return dev->hosts_due_ns;
-    dev->hosts_due_ns = now + HOSTS_WRITE_INTERVAL_NS;
+    if (now < dev->membership->hosts_due_ns)
+        return dev->membership->hosts_due_ns;
+    dev->membership->hosts_due_ns = now + HOSTS_WRITE_INTERVAL_NS;
     if (hosts_entries(dev, &e, &n)) {
         log_warn("membership: out of memory for the names block");
-        return dev->hosts_due_ns;
+        return dev->membership->hosts_due_ns;
     }
-    hosts_writer_submit(dev->hosts_writer, e, n);
-    dev->hosts_dirty = false;
+    hosts_writer_submit(dev->membership->hosts_writer, e, n);
+    dev->membership->hosts_dirty = false;
     return UINT64_MAX;
 }
 
@@ -351,15 +351,15 @@ static int refuse(const struct device *dev, const struct cluster_diff *d, member
     char restart[DEVICE_SERVICE_MAX + 64], what[64];
 
     /* What restarts the node here: its systemd unit, or the CLI. */
-    if (dev->service[0])
-        snprintf(restart, sizeof(restart), "run `systemctl restart %s`", dev->service);
+    if (dev->membership->service[0])
+        snprintf(restart, sizeof(restart), "run `systemctl restart %s`", dev->membership->service);
     else
         snprintf(restart, sizeof(restart), "run `ddpnet down` and `ddpnet up` on this node");
     if (self && self->kind == CLUSTER_NODE_REMOVED) {
-        if (dev->service[0])
+        if (dev->membership->service[0])
             sayf(say, ctx, MEMBERS_SAY_REFUSED, "this node (%s) is not in the new file; to "
                  "leave the cluster, run `systemctl disable --now %s`", dev->self->name,
-                 dev->service);
+                 dev->membership->service);
         else
             sayf(say, ctx, MEMBERS_SAY_REFUSED, "this node (%s) is not in the new file; to "
                  "leave the cluster, run `ddpnet down -i %s`", dev->self->name, dev->ifname);
@@ -368,7 +368,7 @@ static int refuse(const struct device *dev, const struct cluster_diff *d, member
     if (self && (self->what & CLUSTER_CHANGED_KEY)) {
         sayf(say, ctx, MEMBERS_SAY_REFUSED, "the new file changes this node's (%s) key: %s "
              "with the new key file (%s)", dev->self->name, restart,
-             dev->service[0] ? "the unit's -k" : "-k");
+             dev->membership->service[0] ? "the unit's -k" : "-k");
         return -EPERM;
     }
     if (self && (self->what & (CLUSTER_CHANGED_ADDRESS | CLUSTER_CHANGED_PORT))) {
@@ -543,7 +543,7 @@ static bool set_pending(struct device *dev, const struct vouched *vd)
         if (pending)
             log_info_peer_rl("peer %s: its registry record waits for its key's own word",
                              p->member.name);
-        else if (dev->registry)     /* a promoted stranger has no record to count */
+        else if (dev->membership->registry)     /* a promoted stranger has no record to count */
             log_info_peer_rl("peer %s: its registry record counts", p->member.name);
     }
     return changed;
@@ -580,8 +580,8 @@ static void tell_newcomer(struct peer *p, uint64_t now)
     char text[CERT_TEXT_MAX + 1];
     size_t sent = 0;
 
-    for (size_t i = 0; i < certs_count(dev->certs) && sent < CERT_BURST_TOLD; i++) {
-        const struct cert *c = certs_at(dev->certs, i);
+    for (size_t i = 0; i < certs_count(dev->membership->certs) && sent < CERT_BURST_TOLD; i++) {
+        const struct cert *c = certs_at(dev->membership->certs, i);
         if (!memcmp(c->subject, p->public_key, CERT_PUBKEY_LEN) || !counts(dev, c) ||
             cert_format(c, text, sizeof(text)))
             continue;
@@ -658,7 +658,7 @@ static void log_applied(const struct device *dev, size_t changes)
     char hex[2 * DEVICE_CLUSTER_SUM_LEN + 1];
 
     for (unsigned i = 0; i < DEVICE_CLUSTER_SUM_LEN; i++)
-        snprintf(hex + 2 * i, 3, "%02x", dev->cluster_sum[i]);
+        snprintf(hex + 2 * i, 3, "%02x", dev->membership->cluster_sum[i]);
     if (changes)
         log_notice("reload applied: %zu change%s, cluster file %s", changes,
                    changes == 1 ? "" : "s", hex);
@@ -715,14 +715,14 @@ static void on_skip(void *ctx, const struct cluster_node *n, const char *why)
 {
     struct skip_ctx *sc = ctx;
     struct device *dev = sc->dev;
-    const struct cluster_node *self = &dev->registry_self;
+    const struct cluster_node *self = &dev->membership->registry_self;
     const struct cert *ours;
 
-    if (dev->certs && !dev->registry && dev->self_registered && !sc->lost.on &&
+    if (dev->membership->certs && !dev->membership->registry && dev->membership->self_registered && !sc->lost.on &&
         cluster_addr_equal(&n->address, &self->address) &&
         memcmp(n->public_key, self->public_key, CLUSTER_KEY_LEN) &&
-        certs_member(dev->certs, n->public_key)) {
-        ours = certs_member(dev->certs, self->public_key);
+        certs_member(dev->membership->certs, n->public_key)) {
+        ours = certs_member(dev->membership->certs, self->public_key);
         sc->lost.on = true;
         sc->lost.derived = !ours || !ours->has_address;
         sc->lost.address = self->address;
@@ -740,7 +740,7 @@ static void note_clash(struct device *dev, const struct certs_clash *c)
 {
     char addr[INET6_ADDRSTRLEN], key[CERT_KEY_TEXT_LEN + 1];
 
-    if (!certs_clash_set(dev->certs, c))
+    if (!certs_clash_set(dev->membership->certs, c))
         return;
     if (!c->on) {
         log_notice("authority: our address clashes with no member's now");
@@ -779,7 +779,7 @@ static void word_of(void *ctx, const uint8_t key[CLUSTER_KEY_LEN], struct vouch_
         memcpy(w->digest, p->disco.record_digest, VOUCH_DIGEST_LEN);
         w->alive = p->live.last_received_ns && c->now - p->live.last_received_ns < VOUCH_HOLD_NS;
     }
-    if (!c->dev->certs || w->said == VOUCH_SAID_DIGEST)
+    if (!c->dev->membership->certs || w->said == VOUCH_SAID_DIGEST)
         return;
     if (c->counted && (n = cluster_index_key(c->counted, key))) {
         w->said = VOUCH_SAID_DIGEST;
@@ -795,26 +795,26 @@ static int registry_apply(struct device *dev, uint64_t now, size_t *changes);
 
 static void certs_changed(void *ctx)
 {
-    ((struct device *)ctx)->certs_dirty = true;
+    ((struct device *)ctx)->membership->certs_dirty = true;
 }
 
 int members_certs_start(struct device *dev)
 {
-    if (!dev->cluster.has_authority || dev->certs)
+    if (!dev->cluster.has_authority || dev->membership->certs)
         return 0;
-    if (!(dev->certs = certs_new(dev->cluster.authority, certs_changed, dev)))
+    if (!(dev->membership->certs = certs_new(dev->cluster.authority, certs_changed, dev)))
         return -ENOMEM;
-    revocations_of_file(dev, &dev->file);
+    revocations_of_file(dev, &dev->membership->file);
     revocations_start(dev);
     return 0;
 }
 
 void members_certs_free(struct device *dev)
 {
-    certs_free(dev->certs);
-    dev->certs = NULL;
-    free(dev->statements);
-    dev->statements = NULL;
+    certs_free(dev->membership->certs);
+    dev->membership->certs = NULL;
+    free(dev->membership->statements);
+    dev->membership->statements = NULL;
     free(dev->self_cert);
     dev->self_cert = NULL;
     revocations_free(dev);
@@ -840,14 +840,14 @@ static void let_go(struct device *dev)
 {
     struct cluster_index *ix;
 
-    if (!dev->certs || !dev->registry ||
-        !(ix = cluster_index_new(dev->n_registered + dev->cluster.n_nodes + 1)))
+    if (!dev->membership->certs || !dev->membership->registry ||
+        !(ix = cluster_index_new(dev->membership->n_registered + dev->cluster.n_nodes + 1)))
         return;
-    for (size_t i = 0; i < dev->n_registered; i++)
-        cluster_index_add(ix, &dev->registered[i]);
+    for (size_t i = 0; i < dev->membership->n_registered; i++)
+        cluster_index_add(ix, &dev->membership->registered[i]);
     for (size_t i = 0; i < dev->cluster.n_nodes; i++)
         cluster_index_add(ix, &dev->cluster.nodes[i]);
-    certs_retain(dev->certs, live, ix);
+    certs_retain(dev->membership->certs, live, ix);
     cluster_index_free(ix);
 }
 
@@ -862,11 +862,11 @@ static void offer_statements(struct device *dev)
     char *line, *save = NULL, *text;
     struct cert c;
 
-    if (!dev->statements || !(records = cluster_index_new(dev->n_registered + 1)))
+    if (!dev->membership->statements || !(records = cluster_index_new(dev->membership->n_registered + 1)))
         return;
-    for (size_t i = 0; i < dev->n_registered; i++)
-        cluster_index_add(records, &dev->registered[i]);
-    if (!(text = strdup(dev->statements))) {
+    for (size_t i = 0; i < dev->membership->n_registered; i++)
+        cluster_index_add(records, &dev->membership->registered[i]);
+    if (!(text = strdup(dev->membership->statements))) {
         cluster_index_free(records);
         return;
     }
@@ -874,7 +874,7 @@ static void offer_statements(struct device *dev)
         if (cert_parse(line, &c) ||
             (c.kind == CERT_MEMBER && !cluster_index_key(records, c.subject)))
             continue;
-        enum certs_verdict v = certs_offer_cert(dev->certs, &c, unix_now(), &why);
+        enum certs_verdict v = certs_offer_cert(dev->membership->certs, &c, unix_now(), &why);
         if (v == CERTS_REVOKING)
             revocations_taken(dev, line, strlen(line));
         if (v != CERTS_ADDED && v != CERTS_KNOWN && v != CERTS_REVOKING)
@@ -899,16 +899,16 @@ static int vetted(struct device *dev, const struct cluster_index *counted,
     const char *why;
 
     *n = 0;
-    if (!(*out = calloc(dev->n_registered + 1, sizeof(**out))))
+    if (!(*out = calloc(dev->membership->n_registered + 1, sizeof(**out))))
         return -ENOMEM;
-    for (size_t i = 0; i < dev->n_registered; i++) {
-        struct cluster_node r = dev->registered[i];
-        if (!(why = certs_node_check(dev->certs, &r))) {
-            cert = certs_member(dev->certs, r.public_key);
+    for (size_t i = 0; i < dev->membership->n_registered; i++) {
+        struct cluster_node r = dev->membership->registered[i];
+        if (!(why = certs_node_check(dev->membership->certs, &r))) {
+            cert = certs_member(dev->membership->certs, r.public_key);
             r.n_aliases = cert->n_aliases;
             memcpy(r.aliases, cert->aliases, sizeof(r.aliases));
             (*out)[(*n)++] = r;
-        } else if ((c = cluster_index_name(counted, r.name)) && !certs_node_check(dev->certs, c)) {
+        } else if ((c = cluster_index_name(counted, r.name)) && !certs_node_check(dev->membership->certs, c)) {
             (*out)[(*n)++] = *c;
         } else {
             log_info_rl("registry: record %s does not count: %s", r.name, why);
@@ -1016,7 +1016,7 @@ static bool tell_clash(struct device *dev, struct peer *p, const struct cert *c,
     const struct cert *hc;
     struct cluster_node n;
 
-    if (cert_member_node(c, &dev->file, &n) ||
+    if (cert_member_node(c, &dev->membership->file, &n) ||
         !(h = cluster_find_address(&dev->cluster, &n.address)) ||
         !memcmp(h->public_key, n.public_key, CLUSTER_KEY_LEN))
         return false;
@@ -1025,7 +1025,7 @@ static bool tell_clash(struct device *dev, struct peer *p, const struct cert *c,
                 "told it so", p->member.name, c->name, addr, h->name);
     if (h == dev->self && dev->self_cert)
         discovery_send_cert(p, dev->self_cert, strlen(dev->self_cert), now);
-    else if ((hc = certs_member(dev->certs, h->public_key)) && !cert_format(hc, text, sizeof(text)))
+    else if ((hc = certs_member(dev->membership->certs, h->public_key)) && !cert_format(hc, text, sizeof(text)))
         discovery_send_cert(p, text, strlen(text), now);
     return true;
 }
@@ -1037,7 +1037,7 @@ int members_statement(struct device *dev, const char *text, size_t len, uint64_t
     enum certs_verdict v;
 
     *why = "";
-    if (!dev->certs)
+    if (!dev->membership->certs)
         return -EPERM;
     while (len && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' '))
         len--;
@@ -1045,7 +1045,7 @@ int members_statement(struct device *dev, const char *text, size_t len, uint64_t
         return -EINVAL;
     memcpy(line, text, len);
     line[len] = '\0';
-    v = certs_offer(dev->certs, line, unix_now(), why);
+    v = certs_offer(dev->membership->certs, line, unix_now(), why);
     log_notice("authority: a statement given through the control socket: %s%s%s",
                certs_verdict_str(v), (*why)[0] ? ": " : "", *why);
     if (v == CERTS_REVOKING)
@@ -1065,7 +1065,7 @@ void members_cert_said(struct peer *p, const char *text, size_t len, uint64_t no
     struct cert c;
     bool own;
 
-    if (!dev->certs || len > CERT_TEXT_MAX)
+    if (!dev->membership->certs || len > CERT_TEXT_MAX)
         return;
     p->member.cert_credit_ns += p->member.cert_at_ns ? now - p->member.cert_at_ns : cap;
     p->member.cert_at_ns = now;
@@ -1078,7 +1078,7 @@ void members_cert_said(struct peer *p, const char *text, size_t len, uint64_t no
     p->member.cert_credit_ns -= cost;
     memcpy(line, text, len);
     line[len] = '\0';
-    v = certs_offer(dev->certs, line, unix_now(), &why);
+    v = certs_offer(dev->membership->certs, line, unix_now(), &why);
     own = said_by_holder(p, line, &c);
     if ((v == CERTS_ADDED || v == CERTS_KNOWN) && own && tell_clash(dev, p, &c, now))
         return;
@@ -1118,26 +1118,26 @@ static uint64_t certs_due(struct device *dev, uint64_t now)
     size_t changes;
     int ret;
 
-    if (!dev->certs)
+    if (!dev->membership->certs)
         return UINT64_MAX;
     clock_gettime(CLOCK_REALTIME, &ts);
-    certs_run(dev->certs, (uint64_t)ts.tv_sec);
+    certs_run(dev->membership->certs, (uint64_t)ts.tv_sec);
     members_probation_run(dev, now);
-    if (dev->certs_dirty) {
+    if (dev->membership->certs_dirty) {
         /* merged() clears it; let_go() may set it again, for one more
          * pass (a place freed in a token's count). */
         if ((ret = registry_apply(dev, now, &changes))) {
-            dev->certs_dirty = false;
+            dev->membership->certs_dirty = false;
             log_warn("authority: a change of certificates not applied: %s", strerror(-ret));
         } else if (changes) {
             log_notice("authority: %zu change%s from certificates (new, expired, revoked, let go)",
                        changes, changes == 1 ? "" : "s");
         }
-        if (dev->certs_dirty)
+        if (dev->membership->certs_dirty)
             return now;
     }
-    dev->certs_dirty = false;
-    if ((next = certs_next_expiry(dev->certs)) == UINT64_MAX)
+    dev->membership->certs_dirty = false;
+    if ((next = certs_next_expiry(dev->membership->certs)) == UINT64_MAX)
         return probation_next(dev);
     real_ns = (uint64_t)ts.tv_sec * WG_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
     next = next * WG_NSEC_PER_SEC > real_ns ? now + (next * WG_NSEC_PER_SEC - real_ns) : now;
@@ -1148,7 +1148,7 @@ uint64_t members_certs_run(struct device *dev, uint64_t now)
 {
     uint64_t next = certs_due(dev, now), rounds;
 
-    if (!dev->certs)
+    if (!dev->membership->certs)
         return next;
     rounds = revocations_run(dev, now);
     return rounds < next ? rounds : next;
@@ -1161,7 +1161,7 @@ static int counted_now(struct device *dev, struct cluster_node **out, size_t *m)
     *m = 0;
     if (!(*out = calloc(dev->cluster.n_nodes + 1, sizeof(**out))))
         return -ENOMEM;
-    for (size_t i = dev->file.n_nodes; i < dev->cluster.n_nodes; i++) {
+    for (size_t i = dev->membership->file.n_nodes; i < dev->cluster.n_nodes; i++) {
         const struct cluster_node *n = &dev->cluster.nodes[i];
         if (n != dev->self && !node_pending(dev, n))
             (*out)[(*m)++] = *n;
@@ -1183,7 +1183,7 @@ static int with_certified(struct device *dev, const struct cluster *file,
 {
     /* With a registry its records are the members (their certificates
      * vet them): one said on a session waits for its record. */
-    size_t held = dev->certs && !dev->registry ? certs_count(dev->certs) : 0, m = 0;
+    size_t held = dev->membership->certs && !dev->membership->registry ? certs_count(dev->membership->certs) : 0, m = 0;
     const struct cert **order;
     struct cluster_node *grown;
     struct cluster_index *known = NULL, *running = NULL;
@@ -1201,11 +1201,11 @@ static int with_certified(struct device *dev, const struct cluster *file,
         cluster_index_add(known, &(*nodes)[i]);
     for (size_t i = 0; i < file->n_nodes; i++)
         cluster_index_add(known, &file->nodes[i]);
-    if (dev->self_registered)
-        cluster_index_add(known, &dev->registry_self);
+    if (dev->membership->self_registered)
+        cluster_index_add(known, &dev->membership->registry_self);
     for (int tier = 0; tier < 3; tier++)
         for (size_t i = 0; i < held; i++) {
-            const struct cert *c = certs_at(dev->certs, i);
+            const struct cert *c = certs_at(dev->membership->certs, i);
             int its = cluster_index_key(running, c->subject) ? 0 : c->has_token ? 2 : 1;
             if (its == tier && !cluster_index_key(known, c->subject) &&
                 memcmp(c->subject, dev->local->public_key, CERT_PUBKEY_LEN))
@@ -1233,9 +1233,9 @@ static int merged(struct device *dev, const struct cluster *file, struct cluster
 {
     struct word_ctx wc = { dev, now, NULL };
     struct skip_ctx sc = { .dev = dev };
-    struct cluster_node *counted, *records = dev->registered, *mine = NULL;
+    struct cluster_node *counted, *records = dev->membership->registered, *mine = NULL;
     struct cluster_index *counted_ix = NULL;
-    size_t m, skipped, n_records = dev->n_registered;
+    size_t m, skipped, n_records = dev->membership->n_registered;
     int ret;
 
     memset(vd, 0, sizeof(*vd));
@@ -1243,9 +1243,9 @@ static int merged(struct device *dev, const struct cluster *file, struct cluster
     if ((ret = counted_now(dev, &counted, &m)))
         return ret;
     ret = -ENOMEM;
-    if (dev->certs) {
+    if (dev->membership->certs) {
         offer_statements(dev);
-        dev->certs_dirty = false;         /* the model made here follows the store */
+        dev->membership->certs_dirty = false;         /* the model made here follows the store */
         if (!(counted_ix = cluster_index_new(m + 1)))
             goto out;
         for (size_t i = 0; i < m; i++)
@@ -1255,11 +1255,11 @@ static int merged(struct device *dev, const struct cluster *file, struct cluster
         records = mine;
         wc.counted = counted_ix;
     }
-    if (!dev->gone && (dev->registry || dev->n_registered) &&
-        !(dev->gone = calloc(VOUCH_GONE_MAX, sizeof(*dev->gone))))
+    if (!dev->membership->gone && (dev->membership->registry || dev->membership->n_registered) &&
+        !(dev->membership->gone = calloc(VOUCH_GONE_MAX, sizeof(*dev->membership->gone))))
         goto out;
-    if ((ret = vouch_sort(records, n_records, counted, m, dev->gone,
-                          &dev->n_gone, dev->gone ? VOUCH_GONE_MAX : 0, word_of, &wc, now,
+    if ((ret = vouch_sort(records, n_records, counted, m, dev->membership->gone,
+                          &dev->membership->n_gone, dev->membership->gone ? VOUCH_GONE_MAX : 0, word_of, &wc, now,
                           &vd->v)))
         goto out;
     ret = -ENOMEM;
@@ -1269,9 +1269,9 @@ static int merged(struct device *dev, const struct cluster *file, struct cluster
         cluster_index_add(vd->pending, &vd->v.nodes[i]);
     if ((ret = with_certified(dev, file, &vd->v.nodes, &vd->v.n)))
         goto out;
-    ret = registry_model(file, dev->self_registered ? &dev->registry_self : NULL, vd->v.nodes,
+    ret = registry_model(file, dev->membership->self_registered ? &dev->membership->registry_self : NULL, vd->v.nodes,
                          vd->v.n, out, &skipped, on_skip, &sc);
-    if (!ret && dev->certs)
+    if (!ret && dev->membership->certs)
         note_clash(dev, &sc.lost);
 out:
     free(counted);
@@ -1310,10 +1310,10 @@ static int apply(struct device *dev, struct cluster *next, const struct vouched 
     if (!d.n && set_pending(dev, vd)) {
         if (device_remap(dev))
             log_error("membership: out of memory for the address map");
-        if (dev->hosts_fd >= 0 && (ret = members_write_hosts(dev)))
+        if (dev->membership->hosts_fd >= 0 && (ret = members_write_hosts(dev)))
             log_warn("membership: the names block was not updated: %s", strerror(-ret));
     }
-    if (d.n && dev->hosts_fd >= 0 && (ret = members_write_hosts(dev)))
+    if (d.n && dev->membership->hosts_fd >= 0 && (ret = members_write_hosts(dev)))
         log_warn("membership: the names block was not updated: %s", strerror(-ret));
     ret = 0;
 out:
@@ -1350,10 +1350,10 @@ int members_reload(struct device *dev, const char *text, size_t len, members_say
         cluster_free(&file);
         return ret;
     }
-    cluster_free(&dev->file);
-    dev->file = file;
-    members_checksum(text, len, dev->cluster_sum);
-    dev->cluster_applied_unix = (uint64_t)time(NULL);
+    cluster_free(&dev->membership->file);
+    dev->membership->file = file;
+    members_checksum(text, len, dev->membership->cluster_sum);
+    dev->membership->cluster_applied_unix = (uint64_t)time(NULL);
     log_applied(dev, changes);
     return 0;
 }
@@ -1372,9 +1372,9 @@ static int registry_apply(struct device *dev, uint64_t now, size_t *changes)
     struct vouched vd;
     int ret;
 
-    if ((ret = merged(dev, &dev->file, &next, &vd, now)))
+    if ((ret = merged(dev, &dev->membership->file, &next, &vd, now)))
         return ret;
-    ret = apply(dev, &next, &vd, dev->registry ? "registry" : "authority", say_to_log, NULL, now,
+    ret = apply(dev, &next, &vd, dev->membership->registry ? "registry" : "authority", say_to_log, NULL, now,
                 changes);
     vouched_free(&vd);
     if (!ret)
@@ -1388,14 +1388,14 @@ int members_registry(struct device *dev, struct cluster_node *nodes, size_t n, c
     size_t changes;
     int ret;
 
-    free(dev->statements);
-    dev->statements = statements;
-    free(dev->registered);
-    dev->registered = nodes;
-    dev->n_registered = n;
+    free(dev->membership->statements);
+    dev->membership->statements = statements;
+    free(dev->membership->registered);
+    dev->membership->registered = nodes;
+    dev->membership->n_registered = n;
     if ((ret = registry_apply(dev, now, &changes)))
         return ret;
-    dev->registry_revision = revision;
+    dev->membership->registry_revision = revision;
     if (changes)
         log_notice("registry: revision %lld applied: %zu change%s", (long long)revision, changes,
                    changes == 1 ? "" : "s");
@@ -1431,7 +1431,7 @@ int members_take_hosts(struct device *dev, int fd)
         return -EINVAL;
     }
     /* A node that writes no names block does not start here. */
-    if (dev->hosts_fd < 0 || (fstat(dev->hosts_fd, &now) == 0 &&
+    if (dev->membership->hosts_fd < 0 || (fstat(dev->membership->hosts_fd, &now) == 0 &&
                               now.st_dev == next.st_dev && now.st_ino == next.st_ino)) {
         close(fd);
         return 0;
@@ -1439,7 +1439,7 @@ int members_take_hosts(struct device *dev, int fd)
     /* dup2, not a new number: the writer thread (hosts_writer.h) holds
      * this one; a write of its in flight ends in the old file, the next
      * goes to the new one. */
-    if (dup2(fd, dev->hosts_fd) < 0) {
+    if (dup2(fd, dev->membership->hosts_fd) < 0) {
         ret = -errno;
         close(fd);
         return ret;

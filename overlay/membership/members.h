@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "overlay/engine/model/device.h"
+#include "overlay/membership/state.h"
 
 /* What a reload says, line by line, to whoever asked: kind is
  * MEMBERS_SAY_CHANGE ("added node-d"), MEMBERS_SAY_ERROR ("14: unknown key

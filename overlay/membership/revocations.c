@@ -17,6 +17,7 @@
 #include "overlay/engine/device_setup.h"
 #include "overlay/membership/certs.h"
 #include "overlay/membership/revocations.h"
+#include "overlay/membership/state.h"
 
 /* Every signed revocation taken, in the order taken (bounded by the
  * store's CERTS_REVOKED_MAX), with the id each names; and when the next
@@ -36,7 +37,7 @@ static int by_id(const void *a, const void *b)
 /* dev->revoked_digest of what is held. */
 static void digest_again(struct device *dev)
 {
-    struct revocations *r = dev->revocations;
+    struct revocations *r = dev->membership->revocations;
     size_t n = r ? r->n : 0;
     uint8_t (*ids)[CERT_ID_LEN] = n ? malloc(n * CERT_ID_LEN) : NULL;
     crypto_generichash_state st;
@@ -57,11 +58,11 @@ static void digest_again(struct device *dev)
 
 static void held_add(struct device *dev, const char *line, size_t len)
 {
-    struct revocations *r = dev->revocations;
+    struct revocations *r = dev->membership->revocations;
     struct cert c;
     char *copy;
 
-    if (!r && !(r = dev->revocations = calloc(1, sizeof(*r))))
+    if (!r && !(r = dev->membership->revocations = calloc(1, sizeof(*r))))
         return;
     if (r->n == CERTS_REVOKED_MAX || len > CERT_TEXT_MAX)
         return;
@@ -129,14 +130,14 @@ void revocations_taken(struct device *dev, const char *line, size_t len)
 {
     said_push(dev, line, len);
     held_add(dev, line, len);
-    if (dev->revoked_fd <= 0)
+    if (dev->membership->revoked_fd <= 0)
         return;
     char buf[CERT_TEXT_MAX + 2];
     if (len > CERT_TEXT_MAX)
         return;
     memcpy(buf, line, len);
     buf[len] = '\n';
-    if (write(dev->revoked_fd, buf, len + 1) != (ssize_t)(len + 1))
+    if (write(dev->membership->revoked_fd, buf, len + 1) != (ssize_t)(len + 1))
         log_warn("authority: a revocation not kept in the state file (%s): a restart would "
                  "learn it again from the members", strerror(errno));
 }
@@ -156,7 +157,7 @@ int revocations_load(struct device *dev, int fd)
     }
     text[n] = '\0';
     for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        enum certs_verdict v = certs_offer(dev->certs, line, (uint64_t)time(NULL), NULL);
+        enum certs_verdict v = certs_offer(dev->membership->certs, line, (uint64_t)time(NULL), NULL);
         if (v == CERTS_REVOKING) {
             said_push(dev, line, strlen(line));
             held_add(dev, line, strlen(line));
@@ -169,7 +170,7 @@ int revocations_load(struct device *dev, int fd)
     if (skipped)
         log_warn("authority: %d line%s of the state file not taken (not a revocation of this "
                  "cluster's authority, or the store full)", skipped, skipped == 1 ? "" : "s");
-    dev->revoked_fd = fd;
+    dev->membership->revoked_fd = fd;
     return taken;
 }
 
@@ -177,8 +178,8 @@ size_t revocations_of_file(struct device *dev, const struct cluster *file)
 {
     size_t fresh = 0;
 
-    for (size_t i = 0; dev->certs && i < file->n_revoked; i++)
-        fresh += certs_revoke_key(dev->certs, file->revoked[i]) == CERTS_REVOKING;
+    for (size_t i = 0; dev->membership->certs && i < file->n_revoked; i++)
+        fresh += certs_revoke_key(dev->membership->certs, file->revoked[i]) == CERTS_REVOKING;
     if (fresh)
         log_notice("authority: %zu key%s revoked by the cluster file", fresh,
                    fresh == 1 ? "" : "s");
@@ -195,7 +196,7 @@ void revocations_start(struct device *dev)
 /* How many a round says: all but the latest, said on every session. */
 static size_t round_len(const struct device *dev)
 {
-    const struct revocations *r = dev->revocations;
+    const struct revocations *r = dev->membership->revocations;
     size_t n = r ? r->n : 0;
 
     return n > REVOCATIONS_SAID_MAX ? n - REVOCATIONS_SAID_MAX : 0;
@@ -205,7 +206,7 @@ static size_t round_len(const struct device *dev)
 static void round_step(struct peer *p, uint64_t now)
 {
     struct device *dev = p->dev;
-    struct revocations *r = dev->revocations;
+    struct revocations *r = dev->membership->revocations;
     const uint64_t step = NS_PER_S / REVOCATIONS_ROUND_PER_SEC;
     size_t said = 0, burst = p->member.revoked_due_ns == p->member.revoked_round_ns
                              ? REVOCATIONS_ROUND_BURST : 1;
@@ -262,7 +263,7 @@ void revocations_digest_said(struct peer *p, const struct disco_revoked *d, uint
 
 uint64_t revocations_run(struct device *dev, uint64_t now)
 {
-    struct revocations *r = dev->revocations;
+    struct revocations *r = dev->membership->revocations;
 
     if (!r || now < r->next_due)
         return r ? r->next_due : UINT64_MAX;
@@ -281,7 +282,7 @@ uint64_t revocations_run(struct device *dev, uint64_t now)
 
 void revocations_free(struct device *dev)
 {
-    struct revocations *r = dev->revocations;
+    struct revocations *r = dev->membership->revocations;
 
     if (r) {
         for (size_t i = 0; i < r->n; i++)
@@ -289,13 +290,13 @@ void revocations_free(struct device *dev)
         free(r->lines);
         free(r->ids);
         free(r);
-        dev->revocations = NULL;
+        dev->membership->revocations = NULL;
     }
     dev->revoked_digest_on = false;
     dev->revoked_said = NULL;
     free(dev->revocations_said);
     dev->revocations_said = NULL;
-    if (dev->revoked_fd > 0)
-        close(dev->revoked_fd);
-    dev->revoked_fd = -1;
+    if (dev->membership->revoked_fd > 0)
+        close(dev->membership->revoked_fd);
+    dev->membership->revoked_fd = -1;
 }

@@ -35,6 +35,7 @@
 #include "overlay/control/control_int.h"
 #include "overlay/control/uapi.h"
 #include "overlay/engine/model/device.h"
+#include "overlay/membership/state.h"
 #include "tests/unit/peer_fixture.h"
 
 #define PRIV_HEX "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20"
@@ -115,6 +116,7 @@ static const char get_ddpnet_expected[] =
 
 struct fx {
     struct device dev;
+    struct membership membership;   /* dev.membership */
     struct peer *peers[2];
     char dir[64];           /* a temporary directory, when a test made one */
 };
@@ -147,6 +149,8 @@ static int setup(void **state)
     struct peer *b;
 
     assert_non_null(f);
+    membership_init(&f->membership);
+    f->dev.membership = &f->membership;
     fill_cluster(f);
     snprintf(f->dev.ifname, sizeof(f->dev.ifname), "ddp0");
     f->dev.self = &f->dev.cluster.nodes[0];

@@ -74,6 +74,7 @@
 
 struct node {
     struct device dev;
+    struct membership membership;  /* dev.membership */
     struct loop loop;
     struct loop_handlers on;
     union endpoint ep;
@@ -368,6 +369,8 @@ static int world_setup(void **state)
         n->dev.listen_port = 51820;
         snprintf(n->dev.ifname, sizeof(n->dev.ifname), "ddp%u", i);
         memset(priv, (int)(0x41 + i), sizeof(priv));
+        membership_init(&n->membership);
+        n->dev.membership = &n->membership;
         assert_int_equal(device_init(&n->dev, priv, START_NS), 0);
         assert_int_equal(pkt_pool_init(&n->loop.pool, POOL, POOL), 0);
         n->loop.udp_fd[0] = n->loop.udp_fd[1] = n->loop.tun_fd = -1;
@@ -388,6 +391,7 @@ static int world_teardown(void **state)
         struct node *n = &nodes[i];
         /* Nothing of the pool is kept once the queues are empty. */
         device_destroy(&n->dev);
+        membership_free(&n->membership);
         cluster_free(&n->dev.cluster);
         pkt_pool_destroy(&n->loop.pool);
     }
@@ -1800,7 +1804,7 @@ static void test_dns_never_answers_packets_flow(void **state)
     assert_non_null(r);
     assert_int_equal(resolver_start(r, RESOLVER_THREADS), 0);
     dev->resolver = r;
-    dev->hosts_fd = -1;
+    dev->membership->hosts_fd = -1;
     assert_int_equal(members_reload(dev, text, len, say_nothing, NULL, now), 0);
     assert_true(dns_wait_asked(2));          /* both lookups hang now */
     struct peer *p1 = peer_named(dev, "n1"), *p2 = peer_named(dev, "n2");
@@ -1832,7 +1836,7 @@ static void test_dns_never_answers_packets_flow(void **state)
     dev->resolver = NULL;
     resolver_free(r);                         /* with a lookup still hanging */
     dns_set(&dns_end);
-    cluster_free(&dev->file);
+    cluster_free(&dev->membership->file);
 }
 
 /* --- checks that must not go missing: what a deleted line would let in --- */
@@ -2879,7 +2883,7 @@ static void test_cert_passed_on_once(void **state)
     assert_int_equal(d->stats.disco_sent[DISCO_CERT], sent + (n_nodes - 2));
     sent = d->stats.disco_sent[DISCO_CERT];
     members_cert_said(peer_for(0, 3), passed, strlen(passed), now);    /* not its holder's */
-    assert_non_null(certs_member(d->certs, other));                     /* taken */
+    assert_non_null(certs_member(d->membership->certs, other));                     /* taken */
     assert_int_equal(d->stats.disco_sent[DISCO_CERT], sent);            /* told no one */
     members_certs_free(d);
     d->cert_said = NULL;
@@ -2925,7 +2929,7 @@ static void test_revocations_missed_are_said(void **state)
             assert_int_equal(members_statement(&nodes[1].dev, line, strlen(line), now, &why),
                              CERTS_REVOKING);
     }
-    certs_stats(nodes[1].dev.certs, &st);
+    certs_stats(nodes[1].dev.membership->certs, &st);
     assert_int_equal(st.revoked, 8);
     assert_int_equal(nodes[0].dev.revoked_digest.count, 28);
     app_send(0, 1, 100, now);
@@ -2934,14 +2938,14 @@ static void test_revocations_missed_are_said(void **state)
     assert_true(nodes[1].dev.stats.disco_received[DISCO_REVOKED] >= 1);
     assert_true(nodes[0].dev.stats.disco_received[DISCO_REVOKED] >= 1);
     /* Paced: the burst at once, the rest within a second or so. */
-    certs_stats(nodes[1].dev.certs, &st);
+    certs_stats(nodes[1].dev.membership->certs, &st);
     assert_int_equal(st.revoked, 8 + REVOCATIONS_ROUND_BURST);
     for (uint64_t t = now; t < now + 2 * SEC; t += SEC / 20) {
         for (unsigned i = 0; i < 2; i++)
             members_certs_run(&nodes[i].dev, t);
         pump(t);
     }
-    certs_stats(nodes[1].dev.certs, &st);
+    certs_stats(nodes[1].dev.membership->certs, &st);
     assert_int_equal(st.revoked, 28);
     assert_int_equal(st.invalid, 0);
     assert_int_equal(nodes[1].dev.revoked_digest.count, 28);

@@ -44,13 +44,25 @@
 
 /* A device holding only what membership reads before it applies: the
  * model, this node, the interface name, the hosts descriptor. */
+/* Membership's state for a test's device: a few at a time, taken in
+ * turn (a test holds at most two devices). */
+static void give_membership(struct device *dev)
+{
+    static struct membership pool[8];
+    static unsigned next;
+
+    dev->membership = &pool[next++ % 8];
+    membership_init(dev->membership);
+}
+
 static void device_of(struct device *dev, const char *text)
 {
     memset(dev, 0, sizeof(*dev));
+    give_membership(dev);
     assert_int_equal(cluster_parse(text, strlen(text), &dev->cluster, NULL), 0);
     dev->self = &dev->cluster.nodes[0];
     snprintf(dev->ifname, sizeof(dev->ifname), "ddp0");
-    dev->hosts_fd = -1;
+    dev->membership->hosts_fd = -1;
 }
 
 static void test_hosts_block_with_aliases(void **state)
@@ -64,7 +76,7 @@ static void test_hosts_block_with_aliases(void **state)
     assert_true(fd >= 0);
     assert_int_equal(write(fd, "127.0.0.1 localhost\n", 20), 20);
     device_of(&dev, HEAD NA NB);
-    dev.hosts_fd = fd;
+    dev.membership->hosts_fd = fd;
     assert_int_equal(members_write_hosts(&dev), 0);
     n = pread(fd, buf, sizeof(buf) - 1, 0);
     assert_true(n > 0);
@@ -74,7 +86,7 @@ static void test_hosts_block_with_aliases(void **state)
                              "10.77.0.2 b ip-192-0-2-2 b.internal\n"
                              "# END ddpnet ddp0\n"
                              "127.0.0.1 localhost\n");
-    dev.hosts_fd = -1;
+    dev.membership->hosts_fd = -1;
     assert_int_equal(members_write_hosts(&dev), -EBADF);
     close(fd);
     unlink(path);
@@ -119,30 +131,30 @@ static char *block_in(struct device *dev, const char *before, bool sync)
 
     assert_true(fd >= 0);
     assert_int_equal(write(fd, before, strlen(before)), (ssize_t)strlen(before));
-    dev->hosts_fd = fd;
+    dev->membership->hosts_fd = fd;
     if (sync) {
         assert_int_equal(members_write_hosts(dev), 0);
     } else {
         cfg.network = dev->cluster.network;
-        assert_int_equal(hosts_writer_start(&dev->hosts_writer, &cfg), 0);
+        assert_int_equal(hosts_writer_start(&dev->membership->hosts_writer, &cfg), 0);
         assert_int_equal(members_write_hosts(dev), 0);     /* marked changed only */
-        assert_true(dev->hosts_dirty);
-        dev->hosts_due_ns = 0;
+        assert_true(dev->membership->hosts_dirty);
+        dev->membership->hosts_due_ns = 0;
         assert_int_equal(members_hosts_run(dev, 1), UINT64_MAX);
-        assert_false(dev->hosts_dirty);
+        assert_false(dev->membership->hosts_dirty);
         /* Once a second at most: a change now waits for its time. */
         members_hosts_changed(dev);
         assert_int_equal(members_hosts_run(dev, 2), 1 + HOSTS_WRITE_INTERVAL_NS);
-        for (int i = 0; i < 500 && hosts_writer_writes(dev->hosts_writer) == 0; i++)
+        for (int i = 0; i < 500 && hosts_writer_writes(dev->membership->hosts_writer) == 0; i++)
             usleep(10000);
-        hosts_writer_stop(dev->hosts_writer);
-        dev->hosts_writer = NULL;
-        dev->hosts_dirty = false;
+        hosts_writer_stop(dev->membership->hosts_writer);
+        dev->membership->hosts_writer = NULL;
+        dev->membership->hosts_dirty = false;
     }
     text = read_fd(fd);
     close(fd);
     unlink(path);
-    dev->hosts_fd = -1;
+    dev->membership->hosts_fd = -1;
     return text;
 }
 
@@ -174,7 +186,7 @@ static void test_take_hosts(void **state)
     (void)state;
     assert_true(fd >= 0);
     device_of(&dev, HEAD NA NB);
-    dev.hosts_fd = fd;
+    dev.membership->hosts_fd = fd;
     assert_int_equal(members_write_hosts(&dev), 0);
     /* sed -i: a new file with the old lines, renamed over the path. */
     snprintf(next, sizeof(next), "%s.new", path);
@@ -188,7 +200,7 @@ static void test_take_hosts(void **state)
     assert_int_equal(members_take_hosts(&dev, fd2), 1);
     /* The kept number now names the new file (dup2: a writer thread
      * holding the number follows), and the passed one is closed. */
-    assert_int_equal(dev.hosts_fd, fd);
+    assert_int_equal(dev.membership->hosts_fd, fd);
     assert_int_equal(fcntl(fd2, F_GETFD), -1);
     assert_true(same_file(fd, path));
     fd2 = fd;
@@ -204,19 +216,19 @@ static void test_take_hosts(void **state)
     fd = open(path, O_RDWR);
     assert_true(fd >= 0);
     assert_int_equal(members_take_hosts(&dev, fd), 0);
-    assert_int_equal(dev.hosts_fd, fd2);
+    assert_int_equal(dev.membership->hosts_fd, fd2);
     assert_int_equal(fcntl(fd, F_GETFD), -1);
     /* A directory: refused, closed, the kept one stays. */
     fd = open("/tmp", O_RDONLY | O_DIRECTORY);
     assert_int_equal(members_take_hosts(&dev, fd), -EINVAL);
-    assert_int_equal(dev.hosts_fd, fd2);
+    assert_int_equal(dev.membership->hosts_fd, fd2);
     assert_int_equal(fcntl(fd, F_GETFD), -1);
     /* A node that writes no block does not start. */
     close(fd2);
-    dev.hosts_fd = -1;
+    dev.membership->hosts_fd = -1;
     fd = open(path, O_RDWR);
     assert_int_equal(members_take_hosts(&dev, fd), 0);
-    assert_int_equal(dev.hosts_fd, -1);
+    assert_int_equal(dev.membership->hosts_fd, -1);
     unlink(path);
     cluster_free(&dev.cluster);
 }
@@ -366,8 +378,8 @@ static void test_registered_names(void **state)
     assert_non_null(c);
     device_of(&dev, HEAD NA "[node b]\npublic-key = " K2 "\naddress = 10.77.0.2\n"
                     "[node ip-192-0-2-2]\npublic-key = " K3 "\naddress = 10.77.0.3\n");
-    assert_int_equal(cluster_parse(HEAD NA, strlen(HEAD NA), &dev.file, NULL), 0);
-    dev.n_registered = 2;                 /* b and the other came from the registry */
+    assert_int_equal(cluster_parse(HEAD NA, strlen(HEAD NA), &dev.membership->file, NULL), 0);
+    dev.membership->n_registered = 2;                 /* b and the other came from the registry */
     dev.peers = list;
     dev.n_peers = 2;
     memcpy(b->public_key, dev.cluster.nodes[1].public_key, WG_KEY_LEN);
@@ -403,7 +415,7 @@ static void test_registered_names(void **state)
                         "# END ddpnet ddp0\n");
     free(b);
     free(c);
-    cluster_free(&dev.file);
+    cluster_free(&dev.membership->file);
     cluster_free(&dev.cluster);
 }
 
@@ -465,10 +477,10 @@ static void test_refused(void **state)
                                          1000), cases[i].ret);
         assert_string_equal(s.text, cases[i].said);
         assert_int_equal(dev.cluster.n_nodes, 2);
-        assert_int_equal(dev.cluster_applied_unix, 0);
+        assert_int_equal(dev.membership->cluster_applied_unix, 0);
     }
     /* Run by systemd: the unit is what to restart (or stop, to leave). */
-    snprintf(dev.service, sizeof(dev.service), "ddpnet@ddp0.service");
+    snprintf(dev.membership->service, sizeof(dev.membership->service), "ddpnet@ddp0.service");
     static const struct {
         const char *file;
         const char *said;
@@ -488,17 +500,17 @@ static void test_refused(void **state)
                                         collect, &s, 1000), -EPERM);
         assert_string_equal(s.text, unit_cases[i].said);
     }
-    dev.service[0] = '\0';
+    dev.membership->service[0] = '\0';
     /* The same file: applied (nothing to change), its checksum noted. */
     struct said s = { "" };
     assert_int_equal(members_reload(&dev, HEAD NA NB, strlen(HEAD NA NB), collect, &s, 1000), 0);
     assert_string_equal(s.text, "");
-    assert_true(dev.cluster_applied_unix > 0);
+    assert_true(dev.membership->cluster_applied_unix > 0);
     uint8_t sum[DEVICE_CLUSTER_SUM_LEN];
     members_checksum(HEAD NA NB, strlen(HEAD NA NB), sum);
-    assert_memory_equal(sum, dev.cluster_sum, sizeof(sum));
+    assert_memory_equal(sum, dev.membership->cluster_sum, sizeof(sum));
     cluster_free(&dev.cluster);
-    cluster_free(&dev.file);
+    cluster_free(&dev.membership->file);
 }
 
 /* --- statements of the authority (joining with no server) ---------------------------- */
@@ -532,7 +544,7 @@ static void test_statements(void **state)
     strcat(text, "\n");                    /* a file's line, as read */
     assert_int_equal(members_statement(&dev, text, strlen(text), 0, &why), CERTS_REVOKING);
     assert_int_equal(members_statement(&dev, text, strlen(text), 0, &why), CERTS_KNOWN);
-    certs_stats(dev.certs, &st);
+    certs_stats(dev.membership->certs, &st);
     assert_int_equal(st.revoked, 1);
 
     /* A peer saying junk as fast as it can: CERT_BURST offers, then one
@@ -542,12 +554,12 @@ static void test_statements(void **state)
     snprintf(p.member.name, sizeof(p.member.name), "x");
     for (unsigned i = 0; i < 200; i++)
         members_cert_said(&p, "ddpnet-member:junk", 18, 5 * WG_NSEC_PER_SEC);
-    certs_stats(dev.certs, &st);
+    certs_stats(dev.membership->certs, &st);
     assert_int_equal(st.invalid, 1 + 64);    /* the one above, and the burst */
     members_cert_said(&p, "ddpnet-member:junk", 18, 5 * WG_NSEC_PER_SEC + WG_NSEC_PER_SEC / 10);
     members_cert_said(&p, "ddpnet-member:junk", 18, 5 * WG_NSEC_PER_SEC + WG_NSEC_PER_SEC / 10);
     members_cert_said(&p, "ddpnet-member:junk", 18, 5 * WG_NSEC_PER_SEC + WG_NSEC_PER_SEC / 10);
-    certs_stats(dev.certs, &st);
+    certs_stats(dev.membership->certs, &st);
     assert_int_equal(st.invalid, 1 + 64 + 2);   /* 0.1 s: two more */
     members_certs_free(&dev);
     cluster_free(&dev.cluster);
@@ -606,13 +618,13 @@ static void test_revocations_last(void **state)
     assert_int_equal(write(fd, "junk\n", 5), 5);
     close(fd);
     authority_device(&dev, pub, dir);
-    certs_stats(dev.certs, &st);
+    certs_stats(dev.membership->certs, &st);
     assert_int_equal(st.revoked, 1);
     assert_string_equal(dev.revocations_said, text);
     snprintf(m.name, sizeof(m.name), "spot-7");
     memset(m.subject, 7, sizeof(m.subject));
     assert_int_equal(cert_sign(&m, secret, buf, sizeof(buf)), 0);
-    assert_int_equal(certs_offer(dev.certs, buf, 2000, &why), CERTS_REVOKED);
+    assert_int_equal(certs_offer(dev.membership->certs, buf, 2000, &why), CERTS_REVOKED);
 
     /* Ten more: the file holds eleven, the latest eight are said. */
     for (int i = 10; i < 20; i++) {
@@ -642,13 +654,13 @@ static void test_revocations_last(void **state)
     device_of(&dev, HEAD NA NB);
     dev.cluster.has_authority = true;
     memcpy(dev.cluster.authority, pub, sizeof(pub));
-    dev.file.n_revoked = 1;
+    dev.membership->file.n_revoked = 1;
     memset(key, 9, sizeof(key));
-    memcpy(dev.file.revoked[0], key, sizeof(key));
+    memcpy(dev.membership->file.revoked[0], key, sizeof(key));
     assert_int_equal(members_certs_start(&dev), 0);
     memset(m.subject, 9, sizeof(m.subject));
     assert_int_equal(cert_sign(&m, secret, buf, sizeof(buf)), 0);
-    assert_int_equal(certs_offer(dev.certs, buf, 2000, &why), CERTS_REVOKED);
+    assert_int_equal(certs_offer(dev.membership->certs, buf, 2000, &why), CERTS_REVOKED);
     members_certs_free(&dev);
     cluster_free(&dev.cluster);
     unlink(path);
@@ -693,38 +705,39 @@ static void test_derived_address_clash_reported(void **state)
     (void)state;
     assert_int_equal(cert_keypair(pub, secret), 0);
     memset(&dev, 0, sizeof(dev));
-    assert_int_equal(cluster_parse(file, strlen(file), &dev.file, NULL), 0);
-    dev.file.has_authority = true;
-    memcpy(dev.file.authority, pub, sizeof(pub));
+    give_membership(&dev);
+    assert_int_equal(cluster_parse(file, strlen(file), &dev.membership->file, NULL), 0);
+    dev.membership->file.has_authority = true;
+    memcpy(dev.membership->file.authority, pub, sizeof(pub));
     assert_int_equal(cluster_addr_parse("10.77.0.1", &a1), 0);
     do {                                  /* ours: any derived address but a's */
         randombytes_buf(self.public_key, sizeof(self.public_key));
-        assert_int_equal(cert_derive_address(self.public_key, &dev.file, &self.address), 0);
+        assert_int_equal(cert_derive_address(self.public_key, &dev.membership->file, &self.address), 0);
     } while (cluster_addr_equal(&self.address, &a1));
     do {                                  /* spot-a's key: one deriving ours */
         randombytes_buf(ka, sizeof(ka));
-        assert_int_equal(cert_derive_address(ka, &dev.file, &qa), 0);
+        assert_int_equal(cert_derive_address(ka, &dev.membership->file, &qa), 0);
         assert_true(++tries < 1000000);
     } while (!cluster_addr_equal(&qa, &self.address));
-    assert_int_equal(registry_model(&dev.file, &self, NULL, 0, &dev.cluster, &skipped, NULL,
+    assert_int_equal(registry_model(&dev.membership->file, &self, NULL, 0, &dev.cluster, &skipped, NULL,
                                     NULL), 0);
     dev.self = cluster_find_name(&dev.cluster, "spot-b");
-    dev.self_registered = true;
-    dev.registry_self = self;
+    dev.membership->self_registered = true;
+    dev.membership->registry_self = self;
     memcpy(local.public_key, self.public_key, sizeof(local.public_key));
     dev.local = &local;
     snprintf(dev.ifname, sizeof(dev.ifname), "ddp0");
-    dev.hosts_fd = -1;
+    dev.membership->hosts_fd = -1;
     assert_int_equal(members_certs_start(&dev), 0);
     derived_cert(text, secret, "spot-b", self.public_key);          /* ours, as up offers it */
-    assert_int_equal(certs_offer(dev.certs, text, (uint64_t)time(NULL), &why), CERTS_ADDED);
+    assert_int_equal(certs_offer(dev.membership->certs, text, (uint64_t)time(NULL), &why), CERTS_ADDED);
     members_certs_run(&dev, 1000 * WG_NSEC_PER_SEC);
-    assert_false(certs_clash(dev.certs)->on);
+    assert_false(certs_clash(dev.membership->certs)->on);
 
     derived_cert(text, secret, "spot-a", ka);                        /* told by a member */
-    assert_int_equal(certs_offer(dev.certs, text, (uint64_t)time(NULL), &why), CERTS_ADDED);
+    assert_int_equal(certs_offer(dev.membership->certs, text, (uint64_t)time(NULL), &why), CERTS_ADDED);
     members_certs_run(&dev, 1001 * WG_NSEC_PER_SEC);
-    c = certs_clash(dev.certs);
+    c = certs_clash(dev.membership->certs);
     assert_true(c->on);
     assert_true(c->derived);
     assert_string_equal(c->holder, "spot-a");
@@ -736,12 +749,12 @@ static void test_derived_address_clash_reported(void **state)
     assert_int_equal(dev.cluster.n_nodes, 2);
 
     /* spot-a's key revoked: the clash is over. */
-    assert_int_equal(certs_revoke_key(dev.certs, ka), CERTS_REVOKING);
+    assert_int_equal(certs_revoke_key(dev.membership->certs, ka), CERTS_REVOKING);
     members_certs_run(&dev, 1002 * WG_NSEC_PER_SEC);
-    assert_false(certs_clash(dev.certs)->on);
+    assert_false(certs_clash(dev.membership->certs)->on);
     members_certs_free(&dev);
     cluster_free(&dev.cluster);
-    cluster_free(&dev.file);
+    cluster_free(&dev.membership->file);
 }
 
 int main(void)

@@ -26,6 +26,7 @@
 #include "overlay/base/version.h"
 #include "overlay/control/metrics.h"
 #include "overlay/engine/model/device.h"
+#include "overlay/membership/state.h"
 #include "tests/unit/peer_fixture.h"
 
 #define B_B64 "sLGys7S1tre4ubq7vL2+v8DBwsPExcbHyMnKy8zNzs8="
@@ -34,6 +35,7 @@
 
 struct fx {
     struct device dev;
+    struct membership membership;   /* dev.membership */
     struct peer *peers[2];
 };
 
@@ -69,7 +71,9 @@ static int setup(void **state)
     f->dev.stats.dropped_tun_queue = 9;
     f->dev.stage.stats.dropped_peer_full = 1;
     f->dev.stage.stats.dropped_store_full = 2;
-    f->dev.cluster_applied_unix = 1700000123;
+    membership_init(&f->membership);
+    f->dev.membership = &f->membership;
+    f->dev.membership->cluster_applied_unix = 1700000123;
     *state = f;
     return 0;
 }

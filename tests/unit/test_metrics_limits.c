@@ -49,6 +49,7 @@
 #include "overlay/base/clock.h"
 #include "overlay/control/metrics.h"
 #include "overlay/engine/model/device.h"
+#include "overlay/membership/state.h"
 
 #define A_B64 "A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA="
 
@@ -60,6 +61,7 @@
 
 struct fx {
     struct device dev;
+    struct membership membership;   /* dev.membership */
     struct metrics_server *s;
     uint16_t port;
 };
@@ -82,6 +84,8 @@ static int setup(void **state)
     int fd = -1;
 
     assert_non_null(f);
+    membership_init(&f->membership);
+    f->dev.membership = &f->membership;
     assert_int_equal(cluster_parse(text, sizeof(text) - 1, &f->dev.cluster, NULL), 0);
     snprintf(f->dev.ifname, sizeof(f->dev.ifname), "ddp0");
     f->dev.self = &f->dev.cluster.nodes[0];

@@ -13,9 +13,12 @@
  * scratch buffers, busy-poll state: a shard's own), shared and
  * read-mostly (the cluster model, peers' keys and addresses, the maps
  * and index table: changed by membership or a handshake, read by every
- * packet), and other rooms' (membership's, the registry's, the
- * daemon's), kept here until they move out of the device. Today
- * single-threaded: everything runs on the event loop's thread
+ * packet), and what other rooms tell the engine (our names, record,
+ * certificate and revocations; the daemon's sockets and hooks).
+ * Membership's own state is not here: the device only points at it
+ * (struct membership, membership/state.h, opaque to the engine). With
+ * shards the device is shared by every shard under the engine lock
+ * (overlay/loop/shard.h); without, it lives on the event loop's thread
  * (overlay/loop/ performs the I/O and knows no peer). */
 #ifndef DDPNET_DEVICE_H
 #define DDPNET_DEVICE_H
@@ -350,13 +353,7 @@ struct disco_device {
     bool fwd_frames;                      /* ... as relay frames (else RELAYEDs) */
 };
 
-/* The cluster file's checksum as `status` shows it (membership/members.h). */
-#define DEVICE_CLUSTER_SUM_LEN 8u
-/* Room for a systemd unit's name (systemd allows 255 characters). */
-#define DEVICE_SERVICE_MAX 256u
-
-struct vouch_gone;
-struct certs;
+struct membership;
 
 
 struct device {
@@ -369,32 +366,13 @@ struct device {
     struct cookie_checker checker;
     const struct cluster_node *self;
     struct cluster cluster;               /* the model it runs: the file's and registered nodes */
-    /* --- membership's (membership/), and the registry's and the
-     * daemon's hooks: state of other rooms, kept in the device until it
-     * moves out; the engine reads some (probation, self_cert,
-     * revocations_said, the callbacks) and writes none but probation
-     * (handshake.c adds strangers). */
-    /* Membership's inputs (membership/members.c): the cluster file as
-     * parsed; the registry's latest nodes (registry/registry.h); this node
-     * as it joined through the registry when the file does not list it;
-     * the registry itself, opaque here (NULL: none). */
-    struct cluster file;
-    struct cluster_node *registered;
-    size_t n_registered;
-    int64_t registry_revision;            /* of the nodes applied */
-    bool self_registered;
-    struct cluster_node registry_self;
-    struct registry *registry;
-    /* Which file that is, for a person: its checksum and when it was
-     * applied (wall clock, s); and the hosts file, kept open from set-up
-     * so that the names block follows a reload without root (-1: none). */
-    uint8_t cluster_sum[DEVICE_CLUSTER_SUM_LEN];
-    uint64_t cluster_applied_unix;
-    int hosts_fd;
-    /* The systemd unit running this daemon ("ddpnet@ddp0.service"; "":
-     * none), so that what a refused reload says to run is what applies
-     * (daemon/notify.h's notify_unit). */
-    char service[DEVICE_SERVICE_MAX];
+    /* --- membership's (membership/): its own state, out of the engine's
+     * reach (membership/state.h; the daemon's, which owns it, or a
+     * test's). Below, what membership tells the engine and what the
+     * engine hands back: the names and record we state, probation, our
+     * certificate and revocations, and the callbacks. The engine reads
+     * these and writes none but probation (handshake.c adds strangers). */
+    struct membership *membership;
     /* The names this machine goes by (hostname, FQDN), told to every peer
      * unless `hostnames = off`; and what to call when a peer's change
      * (membership/members.h's members_write_hosts, from the daemon). */
@@ -403,16 +381,8 @@ struct device {
     void (*names_changed)(struct device *dev);
     /* Hostname endpoints are looked up here, off the loop
      * (loop/resolver.h; NULL: none, and such a peer waits to be reached);
-     * resolve_backlog: some could not be asked yet (it was full). */
+     * membership (endpoints.c) asks, the daemon makes it. */
     struct resolver *resolver;
-    bool resolve_backlog;
-    /* The names block's writer thread (membership/hosts_writer.h; NULL
-     * until the daemon starts it after set-up), and the loop's side of its
-     * pacing: a change marks the block dirty, and it is built and handed
-     * over once hosts_due_ns has come (members_hosts_run). */
-    struct hosts_writer *hosts_writer;
-    bool hosts_dirty;
-    uint64_t hosts_due_ns;
     /* This node's registry record as it joined, stated on every session
      * (RECORD) when it joined through the registry (states_record); and
      * what to call when a peer's word on its own record changes
@@ -423,16 +393,6 @@ struct device {
     void (*records_changed)(struct device *dev, uint64_t now);
     uint64_t records_due_ns;              /* when to call it (0: not asked) */
     uint64_t records_checked_ns;          /* when it was last called */
-    /* Registered nodes that left, whose names and addresses no other key
-     * takes for a while (membership's, registry/vouch.h). */
-    struct vouch_gone *gone;
-    size_t n_gone;
-    /* With `[cluster] authority` (membership's, membership/certs.h): the
-     * statements held, the registry's last ones (lines, offered again at
-     * each apply), and whether the store changed since the model was made. */
-    struct certs *certs;
-    char *statements;
-    bool certs_dirty;
     /* Joining with no server (issue 33): strangers' keys whose handshake
      * was answered so they may present a certificate (the engine admits
      * them, only with an authority); this node's own certificate, said
@@ -444,11 +404,8 @@ struct device {
     /* The latest revocations this node took, said to each peer on every
      * session after our certificate (lines joined by '\n', at most
      * MEMBERS_REVOCATIONS_SAID; NULL: none), so that a member that was down
-     * when one was passed on hears it; and where every revocation taken is
-     * kept across restarts (STATE_DIR/IFNAME.revoked, opened at set-up;
-     * 0 or -1: none, as a zeroed device has). Membership's. */
+     * when one was passed on hears it. Membership's. */
     char *revocations_said;
-    int revoked_fd;
     void (*cert_said)(struct peer *p, const char *text, size_t len, uint64_t now);
     /* A digest of every revocation held (DISCO_REVOKED), said to each peer
      * on every session after the latest (on: with an authority), and what
@@ -456,7 +413,6 @@ struct device {
      * the store; NULL: dropped). Membership's. */
     bool revoked_digest_on;
     struct disco_revoked revoked_digest;
-    struct revocations *revocations;      /* every one taken, to say (revocations.c) */
     void (*revoked_said)(struct peer *p, const struct disco_revoked *d, uint64_t now);
     /* Where members see us changed (disco.observed): the daemon puts it
      * in our registry record. NULL: nobody to tell. */

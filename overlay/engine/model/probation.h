@@ -14,9 +14,8 @@
  * (callers pass now), no timer of its own. What a probationary peer may
  * do (nothing routed, no name, no relaying, no hints) is the engine's.
  *
- * Owner: membership's, kept in the device until it moves out of it
- * (dev->probation, among device.h's "membership's" parts; HACKING.md,
- * "State by owner"). Written rarely, by two: handshake.c admits a
+ * Owner: shared by the engine and membership, so in the device
+ * (dev->probation; HACKING.md, "State by owner"). Written rarely, by two: handshake.c admits a
  * stranger and ends one whose peer could not be made (probation_join),
  * and reads the count on handshake receives (PROBATION_PROVEN_FROM);
  * membership/members.c ends one it promotes, and expires and
