@@ -57,11 +57,12 @@ struct crypto_job *deferred_reserve(struct deferred *d)
 
 void deferred_submit(struct deferred *d)
 {
-    unsigned n = d->tail++;
+    unsigned n = d->tail;
 
     /* The job's contents go with the state: a helper that sees READY
      * sees them whole. */
     __atomic_store_n(&d->state[slot_of(n)], DEFERRED_READY, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->tail, n + 1, __ATOMIC_RELEASE);
     __atomic_add_fetch(&d->ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -111,13 +112,16 @@ unsigned deferred_help(struct deferred *d)
 {
     unsigned ran = 0, before;
 
-    /* Sweep the slots while the owner has jobs ready; the owner claims
-     * them from the oldest, a helper from wherever it finds one. */
+    /* Sweep the slots while the owner has jobs ready. The owner claims
+     * them from the oldest, a helper from the newest: they meet in the
+     * middle, and the owner seldom waits for a job a helper holds. */
     do {
+        unsigned tail = __atomic_load_n(&d->tail, __ATOMIC_ACQUIRE);
+
         before = ran;
-        for (unsigned s = 0; s < DEFERRED_DEPTH && __atomic_load_n(&d->ready, __ATOMIC_ACQUIRE); s++)
-            if (__atomic_load_n(&d->state[s], __ATOMIC_RELAXED) == DEFERRED_READY)
-                ran += claim_and_run(d, s);
+        for (unsigned k = 1; k <= DEFERRED_DEPTH && __atomic_load_n(&d->ready, __ATOMIC_ACQUIRE); k++)
+            if (__atomic_load_n(&d->state[slot_of(tail - k)], __ATOMIC_RELAXED) == DEFERRED_READY)
+                ran += claim_and_run(d, tail - k);
     } while (ran != before);
     return ran;
 }

@@ -35,7 +35,8 @@ enum deferred_state { DEFERRED_OWNED, DEFERRED_READY, DEFERRED_RUNNING, DEFERRED
 struct deferred {
     struct crypto_job *job;      /* DEFERRED_DEPTH slots */
     uint8_t *state;              /* each slot's enum deferred_state (atomic) */
-    unsigned head, tail;         /* the owner's: [head, tail) in flight */
+    unsigned head, tail;         /* the owner's: [head, tail) in flight
+                                  * (tail read by helpers: atomic) */
     unsigned ready;              /* atomic: jobs READY now, a helper's hint */
 };
 
