@@ -16,6 +16,7 @@
 #include "overlay/control/control_int.h"
 #include "overlay/control/uapi.h"
 #include "overlay/engine/model/device.h"
+#include "overlay/membership/state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -29,6 +30,7 @@ static const char cluster_text[] =
     "[node c]\npublic-key = wMHCw8TFxsfIycrLzM3Oz9DR0tPU1dbX2Nna29zd3t8=\naddress = 10.77.0.3\n";
 
 static struct device dev;
+static struct membership membership;   /* dev.membership */
 static struct peer *peers[N_PEERS];
 static FILE *sink;
 
@@ -37,6 +39,8 @@ static void init_once(void)
     if (sink)
         return;
     log_init("fuzz", true, LOG_LVL_ERROR);
+    membership_init(&membership);
+    dev.membership = &membership;
     if (cluster_parse(cluster_text, sizeof(cluster_text) - 1, &dev.cluster, NULL) != 0)
         abort();
     snprintf(dev.ifname, sizeof(dev.ifname), "ddp0");
