@@ -256,8 +256,8 @@ main() {
     printf 'round\tcontender\tmetric\tvalue\tnote\n' >"$MESH_TSV"
     say "parts: ${PARTS// /,} (BENCH_ONLY); $BENCH_ROUNDS rounds"
     part_on pair && say "two nodes: ${BENCH_SECONDS} s per iperf3 test, $BENCH_PINGS echoes; contenders: ${C_NAME[*]}"
-    if [ -n "$BENCH_DDPNET_ENV" ] && { part_on pair || part_on allreduce || part_on relay; }; then
-        say "ddpnet's daemons (pair, allreduce, relay): $BENCH_DDPNET_ENV (BENCH_DDPNET_ENV)"
+    if [ -n "$BENCH_DDPNET_ENV" ] && { part_on pair || part_on allreduce || part_on relay || part_on wan; }; then
+        say "ddpnet's daemons (pair, allreduce, relay, wan): $BENCH_DDPNET_ENV (BENCH_DDPNET_ENV)"
     fi
     if part_on allreduce || part_on relay; then
         say "three nodes: contenders ${M_NAME[*]}$(part_on allreduce && printf '; all_reduce %s + %s bytes per rank, %s timed of the first, %s batches of %s of the second' \

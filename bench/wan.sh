@@ -225,6 +225,8 @@ wan_run() {
 wan_measure() {
     local path=$1 slow=$2 r=$3 i=$4 kind=${C_KIND[$4]}
     [ "$kind" != missing ] && [ "$kind" != nebula ] || return 0
+    DDP_UP_ENV=""
+    [ "$kind" != ddpnet ] || DDP_UP_ENV=$BENCH_DDPNET_ENV
     if ! tunnel_up "$kind" "${C_BIN[$i]}"; then
         warn "path $path round $r ${C_NAME[$i]}: setup failed: $TUN_WHY"
         tunnel_down "$kind"
