@@ -1195,7 +1195,7 @@ static int start_shards(struct setup *s)
     struct loop_config lc = {
         .name = s->dev.ifname, .max_datagram = s->dev.mtu + WG_TRANSPORT_MIN_LEN,
         .busy_poll_us = s->dev.cluster.busy_poll_us,
-        .crew = shards_help() ? &s->shards.crew : NULL,
+        .crew = s->loop.crew,   /* as loop 0 has it: DDPNET_SHARD_HELP read once */
     };
     struct loop_handlers on;
     int ret;

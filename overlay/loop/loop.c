@@ -535,7 +535,7 @@ static void ask_for_help(struct loop *l, unsigned jobs)
 /* Asked to help: runs the ready jobs of every loop of the crew but ours. */
 static void help_others(struct loop *l)
 {
-    if (!l->crew || !__atomic_exchange_n(&l->help_asked, false, __ATOMIC_ACQ_REL))
+    if (!__atomic_exchange_n(&l->help_asked, false, __ATOMIC_ACQ_REL))
         return;
     for (unsigned k = 0; k < LOOP_CREW_MAX; k++) {
         struct loop *o = __atomic_load_n(&l->crew->member[k], __ATOMIC_ACQUIRE);
@@ -571,9 +571,7 @@ struct crypto_job *loop_crypto_job(struct loop *l, uint64_t now)
     if (deferring(l)) {
         if (deferred_count(&l->deferred) == DEFERRED_DEPTH)
             deferred_one(l, now);
-        job = deferred_reserve(&l->deferred);
-        job->done = false;
-        return job;
+        return deferred_reserve(&l->deferred);
     }
     if (!l->crypto.n_threads)
         return NULL;
@@ -585,7 +583,6 @@ struct crypto_job *loop_crypto_job(struct loop *l, uint64_t now)
 void loop_crypto_submit(struct loop *l, struct crypto_job *job)
 {
     if (deferring(l)) {
-        job->done = false;
         deferred_submit(&l->deferred);
         return;
     }

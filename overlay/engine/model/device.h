@@ -71,7 +71,6 @@
 
 struct core_ops;
 struct pkt;
-struct registry;
 struct resolver;
 
 /* Timer deadlines in monotonic ns; 0 = not armed (see timers.h). */
