@@ -137,6 +137,10 @@ static int iface_line(void *ctx, const char *key, const char *v)
         return cli_reply_u64(v, &r->dropped_socket);
     else if (!strcmp(key, CONTROL_KEY_DROPPED_TUN))
         return cli_reply_u64(v, &r->dropped_tun);
+    else if (!strcmp(key, CONTROL_KEY_DROPPED_QUEUE))
+        return cli_reply_u64(v, &r->dropped_queue);
+    else if (!strcmp(key, CONTROL_KEY_ECN_MARKED))
+        return cli_reply_u64(v, &r->ecn_marked);
     else if (!strcmp(key, CONTROL_KEY_SOCKET_BUFFER)) {
         r->has_socket_buffer = true;
         return cli_reply_u64(v, &r->socket_buffer);
@@ -359,6 +363,14 @@ static void print_drops(const struct doctor_report *r, FILE *out)
                 "(ip link set %s txqueuelen 10000) or give the daemon more CPU\n",
                 (unsigned long long)r->dropped_tun, r->dropped_tun == 1 ? "" : "s",
                 r->interface, CONTROL_DROP_TUN, r->interface);
+    if (r->dropped_queue || r->ecn_marked)
+        fprintf(out, "note: this node slowed its senders down: datagrams waited over the queue "
+                "target at the UDP sockets for 100 ms or more, so it dropped %llu packet%s "
+                "(%s) and marked %llu ECN, as a congested router would, to keep that wait "
+                "short. The daemon receives more slowly than the path delivers: give it more "
+                "CPU (DDPNET_SHARDS, fewer other processes on its cores)\n",
+                (unsigned long long)r->dropped_queue, r->dropped_queue == 1 ? "" : "s",
+                CONTROL_DROP_QUEUE, (unsigned long long)r->ecn_marked);
 }
 
 void doctor_format_table(const struct doctor_report *r, FILE *out, uint64_t now_unix)
@@ -522,8 +534,9 @@ void doctor_format_json(const struct doctor_report *r, FILE *out)
         json_peer(out, &r->peers[i]);
     }
     fprintf(out, "],\"drops\":{\"" CONTROL_DROP_SOCKET "\":%llu,\"" CONTROL_DROP_TUN "\":%llu,"
-                 "\"socket_buffer\":", (unsigned long long)r->dropped_socket,
-            (unsigned long long)r->dropped_tun);
+                 "\"" CONTROL_DROP_QUEUE "\":%llu,\"ecn_marked\":%llu,\"socket_buffer\":",
+            (unsigned long long)r->dropped_socket, (unsigned long long)r->dropped_tun,
+            (unsigned long long)r->dropped_queue, (unsigned long long)r->ecn_marked);
     json_u64_or_null(out, r->has_socket_buffer, r->socket_buffer);
     fputs("},\"env\":", out);
     json_env(out, r->env);
@@ -908,6 +921,8 @@ static void take_paths(struct doctor_report *r, const struct doctor_report *afte
     /* The drops are running totals: the later answer's include the probe's. */
     r->dropped_socket = after->dropped_socket;
     r->dropped_tun = after->dropped_tun;
+    r->dropped_queue = after->dropped_queue;
+    r->ecn_marked = after->ecn_marked;
     for (size_t i = 0; i < r->n_peers; i++) {
         struct doctor_peer *p = &r->peers[i];
         const struct doctor_peer *q = NULL;

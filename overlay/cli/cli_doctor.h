@@ -42,7 +42,7 @@ struct doctor_report {
     /* Dropped by the kernel before the daemon saw them (control_int.h):
      * datagrams at the UDP sockets, packets at the interface's transmit
      * queue; the receive buffer each socket got (bytes). */
-    uint64_t dropped_socket, dropped_tun, socket_buffer;
+    uint64_t dropped_socket, dropped_tun, socket_buffer, dropped_queue, ecn_marked;
     bool has_socket_buffer;
     /* With an authority: the member that holds this node's address (a
      * clash it lost; NULL: none), its key, whether ours is derived. */

@@ -62,7 +62,7 @@ struct st_resp {
     uint64_t hints[4];
     /* Dropped by the kernel before the daemon saw them: datagrams at the
      * UDP sockets, packets at the interface's transmit queue. */
-    uint64_t dropped_socket, dropped_tun;
+    uint64_t dropped_socket, dropped_tun, dropped_queue, ecn_marked;
     bool has_listen_port, has_prefix, has_cluster_applied;
     bool has_cert;                   /* this node's certificate's expiry */
     uint64_t cert_expires;
@@ -174,6 +174,10 @@ static int iface_line(void *ctx, const char *key, const char *v)
         return cli_reply_u64(v, &r->dropped_socket);
     else if (!strcmp(key, CONTROL_KEY_DROPPED_TUN))
         return cli_reply_u64(v, &r->dropped_tun);
+    else if (!strcmp(key, CONTROL_KEY_DROPPED_QUEUE))
+        return cli_reply_u64(v, &r->dropped_queue);
+    else if (!strcmp(key, CONTROL_KEY_ECN_MARKED))
+        return cli_reply_u64(v, &r->ecn_marked);
     else if (!strcmp(key, CONTROL_KEY_CLUSTER_APPLIED)) {
         r->has_cluster_applied = true;
         return cli_reply_u64(v, &r->cluster_applied);
@@ -411,6 +415,18 @@ static void print_drops(FILE *out, const struct st_resp *r)
     fputs("; see ddpnet doctor\n", out);
 }
 
+/* What the sockets' queue management did, on a line of its own when it
+ * did anything: this node could not keep up with what it received. */
+static void print_queue(FILE *out, const struct st_resp *r)
+{
+    if (!r->dropped_queue && !r->ecn_marked)
+        return;
+    fprintf(out, "slowed senders: %llu packet%s dropped (" CONTROL_DROP_QUEUE "), %llu marked "
+                 "ECN, datagrams waited too long at the UDP sockets; see ddpnet doctor\n",
+            (unsigned long long)r->dropped_queue, r->dropped_queue == 1 ? "" : "s",
+            (unsigned long long)r->ecn_marked);
+}
+
 /* Issue 43: the clash this node lost, loud, with what to do. */
 static void print_clash(FILE *out, const struct st_resp *r)
 {
@@ -441,6 +457,7 @@ static void print_header(FILE *out, const struct st_resp *r, uint64_t now_unix)
     }
     print_clash(out, r);
     print_drops(out, r);
+    print_queue(out, r);
 }
 
 /* "in 6d 23h", "in 5m 3s", "expired": how long a certificate has left. */
@@ -725,8 +742,10 @@ int status_format_json(const char *response, FILE *out)
                  "\"relay_trials_failed\":%llu,\"relays_dropped\":%llu}",
             (unsigned long long)r.hints[0], (unsigned long long)r.hints[1],
             (unsigned long long)r.hints[2], (unsigned long long)r.hints[3]);
-    fprintf(out, ",\"drops\":{\"" CONTROL_DROP_SOCKET "\":%llu,\"" CONTROL_DROP_TUN "\":%llu}",
-            (unsigned long long)r.dropped_socket, (unsigned long long)r.dropped_tun);
+    fprintf(out, ",\"drops\":{\"" CONTROL_DROP_SOCKET "\":%llu,\"" CONTROL_DROP_TUN "\":%llu,\""
+                 CONTROL_DROP_QUEUE "\":%llu,\"ecn_marked\":%llu}",
+            (unsigned long long)r.dropped_socket, (unsigned long long)r.dropped_tun,
+            (unsigned long long)r.dropped_queue, (unsigned long long)r.ecn_marked);
     fputs(",\"peers\":[", out);
     for (size_t p = 0; p < r.n_peers; p++) {
         if (p)

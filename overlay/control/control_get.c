@@ -150,6 +150,8 @@ static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
     uapi_put_u64(b, CONTROL_KEY_DROPPED_TUN, dev->stats.dropped_tun_queue);
     if (dev->socket_buffer)
         uapi_put_u64(b, CONTROL_KEY_SOCKET_BUFFER, dev->socket_buffer);
+    uapi_put_u64(b, CONTROL_KEY_DROPPED_QUEUE, dev->stats.dropped_queue_delay);
+    uapi_put_u64(b, CONTROL_KEY_ECN_MARKED, dev->stats.ecn_marked);
     if (dev->membership->registry) {
         struct registry_status rs;
         registry_status(dev->membership->registry, &rs);

@@ -101,9 +101,15 @@ enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL
 #define CONTROL_KEY_DROPPED_SOCKET  "dropped_socket_overflow"
 #define CONTROL_KEY_DROPPED_TUN     "dropped_tun_queue"
 #define CONTROL_KEY_SOCKET_BUFFER   "socket_buffer"
+/* What the queue management of the UDP sockets did (loop/codel.h): data
+ * packets dropped, and packets marked CE, to slow senders down while
+ * datagrams waited too long there. */
+#define CONTROL_KEY_DROPPED_QUEUE   "dropped_queue_delay"
+#define CONTROL_KEY_ECN_MARKED      "ecn_marked"
 /* The reasons, as the metrics' ddpnet_packets_dropped_total names them. */
 #define CONTROL_DROP_SOCKET         "socket_overflow"
 #define CONTROL_DROP_TUN            "tun_queue"
+#define CONTROL_DROP_QUEUE          "queue_delay"
 
 /* Frames one request at the start of buf[0..len): the two of uapi.h, the
  * get=ddpnet and get=ddpnet-env lines each followed by an empty line, and set=ddpnet-cluster with

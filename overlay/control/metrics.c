@@ -180,6 +180,7 @@ static void put_drops(FILE *f, const struct device *dev)
         { "hint_refused", st->hint_refused },
         { CONTROL_DROP_SOCKET, st->dropped_socket_overflow },
         { CONTROL_DROP_TUN, st->dropped_tun_queue },
+        { CONTROL_DROP_QUEUE, st->dropped_queue_delay },
     };
 
     family(f, "ddpnet_packets_dropped_total", "counter",
@@ -189,7 +190,9 @@ static void put_drops(FILE *f, const struct device *dev)
            "unknown_peer, unreachable and too_big (ICMP sent back), relay_refused, "
            "hint_refused (a member's hint over its credit), socket_overflow (datagrams the "
            "kernel dropped at the UDP sockets, their buffer full: raise socket-buffer), "
-           "tun_queue (packets the kernel dropped at the interface's transmit queue).");
+           "tun_queue (packets the kernel dropped at the interface's transmit queue), "
+           "queue_delay (data dropped to slow its sender: datagrams waited too long at the "
+           "UDP sockets).");
     for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
         device_sample(f, dev, "ddpnet_packets_dropped_total", "reason", drops[i].reason,
                       drops[i].n);
@@ -259,6 +262,10 @@ static void put_device(FILE *f, const struct device *dev)
                   dev->stats.relay_data_frames_sent);
     device_sample(f, dev, "ddpnet_relay_data_frames_total", "direction", "received",
                   dev->stats.relay_data_frames_received);
+    family(f, "ddpnet_ecn_marked_total", "counter",
+           "Packets marked Congestion Experienced instead of dropped, their transport "
+           "ECN-capable, to slow their sender: datagrams waited too long at the UDP sockets.");
+    device_sample(f, dev, "ddpnet_ecn_marked_total", NULL, NULL, dev->stats.ecn_marked);
     put_disco(f, dev);
     if (dev->membership->registry) {
         struct registry_status rs;

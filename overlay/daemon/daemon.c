@@ -186,6 +186,9 @@ static int open_udp(int family, uint16_t port, unsigned buffer, bool reuse, unsi
     /* Each receive says how many datagrams the kernel dropped at this
      * socket so far (loop.c counts them: status, metrics). */
     setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
+    /* Each receive says when the kernel queued it: how long datagrams
+     * wait here is what the queue management acts on (loop/codel.h). */
+    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
     /* Shards: one socket each on the port, a group steered by the shard
      * hint (shard.h). Only then: alone, a second daemon on our port must
      * fail to bind, not share it. */
@@ -756,9 +759,9 @@ static long usable_cores(void)
     return sysconf(_SC_NPROCESSORS_ONLN);
 }
 
-/* A thread count from the environment variable `name` if set, else
+/* A count from the environment variable `name` if set, else
  * `fallback`. */
-static unsigned threads_from_env(const char *name, unsigned fallback)
+static unsigned unsigned_from_env(const char *name, unsigned fallback)
 {
     const char *env = getenv(name);
 
@@ -776,7 +779,15 @@ static unsigned crypto_threads(void)
 
     if (cores > 2)
         fallback = cores - 2 > CRYPTO_THREADS_MAX ? CRYPTO_THREADS_MAX : (unsigned)(cores - 2);
-    return threads_from_env("DDPNET_CRYPTO_THREADS", fallback);
+    return unsigned_from_env("DDPNET_CRYPTO_THREADS", fallback);
+}
+
+/* Queue management on the UDP sockets (loop/codel.h): the standing wait
+ * it acts on, DDPNET_QUEUE_TARGET_US if set (0 turns it off), else
+ * CoDel's 5 ms. */
+static unsigned queue_target_us(void)
+{
+    return unsigned_from_env("DDPNET_QUEUE_TARGET_US", (unsigned)(CODEL_TARGET_NS / 1000u));
 }
 
 /* I/O lanes (io_lanes.h): DDPNET_IO_LANES if set, else one per 4 cores,
@@ -789,7 +800,7 @@ static unsigned io_lanes(void)
     long per = usable_cores() / CORES_PER_LANE;
     unsigned fallback = per > IO_LANES_DEFAULT ? IO_LANES_DEFAULT : (unsigned)(per > 0 ? per : 0);
 
-    return threads_from_env("DDPNET_IO_LANES", fallback);
+    return unsigned_from_env("DDPNET_IO_LANES", fallback);
 }
 
 /* The kernel's MTU towards an underlay address: its route's, lowered by
@@ -1099,7 +1110,7 @@ static int start_registry(struct setup *s)
  * with crypto workers and I/O lanes where there are cores to spare). */
 static unsigned shard_count(void)
 {
-    unsigned n = threads_from_env("DDPNET_SHARDS", 1);
+    unsigned n = unsigned_from_env("DDPNET_SHARDS", 1);
 
     return n < 1 ? 1 : n;
 }
@@ -1108,7 +1119,7 @@ static unsigned shard_count(void)
  * DDPNET_SHARD_HELP=0 turns it off, to measure what it buys. */
 static bool shards_help(void)
 {
-    return threads_from_env("DDPNET_SHARD_HELP", 1) != 0;
+    return unsigned_from_env("DDPNET_SHARD_HELP", 1) != 0;
 }
 
 static int setup_all(struct setup *s)
@@ -1136,6 +1147,7 @@ static int setup_all(struct setup *s)
     struct loop_config lc = {
         .name = s->dev.ifname, .max_datagram = s->dev.mtu + WG_TRANSPORT_MIN_LEN,
         .busy_poll_us = s->dev.cluster.busy_poll_us,
+        .queue_target_us = queue_target_us(),
         .tun_fd = s->tun_fd, .udp4_fd = s->udp4_fd, .udp6_fd = s->udp6_fd,
         .control_fd = services_fd(&s->services), .signal_fd = s->signal_fd,
     };
@@ -1175,7 +1187,7 @@ static int setup_all(struct setup *s)
     /* Readers, a lane per fd the loop reads (loop.h): wherever there are
      * lanes, unless DDPNET_IO_READERS=0 (1: also without lanes). */
     unsigned lanes = sharded ? 0 : io_lanes();
-    bool readers = !sharded && threads_from_env("DDPNET_IO_READERS", lanes > 0) > 0;
+    bool readers = !sharded && unsigned_from_env("DDPNET_IO_READERS", lanes > 0) > 0;
     if ((ret = loop_start_lanes(&s->loop, lanes, readers)))
         return fail(s, ret, "I/O lanes (DDPNET_IO_LANES, at most %u): %s", IO_LANES_MAX,
                     strerror(-ret));
@@ -1195,6 +1207,7 @@ static int start_shards(struct setup *s)
     struct loop_config lc = {
         .name = s->dev.ifname, .max_datagram = s->dev.mtu + WG_TRANSPORT_MIN_LEN,
         .busy_poll_us = s->dev.cluster.busy_poll_us,
+        .queue_target_us = queue_target_us(),
         .crew = s->loop.crew,   /* as loop 0 has it: DDPNET_SHARD_HELP read once */
     };
     struct loop_handlers on;

@@ -55,6 +55,7 @@
 #include "overlay/engine/icmp.h"
 #include "overlay/engine/timers.h"
 #include "overlay/loop/crypto_pool.h"
+#include "tun/ecn.h"
 
 #define IPV4_TOTLEN_OFF   2u
 #define IPV4_SRC_OFF      12u
@@ -601,6 +602,9 @@ struct rx_batch {
     /* The message being handled was opened on a worker, which verified its
      * TCP checksums (pkt->seg_csum_ok): coalescing need not sum it. */
     bool csum_ok;
+    /* A data packet of this receive is still to signal congestion
+     * (pkt->congested): the first one, in rx_inner. */
+    bool congested;
 };
 
 /* Set by hand, not by an initializer: that would zero the arrays (12 KiB)
@@ -612,6 +616,7 @@ static void rx_batch_init(struct rx_batch *b, const struct device *dev, struct p
     b->forwarded = dev->stats.relay_forwarded;
     b->n_inner = 0;
     b->csum_ok = false;
+    b->congested = pkt->congested;
 }
 
 static void take_relayed(struct device *dev, struct rx_batch *b, const struct relayed *r,
@@ -663,6 +668,20 @@ static void disco_in(struct device *dev, struct rx_batch *b, struct peer *p, uin
     take_relayed(dev, b, &rel, now);
 }
 
+/* The receive's socket holds a standing queue (loop/codel.h): this data
+ * packet tells its sender, marked CE if its transport takes ECN, else
+ * dropped (returns false: it goes no further). Once per receive. */
+static bool signal_congestion(struct device *dev, struct rx_batch *b, uint8_t *ip, uint32_t len)
+{
+    b->congested = false;
+    if (ecn_mark_ce(ip, len)) {
+        dev->stats.ecn_marked++;
+        return true;
+    }
+    rx_drop(dev, RX_DROP_QUEUE_DELAY, 1);
+    return false;
+}
+
 /* The inner packet of an opened transport message from p (directly, or
  * through the relay via), plen bytes (0: a keepalive): its source must be
  * p's address; a disco packet goes to disco_in; data is kept for ddp0. */
@@ -691,6 +710,8 @@ static void rx_inner(struct device *dev, struct rx_batch *b, struct peer *p, uin
         return;
     }
     timers_data_received(p, now);
+    if (b->congested && !signal_congestion(dev, b, ip, in.len))
+        return;
     b->plain[b->n++] = (struct offload_pkt){ ip, in.len, b->csum_ok };
 }
 

@@ -330,12 +330,26 @@ void loop_poll_socket_drops(struct loop *l)
     }
 }
 
+/* How long a receive waited in its socket, from the kernel's stamp (0:
+ * no stamp, or a clock stepped back since). */
+static uint64_t socket_wait(const struct pkt_recv_info *ri)
+{
+    struct timespec ts;
+    uint64_t read_ns;
+
+    if (!ri->has_stamp || clock_gettime(CLOCK_REALTIME, &ts))
+        return 0;
+    read_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return read_ns > ri->stamp_ns ? read_ns - ri->stamp_ns : 0;
+}
+
 static void on_udp_datagrams(struct loop *l, struct pkt *pkt, int which, uint64_t now)
 {
     struct pkt_recv_info ri = pkt_recv_info(pkt);
 
     if (ri.has_drops)
         count_socket_drops(l, which, ri.drops);
+    pkt->congested = codel_signal(&l->queue[which], socket_wait(&ri), now);
     l->on.udp(l->on.ctx, pkt, ri.seg_size, now);
 }
 
@@ -785,6 +799,8 @@ int loop_init(struct loop *l, const struct loop_config *c, const struct loop_han
     l->name = c->name;
     l->max_datagram = c->max_datagram;
     busy_poll_init(&l->busy, c->busy_poll_us);
+    for (int i = 0; i < 2; i++)
+        codel_init(&l->queue[i], (uint64_t)c->queue_target_us * 1000u, CODEL_INTERVAL_NS);
     l->tun_fd = c->tun_fd;
     l->udp_fd[0] = c->udp4_fd;
     l->udp_fd[1] = c->udp6_fd;

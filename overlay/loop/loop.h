@@ -20,6 +20,7 @@
 
 #include "overlay/base/endpoint.h"
 #include "overlay/loop/busy_poll.h"
+#include "overlay/loop/codel.h"
 #include "overlay/loop/crypto_pool.h"
 #include "overlay/loop/deferred.h"
 #include "overlay/loop/io_lanes.h"
@@ -90,6 +91,10 @@ struct loop_config {
      * relayed packet that did not fit) go one by one, unsegmented. */
     uint32_t max_datagram;
     unsigned busy_poll_us;        /* busy_poll.h; 0 is off */
+    /* Queue management on each UDP socket (codel.h): the wait in it that
+     * counts as a standing queue, in µs; 0 is off. The sockets must have
+     * SO_TIMESTAMPNS on. */
+    unsigned queue_target_us;
     /* The TUN device, the IPv4 and IPv6 sockets (-1 if absent), the
      * control socket's fd to poll (-1: none) and a signalfd for
      * SIGTERM/SIGINT. */
@@ -119,6 +124,8 @@ struct loop {
     /* Each socket's running total of datagrams the kernel dropped, as its
      * latest SO_RXQ_OVFL said (loop.c: count_socket_drops). */
     uint32_t udp_drops_seen[2];
+    /* Each socket's queue management (codel.h). */
+    struct codel queue[2];
     bool control_polled, signal_polled, crypto_polled, lanes_polled, readers_polled;
     struct crypto_pool crypto;
     struct io_lanes lanes;

@@ -48,6 +48,7 @@ struct pkt *pkt_get(struct pkt_pool *pool)
     p->refs = 0;
     p->nseg = p->sent = 0;
     p->cut_pending = false;
+    p->congested = false;
     p->lane = -1;
     p->flow_hint = -1;
     p->via = p->relay_src = NULL;
@@ -168,6 +169,12 @@ struct pkt_recv_info pkt_recv_info(struct pkt *p)
                    cm->cmsg_len >= CMSG_LEN(sizeof(uint32_t))) {
             memcpy(&ri.drops, CMSG_DATA(cm), sizeof(ri.drops));
             ri.has_drops = true;
+        } else if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS &&
+                   cm->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+            struct timespec ts;
+            memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
+            ri.stamp_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+            ri.has_stamp = true;
         }
     }
     return ri;

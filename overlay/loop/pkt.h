@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "crypto/wg_const.h"
 #include "overlay/base/endpoint.h"
@@ -60,11 +61,15 @@ struct pkt {
     struct peer *via, *relay_src;
     struct msghdr msg;
     struct iovec iov;
-    /* Control messages (UDP_SEGMENT; UDP_GRO and SO_RXQ_OVFL on a
-     * receive), aligned as cmsghdr wants. */
+    /* Control messages (UDP_SEGMENT; UDP_GRO, SO_RXQ_OVFL and
+     * SO_TIMESTAMPNS on a receive), aligned as cmsghdr wants. */
     struct {
-        uint8_t bytes[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint32_t))];
+        uint8_t bytes[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint32_t)) +
+                      CMSG_SPACE(sizeof(struct timespec))];
     } ctrl __attribute__((aligned(__alignof__(struct cmsghdr))));
+    /* A receive: one of its data packets is to signal congestion, marked
+     * CE or dropped (the socket's queue management said so: codel.h). */
+    bool congested;
 
     /* The segments in `area`: segment i's plaintext (seg_len[i] bytes) at
      * area + i * stride + WG_TRANSPORT_HEADER_LEN; its sealed message at
@@ -153,13 +158,16 @@ int pkt_cut(struct pkt *p);
 unsigned pkt_gso_segments(unsigned mtu);
 
 /* What a receive's control messages say: the datagram size of a GRO
- * receive (the whole length without GRO), and the socket's running total
+ * receive (the whole length without GRO), the socket's running total
  * of datagrams the kernel dropped for want of room (SO_RXQ_OVFL, when the
- * socket has it on: there only once the total is not 0). */
+ * socket has it on: there only once the total is not 0), and when the
+ * kernel queued it, in ns of CLOCK_REALTIME (SO_TIMESTAMPNS, when the
+ * socket has it on). */
 struct pkt_recv_info {
     uint32_t seg_size;
-    bool has_drops;
+    bool has_drops, has_stamp;
     uint32_t drops;
+    uint64_t stamp_ns;
 };
 struct pkt_recv_info pkt_recv_info(struct pkt *p);
 /* The datagrams dropped since *seen, the total a socket last reported,

@@ -1742,7 +1742,8 @@ static void test_doctor_json(void **state)
         "{\"name\":\"gpu-d\",\"address\":\"10.77.0.4\",\"reached\":false,\"path\":\"waiting\","
         "\"via\":null,\"endpoint\":null,\"path_mtu\":null,\"rtt_ms\":null,"
         "\"latest_handshake\":null,\"rate_bps\":null}],"
-        "\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"socket_buffer\":null},"
+        "\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,"
+        "\"socket_buffer\":null},"
         "\"env\":{\"NCCL_SOCKET_IFNAME\":\"ddp0\",\"GLOO_SOCKET_IFNAME\":\"ddp0\","
         "\"MASTER_ADDR\":\"10.77.0.1\",\"ODD\":\"it's\"}}\n");
     free(text);
@@ -1764,7 +1765,8 @@ static void test_doctor_drops(void **state)
 {
     static const char resp[] =
         "interface=ddp0\nself=a\naddress=10.0.0.1\ndropped_socket_overflow=4100\n"
-        "dropped_tun_queue=9\nsocket_buffer=16777216\nerrno=0\n\n";
+        "dropped_tun_queue=9\nsocket_buffer=16777216\ndropped_queue_delay=3\n"
+        "ecn_marked=2\nerrno=0\n\n";
     struct doctor_report r;
     char *text;
 
@@ -1779,8 +1781,15 @@ static void test_doctor_drops(void **state)
                                  "queue (tun_queue)"));
     assert_non_null(strstr(text, "ip link set ddp0 txqueuelen 10000"));
     free(text);
+    text = doctor_text(&r, false);
+    assert_non_null(strstr(text, "\nnote: this node slowed its senders down: datagrams waited "
+                                 "over the queue target at the UDP sockets for 100 ms or more, "
+                                 "so it dropped 3 packets (queue_delay) and marked 2 ECN"));
+    assert_non_null(strstr(text, "give it more CPU"));
+    free(text);
     text = doctor_text(&r, true);
     assert_non_null(strstr(text, ",\"drops\":{\"socket_overflow\":4100,\"tun_queue\":9,"
+                                 "\"queue_delay\":3,\"ecn_marked\":2,"
                                  "\"socket_buffer\":16777216},"));
     free(text);
     doctor_report_free(&r);
@@ -1788,6 +1797,7 @@ static void test_doctor_drops(void **state)
     assert_int_equal(doctor_parse("interface=ddp0\nself=a\naddress=10.0.0.1\nerrno=0\n\n", &r), 0);
     text = doctor_text(&r, false);
     assert_null(strstr(text, "warning"));
+    assert_null(strstr(text, "slowed"));
     free(text);
     doctor_report_free(&r);
 }

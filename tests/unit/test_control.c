@@ -88,6 +88,8 @@ static const char get_ddpnet_expected[] =
     "relay_dropped=0\n"
     "dropped_socket_overflow=0\n"
     "dropped_tun_queue=0\n"
+    "dropped_queue_delay=0\n"
+    "ecn_marked=0\n"
     "public_key=" B_HEX "\n"
     "name=gpu-b\n"
     "address=10.77.0.2\n"
@@ -1498,6 +1500,9 @@ static void test_status_drops(void **state)
     static const char resp[] =
         "interface=ddp0\nself=a\naddress=10.0.0.1\nlisten_port=1\n"
         "dropped_socket_overflow=5321\ndropped_tun_queue=12\nerrno=0\n\n";
+    static const char queue[] =
+        "interface=ddp0\nself=a\naddress=10.0.0.1\nlisten_port=1\n"
+        "dropped_queue_delay=1\necn_marked=40\nerrno=0\n\n";
     static const char socket_only[] =
         "interface=ddp0\nself=a\naddress=10.0.0.1\nlisten_port=1\n"
         "dropped_socket_overflow=1\ndropped_tun_queue=0\nerrno=0\n\n";
@@ -1517,7 +1522,22 @@ static void test_status_drops(void **state)
     assert_null(strstr(text, "dropped"));
     free(text);
     text = format_with(json_fn, resp, 0, 0);
-    assert_non_null(strstr(text, ",\"drops\":{\"socket_overflow\":5321,\"tun_queue\":12},"));
+    assert_non_null(strstr(text, ",\"drops\":{\"socket_overflow\":5321,\"tun_queue\":12,"
+                                 "\"queue_delay\":0,\"ecn_marked\":0},"));
+    free(text);
+    /* The sockets' queue management: a line of its own, in JSON too. */
+    text = format_with(table_fn, queue, 0, 0);
+    assert_null(strstr(text, "dropped by the kernel"));
+    assert_non_null(strstr(text, "\nslowed senders: 1 packet dropped (queue_delay), 40 marked "
+                                 "ECN, datagrams waited too long at the UDP sockets; see "
+                                 "ddpnet doctor\n"));
+    free(text);
+    text = format_with(table_fn, resp, 0, 0);
+    assert_null(strstr(text, "slowed senders"));
+    free(text);
+    text = format_with(json_fn, queue, 0, 0);
+    assert_non_null(strstr(text, ",\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,"
+                                 "\"queue_delay\":1,\"ecn_marked\":40},"));
     free(text);
 }
 
@@ -1647,7 +1667,7 @@ static void test_status_no_peers(void **state)
     text = format_with(json_fn, resp, 0, 0);
     assert_string_equal(text, "{\"interface\":\"ddp0\",\"self\":\"solo\",\"address\":"
                               "\"fd77::1\",\"listen_port\":51820,"
-                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0},"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0},"
                               "\"peers\":[]}\n");
     free(text);
 }
@@ -1685,7 +1705,7 @@ static void test_status_json(void **state)
     static const char want[] =
         "{\"interface\":\"ddp0\",\"self\":\"gpu-a\",\"address\":\"10.77.0.1\","
         "\"listen_port\":51820,"
-        "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0},"
+        "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0},"
         "\"peers\":["
         "{\"name\":\"gpu-b\",\"address\":\"10.77.0.2\",\"endpoint\":\"192.0.2.2:51820\","
         "\"path\":\"direct\",\"via\":null,\"path_mtu\":1420,\"rtt_ms\":1.234,"
@@ -1714,7 +1734,7 @@ static void test_status_json_escapes(void **state)
     assert_string_equal(text, "{\"interface\":\"d\\\"p\\\\0\",\"self\":"
                               "\"a\\u0009b\\u0001\\u007f\",\"address\":\"x\","
                               "\"listen_port\":1,"
-                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0},"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0},"
                               "\"peers\":[]}\n");
     free(text);
 }

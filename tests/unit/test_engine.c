@@ -64,6 +64,7 @@
 #include "overlay/membership/members.h"
 #include "overlay/membership/revocations.h"
 #include "tests/unit/tso_read.h"
+#include "tun/ecn.h"
 
 #define NODES_MAX 6u
 #define POOL      32u
@@ -87,6 +88,8 @@ struct node {
     uint32_t tun_flows[64];        /* the flow (w->flow) of the first writes to ddp0 */
     unsigned tun_writes;
     unsigned sends;
+    unsigned ce_packets;           /* written to ddp0 marked CE (tun/ecn.h) */
+    unsigned bad_ip_sums;          /* written to ddp0 with a wrong IPv4 header checksum */
 };
 
 struct wire_msg {
@@ -106,6 +109,11 @@ static unsigned stray_sends[NODES_MAX];       /* from: to an address no node has
 static union endpoint victim;
 static uint64_t victim_bytes[NODES_MAX];
 static unsigned victim_msgs[NODES_MAX];
+/* Each receive delivered says its socket holds a standing queue, as the
+ * loop's queue management would (loop/codel.h). */
+static bool congest_next;
+/* The TOS byte of the packets app_send* send (its low bits: ECN). */
+static uint8_t app_tos;
 
 static unsigned node_of_loop(const struct loop *l)
 {
@@ -232,6 +240,10 @@ void loop_write_tun(struct loop *l, struct tun_write *w)
         n->tun_packets++;
         if (w->iov[i].iov_len >= 20 && ip[9] == IPPROTO_ICMP)
             n->icmp_packets++;
+        if (w->iov[i].iov_len >= 20 && ip[0] == 0x45) {
+            n->ce_packets += ecn_get(ip, (uint32_t)w->iov[i].iov_len) == (int)ECN_CE;
+            n->bad_ip_sums += (uint16_t)offload_csum_add(0, ip, 20) != 0xffff;
+        }
     }
     loop_pkt_unref(l, w->owner);
     tun_write_put(&l->pool, w);
@@ -354,6 +366,8 @@ static int world_setup(void **state)
     fake_workers = false;
     fake_lanes = false;
     fake_jobs_out = fake_jobs_submitted = 0;
+    congest_next = false;
+    app_tos = 0;
     wire_head = wire_tail = 0;
     memset(&victim, 0, sizeof(victim));
     memset(victim_bytes, 0, sizeof(victim_bytes));
@@ -418,6 +432,7 @@ static void pump(uint64_t now)
         memcpy(pkt->in, w->data, w->len);
         pkt->len = w->len;
         pkt->addr = nodes[w->from].ep;
+        pkt->congested = congest_next;
         to->on.udp(to->on.ctx, pkt, w->len, now);
     }
 }
@@ -449,6 +464,7 @@ static void deliver_gro(uint64_t now)
     }
     pkt->len = len;
     pkt->addr = nodes[from].ep;
+    pkt->congested = congest_next;
     nodes[to].on.udp(nodes[to].on.ctx, pkt, seg, now);
 }
 
@@ -483,6 +499,7 @@ static void app_send_as(unsigned from, unsigned as, unsigned to, size_t payload,
     memset(pkt->in, 0, OFFLOAD_VNET_HDR_LEN + len);
     ip = pkt->in + OFFLOAD_VNET_HDR_LEN;
     ip[0] = 0x45;
+    ip[1] = app_tos;
     ip[2] = (uint8_t)(len >> 8);
     ip[3] = (uint8_t)len;
     ip[8] = 64;
@@ -529,6 +546,7 @@ static void app_send_tcp(unsigned from, unsigned to, uint16_t sport, uint32_t se
     memset(pkt->in, 0, OFFLOAD_VNET_HDR_LEN + len);
     ip = pkt->in + OFFLOAD_VNET_HDR_LEN;
     ip[0] = 0x45;
+    ip[1] = app_tos;
     put_be16(ip + 2, (uint16_t)len);
     ip[6] = 0x40;   /* DF */
     ip[8] = 64;
@@ -566,6 +584,52 @@ static uint64_t establish(void)
     assert_int_equal(nodes[1].tun_packets, 1);
     assert_int_equal(nodes[0].initiations, 1);
     return now;
+}
+
+/* A receive whose socket holds a standing queue (pkt->congested) signals
+ * congestion with one of its data packets, once: an ECN-capable one is
+ * marked CE (its IPv4 checksum still right) and still delivered, coalesced
+ * apart from its unmarked neighbours; one that is not is dropped, counted
+ * as queue_delay. A receive without the flag is untouched. */
+static void test_congested_receive_marks_or_drops_one(void **state)
+{
+    (void)state;
+    uint64_t now = establish();
+    struct device_stats *st = &nodes[1].dev.stats;
+    unsigned packets = nodes[1].tun_packets;
+
+    /* Not ECN-capable: one of three dropped. */
+    congest_next = true;
+    for (unsigned i = 0; i < 3; i++)
+        app_send_tcp(0, 1, 40000, 1000 + i * 100, 100, now);
+    pump_gro(now);
+    assert_int_equal(st->dropped_queue_delay, 1);
+    assert_int_equal(st->ecn_marked, 0);
+    assert_int_equal(nodes[1].tun_packets, packets + 2);
+
+    /* ECT(0): all three delivered, one of them CE. */
+    app_tos = ECN_ECT0;
+    packets = nodes[1].tun_packets;
+    for (unsigned i = 0; i < 3; i++)
+        app_send_tcp(0, 1, 40000, 1300 + i * 100, 100, now);
+    pump_gro(now);
+    assert_int_equal(st->dropped_queue_delay, 1);
+    assert_int_equal(st->ecn_marked, 1);
+    assert_int_equal(nodes[1].tun_packets, packets + 3);
+    assert_int_equal(nodes[1].ce_packets, 1);
+    assert_int_equal(nodes[1].bad_ip_sums, 0);
+
+    /* No standing queue: nothing marked, nothing dropped. */
+    congest_next = false;
+    packets = nodes[1].tun_packets;
+    for (unsigned i = 0; i < 3; i++)
+        app_send_tcp(0, 1, 40000, 1600 + i * 100, 100, now);
+    pump_gro(now);
+    assert_int_equal(st->dropped_queue_delay, 1);
+    assert_int_equal(st->ecn_marked, 1);
+    assert_int_equal(nodes[1].tun_packets, packets + 3);
+    assert_int_equal(nodes[1].ce_packets, 1);
+    app_tos = 0;
 }
 
 /* The I/O lanes keep a flow's order only if every ddp0 write of it
@@ -2967,6 +3031,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_first_packet_waits_for_the_handshake),
         T(test_writes_carry_the_flow),
+        T(test_congested_receive_marks_or_drops_one),
         T(test_record_stated_on_the_session),
         T(test_stranger_refused_without_authority),
         T(test_stranger_on_probation_shows_its_cert),

@@ -163,7 +163,7 @@ static void test_families_grouped(void **state)
         assert_int_equal(len, strlen(current));
         assert_memory_equal(line, current, len);
     }
-    assert_int_equal(n_seen, 19);   /* without a loop: no buffer counts */
+    assert_int_equal(n_seen, 20);   /* without a loop: no buffer counts */
     free(text);
 }
 
@@ -206,6 +206,8 @@ static void test_drops_and_device(void **state)
     f->dev.stats.relay_frames_received = 13;
     f->dev.stats.relay_data_frames_sent = 10;
     f->dev.stats.relay_data_frames_received = 11;
+    f->dev.stats.dropped_queue_delay = 6;
+    f->dev.stats.ecn_marked = 15;
     text = format(f);
 
     expect_line(text, "# TYPE ddpnet_packets_dropped_total counter");
@@ -214,6 +216,9 @@ static void test_drops_and_device(void **state)
     expect_line(text, "ddpnet_packets_dropped_total{interface=\"ddp0\",reason=\"pool_full\"} 5");
     expect_line(text, "ddpnet_packets_dropped_total{interface=\"ddp0\",reason=\"socket_overflow\"} 4100");
     expect_line(text, "ddpnet_packets_dropped_total{interface=\"ddp0\",reason=\"tun_queue\"} 9");
+    expect_line(text, "ddpnet_packets_dropped_total{interface=\"ddp0\",reason=\"queue_delay\"} 6");
+    expect_line(text, "# TYPE ddpnet_ecn_marked_total counter");
+    expect_line(text, "ddpnet_ecn_marked_total{interface=\"ddp0\"} 15");
     expect_line(text, "ddpnet_packets_dropped_total{interface=\"ddp0\",reason=\"bad_source\"} 0");
     expect_line(text, "ddpnet_packets_dropped_total{interface=\"ddp0\",reason=\"rate_limited\"} 0");
     expect_line(text, "ddpnet_info{interface=\"ddp0\",node=\"gpu-a\"} 1");

@@ -312,6 +312,10 @@ struct device_stats {
      * queue, applications' packets the daemon read too slowly (the link's
      * tx_dropped, read when asked: device_read_kernel_drops). */
     uint64_t dropped_socket_overflow, dropped_tun_queue;
+    /* The queue management of our UDP sockets (loop/codel.h): data packets
+     * that waited too long in a standing queue there, dropped (not
+     * ECN-capable) or marked CE (ECN-capable) to slow their sender. */
+    uint64_t dropped_queue_delay, ecn_marked;
 };
 
 /* This node's side of discovery (paths/disco_*.c): its local candidates, the

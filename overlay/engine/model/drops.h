@@ -44,6 +44,9 @@ enum rx_drop {
     RX_DROP_SOCKET_OVERFLOW, /* datagrams the kernel dropped at our UDP sockets, their
                               * receive buffer full (SO_RXQ_OVFL, as the loop tells:
                               * handlers.c): dropped_socket_overflow */
+    RX_DROP_QUEUE_DELAY,   /* a data packet dropped to tell its sender our socket holds a
+                            * standing queue (loop/codel.h; one that takes ECN is marked
+                            * instead): dropped_queue_delay */
     RX_DROP_COUNT
 };
 
