@@ -255,7 +255,7 @@ e2e: bin/ddpnet $(E2E_TOOLS)
 # (overlay/loop/shard.h) forced on: 2 of them, whatever the cores
 # (multistream then runs 4 and checks them: order, counters, drops).
 E2E_SHARDS_SCRIPTS := three_nodes interop multistream nat_traversal path_mtu roaming reload \
-                      torch torch_hostnames drops long_path mesh16 metrics registry registry_nat \
+                      torch torch_hostnames drops queue_management long_path mesh16 metrics registry registry_nat \
                       registry_authority authority authority_holds probation_fill quickstart
 e2e-shards: bin/ddpnet $(E2E_TOOLS)
 	$(Q)DDPNET_SHARDS=2 E2E_LOGDIR=build/e2e-shards \

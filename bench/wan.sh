@@ -153,29 +153,35 @@ ddp0_tx_dropped() {
         awk '{ for (i = 1; i <= NF; i++) if ($i == "TX:") { print $(i + 11); exit } } END { if (!NR) print 0 }'
 }
 
-# ddp_status_drops NODE: every drop `ddpnet status --json` counts, summed
-# (any number under a key that names a drop); NA without a daemon.
+# ddp_status_drops NODE: "DROPS QUEUE ECN": every drop `ddpnet status
+# --json` counts but the queue management's, summed (any number under a
+# key that names a drop); then the queue management's drops
+# (queue_delay) and ECN marks; NA NA NA without a daemon.
 ddp_status_drops() {
     local out
-    out=$(nx "$1" timeout 5 "${DDP_BIN:-$DDPNET}" status --json --run-dir "$T/$1/run" 2>/dev/null) || { echo NA; return; }
+    out=$(nx "$1" timeout 5 "${DDP_BIN:-$DDPNET}" status --json --run-dir "$T/$1/run" 2>/dev/null) || { echo NA NA NA; return; }
     printf '%s' "$out" | "$PY" -c '
 import json, sys
+QUEUE = ("queue_delay", "ecn_marked")
 def walk(v, drop=False):
     if isinstance(v, dict):
-        return sum(walk(x, drop or "drop" in k) for k, x in v.items())
+        return sum(walk(x, drop or "drop" in k) for k, x in v.items() if k not in QUEUE)
     if isinstance(v, list):
         return sum(walk(x, drop) for x in v)
     return v if drop and isinstance(v, int) and not isinstance(v, bool) else 0
-print(walk(json.load(sys.stdin)))' 2>/dev/null || echo NA
+st = json.load(sys.stdin)
+d = st.get("drops", {})
+print(walk(st), d.get("queue_delay", 0), d.get("ecn_marked", 0))' 2>/dev/null || echo NA NA NA
 }
 
-# wan_counters: "UDPDROPS_A UDPDROPS_B TXDROP_A TXDROP_B STATUSDROPS_A STATUSDROPS_B"
+# wan_counters: "UDPDROPS_A UDPDROPS_B TXDROP_A TXDROP_B STATUSDROPS_A
+# QUEUEDROPS_A ECN_A STATUSDROPS_B QUEUEDROPS_B ECN_B"
 wan_counters() {
     local kind=$1 n s
     for n in a b; do printf '%s ' "$(udp_rcvbuf_errors "$n")"; done
     for n in a b; do printf '%s ' "$(ddp0_tx_dropped "$n")"; done
     for n in a b; do
-        s=NA; [ "$kind" != ddpnet ] || s=$(ddp_status_drops "$n")
+        s="NA NA NA"; [ "$kind" != ddpnet ] || s=$(ddp_status_drops "$n")
         printf '%s ' "$s"
     done
 }
@@ -213,12 +219,16 @@ wan_run() {
     [ "$ta0" = NA ] || { t=$(cpu_ticks $pa) && cpua=$(calc "($t - $ta0) / $CLK_TCK"); }
     [ "$tb0" = NA ] || { t=$(cpu_ticks $pb) && cpub=$(calc "($t - $tb0) / $CLK_TCK"); }
     c1=$(wan_counters "$kind"); read -r -a x1 <<<"$c1"
-    local udp=$(( x1[0] - x0[0] + x1[1] - x0[1] )) tx=$(( x1[2] - x0[2] + x1[3] - x0[3] )) st=NA
-    [ "${x1[4]}" = NA ] || [ "${x0[4]}" = NA ] || st=$(( x1[4] - x0[4] + x1[5] - x0[5] ))
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$path" "$r" "$name" "$test" "$gbps" "$retr" \
-        "$udp" "$tx" "$st" "$cpua" "$cpub" >>"$WAN_TSV"
-    say "$(printf 'path %-10s round %s/%s %-14s %-5s %s Gbit/s, %s retransmits, %s UDP socket drops, %s ddp0 tx drops, %s drops in status, CPU-s %s / %s' \
-        "$path" "$r" "$WAN_ROUNDS" "$name:" "$test" "$(short "$gbps")" "$retr" "$udp" "$tx" "$st" "$cpua" "$cpub")"
+    local udp=$(( x1[0] - x0[0] + x1[1] - x0[1] )) tx=$(( x1[2] - x0[2] + x1[3] - x0[3] )) st=NA q=NA e=NA
+    if [ "${x1[4]}" != NA ] && [ "${x0[4]}" != NA ] && [ "${x1[7]}" != NA ] && [ "${x0[7]}" != NA ]; then
+        st=$(( x1[4] - x0[4] + x1[7] - x0[7] ))
+        q=$(( x1[5] - x0[5] + x1[8] - x0[8] ))
+        e=$(( x1[6] - x0[6] + x1[9] - x0[9] ))
+    fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$path" "$r" "$name" "$test" "$gbps" "$retr" \
+        "$udp" "$tx" "$st" "$q" "$e" "$cpua" "$cpub" >>"$WAN_TSV"
+    say "$(printf 'path %-10s round %s/%s %-14s %-5s %s Gbit/s, %s retransmits, %s UDP socket drops, %s ddp0 tx drops, %s drops in status, queue management %s dropped / %s ECN-marked, CPU-s %s / %s' \
+        "$path" "$r" "$WAN_ROUNDS" "$name:" "$test" "$(short "$gbps")" "$retr" "$udp" "$tx" "$st" "$q" "$e" "$cpua" "$cpub")"
 }
 
 # wan_measure PATH SLOW ROUND INDEX: one contender up, its runs, down.
@@ -247,7 +257,7 @@ wan_main() {
         return 2
     fi
     WAN_TSV=$BENCH_OUT/wan.tsv
-    printf 'path\tround\tcontender\ttest\tgbps\tretransmits\tudp_drops\tddp0_tx_drops\tstatus_drops\tcpu_s_a\tcpu_s_b\n' >"$WAN_TSV"
+    printf 'path\tround\tcontender\ttest\tgbps\tretransmits\tudp_drops\tddp0_tx_drops\tstatus_drops\tqueue_drops\tecn_marked\tcpu_s_a\tcpu_s_b\n' >"$WAN_TSV"
     say "wan: paths $WAN_PATHS (RTT ms:loss) at $WAN_RATE_MBIT Mbit/s, $WAN_ROUNDS rounds, tests $WAN_TESTS: iperf3 -P $WAN_STREAMS -O $WAN_OMIT -t $WAN_SECONDS; slow: one stream at $WAN_SLOW_RATE on the first path; contenders: ${C_NAME[*]}"
     wan_testbed
     for p in $WAN_PATHS; do
@@ -295,8 +305,8 @@ paths = list(dict.fromkeys(r["path"] for r in rows))
 names = list(dict.fromkeys(r["contender"] for r in rows))
 print()
 print("wan: medians over rounds, bulk (a -> b); drops summed over both nodes per run (median, max)")
-print("%-12s %-14s %9s %7s %11s %12s %11s %11s %s" % ("path", "contender", "Gbit/s", "x bare", "retransmits",
-      "UDP drops", "ddp0 tx", "status", "CPU-s a/b"))
+print("%-12s %-14s %9s %7s %11s %12s %11s %11s %13s %s" % ("path", "contender", "Gbit/s", "x bare", "retransmits",
+      "UDP drops", "ddp0 tx", "status", "queue/ECN", "CPU-s a/b"))
 for p in paths:
     bare = med(p, "veth", "bulk", "gbps")
     for n in names:
@@ -305,10 +315,11 @@ for p in paths:
             continue
         udp = vals(p, n, "bulk", "udp_drops")
         x = None if g is None or not bare else g / bare
-        print("%-12s %-14s %9s %7s %11s %12s %11s %11s %s/%s" % (p, n, f(g), f(x, "%.2fx"),
+        print("%-12s %-14s %9s %7s %11s %12s %11s %11s %13s %s/%s" % (p, n, f(g), f(x, "%.2fx"),
               f(med(p, n, "bulk", "retransmits"), "%.0f"),
               "%s, %s" % (f(med(p, n, "bulk", "udp_drops"), "%.0f"), f(max(udp) if udp else None, "%.0f")),
               f(med(p, n, "bulk", "ddp0_tx_drops"), "%.0f"), f(med(p, n, "bulk", "status_drops"), "%.0f"),
+              "%s/%s" % (f(med(p, n, "bulk", "queue_drops"), "%.0f"), f(med(p, n, "bulk", "ecn_marked"), "%.0f")),
               f(med(p, n, "bulk", "cpu_s_a"), "%.1f"), f(med(p, n, "bulk", "cpu_s_b"), "%.1f")))
 rc = 0
 def target(ok, text):
@@ -342,8 +353,10 @@ for p in paths if bulk_ran else []:
     if rtt == "80ms":
         udp = vals(p, "ddpnet", "bulk", "udp_drops")
         ok = None if not udp else max(udp) <= 50
+        q = vals(p, "ddpnet", "bulk", "queue_drops")
         target(ok, "%s: at most 50 datagrams dropped at ddpnet's sockets per run (UdpRcvbufErrors, both nodes): max %s"
-               % (p, f(max(udp) if udp else None, "%.0f")))
+               " (the queue management's own drops, counted apart: max %s)"
+               % (p, f(max(udp) if udp else None, "%.0f"), f(max(q) if q else None, "%.0f")))
 slow = [p for p in paths if vals(p, "ddpnet", "slow", "cpu_s_a")]
 if slow:
     p = slow[0]

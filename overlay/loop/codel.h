@@ -41,7 +41,8 @@ void codel_init(struct codel *c, uint64_t target_ns, uint64_t interval_ns);
 
 /* A receive was read at now (ns, any clock that only moves forward) after
  * waiting wait_ns in the socket: whether one of its packets should
- * signal congestion. */
+ * signal congestion. A receive that left the socket (nearly) empty is
+ * no queue, however long it waited: the caller gives it a wait of 0. */
 bool codel_signal(struct codel *c, uint64_t wait_ns, uint64_t now);
 
 /* interval / sqrt(count), in ns: the gap to the next signal. */

@@ -343,13 +343,43 @@ static uint64_t socket_wait(const struct pkt_recv_info *ri)
     return read_ns > ri->stamp_ns ? read_ns - ri->stamp_ns : 0;
 }
 
+/* Whether a socket holds less than another datagram's worth behind the
+ * receive just read (SO_MEMINFO: the bytes the kernel books for its
+ * queue). A long wait then is the loop's own lateness in reading, not a
+ * queue: RFC 8289 leaves a queue of at most one packet alone. */
+static bool socket_drained(const struct loop *l, int which)
+{
+    uint32_t mem[SK_MEMINFO_VARS];
+    socklen_t len = sizeof(mem);
+
+    if (getsockopt(l->udp_fd[which], SOL_SOCKET, SO_MEMINFO, mem, &len) ||
+        len <= SK_MEMINFO_RMEM_ALLOC * sizeof(mem[0]))
+        return false;
+    /* The kernel books a datagram at about twice its bytes (bench/README.md). */
+    return mem[SK_MEMINFO_RMEM_ALLOC] <= 2 * l->max_datagram;
+}
+
+/* The socket's queue management on a receive (codel.h). The socket's
+ * backlog is asked only of a receive that waited past the target. */
+static bool queue_signal(struct loop *l, int which, const struct pkt_recv_info *ri, uint64_t now)
+{
+    struct codel *c = &l->queue[which];
+    uint64_t wait = socket_wait(ri);
+
+    if (!c->target_ns)
+        return false;
+    if (wait >= c->target_ns && socket_drained(l, which))
+        wait = 0;
+    return codel_signal(c, wait, now);
+}
+
 static void on_udp_datagrams(struct loop *l, struct pkt *pkt, int which, uint64_t now)
 {
     struct pkt_recv_info ri = pkt_recv_info(pkt);
 
     if (ri.has_drops)
         count_socket_drops(l, which, ri.drops);
-    pkt->congested = codel_signal(&l->queue[which], socket_wait(&ri), now);
+    pkt->congested = queue_signal(l, which, &ri, now);
     l->on.udp(l->on.ctx, pkt, ri.seg_size, now);
 }
 
