@@ -156,6 +156,23 @@ static unsigned size_buffers(int fd, unsigned size)
     return rcv;
 }
 
+/* A count from the environment variable `name` if set, else
+ * `fallback`. */
+static unsigned unsigned_from_env(const char *name, unsigned fallback)
+{
+    const char *env = getenv(name);
+
+    return env && *env ? (unsigned)strtoul(env, NULL, 10) : fallback;
+}
+
+/* Queue management on the UDP sockets (loop/codel.h): the standing wait
+ * it acts on, DDPNET_QUEUE_TARGET_US if set (0 turns it off), else
+ * CODEL_TARGET_NS. */
+static unsigned queue_target_us(void)
+{
+    return unsigned_from_env("DDPNET_QUEUE_TARGET_US", (unsigned)(CODEL_TARGET_NS / 1000u));
+}
+
 static int open_udp(int family, uint16_t port, unsigned buffer, bool reuse, unsigned *got)
 {
     int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1;
@@ -188,7 +205,8 @@ static int open_udp(int family, uint16_t port, unsigned buffer, bool reuse, unsi
     setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
     /* Each receive says when the kernel queued it: how long datagrams
      * wait here is what the queue management acts on (loop/codel.h). */
-    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+    if (queue_target_us())
+        setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
     /* Shards: one socket each on the port, a group steered by the shard
      * hint (shard.h). Only then: alone, a second daemon on our port must
      * fail to bind, not share it. */
@@ -759,14 +777,6 @@ static long usable_cores(void)
     return sysconf(_SC_NPROCESSORS_ONLN);
 }
 
-/* A count from the environment variable `name` if set, else
- * `fallback`. */
-static unsigned unsigned_from_env(const char *name, unsigned fallback)
-{
-    const char *env = getenv(name);
-
-    return env && *env ? (unsigned)strtoul(env, NULL, 10) : fallback;
-}
 
 /* Crypto workers: DDPNET_CRYPTO_THREADS if set, else one per core beyond
  * the two that the loop and the kernel's network stack keep busy (on two
@@ -782,13 +792,6 @@ static unsigned crypto_threads(void)
     return unsigned_from_env("DDPNET_CRYPTO_THREADS", fallback);
 }
 
-/* Queue management on the UDP sockets (loop/codel.h): the standing wait
- * it acts on, DDPNET_QUEUE_TARGET_US if set (0 turns it off), else
- * CoDel's 5 ms. */
-static unsigned queue_target_us(void)
-{
-    return unsigned_from_env("DDPNET_QUEUE_TARGET_US", (unsigned)(CODEL_TARGET_NS / 1000u));
-}
 
 /* I/O lanes (io_lanes.h): DDPNET_IO_LANES if set, else one per 4 cores,
  * at most IO_LANES_DEFAULT. None below 4 cores: a lane's wake-ups then

@@ -20,10 +20,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* RFC 8289's defaults: a standing wait of 5 ms is a queue; 100 ms (about
- * the longest round trip of a path between regions) is how long it must
+/* A standing wait of 20 ms is a queue (RFC 8289 says 5 ms for a router;
+ * a reader in user space on a busy machine is late by that much alone,
+ * and 5 ms cost long paths a fifth of their rate: bench/README.md); 100
+ * ms (about the longest round trip between regions) is how long it must
  * stand before anything is signalled. */
-#define CODEL_TARGET_NS   (5ull * 1000 * 1000)
+#define CODEL_TARGET_NS   (20ull * 1000 * 1000)
 #define CODEL_INTERVAL_NS (100ull * 1000 * 1000)
 
 struct codel {

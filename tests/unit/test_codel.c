@@ -79,7 +79,7 @@ static void test_standing_queue_signals_ever_closer(void **state)
 
     codel_init(&c, CODEL_TARGET_NS, CODEL_INTERVAL_NS);
     for (uint64_t t = T0; t < T0 + 1000 * MS; t += 10 * US) {
-        if (!codel_signal(&c, 20 * MS, t))
+        if (!codel_signal(&c, 50 * MS, t))
             continue;
         if (!n++) {
             /* The first after one whole interval above target. */
@@ -107,7 +107,7 @@ static void test_falling_wait_stops_signals(void **state)
     (void)state;
 
     codel_init(&c, CODEL_TARGET_NS, CODEL_INTERVAL_NS);
-    assert_true(feed(&c, T0, T0 + 300 * MS, 100 * US, 20 * MS).signals > 0);
+    assert_true(feed(&c, T0, T0 + 300 * MS, 100 * US, 50 * MS).signals > 0);
     assert_false(codel_signal(&c, 1 * MS, T0 + 300 * MS));
     assert_int_equal(feed(&c, T0 + 301 * MS, T0 + 2000 * MS, 100 * US, 1 * MS).signals, 0);
 }
@@ -120,10 +120,10 @@ static void test_back_soon_resumes_near_the_old_rate(void **state)
     codel_init(&c, CODEL_TARGET_NS, CODEL_INTERVAL_NS);
     codel_init(&fresh, CODEL_TARGET_NS, CODEL_INTERVAL_NS);
     /* Long enough to reach count ~20, then a dip, then the queue again. */
-    assert_true(feed(&c, T0, T0 + 1000 * MS, 100 * US, 20 * MS).signals > 10);
+    assert_true(feed(&c, T0, T0 + 1000 * MS, 100 * US, 50 * MS).signals > 10);
     assert_false(codel_signal(&c, 0, T0 + 1000 * MS));
-    struct run again = feed(&c, T0 + 1001 * MS, T0 + 1401 * MS, 100 * US, 20 * MS);
-    struct run first = feed(&fresh, T0, T0 + 400 * MS, 100 * US, 20 * MS);
+    struct run again = feed(&c, T0 + 1001 * MS, T0 + 1401 * MS, 100 * US, 50 * MS);
+    struct run first = feed(&fresh, T0, T0 + 400 * MS, 100 * US, 50 * MS);
     /* Both wait an interval; the one back soon then signals faster. */
     assert_true(again.signals > first.signals);
 }
@@ -134,10 +134,10 @@ static void test_a_late_read_does_not_burst(void **state)
     (void)state;
 
     codel_init(&c, CODEL_TARGET_NS, CODEL_INTERVAL_NS);
-    assert_true(feed(&c, T0, T0 + 200 * MS, 100 * US, 20 * MS).signals > 0);
+    assert_true(feed(&c, T0, T0 + 200 * MS, 100 * US, 50 * MS).signals > 0);
     /* The loop was away for a second: one signal, not a catch-up. */
-    assert_true(codel_signal(&c, 20 * MS, T0 + 1200 * MS));
-    assert_false(codel_signal(&c, 20 * MS, T0 + 1200 * MS + 100 * US));
+    assert_true(codel_signal(&c, 50 * MS, T0 + 1200 * MS));
+    assert_false(codel_signal(&c, 50 * MS, T0 + 1200 * MS + 100 * US));
 }
 
 static void test_gap_is_interval_over_root_count(void **state)
