@@ -38,6 +38,7 @@ wan_config() {
     WAN_OMIT=${WAN_OMIT:-$o}
     WAN_STREAMS=${WAN_STREAMS:-4}
     WAN_CC=${WAN_CC:-cubic}         # iperf3 -C: the TCP congestion control of every contender
+    WAN_ECN=${WAN_ECN:-0}           # 1: every node's TCP asks for ECN (wan_tcp)
     WAN_ROUNDS=${WAN_ROUNDS:-$BENCH_ROUNDS}
     WAN_RATE_MBIT=${WAN_RATE_MBIT:-1000}
     # RTT_MS:LOSS, loss a probability per packet and direction.
@@ -50,6 +51,7 @@ wan_config() {
     positive_int WAN_ROUNDS "$WAN_ROUNDS"
     positive_int WAN_RATE_MBIT "$WAN_RATE_MBIT"
     case "$WAN_OMIT" in ''|*[!0-9]*) usage_error "WAN_OMIT=$WAN_OMIT: want an integer" ;; esac
+    case "$WAN_ECN" in 0|1) ;; *) usage_error "WAN_ECN=$WAN_ECN: 0 or 1" ;; esac
 }
 
 # wan_usable: why this machine cannot run the part (empty: it can).
@@ -75,9 +77,13 @@ wan_link() {
 # wan_tcp NODE: TCP buffers up to 64 MB, so that a window can hold the
 # longest path's BDP (per namespace since Linux 4.15). Cubic is iperf3's
 # -C: a namespace may only default to what the host allows.
+# WAN_ECN=1 makes every contender's connections ECN-capable (tcp_ecn=1:
+# asked for, not only taken), so that the queue management marks instead
+# of dropping; 0 (the default) leaves Linux's own (2: taken, not asked).
 wan_tcp() {
     nx "$1" sysctl -qw net.ipv4.tcp_rmem="4096 131072 67108864" net.ipv4.tcp_wmem="4096 16384 67108864" ||
         fail "node $1: cannot set TCP's buffers"
+    [ "$WAN_ECN" = 0 ] || nx "$1" sysctl -qw net.ipv4.tcp_ecn=1 || fail "node $1: cannot turn ECN on"
 }
 
 wan_testbed() {
@@ -258,7 +264,7 @@ wan_main() {
     fi
     WAN_TSV=$BENCH_OUT/wan.tsv
     printf 'path\tround\tcontender\ttest\tgbps\tretransmits\tudp_drops\tddp0_tx_drops\tstatus_drops\tqueue_drops\tecn_marked\tcpu_s_a\tcpu_s_b\n' >"$WAN_TSV"
-    say "wan: paths $WAN_PATHS (RTT ms:loss) at $WAN_RATE_MBIT Mbit/s, $WAN_ROUNDS rounds, tests $WAN_TESTS: iperf3 -P $WAN_STREAMS -O $WAN_OMIT -t $WAN_SECONDS; slow: one stream at $WAN_SLOW_RATE on the first path; contenders: ${C_NAME[*]}"
+    say "wan: paths $WAN_PATHS (RTT ms:loss) at $WAN_RATE_MBIT Mbit/s, $WAN_ROUNDS rounds, tests $WAN_TESTS: iperf3 -P $WAN_STREAMS -O $WAN_OMIT -t $WAN_SECONDS -C $WAN_CC, ECN $WAN_ECN; slow: one stream at $WAN_SLOW_RATE on the first path; contenders: ${C_NAME[*]}"
     wan_testbed
     for p in $WAN_PATHS; do
         rtt=${p%%:*} loss=${p#*:}

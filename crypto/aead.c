@@ -237,18 +237,21 @@ static void xnonce_derive(uint8_t subkey[WG_KEY_LEN], uint8_t nonce[WG_AEAD_NONC
            WG_XAEAD_NONCE_LEN - XNONCE_HEAD_LEN);
 }
 
-static int seal_ietf(uint8_t *dst, const uint8_t *src, size_t len,
-                     const uint8_t *ad, size_t adlen,
-                     const uint8_t nonce[WG_AEAD_NONCE_LEN], const uint8_t key[WG_KEY_LEN])
+/* One message through the backend, which leaves key words on the stack
+ * below: the caller wipes it (aead_stack_scrub), after each message or,
+ * in a batch, once after a group of them. */
+static int seal_unscrubbed(uint8_t *dst, const uint8_t *src, size_t len,
+                           const uint8_t *ad, size_t adlen,
+                           const uint8_t nonce[WG_AEAD_NONCE_LEN], const uint8_t key[WG_KEY_LEN])
 {
     if (!aead_len_ok(len))
         return -EMSGSIZE;
     return ops_for(len)->seal(dst, src, len, ad, adlen, nonce, key);
 }
 
-static int open_ietf(uint8_t *dst, const uint8_t *src, size_t len,
-                     const uint8_t *ad, size_t adlen,
-                     const uint8_t nonce[WG_AEAD_NONCE_LEN], const uint8_t key[WG_KEY_LEN])
+static int open_unscrubbed(uint8_t *dst, const uint8_t *src, size_t len,
+                           const uint8_t *ad, size_t adlen,
+                           const uint8_t nonce[WG_AEAD_NONCE_LEN], const uint8_t key[WG_KEY_LEN])
 {
     size_t mlen;
 
@@ -260,28 +263,67 @@ static int open_ietf(uint8_t *dst, const uint8_t *src, size_t len,
     return ops_for(mlen)->open(dst, src, mlen, ad, adlen, nonce, key);
 }
 
-void aead_seal(uint8_t *dst, const uint8_t *src, size_t len,
-               const uint8_t *ad, size_t adlen, uint64_t counter,
-               const uint8_t key[WG_KEY_LEN])
+static int seal_ietf(uint8_t *dst, const uint8_t *src, size_t len,
+                     const uint8_t *ad, size_t adlen,
+                     const uint8_t nonce[WG_AEAD_NONCE_LEN], const uint8_t key[WG_KEY_LEN])
+{
+    int ret = seal_unscrubbed(dst, src, len, ad, adlen, nonce, key);
+
+    aead_stack_scrub(AEAD_STACK_SCRUB_LEN);
+    return ret;
+}
+
+static int open_ietf(uint8_t *dst, const uint8_t *src, size_t len,
+                     const uint8_t *ad, size_t adlen,
+                     const uint8_t nonce[WG_AEAD_NONCE_LEN], const uint8_t key[WG_KEY_LEN])
+{
+    int ret = open_unscrubbed(dst, src, len, ad, adlen, nonce, key);
+
+    aead_stack_scrub(AEAD_STACK_SCRUB_LEN);
+    return ret;
+}
+
+/* aead_seal without the wipe, for a batch's group (its caller wipes). No
+ * caller can own a dst too large to seal, and there is no status to
+ * return: that is treated as libsodium treats misuse (its handler, then
+ * abort), rather than hand back a buffer that was never written. */
+static void seal_counter_unscrubbed(uint8_t *dst, const uint8_t *src, size_t len,
+                                    const uint8_t *ad, size_t adlen, uint64_t counter,
+                                    const uint8_t key[WG_KEY_LEN])
 {
     uint8_t nonce[WG_AEAD_NONCE_LEN];
 
     counter_nonce(nonce, counter);
-    /* No caller can own a dst that large, and there is no status to return:
-     * treat it as libsodium treats misuse (its handler, then abort), rather
-     * than hand back a buffer that was never written. */
-    if (seal_ietf(dst, src, len, ad, adlen, nonce, key) != 0)
+    if (seal_unscrubbed(dst, src, len, ad, adlen, nonce, key) != 0)
         sodium_misuse();
+}
+
+static int open_counter_unscrubbed(uint8_t *dst, const uint8_t *src, size_t len,
+                                   const uint8_t *ad, size_t adlen, uint64_t counter,
+                                   const uint8_t key[WG_KEY_LEN])
+{
+    uint8_t nonce[WG_AEAD_NONCE_LEN];
+
+    counter_nonce(nonce, counter);
+    return open_unscrubbed(dst, src, len, ad, adlen, nonce, key);
+}
+
+void aead_seal(uint8_t *dst, const uint8_t *src, size_t len,
+               const uint8_t *ad, size_t adlen, uint64_t counter,
+               const uint8_t key[WG_KEY_LEN])
+{
+    seal_counter_unscrubbed(dst, src, len, ad, adlen, counter, key);
+    aead_stack_scrub(AEAD_STACK_SCRUB_LEN);
 }
 
 int aead_open(uint8_t *dst, const uint8_t *src, size_t len,
               const uint8_t *ad, size_t adlen, uint64_t counter,
               const uint8_t key[WG_KEY_LEN])
 {
-    uint8_t nonce[WG_AEAD_NONCE_LEN];
+    int ret = open_counter_unscrubbed(dst, src, len, ad, adlen, counter, key);
 
-    counter_nonce(nonce, counter);
-    return open_ietf(dst, src, len, ad, adlen, nonce, key);
+    aead_stack_scrub(AEAD_STACK_SCRUB_LEN);
+    return ret;
 }
 
 /* --- batches (see aead_seal_batch) ----------------------------------------------- */
@@ -415,9 +457,11 @@ void aead_seal_batch(struct aead_msg *msgs, unsigned n, const uint8_t key[WG_KEY
             seal_group(msgs, k, key);
         } else {
             for (unsigned j = 0; j < k; j++) {
-                aead_seal(msgs[j].buf, msgs[j].buf, msgs[j].len, NULL, 0, msgs[j].counter, key);
+                seal_counter_unscrubbed(msgs[j].buf, msgs[j].buf, msgs[j].len, NULL, 0,
+                                        msgs[j].counter, key);
                 msgs[j].status = 0;
             }
+            aead_stack_scrub(AEAD_STACK_SCRUB_LEN);   /* once for the group's seals */
         }
         msgs += k;
         n -= k;
@@ -443,10 +487,11 @@ void aead_open_batch(struct aead_msg *msgs, unsigned n, const uint8_t key[WG_KEY
             open_group(msgs, k, key);
         } else {
             for (unsigned j = 0; j < k; j++)
-                msgs[j].status = aead_open(msgs[j].buf, msgs[j].buf,
-                                           msgs[j].len + WG_AEAD_TAG_LEN, NULL, 0,
-                                           msgs[j].counter, key)
+                msgs[j].status = open_counter_unscrubbed(msgs[j].buf, msgs[j].buf,
+                                                         msgs[j].len + WG_AEAD_TAG_LEN, NULL, 0,
+                                                         msgs[j].counter, key)
                                      ? -EBADMSG : 0;
+            aead_stack_scrub(AEAD_STACK_SCRUB_LEN);   /* once for the group's opens */
         }
         msgs += k;
         n -= k;

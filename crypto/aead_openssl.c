@@ -194,7 +194,6 @@ static int openssl_seal(uint8_t *dst, const uint8_t *src, size_t len,
     ok = stream_start(block0, nonce, key) && stream_xor(dst, src, len) &&
          mac_tag(dst + len, block0, ad, adlen, dst, len);
     sodium_memzero(block0, sizeof(block0));
-    aead_stack_scrub(AEAD_STACK_SCRUB_LEN);
     return ok ? 0 : -EIO;
 }
 
@@ -216,7 +215,6 @@ static int openssl_open(uint8_t *dst, const uint8_t *src, size_t len,
         ret = -EIO;
     sodium_memzero(block0, sizeof(block0));
     sodium_memzero(tag, sizeof(tag));
-    aead_stack_scrub(AEAD_STACK_SCRUB_LEN);
     return ret;
 }
 

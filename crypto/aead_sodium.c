@@ -8,9 +8,9 @@
  * decrypt_detached zeroes dst when the tag is wrong; that would destroy an
  * in-place packet, and the contract here is "dst untouched on failure".
  * Doing it ourselves keeps one Poly1305 pass per packet. It keeps no state
- * between calls, so its per-thread hooks do nothing; each call ends by
- * wiping the stack below it (aead_stack_scrub), as libsodium's ChaCha20
- * leaves key words there. */
+ * between calls, so its per-thread hooks do nothing. libsodium's ChaCha20
+ * leaves key words on the stack: aead.c wipes it after each call or group
+ * of calls (aead_stack_scrub). */
 #include <errno.h>
 #include <stdint.h>
 
@@ -26,7 +26,6 @@ static int sodium_seal(uint8_t *dst, const uint8_t *src, size_t len,
     /* libsodium encrypts first, then MACs the ciphertext: in-place is safe. */
     crypto_aead_chacha20poly1305_ietf_encrypt_detached(dst, dst + len, NULL, src, len,
                                                        ad, adlen, NULL, nonce, key);
-    aead_stack_scrub(AEAD_STACK_SCRUB_LEN);
     return 0;
 }
 
@@ -84,7 +83,6 @@ static int sodium_open(uint8_t *dst, const uint8_t *src, size_t len,
     sodium_memzero(tag, sizeof(tag));
     if (!bad)   /* only now, and from block 1 on: block 0 went to the Poly1305 key */
         crypto_stream_chacha20_ietf_xor_ic(dst, src, len, nonce, 1, key);
-    aead_stack_scrub(AEAD_STACK_SCRUB_LEN);
     return bad ? -EBADMSG : 0;
 }
 
