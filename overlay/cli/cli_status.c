@@ -61,7 +61,8 @@ struct st_resp {
     /* hint_bytes, hint_refused, relay_trials_failed, relay_dropped */
     uint64_t hints[4];
     /* Dropped by the kernel before the daemon saw them: datagrams at the
-     * UDP sockets, packets at the interface's transmit queue. */
+     * UDP sockets, packets at the interface's transmit queue; then what the
+     * sockets' queue management dropped and marked CE itself. */
     uint64_t dropped_socket, dropped_tun, dropped_queue, ecn_marked;
     bool has_listen_port, has_prefix, has_cluster_applied;
     bool has_cert;                   /* this node's certificate's expiry */
