@@ -317,16 +317,27 @@ static void count_socket_drops(struct loop *l, int which, uint32_t total)
         l->on.socket_drops(l->on.ctx, grew);
 }
 
+/* One of a socket's SO_MEMINFO counters (SK_MEMINFO_*) in *out; false
+ * when the kernel did not give it. */
+static bool socket_meminfo(int fd, unsigned var, uint32_t *out)
+{
+    uint32_t mem[SK_MEMINFO_VARS];
+    socklen_t len = sizeof(mem);
+
+    if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mem, &len) ||
+        len <= var * sizeof(mem[0]))
+        return false;
+    *out = mem[var];
+    return true;
+}
+
 void loop_poll_socket_drops(struct loop *l)
 {
     for (int which = 0; which < 2; which++) {
-        uint32_t mem[SK_MEMINFO_VARS];
-        socklen_t len = sizeof(mem);
+        uint32_t drops;
 
-        if (l->udp_fd[which] >= 0 &&
-            getsockopt(l->udp_fd[which], SOL_SOCKET, SO_MEMINFO, mem, &len) == 0 &&
-            len > SK_MEMINFO_DROPS * sizeof(mem[0]))
-            count_socket_drops(l, which, mem[SK_MEMINFO_DROPS]);
+        if (socket_meminfo(l->udp_fd[which], SK_MEMINFO_DROPS, &drops))
+            count_socket_drops(l, which, drops);
     }
 }
 
@@ -349,14 +360,11 @@ static uint64_t socket_wait(const struct pkt_recv_info *ri)
  * queue: RFC 8289 leaves a queue of at most one packet alone. */
 static bool socket_drained(const struct loop *l, int which)
 {
-    uint32_t mem[SK_MEMINFO_VARS];
-    socklen_t len = sizeof(mem);
+    uint32_t queued;
 
-    if (getsockopt(l->udp_fd[which], SOL_SOCKET, SO_MEMINFO, mem, &len) ||
-        len <= SK_MEMINFO_RMEM_ALLOC * sizeof(mem[0]))
-        return false;
     /* The kernel books a datagram at about twice its bytes (bench/README.md). */
-    return mem[SK_MEMINFO_RMEM_ALLOC] <= 2 * l->max_datagram;
+    return socket_meminfo(l->udp_fd[which], SK_MEMINFO_RMEM_ALLOC, &queued) &&
+           queued <= 2 * l->max_datagram;
 }
 
 /* The socket's queue management on a receive (codel.h). The socket's
@@ -364,10 +372,11 @@ static bool socket_drained(const struct loop *l, int which)
 static bool queue_signal(struct loop *l, int which, const struct pkt_recv_info *ri, uint64_t now)
 {
     struct codel *c = &l->queue[which];
-    uint64_t wait = socket_wait(ri);
+    uint64_t wait;
 
     if (!c->target_ns)
         return false;
+    wait = socket_wait(ri);
     if (wait >= c->target_ns && socket_drained(l, which))
         wait = 0;
     return codel_signal(c, wait, now);
