@@ -156,10 +156,6 @@ build/asan/%.o: %.c
 build/tsan/%.o: %.c
 	$(call quiet,CC-TSAN,$<)mkdir -p $(dir $@) && $(CC) $(ALL_CFLAGS) $(TSAN) -c $< -o $@
 
-# An ifunc resolver (the checksum's) runs before ThreadSanitizer is up:
-# it must not be instrumented.
-build/tsan/tun/offload.o: TSAN := -fno-omit-frame-pointer
-
 build/version.txt: FORCE
 	$(Q)mkdir -p build && { [ "$$(cat $@ 2>/dev/null)" = '$(VERSION)' ] || echo '$(VERSION)' > $@; }
 build/%/overlay/base/version.o: build/version.txt

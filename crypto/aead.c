@@ -329,14 +329,15 @@ int aead_open(uint8_t *dst, const uint8_t *src, size_t len,
 /* --- batches (see aead_seal_batch) ----------------------------------------------- */
 
 /* The multi-message paths in use: what this CPU runs, asked once, less
- * what $DDPNET_AEAD_MULTI=0 or aead_multi_paths turned off. */
+ * what $DDPNET_AEAD_MULTI=0, $DDPNET_CPU=baseline or aead_multi_paths
+ * turned off. */
 static int multi_usable = -1;
 
 static unsigned cpu_paths(void)
 {
-    const char *env = getenv(AEAD_MULTI_ENV);
+    const char *env = getenv(AEAD_MULTI_ENV), *cpu = getenv(AEAD_CPU_ENV);
 
-    if (env && strcmp(env, "0") == 0)
+    if ((env && strcmp(env, "0") == 0) || (cpu && strcmp(cpu, AEAD_CPU_BASELINE) == 0))
         return 0;
     return (chacha_multi_available() ? AEAD_MULTI_CHACHA : 0) |
            (poly1305_multi_available() ? AEAD_MULTI_POLY : 0);

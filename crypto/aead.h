@@ -106,11 +106,14 @@ struct aead_msg {
  * does on a length no buffer can have. */
 #define AEAD_BATCH_MIN 4u
 /* The multi-message paths the batch calls may take where the CPU runs
- * them: all by default; $DDPNET_AEAD_MULTI=0 in the environment (read at
- * the first batch) turns them off, so every message goes to the backend.
+ * them: all by default; $DDPNET_AEAD_MULTI=0 or $DDPNET_CPU=baseline in
+ * the environment (read at the first batch) turns them off, so every
+ * message goes to the backend.
  * aead_multi_paths sets the mask (ANDed with what the CPU runs) for tests
  * and benchmarks, and returns the one before. */
 #define AEAD_MULTI_ENV    "DDPNET_AEAD_MULTI"
+#define AEAD_CPU_ENV      "DDPNET_CPU"
+#define AEAD_CPU_BASELINE "baseline"
 #define AEAD_MULTI_CHACHA 1u
 #define AEAD_MULTI_POLY   2u
 unsigned aead_multi_paths(unsigned mask);

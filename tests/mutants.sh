@@ -14,6 +14,7 @@
 # build, or when the unmutated tests fail in the scratch copy.
 #
 #   MUTANTS_ONLY=REGEX      only the checks whose name matches
+#   MUTANTS_FILES=REGEX     only the mutants in files whose path matches
 #   MUTANTS_TIMEOUT=SECS    per test binary run (300); a test that hangs
 #                           under a mutant has noticed it
 set -u
@@ -22,6 +23,7 @@ list=${MUTANTS_LIST:-tests/mutants.list}
 scratch=build/mutants/tree
 limit=${MUTANTS_TIMEOUT:-300}
 only=${MUTANTS_ONLY:-}
+only_files=${MUTANTS_FILES:-}
 vectors=${DDPNET_VECTORS:-${VECTORS:-$(cd .. && pwd)/shared/vectors}}
 log=build/mutants/log
 t0=$(date +%s)
@@ -29,7 +31,8 @@ t0=$(date +%s)
 checks=() files=() finds=() repls=() tests=()
 add_block() {
     [ -n "${c_check:-}" ] || return 0
-    if [ -z "$only" ] || [[ $c_check =~ $only ]]; then
+    if { [ -z "$only" ] || [[ $c_check =~ $only ]]; } &&
+       { [ -z "$only_files" ] || [[ $c_file =~ $only_files ]]; }; then
         checks+=("$c_check") files+=("$c_file") finds+=("$c_find")
         repls+=("$c_repl") tests+=("$c_tests")
     fi
@@ -50,7 +53,7 @@ while IFS= read -r line || [ -n "$line" ]; do
 done <"$list"
 add_block
 if [ "${#checks[@]}" -eq 0 ]; then
-    echo "mutants: no mutant in $list${only:+ matches $only}" >&2
+    echo "mutants: no mutant in $list${only:+ matches $only}${only_files:+ in files matching $only_files}" >&2
     exit 2
 fi
 

@@ -10,6 +10,7 @@
 #include <linux/virtio_net.h>
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* --- header layouts (RFC 791, RFC 8200, RFC 9293, RFC 768) ---------------- */
@@ -181,17 +182,65 @@ static inline uint64_t blocks_sum_copy(const uint8_t *p, size_t n64, uint8_t *co
     return a[0] + a[1] + a[2] + a[3];
 }
 
-__attribute__((target_clones("avx2", "default")))
-static uint64_t sum_blocks(const uint8_t *p, size_t n64)
+__attribute__((target("avx2")))
+static uint64_t sum_blocks_avx2(const uint8_t *p, size_t n64)
 {
     return blocks_sum_copy(p, n64, NULL);
 }
 
 /* One pass that copies and sums: summing the fresh copy afterwards would
  * wait for its stores to drain first. */
-__attribute__((target_clones("avx2", "default")))
+__attribute__((target("avx2")))
+static uint64_t copy_sum_blocks_avx2(uint8_t *dst, const uint8_t *src, size_t n64)
+{
+    return blocks_sum_copy(src, n64, dst);
+}
+
+/* The SIMD paths in use (OFFLOAD_SIMD_*): what the CPU runs, asked once,
+ * less what $DDPNET_CPU=baseline or offload_simd_paths turned off. Chosen
+ * here rather than by an ifunc so that a test runs both paths on any CPU. */
+static int simd_usable = -1;
+
+static unsigned cpu_simd(void)
+{
+    const char *env = getenv(OFFLOAD_CPU_ENV);
+
+    if (env && strcmp(env, OFFLOAD_CPU_BASELINE) == 0)
+        return 0;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") ? OFFLOAD_SIMD_AVX2 : 0;
+}
+
+static unsigned simd(void)
+{
+    int usable = __atomic_load_n(&simd_usable, __ATOMIC_RELAXED);
+
+    if (usable < 0) {
+        usable = (int)cpu_simd();
+        __atomic_store_n(&simd_usable, usable, __ATOMIC_RELAXED);
+    }
+    return (unsigned)usable;
+}
+
+unsigned offload_simd_paths(unsigned mask)
+{
+    unsigned before = simd();
+
+    __atomic_store_n(&simd_usable, (int)(mask & cpu_simd()), __ATOMIC_RELAXED);
+    return before;
+}
+
+static uint64_t sum_blocks(const uint8_t *p, size_t n64)
+{
+    if (simd() & OFFLOAD_SIMD_AVX2)
+        return sum_blocks_avx2(p, n64);
+    return blocks_sum_copy(p, n64, NULL);
+}
+
 static uint64_t copy_sum_blocks(uint8_t *dst, const uint8_t *src, size_t n64)
 {
+    if (simd() & OFFLOAD_SIMD_AVX2)
+        return copy_sum_blocks_avx2(dst, src, n64);
     return blocks_sum_copy(src, n64, dst);
 }
 

@@ -57,6 +57,16 @@ uint16_t offload_csum_add(uint16_t sum, const uint8_t *p, size_t len);
 uint16_t offload_csum_pseudo(const uint8_t *src, const uint8_t *dst, size_t addr_len,
                              uint8_t proto, uint32_t l4_len);
 
+/* The SIMD paths the checksum (and so segmenting and coalescing, which sum
+ * as they copy) may take where the CPU runs them: AVX2 by default;
+ * $DDPNET_CPU=baseline in the environment (read at the first checksum)
+ * turns it off. offload_simd_paths sets the mask (ANDed with what the CPU
+ * runs) for tests and benchmarks, and returns the one before. */
+#define OFFLOAD_CPU_ENV      "DDPNET_CPU"
+#define OFFLOAD_CPU_BASELINE "baseline"
+#define OFFLOAD_SIMD_AVX2    1u
+unsigned offload_simd_paths(unsigned mask);
+
 /* --- headers -------------------------------------------------------------- */
 
 /* What offload_parse finds in an IP packet carrying TCP or UDP. */

@@ -20,6 +20,7 @@
 #include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -1977,6 +1978,17 @@ static void test_kernel_ipv6(void **state)
     kernel_round_trip(AF_INET6);
 }
 
+/* Stands for the AVX2 group where this CPU (or $DDPNET_CPU=baseline)
+ * has no AVX2: a skip docs/testing.md lists. */
+static void test_offload_avx2(void **state)
+{
+    (void)state;
+    printf("offload: this CPU has no AVX2 (or DDPNET_CPU=baseline): the AVX2 checksum is not run\n");
+    skip();
+}
+
+/* Every test runs once on each checksum path: the baseline (what a CPU
+ * without AVX2 runs), then AVX2 where this CPU has it. */
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2015,6 +2027,14 @@ int main(void)
         cmocka_unit_test(test_kernel_ipv4),
         cmocka_unit_test(test_kernel_ipv6),
     };
+    const struct CMUnitTest no_avx2[] = { cmocka_unit_test(test_offload_avx2) };
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    offload_simd_paths(OFFLOAD_SIMD_AVX2);
+    unsigned cpu = offload_simd_paths(0);
+    int failed = cmocka_run_group_tests_name("offload (baseline)", tests, NULL, NULL);
+
+    if (!(cpu & OFFLOAD_SIMD_AVX2))
+        return failed | cmocka_run_group_tests_name("offload (avx2)", no_avx2, NULL, NULL);
+    offload_simd_paths(OFFLOAD_SIMD_AVX2);
+    return failed | cmocka_run_group_tests_name("offload (avx2)", tests, NULL, NULL);
 }
