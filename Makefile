@@ -200,9 +200,20 @@ unit-tsan: $(TSAN_TESTS)
 	$(Q)TSAN_OPTIONS=halt_on_error=1:exitcode=66 tests/run-unit.sh tsan $(TSAN_TESTS)
 
 # deps-test first: what the tests run is installed (root) where missing.
+# Then each part in turn (tests/run-parts.sh): a failed part does not stop
+# the others; each one's result and time are printed at the end.
+TEST_PARTS := build-tests check-layers spdx-check docs-check unit packaging fuzz-smoke \
+              mutants mutants-baseline e2e
 test: deps-test
-test: check-layers spdx-check docs-check unit packaging fuzz-smoke mutants
-test: e2e e2e-shards
+	$(Q)tests/run-parts.sh $(TEST_PARTS)
+
+# Everything the parts run, built first on every core (the parts then
+# find it built, and run one at a time).
+NPROC := $(shell nproc 2>/dev/null || echo 1)
+.PHONY: build-tests
+build-tests:
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) bin/ddpnet $(PLAIN_TESTS) $(ASAN_TESTS) \
+	  $(TSAN_TESTS) $(FUZZERS) $(E2E_TOOLS)
 
 # Every shell block of README.md and docs/*.md runs, or is marked an
 # example (tests/docs_blocks.sh; the convention is in docs/testing.md).
@@ -212,9 +223,15 @@ docs-check: bin/ddpnet
 
 # Each central check deleted in turn; the tests that must notice it
 # (tests/mutants.list). About two minutes; fails if a mutant survives.
-.PHONY: mutants
+.PHONY: mutants mutants-baseline
 mutants:
 	$(Q)tests/mutants.sh
+
+# The mutants of the files with CPU-specific paths again, with those paths
+# off (DDPNET_CPU=baseline): as a CPU without AVX2 or AVX-512 would judge
+# them. On such a CPU, the same as `make mutants` did for them.
+mutants-baseline:
+	$(Q)DDPNET_CPU=baseline MUTANTS_FILES='^(crypto/aead|tun/offload)\.c$$' tests/mutants.sh
 
 # The shape of the tree: which folder may include which (HACKING.md).
 # The call circles are read from the objects (tests/call_circles.py):
@@ -243,18 +260,21 @@ E2E_TOOLS := $(patsubst tests/e2e/tools/%.c,build/tools/%,$(wildcard tests/e2e/t
 build/tools/%: build/plain/tests/e2e/tools/%.o $(PLAIN_LIB)
 	$(call quiet,LD,$@)mkdir -p $(dir $@) && $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-# Each script in tests/e2e under a time limit; skips itself (exit 77) where it cannot run.
-e2e: bin/ddpnet $(E2E_TOOLS)
-	$(Q)tests/e2e/run.sh
-
-# The scripts that carry data, again with the data path on shards
-# (overlay/loop/shard.h) forced on: 2 of them, whatever the cores
-# (multistream then runs 4 and checks them: order, counters, drops).
+# Each script in tests/e2e under a time limit, E2E_JOBS of them side by
+# side (tests/e2e/run.sh: a script that needs the machine to itself says
+# so); skips itself (exit 77) where it cannot run. The scripts that carry
+# data run again with the data path on shards (overlay/loop/shard.h)
+# forced on: 2 of them, whatever the cores (multistream then runs 4 and
+# checks them: order, counters, drops); `make e2e-shards` runs only those.
+E2E_JOBS ?= 3
 E2E_SHARDS_SCRIPTS := three_nodes interop multistream nat_traversal path_mtu roaming reload \
                       torch torch_hostnames drops queue_management long_path mesh16 metrics registry registry_nat \
                       registry_authority authority authority_holds probation_fill quickstart
+e2e: bin/ddpnet $(E2E_TOOLS)
+	$(Q)E2E_JOBS=$(E2E_JOBS) E2E_SHARDS="$(E2E_SHARDS_SCRIPTS)" tests/e2e/run.sh
+
 e2e-shards: bin/ddpnet $(E2E_TOOLS)
-	$(Q)DDPNET_SHARDS=2 E2E_LOGDIR=build/e2e-shards \
+	$(Q)E2E_JOBS=$(E2E_JOBS) E2E_PLAIN=0 E2E_SHARDS="$(E2E_SHARDS_SCRIPTS)" \
 	  tests/e2e/run.sh $(patsubst %,tests/e2e/%.sh,$(E2E_SHARDS_SCRIPTS))
 
 # deps-test first, so the build and the demo find what they need.

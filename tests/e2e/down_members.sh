@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# e2e: alone
 # Members that are down cost the live ones nothing (issue 12). A cluster
 # file of 10 nodes of which 2 are up: node-a and node-b. Of the 8 down
 # members, 4 have an endpoint (an address on the hub where nothing

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# e2e: alone
 # Every drop counted where the operator looks (issue 44): what the kernel
 # drops before the daemon sees it shows in `ddpnet status` and in the
 # metrics, or this fails.

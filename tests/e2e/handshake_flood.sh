@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# e2e: alone
 # A stranger who floods a node's port with handshakes costs it a bounded
 # share (issue 12). node-a and node-b are members; "stranger" is not, but
 # knows node-b's public key (the cluster file is not secret) and sends from

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# e2e: alone
 # A long path (issue 44): node-a and node-b behind a router whose FORWARD
 # chain queues every packet to the delay line (build/tools/delayline,
 # NFQUEUE), which holds it LONG_DELAY_MS before letting it go: a round

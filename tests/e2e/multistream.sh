@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# e2e: alone
 # The multi-worker data path under 8 streams (issue 19). Crypto workers
 # are forced on (DDPNET_CRYPTO_THREADS; a 2-core machine would run none):
 # they seal and open one peer's packets in parallel, and the loop must

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# e2e: alone
 # Probation an outsider cannot fill (issue 43): f, with no certificate,
 # sends a's port authentic initiations from throwaway keys out of 8
 # source addresses of its own, never answering a cookie (as from spoofed

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# e2e: alone
 # The UDP sockets' queue management (overlay/loop/codel.h, issue 44): a
 # standing queue at a receiver's socket slows the inner TCP down, by a
 # drop where TCP has no ECN and a CE mark where it has, each counted in

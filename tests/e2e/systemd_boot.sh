@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# e2e: lock deb
 # The package as an operator meets it, under a real systemd: three Debian
 # 12 machines booted with systemd as PID 1 (systemd-nspawn --boot), joined
 # by a bridge, each with the .deb installed by `apt install
