@@ -42,13 +42,14 @@
  * (revoked_full). A revocation of a member held (its certificate, its
  * key, its token) is never refused: past the bound it is taken all the
  * same and counted (revoked_beyond); so is one the node took before
- * (certs_offer_kept). Each costs 32 bytes and at most 8 of index: a
- * revocation is the authority's signature (or the operator's word), and
- * one past the bound also removed a member held, so the list grows only
- * as fast as the authority revokes members. None is forgotten: the store
- * knows what an id names only while it holds it, and a key never
- * expires. Memory grows with what is held, up to those bounds. Look-ups (by key,
- * name, statement id, a token's count, a revocation) go through an index
+ * (certs_offer_kept). Each costs 32 bytes and 8 of index (twice that
+ * just after the table doubles): a revocation is the authority's
+ * signature (or the operator's word), and one past the bound also
+ * removed a member held, so the list grows past it only as fast as the
+ * authority revokes members. None is forgotten: the store knows what an
+ * id names only while it holds it, and a key never expires. Memory
+ * grows with what is held, up to those bounds. Look-ups (by key, name,
+ * statement id, a token's count, a revocation) go through an index
  * (hash tables with a random key, at most half full), so an offer costs
  * O(1) of them whatever the store holds; what removes members (a
  * revocation of something held, an expiry, certs_retain, a name taken

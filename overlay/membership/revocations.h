@@ -37,9 +37,10 @@
  *
  * Bounds: the store's (certs.h: CERTS_REVOKED_MAX revocations of what it
  * does not hold, any number of what it held; each one here a copy of its
- * line, at most CERT_TEXT_MAX bytes, about 200); the state file read up
- * to REVOCATIONS_FILE_MAX bytes (the store's bound's lines, twice over,
- * and more). A revocation refused for a full store is logged as an error
+ * line, 209 bytes, and its id: with the store's, at most about 400 bytes
+ * a revocation, 26 MiB at the bound); the state file read up to
+ * REVOCATIONS_FILE_MAX bytes (the store's bound's lines, 210 bytes
+ * each, twice over). A revocation refused for a full store is logged as an error
  * (revocations_run). Runs on the loop's thread; the one write and sync
  * per revocation taken is a short append to a local file (a person's
  * act, bounded by the store), not worth a thread. */
