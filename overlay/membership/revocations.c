@@ -275,9 +275,9 @@ int revocations_load(struct device *dev, int fd)
     free(buf);
     digest_again(dev);
     if (spoiled)
-        log_error("authority: %d line%s of the state file not taken (damaged, not a "
-                  "revocation of this cluster's authority, or refused by the store)", spoiled,
-                  spoiled == 1 ? "" : "s");
+        log_warn("authority: %d line%s of the state file not taken (damaged, not a "
+                 "revocation of this cluster's authority, or refused by the store)", spoiled,
+                 spoiled == 1 ? "" : "s");
     dev->membership->revoked_fd = fd;
     return taken;
 }

@@ -29,7 +29,7 @@
  * The state file (issue 55): read by length, a chunk at a time, up to
  * REVOCATIONS_FILE_MAX bytes; a line with a NUL byte, a torn one, one
  * longer than a statement or one that is no valid revocation spoils
- * itself alone, skipped and counted in an error line. Each revocation
+ * itself alone, skipped and counted in a warning. Each revocation
  * taken is appended on a line of its own (a tail that is no line's end,
  * a write torn by a crash or a full disk, gets its '\n' first) and
  * synced (fdatasync) before revocations_taken returns: a failed write or
