@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Revocations that last: see revocations.h. */
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
