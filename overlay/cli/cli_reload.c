@@ -255,6 +255,7 @@ int cli_revoke(int argc, char **argv)
     if (err == -EPERM)
         fprintf(stderr, "ddpnet revoke: %s has no [cluster] authority\n", a.ifname);
     else if (err)
-        fprintf(stderr, "ddpnet revoke: the daemon refused it: %s\n", strerror(-err));
+        fprintf(stderr, "ddpnet revoke: the daemon answered an error: %s (the line above "
+                "says why)\n", strerror(-err));
     return err == 0 && fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }

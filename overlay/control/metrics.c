@@ -14,6 +14,7 @@
 #include "overlay/base/version.h"
 #include "overlay/control/control_int.h"
 #include "overlay/control/metrics.h"
+#include "overlay/membership/certs.h"
 #include "overlay/membership/state.h"
 #include "overlay/engine/model/device.h"
 #include "overlay/loop/loop.h"
@@ -277,6 +278,17 @@ static void put_device(FILE *f, const struct device *dev)
                "The etcd revision of the membership this node applied.");
         device_sample(f, dev, "ddpnet_registry_revision", NULL, NULL,
                       (uint64_t)dev->membership->registry_revision);
+    }
+    if (dev->membership->certs) {
+        struct certs_stats cs;
+        certs_stats(dev->membership->certs, &cs);
+        family(f, "ddpnet_revocations", "gauge",
+               "Revocations held: the authority's, and the cluster file's revoked keys.");
+        device_sample(f, dev, "ddpnet_revocations", NULL, NULL, cs.revoked);
+        family(f, "ddpnet_revocations_refused_total", "counter",
+               "Revocations refused, the store holding its most of what it does not hold "
+               "(one of a held member is never refused): the node would take what they name.");
+        device_sample(f, dev, "ddpnet_revocations_refused_total", NULL, NULL, cs.revoked_full);
     }
     family(f, "ddpnet_cluster_file_applied_timestamp_seconds", "gauge",
            "Unix time the running cluster file was applied (up or reload).");

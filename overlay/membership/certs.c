@@ -643,20 +643,32 @@ static bool named_by(const struct held *h, const void *ctx)
 }
 
 /* Takes what a revocation names (a statement id, a token id or a key)
- * into the list and drops what it names. */
-static enum certs_verdict revoke(struct certs *s, const uint8_t what[CERT_ID_LEN],
+ * into the list and drops what it names. Past CERTS_REVOKED_MAX (issue
+ * 55) one that names something held is taken all the same -- refusing it
+ * would keep a revoked member -- and so is one the node took before
+ * (kept: its state file, read back); only one that names nothing held is
+ * refused. None is ever forgotten to make room: the store knows what an
+ * id names only while it holds it, and a key never expires. */
+static enum certs_verdict revoke(struct certs *s, const uint8_t what[CERT_ID_LEN], bool kept,
                                  const char **why)
 {
+    bool names_held = by_id(s, what) || by_key(s, what) || token_count(s, what, NULL);
     size_t dropped = 0;
 
-    if (s->n_revoked == CERTS_REVOKED_MAX)
-        return refuse(&s->st.full, CERTS_FULL, "the store holds its most revocations", why);
+    if (s->n_revoked >= CERTS_REVOKED_MAX) {
+        if (!names_held && !kept) {
+            s->st.revoked_full++;
+            return refuse(&s->st.full, CERTS_FULL, "the store holds its most revocations of "
+                          "what it does not hold", why);
+        }
+        s->st.revoked_beyond++;
+    }
     if (s->n_revoked == s->cap_revoked && grow_revoked(s))
         return CERTS_NO_MEMORY;
     memcpy(s->revoked[s->n_revoked++], what, CERT_ID_LEN);
     s->ix->revoked[revoked_probe(s, what)] = (uint32_t)s->n_revoked;
     /* The walk only where it names something held. */
-    if (by_id(s, what) || by_key(s, what) || token_count(s, what, NULL))
+    if (names_held)
         dropped = drop_where(s, named_by, what);
     s->st.dropped_by_revocation += dropped;
     if (dropped)
@@ -665,7 +677,7 @@ static enum certs_verdict revoke(struct certs *s, const uint8_t what[CERT_ID_LEN
 }
 
 static enum certs_verdict offer_revocation(struct certs *s, const struct cert *c, uint64_t now,
-                                           const char **why)
+                                           bool kept, const char **why)
 {
     enum cert_verdict v;
 
@@ -673,14 +685,26 @@ static enum certs_verdict offer_revocation(struct certs *s, const struct cert *c
         return CERTS_KNOWN;
     if ((v = cert_verify(c, s->authority, now)) != CERT_OK)
         return refuse(&s->st.invalid, CERTS_INVALID, cert_verdict_str(v), why);
-    return revoke(s, c->subject, why);
+    return revoke(s, c->subject, kept, why);
 }
 
 enum certs_verdict certs_revoke_key(struct certs *s, const uint8_t key[CLUSTER_KEY_LEN])
 {
     if (is_revoked(s, key))
         return CERTS_KNOWN;
-    return revoke(s, key, NULL);
+    return revoke(s, key, false, NULL);
+}
+
+enum certs_verdict certs_offer_kept(struct certs *s, const char *line, uint64_t now,
+                                    const char **why)
+{
+    struct cert c;
+
+    if (why)
+        *why = "";
+    if (cert_parse(line, &c) || c.kind != CERT_REVOCATION)
+        return refuse(&s->st.invalid, CERTS_INVALID, "not a revocation of the authority", why);
+    return offer_revocation(s, &c, now, true, why);
 }
 
 enum certs_verdict certs_offer_cert(struct certs *s, const struct cert *c, uint64_t now,
@@ -692,7 +716,7 @@ enum certs_verdict certs_offer_cert(struct certs *s, const struct cert *c, uint6
         *why = "";
     switch (c->kind) {
     case CERT_REVOCATION:
-        return offer_revocation(s, c, now, why);
+        return offer_revocation(s, c, now, false, why);
     case CERT_MEMBER:
         r = offer_member(s, c, now, why);
         if (r == CERTS_ADDED)

@@ -36,10 +36,20 @@
  *    it says 0) members signed through it are held, the first come; one
  *    beyond is refused (CERTS_TOKEN_FULL) until a place is let go
  *    (certs_retain: a member that left) or expires.
- * Bounds: CERTS_MEMBERS_MAX member certificates and CERTS_REVOKED_MAX
- * revocations; beyond, an offer is refused (CERTS_FULL) and counted.
- * Memory grows with what is held, up to those bounds. Look-ups (by key,
- * name, statement id, a token's count, a revocation) go through an index
+ * Bounds: CERTS_MEMBERS_MAX member certificates, beyond which an offer is
+ * refused (CERTS_FULL) and counted; CERTS_REVOKED_MAX revocations of what
+ * the store does not hold, beyond which those are refused and counted
+ * (revoked_full). A revocation of a member held (its certificate, its
+ * key, its token) is never refused: past the bound it is taken all the
+ * same and counted (revoked_beyond); so is one the node took before
+ * (certs_offer_kept). Each costs 32 bytes and 8 of index (twice that
+ * just after the table doubles): a revocation is the authority's
+ * signature (or the operator's word), and one past the bound also
+ * removed a member held, so the list grows past it only as fast as the
+ * authority revokes members. None is forgotten: the store knows what an
+ * id names only while it holds it, and a key never expires. Memory
+ * grows with what is held, up to those bounds. Look-ups (by key, name,
+ * statement id, a token's count, a revocation) go through an index
  * (hash tables with a random key, at most half full), so an offer costs
  * O(1) of them whatever the store holds; what removes members (a
  * revocation of something held, an expiry, certs_retain, a name taken
@@ -59,7 +69,7 @@
 #include "config/cluster.h"
 
 #define CERTS_MEMBERS_MAX 4096u
-#define CERTS_REVOKED_MAX 1024u
+#define CERTS_REVOKED_MAX 65536u   /* of what the store does not hold (above) */
 #define CERTS_TOKEN_DEFAULT_MAX 256u   /* a token's places where it names no limit */
 
 enum certs_verdict {
@@ -77,6 +87,8 @@ enum certs_verdict {
 struct certs_stats {
     size_t members, revoked;              /* held now */
     uint64_t invalid, refused_revoked, name_taken, token_full, full;   /* refusals so far */
+    uint64_t revoked_full;                /* of full: revocations refused at CERTS_REVOKED_MAX */
+    uint64_t revoked_beyond;              /* revocations taken past it (of what was held) */
     uint64_t expired, dropped_by_revocation;
     uint64_t lookups, probes;             /* index look-ups so far, and the slots they read */
 };
@@ -105,6 +117,12 @@ const char *certs_verdict_str(enum certs_verdict v);
  * any certificate for it refused from then on. CERTS_REVOKING, CERTS_KNOWN
  * (revoked already), CERTS_FULL or CERTS_NO_MEMORY. */
 enum certs_verdict certs_revoke_key(struct certs *s, const uint8_t key[CLUSTER_KEY_LEN]);
+/* A revocation this node took before, read back from its state file
+ * (revocations_load): checked as certs_offer checks one, and taken past
+ * CERTS_REVOKED_MAX too (it was taken once; the file's reader bounds
+ * how many). Anything but a revocation is CERTS_INVALID. */
+enum certs_verdict certs_offer_kept(struct certs *s, const char *line, uint64_t now,
+                                    const char **why);
 
 /* The member certificate key holds, or NULL. Valid until the next call
  * that changes the store (an offer, certs_run). */

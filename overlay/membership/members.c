@@ -1035,6 +1035,7 @@ int members_statement(struct device *dev, const char *text, size_t len, uint64_t
 {
     char line[CERT_TEXT_MAX + 1];
     enum certs_verdict v;
+    int kept = 0;
 
     *why = "";
     if (!dev->membership->certs)
@@ -1048,11 +1049,12 @@ int members_statement(struct device *dev, const char *text, size_t len, uint64_t
     v = certs_offer(dev->membership->certs, line, unix_now(), why);
     log_notice("authority: a statement given through the control socket: %s%s%s",
                certs_verdict_str(v), (*why)[0] ? ": " : "", *why);
-    if (v == CERTS_REVOKING)
-        revocations_taken(dev, line, len);
+    if (v == CERTS_REVOKING && (kept = revocations_taken(dev, line, len)) < 0)
+        *why = "held and passed on, but not kept in the state file: a restart learns it "
+               "again only from the members";
     if (v == CERTS_ADDED || v == CERTS_REVOKING)
         pass_on(dev, NULL, line, len, now);
-    return (int)v;
+    return kept < 0 ? kept : (int)v;
 }
 
 void members_cert_said(struct peer *p, const char *text, size_t len, uint64_t now)

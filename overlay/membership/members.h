@@ -74,7 +74,9 @@ void members_cert_said(struct peer *p, const char *text, size_t len, uint64_t no
  * revoke`: the control socket): offered to the store, and, when it counts
  * now (a revocation taken, a certificate added), passed on to every peer
  * that speaks disco. Its verdict (enum certs_verdict, *why as certs_offer
- * says), or -EPERM without an authority, -EINVAL for text too long. */
+ * says), or -EPERM without an authority, -EINVAL for text too long, or
+ * the errno of a revocation taken but not kept in the state file (not
+ * written or not synced: revocations_taken; *why says so). */
 int members_statement(struct device *dev, const char *text, size_t len, uint64_t now,
                       const char **why);
 

@@ -2,6 +2,7 @@
 /* Revocations that last: see revocations.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@ struct revocations {
     char **lines;
     uint8_t (*ids)[CERT_ID_LEN];
     uint64_t next_due;
+    uint64_t full_said;                   /* the store's revoked_full last logged */
 };
 
 static int by_id(const void *a, const void *b)
@@ -56,7 +58,10 @@ static void digest_again(struct device *dev)
     free(ids);
 }
 
-static void held_add(struct device *dev, const char *line, size_t len)
+/* line (len bytes), a revocation the store took, among those held (no
+ * bound of its own: the store's); the digest again unless digest is
+ * false (revocations_load makes it once, at its end). */
+static void held_add(struct device *dev, const char *line, size_t len, bool digest)
 {
     struct revocations *r = dev->membership->revocations;
     struct cert c;
@@ -64,7 +69,7 @@ static void held_add(struct device *dev, const char *line, size_t len)
 
     if (!r && !(r = dev->membership->revocations = calloc(1, sizeof(*r))))
         return;
-    if (r->n == CERTS_REVOKED_MAX || len > CERT_TEXT_MAX)
+    if (len > CERT_TEXT_MAX)
         return;
     if (r->n == r->cap) {
         size_t cap = r->cap ? 2 * r->cap : 16;
@@ -86,20 +91,30 @@ static void held_add(struct device *dev, const char *line, size_t len)
     }
     r->lines[r->n] = copy;
     memcpy(r->ids[r->n++], c.subject, CERT_ID_LEN);
-    digest_again(dev);
+    if (digest)
+        digest_again(dev);
 }
 
 int revocations_open(const char *state_dir, const char *ifname)
 {
     char path[4096];
-    int fd;
+    int fd, dir;
 
     if (mkdir(state_dir, 0700) != 0 && errno != EEXIST)
         return -errno;
     if (snprintf(path, sizeof(path), "%s/%s.revoked", state_dir, ifname) >= (int)sizeof(path))
         return -ENAMETOOLONG;
     fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, REVOCATIONS_FILE_MODE);
-    return fd >= 0 ? fd : -errno;
+    if (fd < 0)
+        return -errno;
+    /* The file's name synced too (it may be new): a revocation synced
+     * into a file a crash unnames would be lost all the same. */
+    if ((dir = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+        if (fsync(dir) < 0)
+            log_warn("state directory %s not synced: %s", state_dir, strerror(errno));
+        close(dir);
+    }
+    return fd;
 }
 
 /* line (len bytes) becomes the newest of the revocations said on every
@@ -126,60 +141,160 @@ static void said_push(struct device *dev, const char *line, size_t len)
     dev->revocations_said = next;
 }
 
-void revocations_taken(struct device *dev, const char *line, size_t len)
+/* line (len bytes) appended to the state file fd on a line of its own,
+ * and synced: 0, or a negative errno (a short write that cannot go on
+ * is -EIO). A tail that is no line's end (a short write, then a crash or
+ * a full disk) gets one first, so that it spoils only itself, not line. */
+static int keep_line(int fd, const char *line, size_t len)
 {
-    said_push(dev, line, len);
-    held_add(dev, line, len);
-    if (dev->membership->revoked_fd <= 0)
-        return;
-    char buf[CERT_TEXT_MAX + 2];
+    char buf[CERT_TEXT_MAX + 2], last;
+    size_t at = 0;
+    struct stat sb;
+
     if (len > CERT_TEXT_MAX)
-        return;
-    memcpy(buf, line, len);
-    buf[len] = '\n';
-    if (write(dev->membership->revoked_fd, buf, len + 1) != (ssize_t)(len + 1))
-        log_warn("authority: a revocation not kept in the state file (%s): a restart would "
-                 "learn it again from the members", strerror(errno));
+        return -EINVAL;
+    if (fstat(fd, &sb) < 0)
+        return -errno;
+    if (S_ISREG(sb.st_mode) && sb.st_size > 0) {
+        ssize_t got = pread(fd, &last, 1, sb.st_size - 1);
+        if (got < 0)
+            return -errno;
+        if (got == 1 && last != '\n')
+            buf[at++] = '\n';
+    }
+    memcpy(buf + at, line, len);
+    at += len;
+    buf[at++] = '\n';
+    for (size_t done = 0; done < at;) {
+        ssize_t w = write(fd, buf + done, at - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -errno;
+        if (w == 0)
+            return -EIO;
+        done += (size_t)w;
+    }
+    /* Said taken only once it would survive a crash (issue 55). */
+    if (fdatasync(fd) < 0)
+        return -errno;
+    return 0;
 }
 
+int revocations_taken(struct device *dev, const char *line, size_t len)
+{
+    int ret = 0;
+
+    if (dev->membership->revoked_fd > 0 &&
+        (ret = keep_line(dev->membership->revoked_fd, line, len)) < 0)
+        log_error("authority: a revocation taken but not kept in the state file (%s): a "
+                  "restart would learn it again only from the members", strerror(-ret));
+    /* Said and held all the same: the members keep it, and say it back. */
+    said_push(dev, line, len);
+    held_add(dev, line, len, true);
+    return ret;
+}
+
+/* One line of the state file (len bytes, its '\n' left out) offered to
+ * the store: 1 taken, 0 none (blank, or held already), -1 spoiled (too
+ * long, a NUL in it, no valid revocation, or refused). */
+static int load_line(struct device *dev, const char *text, size_t len)
+{
+    char line[CERT_TEXT_MAX + 1];
+    enum certs_verdict v;
+
+    while (len && (text[len - 1] == '\r' || text[len - 1] == ' '))
+        len--;
+    if (!len)
+        return 0;
+    if (len > CERT_TEXT_MAX || memchr(text, '\0', len))
+        return -1;
+    memcpy(line, text, len);
+    line[len] = '\0';
+    v = certs_offer_kept(dev->membership->certs, line, (uint64_t)time(NULL), NULL);
+    if (v == CERTS_KNOWN)
+        return 0;
+    if (v != CERTS_REVOKING)
+        return -1;
+    said_push(dev, line, len);
+    held_add(dev, line, len, false);
+    return 1;
+}
+
+/* Read by length, a chunk at a time: a NUL byte, a torn line or a line
+ * too long spoils that line alone (issue 55), each counted and logged. */
 int revocations_load(struct device *dev, int fd)
 {
-    char *text = malloc(REVOCATIONS_FILE_MAX + 1), *line, *save = NULL;
-    ssize_t n;
-    int taken = 0, skipped = 0;
+    const size_t cap = 64u * 1024u;       /* a chunk: many lines, any line whole */
+    char *buf = malloc(cap);
+    size_t have = 0, total = 0;
+    bool skipping = false;                /* inside a line longer than a chunk */
+    int taken = 0, spoiled = 0;
 
-    if (!text)
+    if (!buf)
         return -ENOMEM;
-    if ((n = pread(fd, text, REVOCATIONS_FILE_MAX, 0)) < 0) {
-        n = -errno;
-        free(text);
-        return (int)n;
-    }
-    text[n] = '\0';
-    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        enum certs_verdict v = certs_offer(dev->membership->certs, line, (uint64_t)time(NULL), NULL);
-        if (v == CERTS_REVOKING) {
-            said_push(dev, line, strlen(line));
-            held_add(dev, line, strlen(line));
-            taken++;
-        } else if (v != CERTS_KNOWN) {
-            skipped++;
+    for (;;) {
+        ssize_t n = pread(fd, buf + have, cap - have, (off_t)total);
+        size_t start = 0;
+        const char *nl;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            n = -errno;
+            free(buf);
+            return (int)n;
         }
+        total += (size_t)n;
+        have += (size_t)n;
+        for (; (nl = memchr(buf + start, '\n', have - start)); start = (size_t)(nl - buf) + 1) {
+            int r = skipping ? -1 : load_line(dev, buf + start, (size_t)(nl - buf) - start);
+            skipping = false;
+            taken += r > 0;
+            spoiled += r < 0;
+        }
+        if (n == 0 && start < have) {     /* the last line, no '\n' after it: torn? */
+            int r = skipping ? -1 : load_line(dev, buf + start, have - start);
+            taken += r > 0;
+            spoiled += r < 0;
+        }
+        if (n == 0)
+            break;
+        if (total >= REVOCATIONS_FILE_MAX) {
+            log_error("authority: the state file is longer than %u bytes: the rest not read",
+                      REVOCATIONS_FILE_MAX);
+            break;
+        }
+        if (start == 0 && have == cap) {  /* no line ends in a whole chunk */
+            skipping = true;
+            have = 0;
+            continue;
+        }
+        memmove(buf, buf + start, have - start);
+        have -= start;
     }
-    free(text);
-    if (skipped)
-        log_warn("authority: %d line%s of the state file not taken (not a revocation of this "
-                 "cluster's authority, or the store full)", skipped, skipped == 1 ? "" : "s");
+    free(buf);
+    digest_again(dev);
+    if (spoiled)
+        log_warn("authority: %d line%s of the state file not taken (damaged, not a "
+                 "revocation of this cluster's authority, or refused by the store)", spoiled,
+                 spoiled == 1 ? "" : "s");
     dev->membership->revoked_fd = fd;
     return taken;
 }
 
 size_t revocations_of_file(struct device *dev, const struct cluster *file)
 {
-    size_t fresh = 0;
+    size_t fresh = 0, full = 0;
 
-    for (size_t i = 0; dev->membership->certs && i < file->n_revoked; i++)
-        fresh += certs_revoke_key(dev->membership->certs, file->revoked[i]) == CERTS_REVOKING;
+    for (size_t i = 0; dev->membership->certs && i < file->n_revoked; i++) {
+        enum certs_verdict v = certs_revoke_key(dev->membership->certs, file->revoked[i]);
+        fresh += v == CERTS_REVOKING;
+        full += v == CERTS_FULL || v == CERTS_NO_MEMORY;
+    }
+    if (full)
+        log_error("authority: %zu key%s of the cluster file's `revoked` not revoked: the store "
+                  "holds its most revocations (%u) of keys it does not hold", full,
+                  full == 1 ? "" : "s", CERTS_REVOKED_MAX);
     if (fresh)
         log_notice("authority: %zu key%s revoked by the cluster file", fresh,
                    fresh == 1 ? "" : "s");
@@ -261,9 +376,29 @@ void revocations_digest_said(struct peer *p, const struct disco_revoked *d, uint
     round_begin(p, now);
 }
 
+/* A store full of revocations is loud (issue 55): whoever offered one
+ * (a peer, the registry) may log it at a lower level, or not at all; this
+ * says each new refusal as an error, once a look. */
+static void full_said(struct device *dev, struct revocations *r)
+{
+    struct certs_stats st;
+
+    certs_stats(dev->membership->certs, &st);
+    if (st.revoked_full == r->full_said)
+        return;
+    log_error_rl("authority: %llu revocation%s refused so far: the store holds its most "
+                 "revocations (%u) of what it does not hold; a node that meets what they "
+                 "name takes it", (unsigned long long)st.revoked_full,
+                 st.revoked_full == 1 ? "" : "s", CERTS_REVOKED_MAX);
+    r->full_said = st.revoked_full;
+}
+
 uint64_t revocations_run(struct device *dev, uint64_t now)
 {
     struct revocations *r = dev->membership->revocations;
+
+    if (r && dev->membership->certs)
+        full_said(dev, r);
 
     if (!r || now < r->next_due)
         return r ? r->next_due : UINT64_MAX;

@@ -26,12 +26,24 @@
  * gets a round at once (its digest came while it was a stranger). A
  * node that predates REVOKED drops it and hears the latest only.
  *
- * Bounds: the store's (CERTS_REVOKED_MAX revocations); the state file is
- * read up to REVOCATIONS_FILE_MAX bytes, a line longer than a statement
- * or one that is no valid revocation skipped (and counted in the log).
- * Runs on the loop's thread; the one write per revocation taken is a
- * short append to a local file (a person's act, bounded by the store),
- * not worth a thread. */
+ * The state file (issue 55): read by length, a chunk at a time, up to
+ * REVOCATIONS_FILE_MAX bytes; a line with a NUL byte, a torn one, one
+ * longer than a statement or one that is no valid revocation spoils
+ * itself alone, skipped and counted in a warning. Each revocation
+ * taken is appended on a line of its own (a tail that is no line's end,
+ * a write torn by a crash or a full disk, gets its '\n' first) and
+ * synced (fdatasync) before revocations_taken returns: a failed write or
+ * sync is its caller's error to report, never a success.
+ *
+ * Bounds: the store's (certs.h: CERTS_REVOKED_MAX revocations of what it
+ * does not hold, any number of what it held; each one here a copy of its
+ * line, 209 bytes, and its id: with the store's, at most about 400 bytes
+ * a revocation, 26 MiB at the bound); the state file read up to
+ * REVOCATIONS_FILE_MAX bytes (the store's bound's lines, 210 bytes
+ * each, twice over). A revocation refused for a full store is logged as an error
+ * (revocations_run). Runs on the loop's thread; the one write and sync
+ * per revocation taken is a short append to a local file (a person's
+ * act, bounded by the store), not worth a thread. */
 #ifndef DDPNET_REVOCATIONS_H
 #define DDPNET_REVOCATIONS_H
 
@@ -42,7 +54,7 @@
 #include "overlay/engine/model/device.h"
 
 #define REVOCATIONS_SAID_MAX 8u                  /* said on every session */
-#define REVOCATIONS_FILE_MAX (1024u * 1024u)     /* bytes read at set-up */
+#define REVOCATIONS_FILE_MAX (32u * 1024u * 1024u)   /* bytes read at set-up */
 #define REVOCATIONS_FILE_MODE 0600
 #define REVOCATIONS_ROUND_BURST 16u                   /* said at once in a round */
 #define REVOCATIONS_ROUND_PER_SEC 10u                 /* then, a second */
@@ -55,8 +67,9 @@
 int revocations_open(const char *state_dir, const char *ifname);
 
 /* Reads the state file fd (from its start) and offers each line to the
- * store; keeps fd in dev->revoked_fd for the revocations taken from now
- * on. How many were taken, or a negative errno (nothing kept). */
+ * store (certs_offer_kept: taken past its bound too); keeps fd in
+ * dev->revoked_fd for the revocations taken from now on. How many were
+ * taken, or a negative errno (nothing kept). */
 int revocations_load(struct device *dev, int fd);
 
 /* The keys of file's `revoked` revoked in the store (members_certs_start
@@ -64,9 +77,11 @@ int revocations_load(struct device *dev, int fd);
 size_t revocations_of_file(struct device *dev, const struct cluster *file);
 
 /* A revocation the store just took (certs_offer said CERTS_REVOKING),
- * as its text line: appended to the state file, and among the latest
- * said on every session. */
-void revocations_taken(struct device *dev, const char *line, size_t len);
+ * as its text line: appended to the state file and synced, and among the
+ * latest said on every session. 0, or a negative errno when it is not
+ * kept in the file (logged; held and said all the same): whoever asked
+ * for it must not hear it taken for good. */
+int revocations_taken(struct device *dev, const char *line, size_t len);
 
 /* With the store (members_certs_start): the digest said from now on, and
  * peers' digests heard (dev->revoked_said). */

@@ -555,6 +555,78 @@ static void test_bounds(void **state)
     certs_free(s);
 }
 
+/* Issue 55: a revocation of what the store holds is never refused. 1100
+ * members held (more than the 1024 revocations the store once held at
+ * most) are revoked by key, every one taken; then the store filled to
+ * CERTS_REVOKED_MAX with revocations of keys it never held: one more of
+ * those is refused, counted; one of a held certificate (by its id) and
+ * one of a held key (the operator's word) are taken beyond the bound,
+ * counted too. */
+static void test_revocations_of_held_never_refused(void **state)
+{
+    struct authority a;
+    char text[CERT_TEXT_MAX], rev[CERT_TEXT_MAX], name[32];
+    uint8_t key[CERT_PUBKEY_LEN], id[CERT_ID_LEN];
+    struct certs_stats st;
+    struct cert c;
+    struct certs *s;
+    const unsigned held = 1100;
+
+    (void)state;
+    authority_make(&a);
+    assert_non_null(s = certs_new(a.pub, NULL, NULL));
+    for (unsigned i = 1; i <= held; i++) {
+        snprintf(name, sizeof(name), "n%u", i);
+        member(text, &a, NULL, NULL, name, i, T0 - HOUR, T0 + HOUR);
+        assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    }
+    for (unsigned i = 1; i <= held; i++) {
+        key_of(key, i);
+        revocation(rev, &a, key);
+        assert_int_equal(certs_offer(s, rev, T0, NULL), CERTS_REVOKING);
+    }
+    certs_stats(s, &st);
+    assert_int_equal(st.members, 0);
+    assert_int_equal(st.revoked, held);
+    assert_int_equal(st.full, 0);
+
+    /* Filled with keys never held (their third byte set: key_of's are 0). */
+    memset(key, 0, sizeof(key));
+    key[2] = 0xff;
+    for (uint32_t i = held; i < CERTS_REVOKED_MAX; i++) {
+        memcpy(key + 3, &i, sizeof(i));
+        assert_int_equal(certs_revoke_key(s, key), CERTS_REVOKING);
+    }
+    uint32_t more = CERTS_REVOKED_MAX;
+    memcpy(key + 3, &more, sizeof(more));
+    assert_int_equal(certs_revoke_key(s, key), CERTS_FULL);
+    certs_stats(s, &st);
+    assert_int_equal(st.revoked, CERTS_REVOKED_MAX);
+    assert_int_equal(st.full, 1);
+    assert_int_equal(st.revoked_full, 1);
+
+    /* Held ones: taken beyond the bound, the member gone. */
+    member(text, &a, NULL, NULL, "gpu-x", 5000, T0 - HOUR, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    assert_int_equal(cert_parse(text, &c), 0);
+    cert_id(&c, id);
+    revocation(rev, &a, id);
+    assert_int_equal(certs_offer(s, rev, T0, NULL), CERTS_REVOKING);
+    assert_null(name_of(s, 5000));
+    member(text, &a, NULL, NULL, "gpu-y", 5001, T0 - HOUR, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    key_of(key, 5001);
+    assert_int_equal(certs_revoke_key(s, key), CERTS_REVOKING);
+    assert_null(name_of(s, 5001));
+    member(text, &a, NULL, NULL, "gpu-y", 5001, T0 - 10, T0 + 2 * HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_REVOKED);
+    certs_stats(s, &st);
+    assert_int_equal(st.revoked, CERTS_REVOKED_MAX + 2);
+    assert_int_equal(st.revoked_beyond, 2);
+    assert_int_equal(st.full, 1);
+    certs_free(s);
+}
+
 /* The index at scale (issue 43, "the store indexed, not walked"): 4,000
  * members (3,800 the authority's, 200 a token's) taken, then renewed
  * (with their names' case changed), revoked by id and by key, taken over by a newer
@@ -782,6 +854,7 @@ int main(void)
         cmocka_unit_test(test_revocation_of_a_key),
         cmocka_unit_test(test_retain_frees_token_place),
         cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_revocations_of_held_never_refused),
         cmocka_unit_test(test_index_at_scale),
     };
 

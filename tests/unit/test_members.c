@@ -667,6 +667,128 @@ static void test_revocations_last(void **state)
     rmdir(dir);
 }
 
+/* The state file's text, whole, in buf (cap bytes); its length. */
+static size_t state_file(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY);
+    ssize_t n;
+
+    assert_true(fd >= 0);
+    n = read(fd, buf, cap);
+    close(fd);
+    assert_true(n >= 0 && (size_t)n < cap);
+    return (size_t)n;
+}
+
+/* Appends len bytes of text to the state file, as a crash or a full disk
+ * might have left them. */
+static void state_append(const char *path, const char *text, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_APPEND);
+
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, len), (ssize_t)len);
+    close(fd);
+}
+
+/* Issue 55: a damaged state file loses no revocation but the damaged
+ * line. A NUL byte inside a line spoils that line alone (read by length,
+ * not as a C string); a torn tail (a short write, then a crash) is
+ * followed by the next revocation taken on a line of its own, so both
+ * the revocation before it and the one after it are read back. */
+static void test_revocations_file_damaged(void **state)
+{
+    uint8_t pub[CERT_PUBKEY_LEN], secret[CERT_SECRET_LEN];
+    char dir[] = "/tmp/ddpnet-state-XXXXXX", path[64], text[CERT_TEXT_MAX], buf[8192];
+    struct certs_stats st;
+    struct device dev;
+    const char *why;
+    size_t n;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/ddp0.revoked", dir);
+    assert_int_equal(cert_keypair(pub, secret), 0);
+    authority_device(&dev, pub, dir);
+    revocation_of(text, sizeof(text), secret, 1);
+    assert_int_equal(members_statement(&dev, text, strlen(text), 0, &why), CERTS_REVOKING);
+    members_certs_free(&dev);
+    cluster_free(&dev.cluster);
+
+    /* A NUL in a line of junk, then a revocation after it. */
+    state_append(path, "ju\0nk\n", 6);
+    revocation_of(text, sizeof(text), secret, 2);
+    state_append(path, text, strlen(text));
+    state_append(path, "\n", 1);
+    /* A torn tail: the first half of a revocation, no newline. */
+    revocation_of(text, sizeof(text), secret, 3);
+    state_append(path, text, strlen(text) / 2);
+    authority_device(&dev, pub, dir);
+    certs_stats(dev.membership->certs, &st);
+    assert_int_equal(st.revoked, 2);                /* 1 and 2; the NUL's line and the torn one not */
+
+    /* The next one taken starts on a line of its own, ends with one. */
+    revocation_of(text, sizeof(text), secret, 4);
+    assert_int_equal(members_statement(&dev, text, strlen(text), 0, &why), CERTS_REVOKING);
+    members_certs_free(&dev);
+    cluster_free(&dev.cluster);
+    n = state_file(path, buf, sizeof(buf));
+    assert_true(n > strlen(text) + 2);
+    assert_int_equal(buf[n - 1], '\n');
+    assert_int_equal(buf[n - strlen(text) - 2], '\n');
+    assert_memory_equal(buf + n - strlen(text) - 1, text, strlen(text));
+    authority_device(&dev, pub, dir);
+    certs_stats(dev.membership->certs, &st);
+    assert_int_equal(st.revoked, 3);                /* 1, 2 and 4 */
+    members_certs_free(&dev);
+    cluster_free(&dev.cluster);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* Issue 55: a revocation is said taken (to whoever handed it to the
+ * node) only once it is in the state file and synced: a write that
+ * fails (a full disk: /dev/full) or a sync that fails (a pipe cannot be
+ * synced: fdatasync says EINVAL) is an error for the caller, not a
+ * success. The revocation holds in the store all the same. */
+static void test_revocations_kept_or_said_not(void **state)
+{
+    uint8_t pub[CERT_PUBKEY_LEN], secret[CERT_SECRET_LEN];
+    char dir[] = "/tmp/ddpnet-state-XXXXXX", path[64], text[CERT_TEXT_MAX];
+    struct certs_stats st;
+    struct device dev;
+    const char *why;
+    int pipe_fds[2], full;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/ddp0.revoked", dir);
+    assert_int_equal(cert_keypair(pub, secret), 0);
+    authority_device(&dev, pub, dir);
+
+    assert_true((full = open("/dev/full", O_WRONLY | O_APPEND | O_CLOEXEC)) >= 0);
+    close(dev.membership->revoked_fd);
+    dev.membership->revoked_fd = full;
+    revocation_of(text, sizeof(text), secret, 5);
+    assert_int_equal(members_statement(&dev, text, strlen(text), 0, &why), -ENOSPC);
+    assert_true(why[0] != '\0');
+    certs_stats(dev.membership->certs, &st);
+    assert_int_equal(st.revoked, 1);
+
+    assert_int_equal(pipe(pipe_fds), 0);
+    close(dev.membership->revoked_fd);
+    dev.membership->revoked_fd = pipe_fds[1];
+    revocation_of(text, sizeof(text), secret, 6);
+    assert_int_equal(members_statement(&dev, text, strlen(text), 0, &why), -EINVAL);
+    certs_stats(dev.membership->certs, &st);
+    assert_int_equal(st.revoked, 2);
+    members_certs_free(&dev);                      /* closes the pipe's write end */
+    close(pipe_fds[0]);
+    cluster_free(&dev.cluster);
+    unlink(path);
+    rmdir(dir);
+}
+
 /* --- issue 43: a derived address another member holds ----------------------------- */
 
 /* A member certificate of the authority secret for key, named name, its
@@ -770,6 +892,8 @@ int main(void)
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_statements),
         cmocka_unit_test(test_revocations_last),
+        cmocka_unit_test(test_revocations_file_damaged),
+        cmocka_unit_test(test_revocations_kept_or_said_not),
         cmocka_unit_test(test_derived_address_clash_reported),
     };
 

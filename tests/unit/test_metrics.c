@@ -26,6 +26,7 @@
 #include "overlay/base/version.h"
 #include "overlay/control/metrics.h"
 #include "overlay/engine/model/device.h"
+#include "overlay/membership/certs.h"
 #include "overlay/membership/state.h"
 #include "tests/unit/peer_fixture.h"
 
@@ -251,6 +252,35 @@ static void test_drops_and_device(void **state)
     free(text);
 }
 
+/* Issue 55: a store full of revocations is loud. With an authority, how
+ * many revocations are held and how many were refused for the store's
+ * bound (CERTS_REVOKED_MAX of keys it does not hold). */
+static void test_revocations(void **state)
+{
+    struct fx *f = *state;
+    uint8_t pub[CERT_PUBKEY_LEN] = { 1 }, key[CLUSTER_KEY_LEN] = { 0 };
+    char *text;
+
+    text = format(f);
+    assert_null(strstr(text, "ddpnet_revocations{"));   /* no authority, no store */
+    free(text);
+    assert_non_null(f->membership.certs = certs_new(pub, NULL, NULL));
+    for (uint32_t i = 0; i <= CERTS_REVOKED_MAX; i++) {
+        memcpy(key, &i, sizeof(i));
+        assert_int_equal(certs_revoke_key(f->membership.certs, key),
+                         i < CERTS_REVOKED_MAX ? CERTS_REVOKING : CERTS_FULL);
+    }
+    text = format(f);
+    char line[96];
+    snprintf(line, sizeof(line), "ddpnet_revocations{interface=\"ddp0\"} %u", CERTS_REVOKED_MAX);
+    expect_line(text, line);
+    expect_line(text, "# TYPE ddpnet_revocations_refused_total counter");
+    expect_line(text, "ddpnet_revocations_refused_total{interface=\"ddp0\"} 1");
+    free(text);
+    certs_free(f->membership.certs);
+    f->membership.certs = NULL;
+}
+
 /* Label values escape backslash, double quote and newline; a name never
  * holds them (the file refuses such names), but an escape missed would
  * let a value end the label early. */
@@ -454,6 +484,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_families_grouped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_relay_and_unreachable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drops_and_device, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_revocations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_label_escaping, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http, setup, teardown),
