@@ -37,6 +37,7 @@ CONTAINERS=(node-a node-b)
 declare -A V4=([node-a]=1 [node-b]=2 [node-c]=3)
 MPORT=9586
 IMAGE=ddpnet:$(cat "$E2E_ROOT/VERSION")
+DDPNET_UID=64900   # the image's ddpnet user (docs/containers.md says why)
 t_start=$SECONDS
 
 # What this host needs of podman beyond docs/containers.md's flags:
@@ -193,6 +194,7 @@ for n in "${CONTAINERS[@]}"; do
     pid=$(pgrep -P "$ppid" -x ddpnet) || fail "$n: no ddpnet process under the entrypoint (pid $ppid)"
     grep -q '^NoNewPrivs:[[:space:]]*1$' "/proc/$ppid/status" || fail "$n: the entrypoint runs without no_new_privs"
     uid=$(timeout 20 podman exec "$(ctr "$n")" id -u ddpnet)
+    [ "$uid" = "$DDPNET_UID" ] || fail "$n: the image's ddpnet user is uid $uid, not $DDPNET_UID"
     bad="" tasks=0
     for task in /proc/"$pid"/task/*; do
         tasks=$((tasks + 1))
