@@ -3,10 +3,10 @@
 # make image: the OCI image ddpnet:VERSION, from the package, with no
 # registry. A Debian minbase root with the .deb's Depends (dist/debroot.sh:
 # debootstrap once, cached in build/image/cache/), copied, the .deb
-# installed into the copy with dpkg (its postinst makes the ddpnet user
-# the daemon drops to), what a running node never reads removed (apt's
-# lists and caches, documentation but the copyright files, locales,
-# logs), then `podman import` with the image's configuration: the daemon
+# installed into the copy with dpkg (the ddpnet user the daemon drops to
+# made first, at a fixed id: DDPNET_ID below), what a running node never
+# reads removed (apt's lists and caches, documentation but the copyright
+# files, locales, logs), then `podman import` with the image's configuration: the daemon
 # in the foreground as its command, on the key and cluster file a
 # container mounts read-only, run by entrypoint.sh (`ddpnet down` after
 # it, as the unit's ExecStopPost). docs/containers.md says how to run it.
@@ -25,6 +25,16 @@ set -eu
 DEB=$1 TAG=$2
 SUITE=${IMAGE_SUITE:-bookworm}
 ROOT_FORMAT=1   # raise when what is done to the cached root changes
+# The ddpnet user's uid and gid in the image. The package's postinst would
+# take the first free system id (100 in a bare root), which on a Debian
+# host is another system user's (messagebus, systemd-*): the host would
+# show the daemon as that user, and files it writes in a mounted volume
+# as theirs. 64900 is outside base-passwd's static ids (0-99), adduser's
+# dynamic system ids (100-999) and people's (1000-59999); in Debian's
+# range of ids allocated on demand (60000-64999) it is one that
+# base-passwd's registry does not hold (slurm's is 64030, libvirt-qemu's
+# 64055); not nobody (65534).
+DDPNET_ID=64900
 top=$(cd "$(dirname "$0")/../.." && pwd)
 work=$top/build/image
 die() { echo "make image: $*" >&2; exit 1; }
@@ -64,9 +74,15 @@ cp "$DEB" "$rootfs/tmp/ddpnet.deb"
 # No daemon may start in the chroot (Debian's policy-rc.d convention).
 printf '#!/bin/sh\nexit 101\n' >"$rootfs/usr/sbin/policy-rc.d"
 chmod 755 "$rootfs/usr/sbin/policy-rc.d"
+# The user first: the postinst keeps a ddpnet user that is there.
+chroot "$rootfs" groupadd --system --gid "$DDPNET_ID" ddpnet ||
+    die "groupadd ddpnet (gid $DDPNET_ID) in the image's root failed"
+chroot "$rootfs" useradd --system --uid "$DDPNET_ID" --gid ddpnet --no-create-home \
+    --home-dir /nonexistent --shell /usr/sbin/nologin ddpnet ||
+    die "useradd ddpnet (uid $DDPNET_ID) in the image's root failed"
 LC_ALL=C DEBIAN_FRONTEND=noninteractive chroot "$rootfs" dpkg -i /tmp/ddpnet.deb \
     >"$work/dpkg.log" 2>&1 || die "dpkg -i in the image's root failed: $(tail -n 5 "$work/dpkg.log")"
-chroot "$rootfs" id ddpnet >/dev/null || die "the package made no ddpnet user"
+[ "$(chroot "$rootfs" id -u ddpnet)" = "$DDPNET_ID" ] || die "the image's ddpnet user is not uid $DDPNET_ID"
 rm -f "$rootfs/tmp/ddpnet.deb" "$rootfs/usr/sbin/policy-rc.d"
 # What a node never reads. Copyright files stay (the licences travel
 # with the binaries).

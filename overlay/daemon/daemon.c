@@ -1044,6 +1044,9 @@ static int setup_revocations(struct setup *s)
     const char *dir = s->opt->state_dir ? s->opt->state_dir : DAEMON_DEFAULT_STATE_DIR;
     int fd = revocations_open(dir, s->dev.ifname), n;
 
+    if (fd == -EPERM)   /* revocations_open logged which check failed */
+        return fail(s, fd, "state directory %s: refused: it must be root's and writable by no "
+                    "one else (chown root, chmod go-w), or pick another with --state-dir", dir);
     if (fd < 0)
         return fail(s, fd, "state directory %s: %s (--state-dir)", dir, strerror(-fd));
     if ((n = revocations_load(&s->dev, fd)) < 0) {

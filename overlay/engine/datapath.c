@@ -634,8 +634,9 @@ static bool unaddressed(const uint8_t *dst, int family)
     return !memcmp(dst, zero, family == AF_INET ? 4 : 16);
 }
 
-static void disco_in(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *ip,
-                     uint32_t len, struct peer *via, uint64_t now)
+static void disco_in(struct device *dev, struct rx_batch *b, struct peer *p,
+                     const struct noise_keypair *kp, uint8_t *ip, uint32_t len, struct peer *via,
+                     uint64_t now)
 {
     const uint8_t *src, *dst, *payload;
     struct disco_msg *m = dev->disco.in_msg;
@@ -651,7 +652,7 @@ static void disco_in(struct device *dev, struct rx_batch *b, struct peer *p, uin
         return;
     }
     if (m->type != DISCO_RELAYED) {
-        discovery_receive(p, via ? NULL : &b->pkt->addr, via, m, now);
+        discovery_receive(p, kp, via ? NULL : &b->pkt->addr, via, m, now);
         return;
     }
     /* Not through two relays: the relay must have reached us directly. */
@@ -682,11 +683,13 @@ static bool signal_congestion(struct device *dev, struct rx_batch *b, uint8_t *i
     return false;
 }
 
-/* The inner packet of an opened transport message from p (directly, or
- * through the relay via), plen bytes (0: a keepalive): its source must be
- * p's address; a disco packet goes to disco_in; data is kept for ddp0. */
-static void rx_inner(struct device *dev, struct rx_batch *b, struct peer *p, uint8_t *msg,
-                     long plen, struct peer *via, uint64_t now)
+/* The inner packet of an opened transport message from p on its session
+ * kp (directly, or through the relay via), plen bytes (0: a keepalive):
+ * its source must be p's address; a disco packet goes to disco_in; data
+ * is kept for ddp0. */
+static void rx_inner(struct device *dev, struct rx_batch *b, struct peer *p,
+                     const struct noise_keypair *kp, uint8_t *msg, long plen, struct peer *via,
+                     uint64_t now)
 {
     uint8_t *ip = msg + WG_TRANSPORT_HEADER_LEN;
     struct inner in;
@@ -696,7 +699,7 @@ static void rx_inner(struct device *dev, struct rx_batch *b, struct peer *p, uin
         return;
     }
     if (plen > 0 && is_disco(ip, &in)) {
-        disco_in(dev, b, p, ip, in.len, via, now);
+        disco_in(dev, b, p, kp, ip, in.len, via, now);
         return;
     }
     /* Data (or a keepalive) sent to us directly while we relay: the
@@ -727,7 +730,7 @@ static void rx_transport(struct device *dev, struct rx_batch *b, uint8_t *msg, u
     if (!e)
         return;
     after_authentic(e->peer, e->keypair, len, src, via, now);
-    rx_inner(dev, b, e->peer, msg, (long)tp->len, via, now);
+    rx_inner(dev, b, e->peer, e->keypair, msg, (long)tp->len, via, now);
 }
 
 /* One transport message from the receive's source, opened here on its
@@ -750,7 +753,7 @@ static void open_message(struct device *dev, struct rx_batch *b, uint8_t *msg, u
         return;
     }
     after_authentic(e->peer, e->keypair, len, &b->pkt->addr, NULL, now);
-    rx_inner(dev, b, e->peer, msg, (long)tp.len, NULL, now);
+    rx_inner(dev, b, e->peer, e->keypair, msg, (long)tp.len, NULL, now);
 }
 
 /* A RELAYED's message, handled as if it came from a virtual endpoint

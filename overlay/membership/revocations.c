@@ -95,25 +95,52 @@ static void held_add(struct device *dev, const char *line, size_t len, bool dige
         digest_again(dev);
 }
 
+/* The state directory, opened (dfd) at start-up: whoever else may write
+ * it may put there, in place of the file, whatever revocations they like,
+ * or none (a revoked node let back). Its owner must be root or this
+ * process's user, and neither its group nor others may write it; 0, or
+ * -EPERM, said in the log. */
+static int state_dir_safe(int dfd, const char *state_dir)
+{
+    struct stat st;
+
+    if (fstat(dfd, &st) != 0)
+        return -errno;
+    if (st.st_uid != 0 && st.st_uid != geteuid()) {
+        log_error("state directory %s: owned by uid %u, neither root nor this user (uid %u):"
+                  " chown root it, or pick another with --state-dir",
+                  state_dir, (unsigned)st.st_uid, (unsigned)geteuid());
+        return -EPERM;
+    }
+    if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        log_error("state directory %s: mode %04o lets its group or others write it:"
+                  " chmod go-w it, or pick another with --state-dir",
+                  state_dir, (unsigned)(st.st_mode & 07777));
+        return -EPERM;
+    }
+    return 0;
+}
+
 int revocations_open(const char *state_dir, const char *ifname)
 {
-    char path[4096];
-    int fd, dir;
+    char name[256];
+    int dfd, fd;
 
     if (mkdir(state_dir, 0700) != 0 && errno != EEXIST)
         return -errno;
-    if (snprintf(path, sizeof(path), "%s/%s.revoked", state_dir, ifname) >= (int)sizeof(path))
+    if (snprintf(name, sizeof(name), "%s.revoked", ifname) >= (int)sizeof(name))
         return -ENAMETOOLONG;
-    fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, REVOCATIONS_FILE_MODE);
-    if (fd < 0)
+    if ((dfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
         return -errno;
+    fd = state_dir_safe(dfd, state_dir);
+    if (!fd && (fd = openat(dfd, name, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+                            REVOCATIONS_FILE_MODE)) < 0)
+        fd = -errno;
     /* The file's name synced too (it may be new): a revocation synced
      * into a file a crash unnames would be lost all the same. */
-    if ((dir = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-        if (fsync(dir) < 0)
-            log_warn("state directory %s not synced: %s", state_dir, strerror(errno));
-        close(dir);
-    }
+    if (fd >= 0 && fsync(dfd) < 0)
+        log_warn("state directory %s not synced: %s", state_dir, strerror(errno));
+    close(dfd);
     return fd;
 }
 

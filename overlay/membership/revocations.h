@@ -63,7 +63,8 @@
 /* Opens (creating it, and STATE_DIR, mode 0700) the state file of
  * interface ifname under state_dir: an fd for revocations_load, or a
  * negative errno. As root, before the privilege drop: the daemon keeps
- * the descriptor. */
+ * the descriptor. A STATE_DIR that another user owns, or that its group
+ * or others may write, is refused (-EPERM, the reason logged). */
 int revocations_open(const char *state_dir, const char *ifname);
 
 /* Reads the state file fd (from its start) and offers each line to the

@@ -13,7 +13,9 @@
 #     torchrun is installed);
 #  3. d's certificate revoked (`ddpnet authority revoke`, given to a alone
 #     with `ddpnet revoke`): d gone from every node within AUTH_JOIN_S;
-#     d up again with it: refused by all (no peer, no route);
+#     d's own up refuses it, and refuses a state directory its group may
+#     write; d up again with it, its state lost: refused by all (no
+#     peer, no route);
 #  4. e joins with a certificate valid AUTH_EXPIRY_S (8) s: reached, then
 #     gone from every node within AUTH_JOIN_S of its expiry;
 #  5. refused by all (no peer, no route, its probation over): x, whose
@@ -145,6 +147,16 @@ fi
 grep -q "our certificate does not hold: revoked" "$T/d/up.log" ||
     fail "d's up refused, but not for the revocation: $(cat "$T/d/up.log")"
 say "d's own up refuses its revoked certificate: $(head -1 "$T/d/up.log")"
+# A state directory its group may write is refused before anything is
+# read from it (whoever may write it could empty the revocations).
+chmod 0770 "$T/d/state"
+if nx d timeout 30 "$DDPNET" up -c "$CD" -k "$T/d/key" --run-dir "$T/d/run" \
+        --hosts-file "$T/d/hosts" --state-dir "$T/d/state" >"$T/d/up.log" 2>&1; then
+    fail "d came up with a state directory its group may write"
+fi
+grep -q "state directory $T/d/state: refused" "$T/d/up.log" ||
+    fail "d's up refused, but not for its state directory: $(cat "$T/d/up.log")"
+say "d's up refuses a state directory its group may write: $(head -1 "$T/d/up.log")"
 rm -rf "$T/d/state"
 ddp_up d "$CD"
 sleep 2

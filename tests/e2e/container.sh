@@ -17,9 +17,14 @@
 # ddpnet with no capability and no_new_privs, `ddpnet status` and `wg
 # show` from outside through the mounted run directory, and `podman
 # stop` taking the node down cleanly (its hosts block and ddp0 gone).
+# Then a revocation outlives the container (issue 55): node-d, joined
+# with the authority's certificate, is revoked through node-a; node-a's
+# container is removed and run again with the same state volume, with
+# no other node up to tell it, and refuses node-d.
 #
-#   hub: br0 -- node-a .1 (podman), node-b .2 (podman), node-c .3 (package)
-#        ddp0 10.77.0.1-3, metrics on overlay:9586
+#   hub: br0 -- node-a .1 (podman), node-b .2 (podman), node-c .3 (package),
+#               node-d .4 (package, a certificate; not in the file)
+#        ddp0 10.77.0.1-3 (node-d's derived), metrics on overlay:9586
 #
 # The first run on a machine makes the image's Debian root (debootstrap,
 # about 90 s, cached in build/image/cache); later runs reuse the image if
@@ -33,6 +38,7 @@ CONTAINERS=(node-a node-b)
 declare -A V4=([node-a]=1 [node-b]=2 [node-c]=3)
 MPORT=9586
 IMAGE=ddpnet:$(cat "$E2E_ROOT/VERSION")
+DDPNET_UID=64900   # the image's ddpnet user (docs/containers.md says why)
 t_start=$SECONDS
 
 # What this host needs of podman beyond docs/containers.md's flags:
@@ -65,6 +71,7 @@ e2e_cleanup() {
     local n
     for n in "${CONTAINERS[@]}"; do
         timeout 20 podman rm -f -t 2 "$(ctr "$n")" >/dev/null 2>&1
+        timeout 20 podman volume rm -f "$(ctr "$n")-state" >/dev/null 2>&1
     done
     lib_e2e_cleanup
 }
@@ -87,21 +94,29 @@ timeout 60 podman run --rm --network none "${HOST_OPTS[@]}" --entrypoint cat "$I
     fail "podman run $IMAGE: $(cat "$T/seccomp.err")"
 t_image=$SECONDS
 
-step "three nodes, a cluster file with metrics = overlay:$MPORT"
+step "three nodes, a cluster file with metrics = overlay:$MPORT and an authority"
 e2e_hub
 for n in "${NODES[@]}"; do e2e_node "$n" "${V4[$n]}" -; e2e_key "$n"; done
-cluster_begin "$T/cluster.conf" "metrics = overlay:$MPORT"
+e2e_node node-d 4 -
+e2e_key node-d
+"$DDPNET" authority init -o "$T/authority.key" >/dev/null 2>&1 || fail "ddpnet authority init failed"
+AUTH=$("$DDPNET" authority pubkey -a "$T/authority.key")
+cluster_begin "$T/cluster.conf" "metrics = overlay:$MPORT" "authority = $AUTH"
 for n in "${NODES[@]}"; do
     cluster_node "$T/cluster.conf" "$n" "$(pub "$n")" "10.77.0.${V4[$n]}" "$E2E_V4NET.${V4[$n]}:$E2E_PORT"
 done
 chmod 644 "$T/cluster.conf"
+"$DDPNET" authority sign -a "$T/authority.key" --name node-d --public-key "$(pub node-d)" \
+    --valid 1h >"$T/node-d/key.cert" || fail "ddpnet authority sign (node-d) failed"
 
 step "podman run node-a and node-b; node-c from the package"
 # Each container: its node's network namespace; the capability and the
-# device; the key and the cluster file read-only; the node's hosts file
-# (the names block), run directory (status, wg, ddpnet env from outside)
-# and resolver. Nothing else: docs/containers.md says why each.
-for n in "${CONTAINERS[@]}"; do
+# device; the key and the cluster file read-only; its state volume (the
+# revocations it took); the node's hosts file (the names block), run
+# directory (status, wg, ddpnet env from outside) and resolver. Nothing
+# else: docs/containers.md says why each.
+run_container() {
+    local n=$1
     timeout 60 podman run -d --name "$(ctr "$n")" --hostname "$n" \
         --network "ns:/run/netns/$E2E_PFX$n" \
         --cap-drop ALL --cap-add NET_ADMIN,SETUID,SETGID \
@@ -110,11 +125,16 @@ for n in "${CONTAINERS[@]}"; do
         --security-opt "seccomp=$T/seccomp.json" \
         -v "$T/$n/key:/etc/ddpnet/ddp0.key:ro" \
         -v "$T/cluster.conf:/etc/ddpnet/ddp0.conf:ro" \
+        -v "$(ctr "$n")-state:/var/lib/ddpnet" \
         -v "$T/$n/hosts:/etc/hosts" \
         -v "$T/$n/run:/run/wireguard" \
         -v "$T/$n/resolv.conf:/etc/resolv.conf:ro" \
         "${HOST_OPTS[@]}" "$IMAGE" >"$T/$n/podman.out" 2>&1 ||
         fail "podman run $n: $(cat "$T/$n/podman.out")"
+}
+for n in "${CONTAINERS[@]}"; do
+    timeout 20 podman volume rm -f "$(ctr "$n")-state" >/dev/null 2>&1 || true
+    run_container "$n"
     E2E_UP+=("$n")
 done
 ddp_up node-c
@@ -175,6 +195,7 @@ for n in "${CONTAINERS[@]}"; do
     pid=$(pgrep -P "$ppid" -x ddpnet) || fail "$n: no ddpnet process under the entrypoint (pid $ppid)"
     grep -q '^NoNewPrivs:[[:space:]]*1$' "/proc/$ppid/status" || fail "$n: the entrypoint runs without no_new_privs"
     uid=$(timeout 20 podman exec "$(ctr "$n")" id -u ddpnet)
+    [ "$uid" = "$DDPNET_UID" ] || fail "$n: the image's ddpnet user is uid $uid, not $DDPNET_UID"
     bad="" tasks=0
     for task in /proc/"$pid"/task/*; do
         tasks=$((tasks + 1))
@@ -202,6 +223,42 @@ exit_code=$(timeout 20 podman inspect -f '{{.State.ExitCode}}' "$(ctr node-b)")
 [ "$exit_code" = 0 ] || fail "node-b: the daemon exited $exit_code on SIGTERM: $(podman logs "$(ctr node-b)" 2>&1 | tail -n 5)"
 say "node-b stopped in $ms ms: ddp0, the hosts block and the run files gone"
 ping_ok node-a node-c
+
+step "a revocation outlives node-a's container (its state volume)"
+# node-d joins with the authority's certificate (not in the file).
+ddp_up node-d
+D=$(nx node-d ip -4 -o addr show dev ddp0 | awk '{print $4}' | cut -d/ -f1)
+[ -n "$D" ] || fail "node-d has no address on ddp0"
+wait_for 30 nx node-a ping -n -c 1 -W 1 "$D" || fail "node-a does not reach node-d ($D)"
+# gone_from NODE ADDR: NODE neither reaches ADDR nor lists it.
+gone_from() {
+    ! nx "$1" ping -n -c 1 -W 1 "$2" >/dev/null 2>&1 && ! ddp_status "$1" | grep -q " $2 "
+}
+"$DDPNET" authority revoke -a "$T/authority.key" --public-key "$(pub node-d)" >"$T/d.revoke" ||
+    fail "ddpnet authority revoke --public-key failed"
+out=$(nx node-a "$DDPNET" revoke --run-dir "$T/node-a/run" "$T/d.revoke" 2>&1) ||
+    fail "ddpnet revoke through node-a's run directory failed: $out"
+wait_for 10 gone_from node-a "$D" || fail "node-d not gone from node-a after its revocation"
+# No one left to tell node-a again: node-c down, node-d up anew with an
+# empty state directory (it keeps trying node-a with its certificate).
+ddp_down node-c
+ddp_down node-d
+rm -rf "$T/node-d/state"
+timeout 30 podman stop -t 10 "$(ctr node-a)" >/dev/null || fail "podman stop node-a failed"
+timeout 30 podman rm "$(ctr node-a)" >/dev/null || fail "podman rm node-a failed"
+ddp_up node-d
+run_container node-a
+wait_for 30 ddp_status node-a ||
+    fail "node-a, re-created: no answer within 30 s: $(podman logs "$(ctr node-a)" 2>&1 | tail -n 5)"
+podman logs "$(ctr node-a)" 2>&1 | grep -q 'authority: 1 revocation kept from before' ||
+    fail "node-a, re-created, read no revocation back: $(podman logs "$(ctr node-a)" 2>&1 | tail -n 5)"
+# node-d reaches node-a again (a session on probation), and shows its
+# certificate at once: taken within a second where nothing revokes it.
+hs_with_a() { wg_in node-d show ddp0 latest-handshakes | awk -v k="$(pub node-a)" '$1 == k && $2 > 0' | grep -q .; }
+wait_for 30 hs_with_a || fail "node-d made no session with the re-created node-a"
+sleep 2
+gone_from node-a "$D" || fail "node-a, re-created with its state volume, took node-d back"
+say "node-a, re-created, kept node-d's revocation and refused it"
 
 step "cost"
 say "image: $((t_image - t_start)) s; up: $((t_up - t_image)) s; checks: $((SECONDS - t_up)) s;" \

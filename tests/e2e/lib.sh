@@ -865,3 +865,14 @@ e2e_allreduce() {
             *) fail "$n: no all_reduce result with sum $want: $(tail -n 20 "$T/$n/torchrun.out")" ;; esac
     done
 }
+
+# doc_block PAGE FIRST: the shell block of PAGE (docs/NAME.md) whose first
+# line is FIRST, as the page has it, without its fences: what a test runs
+# of a page is what the page says.
+doc_block() {
+    awk -v first="$2" '
+        !inb && /^```(sh|bash)$/ { inb = 1; n = 0; body = ""; next }
+        inb && /^```$/ { inb = 0; if (hit) { printf "%s", body; found = 1; exit } next }
+        inb { if (n++ == 0) hit = ($0 == first); body = body $0 "\n" }
+        END { exit !found }' "$E2E_ROOT/$1"
+}

@@ -138,20 +138,12 @@ EOF
 }
 
 # The launch template's script, run once as root at a cloud machine's
-# first boot (docs/authority.md's, then slurmd once the controller answers).
-launch_script() {
-    cat <<'EOF'
-#!/bin/sh
-set -e
-cd /etc/ddpnet
-(umask 077; ddpnet genkey > ddp0.key)
-ddpnet authority sign --token join.token --name "$(hostname -s)" -k ddp0.key > ddp0.cert
-shred -u join.token 2>/dev/null || rm -f join.token
-systemctl enable --now ddpnet@ddp0
-timeout 120 sh -c 'until scontrol ping | grep -q "is UP"; do sleep 1; done'
-systemctl enable --now slurmd
-EOF
-}
+# first boot: docs/slurm.md's, as the page has it (its token removed on
+# every exit; tests/e2e/launch_token.sh runs its failure path).
+LAUNCH=$(doc_block docs/slurm.md \
+    "# example: the launch template's first-boot script, as root on a new cloud machine") ||
+    fail "docs/slurm.md has no launch template's first-boot script"
+launch_script() { printf '#!/bin/sh\n%s\n' "$LAUNCH"; }
 launch_unit() {
     cat <<'EOF'
 [Unit]

@@ -135,7 +135,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         via = NULL;
     if (disco_decode(data + 2, size - 2, &msg) || msg.type == DISCO_RELAYED)
         return 0;
-    discovery_receive(from, via ? NULL : &src, via, &msg, now);
+    discovery_receive(from, from->wg.current, via ? NULL : &src, via, &msg, now);
     path_flush(&dev, now);
     for (size_t i = 0; i < dev.n_peers; i++)
         discovery_timers(dev.peers[i], later);

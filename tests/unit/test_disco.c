@@ -1074,14 +1074,14 @@ static void test_disco_refusals(void **state)
     memset(m->relay.key, 2, WG_KEY_LEN);                         /* peer1's key */
     m->relay.msg = msg;
     m->relay.msg_len = sizeof(msg);
-    discovery_receive(a, NULL, r, m, T0);
+    discovery_receive(a, NULL, NULL, r, m, T0);
     assert_int_equal(w->dev.stats.relay_refused, 1);
     assert_true(a->disco.speaks_disco);                                 /* it did speak disco */
     memset(m->relay.key, 0x77, WG_KEY_LEN);                      /* no such member */
-    discovery_receive(a, NULL, NULL, m, T0);
+    discovery_receive(a, NULL, NULL, NULL, m, T0);
     assert_int_equal(w->dev.stats.relay_refused, 2);
     m->type = DISCO_RELAYED;
-    discovery_receive(a, NULL, NULL, m, T0);
+    discovery_receive(a, NULL, NULL, NULL, m, T0);
     assert_int_equal(w->dev.stats.disco_bad, 1);
     free(m);
     free(w);

@@ -751,7 +751,7 @@ static void test_record_stated_on_the_session(void **state)
      * record is taken as etcd holds it, and membership looks again. */
     struct disco_msg older = { .type = DISCO_FEATURES, .features = DISCO_FEAT_RELAY_FRAMES };
     now += 2 * SEC;
-    discovery_receive(peer_of(1), NULL, NULL, &older, now);
+    discovery_receive(peer_of(1), peer_of(1)->wg.current, NULL, NULL, &older, now);
     assert_int_equal(peer_of(1)->disco.record_said, PEER_RECORD_OLDER);
     tick(now);
     assert_int_equal(records_changed_calls, 2);
@@ -2116,7 +2116,7 @@ static unsigned punch_toward_victim(uint32_t credit)
     m->punch.id = 1;
     m->punch.n_cand = 1;
     m->punch.cand[0] = stray_target;
-    discovery_receive(peer_for(0, 1), &nodes[1].ep, NULL, m, now);
+    discovery_receive(peer_for(0, 1), peer_for(0, 1)->wg.current, &nodes[1].ep, NULL, m, now);
     free(m);
     for (unsigned i = 0; i < 50; i++)
         tick(now += SEC / 10);
@@ -2165,7 +2165,7 @@ static bool locals_passed_on(uint32_t credit)
     m->type = DISCO_ENDPOINTS;
     m->endpoints.n_local = 1;
     m->endpoints.local[0] = stray_target;
-    discovery_receive(peer_for(0, 1), &nodes[1].ep, NULL, m, now);
+    discovery_receive(peer_for(0, 1), peer_for(0, 1)->wg.current, &nodes[1].ep, NULL, m, now);
     free(m);
     pump(now);
     for (unsigned i = 0; i < 20; i++)
@@ -2329,6 +2329,48 @@ static void receive_from(unsigned to, const union endpoint *src, const uint8_t *
     pkt->len = len;
     pkt->addr = *src;
     nodes[to].on.udp(nodes[to].on.ctx, pkt, len, now);
+}
+
+/* FEATURES speaks for the session it came on (issue 55): one sealed on a
+ * session that a newer handshake has since replaced (a FEATURES delayed
+ * past the handshake of a peer that restarted as stock WireGuard) says
+ * nothing of the new one, and the new session gets no shard bytes, which
+ * stock WireGuard would take for a bad message type. */
+static void test_features_bound_to_their_session(void **state)
+{
+    (void)state;
+    uint64_t now = establish();
+    struct disco_msg m = { .type = DISCO_FEATURES,
+                           .features = DISCO_FEAT_RECORD | DISCO_FEAT_SHARD_HINTS };
+    static uint8_t late[MSG_MAX];
+    struct peer *p = peer_of(1);
+    uint32_t len = forge_disco(0, 1, &m, late, sizeof(late), now);   /* held back */
+    struct noise_keypair *old = p->wg.current;
+
+    /* A new session, confirmed on node 1 by data on it (node 0's FEATURES
+     * on it says no hints). */
+    now += SEC;
+    handshake_initiate(peer_of(0), now);
+    pump(now);
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_non_null(p->wg.current);
+    assert_ptr_not_equal(p->wg.current, old);
+    assert_ptr_equal(p->wg.previous, old);
+    /* The held FEATURES arrives, authentic, on the session before. */
+    uint64_t said = nodes[1].dev.stats.disco_received[DISCO_FEATURES];
+    receive_from(1, &nodes[0].ep, late, len, now);
+    assert_int_equal(nodes[1].dev.stats.disco_received[DISCO_FEATURES], said + 1);
+    /* Node 1 seals on the new session from shard 3: no shard bytes. */
+    fake_shard = 3;
+    unsigned tail = wire_tail;
+    app_send(1, 0, 100, now);
+    fake_shard = 0;
+    assert_int_equal(wire_tail, tail + 1);
+    const struct wire_msg *w = &wire[tail % WIRE_MAX];
+    assert_int_equal(get_le32(w->data), WG_MSG_TRANSPORT);
+    assert_int_equal(get_le32(w->data + 4), p->wg.current->remote_index);   /* the new one */
+    pump(now);
 }
 
 /* Three nodes, each with a direct session with the others, speaking
@@ -2725,7 +2767,7 @@ static void test_stranger_on_probation_shows_its_cert(void **state)
     /* Any other disco of a stranger is refused. */
     uint64_t bad = d->stats.disco_bad;
     struct disco_msg m = { .type = DISCO_FEATURES, .features = DISCO_FEAT_RECORD };
-    discovery_receive(p, NULL, NULL, &m, now);
+    discovery_receive(p, p->wg.current, NULL, NULL, &m, now);
     assert_int_equal(d->stats.disco_bad, bad + 1);
     assert_int_equal(p->disco.record_said, PEER_RECORD_NOTHING);
     /* It hears nothing of the cluster from us (no FEATURES, NAMES,
@@ -3033,6 +3075,7 @@ int main(void)
         T(test_writes_carry_the_flow),
         T(test_congested_receive_marks_or_drops_one),
         T(test_record_stated_on_the_session),
+        T(test_features_bound_to_their_session),
         T(test_stranger_refused_without_authority),
         T(test_stranger_on_probation_shows_its_cert),
         T(test_stranger_refused_when_probation_is_full),

@@ -667,6 +667,37 @@ static void test_revocations_last(void **state)
     rmdir(dir);
 }
 
+/* Issue 55: the state directory is checked as opened. Another user's, or
+ * one its group or others may write, is refused: they could put there
+ * what revocations they like, or none. */
+static void test_state_dir_checked(void **state)
+{
+    char dir[] = "/tmp/ddpnet-state-XXXXXX", path[64];
+    int fd;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/ddp0.revoked", dir);
+    assert_int_equal(chmod(dir, 0770), 0);
+    assert_int_equal(revocations_open(dir, "ddp0"), -EPERM);
+    assert_int_equal(chmod(dir, 0702), 0);
+    assert_int_equal(revocations_open(dir, "ddp0"), -EPERM);
+    assert_int_equal(access(path, F_OK), -1);             /* nothing made there */
+    assert_int_equal(chmod(dir, 0755), 0);
+    assert_true((fd = revocations_open(dir, "ddp0")) >= 0);
+    close(fd);
+    /* Another user's (only root can make one). */
+    if (geteuid() == 0) {
+        assert_int_equal(chown(dir, 4242, (gid_t)-1), 0);
+        assert_int_equal(revocations_open(dir, "ddp0"), -EPERM);
+        assert_int_equal(chown(dir, 0, (gid_t)-1), 0);
+    }
+    unlink(path);
+    rmdir(dir);
+    if (geteuid() != 0)
+        skip();   /* the owner's check needs root */
+}
+
 /* The state file's text, whole, in buf (cap bytes); its length. */
 static size_t state_file(const char *path, char *buf, size_t cap)
 {
@@ -892,6 +923,7 @@ int main(void)
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_statements),
         cmocka_unit_test(test_revocations_last),
+        cmocka_unit_test(test_state_dir_checked),
         cmocka_unit_test(test_revocations_file_damaged),
         cmocka_unit_test(test_revocations_kept_or_said_not),
         cmocka_unit_test(test_derived_address_clash_reported),

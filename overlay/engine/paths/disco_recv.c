@@ -96,9 +96,6 @@ static void on_relay(struct peer *p, struct peer *via, const struct disco_relay 
     path_forward(dev, p, device_peer_by_key(dev, rl->key), rl->msg, rl->msg_len, now);
 }
 
-/* What p takes, said on its current session: the one that delivered
- * this, but for a message sent on the one before that arrives after the
- * switch (from the same daemon, all but always). */
 /* p's word on its record changed, or it is pending and says it again (a
  * name or address held from it may have been freed since): membership
  * looks again -- from the timers (discovery_run_timers), never inside a
@@ -124,18 +121,24 @@ static void record_word(struct peer *p, bool changed, uint64_t now)
         dev->disco.next_check_ns = at;
 }
 
-static void on_features(struct peer *p, uint32_t features, uint64_t now)
+/* What p takes, said on kp, the session that delivered it: taken only
+ * when that is its current one. One sealed on the session before and
+ * delayed past a new handshake speaks for a daemon that may be gone: a
+ * peer that restarted as stock WireGuard would be sent shard bytes and
+ * frames on its new session until the next handshake. */
+static void on_features(struct peer *p, const struct noise_keypair *kp, uint32_t features,
+                        uint64_t now)
 {
-    if (!p->wg.current)
+    if (!kp || kp != p->wg.current)
         return;
     if (features & DISCO_FEAT_RELAY_FRAMES)
-        path_frames_said(p, p->wg.current->local_index, features & DISCO_FEAT_DATA_FRAMES);
+        path_frames_said(p, kp->local_index, features & DISCO_FEAT_DATA_FRAMES);
     else
         p->path.frames_said = false;
     if (!(features & DISCO_FEAT_DATA_FRAMES))
         p->path.data_frames = false;
     p->path.hints_said = features & DISCO_FEAT_SHARD_HINTS;
-    p->path.hints_index = p->wg.current->local_index;
+    p->path.hints_index = kp->local_index;
     /* A daemon that states no record: etcd's word is taken for its own, as
      * every daemon did before RECORD. */
     if (!(features & DISCO_FEAT_RECORD) && p->disco.record_said != PEER_RECORD_OLDER) {
@@ -185,8 +188,8 @@ static void on_names(struct peer *p, const struct disco_names *n)
         dev->names_changed(dev);
 }
 
-void discovery_receive(struct peer *p, const union endpoint *src, struct peer *via,
-                       const struct disco_msg *m, uint64_t now)
+void discovery_receive(struct peer *p, const struct noise_keypair *kp, const union endpoint *src,
+                       struct peer *via, const struct disco_msg *m, uint64_t now)
 {
     if (m->type < DISCO_TYPE_COUNT)
         p->dev->stats.disco_received[m->type]++;
@@ -223,7 +226,7 @@ void discovery_receive(struct peer *p, const union endpoint *src, struct peer *v
         on_names(p, &m->names);
         break;
     case DISCO_FEATURES:
-        on_features(p, m->features, now);
+        on_features(p, kp, m->features, now);
         break;
     case DISCO_RECORD:
         on_record(p, m->record, now);

@@ -191,10 +191,11 @@ void discovery_note_answer(struct peer *p, const union endpoint *src, uint64_t n
  * goes (trust.c); returns how many went out (the caller counts them). */
 unsigned discovery_spray(struct peer *p, const uint8_t *msg, uint32_t len, uint64_t now);
 /* A disco message from p (decoded from an authentic inner packet), which
- * came from src or through via. RELAYED is the data path's; everything
- * else is handled here. */
-void discovery_receive(struct peer *p, const union endpoint *src, struct peer *via,
-                   const struct disco_msg *m, uint64_t now);
+ * came from src or through via, authenticated on p's session kp (what it
+ * says of a session, FEATURES, it says of that one). RELAYED is the data
+ * path's; everything else is handled here. */
+void discovery_receive(struct peer *p, const struct noise_keypair *kp, const union endpoint *src,
+                       struct peer *via, const struct disco_msg *m, uint64_t now);
 /* The timer model is WireGuard's (timers.h): each peer has one discovery
  * deadline (p->disco.due_ns), the earliest of its next action and of the
  * instants its facts change with time alone (a keypair ageing, answers
