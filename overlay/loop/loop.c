@@ -357,18 +357,33 @@ static uint64_t socket_wait(const struct pkt_recv_info *ri)
 /* Whether a socket holds less than another datagram's worth behind the
  * receive just read (SO_MEMINFO: the bytes the kernel books for its
  * queue). A long wait then is the loop's own lateness in reading, not a
- * queue: RFC 8289 leaves a queue of at most one packet alone. */
-static bool socket_drained(const struct loop *l, int which)
+ * queue: RFC 8289 leaves a queue of at most one packet alone.
+ *
+ * Read once per socket in a turn of the loop, and the answer kept for
+ * the turn's other receives (loop_run forgets it): one getsockopt per
+ * receive cost a starved daemon two thirds of what it drained under a
+ * flood (issue 55). The turn's receives all left the socket before the
+ * turn began (the ring's) or while it runs (the readers'), so the
+ * first read tells what is behind them within a turn's lateness. (The
+ * ring's IORING_CQE_F_SOCK_NONEMPTY would say it for free, but kernel
+ * 6.18 does not set it on a UDP socket's recvmsg: tried, 2026-12.) */
+static bool socket_drained(struct loop *l, int which)
 {
-    uint32_t queued;
+    if (l->backlog[which] == LOOP_BACKLOG_UNREAD) {
+        uint32_t queued;
 
-    /* The kernel books a datagram at about twice its bytes (bench/README.md). */
-    return socket_meminfo(l->udp_fd[which], SK_MEMINFO_RMEM_ALLOC, &queued) &&
-           queued <= 2 * l->max_datagram;
+        /* The kernel books a datagram at about twice its bytes (bench/README.md). */
+        l->backlog[which] = socket_meminfo(l->udp_fd[which], SK_MEMINFO_RMEM_ALLOC, &queued) &&
+                                    queued <= 2 * l->max_datagram
+                                ? LOOP_BACKLOG_DRAINED
+                                : LOOP_BACKLOG_STANDING;
+    }
+    return l->backlog[which] == LOOP_BACKLOG_DRAINED;
 }
 
 /* The socket's queue management on a receive (codel.h). The socket's
- * backlog is asked only of a receive that waited past the target. */
+ * backlog is asked only of a receive that waited past the target, and
+ * at most once a turn (socket_drained). */
 static bool queue_signal(struct loop *l, int which, const struct pkt_recv_info *ri, uint64_t now)
 {
     struct codel *c = &l->queue[which];
@@ -804,6 +819,7 @@ int loop_run(struct loop *l)
         }
         engine_enter(l);
         now = clock_now_ns();
+        l->backlog[0] = l->backlog[1] = LOOP_BACKLOG_UNREAD;   /* a new turn (socket_drained) */
         io_uring_for_each_cqe(&l->ring, head, cqe) {
             on_completion(l, cqe, now);
             seen++;

@@ -124,8 +124,12 @@ struct loop {
     /* Each socket's running total of datagrams the kernel dropped, as its
      * latest SO_RXQ_OVFL said (loop.c: count_socket_drops). */
     uint32_t udp_drops_seen[2];
-    /* Each socket's queue management (codel.h). */
+    /* Each socket's queue management (codel.h), and its backlog as read
+     * in this turn of the loop (loop.c: socket_drained): one system call
+     * per socket and turn, not one per receive, which under a flood made
+     * the starved loop drain a third as much. */
     struct codel queue[2];
+    enum loop_backlog { LOOP_BACKLOG_UNREAD, LOOP_BACKLOG_DRAINED, LOOP_BACKLOG_STANDING } backlog[2];
     bool control_polled, signal_polled, crypto_polled, lanes_polled, readers_polled;
     struct crypto_pool crypto;
     struct io_lanes lanes;
