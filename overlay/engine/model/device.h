@@ -294,6 +294,7 @@ struct device_stats {
     uint64_t dropped_pending;             /* data from a peer whose record is pending */
     uint64_t refused_unreachable;         /* to a peer that does not answer: ICMP sent */
     uint64_t refused_too_big;             /* larger than the path: ICMP "too big" sent */
+    uint64_t dropped_unsendable;          /* for a peer, but not cut or not sealed (tx_drop) */
     uint64_t dropped_ratelimited;         /* handshakes over their source's rate */
     /* Batching, to see what the offloads buy: reads and the segments they
      * gave, receives and the datagrams they held, TUN writes. */
