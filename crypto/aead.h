@@ -49,14 +49,15 @@ int aead_set_backend(enum aead_backend backend);
  * all. Returns 0, or -ENOMEM as aead_set_backend. */
 #define AEAD_SMALL_LEN 384u
 int aead_set_default_backend(void);
-/* The backend of messages of AEAD_SMALL_LEN bytes and more (the one set,
- * or OpenSSL under the default); aead_backend_for(len): the one that
- * serves a message of len bytes. */
+/* Test seams (the daemon only sets a backend; the tests and the benchmark
+ * ask which): the backend of messages of AEAD_SMALL_LEN bytes and more
+ * (the one set, or OpenSSL under the default); aead_backend_for(len): the
+ * one that serves a message of len bytes; aead_backend_available: 1 when
+ * the backend is built in and usable, else 0; aead_backend_name:
+ * "sodium", "openssl", NULL for a value that is no backend. */
 enum aead_backend aead_get_backend(void);
 enum aead_backend aead_backend_for(size_t len);
-/* 1 when the backend is built in and usable, else 0. */
 int aead_backend_available(enum aead_backend backend);
-/* "sodium", "openssl"; NULL for a value that is no backend. */
 const char *aead_backend_name(enum aead_backend backend);
 /* The inverse of aead_backend_name: 0, or -EINVAL (out untouched) when name
  * (exact, lower case) is none of them or NULL. */
@@ -142,7 +143,8 @@ void aead_seal_part_batch(struct aead_part *msgs, unsigned n, const uint8_t key[
 void aead_open_part_batch(struct aead_part *msgs, unsigned n, const uint8_t key[WG_KEY_LEN]);
 
 /* The same with an explicit nonce of noncelen bytes; -EINVAL unless
- * noncelen is WG_AEAD_NONCE_LEN. For vector tests and generic callers. */
+ * noncelen is WG_AEAD_NONCE_LEN. A test seam: the RFC vectors' nonces
+ * are not WireGuard's counters; the daemon calls aead_seal/aead_open. */
 int aead_seal_nonce(uint8_t *dst, const uint8_t *src, size_t len,
                     const uint8_t *ad, size_t adlen,
                     const uint8_t *nonce, size_t noncelen,

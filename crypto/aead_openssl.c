@@ -11,9 +11,7 @@
  * Poly1305 over the ciphertext first and decrypts only once the tag
  * matched, so "dst untouched on failure" holds as with libsodium. It costs
  * nothing: the EVP AEAD also runs ChaCha20 and Poly1305 as two passes, and
- * its per-call set-up is dearer; side by side at 1420 bytes on this
- * project's 2-vCPU AMD EPYC (AVX2) machine, seal 9.0 against 7.9 Gbit/s and
- * open 9.3 against 8.6.
+ * its per-call set-up is dearer (bench/README.md has the figures).
  *
  * Per thread, lazily (or at aead_thread_init): one ChaCha20 cipher context
  * and one Poly1305 MAC context, reused for every call with a new key and IV,

@@ -109,7 +109,8 @@ int relay_frame_seal_batch(const uint8_t key[WG_KEY_LEN], uint32_t remote_index,
                            uint8_t *area, size_t stride, const uint16_t *msg_lens, unsigned n,
                            bool data);
 /* One frame (a data frame where data and relay_frame_data_ok say so);
- * its length, or 0 where the batch says -EINVAL. */
+ * its length, or 0 where the batch says -EINVAL. A test seam, as
+ * relay_frame_open below: the daemon seals and opens in batches. */
 size_t relay_frame_seal(const uint8_t key[WG_KEY_LEN], uint32_t remote_index, uint64_t counter,
                         uint8_t *buf, size_t n, bool data);
 
@@ -135,7 +136,7 @@ struct relay_frame {
  * aside (the enclosed message was never encrypted). */
 void relay_frame_open_batch(const uint8_t key[WG_KEY_LEN], struct relay_frame *frames,
                             unsigned n);
-/* One frame: its status. */
+/* One frame: its status (a test seam). */
 int relay_frame_open(const uint8_t key[WG_KEY_LEN], uint8_t *buf, size_t len,
                      struct relay_frame *out);
 

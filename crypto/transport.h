@@ -63,7 +63,8 @@ struct transport_packet {
 
 /* Plaintext length rounded up to the padding multiple. */
 size_t transport_padded_len(size_t len);
-/* Whole message size for a plaintext of len bytes. */
+/* Whole message size for a plaintext of len bytes. A test seam: the
+ * daemon pads to a path (transport_sealed_len_limited). */
 size_t transport_sealed_len(size_t len);
 /* The same with padding held to pad_limit (see struct transport_packet). */
 size_t transport_sealed_len_limited(size_t len, uint32_t pad_limit);

@@ -19,14 +19,21 @@
 #  - a file outside overlay/engine/ includes of it anything but
 #    model/device.h and device_setup.h;
 #  - a C or header file sits at overlay/'s top level, a folder of overlay/
-#    is not in the order (a new one must be placed), or one (or a room
-#    inside one) holds more than 15 C files;
+#    is not in the order (a new one must be placed), or a code folder
+#    (crypto/, config/, tun/, a folder of overlay/, or a room inside one)
+#    holds more than 15 C files;
+#  - a code folder has no README.md, or its README does not name one of
+#    its .c or .h files (as `name`, `name.c`, `name.h` or `name.{c,h}`,
+#    maybe after a folder: `model/device.h`); a room inside a folder with
+#    no README of its own has its files named in the folder's;
 #  - the includes between rooms (a top folder, or a folder inside one of
 #    overlay/'s, as overlay/engine/paths/) make a cycle, whatever the
 #    order says (tsort names it);
 #  - files of overlay/ call each other in a circle of more than 5 files
 #    (tests/call_circles.py, from the objects in build/plain/: make
-#    check-layers builds them first).
+#    check-layers builds them first);
+#  - a global function no code of the daemon calls is not said to be a
+#    test seam in its header (tests/test_seams.py, from the same objects).
 # Run by `make test` (make check-layers); needs bash, grep, tsort, nm and
 # python3.
 set -u
@@ -48,18 +55,37 @@ for top in crypto config tun; do
              grep -vE "#include \"$top/")
 done
 
-# overlay/: nothing loose at the top, every folder placed and small enough.
+# overlay/: nothing loose at the top, every folder placed.
 for f in overlay/*.c overlay/*.h; do
     [ -e "$f" ] && complain "$f: at overlay/'s top level; put it in the folder it belongs to"
 done
 for d in overlay/*/; do
     d=${d%/}; name=${d#overlay/}
     [ -n "${RANK[$name]:-}" ] || complain "$d: not in tests/check_layers.sh's ORDER; place it there and in HACKING.md"
+done
+
+# Every code folder: small enough, and a README that names each of its
+# files (HACKING.md: "Each code folder's README.md lists its files").
+named_in() {   # named_in README FILE: FILE's name in a code span of README
+    local base=${2##*/} stem
+    stem=${base%.*}
+    grep -qE "\`([a-z_]+/)*$stem(\`|\.[ch]\b|\.\{c,h\})" "$1"
+}
+for d in crypto/ config/ tun/ overlay/*/; do
+    d=${d%/}
+    [ -f "$d/README.md" ] || complain "$d: no README.md; say what each of its files owns"
     for room in "$d" "$d"/*/; do
         [ -d "$room" ] || continue
         room=${room%/}
         n=$(find "$room" -maxdepth 1 -name '*.c' | wc -l)
         [ "$n" -le "$MAX_C_FILES" ] || complain "$room: $n C files, more than $MAX_C_FILES: split it by concern"
+        readme=$room/README.md
+        [ -f "$readme" ] || readme=$d/README.md
+        [ -f "$readme" ] || continue
+        for f in "$room"/*.[ch]; do
+            [ -e "$f" ] || continue
+            named_in "$readme" "$f" || complain "$f: not named in $readme"
+        done
     done
 done
 
@@ -150,8 +176,13 @@ while IFS= read -r line; do
     [ -n "$line" ] && complain "$line"
 done < <(python3 tests/call_circles.py overlay || echo "")
 
+# Global functions only tests call: each a test seam, said so (issue 62).
+while IFS= read -r line; do
+    [ -n "$line" ] && complain "$line"
+done < <(python3 tests/test_seams.py || echo "")
+
 if [ "$bad" -ne 0 ]; then
     echo "check-layers: FAILED"
     exit 1
 fi
-echo "check-layers: passed (${ORDER[*]}; crypto config tun stand alone; engine: core -> paths/ (paths.h), back through core_ops; both -> model/; no cycle of rooms; no call circle above 5 files)"
+echo "check-layers: passed (${ORDER[*]}; crypto config tun stand alone; engine: core -> paths/ (paths.h), back through core_ops; both -> model/; no cycle of rooms; no call circle above 5 files; test seams said)"

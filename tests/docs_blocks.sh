@@ -24,7 +24,8 @@
 # Each page runs in a mount namespace of its own, where /etc/ddpnet and
 # /etc/systemd/system are empty scratch directories, so a block that
 # writes there writes nothing of this machine's. A block that needs a
-# running daemon is an example here; tests/e2e/quickstart.sh types the
+# running daemon is an example here, and so is one whose every command is
+# a stub (it fails here otherwise: only_stubs); tests/e2e/quickstart.sh types the
 # README's quick start on two namespaces.
 #
 # Usage: tests/docs_blocks.sh [FILE.md...]   (default README.md docs/*.md)
@@ -119,6 +120,36 @@ blocks() {
     ' "$1"
 }
 
+# only_stubs < SCRIPT: true when every command of the script is a stub
+# that checks nothing (all but make's, which checks its target): such a
+# block runs and passes whatever it says, so it must be an example. A
+# command is a line's first word (continuations joined, comments and
+# here-documents' bodies skipped, leading VAR=value and sudo dropped).
+NOOP_STUBS="systemctl journalctl etcdctl etcd apt apt-get scp ssh torchrun shred
+            sbatch srun scontrol squeue docker podman kubectl"
+only_stubs() {
+    awk -v stubs="$NOOP_STUBS" -v Q="'" '
+    BEGIN { n = split(stubs, a, /[ \t\n]+/); for (i = 1; i <= n; i++) s[a[i]] = 1; delete s[""] }
+    hd != "" { if ($0 ~ "^[ \t]*" hd "[ \t]*$") hd = ""; next }
+    { line = cont $0; cont = "" }
+    line ~ /\\$/ { cont = substr(line, 1, length(line) - 1) " "; next }
+    {
+        if (match(line, "<<-?[ \t]*[\"" Q "]?[A-Za-z_]+")) {
+            hd = substr(line, RSTART, RLENGTH)
+            sub("^<<-?[ \t]*[\"" Q "]?", "", hd)
+        }
+        sub(/^[ \t]+/, "", line)
+        if (line == "" || line ~ /^#/) next
+        while (line ~ /^[A-Za-z_][A-Za-z0-9_]*=[^ \t]*[ \t]+/)
+            sub(/^[A-Za-z_][A-Za-z0-9_]*=[^ \t]*[ \t]+/, "", line)
+        split(line, w, /[ \t;|&()]+/)
+        c = (w[1] == "sudo") ? w[2] : w[1]
+        cmds++
+        if (!(c in s)) other = 1
+    }
+    END { exit !(cmds > 0 && !other) }'
+}
+
 fails=0 ran=0 examples=0
 fail() { echo "docs_blocks: FAIL: $*" >&2; fails=$((fails + 1)); }
 
@@ -140,6 +171,11 @@ for page in "${PAGES[@]}"; do
         if [ "$mark" = run-console ]; then
             # a console block: the lines after a "$ " prompt, output ignored
             script=$(printf '%s\n' "$script" | sed -n 's/^\$ //p')
+        fi
+        if printf '%s\n' "$script" | only_stubs; then
+            fail "$page:$line: every command is a stub, so running it checks nothing: mark it '# example: ...'"
+            sed 's/^/    | /' <<<"$script" >&2
+            continue
         fi
         printf '%s\n' "$setup" >"$d/$n.setup"
         printf '%s\n' "$script" >"$d/$n.sh"

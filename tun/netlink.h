@@ -33,11 +33,13 @@ int nl_link_set_mtu(struct nl *nl, int ifindex, unsigned mtu);
 /* The most segments the kernel puts in one TSO/USO packet for the link
  * (what a reader of a TUN gets at once). Recent kernels (6.18 here) take
  * a new value on a live link; older ones may refuse or ignore it. Reading
- * it gives -EOPNOTSUPP where the kernel does not report it. */
+ * it gives -EOPNOTSUPP where the kernel does not report it. Reading is a
+ * test seam (the daemon only sets it), as is nl_link_txqlen's. */
 int nl_link_gso_max_segs(struct nl *nl, int ifindex, unsigned *segs);
 int nl_link_set_gso_max_segs(struct nl *nl, int ifindex, unsigned segs);
 /* The link's transmit queue, in packets (txqueuelen): for ddp0, what the
- * kernel holds for the daemon to read before it drops. 0 is refused. */
+ * kernel holds for the daemon to read before it drops. 0 is refused.
+ * Reading it is a test seam: the daemon only sets it. */
 int nl_link_txqlen(struct nl *nl, int ifindex, unsigned *len);
 int nl_link_set_txqlen(struct nl *nl, int ifindex, unsigned len);
 /* The packets the link dropped on transmit since it was made (its

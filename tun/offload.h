@@ -226,7 +226,8 @@ int offload_run_iov(const struct offload_pkt *pkts, const size_t *next,
                     const struct offload_run *run, uint8_t vnet[OFFLOAD_VNET_HDR_LEN],
                     struct iovec *iov, size_t max_iov);
 /* The same bytes copied into buf: the vnet header and the IP packet.
- * Returns their length, or -EMSGSIZE when cap is too small. */
+ * Returns their length, or -EMSGSIZE when cap is too small. A test seam
+ * (the tests and the fuzzer compare it with offload_run_iov's). */
 long offload_run_copy(const struct offload_pkt *pkts, const size_t *next,
                       const struct offload_run *run, uint8_t *buf, size_t cap);
 

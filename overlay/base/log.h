@@ -65,7 +65,8 @@ struct log_limit {
     char like[96];                   /* the first suppressed line, cut short */
 };
 
-/* A line through lim on the clock now (clock_now_ns, or a test's). */
+/* A line through lim on the clock now: a test seam (a test's clock);
+ * the daemon calls log_limited_now. */
 void log_limited(struct log_limit *lim, enum log_level level, uint64_t now, const char *fmt,
                  ...) __attribute__((format(printf, 4, 5)));
 /* The same on clock_now_ns (what log_rl calls). */

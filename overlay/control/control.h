@@ -79,13 +79,14 @@ void control_server_run(struct control_server *s, struct device *dev, uint64_t n
  * control_server_expire does it. */
 uint64_t control_server_next(const struct control_server *s);
 void control_server_expire(struct control_server *s, uint64_t now_ns);
-/* Clients connected now. */
+/* Clients connected now: a test seam (the daemon bounds them, the tests
+ * count them). */
 size_t control_server_clients(const struct control_server *s);
 
 /* Client side, for the CLI: sends request (a whole request, ending in an
  * empty line) to the socket at path and returns the response in a malloc'd
  * NUL-terminated buffer (*response), or -errno (-ENOENT / -ECONNREFUSED:
- * no daemon). */
+ * no daemon). A test seam: the CLI calls control_request_ddpnet, below. */
 int control_request(const char *path, const char *request, char **response);
 /* The same, with pass_fd (>= 0) sent along (SCM_RIGHTS) with the request's
  * first bytes: `reload` hands over the hosts file, which the daemon may no

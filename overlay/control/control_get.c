@@ -163,7 +163,7 @@ static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
             uapi_put_str(b, CONTROL_KEY_REGISTRY_ERROR, rs.error);
     }
     if (dev->membership->cluster_applied_unix) {
-        char hex[2 * DEVICE_CLUSTER_SUM_LEN + 1];
+        char hex[2 * MEMBERSHIP_CLUSTER_SUM_LEN + 1];
         sodium_bin2hex(hex, sizeof(hex), dev->membership->cluster_sum, sizeof(dev->membership->cluster_sum));
         uapi_put_str(b, CONTROL_KEY_CLUSTER_SUM, hex);
         uapi_put_u64(b, CONTROL_KEY_CLUSTER_APPLIED, dev->membership->cluster_applied_unix);

@@ -177,6 +177,7 @@ static void put_drops(FILE *f, const struct device *dev)
         { "unknown_peer", st->dropped_unknown_peer },
         { "unreachable", st->refused_unreachable },
         { "too_big", st->refused_too_big },
+        { "unsendable", st->dropped_unsendable },
         { "relay_refused", st->relay_refused },
         { "hint_refused", st->hint_refused },
         { CONTROL_DROP_SOCKET, st->dropped_socket_overflow },
@@ -188,7 +189,8 @@ static void put_drops(FILE *f, const struct device *dev)
            "Packets dropped or refused, by reason: replay, bad_source (inner source not the "
            "peer's), no_session (waiting for a handshake, no room left), rate_limited "
            "(handshakes over their source's rate), pool_full (no free buffer), bad_packet, "
-           "unknown_peer, unreachable and too_big (ICMP sent back), relay_refused, "
+           "unknown_peer, unreachable and too_big (ICMP sent back), unsendable (for a peer "
+           "but not cut or sealed), relay_refused, "
            "hint_refused (a member's hint over its credit), socket_overflow (datagrams the "
            "kernel dropped at the UDP sockets, their buffer full: raise socket-buffer), "
            "tun_queue (packets the kernel dropped at the interface's transmit queue), "

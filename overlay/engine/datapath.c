@@ -217,15 +217,17 @@ static bool no_member_at(const struct device *dev, const struct inner *in)
  * stats). */
 enum tx_drop {
     TX_DROP_NOT_OURS,     /* malformed, disco's own, or to no member and outside
-                           * the overlay's network (the kernel's multicast): not counted */
+                           * the overlay's network (the kernel's multicast): not
+                           * counted, as no one's data is lost: the host's own
+                           * chatter on ddp0 would make a healthy node's drops tick */
     TX_DROP_UNREACHABLE,  /* to an address no member holds, or to a peer that does
                            * not answer: refused_unreachable, ICMP unreachable sent */
     TX_DROP_TOO_BIG,      /* larger than the path, and not to be cut: refused_too_big,
                            * ICMP "too big" (the path's MTU) sent */
     TX_DROP_UNCUT,        /* a super-packet its vnet header does not let us cut
-                           * (or a staged one lost): not counted */
+                           * (or a staged one lost): dropped_unsendable */
     TX_DROP_NO_KEY,       /* the keypair cannot seal it (its counter or age ran
-                           * out since it was chosen): not counted */
+                           * out since it was chosen): dropped_unsendable */
 };
 
 /* A packet read from ddp0 that goes to no peer (dropped, or answered here
@@ -252,9 +254,11 @@ static void tx_drop(struct device *dev, struct pkt *pkt, enum tx_drop why, const
         st->refused_too_big++;
         answer_icmp(dev, pkt, ip, len, ICMP_ERROR_TOO_BIG, mtu);
         return;
-    case TX_DROP_NOT_OURS:
     case TX_DROP_UNCUT:
     case TX_DROP_NO_KEY:
+        st->dropped_unsendable++;
+        break;
+    case TX_DROP_NOT_OURS:
         break;
     }
     loop_pkt_put(dev->loop, pkt);

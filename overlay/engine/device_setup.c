@@ -29,6 +29,7 @@ int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint6
         ret = ratelimit_init(&dev->ratelimit, RATELIMIT_TABLE_MAX);
     if (ret)
         goto fail;
+    probation_init(&dev->probation);   /* the tables it holds, each set here */
     for (size_t i = 0; i < dev->cluster.n_nodes; i++) {
         const struct cluster_node *n = &dev->cluster.nodes[i];
         if (n == dev->self)

@@ -49,9 +49,9 @@ static void sayf(members_say say, void *ctx, const char *kind, const char *fmt, 
     say(ctx, kind, line);
 }
 
-void members_checksum(const char *text, size_t len, uint8_t out[DEVICE_CLUSTER_SUM_LEN])
+void members_checksum(const char *text, size_t len, uint8_t out[MEMBERSHIP_CLUSTER_SUM_LEN])
 {
-    blake2s(out, DEVICE_CLUSTER_SUM_LEN, (const uint8_t *)text, len, NULL, 0);
+    blake2s(out, MEMBERSHIP_CLUSTER_SUM_LEN, (const uint8_t *)text, len, NULL, 0);
 }
 
 /* --- the names block ---------------------------------------------------------- */
@@ -348,7 +348,7 @@ static int refuse(const struct device *dev, const struct cluster_diff *d, member
                   void *ctx)
 {
     const struct cluster_change *self = change_of(d, dev->self->name);
-    char restart[DEVICE_SERVICE_MAX + 64], what[64];
+    char restart[MEMBERSHIP_SERVICE_MAX + 64], what[64];
 
     /* What restarts the node here: its systemd unit, or the CLI. */
     if (dev->membership->service[0])
@@ -655,9 +655,9 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
  * checksum is the one `status` shows, so a person can match nodes to files. */
 static void log_applied(const struct device *dev, size_t changes)
 {
-    char hex[2 * DEVICE_CLUSTER_SUM_LEN + 1];
+    char hex[2 * MEMBERSHIP_CLUSTER_SUM_LEN + 1];
 
-    for (unsigned i = 0; i < DEVICE_CLUSTER_SUM_LEN; i++)
+    for (unsigned i = 0; i < MEMBERSHIP_CLUSTER_SUM_LEN; i++)
         snprintf(hex + 2 * i, 3, "%02x", dev->membership->cluster_sum[i]);
     if (changes)
         log_notice("reload applied: %zu change%s, cluster file %s", changes,

@@ -114,9 +114,9 @@ void members_hosts_changed(struct device *dev);
 uint64_t members_hosts_run(struct device *dev, uint64_t now);
 
 /* The checksum of a cluster file's bytes that `status` shows, so a person
- * sees which nodes run which file: the first DEVICE_CLUSTER_SUM_LEN bytes
+ * sees which nodes run which file: the first MEMBERSHIP_CLUSTER_SUM_LEN bytes
  * of its BLAKE2s. */
-void members_checksum(const char *text, size_t len, uint8_t out[DEVICE_CLUSTER_SUM_LEN]);
+void members_checksum(const char *text, size_t len, uint8_t out[MEMBERSHIP_CLUSTER_SUM_LEN]);
 
 /* The hosts file a client passed (`reload`; fd taken over either way):
  * where it is another file than dev->hosts_fd's (a tool renamed a new

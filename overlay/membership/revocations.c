@@ -212,7 +212,7 @@ int revocations_taken(struct device *dev, const char *line, size_t len)
 {
     int ret = 0;
 
-    if (dev->membership->revoked_fd > 0 &&
+    if (dev->membership->revoked_fd >= 0 &&
         (ret = keep_line(dev->membership->revoked_fd, line, len)) < 0)
         log_error("authority: a revocation taken but not kept in the state file (%s): a "
                   "restart would learn it again only from the members", strerror(-ret));
@@ -458,7 +458,7 @@ void revocations_free(struct device *dev)
     dev->revoked_said = NULL;
     free(dev->revocations_said);
     dev->revocations_said = NULL;
-    if (dev->membership->revoked_fd > 0)
+    if (dev->membership->revoked_fd >= 0)
         close(dev->membership->revoked_fd);
     dev->membership->revoked_fd = -1;
 }

@@ -17,9 +17,9 @@
 #include "config/cluster.h"
 
 /* The cluster file's checksum as `status` shows it (members.h). */
-#define DEVICE_CLUSTER_SUM_LEN 8u
+#define MEMBERSHIP_CLUSTER_SUM_LEN 8u
 /* Room for a systemd unit's name (systemd allows 255 characters). */
-#define DEVICE_SERVICE_MAX 256u
+#define MEMBERSHIP_SERVICE_MAX 256u
 
 struct registry;
 struct vouch_gone;
@@ -43,13 +43,13 @@ struct membership {
     /* Which file that is, for a person: its checksum and when it was
      * applied (wall clock, s); and the hosts file, kept open from set-up
      * so that the names block follows a reload without root (-1: none). */
-    uint8_t cluster_sum[DEVICE_CLUSTER_SUM_LEN];
+    uint8_t cluster_sum[MEMBERSHIP_CLUSTER_SUM_LEN];
     uint64_t cluster_applied_unix;
     int hosts_fd;
     /* The systemd unit running this daemon ("ddpnet@ddp0.service"; "":
      * none), so that what a refused reload says to run is what applies
      * (daemon/notify.h's notify_unit). */
-    char service[DEVICE_SERVICE_MAX];
+    char service[MEMBERSHIP_SERVICE_MAX];
     /* Hostname endpoints that could not be asked of the resolver yet (it
      * was full): asked again on the next pass (endpoints.c). */
     bool resolve_backlog;

@@ -15,7 +15,8 @@
 #include "config/cluster.h"
 
 /* The lowest free address of net/prefix, given taken[0..n) (any order;
- * sorted in place). 0 with *out, or -ENOSPC when the network is full. */
+ * sorted in place). 0 with *out, or -ENOSPC when the network is full. A
+ * test seam: the daemon picks with alloc_free_nth, below. */
 int alloc_lowest_free(const struct cluster_addr *net, unsigned prefix,
                       struct cluster_addr *taken, size_t n, struct cluster_addr *out);
 /* The nth free address (0: the lowest), or the highest free one when

@@ -53,7 +53,8 @@ const char *etcd_endpoint(const struct etcd *e);
  * they were read at. */
 int etcd_range_prefix(struct etcd *e, const char *prefix, etcd_kv_fn fn, void *ctx,
                       int64_t *revision);
-/* key (fn not called when absent). */
+/* key (fn not called when absent). A test seam (the daemon reads by
+ * prefix), as etcd_delete below: the tests' fixtures. */
 int etcd_get(struct etcd *e, const char *key, etcd_kv_fn fn, void *ctx);
 /* Puts key only if it does not exist (one transaction): *created says
  * which. lease 0: none. */
@@ -77,6 +78,7 @@ struct etcd_put {
 };
 int etcd_txn(struct etcd *e, const struct etcd_cmp *cmps, size_t n_cmps,
              const struct etcd_put *puts, size_t n_puts, bool *succeeded);
+/* A test seam: the tests' fixtures remove a record. */
 int etcd_delete(struct etcd *e, const char *key);
 int etcd_lease_grant(struct etcd *e, unsigned ttl_s, int64_t *id);
 /* One keep-alive: *ttl_s is what is left, 0 when the lease is gone. */

@@ -30,6 +30,7 @@
  * The crypto runs inline (no workers). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/virtio_net.h>
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
@@ -114,6 +115,9 @@ static unsigned victim_msgs[NODES_MAX];
 static bool congest_next;
 /* The TOS byte of the packets app_send* send (its low bits: ECN). */
 static uint8_t app_tos;
+/* The vnet header app_send_as gives its packet when set (else zeros). */
+static struct vnet_hdr app_vnet;
+static bool app_vnet_set;
 
 static unsigned node_of_loop(const struct loop *l)
 {
@@ -368,6 +372,7 @@ static int world_setup(void **state)
     fake_jobs_out = fake_jobs_submitted = 0;
     congest_next = false;
     app_tos = 0;
+    app_vnet_set = false;
     wire_head = wire_tail = 0;
     memset(&victim, 0, sizeof(victim));
     memset(victim_bytes, 0, sizeof(victim_bytes));
@@ -520,6 +525,8 @@ static void app_send_as(unsigned from, unsigned as, unsigned to, size_t payload,
     ip[23] = 0x51;
     ip[24] = (uint8_t)((8 + payload) >> 8);
     ip[25] = (uint8_t)(8 + payload);
+    if (app_vnet_set)
+        vnet_hdr_write(pkt->in, &app_vnet);
     pkt->len = (uint32_t)(OFFLOAD_VNET_HDR_LEN + len);
     n->on.tun(n->on.ctx, pkt, now);
 }
@@ -584,6 +591,28 @@ static uint64_t establish(void)
     assert_int_equal(nodes[1].tun_packets, 1);
     assert_int_equal(nodes[0].initiations, 1);
     return now;
+}
+
+/* Issue 62: a read for a peer that cannot be cut (its vnet header asks
+ * TCP segmentation of a UDP datagram) is dropped and counted, as every
+ * drop is: dropped_unsendable, the metrics' reason "unsendable". */
+static void test_uncut_read_counted(void **state)
+{
+    (void)state;
+    uint64_t now = establish();
+    unsigned packets = nodes[1].tun_packets;
+
+    app_vnet = (struct vnet_hdr){ .gso_type = VIRTIO_NET_HDR_GSO_TCPV4, .gso_size = 100 };
+    app_vnet_set = true;
+    app_send(0, 1, 400, now);
+    pump(now);
+    assert_int_equal(nodes[1].tun_packets, packets);
+    assert_int_equal(nodes[0].dev.stats.dropped_unsendable, 1);
+    app_vnet_set = false;
+    app_send(0, 1, 400, now);
+    pump(now);
+    assert_int_equal(nodes[1].tun_packets, packets + 1);
+    assert_int_equal(nodes[0].dev.stats.dropped_unsendable, 1);
 }
 
 /* A receive whose socket holds a standing queue (pkt->congested) signals
@@ -3074,6 +3103,7 @@ int main(void)
         T(test_first_packet_waits_for_the_handshake),
         T(test_writes_carry_the_flow),
         T(test_congested_receive_marks_or_drops_one),
+        T(test_uncut_read_counted),
         T(test_record_stated_on_the_session),
         T(test_features_bound_to_their_session),
         T(test_stranger_refused_without_authority),

@@ -421,7 +421,7 @@ static void test_registered_names(void **state)
 
 static void test_checksum(void **state)
 {
-    uint8_t x[DEVICE_CLUSTER_SUM_LEN], y[DEVICE_CLUSTER_SUM_LEN];
+    uint8_t x[MEMBERSHIP_CLUSTER_SUM_LEN], y[MEMBERSHIP_CLUSTER_SUM_LEN];
 
     (void)state;
     members_checksum(HEAD NA, strlen(HEAD NA), x);
@@ -506,7 +506,7 @@ static void test_refused(void **state)
     assert_int_equal(members_reload(&dev, HEAD NA NB, strlen(HEAD NA NB), collect, &s, 1000), 0);
     assert_string_equal(s.text, "");
     assert_true(dev.membership->cluster_applied_unix > 0);
-    uint8_t sum[DEVICE_CLUSTER_SUM_LEN];
+    uint8_t sum[MEMBERSHIP_CLUSTER_SUM_LEN];
     members_checksum(HEAD NA NB, strlen(HEAD NA NB), sum);
     assert_memory_equal(sum, dev.membership->cluster_sum, sizeof(sum));
     cluster_free(&dev.cluster);
@@ -806,13 +806,27 @@ static void test_revocations_kept_or_said_not(void **state)
     certs_stats(dev.membership->certs, &st);
     assert_int_equal(st.revoked, 1);
 
+    /* Issue 62: descriptor 0 is a state file like any other (-1 says
+     * none): a write there that fails is said too. */
+    int saved = dup(0);
+    assert_true(saved >= 0);
+    assert_int_equal(dup2(full, 0), 0);
+    dev.membership->revoked_fd = 0;
+    revocation_of(text, sizeof(text), secret, 7);
+    assert_int_equal(members_statement(&dev, text, strlen(text), 0, &why), -ENOSPC);
+    assert_int_equal(dup2(saved, 0), 0);
+    close(saved);
+    dev.membership->revoked_fd = full;
+    certs_stats(dev.membership->certs, &st);
+    assert_int_equal(st.revoked, 2);
+
     assert_int_equal(pipe(pipe_fds), 0);
     close(dev.membership->revoked_fd);
     dev.membership->revoked_fd = pipe_fds[1];
     revocation_of(text, sizeof(text), secret, 6);
     assert_int_equal(members_statement(&dev, text, strlen(text), 0, &why), -EINVAL);
     certs_stats(dev.membership->certs, &st);
-    assert_int_equal(st.revoked, 2);
+    assert_int_equal(st.revoked, 3);
     members_certs_free(&dev);                      /* closes the pipe's write end */
     close(pipe_fds[0]);
     cluster_free(&dev.cluster);

@@ -19,7 +19,9 @@
  * (struct membership, membership/state.h, opaque to the engine). With
  * shards the device is shared by every shard under the engine lock
  * (overlay/loop/shard.h); without, it lives on the event loop's thread
- * (overlay/loop/ performs the I/O and knows no peer). */
+ * (overlay/loop/ performs the I/O and knows no peer). Set-up and
+ * teardown (device_init, peer_create, peer_remove) are device_setup.c's
+ * and peer.c's; device.c holds the lookups. */
 #ifndef DDPNET_DEVICE_H
 #define DDPNET_DEVICE_H
 
@@ -101,9 +103,10 @@ enum peer_record_said {
     PEER_RECORD_OLDER,                    /* FEATURES without DISCO_FEAT_RECORD */
 };
 
-/* struct peer, by owner. Everything runs on the event loop's thread (the
- * crypto workers get copies of keys, never a peer), so "who writes" is
- * which file; each part below says it. */
+/* struct peer, by owner. One thread at a time writes a peer: the event
+ * loop's, or with shards the one holding the engine lock (the crypto
+ * workers get copies of keys, never a peer), so "who writes" is which
+ * file; each part below says it. */
 
 /* The WireGuard session and its timers: written by the core (peer.c,
  * handshake.c, datapath.c, timers.c); paths and discovery read the
@@ -157,9 +160,10 @@ struct peer_live {
     struct rate rx_rate, tx_rate;
 };
 
-/* Where its messages go: written by path.c (and at set-up by device.c,
- * by the control socket's peer_set_endpoint; the path MTU search and
- * frames_said's reset by disco_io.c). via:
+/* Where its messages go: written by path.c (and at set-up by
+ * device_setup.c and peer_create, peer.c; by the control socket's
+ * peer_set_endpoint, peer.c; the path MTU search and frames_said's reset
+ * by disco_io.c). via:
  * the peer our messages to this one go through (a relay), NULL when they
  * go to `endpoint`. */
 struct peer_path {
@@ -189,7 +193,10 @@ struct peer_path {
 
 /* What discovery knows of it and said to it: written by discovery (paths/disco_*.c)
  * (state: disco.h's decisions; relays: trust.c's; `introduced` reset by
- * path.c when the endpoint moves). relays: peers that may
+ * path.c when the endpoint moves) and by peer.c: the spread at
+ * peer_create, a removed peer out of the others' relays (peer_remove),
+ * the endpoints stale after peer_set_endpoint, hint_credit earned in
+ * peer_count_rx. relays: peers that may
  * reach this one, tried end to end before one is used; hint_credit: what
  * this peer may make us send to addresses that never answered (what it
  * told us of others is paid from it; earned in peer_count_rx). */
@@ -222,7 +229,10 @@ struct peer_disco {
 };
 
 /* Who it is in the cluster: written by membership (members.c,
- * endpoints.c) and peer_create; the rest of the engine reads it. */
+ * endpoints.c) and in the engine by peer.c (peer_create; `listed` by
+ * peer_set_endpoint), device_setup.c (`listed` at set-up) and
+ * handshake.c (a stranger admitted on probation: `probation`,
+ * `pending`); the rest of the engine reads it. */
 struct peer_member {
     char name[CLUSTER_NAME_MAX + 1];
     struct cluster_addr address;          /* overlay address: the only allowed IP */
@@ -284,6 +294,7 @@ struct device_stats {
     uint64_t dropped_pending;             /* data from a peer whose record is pending */
     uint64_t refused_unreachable;         /* to a peer that does not answer: ICMP sent */
     uint64_t refused_too_big;             /* larger than the path: ICMP "too big" sent */
+    uint64_t dropped_unsendable;          /* for a peer, but not cut or not sealed (tx_drop) */
     uint64_t dropped_ratelimited;         /* handshakes over their source's rate */
     /* Batching, to see what the offloads buy: reads and the segments they
      * gave, receives and the datagrams they held, TUN writes. */
@@ -374,7 +385,9 @@ struct device {
      * test's). Below, what membership tells the engine and what the
      * engine hands back: the names and record we state, probation, our
      * certificate and revocations, and the callbacks. The engine reads
-     * these and writes none but probation (handshake.c adds strangers). */
+     * these and writes only probation (handshake.c adds strangers) and
+     * records_due_ns and records_checked_ns (paths/: disco_recv.c asks,
+     * disco_sched.c calls records_changed). */
     struct membership *membership;
     /* The names this machine goes by (hostname, FQDN), told to every peer
      * unless `hostnames = off`; and what to call when a peer's change

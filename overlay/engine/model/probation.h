@@ -59,6 +59,7 @@ void probation_init(struct probation *t);
 int probation_admit(struct probation *t, const uint8_t key[PROBATION_KEY_LEN],
                     const uint8_t source[RATELIMIT_KEY_LEN], uint64_t now);
 
+/* Whether key is on probation: a test seam. */
 bool probation_has(const struct probation *t, const uint8_t key[PROBATION_KEY_LEN]);
 
 /* Ends key's probation (its certificate checked, or its peer removed):
