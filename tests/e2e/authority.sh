@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# e2e: long
 # Joining with an authority and no server (issue 33): a, b and c are in
 # the file, each with a certificate from one authority; d is not in the
 # file (the same file as theirs): its certificate, signed through a join

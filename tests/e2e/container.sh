@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# e2e: long
 # e2e: lock deb
 # The image of `make image` under podman, beside a node run from the
 # package, one mesh (issue 47):

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# e2e: long
 # A member whose key was stolen (build/tools/hostile speaks for node-m)
 # may speak only for its own overlay address. Two ways it could do more
 # through discovery (overlay/disco/disco_msg.h), each checked here:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# e2e: long
 # NAT traversal (issue 5): two nodes behind NAT gateways, in two VPCs that
 # use the same private range, and one public node; only the public node has
 # an endpoint in the cluster file. Checked, with the figures printed:

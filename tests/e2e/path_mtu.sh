@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# e2e: long
 # Paths that carry less than the link (issue 13): no black hole, and each
 # peer's path MTU learned. The NAT testbed of nat_traversal.sh (two VPCs
 # behind NAT gateways, one public node; every node's own link at 1500, so

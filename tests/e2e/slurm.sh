@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# e2e: long
 # e2e: lock deb
 # Slurm over ddp0, in booted machines (issue 47): an on-prem machine runs
 # slurmctld and a slurmd and is in the cluster file; cloud machines behind
