@@ -3026,6 +3026,92 @@ static void test_revocations_missed_are_said(void **state)
     }
 }
 
+/* A member certificate through a join token (tsec its secret) for key,
+ * valid an hour around the real clock. */
+static void token_member_cert(char *out, const struct cert *token,
+                              const uint8_t tsec[CERT_SECRET_LEN], const char *name,
+                              const uint8_t key[CERT_PUBKEY_LEN])
+{
+    struct cert c = { .kind = CERT_MEMBER, .not_before = (uint64_t)time(NULL) - 60,
+                      .not_after = (uint64_t)time(NULL) + 3600 };
+
+    memcpy(c.subject, key, CERT_PUBKEY_LEN);
+    snprintf(c.name, sizeof(c.name), "%s", name);
+    cert_token_embed(&c, token);
+    assert_int_equal(cert_sign(&c, tsec, out, CERT_TEXT_MAX), 0);
+}
+
+/* Issue 55: with no registry, a burst node that went away (silent past
+ * the bound, 300 s) lets go of its name and its token's place (one): its
+ * peer removed, and its next instance (a new key, the same name, the same
+ * token) taken; a revocation of a departed machine's key frees them at
+ * once. */
+static void test_gone_member_let_go(void **state)
+{
+    uint8_t pub[CERT_PUBKEY_LEN], sec[CERT_SECRET_LEN], tsec[CERT_SECRET_LEN];
+    uint8_t k1[CERT_PUBKEY_LEN], k2[CERT_PUBKEY_LEN], k3[CERT_PUBKEY_LEN];
+    char text[CERT_TEXT_MAX];
+    struct cert token = { .kind = CERT_TOKEN, .max_members = 1, .name = "cloud-" };
+    struct cert r = { .kind = CERT_REVOCATION, .not_before = 1000 };
+    struct device *d = &nodes[1].dev;
+    uint64_t now = mesh_up();
+    struct peer *p;
+    const char *why;
+
+    (void)state;
+    assert_int_equal(cert_keypair(pub, sec), 0);
+    token.not_before = (uint64_t)time(NULL) - 120;
+    token.not_after = (uint64_t)time(NULL) + 7200;
+    assert_int_equal(cert_keypair(token.subject, tsec), 0);
+    assert_int_equal(cert_sign(&token, sec, text, sizeof(text)), 0);
+    make_cluster(&d->membership->file);
+    d->cluster.has_authority = d->membership->file.has_authority = true;
+    memcpy(d->cluster.authority, pub, sizeof(pub));
+    memcpy(d->membership->file.authority, pub, sizeof(pub));
+    d->cert_said = members_cert_said;
+    assert_int_equal(members_certs_start(d), 0);
+
+    /* cloud-2 joined (its certificate said on its session): a peer. */
+    randombytes_buf(k1, sizeof(k1));
+    token_member_cert(text, &token, tsec, "cloud-2", k1);
+    assert_int_equal(certs_offer(d->membership->certs, text, (uint64_t)time(NULL), &why),
+                     CERTS_ADDED);
+    members_certs_run(d, now);
+    assert_non_null(p = device_peer_by_key(d, k1));
+    p->live.last_received_ns = now;
+    /* Its next instance: refused while the first was heard lately. */
+    randombytes_buf(k2, sizeof(k2));
+    token_member_cert(text, &token, tsec, "cloud-2", k2);
+    members_certs_run(d, now + 290 * SEC);
+    assert_int_not_equal(certs_offer(d->membership->certs, text, (uint64_t)time(NULL), &why),
+                         CERTS_ADDED);
+    /* Silent past the bound: let go, peer and all; the new one taken. */
+    members_certs_run(d, now + 301 * SEC);
+    members_certs_run(d, now + 311 * SEC);
+    assert_null(certs_member(d->membership->certs, k1));
+    assert_null(device_peer_by_key(d, k1));
+    assert_null(cluster_find_name(&d->cluster, "cloud-2"));
+    assert_int_equal(certs_offer(d->membership->certs, text, (uint64_t)time(NULL), &why),
+                     CERTS_ADDED);
+    /* The file's nodes, silent as long, stay. */
+    assert_non_null(peer_for(1, 0));
+
+    /* That one departs too and its key is revoked: its name and place
+     * free at once for a third. */
+    memcpy(r.subject, k2, sizeof(k2));
+    assert_int_equal(cert_sign(&r, sec, text, sizeof(text)), 0);
+    assert_int_equal(members_statement(d, text, strlen(text), now + 320 * SEC, &why),
+                     CERTS_REVOKING);
+    randombytes_buf(k3, sizeof(k3));
+    token_member_cert(text, &token, tsec, "cloud-2", k3);
+    assert_int_equal(certs_offer(d->membership->certs, text, (uint64_t)time(NULL), &why),
+                     CERTS_ADDED);
+    members_certs_free(d);
+    d->cert_said = NULL;
+    d->cluster.has_authority = false;
+    cluster_free(&d->membership->file);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -3041,6 +3127,7 @@ int main(void)
         T(test_probation_half_full_asks_a_cookie),
         T6(test_cert_passed_on_once),
         T(test_revocations_missed_are_said),
+        T(test_gone_member_let_go),
         T(test_record_candidate_reaches_a_peer),
         T(test_record_candidate_never_answering_is_bounded),
         T(test_down_peer_retries_then_gives_up),
