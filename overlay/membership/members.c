@@ -397,13 +397,14 @@ struct plan {
     struct peer_map *map;        /* the new array's lookups, installed with it */
 };
 
-/* The peer a node of the next model keeps: its key's with its name, or
- * its key's on probation (promoted by plan_commit). */
+/* The peer a node of the next model keeps: its key's with its name, its
+ * key's on probation (promoted by plan_commit), or its key's under another
+ * name (renamed by plan_commit: the same key is the same machine, whose
+ * session and path go on; issue 55: the authority's certificate replacing
+ * one a token's holder signed for that key must not cut it off). */
 static struct peer *old_peer(struct device *dev, const struct cluster_node *n)
 {
-    struct peer *p = device_peer_by_key(dev, n->public_key);
-
-    return p && (p->member.probation || !strcasecmp(p->member.name, n->name)) ? p : NULL;
+    return device_peer_by_key(dev, n->public_key);
 }
 
 static void plan_free(struct plan *pl, bool made_too)
@@ -487,6 +488,20 @@ static void set_endpoint(struct device *dev, struct peer *p, const struct cluste
         return;
     }
     members_resolve(dev, p, n);
+}
+
+/* A kept peer whose key's node has another name now: its name, address
+ * and what its node says, as a new peer's (its session and path kept). */
+static void rename_peer(struct device *dev, struct peer *p, const struct cluster *next,
+                        const struct cluster_node *n, uint64_t now)
+{
+    log_notice("peer %s: its key's node is %s now", p->member.name, n->name);
+    snprintf(p->member.name, sizeof(p->member.name), "%s", n->name);
+    p->member.address = n->address;
+    if (n->has_endpoint)
+        set_endpoint(dev, p, n);
+    peer_set_persistent_keepalive(p, (uint16_t)cluster_node_keepalive(next, n), now);
+    discovery_node_hints(p, n, now);
 }
 
 /* A kept peer takes what changed about its node. */
@@ -628,6 +643,8 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
             update_peer(dev, p, next, c, now);
         else if (c->kind == CLUSTER_NODE_ADDED && p && p->member.probation)
             promote(dev, p, next, c->new_node, now);
+        else if (c->kind == CLUSTER_NODE_ADDED && p)
+            rename_peer(dev, p, next, c->new_node, now);
     }
     for (size_t i = 0; i < pl->n_made; i++) {
         struct peer *p = pl->made[i];

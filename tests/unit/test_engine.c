@@ -47,6 +47,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
+#include "config/addr.h"
 #include "config/cert.h"
 #include "config/cluster.h"
 #include "crypto/aead.h"
@@ -3026,6 +3027,33 @@ static void test_revocations_missed_are_said(void **state)
     }
 }
 
+/* Issue 55: a member held at another address than its own (a certificate
+ * only passed on gave its key one; its own fixes another) is still heard
+ * saying its certificate, which its session proves; its data from that
+ * source, and any other disco, stay dropped. */
+static void test_cert_heard_from_another_source(void **state)
+{
+    uint64_t now = mesh_up();
+    struct peer *p = peer_for(0, 1);
+    uint64_t dropped = nodes[0].dev.stats.dropped_source;
+    unsigned tun = nodes[0].tun_packets;
+
+    (void)state;
+    p->member.address.bytes[3] = 99;            /* 10.77.0.99: not node 1's */
+    nodes[0].dev.cert_said = on_cert_said;
+    cert_said_calls = 0;
+    discovery_send_cert(peer_for(1, 0), "ddpnet-member:TEST", 18, now);
+    pump(now);
+    assert_int_equal(cert_said_calls, 1);
+    assert_ptr_equal(cert_said_from, p);
+    assert_string_equal(cert_said_text, "ddpnet-member:TEST");
+    app_send(1, 0, 100, now);
+    pump(now);
+    assert_int_equal(nodes[0].tun_packets, tun);
+    assert_int_equal(nodes[0].dev.stats.dropped_source, dropped + 1);
+    nodes[0].dev.cert_said = NULL;
+}
+
 /* A member certificate through a join token (tsec its secret) for key,
  * valid an hour around the real clock. */
 static void token_member_cert(char *out, const struct cert *token,
@@ -3112,6 +3140,63 @@ static void test_gone_member_let_go(void **state)
     cluster_free(&d->membership->file);
 }
 
+/* Issue 55: a key's certificate replaced by one of another name (the
+ * authority's, over what a token's holder signed for that key) renames
+ * its peer: the same key is the same machine, whose session and path go
+ * on, at the address the new certificate gives. */
+static void test_renamed_key_keeps_its_session(void **state)
+{
+    uint8_t pub[CERT_PUBKEY_LEN], sec[CERT_SECRET_LEN], tsec[CERT_SECRET_LEN];
+    char text[CERT_TEXT_MAX];
+    struct cert token = { .kind = CERT_TOKEN, .name = "w-" };
+    struct cert c = { .kind = CERT_MEMBER, .name = "gpu0", .has_address = true };
+    struct device *d = &nodes[1].dev;
+    uint64_t now = mesh_up();
+    struct peer *p = peer_for(1, 0);
+    unsigned tun = nodes[1].tun_packets;
+    const char *why;
+
+    (void)state;
+    assert_int_equal(cert_keypair(pub, sec), 0);
+    token.not_before = c.not_before = (uint64_t)time(NULL) - 120;
+    token.not_after = c.not_after = (uint64_t)time(NULL) + 7200;
+    assert_int_equal(cert_keypair(token.subject, tsec), 0);
+    assert_int_equal(cert_sign(&token, sec, text, sizeof(text)), 0);
+    /* Node 1's file lists itself only: node 0 is a member by certificate. */
+    make_cluster(&d->membership->file);
+    d->membership->file.nodes[0] = d->membership->file.nodes[1];
+    d->membership->file.n_nodes = 1;
+    d->cluster.has_authority = d->membership->file.has_authority = true;
+    memcpy(d->cluster.authority, pub, sizeof(pub));
+    memcpy(d->membership->file.authority, pub, sizeof(pub));
+    d->cert_said = members_cert_said;
+    assert_int_equal(members_certs_start(d), 0);
+
+    token_member_cert(text, &token, tsec, "w-squat", nodes[0].dev.self->public_key);
+    assert_int_equal(certs_offer(d->membership->certs, text, (uint64_t)time(NULL), &why),
+                     CERTS_ADDED);
+    members_certs_run(d, now);
+    assert_ptr_equal(peer_for(1, 0), p);
+    assert_string_equal(p->member.name, "w-squat");
+    assert_non_null(p->wg.current);
+    memcpy(c.subject, nodes[0].dev.self->public_key, CERT_PUBKEY_LEN);
+    assert_int_equal(cluster_addr_parse("10.77.0.1", &c.address), 0);
+    assert_int_equal(cert_sign(&c, sec, text, sizeof(text)), 0);
+    assert_int_equal(certs_offer(d->membership->certs, text, (uint64_t)time(NULL), &why),
+                     CERTS_ADDED);
+    members_certs_run(d, now + SEC);
+    assert_ptr_equal(peer_for(1, 0), p);
+    assert_string_equal(p->member.name, "gpu0");
+    assert_non_null(p->wg.current);
+    app_send(0, 1, 100, now + SEC);
+    pump(now + SEC);
+    assert_int_equal(nodes[1].tun_packets, tun + 1);     /* from 10.77.0.1: its address */
+    members_certs_free(d);
+    d->cert_said = NULL;
+    d->cluster.has_authority = false;
+    cluster_free(&d->membership->file);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -3128,6 +3213,8 @@ int main(void)
         T6(test_cert_passed_on_once),
         T(test_revocations_missed_are_said),
         T(test_gone_member_let_go),
+        T(test_cert_heard_from_another_source),
+        T(test_renamed_key_keeps_its_session),
         T(test_record_candidate_reaches_a_peer),
         T(test_record_candidate_never_answering_is_bounded),
         T(test_down_peer_retries_then_gives_up),
