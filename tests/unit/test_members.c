@@ -27,7 +27,6 @@
 
 #include "config/addr.h"
 #include "config/cert.h"
-#include "overlay/engine/device_setup.h"
 #include "overlay/membership/certs.h"
 #include "overlay/membership/hosts.h"
 #include "overlay/membership/hosts_writer.h"
