@@ -643,8 +643,8 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
             update_peer(dev, p, next, c, now);
         else if (c->kind == CLUSTER_NODE_ADDED && p && p->member.probation)
             promote(dev, p, next, c->new_node, now);
-        else if (c->kind == CLUSTER_NODE_ADDED && p)
-            rename_peer(dev, p, next, c->new_node, now);
+        else if (p && strcasecmp(p->member.name, c->new_node->name))
+            rename_peer(dev, p, next, c->new_node, now);    /* its key under another name */
     }
     for (size_t i = 0; i < pl->n_made; i++) {
         struct peer *p = pl->made[i];

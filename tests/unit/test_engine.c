@@ -3197,6 +3197,36 @@ static void test_renamed_key_keeps_its_session(void **state)
     cluster_free(&d->membership->file);
 }
 
+/* A reload that swaps two nodes' keys: each key's peer is kept (the same
+ * key, the same machine) and takes the name and address its key has now. */
+static void test_reload_swapped_keys_rename(void **state)
+{
+    const char *const endpoints[3] = { "192.0.2.1:51820", "192.0.2.2:51820", "192.0.2.3:51820" };
+    struct device *dev = &nodes[0].dev;
+    char text[2048], *k1, *k2, key1[45], key2[45];
+    size_t len = three_node_text(text, sizeof(text), endpoints);
+    struct peer *p1 = peer_for(0, 1), *p2 = peer_for(0, 2);
+    uint64_t now = START_NS + SEC;
+
+    (void)state;
+    k1 = strstr(strstr(text, "[node n1]"), "public-key = ") + 13;
+    k2 = strstr(strstr(text, "[node n2]"), "public-key = ") + 13;
+    memcpy(key1, k1, 44);
+    memcpy(key2, k2, 44);
+    memcpy(k1, key2, 44);
+    memcpy(k2, key1, 44);
+    make_cluster(&dev->membership->file);
+    dev->membership->hosts_fd = -1;
+    assert_int_equal(members_reload(dev, text, len, say_nothing, NULL, now), 0);
+    assert_ptr_equal(peer_for(0, 1), p1);
+    assert_ptr_equal(peer_for(0, 2), p2);
+    assert_string_equal(p1->member.name, "n2");
+    assert_int_equal(p1->member.address.bytes[3], 3);
+    assert_string_equal(p2->member.name, "n1");
+    assert_int_equal(p2->member.address.bytes[3], 2);
+    cluster_free(&dev->membership->file);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -3215,6 +3245,7 @@ int main(void)
         T(test_gone_member_let_go),
         T(test_cert_heard_from_another_source),
         T(test_renamed_key_keeps_its_session),
+        T3(test_reload_swapped_keys_rename),
         T(test_record_candidate_reaches_a_peer),
         T(test_record_candidate_never_answering_is_bounded),
         T(test_down_peer_retries_then_gives_up),
