@@ -888,7 +888,7 @@ struct silent {
  * for MEMBERS_GONE_NS: one never reached (a heard one, not met yet) or
  * left out of the model (a clash) stays until it expires. Ours and the
  * file's nodes are no certificate's to let go. */
-static bool heard_lately(void *ctx, const struct cert *c)
+static bool spoke_lately(void *ctx, const struct cert *c)
 {
     const struct silent *sc = ctx;
     const struct peer *p;
@@ -897,7 +897,8 @@ static bool heard_lately(void *ctx, const struct cert *c)
         (sc->dev->local && !memcmp(c->subject, sc->dev->local->public_key, CERT_PUBKEY_LEN)) ||
         !(p = device_peer_by_key(sc->dev, c->subject)) || !p->live.last_received_ns)
         return true;
-    if (sc->now - p->live.last_received_ns < MEMBERS_GONE_NS)
+    /* (A shard's clock may have read later than ours.) */
+    if (sc->now <= p->live.last_received_ns || sc->now - p->live.last_received_ns < MEMBERS_GONE_NS)
         return true;
     log_notice_rl("peer %s: silent for %llu s: its certificate let go (its name and place free)",
                   c->name, (unsigned long long)((sc->now - p->live.last_received_ns) /
@@ -915,7 +916,7 @@ static uint64_t let_go_silent(struct device *dev, uint64_t now)
     if (dev->membership->registry)
         return UINT64_MAX;
     if (now >= dev->membership->gone_check_ns) {
-        certs_retain(dev->membership->certs, heard_lately, &sc);
+        certs_retain(dev->membership->certs, spoke_lately, &sc);
         dev->membership->gone_check_ns = now + MEMBERS_GONE_CHECK_NS;
     }
     return dev->membership->gone_check_ns;
