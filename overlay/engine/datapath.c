@@ -640,7 +640,7 @@ static bool unaddressed(const uint8_t *dst, int family)
 
 static void disco_in(struct device *dev, struct rx_batch *b, struct peer *p,
                      const struct noise_keypair *kp, uint8_t *ip, uint32_t len, struct peer *via,
-                     uint64_t now)
+                     bool elsewhere, uint64_t now)
 {
     const uint8_t *src, *dst, *payload;
     struct disco_msg *m = dev->disco.in_msg;
@@ -653,6 +653,10 @@ static void disco_in(struct device *dev, struct rx_batch *b, struct peer *p,
          !unaddressed(dst, family)) ||
         !m || disco_decode(payload, plen, m)) {
         rx_drop(dev, RX_DROP_DISCO, 1);
+        return;
+    }
+    if (elsewhere && m->type != DISCO_CERT) {
+        rx_drop(dev, RX_DROP_SOURCE, 1);
         return;
     }
     if (m->type != DISCO_RELAYED) {
@@ -690,20 +694,31 @@ static bool signal_congestion(struct device *dev, struct rx_batch *b, uint8_t *i
 /* The inner packet of an opened transport message from p on its session
  * kp (directly, or through the relay via), plen bytes (0: a keepalive):
  * its source must be p's address; a disco packet goes to disco_in; data
- * is kept for ddp0. */
+ * is kept for ddp0. One exception: a disco CERT from another source than
+ * the address we hold for p (the session proves whose it is; disco never
+ * reaches ddp0). A certificate only passed on may have given p's key
+ * another address than its own certificate fixes (issue 55: a token's
+ * holder signing for another's key): p must still be heard saying its
+ * own. */
 static void rx_inner(struct device *dev, struct rx_batch *b, struct peer *p,
                      const struct noise_keypair *kp, uint8_t *msg, long plen, struct peer *via,
                      uint64_t now)
 {
     uint8_t *ip = msg + WG_TRANSPORT_HEADER_LEN;
     struct inner in;
+    bool elsewhere;
 
-    if (plen > 0 && (!parse_inner(ip, (uint32_t)plen, &in) || !source_allowed(p, &in))) {
+    if (plen > 0 && !parse_inner(ip, (uint32_t)plen, &in)) {
+        rx_drop(dev, RX_DROP_SOURCE, 1);
+        return;
+    }
+    elsewhere = plen > 0 && !source_allowed(p, &in);
+    if (elsewhere && !is_disco(ip, &in)) {
         rx_drop(dev, RX_DROP_SOURCE, 1);
         return;
     }
     if (plen > 0 && is_disco(ip, &in)) {
-        disco_in(dev, b, p, kp, ip, in.len, via, now);
+        disco_in(dev, b, p, kp, ip, in.len, via, elsewhere, now);
         return;
     }
     /* Data (or a keepalive) sent to us directly while we relay: the

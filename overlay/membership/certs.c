@@ -16,6 +16,10 @@ struct held {
     uint8_t id[CERT_ID_LEN];
     bool has_token;
     uint8_t token_id[CERT_ID_LEN];
+    /* A token's certificate a peer passed on that is not its key's own
+     * word (certs_offer_heard): an introduction, which yields to its
+     * key's own word and to the authority's (takes_from, yields). */
+    bool heard;
 };
 
 /* The index: open-addressing tables (linear probing, at most half full:
@@ -112,6 +116,7 @@ const char *certs_verdict_str(enum certs_verdict v)
     case CERTS_TOKEN_FULL: return "token full";
     case CERTS_FULL: return "store full";
     case CERTS_NO_MEMORY: return "out of memory";
+    case CERTS_NOT_OWN: return "not its own";
     }
     return "?";
 }
@@ -414,14 +419,18 @@ void certs_stats(const struct certs *s, struct certs_stats *out)
 
 /* --- changes ------------------------------------------------------------------- */
 
-/* Whether a new member n takes a place (a name) that o holds. The
- * authority's own certificate over a token's; between two of the
- * authority's, the later not_before (its newer word: a re-keyed node's
- * certificate over an old one replayed), then the lower key, the same on
- * every node; a token's never takes what another member holds, whatever
- * dates or key order it picks: the one held first keeps it. */
+/* Whether a new member n takes a place (a name) that o holds. A key's
+ * own word over one a peer passed on (heard: an introduction, which takes
+ * nothing from anyone); the authority's own certificate over a token's;
+ * between two of the authority's, the later not_before (its newer word: a
+ * re-keyed node's certificate over an old one replayed), then the lower
+ * key, the same on every node; a token's never takes what another member
+ * holds, whatever dates or key order it picks: the one held first keeps
+ * it. */
 static bool takes_from(const struct held *n, const struct held *o)
 {
+    if (n->heard != o->heard)
+        return o->heard;                  /* a key's own word over a peer's */
     if (n->has_token != o->has_token)
         return !n->has_token;
     if (n->has_token)
@@ -454,11 +463,6 @@ static size_t drop_where(struct certs *s, bool (*gone)(const struct held *h, con
     return dropped;
 }
 
-static bool is_held(const struct held *h, const void *ctx)
-{
-    return h == ctx;
-}
-
 /* How many members are held through token id, skip left out (the key
  * being replaced). */
 static size_t token_count(const struct certs *s, const uint8_t id[CERT_ID_LEN],
@@ -489,26 +493,60 @@ static size_t token_places(const struct cert *c)
     return c->token.max_members ? c->token.max_members : CERTS_TOKEN_DEFAULT_MAX;
 }
 
-/* What a new member n would push out: the holder of its name (*lost); a
- * refusal when n may not take it, or when its token's places are held. */
+/* A heard member of token id, own and taken aside (a place a member
+ * said by its own key takes when the token is full), or NULL. A walk:
+ * only when a token is full. */
+static struct held *heard_of_token(const struct certs *s, const uint8_t id[CERT_ID_LEN],
+                                   const struct held *own, const struct held *taken)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        struct held *h = &s->m[i];
+        if (h->heard && h != own && h != taken && !memcmp(h->token_id, id, CERT_ID_LEN))
+            return h;
+    }
+    return NULL;
+}
+
+/* What a new member n would push out (lost[0], lost[1]; NULL: none): the
+ * holder of its name, and, its token full, a heard member of that token
+ * (n being its key's own word); a refusal when n may not take its name,
+ * or when its token's places are held. own: its key's entry, which n
+ * replaces. */
 static enum certs_verdict make_room(struct certs *s, const struct held *n, const struct held *own,
-                                    struct held **lost, const char **why)
+                                    struct held *lost[2], const char **why)
 {
     struct held *o = by_name(s, n->c.name);
+    size_t count;
 
-    *lost = NULL;
+    lost[0] = lost[1] = NULL;
     if (o && o != own) {
         if (!takes_from(n, o))
             return refuse(&s->st.name_taken, CERTS_NAME_TAKEN, n->has_token
                           ? "another member holds its name" :
                           "a newer certificate of the authority gives its name to another key",
                           why);
-        *lost = o;
+        lost[0] = o;
     }
-    if (n->has_token && token_count(s, n->token_id, own) >= token_places(&n->c))
+    if (!n->has_token)
+        return CERTS_ADDED;
+    count = token_count(s, n->token_id, own);
+    if (lost[0] && lost[0]->has_token && !memcmp(lost[0]->token_id, n->token_id, CERT_ID_LEN))
+        count--;                          /* the name's holder frees its place */
+    if (count >= token_places(&n->c) && !n->heard)
+        lost[1] = heard_of_token(s, n->token_id, own, lost[0]);
+    if (count >= token_places(&n->c) && !lost[1])
         return refuse(&s->st.token_full, CERTS_TOKEN_FULL,
                       "its token's places are held by other members", why);
     return CERTS_ADDED;
+}
+
+/* Whether own, its key's certificate, gives way to n whatever names and
+ * ends they have (issue 55): the authority's word over a token's (a token
+ * holder who signed a certificate for another's key first takes nothing
+ * from it), and a key's own word over what a peer passed on. */
+static bool yields(const struct held *own, const struct held *n)
+{
+    return (own->has_token && !n->has_token) || (own->heard && !n->heard);
 }
 
 /* Whether n may replace own, its key's certificate (the same name, a
@@ -557,17 +595,31 @@ static void renew(struct certs *s, struct held *own, const struct held *n)
     expiry_came(s, expiry_of(&n->c));
 }
 
-static enum certs_verdict offer_member(struct certs *s, const struct cert *c, uint64_t now,
-                                       const char **why)
+static bool is_listed(const struct held *h, const void *ctx)
 {
-    struct held n = { .c = *c }, *own, *lost;
+    struct held *const *set = ctx;
+
+    return h == set[0] || h == set[1] || h == set[2];
+}
+
+/* heard: passed on by a peer that is not its key (certs_offer_heard). */
+static enum certs_verdict offer_member(struct certs *s, const struct cert *c, bool heard,
+                                       uint64_t now, const char **why)
+{
+    struct held n = { .c = *c }, *own, *known, *lost[2], *gone[3];
+    bool drop_own = false;
     enum cert_verdict v;
     enum certs_verdict r;
 
     cert_id(c, n.id);
     n.has_token = cert_token_id(c, n.token_id);
-    if (by_id(s, n.id))
+    /* The authority's own certificate is its word whoever passes it on. */
+    n.heard = heard && n.has_token;
+    if ((known = by_id(s, n.id))) {
+        if (!n.heard)
+            known->heard = false;         /* its key said it now */
         return CERTS_KNOWN;
+    }
     if (is_revoked(s, n.id) || is_revoked(s, c->subject) ||
         (n.has_token && is_revoked(s, n.token_id)))
         return refuse(&s->st.refused_revoked, CERTS_REVOKED,
@@ -579,7 +631,7 @@ static enum certs_verdict offer_member(struct certs *s, const struct cert *c, ui
                       ? CERT_NOT_YET_VALID : CERT_EXPIRED), why);
     if ((v = cert_verify(c, s->authority, now)) != CERT_OK)
         return refuse(&s->st.invalid, CERTS_INVALID, cert_verdict_str(v), why);
-    if ((own = by_key(s, c->subject))) {
+    if ((own = by_key(s, c->subject)) && !(drop_own = yields(own, &n))) {
         if (strcasecmp(own->c.name, c->name))
             return refuse(&s->st.name_taken, CERTS_NAME_TAKEN,
                           "its key holds a certificate for another name", why);
@@ -589,19 +641,23 @@ static enum certs_verdict offer_member(struct certs *s, const struct cert *c, ui
             return refuse(&s->st.name_taken, CERTS_NAME_TAKEN,
                           "its key holds a certificate that only the authority or the same "
                           "token renews", why);
+        n.heard = n.heard && own->heard;  /* a renewal passed on: its key said the first */
     }
-    if ((r = make_room(s, &n, own, &lost, why)) != CERTS_ADDED)
+    if ((r = make_room(s, &n, own, lost, why)) != CERTS_ADDED)
         return r;
-    if (own) {
+    gone[0] = drop_own ? own : NULL;
+    gone[1] = lost[0];
+    gone[2] = lost[1];
+    if (own && !drop_own) {
         renew(s, own, &n);
-        if (lost)
-            drop_where(s, is_held, lost);
+        if (lost[0] || lost[1])
+            drop_where(s, is_listed, gone);
         return CERTS_ADDED;
     }
-    if (s->n - (lost != NULL) >= CERTS_MEMBERS_MAX)
+    if (s->n - drop_own - (lost[0] != NULL) - (lost[1] != NULL) >= CERTS_MEMBERS_MAX)
         return refuse(&s->st.full, CERTS_FULL, "the store holds its most members", why);
-    if (lost)
-        drop_where(s, is_held, lost);
+    if (drop_own || lost[0] || lost[1])
+        drop_where(s, is_listed, gone);
     if (s->n == s->cap && grow(s))
         return CERTS_NO_MEMORY;
     s->m[s->n++] = n;
@@ -707,8 +763,8 @@ enum certs_verdict certs_offer_kept(struct certs *s, const char *line, uint64_t 
     return offer_revocation(s, &c, now, true, why);
 }
 
-enum certs_verdict certs_offer_cert(struct certs *s, const struct cert *c, uint64_t now,
-                                    const char **why)
+static enum certs_verdict offer(struct certs *s, const struct cert *c, bool heard, uint64_t now,
+                                const char **why)
 {
     enum certs_verdict r;
 
@@ -718,13 +774,25 @@ enum certs_verdict certs_offer_cert(struct certs *s, const struct cert *c, uint6
     case CERT_REVOCATION:
         return offer_revocation(s, c, now, false, why);
     case CERT_MEMBER:
-        r = offer_member(s, c, now, why);
+        r = offer_member(s, c, heard, now, why);
         if (r == CERTS_ADDED)
             touched(s);
         return r;
     default:
         return refuse(&s->st.invalid, CERTS_INVALID, "a token is no member's certificate", why);
     }
+}
+
+enum certs_verdict certs_offer_cert(struct certs *s, const struct cert *c, uint64_t now,
+                                    const char **why)
+{
+    return offer(s, c, false, now, why);
+}
+
+enum certs_verdict certs_offer_heard(struct certs *s, const struct cert *c, uint64_t now,
+                                     const char **why)
+{
+    return offer(s, c, true, now, why);
 }
 
 enum certs_verdict certs_offer(struct certs *s, const char *line, uint64_t now,
@@ -735,6 +803,13 @@ enum certs_verdict certs_offer(struct certs *s, const char *line, uint64_t now,
     if (cert_parse(line, &c))
         return refuse(&s->st.invalid, CERTS_INVALID, "not a statement of the authority", why);
     return certs_offer_cert(s, &c, now, why);
+}
+
+bool certs_heard(const struct certs *s, const uint8_t key[CLUSTER_KEY_LEN])
+{
+    const struct held *h = by_key(s, key);
+
+    return h && h->heard;
 }
 
 struct retain {

@@ -5,7 +5,8 @@
  * Whoever learns a statement -- the registry (a record's certificate, a
  * revocation under the prefix), a member passing one on inside its
  * session -- offers its text line here and gets a verdict; the statement
- * proves itself (config/cert.h), so where it came from does not matter.
+ * proves itself (config/cert.h), and where it came from matters only for
+ * a token's member certificate (heard, below).
  * What the store holds is what counts: membership asks it which
  * certificate a key holds (certs_member) or walks them all (certs_at),
  * and is told through the `changed` callback whenever the set changed (a
@@ -23,10 +24,21 @@
  *    (cert_token_id); or a member's WireGuard key: every certificate for
  *    it, signed before or after. What it names is dropped and refused
  *    from then on;
- *  - one key holds one certificate: a later one (greater not_after) for
- *    the same key and name replaces it when the authority signed it, or
- *    the same token as the held one (a renewal); one naming another name
- *    is refused while the first counts (a key is one member);
+ *  - where a certificate came from (issue 55): a token's certificate is
+ *    its key's own word only from its key (said on its session, or up's
+ *    own), else it is heard (certs_offer_heard: a peer passed it on), and
+ *    a heard one takes no name, key or place from anyone, and gives way
+ *    to any certificate its key's holder says and to the authority's;
+ *    the authority's own certificate counts wherever it came from;
+ *  - one key holds one certificate: the authority's replaces a token's
+ *    for that key whatever its name and dates (a token's holder signing a
+ *    certificate for another's key, keys being public, takes nothing from
+ *    it), and its key's own word a heard one; else a later one (greater
+ *    not_after) for the same key and name replaces it when the authority
+ *    signed it, or the same token as the held one (a renewal); one naming
+ *    another name is refused while the first counts (a key is one
+ *    member): a token's certificate for a key that holds another is
+ *    refused, never the reverse;
  *  - one name belongs to one key. The authority's own certificate takes
  *    a name from a token's; between two of the authority's, the later
  *    not_before wins (its newer word), then the lower key; a token's
@@ -35,7 +47,8 @@
  *  - a token's places: at most max_members (CERTS_TOKEN_DEFAULT_MAX where
  *    it says 0) members signed through it are held, the first come; one
  *    beyond is refused (CERTS_TOKEN_FULL) until a place is let go
- *    (certs_retain: a member that left) or expires.
+ *    (certs_retain: a member that left) or expires; a heard member's
+ *    place goes to one its key said.
  * Bounds: CERTS_MEMBERS_MAX member certificates, beyond which an offer is
  * refused (CERTS_FULL) and counted; CERTS_REVOKED_MAX revocations of what
  * the store does not hold, beyond which those are refused and counted
@@ -82,6 +95,7 @@ enum certs_verdict {
     CERTS_TOKEN_FULL,      /* its token's places held by other members */
     CERTS_FULL,            /* the store's bound reached */
     CERTS_NO_MEMORY,
+    CERTS_NOT_OWN,         /* a token's certificate handed in by another than its key (members.c) */
 };
 
 struct certs_stats {
@@ -111,6 +125,16 @@ enum certs_verdict certs_offer(struct certs *s, const char *line, uint64_t now,
 /* The same for a statement parsed already (checked all the same). */
 enum certs_verdict certs_offer_cert(struct certs *s, const struct cert *c, uint64_t now,
                                     const char **why);
+/* The same for one a peer passed on that is not its key's own word (said
+ * on another key's session): a token's member certificate is held as
+ * heard (an introduction: a node made for it, so that the two meet and it
+ * says its own), which takes nothing from anyone and gives way to its
+ * key's own word and to the authority's (rules above). The authority's
+ * own certificates and revocations count as from certs_offer_cert. */
+enum certs_verdict certs_offer_heard(struct certs *s, const struct cert *c, uint64_t now,
+                                     const char **why);
+/* Whether key's held certificate is one only heard (certs_offer_heard). */
+bool certs_heard(const struct certs *s, const uint8_t key[CLUSTER_KEY_LEN]);
 const char *certs_verdict_str(enum certs_verdict v);
 /* A key revoked on the operator's word (the cluster file's `revoked`),
  * as a signed revocation of that key would: what it holds dropped, and

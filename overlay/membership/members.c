@@ -397,13 +397,14 @@ struct plan {
     struct peer_map *map;        /* the new array's lookups, installed with it */
 };
 
-/* The peer a node of the next model keeps: its key's with its name, or
- * its key's on probation (promoted by plan_commit). */
+/* The peer a node of the next model keeps: its key's with its name, its
+ * key's on probation (promoted by plan_commit), or its key's under another
+ * name (renamed by plan_commit: the same key is the same machine, whose
+ * session and path go on; issue 55: the authority's certificate replacing
+ * one a token's holder signed for that key must not cut it off). */
 static struct peer *old_peer(struct device *dev, const struct cluster_node *n)
 {
-    struct peer *p = device_peer_by_key(dev, n->public_key);
-
-    return p && (p->member.probation || !strcasecmp(p->member.name, n->name)) ? p : NULL;
+    return device_peer_by_key(dev, n->public_key);
 }
 
 static void plan_free(struct plan *pl, bool made_too)
@@ -487,6 +488,20 @@ static void set_endpoint(struct device *dev, struct peer *p, const struct cluste
         return;
     }
     members_resolve(dev, p, n);
+}
+
+/* A kept peer whose key's node has another name now: its name, address
+ * and what its node says, as a new peer's (its session and path kept). */
+static void rename_peer(struct device *dev, struct peer *p, const struct cluster *next,
+                        const struct cluster_node *n, uint64_t now)
+{
+    log_notice("peer %s: its key's node is %s now", p->member.name, n->name);
+    snprintf(p->member.name, sizeof(p->member.name), "%s", n->name);
+    p->member.address = n->address;
+    if (n->has_endpoint)
+        set_endpoint(dev, p, n);
+    peer_set_persistent_keepalive(p, (uint16_t)cluster_node_keepalive(next, n), now);
+    discovery_node_hints(p, n, now);
 }
 
 /* A kept peer takes what changed about its node. */
@@ -628,6 +643,8 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
             update_peer(dev, p, next, c, now);
         else if (c->kind == CLUSTER_NODE_ADDED && p && p->member.probation)
             promote(dev, p, next, c->new_node, now);
+        else if (p && strcasecmp(p->member.name, c->new_node->name))
+            rename_peer(dev, p, next, c->new_node, now);    /* its key under another name */
     }
     for (size_t i = 0; i < pl->n_made; i++) {
         struct peer *p = pl->made[i];
@@ -851,6 +868,60 @@ static void let_go(struct device *dev)
     cluster_index_free(ix);
 }
 
+/* With no registry (issue 55), a member is gone when it has been silent
+ * MEMBERS_GONE_NS: its certificate let go, and with it its name and its
+ * token's place, so that a machine resumed as a new instance (a new key,
+ * the same name) is taken. An up member is heard from at least every
+ * DISCO_IDLE_PING_MAX_S (idle pings) and makes a session every 2 minutes
+ * while it sends; five idle pings missed is past any doubt. One that
+ * comes back says its certificate again on its next session and is
+ * taken back. Looked at every MEMBERS_GONE_CHECK_NS. */
+#define MEMBERS_GONE_NS       (300ull * WG_NSEC_PER_SEC)
+#define MEMBERS_GONE_CHECK_NS (10ull * WG_NSEC_PER_SEC)
+
+struct silent {
+    struct device *dev;
+    uint64_t now;
+};
+
+/* A certificate stays unless its key's peer was heard from once and not
+ * for MEMBERS_GONE_NS: one never reached (a heard one, not met yet) or
+ * left out of the model (a clash) stays until it expires. Ours and the
+ * file's nodes are no certificate's to let go. */
+static bool spoke_lately(void *ctx, const struct cert *c)
+{
+    const struct silent *sc = ctx;
+    const struct peer *p;
+
+    if (cluster_find_key(&sc->dev->membership->file, c->subject) ||
+        (sc->dev->local && !memcmp(c->subject, sc->dev->local->public_key, CERT_PUBKEY_LEN)) ||
+        !(p = device_peer_by_key(sc->dev, c->subject)) || !p->live.last_received_ns)
+        return true;
+    /* (A shard's clock may have read later than ours.) */
+    if (sc->now <= p->live.last_received_ns || sc->now - p->live.last_received_ns < MEMBERS_GONE_NS)
+        return true;
+    log_notice_rl("peer %s: silent for %llu s: its certificate let go (its name and place free)",
+                  c->name, (unsigned long long)((sc->now - p->live.last_received_ns) /
+                                                WG_NSEC_PER_SEC));
+    return false;
+}
+
+/* When it is time (every MEMBERS_GONE_CHECK_NS), with no registry, the
+ * certificates of members gone silent let go (the store dirty: the model
+ * made again on this pass). When to look next. */
+static uint64_t let_go_silent(struct device *dev, uint64_t now)
+{
+    struct silent sc = { dev, now };
+
+    if (dev->membership->registry)
+        return UINT64_MAX;
+    if (now >= dev->membership->gone_check_ns) {
+        certs_retain(dev->membership->certs, spoke_lately, &sc);
+        dev->membership->gone_check_ns = now + MEMBERS_GONE_CHECK_NS;
+    }
+    return dev->membership->gone_check_ns;
+}
+
 /* The registry's statements offered to the store (each new one verified
  * once; a known one costs a hash): revocations, and the certificates of
  * keys that have a record (one carried by another key's record is not
@@ -1036,6 +1107,7 @@ int members_statement(struct device *dev, const char *text, size_t len, uint64_t
     char line[CERT_TEXT_MAX + 1];
     enum certs_verdict v;
     int kept = 0;
+    struct cert c;
 
     *why = "";
     if (!dev->membership->certs)
@@ -1046,6 +1118,15 @@ int members_statement(struct device *dev, const char *text, size_t len, uint64_t
         return -EINVAL;
     memcpy(line, text, len);
     line[len] = '\0';
+    if (!cert_parse(line, &c) && c.kind == CERT_MEMBER && c.has_token &&
+        (!dev->local || memcmp(c.subject, dev->local->public_key, CERT_PUBKEY_LEN))) {
+        /* Issue 55: a token's certificate for another key (keys are
+         * public) is no one's word here; its key says it on its session. */
+        *why = "a token's certificate counts only from its own key (its session, or up)";
+        log_notice("authority: a statement given through the control socket: %s: %s",
+                   certs_verdict_str(CERTS_NOT_OWN), *why);
+        return CERTS_NOT_OWN;
+    }
     v = certs_offer(dev->membership->certs, line, unix_now(), why);
     log_notice("authority: a statement given through the control socket: %s%s%s",
                certs_verdict_str(v), (*why)[0] ? ": " : "", *why);
@@ -1080,8 +1161,14 @@ void members_cert_said(struct peer *p, const char *text, size_t len, uint64_t no
     p->member.cert_credit_ns -= cost;
     memcpy(line, text, len);
     line[len] = '\0';
-    v = certs_offer(dev->membership->certs, line, unix_now(), &why);
+    /* Issue 55: a certificate is its key's own word only on its key's
+     * session; one passed on is heard, an introduction that takes
+     * nothing from anyone (certs.h). */
     own = said_by_holder(p, line, &c);
+    if (own || cert_parse(line, &c))
+        v = certs_offer(dev->membership->certs, line, unix_now(), &why);
+    else
+        v = certs_offer_heard(dev->membership->certs, &c, unix_now(), &why);
     if ((v == CERTS_ADDED || v == CERTS_KNOWN) && own && tell_clash(dev, p, &c, now))
         return;
     if (v != CERTS_ADDED && v != CERTS_REVOKING) {
@@ -1116,7 +1203,7 @@ static uint64_t probation_next(const struct device *dev)
 static uint64_t certs_due(struct device *dev, uint64_t now)
 {
     struct timespec ts;
-    uint64_t next, real_ns;
+    uint64_t next, real_ns, check;
     size_t changes;
     int ret;
 
@@ -1125,6 +1212,7 @@ static uint64_t certs_due(struct device *dev, uint64_t now)
     clock_gettime(CLOCK_REALTIME, &ts);
     certs_run(dev->membership->certs, (uint64_t)ts.tv_sec);
     members_probation_run(dev, now);
+    check = let_go_silent(dev, now);
     if (dev->membership->certs_dirty) {
         /* merged() clears it; let_go() may set it again, for one more
          * pass (a place freed in a token's count). */
@@ -1139,11 +1227,13 @@ static uint64_t certs_due(struct device *dev, uint64_t now)
             return now;
     }
     dev->membership->certs_dirty = false;
+    if (probation_next(dev) < check)
+        check = probation_next(dev);
     if ((next = certs_next_expiry(dev->membership->certs)) == UINT64_MAX)
-        return probation_next(dev);
+        return check;
     real_ns = (uint64_t)ts.tv_sec * WG_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
     next = next * WG_NSEC_PER_SEC > real_ns ? now + (next * WG_NSEC_PER_SEC - real_ns) : now;
-    return next < probation_next(dev) ? next : probation_next(dev);
+    return next < check ? next : check;
 }
 
 uint64_t members_certs_run(struct device *dev, uint64_t now)

@@ -70,6 +70,9 @@ struct membership {
     struct certs *certs;
     char *statements;
     bool certs_dirty;
+    /* With no registry: when members gone silent are next looked for
+     * (members.c's let_go_silent, loop clock). */
+    uint64_t gone_check_ns;
     /* Every revocation taken (revocations.c), and where each is kept
      * across restarts (STATE_DIR/IFNAME.revoked, opened at set-up; -1:
      * none). */

@@ -531,6 +531,138 @@ static void test_retain_frees_token_place(void **state)
     certs_free(s);
 }
 
+/* Issue 55: a token's holder signs a certificate for another member's
+ * key (keys are public) and gets it held first: the authority's own
+ * certificate for that key replaces it whatever its name and dates, the
+ * token's place is free again, and the token's certificate is refused
+ * from then on (never the reverse). */
+static void test_authority_replaces_a_squat(void **state)
+{
+    struct authority a;
+    uint8_t tsec[CERT_SECRET_LEN];
+    char squat[CERT_TEXT_MAX], text[CERT_TEXT_MAX];
+    struct cert token;
+    struct certs *s;
+    const char *why;
+
+    (void)state;
+    authority_make(&a);
+    token_make(&token, tsec, &a, "w-", 1);
+    assert_non_null(s = certs_new(a.pub, NULL, NULL));
+    member(squat, &a, &token, tsec, "w-squat", 20, T0 - 40, T0 + 4 * HOUR);
+    assert_int_equal(certs_offer(s, squat, T0, NULL), CERTS_ADDED);
+    /* V's own, from the authority, ending before the squat does. */
+    member(text, &a, NULL, NULL, "gpu3", 20, T0 - 50, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, &why), CERTS_ADDED);
+    assert_string_equal(name_of(s, 20), "gpu3");
+    assert_int_equal(certs_count(s), 1);
+    assert_int_equal(certs_offer(s, squat, T0, &why), CERTS_NAME_TAKEN);
+    assert_string_equal(name_of(s, 20), "gpu3");
+    /* Re-issued by the authority: a renewal as ever. */
+    member(text, &a, NULL, NULL, "gpu3", 20, T0 - 10, T0 + 2 * HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    /* The squat's place in its token is free: another member takes it. */
+    member(text, &a, &token, tsec, "w-t", 21, T0 - 40, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    assert_int_equal(certs_count(s), 2);
+    /* The same for a squat under the authority's name of that key. */
+    member(text, &a, NULL, NULL, "gpu4", 22, T0 - 50, T0 + HOUR);
+    member(squat, &a, &token, tsec, "w-t", 22, T0 - 40, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    assert_int_equal(certs_offer(s, squat, T0, NULL), CERTS_NAME_TAKEN);
+    assert_string_equal(name_of(s, 22), "gpu4");
+    certs_free(s);
+}
+
+static bool heard_of(const struct certs *s, unsigned key)
+{
+    uint8_t k[CERT_PUBKEY_LEN];
+
+    key_of(k, key);
+    return certs_heard(s, k);
+}
+
+/* Offers text as a peer passed it on, not its key (certs_offer_heard). */
+static enum certs_verdict offer_heard(struct certs *s, const char *text)
+{
+    struct cert c;
+
+    assert_int_equal(cert_parse(text, &c), 0);
+    return certs_offer_heard(s, &c, T0, NULL);
+}
+
+/* Issue 55: a token's certificate passed on by another than its key is
+ * heard: held (an introduction) but taking nothing from anyone, and
+ * giving way to its key's own word, whatever name that gives, and to the
+ * authority's; its key saying it makes it its own. */
+static void test_heard_takes_nothing(void **state)
+{
+    struct authority a;
+    uint8_t tsec[CERT_SECRET_LEN], usec[CERT_SECRET_LEN];
+    char squat[CERT_TEXT_MAX], text[CERT_TEXT_MAX];
+    struct cert token, other;
+    struct certs *s;
+
+    (void)state;
+    authority_make(&a);
+    token_make(&token, tsec, &a, "w-", 2);
+    token_make(&other, usec, &a, "w-", 0);
+    assert_non_null(s = certs_new(a.pub, NULL, NULL));
+    /* A squat on V's key (30) heard first; V says its own (another token). */
+    member(squat, &a, &token, tsec, "w-squat", 30, T0 - 40, T0 + 4 * HOUR);
+    assert_int_equal(offer_heard(s, squat), CERTS_ADDED);
+    assert_true(heard_of(s, 30));
+    member(text, &a, &other, usec, "w-v", 30, T0 - 40, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    assert_string_equal(name_of(s, 30), "w-v");
+    assert_false(heard_of(s, 30));
+    assert_int_equal(offer_heard(s, squat), CERTS_NAME_TAKEN);
+    assert_int_equal(certs_offer(s, squat, T0, NULL), CERTS_NAME_TAKEN);
+    /* A heard one takes no name, even from a heard one. */
+    member(text, &a, &other, usec, "w-v", 31, T0 - 40, T0 + HOUR);
+    assert_int_equal(offer_heard(s, text), CERTS_NAME_TAKEN);
+    member(text, &a, &other, usec, "w-x", 32, T0 - 40, T0 + HOUR);
+    assert_int_equal(offer_heard(s, text), CERTS_ADDED);
+    member(text, &a, &other, usec, "w-x", 33, T0 - 40, T0 + HOUR);
+    assert_int_equal(offer_heard(s, text), CERTS_NAME_TAKEN);
+    /* Its key's own word takes a name only heard. */
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    assert_string_equal(name_of(s, 33), "w-x");
+    assert_null(name_of(s, 32));
+    /* The same certificate heard, then said by its key: its own now. */
+    member(text, &a, &other, usec, "w-y", 34, T0 - 40, T0 + HOUR);
+    assert_int_equal(offer_heard(s, text), CERTS_ADDED);
+    assert_true(heard_of(s, 34));
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_KNOWN);
+    assert_false(heard_of(s, 34));
+    /* A renewal heard keeps it its own. */
+    member(text, &a, &other, usec, "w-y", 34, T0 - 40, T0 + 2 * HOUR);
+    assert_int_equal(offer_heard(s, text), CERTS_ADDED);
+    assert_false(heard_of(s, 34));
+    /* The authority's certificate counts wherever it came from. */
+    member(text, &a, NULL, NULL, "gpu-5", 35, T0 - 40, T0 + HOUR);
+    assert_int_equal(offer_heard(s, text), CERTS_ADDED);
+    assert_false(heard_of(s, 35));
+    /* A token's places (2; the squat's went with it): a heard member's
+     * goes to one its key said, never to another heard one. */
+    member(text, &a, &token, tsec, "w-h", 36, T0 - 40, T0 + HOUR);
+    assert_int_equal(offer_heard(s, text), CERTS_ADDED);
+    member(text, &a, &token, tsec, "w-i", 37, T0 - 40, T0 + HOUR);
+    assert_int_equal(offer_heard(s, text), CERTS_ADDED);
+    member(text, &a, &token, tsec, "w-l", 40, T0 - 40, T0 + HOUR);
+    assert_int_equal(offer_heard(s, text), CERTS_TOKEN_FULL);
+    member(text, &a, &token, tsec, "w-j", 38, T0 - 40, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    assert_null(name_of(s, 36));
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_KNOWN);
+    member(text, &a, &token, tsec, "w-k", 39, T0 - 40, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_ADDED);
+    assert_null(name_of(s, 37));
+    member(text, &a, &token, tsec, "w-m", 41, T0 - 40, T0 + HOUR);
+    assert_int_equal(certs_offer(s, text, T0, NULL), CERTS_TOKEN_FULL);   /* none heard left */
+    certs_free(s);
+}
+
 /* The bounds: CERTS_MEMBERS_MAX members, then refusals, counted. */
 static void test_bounds(void **state)
 {
@@ -853,6 +985,8 @@ int main(void)
         cmocka_unit_test(test_token_default_places),
         cmocka_unit_test(test_revocation_of_a_key),
         cmocka_unit_test(test_retain_frees_token_place),
+        cmocka_unit_test(test_authority_replaces_a_squat),
+        cmocka_unit_test(test_heard_takes_nothing),
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_revocations_of_held_never_refused),
         cmocka_unit_test(test_index_at_scale),

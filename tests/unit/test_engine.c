@@ -48,6 +48,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
+#include "config/addr.h"
 #include "config/cert.h"
 #include "config/cluster.h"
 #include "crypto/aead.h"
@@ -3097,6 +3098,206 @@ static void test_revocations_missed_are_said(void **state)
     }
 }
 
+/* Issue 55: a member held at another address than its own (a certificate
+ * only passed on gave its key one; its own fixes another) is still heard
+ * saying its certificate, which its session proves; its data from that
+ * source, and any other disco, stay dropped. */
+static void test_cert_heard_from_another_source(void **state)
+{
+    uint64_t now = mesh_up();
+    struct peer *p = peer_for(0, 1);
+    uint64_t dropped = nodes[0].dev.stats.dropped_source;
+    unsigned tun = nodes[0].tun_packets;
+
+    (void)state;
+    p->member.address.bytes[3] = 99;            /* 10.77.0.99: not node 1's */
+    nodes[0].dev.cert_said = on_cert_said;
+    cert_said_calls = 0;
+    discovery_send_cert(peer_for(1, 0), "ddpnet-member:TEST", 18, now);
+    pump(now);
+    assert_int_equal(cert_said_calls, 1);
+    assert_ptr_equal(cert_said_from, p);
+    assert_string_equal(cert_said_text, "ddpnet-member:TEST");
+    app_send(1, 0, 100, now);
+    pump(now);
+    assert_int_equal(nodes[0].tun_packets, tun);
+    assert_int_equal(nodes[0].dev.stats.dropped_source, dropped + 1);
+    nodes[0].dev.cert_said = NULL;
+}
+
+/* A member certificate through a join token (tsec its secret) for key,
+ * valid an hour around the real clock. */
+static void token_member_cert(char *out, const struct cert *token,
+                              const uint8_t tsec[CERT_SECRET_LEN], const char *name,
+                              const uint8_t key[CERT_PUBKEY_LEN])
+{
+    struct cert c = { .kind = CERT_MEMBER, .not_before = (uint64_t)time(NULL) - 60,
+                      .not_after = (uint64_t)time(NULL) + 3600 };
+
+    memcpy(c.subject, key, CERT_PUBKEY_LEN);
+    snprintf(c.name, sizeof(c.name), "%s", name);
+    cert_token_embed(&c, token);
+    assert_int_equal(cert_sign(&c, tsec, out, CERT_TEXT_MAX), 0);
+}
+
+/* Issue 55: with no registry, a burst node that went away (silent past
+ * the bound, 300 s) lets go of its name and its token's place (one): its
+ * peer removed, and its next instance (a new key, the same name, the same
+ * token) taken; a revocation of a departed machine's key frees them at
+ * once. */
+static void test_gone_member_let_go(void **state)
+{
+    uint8_t pub[CERT_PUBKEY_LEN], sec[CERT_SECRET_LEN], tsec[CERT_SECRET_LEN];
+    uint8_t k1[CERT_PUBKEY_LEN], k2[CERT_PUBKEY_LEN], k3[CERT_PUBKEY_LEN];
+    char text[CERT_TEXT_MAX];
+    struct cert token = { .kind = CERT_TOKEN, .max_members = 1, .name = "cloud-" };
+    struct cert r = { .kind = CERT_REVOCATION, .not_before = 1000 };
+    struct device *d = &nodes[1].dev;
+    uint64_t now = mesh_up();
+    struct peer *p;
+    const char *why;
+
+    (void)state;
+    assert_int_equal(cert_keypair(pub, sec), 0);
+    token.not_before = (uint64_t)time(NULL) - 120;
+    token.not_after = (uint64_t)time(NULL) + 7200;
+    assert_int_equal(cert_keypair(token.subject, tsec), 0);
+    assert_int_equal(cert_sign(&token, sec, text, sizeof(text)), 0);
+    make_cluster(&d->membership->file);
+    d->cluster.has_authority = d->membership->file.has_authority = true;
+    memcpy(d->cluster.authority, pub, sizeof(pub));
+    memcpy(d->membership->file.authority, pub, sizeof(pub));
+    d->cert_said = members_cert_said;
+    assert_int_equal(members_certs_start(d), 0);
+
+    /* cloud-2 joined (its certificate said on its session): a peer. */
+    randombytes_buf(k1, sizeof(k1));
+    token_member_cert(text, &token, tsec, "cloud-2", k1);
+    assert_int_equal(certs_offer(d->membership->certs, text, (uint64_t)time(NULL), &why),
+                     CERTS_ADDED);
+    members_certs_run(d, now);
+    assert_non_null(p = device_peer_by_key(d, k1));
+    p->live.last_received_ns = now;
+    /* Its next instance: refused while the first was heard lately. */
+    randombytes_buf(k2, sizeof(k2));
+    token_member_cert(text, &token, tsec, "cloud-2", k2);
+    members_certs_run(d, now + 290 * SEC);
+    assert_int_not_equal(certs_offer(d->membership->certs, text, (uint64_t)time(NULL), &why),
+                         CERTS_ADDED);
+    /* Silent past the bound: let go, peer and all; the new one taken. */
+    members_certs_run(d, now + 301 * SEC);
+    members_certs_run(d, now + 311 * SEC);
+    assert_null(certs_member(d->membership->certs, k1));
+    assert_null(device_peer_by_key(d, k1));
+    assert_null(cluster_find_name(&d->cluster, "cloud-2"));
+    assert_int_equal(certs_offer(d->membership->certs, text, (uint64_t)time(NULL), &why),
+                     CERTS_ADDED);
+    /* The file's nodes, silent as long, stay. */
+    assert_non_null(peer_for(1, 0));
+
+    /* That one departs too and its key is revoked: its name and place
+     * free at once for a third. */
+    memcpy(r.subject, k2, sizeof(k2));
+    assert_int_equal(cert_sign(&r, sec, text, sizeof(text)), 0);
+    assert_int_equal(members_statement(d, text, strlen(text), now + 320 * SEC, &why),
+                     CERTS_REVOKING);
+    randombytes_buf(k3, sizeof(k3));
+    token_member_cert(text, &token, tsec, "cloud-2", k3);
+    assert_int_equal(certs_offer(d->membership->certs, text, (uint64_t)time(NULL), &why),
+                     CERTS_ADDED);
+    members_certs_free(d);
+    d->cert_said = NULL;
+    d->cluster.has_authority = false;
+    cluster_free(&d->membership->file);
+}
+
+/* Issue 55: a key's certificate replaced by one of another name (the
+ * authority's, over what a token's holder signed for that key) renames
+ * its peer: the same key is the same machine, whose session and path go
+ * on, at the address the new certificate gives. */
+static void test_renamed_key_keeps_its_session(void **state)
+{
+    uint8_t pub[CERT_PUBKEY_LEN], sec[CERT_SECRET_LEN], tsec[CERT_SECRET_LEN];
+    char text[CERT_TEXT_MAX];
+    struct cert token = { .kind = CERT_TOKEN, .name = "w-" };
+    struct cert c = { .kind = CERT_MEMBER, .name = "gpu0", .has_address = true };
+    struct device *d = &nodes[1].dev;
+    uint64_t now = mesh_up();
+    struct peer *p = peer_for(1, 0);
+    unsigned tun = nodes[1].tun_packets;
+    const char *why;
+
+    (void)state;
+    assert_int_equal(cert_keypair(pub, sec), 0);
+    token.not_before = c.not_before = (uint64_t)time(NULL) - 120;
+    token.not_after = c.not_after = (uint64_t)time(NULL) + 7200;
+    assert_int_equal(cert_keypair(token.subject, tsec), 0);
+    assert_int_equal(cert_sign(&token, sec, text, sizeof(text)), 0);
+    /* Node 1's file lists itself only: node 0 is a member by certificate. */
+    make_cluster(&d->membership->file);
+    d->membership->file.nodes[0] = d->membership->file.nodes[1];
+    d->membership->file.n_nodes = 1;
+    d->cluster.has_authority = d->membership->file.has_authority = true;
+    memcpy(d->cluster.authority, pub, sizeof(pub));
+    memcpy(d->membership->file.authority, pub, sizeof(pub));
+    d->cert_said = members_cert_said;
+    assert_int_equal(members_certs_start(d), 0);
+
+    token_member_cert(text, &token, tsec, "w-squat", nodes[0].dev.self->public_key);
+    assert_int_equal(certs_offer(d->membership->certs, text, (uint64_t)time(NULL), &why),
+                     CERTS_ADDED);
+    members_certs_run(d, now);
+    assert_ptr_equal(peer_for(1, 0), p);
+    assert_string_equal(p->member.name, "w-squat");
+    assert_non_null(p->wg.current);
+    memcpy(c.subject, nodes[0].dev.self->public_key, CERT_PUBKEY_LEN);
+    assert_int_equal(cluster_addr_parse("10.77.0.1", &c.address), 0);
+    assert_int_equal(cert_sign(&c, sec, text, sizeof(text)), 0);
+    assert_int_equal(certs_offer(d->membership->certs, text, (uint64_t)time(NULL), &why),
+                     CERTS_ADDED);
+    members_certs_run(d, now + SEC);
+    assert_ptr_equal(peer_for(1, 0), p);
+    assert_string_equal(p->member.name, "gpu0");
+    assert_non_null(p->wg.current);
+    app_send(0, 1, 100, now + SEC);
+    pump(now + SEC);
+    assert_int_equal(nodes[1].tun_packets, tun + 1);     /* from 10.77.0.1: its address */
+    members_certs_free(d);
+    d->cert_said = NULL;
+    d->cluster.has_authority = false;
+    cluster_free(&d->membership->file);
+}
+
+/* A reload that swaps two nodes' keys: each key's peer is kept (the same
+ * key, the same machine) and takes the name and address its key has now. */
+static void test_reload_swapped_keys_rename(void **state)
+{
+    const char *const endpoints[3] = { "192.0.2.1:51820", "192.0.2.2:51820", "192.0.2.3:51820" };
+    struct device *dev = &nodes[0].dev;
+    char text[2048], *k1, *k2, key1[45], key2[45];
+    size_t len = three_node_text(text, sizeof(text), endpoints);
+    struct peer *p1 = peer_for(0, 1), *p2 = peer_for(0, 2);
+    uint64_t now = START_NS + SEC;
+
+    (void)state;
+    k1 = strstr(strstr(text, "[node n1]"), "public-key = ") + 13;
+    k2 = strstr(strstr(text, "[node n2]"), "public-key = ") + 13;
+    memcpy(key1, k1, 44);
+    memcpy(key2, k2, 44);
+    memcpy(k1, key2, 44);
+    memcpy(k2, key1, 44);
+    make_cluster(&dev->membership->file);
+    dev->membership->hosts_fd = -1;
+    assert_int_equal(members_reload(dev, text, len, say_nothing, NULL, now), 0);
+    assert_ptr_equal(peer_for(0, 1), p1);
+    assert_ptr_equal(peer_for(0, 2), p2);
+    assert_string_equal(p1->member.name, "n2");
+    assert_int_equal(p1->member.address.bytes[3], 3);
+    assert_string_equal(p2->member.name, "n1");
+    assert_int_equal(p2->member.address.bytes[3], 2);
+    cluster_free(&dev->membership->file);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -3114,6 +3315,10 @@ int main(void)
         T(test_probation_half_full_asks_a_cookie),
         T6(test_cert_passed_on_once),
         T(test_revocations_missed_are_said),
+        T(test_gone_member_let_go),
+        T(test_cert_heard_from_another_source),
+        T(test_renamed_key_keeps_its_session),
+        T3(test_reload_swapped_keys_rename),
         T(test_record_candidate_reaches_a_peer),
         T(test_record_candidate_never_answering_is_bounded),
         T(test_down_peer_retries_then_gives_up),

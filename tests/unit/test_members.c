@@ -924,6 +924,104 @@ static void test_derived_address_clash_reported(void **state)
     cluster_free(&dev.membership->file);
 }
 
+/* A member certificate through a token (its secret tsec, its statement
+ * token) for key, valid an hour around now. */
+static void token_cert(char *out, const struct cert *token, const uint8_t tsec[CERT_SECRET_LEN],
+                       const char *name, const uint8_t key[CERT_PUBKEY_LEN])
+{
+    struct cert c = { .kind = CERT_MEMBER, .not_before = (uint64_t)time(NULL) - 60,
+                      .not_after = (uint64_t)time(NULL) + 3600 };
+
+    memcpy(c.subject, key, CERT_PUBKEY_LEN);
+    snprintf(c.name, sizeof(c.name), "%s", name);
+    cert_token_embed(&c, token);
+    assert_int_equal(cert_sign(&c, tsec, out, CERT_TEXT_MAX), 0);
+}
+
+/* A join token (prefix, max members) signed by the authority secret. */
+static void token_of(struct cert *t, uint8_t tsec[CERT_SECRET_LEN],
+                     const uint8_t secret[CERT_SECRET_LEN], const char *prefix, uint32_t max)
+{
+    char text[CERT_TEXT_MAX];
+
+    memset(t, 0, sizeof(*t));
+    t->kind = CERT_TOKEN;
+    t->not_before = (uint64_t)time(NULL) - 120;
+    t->not_after = (uint64_t)time(NULL) + 7200;
+    t->max_members = max;
+    snprintf(t->name, sizeof(t->name), "%s", prefix);
+    assert_int_equal(cert_keypair(t->subject, tsec), 0);
+    assert_int_equal(cert_sign(t, secret, text, sizeof(text)), 0);
+}
+
+/* A device of file (its first node this one, key K1) under the
+ * authority pub, its store made, with no registry. */
+static void no_server_device(struct device *dev, struct noise_local *local, const char *file,
+                             const uint8_t pub[CERT_PUBKEY_LEN])
+{
+    device_of(dev, file);
+    assert_int_equal(cluster_parse(file, strlen(file), &dev->membership->file, NULL), 0);
+    dev->cluster.has_authority = dev->membership->file.has_authority = true;
+    memcpy(dev->cluster.authority, pub, CERT_PUBKEY_LEN);
+    memcpy(dev->membership->file.authority, pub, CERT_PUBKEY_LEN);
+    memset(local, 0, sizeof(*local));
+    memcpy(local->public_key, dev->self->public_key, sizeof(local->public_key));
+    dev->local = local;
+    assert_int_equal(members_certs_start(dev), 0);
+}
+
+/* Issue 55: a token's holder signs a certificate for V's key (keys are
+ * public) and hands it to its own node through the control socket, or
+ * its node passes it on: neither is V's word. The control socket refuses
+ * it; passed on by a peer, it takes nothing from V, whose own
+ * certificate, said on its own session, counts -- through a token, or the
+ * authority's. */
+static void test_squat_takes_nothing(void **state)
+{
+    uint8_t pub[CERT_PUBKEY_LEN], secret[CERT_SECRET_LEN], tsec[CERT_SECRET_LEN];
+    uint8_t vkey[CERT_PUBKEY_LEN];
+    char squat[CERT_TEXT_MAX], text[CERT_TEXT_MAX];
+    struct noise_local local;
+    struct cert token;
+    struct device dev;
+    struct peer t, v;
+    const struct cert *held;
+    const char *why;
+
+    (void)state;
+    assert_int_equal(cert_keypair(pub, secret), 0);
+    token_of(&token, tsec, secret, "w-", 8);
+    no_server_device(&dev, &local, HEAD NA, pub);
+    randombytes_buf(vkey, sizeof(vkey));
+    token_cert(squat, &token, tsec, "w-squat", vkey);
+    assert_int_not_equal(members_statement(&dev, squat, strlen(squat), 0, &why), CERTS_ADDED);
+    assert_null(certs_member(dev.membership->certs, vkey));
+
+    memset(&t, 0, sizeof(t));
+    t.dev = &dev;
+    randombytes_buf(t.public_key, sizeof(t.public_key));
+    snprintf(t.member.name, sizeof(t.member.name), "w-t");
+    members_cert_said(&t, squat, strlen(squat), 5 * WG_NSEC_PER_SEC);
+    memset(&v, 0, sizeof(v));
+    v.dev = &dev;
+    memcpy(v.public_key, vkey, sizeof(vkey));
+    snprintf(v.member.name, sizeof(v.member.name), "v");
+    token_cert(text, &token, tsec, "w-v", vkey);
+    members_cert_said(&v, text, strlen(text), 6 * WG_NSEC_PER_SEC);
+    assert_non_null(held = certs_member(dev.membership->certs, vkey));
+    assert_string_equal(held->name, "w-v");
+    /* The squat said again by t: refused. */
+    members_cert_said(&t, squat, strlen(squat), 7 * WG_NSEC_PER_SEC);
+    assert_string_equal(certs_member(dev.membership->certs, vkey)->name, "w-v");
+    /* The authority signs V as gpu3: it replaces the token's. */
+    derived_cert(text, secret, "gpu3", vkey);
+    members_cert_said(&t, text, strlen(text), 8 * WG_NSEC_PER_SEC);
+    assert_string_equal(certs_member(dev.membership->certs, vkey)->name, "gpu3");
+    members_certs_free(&dev);
+    cluster_free(&dev.cluster);
+    cluster_free(&dev.membership->file);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -941,6 +1039,7 @@ int main(void)
         cmocka_unit_test(test_revocations_file_damaged),
         cmocka_unit_test(test_revocations_kept_or_said_not),
         cmocka_unit_test(test_derived_address_clash_reported),
+        cmocka_unit_test(test_squat_takes_nothing),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
