@@ -188,6 +188,10 @@ build/tsan/unit/%: build/tsan/tests/unit/%.o $(UNIT_HELP:%.c=build/tsan/%.o) $(T
 
 unit: unit-plain unit-asan unit-tsan
 
+# The unit tests that start an etcd of their own and time its answers:
+# tests/run-unit.sh never runs two of them at once.
+export UNIT_SERIAL := test_etcd test_registry test_registry_flood test_registry_join test_vouch
+
 unit-plain: $(PLAIN_TESTS)
 	$(Q)tests/run-unit.sh plain $(PLAIN_TESTS)
 

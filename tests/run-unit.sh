@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Runs cmocka test binaries, UNIT_JOBS at a time (default: two per core;
-# most of their time is spent waiting on timers, sockets and etcd), each
+# most of their time is spent waiting on timers, sockets and etcd), the
+# ones named in UNIT_SERIAL (basenames: those that start an etcd of their
+# own and time its answers) never two at once, each
 # one's output printed whole as it ends, and prints one closing line
 # "unit-FLAVOUR: N passed, N failed, N skipped" summed over all of them,
 # then the five slowest. Exits non-zero if any test failed or any binary
@@ -44,18 +46,28 @@ report() {
     fi
 }
 
+serial() { [[ " ${UNIT_SERIAL:-} " == *" $(basename "$1") "* ]]; }
+
 bins=("$@")
+pending=("${!bins[@]}")
 declare -A running=()   # pid -> index
-next=0
-while [ "$next" -lt "${#bins[@]}" ] || [ "${#running[@]}" -gt 0 ]; do
-    while [ "$next" -lt "${#bins[@]}" ] && [ "${#running[@]}" -lt "$jobs" ]; do
-        run_one "$next" "${bins[$next]}" &
-        running[$!]=$next
-        next=$((next + 1))
+serial_pid=
+while [ "${#pending[@]}" -gt 0 ] || [ "${#running[@]}" -gt 0 ]; do
+    for k in "${!pending[@]}"; do
+        [ "${#running[@]}" -lt "$jobs" ] || break
+        i=${pending[$k]}
+        if serial "${bins[$i]}"; then
+            [ -z "$serial_pid" ] || continue
+        fi
+        run_one "$i" "${bins[$i]}" &
+        running[$!]=$i
+        serial "${bins[$i]}" && serial_pid=$!
+        unset "pending[$k]"
     done
     wait -n -p done_pid "${!running[@]}"
     i=${running[$done_pid]}
     unset "running[$done_pid]"
+    [ "$serial_pid" != "$done_pid" ] || serial_pid=
     report "$i" "${bins[$i]}"
 done
 
