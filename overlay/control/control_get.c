@@ -4,6 +4,7 @@
  * get=ddpnet with the names, overlay addresses and rates the CLI shows.
  * Each is written whole into one buffer sized for every peer. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -306,4 +307,30 @@ int control_get_env(struct device *dev, char **out, size_t *len)
         put_addr(&b, CONTROL_KEY_ADDRESS, &dev->peers[i]->member.address);
     }
     return finish(&b, out, len);
+}
+
+/* --- get=ddpnet-certs ---------------------------------------------------------------- */
+
+int control_get_certs(struct device *dev, char **out, size_t *len)
+{
+    const struct certs *s = dev ? dev->membership->certs : NULL;
+    char text[CERT_TEXT_MAX + 1], *buf = NULL;
+    size_t size = 0;
+    FILE *f;
+
+    if (!s)
+        return -EPERM;
+    if (!(f = open_memstream(&buf, &size)))
+        return -ENOMEM;
+    for (size_t i = 0; i < certs_count(s); i++)
+        if (!cert_format(certs_at(s, i), text, sizeof(text)))
+            fprintf(f, "%s=%s\n", CONTROL_KEY_CERT, text);
+    fprintf(f, "%s=0\n\n", UAPI_KEY_ERRNO);
+    if (fclose(f)) {
+        free(buf);
+        return -ENOMEM;
+    }
+    *out = buf;
+    *len = size;
+    return 0;
 }

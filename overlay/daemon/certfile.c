@@ -88,3 +88,19 @@ int certfile_check(const char *path, const char *text, const struct cluster *c,
     }
     return 0;
 }
+
+int certfile_kept(const char *state_dir, const char *ifname, char *text, size_t cap)
+{
+    char path[4096], kept[CERT_TEXT_MAX + 2], err[8];
+    struct cert k, c;
+
+    if (snprintf(path, sizeof(path), "%s/%s.cert", state_dir, ifname) >= (int)sizeof(path) ||
+        certfile_read(path, kept, sizeof(kept), err, sizeof(err)))
+        return 0;
+    kept[strcspn(kept, "\r\n")] = '\0';
+    if (strlen(kept) >= cap || cert_parse(kept, &k) || cert_parse(text, &c) ||
+        !cert_renews(&k, &c))
+        return 0;
+    memcpy(text, kept, strlen(kept) + 1);
+    return 1;
+}

@@ -31,6 +31,7 @@
 #include "overlay/membership/hosts.h"
 #include "overlay/membership/hosts_writer.h"
 #include "overlay/membership/members.h"
+#include "overlay/membership/renewal.h"
 #include "overlay/membership/revocations.h"
 #include "overlay/registry/registry.h"
 #include "overlay/registry/vouch.h"
@@ -817,6 +818,9 @@ void members_certs_free(struct device *dev)
     dev->membership->statements = NULL;
     free(dev->self_cert);
     dev->self_cert = NULL;
+    if (dev->membership->cert_fd >= 0)
+        close(dev->membership->cert_fd);
+    dev->membership->cert_fd = -1;
     revocations_free(dev);
 }
 
@@ -1116,13 +1120,14 @@ static uint64_t probation_next(const struct device *dev)
 static uint64_t certs_due(struct device *dev, uint64_t now)
 {
     struct timespec ts;
-    uint64_t next, real_ns;
+    uint64_t next, real_ns, warn_at;
     size_t changes;
     int ret;
 
     if (!dev->membership->certs)
         return UINT64_MAX;
     clock_gettime(CLOCK_REALTIME, &ts);
+    warn_at = renewal_run(dev, (uint64_t)ts.tv_sec);
     certs_run(dev->membership->certs, (uint64_t)ts.tv_sec);
     members_probation_run(dev, now);
     if (dev->membership->certs_dirty) {
@@ -1139,7 +1144,9 @@ static uint64_t certs_due(struct device *dev, uint64_t now)
             return now;
     }
     dev->membership->certs_dirty = false;
-    if ((next = certs_next_expiry(dev->membership->certs)) == UINT64_MAX)
+    if ((next = certs_next_expiry(dev->membership->certs)) > warn_at)
+        next = warn_at;                   /* a set point comes first (renewal.h) */
+    if (next == UINT64_MAX)
         return probation_next(dev);
     real_ns = (uint64_t)ts.tv_sec * WG_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
     next = next * WG_NSEC_PER_SEC > real_ns ? now + (next * WG_NSEC_PER_SEC - real_ns) : now;
