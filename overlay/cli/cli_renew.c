@@ -81,7 +81,7 @@ int cli_certs(int argc, char **argv)
         fprintf(stderr, "ddpnet certs: not permitted: run as root\n");
         return CLI_EXIT_FAIL;
     }
-    if ((ret = ask("certs", &a, CONTROL_GET_CERTS, &response)) != CLI_EXIT_OK)
+    if ((ret = ask("certs", &a, CONTROL_GET_CERTS "\n", &response)) != CLI_EXIT_OK)
         return ret;
     for (char *line = strtok_r(response, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         if ((v = value_of(line, CONTROL_KEY_CERT)))

@@ -21,9 +21,10 @@
  * line is a 64-digit key or an IPv6 endpoint with a numeric zone (under 80
  * bytes); a peer takes at most thirteen lines (about 600 bytes) in either
  * response; the interface section, its few long lines (the registry's
- * endpoint and error, the cluster's sum) and some twenty short ones. */
+ * endpoint and error, the cluster's sum) and some twenty short ones, and
+ * the peers removed at their certificate's end. */
 #define GET_PEER_TEXT_MAX   800u
-#define GET_IFACE_TEXT_MAX  1400u
+#define GET_IFACE_TEXT_MAX  (1400u + MEMBERSHIP_ENDED_MAX * (CLUSTER_NAME_MAX + 36u))
 
 static int alloc_for_peers(const struct device *dev, struct uapi_buf *b)
 {
@@ -250,6 +251,18 @@ static void put_clash(struct uapi_buf *b, const struct device *dev)
     uapi_put_u64(b, CONTROL_KEY_CLASH_DERIVED, c->derived);
 }
 
+/* With an authority: the peers removed lately at their certificate's end. */
+static void put_ended(struct uapi_buf *b, const struct device *dev)
+{
+    char v[CLUSTER_NAME_MAX + 24];
+
+    for (size_t i = 0; dev->membership->certs && i < dev->membership->n_ended; i++) {
+        snprintf(v, sizeof(v), "%llu %s", (unsigned long long)dev->membership->ended[i].at,
+                 dev->membership->ended[i].name);
+        uapi_put_str(b, CONTROL_KEY_CERT_ENDED, v);
+    }
+}
+
 int control_get_ddpnet(struct device *dev, uint64_t now_ns, char **out, size_t *len)
 {
     struct uapi_buf b;
@@ -264,6 +277,7 @@ int control_get_ddpnet(struct device *dev, uint64_t now_ns, char **out, size_t *
     put_ddpnet_iface(&b, dev);
     put_cert_expiry(&b, dev, dev->self->public_key);
     put_clash(&b, dev);
+    put_ended(&b, dev);
     for (size_t i = 0; i < dev->n_peers; i++) {
         if (dev->peers[i]->member.probation)   /* a stranger, no member (yet) */
             continue;

@@ -40,6 +40,9 @@ struct device;
  * seconds); for this node after the interface's keys, for a peer in its
  * section. Absent: no certificate (a node of the file). */
 #define CONTROL_KEY_CERT_EXPIRES    "cert_expires"
+/* Interface section, with an authority: a peer removed lately because its
+ * certificate ended, "UNIX NAME", newest last (membership/renewal.h). */
+#define CONTROL_KEY_CERT_ENDED      "cert_ended"
 /* With an authority, after cert_expires: this node's address is another
  * member's, which the members hold first (membership/certs.h's
  * certs_clash): that member's name and key (base64, as `ddpnet pubkey`

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Certificates renewed while nodes run (renewal.h). */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +17,19 @@
 
 static const uint64_t points[RENEWAL_N_POINTS] = RENEWAL_POINTS;
 
+/* A point counts in the last third of a life: `authority renew` renews
+ * at a third left by default, so one before that would cry wolf. */
+static bool applies(uint64_t point, uint64_t life)
+{
+    return point < life / 3;
+}
+
 uint64_t renewal_point(uint64_t life, uint64_t left_before, uint64_t left_now)
 {
     uint64_t crossed = 0;
 
     for (size_t i = 0; i < RENEWAL_N_POINTS; i++)
-        if (points[i] < life && left_now <= points[i] && points[i] < left_before)
+        if (applies(points[i], life) && left_now <= points[i] && points[i] < left_before)
             crossed = points[i];          /* the points go down: the last is the smallest */
     return crossed;
 }
@@ -29,7 +37,7 @@ uint64_t renewal_point(uint64_t life, uint64_t left_before, uint64_t left_now)
 uint64_t renewal_next(uint64_t life, uint64_t left)
 {
     for (size_t i = 0; i < RENEWAL_N_POINTS; i++)
-        if (points[i] < life && points[i] < left)
+        if (applies(points[i], life) && points[i] < left)
             return left - points[i];
     return left;
 }
@@ -147,9 +155,16 @@ uint64_t renewal_run(struct device *dev, uint64_t now)
     m->renewal_checked = now;
     for (size_t i = 0; i < certs_count(m->certs); i++) {
         const struct cert *c = certs_at(m->certs, i);
-        const uint64_t end = cert_end(c), life = end > c->not_before ? end - c->not_before : 0;
+        const uint64_t end = cert_end(c), signed_at = c->not_before + CERT_CLOCK_SKEW_S;
+        /* Its life as signed: sign starts it CERT_CLOCK_SKEW_S early. */
+        const uint64_t life = end > signed_at ? end - signed_at : 0;
         const bool ours = dev->self && !memcmp(c->subject, dev->self->public_key, CERT_PUBKEY_LEN);
         uint64_t before = last && last < end ? end - last : UINT64_MAX, p, due;
+
+        /* It passed no point before it was signed: one taken with less
+         * than a point left is no news at that point. */
+        if (life && life < before)
+            before = life;
 
         if (end <= now) {
             if (ours && (!last || last < end))

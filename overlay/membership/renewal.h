@@ -15,8 +15,8 @@
  *    it is newer, so a restart keeps the newest (renewal_open, set-up;
  *    the file is opened before privileges go and rewritten in place);
  *  - the end seen early: at each set point (RENEWAL_POINTS: a day, an
- *    hour, ten minutes, a minute before) a certificate with no renewal
- *    yet is logged as a warning, this node's and each peer's, with what
+ *    hour, ten minutes, a minute before; those in the last third of its
+ *    life) a certificate with no renewal yet is logged as a warning, this node's and each peer's, with what
  *    to run; at its end the peer's removal is logged and remembered for
  *    `status` (membership's `ended`).
  * No token is involved: a node never re-signs itself, so a token left on
@@ -33,11 +33,12 @@
 #define RENEWAL_POINTS { 86400u, 3600u, 600u, 60u }
 #define RENEWAL_N_POINTS 4u
 
-/* The set point a certificate of lifetime `life` (s) crossed as its time
- * left went from left_before to left_now (s): the smallest p with
- * left_now <= p < left_before, among those shorter than its life (a
- * certificate of 90 s warns at a minute, not at once for a day); 0 when
- * none. Pure, for the tests. */
+/* The set point a certificate of lifetime `life` (s, as signed) crossed
+ * as its time left went from left_before to left_now (s): the smallest p
+ * with left_now <= p < left_before, among those shorter than a third of
+ * its life (where `authority renew` renews it by default: a certificate
+ * of 7 days warns at a day, one of 2 hours at ten minutes, one of 90 s
+ * not at all); 0 when none. Pure, for the tests. */
 uint64_t renewal_point(uint64_t life, uint64_t left_before, uint64_t left_now);
 /* Seconds until the next set point of a certificate with `left` to go
  * (its end itself where none is left before it). */

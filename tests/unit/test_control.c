@@ -1667,8 +1667,27 @@ static void test_status_no_peers(void **state)
     text = format_with(json_fn, resp, 0, 0);
     assert_string_equal(text, "{\"interface\":\"ddp0\",\"self\":\"solo\",\"address\":"
                               "\"fd77::1\",\"listen_port\":51820,"
-                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0},"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0},"
                               "\"peers\":[]}\n");
+    free(text);
+}
+
+/* Issue 56: a peer removed at its certificate's end is said under the
+ * table, how long ago, and in JSON as "cert_ended". */
+static void test_status_cert_ended(void **state)
+{
+    static const char resp[] =
+        "interface=ddp0\nself=gpu-a\naddress=10.77.0.1\nprefix=24\nlisten_port=51820\n"
+        "cert_ended=1699999990 spot-n\nerrno=0\n\n";
+    char *text;
+
+    (void)state;
+    text = format_with(table_fn, resp, 1700000000, 0);
+    assert_non_null(strstr(text, "spot-n removed: its certificate ended 10s ago (1699999990) "
+                                 "with no renewal"));
+    free(text);
+    text = format_with(json_fn, resp, 0, 0);
+    assert_non_null(strstr(text, ",\"cert_ended\":[{\"at\":1699999990,\"name\":\"spot-n\"}],"));
     free(text);
 }
 
@@ -1705,7 +1724,7 @@ static void test_status_json(void **state)
     static const char want[] =
         "{\"interface\":\"ddp0\",\"self\":\"gpu-a\",\"address\":\"10.77.0.1\","
         "\"listen_port\":51820,"
-        "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0},"
+        "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0},"
         "\"peers\":["
         "{\"name\":\"gpu-b\",\"address\":\"10.77.0.2\",\"endpoint\":\"192.0.2.2:51820\","
         "\"path\":\"direct\",\"via\":null,\"path_mtu\":1420,\"rtt_ms\":1.234,"
@@ -1734,7 +1753,7 @@ static void test_status_json_escapes(void **state)
     assert_string_equal(text, "{\"interface\":\"d\\\"p\\\\0\",\"self\":"
                               "\"a\\u0009b\\u0001\\u007f\",\"address\":\"x\","
                               "\"listen_port\":1,"
-                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0},"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0},"
                               "\"peers\":[]}\n");
     free(text);
 }
@@ -2341,6 +2360,7 @@ int main(void)
         T(test_status_no_peers),
         T(test_status_json),
         T(test_status_address_clash),
+        T(test_status_cert_ended),
         T(test_status_json_escapes),
         T(test_status_bad_responses),
         T(test_env),

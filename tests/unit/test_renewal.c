@@ -174,17 +174,19 @@ static void test_points(void **state)
     assert_int_equal(renewal_point(7 * DAY, 61, 59), 60);
     assert_int_equal(renewal_point(7 * DAY, 2 * DAY, 30), 60);       /* the smallest crossed */
     assert_int_equal(renewal_point(7 * DAY, UINT64_MAX, 5 * HOUR), DAY); /* first look */
-    assert_int_equal(renewal_point(90, UINT64_MAX, 80), 0);          /* no day for 90 s */
-    assert_int_equal(renewal_point(90, 61, 60), 60);
-    assert_int_equal(renewal_point(60, 61, 60), 0);                  /* life not longer */
+    /* Only points in the last third of a life: renewal comes at a third. */
+    assert_int_equal(renewal_point(2 * HOUR, UINT64_MAX, HOUR), 0);
+    assert_int_equal(renewal_point(2 * HOUR, 601, 600), 600);
+    assert_int_equal(renewal_point(90, 61, 60), 0);
+    assert_int_equal(renewal_point(183, 61, 60), 60);
+    assert_int_equal(renewal_point(180, 61, 60), 0);
     assert_int_equal(renewal_next(7 * DAY, 3 * DAY), 2 * DAY);
     assert_int_equal(renewal_next(7 * DAY, DAY), DAY - HOUR);
     assert_int_equal(renewal_next(7 * DAY, 61), 1);
     assert_int_equal(renewal_next(7 * DAY, 60), 60);                 /* then the end */
-    assert_int_equal(renewal_next(90, 80), 20);
-    assert_int_equal(renewal_next(30, 25), 25);
+    assert_int_equal(renewal_next(2 * HOUR, HOUR), HOUR - 600);
+    assert_int_equal(renewal_next(90, 80), 80);
 }
-
 
 static void on_change(void *ctx)
 {
