@@ -491,7 +491,12 @@ static void print_certs(FILE *out, const struct st_resp *r, uint64_t now_unix, s
 {
     char left[64];
 
-    if (r->has_cert) {
+    if (r->has_cert && r->cert_expires <= now_unix)
+        fprintf(out, "certificate of %s (this node) ENDED %llus ago (%llu): the members dropped "
+                "this node; ddpnet doctor says what to run\n", r->self,
+                (unsigned long long)(now_unix - r->cert_expires),
+                (unsigned long long)r->cert_expires);
+    else if (r->has_cert) {
         cert_left(left, sizeof(left), r->cert_expires, now_unix);
         fprintf(out, "certificate of %s (this node) expires %s (%llu)\n", r->self, left,
                 (unsigned long long)r->cert_expires);

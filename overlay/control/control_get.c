@@ -237,6 +237,18 @@ static void put_cert_expiry(struct uapi_buf *b, const struct device *dev,
                                                                        : c->not_after);
 }
 
+/* Ours: the store's, or, once it ended and the store let it go, the one
+ * we say (so that status and doctor tell an end from no certificate). */
+static void put_self_cert_expiry(struct uapi_buf *b, const struct device *dev)
+{
+    struct cert c;
+
+    if (dev->membership->certs && certs_member(dev->membership->certs, dev->self->public_key))
+        put_cert_expiry(b, dev, dev->self->public_key);
+    else if (dev->membership->certs && dev->self_cert && !cert_parse(dev->self_cert, &c))
+        uapi_put_u64(b, CONTROL_KEY_CERT_EXPIRES, cert_end(&c));
+}
+
 /* With an authority: the clash this node lost, where there is one. */
 static void put_clash(struct uapi_buf *b, const struct device *dev)
 {
@@ -275,7 +287,7 @@ int control_get_ddpnet(struct device *dev, uint64_t now_ns, char **out, size_t *
         return ret;
     device_read_kernel_drops(dev);
     put_ddpnet_iface(&b, dev);
-    put_cert_expiry(&b, dev, dev->self->public_key);
+    put_self_cert_expiry(&b, dev);
     put_clash(&b, dev);
     put_ended(&b, dev);
     for (size_t i = 0; i < dev->n_peers; i++) {

@@ -14,6 +14,7 @@
 #include "overlay/membership/certs.h"
 #include "overlay/membership/renewal.h"
 #include "overlay/membership/state.h"
+#include "overlay/registry/registry.h"
 
 static const uint64_t points[RENEWAL_N_POINTS] = RENEWAL_POINTS;
 
@@ -114,6 +115,8 @@ static void take_own(struct device *dev)
         return;
     free(dev->self_cert);
     dev->self_cert = dup;
+    if (dev->membership->registry)
+        registry_cert_renewed(dev->membership->registry, dup);
     utc_text(until, sizeof(until), cert_end(c));
     utc_text(was, sizeof(was), cert_end(&old));
     if ((ret = keep(dev->membership->cert_fd, text)) < 0)

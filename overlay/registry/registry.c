@@ -276,7 +276,26 @@ static void forget_all(struct registry *r)
 
 void registry_set_cert(struct registry *r, const char *cert)
 {
+    pthread_mutex_lock(&r->lock);
     snprintf(r->self_cert, sizeof(r->self_cert), "%s", cert ? cert : "");
+    pthread_mutex_unlock(&r->lock);
+}
+
+void registry_cert_renewed(struct registry *r, const char *cert)
+{
+    pthread_mutex_lock(&r->lock);
+    snprintf(r->self_cert, sizeof(r->self_cert), "%s", cert);
+    r->observed_news = true;              /* the keeper looks at our record again */
+    pthread_cond_broadcast(&r->wake);
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* Our certificate as it is now (the loop renews it: registry_cert_renewed). */
+static void self_cert_now(struct registry *r, char out[CERT_TEXT_MAX + 1])
+{
+    pthread_mutex_lock(&r->lock);
+    memcpy(out, r->self_cert, CERT_TEXT_MAX + 1);
+    pthread_mutex_unlock(&r->lock);
 }
 
 void registry_free(struct registry *r)
@@ -527,9 +546,11 @@ static int pick_address(struct registry *r, struct scan *s, int tries, struct cl
 static int encode_joined(struct registry *r)
 {
     struct cluster_node bare = r->self;
+    char cert[CERT_TEXT_MAX + 1];
 
     bare.n_candidates = 0;
-    return record_encode_cert(&bare, r->self_cert, r->self_value, sizeof(r->self_value));
+    self_cert_now(r, cert);
+    return record_encode_cert(&bare, cert, r->self_value, sizeof(r->self_value));
 }
 
 /* One transaction: the address (unless it is already our key's) and our
@@ -1018,16 +1039,18 @@ static void renew(struct registry *r, struct etcd *e)
 static int record_now(struct registry *r, char *buf, size_t len)
 {
     struct cluster_node n = r->self;
+    char cert[CERT_TEXT_MAX + 1];
 
     pthread_mutex_lock(&r->lock);
     n.has_observed = r->has_observed;
     n.observed = r->observed;
+    memcpy(cert, r->self_cert, sizeof(cert));
     pthread_mutex_unlock(&r->lock);
     for (unsigned i = 0; n.has_observed && i < n.n_candidates; i++)
         if (n.candidates[i].port == n.observed.port &&
             cluster_addr_equal(&n.candidates[i].addr, &n.observed.addr))
             n.has_observed = false;
-    return record_encode_cert(&n, r->self_cert, buf, len);
+    return record_encode_cert(&n, cert, buf, len);
 }
 
 /* Puts our record again when what it says of us changed; true when it

@@ -100,6 +100,10 @@ char *registry_statements(struct registry *r);
 /* Our certificate (text), put in our record from the join on (call it
  * before registry_join). */
 void registry_set_cert(struct registry *r, const char *cert);
+/* A renewal of our certificate (membership/renewal.h), from the loop: our
+ * record says it from the keeper's next look (at once, paced as any
+ * change of our record). */
+void registry_cert_renewed(struct registry *r, const char *cert);
 
 /* For `status` and the metrics: the state, the revision last handed over,
  * the endpoint in use and the last error ("" when none). */

@@ -17,8 +17,9 @@
 #     certificate's end (the token's) with not one echo lost; no member
 #     logged spot-n removed or changed at any renewal;
 #  4. no renewal after that: a and b remove spot-n at its end, logged,
-#     and `ddpnet status` on a says it was removed because its
-#     certificate ended. (The journal's set points, a minute at least and
+#     `ddpnet status` on a says it was removed because its certificate
+#     ended, and `ddpnet doctor` on spot-n names that end as the cause,
+#     with the command that fixes it. (The journal's set points, a minute at least and
 #     in the last third of a life, are for lifetimes longer than this
 #     test's: tests/unit/test_renewal.c.)
 # About 3 minutes.
@@ -148,3 +149,10 @@ say "a: $(grep -m1 'spot-n removed: its certificate ended' "$T/a/daemon.out" | c
 ddp_status a | grep -q "spot-n removed: its certificate ended" ||
     fail "a's status does not say spot-n was removed at its certificate's end: $(ddp_status a)"
 say "a's status: $(ddp_status a | grep -m1 'spot-n removed')"
+out=$(nx n timeout 30 "$DDPNET" doctor --run-dir "$T/n/run" 2>&1) &&
+    fail "doctor on spot-n passed after its certificate ended: $out"
+grep -q "NOT READY: spot-n's certificate ended" <<<"$out" ||
+    fail "doctor on spot-n does not name its certificate's end as the cause: $out"
+grep -q "ddpnet authority sign -a authority.key --name spot-n" <<<"$out" ||
+    fail "doctor on spot-n does not say what to run: $out"
+say "doctor on spot-n: $(grep -m1 'NOT READY' <<<"$out")"

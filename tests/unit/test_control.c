@@ -1686,6 +1686,12 @@ static void test_status_cert_ended(void **state)
     assert_non_null(strstr(text, "spot-n removed: its certificate ended 10s ago (1699999990) "
                                  "with no renewal"));
     free(text);
+    /* This node's own, ended: said as such, not "expires expired". */
+    text = format_with(table_fn, "interface=ddp0\nself=spot-n\naddress=10.77.0.9\nprefix=24\n"
+                       "listen_port=51820\ncert_expires=1699999990\nerrno=0\n\n", 1700000000, 0);
+    assert_non_null(strstr(text, "certificate of spot-n (this node) ENDED 10s ago (1699999990): "
+                                 "the members dropped this node; ddpnet doctor says what to run\n"));
+    free(text);
     text = format_with(json_fn, resp, 0, 0);
     assert_non_null(strstr(text, ",\"cert_ended\":[{\"at\":1699999990,\"name\":\"spot-n\"}],"));
     free(text);
