@@ -793,3 +793,13 @@ bool cert_renews(const struct cert *n, const struct cert *o)
         return false;
     return cert_end(n) > cert_end(o);
 }
+
+enum cert_verdict cert_verify_cluster(const struct cert *c, const struct cluster *cl,
+                                      uint64_t now)
+{
+    enum cert_verdict v = cert_verify(c, cl->authority, now);
+
+    if (v == CERT_BAD_SIGNATURE && cl->has_authority_next)
+        v = cert_verify(c, cl->authority_next, now);
+    return v;
+}

@@ -133,6 +133,12 @@ enum cert_verdict cert_verify(const struct cert *c,
                               const uint8_t authority[CERT_PUBKEY_LEN],
                               uint64_t now);
 
+/* cert_verify against each key cluster cl trusts (`authority = KEY
+ * [NEXT]`, a rotation: cluster_authority_trusts): CERT_OK where either
+ * key's signature holds. */
+enum cert_verdict cert_verify_cluster(const struct cert *c, const struct cluster *cl,
+                                      uint64_t now);
+
 /* The id a revocation names: of this statement, and of the token a
  * member carries (false when it carries none). */
 void cert_id(const struct cert *c, uint8_t id[CERT_ID_LEN]);

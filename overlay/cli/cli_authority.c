@@ -104,7 +104,9 @@ static const struct auth_opt_def auth_opts[] = {
     { AUTH_OPT_ID,         0,   "id",            "HEX",
       "revoke: the statement's id (64 hex digits, as `ddpnet authority show` prints)" },
     { AUTH_OPT_AUTHORITY,  0,   "authority",     "KEY",
-      "show: the authority's public key to verify against (default: not verified)" },
+      "show: the authority's public key to verify against (default: not verified); renew: "
+      "a key whose certificates are renewed too, the old one while the authority's key is "
+      "rotated (default: the signing key's alone)" },
     { AUTH_OPT_WITHIN,     0,   "within",        "DURATION",
       "renew: re-sign a certificate that ends within DURATION (default: a third of its "
       "lifetime)" },
@@ -802,9 +804,18 @@ static int renew_one(const char *verb, const struct auth_args *a, const struct c
 {
     const uint8_t *authority = secret + CERT_SECRET_LEN - CERT_PUBKEY_LEN;
     const char *valid = opt_value(a, AUTH_OPT_VALID), *within = opt_value(a, AUTH_OPT_WITHIN);
+    const char *old = opt_value(a, AUTH_OPT_AUTHORITY);
     uint64_t end = cert_end(o), life = end > o->not_before ? end - o->not_before : 1, soon;
     enum cert_verdict v = cert_verify(o, authority, now);
+    uint8_t old_key[CERT_PUBKEY_LEN];
     struct cert n;
+
+    if (v == CERT_BAD_SIGNATURE && old) {  /* a rotation: the old key's, signed anew */
+        if (cert_key_parse(old, old_key))
+            return say(verb, "invalid --authority '%s' (expected 44 base64 characters, as "
+                       "`ddpnet authority pubkey` prints)", old), -1;
+        v = cert_verify(o, old_key, now);
+    }
 
     /* The lifetime it was given: sign starts one BACKDATE_S early. */
     if (life > BACKDATE_S)
@@ -848,6 +859,7 @@ static int do_renew(const char *verb, const struct auth_args *a)
 
     if (read_secret(verb, opt_value(a, AUTH_OPT_SECRET), secret) != 0)
         return CLI_EXIT_FAIL;
+    clearerr(stdin);                      /* a caller that read it before (the tests) */
     if (!(in = strcmp(path, "-") ? fopen(path, "re") : stdin)) {
         sodium_memzero(secret, sizeof(secret));
         return say(verb, "%s: %s", path, strerror(errno));
@@ -1013,8 +1025,10 @@ static const struct auth_verb auth_verbs[] = {
       "print a revocation of a member certificate, a token, or a member's key: every "
       "certificate for that key, signed before or after (STATEMENT: its line, a file, or - "
       "for stdin)" },
-    { "renew", do_renew, AUTH_OPT_SECRET | AUTH_OPT_WITHIN | AUTH_OPT_VALID, AUTH_OPT_SECRET, 1,
-      "-a AUTHORITY-KEYFILE [--within DURATION] [--valid DURATION] [FILE|-]",
+    { "renew", do_renew, AUTH_OPT_SECRET | AUTH_OPT_WITHIN | AUTH_OPT_VALID | AUTH_OPT_AUTHORITY,
+      AUTH_OPT_SECRET, 1,
+      "-a AUTHORITY-KEYFILE [--within DURATION] [--valid DURATION] [--authority OLD-KEY] "
+      "[FILE|-]",
       "print the renewal of each member certificate in FILE (default stdin, as `ddpnet "
       "certs` prints them) that ends within DURATION: the same name, key and address, "
       "signed by the authority, for --valid or the lifetime it had" },

@@ -153,6 +153,7 @@ int cli_renew(int argc, char **argv)
         fprintf(stderr, "ddpnet renew: not permitted: run as root\n");
         return CLI_EXIT_FAIL;
     }
+    clearerr(stdin);                      /* a caller that read it before (the tests) */
     if (!(in = strcmp(argv[argc - 1], "-") ? fopen(argv[argc - 1], "re") : stdin)) {
         fprintf(stderr, "ddpnet renew: %s: %s\n", argv[argc - 1], strerror(errno));
         return CLI_EXIT_FAIL;

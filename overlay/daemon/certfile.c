@@ -69,7 +69,7 @@ int certfile_check(const char *path, const char *text, const struct cluster *c,
     if (cert_parse(text, &cert) || cert.kind != CERT_MEMBER)
         return snprintf(err, errlen, "%s: not a member certificate (`ddpnet authority sign` "
                         "prints one)", path), -EINVAL;
-    if ((v = cert_verify(&cert, c->authority, now)) != CERT_OK)
+    if ((v = cert_verify_cluster(&cert, c, now)) != CERT_OK)
         return snprintf(err, errlen, "%s: the certificate does not hold: %s%s", path,
                         cert_verdict_str(v), v == CERT_BAD_SIGNATURE
                             ? " (not signed by the cluster file's authority)"

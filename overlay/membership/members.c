@@ -805,6 +805,8 @@ int members_certs_start(struct device *dev)
         return 0;
     if (!(dev->membership->certs = certs_new(dev->cluster.authority, certs_changed, dev)))
         return -ENOMEM;
+    if (dev->cluster.has_authority_next)
+        certs_trust(dev->membership->certs, dev->cluster.authority, dev->cluster.authority_next);
     revocations_of_file(dev, &dev->membership->file);
     revocations_start(dev);
     return 0;
@@ -1331,6 +1333,25 @@ out:
     return ret;
 }
 
+/* After a reload applied: the authority's keys the file trusts now (a
+ * step of a rotation; one with no key in common was refused). Members of
+ * a key dropped go at the next pass (the store's changed callback). */
+static void trust_of_file(struct device *dev)
+{
+    const struct cluster *f = &dev->membership->file;
+
+    if (!dev->membership->certs || !f->has_authority)
+        return;
+    /* The running model's too: the next reload's step is judged from it. */
+    memcpy(dev->cluster.authority, f->authority, CLUSTER_KEY_LEN);
+    dev->cluster.has_authority_next = f->has_authority_next;
+    memcpy(dev->cluster.authority_next, f->authority_next, CLUSTER_KEY_LEN);
+    certs_trust(dev->membership->certs, f->authority,
+                f->has_authority_next ? f->authority_next : NULL);
+    if (dev->membership->registry)
+        registry_trust(dev->membership->registry, f);
+}
+
 int members_reload(struct device *dev, const char *text, size_t len, members_say say,
                    void *ctx, uint64_t now)
 {
@@ -1361,6 +1382,7 @@ int members_reload(struct device *dev, const char *text, size_t len, members_say
     }
     cluster_free(&dev->membership->file);
     dev->membership->file = file;
+    trust_of_file(dev);
     members_checksum(text, len, dev->membership->cluster_sum);
     dev->membership->cluster_applied_unix = (uint64_t)time(NULL);
     log_applied(dev, changes);

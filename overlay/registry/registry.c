@@ -67,6 +67,10 @@ struct registry {
      * (the loop's store checks each new one again: certs.h). */
     bool has_authority;
     uint8_t authority[CERT_PUBKEY_LEN];
+    /* A rotation's second key (`authority = KEY NEXT`); with authority,
+     * changed under lock by registry_trust, read under it. */
+    bool has_authority_next;
+    uint8_t authority_next[CERT_PUBKEY_LEN];
     char self_cert[CERT_TEXT_MAX + 1];    /* ours, put in our record */
     /* The client's configuration, owned here. */
     char *urls[CLUSTER_REGISTRY_ENDPOINTS_MAX];
@@ -242,6 +246,8 @@ struct registry *registry_new(const struct cluster *c, char *err, size_t errlen)
     snprintf(r->watch_prefix, sizeof(r->watch_prefix), "%s%s", r->prefix, RECORD_WATCHED);
     r->has_authority = c->has_authority;
     memcpy(r->authority, c->authority, CERT_PUBKEY_LEN);
+    r->has_authority_next = c->has_authority_next;
+    memcpy(r->authority_next, c->authority_next, CERT_PUBKEY_LEN);
     r->event_fd = -1;
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->wake, NULL);
@@ -278,6 +284,15 @@ void registry_set_cert(struct registry *r, const char *cert)
 {
     pthread_mutex_lock(&r->lock);
     snprintf(r->self_cert, sizeof(r->self_cert), "%s", cert ? cert : "");
+    pthread_mutex_unlock(&r->lock);
+}
+
+void registry_trust(struct registry *r, const struct cluster *c)
+{
+    pthread_mutex_lock(&r->lock);
+    memcpy(r->authority, c->authority, CERT_PUBKEY_LEN);
+    r->has_authority_next = c->has_authority_next;
+    memcpy(r->authority_next, c->authority_next, CERT_PUBKEY_LEN);
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -725,10 +740,16 @@ static void forget_member(struct registry *r, const char *name)
  * string; NULL otherwise. */
 static char *verified(const struct registry *r, const char *text, enum cert_kind kind)
 {
+    const uint64_t now = (uint64_t)time(NULL);
+    enum cert_verdict v;
     struct cert c;
 
-    if (!r->has_authority || cert_parse(text, &c) || c.kind != kind ||
-        cert_verify(&c, r->authority, (uint64_t)time(NULL)) != CERT_OK)
+    if (!r->has_authority || cert_parse(text, &c) || c.kind != kind)
+        return NULL;
+    v = cert_verify(&c, r->authority, now);
+    if (v == CERT_BAD_SIGNATURE && r->has_authority_next)   /* a rotation's second key */
+        v = cert_verify(&c, r->authority_next, now);
+    if (v != CERT_OK)
         return NULL;
     return strdup(text);
 }

@@ -104,6 +104,10 @@ void registry_set_cert(struct registry *r, const char *cert);
  * record says it from the keeper's next look (at once, paced as any
  * change of our record). */
 void registry_cert_renewed(struct registry *r, const char *cert);
+/* The authority's keys c trusts from now (a reload's step of a rotation:
+ * cluster.h's authority_next); records and revocations read from then on
+ * are checked against them. */
+void registry_trust(struct registry *r, const struct cluster *c);
 
 /* For `status` and the metrics: the state, the revision last handed over,
  * the endpoint in use and the last error ("" when none). */

@@ -607,6 +607,14 @@ static void test_frame(void **state)
     assert_int_equal(control_frame("get=ddpnet-env\n\nget=1\n\n", 23, &op, &consumed), 0);
     assert_int_equal(op, CONTROL_GET_ENV_OP);
     assert_int_equal(consumed, 16);
+    /* get=ddpnet-certs (issue 56) too: alone on its line, then an empty one. */
+    assert_int_equal(control_frame("get=ddpnet-c", 12, &op, &consumed), -EAGAIN);
+    assert_int_equal(control_frame("get=ddpnet-certs\n", 17, &op, &consumed), -EAGAIN);
+    assert_int_equal(control_frame("get=ddpnet-certs\nx", 18, &op, &consumed), -EINVAL);
+    assert_int_equal(control_frame("get=ddpnet-certz\n\n", 18, &op, &consumed), -EINVAL);
+    assert_int_equal(control_frame("get=ddpnet-certs\n\nget=1\n\n", 25, &op, &consumed), 0);
+    assert_int_equal(op, CONTROL_GET_CERTS_OP);
+    assert_int_equal(consumed, 18);
     assert_int_equal(control_frame("get=ddpnet\n\nget=1\n\n", 19, &op, &consumed), 0);
     assert_int_equal(op, CONTROL_GET_DDPNET_OP);
     assert_int_equal(consumed, 12);

@@ -160,6 +160,74 @@ static void test_store_takes_renewal(void **state)
     certs_free(s);
 }
 
+/* The authority's key rotated (certs_trust): a certificate of the new
+ * key counts once it is trusted beside the old; the old dropped, its
+ * members go (a token's member of the old key's token too) and the new
+ * key's stay; each drop one callback. */
+static int trust_changes;
+static void count_change(void *ctx)
+{
+    (void)ctx;
+    trust_changes++;
+}
+
+static void test_store_rotation(void **state)
+{
+    uint8_t old_pub[CERT_PUBKEY_LEN], old_sec[CERT_SECRET_LEN], tsec[CERT_SECRET_LEN];
+    char a[CERT_TEXT_MAX], t[CERT_TEXT_MAX], b[CERT_TEXT_MAX], b2[CERT_TEXT_MAX];
+    struct cert c, token;
+    struct certs *s;
+
+    (void)state;
+    /* The old key: the one of the fixture is the new. */
+    assert_int_equal(cert_keypair(old_pub, old_sec), 0);
+    memset(&c, 0, sizeof(c));
+    c.kind = CERT_MEMBER;
+    c.not_before = T0 - HOUR;
+    c.not_after = T0 + DAY;
+    c.subject[0] = 1;
+    c.subject[1] = 0x5a;                  /* as member() makes key 1 */
+    snprintf(c.name, sizeof(c.name), "gpu-a");
+    assert_int_equal(cert_sign(&c, old_sec, a, sizeof(a)), 0);
+    memset(&token, 0, sizeof(token));
+    token.kind = CERT_TOKEN;
+    token.not_before = T0 - HOUR;
+    token.not_after = T0 + DAY;
+    snprintf(token.name, sizeof(token.name), "spot-");
+    assert_int_equal(cert_keypair(token.subject, tsec), 0);
+    assert_int_equal(cert_sign(&token, old_sec, t, sizeof(t)), 0);
+    memset(&c, 0, sizeof(c));
+    c.kind = CERT_MEMBER;
+    c.not_before = T0 - HOUR;
+    c.not_after = T0 + HOUR;
+    c.subject[0] = 2;
+    snprintf(c.name, sizeof(c.name), "spot-t");
+    cert_token_embed(&c, &token);
+    assert_int_equal(cert_sign(&c, tsec, t, sizeof(t)), 0);
+    member(&c, b, "gpu-b", 3, T0 - HOUR, T0 + DAY, NULL, NULL);       /* the new key's */
+    member(&c, b2, "gpu-a", 1, T0, T0 + 2 * DAY, NULL, NULL);          /* gpu-a re-signed */
+
+    assert_non_null(s = certs_new(old_pub, count_change, NULL));
+    assert_int_equal(certs_offer(s, a, T0, NULL), CERTS_ADDED);
+    assert_int_equal(certs_offer(s, t, T0, NULL), CERTS_ADDED);
+    assert_int_equal(certs_offer(s, b, T0, NULL), CERTS_INVALID);     /* not trusted yet */
+    trust_changes = 0;
+    certs_trust(s, old_pub, auth_pub);                                /* both */
+    assert_int_equal(trust_changes, 0);
+    assert_int_equal(certs_offer(s, b, T0, NULL), CERTS_ADDED);
+    assert_int_equal(certs_offer(s, b2, T0, NULL), CERTS_ADDED);      /* a renewal, new key */
+    assert_int_equal(certs_count(s), 3);
+    trust_changes = 0;
+    certs_trust(s, auth_pub, NULL);                                   /* the new alone */
+    assert_int_equal(trust_changes, 1);
+    assert_int_equal(certs_count(s), 2);                              /* spot-t went */
+    assert_string_equal(certs_at(s, 0)->name, "gpu-a");
+    assert_string_equal(certs_at(s, 1)->name, "gpu-b");
+    assert_int_equal(certs_offer(s, a, T0, NULL), CERTS_INVALID);    /* the old key's */
+    assert_int_equal(certs_offer(s, t, T0, NULL), CERTS_INVALID);    /* the old key's */
+    certs_free(s);
+}
+
 /* The set points: a day, an hour, ten minutes, a minute before the end,
  * each once as the time left crosses it, and only those shorter than the
  * certificate's life. */
@@ -309,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_renews),
         cmocka_unit_test(test_points),
         cmocka_unit_test(test_store_takes_renewal),
+        cmocka_unit_test(test_store_rotation),
         cmocka_unit_test(test_holder_keeps_renewal),
         cmocka_unit_test(test_ended_noted),
     };
