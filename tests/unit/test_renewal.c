@@ -99,6 +99,11 @@ static void test_renews(void **state)
     n.has_address = true;
     assert_int_equal(cluster_addr_parse("10.0.0.9", &n.address), 0);
     assert_false(cert_renews(&n, &o));               /* an address it did not fix */
+    o = n;
+    o.not_after = T0 + HOUR;
+    assert_true(cert_renews(&n, &o));                /* the same fixed address */
+    assert_int_equal(cluster_addr_parse("10.0.0.10", &o.address), 0);
+    assert_false(cert_renews(&n, &o));               /* another one */
     /* A token's member ends with its token: the authority's renewal of
      * it ends later than the token, and renews it. */
     token_make(&token, tsec, T0 + HOUR);
@@ -212,7 +217,7 @@ static void test_store_rotation(void **state)
     assert_int_equal(certs_offer(s, t, T0, NULL), CERTS_ADDED);
     assert_int_equal(certs_offer(s, b, T0, NULL), CERTS_INVALID);     /* not trusted yet */
     trust_changes = 0;
-    certs_trust(s, old_pub, auth_pub);                                /* both */
+    certs_trust(s, auth_pub, old_pub);                                /* both */
     assert_int_equal(trust_changes, 0);
     assert_int_equal(certs_offer(s, b, T0, NULL), CERTS_ADDED);
     assert_int_equal(certs_offer(s, b2, T0, NULL), CERTS_ADDED);      /* a renewal, new key */
@@ -331,6 +336,16 @@ static void test_holder_keeps_renewal(void **state)
     /* An older certificate offered after changes nothing said. */
     renewal_run(&f.dev, T0 + 31);
     assert_string_equal(f.dev.self_cert, second);
+    /* Ended, then a certificate of our key for another name: not ours to
+     * say (our name was fixed at up), nor to keep. */
+    certs_run(f.m.certs, T0 + 180);
+    member(&c, other, "spot-z", 7, T0, T0 + 900, NULL, NULL);
+    assert_int_equal(certs_offer(f.m.certs, other, T0 + 181, NULL), CERTS_ADDED);
+    renewal_run(&f.dev, T0 + 181);
+    assert_string_equal(f.dev.self_cert, second);
+    snprintf(text, sizeof(text), "%s", first);
+    assert_int_equal(certfile_kept(f.dir, "ddp0", text, sizeof(text)), 1);
+    assert_string_equal(text, second);
     node_free(&f);
 }
 
