@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include <sodium.h>
@@ -774,4 +775,31 @@ int cert_member_node(const struct cert *c, const struct cluster *cl, struct clus
     }
     ret = cert_derive_address(c->subject, cl, &out->address);
     return ret;
+}
+
+uint64_t cert_end(const struct cert *c)
+{
+    if (c->has_token && c->token.not_after < c->not_after)
+        return c->token.not_after;
+    return c->not_after;
+}
+
+bool cert_renews(const struct cert *n, const struct cert *o)
+{
+    if (n->kind != CERT_MEMBER || o->kind != CERT_MEMBER ||
+        memcmp(n->subject, o->subject, CERT_PUBKEY_LEN) || strcasecmp(n->name, o->name) ||
+        n->has_address != o->has_address ||
+        (n->has_address && !cluster_addr_equal(&n->address, &o->address)))
+        return false;
+    return cert_end(n) > cert_end(o);
+}
+
+enum cert_verdict cert_verify_cluster(const struct cert *c, const struct cluster *cl,
+                                      uint64_t now)
+{
+    enum cert_verdict v = cert_verify(c, cl->authority, now);
+
+    if (v == CERT_BAD_SIGNATURE && cl->has_authority_next)
+        v = cert_verify(c, cl->authority_next, now);
+    return v;
 }

@@ -133,6 +133,12 @@ enum cert_verdict cert_verify(const struct cert *c,
                               const uint8_t authority[CERT_PUBKEY_LEN],
                               uint64_t now);
 
+/* cert_verify against each key cluster cl trusts (`authority = KEY
+ * [NEXT]`, a rotation: cluster_authority_trusts): CERT_OK where either
+ * key's signature holds. */
+enum cert_verdict cert_verify_cluster(const struct cert *c, const struct cluster *cl,
+                                      uint64_t now);
+
 /* The id a revocation names: of this statement, and of the token a
  * member carries (false when it carries none). */
 void cert_id(const struct cert *c, uint8_t id[CERT_ID_LEN]);
@@ -152,6 +158,19 @@ int cert_join_token_format(const struct cert *token,
                            char *out, size_t cap);
 int cert_join_token_parse(const char *text, struct cert *token,
                           uint8_t secret[CERT_SECRET_LEN]);
+
+/* When a member certificate stops counting (unix seconds): its not_after,
+ * or its token's where that comes first. */
+uint64_t cert_end(const struct cert *c);
+/* Whether member certificate n renews o (docs/authority.md, "Renewal"):
+ * the same key, the same name (case aside), the same fixed address (or
+ * none, both), and a later end. A renewal changes nothing a peer is
+ * made of, only how long it counts, so a member takes it in place with
+ * no session reset. Who may sign one (the authority, or o's own token)
+ * is the store's rule (certs.h); this is the shape alone, for whoever
+ * picks the newer of two certificates for one node (up, with the one
+ * kept in the state directory). */
+bool cert_renews(const struct cert *n, const struct cert *o);
 
 /* A short lowercase reason for a verdict, for error messages. */
 const char *cert_verdict_str(enum cert_verdict v);

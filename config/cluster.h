@@ -174,6 +174,12 @@ struct cluster {
      * signed (config/cert.h; README "Joining under an authority"). */
     bool has_authority;
     uint8_t authority[CLUSTER_KEY_LEN];
+    /* `authority = KEY NEXT`: a second key trusted beside it for the time
+     * of a rotation (issue 56; docs/authority.md, "Rotating the
+     * authority's key"): a certificate or revocation either signed
+     * counts. */
+    bool has_authority_next;
+    uint8_t authority_next[CLUSTER_KEY_LEN];
     /* `revoked = KEY...` (the key may repeat; with `authority` only):
      * WireGuard public keys the cluster refuses whatever certificate they
      * show -- the operator's blocklist, beside the authority's signed
@@ -250,5 +256,10 @@ bool cluster_name_reserved(const char *name);
 int cluster_addr_format(const struct cluster_addr *a, char *buf, size_t len);
 int cluster_endpoint_format(const struct cluster_endpoint *e, char *buf,
                             size_t len);
+
+/* Whether c trusts key as its authority (`authority = KEY [NEXT]`). */
+bool cluster_authority_trusts(const struct cluster *c, const uint8_t key[CLUSTER_KEY_LEN]);
+/* Whether a and b trust a key in common (a rotation's step). */
+bool cluster_authority_shared(const struct cluster *a, const struct cluster *b);
 
 #endif

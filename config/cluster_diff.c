@@ -122,9 +122,11 @@ static unsigned settings_changes(const struct cluster *old, const struct cluster
     if (old->socket_buffer != new->socket_buffer)
         what |= CLUSTER_CHANGED_SOCKET_BUFFER;
     /* Who signs membership is the trust root: not swapped under running
-     * sessions. */
+     * sessions all at once. A rotation keeps a key in common at each
+     * step (the old and the new trusted together, then the new alone:
+     * docs/authority.md), and is taken live. */
     if (old->has_authority != new->has_authority ||
-        (new->has_authority && memcmp(old->authority, new->authority, CLUSTER_KEY_LEN)))
+        (new->has_authority && !cluster_authority_shared(old, new)))
         what |= CLUSTER_CHANGED_AUTHORITY;
     return what;
 }

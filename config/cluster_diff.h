@@ -35,7 +35,7 @@ enum cluster_change_kind {
 #define CLUSTER_CHANGED_METRICS    0x10u
 #define CLUSTER_CHANGED_REGISTRY   0x20u
 #define CLUSTER_CHANGED_MACHINE_DOMAINS 0x40u
-#define CLUSTER_CHANGED_AUTHORITY  0x80u
+#define CLUSTER_CHANGED_AUTHORITY  0x80u   /* no key trusted before and after */
 /* Sizes past net.core.rmem_max need CAP_NET_ADMIN (SO_RCVBUFFORCE), which
  * the daemon gave up after setup: a restart takes it, a reload cannot. */
 #define CLUSTER_CHANGED_SOCKET_BUFFER 0x100u

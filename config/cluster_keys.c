@@ -417,17 +417,43 @@ static bool authority_decode(const char *value, uint8_t out[CLUSTER_KEY_LEN])
     return false;
 }
 
+/* One key, or two separated by spaces or commas (the second trusted
+ * beside the first while the authority's key is rotated). */
 static void authority_apply(struct cluster_parser *p, int line, const char *value)
 {
-    uint8_t bin[CLUSTER_KEY_LEN];
+    uint8_t bin[2][CLUSTER_KEY_LEN];
+    char word[2][CLUSTER_MAX_LINE];
+    size_t n = 0;
 
-    if (!authority_decode(value, bin)) {
-        cluster_diag_add(p, line, "bad authority: expected the authority's public key: "
-                         "32 bytes in base64 (as `ddpnet authority init` prints it)");
+    for (const char *v = value; *v && n <= 2;) {
+        size_t len = strcspn(v, " \t,");
+        if (len) {
+            if (n == 2 || len >= sizeof(word[0])) {
+                n = 3;
+                break;
+            }
+            memcpy(word[n], v, len);
+            word[n++][len] = '\0';
+        }
+        v += len + (v[len] != '\0');
+    }
+    if (n == 3) {
+        cluster_diag_add(p, line, "bad authority: at most two keys (the second trusted beside "
+                         "the first while the authority's key is rotated)");
         return;
     }
-    memcpy(p->settings.authority, bin, CLUSTER_KEY_LEN);
+    for (size_t i = 0; i < n || i == 0; i++) {
+        if (!n || !authority_decode(word[i], bin[i])) {
+            cluster_diag_add(p, line, "bad authority: expected the authority's public key: "
+                             "32 bytes in base64 (as `ddpnet authority init` prints it)");
+            return;
+        }
+    }
+    memcpy(p->settings.authority, bin[0], CLUSTER_KEY_LEN);
     p->settings.has_authority = true;
+    p->settings.has_authority_next = n == 2 && memcmp(bin[0], bin[1], CLUSTER_KEY_LEN);
+    if (p->settings.has_authority_next)
+        memcpy(p->settings.authority_next, bin[1], CLUSTER_KEY_LEN);
 }
 
 /* Public keys separated by spaces or commas, added to those of earlier

@@ -166,3 +166,16 @@ bool cluster_claim_ok(const struct cluster *c, const char *name)
     }
     return false;
 }
+
+bool cluster_authority_trusts(const struct cluster *c, const uint8_t key[CLUSTER_KEY_LEN])
+{
+    return c->has_authority && (!memcmp(c->authority, key, CLUSTER_KEY_LEN) ||
+                                (c->has_authority_next &&
+                                 !memcmp(c->authority_next, key, CLUSTER_KEY_LEN)));
+}
+
+bool cluster_authority_shared(const struct cluster *a, const struct cluster *b)
+{
+    return cluster_authority_trusts(b, a->authority) ||
+           (a->has_authority_next && cluster_authority_trusts(b, a->authority_next));
+}

@@ -14,6 +14,8 @@ int cli_up(int argc, char **argv);
 int cli_down(int argc, char **argv);
 int cli_reload(int argc, char **argv);
 int cli_revoke(int argc, char **argv);
+int cli_certs(int argc, char **argv);
+int cli_renew(int argc, char **argv);
 int cli_status(int argc, char **argv);
 int cli_env(int argc, char **argv);
 int cli_doctor(int argc, char **argv);

@@ -60,6 +60,7 @@ enum auth_opt {
     AUTH_OPT_MAX        = 1u << 11,
     AUTH_OPT_ID         = 1u << 12,
     AUTH_OPT_AUTHORITY  = 1u << 13,
+    AUTH_OPT_WITHIN     = 1u << 14,
 };
 
 struct auth_opt_def {
@@ -88,7 +89,8 @@ static const struct auth_opt_def auth_opts[] = {
       "more names the member is known by, comma-separated, at most 4 (default none)" },
     { AUTH_OPT_VALID,      0,   "valid",         "DURATION",
       "how long it is valid: a number and s, m, h, d or w, as 30d, 12h, 90m (default: "
-      "sign 365d, through a token until the token expires; token 7d)" },
+      "sign 365d, through a token until the token expires; token 7d; renew the lifetime "
+      "it had)" },
     { AUTH_OPT_NOT_BEFORE, 0,   "not-before",    "TIME",
       "valid from TIME: unix seconds, YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, UTC (default "
       "now, less 5 minutes for clocks that run behind)" },
@@ -102,7 +104,12 @@ static const struct auth_opt_def auth_opts[] = {
     { AUTH_OPT_ID,         0,   "id",            "HEX",
       "revoke: the statement's id (64 hex digits, as `ddpnet authority show` prints)" },
     { AUTH_OPT_AUTHORITY,  0,   "authority",     "KEY",
-      "show: the authority's public key to verify against (default: not verified)" },
+      "show: the authority's public key to verify against (default: not verified); renew: "
+      "a key whose certificates are renewed too, the old one while the authority's key is "
+      "rotated (default: the signing key's alone)" },
+    { AUTH_OPT_WITHIN,     0,   "within",        "DURATION",
+      "renew: re-sign a certificate that ends within DURATION (default: a third of its "
+      "lifetime)" },
 };
 #define N_AUTH_OPTS (sizeof(auth_opts) / sizeof(auth_opts[0]))
 
@@ -781,6 +788,110 @@ static int do_revoke(const char *verb, const struct auth_args *a)
     return print_line(verb, text);
 }
 
+/* --- renew --------------------------------------------------------------------------- */
+
+/* Lines renew reads: a member holds at most 4096 certificates. */
+#define RENEW_LINES_MAX 4096u
+
+/* The renewal of member certificate o, when it is due: the same name,
+ * key, address and aliases, signed by the authority (a token's member
+ * too: the authority takes it over), from now (less the backdating) for
+ * --valid or the lifetime o had. 1 when due and signed into text, 0 when
+ * not due yet, -1 when o does not count (said on stderr). */
+static int renew_one(const char *verb, const struct auth_args *a, const struct cert *o,
+                     const uint8_t secret[CERT_SECRET_LEN], uint64_t now, char *text,
+                     size_t cap)
+{
+    const uint8_t *authority = secret + CERT_SECRET_LEN - CERT_PUBKEY_LEN;
+    const char *valid = opt_value(a, AUTH_OPT_VALID), *within = opt_value(a, AUTH_OPT_WITHIN);
+    const char *old = opt_value(a, AUTH_OPT_AUTHORITY);
+    uint64_t end = cert_end(o), life = end > o->not_before ? end - o->not_before : 1, soon;
+    enum cert_verdict v = cert_verify(o, authority, now);
+    uint8_t old_key[CERT_PUBKEY_LEN];
+    struct cert n;
+
+    if (v == CERT_BAD_SIGNATURE && old) {  /* a rotation: the old key's, signed anew */
+        if (cert_key_parse(old, old_key))
+            return say(verb, "invalid --authority '%s' (expected 44 base64 characters, as "
+                       "`ddpnet authority pubkey` prints)", old), -1;
+        v = cert_verify(o, old_key, now);
+    }
+
+    /* The lifetime it was given: sign starts one BACKDATE_S early. */
+    if (life > BACKDATE_S)
+        life -= BACKDATE_S;
+
+    if (v != CERT_OK) {
+        say(verb, "%s: not renewed: %s (a certificate that no longer counts is signed anew "
+            "with `ddpnet authority sign`, by a person)", o->name, cert_verdict_str(v));
+        return -1;
+    }
+    soon = life / 3;
+    if (within && duration_parse(within, &soon))
+        return say(verb, "invalid --within '%s'", within), -1;
+    if (end - now > soon)
+        return 0;
+    n = *o;
+    n.has_token = false;
+    memset(&n.token, 0, sizeof(n.token));
+    memset(n.token_sig, 0, sizeof(n.token_sig));
+    if (valid && duration_parse(valid, &life))
+        return say(verb, "invalid --valid '%s'", valid), -1;
+    n.not_before = now - BACKDATE_S;
+    n.not_after = now + life;
+    if (n.not_after <= end)
+        n.not_after = end + 1;            /* a renewal ends later, or it is none */
+    if (cert_sign(&n, secret, text, cap))
+        return say(verb, "%s: cannot sign its renewal", o->name), -1;
+    return 1;
+}
+
+static int do_renew(const char *verb, const struct auth_args *a)
+{
+    const char *path = a->n_positional ? a->positional[0] : "-";
+    uint8_t secret[CERT_SECRET_LEN];
+    char text[CERT_TEXT_MAX], *line = NULL;
+    size_t cap = 0, lines = 0, renewed = 0, due_not = 0, refused = 0;
+    uint64_t now = now_s();
+    struct cert c;
+    FILE *in;
+    int r;
+
+    if (read_secret(verb, opt_value(a, AUTH_OPT_SECRET), secret) != 0)
+        return CLI_EXIT_FAIL;
+    clearerr(stdin);                      /* a caller that read it before (the tests) */
+    if (!(in = strcmp(path, "-") ? fopen(path, "re") : stdin)) {
+        sodium_memzero(secret, sizeof(secret));
+        return say(verb, "%s: %s", path, strerror(errno));
+    }
+    while (lines < RENEW_LINES_MAX && getline(&line, &cap, in) >= 0) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (!line[0])
+            continue;
+        lines++;
+        if (cert_parse(line, &c) || c.kind != CERT_MEMBER) {
+            say(verb, "line %zu: not a member certificate, skipped", lines);
+            refused++;
+            continue;
+        }
+        if ((r = renew_one(verb, a, &c, secret, now, text, sizeof(text))) < 0)
+            refused++;
+        else if (!r)
+            due_not++;
+        else if (print_line(verb, text) != CLI_EXIT_OK)
+            refused++;
+        else
+            renewed++;
+    }
+    sodium_memzero(secret, sizeof(secret));
+    free(line);
+    if (in != stdin)
+        fclose(in);
+    fprintf(stderr, "ddpnet authority %s: %zu renewed, %zu not due yet, %zu not renewed\n", verb,
+            renewed, due_not, refused);
+    return refused ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}
+
 /* --- show ---------------------------------------------------------------------------- */
 
 static void show_lifetime(const struct cert *c, uint64_t now)
@@ -914,6 +1025,13 @@ static const struct auth_verb auth_verbs[] = {
       "print a revocation of a member certificate, a token, or a member's key: every "
       "certificate for that key, signed before or after (STATEMENT: its line, a file, or - "
       "for stdin)" },
+    { "renew", do_renew, AUTH_OPT_SECRET | AUTH_OPT_WITHIN | AUTH_OPT_VALID | AUTH_OPT_AUTHORITY,
+      AUTH_OPT_SECRET, 1,
+      "-a AUTHORITY-KEYFILE [--within DURATION] [--valid DURATION] [--authority OLD-KEY] "
+      "[FILE|-]",
+      "print the renewal of each member certificate in FILE (default stdin, as `ddpnet "
+      "certs` prints them) that ends within DURATION: the same name, key and address, "
+      "signed by the authority, for --valid or the lifetime it had" },
     { "show", do_show, AUTH_OPT_AUTHORITY, 0, 1, "STATEMENT [--authority KEY]",
       "explain a certificate, token, join token or revocation (its line, a file, or - for "
       "stdin) and, given the authority's key, whether it is valid now" },

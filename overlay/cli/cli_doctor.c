@@ -38,6 +38,7 @@
 #include "overlay/control/uapi.h"
 #include "overlay/daemon/daemon.h"
 #include "overlay/membership/certs.h"
+#include "overlay/membership/renewal.h"
 
 /* How long a peer has to answer: WireGuard retries a lost initiation
  * after 5 s (REKEY_TIMEOUT), so one lost packet still gets its second try
@@ -130,7 +131,10 @@ static int iface_line(void *ctx, const char *key, const char *v)
         r->clash_key = v;
     else if (!strcmp(key, CONTROL_KEY_CLASH_DERIVED))
         return cli_reply_u64(v, &r->clash_derived);
-    else if (!strcmp(key, CONTROL_KEY_MTU)) {
+    else if (!strcmp(key, CONTROL_KEY_CERT_EXPIRES)) {
+        r->has_cert = true;
+        return cli_reply_u64(v, &r->cert_expires);
+    } else if (!strcmp(key, CONTROL_KEY_MTU)) {
         r->has_mtu = true;
         return cli_reply_u64(v, &r->mtu);
     } else if (!strcmp(key, CONTROL_KEY_DROPPED_SOCKET))
@@ -189,6 +193,11 @@ size_t doctor_unreached(const struct doctor_report *r)
 bool doctor_ok(const struct doctor_report *r)
 {
     return !doctor_unreached(r) && !r->clash_holder;
+}
+
+bool doctor_cert_ended(const struct doctor_report *r, uint64_t now_unix)
+{
+    return r->has_cert && r->cert_expires <= now_unix;
 }
 
 /* --- the table ------------------------------------------------------------------------ */
@@ -322,10 +331,38 @@ static void print_clash(const struct doctor_report *r, FILE *out)
                 r->clash_key ? r->clash_key : "?");
 }
 
-static void print_verdict(const struct doctor_report *r, FILE *out)
+/* Issue 56: this node's certificate ended (the cause of every peer not
+ * reached), or ends within a day, and what to run. */
+static void print_cert(const struct doctor_report *r, FILE *out, uint64_t now)
+{
+    if (doctor_cert_ended(r, now))
+        fprintf(out, "error: this node's certificate ended %llus ago (%llu) with no renewal: "
+                "the members dropped %s. To rejoin: where the authority's key is, sign it "
+                "again (ddpnet authority sign -a authority.key --name %s --public-key KEY, "
+                "KEY as ddpnet pubkey prints it), put it at this node's --cert path, then "
+                "restart it (systemctl restart ddpnet@%s); next time renew it before its end "
+                "(docs/authority.md, \"Renewal\")\n",
+                (unsigned long long)(now - r->cert_expires),
+                (unsigned long long)r->cert_expires, r->self, r->self, r->interface);
+    else if (r->has_cert && r->cert_expires - now < 86400)
+        fprintf(out, "warning: this node's certificate ends in %llus (%llu) and the members "
+                "drop %s then: renew it: " RENEWAL_WHAT_TO_DO "\n",
+                (unsigned long long)(r->cert_expires - now), (unsigned long long)r->cert_expires,
+                r->self);
+}
+
+static void print_verdict(const struct doctor_report *r, FILE *out, uint64_t now)
 {
     size_t bad = doctor_unreached(r), shown = 0;
 
+    if (doctor_cert_ended(r, now)) {
+        fprintf(out, "NOT READY: %s's certificate ended (below)", r->self);
+        if (bad)
+            fprintf(out, ": %zu of %zu peer%s not reached", bad, r->n_peers,
+                    r->n_peers == 1 ? "" : "s");
+        fputc('\n', out);
+        return;
+    }
     if (bad == 0 && r->clash_holder) {
         fprintf(out, "NOT READY: %s's address is another member's (below)\n", r->self);
         return;
@@ -384,8 +421,9 @@ void doctor_format_table(const struct doctor_report *r, FILE *out, uint64_t now_
                 (unsigned long long)r->rate_ms);
     fputc('\n', out);
     print_rows(r, out, now_unix);
-    print_verdict(r, out);
+    print_verdict(r, out, now_unix);
     print_clash(r, out);
+    print_cert(r, out, now_unix);
     print_drops(r, out);
     fputs("\nenvironment (ddpnet env):\n", out);
     fputs(r->env ? r->env : "  (none: `ddpnet env` failed, see above)\n", out);
@@ -528,6 +566,11 @@ void doctor_format_json(const struct doctor_report *r, FILE *out)
     } else {
         fputs("null", out);
     }
+    fputs(",\"cert_expires\":", out);
+    if (r->has_cert)
+        fprintf(out, "%llu", (unsigned long long)r->cert_expires);
+    else
+        fputs("null", out);
     fputs(",\"peers\":[", out);
     for (size_t i = 0; i < r->n_peers; i++) {
         fputs(i ? "," : "", out);
@@ -977,7 +1020,8 @@ static int run(const struct cli_args *a, const char *path, struct doctor_report 
         doctor_format_table(r, stdout, (uint64_t)time(NULL));
     if (fflush(stdout) != 0 || ferror(stdout))
         return CLI_EXIT_FAIL;
-    return !doctor_ok(r) || !r->env ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+    return !doctor_ok(r) || doctor_cert_ended(r, (uint64_t)time(NULL)) || !r->env
+           ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
 int cli_doctor(int argc, char **argv)

@@ -48,6 +48,9 @@ struct doctor_report {
      * clash it lost; NULL: none), its key, whether ours is derived. */
     const char *clash_holder, *clash_key;
     uint64_t clash_derived;
+    /* With an authority: when this node's certificate ends (unix s). */
+    bool has_cert;
+    uint64_t cert_expires;
     size_t n_peers, cap_peers;
     struct doctor_peer *peers;
     bool rate;                 /* --rate was asked for */
@@ -64,11 +67,16 @@ void doctor_report_free(struct doctor_report *r);
 size_t doctor_unreached(const struct doctor_report *r);
 /* Whether the node is ready: every peer reached and no address clash. */
 bool doctor_ok(const struct doctor_report *r);
+/* Whether this node's certificate ended by now_unix (issue 56): the
+ * members dropped it, whatever else the report says. */
+bool doctor_cert_ended(const struct doctor_report *r, uint64_t now_unix);
 
 /* The table: a line naming the node, one row per peer (NAME, ADDRESS,
  * REACHED, PATH, MTU, RTT, HANDSHAKE, and RATE with --rate), a verdict
- * line naming the peers not reached, an error for an address clash this
- * node lost, with what to do about it, a warning for each kind of packet
+ * line naming the peers not reached (or this node's certificate ended,
+ * the cause), an error for an address clash this node lost, and for this
+ * node's certificate ended or a warning for one ending within a day,
+ * each with what to do about it, a warning for each kind of packet
  * the kernel dropped, with what to do about it, then the environment a
  * job gets.
  * Handshake ages are relative to now_unix. */

@@ -26,6 +26,7 @@
 #include "overlay/control/uapi.h"
 #include "overlay/daemon/daemon.h"
 #include "overlay/membership/certs.h"
+#include "overlay/membership/state.h"
 
 /* A table cell; longer text (never from a sane daemon) is cut. */
 #define CELL_MAX        96u
@@ -71,6 +72,9 @@ struct st_resp {
      * lost), its key, whether our address is derived from our key. */
     const char *clash_holder, *clash_key;
     uint64_t clash_derived;
+    /* Peers removed lately because their certificate ended ("UNIX NAME"). */
+    const char *ended[MEMBERSHIP_ENDED_MAX];
+    size_t n_ended;
     size_t n_peers, cap_peers;
     struct st_peer *peers;
 };
@@ -155,6 +159,8 @@ static int iface_line(void *ctx, const char *key, const char *v)
         r->clash_holder = v;
     else if (!strcmp(key, CONTROL_KEY_CLASH_KEY))
         r->clash_key = v;
+    else if (!strcmp(key, CONTROL_KEY_CERT_ENDED) && r->n_ended < MEMBERSHIP_ENDED_MAX)
+        r->ended[r->n_ended++] = v;
     else if (!strcmp(key, CONTROL_KEY_CLASH_DERIVED))
         return cli_reply_u64(v, &r->clash_derived);
     else if (!strcmp(key, CONTROL_KEY_REGISTRY_ENDPOINT))
@@ -485,7 +491,12 @@ static void print_certs(FILE *out, const struct st_resp *r, uint64_t now_unix, s
 {
     char left[64];
 
-    if (r->has_cert) {
+    if (r->has_cert && r->cert_expires <= now_unix)
+        fprintf(out, "certificate of %s (this node) ENDED %llus ago (%llu): the members dropped "
+                "this node; ddpnet doctor says what to run\n", r->self,
+                (unsigned long long)(now_unix - r->cert_expires),
+                (unsigned long long)r->cert_expires);
+    else if (r->has_cert) {
         cert_left(left, sizeof(left), r->cert_expires, now_unix);
         fprintf(out, "certificate of %s (this node) expires %s (%llu)\n", r->self, left,
                 (unsigned long long)r->cert_expires);
@@ -496,6 +507,21 @@ static void print_certs(FILE *out, const struct st_resp *r, uint64_t now_unix, s
         cert_left(left, sizeof(left), r->peers[p].cert_expires, now_unix);
         fprintf(out, "certificate of %s expires %s (%llu)\n", r->peers[p].name, left,
                 (unsigned long long)r->peers[p].cert_expires);
+    }
+}
+
+/* With an authority: the peers removed lately at their certificate's end. */
+static void print_ended(FILE *out, const struct st_resp *r, uint64_t now_unix)
+{
+    for (size_t i = 0; i < r->n_ended; i++) {
+        char *name = NULL;
+        unsigned long long at = strtoull(r->ended[i], &name, 10);
+
+        if (!name || *name != ' ')
+            continue;
+        fprintf(out, "%s removed: its certificate ended %llus ago (%llu) with no renewal; "
+                "see docs/authority.md, \"Renewal\"\n", name + 1,
+                now_unix > at ? (unsigned long long)now_unix - at : 0ull, at);
     }
 }
 
@@ -519,6 +545,7 @@ static void print_table(FILE *out, const struct st_resp *r, uint64_t now_unix,
         print_row(out, cells, width);
     }
     print_certs(out, r, now_unix, n_rows);
+    print_ended(out, r, now_unix);
 }
 
 int status_format_table(const char *response, FILE *out, uint64_t now_unix)
@@ -711,6 +738,16 @@ int status_format_json(const char *response, FILE *out)
         fprintf(out, "%llu", (unsigned long long)r.cert_expires);
     else
         fputs("null", out);
+    fputs(",\"cert_ended\":[", out);
+    for (size_t i = 0; i < r.n_ended; i++) {
+        char *name = NULL;
+        unsigned long long at = strtoull(r.ended[i], &name, 10);
+
+        fprintf(out, "%s{\"at\":%llu,\"name\":", i ? "," : "", at);
+        json_string(out, name && *name == ' ' ? name + 1 : "");
+        fputc('}', out);
+    }
+    fputc(']', out);
     fputs(",\"address_clash\":", out);
     if (r.clash_holder) {
         fputs("{\"holder\":", out);

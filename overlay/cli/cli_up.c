@@ -111,6 +111,17 @@ static int up_cert_path(const struct up *u, char *path, size_t len)
     return 0;
 }
 
+/* A renewal this node took while it ran (membership/renewal.h), kept in
+ * the state directory: where it renews the --cert file's certificate, it
+ * is the one used (and checked as the file's would be). Never fails. */
+static int up_cert_kept(struct up *u)
+{
+    if (certfile_kept(u->args.state_dir, u->args.ifname, u->cert, sizeof(u->cert)) == 1)
+        fprintf(stderr, "ddpnet up: using the renewed certificate kept in %s/%s.cert (newer "
+                "than the --cert file's)\n", u->args.state_dir, u->args.ifname);
+    return 0;
+}
+
 /* With an authority and no registry, a node the file does not list joins
  * as its certificate says (README "Joining with an authority"): its name,
  * aliases and address (the fixed one, else the one derived from its key,
@@ -131,7 +142,7 @@ static int up_cert_self(struct up *u, const uint8_t pub[WG_KEY_LEN])
     if (up_cert_path(u, path, sizeof(path)))
         return CLI_EXIT_FAIL;
     if (certfile_read(path, u->cert, sizeof(u->cert), err, sizeof(err)) ||
-        cert_parse(u->cert, &c) || c.kind != CERT_MEMBER ||
+        up_cert_kept(u) < 0 || cert_parse(u->cert, &c) || c.kind != CERT_MEMBER ||
         certfile_check(path, u->cert, &u->cluster, pub, c.name, NULL, (uint64_t)time(NULL), err,
                        sizeof(err))) {
         if (!err[0] || !strstr(err, path))
@@ -223,7 +234,7 @@ static int up_cert(struct up *u)
         return CLI_CONTINUE;
     x25519_public(pub, u->opt.private_key);
     if (certfile_read(path, u->cert, sizeof(u->cert), err, sizeof(err)) ||
-        certfile_check(path, u->cert, &u->cluster, pub,
+        up_cert_kept(u) < 0 || certfile_check(path, u->cert, &u->cluster, pub,
                        self ? self->name : u->opt.registry_self.name,
                        self ? &self->address : NULL, (uint64_t)time(NULL), err, sizeof(err))) {
         fprintf(stderr, "ddpnet up: %s\n", err);

@@ -10,6 +10,8 @@ static const struct cli_verb verbs[] = {
     { "down",   cli_down,   "stop the daemon, remove the interface and its hosts entries" },
     { "reload", cli_reload, "apply the changed cluster file to the running node" },
     { "revoke", cli_revoke, "hand the running node a revocation; it passes it on" },
+    { "certs",  cli_certs,  "print every member certificate the running node holds, one line each" },
+    { "renew",  cli_renew,  "hand the running node renewed certificates; it passes them on" },
     { "status", cli_status, "show each peer: address, endpoint, latest handshake, bytes, rates" },
     { "env",    cli_env,    "print export lines for NCCL, Gloo and torchrun, for eval" },
     { "doctor", cli_doctor, "before a job: reach every peer, show path, MTU, round trip, env" },

@@ -40,6 +40,7 @@
 #define CONTROL_FDS_MAX          4u
 #define CONTROL_DDPNET_LEN       (sizeof(CONTROL_GET_DDPNET) - 1)
 #define CONTROL_ENV_LEN          (sizeof(CONTROL_GET_ENV) - 1)
+#define CONTROL_CERTS_LEN        (sizeof(CONTROL_GET_CERTS) - 1)
 /* "errno=" DEC "\n\n" */
 #define CONTROL_ERRNO_LINE_MAX   32u
 #define CONTROL_PROTOCOL_LEN     (sizeof(CONTROL_PROTOCOL_KEY) - 1)
@@ -381,6 +382,15 @@ static int frame_request(const char *buf, size_t len, enum control_op *op, size_
         *consumed = CONTROL_ENV_LEN + 1;
         return 0;
     }
+    if (memcmp(buf, CONTROL_GET_CERTS, len < CONTROL_CERTS_LEN ? len : CONTROL_CERTS_LEN) == 0) {
+        if (len <= CONTROL_CERTS_LEN)
+            return -EAGAIN;
+        if (buf[CONTROL_CERTS_LEN] != '\n')
+            return -EINVAL;
+        *op = CONTROL_GET_CERTS_OP;
+        *consumed = CONTROL_CERTS_LEN + 1;
+        return 0;
+    }
     if (memcmp(buf, CONTROL_GET_DDPNET, n) == 0) {
         if (len <= CONTROL_DDPNET_LEN)
             return -EAGAIN;
@@ -565,6 +575,9 @@ static int client_answer_op(struct control_client *c, struct device *dev, enum c
         break;
     case CONTROL_GET_WG:
         ret = control_get_wg(dev, &out, &out_len);
+        break;
+    case CONTROL_GET_CERTS_OP:
+        ret = control_get_certs(dev, &out, &out_len);
         break;
     case CONTROL_GET_DDPNET_OP:
         ret = control_get_ddpnet(dev, now_ns, &out, &out_len);

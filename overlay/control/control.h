@@ -31,6 +31,10 @@ struct device;
  * cluster's authority (a revocation, a certificate) handed to a running
  * node (`ddpnet revoke`), answered with "verdict=..." and errno. */
 #define CONTROL_SET_STATEMENT "set=ddpnet-statement\n"
+/* get=ddpnet-certs stands alone: every member certificate the node's
+ * authority store holds, its own among them, one "cert=LINE" each, then
+ * errno (`ddpnet certs`, what `ddpnet authority renew` reads). */
+#define CONTROL_GET_CERTS   "get=ddpnet-certs\n"
 
 /* The control protocol (base/version.h's DDPNET_CONTROL_PROTOCOL): the
  * CLI sends "protocol=N\n" before each of its requests, and a daemon

@@ -4,6 +4,7 @@
  * get=ddpnet with the names, overlay addresses and rates the CLI shows.
  * Each is written whole into one buffer sized for every peer. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,9 +21,10 @@
  * line is a 64-digit key or an IPv6 endpoint with a numeric zone (under 80
  * bytes); a peer takes at most thirteen lines (about 600 bytes) in either
  * response; the interface section, its few long lines (the registry's
- * endpoint and error, the cluster's sum) and some twenty short ones. */
+ * endpoint and error, the cluster's sum) and some twenty short ones, and
+ * the peers removed at their certificate's end. */
 #define GET_PEER_TEXT_MAX   800u
-#define GET_IFACE_TEXT_MAX  1400u
+#define GET_IFACE_TEXT_MAX  (1400u + MEMBERSHIP_ENDED_MAX * (CLUSTER_NAME_MAX + 36u))
 
 static int alloc_for_peers(const struct device *dev, struct uapi_buf *b)
 {
@@ -235,6 +237,18 @@ static void put_cert_expiry(struct uapi_buf *b, const struct device *dev,
                                                                        : c->not_after);
 }
 
+/* Ours: the store's, or, once it ended and the store let it go, the one
+ * we say (so that status and doctor tell an end from no certificate). */
+static void put_self_cert_expiry(struct uapi_buf *b, const struct device *dev)
+{
+    struct cert c;
+
+    if (dev->membership->certs && certs_member(dev->membership->certs, dev->self->public_key))
+        put_cert_expiry(b, dev, dev->self->public_key);
+    else if (dev->membership->certs && dev->self_cert && !cert_parse(dev->self_cert, &c))
+        uapi_put_u64(b, CONTROL_KEY_CERT_EXPIRES, cert_end(&c));
+}
+
 /* With an authority: the clash this node lost, where there is one. */
 static void put_clash(struct uapi_buf *b, const struct device *dev)
 {
@@ -249,6 +263,18 @@ static void put_clash(struct uapi_buf *b, const struct device *dev)
     uapi_put_u64(b, CONTROL_KEY_CLASH_DERIVED, c->derived);
 }
 
+/* With an authority: the peers removed lately at their certificate's end. */
+static void put_ended(struct uapi_buf *b, const struct device *dev)
+{
+    char v[CLUSTER_NAME_MAX + 24];
+
+    for (size_t i = 0; dev->membership->certs && i < dev->membership->n_ended; i++) {
+        snprintf(v, sizeof(v), "%llu %s", (unsigned long long)dev->membership->ended[i].at,
+                 dev->membership->ended[i].name);
+        uapi_put_str(b, CONTROL_KEY_CERT_ENDED, v);
+    }
+}
+
 int control_get_ddpnet(struct device *dev, uint64_t now_ns, char **out, size_t *len)
 {
     struct uapi_buf b;
@@ -261,8 +287,9 @@ int control_get_ddpnet(struct device *dev, uint64_t now_ns, char **out, size_t *
         return ret;
     device_read_kernel_drops(dev);
     put_ddpnet_iface(&b, dev);
-    put_cert_expiry(&b, dev, dev->self->public_key);
+    put_self_cert_expiry(&b, dev);
     put_clash(&b, dev);
+    put_ended(&b, dev);
     for (size_t i = 0; i < dev->n_peers; i++) {
         if (dev->peers[i]->member.probation)   /* a stranger, no member (yet) */
             continue;
@@ -306,4 +333,30 @@ int control_get_env(struct device *dev, char **out, size_t *len)
         put_addr(&b, CONTROL_KEY_ADDRESS, &dev->peers[i]->member.address);
     }
     return finish(&b, out, len);
+}
+
+/* --- get=ddpnet-certs ---------------------------------------------------------------- */
+
+int control_get_certs(struct device *dev, char **out, size_t *len)
+{
+    const struct certs *s = dev ? dev->membership->certs : NULL;
+    char text[CERT_TEXT_MAX + 1], *buf = NULL;
+    size_t size = 0;
+    FILE *f;
+
+    if (!s)
+        return -EPERM;
+    if (!(f = open_memstream(&buf, &size)))
+        return -ENOMEM;
+    for (size_t i = 0; i < certs_count(s); i++)
+        if (!cert_format(certs_at(s, i), text, sizeof(text)))
+            fprintf(f, "%s=%s\n", CONTROL_KEY_CERT, text);
+    fprintf(f, "%s=0\n\n", UAPI_KEY_ERRNO);
+    if (fclose(f)) {
+        free(buf);
+        return -ENOMEM;
+    }
+    *out = buf;
+    *len = size;
+    return 0;
 }

@@ -40,6 +40,9 @@ struct device;
  * seconds); for this node after the interface's keys, for a peer in its
  * section. Absent: no certificate (a node of the file). */
 #define CONTROL_KEY_CERT_EXPIRES    "cert_expires"
+/* Interface section, with an authority: a peer removed lately because its
+ * certificate ended, "UNIX NAME", newest last (membership/renewal.h). */
+#define CONTROL_KEY_CERT_ENDED      "cert_ended"
 /* With an authority, after cert_expires: this node's address is another
  * member's, which the members hold first (membership/certs.h's
  * certs_clash): that member's name and key (base64, as `ddpnet pubkey`
@@ -67,12 +70,14 @@ const char *control_path_name(const struct peer *p);
 /* CONTROL_PROTOCOL_OP: a request that names a control protocol other
  * than this build's (control.h); it is refused unread. */
 enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL_RELOAD_OP, CONTROL_STATEMENT_OP,
+                  CONTROL_GET_CERTS_OP,
                   CONTROL_GET_ENV_OP, CONTROL_PROTOCOL_OP };
 
 /* Keys of the answer to set=ddpnet-cluster: one line per change, error of
  * the file, or reason it was refused (membership/members.h), then errno. */
 #define CONTROL_KEY_CHANGE          "change"
 #define CONTROL_KEY_VERDICT         "verdict"
+#define CONTROL_KEY_CERT            "cert"        /* get=ddpnet-certs: one certificate */
 #define CONTROL_KEY_ERROR           "error"
 #define CONTROL_KEY_REFUSED         "refused"
 /* get=ddpnet's interface section: the cluster file's checksum (hex) and
@@ -144,6 +149,8 @@ int control_get_ddpnet(struct device *dev, uint64_t now_ns, char **out, size_t *
  * prefix, listen_port, master, master_address, and per peer public_key,
  * name and address only (the env socket's answer: control.h). */
 int control_get_env(struct device *dev, char **out, size_t *len);
+/* get=ddpnet-certs (control.h): -EPERM without an authority. */
+int control_get_certs(struct device *dev, char **out, size_t *len);
 
 /* Applies the body of a set=1 request (see control_set.c for the subset
  * supported). Returns 0 or the negative errno to answer. */

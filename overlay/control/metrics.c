@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <sodium.h>
 
@@ -227,6 +228,24 @@ static void put_disco(FILE *f, const struct device *dev)
     }
 }
 
+/* Each member certificate the node holds (its own among them): the
+ * seconds it has left, so that an alert fires long before an end
+ * (docs/authority.md, "Renewal"). */
+static void put_cert_remaining(FILE *f, const struct device *dev)
+{
+    const struct certs *s = dev->membership->certs;
+    const uint64_t now = (uint64_t)time(NULL);
+
+    family(f, "ddpnet_certificate_remaining_seconds", "gauge",
+           "Seconds until each member certificate the node holds ends (this node's among "
+           "them, name as a label): renewed, it grows again.");
+    for (size_t i = 0; i < certs_count(s); i++) {
+        const struct cert *c = certs_at(s, i);
+        device_sample(f, dev, "ddpnet_certificate_remaining_seconds", "name", c->name,
+                      cert_end(c) > now ? cert_end(c) - now : 0);
+    }
+}
+
 static void put_device(FILE *f, const struct device *dev)
 {
     const struct pkt_pool *pool = dev->loop ? &dev->loop->pool : NULL;
@@ -291,6 +310,7 @@ static void put_device(FILE *f, const struct device *dev)
                "Revocations refused, the store holding its most of what it does not hold "
                "(one of a held member is never refused): the node would take what they name.");
         device_sample(f, dev, "ddpnet_revocations_refused_total", NULL, NULL, cs.revoked_full);
+        put_cert_remaining(f, dev);
     }
     family(f, "ddpnet_cluster_file_applied_timestamp_seconds", "gauge",
            "Unix time the running cluster file was applied (up or reload).");

@@ -69,7 +69,7 @@ int certfile_check(const char *path, const char *text, const struct cluster *c,
     if (cert_parse(text, &cert) || cert.kind != CERT_MEMBER)
         return snprintf(err, errlen, "%s: not a member certificate (`ddpnet authority sign` "
                         "prints one)", path), -EINVAL;
-    if ((v = cert_verify(&cert, c->authority, now)) != CERT_OK)
+    if ((v = cert_verify_cluster(&cert, c, now)) != CERT_OK)
         return snprintf(err, errlen, "%s: the certificate does not hold: %s%s", path,
                         cert_verdict_str(v), v == CERT_BAD_SIGNATURE
                             ? " (not signed by the cluster file's authority)"
@@ -87,4 +87,20 @@ int certfile_check(const char *path, const char *text, const struct cluster *c,
                         "has %s", path, want, has), -EINVAL;
     }
     return 0;
+}
+
+int certfile_kept(const char *state_dir, const char *ifname, char *text, size_t cap)
+{
+    char path[4096], kept[CERT_TEXT_MAX + 2], err[8];
+    struct cert k, c;
+
+    if (snprintf(path, sizeof(path), "%s/%s.cert", state_dir, ifname) >= (int)sizeof(path) ||
+        certfile_read(path, kept, sizeof(kept), err, sizeof(err)))
+        return 0;
+    kept[strcspn(kept, "\r\n")] = '\0';
+    if (strlen(kept) >= cap || cert_parse(kept, &k) || cert_parse(text, &c) ||
+        !cert_renews(&k, &c))
+        return 0;
+    memcpy(text, kept, strlen(kept) + 1);
+    return 1;
 }

@@ -29,4 +29,14 @@ int certfile_check(const char *path, const char *text, const struct cluster *c,
  * get one. */
 int certfile_read(const char *path, char *text, size_t cap, char *err, size_t errlen);
 
+/* The renewal kept in the state directory (STATE_DIR/IFNAME.cert, its
+ * first line: membership/renewal.h writes it when a renewal of this
+ * node's certificate comes): where it renews text (cert_renews: the same
+ * key, name and address, a later end), it replaces text, so that a
+ * restart keeps the newest certificate whatever the --cert file holds.
+ * Checked no further here: the caller checks text as it would the
+ * file's (certfile_check). 1 when replaced, 0 when not (no file, an
+ * empty or damaged one, one for another node, an older one). */
+int certfile_kept(const char *state_dir, const char *ifname, char *text, size_t cap);
+
 #endif

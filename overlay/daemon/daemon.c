@@ -45,6 +45,7 @@
 #include "overlay/membership/hosts_writer.h"
 #include "overlay/membership/certs.h"
 #include "overlay/membership/members.h"
+#include "overlay/membership/renewal.h"
 #include "overlay/membership/revocations.h"
 #include "overlay/engine/device_setup.h"
 #include "overlay/loop/loop.h"
@@ -1055,6 +1056,13 @@ static int setup_revocations(struct setup *s)
     }
     if (n)
         log_info("authority: %d revocation%s kept from before", n, n == 1 ? "" : "s");
+    /* Where a renewal of our certificate is kept (renewal.h), opened
+     * while we are root: a node that cannot keep one still takes it. */
+    if ((fd = renewal_open(dir, s->dev.ifname)) < 0)
+        log_warn("state directory %s: %s%s: %s; a renewal of this node's certificate is "
+                 "taken but not kept across a restart", dir, s->dev.ifname,
+                 RENEWAL_FILE_SUFFIX, strerror(-fd));
+    s->dev.membership->cert_fd = fd;
     return 0;
 }
 

@@ -55,6 +55,8 @@ struct index {
 
 struct certs {
     uint8_t authority[CERT_PUBKEY_LEN];
+    bool has_next;                        /* a second key trusted (certs_trust) */
+    uint8_t next[CERT_PUBKEY_LEN];
     certs_changed_fn changed;
     void *ctx;
     struct held *m;
@@ -102,6 +104,45 @@ void certs_free(struct certs *s)
     free(s->m);
     free(s->revoked);
     free(s);
+}
+
+/* --- the keys trusted (certs_trust) ------------------------------------------------ */
+
+/* cert_verify against each key trusted. */
+static enum cert_verdict verify(const struct certs *s, const struct cert *c, uint64_t now)
+{
+    enum cert_verdict v = cert_verify(c, s->authority, now);
+
+    if (v == CERT_BAD_SIGNATURE && s->has_next)
+        v = cert_verify(c, s->next, now);
+    return v;
+}
+
+static bool trusted(const struct certs *s, const uint8_t key[CERT_PUBKEY_LEN])
+{
+    return !memcmp(key, s->authority, CERT_PUBKEY_LEN) ||
+           (s->has_next && !memcmp(key, s->next, CERT_PUBKEY_LEN));
+}
+
+static bool signer_gone(const struct held *h, const void *ctx)
+{
+    const struct certs *s = ctx;
+
+    return !trusted(s, h->c.has_token ? h->c.token.signer : h->c.signer);
+}
+
+static size_t drop_where(struct certs *s, bool (*gone)(const struct held *h, const void *ctx),
+                         const void *ctx);
+static void touched(struct certs *s);
+
+void certs_trust(struct certs *s, const uint8_t authority[CERT_PUBKEY_LEN], const uint8_t *next)
+{
+    memcpy(s->authority, authority, CERT_PUBKEY_LEN);
+    s->has_next = next != NULL;
+    if (next)
+        memcpy(s->next, next, CERT_PUBKEY_LEN);
+    if (drop_where(s, signer_gone, s))
+        touched(s);
 }
 
 const char *certs_verdict_str(enum certs_verdict v)
@@ -629,9 +670,14 @@ static enum certs_verdict offer_member(struct certs *s, const struct cert *c, bo
     if (now >= expiry_of(c) || now + CERT_CLOCK_SKEW_S < c->not_before)
         return refuse(&s->st.invalid, CERTS_INVALID, cert_verdict_str(now < expiry_of(c)
                       ? CERT_NOT_YET_VALID : CERT_EXPIRED), why);
-    if ((v = cert_verify(c, s->authority, now)) != CERT_OK)
+    if ((v = verify(s, c, now)) != CERT_OK)
         return refuse(&s->st.invalid, CERTS_INVALID, cert_verdict_str(v), why);
-    if ((own = by_key(s, c->subject)) && !(drop_own = yields(own, &n))) {
+    /* One that yields to n is dropped, but for a renewal of it (the same
+     * name, a later end), which takes its place as any renewal does. */
+    own = by_key(s, c->subject);
+    drop_own = own && yields(own, &n) &&
+               (strcasecmp(own->c.name, c->name) || expiry_of(c) <= expiry_of(&own->c));
+    if (own && !drop_own) {
         if (strcasecmp(own->c.name, c->name))
             return refuse(&s->st.name_taken, CERTS_NAME_TAKEN,
                           "its key holds a certificate for another name", why);
@@ -739,7 +785,7 @@ static enum certs_verdict offer_revocation(struct certs *s, const struct cert *c
 
     if (is_revoked(s, c->subject))
         return CERTS_KNOWN;
-    if ((v = cert_verify(c, s->authority, now)) != CERT_OK)
+    if ((v = verify(s, c, now)) != CERT_OK)
         return refuse(&s->st.invalid, CERTS_INVALID, cert_verdict_str(v), why);
     return revoke(s, c->subject, kept, why);
 }

@@ -115,6 +115,12 @@ typedef void (*certs_changed_fn)(void *ctx);
 /* A store for statements signed by `authority`. NULL without memory. */
 struct certs *certs_new(const uint8_t authority[CERT_PUBKEY_LEN], certs_changed_fn changed,
                         void *ctx);
+/* The keys the store trusts from now (issue 56, the authority's key
+ * rotated): authority, and next beside it where not NULL. Statements
+ * either signed count; a held member whose signer (for a token's member,
+ * its token's) is trusted no more is dropped (the changed callback once).
+ * Revocations taken stay. */
+void certs_trust(struct certs *s, const uint8_t authority[CERT_PUBKEY_LEN], const uint8_t *next);
 void certs_free(struct certs *s);
 
 /* Offers one statement, as a text line (cert_parse's form), at now (unix

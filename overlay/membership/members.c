@@ -31,6 +31,7 @@
 #include "overlay/membership/hosts.h"
 #include "overlay/membership/hosts_writer.h"
 #include "overlay/membership/members.h"
+#include "overlay/membership/renewal.h"
 #include "overlay/membership/revocations.h"
 #include "overlay/registry/registry.h"
 #include "overlay/registry/vouch.h"
@@ -821,6 +822,8 @@ int members_certs_start(struct device *dev)
         return 0;
     if (!(dev->membership->certs = certs_new(dev->cluster.authority, certs_changed, dev)))
         return -ENOMEM;
+    if (dev->cluster.has_authority_next)
+        certs_trust(dev->membership->certs, dev->cluster.authority, dev->cluster.authority_next);
     revocations_of_file(dev, &dev->membership->file);
     revocations_start(dev);
     return 0;
@@ -834,6 +837,9 @@ void members_certs_free(struct device *dev)
     dev->membership->statements = NULL;
     free(dev->self_cert);
     dev->self_cert = NULL;
+    if (dev->membership->cert_fd >= 0)
+        close(dev->membership->cert_fd);
+    dev->membership->cert_fd = -1;
     revocations_free(dev);
 }
 
@@ -1203,13 +1209,14 @@ static uint64_t probation_next(const struct device *dev)
 static uint64_t certs_due(struct device *dev, uint64_t now)
 {
     struct timespec ts;
-    uint64_t next, real_ns, check;
+    uint64_t next, real_ns, check, warn_at;
     size_t changes;
     int ret;
 
     if (!dev->membership->certs)
         return UINT64_MAX;
     clock_gettime(CLOCK_REALTIME, &ts);
+    warn_at = renewal_run(dev, (uint64_t)ts.tv_sec);
     certs_run(dev->membership->certs, (uint64_t)ts.tv_sec);
     members_probation_run(dev, now);
     check = let_go_silent(dev, now);
@@ -1229,7 +1236,9 @@ static uint64_t certs_due(struct device *dev, uint64_t now)
     dev->membership->certs_dirty = false;
     if (probation_next(dev) < check)
         check = probation_next(dev);
-    if ((next = certs_next_expiry(dev->membership->certs)) == UINT64_MAX)
+    if ((next = certs_next_expiry(dev->membership->certs)) > warn_at)
+        next = warn_at;                   /* a set point comes first (renewal.h) */
+    if (next == UINT64_MAX)
         return check;
     real_ns = (uint64_t)ts.tv_sec * WG_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
     next = next * WG_NSEC_PER_SEC > real_ns ? now + (next * WG_NSEC_PER_SEC - real_ns) : now;
@@ -1414,6 +1423,25 @@ out:
     return ret;
 }
 
+/* After a reload applied: the authority's keys the file trusts now (a
+ * step of a rotation; one with no key in common was refused). Members of
+ * a key dropped go at the next pass (the store's changed callback). */
+static void trust_of_file(struct device *dev)
+{
+    const struct cluster *f = &dev->membership->file;
+
+    if (!dev->membership->certs || !f->has_authority)
+        return;
+    /* The running model's too: the next reload's step is judged from it. */
+    memcpy(dev->cluster.authority, f->authority, CLUSTER_KEY_LEN);
+    dev->cluster.has_authority_next = f->has_authority_next;
+    memcpy(dev->cluster.authority_next, f->authority_next, CLUSTER_KEY_LEN);
+    certs_trust(dev->membership->certs, f->authority,
+                f->has_authority_next ? f->authority_next : NULL);
+    if (dev->membership->registry)
+        registry_trust(dev->membership->registry, f);
+}
+
 int members_reload(struct device *dev, const char *text, size_t len, members_say say,
                    void *ctx, uint64_t now)
 {
@@ -1444,6 +1472,7 @@ int members_reload(struct device *dev, const char *text, size_t len, members_say
     }
     cluster_free(&dev->membership->file);
     dev->membership->file = file;
+    trust_of_file(dev);
     members_checksum(text, len, dev->membership->cluster_sum);
     dev->membership->cluster_applied_unix = (uint64_t)time(NULL);
     log_applied(dev, changes);

@@ -10,6 +10,7 @@ void membership_init(struct membership *m)
     memset(m, 0, sizeof(*m));
     m->hosts_fd = -1;
     m->revoked_fd = -1;
+    m->cert_fd = -1;
 }
 
 void membership_free(struct membership *m)

@@ -21,6 +21,9 @@
 /* Room for a systemd unit's name (systemd allows 255 characters). */
 #define MEMBERSHIP_SERVICE_MAX 256u
 
+/* How many peers removed by their certificate's end `status` shows. */
+#define MEMBERSHIP_ENDED_MAX 4u
+
 struct registry;
 struct vouch_gone;
 struct certs;
@@ -78,6 +81,17 @@ struct membership {
      * none). */
     struct revocations *revocations;
     int revoked_fd;
+    /* Renewal (renewal.h): this node's newest certificate, kept across
+     * restarts (STATE_DIR/IFNAME.cert, opened at set-up; -1: none); when
+     * the set points were last looked at (unix s; 0: never); the peers
+     * removed lately because their certificate ended, newest last. */
+    int cert_fd;
+    uint64_t renewal_checked, renewal_due;
+    struct membership_ended {
+        char name[CLUSTER_NAME_MAX + 1];
+        uint64_t at;                      /* unix s */
+    } ended[MEMBERSHIP_ENDED_MAX];
+    size_t n_ended;
 };
 
 /* A membership with nothing in it yet (no file, no hosts file, no

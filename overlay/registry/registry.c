@@ -67,6 +67,10 @@ struct registry {
      * (the loop's store checks each new one again: certs.h). */
     bool has_authority;
     uint8_t authority[CERT_PUBKEY_LEN];
+    /* A rotation's second key (`authority = KEY NEXT`); with authority,
+     * changed under lock by registry_trust, read under it. */
+    bool has_authority_next;
+    uint8_t authority_next[CERT_PUBKEY_LEN];
     char self_cert[CERT_TEXT_MAX + 1];    /* ours, put in our record */
     /* The client's configuration, owned here. */
     char *urls[CLUSTER_REGISTRY_ENDPOINTS_MAX];
@@ -242,6 +246,8 @@ struct registry *registry_new(const struct cluster *c, char *err, size_t errlen)
     snprintf(r->watch_prefix, sizeof(r->watch_prefix), "%s%s", r->prefix, RECORD_WATCHED);
     r->has_authority = c->has_authority;
     memcpy(r->authority, c->authority, CERT_PUBKEY_LEN);
+    r->has_authority_next = c->has_authority_next;
+    memcpy(r->authority_next, c->authority_next, CERT_PUBKEY_LEN);
     r->event_fd = -1;
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->wake, NULL);
@@ -276,7 +282,35 @@ static void forget_all(struct registry *r)
 
 void registry_set_cert(struct registry *r, const char *cert)
 {
+    pthread_mutex_lock(&r->lock);
     snprintf(r->self_cert, sizeof(r->self_cert), "%s", cert ? cert : "");
+    pthread_mutex_unlock(&r->lock);
+}
+
+void registry_trust(struct registry *r, const struct cluster *c)
+{
+    pthread_mutex_lock(&r->lock);
+    memcpy(r->authority, c->authority, CERT_PUBKEY_LEN);
+    r->has_authority_next = c->has_authority_next;
+    memcpy(r->authority_next, c->authority_next, CERT_PUBKEY_LEN);
+    pthread_mutex_unlock(&r->lock);
+}
+
+void registry_cert_renewed(struct registry *r, const char *cert)
+{
+    pthread_mutex_lock(&r->lock);
+    snprintf(r->self_cert, sizeof(r->self_cert), "%s", cert);
+    r->observed_news = true;              /* the keeper looks at our record again */
+    pthread_cond_broadcast(&r->wake);
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* Our certificate as it is now (the loop renews it: registry_cert_renewed). */
+static void self_cert_now(struct registry *r, char out[CERT_TEXT_MAX + 1])
+{
+    pthread_mutex_lock(&r->lock);
+    memcpy(out, r->self_cert, CERT_TEXT_MAX + 1);
+    pthread_mutex_unlock(&r->lock);
 }
 
 void registry_free(struct registry *r)
@@ -527,9 +561,11 @@ static int pick_address(struct registry *r, struct scan *s, int tries, struct cl
 static int encode_joined(struct registry *r)
 {
     struct cluster_node bare = r->self;
+    char cert[CERT_TEXT_MAX + 1];
 
     bare.n_candidates = 0;
-    return record_encode_cert(&bare, r->self_cert, r->self_value, sizeof(r->self_value));
+    self_cert_now(r, cert);
+    return record_encode_cert(&bare, cert, r->self_value, sizeof(r->self_value));
 }
 
 /* One transaction: the address (unless it is already our key's) and our
@@ -704,10 +740,16 @@ static void forget_member(struct registry *r, const char *name)
  * string; NULL otherwise. */
 static char *verified(const struct registry *r, const char *text, enum cert_kind kind)
 {
+    const uint64_t now = (uint64_t)time(NULL);
+    enum cert_verdict v;
     struct cert c;
 
-    if (!r->has_authority || cert_parse(text, &c) || c.kind != kind ||
-        cert_verify(&c, r->authority, (uint64_t)time(NULL)) != CERT_OK)
+    if (!r->has_authority || cert_parse(text, &c) || c.kind != kind)
+        return NULL;
+    v = cert_verify(&c, r->authority, now);
+    if (v == CERT_BAD_SIGNATURE && r->has_authority_next)   /* a rotation's second key */
+        v = cert_verify(&c, r->authority_next, now);
+    if (v != CERT_OK)
         return NULL;
     return strdup(text);
 }
@@ -1018,16 +1060,18 @@ static void renew(struct registry *r, struct etcd *e)
 static int record_now(struct registry *r, char *buf, size_t len)
 {
     struct cluster_node n = r->self;
+    char cert[CERT_TEXT_MAX + 1];
 
     pthread_mutex_lock(&r->lock);
     n.has_observed = r->has_observed;
     n.observed = r->observed;
+    memcpy(cert, r->self_cert, sizeof(cert));
     pthread_mutex_unlock(&r->lock);
     for (unsigned i = 0; n.has_observed && i < n.n_candidates; i++)
         if (n.candidates[i].port == n.observed.port &&
             cluster_addr_equal(&n.candidates[i].addr, &n.observed.addr))
             n.has_observed = false;
-    return record_encode_cert(&n, r->self_cert, buf, len);
+    return record_encode_cert(&n, cert, buf, len);
 }
 
 /* Puts our record again when what it says of us changed; true when it

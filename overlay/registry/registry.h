@@ -100,6 +100,14 @@ char *registry_statements(struct registry *r);
 /* Our certificate (text), put in our record from the join on (call it
  * before registry_join). */
 void registry_set_cert(struct registry *r, const char *cert);
+/* A renewal of our certificate (membership/renewal.h), from the loop: our
+ * record says it from the keeper's next look (at once, paced as any
+ * change of our record). */
+void registry_cert_renewed(struct registry *r, const char *cert);
+/* The authority's keys c trusts from now (a reload's step of a rotation:
+ * cluster.h's authority_next); records and revocations read from then on
+ * are checked against them. */
+void registry_trust(struct registry *r, const struct cluster *c);
 
 /* For `status` and the metrics: the state, the revision last handed over,
  * the endpoint in use and the last error ("" when none). */

@@ -1732,7 +1732,8 @@ static void test_doctor_json(void **state)
     text = doctor_text(&r, true);
     assert_string_equal(text,
         "{\"interface\":\"ddp0\",\"self\":\"gpu-a\",\"address\":\"10.77.0.1\","
-        "\"ok\":false,\"unreached\":[\"gpu-d\"],\"address_clash\":null,\"peers\":["
+        "\"ok\":false,\"unreached\":[\"gpu-d\"],\"address_clash\":null,\"cert_expires\":null,"
+        "\"peers\":["
         "{\"name\":\"gpu-b\",\"address\":\"10.77.0.2\",\"reached\":true,\"path\":\"direct\","
         "\"via\":null,\"endpoint\":\"192.0.2.2:51820\",\"path_mtu\":1420,\"rtt_ms\":0.212,"
         "\"latest_handshake\":1700000000,\"rate_bps\":1000000000},"
@@ -1831,6 +1832,48 @@ static void test_doctor_address_clash(void **state)
     doctor_report_free(&r);
 }
 
+/* Issue 56: this node's certificate ended is the cause doctor names,
+ * with the command that fixes it, and the node is not ready; one ending
+ * within a day is a warning with what to run. (doctor_text's now is
+ * 1700000005.) */
+static void test_doctor_cert_end(void **state)
+{
+    static const char ended[] =
+        "interface=ddp0\nself=spot-n\naddress=10.77.0.9\ncert_expires=1700000000\n"
+        "public_key=" PUB_A "\nname=a\naddress=10.77.0.1\npath=waiting\n"
+        "last_handshake_time_sec=0\nerrno=0\n\n";
+    static const char soon[] =
+        "interface=ddp0\nself=spot-n\naddress=10.77.0.9\ncert_expires=1700003605\n"
+        "errno=0\n\n";
+    struct doctor_report r;
+    char *text;
+
+    (void)state;
+    assert_int_equal(doctor_parse(ended, &r), 0);
+    assert_true(doctor_cert_ended(&r, 1700000005));
+    assert_false(doctor_cert_ended(&r, 1699999999));
+    text = doctor_text(&r, false);
+    assert_non_null(strstr(text, "NOT READY: spot-n's certificate ended (below): 1 of 1 peer "
+                                 "not reached\n"));
+    assert_non_null(strstr(text, "error: this node's certificate ended 5s ago (1700000000) with "
+                                 "no renewal: the members dropped spot-n. To rejoin: where the "
+                                 "authority's key is, sign it again (ddpnet authority sign"));
+    free(text);
+    text = doctor_text(&r, true);
+    assert_non_null(strstr(text, "\"cert_expires\":1700000000,"));
+    free(text);
+    doctor_report_free(&r);
+    assert_int_equal(doctor_parse(soon, &r), 0);
+    assert_false(doctor_cert_ended(&r, 1700000005));
+    text = doctor_text(&r, false);
+    assert_non_null(strstr(text, "ok: spot-n reached every peer (0)\n"));
+    assert_non_null(strstr(text, "warning: this node's certificate ends in 3600s (1700003605) "
+                                 "and the members drop spot-n then: renew it: on the "
+                                 "authority's machine"));
+    free(text);
+    doctor_report_free(&r);
+}
+
 static void test_doctor_parse_errors(void **state)
 {
     static const char *const bad[] = {
@@ -1905,6 +1948,7 @@ int main(void)
         cmocka_unit_test(test_doctor_parse_errors),
         cmocka_unit_test(test_doctor_drops),
         cmocka_unit_test(test_doctor_address_clash),
+        cmocka_unit_test(test_doctor_cert_end),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

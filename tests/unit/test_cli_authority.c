@@ -22,6 +22,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
+#include "config/addr.h"
 #include "config/cert.h"
 #include "crypto/aead.h"
 #include "overlay/cli/cli.h"
@@ -417,6 +418,77 @@ static void test_token_sign(void **state)
            CLI_EXIT_FAIL, "the join token is expired", &c);
 }
 
+/* Issue 56: renew re-signs, with the authority's key, each certificate
+ * due (within --within, default a third of its lifetime) for the same
+ * name, key and address and the lifetime it had (or --valid); leaves out
+ * one not due; a token's member becomes the authority's; one that no
+ * longer counts (expired, another authority's) exits 1. */
+static void test_renew(void **state)
+{
+    char gpu[CERT_TEXT_MAX], spot[CERT_TEXT_MAX], old[CERT_TEXT_MAX], token[CERT_TEXT_MAX];
+    char both[2 * CERT_TEXT_MAX + 4], path[PATH_CAP];
+    uint64_t now = (uint64_t)time(NULL);
+    struct captured c;
+    struct cert m, o;
+
+    (void)state;
+    expect(ARGS("sign", "-a", auth_path, "--name", "gpu-1", "--public-key", PUB_A, "--address",
+                "10.77.0.5", "--valid", "30d"), NULL, 0, NULL, &c);
+    keep(gpu, sizeof(gpu), c.out);
+    make_token(token, sizeof(token), "spot-", "1h");
+    expect(ARGS("sign", "--token", "-", "--name", "spot-1", "--public-key", PUB_B), token, 0,
+           NULL, &c);
+    keep(spot, sizeof(spot), c.out);
+    snprintf(both, sizeof(both), "%s\n%s\n", gpu, spot);
+    /* Nothing due: a 30-day certificate and a token's of an hour, new. */
+    expect(ARGS("renew", "-a", auth_path), both, 0, "0 renewed, 2 not due yet, 0 not renewed",
+           &c);
+    assert_string_equal(c.out, "");
+    /* Within 2 hours: the token's member is due, the other not. */
+    write_file(tmp(path, "held.certs"), both, 0600);
+    expect(ARGS("renew", "-a", auth_path, "--within", "2h", path), NULL, 0,
+           "1 renewed, 1 not due yet", &c);
+    parse_out(&c, &m);
+    assert_int_equal(cert_parse(spot, &o), 0);
+    assert_true(cert_renews(&m, &o));
+    assert_false(m.has_token);                        /* the authority's now */
+    assert_memory_equal(m.signer, auth_bin, CERT_PUBKEY_LEN);
+    assert_int_equal(cert_verify(&m, auth_bin, now), CERT_OK);
+    /* Within 31 days, for 90 days: the fixed address kept. */
+    expect(ARGS("renew", "-a", auth_path, "--within", "31d", "--valid", "90d", "-"), gpu, 0,
+           "1 renewed", &c);
+    parse_out(&c, &m);
+    assert_int_equal(cert_parse(gpu, &o), 0);
+    assert_true(cert_renews(&m, &o));
+    assert_true(m.has_address && cluster_addr_equal(&m.address, &o.address));
+    assert_true(m.not_after >= now + 90 * DAY && m.not_after <= now + 90 * DAY + 600);
+    /* One that no longer counts: not renewed, exit 1, the others still are. */
+    expect(ARGS("sign", "-a", auth_path, "--name", "old", "--public-key", PUB_A,
+                "--not-before", "2020-01-01", "--valid", "1d"), NULL, 0, NULL, &c);
+    keep(old, sizeof(old), c.out);
+    snprintf(both, sizeof(both), "%s\n%s\n", old, gpu);
+    expect(ARGS("renew", "-a", auth_path, "--within", "31d"), both, CLI_EXIT_FAIL,
+           "old: not renewed: expired", &c);
+    parse_out(&c, &m);
+    assert_string_equal(m.name, "gpu-1");
+    expect(ARGS("renew", "-a", other_path, "--within", "31d"), gpu, CLI_EXIT_FAIL,
+           "gpu-1: not renewed: bad signature", &c);
+    expect(ARGS("renew", "-a", auth_path), "ddpnet-revoke:x\n", CLI_EXIT_FAIL,
+           "line 1: not a member certificate", &c);
+    /* A rotation: the other key's certificate renewed by this one, given
+     * the other's public key. */
+    expect(ARGS("sign", "-a", other_path, "--name", "gpu-2", "--public-key", PUB_B, "--valid",
+                "30d"), NULL, 0, NULL, &c);
+    keep(old, sizeof(old), c.out);
+    expect(ARGS("renew", "-a", auth_path, "--authority", other_pub, "--within", "31d"), old, 0,
+           "1 renewed", &c);
+    parse_out(&c, &m);
+    assert_string_equal(m.name, "gpu-2");
+    assert_int_equal(cert_verify(&m, auth_bin, now), CERT_OK);
+    expect(ARGS("renew", "-a", auth_path, "--authority", "nope", "--within", "31d"), old,
+           CLI_EXIT_FAIL, "invalid --authority 'nope'", &c);
+}
+
 static void test_token_bad_inputs(void **state)
 {
     struct captured c;
@@ -615,6 +687,7 @@ int main(void)
         cmocka_unit_test(test_token_sign),
         cmocka_unit_test(test_token_bad_inputs),
         cmocka_unit_test(test_revoke),
+        cmocka_unit_test(test_renew),
         cmocka_unit_test(test_show_refusals),
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_dispatch),

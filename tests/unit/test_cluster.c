@@ -570,6 +570,10 @@ static const struct bad_case bad_cases[] = {
         "key: 32 bytes in base64 (as `ddpnet authority init` prints it)"),
     BAD(C4 "authority = AAAA\n" NA, 4, "bad authority: expected the authority's public "
         "key: 32 bytes in base64 (as `ddpnet authority init` prints it)"),
+    BAD(C4 "authority = " K1 " AAAA\n" NA, 4, "bad authority: expected the authority's public "
+        "key: 32 bytes in base64 (as `ddpnet authority init` prints it)"),
+    BAD(C4 "authority = " K1 " " K2 " " K3 "\n" NA, 4, "bad authority: at most two keys (the "
+        "second trusted beside the first while the authority's key is rotated)"),
     /* the operator's blocklist */
     BAD(C4 "authority = " K1 "\nrevoked = " K2 " nope\n" NA, 5, "bad revoked key 'nope' "
         "(expected a WireGuard public key: 44 characters ending in '=', as 'wg pubkey' prints)"),
@@ -1244,6 +1248,24 @@ static void test_authority(void **state)
     static const char url[] = CR "authority = A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA\n";
     parse_ok(url, strlen(url), &c);
     assert_memory_equal(c.authority, key, CLUSTER_KEY_LEN);
+    assert_false(c.has_authority_next);
+    cluster_free(&c);
+    /* Issue 56: a second key for a rotation, after a space or a comma;
+     * the same key twice is one. */
+    static const char two[] = CR "authority = A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA=, "
+                              "BS4f18GN4bvqBI+9jDNN/jvhYyEO+g1rb8A488uT9hA=\n";
+    parse_ok(two, strlen(two), &c);
+    assert_memory_equal(c.authority, key, CLUSTER_KEY_LEN);
+    assert_true(c.has_authority_next);
+    assert_true(cluster_authority_trusts(&c, key));
+    assert_true(cluster_authority_trusts(&c, c.authority_next));
+    key[0] ^= 1;
+    assert_false(cluster_authority_trusts(&c, key));
+    cluster_free(&c);
+    static const char same[] = CR "authority = A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA= "
+                               "A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA=\n";
+    parse_ok(same, strlen(same), &c);
+    assert_false(c.has_authority_next);
     cluster_free(&c);
 }
 

@@ -351,6 +351,20 @@ static void test_authority_change(void **state)
     diff_of(&p, a, a);
     assert_int_equal(p.d.settings, 0);
     pair_free(&p);
+    /* Issue 56: a rotation's steps keep a key in common, and are taken
+     * live: a, then a and b, then b. Straight from a to b is refused. */
+    const char *ab = "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n"
+                     "authority = A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA= "
+                     "BS4f18GN4bvqBI+9jDNN/jvhYyEO+g1rb8A488uT9hA=\n" NA;
+    diff_of(&p, a, ab);
+    assert_int_equal(p.d.settings, 0);
+    pair_free(&p);
+    diff_of(&p, ab, b);
+    assert_int_equal(p.d.settings, 0);
+    pair_free(&p);
+    diff_of(&p, b, ab);
+    assert_int_equal(p.d.settings, 0);
+    pair_free(&p);
 }
 
 /* metrics and metrics-public: where the endpoint listens is a setting a

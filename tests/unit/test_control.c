@@ -607,6 +607,14 @@ static void test_frame(void **state)
     assert_int_equal(control_frame("get=ddpnet-env\n\nget=1\n\n", 23, &op, &consumed), 0);
     assert_int_equal(op, CONTROL_GET_ENV_OP);
     assert_int_equal(consumed, 16);
+    /* get=ddpnet-certs (issue 56) too: alone on its line, then an empty one. */
+    assert_int_equal(control_frame("get=ddpnet-c", 12, &op, &consumed), -EAGAIN);
+    assert_int_equal(control_frame("get=ddpnet-certs\n", 17, &op, &consumed), -EAGAIN);
+    assert_int_equal(control_frame("get=ddpnet-certs\nx", 18, &op, &consumed), -EINVAL);
+    assert_int_equal(control_frame("get=ddpnet-certz\n\n", 18, &op, &consumed), -EINVAL);
+    assert_int_equal(control_frame("get=ddpnet-certs\n\nget=1\n\n", 25, &op, &consumed), 0);
+    assert_int_equal(op, CONTROL_GET_CERTS_OP);
+    assert_int_equal(consumed, 18);
     assert_int_equal(control_frame("get=ddpnet\n\nget=1\n\n", 19, &op, &consumed), 0);
     assert_int_equal(op, CONTROL_GET_DDPNET_OP);
     assert_int_equal(consumed, 12);
@@ -1667,8 +1675,33 @@ static void test_status_no_peers(void **state)
     text = format_with(json_fn, resp, 0, 0);
     assert_string_equal(text, "{\"interface\":\"ddp0\",\"self\":\"solo\",\"address\":"
                               "\"fd77::1\",\"listen_port\":51820,"
-                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0},"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0},"
                               "\"peers\":[]}\n");
+    free(text);
+}
+
+/* Issue 56: a peer removed at its certificate's end is said under the
+ * table, how long ago, and in JSON as "cert_ended". */
+static void test_status_cert_ended(void **state)
+{
+    static const char resp[] =
+        "interface=ddp0\nself=gpu-a\naddress=10.77.0.1\nprefix=24\nlisten_port=51820\n"
+        "cert_ended=1699999990 spot-n\nerrno=0\n\n";
+    char *text;
+
+    (void)state;
+    text = format_with(table_fn, resp, 1700000000, 0);
+    assert_non_null(strstr(text, "spot-n removed: its certificate ended 10s ago (1699999990) "
+                                 "with no renewal"));
+    free(text);
+    /* This node's own, ended: said as such, not "expires expired". */
+    text = format_with(table_fn, "interface=ddp0\nself=spot-n\naddress=10.77.0.9\nprefix=24\n"
+                       "listen_port=51820\ncert_expires=1699999990\nerrno=0\n\n", 1700000000, 0);
+    assert_non_null(strstr(text, "certificate of spot-n (this node) ENDED 10s ago (1699999990): "
+                                 "the members dropped this node; ddpnet doctor says what to run\n"));
+    free(text);
+    text = format_with(json_fn, resp, 0, 0);
+    assert_non_null(strstr(text, ",\"cert_ended\":[{\"at\":1699999990,\"name\":\"spot-n\"}],"));
     free(text);
 }
 
@@ -1705,7 +1738,7 @@ static void test_status_json(void **state)
     static const char want[] =
         "{\"interface\":\"ddp0\",\"self\":\"gpu-a\",\"address\":\"10.77.0.1\","
         "\"listen_port\":51820,"
-        "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0},"
+        "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0},"
         "\"peers\":["
         "{\"name\":\"gpu-b\",\"address\":\"10.77.0.2\",\"endpoint\":\"192.0.2.2:51820\","
         "\"path\":\"direct\",\"via\":null,\"path_mtu\":1420,\"rtt_ms\":1.234,"
@@ -1734,7 +1767,7 @@ static void test_status_json_escapes(void **state)
     assert_string_equal(text, "{\"interface\":\"d\\\"p\\\\0\",\"self\":"
                               "\"a\\u0009b\\u0001\\u007f\",\"address\":\"x\","
                               "\"listen_port\":1,"
-                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0},"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0},"
                               "\"peers\":[]}\n");
     free(text);
 }
@@ -2341,6 +2374,7 @@ int main(void)
         T(test_status_no_peers),
         T(test_status_json),
         T(test_status_address_clash),
+        T(test_status_cert_ended),
         T(test_status_json_escapes),
         T(test_status_bad_responses),
         T(test_env),

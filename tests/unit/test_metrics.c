@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -281,6 +282,35 @@ static void test_revocations(void **state)
     f->membership.certs = NULL;
 }
 
+/* Issue 56: each member certificate held, its seconds left by name (a
+ * day and some seconds here); renewed, the value grows. */
+static void test_cert_remaining(void **state)
+{
+    struct fx *f = *state;
+    uint8_t pub[CERT_PUBKEY_LEN], sec[CERT_SECRET_LEN];
+    const uint64_t now = (uint64_t)time(NULL);
+    struct cert c = { .kind = CERT_MEMBER, .not_before = now - 60, .not_after = now + 86400 + 30 };
+    char text_c[CERT_TEXT_MAX], line[128], *text;
+    unsigned long long left = 0;
+    const char *at;
+
+    assert_int_equal(cert_keypair(pub, sec), 0);
+    snprintf(c.name, sizeof(c.name), "spot-n");
+    c.subject[0] = 7;
+    assert_int_equal(cert_sign(&c, sec, text_c, sizeof(text_c)), 0);
+    assert_non_null(f->membership.certs = certs_new(pub, NULL, NULL));
+    assert_int_equal(certs_offer(f->membership.certs, text_c, now, NULL), CERTS_ADDED);
+    text = format(f);
+    expect_line(text, "# TYPE ddpnet_certificate_remaining_seconds gauge");
+    snprintf(line, sizeof(line), "ddpnet_certificate_remaining_seconds{interface=\"ddp0\",name=\"spot-n\"} ");
+    assert_non_null(at = strstr(text, line));
+    left = strtoull(at + strlen(line), NULL, 10);
+    assert_true(left > 86400 && left <= 86430);
+    free(text);
+    certs_free(f->membership.certs);
+    f->membership.certs = NULL;
+}
+
 /* Label values escape backslash, double quote and newline; a name never
  * holds them (the file refuses such names), but an escape missed would
  * let a value end the label early. */
@@ -485,6 +515,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_relay_and_unreachable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drops_and_device, setup, teardown),
         cmocka_unit_test_setup_teardown(test_revocations, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cert_remaining, setup, teardown),
         cmocka_unit_test_setup_teardown(test_label_escaping, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http, setup, teardown),
