@@ -161,11 +161,12 @@ static bool fault_txn(struct proxy *p, int fd, const char *body, bool *drop)
     assert_non_null(req);
     switch (p->fault) {
     case FAULT_LEASE_LOST: {
-        /* The record's put names the lease (the address's has none). */
+        /* The record's put names the lease (the address's has none);
+         * one already gone stays gone. */
         for (size_t i = 0; i < 2; i++) {
             long long id = atoll(field(req, "success", i, "request_put", "lease"));
             if (id)
-                assert_int_equal(etcd_lease_revoke(p->side, id), 0);
+                etcd_lease_revoke(p->side, id);
         }
         break;
     }
