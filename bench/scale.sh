@@ -120,6 +120,12 @@ step "every node up at once"
 # An `up` may wait for its join up to a minute (docs/registry.md), and
 # for the daemon's setup after that.
 UP_TIMEOUT_S=${SCALE_UP_TIMEOUT_S:-150}
+# etcd_handled: the requests etcd served so far (0 with no etcd).
+etcd_handled() {
+    [ "$SCALE_AUTHORITY" = 0 ] || { echo 0; return; }
+    nx etcd curl -s "http://$ETCD/metrics" | awk '/^grpc_server_handled_total/ {s += $2} END {printf "%d\n", s}'
+}
+e_start=$(etcd_handled)
 first_up=$(date +%s.%N)
 pids=()
 for n in "${NODES[@]}"; do
@@ -142,6 +148,10 @@ for i in "${!pids[@]}"; do
     [ "$up_failed" -gt 3 ] || say "${NODES[i]}: up failed: $(cat "$T/${NODES[i]}/up.log")"
 done
 registered_s=$("$PY" -c "import time; print(f'{time.time() - $first_up:.1f}')")
+# What the joins cost etcd, and how often a join tried again (the lines
+# registry_join logs, where a daemon logs to a file: no syslog here).
+join_requests=$("$PY" -c "print(f'{($(etcd_handled) - $e_start) / $SCALE_NODES:.1f}')")
+join_retries=$(cat "$T"/n*/run/*.log 2>/dev/null | grep -c "trying again" || true)
 say "ups failed: $up_failed of $SCALE_NODES; every up returned $registered_s s after the first began"
 [ "$up_failed" -eq 0 ] || fail "$up_failed of $SCALE_NODES ups failed"
 for n in "${NODES[@]}"; do
@@ -197,10 +207,6 @@ cpu_ns() {   # time on a CPU of every daemon's threads (the scheduler's count, i
         done
     done
     echo "$sum"
-}
-etcd_handled() {
-    [ "$SCALE_AUTHORITY" = 0 ] || { echo 0; return; }
-    nx etcd curl -s "http://$ETCD/metrics" | awk '/^grpc_server_handled_total/ {s += $2} END {printf "%d\n", s}'
 }
 # threads: per thread name, CPU ns and wake-ups (context switches) of all
 # daemons together: where idle time goes.
@@ -265,6 +271,8 @@ c3=$(cpu_ns); t3=$(date +%s.%N); u3=$(udp_out); disco_sent >"$T/disco3"
 step "report"
 printf 'scale: nodes %s, ups failed %s, every up returned %s s after the first began\n' \
     "$SCALE_NODES" "$up_failed" "$registered_s"
+printf 'scale: the start: etcd requests per node %s (every request served until the last up returned), join retries logged %s\n' \
+    "$join_requests" "$join_retries"
 printf 'scale: nodes %s, full mesh %s s after the last up\n' "$SCALE_NODES" "$mesh_s"
 printf 'scale: daemon RSS median %s KiB, largest %s KiB\n' "$rss_med" "$rss_max"
 printf 'scale: idle CPU %s of a core in all, %s%% of a core per node\n' "$cores" "$per_node"
