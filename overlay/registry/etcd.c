@@ -68,6 +68,11 @@ const char *etcd_error(const struct etcd *e)
     return e->error;
 }
 
+void etcd_set_timeout(struct etcd *e, long timeout_ms)
+{
+    e->timeout_ms = timeout_ms;
+}
+
 const char *etcd_endpoint(const struct etcd *e)
 {
     return e->urls[e->at];

@@ -51,6 +51,8 @@ void etcd_free(struct etcd *e);
 const char *etcd_error(const struct etcd *e);
 /* The endpoint of the latest call ("http://..."). */
 const char *etcd_endpoint(const struct etcd *e);
+/* Each request's time-out from now on (the config's, until set). */
+void etcd_set_timeout(struct etcd *e, long timeout_ms);
 
 /* Every key under prefix, each to fn; *revision: the store's revision
  * they were read at. */

@@ -371,6 +371,7 @@ struct scan {
     size_t n_live, cap_live;
     int64_t reclaim_revision;                  /* the record taken over; 0: none */
     bool oom;
+    long timeout_ms;                           /* a join's request, as it stands */
 };
 
 static uint64_t mono_ms(void)
@@ -564,6 +565,18 @@ static int claim(struct registry *r, struct scan *s, int64_t lease, bool *done)
     return etcd_txn(r->etcd, cmps, n, puts, n, done);
 }
 
+/* Before each of a join's requests: its time-out, s->timeout_ms, cut to
+ * what is left until deadline_ms (never below REGISTRY_TIMEOUT_MS), so
+ * that a join ends soon after its deadline (`up` waits for it). */
+static void join_request_time(struct registry *r, const struct scan *s, uint64_t deadline_ms)
+{
+    uint64_t now = mono_ms();
+    long left = now < deadline_ms ? (long)(deadline_ms - now) : 0;
+    long t = s->timeout_ms < left ? s->timeout_ms : left;
+
+    etcd_set_timeout(r->etcd, t > REGISTRY_TIMEOUT_MS ? t : REGISTRY_TIMEOUT_MS);
+}
+
 /* One try at joining: up to ALLOC_TRIES claims (each after reading the
  * prefix again), until one wins or deadline_ms passes. */
 static int join_once(struct registry *r, struct cluster_node *self, struct scan *s,
@@ -573,6 +586,7 @@ static int join_once(struct registry *r, struct cluster_node *self, struct scan 
     int ret, tries;
 
     for (tries = 0; tries < ALLOC_TRIES && (!tries || mono_ms() < deadline_ms); tries++) {
+        join_request_time(r, s, deadline_ms);
         if ((ret = scan_prefix(r, s)))
             return ret;
         if (s->name_taken) {
@@ -594,8 +608,10 @@ static int join_once(struct registry *r, struct cluster_node *self, struct scan 
         r->self = *self;
         if ((ret = encode_joined(r)) < 0)
             return ret;
+        join_request_time(r, s, deadline_ms);
         if (!*lease && (ret = etcd_lease_grant(r->etcd, r->ttl_s, lease)))
             return ret;
+        join_request_time(r, s, deadline_ms);
         if ((ret = claim(r, s, *lease, &done)))
             return ret;
         if (done) {
@@ -641,7 +657,8 @@ static void read_candidates(struct registry *r, struct cluster_node *self)
 int registry_join(struct registry *r, struct cluster_node *self, char *err, size_t errlen)
 {
     char key_b64[KEY_B64_LEN];
-    struct scan s = { .r = r, .key = self->public_key, .key_b64 = key_b64, .name = self->name };
+    struct scan s = { .r = r, .key = self->public_key, .key_b64 = key_b64, .name = self->name,
+                      .timeout_ms = REGISTRY_TIMEOUT_MS };
     unsigned backoff = REGISTRY_BACKOFF_MIN_MS, tries;
     uint64_t deadline;
     int64_t lease = 0;
@@ -669,6 +686,9 @@ int registry_join(struct registry *r, struct cluster_node *self, char *err, size
          * out: revoking it would take that record away, and ask more of an
          * etcd in trouble. */
         lease = 0;
+        if (ret == -ETIMEDOUT)
+            s.timeout_ms = s.timeout_ms * 2 > REGISTRY_JOIN_REQUEST_MAX_MS
+                               ? REGISTRY_JOIN_REQUEST_MAX_MS : s.timeout_ms * 2;
         /* Jittered: nodes that failed together do not come back together. */
         unsigned wait = backoff / 2 + randombytes_uniform(backoff / 2 + 1);
         if (wait > deadline - now)
@@ -678,6 +698,7 @@ int registry_join(struct registry *r, struct cluster_node *self, char *err, size
         usleep(wait * US_PER_MS);
         backoff = backoff * 2 > REGISTRY_BACKOFF_MAX_MS ? REGISTRY_BACKOFF_MAX_MS : backoff * 2;
     }
+    etcd_set_timeout(r->etcd, REGISTRY_TIMEOUT_MS);
     free(s.taken);
     free(s.held);
     free(s.live);

@@ -8,6 +8,8 @@
  *  - etcd is too busy (429 "too many requests", its applied index behind);
  *  - etcd is slow: a transaction is held past the client's time-out and
  *    past the lease's life, then dropped unanswered;
+ *  - etcd is late with every answer: each transaction is held past the
+ *    client's first time-out (REGISTRY_TIMEOUT_MS), then made and answered;
  *  - every claim loses its race, more times in a row than one try makes
  *    (the proxy writes the address the claim compares, for another key,
  *    just before the claim).
@@ -56,9 +58,11 @@ enum fault {
     FAULT_LEASE_LOST,                     /* revoke the txn's lease, then forward it */
     FAULT_BUSY,                           /* answer 429 */
     FAULT_SLOW,                           /* hold it SLOW_MS, then drop it unanswered */
+    FAULT_LATE,                           /* hold it LATE_MS, then forward it */
     FAULT_RACE,                           /* take the compared key first, then forward */
 };
 #define SLOW_MS ((TTL_S + 1) * 1000)
+#define LATE_MS (REGISTRY_TIMEOUT_MS + 500)
 
 #define CONNS_MAX 16
 
@@ -179,6 +183,9 @@ static bool fault_txn(struct proxy *p, int fd, const char *body, bool *drop)
         etcd_fixture_sleep_ms(SLOW_MS);
         *drop = true;
         go_on = false;
+        break;
+    case FAULT_LATE:
+        etcd_fixture_sleep_ms(LATE_MS);
         break;
     case FAULT_RACE: {
         /* The first comparison is the address's (none when the key has one). */
@@ -447,6 +454,18 @@ static void test_slow(void **state)
     proxy_stop(&p);
 }
 
+/* Every transaction answered later than a request's first time-out. */
+static void test_late(void **state)
+{
+    struct proxy p;
+
+    (void)state;
+    ETCD_FIXTURE_NEED();
+    proxy_start(&p, FAULT_LATE, 1000);
+    join_ok(&p, "/t/late", "n1");
+    proxy_stop(&p);
+}
+
 /* More lost claims in a row than one try makes (64). */
 static void test_races_lost(void **state)
 {
@@ -493,6 +512,7 @@ int main(void)
         cmocka_unit_test(test_lease_lost),
         cmocka_unit_test(test_busy),
         cmocka_unit_test(test_slow),
+        cmocka_unit_test(test_late),
         cmocka_unit_test(test_races_lost),
         cmocka_unit_test(test_refusal_at_once),
     };
