@@ -151,7 +151,7 @@ registered_s=$("$PY" -c "import time; print(f'{time.time() - $first_up:.1f}')")
 # What the joins cost etcd, and how often a join tried again (the lines
 # registry_join logs, where a daemon logs to a file: no syslog here).
 join_requests=$("$PY" -c "print(f'{($(etcd_handled) - $e_start) / $SCALE_NODES:.1f}')")
-join_retries=$(cat "$T"/n*/run/*.log 2>/dev/null | grep -c "trying again" || true)
+join_retries=$(cat "$T"/n*/run/*.log 2>/dev/null | grep -c "; trying again in " || true)
 say "ups failed: $up_failed of $SCALE_NODES; every up returned $registered_s s after the first began"
 [ "$up_failed" -eq 0 ] || fail "$up_failed of $SCALE_NODES ups failed"
 for n in "${NODES[@]}"; do
