@@ -74,9 +74,13 @@ sysctl -qw $NEIGH.gc_thresh1=8192 $NEIGH.gc_thresh2=$((NEIGH_MAX / 2)) $NEIGH.gc
 scale_cleanup() {
     rm -rf "$ETCD_DATA"
     set -- $NEIGH_WAS
-    sysctl -qw $NEIGH.gc_thresh1="$1" $NEIGH.gc_thresh2="$2" $NEIGH.gc_thresh3="$3"
+    sysctl -qw $NEIGH.gc_thresh1="$1" $NEIGH.gc_thresh2="$2" $NEIGH.gc_thresh3="$3" ||
+        say "could not restore $NEIGH.gc_thresh1..3 to $*"
 }
-trap 'rc=$?; set +E; trap - ERR; scale_cleanup; (exit $rc); e2e_exit' EXIT
+# set +e: under errexit, after a failed run, `(exit $rc)` (which hands
+# e2e_exit the status) ended the trap itself before e2e_exit ran, leaving
+# every namespace and daemon behind, and no logs.
+trap 'rc=$?; set +eE; trap - ERR; scale_cleanup; (exit $rc); e2e_exit' EXIT
 [ "$SCALE_AUTHORITY" = 1 ] || nx_bg etcd etcd timeout 3600 etcd --name e1 --data-dir "$ETCD_DATA" \
     --listen-client-urls "http://$ETCD" --advertise-client-urls "http://$ETCD" \
     --listen-peer-urls "http://$ETCD_IP:2380" \
