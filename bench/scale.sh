@@ -3,6 +3,8 @@
 # The scale run (`make scale`; issue 18): SCALE_NODES nodes (default 64),
 # each in network namespaces of its own on one machine, join through one
 # etcd member with a cluster file that lists no node. Reports
+#  - the ups that failed, the time until every `up` returned, what the
+#    start cost etcd per node and how often a join tried again;
 #  - the time from the last `up` to the full mesh (every node has a
 #    session with every other);
 #  - each daemon's resident memory (median and largest);
