@@ -3,6 +3,8 @@
 # The scale run (`make scale`; issue 18): SCALE_NODES nodes (default 64),
 # each in network namespaces of its own on one machine, join through one
 # etcd member with a cluster file that lists no node. Reports
+#  - the ups that failed, the time until every `up` returned, what the
+#    start cost etcd per node and how often a join tried again;
 #  - the time from the last `up` to the full mesh (every node has a
 #    session with every other);
 #  - each daemon's resident memory (median and largest);
@@ -21,25 +23,42 @@
 # file has `authority` and lists n1 alone (with its endpoint and its
 # certificate); every other node, and the one that joins last, signs its
 # own certificate through a join token and joins through n1.
+# The underlay is a /16 of its own (SCALE_V4NET.0.0/16, one hub), so that
+# a run may go past one /24 (issue 59): up to 1000 nodes (a bridge takes
+# 1024 ports). Every `up` runs to its end: the ups that failed are counted
+# (and the first reasons shown) before the run fails on them.
 # Not part of `make test` (it takes several minutes). Root; uses the
 # end-to-end tests' plumbing (tests/e2e/lib.sh).
 set -eu
 . "$(dirname "$0")/../tests/e2e/lib.sh"
+SCALE_V4NET=${SCALE_V4NET:-172.31}
+# ul NUMBER: node NUMBER's underlay address (250 to each /24 of the /16).
+ul() { echo "$SCALE_V4NET.$(($1 / 250)).$(($1 % 250 + 1))"; }
+# scale_node NAME NUMBER: a node on the hub at its underlay address.
+scale_node() {
+    e2e_node "$1" - -
+    ip -n "$E2E_PFX$1" addr add "$(ul "$2")/16" dev eth0
+}
 # ep_arg NUMBER: --endpoint for node NUMBER under SCALE_ENDPOINT=1, else nothing.
-ep_arg() { [ "${SCALE_ENDPOINT:-0}" != 1 ] || echo "--endpoint $E2E_V4NET.$1:$E2E_PORT"; }
+ep_arg() { [ "${SCALE_ENDPOINT:-0}" != 1 ] || echo "--endpoint $(ul "$1"):$E2E_PORT"; }
 e2e_init scale etcd etcdctl curl
 
 SCALE_NODES=${SCALE_NODES:-64}
 SCALE_SETTLE_S=${SCALE_SETTLE_S:-30}
 SCALE_IDLE_S=${SCALE_IDLE_S:-60}
 SCALE_DEADLINE_S=${SCALE_DEADLINE_S:-120}
-ETCD=$E2E_V4NET.250:2379
-[ "$SCALE_NODES" -ge 2 ] && [ "$SCALE_NODES" -le 200 ] || fail "SCALE_NODES: 2..200"
+ETCD_IP=$SCALE_V4NET.255.1
+ETCD=$ETCD_IP:2379
+[ "$SCALE_NODES" -ge 2 ] && [ "$SCALE_NODES" -le 1000 ] || fail "SCALE_NODES: 2..1000"
 
 SCALE_AUTHORITY=${SCALE_AUTHORITY:-0}
 step "$([ "$SCALE_AUTHORITY" = 1 ] && echo "an authority" || echo etcd), $SCALE_NODES nodes"
 e2e_hub
-e2e_node etcd 250 -
+scale_etcd_node() {
+    e2e_node etcd - -
+    ip -n "${E2E_PFX}etcd" addr add "$ETCD_IP/16" dev eth0
+}
+scale_etcd_node
 # etcd's data in memory: its fsyncs on this machine's disk would be the
 # figure, not ddpnet's (a production etcd has a disk of its own).
 ETCD_DATA=$(mktemp -d /dev/shm/ddpnet-scale-etcd.XXXXXX)
@@ -47,21 +66,28 @@ ETCD_DATA=$(mktemp -d /dev/shm/ddpnet-scale-etcd.XXXXXX)
 # machine, 1024 entries at most by default: a full mesh of N nodes on one
 # link needs N * (N - 1) of them, and past the limit ARP fails, pings say
 # "No buffer space available" and handshakes never arrive. Raised for the
-# run (a real machine holds only its own peers), restored after.
+# run (a real machine holds only its own peers), restored after: room
+# for twice a full mesh's.
 NEIGH=net.ipv4.neigh.default
 NEIGH_WAS=$(sysctl -n $NEIGH.gc_thresh1 $NEIGH.gc_thresh2 $NEIGH.gc_thresh3 | tr '\n' ' ')
-sysctl -qw $NEIGH.gc_thresh1=8192 $NEIGH.gc_thresh2=32768 $NEIGH.gc_thresh3=65536
+NEIGH_MAX=$(( 2 * (SCALE_NODES + 2) * (SCALE_NODES + 2) ))
+[ "$NEIGH_MAX" -ge 65536 ] || NEIGH_MAX=65536
+sysctl -qw $NEIGH.gc_thresh1=8192 $NEIGH.gc_thresh2=$((NEIGH_MAX / 2)) $NEIGH.gc_thresh3=$NEIGH_MAX
 scale_cleanup() {
     rm -rf "$ETCD_DATA"
     set -- $NEIGH_WAS
-    sysctl -qw $NEIGH.gc_thresh1="$1" $NEIGH.gc_thresh2="$2" $NEIGH.gc_thresh3="$3"
+    sysctl -qw $NEIGH.gc_thresh1="$1" $NEIGH.gc_thresh2="$2" $NEIGH.gc_thresh3="$3" ||
+        say "could not restore $NEIGH.gc_thresh1..3 to $*"
 }
-trap 'rc=$?; set +E; trap - ERR; scale_cleanup; (exit $rc); e2e_exit' EXIT
+# set +e: under errexit, after a failed run, `(exit $rc)` (which hands
+# e2e_exit the status) ended the trap itself before e2e_exit ran, leaving
+# every namespace and daemon behind, and no logs.
+trap 'rc=$?; set +eE; trap - ERR; scale_cleanup; (exit $rc); e2e_exit' EXIT
 [ "$SCALE_AUTHORITY" = 1 ] || nx_bg etcd etcd timeout 3600 etcd --name e1 --data-dir "$ETCD_DATA" \
     --listen-client-urls "http://$ETCD" --advertise-client-urls "http://$ETCD" \
-    --listen-peer-urls "http://$E2E_V4NET.250:2380" \
-    --initial-advertise-peer-urls "http://$E2E_V4NET.250:2380" \
-    --initial-cluster "e1=http://$E2E_V4NET.250:2380"
+    --listen-peer-urls "http://$ETCD_IP:2380" \
+    --initial-advertise-peer-urls "http://$ETCD_IP:2380" \
+    --initial-cluster "e1=http://$ETCD_IP:2380"
 [ "$SCALE_AUTHORITY" = 1 ] || wait_for 30 nx etcd etcdctl --endpoints "$ETCD" endpoint health ||
     fail "etcd did not start: $(tail -n 5 "$T/etcd/etcd.out")"
 C=$T/cluster.conf
@@ -72,7 +98,7 @@ NODES=()
 for i in $(seq 1 "$SCALE_NODES"); do
     n=n$i
     NODES+=("$n")
-    e2e_node "$n" "$i" -
+    scale_node "$n" "$i"
     e2e_key "$n"
 done
 if [ "$SCALE_AUTHORITY" = 1 ]; then
@@ -80,7 +106,7 @@ if [ "$SCALE_AUTHORITY" = 1 ]; then
     cluster_begin "$C" "authority = $("$DDPNET" authority pubkey -a "$T/authority.key")" \
         "metrics = $METRICS"
     N1_ADDR=${E2E_NET%/*}; N1_ADDR=${N1_ADDR%.*}.1
-    cluster_node "$C" n1 "$(pub n1)" "$N1_ADDR" "$E2E_V4NET.1:$E2E_PORT"
+    cluster_node "$C" n1 "$(pub n1)" "$N1_ADDR" "$(ul 1):$E2E_PORT"
     "$DDPNET" authority sign -a "$T/authority.key" --name n1 --public-key "$(pub n1)" \
         --address "$N1_ADDR" >"$T/n1/key.cert" || fail "authority sign n1 failed"
     "$DDPNET" authority token -a "$T/authority.key" --name-prefix n --valid 1d \
@@ -97,6 +123,16 @@ fi
 chmod 644 "$C"
 
 step "every node up at once"
+# An `up` may wait for its join up to a minute (docs/registry.md), and
+# for the daemon's setup after that.
+UP_TIMEOUT_S=${SCALE_UP_TIMEOUT_S:-150}
+# etcd_handled: the requests etcd served so far (0 with no etcd).
+etcd_handled() {
+    [ "$SCALE_AUTHORITY" = 0 ] || { echo 0; return; }
+    nx etcd curl -s "http://$ETCD/metrics" | awk '/^grpc_server_handled_total/ {s += $2} END {printf "%d\n", s}'
+}
+e_start=$(etcd_handled)
+first_up=$(date +%s.%N)
 pids=()
 for n in "${NODES[@]}"; do
     E2E_UP+=("$n")
@@ -106,14 +142,24 @@ for n in "${NODES[@]}"; do
             $(ep_arg "${n#n}") ${SCALE_UP_ARGS:-}
         continue
     fi
-    nx "$n" timeout 60 "$DDPNET" up -c "$C" -k "$T/$n/key" --run-dir "$T/$n/run" \
+    nx "$n" timeout "$UP_TIMEOUT_S" "$DDPNET" up -c "$C" -k "$T/$n/key" --run-dir "$T/$n/run" \
         --hosts-file "$T/$n/hosts" --state-dir "$T/$n/state" $(ep_arg "${n#n}") ${SCALE_UP_ARGS:-} \
         >"$T/$n/up.log" 2>&1 &
     pids+=("$!")
 done
+up_failed=0
 for i in "${!pids[@]}"; do
-    wait "${pids[i]}" || fail "${NODES[i]}: up failed: $(cat "$T/${NODES[i]}/up.log")"
+    wait "${pids[i]}" && continue
+    up_failed=$((up_failed + 1))
+    [ "$up_failed" -gt 3 ] || say "${NODES[i]}: up failed: $(cat "$T/${NODES[i]}/up.log")"
 done
+registered_s=$("$PY" -c "import time; print(f'{time.time() - $first_up:.1f}')")
+# What the joins cost etcd, and how often a join tried again (the lines
+# registry_join logs, where a daemon logs to a file: no syslog here).
+join_requests=$("$PY" -c "print(f'{($(etcd_handled) - $e_start) / $SCALE_NODES:.1f}')")
+join_retries=$(cat "$T"/n*/run/*.log 2>/dev/null | grep -c "; trying again in " || true)
+say "ups failed: $up_failed of $SCALE_NODES; every up returned $registered_s s after the first began"
+[ "$up_failed" -eq 0 ] || fail "$up_failed of $SCALE_NODES ups failed"
 for n in "${NODES[@]}"; do
     [ "$E2E_FOREGROUND" = 1 ] || break
     wait_for 30 test -S "$T/$n/run/ddp0.sock" || fail "$n: no daemon: $(tail -n 5 "$T/$n/daemon.out")"
@@ -168,10 +214,6 @@ cpu_ns() {   # time on a CPU of every daemon's threads (the scheduler's count, i
     done
     echo "$sum"
 }
-etcd_handled() {
-    [ "$SCALE_AUTHORITY" = 0 ] || { echo 0; return; }
-    nx etcd curl -s "http://$ETCD/metrics" | awk '/^grpc_server_handled_total/ {s += $2} END {printf "%d\n", s}'
-}
 # threads: per thread name, CPU ns and wake-ups (context switches) of all
 # daemons together: where idle time goes.
 threads() {
@@ -217,12 +259,12 @@ print(f'{cores:.4f}', f'{cores / $SCALE_NODES * 100:.3f}', f'{($e1 - $e0) / $SCA
 SCALE_JOIN_SETTLE_S=${SCALE_JOIN_SETTLE_S:-10}
 step "one more node joins"
 J=n$((SCALE_NODES + 1))
-e2e_node "$J" "$((SCALE_NODES + 1))" -
+scale_node "$J" "$((SCALE_NODES + 1))"
 e2e_key "$J"
 [ "$SCALE_AUTHORITY" = 0 ] || self_sign "$J"
 disco_sent >"$T/disco2"; u2=$(udp_out); c2=$(cpu_ns); t2=$(date +%s.%N)
 E2E_UP+=("$J")
-nx "$J" timeout 60 "$DDPNET" up -c "$C" -k "$T/$J/key" --run-dir "$T/$J/run" \
+nx "$J" timeout "$UP_TIMEOUT_S" "$DDPNET" up -c "$C" -k "$T/$J/key" --run-dir "$T/$J/run" \
     --hosts-file "$T/$J/hosts" --state-dir "$T/$J/state" $(ep_arg "$((SCALE_NODES + 1))") \
     ${SCALE_UP_ARGS:-} >"$T/$J/up.log" 2>&1 || fail "$J: up failed: $(cat "$T/$J/up.log")"
 met_all() { [ "$(sessions "$J")" -ge "$SCALE_NODES" ]; }
@@ -233,6 +275,10 @@ sleep "$SCALE_JOIN_SETTLE_S"
 c3=$(cpu_ns); t3=$(date +%s.%N); u3=$(udp_out); disco_sent >"$T/disco3"
 
 step "report"
+printf 'scale: nodes %s, ups failed %s, every up returned %s s after the first began\n' \
+    "$SCALE_NODES" "$up_failed" "$registered_s"
+printf 'scale: the start: etcd requests per node %s (every request served until the last up returned), join retries logged %s\n' \
+    "$join_requests" "$join_retries"
 printf 'scale: nodes %s, full mesh %s s after the last up\n' "$SCALE_NODES" "$mesh_s"
 printf 'scale: daemon RSS median %s KiB, largest %s KiB\n' "$rss_med" "$rss_max"
 printf 'scale: idle CPU %s of a core in all, %s%% of a core per node\n' "$cores" "$per_node"

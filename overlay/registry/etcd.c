@@ -68,6 +68,11 @@ const char *etcd_error(const struct etcd *e)
     return e->error;
 }
 
+void etcd_set_timeout(struct etcd *e, long timeout_ms)
+{
+    e->timeout_ms = timeout_ms;
+}
+
 const char *etcd_endpoint(const struct etcd *e)
 {
     return e->urls[e->at];
@@ -378,9 +383,13 @@ static int post_once(struct etcd *e, const char *path, const char *body, json_ob
     }
     curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
     if (status != 200) {
-        /* Only etcd's own trouble is worth trying again; a refusal is not. */
+        /* etcd's own trouble (5xx; 429: too many requests, its applied
+         * index behind under load) is worth trying again; 404 is what
+         * the request named being gone (a lease that ran out); the rest
+         * is a refusal. */
         answer_error(e, status);
-        return status >= 500 ? -EIO : (status == 401 || status == 403) ? -EACCES : -EINVAL;
+        return status >= 500 ? -EIO : status == 429 ? -EBUSY : status == 404 ? -ENOENT
+             : (status == 401 || status == 403) ? -EACCES : -EINVAL;
     }
     *answer = e->buf ? json_tokener_parse(e->buf) : NULL;
     if (!*answer || !json_object_is_type(*answer, json_type_object)) {

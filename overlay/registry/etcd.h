@@ -10,8 +10,11 @@
  * blocks for at most the configured time-out (a watch: until its stream
  * ends or stop is set); a failed connection moves on to the next endpoint,
  * each tried once per call. Errors are -errno (-EIO: etcd answered with an
- * error; -ETIMEDOUT, -ECONNREFUSED: none answered; -ECANCELED: stopped),
- * with a line for the log in etcd_error(). */
+ * error of its own (5xx); -EBUSY: etcd too busy (429, "too many
+ * requests"); -ENOENT: what the request named is gone (404: a lease not
+ * found); -EINVAL, -EACCES: a refusal; -ETIMEDOUT, -ECONNREFUSED: none
+ * answered; -ECANCELED: stopped), with a line for the log in
+ * etcd_error(). */
 #ifndef DDPNET_ETCD_H
 #define DDPNET_ETCD_H
 
@@ -48,6 +51,8 @@ void etcd_free(struct etcd *e);
 const char *etcd_error(const struct etcd *e);
 /* The endpoint of the latest call ("http://..."). */
 const char *etcd_endpoint(const struct etcd *e);
+/* Each request's time-out from now on (the config's, until set). */
+void etcd_set_timeout(struct etcd *e, long timeout_ms);
 
 /* Every key under prefix, each to fn; *revision: the store's revision
  * they were read at. */

@@ -405,7 +405,16 @@ struct scan {
     size_t n_live, cap_live;
     int64_t reclaim_revision;                  /* the record taken over; 0: none */
     bool oom;
+    long timeout_ms;                           /* a join's request, as it stands */
 };
+
+static uint64_t mono_ms(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * MS_PER_S + (uint64_t)t.tv_nsec / NS_PER_MS;
+}
 
 /* arr with room for one more (n used of *cap, each size bytes): arr
  * itself, or a larger copy; NULL without memory (arr is kept). */
@@ -592,13 +601,28 @@ static int claim(struct registry *r, struct scan *s, int64_t lease, bool *done)
     return etcd_txn(r->etcd, cmps, n, puts, n, done);
 }
 
+/* Before each of a join's requests: its time-out, s->timeout_ms, cut to
+ * what is left until deadline_ms (never below REGISTRY_TIMEOUT_MS), so
+ * that a join ends soon after its deadline (`up` waits for it). */
+static void join_request_time(struct registry *r, const struct scan *s, uint64_t deadline_ms)
+{
+    uint64_t now = mono_ms();
+    long left = now < deadline_ms ? (long)(deadline_ms - now) : 0;
+    long t = s->timeout_ms < left ? s->timeout_ms : left;
+
+    etcd_set_timeout(r->etcd, t > REGISTRY_TIMEOUT_MS ? t : REGISTRY_TIMEOUT_MS);
+}
+
+/* One try at joining: up to ALLOC_TRIES claims (each after reading the
+ * prefix again), until one wins or deadline_ms passes. */
 static int join_once(struct registry *r, struct cluster_node *self, struct scan *s,
-                     int64_t *lease, char *err, size_t errlen)
+                     int64_t *lease, uint64_t deadline_ms, char *err, size_t errlen)
 {
     bool done = false;
-    int ret;
+    int ret, tries;
 
-    for (int tries = 0; tries < ALLOC_TRIES; tries++) {
+    for (tries = 0; tries < ALLOC_TRIES && (!tries || mono_ms() < deadline_ms); tries++) {
+        join_request_time(r, s, deadline_ms);
         if ((ret = scan_prefix(r, s)))
             return ret;
         if (s->name_taken) {
@@ -620,8 +644,10 @@ static int join_once(struct registry *r, struct cluster_node *self, struct scan 
         r->self = *self;
         if ((ret = encode_joined(r)) < 0)
             return ret;
+        join_request_time(r, s, deadline_ms);
         if (!*lease && (ret = etcd_lease_grant(r->etcd, r->ttl_s, lease)))
             return ret;
+        join_request_time(r, s, deadline_ms);
         if ((ret = claim(r, s, *lease, &done)))
             return ret;
         if (done) {
@@ -635,9 +661,19 @@ static int join_once(struct registry *r, struct cluster_node *self, struct scan 
             return 0;
         }
     }
-    snprintf(err, errlen, "registry: %d tries to claim an address all lost to other nodes",
-             ALLOC_TRIES);
+    snprintf(err, errlen, "registry: %d claims of an address all lost to other nodes", tries);
     return -EAGAIN;
+}
+
+/* A try that failed for a reason that passes: etcd out of reach, slow (a
+ * request timed out), in trouble (5xx) or too busy (429), our lease gone
+ * (it ran out while etcd was slow: 404), every claim lost to nodes
+ * joining at the same time. Anything else (the name or the key held
+ * elsewhere, the network full, a refusal of etcd's) trying again would
+ * not change. */
+static bool join_transient(int ret)
+{
+    return unreachable(ret) || ret == -EBUSY || ret == -ENOENT || ret == -EAGAIN;
 }
 
 /* Our own candidates into self (cands.h); the observed one stays. */
@@ -657,9 +693,10 @@ static void read_candidates(struct registry *r, struct cluster_node *self)
 int registry_join(struct registry *r, struct cluster_node *self, char *err, size_t errlen)
 {
     char key_b64[KEY_B64_LEN];
-    struct scan s = { .r = r, .key = self->public_key, .key_b64 = key_b64, .name = self->name };
-    struct timespec start, now;
-    unsigned backoff = REGISTRY_BACKOFF_MIN_MS;
+    struct scan s = { .r = r, .key = self->public_key, .key_b64 = key_b64, .name = self->name,
+                      .timeout_ms = REGISTRY_TIMEOUT_MS };
+    unsigned backoff = REGISTRY_BACKOFF_MIN_MS, tries;
+    uint64_t deadline;
     int64_t lease = 0;
     int ret;
 
@@ -667,25 +704,49 @@ int registry_join(struct registry *r, struct cluster_node *self, char *err, size
                       sodium_base64_VARIANT_ORIGINAL);
     /* Before the loop runs: reading the interfaces may take its time. */
     read_candidates(r, self);
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    for (;;) {
+    deadline = mono_ms() + REGISTRY_JOIN_TIMEOUT_S * MS_PER_S;
+    for (tries = 1;; tries++) {
         err[0] = '\0';
-        ret = join_once(r, self, &s, &lease, err, errlen);
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if (!unreachable(ret) || now.tv_sec - start.tv_sec >= REGISTRY_JOIN_TIMEOUT_S)
+        ret = join_once(r, self, &s, &lease, deadline, err, errlen);
+        if (ret && !err[0])
+            snprintf(err, errlen, "registry: %s", ret == -ENOMEM ? "out of memory"
+                                                  : etcd_error(r->etcd)[0] ? etcd_error(r->etcd)
+                                                                          : strerror(-ret));
+        uint64_t now = mono_ms();
+        if (!ret || !join_transient(ret) || now >= deadline)
             break;
-        usleep(backoff * US_PER_MS);
+        /* The next try takes a fresh lease: this one may be gone, or run
+         * out before that try's claim. A record the failed try wrote after
+         * all (a request that timed out, done) is still ours: the next
+         * claim moves it to the new lease. The old lease is left to run
+         * out: revoking it would take that record away, and ask more of an
+         * etcd in trouble. */
+        lease = 0;
+        if (ret == -ETIMEDOUT)
+            s.timeout_ms = s.timeout_ms * 2 > REGISTRY_JOIN_REQUEST_MAX_MS
+                               ? REGISTRY_JOIN_REQUEST_MAX_MS : s.timeout_ms * 2;
+        /* Jittered: nodes that failed together do not come back together. */
+        unsigned wait = backoff / 2 + randombytes_uniform(backoff / 2 + 1);
+        if (wait > deadline - now)
+            wait = (unsigned)(deadline - now);
+        log_notice("%s; trying again in %u ms (try %u, up to %u s)", err, wait, tries + 1,
+                   REGISTRY_JOIN_TIMEOUT_S);
+        usleep(wait * US_PER_MS);
         backoff = backoff * 2 > REGISTRY_BACKOFF_MAX_MS ? REGISTRY_BACKOFF_MAX_MS : backoff * 2;
     }
+    etcd_set_timeout(r->etcd, REGISTRY_TIMEOUT_MS);
     free(s.taken);
     free(s.held);
     free(s.live);
     if (ret && lease)
         etcd_lease_revoke(r->etcd, lease);
-    if (ret && !err[0])
-        snprintf(err, errlen, "registry: %s", ret == -ENOMEM ? "out of memory"
-                                              : etcd_error(r->etcd)[0] ? etcd_error(r->etcd)
-                                                                      : strerror(-ret));
+    if (ret && join_transient(ret)) {
+        /* Out of time: say for how long, and the last reason. */
+        char last[256];
+        snprintf(last, sizeof(last), "%s", err + (strncmp(err, "registry: ", 10) ? 0 : 10));
+        snprintf(err, errlen, "registry: no join within %u s (%u tries); the last: %s",
+                 REGISTRY_JOIN_TIMEOUT_S, tries, last);
+    }
     if (ret == 0) {
         char addr[CLUSTER_HOST_MAX + 3];
         r->joined = true;
@@ -1001,14 +1062,6 @@ static int rejoin(struct registry *r, struct etcd *e)
     }
     atomic_store(&r->lease, lease);
     return 0;
-}
-
-static uint64_t mono_ms(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * MS_PER_S + (uint64_t)t.tv_nsec / NS_PER_MS;
 }
 
 /* The keeper's sleep: ms, or less when stopped, when news of where we

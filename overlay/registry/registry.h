@@ -34,6 +34,10 @@
 
 #define REGISTRY_TIMEOUT_MS     3000L     /* one request */
 #define REGISTRY_JOIN_TIMEOUT_S 60u       /* `up` waits this long for etcd */
+/* A join's request that timed out is given twice as long the next time,
+ * up to this: an etcd that answers every request late still lets a join
+ * through (a time-out throws away what etcd did for it). */
+#define REGISTRY_JOIN_REQUEST_MAX_MS 24000L
 #define REGISTRY_BACKOFF_MIN_MS 200u
 #define REGISTRY_BACKOFF_MAX_MS 5000u
 /* Our own candidates (cands.h): the interfaces read again this often (s),
@@ -59,10 +63,15 @@ void registry_free(struct registry *r);
 
 /* Joins as self (name, key, endpoint and port set; the address is
  * chosen and written to self->address, our candidates, read from the
- * interfaces, to self->candidates, put by the keeper later), trying for up to
- * REGISTRY_JOIN_TIMEOUT_S while etcd cannot be reached. 0, or -errno with
- * one line for a person in err: the name taken by another key, the key
- * registered under another name, the network full, etcd out of reach. */
+ * interfaces, to self->candidates, put by the keeper later). What passes
+ * is tried again, each time under a fresh lease, after a jittered backoff,
+ * for up to REGISTRY_JOIN_TIMEOUT_S in all, each time logged with why:
+ * etcd out of reach, slow, in trouble or too busy, our lease gone, every
+ * claim lost to nodes joining at once; a request that timed out gets
+ * twice as long the next time (REGISTRY_JOIN_REQUEST_MAX_MS at most). 0, or -errno with one line for a
+ * person in err: the name taken by another key, the key registered under
+ * another name, the network full, a refusal of etcd's, or no join within
+ * REGISTRY_JOIN_TIMEOUT_S (with the last reason). */
 int registry_join(struct registry *r, struct cluster_node *self, char *err, size_t errlen);
 
 /* A join made in another process -- the daemon joins in a child that has

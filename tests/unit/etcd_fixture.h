@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Test support: a real etcd for the tests that talk to one (test_etcd,
- * test_registry_flood). It owns the etcd process and its scratch
- * directory: etcd runs on loopback on random free ports with its data in
+ * test_registry_join, test_registry_flood). It owns the etcd process and
+ * its scratch directory: etcd runs on loopback on random free ports with its data in
  * /dev/shm (/tmp without it), and is killed and its directory removed on
  * every way out -- etcd_fixture_stop (the group's teardown), atexit,
  * SIGINT/SIGTERM/SIGHUP, and PR_SET_PDEATHSIG should the test die

@@ -10,8 +10,8 @@
  * (only over the expected value; never over a missing key), a prefix's
  * range (not its neighbours'), a missing key, delete, leases (grant,
  * keep-alive with TTL left, revoke: keep-alive then says 0 and the key
- * it held is gone; etcd's error for an unknown lease), the watch (a PUT
- * and a DELETE seen from a revision, history before the watch started,
+ * it held is gone; etcd's error for an unknown lease: -ENOENT), the watch
+ * (a PUT and a DELETE seen from a revision, history before the watch started,
  * the callback ending it with its value, the stop flag ending it with
  * -ECANCELED within a couple of seconds, a compacted revision giving
  * -ESTALE: compaction with etcdctl), and an endpoint list whose first
@@ -315,7 +315,7 @@ static void test_lease(void **state)
     assert_int_equal(etcd_lease_revoke(e, id2), 0);
     assert_null(get(e, "/t/lease/moved", &s));
     /* Revoking it again: etcd's error, said with the endpoint. */
-    assert_int_equal(etcd_lease_revoke(e, id), -EINVAL);
+    assert_int_equal(etcd_lease_revoke(e, id), -ENOENT);
     assert_non_null(strstr(etcd_error(e), etcd_fixture.url));
     assert_non_null(strstr(etcd_error(e), "lease not found"));
     /* A lease that was never granted. */
