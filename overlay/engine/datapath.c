@@ -23,16 +23,16 @@
  * segments of a flow are coalesced into super-packets that ddp0 takes in
  * one write each (writev pointing into the receive buffer: no copy). A
  * batch opened as one job has its TCP checksums verified there too
- * (crypto_pool.c), so that coalescing on the loop need not read it all.
+ * (crypto_job.c), so that coalescing need not read it all.
  *
  * Crypto works on whole buffers, never packet by packet: a super-packet's
  * segments are sealed, and a receive's datagrams to one keypair opened, as
  * one batch (transport_encrypt_batch, transport_decrypt_batch), whose
  * ChaCha20 runs 16 messages at once on AVX-512 (crypto/chacha_multi.h),
  * whose Poly1305 runs 8 at once with IFMA (crypto/poly1305_multi.h), and
- * whose opens check every tag before anything is decrypted. Inline on
- * the loop by default, on worker threads where there are cores to spare
- * (crypto_pool.h says why that shape). No allocation and no copy per
+ * whose opens check every tag before anything is decrypted. With shards,
+ * outside the engine lock on the shard that made the job (crypto_job.h,
+ * deferred.h); on one loop, inline. No allocation and no copy per
  * packet besides the one segmentation copy.
  *
  * Latency: after a packet that ends an idle spell the loop polls for a
@@ -54,7 +54,7 @@
 #include "overlay/engine/engine.h"
 #include "overlay/engine/icmp.h"
 #include "overlay/engine/timers.h"
-#include "overlay/loop/crypto_pool.h"
+#include "overlay/loop/crypto_job.h"
 #include "tun/ecn.h"
 
 #define IPV4_TOTLEN_OFF   2u
@@ -958,11 +958,6 @@ static void write_batch(struct device *dev, struct pkt *pkt, struct offload_pkt 
         struct tun_write *w = loop_tun_write_get(dev->loop);
         if (!w)
             break;
-        /* From the last member: offload_coalesce made the first one's
-         * header the merged run's, whose IP length exceeds its bytes. */
-        w->flow = loop_has_lanes(dev->loop) ? offload_flow_hash(plain[runs[r].last].data,
-                                                                plain[runs[r].last].len)
-                                            : 0;
         int iovcnt = offload_run_iov(plain, next, &runs[r], w->vnet, w->iov, PKT_MAX_SEGS + 1);
         if (iovcnt < 0) {
             loop_tun_write_put(dev->loop, w);

@@ -96,7 +96,7 @@ void busy_poll_yielded(struct busy_poll *bp, uint64_t now, uint64_t took_ns);
 /* Whether the loop should poll rather than sleep at now. */
 bool busy_poll_active(const struct busy_poll *bp, uint64_t now);
 /* The end of the current window (0 or a time past: none now): the loop
- * polls until then, and its readers with it (io_lanes.h). Without
+ * polls until then. Without
  * BUSY_POLL_ALWAYS, busy_poll_active is true exactly before it; with it,
  * the windows are BUSY_POLL_ALWAYS_WINDOW_US long and the loop polls
  * outside them too. */
