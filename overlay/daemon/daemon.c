@@ -1085,13 +1085,7 @@ static int start_registry(struct setup *s)
 }
 
 /* Shards (shard.h): DDPNET_SHARDS if set, else one per core the daemon
- * may run on, at most SHARDS_DEFAULT_MAX. Why that cap: every shard takes
- * the one engine lock twice a turn (shard.h), so past some count more
- * shards only queue on it; until the time it is held is measured on a
- * machine with that many cores (issue 58), the default stays where the
- * 16-core runs of the helper threads stopped gaining (bench/README.md,
- * "Shards by default"). More can still be asked for, up to SHARDS_MAX. */
-#define SHARDS_DEFAULT_MAX 8u
+ * may run on, at most SHARDS_DEFAULT_MAX (shard.h says why). */
 static unsigned shard_count(void)
 {
     long cores = usable_cores();

@@ -2,6 +2,9 @@
 /* Shards: the data path on several cores, each packet run to completion
  * on the core that read it, with no hand-off between threads.
  *
+ * The daemon's one design for many cores: by default one shard per core
+ * it may run on (its affinity mask), at most SHARDS_DEFAULT_MAX (below;
+ * DDPNET_SHARDS sets the count, 1 runs one loop with no lock).
  * A daemon with N shards has N event loops (loop.h), each on its own
  * thread, each with its own queue of ddp0 (a multi-queue TUN), its own UDP
  * socket per family (one SO_REUSEPORT group on the node's port) and its
@@ -61,6 +64,14 @@
 #include "overlay/loop/loop.h"
 
 #define SHARDS_MAX LOOP_CREW_MAX
+/* The default's cap. Every shard takes the one engine lock twice a turn,
+ * so past some count more shards only queue on it; until the time it is
+ * held is measured on a machine with that many cores (issue 58), the
+ * default stops at 8: on the 16-core machine the data path (then one
+ * loop and its helpers) gained nothing past 4 cores, and on 2 vCPUs 4
+ * shards carried 0.97-1.0x what 2 did (bench/README.md, "Shards by
+ * default"). More can still be asked for, up to SHARDS_MAX. */
+#define SHARDS_DEFAULT_MAX 8u
 
 struct shard;
 

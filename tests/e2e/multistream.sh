@@ -35,7 +35,8 @@
 #     says; ddp0's packet counters on a (sent) and b (received) count the
 #     flows' datagrams (and at most the few the kernel sends on its own);
 #     no drop counter of either daemon (replay, bad packet, bad source,
-#     no session, pool full, ...) moved, nor ddp0's drop/error counters;
+#     no session, pool full, ...; but queue_delay, queue management's
+#     own, below) moved, nor ddp0's drop/error counters;
 #  4. iperf3 -P 8 (TCP: GSO super-packets, many segments per job) a -> b
 #     at a capped rate: every stream moves data; a's TCP detected
 #     reordering (SACK, timestamps) at most TCP_REORDER_MAX times (the
@@ -195,7 +196,12 @@ for n in ("node-a", "node-b"):
         elif abs(w["tx"] - v["tx"]) > slack or abs(w["rx"] - v["rx"]) > slack:
             bad.append("%s: for %s, status says tx %d rx %d, wg show tx %d rx %d"
                        % (n, p, v["tx"], v["rx"], w["tx"], w["rx"]))
-    moved = {r: v for r, v in d[n]["drops"].items() if v}
+    # queue_delay: the daemon's own queue management (codel.h) gave up a
+    # packet of a queue that stood at its socket, a signal to TCP, not a
+    # fault of the data path; a loaded 2-vCPU machine starves 4 shards
+    # now and then in the uncapped phase (8 of 370,000 in one run). The
+    # UDP flows' own check still counts every datagram.
+    moved = {r: v for r, v in d[n]["drops"].items() if v and r != "queue_delay"}
     if moved:
         bad.append("%s: drop counters moved: %s" % (n, moved))
     dd = d[n]["ddp0"]
