@@ -65,12 +65,11 @@
 
 #define SHARDS_MAX LOOP_CREW_MAX
 /* The default's cap. Every shard takes the one engine lock twice a turn,
- * so past some count more shards only queue on it; until the time it is
- * held is measured on a machine with that many cores (issue 58), the
- * default stops at 8: on the 16-core machine the data path (then one
- * loop and its helpers) gained nothing past 4 cores, and on 2 vCPUs 4
- * shards carried 0.97-1.0x what 2 did (bench/README.md, "Shards by
- * default"). More can still be asked for, up to SHARDS_MAX. */
+ * so past some count more shards only queue on it, and that count is not
+ * measured yet (issue 58). 8 is what issue 45's 16-core targets were set
+ * for (bench/device-run.sh), and it leaves the rest of a large node's
+ * cores to the training job (bench/README.md, "Shards by default"). More
+ * can still be asked for, up to SHARDS_MAX. */
 #define SHARDS_DEFAULT_MAX 8u
 
 struct shard;
