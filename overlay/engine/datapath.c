@@ -313,17 +313,19 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
     send_batch(p, &pkt, 1, now);
 }
 
-/* Work of at most this many bytes is done on the loop's thread when no
- * job is in flight, workers or not: handing it to a worker and taking it
- * back costs two thread wake-ups, more than sealing a ping, a TCP ACK or
- * a message of a few KiB takes (bench/README.md has the figures). It must stay below a bulk flow's super-packets
- * (up to 44 x 1420 bytes): those go to the workers and keep them busy, and
- * while they are, small packets go there too, behind them. */
+/* Work of at most this many bytes is done at once, in the handler, when
+ * no job is in flight. Chosen when jobs went to crypto worker threads
+ * (gone since issue 58), where handing one over and taking it back cost
+ * two thread wake-ups, more than sealing a ping, a TCP ACK or a message
+ * of a few KiB takes (bench/README.md has the figures); with shards such
+ * work is done under the engine lock. It must stay below a bulk flow's
+ * super-packets (up to 44 x 1420 bytes): those are deferred, and while
+ * they are, small packets are too, behind them. */
 #define DATAPATH_INLINE_BYTES (16u * 1024u)
 
 /* Where a crypto job on `bytes` bytes is filled in: local, for running
- * here, when it is small and nothing waits on the workers (so order is
- * kept) or when there are no workers; else a worker's slot. */
+ * here, when it is small and no job is in flight (so order is kept) or on
+ * one loop; else a deferred slot (shards). */
 static struct crypto_job *job_slot(struct device *dev, struct crypto_job *local, size_t bytes,
                                    uint64_t now)
 {
@@ -335,8 +337,9 @@ static struct crypto_job *job_slot(struct device *dev, struct crypto_job *local,
     return job ? job : local;
 }
 
-/* Hands a filled-in job to the workers (the loop takes it back in order:
- * datapath_crypto_done), or runs it here and finishes it at once. */
+/* Defers a filled-in job (the loop runs it after the handlers and
+ * finishes it in order: datapath_crypto_done), or runs it here and
+ * finishes it at once. */
 static void job_start(struct device *dev, struct crypto_job *job, const struct crypto_job *local,
                       uint64_t now)
 {
@@ -367,8 +370,8 @@ static bool shard_bytes(const struct peer *p, const struct noise_keypair *kp,
     return true;
 }
 
-/* Seals every segment of pkt, on a crypto worker or here (job_start). The
- * counters are taken now, on the loop's thread. */
+/* Seals every segment of pkt, deferred or here (job_start). The
+ * counters are taken now, in the handler. */
 bool datapath_seal(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
                    uint32_t pad_limit, uint64_t now)
 {
@@ -1083,10 +1086,10 @@ static uint32_t rx_datagram(struct device *dev, struct rx_batch *b, uint32_t off
     return seg_size;
 }
 
-/* A receive opened here, datagram by datagram: after the receives the
- * workers still hold, to keep order. Not after their seals: a relayed
+/* A receive opened here, datagram by datagram: after the receives
+ * still deferred, to keep order. Not after the seals: a relayed
  * stream's sender gets its ACKs in frames, opened here, while its data
- * is sealed on the workers, and would wait on every one of them. */
+ * is sealed in deferred jobs, and would wait on every one of them. */
 static void open_here(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
 {
     struct rx_batch b;

@@ -6,7 +6,7 @@
 # private /etc without it, on any machine), with no shell and no home -- in
 # its own group, without supplementary groups, with no capability in any
 # set (the bounding set too) and no_new_privs, after a session has carried
-# traffic (so that the workers have all started); the daemon is not
+# traffic (so that io_uring's workers have started); the daemon is not
 # dumpable. Issue 27: the same for a daemon started with CAP_NET_ADMIN
 # alone (not root): every thread without capabilities and with
 # no_new_privs; and each node's DNS server is silent, so that a lookup
