@@ -78,7 +78,7 @@ ASAN_TESTS  := $(UNIT_TESTS:tests/unit/%.c=build/asan/unit/%)
 # The tests whose threads share state (shards, their crypto jobs, the
 # crypto workers, the I/O lanes) again under ThreadSanitizer.
 TSAN_LIB    := build/tsan/libddpnet.a
-TSAN_TESTS  := $(patsubst %,build/tsan/unit/%,test_shard test_deferred test_crypto_pool test_io_lanes)
+TSAN_TESTS  := $(patsubst %,build/tsan/unit/%,test_shard test_deferred)
 FUZZERS     := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/bin/%)
 
 # What `make`, `make install` and `make deb` need (make deps): the
@@ -105,7 +105,7 @@ TEST_DEB_PKGS := clang libcmocka-dev \
                  systemd-container debootstrap podman runc
 
 .PHONY: all deps deps-test unit unit-plain unit-asan unit-tsan test fuzz fuzz-smoke clean check-layers
-.PHONY: e2e e2e-shards demo install
+.PHONY: e2e demo install
 .DELETE_ON_ERROR:
 
 all: bin/ddpnet
@@ -266,20 +266,12 @@ build/tools/%: build/plain/tests/e2e/tools/%.o $(PLAIN_LIB)
 
 # Each script in tests/e2e under a time limit, E2E_JOBS of them side by
 # side (tests/e2e/run.sh: a script that needs the machine to itself says
-# so); skips itself (exit 77) where it cannot run. The scripts that carry
-# data run again with the data path on shards (overlay/loop/shard.h)
-# forced on: 2 of them, whatever the cores (multistream then runs 4 and
-# checks them: order, counters, drops); `make e2e-shards` runs only those.
+# so); skips itself (exit 77) where it cannot run. Once, on the daemon's
+# default: shards, one per core (overlay/loop/shard.h); the scripts that
+# must cover one loop pin DDPNET_SHARDS=1 themselves.
 E2E_JOBS ?= 3
-E2E_SHARDS_SCRIPTS := three_nodes interop multistream nat_traversal path_mtu roaming reload \
-                      torch torch_hostnames drops queue_management long_path mesh16 metrics registry registry_nat \
-                      registry_authority authority authority_holds probation_fill quickstart
 e2e: bin/ddpnet $(E2E_TOOLS)
-	$(Q)E2E_JOBS=$(E2E_JOBS) E2E_SHARDS="$(E2E_SHARDS_SCRIPTS)" tests/e2e/run.sh
-
-e2e-shards: bin/ddpnet $(E2E_TOOLS)
-	$(Q)E2E_JOBS=$(E2E_JOBS) E2E_PLAIN=0 E2E_SHARDS="$(E2E_SHARDS_SCRIPTS)" \
-	  tests/e2e/run.sh $(patsubst %,tests/e2e/%.sh,$(E2E_SHARDS_SCRIPTS))
+	$(Q)E2E_JOBS=$(E2E_JOBS) tests/e2e/run.sh
 
 # deps-test first, so the build and the demo find what they need.
 demo: deps-test

@@ -13,12 +13,11 @@
 #   relay      three nodes: one stream and ping m1 -> m2 over ddp0, direct
 #              and through m3; the relay's CPU per GB forwarded (mesh.sh)
 #   aead       the AEAD floor (build/bench/aead_bench)
-#   shards     two nodes: one thread inline, the helpers (a crypto worker,
-#              an I/O lane, readers) and DDPNET_SHARDS=2, 1 and 4 streams,
-#              CPU per GB and each daemon's busiest thread (shards.sh)
+#   shards     two nodes: one thread inline (DDPNET_SHARDS=1) and
+#              DDPNET_SHARDS=2, 1 and 4 streams, CPU per GB and each
+#              daemon's busiest thread (shards.sh)
 #   cores      two nodes, only when asked for: each daemon confined to N
-#              cores (taskset; N shards, or N-1 crypto workers: the
-#              modes of BENCH_CORES_MODE), iperf3 -P 4 and -P 8, Gbit/s
+#              cores (taskset; N shards), iperf3 -P 4 and -P 8, Gbit/s
 #              and CPU per GB per N beside the bare veth (cores.sh)
 #   wan        two nodes behind a router that delays and limits, only when
 #              asked for and not with pair or cores: long fat paths, bare
@@ -142,7 +141,7 @@ bench_contenders() {
         C_NAME+=("ddpnet-bp-$item") C_KIND+=(ddpnet) C_BIN+=("busy-poll=$item")
     done
     # BENCH_DDPNET_VARIANTS="NAME:VAR=VALUE,... ...": ddpnet again with
-    # those variables in its environment (DDPNET_IO_LANES=0, ...; DDPNET=
+    # those variables in its environment (DDPNET_SHARDS=1, ...; DDPNET=
     # PATH runs another build), as contenders ddpnet-NAME.
     for item in ${BENCH_DDPNET_VARIANTS:-}; do
         name=${item%%:*}

@@ -12,15 +12,12 @@
 #                         (Nmax: the largest N measured), and for veth
 #
 # Each daemon is started under `taskset -c` (its threads and io_uring's
-# inherit the mask), in each mode of BENCH_CORES_MODE (default shards; both,
-# "shards workers", interleaved in each round, N by N):
-#   shards   DDPNET_SHARDS=N, no crypto worker, no I/O lane: N event loops,
-#            each packet run to completion on one (overlay/loop/shard.h);
-#            N=1 is one thread inline
-#   workers  DDPNET_SHARDS=1, DDPNET_CRYPTO_THREADS=N-1: one core for the
-#            event loop, the others for crypto workers (N=1: none, all
-#            inline), I/O lanes as the daemon picks them: the design before
-#            shards
+# inherit the mask), in the one mode of BENCH_CORES_MODE:
+#   shards   DDPNET_SHARDS=N: N event loops, each packet run to completion
+#            on one (overlay/loop/shard.h); N=1 is one thread inline
+# (Mode `workers`, one loop and N-1 crypto workers, went with the workers
+# in issue 58; the lanes' and workers' columns below stay, at 0, so that
+# the rows of earlier runs still read.)
 # Per N, mode and round: iperf3 -P S a -> b over ddp0 for each S of
 # BENCH_CORES_STREAMS (default "4 8"), the receiver's rate, both daemons'
 # CPU per GB and the share of a core each daemon's threads took: its main
@@ -59,7 +56,9 @@ cores_config() {
     [ -n "${BENCH_CORES//[, ]/}" ] || usage_error "BENCH_CORES is empty"
     CORES_MODES=()
     for m in ${BENCH_CORES_MODE//,/ }; do
-        case "$m" in shards|workers) ;; *) usage_error "BENCH_CORES_MODE: '$m' is not shards or workers" ;; esac
+        case "$m" in shards) ;;
+        workers) usage_error "BENCH_CORES_MODE: workers: the crypto workers are gone (issue 58)" ;;
+        *) usage_error "BENCH_CORES_MODE: '$m' is not shards" ;; esac
         case " ${CORES_MODES[*]} " in *" $m "*) ;; *) CORES_MODES+=("$m") ;; esac
     done
     [ ${#CORES_MODES[@]} -gt 0 ] || usage_error "BENCH_CORES_MODE is empty"
@@ -261,8 +260,7 @@ cores_veth() {
 # cores_env MODE N: the daemons' environment in that mode at N cores.
 cores_env() {
     case "$1" in
-    shards)  echo "DDPNET_SHARDS=$2 DDPNET_CRYPTO_THREADS=0 DDPNET_IO_LANES=0 DDPNET_IO_READERS=0" ;;
-    workers) echo "DDPNET_SHARDS=1 DDPNET_CRYPTO_THREADS=$(( $2 - 1 ))" ;;
+    shards)  echo "DDPNET_SHARDS=$2" ;;
     esac
 }
 

@@ -38,14 +38,14 @@
 # 4. Issue 45's 16-core targets are measured on the configuration we would
 #    ship for 16 cores: the pair and allreduce (and relay) parts run the
 #    daemons with DDPNET_SHARDS=$DEVRUN_SHARDS (default 8; through
-#    BENCH_DDPNET_ENV, unless it is set; DEVRUN_SHARDS=1: the one loop with
-#    workers and lanes, as before shards). 8 because the pair testbed puts
+#    BENCH_DDPNET_ENV, unless it is set; DEVRUN_SHARDS=1: one loop; since
+#    issue 58 8 is also the default a daemon picks on 16 cores, at most 8,
+#    overlay/loop/shard.h). 8 because the pair testbed puts
 #    both daemons on one machine: 8 loops each is one per CPU for the two
 #    together, the most that does not oversubscribe 16 cores, it gives each
 #    of the 8 streams a queue of its own, and it is the cores part's largest
 #    N, so both parts measure the same daemon. The cores part runs in shards
-#    mode (BENCH_CORES_MODE=shards; "shards workers" adds the design before
-#    shards, about 70 s more) with BENCH_CORES_FORCE=1 (N=8 takes all 16
+#    mode (BENCH_CORES_MODE=shards, its only one) with BENCH_CORES_FORCE=1 (N=8 takes all 16
 #    CPUs, so iperf3 shares them there; N=1, 2 and 4 keep it on CPUs of its
 #    own) and 8 streams only (BENCH_CORES_STREAMS=8: the doubling target is
 #    judged on 8 streams). At the end, "=== issue 45, 16-core targets ===":
@@ -68,7 +68,7 @@ export BENCH_ONLY=${BENCH_ONLY:-pair cores allreduce}
 export BENCH_CORES_MODE=${BENCH_CORES_MODE:-shards} BENCH_CORES_FORCE=${BENCH_CORES_FORCE:-1}
 export BENCH_CORES_STREAMS=${BENCH_CORES_STREAMS:-8}
 # The daemons of pair, allreduce and relay: sharded (see the header, 4.).
-if [ -z "${BENCH_DDPNET_ENV:-}" ] && [ "$DEVRUN_SHARDS" != 1 ]; then
+if [ -z "${BENCH_DDPNET_ENV:-}" ]; then
     export BENCH_DDPNET_ENV="DDPNET_SHARDS=$DEVRUN_SHARDS"
 fi
 if [ "${BENCH_QUICK:-0}" != 1 ]; then
@@ -349,7 +349,7 @@ main() {
     probe | tee "$OUT/probe.txt"
     say "probe: $(( SECONDS - t )) s"
     parts=${BENCH_ONLY//,/ }
-    say "ddpnet's daemons in pair and allreduce: ${BENCH_DDPNET_ENV:-the defaults (DEVRUN_SHARDS=1)}; cores: BENCH_CORES_MODE=$BENCH_CORES_MODE BENCH_CORES_FORCE=$BENCH_CORES_FORCE BENCH_CORES_STREAMS=$BENCH_CORES_STREAMS"
+    say "ddpnet's daemons in pair and allreduce: ${BENCH_DDPNET_ENV:-the defaults}; cores: BENCH_CORES_MODE=$BENCH_CORES_MODE BENCH_CORES_FORCE=$BENCH_CORES_FORCE BENCH_CORES_STREAMS=$BENCH_CORES_STREAMS"
     for part in $parts; do
         est=$(part_estimate "$part")
         plan="$plan, $part ${est:-?} s" total=$(( total + ${est:-0} ))

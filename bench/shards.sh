@@ -4,16 +4,14 @@
 # the inline one-thread daemon, in the same rounds (issue 45).
 #
 # On the two-node testbed of lib.sh, per round, for each contender:
-#   inline    DDPNET_SHARDS=1, no crypto worker, no I/O lane: one thread
-#             does everything (the reference)
-#   helpers   DDPNET_SHARDS=1 with one crypto worker and one I/O lane and
-#             the readers forced on: the design before shards, whose
-#             packets cross threads
+#   inline    DDPNET_SHARDS=1: one thread does everything (the reference)
 #   shards    DDPNET_SHARDS=$BENCH_SHARDS (default 2): each shard reads,
 #             seals or opens, and writes its own packets (overlay/loop/shard.h),
 #             idle shards helping a busy one with its crypto (deferred.h)
 #   alone     the same with DDPNET_SHARD_HELP=0: each shard runs only its
 #             own crypto (what the help buys)
+# (The helpers, crypto workers and I/O lanes on one loop, were a contender
+# until issue 58 removed them: 1.65x inline's CPU per GB, bench/README.md.)
 # iperf3 a -> b with 1 and with $BENCH_SHARDS_STREAMS (default 4) streams:
 # the receiver's rate, both daemons' CPU seconds per GB (every thread,
 # io_uring's workers included: /proc/PID/stat), and for each daemon the
@@ -26,7 +24,7 @@
 #   shards, 1 stream: no thread of a daemon above 0.85 of its CPU.
 
 SHARDS_TSV=""
-SHARDS_CONTENDERS=(inline helpers shards alone)
+SHARDS_CONTENDERS=(inline shards alone)
 
 shards_config() {
     BENCH_SHARDS=${BENCH_SHARDS:-2}
@@ -40,8 +38,7 @@ shards_config() {
 # shards_env CONTENDER: the daemons' environment for it.
 shards_env() {
     case "$1" in
-    inline)  echo "DDPNET_SHARDS=1 DDPNET_CRYPTO_THREADS=0 DDPNET_IO_LANES=0 DDPNET_IO_READERS=0" ;;
-    helpers) echo "DDPNET_SHARDS=1 DDPNET_CRYPTO_THREADS=1 DDPNET_IO_LANES=1 DDPNET_IO_READERS=1" ;;
+    inline)  echo "DDPNET_SHARDS=1" ;;
     shards)  echo "DDPNET_SHARDS=$BENCH_SHARDS" ;;
     alone)   echo "DDPNET_SHARDS=$BENCH_SHARDS DDPNET_SHARD_HELP=0" ;;
     esac
@@ -139,10 +136,10 @@ def med(c, s, key):
     return statistics.median(vals) if vals else None
 
 print()
-print("Shards (issue 45): %s shards beside one thread inline and the helpers, "
+print("Shards (issue 45): %s shards beside one thread inline, "
       "medians of %d rounds" % (shards, len({r["round"] for r in rows})))
 print("%-9s %7s %9s %11s %12s %12s" % ("", "streams", "Gbit/s", "CPU-s/GB", "busiest a", "busiest b"))
-for c in ("inline", "helpers", "shards", "alone"):
+for c in ("inline", "shards", "alone"):
     for s in ("1", streams):
         print("%-9s %7s %9s %11s %12s %12s" % (c, s, fmt(med(c, s, "gbps")), fmt(med(c, s, "cpu_s_per_gb")),
               fmt(med(c, s, "busiest_a"), "%.2f"), fmt(med(c, s, "busiest_b"), "%.2f")))
@@ -152,10 +149,10 @@ def target(text, value, ok):
     results.append(status)
     print("TARGET %s: %s %s" % (text, value, status))
 
-inl, sh, hp = (med(c, streams, "cpu_s_per_gb") for c in ("inline", "shards", "helpers"))
+inl, sh = (med(c, streams, "cpu_s_per_gb") for c in ("inline", "shards"))
 r = sh / inl if sh and inl else None
 target("%s shards, %s streams: CPU-s/GB <= 1.15x inline" % (shards, streams),
-       "%s vs %s (%s; helpers %s)" % (fmt(sh), fmt(inl), times(r), times(hp / inl if hp and inl else None)),
+       "%s vs %s (%s)" % (fmt(sh), fmt(inl), times(r)),
        None if r is None else r <= 1.15)
 ba, bb = med("shards", streams, "busiest_a"), med("shards", streams, "busiest_b")
 worst = max(v for v in (ba, bb) if v is not None) if (ba is not None or bb is not None) else None

@@ -74,7 +74,7 @@ ddp_cluster() {
 }
 
 # DDP_UP_PREFIX_a, DDP_UP_PREFIX_b: words run before `ddpnet up` in that
-# node, inherited by its daemon (cores.sh: `env DDPNET_CRYPTO_THREADS=...
+# node, inherited by its daemon (cores.sh: `env DDPNET_SHARDS=...
 # taskset -c ...`); empty, as for every other part, runs it as it is.
 DDP_UP_PREFIX_a="" DDP_UP_PREFIX_b=""
 # DDP_UP_ENV: VAR=VALUE words put in both daemons' environment before a

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "overlay/base/endpoint.h"
-#include "overlay/base/hash.h"
 
 int endpoint_format(const union endpoint *e, char *buf, size_t len)
 {
@@ -23,16 +22,6 @@ int endpoint_format(const union endpoint *e, char *buf, size_t len)
         n = snprintf(buf, len, "(none)");
     }
     return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
-}
-
-uint32_t endpoint_hash(const union endpoint *e)
-{
-    bool v6 = e->sa.sa_family == AF_INET6;
-    const uint8_t *addr = v6 ? e->in6.sin6_addr.s6_addr : (const uint8_t *)&e->in4.sin_addr;
-    const uint8_t *port = (const uint8_t *)(v6 ? &e->in6.sin6_port : &e->in4.sin_port);
-    uint32_t h = hash_fnv1a(HASH_FNV_BASIS, addr, v6 ? 16u : 4u);
-
-    return hash_mix(hash_fnv1a(h, port, 2));
 }
 
 bool endpoint_equal(const union endpoint *a, const union endpoint *b)

@@ -27,9 +27,5 @@ static inline socklen_t endpoint_sockaddr_len(const union endpoint *e)
 int endpoint_format(const union endpoint *e, char *buf, size_t len);
 /* The same family, address and port (and IPv6 scope). */
 bool endpoint_equal(const union endpoint *a, const union endpoint *b);
-/* A hash of the address and port, the same for endpoints endpoint_equal
- * calls equal, whose low bits depend on every byte (work spread by it
- * modulo a small count uses them). Not keyed: it picks a thread. */
-uint32_t endpoint_hash(const union endpoint *e);
 
 #endif

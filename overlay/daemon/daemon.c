@@ -721,7 +721,7 @@ static struct passwd *daemon_user(struct setup *s)
  * (as root, the bounding set emptied too), unable to regain them, and not
  * dumpable (no core with keys in it). Capabilities and no_new_privs are
  * per thread: no other thread exists before this (the FQDN lookup runs in
- * a child process); every thread -- crypto workers, the resolver's, the
+ * a child process); every thread -- the shards', the resolver's, the
  * registry's -- starts after it and is born the same. */
 static int drop_privileges(struct setup *s)
 {
@@ -748,9 +748,9 @@ static void report_ready(struct setup *s)
     char addr[INET6_ADDRSTRLEN];
 
     cluster_addr_format(&s->dev.self->address, addr, sizeof(addr));
-    log_notice("%s up: %s/%u, node %s, %zu peers, UDP port %u, mtu %u, %u crypto threads",
+    log_notice("%s up: %s/%u, node %s, %zu peers, UDP port %u, mtu %u, %u shards",
              s->dev.ifname, addr, s->dev.cluster.prefix, s->dev.self->name, s->dev.n_peers,
-             s->dev.listen_port, s->dev.mtu, s->loop.crypto.n_threads);
+             s->dev.listen_port, s->dev.mtu, s->shards.n);
     char status[256];
     snprintf(status, sizeof(status), "READY=1\nSTATUS=%s up: %s/%u, node %s, %zu peers",
              s->dev.ifname, addr, s->dev.cluster.prefix, s->dev.self->name, s->dev.n_peers);
@@ -778,34 +778,6 @@ static long usable_cores(void)
     return sysconf(_SC_NPROCESSORS_ONLN);
 }
 
-
-/* Crypto workers: DDPNET_CRYPTO_THREADS if set, else one per core beyond
- * the two that the loop and the kernel's network stack keep busy (on two
- * cores inline crypto is faster: crypto_pool.h, bench/README.md). */
-#define CRYPTO_THREADS_MAX 8
-static unsigned crypto_threads(void)
-{
-    long cores = usable_cores();
-    unsigned fallback = 0;
-
-    if (cores > 2)
-        fallback = cores - 2 > CRYPTO_THREADS_MAX ? CRYPTO_THREADS_MAX : (unsigned)(cores - 2);
-    return unsigned_from_env("DDPNET_CRYPTO_THREADS", fallback);
-}
-
-
-/* I/O lanes (io_lanes.h): DDPNET_IO_LANES if set, else one per 4 cores,
- * at most IO_LANES_DEFAULT. None below 4 cores: a lane's wake-ups then
- * cost more than the calls it takes off the loop (bench/README.md). */
-#define IO_LANES_DEFAULT 4
-#define CORES_PER_LANE   4
-static unsigned io_lanes(void)
-{
-    long per = usable_cores() / CORES_PER_LANE;
-    unsigned fallback = per > IO_LANES_DEFAULT ? IO_LANES_DEFAULT : (unsigned)(per > 0 ? per : 0);
-
-    return unsigned_from_env("DDPNET_IO_LANES", fallback);
-}
 
 /* The kernel's MTU towards an underlay address: its route's, lowered by
  * the ICMP "fragmentation needed" / "packet too big" it received about
@@ -1120,11 +1092,13 @@ static int start_registry(struct setup *s)
     return ret ? fail(s, ret, "registry: cannot start its threads: %s", strerror(-ret)) : 0;
 }
 
-/* Shards (shard.h): DDPNET_SHARDS if set, else 1 (the engine on one loop,
- * with crypto workers and I/O lanes where there are cores to spare). */
+/* Shards (shard.h): DDPNET_SHARDS if set, else one per core the daemon
+ * may run on, at most SHARDS_DEFAULT_MAX (shard.h says why). */
 static unsigned shard_count(void)
 {
-    unsigned n = unsigned_from_env("DDPNET_SHARDS", 1);
+    long cores = usable_cores();
+    unsigned fallback = cores < 1 ? 1 : cores > SHARDS_DEFAULT_MAX ? SHARDS_DEFAULT_MAX : (unsigned)cores;
+    unsigned n = unsigned_from_env("DDPNET_SHARDS", fallback);
 
     return n < 1 ? 1 : n;
 }
@@ -1192,19 +1166,8 @@ static int setup_all(struct setup *s)
     open_route_queries(s);
     if ((ret = write_hosts(s)) || (ret = write_state(s)) || (ret = drop_privileges(s)))
         return ret;
-    /* After the drop: threads are born with what their creator has.
-     * Shards seal and open on their own threads, and make their own
-     * sends and writes: no workers, no lanes. */
-    bool sharded = s->shards.n > 1;
-    if ((ret = loop_start_crypto(&s->loop, sharded ? 0 : crypto_threads())))
-        return fail(s, ret, "crypto workers: %s", strerror(-ret));
-    /* Readers, a lane per fd the loop reads (loop.h): wherever there are
-     * lanes, unless DDPNET_IO_READERS=0 (1: also without lanes). */
-    unsigned lanes = sharded ? 0 : io_lanes();
-    bool readers = !sharded && unsigned_from_env("DDPNET_IO_READERS", lanes > 0) > 0;
-    if ((ret = loop_start_lanes(&s->loop, lanes, readers)))
-        return fail(s, ret, "I/O lanes (DDPNET_IO_LANES, at most %u): %s", IO_LANES_MAX,
-                    strerror(-ret));
+    /* After the drop: threads are born with what their creator has (the
+     * shards start later: start_shards). */
     if ((ret = resolver_start(s->dev.resolver, RESOLVER_THREADS)))
         return fail(s, ret, "resolver threads: %s", strerror(-ret));
     if ((ret = start_hosts_writer(s)))

@@ -23,16 +23,16 @@
  * segments of a flow are coalesced into super-packets that ddp0 takes in
  * one write each (writev pointing into the receive buffer: no copy). A
  * batch opened as one job has its TCP checksums verified there too
- * (crypto_pool.c), so that coalescing on the loop need not read it all.
+ * (crypto_job.c), so that coalescing need not read it all.
  *
  * Crypto works on whole buffers, never packet by packet: a super-packet's
  * segments are sealed, and a receive's datagrams to one keypair opened, as
  * one batch (transport_encrypt_batch, transport_decrypt_batch), whose
  * ChaCha20 runs 16 messages at once on AVX-512 (crypto/chacha_multi.h),
  * whose Poly1305 runs 8 at once with IFMA (crypto/poly1305_multi.h), and
- * whose opens check every tag before anything is decrypted. Inline on
- * the loop by default, on worker threads where there are cores to spare
- * (crypto_pool.h says why that shape). No allocation and no copy per
+ * whose opens check every tag before anything is decrypted. With shards,
+ * outside the engine lock on the shard that made the job (crypto_job.h,
+ * deferred.h); on one loop, inline. No allocation and no copy per
  * packet besides the one segmentation copy.
  *
  * Latency: after a packet that ends an idle spell the loop polls for a
@@ -54,7 +54,7 @@
 #include "overlay/engine/engine.h"
 #include "overlay/engine/icmp.h"
 #include "overlay/engine/timers.h"
-#include "overlay/loop/crypto_pool.h"
+#include "overlay/loop/crypto_job.h"
 #include "tun/ecn.h"
 
 #define IPV4_TOTLEN_OFF   2u
@@ -313,17 +313,19 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
     send_batch(p, &pkt, 1, now);
 }
 
-/* Work of at most this many bytes is done on the loop's thread when no
- * job is in flight, workers or not: handing it to a worker and taking it
- * back costs two thread wake-ups, more than sealing a ping, a TCP ACK or
- * a message of a few KiB takes (bench/README.md has the figures). It must stay below a bulk flow's super-packets
- * (up to 44 x 1420 bytes): those go to the workers and keep them busy, and
- * while they are, small packets go there too, behind them. */
+/* Work of at most this many bytes is done at once, in the handler, when
+ * no job is in flight. Chosen when jobs went to crypto worker threads
+ * (gone since issue 58), where handing one over and taking it back cost
+ * two thread wake-ups, more than sealing a ping, a TCP ACK or a message
+ * of a few KiB takes (bench/README.md has the figures); with shards such
+ * work is done under the engine lock. It must stay below a bulk flow's
+ * super-packets (up to 44 x 1420 bytes): those are deferred, and while
+ * they are, small packets are too, behind them. */
 #define DATAPATH_INLINE_BYTES (16u * 1024u)
 
 /* Where a crypto job on `bytes` bytes is filled in: local, for running
- * here, when it is small and nothing waits on the workers (so order is
- * kept) or when there are no workers; else a worker's slot. */
+ * here, when it is small and no job is in flight (so order is kept) or on
+ * one loop; else a deferred slot (shards). */
 static struct crypto_job *job_slot(struct device *dev, struct crypto_job *local, size_t bytes,
                                    uint64_t now)
 {
@@ -335,8 +337,9 @@ static struct crypto_job *job_slot(struct device *dev, struct crypto_job *local,
     return job ? job : local;
 }
 
-/* Hands a filled-in job to the workers (the loop takes it back in order:
- * datapath_crypto_done), or runs it here and finishes it at once. */
+/* Defers a filled-in job (the loop runs it after the handlers and
+ * finishes it in order: datapath_crypto_done), or runs it here and
+ * finishes it at once. */
 static void job_start(struct device *dev, struct crypto_job *job, const struct crypto_job *local,
                       uint64_t now)
 {
@@ -367,8 +370,8 @@ static bool shard_bytes(const struct peer *p, const struct noise_keypair *kp,
     return true;
 }
 
-/* Seals every segment of pkt, on a crypto worker or here (job_start). The
- * counters are taken now, on the loop's thread. */
+/* Seals every segment of pkt, deferred or here (job_start). The
+ * counters are taken now, in the handler. */
 bool datapath_seal(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
                    uint32_t pad_limit, uint64_t now)
 {
@@ -973,11 +976,6 @@ static void write_batch(struct device *dev, struct pkt *pkt, struct offload_pkt 
         struct tun_write *w = loop_tun_write_get(dev->loop);
         if (!w)
             break;
-        /* From the last member: offload_coalesce made the first one's
-         * header the merged run's, whose IP length exceeds its bytes. */
-        w->flow = loop_has_lanes(dev->loop) ? offload_flow_hash(plain[runs[r].last].data,
-                                                                plain[runs[r].last].len)
-                                            : 0;
         int iovcnt = offload_run_iov(plain, next, &runs[r], w->vnet, w->iov, PKT_MAX_SEGS + 1);
         if (iovcnt < 0) {
             loop_tun_write_put(dev->loop, w);
@@ -1103,10 +1101,10 @@ static uint32_t rx_datagram(struct device *dev, struct rx_batch *b, uint32_t off
     return seg_size;
 }
 
-/* A receive opened here, datagram by datagram: after the receives the
- * workers still hold, to keep order. Not after their seals: a relayed
+/* A receive opened here, datagram by datagram: after the receives
+ * still deferred, to keep order. Not after the seals: a relayed
  * stream's sender gets its ACKs in frames, opened here, while its data
- * is sealed on the workers, and would wait on every one of them. */
+ * is sealed in deferred jobs, and would wait on every one of them. */
 static void open_here(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now)
 {
     struct rx_batch b;

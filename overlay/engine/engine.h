@@ -85,7 +85,7 @@ bool datapath_seal(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
                    uint32_t pad_limit, uint64_t now);
 void datapath_send_keepalive(struct peer *p, uint64_t now);
 
-/* Takes back a job the crypto workers finished (in submission order). */
+/* Finishes a crypto job that ran (deferred.h; in submission order). */
 struct crypto_job;
 void datapath_crypto_done(struct device *dev, struct crypto_job *job, uint64_t now);
 

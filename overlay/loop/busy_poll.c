@@ -7,8 +7,7 @@
 void busy_poll_init(struct busy_poll *bp, unsigned window_us)
 {
     if (window_us == BUSY_POLL_ALWAYS)
-        *bp = (struct busy_poll){ .always = true,
-                                  .window_ns = BUSY_POLL_ALWAYS_WINDOW_US * NS_PER_US };
+        *bp = (struct busy_poll){ .always = true };   /* no windows: it polls anyway */
     else
         *bp = (struct busy_poll){ .window_ns = window_us * NS_PER_US };
 }
@@ -115,9 +114,4 @@ void busy_poll_yielded(struct busy_poll *bp, uint64_t now, uint64_t took_ns)
 bool busy_poll_active(const struct busy_poll *bp, uint64_t now)
 {
     return bp->always || now < bp->until;
-}
-
-uint64_t busy_poll_window_end(const struct busy_poll *bp)
-{
-    return bp->until;
 }

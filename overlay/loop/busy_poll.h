@@ -60,11 +60,6 @@
  * takes a core (yielding it on every empty poll) for the round trip of a
  * daemon that is never woken. */
 #define BUSY_POLL_ALWAYS      65535u
-/* Under BUSY_POLL_ALWAYS the loop never sleeps, but its readers poll only
- * in windows of this many microseconds (the old default busy-poll's): a
- * reader per file polling all the time would take a core each, all of a
- * 4-core machine with the loop. */
-#define BUSY_POLL_ALWAYS_WINDOW_US 300u
 
 struct busy_poll {
     uint64_t window_ns;      /* from the cluster file's busy-poll; 0 = never */
@@ -95,11 +90,5 @@ void busy_poll_unawaited(struct busy_poll *bp);
 void busy_poll_yielded(struct busy_poll *bp, uint64_t now, uint64_t took_ns);
 /* Whether the loop should poll rather than sleep at now. */
 bool busy_poll_active(const struct busy_poll *bp, uint64_t now);
-/* The end of the current window (0 or a time past: none now): the loop
- * polls until then, and its readers with it (io_lanes.h). Without
- * BUSY_POLL_ALWAYS, busy_poll_active is true exactly before it; with it,
- * the windows are BUSY_POLL_ALWAYS_WINDOW_US long and the loop polls
- * outside them too. */
-uint64_t busy_poll_window_end(const struct busy_poll *bp);
 
 #endif

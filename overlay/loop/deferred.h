@@ -26,9 +26,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "overlay/loop/crypto_pool.h"
+#include "overlay/loop/crypto_job.h"
 
-#define DEFERRED_DEPTH CRYPTO_POOL_DEPTH   /* slots, a power of two */
+#define DEFERRED_DEPTH CRYPTO_JOB_DEPTH   /* slots, a power of two */
 
 enum deferred_state { DEFERRED_OWNED, DEFERRED_READY, DEFERRED_RUNNING, DEFERRED_DONE };
 

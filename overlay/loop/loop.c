@@ -24,10 +24,7 @@
 
 #define TAG_CONTROL 1u
 #define TAG_SIGNAL  2u
-#define TAG_CRYPTO  3u
-#define TAG_LANES   4u
-#define TAG_READERS 5u
-#define TAG_WAKE    6u
+#define TAG_WAKE    3u
 
 /* io_uring waits on blocking fds itself (poll inside the kernel); on an
  * O_NONBLOCK fd it would hand back -EAGAIN instead.
@@ -92,7 +89,7 @@ static void send_chunk(struct loop *l, struct pkt *pkt)
     unsigned by_bytes = PKT_GSO_MAX_BYTES / pkt->stride;
     struct io_uring_sqe *sqe = NULL;
 
-    if (pkt->lane < 0 && !(sqe = get_sqe(l))) {
+    if (!(sqe = get_sqe(l))) {
         pkt_put(&l->pool, pkt);
         return;
     }
@@ -124,32 +121,8 @@ static void send_chunk(struct loop *l, struct pkt *pkt)
         memcpy(CMSG_DATA(cm), &gso, sizeof(gso));
     }
     pkt->op = PKT_UDP_SEND;
-    if (!sqe) {
-        io_lane_push(&l->lanes.lane[pkt->lane],
-                     &(struct io_lane_work){ .owner = pkt, .op = IO_LANE_SENDMSG,
-                                             .fd = pkt->fd, .msg = &pkt->msg });
-        return;
-    }
     io_uring_prep_sendmsg(sqe, pkt->fd, &pkt->msg, 0);
     io_uring_sqe_set_data(sqe, pkt);
-}
-
-/* With lanes (the callers look first, to spare the key's work without),
- * the lane for a send's destination or a write's flow, for work of
- * `bytes` bytes, or -1 for the ring (loop.h: LOOP_LANE_MIN_BYTES). Before
- * a lane's first work, what the ring holds is submitted, so that it goes
- * first. */
-static int pick_lane(struct loop *l, uint32_t key, size_t bytes)
-{
-    struct io_lane *lane = io_lanes_pick(&l->lanes, key);
-
-    if (!lane->in_flight) {
-        if (bytes < LOOP_LANE_MIN_BYTES)
-            return -1;
-        if (io_uring_sq_ready(&l->ring))
-            io_uring_submit(&l->ring);
-    }
-    return (int)lane->index;
 }
 
 void loop_send(struct loop *l, struct pkt *pkt, const union endpoint *dst)
@@ -164,15 +137,6 @@ void loop_send(struct loop *l, struct pkt *pkt, const union endpoint *dst)
         pkt->addr = *dst;
     pkt->fd = fd;
     pkt->sent = 0;
-    /* Every send to one endpoint takes one lane, so that a peer's
-     * messages reach the kernel in the order of their counters. Spread
-     * by inner flow instead, a lane that fell behind let another send
-     * more than the receiver's replay window ahead of it
-     * (WG_REPLAY_WINDOW, 8128 messages: a few ms of a fast stream), and
-     * the receiver dropped what came late as replays. */
-    pkt->lane = l->lanes.n ? pick_lane(l, endpoint_hash(dst),
-                                       (size_t)(pkt->nseg - 1u) * pkt->stride + pkt->len)
-                           : -1;
     send_chunk(l, pkt);
 }
 
@@ -199,21 +163,7 @@ void loop_send_message(struct loop *l, struct pkt *pkt, const union endpoint *ds
 void loop_write_tun(struct loop *l, struct tun_write *w)
 {
     struct io_uring_sqe *sqe;
-    size_t bytes = 0;
-    int lane = -1;
 
-    if (l->lanes.n) {
-        for (unsigned i = 0; i < w->iovcnt; i++)
-            bytes += w->iov[i].iov_len;
-        lane = pick_lane(l, w->flow, bytes);
-    }
-    if (lane >= 0) {
-        w->op = PKT_TUN_WRITE;
-        io_lane_push(&l->lanes.lane[lane],
-                     &(struct io_lane_work){ .owner = w, .op = IO_LANE_WRITEV, .fd = l->tun_fd,
-                                             .iov = w->iov, .iovcnt = (int)w->iovcnt });
-        return;
-    }
     if (!(sqe = get_sqe(l))) {
         loop_pkt_unref(l, w->owner);
         tun_write_put(&l->pool, w);
@@ -231,14 +181,6 @@ static bool arm_tun_read(struct loop *l)
 
     if (!pkt)
         return false;
-    if (l->reader_of_tun >= 0) {
-        pkt->op = PKT_TUN_READ;
-        io_lane_push(&l->readers.lane[l->reader_of_tun],
-                     &(struct io_lane_work){ .owner = pkt, .op = IO_LANE_READ, .fd = l->tun_fd,
-                                             .buf = pkt->in, .cap = PKT_IN_CAP });
-        l->tun_reads++;
-        return true;
-    }
     if (!(sqe = get_sqe(l))) {
         pkt_put(&l->pool, pkt);
         return false;
@@ -253,11 +195,11 @@ static bool arm_tun_read(struct loop *l)
 static bool arm_udp_recv(struct loop *l, int which)
 {
     struct pkt *pkt = pkt_get(&l->pool);
-    struct io_uring_sqe *sqe = NULL;
+    struct io_uring_sqe *sqe;
 
     if (!pkt)
         return false;
-    if (l->reader_of_udp[which] < 0 && !(sqe = get_sqe(l))) {
+    if (!(sqe = get_sqe(l))) {
         pkt_put(&l->pool, pkt);
         return false;
     }
@@ -269,12 +211,6 @@ static bool arm_udp_recv(struct loop *l, int which)
                                 .msg_control = pkt->ctrl.bytes,
                                 .msg_controllen = sizeof(pkt->ctrl.bytes) };
     l->udp_recvs[which]++;
-    if (!sqe) {
-        io_lane_push(&l->readers.lane[l->reader_of_udp[which]],
-                     &(struct io_lane_work){ .owner = pkt, .op = IO_LANE_RECVMSG, .fd = pkt->fd,
-                                             .msg = &pkt->msg });
-        return true;
-    }
     io_uring_prep_recvmsg(sqe, pkt->fd, &pkt->msg, 0);
     io_uring_sqe_set_data(sqe, pkt);
     return true;
@@ -302,9 +238,6 @@ static void refill(struct loop *l)
             ;
     arm_poll(l, l->control_fd, TAG_CONTROL, &l->control_polled);
     arm_poll(l, l->signal_fd, TAG_SIGNAL, &l->signal_polled);
-    arm_poll(l, l->crypto.event_fd, TAG_CRYPTO, &l->crypto_polled);
-    arm_poll(l, l->lanes.event_fd, TAG_LANES, &l->lanes_polled);
-    arm_poll(l, l->readers.event_fd, TAG_READERS, &l->readers_polled);
     arm_poll(l, l->wake_fd, TAG_WAKE, &l->wake_polled);
 }
 
@@ -363,7 +296,7 @@ static uint64_t socket_wait(const struct pkt_recv_info *ri)
  * the turn's other receives (loop_run forgets it): one getsockopt per
  * receive cost a starved daemon two thirds of what it drained under a
  * flood (issue 55). The turn's receives all left the socket before the
- * turn began (the ring's) or while it runs (the readers'), so the
+ * turn began, so the
  * first read tells what is behind them within a turn's lateness. (The
  * ring's IORING_CQE_F_SOCK_NONEMPTY would say it for free, but kernel
  * 6.18 does not set it on a UDP socket's recvmsg: tried, 2026-12.) */
@@ -520,42 +453,6 @@ void loop_stop(struct loop *l)
     wake(l);
 }
 
-/* Takes back every finished job that is next in order. */
-static void take_crypto(struct loop *l, uint64_t now)
-{
-    struct crypto_job *job;
-
-    while ((job = crypto_pool_take(&l->crypto))) {
-        struct crypto_job done = *job;   /* the slot may be reused below */
-        l->on.crypto_done(l->on.ctx, &done, now);
-    }
-}
-
-/* Clears the eventfd, then takes back what is done. */
-static void crypto_wake(struct loop *l, uint64_t now)
-{
-    uint64_t n;
-
-    (void)!read(l->crypto.event_fd, &n, sizeof(n));
-    take_crypto(l, now);
-}
-
-/* Waits (briefly) for the oldest job, for callers that need room or
- * order now. */
-static void crypto_wait(struct loop *l, uint64_t now)
-{
-    struct pollfd pfd = { l->crypto.event_fd, POLLIN, 0 };
-
-    poll(&pfd, 1, 100);
-    crypto_wake(l, now);
-}
-
-static void on_crypto(struct loop *l, uint64_t now)
-{
-    l->crypto_polled = false;
-    crypto_wake(l, now);
-}
-
 /* --- with shards: crypto jobs deferred to the end of the handlers ----------- */
 
 static bool deferring(const struct loop *l)
@@ -634,27 +531,17 @@ static void run_deferred(struct loop *l, uint64_t now)
 
 struct crypto_job *loop_crypto_job(struct loop *l, uint64_t now)
 {
-    struct crypto_job *job;
-
-    if (deferring(l)) {
-        if (deferred_count(&l->deferred) == DEFERRED_DEPTH)
-            deferred_one(l, now);
-        return deferred_reserve(&l->deferred);
-    }
-    if (!l->crypto.n_threads)
-        return NULL;
-    while (!(job = crypto_pool_reserve(&l->crypto)))
-        crypto_wait(l, now);
-    return job;
+    if (!deferring(l))
+        return NULL;   /* one loop: the caller runs the job inline */
+    if (deferred_count(&l->deferred) == DEFERRED_DEPTH)
+        deferred_one(l, now);
+    return deferred_reserve(&l->deferred);
 }
 
 void loop_crypto_submit(struct loop *l, struct crypto_job *job)
 {
-    if (deferring(l)) {
-        deferred_submit(&l->deferred);
-        return;
-    }
-    crypto_pool_submit(&l->crypto, job);
+    (void)job;
+    deferred_submit(&l->deferred);
 }
 
 void loop_packet_unawaited(struct loop *l)
@@ -662,24 +549,15 @@ void loop_packet_unawaited(struct loop *l)
     busy_poll_unawaited(&l->busy);
 }
 
-bool loop_has_lanes(const struct loop *l)
-{
-    return l->lanes.n != 0;
-}
-
 bool loop_crypto_idle(const struct loop *l)
 {
-    if (deferring(l))
-        return deferred_count(&l->deferred) == 0;
-    return !l->crypto.n_threads || l->crypto.head == l->crypto.tail;
+    return !deferring(l) || deferred_count(&l->deferred) == 0;
 }
 
 void loop_crypto_drain(struct loop *l, uint64_t now)
 {
     while (deferring(l) && deferred_count(&l->deferred))
         deferred_one(l, now);
-    while (l->crypto.n_threads && l->crypto.head != l->crypto.tail)
-        crypto_wait(l, now);
 }
 
 unsigned loop_shard(const struct loop *l)
@@ -687,29 +565,11 @@ unsigned loop_shard(const struct loop *l)
     return l->shard;
 }
 
-/* Lanes' finished calls, handled as the ring's completions are. */
-static void on_lanes(struct loop *l, struct io_lanes *set, bool *polled, uint64_t now)
-{
-    struct io_lane_done done[64];
-    unsigned n;
-
-    *polled = false;
-    while ((n = io_lanes_take(set, done, 64)))
-        for (unsigned i = 0; i < n; i++)
-            on_buffer(l, done[i].owner, done[i].res, now);
-}
-
 static void on_completion(struct loop *l, struct io_uring_cqe *cqe, uint64_t now)
 {
     uint64_t tag = io_uring_cqe_get_data64(cqe);
 
-    if (tag == TAG_CRYPTO)
-        on_crypto(l, now);
-    else if (tag == TAG_LANES)
-        on_lanes(l, &l->lanes, &l->lanes_polled, now);
-    else if (tag == TAG_READERS)
-        on_lanes(l, &l->readers, &l->readers_polled, now);
-    else if (tag == TAG_CONTROL)
+    if (tag == TAG_CONTROL)
         on_control(l, now);
     else if (tag == TAG_SIGNAL)
         on_signal(l, now);
@@ -800,10 +660,6 @@ int loop_run(struct loop *l)
         l->sleep_until = next;
         refill(l);
         engine_leave(l);
-        /* Under busy-poll = always its readers poll in its windows
-         * (io_lanes.h); by default they sleep in poll. */
-        if (l->readers.n && l->busy.always)
-            io_lanes_spin(&l->readers, busy_poll_window_end(&l->busy));
         if (l->crew)
             __atomic_store_n(&l->idle, true, __ATOMIC_RELEASE);
         int ret = busy_poll_active(&l->busy, now)
@@ -845,10 +701,6 @@ int loop_init(struct loop *l, const struct loop_config *c, const struct loop_han
     int ret;
 
     memset(l, 0, sizeof(*l));
-    l->crypto.event_fd = -1;          /* no workers until loop_start_crypto */
-    l->lanes.event_fd = -1;           /* no lanes until loop_start_lanes */
-    l->readers.event_fd = -1;
-    l->reader_of_tun = l->reader_of_udp[0] = l->reader_of_udp[1] = -1;
     l->wake_fd = -1;
     l->on = *on;
     l->name = c->name;
@@ -901,39 +753,12 @@ int loop_init(struct loop *l, const struct loop_config *c, const struct loop_han
     return 0;
 }
 
-int loop_start_crypto(struct loop *l, unsigned threads)
-{
-    return crypto_pool_start(&l->crypto, threads);
-}
-
-int loop_start_lanes(struct loop *l, unsigned lanes, bool readers)
-{
-    unsigned n = 0;
-    int ret;
-
-    if ((ret = io_lanes_start(&l->lanes, lanes, "ddpnet-lane")) || !readers)
-        return ret;
-    /* Before the first refill: no read of these fds is in the ring yet. */
-    if (l->tun_reads || l->udp_recvs[0] || l->udp_recvs[1])
-        return -EBUSY;
-    l->reader_of_tun = (int)n++;
-    for (int i = 0; i < 2; i++)
-        if (l->udp_fd[i] >= 0)
-            l->reader_of_udp[i] = (int)n++;
-    if ((ret = io_lanes_start(&l->readers, n, "ddpnet-read")))
-        l->reader_of_tun = l->reader_of_udp[0] = l->reader_of_udp[1] = -1;
-    return ret;
-}
-
 void loop_destroy(struct loop *l)
 {
     /* The crew's loops stopped before any is destroyed (shard.h), so
      * none is helping with our jobs now. */
     if (l->crew)
         __atomic_store_n(&l->crew->member[l->shard], NULL, __ATOMIC_RELEASE);
-    io_lanes_stop(&l->readers);       /* their calls point into the pool */
-    io_lanes_stop(&l->lanes);
-    crypto_pool_stop(&l->crypto);
     io_uring_queue_exit(&l->ring);
     pkt_pool_destroy(&l->pool);
     loop_free_shard_parts(l);

@@ -2,9 +2,7 @@
 /* The event loop: one io_uring drives everything the daemon does. Reads
  * from ddp0 and receives on the UDP sockets are kept in flight, each in a
  * buffer of the packet pool; sends and TUN writes are queued from the same
- * buffers (with I/O lanes, io_lanes.h, the large ones and, with readers,
- * the reads go to threads, which hand them back as completions); the
- * control socket and the signal fd are polled; timers are the
+ * buffers; the control socket and the signal fd are polled; timers are the
  * wait's timeout, the earliest deadline the engine reports. The loop is an
  * I/O service: what each completion means is the engine's, reached through
  * the handlers registered at loop_init (struct loop_handlers). An idle
@@ -21,9 +19,8 @@
 #include "overlay/base/endpoint.h"
 #include "overlay/loop/busy_poll.h"
 #include "overlay/loop/codel.h"
-#include "overlay/loop/crypto_pool.h"
+#include "overlay/loop/crypto_job.h"
 #include "overlay/loop/deferred.h"
-#include "overlay/loop/io_lanes.h"
 #include "overlay/loop/pkt.h"
 
 /* Buffers in the pool, and how many reads each source keeps in flight. */
@@ -32,11 +29,6 @@
 #define LOOP_TUN_READS     4u
 #define LOOP_UDP_RECVS     8u
 #define LOOP_RING_ENTRIES  1024u
-/* With lanes (io_lanes.h), a send of at least this many bytes goes to its
- * destination's lane, a ddp0 write as large to its flow's; a smaller one
- * goes through the ring, where it costs no thread's wake-up (a ping, an
- * ACK), unless that lane still holds work, which it must not overtake. */
-#define LOOP_LANE_MIN_BYTES (16u * 1024u)
 /* Wake at least this often (the engine's periodic chores: the cookie secret). */
 #define LOOP_MAX_SLEEP_NS  (10 * WG_NSEC_PER_SEC)
 
@@ -57,7 +49,8 @@ struct loop_handlers {
     void (*socket_drops)(void *ctx, uint64_t n);
     /* A read from the TUN device, pkt->len bytes at pkt->in. Takes pkt. */
     void (*tun)(void *ctx, struct pkt *pkt, uint64_t now);
-    /* A crypto job came back from the workers, in submission order. */
+    /* A crypto job (loop_crypto_job) ran, in submission order: with
+     * shards, under the engine lock again (deferred.h). */
     void (*crypto_done)(void *ctx, struct crypto_job *job, uint64_t now);
     /* Runs what is due; returns the next deadline (the loop sleeps until
      * then at most, and never longer than LOOP_MAX_SLEEP_NS). */
@@ -130,13 +123,7 @@ struct loop {
      * the starved loop drain a third as much. */
     struct codel queue[2];
     enum loop_backlog { LOOP_BACKLOG_UNREAD, LOOP_BACKLOG_DRAINED, LOOP_BACKLOG_STANDING } backlog[2];
-    bool control_polled, signal_polled, crypto_polled, lanes_polled, readers_polled;
-    struct crypto_pool crypto;
-    struct io_lanes lanes;
-    /* With readers: one lane per fd that reads it (ddp0, UDP IPv4, IPv6),
-     * its reads one after the other, so nothing read overtakes. */
-    struct io_lanes readers;
-    int reader_of_tun, reader_of_udp[2];  /* index in readers, or -1 */
+    bool control_polled, signal_polled;
     struct busy_poll busy;
     /* With shards (loop_config): the lock, the engine's pointer to the
      * loop that holds it, the timer loop (NULL: this one), our index; an
@@ -165,15 +152,6 @@ struct loop {
 };
 
 int loop_init(struct loop *l, const struct loop_config *c, const struct loop_handlers *on);
-/* Starts `threads` AEAD workers (crypto_pool.h; 0 for none, the crypto
- * then runs inline). Separate from loop_init so that the caller can drop
- * its privileges first: the threads are born without them. 0 or -errno. */
-int loop_start_crypto(struct loop *l, unsigned threads);
-/* Starts `lanes` I/O lanes (io_lanes.h; 0 for none: every send and write
- * goes through the ring) and, with `readers`, a lane per fd the loop
- * reads (ddp0 and the UDP sockets), which makes those reads instead of
- * the ring. After the privilege drop, as the workers. 0 or -errno. */
-int loop_start_lanes(struct loop *l, unsigned lanes, bool readers);
 /* Runs until a stop signal, loop_stop or the loss of the TUN device. */
 int loop_run(struct loop *l);
 /* From another thread: l returns from loop_run soon (shards). */
@@ -197,21 +175,19 @@ void loop_send_message(struct loop *loop, struct pkt *pkt, const union endpoint 
 void loop_poll_socket_drops(struct loop *loop);
 /* The loop's shard index (0 without shards): the hint its seals carry. */
 unsigned loop_shard(const struct loop *loop);
-/* Whether I/O lanes run: without them a ddp0 write's flow
- * (offload_flow_hash) is never looked at, so the engine need not hash. */
-bool loop_has_lanes(const struct loop *loop);
 /* Queues one coalesced run to the TUN device; w points into its owner,
  * which stays held until every write on it completed. */
 void loop_write_tun(struct loop *loop, struct tun_write *w);
 struct tun_write *loop_tun_write_get(struct loop *loop);
 void loop_tun_write_put(struct loop *loop, struct tun_write *w);
-/* A crypto job slot, waiting for the oldest job when all are in flight;
- * NULL when there are no workers (run the work inline). */
+/* With shards, a crypto job slot, run after the handlers outside the
+ * engine lock (deferred.h; when all are in flight the oldest runs first,
+ * here); NULL on one loop (run the work inline). */
 struct crypto_job *loop_crypto_job(struct loop *loop, uint64_t now);
 void loop_crypto_submit(struct loop *loop, struct crypto_job *job);
-/* Waits for every job in flight and takes them back. */
+/* Runs every job in flight and finishes them. */
 void loop_crypto_drain(struct loop *loop, uint64_t now);
-/* Whether no job is in flight (no workers, or every job taken back): work
+/* Whether no job is in flight (one loop, or every job finished): work
  * done on the loop's thread now still keeps the order of what went before. */
 bool loop_crypto_idle(const struct loop *loop);
 /* The receive being handled asks no answer anyone waits for (busy_poll.h). */

@@ -49,7 +49,6 @@ struct pkt *pkt_get(struct pkt_pool *pool)
     p->nseg = p->sent = 0;
     p->cut_pending = false;
     p->congested = false;
-    p->lane = -1;
     p->flow_hint = -1;
     p->via = p->relay_src = NULL;
     return p;
@@ -69,10 +68,8 @@ struct tun_write *tun_write_get(struct pkt_pool *pool)
 {
     struct tun_write *w = pool->free_writes;
 
-    if (w) {
+    if (w)
         pool->free_writes = w->next;
-        w->flow = 0;
-    }
     return w;
 }
 

@@ -79,9 +79,6 @@ struct pkt {
     /* The shard hint its flow has (the engine's flow table, with shards;
      * -1: none, the sealing loop's own). */
     int16_t flow_hint;
-    /* The I/O lane its sends go through (io_lanes.h, by destination;
-     * -1: the ring). */
-    int lane;
     uint16_t seg_len[PKT_MAX_SEGS];
     /* A cut planned (pkt_plan_cut) but not made: nseg, stride and the last
      * seg_len are known, the segments not written yet. Whoever seals them
@@ -105,7 +102,6 @@ struct tun_write {
     struct tun_write *next;
     struct pkt *owner;
     unsigned iovcnt;
-    uint32_t flow;               /* the run's inner flow (offload_flow_hash) */
     uint8_t vnet[OFFLOAD_VNET_HDR_LEN];
     struct iovec iov[PKT_MAX_SEGS + 1];
 };

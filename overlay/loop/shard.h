@@ -2,6 +2,9 @@
 /* Shards: the data path on several cores, each packet run to completion
  * on the core that read it, with no hand-off between threads.
  *
+ * The daemon's one design for many cores: by default one shard per core
+ * it may run on (its affinity mask), at most SHARDS_DEFAULT_MAX (below;
+ * DDPNET_SHARDS sets the count, 1 runs one loop with no lock).
  * A daemon with N shards has N event loops (loop.h), each on its own
  * thread, each with its own queue of ddp0 (a multi-queue TUN), its own UDP
  * socket per family (one SO_REUSEPORT group on the node's port) and its
@@ -61,6 +64,13 @@
 #include "overlay/loop/loop.h"
 
 #define SHARDS_MAX LOOP_CREW_MAX
+/* The default's cap. Every shard takes the one engine lock twice a turn,
+ * so past some count more shards only queue on it, and that count is not
+ * measured yet (issue 58). 8 is what issue 45's 16-core targets were set
+ * for (bench/device-run.sh), and it leaves the rest of a large node's
+ * cores to the training job (bench/README.md, "Shards by default"). More
+ * can still be asked for, up to SHARDS_MAX. */
+#define SHARDS_DEFAULT_MAX 8u
 
 struct shard;
 

@@ -2,7 +2,7 @@
 /* members_reload: parse, check, diff, then apply in two steps -- first
  * everything that can fail (new peers, a larger index table, the new
  * peers array), then the swap, which cannot -- so a reload is applied
- * whole or not at all. The crypto workers are drained and the relay's
+ * whole or not at all. The crypto jobs in flight are drained and the relay's
  * pending sends flushed first: no job or send in flight names a peer that
  * goes. */
 #include <arpa/inet.h>

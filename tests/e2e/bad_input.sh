@@ -19,6 +19,10 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 e2e_init bad_input ping nft
+# One loop (DDPNET_SHARDS=1), whatever the cores: the default runs shards,
+# and this script keeps the one-loop data path covered, where duplicates
+# and replays meet the replay window of an open made inline.
+export DDPNET_SHARDS=1
 
 step "routed topology"
 e2e_netns router

@@ -22,8 +22,8 @@
 # ("No route to host") instead of hanging; node-a's daemon still answers
 # after it all.
 #
-# Runs twice: with the crypto on the event loop (the default on two
-# cores) and with DDPNET_CRYPTO_THREADS=2 (workers).
+# Runs once, on the default: shards, one per core (before issue 58 it ran
+# again with crypto worker threads, which are gone).
 #
 #                    namespace "hub": bridge br0
 #             +------------------+
@@ -33,7 +33,7 @@
 #
 # Environment: DOWN_BURST_SECONDS (default 105), DOWN_CHECK_EVERY (25),
 # DOWN_MIN_RATIO (0.5), DOWN_MIN_SAMPLE_RATIO (0.5), DOWN_MIN_CONTROL_RATIO
-# (0.7), DOWN_CONTROL_SECONDS (20), DOWN_MODES ("inline workers"), and lib.sh's.
+# (0.7), DOWN_CONTROL_SECONDS (20), and lib.sh's.
 set -eu
 . "$(dirname "$0")/lib.sh"
 e2e_init down_members ping iperf3 awk
@@ -44,7 +44,6 @@ DOWN_MIN_RATIO=${DOWN_MIN_RATIO:-0.5}
 DOWN_MIN_SAMPLE_RATIO=${DOWN_MIN_SAMPLE_RATIO:-0.5}
 DOWN_MIN_CONTROL_RATIO=${DOWN_MIN_CONTROL_RATIO:-0.7}
 DOWN_CONTROL_SECONDS=${DOWN_CONTROL_SECONDS:-20}
-DOWN_MODES=${DOWN_MODES:-inline workers}
 A=10.77.0.1 B=10.77.0.2
 DOWN=()
 for i in 1 2 3 4 5 6 7 8; do DOWN+=("10.77.0.1$i"); done
@@ -170,10 +169,8 @@ start_bursts() {
 run_mode() {
     MODE=$1
     step "$MODE: up"
-    if [ "$MODE" = workers ]; then export DDPNET_CRYPTO_THREADS=2; fi
     ddp_up node-a
     ddp_up node-b
-    unset DDPNET_CRYPTO_THREADS
     ping_ok node-a "$B"
     nx node-b iperf3 -s -D >/dev/null 2>&1 || fail "iperf3 server on node-b did not start"
     wait_for 5 nx node-b sh -c 'ss -ltn | grep -q ":5201 "' || fail "iperf3 server not listening"
@@ -241,7 +238,7 @@ run_mode() {
     nx node-b pkill -x iperf3 || true
 }
 
-for mode in $DOWN_MODES; do run_mode "$mode"; done
+run_mode shards
 
 step "summary"
 printf '%-9s %-26s %9s %6s %10s\n' mode phase "ping avg" loss "Gbit/s"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # e2e: alone
-# The multi-worker data path under 8 streams (issue 19). Crypto workers
-# are forced on (DDPNET_CRYPTO_THREADS; a 2-core machine would run none):
-# they seal and open one peer's packets in parallel, and the loop must
-# take the jobs back in the order it handed them out. Checked:
-#  1. both daemons run their workers (threads beyond the loop);
+# The sharded data path under 8 streams (issues 19 and 58). Each daemon
+# runs MS_SHARDS shards (4, more than a 2-core machine's default, so that
+# 8 flows spread over them): a flow is read and sealed on one shard, its
+# crypto jobs run there or on an idle shard that helps, and the shard
+# finishes them in the order it made them. Checked:
+#  1. both daemons run their shards (threads beside the daemon's loop);
 #  2. 8 UDP flows a -> b at once (tools/seqflows.py), every datagram
 #     numbered, BURST of one flow back to back then the next flow's, so
 #     that one flow's consecutive datagrams are in different TUN reads
@@ -13,20 +14,19 @@
 #     retrying what its own kernel refused (ENOBUFS):
 #     - at b, per flow: nothing lost, duplicated or foreign;
 #     - the seal side keeps order, strictly: on a's eth0, the counters of
-#       the flows' transport messages never go back (they are reserved in
-#       order on the loop; a job taken back out of turn sends a higher
+#       each shard's transport messages never go back (they are reserved
+#       in order by the shard; a job finished out of turn sends a higher
 #       counter before a lower one);
 #     - end to end, per flow, at most REORDER_MAX datagrams came after a
-#       later one. Not zero, because the loop itself reorders a little,
-#       apart from the crypto workers: it keeps 4 reads of ddp0 in flight
-#       in io_uring's worker threads, and its ddp0 writes run there too,
-#       so two packets that arrive together can be taken, or written, in
-#       either order. Measured on a loaded 2-vCPU machine, of 24000: 0-16
-#       with 4 workers, 0-1 with none, none in 6 runs with one read in
-#       flight and synchronous writes (a local experiment); a pool that
-#       hands jobs back as they finish: ~220 (and ~90 sealed out of
-#       order); every other seal or open job run inline, past the
-#       workers: ~5500. Set MS_REORDER_MAX=0 once the loop keeps order.
+#       later one. Not zero, because a loop itself reorders a little: it
+#       keeps 4 reads of ddp0 in flight in io_uring's worker threads, and
+#       its ddp0 writes run there too, so two packets that arrive
+#       together can be taken, or written, in either order. Measured on a
+#       loaded 2-vCPU machine, of 24000 (with the crypto worker threads
+#       this script checked before issue 58): 0-16 with 4 workers, 0-1
+#       with none; a pool that handed jobs back as they finished: ~220
+#       (and ~90 sealed out of order). Set MS_REORDER_MAX=0 once the
+#       loop keeps order.
 #  3. the counters agree: a's tx_bytes to b (ddpnet status --json) ==
 #     b's rx_bytes from a, both == what the flows moved (each datagram
 #     one transport message: 16 B header + the inner packet padded to 16
@@ -35,7 +35,8 @@
 #     says; ddp0's packet counters on a (sent) and b (received) count the
 #     flows' datagrams (and at most the few the kernel sends on its own);
 #     no drop counter of either daemon (replay, bad packet, bad source,
-#     no session, pool full, ...) moved, nor ddp0's drop/error counters;
+#     no session, pool full, ...; but queue_delay, queue management's
+#     own, below) moved, nor ddp0's drop/error counters;
 #  4. iperf3 -P 8 (TCP: GSO super-packets, many segments per job) a -> b
 #     at a capped rate: every stream moves data; a's TCP detected
 #     reordering (SACK, timestamps) at most TCP_REORDER_MAX times (the
@@ -44,22 +45,15 @@
 #     moved; the counters agree in both directions (allowing for
 #     datagrams the kernels' UDP counters say were lost between the
 #     daemons).
-# With jobs taken back out of turn (seal or open) it fails at 2 and 4.
+#  5. iperf3 -P 8 a -> b uncapped: the checks of 4, and the shards beside
+#     each daemon's own loop did work (their threads, ddpnet-shard*,
+#     used CPU): b's open what a's sealed (the shard hint).
+# With jobs finished out of turn (seal or open) it fails at 2 and 4.
 #
 #      node-a .1  ----  hub  ----  node-b .2      192.168.241.0/24
 #      10.77.0.1                   10.77.0.2      (ddp0)
 #
-#  5. the I/O lanes (DDPNET_IO_LANES, forced to MS_LANES): iperf3 -P 8
-#     a -> b uncapped, so that reads of ddp0 are super-packets and their
-#     sends and ddp0 writes go to the lanes, each flow to one lane: every
-#     stream moves data, a's TCP detected reordering at most
-#     TCP_REORDER_MAX times, no drop counter moved, and the lanes of both
-#     daemons made calls (their threads, ddpnet-lane*, used CPU). With a
-#     flow's work spread over the lanes (round robin), a's TCP saw
-#     reordering 4226 times here, and 416 in the capped run of 4. The
-#     readers make the reads: their threads used CPU too.
-# Environment: MS_WORKERS (crypto workers per daemon, 4), MS_LANES (I/O
-# lanes per daemon, 2), MS_COUNT
+# Environment: MS_SHARDS (shards per daemon, 4; at least 2), MS_COUNT
 # (datagrams per flow, 3000), MS_RATE (datagrams/s over all flows, 6000),
 # MS_BURST (4), MS_REORDER_MAX (datagrams over all flows, default 0.25%
 # of them: 60), MS_TCP_SECS (4), MS_TCP_RATE (per stream, 40M),
@@ -70,14 +64,8 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 e2e_init multistream iperf3 ping ss wg
 
-WORKERS=${MS_WORKERS:-4}
-LANES=${MS_LANES:-2}
-# With shards asked for (DDPNET_SHARDS above 1, as make e2e-shards runs
-# it; or MS_SHARDS): the daemons run MS_SHARDS shards (default 4, so that
-# 8 flows spread over them), and 1 and 5 check them instead of the
-# workers and lanes. The seal side's order is then per shard (its hint).
-SHARDS=${MS_SHARDS:-1}
-if [ "${DDPNET_SHARDS:-1}" -gt 1 ] && [ -z "${MS_SHARDS:-}" ]; then SHARDS=4; fi
+SHARDS=${MS_SHARDS:-4}
+[ "$SHARDS" -ge 2 ] || fail "MS_SHARDS=$SHARDS: at least 2 (this script checks the shards)"
 FLOWS=8
 COUNT=${MS_COUNT:-3000}
 RATE=${MS_RATE:-6000}
@@ -95,11 +83,7 @@ MPORT=9586
 SEQFLOWS=$E2E_DIR/tools/seqflows.py
 FAILED=()     # the checks that failed; each printed its FAIL: lines
 
-if [ "$SHARDS" -gt 1 ]; then
-    step "two nodes, $SHARDS shards each, metrics on loopback"
-else
-    step "two nodes, $WORKERS crypto workers and $LANES I/O lanes each, metrics on loopback"
-fi
+step "two nodes, $SHARDS shards each, metrics on loopback"
 e2e_hub
 e2e_node node-a 1 -
 e2e_node node-b 2 -
@@ -107,10 +91,7 @@ for n in node-a node-b; do e2e_key "$n"; done
 cluster_begin "$T/cluster.conf" "metrics = 127.0.0.1:$MPORT"
 cluster_node "$T/cluster.conf" node-a "$(pub node-a)" 10.77.0.1 "$E2E_V4NET.1:$E2E_PORT"
 cluster_node "$T/cluster.conf" node-b "$(pub node-b)" 10.77.0.2 "$E2E_V4NET.2:$E2E_PORT"
-for n in node-a node-b; do
-    if [ "$SHARDS" -gt 1 ]; then DDPNET_SHARDS=$SHARDS ddp_up "$n"
-    else DDPNET_SHARDS=1 DDPNET_CRYPTO_THREADS=$WORKERS DDPNET_IO_LANES=$LANES ddp_up "$n"; fi
-done
+for n in node-a node-b; do DDPNET_SHARDS=$SHARDS ddp_up "$n"; done
 ping_ok node-a 10.77.0.2
 ping_ok node-b 10.77.0.1
 
@@ -122,21 +103,10 @@ for n in node-a node-b; do
     [ -n "$pid" ] || fail "$n: no ddpnet process"
     th=$(ls "/proc/$pid/task" | wc -l)
     eval "PID_${n//-/_}=$pid"
-    if [ "$SHARDS" -gt 1 ]; then
-        shards=$(grep -l '^ddpnet-shard' /proc/$pid/task/*/comm | wc -l)
-        [ "$shards" -eq $(( SHARDS - 1 )) ] ||
-            fail "$n: $shards threads named ddpnet-shard*, want $(( SHARDS - 1 )) beside the daemon's own loop"
-        say "$n: the daemon runs $th threads ($SHARDS shards: the loop and $shards ddpnet-shard*)"
-        continue
-    fi
-    [ "$th" -ge $((WORKERS + LANES + 1)) ] ||
-        fail "$n: the daemon runs $th threads; with DDPNET_CRYPTO_THREADS=$WORKERS and DDPNET_IO_LANES=$LANES, want the loop, $WORKERS workers and $LANES lanes"
-    lanes=$(grep -l '^ddpnet-lane' /proc/$pid/task/*/comm | wc -l)
-    [ "$lanes" -eq "$LANES" ] || fail "$n: $lanes threads named ddpnet-lane*, want $LANES"
-    readers=$(grep -l '^ddpnet-read' /proc/$pid/task/*/comm | wc -l)
-    [ "$readers" -ge 2 ] || fail "$n: $readers threads named ddpnet-read*, want one for ddp0 and one per UDP socket"
-    eval "PID_${n//-/_}=$pid"
-    say "$n: the daemon runs $th threads (the loop, $WORKERS crypto workers, $LANES lanes)"
+    shards=$(grep -l '^ddpnet-shard' /proc/$pid/task/*/comm | wc -l)
+    [ "$shards" -eq $(( SHARDS - 1 )) ] ||
+        fail "$n: $shards threads named ddpnet-shard*, want $(( SHARDS - 1 )) beside the daemon's own loop"
+    say "$n: the daemon runs $th threads ($SHARDS shards: the loop and $shards ddpnet-shard*)"
 done
 
 # snap NODE TAG: what NODE's daemon and kernel count, as JSON in
@@ -226,7 +196,12 @@ for n in ("node-a", "node-b"):
         elif abs(w["tx"] - v["tx"]) > slack or abs(w["rx"] - v["rx"]) > slack:
             bad.append("%s: for %s, status says tx %d rx %d, wg show tx %d rx %d"
                        % (n, p, v["tx"], v["rx"], w["tx"], w["rx"]))
-    moved = {r: v for r, v in d[n]["drops"].items() if v}
+    # queue_delay: the daemon's own queue management (codel.h) gave up a
+    # packet of a queue that stood at its socket, a signal to TCP, not a
+    # fault of the data path; a loaded 2-vCPU machine starves 4 shards
+    # now and then in the uncapped phase (8 of 370,000 in one run). The
+    # UDP flows' own check still counts every datagram.
+    moved = {r: v for r, v in d[n]["drops"].items() if v and r != "queue_delay"}
     if moved:
         bad.append("%s: drop counters moved: %s" % (n, moved))
     dd = d[n]["ddp0"]
@@ -378,46 +353,28 @@ PYEOF
 step "iperf3 -P $FLOWS a -> b for $TCP_SECS s, $TCP_RATE per stream"
 tcp_phase tcp "$TCP_RATE"
 
-# lane_ticks PID [PREFIX]: CPU ticks (user + system) of the daemon's
-# threads named PREFIX* (default ddpnet-lane: the lanes).
-lane_ticks() {
+# shard_ticks PID: CPU ticks (user + system) of the daemon's threads
+# named ddpnet-shard* (the shards beside its own loop).
+shard_ticks() {
     local t sum=0
     for t in /proc/$1/task/*; do
         case "$(cat "$t/comm" 2>/dev/null)" in
-        "${2:-ddpnet-lane}"*) sum=$(( sum + $(awk '{print $14 + $15}' "$t/stat") )) ;;
+        ddpnet-shard*) sum=$(( sum + $(awk '{print $14 + $15}' "$t/stat") )) ;;
         esac
     done
     echo "$sum"
 }
-if [ "$SHARDS" -gt 1 ]; then
-    step "iperf3 -P $FLOWS a -> b for $TCP_SECS s, uncapped: the flows spread over the shards"
-    shards_a0=$(lane_ticks "$PID_node_a" ddpnet-shard) shards_b0=$(lane_ticks "$PID_node_b" ddpnet-shard)
-    tcp_phase bulk 0
-    shards_a=$(( $(lane_ticks "$PID_node_a" ddpnet-shard) - shards_a0 ))
-    shards_b=$(( $(lane_ticks "$PID_node_b" ddpnet-shard) - shards_b0 ))
-    say "CPU ticks over the run of the shards beside each daemon's own loop: a $shards_a, b $shards_b"
-    # b's shards open what a's shards sealed (the hint): both must work.
-    [ "$shards_a" -gt 0 ] && [ "$shards_b" -gt 0 ] ||
-        { printf 'FAIL: bulk: the shards did no work (ticks a %s, b %s)\n' "$shards_a" "$shards_b"; FAILED+=("bulk shards"); }
-    step "down: both daemons stop, with their shards"
-    for n in node-a node-b; do ddp_down "$n"; done
-    [ "${#FAILED[@]}" -eq 0 ] || fail "failed: ${FAILED[*]} (the FAIL: lines above say why)"
-    exit 0
-fi
-step "iperf3 -P $FLOWS a -> b for $TCP_SECS s, uncapped: the sends and writes go to the lanes"
-lanes_a0=$(lane_ticks "$PID_node_a") lanes_b0=$(lane_ticks "$PID_node_b")
-readers_a0=$(lane_ticks "$PID_node_a" ddpnet-read) readers_b0=$(lane_ticks "$PID_node_b" ddpnet-read)
+step "iperf3 -P $FLOWS a -> b for $TCP_SECS s, uncapped: the flows spread over the shards"
+shards_a0=$(shard_ticks "$PID_node_a") shards_b0=$(shard_ticks "$PID_node_b")
 tcp_phase bulk 0
-lanes_a=$(( $(lane_ticks "$PID_node_a") - lanes_a0 )) lanes_b=$(( $(lane_ticks "$PID_node_b") - lanes_b0 ))
-readers_a=$(( $(lane_ticks "$PID_node_a" ddpnet-read) - readers_a0 ))
-readers_b=$(( $(lane_ticks "$PID_node_b" ddpnet-read) - readers_b0 ))
-say "CPU ticks over the run: lanes a $lanes_a, b $lanes_b; readers a $readers_a, b $readers_b"
-[ "$lanes_a" -gt 0 ] && [ "$lanes_b" -gt 0 ] ||
-    { printf 'FAIL: bulk: the lanes made no calls (ticks a %s, b %s)\n' "$lanes_a" "$lanes_b"; FAILED+=("bulk lanes"); }
-[ "$readers_a" -gt 0 ] && [ "$readers_b" -gt 0 ] ||
-    { printf 'FAIL: bulk: the readers made no reads (ticks a %s, b %s)\n' "$readers_a" "$readers_b"; FAILED+=("bulk readers"); }
+shards_a=$(( $(shard_ticks "$PID_node_a") - shards_a0 ))
+shards_b=$(( $(shard_ticks "$PID_node_b") - shards_b0 ))
+say "CPU ticks over the run of the shards beside each daemon's own loop: a $shards_a, b $shards_b"
+# b's shards open what a's shards sealed (the hint): both must work.
+[ "$shards_a" -gt 0 ] && [ "$shards_b" -gt 0 ] ||
+    { printf 'FAIL: bulk: the shards did no work (ticks a %s, b %s)\n' "$shards_a" "$shards_b"; FAILED+=("bulk shards"); }
 
-step "down: both daemons stop, their readers waiting on ddp0 and the sockets"
+step "down: both daemons stop, with their shards"
 for n in node-a node-b; do ddp_down "$n"; done
 
 [ "${#FAILED[@]}" -eq 0 ] || fail "failed: ${FAILED[*]} (the FAIL: lines above say why)"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # What the running daemon may do (issue 15): every thread of it (the event
-# loop, the crypto workers, the resolver's, io_uring's workers) runs as the
+# loops of its shards, the resolver's, io_uring's workers) runs as the
 # system user `ddpnet` -- made by `up` when missing (node-b's up, in a
 # private /etc without it, on any machine), with no shell and no home -- in
 # its own group, without supplementary groups, with no capability in any
 # set (the bounding set too) and no_new_privs, after a session has carried
-# traffic (so that the workers have all started); the daemon is not
+# traffic (so that io_uring's workers have started); the daemon is not
 # dumpable. Issue 27: the same for a daemon started with CAP_NET_ADMIN
 # alone (not root): every thread without capabilities and with
 # no_new_privs; and each node's DNS server is silent, so that a lookup
@@ -36,7 +36,7 @@ time.sleep(3600)'
     [ "$rc" = 124 ] || fail "$n: its hostname resolved or failed at once (rc $rc): the DNS server is not silent"
 }
 
-step "three nodes, node-a with two crypto workers, node-c not root; silent DNS everywhere"
+step "three nodes, node-a with four shards, node-c not root; silent DNS everywhere"
 e2e_hub
 e2e_node node-a 1 -
 e2e_node node-b 2 -
@@ -73,10 +73,11 @@ case "$out" in *"owned by uid 65534, not by root"*) say "refused: $out" ;;
     *) fail "up with a key owned by another user: '$out'" ;; esac
 nx node-a ip link show dev ddp0 >/dev/null 2>&1 && fail "a refused up left ddp0 behind"
 
-step "up, and traffic through the workers and I/O lanes (node-b's endpoint a silent name at node-a)"
-# Lanes and readers forced on (a 2-core machine runs none): their threads
-# must be born unprivileged too. 1 + 2 workers + 2 lanes + 3 readers.
-DDPNET_CRYPTO_THREADS=2 DDPNET_IO_LANES=2 ddp_up node-a
+step "up, and traffic through the shards (node-b's endpoint a silent name at node-a)"
+# Four shards, more than a 2-core machine's default: the three beside the
+# daemon's loop (ddpnet-shard*) start after the privilege drop and must
+# be born unprivileged too. The loop, 3 shards, the resolver's threads.
+DDPNET_SHARDS=4 ddp_up node-a
 # node-b gets its own /etc, a copy of the machine's without the user
 # ddpnet (its mount namespace is private): its up must make the user
 # there, so that making it is tested on every machine -- not only on one
@@ -143,8 +144,14 @@ check_threads() {
     say "ok: $n's daemon (pid $pid): $tasks threads, all uid/gid $U/$G, no groups, no capabilities ($capre), no_new_privs"
 }
 DDPNET_UID=$U
-check_threads node-a 8
+check_threads node-a 6
 check_threads node-b 1
+# The shards among them (the count above would pass without them).
+for p in $(ip netns pids "${E2E_PFX}node-a"); do
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = ddpnet ] || continue
+    shards=$(grep -l '^ddpnet-shard' /proc/"$p"/task/*/comm 2>/dev/null | wc -l)
+    [ "$shards" -eq 3 ] || fail "node-a: $shards threads named ddpnet-shard*, want 3 (DDPNET_SHARDS=4)"
+done
 
 step "node-c started by uid $XU with CAP_NET_ADMIN alone (ambient), not root"
 for f in key run hosts; do chown "$XU:$XU" "$T/node-c/$f"; done
@@ -168,7 +175,7 @@ ping_ok node-c 10.77.0.1
 ping_ok node-b 10.77.0.3
 nx node-c ping -n -q -c 50 -i 0.01 -s 1200 10.77.0.1 >/dev/null || fail "node-c: ping with 1200-byte payloads failed"
 check_threads node-c 2 "$XU" "$XU"
-check_threads node-a 8
+check_threads node-a 6
 
 step "a reload at node-a names node-c by a silent hostname: ping node-a -> node-c goes on"
 # node-a's loop asks its resolver and does not wait: node-c keeps the

@@ -14,6 +14,10 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 e2e_init roaming ping wg
+# One loop (DDPNET_SHARDS=1), whatever the cores: the default runs shards,
+# and this script keeps the one-loop data path covered, where each
+# message is opened inline and the endpoint learned from it at once.
+export DDPNET_SHARDS=1
 
 step "two nodes"
 e2e_hub

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Runs every end-to-end script (or those named as arguments), each under a
-# time limit, with its output in build/e2e/NAME.log; and each script named
-# in $E2E_SHARDS (names, no .sh) again with DDPNET_SHARDS=2, its output in
-# build/e2e-shards/NAME.log (E2E_PLAIN=0: only those). Prints one line per run as it ends and a
+# time limit, with its output in build/e2e/NAME.log, on the daemon's
+# default: shards, one per core (overlay/loop/shard.h; a script that must
+# cover one loop sets DDPNET_SHARDS=1 itself). Prints one line per run as it ends and a
 # closing line "e2e: N passed, N failed, N skipped", then each failure's
 # line again (a CI log shows its end: the reason must not scroll away
 # behind the failed script's last lines), then the ten longest runs;
@@ -65,8 +65,8 @@ sweep() {
 tag() { sed -n "s/^# e2e: $2 *//p" "$1" | head -n 1; }
 has_tag() { grep -q "^# e2e: $2\( \|\$\)" "$1"; }
 
-# The runs: "FILE|shards" (0 or 1); those alone first (they wait for an
-# empty pool: first, they make it wait for nothing), then the long ones.
+# The runs: those alone first (they wait for an empty pool: first, they
+# make it wait for nothing), then the long ones.
 runs=()
 for pass in alone long rest; do
     for f in "${scripts[@]}"; do
@@ -74,31 +74,22 @@ for pass in alone long rest; do
         elif has_tag "$f" long; then want=long
         else want=rest; fi
         [ "$want" = "$pass" ] || continue
-        [ "${E2E_PLAIN:-1}" = 0 ] || runs+=("$f|0")
-        for s in ${E2E_SHARDS:-}; do
-            [ "$s" = "$(basename "$f" .sh)" ] && runs+=("$f|1")
-        done
+        runs+=("$f")
     done
 done
 
 results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
 
-# run_one FILE SHARDS ID: runs it, prints its lines, leaves its outcome
+# run_one FILE ID: runs it, prints its lines, leaves its outcome
 # (passed, failed, skipped) and any failure line in $results/ID.*.
 run_one() {
-    local f=$1 shards=$2 id=$3 name dir log rc secs t0 left reason why label
+    local f=$1 id=$2 name log rc secs t0 left reason why label
     name=$(basename "$f" .sh)
-    if [ "$shards" = 1 ]; then dir=${E2E_SHARDS_LOGDIR:-build/e2e-shards}; label="$name (shards)"
-    else dir=$logdir; label=$name; fi
-    mkdir -p "$dir"
-    log=$dir/$name.log
+    label=$name
+    log=$logdir/$name.log
     t0=$(date +%s)
-    if [ "$shards" = 1 ]; then
-        DDPNET_SHARDS=2 timeout -k 10 "$limit" bash "$f" >"$log" 2>&1 </dev/null
-    else
-        timeout -k 10 "$limit" bash "$f" >"$log" 2>&1 </dev/null
-    fi
+    timeout -k 10 "$limit" bash "$f" >"$log" 2>&1 </dev/null
     rc=$?
     secs=$(( $(date +%s) - t0 ))
     echo "$secs $label" >"$results/$id.time"
@@ -137,7 +128,7 @@ pending=("${!runs[@]}")
 
 # may_start I: whether run I may start beside what runs now.
 may_start() {
-    local f=${runs[$1]%|*} lock
+    local f=${runs[$1]} lock
     [ -z "$alone_pid" ] || return 1
     if has_tag "$f" alone; then [ "${#running_runs[@]}" -eq 0 ]; return; fi
     [ "${#running_runs[@]}" -lt "$jobs_max" ] || return 1
@@ -153,11 +144,11 @@ while [ "${#pending[@]}" -gt 0 ] || [ "${#running_runs[@]}" -gt 0 ]; do
             i=${pending[$k]}
             if ! may_start "$i"; then
                 # Nothing jumps ahead of a run that waits to be alone.
-                has_tag "${runs[$i]%|*}" alone && break
+                has_tag "${runs[$i]}" alone && break
                 continue
             fi
-            f=${runs[$i]%|*}
-            run_one "$f" "${runs[$i]#*|}" "$i" &
+            f=${runs[$i]}
+            run_one "$f" "$i" &
             pid=$!
             running_runs[$pid]=$i
             has_tag "$f" alone && alone_pid=$pid
@@ -183,7 +174,7 @@ for i in "${!runs[@]}"; do
     passed) passed=$((passed + 1)) ;;
     skipped) skipped=$((skipped + 1)) ;;
     *) failed=$((failed + 1))
-       [ -f "$results/$i.fail" ] || echo "${runs[$i]%|*}: FAILED (no outcome recorded)" >"$results/$i.fail" ;;
+       [ -f "$results/$i.fail" ] || echo "${runs[$i]}: FAILED (no outcome recorded)" >"$results/$i.fail" ;;
     esac
 done
 echo "e2e: $passed passed, $failed failed, $skipped skipped (${jobs_max} at a time)"

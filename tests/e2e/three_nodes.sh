@@ -4,7 +4,9 @@
 # ping between every pair (by overlay address and by name), iperf3 TCP both
 # ways, `ddpnet status` and stock `wg show` report handshakes, names
 # resolve, and `down` leaves no interface and no hosts block, also given
-# the wrong --run-dir (it finds the daemon by its interface).
+# the wrong --run-dir (it finds the daemon by its interface). Each daemon
+# runs its default shards: one per core it may use (nproc: its affinity),
+# at most 8, unless DDPNET_SHARDS says otherwise (overlay/loop/shard.h).
 #
 #                    namespace "hub": bridge br0
 #         +------------------+------------------+
@@ -49,6 +51,16 @@ for n in node-a node-b node-c; do ddp_up "$n"; done
 for n in node-a node-b node-c; do
     addr=$(nx "$n" ip -4 -o addr show dev ddp0)
     case "$addr" in *"10.77.0."*/16*) ;; *) fail "$n: ddp0 address: $addr (want 10.77.0.x/16)" ;; esac
+done
+cores=$(nproc)
+want=${DDPNET_SHARDS:-$(( cores < 8 ? cores : 8 ))}
+for n in node-a node-b node-c; do
+    for p in $(ip netns pids "$E2E_PFX$n"); do
+        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = ddpnet ] || continue
+        got=$(( $(grep -l '^ddpnet-shard' /proc/"$p"/task/*/comm 2>/dev/null | wc -l) + 1 ))
+        [ "$got" -eq "$want" ] || fail "$n: the daemon runs $got shards, want $want ($cores cores)"
+        say "$n: $got shards ($cores cores)"
+    done
 done
 
 step "names resolve on every node"

@@ -350,7 +350,6 @@ static void test_wanted_cpu_closes_window(void **state)
         busy_poll_yielded(&bp, t += 100 * US, 70 * US);
     assert_false(busy_poll_active(&bp, t));
     assert_true(t < opened + MS);
-    assert_true(busy_poll_window_end(&bp) <= t);
     /* A packet right after (no idle spell) does not reopen it... */
     busy_poll_packet(&bp, t + 100 * US);
     assert_false(busy_poll_active(&bp, t + 101 * US));
@@ -394,56 +393,6 @@ static void test_always_polls(void **state)
     assert_true(busy_poll_active(&bp, t + 1));
 }
 
-/* busy_poll_window_end is the end of what busy_poll_active says, whatever
- * the state, but under always (which polls outside the windows too): the
- * readers poll until then (io_lanes.h), so they must agree. */
-static void agree_over(const struct busy_poll *bp, uint64_t from, uint64_t to)
-{
-    for (uint64_t t = from; t < to; t += 7 * US)
-        assert_int_equal(busy_poll_active(bp, t), t < busy_poll_window_end(bp));
-}
-
-static void test_window_end_agrees_with_active(void **state)
-{
-    struct busy_poll bp;
-    (void)state;
-
-    busy_poll_init(&bp, 0);
-    busy_poll_packet(&bp, T0);
-    agree_over(&bp, T0, T0 + MS);
-    busy_poll_init(&bp, 300);
-    agree_over(&bp, T0, T0 + MS);
-    busy_poll_packet(&bp, T0);
-    agree_over(&bp, T0, T0 + MS);
-    assert_int_equal(busy_poll_window_end(&bp), T0 + 300 * US);
-    busy_poll_unawaited(&bp);
-    agree_over(&bp, T0, T0 + MS);
-}
-
-/* Under always the loop polls everywhere, but the windows (for the
- * readers) work as a window does: opened after an idle spell, given up
- * for a bulk flow, closed by upkeep. */
-static void test_always_keeps_windows_for_readers(void **state)
-{
-    struct busy_poll bp;
-    uint64_t t = T0;
-    (void)state;
-
-    busy_poll_init(&bp, BUSY_POLL_ALWAYS);
-    assert_true(busy_poll_window_end(&bp) <= T0);
-    busy_poll_packet(&bp, t);
-    assert_int_equal(busy_poll_window_end(&bp), t + BUSY_POLL_ALWAYS_WINDOW_US * US);
-    for (unsigned i = 0; i < 2 * BUSY_POLL_MAX_PACKETS; i++)
-        busy_poll_packet(&bp, t += 10 * US);
-    assert_true(busy_poll_window_end(&bp) <= t);     /* a bulk flow */
-    assert_true(busy_poll_active(&bp, t));
-    t += 2 * BUSY_POLL_IDLE_NS;
-    busy_poll_packet(&bp, t);
-    busy_poll_unawaited(&bp);                        /* upkeep */
-    assert_true(busy_poll_window_end(&bp) <= t);
-    assert_true(busy_poll_active(&bp, t));
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -463,8 +412,6 @@ int main(void)
         cmocka_unit_test(test_default_window_spans_echoes),
         cmocka_unit_test(test_wanted_cpu_closes_window),
         cmocka_unit_test(test_always_polls),
-        cmocka_unit_test(test_window_end_agrees_with_active),
-        cmocka_unit_test(test_always_keeps_windows_for_readers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

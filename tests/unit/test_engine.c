@@ -59,7 +59,7 @@
 #include "overlay/engine/device_setup.h"
 #include "overlay/engine/engine.h"
 #include "overlay/disco/pmtu.h"
-#include "overlay/loop/crypto_pool.h"
+#include "overlay/loop/crypto_job.h"
 #include "overlay/loop/loop.h"
 #include "overlay/loop/resolver.h"
 #include "overlay/membership/certs.h"
@@ -87,7 +87,6 @@ struct node {
     unsigned initiations, keepalives;   /* sent by it */
     unsigned transports;           /* transport messages sent by it (data, disco, keepalives) */
     uint32_t tun_lens[64];         /* the lengths of the first packets written to ddp0 */
-    uint32_t tun_flows[64];        /* the flow (w->flow) of the first writes to ddp0 */
     unsigned tun_writes;
     unsigned sends;
     unsigned ce_packets;           /* written to ddp0 marked CE (tun/ecn.h) */
@@ -233,8 +232,6 @@ void loop_write_tun(struct loop *l, struct tun_write *w)
 {
     struct node *n = &nodes[node_of_loop(l)];
 
-    if (n->tun_writes < 64)
-        n->tun_flows[n->tun_writes] = w->flow;
     n->tun_writes++;
     /* Coalesced runs may be one super-packet; count the IP packets'
      * protocol by the first. */
@@ -254,9 +251,10 @@ void loop_write_tun(struct loop *l, struct tun_write *w)
     tun_write_put(&l->pool, w);
 }
 
-/* Workers, when a test turns them on (fake_workers): a job submitted stays
- * in flight until finish_jobs runs it and hands it back, in order, as the
- * loop does with the pool's. Off: no workers, everything inline. */
+/* Deferred jobs, when a test turns them on (fake_workers), as a shard
+ * has them (deferred.h): a job submitted stays in flight until finish_jobs
+ * runs it and finishes it, in order, as the loop does. Off: one loop,
+ * everything inline. */
 #define FAKE_JOBS 16u
 static bool fake_workers;
 static struct crypto_job fake_job[FAKE_JOBS];
@@ -267,7 +265,7 @@ struct crypto_job *loop_crypto_job(struct loop *l, uint64_t now)
     (void)l;
     (void)now;
     if (!fake_workers)
-        return NULL;   /* no workers: the engine seals and opens inline */
+        return NULL;   /* one loop: the engine seals and opens inline */
     assert_true(fake_jobs_out < FAKE_JOBS);
     return &fake_job[fake_jobs_out];
 }
@@ -278,14 +276,6 @@ void loop_crypto_submit(struct loop *l, struct crypto_job *job)
     assert_ptr_equal(job, &fake_job[fake_jobs_out]);
     fake_job_node[fake_jobs_out++] = node_of_loop(l);
     fake_jobs_submitted++;
-}
-
-static bool fake_lanes;
-
-bool loop_has_lanes(const struct loop *l)
-{
-    (void)l;
-    return fake_lanes;
 }
 
 /* The loop's shard: every seal's hint (overlay/loop/shard.h). */
@@ -317,7 +307,7 @@ static void finish_first_job(uint64_t now)
     n->on.crypto_done(n->on.ctx, &job, now);
 }
 
-/* The workers run every job in flight; the loop takes them back in order. */
+/* Every job in flight runs; the loop finishes them in order. */
 static void finish_jobs(uint64_t now)
 {
     while (fake_jobs_out)
@@ -369,7 +359,6 @@ static int world_setup(void **state)
     memset(cut, 0, sizeof(cut));
     memset(stray_sends, 0, sizeof(stray_sends));
     fake_workers = false;
-    fake_lanes = false;
     fake_jobs_out = fake_jobs_submitted = 0;
     congest_next = false;
     app_tos = 0;
@@ -660,56 +649,6 @@ static void test_congested_receive_marks_or_drops_one(void **state)
     assert_int_equal(nodes[1].tun_packets, packets + 3);
     assert_int_equal(nodes[1].ce_packets, 1);
     app_tos = 0;
-}
-
-/* The I/O lanes keep a flow's order only if every ddp0 write of it
- * carries its flow (loop.h), taken from the last packet of a coalesced
- * run: offload_coalesce gives the first the merged header. Two TCP flows,
- * three segments each, in one GRO receive: two writes, each with its
- * flow's value. (Sends take their lane by destination, in the loop.) */
-static void test_writes_carry_the_flow(void **state)
-{
-    (void)state;
-    uint64_t now = establish();
-    uint8_t probe[OFFLOAD_VNET_HDR_LEN + 40 + 100];
-    uint32_t flow[2];
-
-    for (unsigned f = 0; f < 2; f++) {
-        /* The flow's value, from a segment built as app_send_tcp builds it. */
-        memset(probe, 0, sizeof(probe));
-        uint8_t *ip = probe + OFFLOAD_VNET_HDR_LEN;
-        ip[0] = 0x45;
-        put_be16(ip + 2, 140);
-        ip[9] = IPPROTO_TCP;
-        uint8_t src[4] = { 10, 77, 0, 1 }, dst[4] = { 10, 77, 0, 2 };
-        memcpy(ip + 12, src, 4);
-        memcpy(ip + 16, dst, 4);
-        put_be16(ip + 20, (uint16_t)(40000 + f));
-        put_be16(ip + 22, 5201);
-        ip[32] = 5 << 4;
-        flow[f] = offload_flow_hash(ip, 140);
-    }
-    assert_int_not_equal(flow[0], flow[1]);
-    fake_lanes = true;
-    unsigned writes = nodes[1].tun_writes;
-    for (unsigned i = 0; i < 3; i++)
-        for (unsigned f = 0; f < 2; f++)
-            app_send_tcp(0, 1, (uint16_t)(40000 + f), 1000 + i * 100, 100, now);
-    pump_gro(now);
-    /* One run per flow: three segments coalesced into one write each. */
-    assert_int_equal(nodes[1].tun_writes, writes + 2);
-    assert_int_equal(nodes[1].tun_flows[writes], flow[0]);
-    assert_int_equal(nodes[1].tun_flows[writes + 1], flow[1]);
-
-    /* Without lanes nothing looks at a flow: none is hashed. */
-    fake_lanes = false;
-    writes = nodes[1].tun_writes;
-    for (unsigned f = 0; f < 2; f++)
-        app_send_tcp(0, 1, (uint16_t)(40000 + f), 1300, 100, now);
-    pump_gro(now);
-    assert_int_equal(nodes[1].tun_writes, writes + 2);
-    assert_int_equal(nodes[1].tun_flows[writes], 0);
-    assert_int_equal(nodes[1].tun_flows[writes + 1], 0);
 }
 
 static void test_first_packet_waits_for_the_handshake(void **state)
@@ -3302,7 +3241,6 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(test_first_packet_waits_for_the_handshake),
-        T(test_writes_carry_the_flow),
         T(test_congested_receive_marks_or_drops_one),
         T(test_uncut_read_counted),
         T(test_record_stated_on_the_session),

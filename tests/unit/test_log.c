@@ -207,7 +207,7 @@ static void *write_lines(void *arg)
     return NULL;
 }
 
-/* Crypto workers may log beside the loop: each line is one write. */
+/* Shards may log beside each other: each line is one write. */
 static void test_threads_lines_never_mix(void **state)
 {
     (void)state;

@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests of the crypto workers (overlay/loop/crypto_pool.c): jobs come back in
- * the order they were handed out whatever order the workers finish them,
- * counters reserved on the caller's thread are used exactly once across
- * concurrent workers, and messages opened concurrently pass the replay
- * check once each, in order, and a second time never. A read planned on
- * the loop is cut on the worker that seals it; an open says which TCP
- * segments' checksums it verified. */
-#include <poll.h>
+/* Tests of a crypto job's work (overlay/loop/crypto_job.c): a seal uses
+ * the counters reserved for it, each once, and what it sealed opens back
+ * to the plaintext and passes the replay check once, and a second time
+ * never. A read whose cut was planned is cut by the job that seals it; an
+ * open says which TCP segments' checksums it verified. (The order of jobs
+ * run on several threads: test_deferred.c.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,14 +19,13 @@
 #include "crypto/aead.h"
 #include "crypto/replay.h"
 #include "crypto/transport.h"
-#include "overlay/loop/crypto_pool.h"
+#include "overlay/loop/crypto_job.h"
 #include "overlay/loop/pkt.h"
 #include "tests/unit/tso_read.h"
 
 #define JOBS      48u
 #define SEGS      40u
 #define SEG_LEN   1380u
-#define THREADS   4u
 #define ROUNDS    6
 
 struct fixture {
@@ -47,50 +44,23 @@ static void fill_segments(struct pkt *p, unsigned job)
     }
 }
 
-/* Takes back every job, waiting for the workers; checks the order. */
-static void take_all(struct crypto_pool *cp, struct crypto_job **order, unsigned n)
+static void seal_round(struct fixture *f)
 {
-    unsigned got = 0;
-    while (got < n) {
-        struct crypto_job *job = crypto_pool_take(cp);
-        if (!job) {
-            struct pollfd pfd = { cp->event_fd, POLLIN, 0 };
-            poll(&pfd, 1, 1000);
-            uint64_t v;
-            (void)!read(cp->event_fd, &v, sizeof(v));
-            continue;
-        }
-        assert_ptr_equal(job->pkt, order[got]->pkt);
-        got++;
-    }
-}
-
-static void seal_round(struct fixture *f, struct crypto_pool *cp)
-{
-    /* Order checked through the pkt each slot names: copied before the
-     * job is handed over (a job in flight is the workers'). */
-    struct crypto_job copy[JOBS], *ptrs[JOBS];
     for (unsigned j = 0; j < JOBS; j++) {
         uint64_t first;
         fill_segments(f->pkts[j], j);
         assert_int_equal(transport_reserve(&f->tx, SEGS, 1, &first), 0);
-        struct crypto_job *job = crypto_pool_reserve(cp);   /* JOBS < the depth */
-        assert_non_null(job);
-        *job = (struct crypto_job){ .kind = CRYPTO_SEAL, .pkt = f->pkts[j],
-                                    .remote_index = 7, .first_counter = first };
-        memcpy(job->key, f->tx.send_key, WG_KEY_LEN);
-        copy[j] = *job;
-        ptrs[j] = &copy[j];
-        crypto_pool_submit(cp, job);
+        struct crypto_job job = { .kind = CRYPTO_SEAL, .pkt = f->pkts[j], .remote_index = 7,
+                                  .first_counter = first };
+        memcpy(job.key, f->tx.send_key, WG_KEY_LEN);
+        crypto_job_run(&job);
     }
-    take_all(cp, ptrs, JOBS);
 }
 
 /* Opens what seal_round made: one job per pkt, the datagrams laid back to
  * back as a GRO receive would have them. */
-static void open_round(struct fixture *f, struct crypto_pool *cp, bool expect_replay)
+static void open_round(struct fixture *f, bool expect_replay)
 {
-    struct crypto_job copy[JOBS], *ptrs[JOBS];
     uint32_t stride = f->pkts[0]->stride;
     for (unsigned j = 0; j < JOBS; j++) {
         struct pkt *p = f->pkts[j];
@@ -98,16 +68,11 @@ static void open_round(struct fixture *f, struct crypto_pool *cp, bool expect_re
             memcpy(p->in, p->area, (size_t)SEGS * stride);
             p->len = SEGS * stride;
         }
-        struct crypto_job *job = crypto_pool_reserve(cp);
-        assert_non_null(job);
-        *job = (struct crypto_job){ .kind = CRYPTO_OPEN, .pkt = p, .seg_size = stride };
-        memcpy(job->key, f->rx.recv_key, WG_KEY_LEN);
-        copy[j] = *job;
-        ptrs[j] = &copy[j];
-        crypto_pool_submit(cp, job);
+        struct crypto_job job = { .kind = CRYPTO_OPEN, .pkt = p, .seg_size = stride };
+        memcpy(job.key, f->rx.recv_key, WG_KEY_LEN);
+        crypto_job_run(&job);
     }
-    take_all(cp, ptrs, JOBS);
-    /* Back on "the loop": replay checks in order. */
+    /* As the job is finished: replay checks in order. */
     for (unsigned j = 0; j < JOBS; j++) {
         struct pkt *p = f->pkts[j];
         for (unsigned i = 0; i < SEGS; i++) {
@@ -119,11 +84,10 @@ static void open_round(struct fixture *f, struct crypto_pool *cp, bool expect_re
     }
 }
 
-static void test_order_counters_and_replay(void **state)
+static void test_counters_and_replay(void **state)
 {
     (void)state;
     struct fixture *f = calloc(1, sizeof(*f));
-    struct crypto_pool cp;
     assert_non_null(f);
     assert_int_equal(pkt_pool_init(&f->pool, JOBS, 1), 0);
     for (unsigned j = 0; j < JOBS; j++)
@@ -132,11 +96,9 @@ static void test_order_counters_and_replay(void **state)
     memcpy(f->rx.recv_key, f->tx.send_key, WG_KEY_LEN);
     f->tx.birth_ns = f->rx.birth_ns = 1;
     replay_init(&f->rx.replay);
-    assert_int_equal(crypto_pool_start(&cp, THREADS), 0);
-    assert_int_equal(cp.n_threads, THREADS);
 
     for (int r = 0; r < ROUNDS; r++) {
-        seal_round(f, &cp);
+        seal_round(f);
         /* Every counter of the round, exactly once, in job order. */
         for (unsigned j = 0; j < JOBS; j++)
             for (unsigned i = 0; i < SEGS; i++) {
@@ -146,10 +108,10 @@ static void test_order_counters_and_replay(void **state)
                     c = c << 8 | msg[8 + b];
                 assert_int_equal(c, (uint64_t)r * JOBS * SEGS + j * SEGS + i);
             }
-        open_round(f, &cp, false);
+        open_round(f, false);
         for (unsigned j = 0; j < JOBS; j++)
             for (unsigned i = 0; i < SEGS; i++) {
-                /* Plaintext intact after a concurrent seal and open. */
+                /* Plaintext intact after a seal and an open. */
                 const uint8_t *plain = f->pkts[j]->in + (size_t)i * f->pkts[j]->stride +
                                        WG_TRANSPORT_HEADER_LEN;
                 for (unsigned k = 0; k < SEG_LEN; k += 97)
@@ -163,36 +125,29 @@ static void test_order_counters_and_replay(void **state)
         memcpy(f->pkts[j]->in, f->pkts[j]->area, (size_t)SEGS * f->pkts[j]->stride);
         f->pkts[j]->len = SEGS * f->pkts[j]->stride;
     }
-    open_round(f, &cp, true);
-    crypto_pool_stop(&cp);
+    open_round(f, true);
     pkt_pool_destroy(&f->pool);
     free(f);
 }
 
-/* Runs one job with this key on a worker and takes it back. */
-static void run_on_worker(struct crypto_pool *cp, const struct crypto_job *filled,
-                          const uint8_t key[WG_KEY_LEN])
+/* Runs one job with this key. */
+static void run_job(const struct crypto_job *filled, const uint8_t key[WG_KEY_LEN])
 {
-    struct crypto_job *job = crypto_pool_reserve(cp), copy;
+    struct crypto_job job = *filled;
 
-    assert_non_null(job);
-    *job = *filled;
-    memcpy(job->key, key, WG_KEY_LEN);
-    copy = *job;
-    crypto_pool_submit(cp, job);
-    take_all(cp, (struct crypto_job *[]){ &copy }, 1);
+    memcpy(job.key, key, WG_KEY_LEN);
+    crypto_job_run(&job);
 }
 
-/* A TUN read whose cut was planned (on the loop) goes to a worker uncut;
- * the worker cuts and seals it, each segment with its reserved counter;
- * opened on a worker, every segment's TCP checksum is marked verified but
- * one that was spoiled. */
-static void test_cut_and_checksums_on_the_worker(void **state)
+/* A TUN read whose cut was planned goes to its job uncut; the job cuts
+ * and seals it, each segment with its reserved counter; opened by a job,
+ * every segment's TCP checksum is marked verified but one that was
+ * spoiled. */
+static void test_cut_and_checksums_in_the_job(void **state)
 {
     (void)state;
     struct pkt_pool pool;
     struct noise_keypair tx = { .birth_ns = 1 }, rx = { .birth_ns = 1 };
-    struct crypto_pool cp;
     const unsigned nseg = 5, gso = 1000;
     uint64_t first;
 
@@ -201,15 +156,14 @@ static void test_cut_and_checksums_on_the_worker(void **state)
     randombytes_buf(tx.send_key, WG_KEY_LEN);
     memcpy(rx.recv_key, tx.send_key, WG_KEY_LEN);
     replay_init(&rx.replay);
-    assert_int_equal(crypto_pool_start(&cp, 2), 0);
 
     struct vnet_hdr h = tso_read(p, (size_t)nseg * gso - 10, (uint16_t)gso);
     uint32_t stride = (uint32_t)transport_sealed_len(TSO_READ_HDRS + gso);
     assert_int_equal(pkt_plan_cut(p, &h, stride), (int)nseg);
     assert_int_equal(transport_reserve(&tx, nseg, 1, &first), 0);
-    run_on_worker(&cp, &(struct crypto_job){ .kind = CRYPTO_SEAL, .pkt = p, .remote_index = 7,
-                                             .first_counter = first },
-                  tx.send_key);
+    run_job(&(struct crypto_job){ .kind = CRYPTO_SEAL, .pkt = p, .remote_index = 7,
+                                  .first_counter = first },
+            tx.send_key);
     assert_false(p->cut_pending);
     assert_int_equal(p->nseg, nseg);
 
@@ -231,8 +185,7 @@ static void test_cut_and_checksums_on_the_worker(void **state)
     transport_encrypt_batch(tx.send_key, 7, first, &bad, 1);
     assert_int_equal(bad.len, stride);
     memset(q->seg_csum_ok, 0xff, sizeof(q->seg_csum_ok));   /* stale: all set */
-    run_on_worker(&cp, &(struct crypto_job){ .kind = CRYPTO_OPEN, .pkt = q, .seg_size = stride },
-                  rx.recv_key);
+    run_job(&(struct crypto_job){ .kind = CRYPTO_OPEN, .pkt = q, .seg_size = stride }, rx.recv_key);
     for (unsigned i = 0; i < nseg; i++) {
         assert_int_equal(q->seg_status[i], 0);
         assert_int_equal(q->seg_counter[i], i == 3 ? nseg : i);
@@ -243,26 +196,14 @@ static void test_cut_and_checksums_on_the_worker(void **state)
         uint8_t want = (uint8_t)(at * 7 + 1) ^ (i == 3 && at % gso == 5 ? 1 : 0);
         assert_int_equal(ip[TSO_READ_HDRS + 17], want);
     }
-    crypto_pool_stop(&cp);
     pkt_pool_destroy(&pool);
-}
-
-static void test_no_threads_means_inline(void **state)
-{
-    (void)state;
-    struct crypto_pool cp;
-    assert_int_equal(crypto_pool_start(&cp, 0), 0);
-    assert_null(crypto_pool_reserve(&cp));
-    assert_null(crypto_pool_take(&cp));
-    crypto_pool_stop(&cp);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_order_counters_and_replay),
-        cmocka_unit_test(test_cut_and_checksums_on_the_worker),
-        cmocka_unit_test(test_no_threads_means_inline),
+        cmocka_unit_test(test_counters_and_replay),
+        cmocka_unit_test(test_cut_and_checksums_in_the_job),
     };
     if (crypto_core_init())
         return 1;
