@@ -139,7 +139,8 @@ enum certs_verdict certs_offer_cert(struct certs *s, const struct cert *c, uint6
  * own certificates and revocations count as from certs_offer_cert. */
 enum certs_verdict certs_offer_heard(struct certs *s, const struct cert *c, uint64_t now,
                                      const char **why);
-/* Whether key's held certificate is one only heard (certs_offer_heard). */
+/* Whether key's held certificate is one only heard (certs_offer_heard):
+ * a test seam (test_certs; the daemon needs no answer to it). */
 bool certs_heard(const struct certs *s, const uint8_t key[CLUSTER_KEY_LEN]);
 const char *certs_verdict_str(enum certs_verdict v);
 /* A key revoked on the operator's word (the cluster file's `revoked`),
