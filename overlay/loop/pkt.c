@@ -51,6 +51,7 @@ struct pkt *pkt_get(struct pkt_pool *pool)
     p->congested = false;
     p->lane = -1;
     p->flow_hint = -1;
+    p->flow = 0;
     p->via = p->relay_src = NULL;
     return p;
 }

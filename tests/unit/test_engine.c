@@ -224,6 +224,21 @@ int loop_send_now(struct loop *l, const uint8_t *msg, uint32_t len, const union 
     return 0;
 }
 
+/* Extra source ports: the in-memory network has one address per node, so
+ * a flow's message arrives from it, told apart only by its byte 3. */
+int loop_send_flow_now(struct loop *l, unsigned flow, const uint8_t *msg, uint32_t len,
+                       const union endpoint *dst)
+{
+    (void)flow;
+    return loop_send_now(l, msg, len, dst);
+}
+
+unsigned loop_flows(const struct loop *l)
+{
+    (void)l;
+    return 1;
+}
+
 void loop_write_tun(struct loop *l, struct tun_write *w)
 {
     struct node *n = &nodes[node_of_loop(l)];
