@@ -269,7 +269,7 @@ build/tools/%: build/plain/tests/e2e/tools/%.o $(PLAIN_LIB)
 E2E_JOBS ?= 3
 E2E_SHARDS_SCRIPTS := three_nodes interop multistream nat_traversal path_mtu roaming reload \
                       torch torch_hostnames drops queue_management long_path mesh16 metrics registry registry_nat \
-                      registry_authority authority authority_holds probation_fill quickstart
+                      registry_authority authority authority_holds probation_fill quickstart flows
 e2e: bin/ddpnet $(E2E_TOOLS)
 	$(Q)E2E_JOBS=$(E2E_JOBS) E2E_SHARDS="$(E2E_SHARDS_SCRIPTS)" tests/e2e/run.sh
 

@@ -1264,9 +1264,13 @@ static int start_shards(struct setup *s)
         .busy_poll_us = s->dev.cluster.busy_poll_us,
         .queue_target_us = queue_target_us(),
         .crew = s->loop.crew,   /* as loop 0 has it: DDPNET_SHARD_HELP read once */
+        .flows = s->flows,      /* every shard sends from the same extra ports */
     };
     struct loop_handlers on;
     int ret;
+
+    memcpy(lc.flow4_fds, s->flow4, sizeof(lc.flow4_fds));
+    memcpy(lc.flow6_fds, s->flow6, sizeof(lc.flow6_fds));
 
     if (s->shards.n < 2)
         return 0;

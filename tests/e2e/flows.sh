@@ -120,8 +120,9 @@ step "2. each 5-tuple policed at $CAP MB/s ($CAP_MBIT Mbit/s): 4 streams over 4 
 police rt
 bare=$(rate node-b 10.201.2.2 node-a 4)
 r=$(rate node-b 10.77.0.2 node-a 4)
-ports=$(ip netns exec "${E2E_PFX}rt" cat /proc/net/ipt_hashlimit/fludp |
-        grep -c "10.201.1.2:[0-9]*->10.201.2.2:$P " || true)
+ip netns exec "${E2E_PFX}rt" cat /proc/net/ipt_hashlimit/fludp >"$T/policed.txt"
+ports=$(grep -c "10.201.1.2:[0-9]*->10.201.2.2:$P " "$T/policed.txt" || true)
+[ "$E2E_VERBOSE" = 1 ] && cat "$T/policed.txt"
 say "policed, 4 streams: bare TCP $bare Mbit/s, ddp0 $r Mbit/s (ratio $(( r * 100 / (bare > 0 ? bare : 1) ))%), a -> b's port from $ports source ports"
 [ $(( r * 100 )) -ge $(( bare * RATIO )) ] ||
     fail "ddp0 moved $r Mbit/s under a $CAP_MBIT Mbit/s cap per 5-tuple, bare TCP $bare: held to one flow (want >= $RATIO% of bare)"
