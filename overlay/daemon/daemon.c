@@ -289,6 +289,8 @@ static int open_flow_socket(int family, unsigned buffer)
     return fd;
 }
 
+static void close_fd(int *fd);
+
 /* The extra source ports, where a family has the port's socket; a family
  * that cannot have them leaves its flows on the port's (loop.c). */
 static void setup_flow_sockets(struct setup *s)
@@ -301,6 +303,17 @@ static void setup_flow_sockets(struct setup *s)
     for (unsigned i = 0; i < s->flows; i++) {
         s->flow4[i] = s->udp4_fd < 0 ? -1 : open_flow_socket(AF_INET, s->dev.cluster.socket_buffer);
         s->flow6[i] = s->udp6_fd < 0 ? -1 : open_flow_socket(AF_INET6, s->dev.cluster.socket_buffer);
+        int err = s->udp4_fd >= 0 && s->flow4[i] < 0 ? s->flow4[i]
+                : s->udp6_fd >= 0 && s->flow6[i] < 0 ? s->flow6[i] : 0;
+        if (err) {
+            /* Fewer flows, not a flow that says it leaves elsewhere. */
+            log_warn("DDPNET_FLOWS=%u: cannot open source port %u: %s; %u flows per peer", want,
+                     i + 1u, strerror(-err), i + 1u);
+            close_fd(&s->flow4[i]);
+            close_fd(&s->flow6[i]);
+            s->flows = i;
+            break;
+        }
     }
     s->dev.flow_count = 1u + s->flows;
 }
