@@ -14,11 +14,11 @@
 #     over ddp0 a -> b moves at least 0.6 x what bare TCP -P 4 between
 #     the nodes moves (4 5-tuples; held to one flow, ddp0 moved 0.23 x),
 #     and the policer saw 4 UDP source ports of a's towards b's port;
-#  3. node-a behind a cone NAT (masquerade, which lets in only replies:
-#     b's extra source ports never get in), the same policer in the
-#     gateway: a -> b spreads (a's status: "4 flows"), b -> a falls back
-#     to one (b's status of a: "1 flow"); iperf3 -P 4 a -> b at least
-#     0.6 x bare TCP's of 2.
+#  3. node-c behind a cone NAT (masquerade, which lets in only replies:
+#     d's extra source ports never get in), the same policer in the
+#     gateway: c -> d spreads (c's status: "4 flows"), d -> c falls back
+#     to one (d's status of c: "1 flow"); iperf3 -P 4 c -> d at least
+#     0.6 x bare TCP's of 2; d -> c still moves data.
 #
 #  [1, 2]  node-a 10.201.1.2 -- [rt] -- 10.201.2.2 node-b
 #  [3]     node-c 172.31.1.10 -- [gw, cone NAT] -- hub 100.64/16 -- node-d 100.64.0.4
