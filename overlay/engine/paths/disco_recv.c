@@ -156,6 +156,10 @@ static void on_features(struct peer *p, const struct noise_keypair *kp, uint32_t
 
 void discovery_flow_heard(struct peer *p, const struct noise_keypair *kp, uint64_t now)
 {
+    /* Its direct path carries its packets (path_received's test before
+     * a relay is taken), whichever of its ports they left. */
+    if (path_direct(p))
+        p->path.last_direct_ns = now;
     if (!kp || kp != p->wg.current ||
         (p->path.heard_any && p->path.heard_index == kp->local_index))
         return;
