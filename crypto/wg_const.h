@@ -24,7 +24,7 @@
 #define WG_MSG_RESPONSE       2u
 #define WG_MSG_COOKIE_REPLY   3u
 #define WG_MSG_TRANSPORT      4u
-/* ddpnet's shard bytes, in a transport message's type (bytes 1 and 2:
+/* ddpnet's shard bytes, in a transport message's type (bytes 1 to 3:
  * reserved, zero in WireGuard, outside the AEAD), sent only to a peer that
  * said it takes them (disco FEATURES), read from anyone:
  *   1  the shard hint: which shard of the receiver its flow belongs to;
@@ -33,12 +33,18 @@
  *   2  the sub-session (transport.h: struct transport_hinted) whose keys
  *      and counters sealed it: the sealing shard's, so that each shard's
  *      counters are in order on the wire; modulo WG_SHARD_HINTS, 0 the
- *      keypair itself. A forged one opens nothing (the wrong key). */
+ *      keypair itself. A forged one opens nothing (the wrong key);
+ *   3  the underlay flow (overlay/engine/paths/path.c: path_flows): 0 from
+ *      the sender's port, i from its i-th extra source port; a receiver
+ *      takes a message whose byte 3 is not 0 as one more flow of the
+ *      peer's, never as the peer roaming there. Forged, it only keeps a
+ *      source from being looked at as a roam. */
 #define WG_SHARD_HINT_OFFSET  1u
 #define WG_SHARD_SUB_OFFSET   2u
+#define WG_FLOW_OFFSET        3u
 #define WG_SHARD_HINTS        16u    /* sub-sessions of a keypair, a power of two */
 /* A transport type with its shard bytes masked out. */
-#define WG_TRANSPORT_TYPE_MASK 0xff0000ffu
+#define WG_TRANSPORT_TYPE_MASK 0x000000ffu
 
 #define WG_INITIATION_LEN     148u
 #define WG_RESPONSE_LEN       92u

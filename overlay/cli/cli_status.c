@@ -47,8 +47,8 @@
 
 struct st_peer {
     const char *key, *name, *address, *endpoint, *path, *via;
-    uint64_t handshake_sec, rx_bytes, tx_bytes, rx_rate, tx_rate, rtt_us, path_mtu;
-    bool has_rtt, has_path_mtu;
+    uint64_t handshake_sec, rx_bytes, tx_bytes, rx_rate, tx_rate, rtt_us, path_mtu, flows;
+    bool has_rtt, has_path_mtu, has_flows;
     bool has_cert;                   /* with an authority: its certificate's expiry */
     uint64_t cert_expires;
 };
@@ -121,6 +121,9 @@ static int peer_line(void *ctx, const char *key, const char *v)
     } else if (!strcmp(key, CONTROL_KEY_PATH_MTU)) {
         p->has_path_mtu = true;
         return cli_reply_u64(v, &p->path_mtu);
+    } else if (!strcmp(key, CONTROL_KEY_FLOWS)) {
+        p->has_flows = true;
+        return cli_reply_u64(v, &p->flows);
     } else if (!strcmp(key, CONTROL_KEY_CERT_EXPIRES)) {
         p->has_cert = true;
         return cli_reply_u64(v, &p->cert_expires);
@@ -300,11 +303,16 @@ static const bool column_right[N_COLUMNS] = {
 
 typedef char row_cells[N_COLUMNS][CELL_MAX];
 
-/* "direct", "relay via NAME", or "-" without a path. */
+/* "direct", "direct, 4 flows" (where the node has several: how many
+ * this peer's traffic spreads over, 1 where it fell back), "relay via
+ * NAME", or "-" without a path. */
 static void path_cell(char *buf, size_t len, const struct st_peer *p)
 {
     if (p->path && p->via)
         snprintf(buf, len, "%s via %s", p->path, p->via);
+    else if (p->path && p->has_flows)
+        snprintf(buf, len, "%s, %llu flow%s", p->path, (unsigned long long)p->flows,
+                 p->flows == 1 ? "" : "s");
     else
         snprintf(buf, len, "%s", p->path ? p->path : "-");
 }
@@ -686,6 +694,11 @@ static void json_peer(FILE *out, const struct st_peer *p)
     fputs(",\"path_mtu\":", out);
     if (p->has_path_mtu)
         fprintf(out, "%llu", (unsigned long long)p->path_mtu);
+    else
+        fputs("null", out);
+    fputs(",\"flows\":", out);
+    if (p->has_flows)
+        fprintf(out, "%llu", (unsigned long long)p->flows);
     else
         fputs("null", out);
     fputs(",\"rtt_ms\":", out);

@@ -206,6 +206,8 @@ static void put_path(struct uapi_buf *b, const struct peer *p)
         uapi_put_str(b, CONTROL_KEY_VIA, p->path.via->member.name);
     if (path_usable(p))
         uapi_put_u64(b, CONTROL_KEY_PATH_MTU, path_mtu(p));
+    if (p->dev->flow_count > 1 && !p->path.via && path_usable(p))
+        uapi_put_u64(b, CONTROL_KEY_FLOWS, path_flows(p));
     if (p->disco.state.rtt_ns)
         uapi_put_u64(b, CONTROL_KEY_RTT_US, p->disco.state.rtt_ns / NS_PER_US);
 }

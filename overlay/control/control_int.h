@@ -36,6 +36,9 @@ struct device;
 #define CONTROL_KEY_VIA             "via"
 #define CONTROL_KEY_RTT_US          "rtt_us"
 #define CONTROL_KEY_PATH_MTU        "path_mtu"
+/* A direct peer's underlay flows (path_flows), where this node has more
+ * than one (DDPNET_FLOWS). */
+#define CONTROL_KEY_FLOWS           "flows"
 /* With an authority: when the node's certificate stops counting (unix
  * seconds); for this node after the interface's keys, for a peer in its
  * section. Absent: no certificate (a node of the file). */

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/signalfd.h>
@@ -99,6 +100,10 @@ struct setup {
     struct shards shards;
     bool shards_ready;
     int shard_tun[SHARDS_MAX], shard_udp4[SHARDS_MAX], shard_udp6[SHARDS_MAX];
+    /* The extra source ports (DDPNET_FLOWS less one), per family; every
+     * loop sends from them (loop_config.flows). */
+    unsigned flows;
+    int flow4[LOOP_FLOWS_MAX], flow6[LOOP_FLOWS_MAX];
     struct membership membership;         /* the device's (dev.membership) */
     int ifindex;                          /* ddp0's, for its statistics */
     char socket_path[256], env_path[256], state_path[256];
@@ -261,6 +266,59 @@ static int open_shard_sockets(struct setup *s, int family, uint16_t port, unsign
     return 0;
 }
 
+/* Underlay flows per peer (DDPNET_FLOWS): the port's own and this many
+ * less one extra source ports (path.c: path_flows; bench/README.md,
+ * issue 57, says why 4). */
+#define FLOWS_DEFAULT 4u
+
+/* A socket that only sends, from an ephemeral port of its own: a peer's
+ * extra flows leave from it to the peer's one port, so the operator still
+ * opens only that port. What comes back to it is dropped by a filter that
+ * passes nothing: no peer is ever told of this port as ours. */
+static int open_flow_socket(int family, unsigned buffer)
+{
+    struct sock_filter none[] = { BPF_STMT(BPF_RET | BPF_K, 0) };
+    struct sock_fprog prog = { .len = 1, .filter = none };
+    unsigned unused;
+    int fd = open_udp(family, 0, buffer, false, &unused);
+
+    if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog))) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    return fd;
+}
+
+static void close_fd(int *fd);
+
+/* The extra source ports, where a family has the port's socket; a family
+ * that cannot have them leaves its flows on the port's (loop.c). */
+static void setup_flow_sockets(struct setup *s)
+{
+    unsigned want = unsigned_from_env("DDPNET_FLOWS", FLOWS_DEFAULT);
+
+    if (want > LOOP_FLOWS_MAX + 1u)
+        want = LOOP_FLOWS_MAX + 1u;
+    s->flows = want > 1u ? want - 1u : 0u;
+    for (unsigned i = 0; i < s->flows; i++) {
+        s->flow4[i] = s->udp4_fd < 0 ? -1 : open_flow_socket(AF_INET, s->dev.cluster.socket_buffer);
+        s->flow6[i] = s->udp6_fd < 0 ? -1 : open_flow_socket(AF_INET6, s->dev.cluster.socket_buffer);
+        int err = s->udp4_fd >= 0 && s->flow4[i] < 0 ? s->flow4[i]
+                : s->udp6_fd >= 0 && s->flow6[i] < 0 ? s->flow6[i] : 0;
+        if (err) {
+            /* Fewer flows, not a flow that says it leaves elsewhere. */
+            log_warn("DDPNET_FLOWS=%u: cannot open source port %u: %s; %u flows per peer", want,
+                     i + 1u, strerror(-err), i + 1u);
+            close_fd(&s->flow4[i]);
+            close_fd(&s->flow6[i]);
+            s->flows = i;
+            break;
+        }
+    }
+    s->dev.flow_count = 1u + s->flows;
+}
+
 static int setup_sockets(struct setup *s)
 {
     uint16_t port = (uint16_t)cluster_node_port(&s->dev.cluster, s->dev.self);
@@ -279,6 +337,7 @@ static int setup_sockets(struct setup *s)
         return fail(s, s->udp4_fd, "cannot bind UDP port %u: %s", port, strerror(-s->udp4_fd));
     if (s->udp4_fd < 0 || s->udp6_fd < 0)
         log_notice("UDP port %u: only IPv%c is available", port, s->udp4_fd < 0 ? '6' : '4');
+    setup_flow_sockets(s);
     return 0;
 }
 
@@ -1138,7 +1197,10 @@ static int setup_all(struct setup *s)
         .queue_target_us = queue_target_us(),
         .tun_fd = s->tun_fd, .udp4_fd = s->udp4_fd, .udp6_fd = s->udp6_fd,
         .control_fd = services_fd(&s->services), .signal_fd = s->signal_fd,
+        .flows = s->flows,
     };
+    memcpy(lc.flow4_fds, s->flow4, sizeof(lc.flow4_fds));
+    memcpy(lc.flow6_fds, s->flow6, sizeof(lc.flow6_fds));
     if (s->shards.n > 1) {
         lc.engine_lock = &s->shards.lock;
         lc.current = &s->dev.loop;
@@ -1186,9 +1248,13 @@ static int start_shards(struct setup *s)
         .busy_poll_us = s->dev.cluster.busy_poll_us,
         .queue_target_us = queue_target_us(),
         .crew = s->loop.crew,   /* as loop 0 has it: DDPNET_SHARD_HELP read once */
+        .flows = s->flows,      /* every shard sends from the same extra ports */
     };
     struct loop_handlers on;
     int ret;
+
+    memcpy(lc.flow4_fds, s->flow4, sizeof(lc.flow4_fds));
+    memcpy(lc.flow6_fds, s->flow6, sizeof(lc.flow6_fds));
 
     if (s->shards.n < 2)
         return 0;
@@ -1234,6 +1300,10 @@ static void teardown(struct setup *s)
     close_fd(&s->env_fd);
     close_fd(&s->udp4_fd);
     close_fd(&s->udp6_fd);
+    for (unsigned i = 0; i < LOOP_FLOWS_MAX; i++) {
+        close_fd(&s->flow4[i]);
+        close_fd(&s->flow6[i]);
+    }
     close_fd(&s->tun_fd);
     if (s->shards_ready) {
         shards_free(&s->shards);   /* after the engine let go of their buffers */
@@ -1263,6 +1333,8 @@ int daemon_run(struct daemon_options *opt)
     s->tun_fd = s->udp4_fd = s->udp6_fd = s->control_fd = s->env_fd = s->signal_fd = -1;
     for (unsigned k = 0; k < SHARDS_MAX; k++)
         s->shard_tun[k] = s->shard_udp4[k] = s->shard_udp6[k] = -1;
+    for (unsigned i = 0; i < LOOP_FLOWS_MAX; i++)
+        s->flow4[i] = s->flow6[i] = -1;
     membership_init(&s->membership);
     s->dev.membership = &s->membership;
     char ident[64];

@@ -94,8 +94,13 @@
  *       data frames (relay_frame.h) too, with bit 0; bit 3
  *       (DISCO_FEAT_SHARD_HINTS) the sender's receive steers transport
  *       messages by the shard hint (crypto/wg_const.h), so that the
- *       sender's shard may put it there; other bits are for later
- *       versions, kept as they are and not acted on.
+ *       sender's shard may put it there; bit 4 (DISCO_FEAT_FLOWS) the
+ *       sender takes transport messages from the receiver's extra source
+ *       ports (byte 3, wg_const.h) as more flows of the receiver's, not
+ *       as a roam; bit 5 (DISCO_FEAT_FLOWS_HEARD) one of them reached it
+ *       on this session, so that the receiver may spread its traffic
+ *       over them (overlay/engine/paths/path.c: path_flows); other bits
+ *       are for later versions, kept as they are and not acted on.
  *   A node that predates FEATURES drops it as an unknown type, and never
  *   gets a frame.
  *
@@ -189,6 +194,8 @@ enum disco_type {
 #define DISCO_FEAT_RECORD       0x02u
 #define DISCO_FEAT_DATA_FRAMES  0x04u
 #define DISCO_FEAT_SHARD_HINTS  0x08u
+#define DISCO_FEAT_FLOWS        0x10u
+#define DISCO_FEAT_FLOWS_HEARD  0x20u
 #define DISCO_RECORD_LEN        32u     /* a RECORD's digest */
 /* A CERT's longest text: config/cert.h's CERT_TEXT_MAX (disco_msg.c
  * checks they agree; disco sits below config's users, not on cert.h). */

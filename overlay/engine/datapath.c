@@ -306,9 +306,16 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
         tx_drop(dev, pkt, TX_DROP_UNCUT, ip, len, 0);
         return;
     }
-    if (dev->shards > 1 && p->path.hints_said)
-        pkt->flow_hint = (int16_t)flows_hint(&dev->flows, offload_flow_hash(ip, len),
-                                             dev->shards, now);
+    /* Its flow's turn (flows.h): the shard hint, with shards; its
+     * underlay flow, where the peer takes several (path_flows). */
+    bool hinted = dev->shards > 1 && p->path.hints_said;
+    unsigned flows = path_flows(p);
+    if (hinted || flows > 1) {
+        unsigned turn = flows_turn(&dev->flows, offload_flow_hash(ip, len), now);
+        if (hinted)
+            pkt->flow_hint = (int16_t)(turn % dev->shards);
+        pkt->flow = (uint8_t)(turn % flows);
+    }
     pkt->op = PKT_HELD;
     send_batch(p, &pkt, 1, now);
 }
@@ -400,7 +407,7 @@ bool datapath_seal(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
     *job = (struct crypto_job){ .kind = CRYPTO_SEAL, .pkt = pkt, .peer = p, .peer_id = p->id,
                                 .remote_index = kp->remote_index, .first_counter = first,
                                 .pad_limit = pad_limit, .hint = (uint8_t)hint,
-                                .sub = (uint8_t)sub };
+                                .sub = (uint8_t)sub, .flow = pkt->flow };
     memcpy(job->key, transport_send_key(kp, sub), WG_KEY_LEN);
     job_start(p->dev, job, &local, now);
     return true;
@@ -535,12 +542,16 @@ static bool source_allowed(const struct peer *p, const struct inner *in)
 }
 
 /* What follows an authentic transport message of len bytes from src (or
- * through the relay via): the path (roaming), counters, session
- * confirmation, timers. */
+ * through the relay via): the path (roaming; from one of the peer's extra
+ * flows, `flow` not 0, none), counters, session confirmation, timers. */
 static void after_authentic(struct peer *p, struct noise_keypair *kp, uint32_t len,
-                            const union endpoint *src, struct peer *via, uint64_t now)
+                            const union endpoint *src, struct peer *via, unsigned flow,
+                            uint64_t now)
 {
-    path_received(p, src, via, len, false, now);
+    if (flow && !via)
+        discovery_flow_heard(p, kp, now);
+    else
+        path_received(p, src, via, len, false, now);
     peer_count_rx(p, len, now);
     if (peer_received_with_keypair(p, kp)) {
         timers_handshake_complete(p, now);
@@ -726,7 +737,7 @@ static void rx_inner(struct device *dev, struct rx_batch *b, struct peer *p,
     }
     /* Data (or a keepalive) sent to us directly while we relay: the
      * peer's direct path works, and so will ours. */
-    if (!via && p->path.via)
+    if (!via && p->path.via && !msg[WG_FLOW_OFFSET])
         path_received(p, &b->pkt->addr, NULL, 0, true, now);
     if (plen <= 0)      /* a keepalive */
         return;
@@ -751,7 +762,7 @@ static void rx_transport(struct device *dev, struct rx_batch *b, uint8_t *msg, u
 
     if (!e)
         return;
-    after_authentic(e->peer, e->keypair, len, src, via, now);
+    after_authentic(e->peer, e->keypair, len, src, via, msg[WG_FLOW_OFFSET], now);
     rx_inner(dev, b, e->peer, e->keypair, msg, (long)tp->len, via, now);
 }
 
@@ -774,7 +785,7 @@ static void open_message(struct device *dev, struct rx_batch *b, uint8_t *msg, u
         rx_drop(dev, drop_of(ret), 1);
         return;
     }
-    after_authentic(e->peer, e->keypair, len, &b->pkt->addr, NULL, now);
+    after_authentic(e->peer, e->keypair, len, &b->pkt->addr, NULL, msg[WG_FLOW_OFFSET], now);
     rx_inner(dev, b, e->peer, e->keypair, msg, (long)tp.len, NULL, now);
 }
 
@@ -877,7 +888,7 @@ static void frame_in(struct device *dev, struct rx_batch *b, struct peer *p,
 
     if (!e)
         return;
-    after_authentic(p, e->keypair, f->len, src, NULL, now);
+    after_authentic(p, e->keypair, f->len, src, NULL, 0, now);
     if (e->keypair == p->wg.current)
         path_frames_said(p, e->keypair->local_index, f->data);
     /* Sent to us directly while we relay to it: its direct path works. */

@@ -24,9 +24,10 @@ static void run_seal(struct crypto_job *job)
                                                .pad_limit = job->pad_limit };
         /* The sizes were checked when the segments were cut: cannot fail. */
         transport_encrypt_batch(job->key, job->remote_index, job->first_counter + at, tp, n);
-        for (unsigned i = 0; i < n && (job->hint | job->sub); i++) {
+        for (unsigned i = 0; i < n && (job->hint | job->sub | job->flow); i++) {
             pkt_slot(pkt, at + i)[WG_SHARD_HINT_OFFSET] = job->hint;
             pkt_slot(pkt, at + i)[WG_SHARD_SUB_OFFSET] = job->sub;
+            pkt_slot(pkt, at + i)[WG_FLOW_OFFSET] = job->flow;
         }
         if (at + n == pkt->nseg)
             pkt->len = (uint32_t)tp[n - 1].len;

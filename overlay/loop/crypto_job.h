@@ -29,6 +29,7 @@ struct crypto_job {
     uint32_t peer_id;             /* seal: its id, to find it again (shard.h) */
     uint8_t hint;                 /* seal: the shard hint (wg_const.h), 0: none */
     uint8_t sub;                  /* seal: the sub-session (wg_const.h), 0: none */
+    uint8_t flow;                 /* seal: the underlay flow (wg_const.h), 0: the port's */
     uint8_t key[WG_KEY_LEN];      /* wiped when the job is taken back */
     uint32_t remote_index;        /* seal */
     uint64_t first_counter;       /* seal: segment i gets first_counter + i */

@@ -125,9 +125,24 @@ static void send_chunk(struct loop *l, struct pkt *pkt)
     io_uring_sqe_set_data(sqe, pkt);
 }
 
+/* The socket flow leaves from: its extra port's, else the port's own. */
+static int flow_fd(const struct loop *l, unsigned flow, int family)
+{
+    int v6 = family == AF_INET6;
+
+    if (flow && flow <= l->flows && l->flow_fd[v6][flow - 1u] >= 0)
+        return l->flow_fd[v6][flow - 1u];
+    return l->udp_fd[v6];
+}
+
+unsigned loop_flows(const struct loop *l)
+{
+    return 1u + l->flows;
+}
+
 void loop_send(struct loop *l, struct pkt *pkt, const union endpoint *dst)
 {
-    int fd = l->udp_fd[dst->sa.sa_family == AF_INET6];
+    int fd = flow_fd(l, pkt->flow, dst->sa.sa_family);
 
     if (fd < 0 || pkt->nseg == 0) {
         pkt_put(&l->pool, pkt);
@@ -150,6 +165,17 @@ int loop_send_now(struct loop *l, const uint8_t *msg, uint32_t len, const union 
     if (sendto(fd, msg, len, MSG_DONTWAIT, &dst->sa, endpoint_sockaddr_len(dst)) < 0)
         return -errno;
     return 0;
+}
+
+int loop_send_flow_now(struct loop *l, unsigned flow, const uint8_t *msg, uint32_t len,
+                       const union endpoint *dst)
+{
+    int fd = flow_fd(l, flow, dst->sa.sa_family);
+
+    if (!flow || fd == l->udp_fd[dst->sa.sa_family == AF_INET6])
+        return -ENOENT;
+    return sendto(fd, msg, len, MSG_DONTWAIT, &dst->sa, endpoint_sockaddr_len(dst)) < 0 ? -errno
+                                                                                       : 0;
 }
 
 void loop_send_message(struct loop *l, struct pkt *pkt, const union endpoint *dst, uint32_t len)
@@ -711,6 +737,11 @@ int loop_init(struct loop *l, const struct loop_config *c, const struct loop_han
     l->tun_fd = c->tun_fd;
     l->udp_fd[0] = c->udp4_fd;
     l->udp_fd[1] = c->udp6_fd;
+    l->flows = c->flows < LOOP_FLOWS_MAX ? c->flows : LOOP_FLOWS_MAX;
+    for (unsigned i = 0; i < l->flows; i++) {
+        l->flow_fd[0][i] = c->flow4_fds[i];
+        l->flow_fd[1][i] = c->flow6_fds[i];
+    }
     l->control_fd = c->control_fd;
     l->signal_fd = c->signal_fd;
     int fds[] = { c->tun_fd, c->udp4_fd, c->udp6_fd };

@@ -78,6 +78,10 @@ struct loop_crew {
     struct loop *member[LOOP_CREW_MAX];   /* by shard index (atomic) */
 };
 
+/* Extra source ports (loop_send: pkt->flow), per family: the daemon's
+ * DDPNET_FLOWS less the port's own. */
+#define LOOP_FLOWS_MAX 15u
+
 struct loop_config {
     const char *name;             /* the TUN device's, for the log */
     /* The largest datagram a full-size packet makes: larger sends (a
@@ -92,6 +96,11 @@ struct loop_config {
      * control socket's fd to poll (-1: none) and a signalfd for
      * SIGTERM/SIGINT. */
     int tun_fd, udp4_fd, udp6_fd, control_fd, signal_fd;
+    /* Sockets that only send, each bound to an ephemeral port of its own
+     * (-1 where a family has none): flow i (1..flows) leaves from
+     * flow4_fds[i - 1] or flow6_fds[i - 1]. Shared by every shard. */
+    unsigned flows;
+    int flow4_fds[LOOP_FLOWS_MAX], flow6_fds[LOOP_FLOWS_MAX];
     /* With shards (shard.h; all NULL and 0 without): the lock under which
      * every loop runs the engine's handlers and the packet pools (buffers
      * cross between shards), where it writes which loop holds it (the
@@ -113,6 +122,9 @@ struct loop {
     const char *name;
     uint32_t max_datagram;
     int tun_fd, udp_fd[2], control_fd, signal_fd;
+    /* The extra source ports (loop_config.flows): [family][flow - 1]. */
+    unsigned flows;
+    int flow_fd[2][LOOP_FLOWS_MAX];
     unsigned tun_reads, udp_recvs[2];     /* in flight */
     /* Each socket's running total of datagrams the kernel dropped, as its
      * latest SO_RXQ_OVFL said (loop.c: count_socket_drops). */
@@ -164,7 +176,8 @@ struct pkt *loop_pkt_get(struct loop *loop);
 void loop_pkt_put(struct loop *loop, struct pkt *pkt);
 /* Sends pkt's segments (sealed messages in its slots: nseg of them, all
  * `stride` bytes but the last, which is pkt->len) to dst, as UDP GSO
- * sends; takes pkt. */
+ * sends, from the socket of its flow (pkt->flow; the port's where the loop
+ * has no such flow); takes pkt. */
 void loop_send(struct loop *loop, struct pkt *pkt, const union endpoint *dst);
 /* Sends one message of len bytes at pkt->area; takes pkt. */
 void loop_send_message(struct loop *loop, struct pkt *pkt, const union endpoint *dst,
@@ -197,5 +210,10 @@ void loop_pkt_unref(struct loop *loop, struct pkt *pkt);
 /* Sends one small message now, beside the ring (punches, probes, disco):
  * 0 or -errno; nothing is queued or retried. */
 int loop_send_now(struct loop *loop, const uint8_t *msg, uint32_t len, const union endpoint *dst);
+/* The same from flow's socket (1..loop_flows); -ENOENT without it. */
+int loop_send_flow_now(struct loop *loop, unsigned flow, const uint8_t *msg, uint32_t len,
+                       const union endpoint *dst);
+/* How many underlay flows the loop can send on: 1 + its extra ports. */
+unsigned loop_flows(const struct loop *loop);
 
 #endif

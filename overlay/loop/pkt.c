@@ -50,6 +50,7 @@ struct pkt *pkt_get(struct pkt_pool *pool)
     p->cut_pending = false;
     p->congested = false;
     p->flow_hint = -1;
+    p->flow = 0;
     p->via = p->relay_src = NULL;
     return p;
 }

@@ -79,6 +79,10 @@ struct pkt {
     /* The shard hint its flow has (the engine's flow table, with shards;
      * -1: none, the sealing loop's own). */
     int16_t flow_hint;
+    /* The underlay flow its messages leave on (loop_send: 0, the port's
+     * socket; i, the loop's i-th extra source port), which its seals name
+     * in their byte 3 (wg_const.h). */
+    uint8_t flow;
     uint16_t seg_len[PKT_MAX_SEGS];
     /* A cut planned (pkt_plan_cut) but not made: nseg, stride and the last
      * seg_len are known, the segments not written yet. Whoever seals them

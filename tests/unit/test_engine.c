@@ -228,6 +228,26 @@ int loop_send_now(struct loop *l, const uint8_t *msg, uint32_t len, const union 
     return 0;
 }
 
+/* Extra source ports: the in-memory network has one address per node, so
+ * a flow's message arrives from it, told apart only by its byte 3; or,
+ * with extra_flows_cut (a NAT that lets only replies in), is lost. */
+static bool extra_flows_cut;
+
+int loop_send_flow_now(struct loop *l, unsigned flow, const uint8_t *msg, uint32_t len,
+                       const union endpoint *dst)
+{
+    (void)flow;
+    if (extra_flows_cut)
+        return 0;
+    return loop_send_now(l, msg, len, dst);
+}
+
+unsigned loop_flows(const struct loop *l)
+{
+    (void)l;
+    return 1;
+}
+
 void loop_write_tun(struct loop *l, struct tun_write *w)
 {
     struct node *n = &nodes[node_of_loop(l)];
@@ -2342,6 +2362,76 @@ static void test_features_bound_to_their_session(void **state)
     pump(now);
 }
 
+/* Several underlay flows (issue 57; path_flows): with DDPNET_FLOWS=4 at
+ * both, FEATURES and a probe from an extra port make each spread; new TCP
+ * flows take the flows in turn (their messages' byte 3: 0, 1, 2, 3); a
+ * message of an extra flow from another source port is delivered and
+ * moves nothing (no endpoint, no challenge: it is not a roam), where one
+ * of flow 0 from there is challenged; FEATURES without the flag (a peer
+ * that restarted as another version) leave one flow. */
+static void test_flows_spread_without_roaming(void **state)
+{
+    (void)state;
+    nodes[0].dev.flow_count = nodes[1].dev.flow_count = 4;
+    uint64_t now = establish();
+    struct peer *p = peer_of(0);
+    union endpoint home = nodes[1].ep;
+    unsigned seen = 0, flow = 0, before;
+    uint16_t sport;
+
+    for (unsigned i = 0; i < 10; i++)
+        tick(now += SEC / 10);
+    assert_int_equal(path_flows(peer_of(0)), 4);
+    assert_int_equal(path_flows(peer_of(1)), 4);
+    for (sport = 1000; sport < 1004; sport++) {
+        unsigned tail = wire_tail;
+        app_send_tcp(0, 1, sport, 1, 100, now);
+        assert_int_equal(wire_tail, tail + 1);
+        seen |= 1u << wire[tail % WIRE_MAX].data[WG_FLOW_OFFSET];
+        pump(now);
+    }
+    assert_int_equal(seen, 0xfu);
+    /* Node 1 sends from another port, a new flow until one is not 0. */
+    nodes[1].ep.in4.sin_port = htons(40001);
+    for (sport = 2000; !flow; sport++) {
+        unsigned tail = wire_tail;
+        before = nodes[0].tun_packets;
+        app_send_tcp(1, 0, sport, 1, 100, now);
+        flow = wire[tail % WIRE_MAX].data[WG_FLOW_OFFSET];
+        pump(now);
+        assert_int_equal(nodes[0].tun_packets, before + 1);
+        if (!flow)   /* flow 0 from a new port: a roam, to be challenged */
+            assert_int_equal(p->path.unproven.src.port, 40001);
+        p->path.unproven.src.port = 0;
+    }
+    assert_true(endpoint_equal(&p->path.endpoint, &home));
+    assert_int_equal(p->path.unproven.src.port, 0);
+    nodes[1].ep = home;
+    /* FEATURES without DISCO_FEAT_FLOWS on the current session: one flow. */
+    struct disco_msg m = { .type = DISCO_FEATURES, .features = DISCO_FEAT_RECORD };
+    static uint8_t msg[MSG_MAX];
+    uint32_t len = forge_disco(1, 0, &m, msg, sizeof(msg), now);
+    receive_from(0, &home, msg, len, now);
+    assert_int_equal(path_flows(p), 1);
+}
+
+/* Where no probe from an extra port gets through (a NAT in front of
+ * the peer lets only replies in), neither spreads: one flow each. */
+static void test_flows_not_heard_stay_one(void **state)
+{
+    (void)state;
+    nodes[0].dev.flow_count = nodes[1].dev.flow_count = 4;
+    extra_flows_cut = true;
+    uint64_t now = establish();
+
+    for (unsigned i = 0; i < 10; i++)
+        tick(now += SEC / 10);
+    extra_flows_cut = false;
+    assert_true(peer_of(0)->path.flows_said && peer_of(1)->path.flows_said);
+    assert_int_equal(path_flows(peer_of(0)), 1);
+    assert_int_equal(path_flows(peer_of(1)), 1);
+}
+
 /* Three nodes, each with a direct session with the others, speaking
  * disco, after a few seconds of their schedules. */
 static uint64_t mesh3(void)
@@ -3244,6 +3334,8 @@ int main(void)
         T(test_congested_receive_marks_or_drops_one),
         T(test_uncut_read_counted),
         T(test_record_stated_on_the_session),
+        T(test_flows_spread_without_roaming),
+        T(test_flows_not_heard_stay_one),
         T(test_features_bound_to_their_session),
         T(test_stranger_refused_without_authority),
         T(test_stranger_on_probation_shows_its_cert),

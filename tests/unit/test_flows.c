@@ -86,12 +86,32 @@ static void test_bounded(void **state)
     assert_int_equal(found, 0);
 }
 
+/* The underlay flows (path_flows) take the same turns: 8 inner flows
+ * over 4 underlay flows, 2 each, each keeping its own; with 2 shards
+ * the hint and the flow of one inner flow agree modulo 2. */
+static void test_turns(void **state)
+{
+    unsigned per[4] = { 0 }, first[8];
+
+    (void)state;
+    for (uint32_t i = 0; i < 8; i++)
+        per[first[i] = flows_turn(f, 0x100 + i * 977u, 1) % 4u]++;
+    for (unsigned k = 0; k < 4; k++)
+        assert_int_equal(per[k], 2);
+    for (uint32_t i = 0; i < 8; i++) {
+        assert_int_equal(flows_turn(f, 0x100 + i * 977u, 2) % 4u, first[i]);
+        assert_int_equal(flows_hint(f, 0x100 + i * 977u, 2, 3), first[i] % 2u);
+    }
+    assert_int_equal(flows_turn(f, 0, 4), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_round_robin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_shards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_turns, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -368,7 +368,7 @@ static void test_every_byte_flipped(void **state)
             int ret;
 
             /* The shard bytes: test_shard_hint, test_hinted_sub_sessions. */
-            if (i == WG_SHARD_HINT_OFFSET || i == WG_SHARD_SUB_OFFSET)
+            if (i == WG_SHARD_HINT_OFFSET || i == WG_SHARD_SUB_OFFSET || i == WG_FLOW_OFFSET)
                 continue;
             memcpy(buf, copy, msglen);
             buf[i] ^= masks[m];
@@ -424,8 +424,7 @@ static void test_wrong_header(void **state)
         expect_header_refused(0, mask);
     expect_header_refused(0, 0xff);
     expect_header_refused(WG_SHARD_SUB_OFFSET, 0x01);   /* another sub-session's key */
-    expect_header_refused(3, 0x01);
-    expect_header_refused(3, 0x80);
+    /* Byte 3, the underlay flow, is taken whatever it says: test_shard_hint. */
     for (size_t r = 4; r < 8; r++)
         expect_header_refused(r, 0x10);
 }
@@ -494,6 +493,7 @@ static void test_shard_hint(void **state)
         msglen = seal_random(40, NOW);
         buf[WG_SHARD_HINT_OFFSET] = hints[h];
         buf[WG_SHARD_SUB_OFFSET] = (uint8_t)(hints[h] & ~(WG_SHARD_HINTS - 1u));
+        buf[WG_FLOW_OFFSET] = hints[h];      /* the underlay flow */
         assert_int_equal(noise_message_type(buf, msglen), WG_MSG_TRANSPORT);
         memcpy(copy, buf, msglen);
         assert_int_equal(open_copy(copy, msglen, NOW), 0);

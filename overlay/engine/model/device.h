@@ -189,6 +189,14 @@ struct peer_path {
      * (FEATURES) on the session whose local index is hints_index. */
     bool hints_said;
     uint32_t hints_index;
+    /* Several underlay flows (path.c: path_flows), both per session, as
+     * hints: flows_said, it takes messages from our extra source ports
+     * (FEATURES, DISCO_FEAT_FLOWS) and flows_heard, it heard one
+     * (DISCO_FEAT_FLOWS_HEARD), on the session whose local index is
+     * flows_index. heard_index: the session of ours on which one of its
+     * extra flows reached us (heard_any), which our FEATURES then say. */
+    bool flows_said, flows_heard, heard_any;
+    uint32_t flows_index, heard_index;
 };
 
 /* What discovery knows of it and said to it: written by discovery (paths/disco_*.c)
@@ -452,6 +460,10 @@ struct device {
     /* The loops that run the data path (overlay/loop/shard.h; the daemon
      * sets it): above 1, FEATURES says that we steer by the shard hint. */
     unsigned shards;
+    /* Underlay flows a peer's traffic may spread over (the daemon sets it:
+     * DDPNET_FLOWS, the loop's extra source ports and the port's own; 0
+     * or 1: one, today's). paths/path.c: path_flows. */
+    unsigned flow_count;
     /* Frames, but no data frames said or sent (both types still taken),
      * as a version before them ($DDPNET_RELAY_FRAMES=whole). */
     bool data_frames_off;
@@ -538,6 +550,12 @@ bool path_usable(const struct peer *p);
  * when relayed, and no more than the path MTU found (pmtu.h) for a ddpnet
  * peer. */
 unsigned path_mtu(const struct peer *p);
+/* How many underlay flows p's data spreads over (flows.h's turn modulo
+ * it; loop_send sends flow i from the i-th extra source port): the
+ * device's flow_count where p is direct and said on its current session
+ * that it takes them and heard one (FEATURES); else 1, today's one
+ * 5-tuple (a stock WireGuard peer, a relay, a NAT that lets none in). */
+unsigned path_flows(const struct peer *p);
 
 /* Whether p has a keypair to send with now: a read of its session, for
  * the core and for paths and discovery alike. */

@@ -80,6 +80,8 @@ bool discovery_recordable(const struct peer *p, uint64_t now);
 void discovery_send_endpoints(struct peer *x, uint64_t now);
 void discovery_send_names(struct peer *x, uint64_t now);
 void discovery_send_features(struct peer *x, uint64_t now);
+/* FEATURES from our first extra source port: does x hear our flows? */
+void discovery_probe_flows(struct peer *x, uint64_t now);
 /* The authority's statements said on every session: our certificate,
  * then the latest revocations we took (dev->revocations_said), then a
  * digest of all we hold (REVOKED, dev->revoked_digest). */

@@ -319,17 +319,46 @@ void discovery_send_names(struct peer *x, uint64_t now)
 /* Said on each session, since a peer that restarts may be another
  * version: it sends frames only on a session where we said we take them,
  * and waits for our RECORD only where we said we state one. */
-void discovery_send_features(struct peer *x, uint64_t now)
+static struct disco_msg *features_msg(struct peer *x)
 {
     struct device *dev = x->dev;
     struct disco_msg *m = dev->disco.out_msg;
+    const struct noise_keypair *kp = x->wg.current;
 
     m->type = DISCO_FEATURES;
-    m->features = DISCO_FEAT_RECORD | (dev->shards > 1 ? DISCO_FEAT_SHARD_HINTS : 0);
+    m->features = DISCO_FEAT_RECORD | DISCO_FEAT_FLOWS |
+                  (dev->shards > 1 ? DISCO_FEAT_SHARD_HINTS : 0);
     if (!dev->relay_frames_off)
         m->features |= DISCO_FEAT_RELAY_FRAMES |
                        (dev->data_frames_off ? 0 : DISCO_FEAT_DATA_FRAMES);
-    discovery_send(x, m, NULL, now);
+    if (kp && x->path.heard_any && x->path.heard_index == kp->local_index)
+        m->features |= DISCO_FEAT_FLOWS_HEARD;
+    return m;
+}
+
+void discovery_send_features(struct peer *x, uint64_t now)
+{
+    discovery_send(x, features_msg(x), NULL, now);
+}
+
+/* Our FEATURES once more, from our first extra source port (byte 3: flow
+ * 1) to x's endpoint: whether it arrives tells whether x's side lets our
+ * other 5-tuples in (a NAT in front of x may not), which x says back
+ * (FLOWS_HEARD) before path_flows spreads anything. Sent when x said it
+ * takes flows but heard none: at most once per FEATURES of x's. */
+void discovery_probe_flows(struct peer *x, uint64_t now)
+{
+    struct device *dev = x->dev;
+    int n;
+
+    if (dev->flow_count < 2 || !path_direct(x) || !x->path.endpoint_proven ||
+        !peer_can_send(x, now) || x->member.probation)
+        return;
+    if ((n = seal_disco(x, features_msg(x), path_mtu(x), now)) < 0)
+        return;
+    dev->disco.core->sent(x, (uint64_t)n, false, now);
+    dev->disco.scratch[WG_FLOW_OFFSET] = 1;
+    loop_send_flow_now(dev->loop, 1, dev->disco.scratch, (uint32_t)n, &x->path.endpoint);
 }
 
 /* Our registry record, as we put it in etcd: the peers count it only

@@ -139,12 +139,33 @@ static void on_features(struct peer *p, const struct noise_keypair *kp, uint32_t
         p->path.data_frames = false;
     p->path.hints_said = features & DISCO_FEAT_SHARD_HINTS;
     p->path.hints_index = kp->local_index;
+    /* Several underlay flows (path_flows): it takes them, and whether
+     * one of ours reached it; where none did yet, a probe. */
+    p->path.flows_said = features & DISCO_FEAT_FLOWS;
+    p->path.flows_heard = features & DISCO_FEAT_FLOWS_HEARD;
+    p->path.flows_index = kp->local_index;
+    if (p->path.flows_said && !p->path.flows_heard)
+        discovery_probe_flows(p, now);
     /* A daemon that states no record: etcd's word is taken for its own, as
      * every daemon did before RECORD. */
     if (!(features & DISCO_FEAT_RECORD) && p->disco.record_said != PEER_RECORD_OLDER) {
         p->disco.record_said = PEER_RECORD_OLDER;
         record_word(p, true, now);
     }
+}
+
+void discovery_flow_heard(struct peer *p, const struct noise_keypair *kp, uint64_t now)
+{
+    /* Its direct path carries its packets (path_received's test before
+     * a relay is taken), whichever of its ports they left. */
+    if (path_direct(p))
+        p->path.last_direct_ns = now;
+    if (!kp || kp != p->wg.current ||
+        (p->path.heard_any && p->path.heard_index == kp->local_index))
+        return;
+    p->path.heard_any = true;
+    p->path.heard_index = kp->local_index;
+    discovery_send_features(p, now);
 }
 
 static void on_record(struct peer *p, const uint8_t digest[DISCO_RECORD_LEN], uint64_t now)

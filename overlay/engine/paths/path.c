@@ -327,6 +327,18 @@ static uint32_t message_len(const struct pkt *pkt, unsigned i)
     return i + 1u == pkt->nseg ? pkt->len : pkt->stride;
 }
 
+/* --- several underlay flows ------------------------------------------------------- */
+
+unsigned path_flows(const struct peer *p)
+{
+    const struct noise_keypair *kp = p->wg.current;
+
+    if (p->dev->flow_count < 2 || !kp || !path_direct(p) || !p->path.flows_said ||
+        !p->path.flows_heard || p->path.flows_index != kp->local_index)
+        return 1;
+    return p->dev->flow_count;
+}
+
 bool path_takes_frames(const struct peer *p)
 {
     return !p->dev->relay_frames_off && p->path.frames_said && p->wg.current &&

@@ -196,6 +196,11 @@ unsigned discovery_spray(struct peer *p, const uint8_t *msg, uint32_t len, uint6
  * path's; everything else is handled here. */
 void discovery_receive(struct peer *p, const struct noise_keypair *kp, const union endpoint *src,
                        struct peer *via, const struct disco_msg *m, uint64_t now);
+/* An authentic message from p came directly on one of its extra flows
+ * (byte 3, wg_const.h), on its session kp: no roam (its source is one of
+ * p's other ports, not where p is); the first on p's current session is
+ * told back at once (FEATURES with FLOWS_HEARD), so that p spreads. */
+void discovery_flow_heard(struct peer *p, const struct noise_keypair *kp, uint64_t now);
 /* The timer model is WireGuard's (timers.h): each peer has one discovery
  * deadline (p->disco.due_ns), the earliest of its next action and of the
  * instants its facts change with time alone (a keypair ageing, answers

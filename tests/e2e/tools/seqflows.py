@@ -17,8 +17,8 @@ tunnel keep each flow's order, and lose nothing, with several at once?
       per second in all; prints {"sent": [...], "secs": S, "enobufs": N}.
   seqflows.py wire IFACE PORT MSGLEN out|in TIMEOUT
       Until SIGTERM (or TIMEOUT seconds): the WireGuard transport
-      messages of MSGLEN bytes that IFACE sends from (out) or receives on
-      (in) UDP PORT, in the order the device saw them; prints
+      messages of MSGLEN bytes that IFACE sends (out) or receives (in) to
+      UDP PORT (every node's), in the order the device saw them; prints
       {"messages": N, "backwards": N, "first_backwards": [C, BEFORE]}:
       how many had a counter at or below one seen before (same receiver
       index). "ready PID" on stderr once capturing. A capture that falls
@@ -194,14 +194,16 @@ def wire(ifname, port, msglen, direction, timeout):
             continue
         ihl = (pkt[0] & 0x0f) * 4
         sport, dport = struct.unpack_from("!HH", pkt, ihl)
-        if (sport if direction == "out" else dport) != port:
+        # To the peer's port: with several underlay flows (DDPNET_FLOWS)
+        # a node sends from more source ports than its own.
+        if dport != port:
             continue
         payload = memoryview(pkt)[ihl + 8:]
         if len(payload) % msglen:
             continue
         for off in range(0, len(payload), msglen):
             typ, idx, ctr = struct.unpack_from("<IIQ", payload, off)
-            if typ & 0xffff00ff != 4:
+            if typ & 0xff != 4:     # the shard bytes (1 to 3) aside
                 continue
             # With shards each sealing shard (its sub-session, byte 2)
             # takes its counters in order; shards interleave on the wire.

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# e2e: alone
+# Several underlay flows per node pair (issue 57): a cloud caps each UDP
+# 5-tuple, so a node spreads its peers' inner flows over DDPNET_FLOWS
+# source ports (default 4), all to the peer's one port. Checked:
+#  1. direct, through a router (no NAT), a clean path: both nodes' status
+#     says "direct, 4 flows" of the other; iperf3 -P 8 a -> b at a capped
+#     rate: b's TCP queued no segment out of order (TcpExtTCPOFOQueue),
+#     no replay drop at either daemon (each inner flow stays on one
+#     5-tuple; the replay window takes what flows reorder among them);
+#  2. the router polices every 5-tuple at CAP (xt_hashlimit through
+#     iptables-nft, UDP and TCP, as a cloud's per-flow limit): iperf3 -P 4
+#     over ddp0 a -> b moves at least 0.6 x what bare TCP -P 4 between
+#     the nodes moves (4 5-tuples; held to one flow, ddp0 moved 0.23 x),
+#     and the policer saw 4 UDP source ports of a's towards b's port;
+#  3. node-c behind a cone NAT (masquerade, which lets in only replies:
+#     d's extra source ports never get in), the same policer in the
+#     gateway: c -> d spreads (c's status: "4 flows"), d -> c falls back
+#     to one (d's status of c: "1 flow"); iperf3 -P 4 c -> d at least
+#     0.6 x bare TCP's of 2; d -> c still moves data.
+#
+#  [1, 2]  node-a 10.201.1.2 -- [rt] -- 10.201.2.2 node-b
+#  [3]     node-c 172.31.1.10 -- [gw, cone NAT] -- hub 100.64/16 -- node-d 100.64.0.4
+#
+# The policer's burst (a second of its rate: iptables takes no less) lets
+# a 3 s TCP stream move about twice CAP, so the rates are judged against
+# bare TCP's under the same policer, in the same run.
+# Environment: FL_CAP_MBYTES (the policer's rate per 5-tuple, MB/s: 4,
+# about 34 Mbit/s), FL_SECS (3), FL_RATIO (ddp0 over bare TCP, in %: 60),
+# and lib.sh's.
+set -eu
+. "$(dirname "$0")/lib.sh"
+e2e_init flows iperf3 iptables nstat ss
+
+CAP=${FL_CAP_MBYTES:-4}
+RATIO=${FL_RATIO:-60}
+CAP_MBIT=$(( CAP * 8 * 1048576 / 1000000 ))
+SECS=${FL_SECS:-3}
+MPORT=9587
+P=$E2E_PORT
+
+# police NS: every UDP and TCP 5-tuple forwarded by NS held to CAP.
+police() {
+    local proto
+    for proto in udp tcp; do
+        ip netns exec "$E2E_PFX$1" iptables -I FORWARD -p $proto -m hashlimit \
+            --hashlimit-name "fl$proto" --hashlimit-mode srcip,srcport,dstip,dstport \
+            --hashlimit-above "${CAP}mb/s" --hashlimit-burst "$(( CAP + 1 ))mb" -j DROP ||
+            fail "$1: the hashlimit policer was refused (xt_hashlimit)"
+    done
+}
+
+# flows_of NODE PEER: the flows NODE's status gives for PEER ("-": none).
+flows_of() {
+    ddp_status "$1" --json | "$PY" -c '
+import json, sys
+for p in json.load(sys.stdin)["peers"]:
+    if p["name"] == sys.argv[1]:
+        print(p.get("flows") if p.get("flows") is not None else "-")' "$2"
+}
+flows_are() { [ "$(flows_of "$1" "$2")" = "$3" ]; }
+
+# replays NODE: the replay drops NODE's daemon counted.
+replays() {
+    nx "$1" "$PY" -c '
+import urllib.request, sys
+for l in urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode().splitlines():
+    if l.startswith("ddpnet_packets_dropped_total{") and "reason=\"replay\"" in l:
+        print(int(float(l.rsplit(" ", 1)[1])))' "$MPORT"
+}
+
+# ofo NODE: the kernel's TcpExtTCPOFOQueue so far in NODE.
+ofo() { nx "$1" nstat -az TcpExtTCPOFOQueue | awk '$1 == "TcpExtTCPOFOQueue" { print $2 }'; }
+
+# rate SERVER ADDR CLIENT STREAMS [IPERF-ARGS...]: Mbit/s received.
+rate() {
+    local srv=$1 addr=$2 cli=$3 n=$4; shift 4
+    nx_bg "$srv" iperf3-server timeout 40 iperf3 -s -1 -B "$addr" -p 5201
+    local spid=$BG_PID
+    wait_for 10 e2e_listening "$srv" 5201 || fail "iperf3 server on $srv did not start"
+    nx "$cli" timeout 30 iperf3 -c "$addr" -p 5201 -t "$SECS" -P "$n" -J "$@" \
+        >"$T/$cli/iperf3.json" 2>&1 || fail "iperf3 $cli -> $srv failed: $(tail -n 5 "$T/$cli/iperf3.json")"
+    wait "$spid" 2>/dev/null || true
+    "$PY" -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 1e6))' \
+        "$T/$cli/iperf3.json"
+}
+
+step "1. direct through a router, a clean path: 8 streams, nothing out of order"
+e2e_node_alone node-a
+e2e_node_alone node-b
+e2e_netns rt
+e2e_veth node-a eth0 rt ra
+e2e_veth node-b eth0 rt rb
+ip -n "${E2E_PFX}rt" addr add 10.201.1.1/24 dev ra
+ip -n "${E2E_PFX}rt" addr add 10.201.2.1/24 dev rb
+ip netns exec "${E2E_PFX}rt" sysctl -qw net.ipv4.ip_forward=1
+ip -n "${E2E_PFX}node-a" addr add 10.201.1.2/24 dev eth0
+ip -n "${E2E_PFX}node-b" addr add 10.201.2.2/24 dev eth0
+ip -n "${E2E_PFX}node-a" route add default via 10.201.1.1
+ip -n "${E2E_PFX}node-b" route add default via 10.201.2.1
+for n in node-a node-b; do e2e_key "$n"; done
+cluster_begin "$T/cluster.conf" "metrics = 127.0.0.1:$MPORT"
+cluster_node "$T/cluster.conf" node-a "$(pub node-a)" 10.77.0.1 "10.201.1.2:$P"
+cluster_node "$T/cluster.conf" node-b "$(pub node-b)" 10.77.0.2 "10.201.2.2:$P"
+for n in node-a node-b; do ddp_up "$n"; done
+ping_ok node-a 10.77.0.2
+wait_for 10 flows_are node-a node-b 4 || fail "node-a's status of node-b: $(flows_of node-a node-b) flows, want 4"
+wait_for 10 flows_are node-b node-a 4 || fail "node-b's status of node-a: $(flows_of node-b node-a) flows, want 4"
+say "status: $(ddp_status node-a | grep node-b)"
+ofo0=$(ofo node-b) ra0=$(replays node-a) rb0=$(replays node-b)
+r=$(rate node-b 10.77.0.2 node-a 8 -b 25M)
+ofo1=$(ofo node-b) ra1=$(replays node-a) rb1=$(replays node-b)
+say "8 streams a -> b: $r Mbit/s; b's TcpExtTCPOFOQueue +$(( ofo1 - ofo0 )), replay drops a +$(( ra1 - ra0 )) b +$(( rb1 - rb0 ))"
+[ "$r" -gt 0 ] || fail "8 streams moved nothing"
+[ $(( ofo1 - ofo0 )) -eq 0 ] || fail "b queued $(( ofo1 - ofo0 )) TCP segments out of order on a clean path"
+[ $(( ra1 - ra0 + rb1 - rb0 )) -eq 0 ] || fail "replay drops on a clean path: a +$(( ra1 - ra0 )), b +$(( rb1 - rb0 ))"
+
+step "2. each 5-tuple policed at $CAP MB/s ($CAP_MBIT Mbit/s): 4 streams over 4 flows"
+police rt
+bare=$(rate node-b 10.201.2.2 node-a 4)
+r=$(rate node-b 10.77.0.2 node-a 4)
+ip netns exec "${E2E_PFX}rt" cat /proc/net/ipt_hashlimit/fludp >"$T/policed.txt"
+ports=$(grep -c "10.201.1.2:[0-9]*->10.201.2.2:$P " "$T/policed.txt" || true)
+[ "$E2E_VERBOSE" = 1 ] && cat "$T/policed.txt"
+say "policed, 4 streams: bare TCP $bare Mbit/s, ddp0 $r Mbit/s (ratio $(( r * 100 / (bare > 0 ? bare : 1) ))%), a -> b's port from $ports source ports"
+[ $(( r * 100 )) -ge $(( bare * RATIO )) ] ||
+    fail "ddp0 moved $r Mbit/s under a $CAP_MBIT Mbit/s cap per 5-tuple, bare TCP $bare: held to one flow (want >= $RATIO% of bare)"
+[ "$ports" -ge 4 ] || fail "the policer saw $ports 5-tuples from a to b's port, want 4"
+for n in node-a node-b; do ddp_down "$n"; done
+
+step "3. behind a cone NAT: a -> b spreads, b -> a falls back to one flow"
+e2e_hub
+e2e_router gw 1.1 cone
+e2e_lan_node gw node-c 10
+e2e_public_node node-d 0.4
+e2e_firewall node-d "$P"
+police gw
+for n in node-c node-d; do e2e_key "$n"; done
+cluster_begin "$T/nat.conf" "metrics = 127.0.0.1:$MPORT"
+cluster_node "$T/nat.conf" node-c "$(pub node-c)" 10.77.0.3
+cluster_node "$T/nat.conf" node-d "$(pub node-d)" 10.77.0.4 "$E2E_INET.0.4:$P"
+ddp_up node-d "$T/nat.conf"
+ddp_up node-c "$T/nat.conf"
+ping_ok node-c 10.77.0.4
+wait_for 10 flows_are node-c node-d 4 || fail "node-c's status of node-d: $(flows_of node-c node-d) flows, want 4"
+wait_for 10 flows_are node-d node-c 1 || fail "node-d's status of node-c: $(flows_of node-d node-c) flows, want 1 (its extra ports cannot get through c's NAT)"
+say "status at c: $(ddp_status node-c | grep node-d)"
+say "status at d: $(ddp_status node-d | grep node-c)"
+r=$(rate node-d 10.77.0.4 node-c 4)
+say "behind the NAT, policed, 4 streams c -> d: $r Mbit/s"
+[ $(( r * 100 )) -ge $(( bare * RATIO )) ] ||
+    fail "ddp0 moved $r Mbit/s from behind the NAT under a $CAP_MBIT Mbit/s cap per 5-tuple, bare TCP $bare (2): held to one flow"
+# Held to one flow, the other way still works.
+r=$(rate node-d 10.77.0.4 node-c 4 -R)
+say "d -> c (one flow): $r Mbit/s"
+[ "$r" -gt 0 ] || fail "d -> c moved nothing"
