@@ -135,11 +135,6 @@ static int flow_fd(const struct loop *l, unsigned flow, int family)
     return l->udp_fd[v6];
 }
 
-unsigned loop_flows(const struct loop *l)
-{
-    return 1u + l->flows;
-}
-
 void loop_send(struct loop *l, struct pkt *pkt, const union endpoint *dst)
 {
     int fd = flow_fd(l, pkt->flow, dst->sa.sa_family);

@@ -210,10 +210,8 @@ void loop_pkt_unref(struct loop *loop, struct pkt *pkt);
 /* Sends one small message now, beside the ring (punches, probes, disco):
  * 0 or -errno; nothing is queued or retried. */
 int loop_send_now(struct loop *loop, const uint8_t *msg, uint32_t len, const union endpoint *dst);
-/* The same from flow's socket (1..loop_flows); -ENOENT without it. */
+/* The same from flow's socket (1 .. its extra ports); -ENOENT without it. */
 int loop_send_flow_now(struct loop *loop, unsigned flow, const uint8_t *msg, uint32_t len,
                        const union endpoint *dst);
-/* How many underlay flows the loop can send on: 1 + its extra ports. */
-unsigned loop_flows(const struct loop *loop);
 
 #endif

@@ -242,12 +242,6 @@ int loop_send_flow_now(struct loop *l, unsigned flow, const uint8_t *msg, uint32
     return loop_send_now(l, msg, len, dst);
 }
 
-unsigned loop_flows(const struct loop *l)
-{
-    (void)l;
-    return 1;
-}
-
 void loop_write_tun(struct loop *l, struct tun_write *w)
 {
     struct node *n = &nodes[node_of_loop(l)];

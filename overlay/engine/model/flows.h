@@ -40,7 +40,8 @@ struct flows {
 };
 
 /* The hint of the flow `hash` (0: not a flow: hint 0), over `shards`
- * shards (1: always 0), giving a new flow the next in turn. */
+ * shards (1: always 0), giving a new flow the next in turn: a test seam
+ * (test_flows; the data path takes the turn itself, below). */
 unsigned flows_hint(struct flows *f, uint32_t hash, unsigned shards, uint64_t now);
 /* The turn of the flow `hash` (0: not a flow: 0, nothing kept), a new
  * flow given the next. flows_hint is it modulo the shards. */
