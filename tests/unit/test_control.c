@@ -1624,12 +1624,12 @@ static void test_status_paths(void **state)
         { "endpoint=100.64.0.3:51820\npath=relay\nvia=node-c\npath_mtu=1308\nrtt_us=120\n",
           "b|10.0.0.2|100.64.0.3:51820|relay|via|node-c|1308|0.12|ms|never",
           "\"endpoint\":\"100.64.0.3:51820\",\"path\":\"relay\",\"via\":\"node-c\","
-          "\"path_mtu\":1308,\"rtt_ms\":0.120," },
+          "\"path_mtu\":1308,\"flows\":null,\"rtt_ms\":0.120," },
         { "endpoint=172.31.1.12:51820\npath=direct\npath_mtu=1340\nrtt_us=1249\n",
           "b|10.0.0.2|172.31.1.12:51820|direct|1340|1.2|ms|never",
-          "\"path\":\"direct\",\"via\":null,\"path_mtu\":1340,\"rtt_ms\":1.249," },
+          "\"path\":\"direct\",\"via\":null,\"path_mtu\":1340,\"flows\":null,\"rtt_ms\":1.249," },
         { "path=direct\nrtt_us=12345\n", "b|10.0.0.2|-|direct|-|12|ms|never",
-          "\"path\":\"direct\",\"via\":null,\"path_mtu\":null,\"rtt_ms\":12.345," },
+          "\"path\":\"direct\",\"via\":null,\"path_mtu\":null,\"flows\":null,\"rtt_ms\":12.345," },
         { "path=direct\nrtt_us=0\n", "b|10.0.0.2|-|direct|-|0.00|ms|never",
           "\"rtt_ms\":0.000," },
         { "path=unreachable\n", "b|10.0.0.2|-|unreachable|-|-|never",
@@ -1741,11 +1741,11 @@ static void test_status_json(void **state)
         "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0},"
         "\"peers\":["
         "{\"name\":\"gpu-b\",\"address\":\"10.77.0.2\",\"endpoint\":\"192.0.2.2:51820\","
-        "\"path\":\"direct\",\"via\":null,\"path_mtu\":1420,\"rtt_ms\":1.234,"
+        "\"path\":\"direct\",\"via\":null,\"path_mtu\":1420,\"flows\":null,\"rtt_ms\":1.234,"
         "\"cert_expires\":null,\"latest_handshake\":1700000000,\"rx_bytes\":1000,\"tx_bytes\":2000,"
         "\"rx_rate\":10625000,\"tx_rate\":125},"
         "{\"name\":\"gpu-c\",\"address\":\"10.77.0.3\",\"endpoint\":null,"
-        "\"path\":null,\"via\":null,\"path_mtu\":null,\"rtt_ms\":null,"
+        "\"path\":null,\"via\":null,\"path_mtu\":null,\"flows\":null,\"rtt_ms\":null,"
         "\"cert_expires\":null,\"latest_handshake\":null,\"rx_bytes\":0,\"tx_bytes\":0,"
         "\"rx_rate\":0,\"tx_rate\":0}]}\n";
     char *text;
