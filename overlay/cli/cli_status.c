@@ -304,13 +304,14 @@ static const bool column_right[N_COLUMNS] = {
 typedef char row_cells[N_COLUMNS][CELL_MAX];
 
 /* "direct", "direct, 4 flows" (where the node has several: how many
- * this peer's traffic spreads over, 1 where it fell back), "relay via
- * NAME", or "-" without a path. */
+ * this peer's traffic spreads over, 1 where it fell back; said of a
+ * direct path only: a waiting or unreachable peer has no flow yet),
+ * "relay via NAME", or "-" without a path. */
 static void path_cell(char *buf, size_t len, const struct st_peer *p)
 {
     if (p->path && p->via)
         snprintf(buf, len, "%s via %s", p->path, p->via);
-    else if (p->path && p->has_flows)
+    else if (p->path && p->has_flows && strcmp(p->path, "direct") == 0)
         snprintf(buf, len, "%s, %llu flow%s", p->path, (unsigned long long)p->flows,
                  p->flows == 1 ? "" : "s");
     else

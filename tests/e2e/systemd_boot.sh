@@ -169,7 +169,7 @@ mesh boot-a boot-b
 mesh boot-b boot-a
 op_ok boot-a 'ping -c 2 -W 2 boot-b'
 op_ok boot-a 'ddpnet status'
-grep -Eq '^boot-b +10\.77\.0\.2 .* direct ' <<<"$(out boot-a)" || fail "boot-a: status shows no direct path to boot-b"
+grep -Eq '^boot-b +10\.77\.0\.2 .* direct[ ,]' <<<"$(out boot-a)" || fail "boot-a: status shows no direct path to boot-b"
 op_ok boot-a 'wg show ddp0'
 grep -q "peer: ${PUB[boot-b]}" <<<"$(out boot-a)" || fail "boot-a: wg show names no peer boot-b"
 grep -q 'latest handshake' <<<"$(out boot-a)" || fail "boot-a: wg show shows no handshake"

@@ -1634,6 +1634,11 @@ static void test_status_paths(void **state)
           "\"rtt_ms\":0.000," },
         { "path=unreachable\n", "b|10.0.0.2|-|unreachable|-|-|never",
           "\"path\":\"unreachable\",\"via\":null," },
+        /* Flows are said of a direct path only (issue 57). */
+        { "path=direct\nflows=4\nrtt_us=0\n", "b|10.0.0.2|-|direct,|4|flows|-|0.00|ms|never",
+          "\"path\":\"direct\",\"via\":null,\"path_mtu\":null,\"flows\":4," },
+        { "path=waiting\nflows=1\n", "b|10.0.0.2|-|waiting|-|-|never",
+          "\"path\":\"waiting\",\"via\":null,\"path_mtu\":null,\"flows\":1," },
     };
     char resp[512];
 
