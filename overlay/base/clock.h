@@ -3,6 +3,7 @@
 #ifndef DDPNET_CLOCK_H
 #define DDPNET_CLOCK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "crypto/wg_const.h"
@@ -16,6 +17,10 @@
 
 /* The monotonic clock in ns (CLOCK_BOOTTIME: it runs through suspend). */
 uint64_t clock_now_ns(void);
+
+/* "2d 3h", "1h 5m", "59m 2s": a span of seconds for a person, its two
+ * largest units (the journal's warnings, `status`). */
+void clock_span_text(char *buf, size_t len, uint64_t secs);
 
 /* A period lengthened by spread/1024 of itself (a quarter at most). Each
  * peer's periodic work (pings, ENDPOINTS, path MTU confirmations) runs on

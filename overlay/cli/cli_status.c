@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "overlay/base/clock.h"
 #include "overlay/cli/cli.h"
 #include "overlay/cli/cli_args.h"
 #include "overlay/cli/cli_reply.h"
@@ -480,18 +481,14 @@ static void print_header(FILE *out, const struct st_resp *r, uint64_t now_unix)
 static void cert_left(char *buf, size_t len, uint64_t expires, uint64_t now_unix)
 {
     uint64_t s = expires > now_unix ? expires - now_unix : 0;
+    char span[32];
 
-    if (!s)
+    if (!s) {
         snprintf(buf, len, "expired");
-    else if (s >= 86400)
-        snprintf(buf, len, "in %llud %lluh", (unsigned long long)(s / 86400),
-                 (unsigned long long)(s % 86400 / 3600));
-    else if (s >= 3600)
-        snprintf(buf, len, "in %lluh %llum", (unsigned long long)(s / 3600),
-                 (unsigned long long)(s % 3600 / 60));
-    else
-        snprintf(buf, len, "in %llum %llus", (unsigned long long)(s / 60),
-                 (unsigned long long)(s % 60));
+        return;
+    }
+    clock_span_text(span, sizeof(span), s);
+    snprintf(buf, len, "in %s", span);
 }
 
 /* With an authority: each certificate's expiry, ours first, under the

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "config/cert.h"
+#include "overlay/base/clock.h"
 #include "overlay/base/log.h"
 #include "overlay/membership/certs.h"
 #include "overlay/membership/renewal.h"
@@ -54,20 +55,6 @@ int renewal_open(const char *state_dir, const char *ifname)
     if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
         return -errno;
     return fd;
-}
-
-/* "2d 3h", "59m 2s": how long is left, for a person. */
-static void left_text(char *buf, size_t len, uint64_t s)
-{
-    if (s >= 86400)
-        snprintf(buf, len, "%llud %lluh", (unsigned long long)(s / 86400),
-                 (unsigned long long)(s % 86400 / 3600));
-    else if (s >= 3600)
-        snprintf(buf, len, "%lluh %llum", (unsigned long long)(s / 3600),
-                 (unsigned long long)(s % 3600 / 60));
-    else
-        snprintf(buf, len, "%llum %llus", (unsigned long long)(s / 60),
-                 (unsigned long long)(s % 60));
 }
 
 static void utc_text(char *buf, size_t len, uint64_t t)
@@ -178,7 +165,7 @@ uint64_t renewal_run(struct device *dev, uint64_t now)
             continue;
         }
         if ((p = renewal_point(life, before, end - now))) {
-            left_text(left, sizeof(left), end - now);
+            clock_span_text(left, sizeof(left), end - now);
             utc_text(at, sizeof(at), end);
             if (ours)
                 log_warn("authority: this node's certificate (%s) ends in %s, at %s, and no "
