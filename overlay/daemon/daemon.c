@@ -1204,7 +1204,8 @@ static int setup_all(struct setup *s)
     if (s->shards.n > 1) {
         lc.engine_lock = &s->shards.lock;
         lc.current = &s->dev.loop;
-        lc.crew = shards_help() ? &s->shards.crew : NULL;
+        lc.crew = &s->shards.crew;   /* the metrics read each loop's lock figures there */
+        lc.crew_no_help = !shards_help();
     }
     struct loop_handlers on;
     engine_loop_handlers(&s->dev, &on);
@@ -1247,7 +1248,8 @@ static int start_shards(struct setup *s)
         .name = s->dev.ifname, .max_datagram = s->dev.mtu + WG_TRANSPORT_MIN_LEN,
         .busy_poll_us = s->dev.cluster.busy_poll_us,
         .queue_target_us = queue_target_us(),
-        .crew = s->loop.crew,   /* as loop 0 has it: DDPNET_SHARD_HELP read once */
+        .crew = s->loop.crew,
+        .crew_no_help = !s->loop.helps,   /* as loop 0 has it: DDPNET_SHARD_HELP read once */
         .flows = s->flows,      /* every shard sends from the same extra ports */
     };
     struct loop_handlers on;

@@ -78,6 +78,16 @@ struct loop_crew {
     struct loop *member[LOOP_CREW_MAX];   /* by shard index (atomic) */
 };
 
+/* With shards: what the engine lock costs one loop, in nanoseconds of
+ * CLOCK_MONOTONIC since it started (loop_lock_stats): held (from taking
+ * the lock to letting it go), waited for (to take it), busy (every moment
+ * not spent waiting on its ring: the lock's times lie within it, so
+ * held / busy is the share of the loop's work done under the lock), and
+ * how often it was taken and found taken. */
+struct loop_lock_stats {
+    uint64_t held_ns, wait_ns, busy_ns, taken, contended;
+};
+
 /* Extra source ports (loop_send: pkt->flow), per family: the daemon's
  * DDPNET_FLOWS less the port's own. */
 #define LOOP_FLOWS_MAX 15u
@@ -113,6 +123,9 @@ struct loop_config {
     struct loop *timer_loop;
     unsigned shard;
     struct loop_crew *crew;
+    /* Idle loops of the crew do not help with crypto (DDPNET_SHARD_HELP=0):
+     * the crew then only lists the loops, for loop_lock_stats. */
+    bool crew_no_help;
 };
 
 struct loop {
@@ -157,8 +170,14 @@ struct loop {
      * it, cleared by us); how many of others' jobs we ran (ours to
      * write; others may read it: atomic). */
     struct loop_crew *crew;
+    bool helps;                           /* the crew helps (crew_no_help unset) */
     bool idle, help_asked;
     uint64_t jobs_helped;
+    /* With shards: the lock's cost to us (struct loop_lock_stats), ours to
+     * write, read by any thread (each field atomic); when we last took
+     * the lock, and when our ring's wait last ended. */
+    struct loop_lock_stats lock_stats;
+    uint64_t locked_at, busy_since;
     bool stop;                            /* another thread: loop_stop */
     bool tun_gone;                        /* ddp0 was deleted under us */
 };
@@ -188,6 +207,11 @@ void loop_send_message(struct loop *loop, struct pkt *pkt, const union endpoint 
 void loop_poll_socket_drops(struct loop *loop);
 /* The loop's shard index (0 without shards): the hint its seals carry. */
 unsigned loop_shard(const struct loop *loop);
+/* The lock's cost to loop k (its shard index) of loop's crew, up to now
+ * (k the loop's own where it has no crew): false where there is no such
+ * loop or no lock. Any thread; each figure is read atomically, the set
+ * is not one instant's. */
+bool loop_lock_stats(const struct loop *loop, unsigned k, struct loop_lock_stats *out);
 /* Queues one coalesced run to the TUN device; w points into its owner,
  * which stays held until every write on it completed. */
 void loop_write_tun(struct loop *loop, struct tun_write *w);

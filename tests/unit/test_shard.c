@@ -413,6 +413,26 @@ static void test_four_loops(void **state)
     }
     assert_true(woke);
 
+    /* The lock held here while shard 1 has a read to handle: it waits,
+     * and says so (loop_lock_stats). */
+    struct loop_lock_stats before, after;
+    assert_true(loop_lock_stats(&z.loop, 1, &before));
+    pthread_mutex_lock(eng.lock);
+    assert_true(send(tun_peer[1], msg, 40, 0) == 40);
+    usleep(100 * 1000);
+    pthread_mutex_unlock(eng.lock);
+    bool handled = false;
+    for (int waited = 0; waited < 3000 && !handled; waited++) {
+        usleep(1000);
+        pthread_mutex_lock(eng.lock);
+        handled = eng.tun[1] == TUN_PKTS / SHARDS + 2;
+        pthread_mutex_unlock(eng.lock);
+    }
+    assert_true(handled);
+    assert_true(loop_lock_stats(&z.loop, 1, &after));
+    assert_true(after.contended > before.contended);
+    assert_true(after.wait_ns - before.wait_ns >= 10 * NS_PER_MS);
+
     /* One busy shard, three idle: bursts of full-size datagrams all
      * hinted to shard 1, until another loop helped with its jobs (their
      * order and keys are checked as they finish). */
@@ -451,16 +471,29 @@ static void test_four_loops(void **state)
     if (eng.violated)
         fail_msg("%s", eng.why);
     assert_int_equal(eng.udp_total, DATAGRAMS + extra);
-    assert_int_equal(eng.tun_total, TUN_PKTS + 1);
+    assert_int_equal(eng.tun_total, TUN_PKTS + 2);
     for (unsigned k = 0; k < SHARDS; k++) {
         /* Steered by hint: each socket got a quarter; each queue a quarter
-         * (and queue 1 the poke). */
+         * (and queue 1 the poke and the read that waited). */
         assert_int_equal(eng.udp[k], DATAGRAMS / SHARDS + (k == 1 ? extra : 0));
-        assert_int_equal(eng.tun[k], TUN_PKTS / SHARDS + (k == 1));
+        assert_int_equal(eng.tun[k], TUN_PKTS / SHARDS + (k == 1 ? 2 : 0));
         assert_int_equal(eng.finished[k], eng.made[k]);
     }
     assert_true(eng.handovers > 0);
     assert_int_equal(eng.handed_home, eng.handovers);
+    /* The lock's cost, per loop (loop_lock_stats, read through any loop
+     * of the crew): every loop took it and held it; the held and waited
+     * times lie within the busy time. */
+    for (unsigned k = 0; k < SHARDS; k++) {
+        struct loop_lock_stats st;
+        assert_true(loop_lock_stats(&z.loop, k, &st));
+        assert_true(st.taken > 0);
+        assert_true(st.held_ns > 0);
+        assert_true(st.busy_ns >= st.held_ns + st.wait_ns);
+        assert_true(st.contended <= st.taken);
+    }
+    struct loop_lock_stats none;
+    assert_false(loop_lock_stats(&z.loop, SHARDS, &none));
     loop_destroy(&z.loop);
     shards_free(&sh);
     for (unsigned k = 0; k < SHARDS; k++) {
