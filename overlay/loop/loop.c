@@ -636,11 +636,6 @@ void loop_packet_unawaited(struct loop *l)
     busy_poll_unawaited(&l->busy);
 }
 
-bool loop_crypto_idle(const struct loop *l)
-{
-    return !deferring(l) || deferred_count(&l->deferred) == 0;
-}
-
 void loop_crypto_drain(struct loop *l, uint64_t now)
 {
     while (deferring(l) && deferred_count(&l->deferred))

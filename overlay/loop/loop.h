@@ -224,9 +224,6 @@ struct crypto_job *loop_crypto_job(struct loop *loop, uint64_t now);
 void loop_crypto_submit(struct loop *loop, struct crypto_job *job);
 /* Runs every job in flight and finishes them. */
 void loop_crypto_drain(struct loop *loop, uint64_t now);
-/* Whether no job is in flight (one loop, or every job finished): work
- * done on the loop's thread now still keeps the order of what went before. */
-bool loop_crypto_idle(const struct loop *loop);
 /* The receive being handled asks no answer anyone waits for (busy_poll.h). */
 void loop_packet_unawaited(struct loop *loop);
 /* Drops one reference to a received pkt held by TUN writes. */
