@@ -28,8 +28,8 @@
 # node) are read before and after each test: the engine lock's held and
 # waited-for seconds and each shard's busy seconds (loop.h:
 # loop_lock_stats), as shares of the busy time of the worst shard of
-# either daemon, and the held share summed over every shard (the serial
-# share, for Amdahl: bench/README.md). Issue 58's targets:
+# either daemon, and the serial share of the work (held over busy less
+# waits, every shard together; for Amdahl: bench/README.md). Issue 58's targets:
 #   shards, N streams: lock held <= 5% of a shard's busy time;
 #   shards, N streams: waits for it <= 1% of a shard's busy time;
 #   many, N streams: >= 0.9x the Gbit/s of shards (no convoy).
@@ -66,9 +66,9 @@ lock_scrape() {
 
 # lock_shares BEFORE-A AFTER-A BEFORE-B AFTER-B: "HELD WAIT SERIAL": over
 # both daemons, the largest share of a shard's busy time it held the
-# engine lock, and waited for it, between the scrapes; and the held
-# seconds of every shard over the busy seconds of the busiest shard of
-# its daemon (the lock's own load), the larger of the two daemons'.
+# engine lock, and waited for it, between the scrapes; and the serial
+# share of the work, every shard's held seconds over their busy seconds
+# less their waits (work done, not queueing), the larger daemon's.
 # "NA NA NA" without the figures (one loop has no lock).
 lock_shares() {
     "$PY" - "$@" <<'PYEOF'
@@ -96,8 +96,9 @@ for b, a in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
             h, w = d.get(("held", s), 0.0) / busy[s], d.get(("wait", s), 0.0) / busy[s]
             held = h if held is None else max(held, h)
             wait = w if wait is None else max(wait, w)
-    if shards and max(busy.values()) > 0:
-        sr = sum(d.get(("held", s), 0.0) for s in shards) / max(busy.values())
+    work = sum(busy[s] - d.get(("wait", s), 0.0) for s in shards)
+    if shards and work > 0.05:
+        sr = sum(d.get(("held", s), 0.0) for s in shards) / work
         serial = sr if serial is None else max(serial, sr)
 f = lambda v: "NA" if v is None else "%.4f" % v
 print(f(held), f(wait), f(serial))
@@ -204,7 +205,7 @@ print()
 print("Shards (issue 45): %s shards beside one thread inline, "
       "medians of %d rounds" % (shards, len({r["round"] for r in rows})))
 print("(many: %s shards; lock: held and wait, the worst shard's share of its busy time; "
-      "serial: every shard's held seconds over the busiest shard's busy seconds)" % many)
+      "serial: held over busy less waits, every shard together)" % many)
 print("%-9s %7s %9s %11s %12s %12s %9s %9s %9s" % ("", "streams", "Gbit/s", "CPU-s/GB", "busiest a",
       "busiest b", "held", "wait", "serial"))
 for c in ("inline", "shards", "alone", "many"):

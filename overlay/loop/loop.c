@@ -436,7 +436,7 @@ static void on_control(struct loop *l, uint64_t now)
     l->on.control(l->on.control_ctx, now);
 }
 
-static void on_signal(struct loop *l, uint64_t now)
+static void on_signal(struct loop *l)
 {
     struct signalfd_siginfo si;
 
@@ -444,7 +444,7 @@ static void on_signal(struct loop *l, uint64_t now)
     while (read(l->signal_fd, &si, sizeof(si)) == sizeof(si)) {
         if (si.ssi_signo == SIGHUP && l->on.hangup) {
             log_info("%s: SIGHUP, reloading the cluster file", l->name);
-            l->on.hangup(l->on.control_ctx, now);
+            l->hangup_pending = true;   /* run_hangup, after this turn */
             continue;
         }
         log_notice("%s: signal %u, stopping", l->name, si.ssi_signo);
@@ -654,7 +654,7 @@ static void on_completion(struct loop *l, struct io_uring_cqe *cqe, uint64_t now
     if (tag == TAG_CONTROL)
         on_control(l, now);
     else if (tag == TAG_SIGNAL)
-        on_signal(l, now);
+        on_signal(l);
     else if (tag == TAG_WAKE)
         on_wake(l);
     else
@@ -720,6 +720,26 @@ static void engine_leave(struct loop *l)
     lock_drop(l);
 }
 
+/* A SIGHUP taken this turn: what it reads, read outside the engine lock
+ * (a slow disk stalls no shard), then applied under it. */
+static void run_hangup(struct loop *l)
+{
+    void *read = NULL;
+    uint64_t now;
+
+    if (!l->hangup_pending)
+        return;
+    l->hangup_pending = false;
+    if (l->on.hangup_read)
+        read = l->on.hangup_read(l->on.control_ctx);
+    engine_enter(l);
+    now = clock_now_ns();
+    l->on.hangup(l->on.control_ctx, read, now);
+    if (deferring(l))
+        run_deferred(l, now);
+    engine_leave(l);
+}
+
 static bool stopped(struct loop *l)
 {
     return __atomic_load_n(&l->stop, __ATOMIC_ACQUIRE);
@@ -769,6 +789,7 @@ int loop_run(struct loop *l)
         if (deferring(l))
             run_deferred(l, now);
         engine_leave(l);
+        run_hangup(l);
     }
     return 0;
 }

@@ -59,9 +59,14 @@ struct loop_handlers {
      * anything: with shards, one whose work made it earlier than the timer
      * loop sleeps wakes that loop (NULL: never asked). */
     uint64_t (*next_deadline)(void *ctx);
-    /* SIGHUP (NULL: it stops the loop, as SIGTERM does). Called with
-     * control_ctx. */
-    void (*hangup)(void *ctx, uint64_t now);
+    /* SIGHUP, in two steps, both with control_ctx: hangup_read (NULL:
+     * none) outside the engine lock, for what may wait on a disk (the
+     * cluster file), then hangup under it with what hangup_read
+     * returned, after the turn that took the signal (NULL hangup: SIGHUP
+     * stops the loop, as SIGTERM does). Signals that come together are
+     * one hangup. */
+    void *(*hangup_read)(void *ctx);
+    void (*hangup)(void *ctx, void *read, uint64_t now);
     /* The control socket's side, with its own context: its fd (the
      * config's control_fd) is readable; and its own deadlines, run like
      * the timers above (NULL: none). */
@@ -149,6 +154,7 @@ struct loop {
     struct codel queue[2];
     enum loop_backlog { LOOP_BACKLOG_UNREAD, LOOP_BACKLOG_DRAINED, LOOP_BACKLOG_STANDING } backlog[2];
     bool control_polled, signal_polled;
+    bool hangup_pending;                  /* a SIGHUP taken, not yet run */
     struct busy_poll busy;
     /* With shards (loop_config): the lock, the engine's pointer to the
      * loop that holds it, the timer loop (NULL: this one), our index; an

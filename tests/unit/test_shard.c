@@ -23,11 +23,13 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -144,6 +146,9 @@ struct engine {
     uint64_t timer_runs;
     bool poke;                       /* the next ddp0 read on a shard makes it now */
     uint64_t runs_at_poke;
+    /* SIGHUP: hangup_read ran (and without the lock), hangup ran with
+     * what it returned. */
+    unsigned reads, reads_locked, hangups, hangups_with_read;
 };
 
 static struct engine eng;
@@ -278,6 +283,40 @@ static uint64_t on_timers(void *ctx, uint64_t now)
     return eng.deadline;
 }
 
+/* SIGHUP's two steps (loop.h): the read must not hold the engine lock,
+ * the hangup must, and gets what the read returned. */
+static int read_token;
+
+static void *hangup_read(void *ctx)
+{
+    bool free = false;
+
+    (void)ctx;
+    /* Held by us, it is never free; by the test thread, soon free. */
+    for (int tries = 0; tries < 1000 && !free; tries++)
+        if (!(free = pthread_mutex_trylock(eng.lock) == 0))
+            usleep(100);
+    if (free)
+        pthread_mutex_unlock(eng.lock);
+    else
+        __atomic_add_fetch(&eng.reads_locked, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&eng.reads, 1, __ATOMIC_SEQ_CST);
+    return &read_token;
+}
+
+static void hangup(void *ctx, void *read, uint64_t now)
+{
+    unsigned k = enter();
+
+    (void)ctx;
+    (void)now;
+    if (k != 0)
+        violation("a shard ran the hangup");
+    eng.hangups++;
+    eng.hangups_with_read += read == &read_token;
+    leave();
+}
+
 static uint64_t next_deadline(void *ctx)
 {
     (void)ctx;
@@ -350,10 +389,19 @@ static void test_four_loops(void **state)
         udp6[k] = -1;
     }
     z.on = (struct loop_handlers){ .udp = on_udp, .tun = on_tun, .crypto_done = on_crypto_done,
-                                   .timers = on_timers, .next_deadline = next_deadline };
+                                   .timers = on_timers, .next_deadline = next_deadline,
+                                   .hangup_read = hangup_read, .hangup = hangup };
+    /* SIGHUP blocked in every thread (they inherit the mask), read by
+     * loop 0's signalfd. */
+    sigset_t hup;
+    sigemptyset(&hup);
+    sigaddset(&hup, SIGHUP);
+    assert_int_equal(pthread_sigmask(SIG_BLOCK, &hup, NULL), 0);
+    int sig_fd = signalfd(-1, &hup, SFD_CLOEXEC | SFD_NONBLOCK);
+    assert_true(sig_fd >= 0);
     z.cfg = (struct loop_config){ .name = "shard-test", .max_datagram = 1500, .tun_fd = tun[0],
                                   .udp4_fd = udp[0], .udp6_fd = -1, .control_fd = -1,
-                                  .signal_fd = -1, .engine_lock = &sh.lock, .current = &eng.current,
+                                  .signal_fd = sig_fd, .engine_lock = &sh.lock, .current = &eng.current,
                                   .crew = &sh.crew };
     pthread_mutex_init(&z.mu, NULL);
     pthread_cond_init(&z.cv, NULL);
@@ -412,6 +460,21 @@ static void test_four_loops(void **state)
         pthread_mutex_unlock(eng.lock);
     }
     assert_true(woke);
+
+    /* SIGHUP: the cluster file's read (here a token) runs outside the
+     * engine lock, its application under it, on loop 0. */
+    assert_int_equal(kill(getpid(), SIGHUP), 0);
+    bool hung = false;
+    for (int waited = 0; waited < 3000 && !hung; waited++) {
+        usleep(1000);
+        pthread_mutex_lock(eng.lock);
+        hung = eng.hangups == 1;
+        pthread_mutex_unlock(eng.lock);
+    }
+    assert_true(hung);
+    assert_int_equal(eng.reads, 1);
+    assert_int_equal(eng.reads_locked, 0);
+    assert_int_equal(eng.hangups_with_read, 1);
 
     /* The lock held here while shard 1 has a read to handle: it waits,
      * and says so (loop_lock_stats). */
@@ -496,6 +559,8 @@ static void test_four_loops(void **state)
     assert_false(loop_lock_stats(&z.loop, SHARDS, &none));
     loop_destroy(&z.loop);
     shards_free(&sh);
+    close(sig_fd);
+    assert_int_equal(pthread_sigmask(SIG_UNBLOCK, &hup, NULL), 0);
     for (unsigned k = 0; k < SHARDS; k++) {
         close(udp[k]);
         close(tun[k]);
