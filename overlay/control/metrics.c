@@ -262,6 +262,9 @@ static void put_engine_lock(FILE *f, const struct device *dev)
         { "ddpnet_engine_lock_taken_total", "Times each shard took the engine lock." },
         { "ddpnet_engine_lock_contended_total",
           "Times each shard found the engine lock taken and waited." },
+        { "ddpnet_engine_lock_jobs_total",
+          "Crypto jobs each shard ran under the engine lock: its job ring full inside a "
+          "handler, or drained for order or a membership change." },
     };
     struct loop_lock_stats st[LOOP_CREW_MAX];
     bool have[LOOP_CREW_MAX], any = false;
@@ -274,7 +277,7 @@ static void put_engine_lock(FILE *f, const struct device *dev)
         family(f, fams[i].name, "counter", fams[i].help);
         for (unsigned k = 0; k < LOOP_CREW_MAX; k++) {
             const uint64_t v[] = { st[k].held_ns, st[k].wait_ns, st[k].busy_ns, st[k].taken,
-                                   st[k].contended };
+                                   st[k].contended, st[k].jobs_locked };
             if (!have[k])
                 continue;
             fprintf(f, "%s{", fams[i].name);

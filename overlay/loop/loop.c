@@ -544,6 +544,7 @@ bool loop_lock_stats(const struct loop *l, unsigned k, struct loop_lock_stats *o
     out->busy_ns = __atomic_load_n(&o->lock_stats.busy_ns, __ATOMIC_RELAXED);
     out->taken = __atomic_load_n(&o->lock_stats.taken, __ATOMIC_RELAXED);
     out->contended = __atomic_load_n(&o->lock_stats.contended, __ATOMIC_RELAXED);
+    out->jobs_locked = __atomic_load_n(&o->lock_stats.jobs_locked, __ATOMIC_RELAXED);
     return true;
 }
 
@@ -558,12 +559,20 @@ static void take_deferred(struct loop *l, uint64_t now)
     }
 }
 
+/* Room kept in the job ring for what one completion's handler makes (a
+ * read's seal, a receive's open: one or two; a session that came up
+ * sends what was staged for it): the loop runs the jobs in flight
+ * between completions, outside the lock, when less is left, so that a
+ * handler seldom finds the ring full (deferred_one below). */
+#define LOOP_JOB_ROOM 16u
+
 /* Runs the oldest deferred job here, under the lock, and finishes it:
- * for callers that need room or order now. */
+ * for callers that need room or order now (counted: jobs_locked). */
 static void deferred_one(struct loop *l, uint64_t now)
 {
     unsigned head = l->deferred.head;
 
+    stat_add(&l->lock_stats.jobs_locked, 1);
     deferred_run(&l->deferred, head, head + 1);
     take_deferred(l, now);
 }
@@ -782,6 +791,8 @@ int loop_run(struct loop *l)
         now = clock_now_ns();
         l->backlog[0] = l->backlog[1] = LOOP_BACKLOG_UNREAD;   /* a new turn (socket_drained) */
         io_uring_for_each_cqe(&l->ring, head, cqe) {
+            if (deferring(l) && deferred_count(&l->deferred) > DEFERRED_DEPTH - LOOP_JOB_ROOM)
+                run_deferred(l, now);   /* room, made where the lock may go */
             on_completion(l, cqe, now);
             seen++;
         }

@@ -91,6 +91,10 @@ struct loop_crew {
  * how often it was taken and found taken. */
 struct loop_lock_stats {
     uint64_t held_ns, wait_ns, busy_ns, taken, contended;
+    /* Crypto jobs run under the lock, not deferred past it: the ring
+     * full inside a handler, or drained (loop_crypto_drain) for order or
+     * a membership change. */
+    uint64_t jobs_locked;
 };
 
 /* Extra source ports (loop_send: pkt->flow), per family: the daemon's

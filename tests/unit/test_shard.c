@@ -43,6 +43,9 @@
 #define DATAGRAMS  4000u
 #define TUN_PKTS   2000u
 #define NOT_RUN    0x7fffffff   /* a job's first status before it ran */
+#define MANY_MARK  0xee         /* byte 4 of a datagram that makes MANY_JOBS jobs */
+#define MANY_JOBS  12u
+#define MANY_LEN   250u         /* and its length, which no other has */
 
 /* --- the receive steering ------------------------------------------------------ */
 
@@ -149,6 +152,7 @@ struct engine {
     /* SIGHUP: hangup_read ran (and without the lock), hangup ran with
      * what it returned. */
     unsigned reads, reads_locked, hangups, hangups_with_read;
+    unsigned many;                   /* MANY_MARK datagrams handled */
 };
 
 static struct engine eng;
@@ -228,6 +232,22 @@ static void on_udp(void *ctx, struct pkt *pkt, uint32_t seg_size, uint64_t now)
         eng.held = NULL;
         eng.handovers++;
         eng.handed_home += home == &shard_loop(eng.sh, 1)->pool && home != &eng.current->pool;
+    }
+    /* A datagram of MANY_LEN bytes marked MANY_MARK makes MANY_JOBS jobs (as a session
+     * that completed flushes its staged packets): the loop must make
+     * room for them between completions, not under the lock. */
+    if (pkt->len == MANY_LEN && pkt->in[4] == MANY_MARK) {
+        eng.many++;
+        for (unsigned j = 1; j < MANY_JOBS; j++) {
+            struct pkt *extra = loop_pkt_get(eng.current);
+            if (!extra) {
+                violation("the pool ran dry");
+                break;
+            }
+            extra->len = 64;
+            memset(extra->in, 0, 64);
+            make_job(k, extra, now);
+        }
     }
     make_job(k, pkt, now);
     leave();
@@ -461,6 +481,35 @@ static void test_four_loops(void **state)
     }
     assert_true(woke);
 
+    /* Bursts of datagrams to shard 3 that make MANY_JOBS jobs each:
+     * several in one turn fill its ring (DEFERRED_DEPTH) unless the
+     * loop makes room between them. None runs under the lock. */
+    struct loop_lock_stats st3;
+    unsigned many_sent = 0;
+    for (unsigned burst = 0; burst < 20; burst++) {
+        uint8_t m[MANY_LEN];
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        memset(m, 0, sizeof(m));
+        m[0] = WG_MSG_TRANSPORT;
+        m[WG_SHARD_HINT_OFFSET] = 3;
+        m[4] = MANY_MARK;
+        for (unsigned b = 0; b < 16; b++)
+            many_sent += sendto(out, m, sizeof(m), 0, (struct sockaddr *)&a, sizeof(a)) > 0;
+        bool caught_up = false;
+        for (int waited = 0; waited < 3000 && !caught_up; waited++) {
+            usleep(1000);
+            pthread_mutex_lock(eng.lock);
+            caught_up = eng.many == many_sent && eng.finished[3] == eng.made[3];
+            pthread_mutex_unlock(eng.lock);
+        }
+        if (!caught_up)
+            fail_msg("burst %u: many %u of %u, made %lu finished %lu, %s", burst, eng.many, many_sent,
+                     (unsigned long)eng.made[3], (unsigned long)eng.finished[3], eng.violated ? eng.why : "");
+    }
+    assert_true(loop_lock_stats(&z.loop, 3, &st3));
+    assert_int_equal(st3.jobs_locked, 0);
+
     /* SIGHUP: the cluster file's read (here a token) runs outside the
      * engine lock, its application under it, on loop 0. */
     assert_int_equal(kill(getpid(), SIGHUP), 0);
@@ -533,12 +582,12 @@ static void test_four_loops(void **state)
     assert_int_equal(z.ret, 0);
     if (eng.violated)
         fail_msg("%s", eng.why);
-    assert_int_equal(eng.udp_total, DATAGRAMS + extra);
+    assert_int_equal(eng.udp_total, DATAGRAMS + extra + many_sent);
     assert_int_equal(eng.tun_total, TUN_PKTS + 2);
     for (unsigned k = 0; k < SHARDS; k++) {
         /* Steered by hint: each socket got a quarter; each queue a quarter
          * (and queue 1 the poke and the read that waited). */
-        assert_int_equal(eng.udp[k], DATAGRAMS / SHARDS + (k == 1 ? extra : 0));
+        assert_int_equal(eng.udp[k], DATAGRAMS / SHARDS + (k == 1 ? extra : 0) + (k == 3 ? many_sent : 0));
         assert_int_equal(eng.tun[k], TUN_PKTS / SHARDS + (k == 1 ? 2 : 0));
         assert_int_equal(eng.finished[k], eng.made[k]);
     }
