@@ -19,7 +19,8 @@
  *                packet pools, whose buffers cross between shards (a packet
  *                staged by one is sent by another): all under one lock, the
  *                engine lock, which a loop holds while it runs the engine's
- *                handlers and never while it waits or seals or opens.
+ *                handlers and never while it waits on its ring or runs its
+ *                deferred seals and opens: the exceptions are listed below.
  *
  * So a shard's turn is: wait on its ring (unlocked); take the lock, run
  * the completions through the engine (a TUN read is looked up and its
@@ -55,7 +56,40 @@
  * message); what it sends lands on shard 0; what we send it has one
  * counter space, so its seals run under the engine lock, on whichever
  * shard read the packet, and leave close to the order of their counters
- * (its replay window is 8128 wide). */
+ * (its replay window is 8128 wide).
+ *
+ * What is still done under the engine lock that the rule above would
+ * keep out (issue 58; each a place to take out next, the costly first):
+ *   - a stock WireGuard peer's seals (above; datapath.c: datapath_seal);
+ *   - a receive that is not one run to one keypair (datagrams to several
+ *     keypairs, disco or relay traffic among them) is opened datagram by
+ *     datagram in the handler (datapath.c: open_here, open_message ->
+ *     transport_open), and relay frames are opened and sealed there
+ *     (datapath.c: frames_in; paths/path.c: the frames' seal);
+ *   - disco messages and RELAY wrappings are sealed in the handler
+ *     (paths/disco_io.c, paths/path.c: transport_seal);
+ *   - handshakes do their Noise work (X25519, BLAKE2s) and cookies in the
+ *     handler (handshake.c), bounded by the rate limiter;
+ *   - jobs run under the lock, each counted (loop_lock_stats:
+ *     jobs_locked): loop_crypto_drain, for order (open_here, while opens
+ *     are in flight) and before a membership change (members.c), and a
+ *     handler that makes more jobs than the ring has room for
+ *     (loop.c: LOOP_JOB_ROOM, deferred_one); deferred_run then waits,
+ *     spinning and yielding, for a job a helper claimed;
+ *   - system calls that do not wait on the network but may on a disk or
+ *     the kernel: a revocation taken is appended to the state file and
+ *     synced (revocations.c: revocations_taken; its caller's answer
+ *     waits on it, a person's act bounded by the store), the route MTU
+ *     and ddp0's drops asked over rtnetlink (daemon.c), sends beside the
+ *     ring (loop_send_now), and the control socket's and metrics'
+ *     clients served (non-blocking) on loop 0.
+ * SIGHUP's read of the cluster file (loop.h: hangup_read), small seals
+ * and opens (once run in the handler up to 16 KiB) and a handler's full
+ * job ring (now room is made between completions) were taken out.
+ *
+ * What the lock costs is counted per loop (loop.h: loop_lock_stats, the
+ * metrics' ddpnet_engine_lock_*, bench/shards.sh): held, waited for, and
+ * each loop's busy time. */
 #ifndef DDPNET_SHARD_H
 #define DDPNET_SHARD_H
 
@@ -65,8 +99,9 @@
 
 #define SHARDS_MAX LOOP_CREW_MAX
 /* The default's cap. Every shard takes the one engine lock twice a turn,
- * so past some count more shards only queue on it, and that count is not
- * measured yet (issue 58). 8 is what issue 45's 16-core targets were set
+ * so past some count more shards only queue on it: the held share
+ * measured on 2 vCPUs puts that near 1 / share shards (bench/README.md,
+ * "The engine lock", an Amdahl projection still to check on 16 cores). 8 is what issue 45's 16-core targets were set
  * for (bench/device-run.sh), and it leaves the rest of a large node's
  * cores to the training job (bench/README.md, "Shards by default"). More
  * can still be asked for, up to SHARDS_MAX. */
