@@ -89,7 +89,31 @@
  *
  * What the lock costs is counted per loop (loop.h: loop_lock_stats, the
  * metrics' ddpnet_engine_lock_*, bench/shards.sh): held, waited for, and
- * each loop's busy time. */
+ * each loop's busy time.
+ *
+ * NOT DONE, the next step (issue 58): data packets off the lock. A
+ * transport message to or from a peer that takes the shard bytes, with
+ * a live keypair, would take no engine lock:
+ *   - lookups (by address, by receiver index) in read-mostly tables that
+ *     membership and handshakes replace whole and publish with one
+ *     atomic store; what they replace (a table, a removed peer, an
+ *     expired keypair) is freed only once every shard has begun a new
+ *     turn since (each loop's turn count: quiescent-state reclamation,
+ *     shards being quiescent between turns), so no reader loses a peer
+ *     under it;
+ *   - a keypair's send counter per sub-session (transport_hinted), owned
+ *     by the sealing shard; its replay window per sub-session, owned by
+ *     the shard its hint steers receives to (shard_steer): one writer
+ *     each, no atomics;
+ *   - what many shards add to (a peer's bytes, the device's counters)
+ *     per shard, summed when shown; what the timers read (last sent,
+ *     last received, a rekey due) as relaxed atomic stores, acted on by
+ *     loop 0 under the lock;
+ *   - the lock kept for what changes state: no keypair (staging, a
+ *     handshake), a new source (roaming), disco and relay traffic,
+ *     timers, membership, the control socket; and for stock peers.
+ * Land only with ThreadSanitizer passing every multi-shard test and
+ * e2e multistream, down_members (DDPNET_SHARDS=2) and three_nodes. */
 #ifndef DDPNET_SHARD_H
 #define DDPNET_SHARD_H
 
