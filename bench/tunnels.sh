@@ -55,16 +55,20 @@ tunnel_down() {
 # --- ddpnet ---------------------------------------------------------------
 
 # ddp_cluster [BUSY-POLL]: the cluster file, $T/cluster.conf, or with that
-# busy-poll value $T/cluster-bp-VALUE.conf.
+# busy-poll value $T/cluster-bp-VALUE.conf; with DDP_METRICS_PORT set, the
+# metrics on 127.0.0.1 at that port in each node ($T/cluster-m*.conf).
+DDP_METRICS_PORT=""
 ddp_cluster() {
-    local bp=${1:-} f=$T/cluster.conf
-    [ -z "$bp" ] || f=$T/cluster-bp-$bp.conf
+    local bp=${1:-} f=$T/cluster
+    [ -z "$DDP_METRICS_PORT" ] || f=$f-m$DDP_METRICS_PORT
+    f=$f${bp:+-bp-$bp}.conf
     DDP_CLUSTER=$f
     [ -f "$f" ] && return 0
     {
         printf '# written by bench/tunnels.sh\n[cluster]\n'
         printf 'network = %s\nport = %s\nmtu = %s\n' "$TN_NET" "$WG_PORT" "$TN_MTU"
         [ -z "$bp" ] || printf 'busy-poll = %s\n' "$bp"
+        [ -z "$DDP_METRICS_PORT" ] || printf 'metrics = 127.0.0.1:%s\n' "$DDP_METRICS_PORT"
         [ -z "${BENCH_SOCKET_BUFFER:-}" ] || printf 'socket-buffer = %s\n' "$BENCH_SOCKET_BUFFER"
         printf '\n[node bench-a]\npublic-key = %s\naddress = %s\nendpoint = %s:%s\n' \
             "$(cat "$T/a/pub")" "$TN_A" "$UL_A" "$WG_PORT"

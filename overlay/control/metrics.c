@@ -246,6 +246,51 @@ static void put_cert_remaining(FILE *f, const struct device *dev)
     }
 }
 
+/* With shards, the engine lock's cost to each (loop.h: loop_lock_stats),
+ * its index as the label shard: held / busy is the share of a shard's
+ * work done under the lock, wait / busy what queueing on it costs. One
+ * loop takes no lock: then none of these. */
+static void put_engine_lock(FILE *f, const struct device *dev)
+{
+    static const struct { const char *name, *help; } fams[] = {
+        { "ddpnet_engine_lock_held_seconds_total",
+          "Seconds each shard held the engine lock (shared state: peers, sessions, timers)." },
+        { "ddpnet_engine_lock_wait_seconds_total",
+          "Seconds each shard waited to take the engine lock, another holding it." },
+        { "ddpnet_shard_busy_seconds_total",
+          "Seconds each shard was not waiting on its ring: the lock's seconds lie within." },
+        { "ddpnet_engine_lock_taken_total", "Times each shard took the engine lock." },
+        { "ddpnet_engine_lock_contended_total",
+          "Times each shard found the engine lock taken and waited." },
+        { "ddpnet_engine_lock_jobs_total",
+          "Crypto jobs each shard ran under the engine lock: its job ring full inside a "
+          "handler, or drained for order or a membership change." },
+    };
+    struct loop_lock_stats st[LOOP_CREW_MAX];
+    bool have[LOOP_CREW_MAX], any = false;
+
+    for (unsigned k = 0; k < LOOP_CREW_MAX; k++)
+        any |= have[k] = dev->loop && loop_lock_stats(dev->loop, k, &st[k]);
+    if (!any)
+        return;
+    for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
+        family(f, fams[i].name, "counter", fams[i].help);
+        for (unsigned k = 0; k < LOOP_CREW_MAX; k++) {
+            const uint64_t v[] = { st[k].held_ns, st[k].wait_ns, st[k].busy_ns, st[k].taken,
+                                   st[k].contended, st[k].jobs_locked };
+            if (!have[k])
+                continue;
+            fprintf(f, "%s{", fams[i].name);
+            put_label(f, "interface", dev->ifname, true);
+            fprintf(f, ",shard=\"%u\"} ", k);
+            if (i < 3)
+                fprintf(f, "%.9f\n", (double)v[i] / NS_PER_SEC_F);
+            else
+                fprintf(f, "%llu\n", (unsigned long long)v[i]);
+        }
+    }
+}
+
 static void put_device(FILE *f, const struct device *dev)
 {
     const struct pkt_pool *pool = dev->loop ? &dev->loop->pool : NULL;
@@ -289,6 +334,7 @@ static void put_device(FILE *f, const struct device *dev)
            "ECN-capable, to slow their sender: datagrams waited too long at the UDP sockets.");
     device_sample(f, dev, "ddpnet_ecn_marked_total", NULL, NULL, dev->stats.ecn_marked);
     put_disco(f, dev);
+    put_engine_lock(f, dev);
     if (dev->membership->registry) {
         struct registry_status rs;
         registry_status(dev->membership->registry, &rs);

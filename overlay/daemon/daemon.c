@@ -675,22 +675,41 @@ static void log_reload_line(void *ctx, const char *kind, const char *line)
 
 /* SIGHUP: the cluster file read again by path, as the daemon's user (a
  * file only root may read needs `ddpnet reload`, which sends its bytes). */
-static void on_hangup(void *ctx, uint64_t now)
-{
-    struct setup *s = ctx;
+/* SIGHUP: the cluster file, read outside the engine lock (loop.h:
+ * hangup_read), then applied under it (on_hangup). */
+struct hangup_text {
+    int err;
     char *text;
     size_t len;
-    int ret = cluster_read(s->opt->cluster_path, &text, &len);
+};
+
+static void *hangup_read(void *ctx)
+{
+    struct setup *s = ctx;
+    struct hangup_text *h = calloc(1, sizeof(*h));
+
+    if (h)
+        h->err = cluster_read(s->opt->cluster_path, &h->text, &h->len);
+    return h;
+}
+
+static void on_hangup(void *ctx, void *read, uint64_t now)
+{
+    struct setup *s = ctx;
+    struct hangup_text *h = read;
+    int ret = h ? h->err : -ENOMEM;
 
     if (ret) {
         log_warn("SIGHUP: cannot read %s as user %s: %s; run `ddpnet reload -i %s` as root",
                   s->opt->cluster_path, DAEMON_USER, strerror(-ret), s->dev.ifname);
-        return;
+    } else {
+        ret = members_reload(&s->dev, h->text, h->len, log_reload_line, s, now);
+        if (ret == 0)
+            log_debug("SIGHUP: %s applied", s->opt->cluster_path);
     }
-    ret = members_reload(&s->dev, text, len, log_reload_line, s, now);
-    free(text);
-    if (ret == 0)
-        log_debug("SIGHUP: %s applied", s->opt->cluster_path);
+    if (h)
+        free(h->text);
+    free(h);
 }
 
 int daemon_write_state(const char *path, long pid, const char *hosts_file,
@@ -1204,13 +1223,15 @@ static int setup_all(struct setup *s)
     if (s->shards.n > 1) {
         lc.engine_lock = &s->shards.lock;
         lc.current = &s->dev.loop;
-        lc.crew = shards_help() ? &s->shards.crew : NULL;
+        lc.crew = &s->shards.crew;   /* the metrics read each loop's lock figures there */
+        lc.crew_no_help = !shards_help();
     }
     struct loop_handlers on;
     engine_loop_handlers(&s->dev, &on);
     on.control_ctx = s;
     on.control = on_control;
     on.control_timers = on_control_timers;
+    on.hangup_read = hangup_read;
     on.hangup = on_hangup;
     ret = loop_init(&s->loop, &lc, &on);
     if (ret)
@@ -1247,7 +1268,8 @@ static int start_shards(struct setup *s)
         .name = s->dev.ifname, .max_datagram = s->dev.mtu + WG_TRANSPORT_MIN_LEN,
         .busy_poll_us = s->dev.cluster.busy_poll_us,
         .queue_target_us = queue_target_us(),
-        .crew = s->loop.crew,   /* as loop 0 has it: DDPNET_SHARD_HELP read once */
+        .crew = s->loop.crew,
+        .crew_no_help = !s->loop.helps,   /* as loop 0 has it: DDPNET_SHARD_HELP read once */
         .flows = s->flows,      /* every shard sends from the same extra ports */
     };
     struct loop_handlers on;

@@ -320,27 +320,16 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
     send_batch(p, &pkt, 1, now);
 }
 
-/* Work of at most this many bytes is done at once, in the handler, when
- * no job is in flight. Chosen when jobs went to crypto worker threads
- * (gone since issue 58), where handing one over and taking it back cost
- * two thread wake-ups, more than sealing a ping, a TCP ACK or a message
- * of a few KiB takes (bench/README.md has the figures); with shards such
- * work is done under the engine lock. It must stay below a bulk flow's
- * super-packets (up to 44 x 1420 bytes): those are deferred, and while
- * they are, small packets are too, behind them. */
-#define DATAPATH_INLINE_BYTES (16u * 1024u)
-
-/* Where a crypto job on `bytes` bytes is filled in: local, for running
- * here, when it is small and no job is in flight (so order is kept) or on
- * one loop; else a deferred slot (shards). */
-static struct crypto_job *job_slot(struct device *dev, struct crypto_job *local, size_t bytes,
-                                   uint64_t now)
+/* Where a crypto job is filled in: with shards, a deferred slot, run
+ * after the handlers outside the engine lock, however small (a ping, an
+ * ACK: issue 58, no seal or open under the lock; jobs of up to 16 KiB ran
+ * here while none was in flight, which saved a hand-over to the crypto
+ * workers, gone since, and with shards held the lock through the AEAD);
+ * on one loop, local, run here. */
+static struct crypto_job *job_slot(struct device *dev, struct crypto_job *local, uint64_t now)
 {
-    struct crypto_job *job;
+    struct crypto_job *job = loop_crypto_job(dev->loop, now);
 
-    if (bytes <= DATAPATH_INLINE_BYTES && loop_crypto_idle(dev->loop))
-        return local;
-    job = loop_crypto_job(dev->loop, now);
     return job ? job : local;
 }
 
@@ -403,7 +392,7 @@ bool datapath_seal(struct peer *p, struct noise_keypair *kp, struct pkt *pkt,
     if (p->dev->shards > 1 && !hinted)
         job = &local;
     else
-        job = job_slot(p->dev, &local, (size_t)pkt->nseg * pkt->stride, now);
+        job = job_slot(p->dev, &local, now);
     *job = (struct crypto_job){ .kind = CRYPTO_SEAL, .pkt = pkt, .peer = p, .peer_id = p->id,
                                 .remote_index = kp->remote_index, .first_counter = first,
                                 .pad_limit = pad_limit, .hint = (uint8_t)hint,
@@ -1069,7 +1058,7 @@ static void finish_open(struct device *dev, struct pkt *pkt, uint32_t seg_size, 
 static void open_batch(struct device *dev, struct pkt *pkt, uint32_t seg_size,
                        const struct index_entry *e, uint64_t now)
 {
-    struct crypto_job local, *job = job_slot(dev, &local, pkt->len, now);
+    struct crypto_job local, *job = job_slot(dev, &local, now);
 
     *job = (struct crypto_job){ .kind = CRYPTO_OPEN, .pkt = pkt, .seg_size = seg_size };
     transport_recv_key(e->keypair, transport_sub_of(pkt->in), job->key);

@@ -59,9 +59,14 @@ struct loop_handlers {
      * anything: with shards, one whose work made it earlier than the timer
      * loop sleeps wakes that loop (NULL: never asked). */
     uint64_t (*next_deadline)(void *ctx);
-    /* SIGHUP (NULL: it stops the loop, as SIGTERM does). Called with
-     * control_ctx. */
-    void (*hangup)(void *ctx, uint64_t now);
+    /* SIGHUP, in two steps, both with control_ctx: hangup_read (NULL:
+     * none) outside the engine lock, for what may wait on a disk (the
+     * cluster file), then hangup under it with what hangup_read
+     * returned, after the turn that took the signal (NULL hangup: SIGHUP
+     * stops the loop, as SIGTERM does). Signals that come together are
+     * one hangup. */
+    void *(*hangup_read)(void *ctx);
+    void (*hangup)(void *ctx, void *read, uint64_t now);
     /* The control socket's side, with its own context: its fd (the
      * config's control_fd) is readable; and its own deadlines, run like
      * the timers above (NULL: none). */
@@ -76,6 +81,20 @@ struct loop_handlers {
 
 struct loop_crew {
     struct loop *member[LOOP_CREW_MAX];   /* by shard index (atomic) */
+};
+
+/* With shards: what the engine lock costs one loop, in nanoseconds of
+ * CLOCK_MONOTONIC since it started (loop_lock_stats): held (from taking
+ * the lock to letting it go), waited for (to take it), busy (every moment
+ * not spent waiting on its ring: the lock's times lie within it, so
+ * held / busy is the share of the loop's work done under the lock), and
+ * how often it was taken and found taken. */
+struct loop_lock_stats {
+    uint64_t held_ns, wait_ns, busy_ns, taken, contended;
+    /* Crypto jobs run under the lock, not deferred past it: the ring
+     * full inside a handler, or drained (loop_crypto_drain) for order or
+     * a membership change. */
+    uint64_t jobs_locked;
 };
 
 /* Extra source ports (loop_send: pkt->flow), per family: the daemon's
@@ -113,6 +132,9 @@ struct loop_config {
     struct loop *timer_loop;
     unsigned shard;
     struct loop_crew *crew;
+    /* Idle loops of the crew do not help with crypto (DDPNET_SHARD_HELP=0):
+     * the crew then only lists the loops, for loop_lock_stats. */
+    bool crew_no_help;
 };
 
 struct loop {
@@ -136,6 +158,7 @@ struct loop {
     struct codel queue[2];
     enum loop_backlog { LOOP_BACKLOG_UNREAD, LOOP_BACKLOG_DRAINED, LOOP_BACKLOG_STANDING } backlog[2];
     bool control_polled, signal_polled;
+    bool hangup_pending;                  /* a SIGHUP taken, not yet run */
     struct busy_poll busy;
     /* With shards (loop_config): the lock, the engine's pointer to the
      * loop that holds it, the timer loop (NULL: this one), our index; an
@@ -157,8 +180,14 @@ struct loop {
      * it, cleared by us); how many of others' jobs we ran (ours to
      * write; others may read it: atomic). */
     struct loop_crew *crew;
+    bool helps;                           /* the crew helps (crew_no_help unset) */
     bool idle, help_asked;
     uint64_t jobs_helped;
+    /* With shards: the lock's cost to us (struct loop_lock_stats), ours to
+     * write, read by any thread (each field atomic); when we last took
+     * the lock, and when our ring's wait last ended. */
+    struct loop_lock_stats lock_stats;
+    uint64_t locked_at, busy_since;
     bool stop;                            /* another thread: loop_stop */
     bool tun_gone;                        /* ddp0 was deleted under us */
 };
@@ -188,6 +217,11 @@ void loop_send_message(struct loop *loop, struct pkt *pkt, const union endpoint 
 void loop_poll_socket_drops(struct loop *loop);
 /* The loop's shard index (0 without shards): the hint its seals carry. */
 unsigned loop_shard(const struct loop *loop);
+/* The lock's cost to loop k (its shard index) of loop's crew, up to now
+ * (k the loop's own where it has no crew): false where there is no such
+ * loop or no lock. Any thread; each figure is read atomically, the set
+ * is not one instant's. */
+bool loop_lock_stats(const struct loop *loop, unsigned k, struct loop_lock_stats *out);
 /* Queues one coalesced run to the TUN device; w points into its owner,
  * which stays held until every write on it completed. */
 void loop_write_tun(struct loop *loop, struct tun_write *w);
@@ -200,9 +234,6 @@ struct crypto_job *loop_crypto_job(struct loop *loop, uint64_t now);
 void loop_crypto_submit(struct loop *loop, struct crypto_job *job);
 /* Runs every job in flight and finishes them. */
 void loop_crypto_drain(struct loop *loop, uint64_t now);
-/* Whether no job is in flight (one loop, or every job finished): work
- * done on the loop's thread now still keeps the order of what went before. */
-bool loop_crypto_idle(const struct loop *loop);
 /* The receive being handled asks no answer anyone waits for (busy_poll.h). */
 void loop_packet_unawaited(struct loop *loop);
 /* Drops one reference to a received pkt held by TUN writes. */

@@ -108,6 +108,7 @@ int shards_start(struct shards *s, const struct loop_config *base, const struct 
         sh->on = *on;
         sh->on.control = NULL;
         sh->on.control_timers = NULL;
+        sh->on.hangup_read = NULL;
         sh->on.hangup = NULL;
         sh->timer_loop = timer_loop;
         sem_init(&sh->ready, 0, 0);

@@ -19,7 +19,8 @@
  *                packet pools, whose buffers cross between shards (a packet
  *                staged by one is sent by another): all under one lock, the
  *                engine lock, which a loop holds while it runs the engine's
- *                handlers and never while it waits or seals or opens.
+ *                handlers and never while it waits on its ring or runs its
+ *                deferred seals and opens: the exceptions are listed below.
  *
  * So a shard's turn is: wait on its ring (unlocked); take the lock, run
  * the completions through the engine (a TUN read is looked up and its
@@ -55,7 +56,64 @@
  * message); what it sends lands on shard 0; what we send it has one
  * counter space, so its seals run under the engine lock, on whichever
  * shard read the packet, and leave close to the order of their counters
- * (its replay window is 8128 wide). */
+ * (its replay window is 8128 wide).
+ *
+ * What is still done under the engine lock that the rule above would
+ * keep out (issue 58; each a place to take out next, the costly first):
+ *   - a stock WireGuard peer's seals (above; datapath.c: datapath_seal);
+ *   - a receive that is not one run to one keypair (datagrams to several
+ *     keypairs, disco or relay traffic among them) is opened datagram by
+ *     datagram in the handler (datapath.c: open_here, open_message ->
+ *     transport_open), and relay frames are opened and sealed there
+ *     (datapath.c: frames_in; paths/path.c: the frames' seal);
+ *   - disco messages and RELAY wrappings are sealed in the handler
+ *     (paths/disco_io.c, paths/path.c: transport_seal);
+ *   - handshakes do their Noise work (X25519, BLAKE2s) and cookies in the
+ *     handler (handshake.c), bounded by the rate limiter;
+ *   - jobs run under the lock, each counted (loop_lock_stats:
+ *     jobs_locked): loop_crypto_drain, for order (open_here, while opens
+ *     are in flight) and before a membership change (members.c), and a
+ *     handler that makes more jobs than the ring has room for
+ *     (loop.c: LOOP_JOB_ROOM, deferred_one); deferred_run then waits,
+ *     spinning and yielding, for a job a helper claimed;
+ *   - system calls that do not wait on the network but may on a disk or
+ *     the kernel: a revocation taken is appended to the state file and
+ *     synced (revocations.c: revocations_taken; its caller's answer
+ *     waits on it, a person's act bounded by the store), the route MTU
+ *     and ddp0's drops asked over rtnetlink (daemon.c), sends beside the
+ *     ring (loop_send_now), and the control socket's and metrics'
+ *     clients served (non-blocking) on loop 0.
+ * SIGHUP's read of the cluster file (loop.h: hangup_read), small seals
+ * and opens (once run in the handler up to 16 KiB) and a handler's full
+ * job ring (now room is made between completions) were taken out.
+ *
+ * What the lock costs is counted per loop (loop.h: loop_lock_stats, the
+ * metrics' ddpnet_engine_lock_*, bench/shards.sh): held, waited for, and
+ * each loop's busy time.
+ *
+ * NOT DONE, the next step (issue 58): data packets off the lock. A
+ * transport message to or from a peer that takes the shard bytes, with
+ * a live keypair, would take no engine lock:
+ *   - lookups (by address, by receiver index) in read-mostly tables that
+ *     membership and handshakes replace whole and publish with one
+ *     atomic store; what they replace (a table, a removed peer, an
+ *     expired keypair) is freed only once every shard has begun a new
+ *     turn since (each loop's turn count: quiescent-state reclamation,
+ *     shards being quiescent between turns), so no reader loses a peer
+ *     under it;
+ *   - a keypair's send counter per sub-session (transport_hinted), owned
+ *     by the sealing shard; its replay window per sub-session, owned by
+ *     the shard its hint steers receives to (shard_steer): one writer
+ *     each, no atomics;
+ *   - what many shards add to (a peer's bytes, the device's counters)
+ *     per shard, summed when shown; what the timers read (last sent,
+ *     last received, a rekey due) as relaxed atomic stores, acted on by
+ *     loop 0 under the lock;
+ *   - the lock kept for what changes state: no keypair (staging, a
+ *     handshake), a new source (roaming), disco and relay traffic,
+ *     timers, membership, the control socket; and for stock peers.
+ * Land only with ThreadSanitizer passing every multi-shard test and
+ * e2e multistream, down_members (DDPNET_SHARDS=2) and three_nodes. */
 #ifndef DDPNET_SHARD_H
 #define DDPNET_SHARD_H
 
@@ -65,11 +123,13 @@
 
 #define SHARDS_MAX LOOP_CREW_MAX
 /* The default's cap. Every shard takes the one engine lock twice a turn,
- * so past some count more shards only queue on it, and that count is not
- * measured yet (issue 58). 8 is what issue 45's 16-core targets were set
- * for (bench/device-run.sh), and it leaves the rest of a large node's
- * cores to the training job (bench/README.md, "Shards by default"). More
- * can still be asked for, up to SHARDS_MAX. */
+ * so past some count more shards only queue on it: the serial share
+ * measured on a loaded 2-vCPU machine (0.10-0.12 of a shard's work under
+ * the lock) fills it at 8-10 shards (bench/README.md, "The engine lock":
+ * an Amdahl projection still to check on 16 cores). 8 is also what issue
+ * 45's 16-core targets were set for (bench/device-run.sh), and it leaves
+ * the rest of a large node's cores to the training job (bench/README.md,
+ * "Shards by default"). More can still be asked for, up to SHARDS_MAX. */
 #define SHARDS_DEFAULT_MAX 8u
 
 struct shard;

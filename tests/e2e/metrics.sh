@@ -4,6 +4,7 @@
 # file serves the text format at http://OVERLAY-ADDRESS:PORT/metrics.
 #  1. a and b up with metrics on; both expositions pass `promtool check
 #     metrics` and carry the per-peer names WireGuard dashboards use;
+#     a (2 shards) the engine lock's per-shard families, b (one loop) none;
 #  2. a real Prometheus server (Debian's), in a's namespace, scrapes both
 #     over the overlay every second;
 #  3. iperf3 a -> b; a PromQL query over Prometheus' HTTP API gives the
@@ -39,7 +40,10 @@ write_cluster() {   # write_cluster FILE [CLUSTER-LINES...]
     cluster_node "$f" node-b "$(pub node-b)" 10.77.0.2 "$E2E_V4NET.2:$E2E_PORT"
 }
 write_cluster "$T/cluster.conf" "metrics = overlay:$MPORT"
-for n in node-a node-b; do ddp_up "$n"; done
+# a with two shards, b with one loop: the engine lock's families (with
+# shards only) on a, none on b.
+DDPNET_SHARDS=2 ddp_up node-a
+DDPNET_SHARDS=1 ddp_up node-b
 ping_ok node-a 10.77.0.2
 
 # fetch NODE URL [METHOD]: prints "STATUS" then the body; never fails itself.
@@ -83,6 +87,18 @@ for n in node-a node-b; do
     grep -q "^ddpnet_peer_path{.*friendly_name=\"$other\",path=\"direct\",via=\"\"} 1" "$T/$n.prom" ||
         fail "$n: the path to $other is not direct: $(grep '^ddpnet_peer_path' "$T/$n.prom")"
 done
+for m in ddpnet_engine_lock_held_seconds_total ddpnet_engine_lock_wait_seconds_total \
+         ddpnet_shard_busy_seconds_total ddpnet_engine_lock_taken_total \
+         ddpnet_engine_lock_contended_total ddpnet_engine_lock_jobs_total; do
+    for k in 0 1; do
+        grep -q "^$m{interface=\"ddp0\",shard=\"$k\"} [0-9]" "$T/node-a.prom" ||
+            fail "node-a (2 shards): no $m for shard $k: $(grep "^$m" "$T/node-a.prom")"
+    done
+    ! grep -q "^$m" "$T/node-b.prom" || fail "node-b (one loop, no lock) has $m"
+done
+awk '/^ddpnet_engine_lock_held_seconds_total/ { held += $2 } /^ddpnet_shard_busy_seconds_total/ { busy += $2 }
+     END { exit !(held > 0 && busy >= held) }' "$T/node-a.prom" ||
+    fail "node-a: the lock held no time, or more than the shards were busy: $(grep -E '^ddpnet_(engine_lock_held|shard_busy)' "$T/node-a.prom")"
 say "both expositions pass promtool ($(wc -l <"$T/node-a.prom") lines from a)"
 
 step "Prometheus scrapes both nodes over the overlay"

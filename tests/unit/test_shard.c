@@ -23,11 +23,13 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -41,6 +43,9 @@
 #define DATAGRAMS  4000u
 #define TUN_PKTS   2000u
 #define NOT_RUN    0x7fffffff   /* a job's first status before it ran */
+#define MANY_MARK  0xee         /* byte 4 of a datagram that makes MANY_JOBS jobs */
+#define MANY_JOBS  12u
+#define MANY_LEN   250u         /* and its length, which no other has */
 
 /* --- the receive steering ------------------------------------------------------ */
 
@@ -144,6 +149,10 @@ struct engine {
     uint64_t timer_runs;
     bool poke;                       /* the next ddp0 read on a shard makes it now */
     uint64_t runs_at_poke;
+    /* SIGHUP: hangup_read ran (and without the lock), hangup ran with
+     * what it returned. */
+    unsigned reads, reads_locked, hangups, hangups_with_read;
+    unsigned many;                   /* MANY_MARK datagrams handled */
 };
 
 static struct engine eng;
@@ -224,6 +233,22 @@ static void on_udp(void *ctx, struct pkt *pkt, uint32_t seg_size, uint64_t now)
         eng.handovers++;
         eng.handed_home += home == &shard_loop(eng.sh, 1)->pool && home != &eng.current->pool;
     }
+    /* A datagram of MANY_LEN bytes marked MANY_MARK makes MANY_JOBS jobs (as a session
+     * that completed flushes its staged packets): the loop must make
+     * room for them between completions, not under the lock. */
+    if (pkt->len == MANY_LEN && pkt->in[4] == MANY_MARK) {
+        eng.many++;
+        for (unsigned j = 1; j < MANY_JOBS; j++) {
+            struct pkt *extra = loop_pkt_get(eng.current);
+            if (!extra) {
+                violation("the pool ran dry");
+                break;
+            }
+            extra->len = 64;
+            memset(extra->in, 0, 64);
+            make_job(k, extra, now);
+        }
+    }
     make_job(k, pkt, now);
     leave();
 }
@@ -276,6 +301,40 @@ static uint64_t on_timers(void *ctx, uint64_t now)
         eng.deadline = now + 60 * NS_PER_S;   /* a minute away: only a wake-up brings it near */
     leave();
     return eng.deadline;
+}
+
+/* SIGHUP's two steps (loop.h): the read must not hold the engine lock,
+ * the hangup must, and gets what the read returned. */
+static int read_token;
+
+static void *hangup_read(void *ctx)
+{
+    bool free = false;
+
+    (void)ctx;
+    /* Held by us, it is never free; by the test thread, soon free. */
+    for (int tries = 0; tries < 1000 && !free; tries++)
+        if (!(free = pthread_mutex_trylock(eng.lock) == 0))
+            usleep(100);
+    if (free)
+        pthread_mutex_unlock(eng.lock);
+    else
+        __atomic_add_fetch(&eng.reads_locked, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&eng.reads, 1, __ATOMIC_SEQ_CST);
+    return &read_token;
+}
+
+static void hangup(void *ctx, void *read, uint64_t now)
+{
+    unsigned k = enter();
+
+    (void)ctx;
+    (void)now;
+    if (k != 0)
+        violation("a shard ran the hangup");
+    eng.hangups++;
+    eng.hangups_with_read += read == &read_token;
+    leave();
 }
 
 static uint64_t next_deadline(void *ctx)
@@ -350,10 +409,19 @@ static void test_four_loops(void **state)
         udp6[k] = -1;
     }
     z.on = (struct loop_handlers){ .udp = on_udp, .tun = on_tun, .crypto_done = on_crypto_done,
-                                   .timers = on_timers, .next_deadline = next_deadline };
+                                   .timers = on_timers, .next_deadline = next_deadline,
+                                   .hangup_read = hangup_read, .hangup = hangup };
+    /* SIGHUP blocked in every thread (they inherit the mask), read by
+     * loop 0's signalfd. */
+    sigset_t hup;
+    sigemptyset(&hup);
+    sigaddset(&hup, SIGHUP);
+    assert_int_equal(pthread_sigmask(SIG_BLOCK, &hup, NULL), 0);
+    int sig_fd = signalfd(-1, &hup, SFD_CLOEXEC | SFD_NONBLOCK);
+    assert_true(sig_fd >= 0);
     z.cfg = (struct loop_config){ .name = "shard-test", .max_datagram = 1500, .tun_fd = tun[0],
                                   .udp4_fd = udp[0], .udp6_fd = -1, .control_fd = -1,
-                                  .signal_fd = -1, .engine_lock = &sh.lock, .current = &eng.current,
+                                  .signal_fd = sig_fd, .engine_lock = &sh.lock, .current = &eng.current,
                                   .crew = &sh.crew };
     pthread_mutex_init(&z.mu, NULL);
     pthread_cond_init(&z.cv, NULL);
@@ -413,6 +481,70 @@ static void test_four_loops(void **state)
     }
     assert_true(woke);
 
+    /* Bursts of datagrams to shard 3 that make MANY_JOBS jobs each:
+     * several in one turn fill its ring (DEFERRED_DEPTH) unless the
+     * loop makes room between them. None runs under the lock. */
+    struct loop_lock_stats st3;
+    unsigned many_sent = 0;
+    for (unsigned burst = 0; burst < 20; burst++) {
+        uint8_t m[MANY_LEN];
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        memset(m, 0, sizeof(m));
+        m[0] = WG_MSG_TRANSPORT;
+        m[WG_SHARD_HINT_OFFSET] = 3;
+        m[4] = MANY_MARK;
+        for (unsigned b = 0; b < 16; b++)
+            many_sent += sendto(out, m, sizeof(m), 0, (struct sockaddr *)&a, sizeof(a)) > 0;
+        bool caught_up = false;
+        for (int waited = 0; waited < 3000 && !caught_up; waited++) {
+            usleep(1000);
+            pthread_mutex_lock(eng.lock);
+            caught_up = eng.many == many_sent && eng.finished[3] == eng.made[3];
+            pthread_mutex_unlock(eng.lock);
+        }
+        if (!caught_up)
+            fail_msg("burst %u: many %u of %u, made %lu finished %lu, %s", burst, eng.many, many_sent,
+                     (unsigned long)eng.made[3], (unsigned long)eng.finished[3], eng.violated ? eng.why : "");
+    }
+    assert_true(loop_lock_stats(&z.loop, 3, &st3));
+    assert_int_equal(st3.jobs_locked, 0);
+
+    /* SIGHUP: the cluster file's read (here a token) runs outside the
+     * engine lock, its application under it, on loop 0. */
+    assert_int_equal(kill(getpid(), SIGHUP), 0);
+    bool hung = false;
+    for (int waited = 0; waited < 3000 && !hung; waited++) {
+        usleep(1000);
+        pthread_mutex_lock(eng.lock);
+        hung = eng.hangups == 1;
+        pthread_mutex_unlock(eng.lock);
+    }
+    assert_true(hung);
+    assert_int_equal(eng.reads, 1);
+    assert_int_equal(eng.reads_locked, 0);
+    assert_int_equal(eng.hangups_with_read, 1);
+
+    /* The lock held here while shard 1 has a read to handle: it waits,
+     * and says so (loop_lock_stats). */
+    struct loop_lock_stats before, after;
+    assert_true(loop_lock_stats(&z.loop, 1, &before));
+    pthread_mutex_lock(eng.lock);
+    assert_true(send(tun_peer[1], msg, 40, 0) == 40);
+    usleep(100 * 1000);
+    pthread_mutex_unlock(eng.lock);
+    bool handled = false;
+    for (int waited = 0; waited < 3000 && !handled; waited++) {
+        usleep(1000);
+        pthread_mutex_lock(eng.lock);
+        handled = eng.tun[1] == TUN_PKTS / SHARDS + 2;
+        pthread_mutex_unlock(eng.lock);
+    }
+    assert_true(handled);
+    assert_true(loop_lock_stats(&z.loop, 1, &after));
+    assert_true(after.contended > before.contended);
+    assert_true(after.wait_ns - before.wait_ns >= 10 * NS_PER_MS);
+
     /* One busy shard, three idle: bursts of full-size datagrams all
      * hinted to shard 1, until another loop helped with its jobs (their
      * order and keys are checked as they finish). */
@@ -450,19 +582,34 @@ static void test_four_loops(void **state)
     assert_int_equal(z.ret, 0);
     if (eng.violated)
         fail_msg("%s", eng.why);
-    assert_int_equal(eng.udp_total, DATAGRAMS + extra);
-    assert_int_equal(eng.tun_total, TUN_PKTS + 1);
+    assert_int_equal(eng.udp_total, DATAGRAMS + extra + many_sent);
+    assert_int_equal(eng.tun_total, TUN_PKTS + 2);
     for (unsigned k = 0; k < SHARDS; k++) {
         /* Steered by hint: each socket got a quarter; each queue a quarter
-         * (and queue 1 the poke). */
-        assert_int_equal(eng.udp[k], DATAGRAMS / SHARDS + (k == 1 ? extra : 0));
-        assert_int_equal(eng.tun[k], TUN_PKTS / SHARDS + (k == 1));
+         * (and queue 1 the poke and the read that waited). */
+        assert_int_equal(eng.udp[k], DATAGRAMS / SHARDS + (k == 1 ? extra : 0) + (k == 3 ? many_sent : 0));
+        assert_int_equal(eng.tun[k], TUN_PKTS / SHARDS + (k == 1 ? 2 : 0));
         assert_int_equal(eng.finished[k], eng.made[k]);
     }
     assert_true(eng.handovers > 0);
     assert_int_equal(eng.handed_home, eng.handovers);
+    /* The lock's cost, per loop (loop_lock_stats, read through any loop
+     * of the crew): every loop took it and held it; the held and waited
+     * times lie within the busy time. */
+    for (unsigned k = 0; k < SHARDS; k++) {
+        struct loop_lock_stats st;
+        assert_true(loop_lock_stats(&z.loop, k, &st));
+        assert_true(st.taken > 0);
+        assert_true(st.held_ns > 0);
+        assert_true(st.busy_ns >= st.held_ns + st.wait_ns);
+        assert_true(st.contended <= st.taken);
+    }
+    struct loop_lock_stats none;
+    assert_false(loop_lock_stats(&z.loop, SHARDS, &none));
     loop_destroy(&z.loop);
     shards_free(&sh);
+    close(sig_fd);
+    assert_int_equal(pthread_sigmask(SIG_UNBLOCK, &hup, NULL), 0);
     for (unsigned k = 0; k < SHARDS; k++) {
         close(udp[k]);
         close(tun[k]);

@@ -16,10 +16,15 @@
  * packet), and what other rooms tell the engine (our names, record,
  * certificate and revocations; the daemon's sockets and hooks).
  * Membership's own state is not here: the device only points at it
- * (struct membership, membership/state.h, opaque to the engine). With
- * shards the device is shared by every shard under the engine lock
- * (overlay/loop/shard.h); without, it lives on the event loop's thread
- * (overlay/loop/ performs the I/O and knows no peer). Set-up and
+ * (struct membership, membership/state.h, opaque to the engine). Who
+ * runs it: with shards (the default on more than one core), every shard's
+ * thread, one at a time, under the engine lock (overlay/loop/shard.h,
+ * which lists what is done under it that should not be), the seals and
+ * opens outside it on copies of the keys; with one loop
+ * (DDPNET_SHARDS=1), that loop's thread alone, no lock. Never the other
+ * threads (resolver, registry, hosts writer): they hand their work over
+ * through eventfds and their own locks (HACKING.md, "Locks and atomics").
+ * overlay/loop/ performs the I/O and knows no peer. Set-up and
  * teardown (device_init, peer_create, peer_remove) are device_setup.c's
  * and peer.c's; device.c holds the lookups. */
 #ifndef DDPNET_DEVICE_H
@@ -103,10 +108,11 @@ enum peer_record_said {
     PEER_RECORD_OLDER,                    /* FEATURES without DISCO_FEAT_RECORD */
 };
 
-/* struct peer, by owner. One thread at a time writes a peer: the event
- * loop's, or with shards the one holding the engine lock (the crypto
- * workers get copies of keys, never a peer), so "who writes" is which
- * file; each part below says it. */
+/* struct peer, by owner. One thread at a time writes a peer: the one
+ * loop's, or with shards the shard holding the engine lock (a crypto job,
+ * run outside it on any shard's thread, gets a copy of a key and a
+ * buffer, never a peer), so "who writes" is which file; each part below
+ * says it. */
 
 /* The WireGuard session and its timers: written by the core (peer.c,
  * handshake.c, datapath.c, timers.c); paths and discovery read the
@@ -480,7 +486,12 @@ struct device {
     struct stage_store stage;             /* packets of peers waiting for a session */
     struct ratelimit ratelimit;           /* handshake messages per source address */
     struct peer_map *by_address;          /* overlay address -> peer */
-    struct loop *loop;                    /* the event loop doing our I/O (the daemon's) */
+    /* The loop running the engine now: with one loop, the daemon's; with
+     * shards, whichever shard holds the engine lock (loop.c writes it as
+     * it takes the lock: loop_config.current), so a send or a buffer goes
+     * through the ring and pool of the thread that asked. Read it only
+     * under the lock, never keep it past a handler. */
+    struct loop *loop;
     /* --- per core: the core's data path state (datapath.c, handshake.c,
      * timers.c), counters, the load test's window. */
     /* Receives being opened on a worker: one handled here meanwhile waits
