@@ -119,9 +119,9 @@ for l in urllib.request.urlopen("http://127.0.0.1:9586/metrics", timeout=5).read
 }
 
 step "three renewals while a pings spot-n, and spot-n pings a once a second"
-nx_bg a ping1 ping -n -i 0.5 -W 2 -c 100 "$NADDR"     # 50 s
+nx_bg a ping1 ping -D -n -i 0.5 -W 2 -c 100 "$NADDR"     # 50 s
 PING=$BG_PID
-nx_bg n ping1 ping -n -i 1 -W 2 -c 50 "${ADDR[a]}"
+nx_bg n ping1 ping -D -n -i 1 -W 2 -c 50 "${ADDR[a]}"
 PING_N=$BG_PID
 renew_until 1
 # What an operator sees while renewals come: the metric on spot-n and on
@@ -162,9 +162,9 @@ step "renewals to five, a pinging spot-n past its first certificate's end"
 # Past the first certificate's end, and 40 s at least (two renewals).
 SECS=$(( FIRST_END + 4 - $(date +%s) ))
 [ "$SECS" -ge 40 ] || SECS=40
-nx_bg a ping2 ping -n -i 0.5 -W 2 -c $((2 * SECS)) "$NADDR"
+nx_bg a ping2 ping -D -n -i 0.5 -W 2 -c $((2 * SECS)) "$NADDR"
 PING=$BG_PID
-nx_bg n ping2 ping -n -i 1 -W 2 -c "$SECS" "${ADDR[a]}"
+nx_bg n ping2 ping -D -n -i 1 -W 2 -c "$SECS" "${ADDR[a]}"
 PING_N=$BG_PID
 renew_until $(( RENEWALS < 4 ? 5 : RENEWALS + 1 ))
 while kill -0 "$PING" 2>/dev/null; do renew_pass; sleep 1; done
