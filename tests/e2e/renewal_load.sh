@@ -23,7 +23,7 @@
 set -eu
 E2E_FOREGROUND=1
 . "$(dirname "$0")/lib.sh"
-e2e_init renewal_load ping iperf3 ss torchrun
+e2e_init renewal_load ping iperf3 ss pgrep torchrun
 "$PY" -c 'import torch, torch.distributed' 2>/dev/null || skip "$PY cannot import torch (apt-get install python3-torch)"
 NODES=(a spot-b spot-c)
 KEY=$T/authority/authority.key
