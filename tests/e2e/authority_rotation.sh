@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The authority's key rotated with no flag day (issue 56;
 # docs/authority.md, "Rotating the authority's key"). a and b are in the
-# file, c joins with a certificate of the old key; a pings c twice a
-# second throughout:
+# file, c joins with a certificate of the old key; a pings c, b pings c
+# and c pings a, twice a second each, throughout:
 #  1. every node's file trusts the old key and the new (`authority = OLD
 #     NEW`), taken by `ddpnet reload` on each, live;
 #  2. c's certificate renewed by the new key (`ddpnet certs` on a |
@@ -11,7 +11,7 @@
 #     a): a, b and c hold it;
 #  3. every node's file trusts the new key alone, reloaded: c stays in,
 #     and a certificate of the old key is refused from then on;
-#  4. not one echo lost, c never removed.
+#  4. not one echo lost on any of the three, c never removed.
 # About 20 s.
 set -eu
 E2E_FOREGROUND=1
@@ -49,8 +49,13 @@ for n in a b; do
     wait_for 20 nx "$n" ping -n -c 1 -W 1 "$CADDR" || fail "$n does not reach c ($CADDR)"
 done
 say "c ($CADDR) reached by a and b"
-nx_bg a ping ping -n -i 0.5 -W 2 -c 30 "$CADDR"     # 15 s, through every step
-PING=$BG_PID
+# 15 s each, through every step.
+nx_bg a ping ping -n -i 0.5 -W 2 -c 30 "$CADDR"
+PINGS=("$BG_PID")
+nx_bg b ping ping -n -i 0.5 -W 2 -c 30 "$CADDR"
+PINGS+=("$BG_PID")
+nx_bg c ping ping -n -i 0.5 -W 2 -c 30 "${ADDR[a]}"
+PINGS+=("$BG_PID")
 
 # reload_all: every node takes the file.
 reload_all() {
@@ -100,9 +105,11 @@ out=$(nx a "$DDPNET" renew --run-dir "$T/a/run" "$T/c.old.cert" 2>&1) &&
 grep -q "c: invalid: bad signature" <<<"$out" || fail "a's verdict on the old key's certificate: $out"
 say "the old key's certificate refused: $out"
 
-wait "$PING" || true
-grep -q ' 0% packet loss' "$T/a/ping.out" || fail "a's ping of c lost echoes: $(tail -n 3 "$T/a/ping.out")"
-say "a's ping of c through the rotation: $(grep 'packet loss' "$T/a/ping.out")"
+wait "${PINGS[@]}" || true
+for n in a b c; do
+    grep -q ' 0% packet loss' "$T/$n/ping.out" || fail "$n's ping lost echoes: $(tail -n 3 "$T/$n/ping.out")"
+    say "$n's ping ($([ "$n" = c ] && echo a || echo c)) through the rotation: $(grep 'packet loss' "$T/$n/ping.out")"
+done
 for n in a b; do
     if grep -E "(removed|changed) c\b" "$T/$n/daemon.out"; then fail "$n removed or changed c"; fi
 done

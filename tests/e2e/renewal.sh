@@ -10,18 +10,22 @@
 #                         | ddpnet renew (on a)
 #  1. three renewals of spot-n's certificate, each taken by a, b and
 #     spot-n itself (the same end in the three status); a pings spot-n
-#     twice a second throughout, and not one echo is lost;
-#  2. spot-n restarted: its up takes the renewal kept in its state
-#     directory (newer than its --cert file's), and it is back;
-#  3. renewals to five at least, a pinging spot-n past the first
-#     certificate's end (the token's) with not one echo lost; no member
-#     logged spot-n removed or changed at any renewal;
+#     twice a second and spot-n pings a once a second throughout (the
+#     issue's case), and not one echo is lost; after the first, the
+#     metric ddpnet_certificate_remaining_seconds of spot-n on spot-n and
+#     on a, and `ddpnet doctor` on spot-n warning of its end;
+#  2. spot-n restarted: its state directory keeps its newest renewal, its
+#     up takes it (newer than its --cert file's) and says it, and it is
+#     back;
+#  3. renewals to five at least, a pinging spot-n and spot-n a past the
+#     first certificate's end (the token's) with not one echo lost; no
+#     member logged spot-n removed or changed at any renewal;
 #  4. no renewal after that: a and b remove spot-n at its end, logged,
 #     `ddpnet status` on a says it was removed because its certificate
 #     ended, and `ddpnet doctor` on spot-n names that end as the cause,
-#     with the command that fixes it. (The journal's set points, a minute at least and
-#     in the last third of a life, are for lifetimes longer than this
-#     test's: tests/unit/test_renewal.c.)
+#     with the command that fixes it. (The journal's set points, a minute
+#     at least and in the last third of a life, are for lifetimes longer
+#     than this test's: tests/unit/test_renewal.c, e2e renewal_down.sh.)
 # About 3 minutes.
 set -eu
 E2E_FOREGROUND=1
@@ -43,7 +47,7 @@ mkdir -p "$T/authority"
 "$DDPNET" authority init -o "$KEY" >/dev/null 2>&1 || fail "ddpnet authority init failed"
 AUTH=$("$DDPNET" authority pubkey -a "$KEY")
 C=$T/cluster.conf
-cluster_begin "$C" "authority = $AUTH"
+cluster_begin "$C" "authority = $AUTH" "metrics = 127.0.0.1:9586"
 for n in a b; do
     cluster_node "$C" "$n" "$(pub "$n")" "${ADDR[$n]}" "$E2E_V4NET.${ADDR[$n]##*.}:$E2E_PORT"
 done
@@ -100,23 +104,53 @@ renew_until() {
     done
 }
 
-# lost_none TAG: the ping in $T/a/TAG.out lost nothing.
+# lost_none NODE TAG: the ping in $T/NODE/TAG.out lost nothing.
 lost_none() {
-    grep -q ' 0% packet loss' "$T/a/$1.out" || fail "a's ping of spot-n lost echoes: $(tail -n 3 "$T/a/$1.out")"
-    say "a's ping of spot-n: $(grep 'packet loss' "$T/a/$1.out")"
+    grep -q ' 0% packet loss' "$T/$1/$2.out" || fail "$1's $2 lost echoes: $(tail -n 3 "$T/$1/$2.out")"
+    say "$1's $2: $(grep 'packet loss' "$T/$1/$2.out")"
+}
+# metric NODE: NODE's ddpnet_certificate_remaining_seconds line for spot-n.
+metric() {
+    nx "$1" "$PY" -c '
+import urllib.request
+for l in urllib.request.urlopen("http://127.0.0.1:9586/metrics", timeout=5).read().decode().splitlines():
+    if l.startswith("ddpnet_certificate_remaining_seconds{") and "name=\"spot-n\"" in l:
+        print(l)'
 }
 
-step "three renewals while a pings spot-n"
-nx_bg a ping1 ping -n -i 0.5 -W 2 -c 100 "$NADDR"     # 50 s
+step "three renewals while a pings spot-n, and spot-n pings a once a second"
+nx_bg a ping1 ping -D -n -i 0.5 -W 2 -c 100 "$NADDR"     # 50 s
 PING=$BG_PID
+nx_bg n ping1 ping -D -n -i 1 -W 2 -c 50 "${ADDR[a]}"
+PING_N=$BG_PID
+renew_until 1
+# What an operator sees while renewals come: the metric on spot-n and on
+# a, and doctor's warning (a certificate ending within a day).
+for n in n a; do
+    line=$(metric "$n") || fail "no metrics from $n"
+    left=${line##* }
+    [ -n "$line" ] && [ "${left%.*}" -gt 0 ] && [ "${left%.*}" -le 85 ] ||
+        fail "$n's metric of spot-n's certificate: '$line'"
+    say "$n's metric: $line"
+done
+out=$(nx n timeout 30 "$DDPNET" doctor --run-dir "$T/n/run" 2>&1) || true
+grep -q "warning: this node's certificate ends in .*ddpnet authority renew" <<<"$out" ||
+    fail "doctor on spot-n does not warn of its certificate's end: $out"
+say "doctor on spot-n: $(grep "certificate ends in" <<<"$out")"
 renew_until 3
 while kill -0 "$PING" 2>/dev/null; do renew_pass; sleep 1; done
-wait "$PING" || true
-lost_none ping1
+wait "$PING" "$PING_N" || true
+lost_none a ping1
+lost_none n ping1
 
-step "spot-n restarted: it comes back with the renewal it kept"
+step "spot-n restarted: it comes back with the renewal it kept, the newest"
+NEWEST=$(end_on n)
 ddp_down n
+kept=$("$DDPNET" authority show "$T/n/state/ddp0.cert" | sed -n 's/^valid: .* to \(.*\) UTC.*/\1/p')
+[ "$(date -u -d "$kept" +%s)" = "$NEWEST" ] ||
+    fail "spot-n's state directory keeps a certificate ending $kept, not its newest ($NEWEST)"
 ddp_up n "$C"
+[ "$(end_on n)" = "$NEWEST" ] || fail "spot-n came back saying a certificate ending $(end_on n), not $NEWEST"
 grep -q "using the renewed certificate kept in" "$T/n/daemon.out" ||
     fail "spot-n's up did not take its kept certificate: $(head -n 5 "$T/n/daemon.out")"
 for n in a b; do
@@ -128,12 +162,15 @@ step "renewals to five, a pinging spot-n past its first certificate's end"
 # Past the first certificate's end, and 40 s at least (two renewals).
 SECS=$(( FIRST_END + 4 - $(date +%s) ))
 [ "$SECS" -ge 40 ] || SECS=40
-nx_bg a ping2 ping -n -i 0.5 -W 2 -c $((2 * SECS)) "$NADDR"
+nx_bg a ping2 ping -D -n -i 0.5 -W 2 -c $((2 * SECS)) "$NADDR"
 PING=$BG_PID
+nx_bg n ping2 ping -D -n -i 1 -W 2 -c "$SECS" "${ADDR[a]}"
+PING_N=$BG_PID
 renew_until $(( RENEWALS < 4 ? 5 : RENEWALS + 1 ))
 while kill -0 "$PING" 2>/dev/null; do renew_pass; sleep 1; done
-wait "$PING" || true
-lost_none ping2
+wait "$PING" "$PING_N" || true
+lost_none a ping2
+lost_none n ping2
 for n in a b; do
     if grep -E "(removed|changed) spot-n" "$T/$n/daemon.out"; then
         fail "$n removed or changed spot-n at a renewal"
@@ -156,3 +193,4 @@ grep -q "NOT READY: spot-n's certificate ended" <<<"$out" ||
 grep -q "ddpnet authority sign -a authority.key --name spot-n" <<<"$out" ||
     fail "doctor on spot-n does not say what to run: $out"
 say "doctor on spot-n: $(grep -m1 'NOT READY' <<<"$out")"
+say "doctor on spot-n: $(grep -m1 "error: this node's certificate ended" <<<"$out")"

@@ -489,6 +489,54 @@ static void test_renew(void **state)
            CLI_EXIT_FAIL, "invalid --authority 'nope'", &c);
 }
 
+/* Issue 56, a renewal's lifetime and when it is due: by default the
+ * lifetime the certificate had (sign's backdating not counted: a token's
+ * member of an hour is renewed for an hour), due in the last third of it
+ * (9 of 30 days left is, 11 is not); --valid shorter than what is left
+ * still ends later than the old, by a second (a renewal ends later, or
+ * it is none). */
+static void test_renew_lifetimes(void **state)
+{
+    char token[CERT_TEXT_MAX], held[CERT_TEXT_MAX], from[32];
+    uint64_t now = (uint64_t)time(NULL);
+    struct captured c;
+    struct cert m, o;
+
+    (void)state;
+    make_token(token, sizeof(token), "spot-", "1h");
+    expect(ARGS("sign", "--token", "-", "--name", "spot-1", "--public-key", PUB_B), token, 0,
+           NULL, &c);
+    keep(held, sizeof(held), c.out);
+    expect(ARGS("renew", "-a", auth_path, "--within", "2h", "-"), held, 0, "1 renewed", &c);
+    parse_out(&c, &m);
+    assert_in_range(m.not_after, now + 3600 - 10, now + 3600 + 10);
+    assert_in_range(m.not_before, now - 300 - 10, now - 300 + 10);
+    /* --valid of a day for one with 30 days left. */
+    expect(ARGS("sign", "-a", auth_path, "--name", "gpu-1", "--public-key", PUB_A, "--valid",
+                "30d"), NULL, 0, NULL, &c);
+    keep(held, sizeof(held), c.out);
+    expect(ARGS("renew", "-a", auth_path, "--within", "31d", "--valid", "1d", "-"), held, 0,
+           "1 renewed", &c);
+    parse_out(&c, &m);
+    assert_int_equal(cert_parse(held, &o), 0);
+    assert_int_equal(cert_end(&m), cert_end(&o) + 1);
+    assert_true(cert_renews(&m, &o));
+    /* The last third by default: 30 days from 21 days ago, then 19. */
+    snprintf(from, sizeof(from), "%llu", (unsigned long long)(now - 21 * DAY));
+    expect(ARGS("sign", "-a", auth_path, "--name", "gpu-1", "--public-key", PUB_A,
+                "--not-before", from, "--valid", "30d"), NULL, 0, NULL, &c);
+    keep(held, sizeof(held), c.out);
+    expect(ARGS("renew", "-a", auth_path, "-"), held, 0, "1 renewed, 0 not due yet", &c);
+    parse_out(&c, &m);
+    assert_in_range(m.not_after, now + 30 * DAY - 400, now + 30 * DAY + 10);
+    snprintf(from, sizeof(from), "%llu", (unsigned long long)(now - 19 * DAY));
+    expect(ARGS("sign", "-a", auth_path, "--name", "gpu-1", "--public-key", PUB_A,
+                "--not-before", from, "--valid", "30d"), NULL, 0, NULL, &c);
+    keep(held, sizeof(held), c.out);
+    expect(ARGS("renew", "-a", auth_path, "-"), held, 0, "0 renewed, 1 not due yet", &c);
+    assert_string_equal(c.out, "");
+}
+
 static void test_token_bad_inputs(void **state)
 {
     struct captured c;
@@ -688,6 +736,7 @@ int main(void)
         cmocka_unit_test(test_token_bad_inputs),
         cmocka_unit_test(test_revoke),
         cmocka_unit_test(test_renew),
+        cmocka_unit_test(test_renew_lifetimes),
         cmocka_unit_test(test_show_refusals),
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_dispatch),

@@ -386,6 +386,37 @@ static void test_ended_noted(void **state)
     node_free(&f);
 }
 
+/* What `status` is told of ended peers is bounded: the newest
+ * MEMBERSHIP_ENDED_MAX, the oldest given way, each once. */
+static void test_ended_bounded(void **state)
+{
+    char self[CERT_TEXT_MAX], text[CERT_TEXT_MAX], name[16];
+    struct node_fixture f;
+    struct cert c;
+
+    (void)state;
+    member(&c, self, "gpu-0", 1, T0 - HOUR, T0 + DAY, NULL, NULL);
+    node_make(&f, self);
+    assert_int_equal(certs_offer(f.m.certs, self, T0, NULL), CERTS_ADDED);
+    for (unsigned i = 0; i <= MEMBERSHIP_ENDED_MAX; i++) {
+        snprintf(name, sizeof(name), "gpu-%u", i + 1);
+        member(&c, text, name, 2 + i, T0 - HOUR, T0 + 90 + i, NULL, NULL);
+        assert_int_equal(certs_offer(f.m.certs, text, T0, NULL), CERTS_ADDED);
+    }
+    renewal_run(&f.dev, T0);
+    f.m.certs_dirty = true;
+    renewal_run(&f.dev, T0 + 200);
+    assert_int_equal(f.m.n_ended, MEMBERSHIP_ENDED_MAX);
+    assert_string_equal(f.m.ended[0].name, "gpu-2");                 /* gpu-1 gave way */
+    assert_string_equal(f.m.ended[MEMBERSHIP_ENDED_MAX - 1].name, "gpu-5");
+    assert_int_equal(f.m.ended[MEMBERSHIP_ENDED_MAX - 1].at, T0 + 90 + MEMBERSHIP_ENDED_MAX);
+    f.m.certs_dirty = true;
+    renewal_run(&f.dev, T0 + 201);
+    assert_int_equal(f.m.n_ended, MEMBERSHIP_ENDED_MAX);
+    assert_string_equal(f.m.ended[0].name, "gpu-2");
+    node_free(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -395,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_store_rotation),
         cmocka_unit_test(test_holder_keeps_renewal),
         cmocka_unit_test(test_ended_noted),
+        cmocka_unit_test(test_ended_bounded),
     };
 
     if (sodium_init() < 0)
