@@ -62,7 +62,7 @@ part_off() { PARTS=$(printf ' %s ' $PARTS | sed "s/ $1 / /"); PARTS=$(echo $PART
 bench_config() {
     local quick=${BENCH_QUICK:-0} r=5 s=5 idle=5 ari=3 arb=5 p
     if [ "$quick" = 1 ]; then r=1 s=2 idle=2 ari=2 arb=3; fi
-    # flows alone (or with relay, which it brings): 2 rounds of about 6 minutes.
+    # flows alone (or with relay, which it brings): 2 rounds of about 5 minutes.
     case ",${BENCH_ONLY:-}," in ,flows,|,flows,relay,|,relay,flows,) [ "$quick" = 1 ] || r=2 ;; esac
     BENCH_ROUNDS=${BENCH_ROUNDS:-$r}
     BENCH_SECONDS=${BENCH_SECONDS:-$s}
