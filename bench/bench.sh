@@ -307,8 +307,9 @@ main() {
         rc=$?
     fi
     rc2=0
-    # wan or flows alone has none of their figures: their n/a lines would be noise.
-    if [ "$PARTS" != wan ] && ! part_on flows; then
+    # wan or flows (with the relay it brings) alone has none of their
+    # figures: their n/a lines would be noise.
+    if [ "$PARTS" != wan ] && { ! part_on flows || part_on allreduce; }; then
         report_training "$TSV" "$MESH_TSV" "$BENCH_OUT/rtt" "$PARTS" \
             "${PART_WHY_allreduce:-}" "${PART_WHY_relay:-}" "${EXTRA_WG[@]}"
         rc2=$?
