@@ -22,6 +22,12 @@
 #   wan        two nodes behind a router that delays and limits, only when
 #              asked for and not with pair or cores: long fat paths, bare
 #              TCP beside ddp0 and each BENCH_EXTRA WireGuard (wan.sh)
+#   flows      two nodes behind a router, only when asked for and not with
+#              pair, cores, shards or wan: each 5-tuple policed (issue 57),
+#              direct and through a cone NAT, and no cap; bare TCP, ddp0,
+#              ddp0 with one flow and each variant; the relayed
+#              path with each variant too (the relay part comes with it;
+#              flows.sh)
 # Then medians, ratios, the targets of issues 4, 19, 32 and 45 (report.sh;
 # issue 45's 16-core block: report_issue45).
 # Raw rows go to $BENCH_OUT/results.tsv (pair) and $BENCH_OUT/mesh.tsv
@@ -35,6 +41,7 @@ set -u
 . "$BENCH_DIR/cores.sh"
 . "$BENCH_DIR/wan.sh"
 . "$BENCH_DIR/shards.sh"
+. "$BENCH_DIR/flows.sh"
 . "$BENCH_DIR/report.sh"
 
 usage_error() { printf 'bench: %s\n' "$*" >&2; exit 2; }
@@ -47,7 +54,7 @@ positive_int() {
 }
 
 ALL_PARTS="pair shards allreduce relay aead"   # run when BENCH_ONLY is empty
-KNOWN_PARTS="$ALL_PARTS cores wan"         # cores, wan: only when asked for
+KNOWN_PARTS="$ALL_PARTS cores wan flows"   # cores, wan, flows: only when asked for
 PARTS=""
 part_on() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 part_off() { PARTS=$(printf ' %s ' $PARTS | sed "s/ $1 / /"); PARTS=$(echo $PARTS); }
@@ -55,6 +62,8 @@ part_off() { PARTS=$(printf ' %s ' $PARTS | sed "s/ $1 / /"); PARTS=$(echo $PART
 bench_config() {
     local quick=${BENCH_QUICK:-0} r=5 s=5 idle=5 ari=3 arb=5 p
     if [ "$quick" = 1 ]; then r=1 s=2 idle=2 ari=2 arb=3; fi
+    # flows alone (or with relay, which it brings): 2 rounds of about 5 minutes.
+    case ",${BENCH_ONLY:-}," in ,flows,|,flows,relay,|,relay,flows,) [ "$quick" = 1 ] || r=2 ;; esac
     BENCH_ROUNDS=${BENCH_ROUNDS:-$r}
     BENCH_SECONDS=${BENCH_SECONDS:-$s}
     BENCH_IDLE_SECONDS=${BENCH_IDLE_SECONDS:-$idle}
@@ -99,6 +108,13 @@ bench_config() {
     if part_on shards; then shards_config; fi
     if part_on wan && { part_on pair || part_on cores || part_on shards; }; then
         usage_error "BENCH_ONLY: wan runs its own nodes a and b: not with pair, cores or shards"
+    fi
+    if part_on flows; then
+        # Its "no loss without a cap" includes the relayed path.
+        part_on relay || PARTS="$PARTS relay"
+        { part_on pair || part_on cores || part_on shards || part_on wan; } &&
+            usage_error "BENCH_ONLY: flows runs its own nodes a, b and r: not with pair, cores, shards or wan"
+        flows_config
     fi
 }
 
@@ -248,6 +264,11 @@ main() {
     bench_init
     mesh_parts_usable
     mesh_contenders
+    if part_on flows; then
+        PART_WHY_flows=$(flows_usable)
+        if [ -n "$PART_WHY_flows" ]; then warn "flows skipped: $PART_WHY_flows"; part_off flows
+        else flows_contenders; flows_mesh_variants; fi
+    fi
     mkdir -p "$BENCH_OUT" || fail "cannot create $BENCH_OUT"
     rm -rf "$BENCH_OUT/rtt"; mkdir -p "$BENCH_OUT/rtt"
     TSV=$BENCH_OUT/results.tsv MESH_TSV=$BENCH_OUT/mesh.tsv
@@ -266,6 +287,7 @@ main() {
     part_on cores && cores_plan
     if part_on pair || part_on shards || cores_active; then bench_testbed; fi
     if part_on allreduce || part_on relay; then mesh_testbed; fi
+    if part_on flows; then flows_begin; fi
     for (( r = 1; r <= BENCH_ROUNDS; r++ )); do
         if part_on pair; then
             for i in "${!C_NAME[@]}"; do measure "$r" "$i"; done
@@ -275,6 +297,7 @@ main() {
         fi
         if part_on shards; then shards_measure "$r"; fi
         if cores_active; then cores_measure "$r"; fi
+        if part_on flows; then flows_measure_round "$r"; fi
     done
     say "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
     AEAD_STATUS="not run (BENCH_ONLY=$BENCH_ONLY)"
@@ -284,8 +307,9 @@ main() {
         rc=$?
     fi
     rc2=0
-    # wan alone has none of their figures: their n/a lines would be noise.
-    if [ "$PARTS" != wan ]; then
+    # wan or flows (with the relay it brings) alone has none of their
+    # figures: their n/a lines would be noise.
+    if [ "$PARTS" != wan ] && { ! part_on flows || part_on allreduce; }; then
         report_training "$TSV" "$MESH_TSV" "$BENCH_OUT/rtt" "$PARTS" \
             "${PART_WHY_allreduce:-}" "${PART_WHY_relay:-}" "${EXTRA_WG[@]}"
         rc2=$?
@@ -314,6 +338,11 @@ main() {
     fi
     if part_on wan; then
         wan_main
+        rc3=$?
+        if [ "$rc3" -eq 1 ]; then rc2=1; elif [ "$rc2" -eq 0 ]; then rc2=$rc3; fi
+    fi
+    if part_on flows; then
+        flows_report
         rc3=$?
         if [ "$rc3" -eq 1 ]; then rc2=1; elif [ "$rc2" -eq 0 ]; then rc2=$rc3; fi
     fi

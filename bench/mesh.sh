@@ -95,7 +95,7 @@ mesh_up() {
             return 0 ;;
     ddpnet) mesh_ddp_up || return 1 ;;
     relay)  mesh_block m1 m2 && mesh_block m2 m1 || return 1
-            mesh_ddp_up || return 1 ;;
+            mesh_ddp_up "$bin" || return 1 ;;
     wg)     MESH_IF=wg0; mesh_wg_up "$bin" || return 1 ;;
     *)      MESH_WHY="unknown kind $kind"; return 1 ;;
     esac
@@ -178,12 +178,24 @@ mesh_cluster() {
     } >"$T/mesh.conf"
 }
 
+# mesh_ddp_up [env=VAR=VALUE,...]: env= (a variant of the flows part,
+# flows.sh) puts the variables in the daemons' environment; DDPNET=PATH
+# among them runs that build.
+MESH_DDP_BIN=""
 mesh_ddp_up() {
-    local n pid roots=""
+    local n pid roots="" vars=() kv
+    MESH_DDP_BIN=$DDPNET
+    case "${1:-}" in
+    env=*)
+        IFS=, read -r -a vars <<<"${1#env=}"
+        for kv in "${vars[@]}"; do
+            case "$kv" in DDPNET=*) MESH_DDP_BIN=${kv#DDPNET=} ;; esac
+        done ;;
+    esac
     [ -f "$T/mesh.conf" ] || mesh_cluster
     for n in "${MESH_NODES[@]}"; do
         # BENCH_DDPNET_ENV: the daemons' environment (DDPNET_SHARDS=8 ...).
-        if ! nx "$n" env ${BENCH_DDPNET_ENV:-} timeout 30 "$DDPNET" up -c "$T/mesh.conf" -k "$T/$n/key" \
+        if ! nx "$n" env ${BENCH_DDPNET_ENV:-} "${vars[@]}" timeout 30 "$MESH_DDP_BIN" up -c "$T/mesh.conf" -k "$T/$n/key" \
                 --run-dir "$T/$n/run" --hosts-file "$T/$n/hosts" >"$T/$n/ddpnet-up.log" 2>&1; then
             MESH_WHY="ddpnet up in node $n failed: $(tail -n 2 "$T/$n/ddpnet-up.log")"
             return 1
@@ -204,7 +216,7 @@ mesh_ddp_down() {
     for n in "${MESH_NODES[@]}"; do pids="$pids $(node_daemon "$n")"; done
     for n in "${MESH_NODES[@]}"; do
         [ -f "$T/$n/run/ddp0.state" ] || nx "$n" ip link show ddp0 >/dev/null 2>&1 || continue
-        nx "$n" timeout 20 "$DDPNET" down --run-dir "$T/$n/run" >"$T/$n/ddpnet-down.log" 2>&1 ||
+        nx "$n" timeout 20 "${MESH_DDP_BIN:-$DDPNET}" down --run-dir "$T/$n/run" >"$T/$n/ddpnet-down.log" 2>&1 ||
             warn "ddpnet down in node $n failed: $(tail -n 2 "$T/$n/ddpnet-down.log")"
     done
     for pid in $pids; do

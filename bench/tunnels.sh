@@ -70,6 +70,8 @@ ddp_cluster() {
         [ -z "$bp" ] || printf 'busy-poll = %s\n' "$bp"
         [ -z "$DDP_METRICS_PORT" ] || printf 'metrics = 127.0.0.1:%s\n' "$DDP_METRICS_PORT"
         [ -z "${BENCH_SOCKET_BUFFER:-}" ] || printf 'socket-buffer = %s\n' "$BENCH_SOCKET_BUFFER"
+        # The flows part reads each daemon's replay drops there (flows.sh).
+        [ -z "${DDP_METRICS:-}" ] || printf 'metrics = %s\n' "$DDP_METRICS"
         printf '\n[node bench-a]\npublic-key = %s\naddress = %s\nendpoint = %s:%s\n' \
             "$(cat "$T/a/pub")" "$TN_A" "$UL_A" "$WG_PORT"
         printf '\n[node bench-b]\npublic-key = %s\naddress = %s\nendpoint = %s:%s\n' \

@@ -18,10 +18,16 @@
 #     d's extra source ports never get in), the same policer in the
 #     gateway: c -> d spreads (c's status: "4 flows"), d -> c falls back
 #     to one (d's status of c: "1 flow"); iperf3 -P 4 c -> d at least
-#     0.6 x bare TCP's of 2; d -> c still moves data.
+#     0.6 x bare TCP's of 2; d -> c still moves data;
+#  4. node-e behind a symmetric NAT (a new port per destination and
+#     source), policed too: e -> d spreads ("4 flows"), d -> e falls back
+#     ("1 flow"); iperf3 -P 4 e -> d at least 0.6 x bare TCP's of 2.
+#  (A relayed peer's status says "relay via NODE": relay frames leave
+#  from the port, one flow; nat_traversal.sh checks that path.)
 #
 #  [1, 2]  node-a 10.201.1.2 -- [rt] -- 10.201.2.2 node-b
 #  [3]     node-c 172.31.1.10 -- [gw, cone NAT] -- hub 100.64/16 -- node-d 100.64.0.4
+#  [4]     node-e 172.31.1.10 -- [gw2, symmetric NAT] -- hub
 #
 # The policer's burst (a second of its rate: iptables takes no less) lets
 # a 3 s TCP stream move about twice CAP, so the rates are judged against
@@ -155,3 +161,25 @@ say "behind the NAT, policed, 4 streams c -> d: $r Mbit/s"
 r=$(rate node-d 10.77.0.4 node-c 4 -R)
 say "d -> c (one flow): $r Mbit/s"
 [ "$r" -gt 0 ] || fail "d -> c moved nothing"
+
+step "4. behind a symmetric NAT: e's own sends spread, d falls back to one flow"
+# A new port per destination and source: d hears each of e's flows from a
+# port of their own (authenticated, as one more flow), and none of d's
+# extra ports gets in.
+e2e_router gw2 1.2 symmetric
+e2e_lan_node gw2 node-e 10
+police gw2
+e2e_key node-e
+cluster_node "$T/nat.conf" node-e "$(pub node-e)" 10.77.0.5
+for n in node-c node-d; do ddp_down "$n"; done
+ddp_up node-d "$T/nat.conf"
+ddp_up node-e "$T/nat.conf"
+ping_ok node-e 10.77.0.4
+wait_for 10 flows_are node-e node-d 4 || fail "node-e's status of node-d: $(flows_of node-e node-d) flows, want 4"
+wait_for 10 flows_are node-d node-e 1 || fail "node-d's status of node-e: $(flows_of node-d node-e) flows, want 1 (its extra ports cannot get through e's NAT)"
+say "status at e: $(ddp_status node-e | grep node-d)"
+say "status at d: $(ddp_status node-d | grep node-e)"
+r=$(rate node-d 10.77.0.4 node-e 4)
+say "behind the symmetric NAT, policed, 4 streams e -> d: $r Mbit/s"
+[ $(( r * 100 )) -ge $(( bare * RATIO )) ] ||
+    fail "ddp0 moved $r Mbit/s from behind the symmetric NAT under a $CAP_MBIT Mbit/s cap per 5-tuple, bare TCP $bare (2): held to one flow"

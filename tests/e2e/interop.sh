@@ -4,7 +4,10 @@
 # wireguard-go, configured by stock wg. Ping and iperf3 both ways, twice
 # from a fresh start: first only ddpnet can initiate (the wg peer is given
 # no endpoint for it), then only wireguard-go can (the cluster file gives
-# node-w no endpoint).
+# node-w no endpoint). ddpnet runs with its default DDPNET_FLOWS (4):
+# a stock WireGuard peer never hears "takes flows", so node-a's status
+# says "direct, 1 flow" of it, and wireguard-go learns node-a's one port
+# as its endpoint (a message from an extra port would move it there).
 #
 #            namespace "hub": bridge br0
 #          +-------------------+
@@ -60,6 +63,11 @@ traffic() {
     iperf_ok node-a 10.77.0.1 node-w -R
     # Both sides saw a handshake.
     wg_handshakes_ok node-a 1
+    # One flow: the stock peer takes no other (issue 57).
+    local line
+    line=$(ddp_status node-a | grep node-w) || fail "node-a's status has no node-w"
+    case "$line" in *"direct, 1 flow "*) ;; *) fail "node-a's status of a stock WireGuard peer: '$line', want 'direct, 1 flow'" ;; esac
+    say "status: $line"
     # wireguard-go's one peer, node-a, with a handshake time: an empty
     # answer (no peer, or wg printing nothing) fails too.
     hs=$(wg_in node-w show wg0 latest-handshakes) || fail "wireguard-go: wg show failed: $hs"
