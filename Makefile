@@ -316,11 +316,12 @@ clean:
 # BENCH_EXTRA). The delay line of the wan part is an e2e tool.
 # The AEAD floor comes from build/bench/aead_bench, built here when its
 # source exists; if it does not build, the bench says the floor is missing.
-# The scale run (bench/scale.sh): SCALE_NODES (64) nodes join through etcd;
-# time to full mesh, memory, idle CPU and etcd requests. Several minutes.
+# The scale runs (bench/scale_series.sh, each bench/scale.sh): SCALE_SIZES
+# ("64 128 256") nodes through etcd and 128 under an authority; time to
+# full mesh, memory, idle CPU, etcd requests, the targets. Many minutes.
 .PHONY: scale
 scale: bin/ddpnet
-	$(Q)bench/scale.sh
+	$(Q)bench/scale_series.sh
 
 .PHONY: bench
 bench: bin/ddpnet build/tools/delayline
