@@ -319,9 +319,11 @@ clean:
 # The scale runs (bench/scale_series.sh, each bench/scale.sh): SCALE_SIZES
 # ("64 128 256") nodes through etcd and 128 under an authority; time to
 # full mesh, memory, idle CPU, etcd requests, the targets. Many minutes.
+# With SCALE_NODES or SCALE_AUTHORITY given, that one run alone.
 .PHONY: scale
 scale: bin/ddpnet
-	$(Q)bench/scale_series.sh
+	$(Q)if [ -n "$${SCALE_NODES:-}$${SCALE_AUTHORITY:-}" ]; then bench/scale.sh; \
+	else bench/scale_series.sh; fi
 
 .PHONY: bench
 bench: bin/ddpnet build/tools/delayline
