@@ -696,7 +696,7 @@ int registry_join(struct registry *r, struct cluster_node *self, char *err, size
 {
     char key_b64[KEY_B64_LEN];
     struct scan s = { .r = r, .key = self->public_key, .key_b64 = key_b64, .name = self->name,
-                      .timeout_ms = REGISTRY_TIMEOUT_MS };
+                      .timeout_ms = REGISTRY_JOIN_REQUEST_MIN_MS };
     unsigned backoff = REGISTRY_BACKOFF_MIN_MS, tries;
     uint64_t deadline;
     int64_t lease = 0;
