@@ -331,4 +331,4 @@ target=${SCALE_MESH_TARGET_S:-$([ "$SCALE_AUTHORITY" = 1 ] && echo 60 || echo 12
 "$PY" -c "import sys; sys.exit(0 if $mesh_s <= $target else 1)" && v=PASS || v=FAIL
 printf '%s: %s nodes: %s failed ups, full mesh %s s after the last up (target %s s)\n' \
     "$v" "$SCALE_NODES" "$up_failed" "$mesh_s" "$target"
-[ "$v" = PASS ]
+[ "$v" = PASS ] || exit 1   # no ERR trap line: the FAIL above says why
