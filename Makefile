@@ -316,11 +316,14 @@ clean:
 # BENCH_EXTRA). The delay line of the wan part is an e2e tool.
 # The AEAD floor comes from build/bench/aead_bench, built here when its
 # source exists; if it does not build, the bench says the floor is missing.
-# The scale run (bench/scale.sh): SCALE_NODES (64) nodes join through etcd;
-# time to full mesh, memory, idle CPU and etcd requests. Several minutes.
+# The scale runs (bench/scale_series.sh, each bench/scale.sh): SCALE_SIZES
+# ("64 128 256") nodes through etcd and 128 under an authority; time to
+# full mesh, memory, idle CPU, etcd requests, the targets. Many minutes.
+# With SCALE_NODES or SCALE_AUTHORITY given, that one run alone.
 .PHONY: scale
 scale: bin/ddpnet
-	$(Q)bench/scale.sh
+	$(Q)if [ -n "$${SCALE_NODES:-}$${SCALE_AUTHORITY:-}" ]; then bench/scale.sh; \
+	else bench/scale_series.sh; fi
 
 .PHONY: bench
 bench: bin/ddpnet build/tools/delayline

@@ -47,6 +47,10 @@ SCALE_NODES=${SCALE_NODES:-64}
 SCALE_SETTLE_S=${SCALE_SETTLE_S:-30}
 SCALE_IDLE_S=${SCALE_IDLE_S:-60}
 SCALE_DEADLINE_S=${SCALE_DEADLINE_S:-120}
+# One shard per daemon (daemon.c's DDPNET_SHARDS; default one per core):
+# hundreds of daemons on 2 cores share them anyway, and each shard has its
+# own ring and packet pool, the bulk of a daemon's memory (issue 59).
+export DDPNET_SHARDS=${SCALE_SHARDS:-1}
 ETCD_IP=$SCALE_V4NET.255.1
 ETCD=$ETCD_IP:2379
 [ "$SCALE_NODES" -ge 2 ] && [ "$SCALE_NODES" -le 1000 ] || fail "SCALE_NODES: 2..1000"
@@ -187,6 +191,11 @@ while [ ${#pending[@]} -gt 0 ]; do
 done
 mesh_s=$("$PY" -c "import time; print(f'{time.time() - $last_up:.1f}')")
 say "full mesh of $SCALE_NODES nodes $mesh_s s after the last up"
+# Hosts-file writes per node from its up to the full mesh (the daemon's
+# ddpnet_hosts_writes_total; "n/a" from a build without it).
+hosts_writes=$(for n in "${NODES[@]}"; do
+    nx "$n" curl -s "http://$METRICS/metrics" | awk '/^ddpnet_hosts_writes_total/ {print $NF}'
+done | awk -v n="$SCALE_NODES" '{s += $1; c++} END {if (c) printf "%.1f\n", s / n; else print "n/a"}')
 
 daemon_pids() {
     local n pid
@@ -280,7 +289,8 @@ printf 'scale: nodes %s, ups failed %s, every up returned %s s after the first b
 printf 'scale: the start: etcd requests per node %s (every request served until the last up returned), join retries logged %s\n' \
     "$join_requests" "$join_retries"
 printf 'scale: nodes %s, full mesh %s s after the last up\n' "$SCALE_NODES" "$mesh_s"
-printf 'scale: daemon RSS median %s KiB, largest %s KiB\n' "$rss_med" "$rss_max"
+printf 'scale: daemon RSS median %s KiB, largest %s KiB (DDPNET_SHARDS=%s)\n' "$rss_med" "$rss_max" "$DDPNET_SHARDS"
+printf 'scale: hosts-file writes per node from the first up to the full mesh: %s\n' "$hosts_writes"
 printf 'scale: idle CPU %s of a core in all, %s%% of a core per node\n' "$cores" "$per_node"
 printf 'scale: etcd requests per node per minute when idle: %s\n' "$per_min"
 "$PY" -c "print(f'scale: UDP datagrams sent per node per second when idle: {($u1 - $u0) / $SCALE_NODES / ($t1 - $t0):.2f}')"
@@ -309,3 +319,16 @@ for line in sys.stdin:
     name, c0, w0, c1, w1 = line.split()
     print(f'scale: idle thread {name}: {(int(c1) - int(c0)) / 1e9 / el / n * 100:.3f}% of a core, '
           f'{(int(w1) - int(w0)) / el / n:.1f} wake-ups a second, per node')"
+# One line for bench/scale_series.sh (the table), then the targets that
+# one run can judge (issue 59): 0 failed ups (the run has failed before
+# here otherwise), the full mesh within SCALE_MESH_TARGET_S of the last up
+# (120 s through etcd, 60 s under an authority).
+udp_idle=$("$PY" -c "print(f'{($u1 - $u0) / $SCALE_NODES / ($t1 - $t0):.2f}')")
+printf 'scale: summary authority=%s nodes=%s failed=%s registered_s=%s mesh_s=%s rss_med_kib=%s rss_max_kib=%s cpu_pct=%s etcd_per_min=%s udp_per_s=%s hosts_writes=%s join_requests=%s\n' \
+    "$SCALE_AUTHORITY" "$SCALE_NODES" "$up_failed" "$registered_s" "$mesh_s" "$rss_med" "$rss_max" \
+    "$per_node" "$per_min" "$udp_idle" "$hosts_writes" "$join_requests"
+target=${SCALE_MESH_TARGET_S:-$([ "$SCALE_AUTHORITY" = 1 ] && echo 60 || echo 120)}
+"$PY" -c "import sys; sys.exit(0 if $mesh_s <= $target else 1)" && v=PASS || v=FAIL
+printf '%s: %s nodes: %s failed ups, full mesh %s s after the last up (target %s s)\n' \
+    "$v" "$SCALE_NODES" "$up_failed" "$mesh_s" "$target"
+[ "$v" = PASS ] || exit 1   # no ERR trap line: the FAIL above says why

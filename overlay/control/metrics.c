@@ -16,6 +16,7 @@
 #include "overlay/control/control_int.h"
 #include "overlay/control/metrics.h"
 #include "overlay/membership/certs.h"
+#include "overlay/membership/hosts_writer.h"
 #include "overlay/membership/state.h"
 #include "overlay/engine/model/device.h"
 #include "overlay/loop/loop.h"
@@ -345,6 +346,13 @@ static void put_device(FILE *f, const struct device *dev)
                "The etcd revision of the membership this node applied.");
         device_sample(f, dev, "ddpnet_registry_revision", NULL, NULL,
                       (uint64_t)dev->membership->registry_revision);
+    }
+    if (dev->membership->hosts_writer) {
+        family(f, "ddpnet_hosts_writes_total", "counter",
+               "Rewrites of the hosts file's names block: one a second at most, however "
+               "many members change.");
+        device_sample(f, dev, "ddpnet_hosts_writes_total", NULL, NULL,
+                      hosts_writer_writes(dev->membership->hosts_writer));
     }
     if (dev->membership->certs) {
         struct certs_stats cs;

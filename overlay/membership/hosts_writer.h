@@ -73,7 +73,7 @@ void hosts_writer_submit(struct hosts_writer *w, struct hosts_entry *e, size_t n
 /* Stops and joins the thread; what was not written yet is not. */
 void hosts_writer_stop(struct hosts_writer *w);
 /* How many times the thread has written the file (a pass that changes
- * nothing writes nothing): a test seam. */
+ * nothing writes nothing): the metric ddpnet_hosts_writes_total. */
 uint64_t hosts_writer_writes(struct hosts_writer *w);
 
 #endif

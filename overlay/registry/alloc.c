@@ -74,6 +74,90 @@ int alloc_lowest_free(const struct cluster_addr *net, unsigned prefix,
     return alloc_free_nth(net, prefix, taken, n, 0, out);
 }
 
+/* The host part of a (its last 32 bits, or 64 for IPv6) and the count
+ * of host numbers the network hands out, 1..hosts (0: the network's own;
+ * for IPv4, hosts + 1: broadcast). */
+static uint64_t host_of(const struct cluster_addr *a)
+{
+    unsigned len = addr_len(a->family), from = a->family == AF_INET ? 0 : 16 - V6_HOST_BYTES;
+    uint64_t h = 0;
+
+    for (unsigned i = from; i < len; i++)
+        h = h << 8 | a->bytes[i];
+    return h;
+}
+
+static uint64_t host_count(int family, unsigned prefix)
+{
+    unsigned bits = family == AF_INET ? 32 - prefix
+                                      : (128 - prefix < 64 ? 128 - prefix : 64);
+
+    if (family == AF_INET)
+        return bits < 2 ? 0 : (1ull << bits) - 2;
+    return bits == 64 ? UINT64_MAX : (1ull << bits) - 1;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+int alloc_pick(const struct cluster_addr *net, unsigned prefix, const struct cluster_addr *taken,
+               size_t n, const uint8_t key[CLUSTER_KEY_LEN], unsigned attempt, uint64_t rnd,
+               struct cluster_addr *out)
+{
+    uint64_t hosts = host_count(net->family, prefix), base = host_of(net), *used, h = 0;
+    size_t m = 0;
+
+    if (!hosts)
+        return -ENOSPC;
+    /* The taken host numbers inside the range handed out, sorted, once
+     * each. */
+    if (!(used = malloc((n + 1) * sizeof(*used))))
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const struct cluster_addr *a = &taken[i];
+        uint64_t t;
+        if (a->family != net->family || !cluster_addr_in_network(a, net, prefix) ||
+            (net->family == AF_INET6 && memcmp(a->bytes, net->bytes, 16 - V6_HOST_BYTES)))
+            continue;
+        t = host_of(a) - base;
+        if (t >= 1 && t <= hosts)
+            used[m++] = t;
+    }
+    qsort(used, m, sizeof(*used), cmp_u64);
+    size_t u = 0;
+    for (size_t i = 0; i < m; i++)
+        if (!u || used[u - 1] != used[i])
+            used[u++] = used[i];
+    if (u >= hosts) {
+        free(used);
+        return -ENOSPC;
+    }
+    if (attempt == 0) {
+        uint64_t k;
+        memcpy(&k, key, sizeof(k));
+        h = k % hosts + 1;
+        if (bsearch(&h, used, u, sizeof(*used), cmp_u64))
+            h = 0;
+    }
+    if (!h) {
+        /* The (rnd mod free)th free number: past each taken one at or
+         * below it, one further. */
+        h = rnd % (hosts - u) + 1;
+        for (size_t i = 0; i < u && used[i] <= h; i++)
+            h++;
+    }
+    free(used);
+    *out = *net;
+    h += base;
+    for (int i = (int)addr_len(net->family) - 1, k = 0; k < 8 && i >= 0; i--, k++, h >>= 8)
+        out->bytes[i] = (uint8_t)h;
+    return 0;
+}
+
 static int cmp_key(const void *a, const void *b)
 {
     return memcmp(a, b, CLUSTER_KEY_LEN);

@@ -32,7 +32,7 @@
 #define KEY_TEXT_MAX     (CLUSTER_REGISTRY_PREFIX_MAX + 64u)
 #define KEY_B64_LEN      sodium_base64_ENCODED_LEN(CLUSTER_KEY_LEN, sodium_base64_VARIANT_ORIGINAL)
 #define ALLOC_TRIES      64
-#define ALLOC_SPREAD     32u      /* joiners pick among this many free addresses */
+#define ALLOC_SPREAD     32u      /* in a full network: among this many stale ones */
 #define REPAIR_EVERY_MS  1000u    /* our record put back at most this often */
 
 struct member {
@@ -530,12 +530,13 @@ static int scan_prefix(struct registry *r, struct scan *s)
     return s->oom ? -ENOMEM : 0;
 }
 
-/* The address to claim: our key's, else the lowest free one; after a
- * transaction lost to another node, a random one of the first
- * ALLOC_SPREAD free ones (alloc.h says why). */
+/* The address to claim: our key's, else a free one spread over the
+ * network: first the one our key names, after a transaction lost to
+ * another node one drawn at random (alloc_pick says why). */
 static int pick_address(struct registry *r, struct scan *s, int tries, struct cluster_addr *out)
 {
     struct cluster_addr *all;
+    uint64_t rnd;
 
     if (s->has_own_address) {
         *out = s->own_address;
@@ -547,14 +548,15 @@ static int pick_address(struct registry *r, struct scan *s, int tries, struct cl
     s->taken = all;
     s->cap_taken = s->n_taken + r->n_file_addrs + 1;
     memcpy(all + s->n_taken, r->file_addrs, r->n_file_addrs * sizeof(*all));
-    unsigned nth = tries ? randombytes_uniform(ALLOC_SPREAD) : 0;
-    int ret = alloc_free_nth(&r->network, r->net_prefix, all, s->n_taken + r->n_file_addrs,
-                             nth, out);
+    randombytes_buf(&rnd, sizeof(rnd));
+    int ret = alloc_pick(&r->network, r->net_prefix, all, s->n_taken + r->n_file_addrs,
+                         s->key, (unsigned)tries, rnd, out);
     if (ret != -ENOSPC)
         return ret;
     /* Full: an address whose key is no member's any more, the one
      * claimed longest ago. */
-    int i = alloc_reclaim(s->held, s->n_taken, s->live, s->n_live, nth);
+    int i = alloc_reclaim(s->held, s->n_taken, s->live, s->n_live,
+                          tries ? randombytes_uniform(ALLOC_SPREAD) : 0);
     if (i < 0)
         return -ENOSPC;
     *out = s->held[i].address;
@@ -694,7 +696,7 @@ int registry_join(struct registry *r, struct cluster_node *self, char *err, size
 {
     char key_b64[KEY_B64_LEN];
     struct scan s = { .r = r, .key = self->public_key, .key_b64 = key_b64, .name = self->name,
-                      .timeout_ms = REGISTRY_TIMEOUT_MS };
+                      .timeout_ms = REGISTRY_JOIN_REQUEST_MIN_MS };
     unsigned backoff = REGISTRY_BACKOFF_MIN_MS, tries;
     uint64_t deadline;
     int64_t lease = 0;

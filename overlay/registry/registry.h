@@ -34,9 +34,13 @@
 
 #define REGISTRY_TIMEOUT_MS     3000L     /* one request */
 #define REGISTRY_JOIN_TIMEOUT_S 60u       /* `up` waits this long for etcd */
-/* A join's request that timed out is given twice as long the next time,
- * up to this: an etcd that answers every request late still lets a join
- * through (a time-out throws away what etcd did for it). */
+/* A join's first request waits this long, one that timed out twice as
+ * long the next time, up to the most: an etcd that answers every request
+ * late still lets a join through. A time-out throws away what etcd did
+ * for it and asks again: with 256 nodes joining at once on 2 vCPUs, 3 s
+ * time-outs left etcd serving requests nobody waited for, and 14 joins
+ * ran out of their minute (make scale, issue 59). */
+#define REGISTRY_JOIN_REQUEST_MIN_MS 10000L
 #define REGISTRY_JOIN_REQUEST_MAX_MS 24000L
 #define REGISTRY_BACKOFF_MIN_MS 200u
 #define REGISTRY_BACKOFF_MAX_MS 5000u

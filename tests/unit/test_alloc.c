@@ -5,11 +5,18 @@
  * network's own address nor its broadcast address, -ENOSPC for a full
  * network and for those with no host address to give (/31, /32), and
  * IPv6 networks (/64, /120), with taken addresses of the other family
- * or outside the network making no difference. */
+ * or outside the network making no difference. alloc_pick: the key's
+ * slot first, then a free one at random, never a taken, network or
+ * broadcast address; and nodes joining at once against a store whose
+ * claims are compare-and-swap (an in-memory etcd): the claims they lose
+ * to each other, before (the lowest free, then one of the first 32) and
+ * after issue 59. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +248,171 @@ static void test_nth_free(void **state)
     assert_string_equal(buf, "10.1.2.6");
 }
 
+/* alloc_pick's address for net with taken (NULL-ended), the key all
+ * key_byte (endian-free: 0 names slot 0, 0xff slot UINT64_MAX mod hosts). */
+static const char *pick2(const char *net, const char *const *taken, uint8_t key_byte,
+                         unsigned attempt, uint64_t rnd, char *buf, size_t len)
+{
+    struct cluster_addr list[TAKEN_MAX], out;
+    struct net n = net_of(net);
+    uint8_t key[CLUSTER_KEY_LEN];
+    size_t count = 0;
+    int r;
+
+    memset(key, key_byte, sizeof(key));
+    for (; taken && taken[count]; count++)
+        list[count] = addr_of(taken[count]);
+    r = alloc_pick(&n.addr, n.prefix, list, count, key, attempt, rnd, &out);
+    if (r == -ENOSPC)
+        return "";
+    assert_int_equal(r, 0);
+    assert_true(cluster_addr_in_network(&out, &n.addr, n.prefix));
+    assert_int_equal(cluster_addr_format(&out, buf, len), 0);
+    return buf;
+}
+
+static void test_pick(void **state)
+{
+    const char *const *odd = LIST("10.1.2.5", "10.1.2.1", "10.1.2.3", "10.1.2.3", "10.9.9.9",
+                                  "fd00::1");
+    char b[64];
+
+    (void)state;
+    /* The key's slot when free: 0 is .1; UINT64_MAX mod 6 hosts = 3 is .4. */
+    assert_string_equal(pick2("10.1.2.0/29", NULL, 0, 0, 5, b, sizeof(b)), "10.1.2.1");
+    assert_string_equal(pick2("10.1.2.0/29", NULL, 0xff, 0, 5, b, sizeof(b)), "10.1.2.4");
+    /* Taken, or a later attempt: the (rnd mod free)th free one. */
+    assert_string_equal(pick2("10.1.2.0/29", odd, 0, 0, 0, b, sizeof(b)), "10.1.2.2");
+    assert_string_equal(pick2("10.1.2.0/29", odd, 0xff, 1, 1, b, sizeof(b)), "10.1.2.4");
+    assert_string_equal(pick2("10.1.2.0/29", odd, 0xff, 1, 2, b, sizeof(b)), "10.1.2.6");
+    assert_string_equal(pick2("10.1.2.0/29", odd, 0xff, 1, 3, b, sizeof(b)), "10.1.2.2");
+    /* Never the network's own nor broadcast: 6 hosts, rnd 5 is .6, 6 is .1. */
+    assert_string_equal(pick2("10.1.2.0/29", NULL, 0, 1, 5, b, sizeof(b)), "10.1.2.6");
+    assert_string_equal(pick2("10.1.2.0/29", NULL, 0, 1, 6, b, sizeof(b)), "10.1.2.1");
+    assert_string_equal(pick2("10.1.2.0/29",
+                              LIST("10.1.2.1", "10.1.2.2", "10.1.2.3", "10.1.2.4", "10.1.2.5",
+                                   "10.1.2.6"), 0, 0, 0, b, sizeof(b)), "");
+    struct cluster_addr net = addr_of("10.1.2.4"), out;
+    uint8_t key[CLUSTER_KEY_LEN] = { 0 };
+    assert_int_equal(alloc_pick(&net, 31, NULL, 0, key, 0, 0, &out), -ENOSPC);
+    assert_int_equal(alloc_pick(&net, 32, NULL, 0, key, 1, 0, &out), -ENOSPC);
+    /* The last network of the space: no wrap-around to 0.0.0.0. */
+    assert_string_equal(pick2("255.255.255.252/30", LIST("255.255.255.253"), 0xff, 1, 7, b,
+                              sizeof(b)), "255.255.255.254");
+    /* IPv6: the last 64 bits; a /120 has 255 hosts (no broadcast). */
+    assert_string_equal(pick2("fd00:1::/64", NULL, 0, 0, 0, b, sizeof(b)), "fd00:1::1");
+    /* UINT64_MAX mod (2^64 - 1) hosts = 0: ::1 */
+    assert_string_equal(pick2("fd00:1::/64", NULL, 0xff, 0, 0, b, sizeof(b)), "fd00:1::1");
+    assert_string_equal(pick2("fd00:1::/64", NULL, 0, 1, UINT64_MAX - 1, b, sizeof(b)),
+                        "fd00:1::ffff:ffff:ffff:ffff");
+    assert_string_equal(pick2("fd00:1::/120", LIST("fd00:1::1"), 0, 0, 254, b, sizeof(b)),
+                        "fd00:1::2");                /* 254 mod 254 free: the first free */
+    assert_string_equal(pick2("fd00:1::/120", NULL, 0, 1, 254, b, sizeof(b)), "fd00:1::ff");
+    assert_string_equal(pick2("fd00:1::/48", NULL, 0, 1, 41, b, sizeof(b)), "fd00:1::2a");
+}
+
+/* --- nodes joining at once ------------------------------------------------------ */
+
+#define JOINERS_MAX 256
+#define ROUNDS_MAX  64                     /* registry.c's ALLOC_TRIES */
+
+static uint64_t xorshift(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* n nodes join net at once against a store whose address claims are
+ * compare-and-swap (create if absent), in rounds: every node not joined
+ * yet reads the store (the same snapshot: they read at once), picks, and
+ * claims, the claims landing in a random order; a claim of an address
+ * taken meanwhile is lost and its node tries again in the next round.
+ * The claims lost in all (each a transaction etcd served for nothing, and
+ * a scan more); every node ends with an address of its own. `before`:
+ * the rule before issue 59, the lowest free one, after a loss one of the
+ * first 32 free. */
+static unsigned joins_at_once(const char *net, unsigned n, bool before, unsigned *rounds)
+{
+    static struct cluster_addr held[JOINERS_MAX], snap[JOINERS_MAX], want[JOINERS_MAX];
+    static uint8_t keys[JOINERS_MAX][CLUSTER_KEY_LEN];
+    struct net nw = net_of(net);
+    unsigned attempt[JOINERS_MAX] = { 0 }, order[JOINERS_MAX], lost = 0, n_held = 0, r;
+    bool done[JOINERS_MAX] = { false };
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+
+    assert_true(n <= JOINERS_MAX);
+    for (unsigned i = 0; i < n; i++)
+        for (unsigned b = 0; b < CLUSTER_KEY_LEN; b++)
+            keys[i][b] = (uint8_t)xorshift(&seed);
+    for (r = 0; n_held < n; r++) {
+        unsigned m = 0;
+        assert_true(r < ROUNDS_MAX);
+        for (unsigned i = 0; i < n; i++) {
+            if (done[i])
+                continue;
+            memcpy(snap, held, n_held * sizeof(*held));
+            if (before)
+                assert_int_equal(alloc_free_nth(&nw.addr, nw.prefix, snap, n_held,
+                                                attempt[i] ? (unsigned)(xorshift(&seed) % 32)
+                                                           : 0, &want[i]), 0);
+            else
+                assert_int_equal(alloc_pick(&nw.addr, nw.prefix, snap, n_held, keys[i],
+                                            attempt[i], xorshift(&seed), &want[i]), 0);
+            order[m++] = i;
+        }
+        for (unsigned k = m; k > 1; k--) {           /* the claims' order */
+            unsigned j = (unsigned)(xorshift(&seed) % k), t = order[k - 1];
+            order[k - 1] = order[j];
+            order[j] = t;
+        }
+        for (unsigned k = 0; k < m; k++) {
+            unsigned i = order[k];
+            bool taken = false;
+            for (unsigned h = 0; h < n_held && !taken; h++)
+                taken = cluster_addr_equal(&held[h], &want[i]);
+            if (taken) {
+                lost++;
+                attempt[i]++;
+                continue;
+            }
+            assert_true(cluster_addr_in_network(&want[i], &nw.addr, nw.prefix));
+            assert_false(cluster_addr_is_broadcast(&want[i], nw.prefix));
+            held[n_held++] = want[i];
+            done[i] = true;
+        }
+    }
+    for (unsigned a = 0; a < n_held; a++)            /* all distinct */
+        for (unsigned b = a + 1; b < n_held; b++)
+            assert_false(cluster_addr_equal(&held[a], &held[b]));
+    *rounds = r;
+    return lost;
+}
+
+/* 256 nodes at once in scale's /16, and 200 in a /24 (nearly full): the
+ * claims they lose to each other drop from one round after another of
+ * all but one losing to a few. */
+static void test_joins_at_once(void **state)
+{
+    static const struct { const char *net; unsigned n, most; } cases[] = {
+        { "10.77.0.0/16", 256, 8 },
+        { "10.77.0.0/24", 200, 150 },
+        { "10.77.0.0/24", 64, 24 },
+    };
+
+    (void)state;
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        unsigned r0, r1;
+        unsigned was = joins_at_once(cases[c].net, cases[c].n, true, &r0);
+        unsigned now = joins_at_once(cases[c].net, cases[c].n, false, &r1);
+        print_message("%u nodes at once in %s: claims lost %u in %u rounds before, "
+                      "%u in %u rounds now\n", cases[c].n, cases[c].net, was, r0, now, r1);
+        assert_true(now <= cases[c].most);
+        assert_true(now * 4 <= was);
+    }
+}
+
 static void test_other_addresses_ignored(void **state)
 {
     char buf[64];
@@ -314,6 +486,8 @@ int main(void)
         cmocka_unit_test(test_other_addresses_ignored),
         cmocka_unit_test(test_nth_free),
         cmocka_unit_test(test_reclaim),
+        cmocka_unit_test(test_pick),
+        cmocka_unit_test(test_joins_at_once),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -175,6 +175,54 @@ static bool same_file(int fd, const char *path)
 /* A hosts file replaced by a rename (sed -i): the descriptor a client
  * passes takes over, with the block written to it; the same file again
  * changes nothing; what is not a regular file is refused. */
+/* Hundreds of nodes joining at once (issue 59), on a fake clock: 100
+ * changes to the membership within one second hand the writer the block
+ * once in that second (HOSTS_WRITE_INTERVAL_NS), and once more when the
+ * second is over; the last state is the one the file holds, and the file
+ * was written no more often than the block was handed over. */
+static void test_hosts_paced(void **state)
+{
+    char path[] = "/tmp/ddpnet-members-XXXXXX";
+    int fd = mkstemp(path);
+    struct hosts_writer_config cfg = { .fd = fd, .ifname = "ddp0", .prefix = 16,
+                                       .resolve = fake_resolve };
+    const uint64_t t0 = 5 * NS_PER_S;
+    struct device dev;
+    unsigned handed = 0;
+    char *text = NULL;
+
+    (void)state;
+    assert_true(fd >= 0);
+    device_of(&dev, HEAD NA NB);
+    dev.membership->hosts_fd = fd;
+    cfg.network = dev.cluster.network;
+    assert_int_equal(hosts_writer_start(&dev.membership->hosts_writer, &cfg), 0);
+    for (unsigned i = 0; i < 100; i++) {
+        snprintf(dev.cluster.nodes[1].name, sizeof(dev.cluster.nodes[1].name), "b%u", i);
+        assert_int_equal(members_write_hosts(&dev), 0);      /* marked changed */
+        members_hosts_run(&dev, t0 + i * (HOSTS_WRITE_INTERVAL_NS / 100));
+        handed += !dev.membership->hosts_dirty;
+    }
+    assert_int_equal(handed, 1);
+    assert_true(dev.membership->hosts_dirty);                /* b99 waits for its time */
+    assert_int_equal(members_hosts_run(&dev, t0 + HOSTS_WRITE_INTERVAL_NS), UINT64_MAX);
+    assert_false(dev.membership->hosts_dirty);
+    handed++;
+    for (int i = 0; i < 300; i++) {                          /* the writer's own second */
+        text = read_fd(fd);
+        if (strstr(text, "10.77.0.2 b99 "))
+            break;
+        usleep(10000);
+    }
+    assert_non_null(strstr(text, "10.77.0.2 b99 ip-192-0-2-2 b.internal\n"));
+    assert_in_range(hosts_writer_writes(dev.membership->hosts_writer), 1, handed);
+    hosts_writer_stop(dev.membership->hosts_writer);
+    dev.membership->hosts_writer = NULL;
+    close(fd);
+    unlink(path);
+    cluster_free(&dev.cluster);
+}
+
 static void test_take_hosts(void **state)
 {
     char path[] = "/tmp/ddpnet-members-XXXXXX", next[64], buf[1024];
@@ -1026,6 +1074,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hosts_block_with_aliases),
+        cmocka_unit_test(test_hosts_paced),
         cmocka_unit_test(test_take_hosts),
         cmocka_unit_test(test_none_reachable),
         cmocka_unit_test(test_machine_names),

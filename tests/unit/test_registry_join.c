@@ -9,7 +9,7 @@
  *  - etcd is slow: a transaction is held past the client's time-out and
  *    past the lease's life, then dropped unanswered;
  *  - etcd is late with every answer: each transaction is held past the
- *    client's first time-out (REGISTRY_TIMEOUT_MS), then made and answered;
+ *    time-out of other requests (REGISTRY_TIMEOUT_MS), then made and answered;
  *  - every claim loses its race, more times in a row than one try makes
  *    (the proxy writes the address the claim compares, for another key,
  *    just before the claim).
