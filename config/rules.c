@@ -303,6 +303,8 @@ int rules_format(const struct cluster_rules *r, size_t i, char *buf, size_t len)
 
 bool rules_equal(const struct cluster_rules *a, const struct cluster_rules *b)
 {
+    if (a->n == 0 && b->n == 0)
+        return true;     /* no rule: the names mean nothing to the filter */
     if (a->n != b->n || a->n_groups != b->n_groups)
         return false;
     for (unsigned i = 0; i < a->n_groups; i++)

@@ -90,8 +90,9 @@ int rules_match(const struct cluster_rules *r, uint64_t src, uint64_t dst, uint8
 int rules_format(const struct cluster_rules *r, size_t i, char *buf, size_t len);
 /* The names of mask's groups, comma-separated ("-" for none, "any"). */
 int rules_groups_format(const struct cluster_rules *r, uint64_t mask, char *buf, size_t len);
-/* Whether a and b say the same (the same rules, and the same bit for each
- * name): a reload that changes neither leaves the connections alone. */
+/* Whether a and b say the same (no rule in either, or the same rules and
+ * the same bit for each name): a reload that changes neither leaves the
+ * connections alone. */
 bool rules_equal(const struct cluster_rules *a, const struct cluster_rules *b);
 
 #endif
