@@ -63,7 +63,8 @@ struct cluster_rules {
 #define RULES_OPEN    (-2)
 
 /* The bit of group name in r, added when new: 0 and *bit, or -EINVAL for
- * a bad name (why says what), -ENOSPC past RULES_GROUPS_MAX. */
+ * a bad name (why says what), -ENOSPC past RULES_GROUPS_MAX. A test seam
+ * (the parser adds names through rules_groups_parse and rules_line_parse). */
 int rules_group_bit(struct cluster_rules *r, const char *name, unsigned *bit,
                     const char **why);
 /* The mask of an existing group's name (0: none such; RULES_ANY: `any`). */

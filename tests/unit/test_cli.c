@@ -1743,7 +1743,7 @@ static void test_doctor_json(void **state)
         "{\"name\":\"gpu-d\",\"address\":\"10.77.0.4\",\"reached\":false,\"path\":\"waiting\","
         "\"via\":null,\"endpoint\":null,\"path_mtu\":null,\"rtt_ms\":null,"
         "\"latest_handshake\":null,\"rate_bps\":null}],"
-        "\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,"
+        "\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0,"
         "\"socket_buffer\":null},"
         "\"env\":{\"NCCL_SOCKET_IFNAME\":\"ddp0\",\"GLOO_SOCKET_IFNAME\":\"ddp0\","
         "\"MASTER_ADDR\":\"10.77.0.1\",\"ODD\":\"it's\"}}\n");
@@ -1790,7 +1790,7 @@ static void test_doctor_drops(void **state)
     free(text);
     text = doctor_text(&r, true);
     assert_non_null(strstr(text, ",\"drops\":{\"socket_overflow\":4100,\"tun_queue\":9,"
-                                 "\"queue_delay\":3,\"ecn_marked\":2,"
+                                 "\"queue_delay\":3,\"ecn_marked\":2,\"rule\":0,"
                                  "\"socket_buffer\":16777216},"));
     free(text);
     doctor_report_free(&r);
