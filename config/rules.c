@@ -14,6 +14,20 @@ static bool name_char(char c)
            c == '-' || c == '_';
 }
 
+/* s[0..n) cut to QUOTE_MAX characters, anything not printable ASCII
+ * shown as '?', into q (QUOTE_MAX + 1 bytes): a message quotes the text a
+ * person wrote and stays one printable line. */
+#define QUOTE_MAX 40u
+static const char *quote(char q[QUOTE_MAX + 1], const char *s, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n && i < QUOTE_MAX; i++)
+        q[i] = s[i] >= ' ' && s[i] <= '~' ? s[i] : '?';
+    q[i] = '\0';
+    return q;
+}
+
 static bool group_name_ok(const char *name, size_t len)
 {
     if (len == 0 || len > RULES_GROUP_NAME_MAX)
@@ -80,6 +94,7 @@ int rules_groups_parse(struct cluster_rules *r, const char *text, uint64_t *mask
                        size_t len)
 {
     const char *at = text, *reason;
+    char q[QUOTE_MAX + 1];
     unsigned n = 0, bit;
 
     *mask = 0;
@@ -93,7 +108,7 @@ int rules_groups_parse(struct cluster_rules *r, const char *text, uint64_t *mask
             return -EINVAL;
         }
         if (group_bit_n(r, at, w, &bit, &reason) < 0) {
-            snprintf(why, len, "bad group '%.*s': %s", (int)(w > 40 ? 40 : w), at, reason);
+            snprintf(why, len, "bad group '%s': %s", quote(q, at, w), reason);
             return -EINVAL;
         }
         *mask |= 1ull << bit;
@@ -111,6 +126,7 @@ static int side_parse(struct cluster_rules *r, const char *word, uint64_t *mask,
                       size_t len)
 {
     const char *at = word, *reason;
+    char q[QUOTE_MAX + 1];
     unsigned bit;
 
     if (is_any(word, strlen(word))) {
@@ -121,7 +137,7 @@ static int side_parse(struct cluster_rules *r, const char *word, uint64_t *mask,
     for (;;) {
         size_t w = strcspn(at, ",");
         if (group_bit_n(r, at, w, &bit, &reason) < 0) {
-            snprintf(why, len, "bad group '%.*s': %s", (int)(w > 40 ? 40 : w), at, reason);
+            snprintf(why, len, "bad group '%s': %s", quote(q, at, w), reason);
             return -EINVAL;
         }
         *mask |= 1ull << bit;
@@ -180,6 +196,7 @@ int rules_line_parse(struct cluster_rules *r, const char *text, int line, char *
 {
     char buf[512], *word[RULE_WORDS], *save = NULL;
     struct rule rule = { .port_lo = 0, .port_hi = 65535, .line = line };
+    char q[QUOTE_MAX + 1];
     size_t n = 0, p;
     char *w;
 
@@ -211,7 +228,8 @@ int rules_line_parse(struct cluster_rules *r, const char *text, int line, char *
     for (p = 0; p < sizeof(protos) / sizeof(protos[0]) && strcmp(protos[p].name, word[4]); p++)
         ;
     if (p == sizeof(protos) / sizeof(protos[0])) {
-        snprintf(why, len, "bad protocol '%.40s' (expected tcp, udp, icmp or any)", word[4]);
+        snprintf(why, len, "bad protocol '%s' (expected tcp, udp, icmp or any)",
+                 quote(q, word[4], strlen(word[4])));
         return -EINVAL;
     }
     rule.proto = protos[p].proto;
@@ -221,8 +239,8 @@ int rules_line_parse(struct cluster_rules *r, const char *text, int line, char *
             return -EINVAL;
         }
         if (ports_parse(word[5], &rule.port_lo, &rule.port_hi) < 0) {
-            snprintf(why, len, "bad port '%.40s' (expected 1..65535, or a range as "
-                     "29400-29600)", word[5]);
+            snprintf(why, len, "bad port '%s' (expected 1..65535, or a range as "
+                     "29400-29600)", quote(q, word[5], strlen(word[5])));
             return -EINVAL;
         }
     } else if (n > 6) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* libFuzzer harness for the rule syntax (config/rules.h): arbitrary bytes,
  * line by line, into one rule list, as a [rules] section's lines. Each line
- * is taken or refused with a message; what is taken must print back as a
+ * is taken or refused with a printable message; what is taken must print back as a
  * rule that parses to the same rule, its groups named and its port range
  * in order; and the matcher answers every query with a rule that fits it,
  * or RULES_REFUSED only when none does. */
@@ -55,6 +55,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             int ret = rules_line_parse(&r, line, ++n, why, sizeof(why));
             if ((ret == 0) != (r.n == before + 1) || (ret && !why[0]))
                 abort();
+            for (const char *m = why; ret && *m; m++)
+                if (*m < ' ' || *m > '~')
+                    abort();   /* a message is one printable line */
         }
         at += len + 1;
     }

@@ -158,6 +158,14 @@ static void test_errors(void **state)
               "characters, not 'any'");
     one_error(C4 "[node a]\npublic-key = " K1 "\naddress = 10.77.0.1\n"
               "groups = a b c d e f g h i\n", 7, "groups: too many groups (at most 8 a node)");
+    /* quoted text is printable: the error list is one line each */
+    one_error(C4 NA "[rules]\nallow sp\377t -> train tcp\n", 9,
+              "bad group 'sp?t': a group is letters, digits, '-' and '_', at most 31 "
+              "characters, not 'any'");
+    one_error(C4 NA "[rules]\nallow spot -> train t\001p\n", 9,
+              "bad protocol 't?p' (expected tcp, udp, icmp or any)");
+    one_error(C4 NA "[rules]\nallow spot -> train tcp 2\377\n", 9,
+              "bad port '2?' (expected 1..65535, or a range as 29400-29600)");
     /* a [rules] section takes no key = value */
     one_error(C4 NA "[rules]\nport = 22\n", 9,
               "bad rule (expected allow SRC -> DST PROTO [PORT[-PORT]], as allow spot -> "
