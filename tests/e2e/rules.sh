@@ -138,6 +138,10 @@ done
 after=$(counter train-a dropped)
 [ "$after" -gt "$before" ] || fail "train-a counted no rule drops ($before -> $after)"
 say "train-a dropped_rule: $before -> $after"
+ddp_status train-a >"$T/train-a.status"
+grep -q '^rules: 3 (default deny), [0-9]* connections\?; refused (rule): [1-9][0-9]* received' \
+    "$T/train-a.status" || fail "train-a's status has no rules line: $(cat "$T/train-a.status")"
+say "train-a status: $(grep '^rules:' "$T/train-a.status")"
 
 step "spot takes the rules: a quick refusal from its own daemon"
 cp "$T/rules.conf" "$T/spot/cluster.conf"
