@@ -164,13 +164,18 @@ static void header_line(struct cluster_parser *p, int line, char *s)
     size_t kw = strlen(NODE_KEYWORD);
     if (strcmp(inner, "cluster") == 0) {
         cluster_open(p, line);
+    } else if (strcmp(inner, "rules") == 0) {
+        /* a repeated [rules] continues the first: one ordered list */
+        if (!p->settings.rules_line)
+            p->settings.rules_line = line;
+        p->section = CLUSTER_SECTION_RULES;
     } else if (strncmp(inner, NODE_KEYWORD, kw) == 0 &&
                (inner[kw] == '\0' || is_space(inner[kw]))) {
         node_open(p, line, trim(inner + kw));
     } else {
         cluster_quote(q, sizeof(q), inner);
-        cluster_diag_add(p, line, "unknown section '[%s]' (expected [cluster] "
-                         "or [node NAME])", q);
+        cluster_diag_add(p, line, "unknown section '[%s]' (expected [cluster], "
+                         "[node NAME] or [rules])", q);
     }
 }
 
@@ -200,6 +205,15 @@ static void key_line(struct cluster_parser *p, int line, char *s)
     }
 }
 
+/* A line of [rules]: one rule, in order (config/rules.h). */
+static void rule_line(struct cluster_parser *p, int line, const char *s)
+{
+    char why[CLUSTER_DIAG_MSG_LEN - 16];
+
+    if (rules_line_parse(&p->settings.rules, s, line, why, sizeof(why)) < 0)
+        cluster_diag_add(p, line, "%s", why);
+}
+
 /* One raw line (without its '\n'). */
 static void line_parse(struct cluster_parser *p, int line, const char *raw,
                        size_t len)
@@ -227,6 +241,8 @@ static void line_parse(struct cluster_parser *p, int line, const char *raw,
         return;
     if (*s == '[')
         header_line(p, line, s);
+    else if (p->section == CLUSTER_SECTION_RULES)
+        rule_line(p, line, s);
     else
         key_line(p, line, s);
 }

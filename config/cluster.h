@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config/rules.h"
+
 #define CLUSTER_KEY_LEN       32u      /* a public key, as `wg pubkey` prints */
 #define CLUSTER_NAME_MAX      63u      /* node name, one DNS label's length */
 #define CLUSTER_HOST_MAX      253u     /* endpoint hostname, DNS limit */
@@ -150,6 +152,9 @@ struct cluster_node {
     struct cluster_cand candidates[CLUSTER_CANDIDATES_MAX];
     bool has_observed;
     struct cluster_cand observed;
+    /* `groups = a, b` (config/rules.h): bits of the cluster's rules'
+     * group names; 0 for none. */
+    uint64_t groups;
     int line;                             /* line of the [node NAME] header */
 };
 
@@ -186,6 +191,10 @@ struct cluster {
      * revocations, kept where the cluster file is. */
     size_t n_revoked;
     uint8_t revoked[CLUSTER_REVOKED_MAX][CLUSTER_KEY_LEN];
+    /* [rules] (config/rules.h): who may open what on whom, and every
+     * group name the file uses; n 0 when the file writes none. */
+    struct cluster_rules rules;
+    int rules_line;                       /* the [rules] header, 0 = none */
     size_t n_nodes;                       /* at least 1 after a parse */
     struct cluster_node *nodes;           /* file order; nodes[0] = master */
 };

@@ -52,6 +52,18 @@ static bool same_candidates(const struct cluster_node *a, const struct cluster_n
     return true;
 }
 
+/* By name: each model numbers its group names in its own order. */
+static bool same_groups(const struct cluster *old, const struct cluster_node *a,
+                        const struct cluster *new, const struct cluster_node *b)
+{
+    char x[RULES_GROUPS_MAX * (RULES_GROUP_NAME_MAX + 1) + 1], y[sizeof(x)];
+
+    if (rules_groups_format(&old->rules, a->groups, x, sizeof(x)) ||
+        rules_groups_format(&new->rules, b->groups, y, sizeof(y)))
+        return false;
+    return !strcmp(x, y);
+}
+
 static unsigned node_changes(const struct cluster *old, const struct cluster_node *a,
                              const struct cluster *new, const struct cluster_node *b)
 {
@@ -71,6 +83,8 @@ static unsigned node_changes(const struct cluster *old, const struct cluster_nod
         what |= CLUSTER_CHANGED_ALIASES;
     if (!same_candidates(a, b))
         what |= CLUSTER_CHANGED_CANDIDATES;
+    if (!same_groups(old, a, new, b))
+        what |= CLUSTER_CHANGED_GROUPS;
     return what;
 }
 
@@ -149,6 +163,7 @@ int cluster_diff(const struct cluster *old, const struct cluster *new, struct cl
         goto out;
     }
     out->settings = settings_changes(old, new);
+    out->rules = !rules_equal(&old->rules, &new->rules);
     for (size_t i = 0; i < old->n_nodes; i++)
         if (!cluster_index_name(is, old->nodes[i].name))
             push(out, CLUSTER_NODE_REMOVED, 0, &old->nodes[i], NULL);
@@ -194,7 +209,7 @@ static int append_names(char *buf, size_t len, size_t at, unsigned what,
 }
 
 static const char *const node_what[] = { "key", "address", "endpoint", "port", "keepalive",
-                                         "aliases", "candidates" };
+                                         "aliases", "candidates", "groups" };
 static const char *const settings_what[] = { "network", "mtu", "busy-poll", "hostnames",
                                               "metrics", "registry", "machine-domains",
                                               "authority", "socket-buffer" };

@@ -25,6 +25,7 @@ enum cluster_change_kind {
 #define CLUSTER_CHANGED_KEEPALIVE  0x10u   /* the keepalive towards it */
 #define CLUSTER_CHANGED_ALIASES    0x20u   /* the other names it goes by */
 #define CLUSTER_CHANGED_CANDIDATES 0x40u   /* a registered node's candidates */
+#define CLUSTER_CHANGED_GROUPS     0x80u   /* its groups, by name (config/rules.h) */
 
 /* What changed in [cluster] that a running node cannot take live (bits of
  * cluster_diff.settings): the interface and sockets were made with them. */
@@ -51,6 +52,9 @@ struct cluster_diff {
     size_t n;
     struct cluster_change *changes;        /* removed, changed, then added, each in file order */
     unsigned settings;                     /* CLUSTER_CHANGED_NETWORK... */
+    /* [rules] or the group names differ (rules_equal): taken live, the
+     * connections matched again at their next packet (filter.h). */
+    bool rules;
 };
 
 /* Fills *out with the changes from old to new (pointers into both, which

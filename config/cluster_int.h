@@ -17,6 +17,7 @@ enum cluster_section {
     CLUSTER_SECTION_NONE,       /* before the first header */
     CLUSTER_SECTION_CLUSTER,
     CLUSTER_SECTION_NODE,
+    CLUSTER_SECTION_RULES,      /* its lines are rules, config/rules.h */
     CLUSTER_SECTION_SKIP,       /* after a header already reported as bad */
 };
 
@@ -51,6 +52,7 @@ enum cluster_node_key {
     CLUSTER_NODE_KEY_PORT,
     CLUSTER_NODE_KEY_KEEPALIVE,
     CLUSTER_NODE_KEY_ALIASES,
+    CLUSTER_NODE_KEY_GROUPS,
     CLUSTER_NODE_KEY_COUNT,
 };
 

@@ -581,6 +581,17 @@ static void aliases_apply(struct cluster_parser *p, int line, const char *value)
     }
 }
 
+/* `groups = train, onprem` (config/rules.h): the names' bits, shared
+ * with the rules of the same file. */
+static void groups_apply(struct cluster_parser *p, int line, const char *value)
+{
+    char why[CLUSTER_DIAG_MSG_LEN - 16];
+
+    if (rules_groups_parse(&p->settings.rules, value, &current(p)->node.groups, why,
+                           sizeof(why)) < 0)
+        cluster_diag_add(p, line, "groups: %s", why);
+}
+
 static const struct key_def cluster_keys[CLUSTER_KEY_COUNT] = {
     [CLUSTER_KEY_NETWORK]   = KEY("network", true, network_apply),
     [CLUSTER_KEY_PORT]      = KEY("port", true, port_apply),
@@ -612,6 +623,7 @@ static const struct key_def node_keys[CLUSTER_NODE_KEY_COUNT] = {
     [CLUSTER_NODE_KEY_PORT]       = KEY("port", false, node_port_apply),
     [CLUSTER_NODE_KEY_KEEPALIVE]  = KEY("persistent-keepalive", false, node_keepalive_apply),
     [CLUSTER_NODE_KEY_ALIASES]    = KEY("aliases", false, aliases_apply),
+    [CLUSTER_NODE_KEY_GROUPS]     = KEY("groups", false, groups_apply),
 };
 
 /* Keys longer than this are never taken for a typo of a known one. */

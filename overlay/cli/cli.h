@@ -6,6 +6,7 @@
 #define DDPNET_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 int cli_genkey(int argc, char **argv);
 int cli_pubkey(int argc, char **argv);
@@ -20,6 +21,12 @@ int cli_status(int argc, char **argv);
 int cli_env(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
 int cli_authority(int argc, char **argv);
+/* `ddpnet rules test` (cli_rules.c). */
+int cli_rules(int argc, char **argv);
+/* What each group of c may open under its rules, a line per group (none
+ * when no rule is written): `ddpnet check` prints it after `ok`. */
+struct cluster;
+void cli_rules_reach(FILE *out, const struct cluster *c);
 
 /* A row of main.c's table: the verb, its function, its one line of help. */
 struct cli_verb {

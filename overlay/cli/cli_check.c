@@ -130,6 +130,7 @@ int cli_check(int argc, char **argv)
         bad = true;
     if (!bad) {
         puts("ok");
+        cli_rules_reach(stdout, &c);
         /* ok first, also where both streams go to one file. */
         fflush(stdout);
         say_unchecked(&c, a.key != NULL);

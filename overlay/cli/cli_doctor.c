@@ -145,6 +145,14 @@ static int iface_line(void *ctx, const char *key, const char *v)
         return cli_reply_u64(v, &r->dropped_queue);
     else if (!strcmp(key, CONTROL_KEY_ECN_MARKED))
         return cli_reply_u64(v, &r->ecn_marked);
+    else if (!strcmp(key, CONTROL_KEY_RULES))
+        return cli_reply_u64(v, &r->rules);
+    else if (!strcmp(key, CONTROL_KEY_DROPPED_RULE))
+        return cli_reply_u64(v, &r->dropped_rule);
+    else if (!strcmp(key, CONTROL_KEY_REFUSED_RULE))
+        return cli_reply_u64(v, &r->refused_rule);
+    else if (!strcmp(key, CONTROL_KEY_RULE_TABLE_FULL))
+        return cli_reply_u64(v, &r->rule_table_full);
     else if (!strcmp(key, CONTROL_KEY_SOCKET_BUFFER)) {
         r->has_socket_buffer = true;
         return cli_reply_u64(v, &r->socket_buffer);
@@ -408,6 +416,19 @@ static void print_drops(const struct doctor_report *r, FILE *out)
                 "CPU (DDPNET_SHARDS, fewer other processes on its cores)\n",
                 (unsigned long long)r->dropped_queue, r->dropped_queue == 1 ? "" : "s",
                 CONTROL_DROP_QUEUE, (unsigned long long)r->ecn_marked);
+    if (r->dropped_rule || r->refused_rule)
+        fprintf(out, "note: the cluster file's rules (%llu, default deny) refused %llu packet%s "
+                "from peers and %llu from this node's applications (%s; each sent back ICMP "
+                "administratively prohibited): not a network fault. `ddpnet rules test FROM TO "
+                "PROTO PORT` says which rule allows what\n",
+                (unsigned long long)r->rules, (unsigned long long)r->dropped_rule,
+                r->dropped_rule == 1 ? "" : "s", (unsigned long long)r->refused_rule,
+                CONTROL_DROP_RULE);
+    if (r->rule_table_full)
+        fprintf(out, "warning: %llu new connection%s refused: the rules' connection table "
+                "had no free slot; live connections are never evicted, idle ones expire "
+                "(ddpnet.conf(5), RULES)\n",
+                (unsigned long long)r->rule_table_full, r->rule_table_full == 1 ? "" : "s");
 }
 
 void doctor_format_table(const struct doctor_report *r, FILE *out, uint64_t now_unix)
@@ -577,9 +598,11 @@ void doctor_format_json(const struct doctor_report *r, FILE *out)
         json_peer(out, &r->peers[i]);
     }
     fprintf(out, "],\"drops\":{\"" CONTROL_DROP_SOCKET "\":%llu,\"" CONTROL_DROP_TUN "\":%llu,"
-                 "\"" CONTROL_DROP_QUEUE "\":%llu,\"ecn_marked\":%llu,\"socket_buffer\":",
+                 "\"" CONTROL_DROP_QUEUE "\":%llu,\"ecn_marked\":%llu,\"" CONTROL_DROP_RULE
+                 "\":%llu,\"socket_buffer\":",
             (unsigned long long)r->dropped_socket, (unsigned long long)r->dropped_tun,
-            (unsigned long long)r->dropped_queue, (unsigned long long)r->ecn_marked);
+            (unsigned long long)r->dropped_queue, (unsigned long long)r->ecn_marked,
+            (unsigned long long)(r->dropped_rule + r->refused_rule));
     json_u64_or_null(out, r->has_socket_buffer, r->socket_buffer);
     fputs("},\"env\":", out);
     json_env(out, r->env);

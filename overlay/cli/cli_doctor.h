@@ -43,6 +43,7 @@ struct doctor_report {
      * datagrams at the UDP sockets, packets at the interface's transmit
      * queue; the receive buffer each socket got (bytes). */
     uint64_t dropped_socket, dropped_tun, socket_buffer, dropped_queue, ecn_marked;
+    uint64_t rules, dropped_rule, refused_rule, rule_table_full;   /* issue 61 */
     bool has_socket_buffer;
     /* With an authority: the member that holds this node's address (a
      * clash it lost; NULL: none), its key, whether ours is derived. */

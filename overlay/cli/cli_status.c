@@ -66,6 +66,7 @@ struct st_resp {
      * UDP sockets, packets at the interface's transmit queue; then what the
      * sockets' queue management dropped and marked CE itself. */
     uint64_t dropped_socket, dropped_tun, dropped_queue, ecn_marked;
+    uint64_t rules, rule_conns, dropped_rule, refused_rule, rule_table_full;
     bool has_listen_port, has_prefix, has_cluster_applied;
     bool has_cert;                   /* this node's certificate's expiry */
     uint64_t cert_expires;
@@ -189,6 +190,16 @@ static int iface_line(void *ctx, const char *key, const char *v)
         return cli_reply_u64(v, &r->dropped_queue);
     else if (!strcmp(key, CONTROL_KEY_ECN_MARKED))
         return cli_reply_u64(v, &r->ecn_marked);
+    else if (!strcmp(key, CONTROL_KEY_RULES))
+        return cli_reply_u64(v, &r->rules);
+    else if (!strcmp(key, CONTROL_KEY_RULE_CONNS))
+        return cli_reply_u64(v, &r->rule_conns);
+    else if (!strcmp(key, CONTROL_KEY_DROPPED_RULE))
+        return cli_reply_u64(v, &r->dropped_rule);
+    else if (!strcmp(key, CONTROL_KEY_REFUSED_RULE))
+        return cli_reply_u64(v, &r->refused_rule);
+    else if (!strcmp(key, CONTROL_KEY_RULE_TABLE_FULL))
+        return cli_reply_u64(v, &r->rule_table_full);
     else if (!strcmp(key, CONTROL_KEY_CLUSTER_APPLIED)) {
         r->has_cluster_applied = true;
         return cli_reply_u64(v, &r->cluster_applied);
@@ -444,6 +455,22 @@ static void print_queue(FILE *out, const struct st_resp *r)
             (unsigned long long)r->ecn_marked);
 }
 
+/* The rules, on a line of their own once any is written: how many, the
+ * connections they keep, and what they refused (issue 61). */
+static void print_rules(FILE *out, const struct st_resp *r)
+{
+    if (!r->rules)
+        return;
+    fprintf(out, "rules: %llu (default deny), %llu connection%s; refused (" CONTROL_DROP_RULE
+                 "): %llu received, %llu sent back as prohibited",
+            (unsigned long long)r->rules, (unsigned long long)r->rule_conns,
+            r->rule_conns == 1 ? "" : "s", (unsigned long long)r->dropped_rule,
+            (unsigned long long)r->refused_rule);
+    if (r->rule_table_full)
+        fprintf(out, ", %llu new for want of room", (unsigned long long)r->rule_table_full);
+    fputs("; see ddpnet rules test\n", out);
+}
+
 /* Issue 43: the clash this node lost, loud, with what to do. */
 static void print_clash(FILE *out, const struct st_resp *r)
 {
@@ -475,6 +502,7 @@ static void print_header(FILE *out, const struct st_resp *r, uint64_t now_unix)
     print_clash(out, r);
     print_drops(out, r);
     print_queue(out, r);
+    print_rules(out, r);
 }
 
 /* "in 6d 23h", "in 5m 3s", "expired": how long a certificate has left. */
@@ -792,9 +820,15 @@ int status_format_json(const char *response, FILE *out)
             (unsigned long long)r.hints[0], (unsigned long long)r.hints[1],
             (unsigned long long)r.hints[2], (unsigned long long)r.hints[3]);
     fprintf(out, ",\"drops\":{\"" CONTROL_DROP_SOCKET "\":%llu,\"" CONTROL_DROP_TUN "\":%llu,\""
-                 CONTROL_DROP_QUEUE "\":%llu,\"ecn_marked\":%llu}",
+                 CONTROL_DROP_QUEUE "\":%llu,\"ecn_marked\":%llu,\"" CONTROL_DROP_RULE "\":%llu}",
             (unsigned long long)r.dropped_socket, (unsigned long long)r.dropped_tun,
-            (unsigned long long)r.dropped_queue, (unsigned long long)r.ecn_marked);
+            (unsigned long long)r.dropped_queue, (unsigned long long)r.ecn_marked,
+            (unsigned long long)(r.dropped_rule + r.refused_rule));
+    fprintf(out, ",\"rules\":{\"written\":%llu,\"connections\":%llu,\"dropped\":%llu,"
+                 "\"refused\":%llu,\"table_full\":%llu}",
+            (unsigned long long)r.rules, (unsigned long long)r.rule_conns,
+            (unsigned long long)r.dropped_rule, (unsigned long long)r.refused_rule,
+            (unsigned long long)r.rule_table_full);
     fputs(",\"peers\":[", out);
     for (size_t p = 0; p < r.n_peers; p++) {
         if (p)

@@ -16,6 +16,7 @@ static const struct cli_verb verbs[] = {
     { "env",    cli_env,    "print export lines for NCCL, Gloo and torchrun, for eval" },
     { "doctor", cli_doctor, "before a job: reach every peer, show path, MTU, round trip, env" },
     { "check",  cli_check,  "validate a cluster file" },
+    { "rules",  cli_rules,  "rules test FROM TO PROTO [PORT]: which rule allows it, or that none does" },
     { "genkey", cli_genkey, "print a new private key" },
     { "pubkey", cli_pubkey, "read a private key on stdin, print its public key" },
     { "authority", cli_authority, "the cluster authority: its key, member certificates, join tokens, revocations" },

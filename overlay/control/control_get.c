@@ -10,6 +10,7 @@
 
 #include <sodium.h>
 
+#include "overlay/base/clock.h"
 #include "overlay/control/control_int.h"
 #include "overlay/membership/certs.h"
 #include "overlay/control/uapi.h"
@@ -154,6 +155,12 @@ static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
         uapi_put_u64(b, CONTROL_KEY_SOCKET_BUFFER, dev->socket_buffer);
     uapi_put_u64(b, CONTROL_KEY_DROPPED_QUEUE, dev->stats.dropped_queue_delay);
     uapi_put_u64(b, CONTROL_KEY_ECN_MARKED, dev->stats.ecn_marked);
+    uapi_put_u64(b, CONTROL_KEY_RULES, dev->cluster.rules.n);
+    if (dev->cluster.rules.n)
+        uapi_put_u64(b, CONTROL_KEY_RULE_CONNS, conntrack_count(&dev->conntrack, clock_now_ns()));
+    uapi_put_u64(b, CONTROL_KEY_DROPPED_RULE, dev->stats.dropped_rule);
+    uapi_put_u64(b, CONTROL_KEY_REFUSED_RULE, dev->stats.refused_rule);
+    uapi_put_u64(b, CONTROL_KEY_RULE_TABLE_FULL, dev->conntrack.full);
     if (dev->membership->registry) {
         struct registry_status rs;
         registry_status(dev->membership->registry, &rs);

@@ -114,10 +114,21 @@ enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL
  * datagrams waited too long there. */
 #define CONTROL_KEY_DROPPED_QUEUE   "dropped_queue_delay"
 #define CONTROL_KEY_ECN_MARKED      "ecn_marked"
+/* The rules (config/rules.h, engine/filter.h): how many are written (0:
+ * none, everything allowed), the connections they let open that are
+ * live, packets refused received (dropped_rule) and sent (refused_rule:
+ * ICMP "administratively prohibited" back), and new connections refused
+ * for want of room in the table. */
+#define CONTROL_KEY_RULES           "rules"
+#define CONTROL_KEY_RULE_CONNS      "rule_connections"
+#define CONTROL_KEY_DROPPED_RULE    "dropped_rule"
+#define CONTROL_KEY_REFUSED_RULE    "refused_rule"
+#define CONTROL_KEY_RULE_TABLE_FULL "rule_table_full"
 /* The reasons, as the metrics' ddpnet_packets_dropped_total names them. */
 #define CONTROL_DROP_SOCKET         "socket_overflow"
 #define CONTROL_DROP_TUN            "tun_queue"
 #define CONTROL_DROP_QUEUE          "queue_delay"
+#define CONTROL_DROP_RULE           "rule"
 
 /* Frames one request at the start of buf[0..len): the two of uapi.h, the
  * get=ddpnet and get=ddpnet-env lines each followed by an empty line, and set=ddpnet-cluster with

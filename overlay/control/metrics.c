@@ -185,6 +185,7 @@ static void put_drops(FILE *f, const struct device *dev)
         { CONTROL_DROP_SOCKET, st->dropped_socket_overflow },
         { CONTROL_DROP_TUN, st->dropped_tun_queue },
         { CONTROL_DROP_QUEUE, st->dropped_queue_delay },
+        { CONTROL_DROP_RULE, st->dropped_rule + st->refused_rule },
     };
 
     family(f, "ddpnet_packets_dropped_total", "counter",
@@ -197,7 +198,8 @@ static void put_drops(FILE *f, const struct device *dev)
            "kernel dropped at the UDP sockets, their buffer full: raise socket-buffer), "
            "tun_queue (packets the kernel dropped at the interface's transmit queue), "
            "queue_delay (data dropped to slow its sender: datagrams waited too long at the "
-           "UDP sockets).");
+           "UDP sockets), rule (refused by the cluster file's [rules]: received, or sent and "
+           "answered with ICMP administratively prohibited).");
     for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++)
         device_sample(f, dev, "ddpnet_packets_dropped_total", "reason", drops[i].reason,
                       drops[i].n);

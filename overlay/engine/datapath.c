@@ -52,6 +52,7 @@
 #include "overlay/base/log.h"
 #include "overlay/base/wire.h"
 #include "overlay/engine/engine.h"
+#include "overlay/engine/filter.h"
 #include "overlay/engine/icmp.h"
 #include "overlay/engine/timers.h"
 #include "overlay/loop/crypto_job.h"
@@ -228,6 +229,8 @@ enum tx_drop {
                            * (or a staged one lost): dropped_unsendable */
     TX_DROP_NO_KEY,       /* the keypair cannot seal it (its counter or age ran
                            * out since it was chosen): dropped_unsendable */
+    TX_DROP_RULE,         /* no rule lets it out (filter.h): refused_rule, ICMP
+                           * "administratively prohibited" sent */
 };
 
 /* A packet read from ddp0 that goes to no peer (dropped, or answered here
@@ -243,9 +246,14 @@ static void tx_drop(struct device *dev, struct pkt *pkt, enum tx_drop why, const
 
     /* Only a read ddp0 just gave is unawaited; a cut or seal that failed
      * was on its way to a peer, or came from the staging store. */
-    if (why == TX_DROP_NOT_OURS || why == TX_DROP_UNREACHABLE || why == TX_DROP_TOO_BIG)
+    if (why == TX_DROP_NOT_OURS || why == TX_DROP_UNREACHABLE || why == TX_DROP_TOO_BIG ||
+        why == TX_DROP_RULE)
         loop_packet_unawaited(dev->loop);
     switch (why) {
+    case TX_DROP_RULE:
+        st->refused_rule++;
+        answer_icmp(dev, pkt, ip, len, ICMP_ERROR_PROHIBITED, 0);
+        return;
     case TX_DROP_UNREACHABLE:
         st->refused_unreachable++;
         answer_icmp(dev, pkt, ip, len, ICMP_ERROR_UNREACHABLE, 0);
@@ -285,6 +293,10 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
         return;
     }
     dev->stats.tun_reads++;
+    if (!filter_out(dev, p, ip, len, now)) {
+        tx_drop(dev, pkt, TX_DROP_RULE, ip, len, 0);
+        return;
+    }
     if (p->wg.no_answer && !datapath_ready(p, now)) {
         handshake_send_initiation(p, false, now);   /* paced: it may be back */
         tx_drop(dev, pkt, TX_DROP_UNREACHABLE, ip, len, 0);
@@ -732,6 +744,10 @@ static void rx_inner(struct device *dev, struct rx_batch *b, struct peer *p,
         return;
     if (p->member.pending) {   /* its record is not its holder's word yet */
         rx_drop(dev, RX_DROP_PENDING, 1);
+        return;
+    }
+    if (!filter_in(dev, p, ip, in.len, now)) {
+        rx_drop(dev, RX_DROP_RULE, 1);
         return;
     }
     timers_data_received(p, now);

@@ -24,6 +24,8 @@ int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint6
      * on probation are peers too. */
     ret = index_table_init(&dev->indices, DEVICE_INDICES(dev->cluster.n_nodes));
     if (!ret)
+        ret = conntrack_init(&dev->conntrack);
+    if (!ret)
         ret = stage_init(&dev->stage, STAGE_TOTAL_BYTES, STAGE_PEER_BYTES);
     if (!ret)
         ret = ratelimit_init(&dev->ratelimit, RATELIMIT_TABLE_MAX);
@@ -68,7 +70,19 @@ void device_destroy(struct device *dev)
     index_table_destroy(&dev->indices);
     stage_destroy(&dev->stage);
     ratelimit_destroy(&dev->ratelimit);
+    conntrack_free(&dev->conntrack);
     noise_local_free(dev->local);
     dev->local = NULL;
     sodium_memzero(&dev->checker, sizeof(dev->checker));
+}
+
+void device_rules_changed(struct device *dev)
+{
+    for (size_t i = 0; i < dev->cluster.n_nodes; i++) {
+        const struct cluster_node *n = &dev->cluster.nodes[i];
+        struct peer *p = n == dev->self ? NULL : device_peer_by_key(dev, n->public_key);
+        if (p)
+            p->member.groups = n->groups;
+    }
+    dev->conntrack.gen++;
 }

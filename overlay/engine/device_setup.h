@@ -15,6 +15,11 @@
 int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint64_t now);
 void device_destroy(struct device *dev);
 /* (device_remap and device_node_endpoint, the model's: device.h.) */
+/* After a swap of dev->cluster (membership): each peer takes its node's
+ * groups in the new model's bits, and the connection table's generation
+ * moves on, so that each connection is matched against the new rules at
+ * its next packet (filter.h). */
+void device_rules_changed(struct device *dev);
 
 /* --- peers made and unmade (peer.c): the only place of either ------------------ */
 /* A peer for node of the model (its keepalive is the model's for it),

@@ -20,8 +20,10 @@
 #define ICMP4_DEST_UNREACH     3u
 #define ICMP4_CODE_HOST        1u
 #define ICMP4_CODE_FRAG_NEEDED 4u
+#define ICMP4_CODE_PROHIBITED  13u
 #define ICMP6_DEST_UNREACH     1u
 #define ICMP6_CODE_ADDRESS     3u
+#define ICMP6_CODE_PROHIBITED  1u
 #define ICMP6_PACKET_TOO_BIG   2u
 #define ICMP6_INFO_MIN         128u   /* ICMPv6 types below this are errors */
 
@@ -73,7 +75,9 @@ static long build4(uint8_t *out, size_t cap, const uint8_t *ip, size_t len,
     put_be16(out + 10, (uint16_t)~offload_csum_add(0, out, IPV4_HEADER_LEN));
 
     icmp[0] = ICMP4_DEST_UNREACH;
-    icmp[1] = kind == ICMP_ERROR_TOO_BIG ? ICMP4_CODE_FRAG_NEEDED : ICMP4_CODE_HOST;
+    icmp[1] = kind == ICMP_ERROR_TOO_BIG      ? ICMP4_CODE_FRAG_NEEDED
+              : kind == ICMP_ERROR_PROHIBITED ? ICMP4_CODE_PROHIBITED
+                                              : ICMP4_CODE_HOST;
     if (kind == ICMP_ERROR_TOO_BIG)
         put_be16(icmp + 6, mtu > 0xffffu ? 0xffffu : mtu);
     memcpy(icmp + ICMP_HLEN, ip, quote);
@@ -124,7 +128,7 @@ static long build6(uint8_t *out, size_t cap, const uint8_t *ip, size_t len,
         put_be32(icmp + 4, mtu);
     } else {
         icmp[0] = ICMP6_DEST_UNREACH;
-        icmp[1] = ICMP6_CODE_ADDRESS;
+        icmp[1] = kind == ICMP_ERROR_PROHIBITED ? ICMP6_CODE_PROHIBITED : ICMP6_CODE_ADDRESS;
     }
     memcpy(icmp + ICMP_HLEN, ip, quote);
     uint16_t sum = offload_csum_pseudo(out + 8, out + 24, 16, PROTO_ICMPV6,

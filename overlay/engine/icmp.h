@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* ICMP errors that ddp0 hands back to the local sender of a packet, as a
  * router would: "destination unreachable" for a member that does not
- * answer (so that a connect fails at once instead of hanging), and
+ * answer (so that a connect fails at once instead of hanging), "administratively
+ * prohibited" for what the rules refuse (filter.h), and
  * "fragmentation needed" / "packet too big" with an MTU (so that the
  * kernel caches a smaller path MTU for that destination).
  *
@@ -24,6 +25,10 @@
 enum icmp_error {
     ICMP_ERROR_UNREACHABLE,   /* IPv4 host unreachable; IPv6 address unreachable */
     ICMP_ERROR_TOO_BIG,       /* IPv4 fragmentation needed; IPv6 packet too big */
+    /* IPv4 communication administratively prohibited (code 13); IPv6
+     * administratively prohibited (code 1): a rule refuses it (filter.h).
+     * Linux takes both as a hard error: a connect fails at once. */
+    ICMP_ERROR_PROHIBITED,
 };
 
 /* How much of the original an error quotes at most: the whole error fits

@@ -31,6 +31,7 @@ struct peer *peer_create(struct device *dev, const struct cluster *model,
     snprintf(p->member.name, sizeof(p->member.name), "%s", node->name);
     memcpy(p->public_key, node->public_key, WG_KEY_LEN);
     p->member.address = node->address;
+    p->member.groups = node->groups;
     p->id = ++dev->next_peer_id;
     p->wg.persistent_keepalive = (uint16_t)cluster_node_keepalive(model, node);
     p->path.endpoint.sa.sa_family = AF_UNSPEC;

@@ -658,6 +658,7 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
     dev->cluster = *next;
     memset(next, 0, sizeof(*next));
     dev->self = self;
+    device_rules_changed(dev);
     set_pending(dev, vd);
     /* Again, with the addresses update_peer changed and without pending
      * records' (failing, the map installed above stays: it misses only
@@ -667,6 +668,23 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
     discovery_wake(dev);
     for (size_t i = 0; i < pl->n_made; i++)
         handshake_send_initiation(pl->made[i], false, now);
+}
+
+/* New rules (or group names) in a model whose nodes are the same: the
+ * model swapped as plan_commit does, without a plan (no peer changes);
+ * each connection is matched again at its next packet. */
+static void take_rules(struct device *dev, struct cluster *next, const char *source,
+                       members_say say, void *ctx)
+{
+    const struct cluster_node *self = cluster_find_name(next, dev->self->name);
+
+    log_notice("%s: rules changed (%u rules)", source, next->rules.n);
+    sayf(say, ctx, MEMBERS_SAY_CHANGE, "rules changed (%u rules)", next->rules.n);
+    cluster_free(&dev->cluster);
+    dev->cluster = *next;
+    memset(next, 0, sizeof(*next));
+    dev->self = self;
+    device_rules_changed(dev);
 }
 
 /* One line per reload, whichever way it came (SIGHUP, ddpnet reload): the
@@ -1405,7 +1423,11 @@ static int apply(struct device *dev, struct cluster *next, const struct vouched 
     }
     if (ret)
         goto out;
-    *changes = d.n;
+    if (!d.n && d.rules)
+        take_rules(dev, next, source, say, ctx);
+    else if (d.rules)
+        sayf(say, ctx, MEMBERS_SAY_CHANGE, "rules changed (%u rules)", dev->cluster.rules.n);
+    *changes = d.n + d.rules;
     /* The same model, but a record now counts or waits: the map and the
      * names follow. */
     if (!d.n && set_pending(dev, vd)) {

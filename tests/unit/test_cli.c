@@ -676,6 +676,45 @@ static void test_check(void **state)
                "[-k KEYFILE]\n" MORE("check"));
 }
 
+/* `rules test` (issue 61): the rule that allows, with its line, or none;
+ * nodes or groups; exit 0, 1, 2. And check's reach lines after ok. */
+static void test_rules_test(void **state)
+{
+    char path[PATH_CAP], want[MSG_CAP];
+
+    (void)state;
+    write_file(tmp_path(path, "rules.conf"), "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n"
+               "[node alpha]\npublic-key = " PUB_A "\naddress = 10.77.0.1\ngroups = train\n"
+               "[node beta]\npublic-key = " PUB_B "\naddress = 10.77.0.2\ngroups = spot\n"
+               "[rules]\nallow spot -> train tcp 29400-29600\nallow any -> any icmp\n", 0644);
+    assert_run(cli_rules, (const char *[]){ "rules", "test", "-c", path, "beta", "alpha", "tcp",
+                                            "29500", NULL }, NULL, 0,
+               "beta (groups spot) -> alpha (groups train) tcp 29500: allowed by rule 1 "
+               "(line 13): allow spot -> train tcp 29400-29600\n", "");
+    assert_run(cli_rules, (const char *[]){ "rules", "test", "beta", "train", "tcp", "22", "-c",
+                                            path, NULL }, NULL, 1,
+               "beta (groups spot) -> train tcp 22: refused: none of the 2 rules allows it "
+               "(once one is written, the default is deny)\n", "");
+    assert_run(cli_rules, (const char *[]){ "rules", "test", "-c", path, "alpha", "any", "icmp",
+                                            NULL }, NULL, 0,
+               "alpha (groups train) -> any icmp: allowed by rule 2 (line 14): allow any -> "
+               "any icmp\n", "");
+    snprintf(want, sizeof(want), "ddpnet rules test: 'gamma' is neither a node nor a group of "
+             "%s\n", path);
+    assert_run(cli_rules, (const char *[]){ "rules", "test", "-c", path, "gamma", "alpha", "icmp",
+                                            NULL }, NULL, 1, "", want);
+    assert_run(cli_rules, (const char *[]){ "rules", "test", "-c", path, "beta", "alpha", "tcp",
+                                            NULL }, NULL, 2, "",
+               "ddpnet rules test: want FROM TO PROTO [PORT]: nodes or groups, tcp or udp with a "
+               "port, or icmp without\nusage: ddpnet rules test -c CLUSTER FROM TO PROTO [PORT]\n");
+    static struct captured c;
+    capture_verb(cli_check, (const char *[]){ "check", "-c", path, NULL }, NULL, &c);
+    assert_int_equal(c.rc, 0);
+    assert_string_equal(c.out, "ok\nrules: 2, default deny; what each group may open (replies "
+                        "always pass):\n  train (1 node): any icmp (line 14)\n  spot (1 node): "
+                        "train tcp 29400-29600 (line 13), any icmp (line 14)\n");
+}
+
 /* What `up` refuses and the files alone show, check refuses too: a
  * metrics address that is another node's, and with -k a key file `up`
  * would refuse, a key of no node, this node's private key pasted as its
@@ -1743,7 +1782,7 @@ static void test_doctor_json(void **state)
         "{\"name\":\"gpu-d\",\"address\":\"10.77.0.4\",\"reached\":false,\"path\":\"waiting\","
         "\"via\":null,\"endpoint\":null,\"path_mtu\":null,\"rtt_ms\":null,"
         "\"latest_handshake\":null,\"rate_bps\":null}],"
-        "\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,"
+        "\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0,"
         "\"socket_buffer\":null},"
         "\"env\":{\"NCCL_SOCKET_IFNAME\":\"ddp0\",\"GLOO_SOCKET_IFNAME\":\"ddp0\","
         "\"MASTER_ADDR\":\"10.77.0.1\",\"ODD\":\"it's\"}}\n");
@@ -1790,7 +1829,7 @@ static void test_doctor_drops(void **state)
     free(text);
     text = doctor_text(&r, true);
     assert_non_null(strstr(text, ",\"drops\":{\"socket_overflow\":4100,\"tun_queue\":9,"
-                                 "\"queue_delay\":3,\"ecn_marked\":2,"
+                                 "\"queue_delay\":3,\"ecn_marked\":2,\"rule\":0,"
                                  "\"socket_buffer\":16777216},"));
     free(text);
     doctor_report_free(&r);
@@ -1915,6 +1954,7 @@ int main(void)
         cmocka_unit_test(test_cluster_load_reports),
         cmocka_unit_test(test_cluster_load_dropped),
         cmocka_unit_test(test_check),
+        cmocka_unit_test(test_rules_test),
         cmocka_unit_test(test_check_as_up),
         cmocka_unit_test(test_up_usage),
         cmocka_unit_test(test_up_cluster_errors),

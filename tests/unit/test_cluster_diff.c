@@ -73,6 +73,31 @@ static void test_unchanged(void **state)
     pair_free(&p);
 }
 
+/* Groups compare by name (each model numbers its names its own way);
+ * rules are one list, taken live (issue 61). */
+static void test_groups_and_rules(void **state)
+{
+    struct pair p;
+
+    (void)state;
+    /* the same groups, numbered otherwise: b's name comes first in the new file */
+    diff_of(&p, HEAD NA "groups = train\n" NB "groups = spot\n",
+            HEAD "[rules]\nallow spot -> train tcp 22\n" NA "groups = train\n" NB "groups = spot\n");
+    assert_int_equal(p.d.n, 0);
+    assert_true(p.d.rules);
+    pair_free(&p);
+    diff_of(&p, HEAD NA "groups = train\n" NB, HEAD NA "groups = train, onprem\n" NB);
+    assert_int_equal(p.d.n, 1);
+    assert_false(p.d.rules);     /* a new name, but no rule */
+    assert_line(&p, 0, "changed a: groups");
+    pair_free(&p);
+    diff_of(&p, HEAD NA "[rules]\nallow any -> any icmp\n",
+            HEAD NA "[rules]\nallow any -> any icmp  # pings\n");
+    assert_int_equal(p.d.n, 0);
+    assert_false(p.d.rules);
+    pair_free(&p);
+}
+
 static void test_added_removed_in_order(void **state)
 {
     struct pair p;
@@ -461,6 +486,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unchanged),
+        cmocka_unit_test(test_groups_and_rules),
         cmocka_unit_test(test_added_removed_in_order),
         cmocka_unit_test(test_each_node_change),
         cmocka_unit_test(test_endpoint_forms),

@@ -34,6 +34,7 @@ static const struct {
     { RX_DROP_NO_BUFFER,       COUNTER(dropped_no_buffer) },
     { RX_DROP_SOCKET_OVERFLOW, COUNTER(dropped_socket_overflow) },
     { RX_DROP_QUEUE_DELAY,     COUNTER(dropped_queue_delay) },
+    { RX_DROP_RULE,            COUNTER(dropped_rule) },
 };
 
 static struct device dev;

@@ -1920,6 +1920,51 @@ static void test_inner_source_must_be_the_peers(void **state)
     assert_int_equal(nodes[1].dev.stats.dropped_source, dropped + 3);
 }
 
+/* The rules (issue 61) on node i: one line, or none ("" clears them). */
+static void rules_on(unsigned i, const char *line)
+{
+    struct cluster_rules *r = &nodes[i].dev.cluster.rules;
+    char why[200];
+
+    memset(r, 0, sizeof(*r));
+    if (*line)
+        assert_int_equal(rules_line_parse(r, line, 1, why, sizeof(why)), 0);
+    nodes[i].dev.conntrack.gen++;
+}
+
+/* The receiver holds the rules alone: n0 has none and sends UDP to n1's
+ * port 5201; n1, whose rule is for another port, drops it, counted under
+ * rule. With the same rule n0 refuses its own application's packet
+ * (ICMP back into its ddp0) and sends nothing; a rule for 5201 lets it
+ * through both. */
+static void test_rules_enforced(void **state)
+{
+    (void)state;
+    uint64_t now = START_NS + SEC;
+    unsigned before;
+
+    app_send(0, 1, 100, now);
+    pump(now);
+    before = nodes[1].tun_packets;
+    rules_on(1, "allow any -> any udp 9999");
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_int_equal(nodes[1].tun_packets, before);
+    assert_int_equal(nodes[1].dev.stats.dropped_rule, 1);
+    rules_on(0, "allow any -> any udp 9999");
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_int_equal(nodes[0].dev.stats.refused_rule, 1);
+    assert_int_equal(nodes[1].dev.stats.dropped_rule, 1);     /* nothing was sent */
+    rules_on(0, "allow any -> any udp 5201");
+    rules_on(1, "allow any -> any udp 5201");
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_int_equal(nodes[1].tun_packets, before + 1);
+    rules_on(0, "");
+    rules_on(1, "");
+}
+
 /* Through a relay: n0, relayed by n2 to n1, claims the relay's address.
  * The message opens with n0's keys, so it is n0's and n2's address is not. */
 static void test_inner_source_relayed(void **state)
@@ -3379,6 +3424,7 @@ int main(void)
         /* the checks that must not go missing (tests/mutants.sh) */
         T3(test_inner_source_must_be_the_peers),
         T3(test_inner_source_relayed),
+        T3(test_rules_enforced),
         T3(test_relay_taken_only_after_proof),
         T3(test_relay_refuses_unreached_destination),
         T3(test_relayed_from_the_relay_itself),

@@ -87,6 +87,26 @@ static void test_ip4_unreachable(void **state)
     assert_memory_equal(out + 28, pkt, len);                    /* the whole original */
 }
 
+/* What a rule refuses (filter.h): "administratively prohibited", which
+ * Linux takes as a hard error, in each family. */
+static void test_prohibited(void **state)
+{
+    (void)state;
+    uint8_t pkt[100];
+    size_t len = ip4(pkt, sizeof(pkt), 6, 0);
+    long n = icmp_error_build(out, sizeof(out), pkt, len, ICMP_ERROR_PROHIBITED, 0);
+
+    assert_int_equal(n, 20 + 8 + 100);
+    assert_int_equal(out[20], 3);
+    assert_int_equal(out[21], 13);
+    assert_int_equal(sum16(0, out + 20, (size_t)n - 20), 0xffff);
+    len = ip6(pkt, sizeof(pkt), 6);
+    n = icmp_error_build(out, sizeof(out), pkt, len, ICMP_ERROR_PROHIBITED, 0);
+    assert_true(n > 48);
+    assert_int_equal(out[40], 1);
+    assert_int_equal(out[41], 1);
+}
+
 static void test_ip4_too_big_and_quote_limit(void **state)
 {
     (void)state;
@@ -226,6 +246,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ip4_unreachable),
+        cmocka_unit_test(test_prohibited),
         cmocka_unit_test(test_ip4_too_big_and_quote_limit),
         cmocka_unit_test(test_ip4_no_error_due),
         cmocka_unit_test(test_ip6_unreachable_and_too_big),

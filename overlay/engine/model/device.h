@@ -46,6 +46,7 @@
 #include "overlay/disco/disco.h"
 #include "overlay/disco/pmtu.h"
 #include "overlay/engine/model/drops.h"
+#include "overlay/engine/model/conntrack.h"
 #include "overlay/engine/model/flows.h"
 #include "overlay/engine/model/index.h"
 #include "overlay/engine/model/probation.h"
@@ -250,6 +251,9 @@ struct peer_disco {
 struct peer_member {
     char name[CLUSTER_NAME_MAX + 1];
     struct cluster_addr address;          /* overlay address: the only allowed IP */
+    /* Its groups, as bits of dev->cluster's rules (config/rules.h): set by
+     * peer_create and, after every model swap, device_rules_changed. */
+    uint64_t groups;
     /* The endpoint the cluster file, the registry or `wg set` gave it
      * (AF_UNSPEC: none): what every member knows of it already. */
     union endpoint listed;
@@ -310,6 +314,12 @@ struct device_stats {
     uint64_t refused_too_big;             /* larger than the path: ICMP "too big" sent */
     uint64_t dropped_unsendable;          /* for a peer, but not cut or not sealed (tx_drop) */
     uint64_t dropped_ratelimited;         /* handshakes over their source's rate */
+    /* Refused by the rules (config/rules.h, filter.c): received from a
+     * peer (dropped_rule), or read from ddp0 for one (refused_rule: ICMP
+     * "administratively prohibited" sent back); those refused because
+     * the connection table had no room are counted there too
+     * (conntrack.full). */
+    uint64_t dropped_rule, refused_rule;
     /* Batching, to see what the offloads buy: reads and the segments they
      * gave, receives and the datagrams they held, TUN writes. */
     uint64_t tun_reads, tun_segments, udp_receives, udp_datagrams, tun_writes;
@@ -483,6 +493,10 @@ struct device {
     /* Which shard each outgoing flow belongs to (flows.h): the engine's
      * (datapath.c), under the engine lock; used with shards only. */
     struct flows flows;
+    /* The connections the rules let open (conntrack.h): the filter's
+     * (filter.c), under the engine lock; its generation bumped by
+     * device_rules_changed. */
+    struct conntrack conntrack;
     struct stage_store stage;             /* packets of peers waiting for a session */
     struct ratelimit ratelimit;           /* handshake messages per source address */
     struct peer_map *by_address;          /* overlay address -> peer */

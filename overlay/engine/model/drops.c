@@ -23,6 +23,7 @@ void rx_drop(struct device *dev, enum rx_drop why, uint64_t n)
     case RX_DROP_NO_BUFFER:       st->dropped_no_buffer += n;       break;
     case RX_DROP_SOCKET_OVERFLOW: st->dropped_socket_overflow += n; break;
     case RX_DROP_QUEUE_DELAY:     st->dropped_queue_delay += n;     break;
+    case RX_DROP_RULE:            st->dropped_rule += n;            break;
     case RX_DROP_COUNT:                                             break;
     }
 }

@@ -47,6 +47,8 @@ enum rx_drop {
     RX_DROP_QUEUE_DELAY,   /* a data packet dropped to tell its sender our socket holds a
                             * standing queue (loop/codel.h; one that takes ECN is marked
                             * instead): dropped_queue_delay */
+    RX_DROP_RULE,          /* a data packet no rule lets in, nor an allowed connection's
+                            * (config/rules.h, filter.c): dropped_rule */
     RX_DROP_COUNT
 };
 
