@@ -374,7 +374,7 @@ static void on_tun_read(struct loop *l, struct pkt *pkt, int res, uint64_t now)
         /* The interface was deleted (ddpnet down) or broke. */
         log_notice("%s: device gone (%s), stopping", l->name, strerror(-res));
         l->tun_gone = true;
-        l->stop = true;
+        __atomic_store_n(&l->stop, true, __ATOMIC_RELEASE);   /* loop_stop writes it too */
     }
 }
 
@@ -448,7 +448,7 @@ static void on_signal(struct loop *l, uint64_t now)
             continue;
         }
         log_notice("%s: signal %u, stopping", l->name, si.ssi_signo);
-        l->stop = true;
+        __atomic_store_n(&l->stop, true, __ATOMIC_RELEASE);
     }
 }
 

@@ -159,7 +159,7 @@ struct loop {
     struct loop_crew *crew;
     bool idle, help_asked;
     uint64_t jobs_helped;
-    bool stop;                            /* another thread: loop_stop */
+    bool stop;                            /* atomic: loop_stop's thread writes it too */
     bool tun_gone;                        /* ddp0 was deleted under us */
 };
 
