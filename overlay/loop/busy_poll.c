@@ -32,9 +32,8 @@ static void meter(struct busy_poll *bp, uint64_t now, bool answer)
         bp->paced += BUSY_POLL_PACKET_NS;
         bp->metered = true;
     } else if (bp->metered) {
-        bp->paced -= BUSY_POLL_PACKET_NS;
-        if (bp->paced < now)
-            bp->paced = now;
+        /* Never below now (nor below zero on an early clock). */
+        bp->paced = bp->paced - now > BUSY_POLL_PACKET_NS ? bp->paced - BUSY_POLL_PACKET_NS : now;
         bp->metered = false;
     }
     if (bp->paced > most)
