@@ -14,10 +14,10 @@ void busy_poll_init(struct busy_poll *bp, unsigned window_us)
 
 /* Meters one packet against a sparse exchange's rate. An answer (a
  * packet going the other way within BUSY_POLL_ANSWER_NS of the one
- * before) is not metered, and takes back what the packet it answers
+ * before, which was alone on its side) is not metered, and takes back what the packet it answers
  * cost: a request-response exchange, at any rate, costs nothing, while a
  * flow's packets mostly follow one going the same way (a bulk stream, its
- * acks in bursts, two streams crossing) or come long after the other
+ * acks in bursts or every other segment, two streams crossing) or come long after the other
  * way's (a slow stream's sends and the acks a round trip later). Past
  * the bucket the packets are a flow until half of it has drained, so that
  * a stream whose rate hovers near the line does not open a window every
@@ -86,9 +86,12 @@ void busy_poll_packet(struct busy_poll *bp, uint64_t now, enum busy_poll_way way
 {
     bool after_idle = !bp->last_packet || now - bp->last_packet > BUSY_POLL_IDLE_NS;
     bool caught = now < bp->until;
-    bool answer = bp->last_packet && way != bp->last_way &&
-                  now - bp->last_packet <= BUSY_POLL_ANSWER_NS;
+    bool turn = bp->last_packet && way != bp->last_way;
+    /* An answer answers one packet, alone on its side (a run of several
+     * one way, then one the other, is a stream and its ack). */
+    bool answer = turn && now - bp->last_packet <= BUSY_POLL_ANSWER_NS && bp->began;
 
+    bp->began = !bp->last_packet || turn || after_idle;
     bp->last_packet = now;
     bp->last_way = way;
     if (!bp->window_ns)

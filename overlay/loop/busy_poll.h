@@ -22,10 +22,13 @@
  * they have been sparse again for a while (half the bucket drained).
  * Answers are not metered: a packet going the other way (received after
  * a read from ddp0, or read after a receive) within BUSY_POLL_ANSWER_NS
- * of the last, which also takes back what the packet it answers cost. So
+ * of the last, when that one was alone on its side (not the end of a run
+ * of several one way: a stream's segments and their ack); an answer also
+ * takes back what the packet it answers cost. So
  * a request-response exchange keeps its window at any rate (echoes 2 ms
  * apart are 1000 packets a second at each daemon), while a bulk flow,
- * one way or both ways with no turns, is still one. A stream clocked one
+ * one way, both ways with no turns, or a stream's segments and acks, is
+ * still one. A stream clocked one
  * packet per ack (an ack in, a segment out at once) looks like an
  * exchange here and polls like one, given up when the CPU is wanted. A
  * slow stream over a long path may be sparse, but its quiet spells last
@@ -84,6 +87,7 @@ struct busy_poll {
     uint64_t last_packet;    /* when the last packet came; 0 = never */
     enum busy_poll_way last_way;   /* and which way it went */
     bool metered;            /* and it was metered (no answer) */
+    bool began;              /* and it began a run one way (the other way or an idle spell before it) */
     unsigned packets;        /* packets in the current window */
     uint64_t paced;          /* the bucket: how far the packets ran ahead of the rate */
     bool flow;               /* they make a flow: no window */

@@ -235,6 +235,26 @@ static void test_bulk_both_ways_does_not_poll(void **state)
     }
 }
 
+/* The receiving side of a stream: two segments in, an ack out, every
+ * 300 us (10000 packets a second). Each ack follows a run of two, so it
+ * answers nothing: a flow, polled for its first packets only. */
+static void test_stream_and_its_acks_do_not_poll(void **state)
+{
+    struct busy_poll bp;
+    uint64_t sum = 0;
+    (void)state;
+
+    busy_poll_init(&bp, CLUSTER_BUSY_POLL_DEFAULT);
+    for (uint64_t t = T0; t < T0 + 1000 * MS; t += 300 * US) {
+        busy_poll_packet(&bp, t, BUSY_POLL_IN);
+        busy_poll_packet(&bp, t + 50 * US, BUSY_POLL_IN);
+        busy_poll_packet(&bp, t + 100 * US, BUSY_POLL_OUT);
+        for (uint64_t u = t; u < t + 300 * US; u += 10 * US)
+            sum += busy_poll_active(&bp, u) ? 10 * US : 0;
+    }
+    assert_true(sum < 20 * MS);
+}
+
 /* The time polled between from and to, sampled every 10 us, with the
  * packets of `at` (sorted), going the ways of `way`, fed as their times
  * come. */
@@ -493,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_ping_pong_polls_at_any_rate),
         cmocka_unit_test(test_one_way_at_pings_rate_does_not_poll),
         cmocka_unit_test(test_bulk_both_ways_does_not_poll),
+        cmocka_unit_test(test_stream_and_its_acks_do_not_poll),
         cmocka_unit_test(test_two_lapses_hold_nothing_off),
         cmocka_unit_test(test_lapses_leave_short_windows_then_echoes_win_back),
         cmocka_unit_test(test_largest_window),
