@@ -79,6 +79,9 @@ ASAN_TESTS  := $(UNIT_TESTS:tests/unit/%.c=build/asan/unit/%)
 # crypto workers, the I/O lanes) again under ThreadSanitizer.
 TSAN_LIB    := build/tsan/libddpnet.a
 TSAN_TESTS  := $(patsubst %,build/tsan/unit/%,test_shard test_deferred)
+# The daemon under ThreadSanitizer, for the e2e script that runs shards
+# with it (tests/e2e/tsan_shards.sh).
+TSAN_DAEMON := build/tsan/ddpnet
 FUZZERS     := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/bin/%)
 
 # What `make`, `make install` and `make deb` need (make deps): the
@@ -112,6 +115,9 @@ all: bin/ddpnet
 
 bin/ddpnet: build/plain/overlay/cli/main.o $(PLAIN_LIB)
 	$(call quiet,LD,$@)mkdir -p bin && $(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(TSAN_DAEMON): build/tsan/overlay/cli/main.o $(TSAN_LIB)
+	$(call quiet,LD,$@)mkdir -p $(dir $@) && $(CC) $(CFLAGS) $(TSAN) -o $@ $^ $(LDLIBS)
 
 PREFIX ?= /usr/local
 install: bin/ddpnet
@@ -217,7 +223,7 @@ NPROC := $(shell nproc 2>/dev/null || echo 1)
 .PHONY: build-tests
 build-tests:
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) bin/ddpnet $(PLAIN_TESTS) $(ASAN_TESTS) \
-	  $(TSAN_TESTS) $(FUZZERS) $(E2E_TOOLS)
+	  $(TSAN_TESTS) $(TSAN_DAEMON) $(FUZZERS) $(E2E_TOOLS)
 
 # Every shell block of README.md and docs/*.md runs, or is marked an
 # example (tests/docs_blocks.sh; the convention is in docs/testing.md).
@@ -270,7 +276,7 @@ build/tools/%: build/plain/tests/e2e/tools/%.o $(PLAIN_LIB)
 # default: shards, one per core (overlay/loop/shard.h); the scripts that
 # must cover one loop pin DDPNET_SHARDS=1 themselves.
 E2E_JOBS ?= 3
-e2e: bin/ddpnet $(E2E_TOOLS)
+e2e: bin/ddpnet $(TSAN_DAEMON) $(E2E_TOOLS)
 	$(Q)E2E_JOBS=$(E2E_JOBS) tests/e2e/run.sh
 
 # deps-test first, so the build and the demo find what they need.

@@ -68,6 +68,7 @@ bench_config() {
     BENCH_SECONDS=${BENCH_SECONDS:-$s}
     BENCH_IDLE_SECONDS=${BENCH_IDLE_SECONDS:-$idle}
     BENCH_PINGS=${BENCH_PINGS:-200}
+    BENCH_PING_MS=${BENCH_PING_MS:-10}     # echoes this many ms apart
     BENCH_ONLY=${BENCH_ONLY:-}
     for p in ${BENCH_ONLY//,/ }; do
         case " $KNOWN_PARTS " in *" $p "*) ;; *) usage_error "BENCH_ONLY: no part '$p' (parts: ${KNOWN_PARTS// /,})" ;; esac
@@ -98,6 +99,7 @@ bench_config() {
     positive_int BENCH_SECONDS "$BENCH_SECONDS"
     positive_int BENCH_IDLE_SECONDS "$BENCH_IDLE_SECONDS"
     positive_int BENCH_PINGS "$BENCH_PINGS"
+    positive_int BENCH_PING_MS "$BENCH_PING_MS"
     positive_int BENCH_AR_BIG "$BENCH_AR_BIG"
     positive_int BENCH_AR_SMALL "$BENCH_AR_SMALL"
     positive_int BENCH_AR_ITERS "$BENCH_AR_ITERS"
@@ -275,7 +277,7 @@ main() {
     printf 'round\tcontender\tab_gbps\tba_gbps\tp4_gbps\tp8_gbps\tping_avg_us\tping_p99_us\tping_lost\tcpu_s_per_gb\tidle_pct_core\tab_bytes\tab_cpu_s\tloop_cpu_s_per_gb\tnote\n' >"$TSV"
     printf 'round\tcontender\tmetric\tvalue\tnote\n' >"$MESH_TSV"
     say "parts: ${PARTS// /,} (BENCH_ONLY); $BENCH_ROUNDS rounds"
-    part_on pair && say "two nodes: ${BENCH_SECONDS} s per iperf3 test, $BENCH_PINGS echoes; contenders: ${C_NAME[*]}"
+    part_on pair && say "two nodes: ${BENCH_SECONDS} s per iperf3 test, $BENCH_PINGS echoes $BENCH_PING_MS ms apart; contenders: ${C_NAME[*]}"
     if [ -n "$BENCH_DDPNET_ENV" ] && { part_on pair || part_on allreduce || part_on relay || part_on wan; }; then
         say "ddpnet's daemons (pair, allreduce, relay, wan): $BENCH_DDPNET_ENV (BENCH_DDPNET_ENV)"
     fi

@@ -322,14 +322,15 @@ iperf_error() {
         tail -n 3 "$1"
 }
 
-# ping_run FROM DEST OUT [PATH-NAME]: BENCH_PINGS echoes 10 ms apart;
+# ping_run FROM DEST OUT [PATH-NAME]: BENCH_PINGS echoes BENCH_PING_MS
+# (default 10) ms apart;
 # prints the per-packet "AVG_US P99_US LOST" (p99 by nearest rank). With a
 # PATH-NAME, each reply's round trip (µs) is also appended to
 # $BENCH_OUT/rtt/PATH-NAME.txt, so the report can take the p99 of all
 # rounds' echoes together.
 ping_run() {
-    local from=$1 dest=$2 out=$3 name=${4:-}
-    nx "$from" timeout $((BENCH_PINGS / 100 + 60)) ping -n -i 0.01 -c "$BENCH_PINGS" \
+    local from=$1 dest=$2 out=$3 name=${4:-} ms=${BENCH_PING_MS:-10}
+    nx "$from" timeout $((BENCH_PINGS / 100 + 60)) ping -n -i "$((ms / 1000)).$(printf %03d $((ms % 1000)))" -c "$BENCH_PINGS" \
         -w $((BENCH_PINGS / 100 + 50)) "$dest" >"$out" 2>&1
     awk '/ time=/ { t = $0; sub(/.* time=/, "", t); sub(/ ms.*/, "", t); printf "%.1f\n", t * 1000 }' \
         "$out" >"$out.rtt"

@@ -12,17 +12,30 @@ void busy_poll_init(struct busy_poll *bp, unsigned window_us)
         *bp = (struct busy_poll){ .window_ns = window_us * NS_PER_US };
 }
 
-/* Meters one packet against a sparse exchange's rate. Past the bucket
- * the packets are a flow until half of it has drained, so that a stream
- * whose rate hovers near the line does not open a window every other
- * packet. */
-static void meter(struct busy_poll *bp, uint64_t now)
+/* Meters one packet against a sparse exchange's rate. An answer (a
+ * packet going the other way within BUSY_POLL_ANSWER_NS of the one
+ * before, which was alone on its side) is not metered, and takes back what the packet it answers
+ * cost: a request-response exchange, at any rate, costs nothing, while a
+ * flow's packets mostly follow one going the same way (a bulk stream, its
+ * acks in bursts or every other segment, two streams crossing) or come long after the other
+ * way's (a slow stream's sends and the acks a round trip later). Past
+ * the bucket the packets are a flow until half of it has drained, so that
+ * a stream whose rate hovers near the line does not open a window every
+ * other packet. */
+static void meter(struct busy_poll *bp, uint64_t now, bool answer)
 {
     uint64_t most = now + 2 * BUSY_POLL_FLOW_NS;   /* a flow's end seen soon */
 
     if (bp->paced < now)
         bp->paced = now;
-    bp->paced += BUSY_POLL_PACKET_NS;
+    if (!answer) {
+        bp->paced += BUSY_POLL_PACKET_NS;
+        bp->metered = true;
+    } else if (bp->metered) {
+        /* Never below now (nor below zero on an early clock). */
+        bp->paced = bp->paced - now > BUSY_POLL_PACKET_NS ? bp->paced - BUSY_POLL_PACKET_NS : now;
+        bp->metered = false;
+    }
     if (bp->paced > most)
         bp->paced = most;
     if (bp->paced > now + BUSY_POLL_FLOW_NS)
@@ -69,16 +82,22 @@ static void open_window(struct busy_poll *bp, uint64_t now, bool long_window)
     bp->long_window = long_window;
 }
 
-void busy_poll_packet(struct busy_poll *bp, uint64_t now)
+void busy_poll_packet(struct busy_poll *bp, uint64_t now, enum busy_poll_way way)
 {
     bool after_idle = !bp->last_packet || now - bp->last_packet > BUSY_POLL_IDLE_NS;
     bool caught = now < bp->until;
+    bool turn = bp->last_packet && way != bp->last_way;
+    /* An answer answers one packet, alone on its side (a run of several
+     * one way, then one the other, is a stream and its ack). */
+    bool answer = turn && now - bp->last_packet <= BUSY_POLL_ANSWER_NS && bp->began;
 
+    bp->began = !bp->last_packet || turn || after_idle;
     bp->last_packet = now;
+    bp->last_way = way;
     if (!bp->window_ns)
         return;
     note_lapse(bp, now);
-    meter(bp, now);
+    meter(bp, now, answer);
     if (bp->flow) {
         bp->until = 0;
     } else if (after_idle) {

@@ -19,7 +19,18 @@
  * busy anyway: the packets are metered against a sparse exchange's rate
  * (BUSY_POLL_PACKET_NS each, a token bucket), and more than
  * BUSY_POLL_MAX_PACKETS beyond it close the window and open none until
- * they have been sparse again for a while (half the bucket drained). A
+ * they have been sparse again for a while (half the bucket drained).
+ * Answers are not metered: a packet going the other way (received after
+ * a read from ddp0, or read after a receive) within BUSY_POLL_ANSWER_NS
+ * of the last, when that one was alone on its side (not the end of a run
+ * of several one way: a stream's segments and their ack); an answer also
+ * takes back what the packet it answers cost. So
+ * a request-response exchange keeps its window at any rate (echoes 2 ms
+ * apart are 1000 packets a second at each daemon), while a bulk flow,
+ * one way, both ways with no turns, or a stream's segments and acks, is
+ * still one. A stream clocked one
+ * packet per ack (an ack in, a segment out at once) looks like an
+ * exchange here and polls like one, given up when the CPU is wanted. A
  * slow stream over a long path may be sparse, but its quiet spells last
  * longer than a window (a burst of sends, then the acks a round trip
  * later): its windows run out empty, often as not. Each such lapse
@@ -44,6 +55,10 @@
 /* A sparse exchange's share of time per packet (400 packets a second:
  * echoes 10 ms apart and their answers are 200). */
 #define BUSY_POLL_PACKET_NS   2500000ull
+/* A packet going the other way this soon after the last answers it: not
+ * metered, nor is what it answers (an echo's answer comes within tens or
+ * hundreds of microseconds on a short path). */
+#define BUSY_POLL_ANSWER_NS   BUSY_POLL_IDLE_NS
 /* The bucket: a flow once packets run this far ahead of that rate. */
 #define BUSY_POLL_FLOW_NS     (BUSY_POLL_MAX_PACKETS * BUSY_POLL_PACKET_NS)
 /* A window after lapses: an answer on a short path comes within it
@@ -61,11 +76,18 @@
  * daemon that is never woken. */
 #define BUSY_POLL_ALWAYS      65535u
 
+/* Which way a packet goes: received from the network, or read from ddp0
+ * (to be sent). An exchange takes turns between them. */
+enum busy_poll_way { BUSY_POLL_IN, BUSY_POLL_OUT };
+
 struct busy_poll {
     uint64_t window_ns;      /* from the cluster file's busy-poll; 0 = never */
     bool always;             /* BUSY_POLL_ALWAYS: poll whatever came when */
     uint64_t until;          /* poll, do not sleep, while now < until */
     uint64_t last_packet;    /* when the last packet came; 0 = never */
+    enum busy_poll_way last_way;   /* and which way it went */
+    bool metered;            /* and it was metered (no answer) */
+    bool began;              /* and it began a run one way (the other way or an idle spell before it) */
     unsigned packets;        /* packets in the current window */
     uint64_t paced;          /* the bucket: how far the packets ran ahead of the rate */
     bool flow;               /* they make a flow: no window */
@@ -77,8 +99,8 @@ struct busy_poll {
 };
 
 void busy_poll_init(struct busy_poll *bp, unsigned window_us);
-/* A packet came (read from ddp0 or received) at now. */
-void busy_poll_packet(struct busy_poll *bp, uint64_t now);
+/* A packet came (read from ddp0: OUT, or received: IN) at now. */
+void busy_poll_packet(struct busy_poll *bp, uint64_t now, enum busy_poll_way way);
 /* The packet just counted asks no answer that anyone waits for (the
  * network's upkeep: discovery, keepalives, handshakes): a window it
  * opened closes, so an idle daemon does not poll after each of them. */

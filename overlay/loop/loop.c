@@ -374,7 +374,7 @@ static void on_tun_read(struct loop *l, struct pkt *pkt, int res, uint64_t now)
         /* The interface was deleted (ddpnet down) or broke. */
         log_notice("%s: device gone (%s), stopping", l->name, strerror(-res));
         l->tun_gone = true;
-        l->stop = true;
+        __atomic_store_n(&l->stop, true, __ATOMIC_RELEASE);   /* loop_stop writes it too */
     }
 }
 
@@ -404,14 +404,14 @@ static void on_buffer(struct loop *l, void *ptr, int res, uint64_t now)
     switch (pkt->op) {
     case PKT_TUN_READ:
         if (res > 0)
-            busy_poll_packet(&l->busy, now);
+            busy_poll_packet(&l->busy, now, BUSY_POLL_OUT);
         on_tun_read(l, pkt, res, now);
         break;
     case PKT_UDP_RECV: {
         int which = pkt->fd == l->udp_fd[1];
         l->udp_recvs[which]--;
         if (res > 0) {
-            busy_poll_packet(&l->busy, now);
+            busy_poll_packet(&l->busy, now, BUSY_POLL_IN);
             pkt->len = (uint32_t)res;
             on_udp_datagrams(l, pkt, which, now);
         } else {
@@ -448,7 +448,7 @@ static void on_signal(struct loop *l)
             continue;
         }
         log_notice("%s: signal %u, stopping", l->name, si.ssi_signo);
-        l->stop = true;
+        __atomic_store_n(&l->stop, true, __ATOMIC_RELEASE);
     }
 }
 

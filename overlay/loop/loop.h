@@ -188,7 +188,7 @@ struct loop {
      * the lock, and when our ring's wait last ended. */
     struct loop_lock_stats lock_stats;
     uint64_t locked_at, busy_since;
-    bool stop;                            /* another thread: loop_stop */
+    bool stop;                            /* atomic: loop_stop's thread writes it too */
     bool tun_gone;                        /* ddp0 was deleted under us */
 };
 
