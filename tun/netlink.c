@@ -9,6 +9,7 @@
 #include <libmnl/libmnl.h>
 #include <limits.h>
 #include <linux/if_link.h>
+#include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -406,6 +407,27 @@ int nl_addr_add(struct nl *nl, int ifindex, int family, const void *addr,
     if (family == AF_INET)
         mnl_attr_put(nlh, IFA_LOCAL, len, addr);
     mnl_attr_put(nlh, IFA_ADDRESS, len, addr);
+    return nl_talk(nl, nlh, NULL, NULL);
+}
+
+/* --- neighbours ------------------------------------------------------------- */
+
+int nl_neigh_pin(struct nl *nl, int ifindex)
+{
+    _Alignas(struct nlmsghdr) char buf[NL_REQ_SIZE];
+    struct in_addr any = { .s_addr = htonl(INADDR_ANY) };
+    struct nlmsghdr *nlh;
+    struct ndmsg *ndm;
+
+    if (!nl_ready(nl) || ifindex <= 0)
+        return -EINVAL;
+    nlh = nl_request(buf, RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE);
+    ndm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ndm));
+    ndm->ndm_family = AF_INET;
+    ndm->ndm_ifindex = ifindex;
+    ndm->ndm_state = NUD_PERMANENT;
+    ndm->ndm_type = RTN_UNICAST;
+    mnl_attr_put(nlh, NDA_DST, sizeof(any), &any);
     return nl_talk(nl, nlh, NULL, NULL);
 }
 

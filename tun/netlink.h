@@ -53,6 +53,14 @@ int nl_link_set_up(struct nl *nl, int ifindex, bool up);
  * -EAFNOSUPPORT for another family. */
 int nl_addr_add(struct nl *nl, int ifindex, int family, const void *addr,
                 unsigned prefix);
+/* Makes the one IPv4 neighbour entry of a point-to-point link (the
+ * kernel keys them all 0.0.0.0) permanent. The kernel's neighbour table
+ * is one for every namespace of the machine (gc_thresh3: 1024 entries by
+ * default); once others fill it, it evicts NOARP entries first, and a
+ * link whose entry is gone fails every send (ENOBUFS) until there is
+ * room again. A permanent entry is neither evicted nor counted. Lost
+ * when the link goes down. */
+int nl_neigh_pin(struct nl *nl, int ifindex);
 /* Deletes the link ifname (-ENODEV if there is none). */
 int nl_link_delete(struct nl *nl, const char *ifname);
 /* MTU of the route the kernel would take to dst (4 or 16 bytes by family):

@@ -428,6 +428,17 @@ static void lengthen_queue(struct nl *nl, int ifindex)
                    strerror(-ret));
 }
 
+/* ddp0's neighbour entry, pinned (tun/netlink.h: nl_neigh_pin): without
+ * it, other namespaces filling the machine's neighbour table made every
+ * send on ddp0 fail with ENOBUFS before it reached the daemon. */
+static void pin_neighbour(struct nl *nl, int ifindex)
+{
+    int ret = nl_neigh_pin(nl, ifindex);
+
+    if (ret)
+        log_notice("cannot pin the neighbour entry of ddp0: %s", strerror(-ret));
+}
+
 static int setup_interface(struct setup *s)
 {
     const struct cluster *c = &s->dev.cluster;
@@ -461,6 +472,8 @@ static int setup_interface(struct setup *s)
                           s->dev.self->address.bytes, c->prefix);
     if (!ret)
         ret = nl_link_set_up(&nl, ifindex, true);
+    if (!ret && s->dev.self->address.family == AF_INET)
+        pin_neighbour(&nl, ifindex);
     nl_close(&nl);
     if (ret)
         return fail(s, ret, "cannot configure %s: %s", s->dev.ifname, strerror(-ret));

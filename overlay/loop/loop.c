@@ -361,21 +361,45 @@ static void on_udp_datagrams(struct loop *l, struct pkt *pkt, int which, uint64_
     l->on.udp(l->on.ctx, pkt, ri.seg_size, now);
 }
 
+/* Whether a failed read of ddp0 (res <= 0) means the device's end: its
+ * queue detached or the interface deleted (-EBADFD), unregistered under
+ * a blocked read (-EFAULT), the fd closed (-EBADF), or an end of file
+ * (0: no TUN queue). Any other failure passes, and the read is armed
+ * again at the next turn: -EAGAIN, -EINTR, and what io_uring gives
+ * under load (-ECANCELED when it cannot start a worker thread, -ENOBUFS,
+ * -ENOMEM). Each of those once stopped the loop for good, and a shard's
+ * stop went unseen: the daemon ran on with that queue of ddp0 unread. */
+static bool tun_read_ends(int res)
+{
+    return res == 0 || res == -EBADFD || res == -EFAULT || res == -EBADF;
+}
+
 static void on_tun_read(struct loop *l, struct pkt *pkt, int res, uint64_t now)
 {
     l->tun_reads--;
     if (res > 0) {
+        l->tun_failing_since = 0;
         pkt->len = (uint32_t)res;
         l->on.tun(l->on.ctx, pkt, now);
         return;
     }
     pkt_put(&l->pool, pkt);
-    if (res != -EAGAIN && res != -EINTR && !l->tun_gone) {
-        /* The interface was deleted (ddpnet down) or broke. */
-        log_notice("%s: device gone (%s), stopping", l->name, strerror(-res));
-        l->tun_gone = true;
-        __atomic_store_n(&l->stop, true, __ATOMIC_RELEASE);   /* loop_stop writes it too */
+    if (l->tun_gone || res == -EAGAIN || res == -EINTR)
+        return;
+    if (!tun_read_ends(res)) {
+        /* Read again; a failure that lasts with no packet between is
+         * the end too, not a loop spinning on it forever. */
+        if (!l->tun_failing_since)
+            l->tun_failing_since = now;
+        if (now - l->tun_failing_since < LOOP_TUN_FAILING_NS) {
+            log_notice_rl("%s: a read failed (%s), reading again", l->name, strerror(-res));
+            return;
+        }
     }
+    /* The interface was deleted (ddpnet down) or broke. */
+    log_notice("%s: device gone (%s), stopping", l->name, res ? strerror(-res) : "end of file");
+    l->tun_gone = true;
+    __atomic_store_n(&l->stop, true, __ATOMIC_RELEASE);   /* loop_stop writes it too */
 }
 
 static void on_send(struct loop *l, struct pkt *pkt, int res)

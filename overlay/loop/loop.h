@@ -29,6 +29,9 @@
 #define LOOP_TUN_READS     4u
 #define LOOP_UDP_RECVS     8u
 #define LOOP_RING_ENTRIES  1024u
+/* Reads of ddp0 that fail this long with no packet between are taken
+ * for the device's end (loop.c: on_tun_read). */
+#define LOOP_TUN_FAILING_NS (10 * WG_NSEC_PER_SEC)
 /* Wake at least this often (the engine's periodic chores: the cookie secret). */
 #define LOOP_MAX_SLEEP_NS  (10 * WG_NSEC_PER_SEC)
 
@@ -190,10 +193,12 @@ struct loop {
     uint64_t locked_at, busy_since;
     bool stop;                            /* atomic: loop_stop's thread writes it too */
     bool tun_gone;                        /* ddp0 was deleted under us */
+    uint64_t tun_failing_since;           /* reads of ddp0 fail since (0: they do not) */
 };
 
 int loop_init(struct loop *l, const struct loop_config *c, const struct loop_handlers *on);
-/* Runs until a stop signal, loop_stop or the loss of the TUN device. */
+/* Runs until a stop signal, loop_stop or the loss of the TUN device
+ * (then tun_gone is set). */
 int loop_run(struct loop *l);
 /* From another thread: l returns from loop_run soon (shards). */
 void loop_stop(struct loop *l);

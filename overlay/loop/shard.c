@@ -71,9 +71,11 @@ static void *shard_main(void *arg)
         ;
     (void)aead_thread_init();
     int ret = loop_run(&sh->loop);
-    /* Not asked to stop (ddp0 gone, the ring failed): its socket would
-     * still take its share of the receives, so the daemon stops. */
-    if (!__atomic_load_n(&sh->loop.stop, __ATOMIC_ACQUIRE) || ret) {
+    /* Not asked to stop (ddp0 gone, the ring failed): its queue of ddp0
+     * would go unread, and its socket would still take its share of the
+     * receives, so the daemon stops. ddp0's loss sets the loop's own stop
+     * too, which is no sign that it was asked. */
+    if (!__atomic_load_n(&sh->loop.stop, __ATOMIC_ACQUIRE) || ret || sh->loop.tun_gone) {
         if (ret)
             log_error("%s: shard %u stopped: %s", sh->cfg.name, sh->cfg.shard, strerror(-ret));
         loop_stop(sh->timer_loop);
