@@ -36,6 +36,18 @@ static bool same_aliases(const struct cluster_node *a, const struct cluster_node
     return true;
 }
 
+/* In order, as written: a reordered line is a change, harmless to apply. */
+static bool same_routes(const struct cluster_node *a, const struct cluster_node *b)
+{
+    if (a->n_routes != b->n_routes)
+        return false;
+    for (unsigned i = 0; i < a->n_routes; i++)
+        if (a->routes[i].prefix != b->routes[i].prefix ||
+            !cluster_addr_equal(&a->routes[i].net, &b->routes[i].net))
+            return false;
+    return true;
+}
+
 static bool same_cand(const struct cluster_cand *a, const struct cluster_cand *b)
 {
     return a->port == b->port && cluster_addr_equal(&a->addr, &b->addr);
@@ -71,6 +83,8 @@ static unsigned node_changes(const struct cluster *old, const struct cluster_nod
         what |= CLUSTER_CHANGED_ALIASES;
     if (!same_candidates(a, b))
         what |= CLUSTER_CHANGED_CANDIDATES;
+    if (!same_routes(a, b))
+        what |= CLUSTER_CHANGED_ROUTES;
     return what;
 }
 
@@ -194,7 +208,7 @@ static int append_names(char *buf, size_t len, size_t at, unsigned what,
 }
 
 static const char *const node_what[] = { "key", "address", "endpoint", "port", "keepalive",
-                                         "aliases", "candidates" };
+                                         "aliases", "candidates", "routes" };
 static const char *const settings_what[] = { "network", "mtu", "busy-poll", "hostnames",
                                               "metrics", "registry", "machine-domains",
                                               "authority", "socket-buffer" };

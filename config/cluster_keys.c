@@ -12,6 +12,7 @@
 
 #include "config/addr.h"
 #include "config/cluster_int.h"
+#include "config/routes.h"
 
 typedef void (*key_handler)(struct cluster_parser *p, int line, const char *value);
 
@@ -581,6 +582,20 @@ static void aliases_apply(struct cluster_parser *p, int line, const char *value)
     }
 }
 
+/* The prefixes the node carries (config/routes.h). */
+static void routes_apply(struct cluster_parser *p, int line, const char *value)
+{
+    struct cluster_node *n = &current(p)->node;
+    char bad[CLUSTER_MAX_LINE], q[CLUSTER_QUOTE_MAX + 4];
+    const char *why = "";
+
+    if (cluster_routes_parse(value, n->routes, &n->n_routes, &why, bad, sizeof(bad)) < 0) {
+        cluster_quote(q, sizeof(q), bad);
+        cluster_diag_add(p, line, "bad route '%s': %s", q, why);
+        n->n_routes = 0;
+    }
+}
+
 static const struct key_def cluster_keys[CLUSTER_KEY_COUNT] = {
     [CLUSTER_KEY_NETWORK]   = KEY("network", true, network_apply),
     [CLUSTER_KEY_PORT]      = KEY("port", true, port_apply),
@@ -612,6 +627,7 @@ static const struct key_def node_keys[CLUSTER_NODE_KEY_COUNT] = {
     [CLUSTER_NODE_KEY_PORT]       = KEY("port", false, node_port_apply),
     [CLUSTER_NODE_KEY_KEEPALIVE]  = KEY("persistent-keepalive", false, node_keepalive_apply),
     [CLUSTER_NODE_KEY_ALIASES]    = KEY("aliases", false, aliases_apply),
+    [CLUSTER_NODE_KEY_ROUTES]     = KEY("routes", false, routes_apply),
 };
 
 /* Keys longer than this are never taken for a typo of a known one. */
