@@ -74,6 +74,7 @@
 struct core_ops;
 struct pkt;
 struct resolver;
+struct route_entry;
 
 /* Timer deadlines in monotonic ns; 0 = not armed (see timers.h). */
 struct peer_timers {
@@ -537,6 +538,10 @@ void device_read_kernel_drops(struct device *dev);
 struct pkt *device_pkt_get(struct device *dev);
 /* Peer by overlay destination address of an inner packet. */
 struct peer *device_peer_by_address(struct device *dev, int family, const uint8_t *addr);
+/* The granted route holding addr (model/routes.h: its carrier, NULL when
+ * it is ours), or NULL: asked only of addresses the map above has no
+ * peer for. */
+struct route_entry *device_route_at(struct device *dev, int family, const uint8_t *addr);
 
 /* Changes made through the control socket (`wg set`). */
 void peer_set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len);
