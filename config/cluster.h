@@ -155,6 +155,9 @@ struct cluster_node {
      * registered node has none). */
     uint8_t n_routes;
     struct cluster_route routes[CLUSTER_ROUTES_MAX];
+    /* `masquerade = no`: it forwards its routes without rewriting the
+     * source (the hosts behind it route the overlay back to it). */
+    bool routed;
     /* A registered node's candidates (its record's; none for the file's
      * nodes): its own addresses in its order of preference, and where a
      * member saw its packets come from (its NAT's mapping). Hints, tried

@@ -323,8 +323,12 @@ static void check_routes(struct cluster_parser *p)
     const struct cluster_node **nodes;
     size_t n = 0;
 
-    for (size_t i = 0; i < p->n_nodes; i++)
+    for (size_t i = 0; i < p->n_nodes; i++) {
         n += p->nodes[i].node.n_routes > 0;
+        if (p->nodes[i].key_line[CLUSTER_NODE_KEY_MASQUERADE] && !p->nodes[i].node.n_routes)
+            cluster_diag_add(p, p->nodes[i].key_line[CLUSTER_NODE_KEY_MASQUERADE],
+                             "masquerade without routes (it says how the node forwards them)");
+    }
     if (!n)
         return;
     if (!(nodes = malloc(p->n_nodes * sizeof(*nodes)))) {

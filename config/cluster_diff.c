@@ -36,10 +36,11 @@ static bool same_aliases(const struct cluster_node *a, const struct cluster_node
     return true;
 }
 
-/* In order, as written: a reordered line is a change, harmless to apply. */
+/* In order, as written (a reordered line is a change, harmless to
+ * apply), with how they are forwarded (masquerade). */
 static bool same_routes(const struct cluster_node *a, const struct cluster_node *b)
 {
-    if (a->n_routes != b->n_routes)
+    if (a->n_routes != b->n_routes || a->routed != b->routed)
         return false;
     for (unsigned i = 0; i < a->n_routes; i++)
         if (a->routes[i].prefix != b->routes[i].prefix ||

@@ -596,6 +596,22 @@ static void routes_apply(struct cluster_parser *p, int line, const char *value)
     }
 }
 
+/* How the carrier forwards its routes: masqueraded (yes, the default: the
+ * hosts behind it need no route back) or routed (no). */
+static void masquerade_apply(struct cluster_parser *p, int line, const char *value)
+{
+    char q[CLUSTER_QUOTE_MAX + 4];
+
+    if (!strcmp(value, "yes") || !strcmp(value, "on")) {
+        current(p)->node.routed = false;
+    } else if (!strcmp(value, "no") || !strcmp(value, "off")) {
+        current(p)->node.routed = true;
+    } else {
+        cluster_quote(q, sizeof(q), value);
+        cluster_diag_add(p, line, "bad masquerade '%s' (expected yes or no)", q);
+    }
+}
+
 static const struct key_def cluster_keys[CLUSTER_KEY_COUNT] = {
     [CLUSTER_KEY_NETWORK]   = KEY("network", true, network_apply),
     [CLUSTER_KEY_PORT]      = KEY("port", true, port_apply),
@@ -628,6 +644,7 @@ static const struct key_def node_keys[CLUSTER_NODE_KEY_COUNT] = {
     [CLUSTER_NODE_KEY_KEEPALIVE]  = KEY("persistent-keepalive", false, node_keepalive_apply),
     [CLUSTER_NODE_KEY_ALIASES]    = KEY("aliases", false, aliases_apply),
     [CLUSTER_NODE_KEY_ROUTES]     = KEY("routes", false, routes_apply),
+    [CLUSTER_NODE_KEY_MASQUERADE] = KEY("masquerade", false, masquerade_apply),
 };
 
 /* Keys longer than this are never taken for a typo of a known one. */

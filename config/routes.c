@@ -108,16 +108,6 @@ int cluster_route_format(const struct cluster_route *r, char *buf, size_t len)
     return ret < 0 || (size_t)ret >= len ? -ENOSPC : 0;
 }
 
-const struct cluster_node *cluster_route_carrier(const struct cluster *c,
-                                                 const struct cluster_addr *a)
-{
-    for (size_t i = 0; i < c->n_nodes; i++)
-        for (unsigned k = 0; k < c->nodes[i].n_routes; k++)
-            if (cluster_route_holds(&c->nodes[i].routes[k], a))
-                return &c->nodes[i];
-    return NULL;
-}
-
 size_t cluster_routes_check(const struct cluster_node *const *nodes, size_t n,
                             const struct cluster_addr *network, unsigned prefix,
                             cluster_routes_complain complain, void *ctx)

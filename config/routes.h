@@ -38,10 +38,6 @@ bool cluster_route_holds(const struct cluster_route *r, const struct cluster_add
 /* "192.168.50.0/24": 0 or -ENOSPC. */
 int cluster_route_format(const struct cluster_route *r, char *buf, size_t len);
 
-/* The node of c that carries address a (its grant holds it), or NULL. */
-const struct cluster_node *cluster_route_carrier(const struct cluster *c,
-                                                 const struct cluster_addr *a);
-
 /* One complaint of cluster_routes_check: the node (index into the nodes
  * given) and its text. */
 typedef void (*cluster_routes_complain)(void *ctx, size_t node, const char *message);

@@ -667,6 +667,8 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
     discovery_wake(dev);
     for (size_t i = 0; i < pl->n_made; i++)
         handshake_send_initiation(pl->made[i], false, now);
+    if (dev->routes_changed)
+        dev->routes_changed(dev);
 }
 
 /* One line per reload, whichever way it came (SIGHUP, ddpnet reload): the

@@ -54,16 +54,17 @@ static void test_grants_parsed(void **state)
     route_text(&c.nodes[0].routes[1], "10.1.2.3/32");
     route_text(&c.nodes[0].routes[2], "fd10::/64");
     assert_int_equal(c.nodes[1].n_routes, 0);
+    assert_false(c.nodes[0].routed);
 
     struct cluster_addr a;
     assert_int_equal(cluster_addr_parse("192.168.50.7", &a), 0);
-    assert_ptr_equal(cluster_route_carrier(&c, &a), &c.nodes[0]);
+    assert_true(cluster_route_holds(&c.nodes[0].routes[0], &a));
     assert_int_equal(cluster_addr_parse("192.168.51.7", &a), 0);
-    assert_null(cluster_route_carrier(&c, &a));
+    assert_false(cluster_route_holds(&c.nodes[0].routes[0], &a));
     assert_int_equal(cluster_addr_parse("10.1.2.3", &a), 0);
-    assert_ptr_equal(cluster_route_carrier(&c, &a), &c.nodes[0]);
+    assert_true(cluster_route_holds(&c.nodes[0].routes[1], &a));
     assert_int_equal(cluster_addr_parse("10.1.2.4", &a), 0);
-    assert_null(cluster_route_carrier(&c, &a));
+    assert_false(cluster_route_holds(&c.nodes[0].routes[1], &a));
     cluster_free(&c);
 }
 
@@ -84,6 +85,10 @@ static const struct bad bads[] = {
     { C4 NA "routes = fd10::/129\n", 7, "bad route 'fd10::/129': length must be 1..128 for ipv6" },
     { C4 NA "routes = nas/24\n", 7, "bad route 'nas/24': not an ipv4 or ipv6 address before '/'" },
     { C4 NA "routes = ,\n", 7, "bad route ',': no prefix given" },
+    { C4 NA "routes = 192.168.50.0/24\nmasquerade = maybe\n", 8,
+      "bad masquerade 'maybe' (expected yes or no)" },
+    { C4 NA "masquerade = no\n", 7,
+      "masquerade without routes (it says how the node forwards them)" },
     { C4 NA "routes = 10.0.1.0/24 10.0.2.0/24 10.0.3.0/24 10.0.4.0/24 10.0.5.0/24 "
       "10.0.6.0/24 10.0.7.0/24 10.0.8.0/24 10.0.9.0/24\n", 7,
       "bad route '10.0.9.0/24': too many routes for one node (at most 8)" },
@@ -129,10 +134,11 @@ static void test_neighbours_taken(void **state)
     (void)state;
 
     assert_int_equal(parse_str(C4 NA "routes = 192.168.50.0/25\n" NB
-                               "routes = 192.168.50.128/25, fd77::/64\n"
+                               "routes = 192.168.50.128/25, fd77::/64\nmasquerade = no\n"
                                "[node c]\npublic-key = " K3 "\naddress = 10.77.0.3\n"
                                "endpoint = 192.168.51.1:51820\n", &c, &d), 0);
     assert_int_equal(c.nodes[1].n_routes, 2);
+    assert_true(c.nodes[1].routed);
     cluster_free(&c);
 }
 

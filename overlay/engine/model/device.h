@@ -404,6 +404,9 @@ struct device {
     uint8_t n_self_names;
     char self_names[DISCO_MAX_NAMES][DISCO_NAME_MAX + 1];
     void (*names_changed)(struct device *dev);
+    /* What to call after the model changed (membership/members.c): the
+     * kernel's routes follow the grants (daemon/forward.h). NULL: none. */
+    void (*routes_changed)(struct device *dev);
     /* Hostname endpoints are looked up here, off the loop
      * (loop/resolver.h; NULL: none, and such a peer waits to be reached);
      * membership (endpoints.c) asks, the daemon makes it. */
