@@ -56,6 +56,7 @@
 #include "crypto/relay_frame.h"
 #include "crypto/transport.h"
 #include "overlay/base/log.h"
+#include "overlay/control/metrics.h"
 #include "overlay/engine/device_setup.h"
 #include "overlay/engine/engine.h"
 #include "overlay/engine/model/routes.h"
@@ -1985,6 +1986,12 @@ static void test_route_to_granted_prefix(void **state)
     pump(now);
     assert_int_equal(nodes[0].tun_packets, at0 + 1);
     assert_int_equal(nodes[0].dev.stats.dropped_source, dropped + 1);
+    char *text;
+    size_t len;
+    assert_int_equal(metrics_format(&nodes[0].dev, &text, &len), 0);
+    assert_non_null(strstr(text, "ddpnet_route_packets_total{interface=\"ddp0\","
+                                 "route=\"192.168.50.0/24\",carrier=\"n1\"} 2\n"));
+    free(text);
     assert_null(device_route_at(&nodes[0].dev, AF_INET, other));
     app_send_ips(0, n0, other, 100, now);
     pump(now);

@@ -157,6 +157,11 @@ struct peer *device_peer_by_address(struct device *dev, int family, const uint8_
     return NULL;
 }
 
+const struct route_table *device_routes(const struct device *dev)
+{
+    return dev->by_address ? &dev->by_address->routes : NULL;
+}
+
 struct route_entry *device_route_at(struct device *dev, int family, const uint8_t *addr)
 {
     return dev->by_address ? routes_find(&dev->by_address->routes, family, addr) : NULL;

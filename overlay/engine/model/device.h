@@ -45,6 +45,7 @@
 #include "overlay/engine/model/index.h"
 #include "overlay/engine/model/probation.h"
 #include "overlay/engine/model/ratelimit.h"
+#include "overlay/engine/model/routes.h"
 #include "overlay/engine/model/stage.h"
 
 /* Packets wait for a session this long at most (two handshake attempts,
@@ -74,7 +75,6 @@
 struct core_ops;
 struct pkt;
 struct resolver;
-struct route_entry;
 
 /* Timer deadlines in monotonic ns; 0 = not armed (see timers.h). */
 struct peer_timers {
@@ -545,6 +545,8 @@ struct peer *device_peer_by_address(struct device *dev, int family, const uint8_
  * it is ours), or NULL: asked only of addresses the map above has no
  * peer for. */
 struct route_entry *device_route_at(struct device *dev, int family, const uint8_t *addr);
+/* The whole table, for those who show it (NULL: none yet). */
+const struct route_table *device_routes(const struct device *dev);
 
 /* Changes made through the control socket (`wg set`). */
 void peer_set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len);
