@@ -158,6 +158,13 @@ struct cluster_node {
     /* `masquerade = no`: it forwards its routes without rewriting the
      * source (the hosts behind it route the overlay back to it). */
     bool routed;
+    /* `route-names = NAME=ADDRESS ...`: hosts behind its routes, named in
+     * every node's hosts block (each address inside one of its routes). */
+    uint8_t n_route_names;
+    struct cluster_route_name {
+        char name[CLUSTER_NAME_MAX + 1];
+        struct cluster_addr addr;
+    } route_names[CLUSTER_ALIASES_MAX];
     /* A registered node's candidates (its record's; none for the file's
      * nodes): its own addresses in its order of preference, and where a
      * member saw its packets come from (its NAT's mapping). Hints, tried

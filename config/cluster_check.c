@@ -325,6 +325,16 @@ static void check_routes(struct cluster_parser *p)
 
     for (size_t i = 0; i < p->n_nodes; i++) {
         n += p->nodes[i].node.n_routes > 0;
+        const struct cluster_node *nd = &p->nodes[i].node;
+        for (unsigned k = 0; k < nd->n_route_names; k++) {
+            bool inside = false;
+            for (unsigned r = 0; r < nd->n_routes; r++)
+                inside |= cluster_route_holds(&nd->routes[r], &nd->route_names[k].addr);
+            if (!inside)
+                cluster_diag_add(p, p->nodes[i].key_line[CLUSTER_NODE_KEY_ROUTE_NAMES],
+                                 "route-name %s: its address is in none of this node's routes",
+                                 nd->route_names[k].name);
+        }
         if (p->nodes[i].key_line[CLUSTER_NODE_KEY_MASQUERADE] && !p->nodes[i].node.n_routes)
             cluster_diag_add(p, p->nodes[i].key_line[CLUSTER_NODE_KEY_MASQUERADE],
                              "masquerade without routes (it says how the node forwards them)");

@@ -40,8 +40,13 @@ static bool same_aliases(const struct cluster_node *a, const struct cluster_node
  * apply), with how they are forwarded (masquerade). */
 static bool same_routes(const struct cluster_node *a, const struct cluster_node *b)
 {
-    if (a->n_routes != b->n_routes || a->routed != b->routed)
+    if (a->n_routes != b->n_routes || a->routed != b->routed ||
+        a->n_route_names != b->n_route_names)
         return false;
+    for (unsigned i = 0; i < a->n_route_names; i++)
+        if (strcmp(a->route_names[i].name, b->route_names[i].name) ||
+            !cluster_addr_equal(&a->route_names[i].addr, &b->route_names[i].addr))
+            return false;
     for (unsigned i = 0; i < a->n_routes; i++)
         if (a->routes[i].prefix != b->routes[i].prefix ||
             !cluster_addr_equal(&a->routes[i].net, &b->routes[i].net))

@@ -8,7 +8,8 @@
 #  1. up: c1 and c2 have the kernel route 192.168.50.0/24 dev ddp0; gw
 #     turned forwarding on for ddp0 and its room link and made its nft
 #     table ddpnet-ddp0 (masquerade: nas has no route back);
-#  2. c1 and c2 read the file from nas over ddp0;
+#  2. c1 and c2 read the file from nas over ddp0, by its name
+#     (route-names = nas.cluster=192.168.50.10 under gw);
 #  3. c2, granted nothing, sends to c1 from an address of the prefix: c1
 #     delivers nothing and counts it (bad_source);
 #  4. iperf3 c1 -> nas through the route beside c1 -> gw on ddp0, under
@@ -41,7 +42,8 @@ write_cluster() {   # write_cluster FILE [ROUTES-LINE]
     cluster_node "$1" c1 "$(pub c1)" 10.77.0.2 "$E2E_V4NET.2:$E2E_PORT"
     cluster_node "$1" c2 "$(pub c2)" 10.77.0.3 "$E2E_V4NET.3:$E2E_PORT"
 }
-write_cluster "$T/granted.conf" "routes = 192.168.50.0/24"
+write_cluster "$T/granted.conf" "routes = 192.168.50.0/24
+route-names = nas.cluster=192.168.50.10"
 write_cluster "$T/revoked.conf"
 "$DDPNET" check -c "$T/granted.conf" >/dev/null || fail "check refused the granted file"
 
@@ -71,11 +73,12 @@ step "2. c1 and c2 read the file from nas over ddp0"
 nx_bg nas http timeout 120 "$PY" -m http.server -d "$T/nas" -b 192.168.50.10 8080
 wait_for 10 e2e_listening nas 8080 || fail "nas: no HTTP server"
 for n in c1 c2; do
-    wait_for 15 nx "$n" curl -sf -o /dev/null --max-time 2 http://192.168.50.10:8080/file ||
-        fail "$n: cannot read http://192.168.50.10:8080/file"
-    got=$(nx "$n" curl -sf --max-time 10 http://192.168.50.10:8080/file | sha256sum | cut -d' ' -f1)
+    wait_for 15 nx "$n" curl -sf -o /dev/null --max-time 2 http://nas.cluster:8080/file ||
+        fail "$n: cannot read http://nas.cluster:8080/file: hosts: $(grep nas "$T/$n/hosts")"
+    got=$(nx "$n" curl -sf --max-time 10 http://nas.cluster:8080/file | sha256sum | cut -d' ' -f1)
     [ "$got" = "$(cat "$T/file.sum")" ] || fail "$n: the file read differs"
-    say "$n: read http://192.168.50.10:8080/file (200000 bytes, sha256 ${got:0:16}...)"
+    say "$n: $(grep -h 'nas.cluster' "$T/$n/hosts")  (its hosts block)"
+    say "$n: curl http://nas.cluster:8080/file: 200000 bytes, sha256 ${got:0:16}... as on nas"
 done
 
 nx c1 curl -sf --max-time 5 "http://127.0.0.1:$MPORT/metrics" >"$T/c1/metrics.out" ||

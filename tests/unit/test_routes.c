@@ -47,7 +47,8 @@ static void test_grants_parsed(void **state)
     struct cluster_diag d;
     (void)state;
 
-    assert_int_equal(parse_str(C4 NA "routes = 192.168.50.0/24, 10.1.2.3/32 fd10::/64\n" NB,
+    assert_int_equal(parse_str(C4 NA "routes = 192.168.50.0/24, 10.1.2.3/32 fd10::/64\n"
+                               "route-names = nas.cluster=192.168.50.10 lic=fd10::5\n" NB,
                                &c, &d), 0);
     assert_int_equal(c.nodes[0].n_routes, 3);
     route_text(&c.nodes[0].routes[0], "192.168.50.0/24");
@@ -55,6 +56,9 @@ static void test_grants_parsed(void **state)
     route_text(&c.nodes[0].routes[2], "fd10::/64");
     assert_int_equal(c.nodes[1].n_routes, 0);
     assert_false(c.nodes[0].routed);
+    assert_int_equal(c.nodes[0].n_route_names, 2);
+    assert_string_equal(c.nodes[0].route_names[0].name, "nas.cluster");
+    assert_string_equal(c.nodes[0].route_names[1].name, "lic");
 
     struct cluster_addr a;
     assert_int_equal(cluster_addr_parse("192.168.50.7", &a), 0);
@@ -87,6 +91,12 @@ static const struct bad bads[] = {
     { C4 NA "routes = ,\n", 7, "bad route ',': no prefix given" },
     { C4 NA "routes = 192.168.50.0/24\nmasquerade = maybe\n", 8,
       "bad masquerade 'maybe' (expected yes or no)" },
+    { C4 NA "routes = 192.168.50.0/24\nroute-names = nas.cluster=192.168.51.10\n", 8,
+      "route-name nas.cluster: its address is in none of this node's routes" },
+    { C4 NA "routes = 192.168.50.0/24\nroute-names = nas\n", 8,
+      "bad route-name 'nas' (expected NAME=ADDRESS, as nas=192.168.50.10)" },
+    { C4 NA "routes = 192.168.50.0/24\nroute-names = n_s=192.168.50.10\n", 8,
+      "bad route-name 'n_s=192.168.50.10' (expected NAME=ADDRESS, as nas=192.168.50.10)" },
     { C4 NA "masquerade = no\n", 7,
       "masquerade without routes (it says how the node forwards them)" },
     { C4 NA "routes = 10.0.1.0/24 10.0.2.0/24 10.0.3.0/24 10.0.4.0/24 10.0.5.0/24 "
