@@ -203,7 +203,13 @@ static int carry(struct keeper *k, const struct cluster_node *self, const char *
     for (unsigned i = 0; i < self->n_routes; i++) {
         const struct cluster_route *r = &self->routes[i];
         if ((ret = forwarding_on(k, r->net.family, k->ifname))) {
-            *why = "cannot turn forwarding on for the interface";
+            /* The unit's ProtectKernelTunables makes /proc/sys read-only:
+             * forwarding already on (sysctl.d) is read, never written. */
+            *why = ret == -EROFS || ret == -EACCES
+                       ? "forwarding is off and /proc/sys is read-only here (systemd's "
+                         "ProtectKernelTunables): set net.ipv4.ip_forward = 1 (ipv6: "
+                         "net.ipv6.conf.all.forwarding = 1) in /etc/sysctl.d"
+                       : "cannot turn forwarding on for the interface";
             return ret;
         }
         if (nl_route_oif(&k->nl, r->net.family, r->net.bytes, &oif) || oif == k->ifindex ||
