@@ -106,10 +106,6 @@ say "c1: bad_source $before -> $(bad_source c1); ddp0 delivered $(( $(rx_packets
 nx c2 ip addr del 192.168.50.99/32 dev lo
 
 step "4. iperf3 through the route beside direct ddp0 (c1 -> gw)"
-nx_bg nas iperf3 timeout 120 iperf3 -s -B 192.168.50.10 -p 5201
-nx_bg gw iperf3 timeout 120 iperf3 -s -B 10.77.0.1 -p 5201
-wait_for 10 e2e_listening nas 5201 || fail "nas: no iperf3 server"
-wait_for 10 e2e_listening gw 5201 || fail "gw: no iperf3 server"
 rate() {   # rate DEST: bits/s received, c1 -> DEST, 3 s
     nx c1 timeout 30 iperf3 -c "$1" -p 5201 -t 3 -J >"$T/c1/iperf-$1.json" 2>&1 ||
         fail "iperf3 c1 -> $1: $(tail -n 5 "$T/c1/iperf-$1.json")"
@@ -120,6 +116,11 @@ rate() {   # rate DEST: bits/s received, c1 -> DEST, 3 s
 # lock is waited for, at most RATE_LOCK_WAIT_S.
 exec 9>/tmp/ddpnet-rate.lock
 if flock -w "${RATE_LOCK_WAIT_S:-120}" 9; then
+    # The servers start once the lock is held: their timeout runs from here.
+    nx_bg nas iperf3 timeout 120 iperf3 -s -B 192.168.50.10 -p 5201
+    nx_bg gw iperf3 timeout 120 iperf3 -s -B 10.77.0.1 -p 5201
+    wait_for 10 e2e_listening nas 5201 || fail "nas: no iperf3 server"
+    wait_for 10 e2e_listening gw 5201 || fail "gw: no iperf3 server"
     rates=""
     for i in 1 2 3; do rates+="$(rate 10.77.0.1) $(rate 192.168.50.10)"$'\n'; done
     flock -u 9
