@@ -124,16 +124,19 @@ if flock -w "${RATE_LOCK_WAIT_S:-120}" 9; then
     rates=""
     for i in 1 2 3; do rates+="$(rate 10.77.0.1) $(rate 192.168.50.10)"$'\n'; done
     flock -u 9
-    read -r direct routed < <(printf '%s' "$rates" | "$PY" -c '
+    # Each pair runs back to back: the median of the pairs' ratios is what
+    # is judged (the machine's load drifts between pairs more than within).
+    read -r direct routed ratio < <(printf '%s' "$rates" | "$PY" -c '
 import sys, statistics
 rows = [list(map(int, l.split())) for l in sys.stdin if l.strip()]
-print(int(statistics.median(r[0] for r in rows)), int(statistics.median(r[1] for r in rows)))')
+print(int(statistics.median(r[0] for r in rows)), int(statistics.median(r[1] for r in rows)),
+      round(statistics.median(r[1] / r[0] for r in rows), 2))')
     printf '%s' "$rates" | while read -r d r; do
         say "run: direct $((d / 1000000)) Mbit/s, routed $((r / 1000000)) Mbit/s"
     done
-    say "iperf3 c1 -> gw (direct ddp0): median $((direct / 1000000)) Mbit/s; c1 -> nas (through gw's route): median $((routed / 1000000)) Mbit/s; ratio $("$PY" -c "print(round($routed / $direct, 2))")"
-    "$PY" -c "import sys; sys.exit(0 if $routed >= 0.8 * $direct else 1)" ||
-        fail "through the route below 0.8x of direct: $routed vs $direct"
+    say "iperf3 c1 -> gw (direct ddp0): median $((direct / 1000000)) Mbit/s; c1 -> nas (through gw's route): median $((routed / 1000000)) Mbit/s; ratio of medians $("$PY" -c "print(round($routed / $direct, 2))"), median of the pairs' ratios $ratio"
+    "$PY" -c "import sys; sys.exit(0 if $ratio >= 0.8 else 1)" ||
+        fail "through the route below 0.8x of direct: median pair ratio $ratio"
 else
     skip_step "rate: /tmp/ddpnet-rate.lock busy for ${RATE_LOCK_WAIT_S:-120} s"
 fi
