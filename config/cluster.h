@@ -132,6 +132,15 @@ struct cluster_registry {
     bool insecure;
 };
 
+/* A prefix the file grants a node to carry (`routes = ...`; config/routes.h
+ * holds the rules): host bits clear. */
+#define CLUSTER_ROUTES_MAX       8u     /* per node */
+#define CLUSTER_ROUTES_TOTAL_MAX 256u   /* in the whole file */
+struct cluster_route {
+    struct cluster_addr net;
+    uint8_t prefix;
+};
+
 struct cluster_node {
     char name[CLUSTER_NAME_MAX + 1];
     uint8_t public_key[CLUSTER_KEY_LEN];
@@ -144,6 +153,20 @@ struct cluster_node {
     bool keepalive_set;
     uint8_t n_aliases;
     char aliases[CLUSTER_ALIASES_MAX][CLUSTER_NAME_MAX + 1];
+    /* The prefixes it carries for the cluster (the file's grant only: a
+     * registered node has none). */
+    uint8_t n_routes;
+    struct cluster_route routes[CLUSTER_ROUTES_MAX];
+    /* `masquerade = no`: it forwards its routes without rewriting the
+     * source (the hosts behind it route the overlay back to it). */
+    bool routed;
+    /* `route-names = NAME=ADDRESS ...`: hosts behind its routes, named in
+     * every node's hosts block (each address inside one of its routes). */
+    uint8_t n_route_names;
+    struct cluster_route_name {
+        char name[CLUSTER_NAME_MAX + 1];
+        struct cluster_addr addr;
+    } route_names[CLUSTER_ALIASES_MAX];
     /* A registered node's candidates (its record's; none for the file's
      * nodes): its own addresses in its order of preference, and where a
      * member saw its packets come from (its NAT's mapping). Hints, tried

@@ -11,6 +11,7 @@
 
 #include "config/addr.h"
 #include "config/cluster_int.h"
+#include "config/routes.h"
 
 typedef const struct cluster_work_node *node_ptr;
 
@@ -308,6 +309,50 @@ static void check_revoked(struct cluster_parser *p)
                                  "is revoked: remove the node or the key", p->nodes[i].node.name);
 }
 
+static void route_fault(void *ctx, size_t node, const char *message)
+{
+    struct cluster_parser *p = ctx;
+
+    cluster_diag_add(p, p->nodes[node].key_line[CLUSTER_NODE_KEY_ROUTES], "%s", message);
+}
+
+/* Grants against each other, the network and the endpoints
+ * (config/routes.h). */
+static void check_routes(struct cluster_parser *p)
+{
+    const struct cluster_node **nodes;
+    size_t n = 0;
+
+    for (size_t i = 0; i < p->n_nodes; i++) {
+        n += p->nodes[i].node.n_routes > 0;
+        const struct cluster_node *nd = &p->nodes[i].node;
+        for (unsigned k = 0; k < nd->n_route_names; k++) {
+            bool inside = false;
+            for (unsigned r = 0; r < nd->n_routes; r++)
+                inside |= cluster_route_holds(&nd->routes[r], &nd->route_names[k].addr);
+            if (!inside)
+                cluster_diag_add(p, p->nodes[i].key_line[CLUSTER_NODE_KEY_ROUTE_NAMES],
+                                 "route-name %s: its address is in none of this node's routes",
+                                 nd->route_names[k].name);
+        }
+        if (p->nodes[i].key_line[CLUSTER_NODE_KEY_MASQUERADE] && !p->nodes[i].node.n_routes)
+            cluster_diag_add(p, p->nodes[i].key_line[CLUSTER_NODE_KEY_MASQUERADE],
+                             "masquerade without routes (it says how the node forwards them)");
+    }
+    if (!n)
+        return;
+    if (!(nodes = malloc(p->n_nodes * sizeof(*nodes)))) {
+        p->oom = true;
+        return;
+    }
+    /* Every node (the endpoints count), indexed as p->nodes. */
+    for (size_t i = 0; i < p->n_nodes; i++)
+        nodes[i] = &p->nodes[i].node;
+    cluster_routes_check(nodes, p->n_nodes, p->network_ok ? &p->settings.network : &(struct cluster_addr){ 0 },
+                         p->settings.prefix, route_fault, p);
+    free(nodes);
+}
+
 void cluster_check_all(struct cluster_parser *p)
 {
     node_ptr *sorted;
@@ -320,6 +365,7 @@ void cluster_check_all(struct cluster_parser *p)
     check_revoked(p);
     check_addresses(p);
     check_aliases(p);
+    check_routes(p);
     if (p->n_nodes < 2)
         return;
     sorted = malloc(p->n_nodes * sizeof(*sorted));

@@ -36,6 +36,24 @@ static bool same_aliases(const struct cluster_node *a, const struct cluster_node
     return true;
 }
 
+/* In order, as written (a reordered line is a change, harmless to
+ * apply), with how they are forwarded (masquerade). */
+static bool same_routes(const struct cluster_node *a, const struct cluster_node *b)
+{
+    if (a->n_routes != b->n_routes || a->routed != b->routed ||
+        a->n_route_names != b->n_route_names)
+        return false;
+    for (unsigned i = 0; i < a->n_route_names; i++)
+        if (strcmp(a->route_names[i].name, b->route_names[i].name) ||
+            !cluster_addr_equal(&a->route_names[i].addr, &b->route_names[i].addr))
+            return false;
+    for (unsigned i = 0; i < a->n_routes; i++)
+        if (a->routes[i].prefix != b->routes[i].prefix ||
+            !cluster_addr_equal(&a->routes[i].net, &b->routes[i].net))
+            return false;
+    return true;
+}
+
 static bool same_cand(const struct cluster_cand *a, const struct cluster_cand *b)
 {
     return a->port == b->port && cluster_addr_equal(&a->addr, &b->addr);
@@ -85,6 +103,8 @@ static unsigned node_changes(const struct cluster *old, const struct cluster_nod
         what |= CLUSTER_CHANGED_CANDIDATES;
     if (!same_groups(old, a, new, b))
         what |= CLUSTER_CHANGED_GROUPS;
+    if (!same_routes(a, b))
+        what |= CLUSTER_CHANGED_ROUTES;
     return what;
 }
 
@@ -209,7 +229,7 @@ static int append_names(char *buf, size_t len, size_t at, unsigned what,
 }
 
 static const char *const node_what[] = { "key", "address", "endpoint", "port", "keepalive",
-                                         "aliases", "candidates", "groups" };
+                                         "aliases", "candidates", "groups", "routes" };
 static const char *const settings_what[] = { "network", "mtu", "busy-poll", "hostnames",
                                               "metrics", "registry", "machine-domains",
                                               "authority", "socket-buffer" };

@@ -26,6 +26,7 @@ enum cluster_change_kind {
 #define CLUSTER_CHANGED_ALIASES    0x20u   /* the other names it goes by */
 #define CLUSTER_CHANGED_CANDIDATES 0x40u   /* a registered node's candidates */
 #define CLUSTER_CHANGED_GROUPS     0x80u   /* its groups, by name (config/rules.h) */
+#define CLUSTER_CHANGED_ROUTES     0x100u  /* the prefixes it carries (config/routes.h) */
 
 /* What changed in [cluster] that a running node cannot take live (bits of
  * cluster_diff.settings): the interface and sockets were made with them. */

@@ -12,6 +12,7 @@
 
 #include "config/addr.h"
 #include "config/cluster_int.h"
+#include "config/routes.h"
 
 typedef void (*key_handler)(struct cluster_parser *p, int line, const char *value);
 
@@ -592,6 +593,67 @@ static void groups_apply(struct cluster_parser *p, int line, const char *value)
         cluster_diag_add(p, line, "groups: %s", why);
 }
 
+/* The prefixes the node carries (config/routes.h). */
+static void routes_apply(struct cluster_parser *p, int line, const char *value)
+{
+    struct cluster_node *n = &current(p)->node;
+    char bad[CLUSTER_MAX_LINE], q[CLUSTER_QUOTE_MAX + 4];
+    const char *why = "";
+
+    if (cluster_routes_parse(value, n->routes, &n->n_routes, &why, bad, sizeof(bad)) < 0) {
+        cluster_quote(q, sizeof(q), bad);
+        cluster_diag_add(p, line, "bad route '%s': %s", q, why);
+        n->n_routes = 0;
+    }
+}
+
+/* How the carrier forwards its routes: masqueraded (yes, the default: the
+ * hosts behind it need no route back) or routed (no). */
+static void masquerade_apply(struct cluster_parser *p, int line, const char *value)
+{
+    char q[CLUSTER_QUOTE_MAX + 4];
+
+    if (!strcmp(value, "yes") || !strcmp(value, "on")) {
+        current(p)->node.routed = false;
+    } else if (!strcmp(value, "no") || !strcmp(value, "off")) {
+        current(p)->node.routed = true;
+    } else {
+        cluster_quote(q, sizeof(q), value);
+        cluster_diag_add(p, line, "bad masquerade '%s' (expected yes or no)", q);
+    }
+}
+
+/* Names for hosts behind the node's routes: NAME=ADDRESS words, as many
+ * as aliases; whether each address is inside a route is cluster_check's
+ * (routes may come later in the section). */
+static void route_names_apply(struct cluster_parser *p, int line, const char *value)
+{
+    struct cluster_node *n = &current(p)->node;
+    char q[CLUSTER_QUOTE_MAX + 4], word[CLUSTER_MAX_LINE];
+    const char *at = value;
+    int len;
+
+    n->n_route_names = 0;
+    while (sscanf(at, " %1023s%n", word, &len) == 1) {
+        char *eq = strchr(word, '=');
+        at += len;
+        cluster_quote(q, sizeof(q), word);
+        if (n->n_route_names == CLUSTER_ALIASES_MAX) {
+            cluster_diag_add(p, line, "too many route-names (at most %u)", CLUSTER_ALIASES_MAX);
+            return;
+        }
+        struct cluster_route_name *r = &n->route_names[n->n_route_names];
+        if (!eq || (size_t)(eq - word) > CLUSTER_NAME_MAX ||
+            (*eq = '\0', !cluster_hostname_valid(word)) || cluster_addr_parse(eq + 1, &r->addr)) {
+            cluster_diag_add(p, line, "bad route-name '%s' (expected NAME=ADDRESS, as "
+                             "nas=192.168.50.10)", q);
+            return;
+        }
+        snprintf(r->name, sizeof(r->name), "%.63s", word);
+        n->n_route_names++;
+    }
+}
+
 static const struct key_def cluster_keys[CLUSTER_KEY_COUNT] = {
     [CLUSTER_KEY_NETWORK]   = KEY("network", true, network_apply),
     [CLUSTER_KEY_PORT]      = KEY("port", true, port_apply),
@@ -624,6 +686,9 @@ static const struct key_def node_keys[CLUSTER_NODE_KEY_COUNT] = {
     [CLUSTER_NODE_KEY_KEEPALIVE]  = KEY("persistent-keepalive", false, node_keepalive_apply),
     [CLUSTER_NODE_KEY_ALIASES]    = KEY("aliases", false, aliases_apply),
     [CLUSTER_NODE_KEY_GROUPS]     = KEY("groups", false, groups_apply),
+    [CLUSTER_NODE_KEY_ROUTES]     = KEY("routes", false, routes_apply),
+    [CLUSTER_NODE_KEY_MASQUERADE] = KEY("masquerade", false, masquerade_apply),
+    [CLUSTER_NODE_KEY_ROUTE_NAMES] = KEY("route-names", false, route_names_apply),
 };
 
 /* Keys longer than this are never taken for a typo of a known one. */

@@ -514,3 +514,70 @@ int nl_route_mtu(struct nl *nl, int family, const void *dst, unsigned *mtu)
         return -ENETUNREACH;
     return nl_link_mtu(nl, ans.oif, mtu);
 }
+
+/* A route to dst/prefix through ifindex alone (no gateway: ddp0 is a
+ * point-to-multipoint link whose daemon picks the peer), in the main
+ * table, as `ip route add dst/prefix dev IF` makes it. */
+static int nl_route_change(struct nl *nl, uint16_t type, uint16_t flags, int ifindex,
+                           int family, const void *dst, unsigned prefix)
+{
+    _Alignas(struct nlmsghdr) char buf[NL_REQ_SIZE];
+    size_t len = nl_addr_len(family);
+    struct nlmsghdr *nlh;
+    struct rtmsg *rtm;
+
+    if (!nl_ready(nl) || ifindex <= 0 || !dst)
+        return -EINVAL;
+    if (len == 0)
+        return -EAFNOSUPPORT;
+    if (prefix > len * CHAR_BIT)
+        return -EINVAL;
+    nlh = nl_request(buf, type, flags);
+    rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
+    rtm->rtm_family = (uint8_t)family;
+    rtm->rtm_dst_len = (uint8_t)prefix;
+    rtm->rtm_table = RT_TABLE_MAIN;
+    rtm->rtm_protocol = RTPROT_STATIC;
+    rtm->rtm_scope = RT_SCOPE_LINK;
+    rtm->rtm_type = RTN_UNICAST;
+    mnl_attr_put(nlh, RTA_DST, len, dst);
+    mnl_attr_put_u32(nlh, RTA_OIF, (uint32_t)ifindex);
+    return nl_talk(nl, nlh, NULL, NULL);
+}
+
+int nl_route_add(struct nl *nl, int ifindex, int family, const void *dst, unsigned prefix)
+{
+    return nl_route_change(nl, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, ifindex, family, dst,
+                           prefix);
+}
+
+int nl_route_del(struct nl *nl, int ifindex, int family, const void *dst, unsigned prefix)
+{
+    return nl_route_change(nl, RTM_DELROUTE, 0, ifindex, family, dst, prefix);
+}
+
+int nl_route_oif(struct nl *nl, int family, const void *dst, int *ifindex)
+{
+    _Alignas(struct nlmsghdr) char buf[NL_REQ_SIZE];
+    size_t len = nl_addr_len(family);
+    struct nl_answer ans;
+    struct nlmsghdr *nlh;
+    struct rtmsg *rtm;
+    int err;
+
+    if (!nl_ready(nl) || !dst || !ifindex)
+        return -EINVAL;
+    if (len == 0)
+        return -EAFNOSUPPORT;
+    nlh = nl_request(buf, RTM_GETROUTE, 0);
+    rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
+    rtm->rtm_family = (uint8_t)family;
+    rtm->rtm_dst_len = (uint8_t)(len * CHAR_BIT);
+    mnl_attr_put(nlh, RTA_DST, len, dst);
+    if ((err = nl_query(nl, nlh, nl_route_reply_cb, &ans)))
+        return err;
+    if (ans.oif <= 0)
+        return -ENETUNREACH;
+    *ifindex = ans.oif;
+    return 0;
+}

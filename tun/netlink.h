@@ -67,5 +67,12 @@ int nl_link_delete(struct nl *nl, const char *ifname);
  * the route's own MTU metric if it has one, else its output link's MTU.
  * -ENETUNREACH and the like when there is no route. */
 int nl_route_mtu(struct nl *nl, int family, const void *dst, unsigned *mtu);
+/* A route to dst/prefix through ifindex (no gateway), in the main table:
+ * added (-EEXIST when there is one) or deleted (-ESRCH when there is
+ * none). Routes to what a member carries (issue 60). */
+int nl_route_add(struct nl *nl, int ifindex, int family, const void *dst, unsigned prefix);
+int nl_route_del(struct nl *nl, int ifindex, int family, const void *dst, unsigned prefix);
+/* The link the kernel would send to dst through (its output interface). */
+int nl_route_oif(struct nl *nl, int family, const void *dst, int *ifindex);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include <sodium.h>
 
+#include "config/routes.h"
 #include "overlay/base/version.h"
 #include "overlay/control/control_int.h"
 #include "overlay/control/metrics.h"
@@ -294,6 +295,31 @@ static void put_engine_lock(FILE *f, const struct device *dev)
     }
 }
 
+/* Packets through each granted route (model/routes.h): sent into it and
+ * received from it by a node that routes to it; 0 on its carrier. */
+static void put_routes(FILE *f, const struct device *dev)
+{
+    const struct route_table *t = device_routes(dev);
+    char text[CLUSTER_ROUTE_TEXT_MAX];
+
+    if (!t || !t->n)
+        return;
+    family(f, "ddpnet_route_packets_total", "counter",
+           "Packets this node sent into or took from each route another node carries "
+           "(route and carrier as labels).");
+    for (size_t i = 0; i < t->n; i++) {
+        const struct route_entry *e = &t->e[i];
+        if (cluster_route_format(&e->route, text, sizeof(text)))
+            continue;
+        fputs("ddpnet_route_packets_total{", f);
+        put_label(f, "interface", dev->ifname, true);
+        put_label(f, "route", text, false);
+        put_label(f, "carrier", e->via ? e->via->member.name : dev->self ? dev->self->name : "",
+                  false);
+        fprintf(f, "} %llu\n", (unsigned long long)e->packets);
+    }
+}
+
 static void put_device(FILE *f, const struct device *dev)
 {
     const struct pkt_pool *pool = dev->loop ? &dev->loop->pool : NULL;
@@ -389,6 +415,7 @@ int metrics_format(const struct device *dev, char **out, size_t *len)
         put_peer_family(f, dev, &peer_families[i]);
     put_paths(f, dev);
     put_drops(f, dev);
+    put_routes(f, dev);
     put_device(f, dev);
     if (ferror(f) | fclose(f)) {
         free(buf);

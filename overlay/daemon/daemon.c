@@ -42,6 +42,7 @@
 #include "overlay/registry/registry.h"
 #include "overlay/registry/vouch.h"
 #include "overlay/daemon/daemon.h"
+#include "overlay/daemon/forward.h"
 #include "overlay/membership/hosts.h"
 #include "overlay/membership/hosts_writer.h"
 #include "overlay/membership/certs.h"
@@ -106,6 +107,7 @@ struct setup {
     int flow4[LOOP_FLOWS_MAX], flow6[LOOP_FLOWS_MAX];
     struct membership membership;         /* the device's (dev.membership) */
     int ifindex;                          /* ddp0's, for its statistics */
+    struct forward forward;               /* routes' keeper (forward.h) */
     char socket_path[256], env_path[256], state_path[256];
     bool running;                         /* setup completed */
 };
@@ -1201,6 +1203,31 @@ static bool shards_help(void)
     return unsigned_from_env("DDPNET_SHARD_HELP", 1) != 0;
 }
 
+/* The model changed (membership/members.c, after the swap): the kernel
+ * routes follow the grants. */
+static void routes_changed(struct device *dev)
+{
+    struct setup *s = (struct setup *)((char *)dev - offsetof(struct setup, dev));
+    int ret = forward_update(&s->forward, &dev->cluster, dev->self);
+
+    if (ret)
+        log_warn("routes: the keeper is gone (%s): kernel routes stay as they were",
+                 strerror(-ret));
+}
+
+/* Routes through ddp0 and, on a carrier, forwarding (forward.h): as root,
+ * before the drop. */
+static int setup_forward(struct setup *s)
+{
+    const char *why = "";
+    int ret = forward_start(&s->forward, s->dev.ifname, &s->dev.cluster, s->dev.self, &why);
+
+    if (ret)
+        return fail(s, ret, "routes: %s: %s", why, strerror(-ret));
+    s->dev.routes_changed = routes_changed;
+    return 0;
+}
+
 static int setup_all(struct setup *s)
 {
     int ret;
@@ -1209,7 +1236,8 @@ static int setup_all(struct setup *s)
         return fail(s, ret, "DDPNET_SHARDS=%u: between 1 and %u", shard_count(), SHARDS_MAX);
     s->shards_ready = true;
     s->dev.shards = s->shards.n;
-    if ((ret = resolve_endpoints(s)) || (ret = setup_signals(s)) || (ret = setup_sockets(s)) || (ret = setup_interface(s)))
+    if ((ret = resolve_endpoints(s)) || (ret = setup_signals(s)) || (ret = setup_sockets(s)) || (ret = setup_interface(s)) ||
+        (ret = setup_forward(s)))
         return ret;
     daemon_socket_path(s->socket_path, sizeof(s->socket_path), s->opt->run_dir, s->dev.ifname);
     daemon_env_socket_path(s->env_path, sizeof(s->env_path), s->opt->run_dir, s->dev.ifname);
@@ -1321,6 +1349,7 @@ static void teardown(struct setup *s)
         unlink(s->env_path);
     if (s->loop_ready)
         loop_destroy(&s->loop);
+    forward_stop(&s->forward);   /* it undoes what it changed, ddp0 still there */
     hosts_writer_stop(s->dev.membership->hosts_writer);
     s->dev.membership->hosts_writer = NULL;
     if (s->services_open)
@@ -1366,6 +1395,7 @@ int daemon_run(struct daemon_options *opt)
     }
     s->opt = opt;
     s->tun_fd = s->udp4_fd = s->udp6_fd = s->control_fd = s->env_fd = s->signal_fd = -1;
+    s->forward.fd = -1;
     for (unsigned k = 0; k < SHARDS_MAX; k++)
         s->shard_tun[k] = s->shard_udp4[k] = s->shard_udp6[k] = -1;
     for (unsigned i = 0; i < LOOP_FLOWS_MAX; i++)

@@ -54,6 +54,7 @@
 #include "overlay/engine/engine.h"
 #include "overlay/engine/filter.h"
 #include "overlay/engine/icmp.h"
+#include "overlay/engine/model/routes.h"
 #include "overlay/engine/timers.h"
 #include "overlay/loop/crypto_job.h"
 #include "tun/ecn.h"
@@ -211,6 +212,22 @@ static bool no_member_at(const struct device *dev, const struct inner *in)
            !cluster_addr_is_broadcast(&a, dev->cluster.prefix);
 }
 
+/* The carrier of a granted route holding in's destination (issue 60),
+ * asked only for a destination outside the overlay: the overlay's own
+ * addresses are members' or no one's, so their common path pays nothing. */
+static struct peer *routed_to(struct device *dev, const struct inner *in)
+{
+    struct cluster_addr a = { .family = in->family };
+    struct route_entry *e;
+
+    memcpy(a.bytes, in->dst, in->family == AF_INET ? 4 : 16);
+    if (cluster_addr_in_network(&a, &dev->cluster.network, dev->cluster.prefix) ||
+        !(e = device_route_at(dev, in->family, in->dst)) || !e->via)
+        return NULL;
+    e->packets++;
+    return e->via;
+}
+
 /* Why a read from ddp0 goes no further: the send side's drops, each
  * leaving through tx_drop, which counts it once under its reason (struct
  * device_stats; the receive side's are model/drops.h's rx_drop). Packets
@@ -285,7 +302,7 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now)
         tx_drop(dev, pkt, TX_DROP_NOT_OURS, ip, len, 0);
         return;
     }
-    if (!(p = device_peer_by_address(dev, in.family, in.dst))) {
+    if (!(p = device_peer_by_address(dev, in.family, in.dst)) && !(p = routed_to(dev, &in))) {
         /* No member there (any more: a reload removed it): the sender
          * learns at once, as from a member that does not answer. */
         tx_drop(dev, pkt, no_member_at(dev, &in) ? TX_DROP_UNREACHABLE : TX_DROP_NOT_OURS, ip,
@@ -539,7 +556,14 @@ static bool source_allowed(const struct peer *p, const struct inner *in)
     if (p->member.probation)
         return true;
     size_t n = in->family == AF_INET ? 4 : 16;
-    return p->member.address.family == in->family && !memcmp(p->member.address.bytes, in->src, n);
+    if (p->member.address.family == in->family && !memcmp(p->member.address.bytes, in->src, n))
+        return true;
+    /* From behind p: inside a prefix the cluster grants p to carry. */
+    struct route_entry *e = device_route_at(p->dev, in->family, in->src);
+    if (!e || e->via != p)
+        return false;
+    e->packets++;
+    return true;
 }
 
 /* What follows an authentic transport message of len bytes from src (or

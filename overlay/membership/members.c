@@ -239,7 +239,7 @@ static void hosts_check_replaced(const struct device *dev)
 static int hosts_entries(struct device *dev, struct hosts_entry **out, size_t *n_out)
 {
     const struct cluster *c = &dev->cluster;
-    const unsigned per_node = 1u + CLUSTER_ALIASES_MAX + DISCO_MAX_NAMES;
+    const unsigned per_node = 1u + 2u * CLUSTER_ALIASES_MAX + DISCO_MAX_NAMES;
     struct hosts_entry *e = calloc(c->n_nodes * per_node + 1, sizeof(*e));
     struct cluster_index *file = dev->membership->n_registered ? cluster_index_of(&dev->membership->file) : NULL;
     const char (*names)[DISCO_NAME_MAX + 1];
@@ -272,6 +272,13 @@ static int hosts_entries(struct device *dev, struct hosts_entry **out, size_t *n
             add_entry(e, &n, node, node->name, word);
         for (unsigned k = 0; k < node->n_aliases; k++)
             add_entry(e, &n, node, node->aliases[k], word);
+        /* Hosts behind its routes (the file's word: a registered node has
+         * none), at their own address. */
+        for (unsigned k = 0; k < node->n_route_names; k++) {
+            add_entry(e, &n, node, node->route_names[k].name, NULL);
+            cluster_addr_format(&node->route_names[k].addr, e[n - 1].address,
+                                sizeof(e[n - 1].address));
+        }
         for (unsigned k = 0, m = machine_names(dev, node, &names); k < m; k++)
             if (machine_name_ok(dev, &cl, node, names[k]) &&
                 (k == 0 || strcasecmp(names[k], names[0])))
@@ -668,6 +675,8 @@ static void plan_commit(struct device *dev, struct cluster *next, const struct c
     discovery_wake(dev);
     for (size_t i = 0; i < pl->n_made; i++)
         handshake_send_initiation(pl->made[i], false, now);
+    if (dev->routes_changed)
+        dev->routes_changed(dev);
 }
 
 /* New rules (or group names) in a model whose nodes are the same: the

@@ -56,8 +56,10 @@
 #include "crypto/relay_frame.h"
 #include "crypto/transport.h"
 #include "overlay/base/log.h"
+#include "overlay/control/metrics.h"
 #include "overlay/engine/device_setup.h"
 #include "overlay/engine/engine.h"
+#include "overlay/engine/model/routes.h"
 #include "overlay/disco/pmtu.h"
 #include "overlay/loop/crypto_job.h"
 #include "overlay/loop/loop.h"
@@ -303,6 +305,13 @@ unsigned loop_shard(const struct loop *l)
     return fake_shard;
 }
 
+/* The metrics ask for the engine lock's cost: one fake loop, no lock. */
+bool loop_lock_stats(const struct loop *l, unsigned k, struct loop_lock_stats *out)
+{
+    (void)l, (void)k, (void)out;
+    return false;
+}
+
 /* The oldest job in flight only, as when the others are still running. */
 static void finish_first_job(uint64_t now)
 {
@@ -341,6 +350,9 @@ void loop_packet_unawaited(struct loop *l)
 
 /* --- the world ------------------------------------------------------------------------ */
 
+/* The routes the file grants n1 (issue 60), NULL: none. */
+static const char *n1_routes;
+
 static void make_cluster(struct cluster *c)
 {
     char text[2048], b64[64];
@@ -355,6 +367,8 @@ static void make_cluster(struct cluster *c)
         len += (size_t)snprintf(text + len, sizeof(text) - len,
                                 "[node n%u]\npublic-key = %s\naddress = 10.77.0.%u\n"
                                 "endpoint = 192.0.2.%u:51820\n", i, b64, i + 1, i + 1);
+        if (i == 1 && n1_routes)
+            len += (size_t)snprintf(text + len, sizeof(text) - len, "routes = %s\n", n1_routes);
     }
     assert_int_equal(cluster_parse(text, len, c, NULL), 0);
 }
@@ -493,7 +507,20 @@ static void tick(uint64_t now)
 /* An IPv4/UDP packet of `payload` bytes to node `to` whose source is node
  * `as`'s address, read from ddp0 by `from` (its own address, or another's:
  * the sender does not check, the receiver must). */
+static void app_send_ips(unsigned from, const uint8_t src[4], const uint8_t dst[4],
+                         size_t payload, uint64_t now);
+
 static void app_send_as(unsigned from, unsigned as, unsigned to, size_t payload, uint64_t now)
+{
+    uint8_t src[4] = { 10, 77, 0, (uint8_t)(as + 1) }, dst[4] = { 10, 77, 0, (uint8_t)(to + 1) };
+
+    app_send_ips(from, src, dst, payload, now);
+}
+
+/* An IPv4/UDP packet of `payload` bytes from src to dst, read from ddp0
+ * by node `from`. */
+static void app_send_ips(unsigned from, const uint8_t src[4], const uint8_t dst[4],
+                         size_t payload, uint64_t now)
 {
     struct node *n = &nodes[from];
     struct pkt *pkt = loop_pkt_get(&n->loop);
@@ -509,7 +536,6 @@ static void app_send_as(unsigned from, unsigned as, unsigned to, size_t payload,
     ip[3] = (uint8_t)len;
     ip[8] = 64;
     ip[9] = IPPROTO_UDP;
-    uint8_t src[4] = { 10, 77, 0, (uint8_t)(as + 1) }, dst[4] = { 10, 77, 0, (uint8_t)(to + 1) };
     memcpy(ip + 12, src, 4);
     memcpy(ip + 16, dst, 4);
     uint32_t sum = 0;
@@ -1180,6 +1206,19 @@ static int world3_teardown(void **state)
 
     n_nodes = 2;
     return ret;
+}
+
+/* Three nodes, n1 a gateway carrying 192.168.50.0/24. */
+static int world_routes_setup(void **state)
+{
+    n1_routes = "192.168.50.0/24";
+    return world3_setup(state);
+}
+
+static int world_routes_teardown(void **state)
+{
+    n1_routes = NULL;
+    return world3_teardown(state);
 }
 
 /* Node i's peer for node j. */
@@ -1963,6 +2002,55 @@ static void test_rules_enforced(void **state)
     assert_int_equal(nodes[1].tun_packets, before + 1);
     rules_on(0, "");
     rules_on(1, "");
+}
+
+/* Routes (issue 60): n1 is granted 192.168.50.0/24. n0's packet to an
+ * address in it goes to n1; n1's from an address in it reaches n0, counted
+ * on the route; n2, granted nothing, sending from it is refused as any
+ * foreign source (bad_source); an address no one is granted goes
+ * nowhere. */
+static void test_route_to_granted_prefix(void **state)
+{
+    (void)state;
+    uint64_t now = START_NS + SEC;
+    const uint8_t nas[4] = { 192, 168, 50, 10 }, other[4] = { 192, 168, 51, 10 };
+    const uint8_t n0[4] = { 10, 77, 0, 1 };
+    struct route_entry *e = device_route_at(&nodes[0].dev, AF_INET, nas);
+
+    assert_non_null(e);
+    assert_ptr_equal(e->via, device_peer_by_address(&nodes[0].dev, AF_INET,
+                                                    (const uint8_t[]){ 10, 77, 0, 2 }));
+    assert_null(device_route_at(&nodes[1].dev, AF_INET, nas)->via);   /* n1's own */
+    app_send(0, 1, 100, now);
+    app_send(2, 0, 100, now);
+    pump(now);
+    unsigned at1 = nodes[1].tun_packets, at0 = nodes[0].tun_packets;
+    uint64_t dropped = nodes[0].dev.stats.dropped_source;
+
+    app_send_ips(0, n0, nas, 100, now);
+    pump(now);
+    assert_int_equal(nodes[1].tun_packets, at1 + 1);
+    assert_int_equal(e->packets, 1);
+    app_send_ips(1, nas, n0, 100, now);
+    pump(now);
+    assert_int_equal(nodes[0].tun_packets, at0 + 1);
+    assert_int_equal(e->packets, 2);
+    assert_int_equal(nodes[0].dev.stats.dropped_source, dropped);
+    app_send_ips(2, nas, n0, 100, now);
+    pump(now);
+    assert_int_equal(nodes[0].tun_packets, at0 + 1);
+    assert_int_equal(nodes[0].dev.stats.dropped_source, dropped + 1);
+    char *text;
+    size_t len;
+    assert_int_equal(metrics_format(&nodes[0].dev, &text, &len), 0);
+    assert_non_null(strstr(text, "ddpnet_route_packets_total{interface=\"ddp0\","
+                                 "route=\"192.168.50.0/24\",carrier=\"n1\"} 2\n"));
+    free(text);
+    assert_null(device_route_at(&nodes[0].dev, AF_INET, other));
+    app_send_ips(0, n0, other, 100, now);
+    pump(now);
+    assert_int_equal(nodes[1].tun_packets, at1 + 1);
+    assert_int_equal(nodes[2].tun_packets, 0);
 }
 
 /* Through a relay: n0, relayed by n2 to n1, claims the relay's address.
@@ -3425,6 +3513,8 @@ int main(void)
         T3(test_inner_source_must_be_the_peers),
         T3(test_inner_source_relayed),
         T3(test_rules_enforced),
+        cmocka_unit_test_setup_teardown(test_route_to_granted_prefix, world_routes_setup,
+                                        world_routes_teardown),
         T3(test_relay_taken_only_after_proof),
         T3(test_relay_refuses_unreached_destination),
         T3(test_relayed_from_the_relay_itself),

@@ -15,6 +15,7 @@
 
 #include "overlay/base/hash.h"
 #include "overlay/engine/model/device.h"
+#include "overlay/engine/model/routes.h"
 #include "overlay/loop/loop.h"
 
 /* Overlay address -> peer, open addressing, built once. */
@@ -25,6 +26,11 @@ struct peer_map {
                                    * for every relay slot of every peer */
     struct peer **by_key;         /* by public key: each handshake, relayed
                                    * message and member's record names one */
+    /* The grants of dev->cluster and their carriers (model/routes.h):
+     * built by device_remap with the peers of this map, so that it never
+     * names a peer that left; empty in a map made by device_map_new,
+     * until the device_remap that follows its install. */
+    struct route_table routes;
 };
 
 /* Public keys are uniformly random: their first bytes are a hash. */
@@ -49,6 +55,7 @@ static bool addr_is(const struct cluster_addr *a, int family, const uint8_t *add
 static void map_free(struct peer_map *m)
 {
     if (m) {
+        routes_free(&m->routes);
         free(m->slots);
         free(m->by_id);
         free(m->by_key);
@@ -92,12 +99,27 @@ static struct peer_map *map_of(struct peer *const *peers, size_t n)
 
 /* The map of dev->peers as they are now, in place of the old one (kept
  * when memory runs out). */
+static struct peer *carrier_peer(void *ctx, const struct cluster_node *n)
+{
+    struct peer_map *m = ctx;
+
+    for (size_t s = key_hash(n->public_key) & (m->cap - 1); m->by_key[s]; s = (s + 1) & (m->cap - 1)) {
+        struct peer *p = m->by_key[s];
+        if (!memcmp(p->public_key, n->public_key, WG_KEY_LEN))
+            return p->member.pending || p->member.probation ? NULL : p;
+    }
+    return NULL;
+}
+
 static int map_build(struct device *dev)
 {
     struct peer_map *m = map_of(dev->peers, dev->n_peers);
 
-    if (!m)
+    if (!m || routes_build(&dev->cluster, dev->self, carrier_peer, m,
+                           dev->by_address ? &dev->by_address->routes : NULL, &m->routes)) {
+        map_free(m);
         return -ENOMEM;
+    }
     map_free(dev->by_address);
     dev->by_address = m;
     return 0;
@@ -133,6 +155,16 @@ struct peer *device_peer_by_address(struct device *dev, int family, const uint8_
         if (addr_is(&m->slots[s]->member.address, family, addr))
             return m->slots[s];
     return NULL;
+}
+
+const struct route_table *device_routes(const struct device *dev)
+{
+    return dev->by_address ? &dev->by_address->routes : NULL;
+}
+
+struct route_entry *device_route_at(struct device *dev, int family, const uint8_t *addr)
+{
+    return dev->by_address ? routes_find(&dev->by_address->routes, family, addr) : NULL;
 }
 
 /* Public keys are no secret (the cluster file lists them): a lookup

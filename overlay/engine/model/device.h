@@ -51,6 +51,7 @@
 #include "overlay/engine/model/index.h"
 #include "overlay/engine/model/probation.h"
 #include "overlay/engine/model/ratelimit.h"
+#include "overlay/engine/model/routes.h"
 #include "overlay/engine/model/stage.h"
 
 /* Packets wait for a session this long at most (two handshake attempts,
@@ -419,6 +420,9 @@ struct device {
     uint8_t n_self_names;
     char self_names[DISCO_MAX_NAMES][DISCO_NAME_MAX + 1];
     void (*names_changed)(struct device *dev);
+    /* What to call after the model changed (membership/members.c): the
+     * kernel's routes follow the grants (daemon/forward.h). NULL: none. */
+    void (*routes_changed)(struct device *dev);
     /* Hostname endpoints are looked up here, off the loop
      * (loop/resolver.h; NULL: none, and such a peer waits to be reached);
      * membership (endpoints.c) asks, the daemon makes it. */
@@ -562,6 +566,12 @@ void device_read_kernel_drops(struct device *dev);
 struct pkt *device_pkt_get(struct device *dev);
 /* Peer by overlay destination address of an inner packet. */
 struct peer *device_peer_by_address(struct device *dev, int family, const uint8_t *addr);
+/* The granted route holding addr (model/routes.h: its carrier, NULL when
+ * it is ours), or NULL: asked only of addresses the map above has no
+ * peer for. */
+struct route_entry *device_route_at(struct device *dev, int family, const uint8_t *addr);
+/* The whole table, for those who show it (NULL: none yet). */
+const struct route_table *device_routes(const struct device *dev);
 
 /* Changes made through the control socket (`wg set`). */
 void peer_set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len);
