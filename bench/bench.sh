@@ -28,7 +28,10 @@
 #              ddp0 with one flow and each variant; the relayed
 #              path with each variant too (the relay part comes with it;
 #              flows.sh)
-# Then medians, ratios, the targets of issues 4, 19, 32 and 45 (report.sh;
+#   rules      two nodes of their own: a dozen rules and three groups
+#              beside none, reloaded in turn, one stream, rate and CPU per
+#              GB (rules.sh, its own process; issue 61's target)
+# Then medians, ratios, the targets of issues 4, 19, 32, 45 and 61 (report.sh;
 # issue 45's 16-core block: report_issue45).
 # Raw rows go to $BENCH_OUT/results.tsv (pair) and $BENCH_OUT/mesh.tsv
 # (three nodes), $BENCH_OUT/cores.tsv (cores), every echo's round trip to
@@ -53,7 +56,7 @@ positive_int() {
     esac
 }
 
-ALL_PARTS="pair shards allreduce relay aead"   # run when BENCH_ONLY is empty
+ALL_PARTS="pair shards allreduce relay aead rules"   # run when BENCH_ONLY is empty
 KNOWN_PARTS="$ALL_PARTS cores wan flows"   # cores, wan, flows: only when asked for
 PARTS=""
 part_on() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -301,6 +304,13 @@ main() {
         if cores_active; then cores_measure "$r"; fi
         if part_on flows; then flows_measure_round "$r"; fi
     done
+    # rules.sh runs its own rounds on its own namespaces (named by its pid).
+    if part_on rules; then
+        BENCH_ROUNDS=$BENCH_ROUNDS BENCH_SECONDS=$BENCH_SECONDS \
+            bash "$BENCH_DIR/rules.sh" 2>&1 | tee "$BENCH_OUT/rules.log"
+        rc3=${PIPESTATUS[0]}
+        [ "$rc3" -eq 0 ] || PART_WHY_rules="rules.sh failed (exit $rc3; $BENCH_OUT/rules.log)"
+    fi
     say "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
     AEAD_STATUS="not run (BENCH_ONLY=$BENCH_ONLY)"
     part_on aead && aead_floor
@@ -309,9 +319,9 @@ main() {
         rc=$?
     fi
     rc2=0
-    # wan or flows (with the relay it brings) alone has none of their
+    # wan, rules or flows (with the relay it brings) alone has none of their
     # figures: their n/a lines would be noise.
-    if [ "$PARTS" != wan ] && { ! part_on flows || part_on allreduce; }; then
+    if [ "$PARTS" != wan ] && [ "$PARTS" != rules ] && { ! part_on flows || part_on allreduce; }; then
         report_training "$TSV" "$MESH_TSV" "$BENCH_OUT/rtt" "$PARTS" \
             "${PART_WHY_allreduce:-}" "${PART_WHY_relay:-}" "${EXTRA_WG[@]}"
         rc2=$?
@@ -345,6 +355,11 @@ main() {
     fi
     if part_on flows; then
         flows_report
+        rc3=$?
+        if [ "$rc3" -eq 1 ]; then rc2=1; elif [ "$rc2" -eq 0 ]; then rc2=$rc3; fi
+    fi
+    if part_on rules; then
+        report_rules "$BENCH_OUT/rules.log" "${PART_WHY_rules:-}"
         rc3=$?
         if [ "$rc3" -eq 1 ]; then rc2=1; elif [ "$rc2" -eq 0 ]; then rc2=$rc3; fi
     fi

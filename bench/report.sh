@@ -649,3 +649,27 @@ print("issue 45, 16-core targets: %d passed, %d failed, %d n/a" %
 sys.exit(1 if "FAIL" in results else (2 if "n/a" in results else 0))
 PYEOF
 }
+
+# Issue 61 (what the rules cost): from bench/rules.sh's log, its medians
+# line ("rules: medians ... ratio rate R, CPU per GB C"), one
+# "TARGET ...: VALUE PASS|FAIL" line each for the rate and the CPU per GB
+# with a dozen rules and three groups beside none (within 3%: rate ratio
+# at least 0.97, CPU ratio at most 1.03), or n/a with WHY. Returns 0 when
+# both passed, 1 when one failed, 2 when not measured.
+report_rules() {
+    local log=$1 why=${2:-} line r c
+    echo "== issue 61: the rules' cost (12 rules, 3 groups, beside none; bench/rules.sh)"
+    line=$(grep 'rules: medians' "$log" 2>/dev/null | tail -n 1)
+    if [ -n "$why" ] || [ -z "$line" ]; then
+        echo "TARGET rules: rate and CPU per GB within 3% of none: n/a (${why:-no medians line in $log})"
+        return 2
+    fi
+    echo "${line#*bench: }"
+    r=$(sed -n 's/.*ratio rate \([0-9.]*\),.*/\1/p' <<<"$line")
+    c=$(sed -n 's/.*CPU per GB \([0-9.]*\)$/\1/p' <<<"$line")
+    awk -v r="$r" -v c="$c" 'BEGIN {
+        rp = r >= 0.97; cp = c <= 1.03
+        printf "TARGET rules: rate with rules / none >= 0.97: %s %s\n", r, rp ? "PASS" : "FAIL"
+        printf "TARGET rules: CPU per GB with rules / none <= 1.03: %s %s\n", c, cp ? "PASS" : "FAIL"
+        exit (rp && cp) ? 0 : 1 }'
+}

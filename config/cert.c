@@ -31,12 +31,21 @@
 #define HEAD_LEN         (1u + 1u + 8u + 8u + CERT_PUBKEY_LEN)
 #define STR_MAX          (1u + CLUSTER_NAME_MAX)
 #define TAIL_LEN         (CERT_PUBKEY_LEN + CERT_SIG_LEN)
-#define TOKEN_BIN_MAX    (HEAD_LEN + STR_MAX + 4u + TAIL_LEN)
+#define GROUPS_BIN_MAX   (1u + CERT_GROUPS_MAX * (1u + RULES_GROUP_NAME_MAX))
+#define TOKEN_BIN_MAX    (HEAD_LEN + STR_MAX + 4u + GROUPS_BIN_MAX + TAIL_LEN)
+/* What the encoder may write (every field full, the valid or not) ... */
 #define MEMBER_BIN_MAX   (HEAD_LEN + 1u + STR_MAX + 1u + 16u + \
-                          1u + CLUSTER_ALIASES_MAX * STR_MAX + TOKEN_BIN_MAX + TAIL_LEN)
+                          1u + CLUSTER_ALIASES_MAX * STR_MAX + GROUPS_BIN_MAX + TOKEN_BIN_MAX + \
+                          TAIL_LEN)
+/* ... and the longest a valid member is: a token's carries no address
+ * and no aliases (member_valid), so one or the other. */
+#define MAX2(a, b)       ((a) > (b) ? (a) : (b))
+#define MEMBER_VALID_MAX (HEAD_LEN + 1u + STR_MAX + \
+                          MAX2(1u + 16u + 1u + CLUSTER_ALIASES_MAX * STR_MAX, 1u + TOKEN_BIN_MAX) + \
+                          GROUPS_BIN_MAX + TAIL_LEN)
 #define BIN_MAX          (MEMBER_BIN_MAX + SEED_LEN)   /* a join token fits too */
 
-_Static_assert(sizeof(PREFIX_MEMBER) - 1 + sodium_base64_ENCODED_LEN(MEMBER_BIN_MAX, B64_VARIANT)
+_Static_assert(sizeof(PREFIX_MEMBER) - 1 + sodium_base64_ENCODED_LEN(MEMBER_VALID_MAX, B64_VARIANT)
                <= CERT_TEXT_MAX, "CERT_TEXT_MAX holds the longest member");
 _Static_assert(sizeof(PREFIX_JOIN) - 1 + sodium_base64_ENCODED_LEN(TOKEN_BIN_MAX + SEED_LEN,
                                                                    B64_VARIANT)
@@ -84,10 +93,10 @@ static void put_str(struct wbuf *w, const char *s)
     put_bytes(w, s, len);
 }
 
-static void put_head(struct wbuf *w, enum cert_kind kind, uint64_t not_before,
+static void put_head(struct wbuf *w, enum cert_kind kind, uint8_t n_groups, uint64_t not_before,
                      uint64_t not_after, const uint8_t subject[CERT_PUBKEY_LEN])
 {
-    put_u8(w, CERT_VERSION);
+    put_u8(w, n_groups ? CERT_VERSION_GROUPS : CERT_VERSION);
     put_u8(w, (uint8_t)kind);
     put_u64(w, not_before);
     put_u64(w, not_after);
@@ -95,11 +104,21 @@ static void put_head(struct wbuf *w, enum cert_kind kind, uint64_t not_before,
 }
 
 /* A token's signed bytes, from the part a member carries. */
+static void put_groups(struct wbuf *w, uint8_t n, const char g[][RULES_GROUP_NAME_MAX + 1])
+{
+    if (!n)
+        return;
+    n = n < CERT_GROUPS_MAX ? n : CERT_GROUPS_MAX;
+    put_u8(w, n);
+    for (uint8_t i = 0; i < n; i++)
+        put_str(w, g[i]);
+}
 static void put_token_signed(struct wbuf *w, const struct cert_token_part *t)
 {
-    put_head(w, CERT_TOKEN, t->not_before, t->not_after, t->key);
+    put_head(w, CERT_TOKEN, t->n_groups, t->not_before, t->not_after, t->key);
     put_str(w, t->prefix);
     put_u32(w, t->max_members);
+    put_groups(w, t->n_groups, t->groups);
     put_bytes(w, t->signer, CERT_PUBKEY_LEN);
 }
 
@@ -112,6 +131,8 @@ static void token_part_of(const struct cert *token, struct cert_token_part *t)
     memcpy(t->prefix, token->name, sizeof(t->prefix));
     t->prefix[CLUSTER_NAME_MAX] = '\0';
     t->max_members = token->max_members;
+    t->n_groups = token->n_groups;
+    memcpy(t->groups, token->groups, sizeof(t->groups));
     memcpy(t->signer, token->signer, CERT_PUBKEY_LEN);
 }
 
@@ -126,7 +147,8 @@ static void encode_signed(const struct cert *c, struct wbuf *w)
         put_token_signed(w, &t);
         return;
     }
-    put_head(w, c->kind, c->not_before, c->not_after, c->subject);
+    put_head(w, c->kind, c->kind == CERT_MEMBER ? c->n_groups : 0, c->not_before, c->not_after,
+             c->subject);
     if (c->kind == CERT_MEMBER) {
         uint8_t n = c->n_aliases < CLUSTER_ALIASES_MAX ? c->n_aliases : CLUSTER_ALIASES_MAX;
 
@@ -142,6 +164,7 @@ static void encode_signed(const struct cert *c, struct wbuf *w)
         put_u8(w, n);
         for (uint8_t i = 0; i < n; i++)
             put_str(w, c->aliases[i]);
+        put_groups(w, c->n_groups, c->groups);
         if (c->has_token) {
             put_token_signed(w, &c->token);
             put_bytes(w, c->token_sig, CERT_SIG_LEN);
@@ -213,14 +236,38 @@ static void get_str(struct rbuf *r, char out[CLUSTER_NAME_MAX + 1])
     out[len] = '\0';
 }
 
-static void get_head(struct rbuf *r, struct cert *c)
+/* Version 2: groups follow (at least one), version 1: none. */
+static void get_groups(struct rbuf *r, bool v2, uint8_t *n, char g[][RULES_GROUP_NAME_MAX + 1])
 {
-    if (get_u8(r) != CERT_VERSION)
+    char s[CLUSTER_NAME_MAX + 1];
+
+    *n = 0;
+    if (!v2 || r->bad)
+        return;
+    *n = get_u8(r);
+    if (*n == 0 || *n > CERT_GROUPS_MAX) {
+        r->bad = true;
+        return;
+    }
+    for (uint8_t i = 0; i < *n && !r->bad; i++) {
+        get_str(r, s);
+        if (strlen(s) > RULES_GROUP_NAME_MAX)
+            r->bad = true;
+        else
+            memcpy(g[i], s, strlen(s) + 1);
+    }
+}
+static bool get_head(struct rbuf *r, struct cert *c)
+{
+    uint8_t v = get_u8(r);
+
+    if (v != CERT_VERSION && v != CERT_VERSION_GROUPS)
         r->bad = true;
     c->kind = (enum cert_kind)get_u8(r);
     c->not_before = get_uint(r, 8);
     c->not_after = get_uint(r, 8);
     get_copy(r, c->subject, CERT_PUBKEY_LEN);
+    return v == CERT_VERSION_GROUPS;
 }
 
 static void get_address(struct rbuf *r, struct cluster_addr *a)
@@ -240,7 +287,7 @@ static void get_address(struct rbuf *r, struct cluster_addr *a)
 
 static void get_statement(struct rbuf *r, struct cert *c, bool may_carry_token);
 
-static void get_member(struct rbuf *r, struct cert *c)
+static void get_member(struct rbuf *r, struct cert *c, bool v2)
 {
     uint8_t flags = get_u8(r);
 
@@ -257,6 +304,7 @@ static void get_member(struct rbuf *r, struct cert *c)
     }
     for (uint8_t i = 0; i < c->n_aliases && !r->bad; i++)
         get_str(r, c->aliases[i]);
+    get_groups(r, v2, &c->n_groups, c->groups);
     c->has_token = flags & FLAG_TOKEN;
     if (c->has_token && !r->bad) {
         struct cert t;
@@ -273,20 +321,25 @@ static void get_member(struct rbuf *r, struct cert *c)
  * member may not carry one itself (may_carry_token false). */
 static void get_statement(struct rbuf *r, struct cert *c, bool may_carry_token)
 {
+    bool v2;
+
     memset(c, 0, sizeof(*c));
-    get_head(r, c);
+    v2 = get_head(r, c);
     switch (c->kind) {
     case CERT_MEMBER:
         if (!may_carry_token)
             r->bad = true;
         else
-            get_member(r, c);
+            get_member(r, c, v2);
         break;
     case CERT_TOKEN:
         get_str(r, c->name);
         c->max_members = (uint32_t)get_uint(r, 4);
+        get_groups(r, v2, &c->n_groups, c->groups);
         break;
     case CERT_REVOCATION:
+        if (v2)
+            r->bad = true;
         break;
     default:
         r->bad = true;
@@ -346,9 +399,25 @@ static bool alias_valid(const char *s)
     return len > 0 && len <= CLUSTER_NAME_MAX && cluster_hostname_valid(s);
 }
 
+/* 0..CERT_GROUPS_MAX valid names, none twice (case aside): one set of
+ * groups, one encoding. */
+static bool groups_valid(uint8_t n, const char g[][RULES_GROUP_NAME_MAX + 1])
+{
+    if (n > CERT_GROUPS_MAX)
+        return false;
+    for (uint8_t i = 0; i < n; i++) {
+        if (!rules_group_name_valid(g[i]))
+            return false;
+        for (uint8_t j = 0; j < i; j++)
+            if (!strcasecmp(g[i], g[j]))
+                return false;
+    }
+    return true;
+}
 static bool token_part_valid(const struct cert_token_part *t)
 {
-    return prefix_valid(t->prefix) && t->not_after > t->not_before;
+    return prefix_valid(t->prefix) && t->not_after > t->not_before &&
+           groups_valid(t->n_groups, t->groups);
 }
 
 static bool member_valid(const struct cert *c)
@@ -359,9 +428,15 @@ static bool member_valid(const struct cert *c)
         return false;
     if (c->has_address && !address_valid(&c->address))
         return false;
+    /* a token's member has neither (within_token): refused here too, so
+     * that the longest valid text stays under CERT_TEXT_MAX */
+    if (c->has_token && (c->has_address || c->n_aliases))
+        return false;
     for (uint8_t i = 0; i < c->n_aliases; i++)
         if (!alias_valid(c->aliases[i]))
             return false;
+    if (!groups_valid(c->n_groups, c->groups))
+        return false;
     return !c->has_token || token_part_valid(&c->token);
 }
 
@@ -379,10 +454,10 @@ static bool fields_valid(const struct cert *c)
         return member_valid(c);
     case CERT_TOKEN:
         return foreign_fields_empty(c) && prefix_valid(c->name) &&
-               c->not_after > c->not_before;
+               c->not_after > c->not_before && groups_valid(c->n_groups, c->groups);
     case CERT_REVOCATION:
         return foreign_fields_empty(c) && c->name[0] == '\0' && c->not_after == 0 &&
-               c->max_members == 0;
+               c->max_members == 0 && c->n_groups == 0;
     }
     return false;
 }
@@ -543,10 +618,22 @@ static bool token_sig_ok(const struct cert *c, const uint8_t authority[CERT_PUBK
  * and nothing else: an address or an alias is the authority's to give
  * (a token holder naming another member's address or a host name such
  * as metadata.google.internal would take it). */
+static bool token_names_group(const struct cert_token_part *t, const char *g)
+{
+    for (uint8_t i = 0; i < t->n_groups; i++)
+        if (!strcasecmp(t->groups[i], g))
+            return true;
+    return false;
+}
+/* ... and the groups it names, no other: a token holder asking for more
+ * (ssh's, the operators') is refused however it signs. */
 static bool within_token(const struct cert *c)
 {
     size_t plen = strnlen(c->token.prefix, CLUSTER_NAME_MAX);
 
+    for (uint8_t i = 0; i < c->n_groups; i++)
+        if (!token_names_group(&c->token, c->groups[i]))
+            return false;
     return strncmp(c->name, c->token.prefix, plen) == 0 && !c->has_address && !c->n_aliases &&
            c->not_before >= c->token.not_before && c->not_after <= c->token.not_after;
 }
@@ -767,6 +854,10 @@ int cert_member_node(const struct cert *c, const struct cluster *cl, struct clus
     memcpy(out->public_key, c->subject, CLUSTER_KEY_LEN);
     out->n_aliases = c->n_aliases;
     memcpy(out->aliases, c->aliases, sizeof(out->aliases));
+    for (uint8_t i = 0; i < c->n_groups && i < CERT_GROUPS_MAX; i++) {
+        uint64_t m = rules_group_mask(&cl->rules, c->groups[i]);
+        out->groups |= m == RULES_ANY ? 0 : m;
+    }
     if (c->has_address) {
         if (!cluster_addr_in_network(&c->address, &cl->network, cl->prefix))
             return -EINVAL;
@@ -784,12 +875,25 @@ uint64_t cert_end(const struct cert *c)
     return c->not_after;
 }
 
+/* The same groups in the same order (a renewal is signed from the one
+ * before it: one order). */
+static bool same_groups(const struct cert *n, const struct cert *o)
+{
+    if (n->n_groups != o->n_groups)
+        return false;
+    for (uint8_t i = 0; i < n->n_groups; i++)
+        if (strcasecmp(n->groups[i], o->groups[i]))
+            return false;
+    return true;
+}
+
 bool cert_renews(const struct cert *n, const struct cert *o)
 {
     if (n->kind != CERT_MEMBER || o->kind != CERT_MEMBER ||
         memcmp(n->subject, o->subject, CERT_PUBKEY_LEN) || strcasecmp(n->name, o->name) ||
         n->has_address != o->has_address ||
-        (n->has_address && !cluster_addr_equal(&n->address, &o->address)))
+        (n->has_address && !cluster_addr_equal(&n->address, &o->address)) ||
+        !same_groups(n, o))
         return false;
     return cert_end(n) > cert_end(o);
 }

@@ -12,10 +12,13 @@
  *
  * Kinds:
  *   member     name + WireGuard public key (+ optional fixed overlay
- *              address and aliases), signed by the authority or a token;
+ *              address, aliases and groups), signed by the authority or
+ *              a token;
  *   token      a delegated Ed25519 signing key, signed by the authority,
  *              limited to names starting with `name` (the prefix), at most
- *              `max_members` members (0: no limit) and its own lifetime;
+ *              `max_members` members (0: no limit), its own lifetime and
+ *              the groups it names (its members may carry those, no
+ *              others; a token naming none signs members of none);
  *   revocation the id of a member or token statement, signed by the
  *              authority; it never expires (not_after is 0).
  * A member signed by a token may not outlive the token, and names no
@@ -28,11 +31,13 @@
 #include <stdint.h>
 
 #include "config/cluster.h"
+#include "config/rules.h"
 
 #define CERT_PUBKEY_LEN  32u        /* Ed25519 public key */
 #define CERT_SECRET_LEN  64u        /* Ed25519 secret key (libsodium form) */
 #define CERT_SIG_LEN     64u
 #define CERT_ID_LEN      32u        /* BLAKE2b-256 of a statement's signed bytes */
+#define CERT_GROUPS_MAX  RULES_NODE_GROUPS_MAX   /* groups a member or token names */
 /* Longest text form (a member carrying its token, every field full):
  * callers size buffers with it. */
 #define CERT_TEXT_MAX    1400u
@@ -56,6 +61,10 @@ struct cert {
     uint8_t n_aliases;                       /* member only */
     char aliases[CLUSTER_ALIASES_MAX][CLUSTER_NAME_MAX + 1];
     uint32_t max_members;                    /* token only; 0 = no limit */
+    /* member: its groups (config/rules.h); token: those its members may
+     * carry. None: version 1's encoding, as before groups. */
+    uint8_t n_groups;
+    char groups[CERT_GROUPS_MAX][RULES_GROUP_NAME_MAX + 1];
     uint8_t signer[CERT_PUBKEY_LEN];         /* who signed: authority or token key */
     /* A member signed by a token carries the token's statement. */
     bool has_token;
@@ -65,6 +74,8 @@ struct cert {
         uint8_t key[CERT_PUBKEY_LEN];
         char prefix[CLUSTER_NAME_MAX + 1];
         uint32_t max_members;
+        uint8_t n_groups;
+        char groups[CERT_GROUPS_MAX][RULES_GROUP_NAME_MAX + 1];
         uint8_t signer[CERT_PUBKEY_LEN];     /* the authority, as the token says */
     } token;
     uint8_t sig[CERT_SIG_LEN];
@@ -79,6 +90,10 @@ struct cert {
  *                [the token's whole binary statement, its signature too];
  *     token      u8 len + prefix, u32 max_members;
  *     revocation nothing more;
+ *   then, version 2 only (a member or token that names groups; version 1
+ *   names none, as every statement before groups): u8 n_groups
+ *   (1..CERT_GROUPS_MAX), each u8 len + name (a member's after its
+ *   aliases, before the token it carries; a token's after max_members);
  *   32 signer, 64 signature.
  * The signature covers every byte before it (the signer included); a
  * statement's id is BLAKE2b-256 of those same bytes. One statement has
@@ -86,6 +101,7 @@ struct cert {
  * same bytes. A join token is a token's binary statement followed by its
  * 32-byte Ed25519 seed. */
 #define CERT_VERSION     1u
+#define CERT_VERSION_GROUPS 2u
 
 /* Why a statement does not count. */
 enum cert_verdict {
@@ -93,8 +109,9 @@ enum cert_verdict {
     CERT_BAD_SIGNATURE,      /* a signature fails, or the signer is not the authority */
     CERT_NOT_YET_VALID,
     CERT_EXPIRED,
-    CERT_OUTSIDE_TOKEN,      /* outside the token's prefix, outliving it, or with an
-                              * address or aliases (the authority's alone to give) */
+    CERT_OUTSIDE_TOKEN,      /* outside the token's prefix, outliving it, with an
+                              * address or aliases (the authority's alone to give),
+                              * or a group the token does not name */
     CERT_WRONG_KIND,
 };
 
@@ -193,7 +210,9 @@ int cert_secret_format(const uint8_t secret[CERT_SECRET_LEN], char *out, size_t 
 int cert_secret_parse(const char *text, uint8_t secret[CERT_SECRET_LEN]);
 
 /* The node a member certificate makes in cluster c (joining with no
- * server, or a member that passed it on): its name, key and aliases, and
+ * server, or a member that passed it on): its name, key, aliases and
+ * groups (the bits of those c's file names; a group the file never
+ * names matches only `any`), and
  * its address -- the one it fixes, else derived from its key (below). No
  * endpoint: discovery finds where it is. 0, -EINVAL (not a member
  * certificate, or a fixed address outside c's network), -ENOSPC (the

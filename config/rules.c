@@ -51,6 +51,13 @@ static bool is_any(const char *name, size_t len)
     return len == 3 && !strncasecmp(name, "any", 3);
 }
 
+bool rules_group_name_valid(const char *name)
+{
+    size_t len = strnlen(name, RULES_GROUP_NAME_MAX + 1);
+
+    return group_name_ok(name, len) && !is_any(name, len);
+}
+
 static int group_bit_n(struct cluster_rules *r, const char *name, size_t len, unsigned *bit,
                        const char **why)
 {

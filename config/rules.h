@@ -67,6 +67,9 @@ struct cluster_rules {
  * (the parser adds names through rules_groups_parse and rules_line_parse). */
 int rules_group_bit(struct cluster_rules *r, const char *name, unsigned *bit,
                     const char **why);
+/* Whether name may be a group's (letters, digits, '-', '_'; 1 to
+ * RULES_GROUP_NAME_MAX; not `any`): what a certificate may carry. */
+bool rules_group_name_valid(const char *name);
 /* The mask of an existing group's name (0: none such; RULES_ANY: `any`). */
 uint64_t rules_group_mask(const struct cluster_rules *r, const char *name);
 /* `a, b c`: names separated by commas or spaces, added to r as needed, into

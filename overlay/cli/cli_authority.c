@@ -61,6 +61,7 @@ enum auth_opt {
     AUTH_OPT_ID         = 1u << 12,
     AUTH_OPT_AUTHORITY  = 1u << 13,
     AUTH_OPT_WITHIN     = 1u << 14,
+    AUTH_OPT_GROUPS     = 1u << 15,
 };
 
 struct auth_opt_def {
@@ -107,6 +108,10 @@ static const struct auth_opt_def auth_opts[] = {
       "show: the authority's public key to verify against (default: not verified); renew: "
       "a key whose certificates are renewed too, the old one while the authority's key is "
       "rotated (default: the signing key's alone)" },
+    { AUTH_OPT_GROUPS,     0,   "groups",        "A,B",
+      "the groups the cluster file's [rules] know the member by (sign), or that the "
+      "token's members may carry (token), comma-separated, at most 8 (default none; "
+      "sign through a token: the token's)" },
     { AUTH_OPT_WITHIN,     0,   "within",        "DURATION",
       "renew: re-sign a certificate that ends within DURATION (default: a third of its "
       "lifetime)" },
@@ -552,6 +557,33 @@ static int member_key(const char *verb, const struct auth_args *a, uint8_t pub[C
     return 0;
 }
 
+/* --groups A,B into n and g: names a rule may use, none twice. */
+static int parse_groups(const char *verb, const char *text, uint8_t *n,
+                        char g[][RULES_GROUP_NAME_MAX + 1])
+{
+    *n = 0;
+    for (const char *p = text; p && *p;) {
+        size_t len = strcspn(p, ",");
+
+        if (*n == CERT_GROUPS_MAX)
+            return say(verb, "too many --groups (at most %u)", CERT_GROUPS_MAX), -EINVAL;
+        if (len == 0 || len > RULES_GROUP_NAME_MAX)
+            return say(verb, "invalid --groups '%s' (names of at most %u characters, "
+                       "separated by commas)", text, RULES_GROUP_NAME_MAX), -EINVAL;
+        memcpy(g[*n], p, len);
+        g[*n][len] = '\0';
+        if (!rules_group_name_valid(g[*n]))
+            return say(verb, "invalid group '%s' (letters, digits, '-' and '_'; not any)",
+                       g[*n]), -EINVAL;
+        for (uint8_t i = 0; i < *n; i++)
+            if (!strcasecmp(g[i], g[*n]))
+                return say(verb, "--groups names '%s' twice", g[*n]), -EINVAL;
+        (*n)++;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
 static int member_fields(const char *verb, const struct auth_args *a, struct cert *c)
 {
     const char *name = opt_value(a, AUTH_OPT_NAME), *addr = opt_value(a, AUTH_OPT_ADDRESS);
@@ -587,7 +619,7 @@ static int member_fields(const char *verb, const struct auth_args *a, struct cer
         c->n_aliases++;
         p += len + (p[len] == ',');
     }
-    return 0;
+    return parse_groups(verb, opt_value(a, AUTH_OPT_GROUPS), &c->n_groups, c->groups);
 }
 
 /* The member's lifetime through a token: by default the token's end; the
@@ -610,6 +642,21 @@ static int fit_token(const char *verb, const struct auth_args *a, const struct c
         return say(verb, "a join token signs a name and a key only: --%s needs the authority's "
                    "key (-a), and members refuse a token's certificate that has one",
                    c->has_address ? "address" : "aliases"), -EINVAL;
+    /* the token's groups by default; never one it does not name (its
+     * members refuse such a certificate: cert_verify) */
+    if (!opt_value(a, AUTH_OPT_GROUPS)) {
+        c->n_groups = token->n_groups;
+        memcpy(c->groups, token->groups, sizeof(c->groups));
+    }
+    for (uint8_t i = 0; i < c->n_groups; i++) {
+        bool named = false;
+        for (uint8_t j = 0; j < token->n_groups; j++)
+            named |= !strcasecmp(c->groups[i], token->groups[j]);
+        if (!named)
+            return say(verb, "--groups: the join token does not give group '%s' (it gives %s%s)",
+                       c->groups[i], token->n_groups ? "" : "none",
+                       token->n_groups ? token->groups[0] : ""), -EINVAL;
+    }
     if (c->not_before < token->not_before)
         c->not_before = token->not_before;
     if (!opt_value(a, AUTH_OPT_VALID) || c->not_after > token->not_after) {
@@ -709,6 +756,8 @@ static int do_token(const char *verb, const struct auth_args *a)
     if (max && cluster_uint_parse(max, UINT32_MAX, &n) != 0)
         return say(verb, "invalid --max '%s' (a number of members, 0 for no limit)", max);
     t.max_members = n;
+    if (parse_groups(verb, opt_value(a, AUTH_OPT_GROUPS), &t.n_groups, t.groups) != 0)
+        return CLI_EXIT_FAIL;
     if (lifetime(verb, a, DEFAULT_TOKEN_S, &t.not_before, &t.not_after) != 0 ||
         read_secret(verb, opt_value(a, AUTH_OPT_SECRET), secret) != 0)
         return CLI_EXIT_FAIL;
@@ -908,6 +957,15 @@ static void show_lifetime(const struct cert *c, uint64_t now)
         printf(" (%" PRIu64 " days left)\n", (c->not_after - now) / 86400u);
 }
 
+/* A member's groups, or those a token's members may carry. */
+static void show_groups(const struct cert *c)
+{
+    printf("groups:     ");
+    for (unsigned i = 0; i < c->n_groups; i++)
+        printf(" %s", c->groups[i]);
+    printf("%s\n", c->n_groups ? "" : " none");
+}
+
 static void show_statement(const struct cert *c, bool join)
 {
     char key[CERT_KEY_TEXT_LEN + 1], id[2 * CERT_ID_LEN + 1], addr[INET6_ADDRSTRLEN];
@@ -929,6 +987,7 @@ static void show_statement(const struct cert *c, bool join)
                 printf(" %s", c->aliases[i]);
             printf("\n");
         }
+        show_groups(c);
         show_lifetime(c, now);
     } else if (c->kind == CERT_TOKEN) {
         printf("names:       starting with %s\n", c->name);
@@ -936,6 +995,7 @@ static void show_statement(const struct cert *c, bool join)
             printf("members:     at most %" PRIu32 "\n", c->max_members);
         else
             printf("members:     no limit\n");
+        show_groups(c);
         cert_key_format(c->subject, key);
         printf("token key:   %s\n", key);
         show_lifetime(c, now);
@@ -1007,15 +1067,17 @@ static const struct auth_verb auth_verbs[] = {
       "print the public key of an authority secret key file" },
     { "sign", do_sign,
       AUTH_OPT_SECRET | AUTH_OPT_TOKEN | AUTH_OPT_NAME | AUTH_OPT_PUBLIC_KEY | AUTH_OPT_KEY |
-          AUTH_OPT_ADDRESS | AUTH_OPT_ALIASES | AUTH_OPT_VALID | AUTH_OPT_NOT_BEFORE,
+          AUTH_OPT_ADDRESS | AUTH_OPT_ALIASES | AUTH_OPT_VALID | AUTH_OPT_NOT_BEFORE |
+          AUTH_OPT_GROUPS,
       AUTH_OPT_NAME, 0,
       "(-a AUTHORITY-KEYFILE | --token FILE) --name NAME (--public-key KEY | -k KEYFILE) "
-      "[--address ADDR] [--aliases A,B] [--valid DURATION] [--not-before TIME]",
+      "[--address ADDR] [--aliases A,B] [--groups A,B] [--valid DURATION] [--not-before TIME]",
       "print a member certificate, signed by the authority or by a join token" },
     { "token", do_token,
-      AUTH_OPT_SECRET | AUTH_OPT_PREFIX | AUTH_OPT_MAX | AUTH_OPT_VALID | AUTH_OPT_NOT_BEFORE,
+      AUTH_OPT_SECRET | AUTH_OPT_PREFIX | AUTH_OPT_MAX | AUTH_OPT_VALID | AUTH_OPT_NOT_BEFORE |
+          AUTH_OPT_GROUPS,
       AUTH_OPT_SECRET | AUTH_OPT_PREFIX, 0,
-      "-a AUTHORITY-KEYFILE --name-prefix PREFIX [--max N] [--valid DURATION] "
+      "-a AUTHORITY-KEYFILE --name-prefix PREFIX [--max N] [--groups A,B] [--valid DURATION] "
       "[--not-before TIME]",
       "print a join token: a signing key limited to names starting with PREFIX and its "
       "lifetime, for machines that join by themselves" },

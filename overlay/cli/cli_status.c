@@ -66,7 +66,7 @@ struct st_resp {
      * UDP sockets, packets at the interface's transmit queue; then what the
      * sockets' queue management dropped and marked CE itself. */
     uint64_t dropped_socket, dropped_tun, dropped_queue, ecn_marked;
-    uint64_t rules, rule_conns, dropped_rule, refused_rule, rule_table_full;
+    uint64_t rules, rule_conns, dropped_rule, refused_rule, rule_table_full, rule_peer_full;
     bool has_listen_port, has_prefix, has_cluster_applied;
     bool has_cert;                   /* this node's certificate's expiry */
     uint64_t cert_expires;
@@ -200,6 +200,8 @@ static int iface_line(void *ctx, const char *key, const char *v)
         return cli_reply_u64(v, &r->refused_rule);
     else if (!strcmp(key, CONTROL_KEY_RULE_TABLE_FULL))
         return cli_reply_u64(v, &r->rule_table_full);
+    else if (!strcmp(key, CONTROL_KEY_RULE_PEER_FULL))
+        return cli_reply_u64(v, &r->rule_peer_full);
     else if (!strcmp(key, CONTROL_KEY_CLUSTER_APPLIED)) {
         r->has_cluster_applied = true;
         return cli_reply_u64(v, &r->cluster_applied);
@@ -468,6 +470,8 @@ static void print_rules(FILE *out, const struct st_resp *r)
             (unsigned long long)r->refused_rule);
     if (r->rule_table_full)
         fprintf(out, ", %llu new for want of room", (unsigned long long)r->rule_table_full);
+    if (r->rule_peer_full)
+        fprintf(out, ", %llu new over a peer's bound", (unsigned long long)r->rule_peer_full);
     fputs("; see ddpnet rules test\n", out);
 }
 
@@ -825,10 +829,10 @@ int status_format_json(const char *response, FILE *out)
             (unsigned long long)r.dropped_queue, (unsigned long long)r.ecn_marked,
             (unsigned long long)(r.dropped_rule + r.refused_rule));
     fprintf(out, ",\"rules\":{\"written\":%llu,\"connections\":%llu,\"dropped\":%llu,"
-                 "\"refused\":%llu,\"table_full\":%llu}",
+                 "\"refused\":%llu,\"table_full\":%llu,\"peer_full\":%llu}",
             (unsigned long long)r.rules, (unsigned long long)r.rule_conns,
             (unsigned long long)r.dropped_rule, (unsigned long long)r.refused_rule,
-            (unsigned long long)r.rule_table_full);
+            (unsigned long long)r.rule_table_full, (unsigned long long)r.rule_peer_full);
     fputs(",\"peers\":[", out);
     for (size_t p = 0; p < r.n_peers; p++) {
         if (p)

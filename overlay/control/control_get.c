@@ -161,6 +161,7 @@ static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
     uapi_put_u64(b, CONTROL_KEY_DROPPED_RULE, dev->stats.dropped_rule);
     uapi_put_u64(b, CONTROL_KEY_REFUSED_RULE, dev->stats.refused_rule);
     uapi_put_u64(b, CONTROL_KEY_RULE_TABLE_FULL, dev->conntrack.full);
+    uapi_put_u64(b, CONTROL_KEY_RULE_PEER_FULL, dev->conntrack.peer_full);
     if (dev->membership->registry) {
         struct registry_status rs;
         registry_status(dev->membership->registry, &rs);

@@ -124,6 +124,7 @@ enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL
 #define CONTROL_KEY_DROPPED_RULE    "dropped_rule"
 #define CONTROL_KEY_REFUSED_RULE    "refused_rule"
 #define CONTROL_KEY_RULE_TABLE_FULL "rule_table_full"
+#define CONTROL_KEY_RULE_PEER_FULL "rule_peer_full"
 /* The reasons, as the metrics' ddpnet_packets_dropped_total names them. */
 #define CONTROL_DROP_SOCKET         "socket_overflow"
 #define CONTROL_DROP_TUN            "tun_queue"

@@ -10,6 +10,7 @@
 
 #include "overlay/engine/device_setup.h"
 #include "overlay/engine/engine.h"
+#include "overlay/engine/filter.h"
 
 int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint64_t now)
 {
@@ -23,8 +24,10 @@ int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint6
     /* Each peer: one handshake and three keypairs at most; the strangers
      * on probation are peers too. */
     ret = index_table_init(&dev->indices, DEVICE_INDICES(dev->cluster.n_nodes));
-    if (!ret)
-        ret = conntrack_init(&dev->conntrack);
+    if (!ret && !(ret = conntrack_init(&dev->conntrack))) {
+        dev->conntrack.released = filter_released;   /* the per-peer bound's count */
+        dev->conntrack.ctx = dev;
+    }
     if (!ret)
         ret = stage_init(&dev->stage, STAGE_TOTAL_BYTES, STAGE_PEER_BYTES);
     if (!ret)

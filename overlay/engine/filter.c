@@ -142,7 +142,35 @@ static bool related(struct device *dev, const struct view *v, bool ours, uint64_
     return conntrack_find(&dev->conntrack, &k, now) != NULL;
 }
 
-static bool filter(struct device *dev, const struct peer *p, const uint8_t *ip, uint32_t len,
+/* A new entry for k, counted against p when its packet makes it (not
+ * ours); NULL when the table or p's bound has no room (counted). */
+static struct conntrack_entry *add(struct device *dev, struct peer *p,
+                                   const struct conntrack_key *k, bool ours, uint64_t now)
+{
+    struct conntrack *t = &dev->conntrack;
+    struct conntrack_entry *e;
+
+    if (!ours && p->live.conns >= CONNTRACK_PER_PEER &&
+        (!conntrack_sweep(t, now) || p->live.conns >= CONNTRACK_PER_PEER)) {
+        t->peer_full++;
+        return NULL;
+    }
+    if (!(e = conntrack_add(t, k, ours ? 0 : p->id, now)))
+        return NULL;
+    if (!ours)
+        p->live.conns++;
+    return e;
+}
+
+void filter_released(void *ctx, uint32_t owner)
+{
+    struct peer *p = device_peer_by_id(ctx, owner);
+
+    if (p && p->live.conns)
+        p->live.conns--;
+}
+
+static bool filter(struct device *dev, struct peer *p, const uint8_t *ip, uint32_t len,
                    bool ours, uint64_t now)
 {
     struct conntrack *t = &dev->conntrack;
@@ -161,7 +189,7 @@ static bool filter(struct device *dev, const struct peer *p, const uint8_t *ip, 
         if (e->gen != t->gen) {
             /* the rules changed since it was allowed: still? */
             if (!allowed(dev, p, e->ours, k.proto, e->port)) {
-                conntrack_forget(e);
+                conntrack_forget(t, e);
                 return false;
             }
             e->gen = t->gen;
@@ -180,7 +208,7 @@ static bool filter(struct device *dev, const struct peer *p, const uint8_t *ip, 
             opener = !ours;
             port = v.sport;
         }
-        if (!(e = conntrack_add(t, &k, now)))
+        if (!(e = add(dev, p, &k, ours, now)))
             return false;
         e->ours = opener;
         e->port = port;
@@ -193,13 +221,13 @@ static bool filter(struct device *dev, const struct peer *p, const uint8_t *ip, 
     return true;
 }
 
-bool filter_out(struct device *dev, const struct peer *p, const uint8_t *ip, uint32_t len,
+bool filter_out(struct device *dev, struct peer *p, const uint8_t *ip, uint32_t len,
                 uint64_t now)
 {
     return filter(dev, p, ip, len, true, now);
 }
 
-bool filter_in(struct device *dev, const struct peer *p, const uint8_t *ip, uint32_t len,
+bool filter_in(struct device *dev, struct peer *p, const uint8_t *ip, uint32_t len,
                uint64_t now)
 {
     return filter(dev, p, ip, len, false, now);

@@ -35,10 +35,14 @@ struct device;
 struct peer;
 
 /* Whether the IP packet ip[0..len) from our applications to p may go. */
-bool filter_out(struct device *dev, const struct peer *p, const uint8_t *ip, uint32_t len,
+bool filter_out(struct device *dev, struct peer *p, const uint8_t *ip, uint32_t len,
                 uint64_t now);
 /* Whether the IP packet ip[0..len) that p sent us may reach ddp0. */
-bool filter_in(struct device *dev, const struct peer *p, const uint8_t *ip, uint32_t len,
+bool filter_in(struct device *dev, struct peer *p, const uint8_t *ip, uint32_t len,
                uint64_t now);
+/* The connection table's released (model/conntrack.h): an entry made by
+ * peer owner's packet is gone, one fewer against its bound. ctx: the
+ * device. */
+void filter_released(void *ctx, uint32_t owner);
 
 #endif

@@ -19,6 +19,11 @@
 #     run while every node reloads a file without the spot rule: the spot
 #     one stops at its next packet (documented: a connection whose rule is
 #     gone is refused from then on), the train one carries on.
+#  6. torchrun across all three (c10d at train-a:29500, Gloo) with the
+#     rules and the one Gloo needs besides (`allow train -> spot tcp
+#     29400-29600`, every node's ephemeral range narrowed to 29520-29600):
+#     the all_reduce's sum on every rank; spot's ssh still refused.
+#     Without torch the script ends as skipped after every other check.
 #
 #                    namespace "hub": bridge br0
 #        +-----------------+-----------------+
@@ -190,3 +195,29 @@ stopped() { ! moving "$T/spot/count"; }
 wait_for 5 stopped || fail "spot's stream still runs after its rule went: $(cat "$T/spot/count")"
 moving "$T/train-b/count" || fail "train-b's stream stopped with the reload: $(cat "$T/train-b/count")"
 say "after the reload: spot's stream stopped at $(cat "$T/spot/count") echoes, train-b's runs ($(cat "$T/train-b/count"))"
+
+step "torchrun across all three with the rules, and the rule Gloo needs"
+# The c10d rendezvous is train-a:29500 (spot -> train tcp 29400-29600).
+# Gloo's pairs then listen on ephemeral ports and either end may be the
+# one to connect: each node's ephemeral range (its namespace's) narrowed
+# to 29520-29600, and the training ports allowed the other way too:
+# `allow train -> spot tcp 29400-29600`. train -> train is `any`.
+"$PY" -c 'import torch, torch.distributed' 2>/dev/null && command -v torchrun >/dev/null ||
+    skip "every check above passed; the torchrun step needs torch ($PY) and torchrun"
+echo_pid=$(nx train-a ss -Hltnp 'sport = :29500' | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -n 1)
+[ -z "$echo_pid" ] || kill "$echo_pid"   # the echo server this script started: 29500 is torch's now
+port_free() { ! nx train-a ss -Hltn 'sport = :29500' | grep -q .; }
+wait_for 10 port_free || fail "the echo server still holds train-a:29500"
+write_file "$T/torch.conf" "${RULES[@]}" "allow train -> spot tcp 29400-29600"
+for n in train-a train-b spot; do
+    nx "$n" sysctl -qw net.ipv4.ip_local_port_range="29520 29600" || fail "sysctl on $n"
+    cp "$T/torch.conf" "$T/$n/cluster.conf"
+    out=$(nx "$n" timeout 20 "$DDPNET" reload --run-dir "$T/$n/run" 2>&1) || fail "reload on $n: $out"
+done
+out=$("$DDPNET" rules test -c "$T/torch.conf" train-a spot tcp 29550) || fail "rules test: $out"
+say "$out"
+e2e_allreduce train-a train-b spot
+out=$(connect spot "${ADDR[train-a]}" 22 5)
+case "$out" in *"No route to host"*) ;; *) fail "spot -> train-a:22 with torch's rules: '$out'" ;; esac
+say "with torchrun's rules, spot -> train-a:22 still: $out"
+say "spot status: $(ddp_status spot | grep '^rules:')"

@@ -66,6 +66,11 @@ static void same_fields(const struct cert *a, const struct cert *b)
     for (unsigned i = 0; i < a->n_aliases; i++)
         if (strcmp(a->aliases[i], b->aliases[i]))
             abort();
+    if (a->n_groups != b->n_groups)
+        abort();
+    for (unsigned i = 0; i < a->n_groups; i++)
+        if (strcmp(a->groups[i], b->groups[i]))
+            abort();
     if (a->has_token && (memcmp(&a->token, &b->token, sizeof(a->token)) ||
                          memcmp(a->token_sig, b->token_sig, CERT_SIG_LEN)))
         abort();

@@ -285,8 +285,11 @@ static void test_round_trip(void **state)
     assert_memory_equal(m.token.signer, authority.pub, CERT_PUBKEY_LEN);
 }
 
-/* The longest statement (a member through a token, every field full)
- * fits CERT_TEXT_MAX; one byte less room is -ENOSPC. */
+/* The longest statement (a member through a token, every field it may
+ * hold full: 63-character name and prefix, CERT_GROUPS_MAX groups of the
+ * longest names in both) fits CERT_TEXT_MAX; one byte less room is
+ * -ENOSPC. A token's member with an address or aliases is not a valid
+ * statement at all: refused when signed. */
 static void test_longest_fits(void **state)
 {
     struct cert t, m;
@@ -297,25 +300,138 @@ static void test_longest_fits(void **state)
     token_fields(&t, "a23456789-123456789-123456789-123456789-123456789-123456789-12", T0,
                  T0 + DAY, 0);
     sign_ok(&t, &authority, text);
+    t.n_groups = CERT_GROUPS_MAX;
+    for (unsigned i = 0; i < CERT_GROUPS_MAX; i++) {
+        memset(t.groups[i], 'g', RULES_GROUP_NAME_MAX);
+        t.groups[i][RULES_GROUP_NAME_MAX] = '\0';
+        t.groups[i][0] = (char)('a' + i);
+    }
+    sign_ok(&t, &authority, text);
     member_fields(&m, "a23456789-123456789-123456789-123456789-123456789-123456789-123",
                   T0, T0 + 1);
+    m.n_groups = CERT_GROUPS_MAX;
+    memcpy(m.groups, t.groups, sizeof(m.groups));
     m.has_address = true;
     assert_int_equal(cluster_addr_parse("fd77::1", &m.address), 0);
-    m.n_aliases = CLUSTER_ALIASES_MAX;
-    for (unsigned i = 0; i < CLUSTER_ALIASES_MAX; i++) {
-        memset(m.aliases[i], 'b', CLUSTER_NAME_MAX);
-        m.aliases[i][CLUSTER_NAME_MAX] = '\0';
-    }
     cert_token_embed(&m, &t);
+    assert_int_equal(cert_sign(&m, token_keys.secret, text, CERT_TEXT_MAX), -EINVAL);
+    m.has_address = false;
     sign_ok(&m, &token_keys, text);
-    /* The layout holds it; a member refuses a token's address and aliases. */
     assert_int_equal(cert_parse(text, &m), 0);
-    assert_int_equal(cert_verify(&m, authority.pub, T0), CERT_OUTSIDE_TOKEN);
+    assert_int_equal(cert_verify(&m, authority.pub, T0), CERT_OK);
     len = strlen(text);
     assert_true(len < CERT_TEXT_MAX);
     assert_int_equal(cert_sign(&m, token_keys.secret, small, len), -ENOSPC);
     assert_int_equal(cert_sign(&m, token_keys.secret, small, len + 1), 0);
     assert_string_equal(small, text);
+}
+
+/* Groups: a certificate without groups encodes as before (version 1,
+ * GOLDEN_MEMBER still parses: old certificates stay valid, with none);
+ * one with groups carries them through text; a token's member carries
+ * only groups its token names, the attacker holding a token and asking
+ * for more is refused (CERT_OUTSIDE_TOKEN); bad names refused at sign. */
+static void test_groups(void **state)
+{
+    struct cert t, m, back;
+    char text[CERT_TEXT_MAX];
+
+    (void)state;
+    assert_int_equal(cert_parse(GOLDEN_MEMBER, &back), 0);
+    assert_int_equal(back.n_groups, 0);
+    /* the authority gives any */
+    full_member(&m);
+    m.n_groups = 2;
+    strcpy(m.groups[0], "train");
+    strcpy(m.groups[1], "onprem");
+    sign_ok(&m, &authority, text);
+    assert_int_equal(cert_parse(text, &back), 0);
+    assert_int_equal(cert_verify(&back, authority.pub, T0 + DAY), CERT_OK);
+    assert_int_equal(back.n_groups, 2);
+    assert_string_equal(back.groups[1], "onprem");
+    /* a token naming spot: its members may be spot, nothing more */
+    token_fields(&t, "spot-", T0, T0 + 7 * DAY, 0);
+    t.n_groups = 1;
+    strcpy(t.groups[0], "spot");
+    sign_ok(&t, &authority, text);
+    assert_int_equal(cert_parse(text, &back), 0);
+    assert_int_equal(back.n_groups, 1);
+    member_fields(&m, "spot-1", T0 + DAY, T0 + 2 * DAY);
+    m.n_groups = 1;
+    strcpy(m.groups[0], "SPOT");
+    cert_token_embed(&m, &t);
+    sign_ok(&m, &token_keys, text);
+    assert_int_equal(cert_parse(text, &back), 0);
+    assert_int_equal(cert_verify(&back, authority.pub, T0 + DAY), CERT_OK);
+    /* the attacker: the token's key, asking for train too, or train alone */
+    m.n_groups = 2;
+    strcpy(m.groups[1], "train");
+    sign_ok(&m, &token_keys, text);
+    assert_int_equal(cert_parse(text, &back), 0);
+    assert_int_equal(cert_verify(&back, authority.pub, T0 + DAY), CERT_OUTSIDE_TOKEN);
+    m.n_groups = 1;
+    strcpy(m.groups[0], "train");
+    sign_ok(&m, &token_keys, text);
+    assert_int_equal(cert_parse(text, &back), 0);
+    assert_int_equal(cert_verify(&back, authority.pub, T0 + DAY), CERT_OUTSIDE_TOKEN);
+    /* ... or rewriting the token's groups it carries: the token's
+     * signature no longer holds */
+    strcpy(m.token.groups[0], "train");
+    sign_ok(&m, &token_keys, text);
+    assert_int_equal(cert_parse(text, &back), 0);
+    assert_int_equal(cert_verify(&back, authority.pub, T0 + DAY), CERT_BAD_SIGNATURE);
+    /* a token naming none: its members get none */
+    token_fields(&t, "spot-", T0, T0 + 7 * DAY, 0);
+    sign_ok(&t, &authority, text);
+    member_fields(&m, "spot-1", T0 + DAY, T0 + 2 * DAY);
+    m.n_groups = 1;
+    strcpy(m.groups[0], "spot");
+    cert_token_embed(&m, &t);
+    sign_ok(&m, &token_keys, text);
+    assert_int_equal(cert_parse(text, &back), 0);
+    assert_int_equal(cert_verify(&back, authority.pub, T0 + DAY), CERT_OUTSIDE_TOKEN);
+    /* names: `any`, a bad character, one twice */
+    full_member(&m);
+    m.n_groups = 1;
+    strcpy(m.groups[0], "any");
+    assert_int_equal(cert_sign(&m, authority.secret, text, CERT_TEXT_MAX), -EINVAL);
+    strcpy(m.groups[0], "a b");
+    assert_int_equal(cert_sign(&m, authority.secret, text, CERT_TEXT_MAX), -EINVAL);
+    m.n_groups = 2;
+    strcpy(m.groups[0], "spot");
+    strcpy(m.groups[1], "Spot");
+    assert_int_equal(cert_sign(&m, authority.secret, text, CERT_TEXT_MAX), -EINVAL);
+}
+
+/* A certificate's groups become its node's, as bits of the file's group
+ * names; one the file never names gives no bit. */
+static void test_member_node_groups(void **state)
+{
+    static const char file[] = "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n"
+                               "authority = " "%s" "\n"
+                               "[node head]\npublic-key = A26Q5W7JpNyTXOVBRND6Qph308L2huZDmGyeb2Z1BjA=\n"
+                               "address = 10.77.0.1\ngroups = train\n"
+                               "[rules]\nallow spot -> train tcp 29500\n";
+    char text[1024], key[CERT_KEY_TEXT_LEN + 1];
+    struct cluster cl;
+    struct cluster_node n;
+    struct cert m;
+
+    (void)state;
+    cert_key_format(authority.pub, key);
+    snprintf(text, sizeof(text), file, key);
+    assert_int_equal(cluster_parse(text, strlen(text), &cl, NULL), 0);
+    member_fields(&m, "spot-1", T0, T0 + DAY);
+    m.n_groups = 2;
+    strcpy(m.groups[0], "spot");
+    strcpy(m.groups[1], "elsewhere");
+    assert_int_equal(cert_member_node(&m, &cl, &n), 0);
+    assert_int_equal(n.groups, rules_group_mask(&cl.rules, "spot"));
+    assert_true(n.groups != 0);
+    m.n_groups = 0;
+    assert_int_equal(cert_member_node(&m, &cl, &n), 0);
+    assert_int_equal(n.groups, 0);
+    cluster_free(&cl);
 }
 
 /* --- every byte ------------------------------------------------------------------ */
@@ -465,20 +581,17 @@ static void test_token_limits(void **state)
     assert_int_equal(cert_verify(&m, authority.pub, T0 + 1), CERT_OUTSIDE_TOKEN);
     /* an address or an alias: the authority's alone to give (issue 43:
      * a token holder took a member's address, and metadata.google.internal) */
+    /* (not even a valid statement: refused when signed, so when parsed) */
     member_fields(&m, "spot-8", T0 + DAY, T0 + 2 * DAY);
     m.has_address = true;
     assert_int_equal(cluster_addr_parse("10.77.0.2", &m.address), 0);
     cert_token_embed(&m, &t);
-    sign_ok(&m, &token_keys, text);
-    assert_int_equal(cert_parse(text, &m), 0);
-    assert_int_equal(cert_verify(&m, authority.pub, T0 + DAY), CERT_OUTSIDE_TOKEN);
+    assert_int_equal(cert_sign(&m, token_keys.secret, text, CERT_TEXT_MAX), -EINVAL);
     member_fields(&m, "spot-8", T0 + DAY, T0 + 2 * DAY);
     m.n_aliases = 1;
     strcpy(m.aliases[0], "metadata.google.internal");
     cert_token_embed(&m, &t);
-    sign_ok(&m, &token_keys, text);
-    assert_int_equal(cert_parse(text, &m), 0);
-    assert_int_equal(cert_verify(&m, authority.pub, T0 + DAY), CERT_OUTSIDE_TOKEN);
+    assert_int_equal(cert_sign(&m, token_keys.secret, text, CERT_TEXT_MAX), -EINVAL);
     /* the authority itself may give both */
     full_member(&m);
     sign_ok(&m, &authority, text);
@@ -880,6 +993,8 @@ int main(void)
         cmocka_unit_test(test_every_byte_revocation),
         cmocka_unit_test(test_lifetime_edges),
         cmocka_unit_test(test_token_limits),
+        cmocka_unit_test(test_groups),
+        cmocka_unit_test(test_member_node_groups),
         cmocka_unit_test(test_token_member_signed_by_authority),
         cmocka_unit_test(test_wrong_authority),
         cmocka_unit_test(test_sign_refuses_bad_fields),

@@ -94,6 +94,7 @@ static const char get_ddpnet_expected[] =
     "dropped_rule=0\n"
     "refused_rule=0\n"
     "rule_table_full=0\n"
+    "rule_peer_full=0\n"
     "public_key=" B_HEX "\n"
     "name=gpu-b\n"
     "address=10.77.0.2\n"
@@ -1535,7 +1536,7 @@ static void test_status_drops(void **state)
     free(text);
     text = format_with(json_fn, resp, 0, 0);
     assert_non_null(strstr(text, ",\"drops\":{\"socket_overflow\":5321,\"tun_queue\":12,"
-                                 "\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0},"));
+                                 "\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0,\"peer_full\":0},"));
     free(text);
     /* The sockets' queue management: a line of its own, in JSON too. */
     text = format_with(table_fn, queue, 0, 0);
@@ -1549,7 +1550,7 @@ static void test_status_drops(void **state)
     free(text);
     text = format_with(json_fn, queue, 0, 0);
     assert_non_null(strstr(text, ",\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,"
-                                 "\"queue_delay\":1,\"ecn_marked\":40,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0},"));
+                                 "\"queue_delay\":1,\"ecn_marked\":40,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0,\"peer_full\":0},"));
     free(text);
 }
 
@@ -1684,7 +1685,7 @@ static void test_status_no_peers(void **state)
     text = format_with(json_fn, resp, 0, 0);
     assert_string_equal(text, "{\"interface\":\"ddp0\",\"self\":\"solo\",\"address\":"
                               "\"fd77::1\",\"listen_port\":51820,"
-                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0},"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0,\"peer_full\":0},"
                               "\"peers\":[]}\n");
     free(text);
 }
@@ -1747,7 +1748,7 @@ static void test_status_json(void **state)
     static const char want[] =
         "{\"interface\":\"ddp0\",\"self\":\"gpu-a\",\"address\":\"10.77.0.1\","
         "\"listen_port\":51820,"
-        "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0},"
+        "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0,\"peer_full\":0},"
         "\"peers\":["
         "{\"name\":\"gpu-b\",\"address\":\"10.77.0.2\",\"endpoint\":\"192.0.2.2:51820\","
         "\"path\":\"direct\",\"via\":null,\"path_mtu\":1420,\"flows\":null,\"rtt_ms\":1.234,"
@@ -1776,7 +1777,7 @@ static void test_status_json_escapes(void **state)
     assert_string_equal(text, "{\"interface\":\"d\\\"p\\\\0\",\"self\":"
                               "\"a\\u0009b\\u0001\\u007f\",\"address\":\"x\","
                               "\"listen_port\":1,"
-                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0},"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0,\"peer_full\":0},"
                               "\"peers\":[]}\n");
     free(text);
 }

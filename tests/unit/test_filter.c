@@ -59,6 +59,14 @@ static int setup(void **state)
     mon = calloc(1, sizeof(*mon));
     if (!dev || !spot || !mon || conntrack_init(&dev->conntrack))
         return -1;
+    /* as device_init: the per-peer bound's count, peers found by id */
+    dev->conntrack.released = filter_released;
+    dev->conntrack.ctx = dev;
+    spot->id = 2, mon->id = 3;
+    static struct peer *peers[2];
+    peers[0] = spot, peers[1] = mon;
+    dev->peers = peers;
+    dev->n_peers = 2;
     load(C4 NODES RULES);
     return 0;
 }
@@ -218,7 +226,7 @@ static void test_full_table(void **state)
     for (unsigned i = 0; i < 4 * CONNTRACK_SLOTS; i++) {
         k.local_port = (uint16_t)i;
         k.remote[0] = (uint8_t)(i >> 16);
-        struct conntrack_entry *e = conntrack_add(&t, &k, at);
+        struct conntrack_entry *e = conntrack_add(&t, &k, 0, at);
         if (e) {
             e->replied = 1;
             made++;
@@ -240,8 +248,44 @@ static void test_full_table(void **state)
     assert_int_equal(conntrack_count(&t, at + 2 * CONNTRACK_UDP_S * S), 0);
     k.local_port = 1;
     k.remote[0] = 200;
-    assert_non_null(conntrack_add(&t, &k, at + 2 * CONNTRACK_UDP_S * S));
+    assert_non_null(conntrack_add(&t, &k, 0, at + 2 * CONNTRACK_UDP_S * S));
     conntrack_free(&t);
+}
+
+/* One member opening without end (allowed openings it never lets be
+ * answered) cannot take the table from the others: it is held to its
+ * bound (conntrack.h), and a second member's new connections still get
+ * in; its openings expired, it may open again. */
+static void test_peer_bound(void **state)
+{
+    (void)state;
+    unsigned made = 0, others = 0;
+
+    /* an empty table: what the tests before left counts for nobody */
+    for (unsigned i = 0; i < CONNTRACK_SLOTS; i++)
+        conntrack_forget(&dev->conntrack, &dev->conntrack.slot[i]);
+    assert_int_equal(spot->live.conns, 0);
+    /* within a second: none of them expires meanwhile */
+    for (unsigned i = 0; i < 2 * 16384; i++) {
+        uint32_t len = tcp(2, 1, (uint16_t)(1024 + i), (uint16_t)(29400 + i % 200), SYN);
+        made += filter_in(dev, spot, pkt, len, now);
+    }
+    for (unsigned i = 0; i < 16; i++) {
+        ip4(3, 1, IPPROTO_ICMP, 8);
+        pkt[20] = 8, pkt[25] = (uint8_t)i;
+        others += filter_in(dev, mon, pkt, 28, now);
+    }
+    assert_int_equal(others, 16);
+    assert_int_equal(made, CONNTRACK_PER_PEER);
+    assert_int_equal(spot->live.conns, CONNTRACK_PER_PEER);
+    assert_int_equal(dev->conntrack.peer_full, 2 * 16384 - CONNTRACK_PER_PEER);
+    /* its openings unanswered past CONNTRACK_OPENING_S: swept at the
+     * bound, the count falls, new ones fit */
+    now += (CONNTRACK_OPENING_S + 1) * S;
+    assert_true(IN(spot, tcp(2, 1, 60000, 29500, SYN)));
+    assert_int_equal(spot->live.conns, 1);
+    /* a second sweep within the second is not made: bounded work */
+    assert_false(conntrack_sweep(&dev->conntrack, now));
 }
 
 static void test_timeouts(void **state)
@@ -289,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_loose_pickup),
         cmocka_unit_test(test_reload_removes),
         cmocka_unit_test(test_full_table),
+        cmocka_unit_test(test_peer_bound),
         cmocka_unit_test(test_timeouts),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

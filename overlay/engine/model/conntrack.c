@@ -69,14 +69,14 @@ struct conntrack_entry *conntrack_find(struct conntrack *t, const struct conntra
             continue;
         if (live(e, now))
             return e;
-        conntrack_forget(e);
+        conntrack_forget(t, e);
         return NULL;
     }
     return NULL;
 }
 
 struct conntrack_entry *conntrack_add(struct conntrack *t, const struct conntrack_key *key,
-                                      uint64_t now)
+                                      uint32_t owner, uint64_t now)
 {
     uint32_t at = first_slot(t, key);
 
@@ -84,8 +84,9 @@ struct conntrack_entry *conntrack_add(struct conntrack *t, const struct conntrac
         struct conntrack_entry *e = &t->slot[(at + i) & (CONNTRACK_SLOTS - 1)];
         if (live(e, now))
             continue;
-        memset(e, 0, sizeof(*e));
+        conntrack_forget(t, e);
         e->key = *key;
+        e->owner = owner;
         e->used = 1;
         e->gen = t->gen;
         e->seen_ns = now;
@@ -95,9 +96,22 @@ struct conntrack_entry *conntrack_add(struct conntrack *t, const struct conntrac
     return NULL;
 }
 
-void conntrack_forget(struct conntrack_entry *e)
+void conntrack_forget(struct conntrack *t, struct conntrack_entry *e)
 {
+    if (e->used && e->owner && t->released)
+        t->released(t->ctx, e->owner);
     memset(e, 0, sizeof(*e));
+}
+
+bool conntrack_sweep(struct conntrack *t, uint64_t now)
+{
+    if (t->swept_ns && now - t->swept_ns < (uint64_t)CONNTRACK_SWEEP_S * NS_PER_S)
+        return false;
+    t->swept_ns = now;
+    for (unsigned i = 0; i < CONNTRACK_SLOTS; i++)
+        if (t->slot[i].used && !live(&t->slot[i], now))
+            conntrack_forget(t, &t->slot[i]);
+    return true;
 }
 
 unsigned conntrack_count(const struct conntrack *t, uint64_t now)

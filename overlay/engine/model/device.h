@@ -166,6 +166,9 @@ struct peer_live {
     uint64_t last_data_ns;                /* data (not discovery) either way; 0: none yet */
     uint64_t rx_bytes, tx_bytes;          /* UDP payload bytes, as WireGuard counts */
     struct rate rx_rate, tx_rate;
+    /* The rules' connections its packets made (filter.c), held to
+     * CONNTRACK_PER_PEER (model/conntrack.h). */
+    uint32_t conns;
 };
 
 /* Where its messages go: written by path.c (and at set-up by
