@@ -428,8 +428,9 @@ static bool member_valid(const struct cert *c)
         return false;
     if (c->has_address && !address_valid(&c->address))
         return false;
-    /* a token's member has neither (within_token): refused here too, so
-     * that the longest valid text stays under CERT_TEXT_MAX */
+    /* a token's member has neither: refused here, for every certificate
+     * read or signed, so that the longest valid text stays under
+     * CERT_TEXT_MAX (within_token relies on it) */
     if (c->has_token && (c->has_address || c->n_aliases))
         return false;
     for (uint8_t i = 0; i < c->n_aliases; i++)
@@ -634,7 +635,9 @@ static bool within_token(const struct cert *c)
     for (uint8_t i = 0; i < c->n_groups; i++)
         if (!token_names_group(&c->token, c->groups[i]))
             return false;
-    return strncmp(c->name, c->token.prefix, plen) == 0 && !c->has_address && !c->n_aliases &&
+    /* (an address or aliases it cannot have: member_valid refuses them
+     * before a certificate gets here) */
+    return strncmp(c->name, c->token.prefix, plen) == 0 &&
            c->not_before >= c->token.not_before && c->not_after <= c->token.not_after;
 }
 
