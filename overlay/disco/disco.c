@@ -279,6 +279,18 @@ bool disco_local_usable(const struct disco_endpoint *ep, bool loopback_if, bool 
     return !overlay_addr || !same_addr(ep, overlay_addr);
 }
 
+/* --- introductions --------------------------------------------------------------- */
+
+void disco_intro_heard(struct disco_state *s, uint64_t now)
+{
+    s->intro_heard_ns = now ? now : 1;
+}
+
+bool disco_intro_news(const struct disco_state *s, uint64_t now)
+{
+    return !s->intro_heard_ns || now >= s->intro_heard_ns + secs(DISCO_INTRO_HEARD_S);
+}
+
 /* --- the schedule --------------------------------------------------------------- */
 
 static bool attempt_live(const struct disco_state *s, uint64_t now)

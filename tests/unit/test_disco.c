@@ -1087,10 +1087,27 @@ static void test_disco_refusals(void **state)
     free(w);
 }
 
+/* Another member's introduction stands for ours for DISCO_INTRO_HEARD_S
+ * on the clock, and then ours is news again (a peer back later). */
+static void test_intro_heard_stands_for_ours(void **state)
+{
+    (void)state;
+    struct disco_state s = { 0 };
+
+    assert_true(disco_intro_news(&s, T0));
+    disco_intro_heard(&s, T0);
+    assert_false(disco_intro_news(&s, T0));
+    assert_false(disco_intro_news(&s, T0 + DISCO_INTRO_HEARD_S * SEC - 1));
+    assert_true(disco_intro_news(&s, T0 + DISCO_INTRO_HEARD_S * SEC));
+    disco_intro_heard(&s, 0);       /* a clock at 0 still counts as heard */
+    assert_false(disco_intro_news(&s, 0));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cand_add),
+        cmocka_unit_test(test_intro_heard_stands_for_ours),
         cmocka_unit_test(test_cand_full),
         cmocka_unit_test(test_cand_set_local),
         cmocka_unit_test(test_targets),
