@@ -1089,25 +1089,54 @@ static bool keeper_sleep(struct registry *r, uint64_t ms)
     return !atomic_load(&r->stop);
 }
 
-/* One keep-alive; a lease that ran out (etcd was out of reach too long)
- * is replaced and our record put again. */
-static void renew(struct registry *r, struct etcd *e)
+uint64_t registry_keepalive_next_ms(unsigned ttl_s, unsigned fails, uint64_t now_ms)
 {
-    int64_t left;
-    int ret = etcd_lease_keepalive(e, atomic_load(&r->lease), &left);
+    uint64_t period = (uint64_t)ttl_s * MS_PER_S / 3, retry = REGISTRY_KEEPALIVE_RETRY_MS;
 
+    for (unsigned i = 1; i < fails && retry < period; i++)
+        retry *= 2;
+    return now_ms + (fails && retry < period ? retry : period);
+}
+
+long registry_keepalive_wait_ms(uint64_t until_ms, uint64_t now_ms)
+{
+    return until_ms > now_ms + (uint64_t)REGISTRY_TIMEOUT_MS ? (long)(until_ms - now_ms)
+                                                             : REGISTRY_TIMEOUT_MS;
+}
+
+/* One keep-alive, waiting as long as the lease has left (until_ms, moved
+ * on when etcd answers); a lease that ran out (etcd was out of reach too
+ * long) is replaced and our record put again, its requests waiting as
+ * long as a join's. False when etcd did not answer. */
+static bool renew(struct registry *r, struct etcd *e, uint64_t *until_ms)
+{
+    uint64_t sent = mono_ms();
+    int64_t left;
+    int ret;
+
+    etcd_set_timeout(e, registry_keepalive_wait_ms(*until_ms, sent));
+    ret = etcd_lease_keepalive(e, atomic_load(&r->lease), &left);
     if (ret) {
+        etcd_set_timeout(e, REGISTRY_TIMEOUT_MS);
         log_debug("registry: keep-alive: %s", etcd_error(e));
-        return;
+        return false;
     }
-    if (left > 0)
-        return;
+    if (left > 0) {
+        etcd_set_timeout(e, REGISTRY_TIMEOUT_MS);
+        *until_ms = sent + (uint64_t)left * MS_PER_S;
+        return true;
+    }
+    etcd_set_timeout(e, REGISTRY_JOIN_REQUEST_MIN_MS);
     ret = rejoin(r, e);
-    if (ret)
+    etcd_set_timeout(e, REGISTRY_TIMEOUT_MS);
+    if (ret) {
         log_warn("registry: our lease ran out and joining again failed: %s",
                  ret == -EEXIST ? "the name is another key's now" : etcd_error(e));
-    else
-        log_notice("registry: our lease ran out while etcd was out of reach; joined again");
+        return false;
+    }
+    log_notice("registry: our lease ran out while etcd was out of reach; joined again");
+    *until_ms = sent + (uint64_t)r->ttl_s * MS_PER_S;
+    return true;
 }
 
 /* Our record as it would be now: the candidates read last, and where a
@@ -1189,7 +1218,8 @@ static void repair_record(struct registry *r, struct etcd *e)
     pause_ms(r, REPAIR_EVERY_MS);
 }
 
-/* Renews the lease every third of its life; reads our interfaces every
+/* Renews the lease every third of its life (sooner again after a
+ * keep-alive that failed: registry_keepalive_next_ms); reads our interfaces every
  * REGISTRY_CANDS_REFRESH_S; puts our record again when its candidates
  * changed (at once when it starts: the join's record has none),
  * REGISTRY_PUBLISH_MIN_S apart at least (etcd's writes, and the watch
@@ -1199,9 +1229,12 @@ static void *keeper_run(void *arg)
 {
     struct registry *r = arg;
     struct etcd *e = etcd_new(&r->cfg);
-    uint64_t now = mono_ms(), period = r->ttl_s * MS_PER_S / 3;
-    uint64_t renew_at = now + period, read_at = now + REGISTRY_CANDS_REFRESH_S * MS_PER_S;
-    uint64_t publish_at = now;
+    uint64_t now = mono_ms(), renew_at = registry_keepalive_next_ms(r->ttl_s, 0, now);
+    uint64_t read_at = now + REGISTRY_CANDS_REFRESH_S * MS_PER_S, publish_at = now;
+    /* The join granted the lease a little before: two thirds of its life
+     * is what we count on. */
+    uint64_t until = now + (uint64_t)r->ttl_s * MS_PER_S * 2 / 3;
+    unsigned fails = 0;
 
     while (e) {
         uint64_t next = earliest(renew_at, read_at);
@@ -1213,8 +1246,8 @@ static void *keeper_run(void *arg)
         if (atomic_load(&r->repair))
             repair_record(r, e);
         if (now >= renew_at) {
-            renew(r, e);
-            renew_at = now + period;
+            fails = renew(r, e, &until) ? 0 : fails + 1;
+            renew_at = registry_keepalive_next_ms(r->ttl_s, fails, mono_ms());
         }
         if (now >= read_at) {
             read_candidates(r, &r->self);
