@@ -222,6 +222,21 @@ void disco_intro_heard(struct disco_state *s, uint64_t now);
  * that reaches a newcomer would introduce it to every other, N times the
  * PUNCH of one introducer per newcomer (issue 59). */
 bool disco_intro_news(const struct disco_state *s, uint64_t now);
+/* The same for keys we have no peer for yet: under an authority a
+ * newcomer's introduction can come before its certificate, and its
+ * session later (issue 59). The device's, bounded: when full, the oldest
+ * is forgotten (an introduction more, no more). */
+#define DISCO_INTRO_KEYS_MAX 256u
+struct disco_intro_keys {
+    struct {
+        uint8_t key[WG_KEY_LEN];
+        uint64_t at_ns;                   /* 0: a free slot */
+    } k[DISCO_INTRO_KEYS_MAX];
+};
+void disco_intro_key_heard(struct disco_intro_keys *t, const uint8_t key[WG_KEY_LEN],
+                           uint64_t now);
+bool disco_intro_key_news(const struct disco_intro_keys *t, const uint8_t key[WG_KEY_LEN],
+                          uint64_t now);
 
 /* --- what hints may cost ----------------------------------------------------------- */
 

@@ -64,7 +64,8 @@ static void introduce(struct peer *x, uint64_t now)
     bool x_listed = at_listed(x);
 
     /* Another member introduced x to us lately: it told the others too. */
-    if (!disco_intro_news(&x->disco.state, now)) {
+    if (!disco_intro_news(&x->disco.state, now) ||
+        !disco_intro_key_news(&dev->disco.intro_keys, x->public_key, now)) {
         log_debug_rl("peer %s: introduced by another member already", x->member.name);
         return;
     }
@@ -221,6 +222,8 @@ void discovery_on_punch(struct peer *x, struct peer *via, const struct disco_pun
 {
     struct peer *q = device_peer_by_key(x->dev, pu->key);
 
+    if (!q)   /* not known yet: its certificate may come after (introduce) */
+        disco_intro_key_heard(&x->dev->disco.intro_keys, pu->key, now);
     if (!q || q == x)
         return;
     disco_intro_heard(&q->disco.state, now);
