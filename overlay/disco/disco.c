@@ -279,6 +279,44 @@ bool disco_local_usable(const struct disco_endpoint *ep, bool loopback_if, bool 
     return !overlay_addr || !same_addr(ep, overlay_addr);
 }
 
+/* --- introductions --------------------------------------------------------------- */
+
+void disco_intro_heard(struct disco_state *s, uint64_t now)
+{
+    s->intro_heard_ns = now ? now : 1;
+}
+
+bool disco_intro_news(const struct disco_state *s, uint64_t now)
+{
+    return !s->intro_heard_ns || now >= s->intro_heard_ns + secs(DISCO_INTRO_HEARD_S);
+}
+
+void disco_intro_key_heard(struct disco_intro_keys *t, const uint8_t key[WG_KEY_LEN],
+                           uint64_t now)
+{
+    unsigned at = 0;
+
+    for (unsigned i = 0; i < DISCO_INTRO_KEYS_MAX; i++) {
+        if (t->k[i].at_ns && !memcmp(t->k[i].key, key, WG_KEY_LEN)) {
+            at = i;
+            break;
+        }
+        if (t->k[i].at_ns < t->k[at].at_ns)
+            at = i;                       /* a free slot, else the oldest */
+    }
+    memcpy(t->k[at].key, key, WG_KEY_LEN);
+    t->k[at].at_ns = now ? now : 1;
+}
+
+bool disco_intro_key_news(const struct disco_intro_keys *t, const uint8_t key[WG_KEY_LEN],
+                          uint64_t now)
+{
+    for (unsigned i = 0; i < DISCO_INTRO_KEYS_MAX; i++)
+        if (t->k[i].at_ns && !memcmp(t->k[i].key, key, WG_KEY_LEN))
+            return now >= t->k[i].at_ns + secs(DISCO_INTRO_HEARD_S);
+    return true;
+}
+
 /* --- the schedule --------------------------------------------------------------- */
 
 static bool attempt_live(const struct disco_state *s, uint64_t now)

@@ -128,6 +128,10 @@ struct disco_state {
     uint32_t endpoints_gen;    /* the device's generation last sent */
     bool endpoints_stale;      /* what we would tell this peer of itself changed */
     uint8_t spread;            /* periods stretched by this (clock_stretch) */
+    /* When another member last introduced the peer to us (PUNCH); 0:
+     * never. Within DISCO_INTRO_HEARD_S that introduction is still
+     * spreading, and ours would repeat it (disco_intro_news). */
+    uint64_t intro_heard_ns;
 };
 
 /* What the engine knows that the decisions depend on. */
@@ -203,6 +207,36 @@ unsigned disco_targets(const struct disco_state *s, const struct disco_endpoint 
  * interface, not the node's overlay address. */
 bool disco_local_usable(const struct disco_endpoint *ep, bool loopback_if, bool overlay_if,
                         const struct disco_endpoint *overlay_addr);
+
+/* --- introductions --------------------------------------------------------------- */
+
+/* How long another member's introduction of a peer (PUNCH) stands for
+ * ours: it was sent to every member that member reaches, the one who
+ * first heard of the peer (the one it came to). A minute covers the
+ * sessions that introduction makes on a loaded machine. */
+#define DISCO_INTRO_HEARD_S  60u
+/* Another member introduced the peer to us now. */
+void disco_intro_heard(struct disco_state *s, uint64_t now);
+/* Whether our introduction of the peer would be news: no other member
+ * introduced it to us within DISCO_INTRO_HEARD_S. Otherwise every member
+ * that reaches a newcomer would introduce it to every other, N times the
+ * PUNCH of one introducer per newcomer (issue 59). */
+bool disco_intro_news(const struct disco_state *s, uint64_t now);
+/* The same for keys we have no peer for yet: under an authority a
+ * newcomer's introduction can come before its certificate, and its
+ * session later (issue 59). The device's, bounded: when full, the oldest
+ * is forgotten (an introduction more, no more). */
+#define DISCO_INTRO_KEYS_MAX 256u
+struct disco_intro_keys {
+    struct {
+        uint8_t key[WG_KEY_LEN];
+        uint64_t at_ns;                   /* 0: a free slot */
+    } k[DISCO_INTRO_KEYS_MAX];
+};
+void disco_intro_key_heard(struct disco_intro_keys *t, const uint8_t key[WG_KEY_LEN],
+                           uint64_t now);
+bool disco_intro_key_news(const struct disco_intro_keys *t, const uint8_t key[WG_KEY_LEN],
+                          uint64_t now);
 
 /* --- what hints may cost ----------------------------------------------------------- */
 

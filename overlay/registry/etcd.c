@@ -47,6 +47,7 @@ struct etcd {
     etcd_event_fn on_event;
     void *event_ctx;
     int stream_ret;
+    bool watch_created;                    /* the last watch was set up by etcd */
     const atomic_bool *stop;
 };
 
@@ -763,6 +764,8 @@ static int stream_message(struct etcd *e, json_object *msg)
                                                                : "a message without a result");
         return -EIO;
     }
+    if (json_object_object_get_ex(result, "created", &type) && json_object_get_boolean(type))
+        e->watch_created = true;
     if (int64_of(result, "compact_revision")) {
         set_error(e, 0, "%s: watch: revisions compacted up to %lld", e->urls[e->at],
                   (long long)int64_of(result, "compact_revision"));
@@ -880,6 +883,7 @@ static int watch_once(struct etcd *e, const char *body)
     curl_easy_setopt(e->curl, CURLOPT_XFERINFOFUNCTION, stream_progress);
     curl_easy_setopt(e->curl, CURLOPT_XFERINFODATA, e);
     e->stream_ret = 0;
+    e->watch_created = false;
     e->msg_len = 0;
     json_tokener_reset(e->tok);
     rc = curl_easy_perform(e->curl);
@@ -892,6 +896,11 @@ static int watch_once(struct etcd *e, const char *body)
         return set_error(e, errno_of(rc), "%s: watch: %s", e->urls[e->at],
                          curl_easy_strerror(rc));
     return set_error(e, -EPIPE, "%s: the watch stream ended", e->urls[e->at]);
+}
+
+bool etcd_watch_created(const struct etcd *e)
+{
+    return e->watch_created;
 }
 
 int etcd_watch_prefix(struct etcd *e, const char *prefix, int64_t start_revision,
@@ -909,6 +918,7 @@ int etcd_watch_prefix(struct etcd *e, const char *prefix, int64_t start_revision
     e->on_event = fn;
     e->event_ctx = ctx;
     e->stop = stop;
+    e->watch_created = false;
     ret = e->user && !e->token ? authenticate(e) : 0;
     if (ret == 0)
         ret = watch_once(e, json_object_to_json_string(req));

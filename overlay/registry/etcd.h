@@ -95,5 +95,9 @@ int etcd_lease_revoke(struct etcd *e, int64_t id);
  * (read the prefix again). */
 int etcd_watch_prefix(struct etcd *e, const char *prefix, int64_t start_revision,
                       etcd_event_fn fn, void *ctx, const atomic_bool *stop);
+/* Whether the last etcd_watch_prefix was set up by etcd (its "created"
+ * came) before it ended: etcd was there, and a watch from the revision
+ * after the last event seen takes up where it left off. */
+bool etcd_watch_created(const struct etcd *e);
 
 #endif

@@ -61,6 +61,9 @@ struct registry {
     char prefix[CLUSTER_REGISTRY_PREFIX_MAX + 1];
     char members_prefix[KEY_TEXT_MAX];
     char watch_prefix[KEY_TEXT_MAX];      /* PREFIX/members: records and revocations */
+    /* The watcher's alone: the latest revision it applied (a cut watch
+     * resumes after it). */
+    int64_t watch_seen;
     unsigned ttl_s;
     /* With an authority: certificates and revocations are checked here,
      * off the loop, so that what the loop is handed verified when read
@@ -956,6 +959,11 @@ static int on_watch_event(void *ctx, bool deleted, const struct etcd_kv *kv, int
     struct registry *r = ctx;
     char name[CLUSTER_NAME_MAX + 1], tail[REVOKED_TAIL_MAX];
 
+    /* etcd never splits one revision's events between messages, and a
+     * message is applied whole: a cut watch resumes after this. */
+    if (kv->mod_revision > r->watch_seen)
+        r->watch_seen = kv->mod_revision;
+
     if (record_key_tail(r->prefix, RECORD_REVOKED, kv->key, kv->key_len, tail, sizeof(tail))) {
         pthread_mutex_lock(&r->lock);
         learn_revoked(r, kv, tail, deleted);
@@ -1005,33 +1013,60 @@ static bool pause_ms(struct registry *r, unsigned ms)
     return pause_until(r, ms, false);
 }
 
+/* Reads the prefix whole, then watches it from the revision after. A
+ * watch that etcd had set up and that was then cut (the stream broke or
+ * ended: a busy etcd or its gateway drops streams) takes up where it
+ * left off, from the revision after the last event it applied, without
+ * reading the prefix again: a read costs etcd every record, and at 256
+ * members on one etcd 234 cut watches each read 256 records while etcd
+ * was already behind (issue 59). Only a watch etcd never set up (out of
+ * reach) or whose history was compacted (-ESTALE) reads it whole again. */
 static void *watcher_run(void *arg)
 {
     struct registry *r = arg;
     struct etcd *e = etcd_new(&r->cfg);
     unsigned backoff = REGISTRY_BACKOFF_MIN_MS;
     int64_t revision = 0;
+    bool resume = false;
     int ret;
 
     while (e && !atomic_load(&r->stop)) {
-        pthread_mutex_lock(&r->lock);
-        forget_all(r);                    /* read whole, again */
-        r->fresh = false;                 /* nothing to take until it is */
-        pthread_mutex_unlock(&r->lock);
-        /* The range runs without holding the lock (it may take seconds);
-         * each member read takes it. */
-        ret = etcd_range_prefix(e, r->watch_prefix, on_range_kv, r, &revision);
-        if (ret == 0) {
-            set_state(r, e, REGISTRY_SYNCED, NULL);
+        if (resume) {
+            ret = 0;
+        } else {
             pthread_mutex_lock(&r->lock);
-            publish(r, revision);
+            forget_all(r);                    /* read whole, again */
+            r->fresh = false;                 /* nothing to take until it is */
             pthread_mutex_unlock(&r->lock);
-            backoff = REGISTRY_BACKOFF_MIN_MS;
-            ret = etcd_watch_prefix(e, r->watch_prefix, revision + 1, on_watch_event, r,
+            /* The range runs without holding the lock (it may take
+             * seconds); each member read takes it. */
+            ret = etcd_range_prefix(e, r->watch_prefix, on_range_kv, r, &revision);
+            if (ret == 0) {
+                set_state(r, e, REGISTRY_SYNCED, NULL);
+                pthread_mutex_lock(&r->lock);
+                publish(r, revision);
+                pthread_mutex_unlock(&r->lock);
+                r->watch_seen = revision;
+            }
+        }
+        resume = false;
+        if (ret == 0) {
+            ret = etcd_watch_prefix(e, r->watch_prefix, r->watch_seen + 1, on_watch_event, r,
                                     &r->stop);
+            resume = ret != -ECANCELED && ret != -ESTALE && etcd_watch_created(e);
         }
         if (ret == -ECANCELED)
             break;
+        if (resume) {
+            /* Only a watch etcd set up ends the backoff: one refused at
+             * once after each read read the prefix whole every 200 ms. */
+            backoff = REGISTRY_BACKOFF_MIN_MS;
+            log_debug_rl("registry: watch cut (%s); taken up at revision %lld", etcd_error(e),
+                         (long long)r->watch_seen + 1);
+            if (!pause_ms(r, REGISTRY_BACKOFF_MIN_MS))
+                break;
+            continue;
+        }
         set_state(r, e, REGISTRY_UNREACHABLE, etcd_error(e));
         if (!pause_ms(r, backoff))
             break;
@@ -1089,25 +1124,54 @@ static bool keeper_sleep(struct registry *r, uint64_t ms)
     return !atomic_load(&r->stop);
 }
 
-/* One keep-alive; a lease that ran out (etcd was out of reach too long)
- * is replaced and our record put again. */
-static void renew(struct registry *r, struct etcd *e)
+uint64_t registry_keepalive_next_ms(unsigned ttl_s, unsigned fails, uint64_t now_ms)
 {
-    int64_t left;
-    int ret = etcd_lease_keepalive(e, atomic_load(&r->lease), &left);
+    uint64_t period = (uint64_t)ttl_s * MS_PER_S / 3, retry = REGISTRY_KEEPALIVE_RETRY_MS;
 
+    for (unsigned i = 1; i < fails && retry < period; i++)
+        retry *= 2;
+    return now_ms + (fails && retry < period ? retry : period);
+}
+
+long registry_keepalive_wait_ms(uint64_t until_ms, uint64_t now_ms)
+{
+    return until_ms > now_ms + (uint64_t)REGISTRY_TIMEOUT_MS ? (long)(until_ms - now_ms)
+                                                             : REGISTRY_TIMEOUT_MS;
+}
+
+/* One keep-alive, waiting as long as the lease has left (until_ms, moved
+ * on when etcd answers); a lease that ran out (etcd was out of reach too
+ * long) is replaced and our record put again, its requests waiting as
+ * long as a join's. False when etcd did not answer. */
+static bool renew(struct registry *r, struct etcd *e, uint64_t *until_ms)
+{
+    uint64_t sent = mono_ms();
+    int64_t left;
+    int ret;
+
+    etcd_set_timeout(e, registry_keepalive_wait_ms(*until_ms, sent));
+    ret = etcd_lease_keepalive(e, atomic_load(&r->lease), &left);
     if (ret) {
+        etcd_set_timeout(e, REGISTRY_TIMEOUT_MS);
         log_debug("registry: keep-alive: %s", etcd_error(e));
-        return;
+        return false;
     }
-    if (left > 0)
-        return;
+    if (left > 0) {
+        etcd_set_timeout(e, REGISTRY_TIMEOUT_MS);
+        *until_ms = sent + (uint64_t)left * MS_PER_S;
+        return true;
+    }
+    etcd_set_timeout(e, REGISTRY_JOIN_REQUEST_MIN_MS);
     ret = rejoin(r, e);
-    if (ret)
+    etcd_set_timeout(e, REGISTRY_TIMEOUT_MS);
+    if (ret) {
         log_warn("registry: our lease ran out and joining again failed: %s",
                  ret == -EEXIST ? "the name is another key's now" : etcd_error(e));
-    else
-        log_notice("registry: our lease ran out while etcd was out of reach; joined again");
+        return false;
+    }
+    log_notice("registry: our lease ran out while etcd was out of reach; joined again");
+    *until_ms = sent + (uint64_t)r->ttl_s * MS_PER_S;
+    return true;
 }
 
 /* Our record as it would be now: the candidates read last, and where a
@@ -1189,7 +1253,8 @@ static void repair_record(struct registry *r, struct etcd *e)
     pause_ms(r, REPAIR_EVERY_MS);
 }
 
-/* Renews the lease every third of its life; reads our interfaces every
+/* Renews the lease every third of its life (sooner again after a
+ * keep-alive that failed: registry_keepalive_next_ms); reads our interfaces every
  * REGISTRY_CANDS_REFRESH_S; puts our record again when its candidates
  * changed (at once when it starts: the join's record has none),
  * REGISTRY_PUBLISH_MIN_S apart at least (etcd's writes, and the watch
@@ -1199,22 +1264,29 @@ static void *keeper_run(void *arg)
 {
     struct registry *r = arg;
     struct etcd *e = etcd_new(&r->cfg);
-    uint64_t now = mono_ms(), period = r->ttl_s * MS_PER_S / 3;
-    uint64_t renew_at = now + period, read_at = now + REGISTRY_CANDS_REFRESH_S * MS_PER_S;
-    uint64_t publish_at = now;
+    uint64_t now = mono_ms(), renew_at = registry_keepalive_next_ms(r->ttl_s, 0, now);
+    uint64_t read_at = now + REGISTRY_CANDS_REFRESH_S * MS_PER_S, publish_at = now;
+    /* The join granted the lease just before. A wait past its end costs
+     * nothing: etcd then answers at once that it is gone. */
+    uint64_t until = now + (uint64_t)r->ttl_s * MS_PER_S;
+    unsigned fails = 0;
 
     while (e) {
         uint64_t next = earliest(renew_at, read_at);
         if (record_stale(r))
             next = earliest(next, publish_at);
+        now = mono_ms();             /* a late keep-alive took time: sleep from now */
         if (!keeper_sleep(r, next > now ? next - now : 0))
             break;
         now = mono_ms();
         if (atomic_load(&r->repair))
             repair_record(r, e);
         if (now >= renew_at) {
-            renew(r, e);
-            renew_at = now + period;
+            /* The next a third of the life after this one went, not after
+             * a late answer came: the lease's end, counted from the send,
+             * stays that far ahead of the next keep-alive. */
+            fails = renew(r, e, &until) ? 0 : fails + 1;
+            renew_at = registry_keepalive_next_ms(r->ttl_s, fails, fails ? mono_ms() : now);
         }
         if (now >= read_at) {
             read_candidates(r, &r->self);

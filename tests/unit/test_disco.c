@@ -1087,10 +1087,57 @@ static void test_disco_refusals(void **state)
     free(w);
 }
 
+/* Another member's introduction stands for ours for DISCO_INTRO_HEARD_S
+ * on the clock, and then ours is news again (a peer back later). */
+static void test_intro_heard_stands_for_ours(void **state)
+{
+    (void)state;
+    struct disco_state s = { 0 };
+
+    assert_true(disco_intro_news(&s, T0));
+    disco_intro_heard(&s, T0);
+    assert_false(disco_intro_news(&s, T0));
+    assert_false(disco_intro_news(&s, T0 + DISCO_INTRO_HEARD_S * SEC - 1));
+    assert_true(disco_intro_news(&s, T0 + DISCO_INTRO_HEARD_S * SEC));
+    disco_intro_heard(&s, 0);       /* a clock at 0 still counts as heard */
+    assert_false(disco_intro_news(&s, 0));
+}
+
+/* Keys without a peer yet: heard, they stand for DISCO_INTRO_HEARD_S;
+ * the table holds DISCO_INTRO_KEYS_MAX, and a new one takes the oldest's
+ * place when full. */
+static void test_intro_keys_bounded(void **state)
+{
+    (void)state;
+    static struct disco_intro_keys t;
+    uint8_t key[WG_KEY_LEN] = { 0 };
+
+    memset(&t, 0, sizeof(t));
+    key[0] = 1;
+    assert_true(disco_intro_key_news(&t, key, T0));
+    disco_intro_key_heard(&t, key, T0);
+    assert_false(disco_intro_key_news(&t, key, T0 + DISCO_INTRO_HEARD_S * SEC - 1));
+    assert_true(disco_intro_key_news(&t, key, T0 + DISCO_INTRO_HEARD_S * SEC));
+    for (unsigned i = 1; i < DISCO_INTRO_KEYS_MAX; i++) {
+        key[1] = (uint8_t)i;
+        key[2] = (uint8_t)(i >> 8);
+        disco_intro_key_heard(&t, key, T0 + i);
+    }
+    key[1] = key[2] = 0;
+    assert_false(disco_intro_key_news(&t, key, T0 + SEC));     /* all still held */
+    key[0] = 2;
+    disco_intro_key_heard(&t, key, T0 + SEC);                  /* full: the oldest goes */
+    assert_false(disco_intro_key_news(&t, key, T0 + 2 * SEC));
+    key[0] = 1;
+    assert_true(disco_intro_key_news(&t, key, T0 + 2 * SEC));  /* it was the oldest */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cand_add),
+        cmocka_unit_test(test_intro_heard_stands_for_ours),
+        cmocka_unit_test(test_intro_keys_bounded),
         cmocka_unit_test(test_cand_full),
         cmocka_unit_test(test_cand_set_local),
         cmocka_unit_test(test_targets),

@@ -2869,6 +2869,50 @@ static void test_relay_lost_dropped_when_it_goes(void **state)
     assert_true(now <= bad + SEC / 10);
 }
 
+/* Under an authority only n0 is where the file lists it: n1..n5 join
+ * through n0 at once, and n0 introduces each to the others (PUNCH to
+ * both). A member that then reaches a newcomer was told of it already:
+ * introducing it again, as every member did, cost each member two PUNCH
+ * per peer per newcomer (at 128 nodes a storm that held the mesh back for
+ * two minutes; issue 59). The mesh forms, n0 alone introduces, and a
+ * minute of idle sends no PUNCH. */
+static void test_introduced_once_by_who_heard_first(void **state)
+{
+    (void)state;
+    uint64_t now = START_NS + SEC, others = 0, idle;
+
+    for (unsigned i = 0; i < n_nodes; i++)
+        for (unsigned j = 1; j < n_nodes; j++)
+            if (i != j) {
+                peer_for(i, j)->path.endpoint.sa.sa_family = AF_UNSPEC;
+                peer_for(i, j)->member.listed.sa.sa_family = AF_UNSPEC;
+            }
+    for (unsigned j = 1; j < n_nodes; j++)
+        app_send(j, 0, 100, now);
+    pump(now);
+    for (unsigned k = 0; k < 150; k++)
+        tick(now += SEC / 10);
+    for (unsigned i = 0; i < n_nodes; i++)
+        for (unsigned j = 0; j < n_nodes; j++)
+            if (i != j)
+                assert_non_null(peer_for(i, j)->wg.current);
+    for (unsigned i = 1; i < n_nodes; i++)
+        others += nodes[i].dev.stats.disco_sent[DISCO_PUNCH];
+    print_message("introductions: n0 sent %llu PUNCH, n1..n%u %llu\n",
+                  (unsigned long long)nodes[0].dev.stats.disco_sent[DISCO_PUNCH], n_nodes - 1,
+                  (unsigned long long)others);
+    /* n0: two per pair of newcomers at most. */
+    assert_true(nodes[0].dev.stats.disco_sent[DISCO_PUNCH] <= (n_nodes - 1) * (n_nodes - 2));
+    assert_int_equal(others, 0);
+    idle = others + nodes[0].dev.stats.disco_sent[DISCO_PUNCH];
+    for (unsigned k = 0; k < 600; k++)
+        tick(now += SEC / 10);
+    others = 0;
+    for (unsigned i = 0; i < n_nodes; i++)
+        others += nodes[i].dev.stats.disco_sent[DISCO_PUNCH];
+    assert_int_equal(others, idle);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, world_setup, world_teardown)
 #define T3(f) cmocka_unit_test_setup_teardown(f, world3_setup, world3_teardown)
 #define T6(f) cmocka_unit_test_setup_teardown(f, world6_setup, world3_teardown)
@@ -3532,6 +3576,7 @@ int main(void)
         T(test_moved_idle_peer_followed),
         /* discovery's timers */
         T6(test_idle_peers_not_swept),
+        T6(test_introduced_once_by_who_heard_first),
         T(test_session_up_looked_at_at_once),
         T(test_answers_stop_acted_on_when_they_do),
         T3(test_relay_lost_dropped_when_it_goes),

@@ -334,6 +334,7 @@ struct watch {
     int end_after;                        /* return 42 at this many events; 0: never */
     atomic_bool stop, done;
     int ret;
+    bool created;                         /* etcd_watch_created when it ended */
     char error[256];                      /* etcd_error() as the watch ended */
     pthread_t thread;
     pthread_mutex_t lock;
@@ -417,6 +418,7 @@ static int watch_end(struct watch *w, int64_t *took_ms)
     if (took_ms)
         *took_ms = etcd_fixture_now_ms() - t0;
     snprintf(w->error, sizeof(w->error), "%s", etcd_error(w->e));
+    w->created = etcd_watch_created(w->e);
     etcd_free(w->e);
     pthread_mutex_destroy(&w->lock);
     return w->ret;
@@ -457,6 +459,7 @@ static void test_watch_put_delete(void **state)
     assert_false(atomic_load(&w->done));
     assert_int_equal(watch_end(w, &took), -ECANCELED);
     assert_string_equal(w->error, "stopped");
+    assert_true(w->created);          /* etcd set it up: a cut one may resume */
     assert_true(took < STOP_WITHIN_MS);
     print_message("watch stopped in %lld ms\n", (long long)took);
     etcd_free(e);

@@ -506,9 +506,33 @@ static void test_new_password_owner(void **state)
     secret_file_checks("registry-password-file", f->password, extra);
 }
 
+/* The keeper's keep-alives on a slow etcd (issue 59), with the default
+ * 15 s lease: every 5 s while etcd answers; after a failure again in 1 s,
+ * then 2, 4, and no further apart than 5 s; each waits as long as the
+ * lease has left (10 s right after an answer, not 3 s), and 3 s at least
+ * once our clock says it ran out (etcd's word decides). */
+static void test_keepalive_plan(void **state)
+{
+    (void)state;
+    const uint64_t t = 100000;
+
+    assert_int_equal(registry_keepalive_next_ms(15, 0, t), t + 5000);
+    assert_int_equal(registry_keepalive_next_ms(15, 1, t), t + REGISTRY_KEEPALIVE_RETRY_MS);
+    assert_int_equal(registry_keepalive_next_ms(15, 2, t), t + 2000);
+    assert_int_equal(registry_keepalive_next_ms(15, 3, t), t + 4000);
+    assert_int_equal(registry_keepalive_next_ms(15, 4, t), t + 5000);
+    assert_int_equal(registry_keepalive_next_ms(15, 1000, t), t + 5000);
+    assert_int_equal(registry_keepalive_next_ms(2, 1, t), t + 666);   /* a short lease */
+    /* A keep-alive 5 s into a 15 s lease waits the 10 s it has left. */
+    assert_int_equal(registry_keepalive_wait_ms(t + 15000, t + 5000), 10000);
+    assert_int_equal(registry_keepalive_wait_ms(t + 15000, t + 13000), REGISTRY_TIMEOUT_MS);
+    assert_int_equal(registry_keepalive_wait_ms(t, t + 60000), REGISTRY_TIMEOUT_MS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_keepalive_plan),
         cmocka_unit_test(test_model_no_registrations),
         cmocka_unit_test(test_model_file_without_nodes),
         cmocka_unit_test(test_model_file_wins),

@@ -49,7 +49,7 @@
 
 #define REQ_MAX   (64 * 1024)
 #define TTL_S     5                       /* the least registry-ttl */
-#define JOIN_HEAD "[cluster]\nnetwork = 10.79.0.0/24\nport = 51820\nregistry-ttl = 5\n"
+#define JOIN_HEAD "[cluster]\nnetwork = 10.79.0.0/24\nport = 51820\n"
 
 /* --- the proxy ------------------------------------------------------------------------ */
 
@@ -60,11 +60,13 @@ enum fault {
     FAULT_SLOW,                           /* hold it SLOW_MS, then drop it unanswered */
     FAULT_LATE,                           /* hold it LATE_MS, then forward it */
     FAULT_RACE,                           /* take the compared key first, then forward */
+    FAULT_KEEPALIVE_LATE,                 /* keep-alives: hold each LATE_MS, then forward
+                                           * unless the client left */
 };
 #define SLOW_MS ((TTL_S + 1) * 1000)
 #define LATE_MS (REGISTRY_TIMEOUT_MS + 500)
 
-#define CONNS_MAX 16
+#define CONNS_MAX 64
 
 struct proxy {
     int lfd;
@@ -202,6 +204,7 @@ static bool fault_txn(struct proxy *p, int fd, const char *body, bool *drop)
         break;
     }
     case FAULT_NONE:
+    case FAULT_KEEPALIVE_LATE:           /* not a transaction's (serve) */
         break;
     }
     json_object_put(req);
@@ -241,6 +244,23 @@ static bool read_request(struct proxy *p, int fd, char *req, size_t cap, char **
     return true;
 }
 
+/* A keep-alive made by the proxy's own client and answered as the
+ * gateway does (its stream through forward ends only at the time-out). */
+static void keepalive_forward(struct proxy *p, int fd, const char *body)
+{
+    json_object *req = json_tokener_parse(body), *id;
+    int64_t ttl = 0;
+    char ans[128];
+
+    assert_non_null(req);
+    assert_true(json_object_object_get_ex(req, "ID", &id));
+    assert_int_equal(etcd_lease_keepalive(p->side, atoll(json_object_get_string(id)), &ttl), 0);
+    snprintf(ans, sizeof(ans), "{\"result\":{\"ID\":\"%s\",\"TTL\":\"%lld\"}}",
+             json_object_get_string(id), (long long)ttl);
+    respond(fd, 200, ans);
+    json_object_put(req);
+}
+
 static void serve(struct proxy *p, int fd)
 {
     char *req = malloc(REQ_MAX), *body, path[128];
@@ -251,7 +271,22 @@ static void serve(struct proxy *p, int fd)
         bool drop = false, go_on = true;
         assert_int_equal(sscanf(req, "POST %127s ", path), 1);
         pthread_mutex_lock(&p->lock);
-        if (!strcmp(path, "/v3/kv/txn")) {
+        if (!strcmp(path, "/v3/watch")) {
+            /* No stream through here (forward waits for a whole answer). */
+            respond(fd, 503, "{\"error\":\"no watch through the proxy\"}");
+            go_on = false;
+        } else if (!strcmp(path, "/v3/lease/keepalive") && p->fault == FAULT_KEEPALIVE_LATE) {
+            char c;
+            atomic_fetch_add(&p->faulted, 1);
+            etcd_fixture_sleep_ms(LATE_MS);
+            /* A client that gave up meanwhile cancelled it (as the
+             * gateway cancels a request whose connection closed). */
+            go_on = false;
+            if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+                drop = true;
+            else
+                keepalive_forward(p, fd, body);
+        } else if (!strcmp(path, "/v3/kv/txn")) {
             atomic_fetch_add(&p->txns, 1);
             if (p->fault != FAULT_NONE && p->faults_left > 0) {
                 p->faults_left--;
@@ -358,20 +393,28 @@ static int group_teardown(void **state)
     return 0;
 }
 
-static struct registry *registry_via(const struct proxy *p, const char *prefix)
+/* A registry of the file JOIN_HEAD through p, its lease ttl_s long. */
+static struct registry *registry_via_ttl(const struct proxy *p, const char *prefix,
+                                         unsigned ttl_s)
 {
     char text[512], err[256] = "";
     struct cluster c;
     struct cluster_diag d;
     struct registry *r;
 
-    snprintf(text, sizeof(text), "%sregistry = etcd://%s%s\n", JOIN_HEAD, p->url, prefix);
+    snprintf(text, sizeof(text), "%sregistry-ttl = %u\nregistry = etcd://%s%s\n", JOIN_HEAD,
+             ttl_s, p->url, prefix);
     assert_int_equal(cluster_parse(text, strlen(text), &c, &d), 0);
     r = registry_new(&c, err, sizeof(err));
     if (!r)
         fail_msg("registry_new: %s", err);
     cluster_free(&c);
     return r;
+}
+
+static struct registry *registry_via(const struct proxy *p, const char *prefix)
+{
+    return registry_via_ttl(p, prefix, TTL_S);
 }
 
 struct found {
@@ -466,6 +509,45 @@ static void test_late(void **state)
     proxy_stop(&p);
 }
 
+/* Every keep-alive answered later than a request's time-out
+ * (REGISTRY_TIMEOUT_MS) but within the lease's life (issue 59: at 256
+ * nodes etcd fell that far behind): the keeper waits for the answers and
+ * keeps the lease it joined with, over two of its lives. It gave up at
+ * 3 s, and the lease ran out (the record under another lease, or gone). */
+static void test_keepalive_late(void **state)
+{
+    struct proxy p;
+    struct registry *r;
+    struct cluster_node self = registry_fixture_node("n1", K1);
+    char err[512] = "", key[256];
+    struct found f = { .n = 0 };
+    int64_t lease, ttl = 0;
+
+    (void)state;
+    ETCD_FIXTURE_NEED();
+    proxy_start(&p, FAULT_KEEPALIVE_LATE, 0);
+    r = registry_via_ttl(&p, "/t/keepalive", 10);
+    if (registry_join(r, &self, err, sizeof(err)))
+        fail_msg("join failed: %s", err);
+    snprintf(key, sizeof(key), "/t/keepalive/members/n1");
+    assert_int_equal(etcd_get(p.side, key, see, &f), 0);
+    assert_int_equal(f.n, 1);
+    lease = f.lease;
+    assert_int_equal(registry_start(r), 0);
+    etcd_fixture_sleep_ms(2 * 10 * 1000 + 1000);
+    f.n = 0;
+    assert_int_equal(etcd_get(p.side, key, see, &f), 0);
+    print_message("keep-alives held %d ms: %d; the record's lease %s\n", (int)LATE_MS,
+                  atomic_load(&p.faulted), f.n && f.lease == lease ? "kept" : "lost");
+    assert_true(atomic_load(&p.faulted) >= 3);
+    assert_int_equal(f.n, 1);
+    assert_true(f.lease == lease);
+    assert_int_equal(etcd_lease_keepalive(p.side, lease, &ttl), 0);
+    assert_true(ttl > 0);
+    registry_free(r);
+    proxy_stop(&p);
+}
+
 /* More lost claims in a row than one try makes (64). */
 static void test_races_lost(void **state)
 {
@@ -513,6 +595,7 @@ int main(void)
         cmocka_unit_test(test_busy),
         cmocka_unit_test(test_slow),
         cmocka_unit_test(test_late),
+        cmocka_unit_test(test_keepalive_late),
         cmocka_unit_test(test_races_lost),
         cmocka_unit_test(test_refusal_at_once),
     };

@@ -381,6 +381,8 @@ struct disco_device {
     uint8_t *wrap;                        /* the same, wrapped for a relay */
     const struct core_ops *core;          /* the way back to the core (paths.h) */
     struct disco_bucket unanswered;       /* sends to addresses that never answered */
+    /* Introductions (PUNCH) of keys we had no peer for (disco_intro.c). */
+    struct disco_intro_keys intro_keys;
     /* What registry records may make us send to addresses that never
      * answered (DISCO_REGISTRY_CREDIT_*), and when it was last refilled. */
     uint32_t registry_credit;

@@ -54,12 +54,21 @@ static bool at_listed(const struct peer *p)
  * are where the cluster says they are, which each knows already (so a
  * node joining a cluster of listed endpoints, or of registered nodes on
  * one network reached at their records' addresses, costs nobody punches,
- * rather than two per peer from every peer). */
+ * rather than two per peer from every peer); and unless another member
+ * introduced x to us lately: the first to hear of x tells the others,
+ * and those who then reach x stay quiet (one introducer per newcomer,
+ * not every member). */
 static void introduce(struct peer *x, uint64_t now)
 {
     struct device *dev = x->dev;
     bool x_listed = at_listed(x);
 
+    /* Another member introduced x to us lately: it told the others too. */
+    if (!disco_intro_news(&x->disco.state, now) ||
+        !disco_intro_key_news(&dev->disco.intro_keys, x->public_key, now)) {
+        log_debug_rl("peer %s: introduced by another member already", x->member.name);
+        return;
+    }
     log_debug_rl("peer %s: introduced to the peers we reach", x->member.name);
     for (size_t i = 0; i < dev->n_peers; i++) {
         struct peer *y = dev->peers[i];
@@ -213,8 +222,11 @@ void discovery_on_punch(struct peer *x, struct peer *via, const struct disco_pun
 {
     struct peer *q = device_peer_by_key(x->dev, pu->key);
 
+    if (!q)   /* not known yet: its certificate may come after (introduce) */
+        disco_intro_key_heard(&x->dev->disco.intro_keys, pu->key, now);
     if (!q || q == x)
         return;
+    disco_intro_heard(&q->disco.state, now);
     for (unsigned i = 0; i < pu->n_cand; i++)
         if (disco_cand_add(&q->disco.state, &pu->cand[i], false, x->id, now))
             discovery_arm(q, 0);   /* new targets: probes may be due */
