@@ -15,6 +15,8 @@
  * are pure (cli_doctor.h). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
 #include <netinet/icmp6.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
@@ -25,9 +27,11 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "config/routes.h"
 #include "overlay/base/clock.h"
 #include "overlay/cli/cli.h"
 #include "overlay/cli/cli_args.h"
@@ -39,6 +43,7 @@
 #include "overlay/daemon/daemon.h"
 #include "overlay/membership/certs.h"
 #include "overlay/membership/renewal.h"
+#include "tun/netlink.h"
 
 /* How long a peer has to answer: WireGuard retries a lost initiation
  * after 5 s (REKEY_TIMEOUT), so one lost packet still gets its second try
@@ -84,6 +89,21 @@ static int add_peer(struct doctor_report *r)
     return 0;
 }
 
+/* A route= line: ours (peer 0) or the latest peer's (its index + 1). */
+static int add_route(struct doctor_report *r, const char *prefix, size_t peer)
+{
+    struct doctor_route *t = cli_reply_grow(r->routes, &r->cap_routes, r->n_routes, sizeof(*t));
+
+    if (!t)
+        return -ENOMEM;
+    r->routes = t;
+    t = &t[r->n_routes++];
+    memset(t, 0, sizeof(*t));
+    t->prefix = prefix;
+    t->peer = peer;
+    return 0;
+}
+
 static int peer_line(void *ctx, const char *key, const char *v)
 {
     struct doctor_report *r = ctx;
@@ -92,6 +112,8 @@ static int peer_line(void *ctx, const char *key, const char *v)
     if (!strcmp(key, UAPI_KEY_PUBLIC_KEY))
         return add_peer(r);
     p = &r->peers[r->n_peers - 1];
+    if (!strcmp(key, CONTROL_KEY_ROUTE))
+        return add_route(r, v, r->n_peers);
     if (!strcmp(key, CONTROL_KEY_NAME))
         p->name = v;
     else if (!strcmp(key, CONTROL_KEY_ADDRESS))
@@ -131,6 +153,10 @@ static int iface_line(void *ctx, const char *key, const char *v)
         r->clash_key = v;
     else if (!strcmp(key, CONTROL_KEY_CLASH_DERIVED))
         return cli_reply_u64(v, &r->clash_derived);
+    else if (!strcmp(key, CONTROL_KEY_ROUTE))
+        return add_route(r, v, 0);
+    else if (!strcmp(key, CONTROL_KEY_MASQUERADE))
+        r->masquerade = !strcmp(v, "1");
     else if (!strcmp(key, CONTROL_KEY_CERT_EXPIRES)) {
         r->has_cert = true;
         return cli_reply_u64(v, &r->cert_expires);
@@ -164,6 +190,7 @@ void doctor_report_free(struct doctor_report *r)
 {
     free(r->text);
     free(r->peers);
+    free(r->routes);
     free(r->env);
     memset(r, 0, sizeof(*r));
 }
@@ -184,6 +211,8 @@ int doctor_parse(const char *response, struct doctor_report *r)
     for (size_t i = 0; ret == 0 && i < r->n_peers; i++)
         if (!r->peers[i].name || !r->peers[i].address)
             ret = -EPROTO;
+    for (size_t i = 0; ret == 0 && i < r->n_routes; i++)
+        r->routes[i].carrier = r->routes[i].peer ? r->peers[r->routes[i].peer - 1].name : NULL;
     if (ret < 0)
         doctor_report_free(r);
     return ret;
@@ -198,9 +227,18 @@ size_t doctor_unreached(const struct doctor_report *r)
     return n;
 }
 
+size_t doctor_route_faults(const struct doctor_report *r)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < r->n_routes; i++)
+        n += r->routes[i].fault;
+    return n;
+}
+
 bool doctor_ok(const struct doctor_report *r)
 {
-    return !doctor_unreached(r) && !r->clash_holder;
+    return !doctor_unreached(r) && !r->clash_holder && !doctor_route_faults(r);
 }
 
 bool doctor_cert_ended(const struct doctor_report *r, uint64_t now_unix)
@@ -375,6 +413,12 @@ static void print_verdict(const struct doctor_report *r, FILE *out, uint64_t now
         fprintf(out, "NOT READY: %s's address is another member's (below)\n", r->self);
         return;
     }
+    if (bad == 0 && doctor_route_faults(r)) {
+        fprintf(out, "NOT READY: %s reached every peer (%zu), but %zu route%s not in place "
+                "(below)\n", r->self, r->n_peers, doctor_route_faults(r),
+                doctor_route_faults(r) == 1 ? " is" : "s are");
+        return;
+    }
     if (bad == 0) {
         fprintf(out, "ok: %s reached every peer (%zu)\n", r->self, r->n_peers);
         return;
@@ -431,6 +475,23 @@ static void print_drops(const struct doctor_report *r, FILE *out)
                 (unsigned long long)r->rule_table_full, r->rule_table_full == 1 ? "" : "s");
 }
 
+/* Issue 60: each route, carried here or routed to a peer, and what its
+ * check saw. */
+static void print_routes(const struct doctor_report *r, FILE *out)
+{
+    for (size_t i = 0; i < r->n_routes; i++) {
+        const struct doctor_route *t = &r->routes[i];
+
+        fprintf(out, "%sroute %s, ", t->fault ? "error: " : "", t->prefix);
+        if (t->carrier)
+            fprintf(out, "carried by %s", t->carrier);
+        else
+            fprintf(out, "carried by this node (%s)", r->masquerade ? "masquerade" : "routed");
+        fprintf(out, ": %s\n", !t->checked ? "not checked" : t->fault ? t->note
+                               : t->note[0] ? t->note : "ok");
+    }
+}
+
 void doctor_format_table(const struct doctor_report *r, FILE *out, uint64_t now_unix)
 {
     fprintf(out, "%s: node %s, address %s", r->interface, r->self, r->address);
@@ -446,6 +507,7 @@ void doctor_format_table(const struct doctor_report *r, FILE *out, uint64_t now_
     print_clash(r, out);
     print_cert(r, out, now_unix);
     print_drops(r, out);
+    print_routes(r, out);
     fputs("\nenvironment (ddpnet env):\n", out);
     fputs(r->env ? r->env : "  (none: `ddpnet env` failed, see above)\n", out);
 }
@@ -604,7 +666,20 @@ void doctor_format_json(const struct doctor_report *r, FILE *out)
             (unsigned long long)r->dropped_queue, (unsigned long long)r->ecn_marked,
             (unsigned long long)(r->dropped_rule + r->refused_rule));
     json_u64_or_null(out, r->has_socket_buffer, r->socket_buffer);
-    fputs("},\"env\":", out);
+    fputs("},\"routes\":[", out);
+    for (size_t i = 0; i < r->n_routes; i++) {
+        const struct doctor_route *t = &r->routes[i];
+
+        fputs(i ? ",{\"prefix\":" : "{\"prefix\":", out);
+        json_str(out, t->prefix);
+        fputs(",\"carrier\":", out);
+        json_str(out, t->carrier);
+        fprintf(out, ",\"checked\":%s,\"ok\":%s,\"note\":", t->checked ? "true" : "false",
+                t->fault ? "false" : "true");
+        json_str(out, t->note);
+        fputc('}', out);
+    }
+    fputs("],\"env\":", out);
     json_env(out, r->env);
     fputs("}\n", out);
 }
@@ -930,6 +1005,137 @@ out:
 #define DOCTOR_USAGE   "[-i IFNAME] [--run-dir DIR] [--json] [--rate] [--master NAME]"
 #define SOCK_PATH_MAX  sizeof(((struct sockaddr_un *)0)->sun_path)
 
+/* --- the routes: the kernel's side (issue 60) ----------------------------------------- */
+
+/* net.FAMILY.conf.LINK.forwarding: 1, 0, or -1 when it cannot be read. */
+static int forwarding_of(int family, const char *link)
+{
+    char path[96], c = 0;
+    int fd, n;
+
+    snprintf(path, sizeof(path), "/proc/sys/net/%s/conf/%s/forwarding",
+             family == AF_INET6 ? "ipv6" : "ipv4", link);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return -1;
+    n = (int)read(fd, &c, 1);
+    close(fd);
+    return n == 1 ? c == '1' : -1;
+}
+
+/* Whether `nft list table inet ddpnet-IFNAME` finds the daemon's table. */
+static bool nft_table_exists(const char *ifname)
+{
+    char table[IFNAMSIZ + 8];
+    int status = 0;
+    pid_t pid;
+
+    snprintf(table, sizeof(table), "ddpnet-%s", ifname);
+    pid = fork();
+    if (pid < 0)
+        return false;
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null >= 0) {
+            dup2(null, STDOUT_FILENO);
+            dup2(null, STDERR_FILENO);
+        }
+        execlp("nft", "nft", "list", "table", "inet", table, (char *)NULL);
+        _exit(127);
+    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* Ours: forwarding on for the interface and for the link the kernel sends
+ * the prefix out of, and the nft table when masquerading. */
+static void check_carried(const struct doctor_report *r, struct nl *nl, int ifindex,
+                          const struct cluster_route *cr, struct doctor_route *t)
+{
+    const char *fam = cr->net.family == AF_INET6 ? "ipv6" : "ipv4";
+    char link[IF_NAMESIZE] = "";
+    int oif = 0;
+
+    if (forwarding_of(cr->net.family, r->interface) != 1) {
+        t->fault = true;
+        snprintf(t->note, sizeof(t->note), "forwarding is off for %s (net.%s.conf.%s.forwarding "
+                 "is not 1): what peers send to the prefix goes nowhere", r->interface, fam,
+                 r->interface);
+        return;
+    }
+    if (nl_route_oif(nl, cr->net.family, cr->net.bytes, &oif) < 0 || oif == ifindex ||
+        !if_indextoname((unsigned)oif, link)) {
+        t->fault = true;
+        snprintf(t->note, sizeof(t->note), "this node has no route to %s outside %s",
+                 t->prefix, r->interface);
+        return;
+    }
+    if (forwarding_of(cr->net.family, link) != 1) {
+        t->fault = true;
+        snprintf(t->note, sizeof(t->note), "forwarding is off for its outgoing link %s "
+                 "(net.%s.conf.%s.forwarding is not 1)", link, fam, link);
+        return;
+    }
+    if (r->masquerade && !nft_table_exists(r->interface)) {
+        t->fault = true;
+        snprintf(t->note, sizeof(t->note), "forwarding on (%s, %s), but the nft table inet "
+                 "ddpnet-%s that masquerades it is missing (or nft cannot be run: as root?)",
+                 r->interface, link, r->interface);
+        return;
+    }
+    snprintf(t->note, sizeof(t->note), "forwarding on (%s, %s)%s%s", r->interface, link,
+             r->masquerade ? ", masqueraded by nft table inet ddpnet-" : "",
+             r->masquerade ? r->interface : "");
+}
+
+/* A peer's: the kernel sends the prefix into the interface. */
+static void check_routed(const struct doctor_report *r, struct nl *nl, int ifindex,
+                         const struct cluster_route *cr, struct doctor_route *t)
+{
+    char link[IF_NAMESIZE] = "";
+    int oif = 0;
+
+    if (nl_route_oif(nl, cr->net.family, cr->net.bytes, &oif) < 0) {
+        t->fault = true;
+        snprintf(t->note, sizeof(t->note), "the kernel has no route to it (want one via %s)",
+                 r->interface);
+    } else if (oif != ifindex) {
+        t->fault = true;
+        snprintf(t->note, sizeof(t->note), "the kernel routes it via %s, not %s",
+                 if_indextoname((unsigned)oif, link) ? link : "another link", r->interface);
+    } else {
+        snprintf(t->note, sizeof(t->note), "kernel route via %s", r->interface);
+    }
+}
+
+/* Checks each route of the report on this host; routes stay unchecked
+ * where rtnetlink cannot be asked. */
+static void check_routes(struct doctor_report *r)
+{
+    struct nl nl;
+    int ifindex;
+
+    if (!r->n_routes || nl_open(&nl) < 0)
+        return;
+    ifindex = nl_link_index(&nl, r->interface);
+    for (size_t i = 0; ifindex > 0 && i < r->n_routes; i++) {
+        struct doctor_route *t = &r->routes[i];
+        struct cluster_route cr;
+        uint8_t n = 0;
+        const char *why = NULL;
+        char bad[CLUSTER_ROUTE_TEXT_MAX + 1];
+
+        if (cluster_routes_parse(t->prefix, &cr, &n, &why, bad, sizeof(bad)) < 0 || n != 1)
+            continue;
+        t->checked = true;
+        if (t->carrier)
+            check_routed(r, &nl, ifindex, &cr, t);
+        else
+            check_carried(r, &nl, ifindex, &cr, t);
+    }
+    nl_close(&nl);
+}
+
 static int ask(const char *path, const struct cli_args *a, char **response)
 {
     char why[CLI_PROTOCOL_LINE_MAX];
@@ -1037,6 +1243,7 @@ static int run(const struct cli_args *a, const char *path, struct doctor_report 
     if (ret < 0)
         return CLI_EXIT_FAIL;
     take_paths(r, after);
+    check_routes(r);
     if (a->json)
         doctor_format_json(r, stdout);
     else

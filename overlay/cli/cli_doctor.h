@@ -34,6 +34,19 @@ struct doctor_peer {
     struct doctor_probe probe;
 };
 
+/* Issue 60: a prefix this node carries (carrier NULL) or routes over the
+ * interface to a peer that does, and what the route check found of the
+ * kernel's side (cli_doctor.c): on the carrier, forwarding on for the
+ * interface and for the prefix's outgoing link, and the nft table when
+ * it masquerades; elsewhere, the kernel's route to it through the
+ * interface. note: what was seen, or what is wrong when fault. */
+struct doctor_route {
+    const char *prefix, *carrier;
+    size_t peer;               /* while parsing: 0 ours, else peer index + 1 */
+    bool checked, fault;
+    char note[192];
+};
+
 struct doctor_report {
     char *text;                /* the daemon's answer, cut into the strings */
     const char *interface, *self, *address, *master_address;
@@ -54,6 +67,9 @@ struct doctor_report {
     uint64_t cert_expires;
     size_t n_peers, cap_peers;
     struct doctor_peer *peers;
+    size_t n_routes, cap_routes;
+    struct doctor_route *routes;
+    bool masquerade;           /* this node masquerades its routes */
     bool rate;                 /* --rate was asked for */
     uint64_t rate_ms;          /* how long each peer's rate probe ran */
     char *env;                 /* `ddpnet env`'s lines, or NULL when it failed */
@@ -66,7 +82,10 @@ void doctor_report_free(struct doctor_report *r);
 
 /* The peers not reached. */
 size_t doctor_unreached(const struct doctor_report *r);
-/* Whether the node is ready: every peer reached and no address clash. */
+/* The routes whose check found a fault. */
+size_t doctor_route_faults(const struct doctor_report *r);
+/* Whether the node is ready: every peer reached, no address clash, and
+ * no route's check found a fault. */
 bool doctor_ok(const struct doctor_report *r);
 /* Whether this node's certificate ended by now_unix (issue 56): the
  * members dropped it, whatever else the report says. */
@@ -78,7 +97,8 @@ bool doctor_cert_ended(const struct doctor_report *r, uint64_t now_unix);
  * the cause), an error for an address clash this node lost, and for this
  * node's certificate ended or a warning for one ending within a day,
  * each with what to do about it, a warning for each kind of packet
- * the kernel dropped, with what to do about it, then the environment a
+ * the kernel dropped, with what to do about it, a line per route (ok
+ * or error, with what was seen), then the environment a
  * job gets.
  * Handshake ages are relative to now_unix. */
 void doctor_format_table(const struct doctor_report *r, FILE *out, uint64_t now_unix);
@@ -87,7 +107,8 @@ void doctor_format_table(const struct doctor_report *r, FILE *out, uint64_t now_
  * {"holder", "key", "derived"}, "peers": [{"name", "address",
  * "reached", "path", "via", "endpoint", "path_mtu", "rtt_ms",
  * "latest_handshake", "rate_bps"}], "drops": {"socket_overflow",
- * "tun_queue", "socket_buffer"}, "env": {NAME: value}}. */
+ * "tun_queue", "socket_buffer"}, "routes": [{"prefix", "carrier" (null:
+ * this node), "checked", "ok", "note"}], "env": {NAME: value}}. */
 void doctor_format_json(const struct doctor_report *r, FILE *out);
 
 #endif

@@ -52,6 +52,8 @@ struct st_peer {
     bool has_rtt, has_path_mtu, has_flows;
     bool has_cert;                   /* with an authority: its certificate's expiry */
     uint64_t cert_expires;
+    const char *routes[CLUSTER_ROUTES_MAX];   /* the prefixes it carries */
+    size_t n_routes;
 };
 
 struct st_resp {
@@ -77,6 +79,11 @@ struct st_resp {
     /* Peers removed lately because their certificate ended ("UNIX NAME"). */
     const char *ended[MEMBERSHIP_ENDED_MAX];
     size_t n_ended;
+    /* The prefixes this node carries, and whether it masquerades them. */
+    const char *routes[CLUSTER_ROUTES_MAX];
+    size_t n_routes;
+    bool has_masquerade;
+    uint64_t masquerade;
     size_t n_peers, cap_peers;
     struct st_peer *peers;
 };
@@ -117,6 +124,8 @@ static int peer_line(void *ctx, const char *key, const char *v)
         p->path = v;
     else if (!strcmp(key, CONTROL_KEY_VIA))
         p->via = v;
+    else if (!strcmp(key, CONTROL_KEY_ROUTE) && p->n_routes < CLUSTER_ROUTES_MAX)
+        p->routes[p->n_routes++] = v;
     else if (!strcmp(key, CONTROL_KEY_RTT_US)) {
         p->has_rtt = true;
         return cli_reply_u64(v, &p->rtt_us);
@@ -166,7 +175,12 @@ static int iface_line(void *ctx, const char *key, const char *v)
         r->clash_key = v;
     else if (!strcmp(key, CONTROL_KEY_CERT_ENDED) && r->n_ended < MEMBERSHIP_ENDED_MAX)
         r->ended[r->n_ended++] = v;
-    else if (!strcmp(key, CONTROL_KEY_CLASH_DERIVED))
+    else if (!strcmp(key, CONTROL_KEY_ROUTE) && r->n_routes < CLUSTER_ROUTES_MAX)
+        r->routes[r->n_routes++] = v;
+    else if (!strcmp(key, CONTROL_KEY_MASQUERADE)) {
+        r->has_masquerade = true;
+        return cli_reply_u64(v, &r->masquerade);
+    } else if (!strcmp(key, CONTROL_KEY_CLASH_DERIVED))
         return cli_reply_u64(v, &r->clash_derived);
     else if (!strcmp(key, CONTROL_KEY_REGISTRY_ENDPOINT))
         r->registry_endpoint = v;
@@ -475,6 +489,23 @@ static void print_rules(FILE *out, const struct st_resp *r)
     fputs("; see ddpnet rules test\n", out);
 }
 
+/* Issue 60: each prefix a node carries and which node, on a line of its
+ * own once any is granted: ours first, then the peers' in their order. */
+static void print_routes(FILE *out, const struct st_resp *r)
+{
+    size_t shown = 0;
+
+    for (size_t i = 0; i < r->n_routes; i++)
+        fprintf(out, "%s %s carried by this node (%s)", shown++ ? "," : "routes:",
+                r->routes[i], r->masquerade ? "masquerade" : "routed, no masquerade");
+    for (size_t p = 0; p < r->n_peers; p++)
+        for (size_t i = 0; i < r->peers[p].n_routes; i++)
+            fprintf(out, "%s %s via %s", shown++ ? "," : "routes:", r->peers[p].routes[i],
+                    r->peers[p].name);
+    if (shown)
+        fputc('\n', out);
+}
+
 /* Issue 43: the clash this node lost, loud, with what to do. */
 static void print_clash(FILE *out, const struct st_resp *r)
 {
@@ -507,6 +538,7 @@ static void print_header(FILE *out, const struct st_resp *r, uint64_t now_unix)
     print_drops(out, r);
     print_queue(out, r);
     print_rules(out, r);
+    print_routes(out, r);
 }
 
 /* "in 6d 23h", "in 5m 3s", "expired": how long a certificate has left. */
@@ -709,6 +741,18 @@ static void json_string(FILE *out, const char *s)
     fputc('"', out);
 }
 
+/* ["PREFIX",...] */
+static void json_routes(FILE *out, const char *const *routes, size_t n)
+{
+    fputc('[', out);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            fputc(',', out);
+        json_string(out, routes[i]);
+    }
+    fputc(']', out);
+}
+
 static void json_peer(FILE *out, const struct st_peer *p)
 {
     fputs("{\"name\":", out);
@@ -742,6 +786,8 @@ static void json_peer(FILE *out, const struct st_peer *p)
         fprintf(out, "%llu", (unsigned long long)p->cert_expires);
     else
         fputs("null", out);
+    fputs(",\"routes\":", out);
+    json_routes(out, p->routes, p->n_routes);
     fputs(",\"latest_handshake\":", out);
     if (p->handshake_sec)
         fprintf(out, "%llu", (unsigned long long)p->handshake_sec);
@@ -833,6 +879,32 @@ int status_format_json(const char *response, FILE *out)
             (unsigned long long)r.rules, (unsigned long long)r.rule_conns,
             (unsigned long long)r.dropped_rule, (unsigned long long)r.refused_rule,
             (unsigned long long)r.rule_table_full, (unsigned long long)r.rule_peer_full);
+    /* Issue 60: this node's prefixes, whether it masquerades them (null:
+     * it carries none), and every prefix with the node that carries it. */
+    fputs(",\"routes\":", out);
+    json_routes(out, r.routes, r.n_routes);
+    fputs(",\"masquerade\":", out);
+    if (r.has_masquerade)
+        fputs(r.masquerade ? "true" : "false", out);
+    else
+        fputs("null", out);
+    fputs(",\"carriers\":[", out);
+    for (size_t i = 0, shown = 0; i < r.n_routes; i++) {
+        fputs(shown++ ? ",{\"prefix\":" : "{\"prefix\":", out);
+        json_string(out, r.routes[i]);
+        fputs(",\"carrier\":", out);
+        json_string(out, r.self);
+        fputc('}', out);
+    }
+    for (size_t p = 0, shown = r.n_routes; p < r.n_peers; p++)
+        for (size_t i = 0; i < r.peers[p].n_routes; i++) {
+            fputs(shown++ ? ",{\"prefix\":" : "{\"prefix\":", out);
+            json_string(out, r.peers[p].routes[i]);
+            fputs(",\"carrier\":", out);
+            json_string(out, r.peers[p].name);
+            fputc('}', out);
+        }
+    fputc(']', out);
     fputs(",\"peers\":[", out);
     for (size_t p = 0; p < r.n_peers; p++) {
         if (p)

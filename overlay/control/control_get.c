@@ -10,6 +10,7 @@
 
 #include <sodium.h>
 
+#include "config/routes.h"
 #include "overlay/base/clock.h"
 #include "overlay/control/control_int.h"
 #include "overlay/membership/certs.h"
@@ -24,8 +25,10 @@
  * response; the interface section, its few long lines (the registry's
  * endpoint and error, the cluster's sum) and some twenty short ones, and
  * the peers removed at their certificate's end. */
-#define GET_PEER_TEXT_MAX   800u
-#define GET_IFACE_TEXT_MAX  (1400u + MEMBERSHIP_ENDED_MAX * (CLUSTER_NAME_MAX + 36u))
+#define GET_ROUTES_TEXT_MAX (CLUSTER_ROUTES_MAX * (CLUSTER_ROUTE_TEXT_MAX + 8u))
+#define GET_PEER_TEXT_MAX   (800u + GET_ROUTES_TEXT_MAX)
+#define GET_IFACE_TEXT_MAX  (1420u + GET_ROUTES_TEXT_MAX + \
+                             MEMBERSHIP_ENDED_MAX * (CLUSTER_NAME_MAX + 36u))
 
 static int alloc_for_peers(const struct device *dev, struct uapi_buf *b)
 {
@@ -133,6 +136,24 @@ static const struct cluster_node *master_of(const struct device *dev)
     return m;
 }
 
+/* The prefixes the device routes to via (NULL: those this node carries),
+ * one route= line each (issue 60), from the table the data path runs:
+ * a granted node that is pending carries nothing yet and is not listed. */
+static void put_routes(struct uapi_buf *b, const struct device *dev, const struct peer *via)
+{
+    const struct route_table *t = device_routes(dev);
+    char text[CLUSTER_ROUTE_TEXT_MAX + 1];
+
+    for (size_t i = 0; t && i < t->n; i++) {
+        if (t->e[i].via != via)
+            continue;
+        if (cluster_route_format(&t->e[i].route, text, sizeof(text)) < 0)
+            b->overflow = true;
+        else
+            uapi_put_str(b, CONTROL_KEY_ROUTE, text);
+    }
+}
+
 static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
 {
     const struct cluster_node *master = master_of(dev);
@@ -162,6 +183,9 @@ static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
     uapi_put_u64(b, CONTROL_KEY_REFUSED_RULE, dev->stats.refused_rule);
     uapi_put_u64(b, CONTROL_KEY_RULE_TABLE_FULL, dev->conntrack.full);
     uapi_put_u64(b, CONTROL_KEY_RULE_PEER_FULL, dev->conntrack.peer_full);
+    put_routes(b, dev, NULL);
+    if (dev->self->n_routes)
+        uapi_put_u64(b, CONTROL_KEY_MASQUERADE, !dev->self->routed);
     if (dev->membership->registry) {
         struct registry_status rs;
         registry_status(dev->membership->registry, &rs);
@@ -226,6 +250,7 @@ static void put_ddpnet_peer(struct uapi_buf *b, const struct peer *p, uint64_t n
     uapi_put_str(b, CONTROL_KEY_NAME, p->member.name);
     put_addr(b, CONTROL_KEY_ADDRESS, &p->member.address);
     put_path(b, p);
+    put_routes(b, p->dev, p);
     uapi_put_u64(b, UAPI_KEY_LAST_HANDSHAKE_SEC, (uint64_t)p->wg.last_handshake.tv_sec);
     uapi_put_u64(b, UAPI_KEY_LAST_HANDSHAKE_NSEC, (uint64_t)p->wg.last_handshake.tv_nsec);
     uapi_put_u64(b, UAPI_KEY_RX_BYTES, p->live.rx_bytes);

@@ -125,6 +125,13 @@ enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL
 #define CONTROL_KEY_REFUSED_RULE    "refused_rule"
 #define CONTROL_KEY_RULE_TABLE_FULL "rule_table_full"
 #define CONTROL_KEY_RULE_PEER_FULL "rule_peer_full"
+/* Routes (issue 60): route=PREFIX once per prefix the node carries, in
+ * the interface section for this node's own, in a peer's section for
+ * that peer's (those the device routes to it: a pending peer's are not);
+ * masquerade (interface section, when this node carries any): 1, or 0
+ * for `masquerade = no`. */
+#define CONTROL_KEY_ROUTE           "route"
+#define CONTROL_KEY_MASQUERADE      "masquerade"
 /* The reasons, as the metrics' ddpnet_packets_dropped_total names them. */
 #define CONTROL_DROP_SOCKET         "socket_overflow"
 #define CONTROL_DROP_TUN            "tun_queue"

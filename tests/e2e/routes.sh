@@ -10,6 +10,10 @@
 #     table ddpnet-ddp0 (masquerade: nas has no route back);
 #  2. c1 and c2 read the file from nas over ddp0, by its name
 #     (route-names = nas.cluster=192.168.50.10 under gw);
+#  2b. status lists each prefix and its carrier (table and --json);
+#     doctor checks forwarding and the nft table on gw and the kernel
+#     route on c1, and says what is wrong when forwarding is off on gw's
+#     room link or c1's route is gone;
 #  3. c2, granted nothing, sends to c1 from an address of the prefix: c1
 #     delivers nothing and counts it (bad_source);
 #  4. iperf3 c1 -> nas through the route beside c1 -> gw on ddp0, under
@@ -86,6 +90,44 @@ nx c1 curl -sf --max-time 5 "http://127.0.0.1:$MPORT/metrics" >"$T/c1/metrics.ou
 grep -E '^ddpnet_route_packets_total\{.*route="192.168.50.0/24",carrier="gw"\} [1-9]' \
     "$T/c1/metrics.out" >"$T/c1/route.metric" || fail "c1: no packets counted on the route"
 say "c1: $(cat "$T/c1/route.metric")"
+
+step "2b. status and doctor: each prefix, its carrier, the kernel's side"
+st() { nx "$1" timeout 10 "$DDPNET" status --run-dir "$T/$1/run" "${@:2}"; }
+doc() { nx "$1" timeout 60 "$DDPNET" doctor --run-dir "$T/$1/run" 2>&1; }
+st c1 | grep -x 'routes: 192.168.50.0/24 via gw' >"$T/c1/st.route" || fail "c1 status: $(st c1)"
+say "c1 status: $(cat "$T/c1/st.route")"
+st gw | grep -x 'routes: 192.168.50.0/24 carried by this node (masquerade)' >"$T/gw/st.route" ||
+    fail "gw status: $(st gw)"
+say "gw status: $(cat "$T/gw/st.route")"
+st c1 --json | "$PY" -c 'import json, sys
+j = json.load(sys.stdin)
+assert j["carriers"] == [{"prefix": "192.168.50.0/24", "carrier": "gw"}], j["carriers"]
+assert [p["routes"] for p in j["peers"] if p["name"] == "gw"] == [["192.168.50.0/24"]], j["peers"]
+assert j["routes"] == [] and j["masquerade"] is None, j' || fail "c1 status --json: $(st c1 --json)"
+say "c1 status --json: carriers [{prefix 192.168.50.0/24, carrier gw}]"
+out=$(doc gw) || fail "gw doctor failed: $out"
+line=$(printf '%s\n' "$out" | grep '^route 192.168.50.0/24') || fail "gw doctor: $out"
+[ "$line" = "route 192.168.50.0/24, carried by this node (masquerade): forwarding on (ddp0, eth1), masqueraded by nft table inet ddpnet-ddp0" ] ||
+    fail "gw doctor said: $line"
+say "gw doctor: $line"
+out=$(doc c1) || fail "c1 doctor failed: $out"
+line=$(printf '%s\n' "$out" | grep '^route 192.168.50.0/24') || fail "c1 doctor: $out"
+[ "$line" = "route 192.168.50.0/24, carried by gw: kernel route via ddp0" ] || fail "c1 doctor said: $line"
+say "c1 doctor: $line"
+# What doctor says when the kernel's side is not in place.
+nx gw sh -c 'echo 0 >/proc/sys/net/ipv4/conf/eth1/forwarding'
+if out=$(doc gw); then fail "gw doctor passed with eth1 forwarding off: $out"; fi
+line=$(printf '%s\n' "$out" | grep '^error: route 192.168.50.0/24') || fail "gw doctor: $out"
+case "$line" in *"forwarding is off for its outgoing link eth1"*) ;; *) fail "gw doctor said: $line" ;; esac
+say "gw doctor, eth1 forwarding off: $line"
+nx gw sh -c 'echo 1 >/proc/sys/net/ipv4/conf/eth1/forwarding'
+nx c1 ip route del 192.168.50.0/24 dev ddp0
+if out=$(doc c1); then fail "c1 doctor passed without its route: $out"; fi
+line=$(printf '%s\n' "$out" | grep '^error: route 192.168.50.0/24') || fail "c1 doctor: $out"
+case "$line" in *"the kernel has no route to it"*|*"not ddp0"*) ;; *) fail "c1 doctor said: $line" ;; esac
+say "c1 doctor, route deleted: $line"
+say "c1 doctor verdict: $(printf '%s\n' "$out" | grep '^NOT READY')"
+nx c1 ip route add 192.168.50.0/24 dev ddp0 proto static scope link
 
 step "3. c2 claims the prefix without a grant: c1 refuses and counts it"
 bad_source() {

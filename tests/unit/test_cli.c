@@ -1783,7 +1783,7 @@ static void test_doctor_json(void **state)
         "\"via\":null,\"endpoint\":null,\"path_mtu\":null,\"rtt_ms\":null,"
         "\"latest_handshake\":null,\"rate_bps\":null}],"
         "\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0,"
-        "\"socket_buffer\":null},"
+        "\"socket_buffer\":null},\"routes\":[],"
         "\"env\":{\"NCCL_SOCKET_IFNAME\":\"ddp0\",\"GLOO_SOCKET_IFNAME\":\"ddp0\","
         "\"MASTER_ADDR\":\"10.77.0.1\",\"ODD\":\"it's\"}}\n");
     free(text);
@@ -1795,6 +1795,56 @@ static void test_doctor_json(void **state)
     free(text);
     text = doctor_text(&r, false);
     assert_non_null(strstr(text, "environment (ddpnet env):\n  (none: `ddpnet env` failed"));
+    free(text);
+    doctor_report_free(&r);
+}
+
+/* Issue 60: each route with what its check saw; one at fault makes the
+ * node not ready though every peer answered, and says why. */
+static void test_doctor_routes(void **state)
+{
+    static const char resp[] =
+        "interface=ddp0\nself=c1\naddress=10.77.0.2\nroute=10.88.0.0/16\nmasquerade=1\n"
+        "public_key=b0\nname=gw\naddress=10.77.0.1\nroute=192.168.50.0/24\n"
+        "last_handshake_time_sec=0\nerrno=0\n\n";
+    struct doctor_report r;
+    char *text;
+
+    (void)state;
+    assert_int_equal(doctor_parse(resp, &r), 0);
+    assert_int_equal(r.n_routes, 2);
+    assert_null(r.routes[0].carrier);
+    assert_string_equal(r.routes[1].carrier, "gw");
+    assert_true(r.masquerade);
+    r.peers[0].probe.reached = true;
+    /* Not checked (no rtnetlink): said, not a fault. */
+    assert_true(doctor_ok(&r));
+    text = doctor_text(&r, false);
+    assert_non_null(strstr(text, "ok: c1 reached every peer (1)\n"
+                                 "route 10.88.0.0/16, carried by this node (masquerade): not checked\n"
+                                 "route 192.168.50.0/24, carried by gw: not checked\n"));
+    free(text);
+    r.routes[0].checked = r.routes[1].checked = true;
+    snprintf(r.routes[0].note, sizeof(r.routes[0].note), "forwarding on (ddp0, eth1)");
+    r.routes[1].fault = true;
+    snprintf(r.routes[1].note, sizeof(r.routes[1].note), "the kernel has no route to it");
+    assert_false(doctor_ok(&r));
+    assert_int_equal(doctor_route_faults(&r), 1);
+    text = doctor_text(&r, false);
+    assert_non_null(strstr(text, "NOT READY: c1 reached every peer (1), but 1 route is not in "
+                                 "place (below)\n"
+                                 "route 10.88.0.0/16, carried by this node (masquerade): "
+                                 "forwarding on (ddp0, eth1)\n"
+                                 "error: route 192.168.50.0/24, carried by gw: the kernel has no "
+                                 "route to it\n"));
+    free(text);
+    text = doctor_text(&r, true);
+    assert_non_null(strstr(text, "\"ok\":false,"));
+    assert_non_null(strstr(text, ",\"routes\":[{\"prefix\":\"10.88.0.0/16\",\"carrier\":null,"
+                                 "\"checked\":true,\"ok\":true,\"note\":\"forwarding on (ddp0, "
+                                 "eth1)\"},{\"prefix\":\"192.168.50.0/24\",\"carrier\":\"gw\","
+                                 "\"checked\":true,\"ok\":false,\"note\":\"the kernel has no "
+                                 "route to it\"}],"));
     free(text);
     doctor_report_free(&r);
 }
@@ -1987,6 +2037,7 @@ int main(void)
         cmocka_unit_test(test_doctor_json),
         cmocka_unit_test(test_doctor_parse_errors),
         cmocka_unit_test(test_doctor_drops),
+        cmocka_unit_test(test_doctor_routes),
         cmocka_unit_test(test_doctor_address_clash),
         cmocka_unit_test(test_doctor_cert_end),
     };

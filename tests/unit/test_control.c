@@ -29,6 +29,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
+#include "config/routes.h"
 #include "overlay/base/version.h"
 #include "overlay/cli/cli.h"
 #include "overlay/control/control.h"
@@ -547,6 +548,46 @@ static void test_get_ddpnet_drops(void **state)
     assert_non_null(strstr(out, "dropped_tun_queue=5\n"));
     free(out);
     f->dev.tun_dropped = NULL;
+}
+
+/* Issue 60: the prefixes this node carries in the interface section
+ * (and whether it masquerades them), each peer's in its own section, as
+ * the data path's table has them; a pending carrier lists none. */
+static void grant(struct cluster_node *n, const char *routes)
+{
+    const char *why = NULL;
+    char bad[64];
+
+    assert_int_equal(cluster_routes_parse(routes, n->routes, &n->n_routes, &why, bad,
+                                          sizeof(bad)), 0);
+}
+
+static void test_get_ddpnet_routes(void **state)
+{
+    struct fx *f = *state;
+    char *out = NULL;
+    size_t len = 0;
+
+    grant(&f->dev.cluster.nodes[0], "192.168.50.0/24");
+    f->dev.cluster.nodes[0].routed = true;
+    grant(&f->dev.cluster.nodes[1], "10.99.0.0/16, fd10::/64");
+    grant(&f->dev.cluster.nodes[2], "172.16.0.0/12");
+    f->peers[1]->member.pending = true;
+    assert_int_equal(device_remap(&f->dev), 0);
+    assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), 0);
+    out[len - 1] = '\0';
+    assert_non_null(strstr(out, "rule_table_full=0\nrule_peer_full=0\nroute=192.168.50.0/24\nmasquerade=0\n"));
+    assert_non_null(strstr(out, "rtt_us=1234\nroute=10.99.0.0/16\nroute=fd10::/64\n"
+                                "last_handshake_time_sec=1700000000\n"));
+    assert_null(strstr(out, "172.16.0.0"));
+    free(out);
+    /* Masquerading, the default. */
+    f->dev.cluster.nodes[0].routed = false;
+    assert_int_equal(control_get_ddpnet(&f->dev, NOW_NS, &out, &len), 0);
+    out[len - 1] = '\0';
+    assert_non_null(strstr(out, "route=192.168.50.0/24\nmasquerade=1\n"));
+    free(out);
+    device_map_install(&f->dev, NULL);
 }
 
 /* A relayed peer: the endpoint in use is the relay's, and it says through
@@ -1685,7 +1726,7 @@ static void test_status_no_peers(void **state)
     text = format_with(json_fn, resp, 0, 0);
     assert_string_equal(text, "{\"interface\":\"ddp0\",\"self\":\"solo\",\"address\":"
                               "\"fd77::1\",\"listen_port\":51820,"
-                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0,\"peer_full\":0},"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0,\"peer_full\":0},\"routes\":[],\"masquerade\":null,\"carriers\":[],"
                               "\"peers\":[]}\n");
     free(text);
 }
@@ -1743,20 +1784,54 @@ static void test_status_address_clash(void **state)
     free(text);
 }
 
+/* Issue 60: a line naming each prefix and its carrier under the header;
+ * in JSON, this node's, whether it masquerades, each peer's, and every
+ * prefix with its carrier. */
+static void test_status_routes(void **state)
+{
+    static const char resp[] =
+        "interface=ddp0\nself=gw\naddress=10.77.0.1\nlisten_port=51820\n"
+        "route=192.168.50.0/24\nmasquerade=1\n"
+        "public_key=" B_HEX "\nname=c1\naddress=10.77.0.2\nroute=10.99.0.0/16\n"
+        "route=fd10::/64\nlast_handshake_time_sec=0\n"
+        "public_key=" C_HEX "\nname=c2\naddress=10.77.0.3\nlast_handshake_time_sec=0\n"
+        "errno=0\n\n";
+    char *text;
+
+    (void)state;
+    text = format_with(table_fn, resp, 0, 0);
+    assert_non_null(strstr(text, "\nroutes: 192.168.50.0/24 carried by this node (masquerade), "
+                                 "10.99.0.0/16 via c1, fd10::/64 via c1\n"));
+    free(text);
+    text = format_with(json_fn, resp, 0, 0);
+    assert_non_null(strstr(text, ",\"routes\":[\"192.168.50.0/24\"],\"masquerade\":true,"
+                                 "\"carriers\":[{\"prefix\":\"192.168.50.0/24\",\"carrier\":\"gw\"},"
+                                 "{\"prefix\":\"10.99.0.0/16\",\"carrier\":\"c1\"},"
+                                 "{\"prefix\":\"fd10::/64\",\"carrier\":\"c1\"}],\"peers\":["));
+    assert_non_null(strstr(text, "\"routes\":[\"10.99.0.0/16\",\"fd10::/64\"],"));
+    assert_non_null(strstr(text, "\"name\":\"c2\""));
+    free(text);
+    /* No route anywhere: no line; empty lists and null in JSON. */
+    text = format_with(table_fn, get_ddpnet_expected, 0, 0);
+    assert_null(strstr(text, "routes:"));
+    free(text);
+}
+
 static void test_status_json(void **state)
 {
     static const char want[] =
         "{\"interface\":\"ddp0\",\"self\":\"gpu-a\",\"address\":\"10.77.0.1\","
         "\"listen_port\":51820,"
         "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0,\"peer_full\":0},"
+        "\"routes\":[],\"masquerade\":null,\"carriers\":[],"
         "\"peers\":["
         "{\"name\":\"gpu-b\",\"address\":\"10.77.0.2\",\"endpoint\":\"192.0.2.2:51820\","
         "\"path\":\"direct\",\"via\":null,\"path_mtu\":1420,\"flows\":null,\"rtt_ms\":1.234,"
-        "\"cert_expires\":null,\"latest_handshake\":1700000000,\"rx_bytes\":1000,\"tx_bytes\":2000,"
+        "\"cert_expires\":null,\"routes\":[],\"latest_handshake\":1700000000,\"rx_bytes\":1000,\"tx_bytes\":2000,"
         "\"rx_rate\":10625000,\"tx_rate\":125},"
         "{\"name\":\"gpu-c\",\"address\":\"10.77.0.3\",\"endpoint\":null,"
         "\"path\":null,\"via\":null,\"path_mtu\":null,\"flows\":null,\"rtt_ms\":null,"
-        "\"cert_expires\":null,\"latest_handshake\":null,\"rx_bytes\":0,\"tx_bytes\":0,"
+        "\"cert_expires\":null,\"routes\":[],\"latest_handshake\":null,\"rx_bytes\":0,\"tx_bytes\":0,"
         "\"rx_rate\":0,\"tx_rate\":0}]}\n";
     char *text;
 
@@ -1777,7 +1852,7 @@ static void test_status_json_escapes(void **state)
     assert_string_equal(text, "{\"interface\":\"d\\\"p\\\\0\",\"self\":"
                               "\"a\\u0009b\\u0001\\u007f\",\"address\":\"x\","
                               "\"listen_port\":1,"
-                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0,\"peer_full\":0},"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0,\"peer_full\":0},\"routes\":[],\"masquerade\":null,\"carriers\":[],"
                               "\"peers\":[]}\n");
     free(text);
 }
@@ -2348,6 +2423,7 @@ int main(void)
         T(test_get_ddpnet_exact),
         T(test_get_ddpnet_stale_rate),
         T(test_get_ddpnet_drops),
+        T(test_get_ddpnet_routes),
         T(test_get_ddpnet_relayed),
         T(test_frame),
         T(test_frame_protocol),
@@ -2377,6 +2453,7 @@ int main(void)
         T(test_request_no_daemon),
         T(test_only_root),
         T(test_status_table),
+        T(test_status_routes),
         T(test_status_drops),
         T(test_status_units),
         T(test_status_ages),
