@@ -484,16 +484,16 @@ static int nl_route_reply_cb(const struct nlmsghdr *nlh, void *data)
     return MNL_CB_OK;
 }
 
-int nl_route_mtu(struct nl *nl, int family, const void *dst, unsigned *mtu)
+/* The kernel's route to one address (`ip route get DST`): its MTU and
+ * output link, for nl_route_mtu and nl_route_oif. */
+static int nl_route_get(struct nl *nl, int family, const void *dst, struct nl_answer *ans)
 {
     _Alignas(struct nlmsghdr) char buf[NL_REQ_SIZE];
     size_t len = nl_addr_len(family);
-    struct nl_answer ans;
     struct nlmsghdr *nlh;
     struct rtmsg *rtm;
-    int err;
 
-    if (!nl_ready(nl) || !dst || !mtu)
+    if (!nl_ready(nl) || !dst)
         return -EINVAL;
     if (len == 0)
         return -EAFNOSUPPORT;
@@ -502,8 +502,17 @@ int nl_route_mtu(struct nl *nl, int family, const void *dst, unsigned *mtu)
     rtm->rtm_family = (uint8_t)family;
     rtm->rtm_dst_len = (uint8_t)(len * CHAR_BIT);
     mnl_attr_put(nlh, RTA_DST, len, dst);
-    err = nl_query(nl, nlh, nl_route_reply_cb, &ans);
-    if (err)
+    return nl_query(nl, nlh, nl_route_reply_cb, ans);
+}
+
+int nl_route_mtu(struct nl *nl, int family, const void *dst, unsigned *mtu)
+{
+    struct nl_answer ans;
+    int err;
+
+    if (!mtu)
+        return -EINVAL;
+    if ((err = nl_route_get(nl, family, dst, &ans)))
         return err;
     if (ans.mtu) {
         *mtu = ans.mtu;
@@ -558,23 +567,12 @@ int nl_route_del(struct nl *nl, int ifindex, int family, const void *dst, unsign
 
 int nl_route_oif(struct nl *nl, int family, const void *dst, int *ifindex)
 {
-    _Alignas(struct nlmsghdr) char buf[NL_REQ_SIZE];
-    size_t len = nl_addr_len(family);
     struct nl_answer ans;
-    struct nlmsghdr *nlh;
-    struct rtmsg *rtm;
     int err;
 
-    if (!nl_ready(nl) || !dst || !ifindex)
+    if (!ifindex)
         return -EINVAL;
-    if (len == 0)
-        return -EAFNOSUPPORT;
-    nlh = nl_request(buf, RTM_GETROUTE, 0);
-    rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
-    rtm->rtm_family = (uint8_t)family;
-    rtm->rtm_dst_len = (uint8_t)(len * CHAR_BIT);
-    mnl_attr_put(nlh, RTA_DST, len, dst);
-    if ((err = nl_query(nl, nlh, nl_route_reply_cb, &ans)))
+    if ((err = nl_route_get(nl, family, dst, &ans)))
         return err;
     if (ans.oif <= 0)
         return -ENETUNREACH;
