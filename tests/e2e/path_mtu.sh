@@ -157,18 +157,28 @@ run_case() {
     silent) gw_drop gw-a; gw_drop gw-b ;;
     ab)     gw_drop gw-a "$GW_B"; gw_drop gw-b "$GW_A" ;;
     esac
-    all_up
-    path=$(e2e_peer_path node-a node-b) || fail "$c: $path"
-    case "$path" in direct*) ;; *) fail "$c: a -> b is not direct: $path (path via rtt_ms endpoint)" ;; esac
-    iperf_ab "$c-$NARROW"
-    say "$c, narrowed: a -> b $GBITS Gbit/s (at 1500: $base); flowing after $FLOW_S s"
-    [ "$FLOW_S" != never ] || fail "$c: the stream never flowed"
-    # It flows from its first packet (README: within the first 0.2 s, one
-    # iperf3 interval): by 0.2 s, or, on a machine so loaded that the
-    # baseline of this run flowed later, no later than the baseline.
+    # It flows from its first packet (docs/across-clouds.md; one iperf3
+    # interval): by 0.2 s, or, on a machine so loaded that the baseline of
+    # this run flowed later, no later than the baseline. A black hole
+    # (big packets dropped until the search ends) is late on every try;
+    # a late first interval on a loaded machine (other scripts share the
+    # two CPUs) is tried once more, on daemons started afresh, and said.
     flow_limit=$(awk -v b="$base_flow" 'BEGIN { printf "%.1f", (b > 0.2 ? b : 0.2) }')
-    awk -v f="$FLOW_S" -v l="$flow_limit" 'BEGIN { exit !(f <= l + 1e-9) }' ||
-        fail "$c: the stream flowed after $FLOW_S s on the narrow path, later than $flow_limit s (0.2 s, or the baseline's $base_flow s at 1500)"
+    local try late=""
+    for try in 1 2; do
+        all_up
+        path=$(e2e_peer_path node-a node-b) || fail "$c: $path"
+        case "$path" in direct*) ;; *) fail "$c: a -> b is not direct: $path (path via rtt_ms endpoint)" ;; esac
+        iperf_ab "$c-$NARROW-$try"
+        say "$c, narrowed (try $try): a -> b $GBITS Gbit/s (at 1500: $base); flowing after $FLOW_S s"
+        [ "$FLOW_S" != never ] || fail "$c: the stream never flowed"
+        awk -v f="$FLOW_S" -v l="$flow_limit" 'BEGIN { exit !(f <= l + 1e-9) }' && break
+        late="$late $FLOW_S"
+        [ "$try" -lt 2 ] ||
+            fail "$c: the stream flowed after$late s on the narrow path (two tries, daemons started afresh), later than $flow_limit s (0.2 s, or the baseline's $base_flow s at 1500)"
+        say "$c: flowed after $FLOW_S s, later than $flow_limit s: once more on fresh daemons (a loaded machine is late once, a black hole every time)"
+        all_down
+    done
     awk -v g="$GBITS" -v b="$base" -v r="$PMTU_MIN_RATIO" 'BEGIN { exit !(g >= b * r) }' ||
         fail "$c: a -> b $GBITS Gbit/s on the narrow path, below $PMTU_MIN_RATIO x $base at 1500"
     wait_for 15 mtu_settled node-a node-b || fail "$c: node-a's path MTU to node-b did not settle: $(peer_mtu node-a node-b)"
