@@ -772,6 +772,24 @@ PYEOF
     chmod 644 "$T/meshping.py"
 }
 
+# e2e_authority_hub NODE...: the hub, each NODE on it (the first at
+# $E2E_V4NET.1, the next at .2, ...) with its key, and a cluster
+# authority: sets KEY (its key file, $T/authority/authority.key) and AUTH
+# (its public key, for the file's `authority =`).
+e2e_authority_hub() {
+    local n i=0
+    e2e_hub
+    for n in "$@"; do
+        i=$((i + 1))
+        e2e_node "$n" "$i" -
+        e2e_key "$n"
+    done
+    KEY=$T/authority/authority.key
+    mkdir -p "$T/authority"
+    "$DDPNET" authority init -o "$KEY" >/dev/null 2>&1 || fail "ddpnet authority init failed"
+    AUTH=$("$DDPNET" authority pubkey -a "$KEY")
+}
+
 # e2e_routed_pair: node-a 10.201.1.2 and node-b 10.201.2.2, each on a
 # link of its own to the router namespace rt (ra 10.201.1.1, rb
 # 10.201.2.1), which forwards: a path between two nodes that the test
