@@ -609,7 +609,8 @@ static int parse_with(const char *text, uint8_t version, const uint8_t *ins, siz
     assert_true((size_t)(colon - text) + 1 < sizeof(prefix));
     snprintf(prefix, sizeof(prefix), "%.*s", (int)(colon - text) + 1, text);
     memmove(bin + at + n, bin + at, TAIL_BYTES);
-    memcpy(bin + at, ins, n);
+    if (n)
+        memcpy(bin + at, ins, n);
     bin[0] = version;
     encode(prefix, bin, len + n, altered, sizeof(altered));
     return cert_parse(altered, &c);
