@@ -169,7 +169,8 @@ static void encode_signed(const struct cert *c, struct wbuf *w)
         put_token_signed(w, &t);
         return;
     }
-    put_head(w, c->kind, c->kind == CERT_MEMBER ? version_of(c->n_groups, c->n_routes) : CERT_VERSION,
+    put_head(w, c->kind,
+             c->kind == CERT_MEMBER ? version_of(c->n_groups, c->n_routes) : CERT_VERSION,
              c->not_before, c->not_after, c->subject);
     if (c->kind == CERT_MEMBER) {
         uint8_t n = c->n_aliases < CLUSTER_ALIASES_MAX ? c->n_aliases : CLUSTER_ALIASES_MAX;
@@ -544,8 +545,8 @@ static bool text_fits(const struct cert *c)
     struct wbuf w;
 
     encode_signed(c, &w);
-    return sizeof(PREFIX_MEMBER) - 1 + sodium_base64_ENCODED_LEN(w.len + CERT_SIG_LEN, B64_VARIANT) <=
-           CERT_TEXT_MAX;
+    return sizeof(PREFIX_MEMBER) - 1 +
+               sodium_base64_ENCODED_LEN(w.len + CERT_SIG_LEN, B64_VARIANT) <= CERT_TEXT_MAX;
 }
 
 static bool fields_valid(const struct cert *c)

@@ -360,7 +360,8 @@ static void test_longest_fits(void **state)
     /* ... and the two-route member's bytes with it added, signed by hand
      * with the token's key: every field valid, parse refuses it whole */
     len = decode(text, bin, sizeof(bin));
-    at = HEAD_BYTES + 1 + 1 + CLUSTER_NAME_MAX + 1 + 1 + CERT_GROUPS_MAX * (1 + RULES_GROUP_NAME_MAX);
+    at = HEAD_BYTES + 1 + 1 + CLUSTER_NAME_MAX + 1 + 1 +
+         CERT_GROUPS_MAX * (1 + RULES_GROUP_NAME_MAX);
     assert_int_equal(bin[at], 2);                       /* n_routes */
     bin[at] = 3;
     at += 1 + 2 * 18;
