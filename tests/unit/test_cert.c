@@ -269,6 +269,54 @@ static void round_trip(const struct cert *c, const char *text)
     assert_same(c, &back);
 }
 
+/* Version 2 (groups, no routes): the texts main's build (before routes)
+ * signed for these fields, byte for byte: routes must not change them. */
+#define GOLDEN_GROUPS_TOKEN \
+    "ddpnet-token:AgIAAAAAZVPxAAAAAABlXSuAF8t5-ytBIPKx7GXkGY1uCLKOgT_rAeSkAIObheGAgM4Fc3BvdC0" \
+    "AAAAKAgRzcG90Bm9ucHJlbdBKsjJ0K7SrOhNovUYV5ObQIkq3GgFrr4UgozLJd4c3yNK1GZ4lMLGQsbi2PNad6K9" \
+    "_0dj9utBBkvyImUmePgmd4HaLJopt3bo7ags16ieorq8YWYFs3id-0TqmoXXiAQ"
+#define GOLDEN_GROUPS_TOKEN_MEMBER \
+    "ddpnet-member:AgEAAAAAZVVCgAAAAABlVpQAoKGio6SlpqeoqaqrrK2ur7CxsrO0tba3uLm6u7y9vr8CBnNwb3" \
+    "QtNwABBHNwb3QCAgAAAABlU_EAAAAAAGVdK4AXy3n7K0Eg8rHsZeQZjW4Iso6BP-sB5KQAg5uF4YCAzgVzcG90LQ" \
+    "AAAAoCBHNwb3QGb25wcmVt0EqyMnQrtKs6E2i9RhXk5tAiSrcaAWuvhSCjMsl3hzfI0rUZniUwsZCxuLY81p3or3" \
+    "_R2P260EGS_IiZSZ4-CZ3gdosmim3dujtqCzXqJ6iurxhZgWzeJ37ROqahdeIBF8t5-ytBIPKx7GXkGY1uCLKOgT" \
+    "_rAeSkAIObheGAgM73EXFFLa76Yw5TRgJZt4_WdQb1rHHA6AZO6Wd5qUrlPpHZB6sDlpvqUyL-_wkRf-htfYfvDt" \
+    "unKVnwQY5QDH4P"
+#define GOLDEN_GROUPS_MEMBER \
+    "ddpnet-member:AgEAAAAAZVPxAAAAAABlVUKAoKGio6SlpqeoqaqrrK2ur7CxsrO0tba3uLm6u7y9vr8ABWdwdS" \
+    "0xAQd0cmFpbmVyAwV0cmFpbgFhAWLQSrIydCu0qzoTaL1GFeTm0CJKtxoBa6-FIKMyyXeHN_vy7c495hXk2Z47KB" \
+    "XRTuCcu4johx_8GbFlvKrJbi6-M7Iix7Fr2JLLg6610-PVdsF858BrWCL-GHvPmWRjBA4"
+
+static void test_golden_groups(void **state)
+{
+    struct cert t, m;
+    char text[CERT_TEXT_MAX];
+
+    (void)state;
+    token_fields(&t, "spot-", T0, T0 + 7 * DAY, 10);
+    t.n_groups = 2;
+    strcpy(t.groups[0], "spot");
+    strcpy(t.groups[1], "onprem");
+    sign_ok(&t, &authority, text);
+    assert_string_equal(text, GOLDEN_GROUPS_TOKEN);
+    member_fields(&m, "spot-7", T0 + DAY, T0 + 2 * DAY);
+    m.n_groups = 1;
+    strcpy(m.groups[0], "spot");
+    cert_token_embed(&m, &t);
+    sign_ok(&m, &token_keys, text);
+    assert_string_equal(text, GOLDEN_GROUPS_TOKEN_MEMBER);
+    member_fields(&m, "gpu-1", T0, T0 + DAY);
+    m.n_aliases = 1;
+    strcpy(m.aliases[0], "trainer");
+    m.n_groups = 3;
+    strcpy(m.groups[0], "train");
+    strcpy(m.groups[1], "a");
+    strcpy(m.groups[2], "b");
+    sign_ok(&m, &authority, text);
+    assert_string_equal(text, GOLDEN_GROUPS_MEMBER);
+    round_trip(&m, text);
+}
+
 static void test_round_trip(void **state)
 {
     struct cert c, t, m;
@@ -1311,6 +1359,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_member),
         cmocka_unit_test(test_golden_token_and_revocation),
+        cmocka_unit_test(test_golden_groups),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_longest_fits),
         cmocka_unit_test(test_every_byte_member),
