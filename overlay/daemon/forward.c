@@ -329,7 +329,9 @@ int forward_start(struct forward *f, const char *ifname, const struct cluster *c
     f->fd = -1;
     for (size_t i = 0; i < c->n_nodes; i++)
         grants += c->nodes[i].n_routes;
-    if (!grants)
+    /* Under an authority, a certificate may grant a route after up
+     * (config/cert.h): the keeper waits for it. */
+    if (!grants && !c->has_authority)
         return 0;
     *why = "cannot start the routes' keeper";
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
