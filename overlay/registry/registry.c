@@ -1013,23 +1013,55 @@ static bool pause_ms(struct registry *r, unsigned ms)
     return pause_until(r, ms, false);
 }
 
+/* etcd set up a watch (etcd_on_watch_created): we follow it again, also
+ * when the watch was taken up from a revision after a failure. */
+struct watching {
+    struct registry *r;
+    struct etcd *e;
+};
+
+static void watch_created(void *ctx)
+{
+    struct watching *w = ctx;
+
+    set_state(w->r, w->e, REGISTRY_SYNCED, NULL);
+}
+
+bool registry_watch_resumes(int ret)
+{
+    return ret != -ECANCELED && ret != -ESTALE && ret != -EMSGSIZE;
+}
+
+long registry_read_timeout_next(long ms)
+{
+    return ms * 2 > REGISTRY_JOIN_REQUEST_MAX_MS ? REGISTRY_JOIN_REQUEST_MAX_MS : ms * 2;
+}
+
 /* Reads the prefix whole, then watches it from the revision after. A
- * watch that etcd had set up and that was then cut (the stream broke or
- * ended: a busy etcd or its gateway drops streams) takes up where it
- * left off, from the revision after the last event it applied, without
+ * watch that ended, however (the stream broke or ended: a busy etcd or
+ * its gateway drops streams; etcd out of reach), takes up where it left
+ * off, from the revision after the last event it applied, without
  * reading the prefix again: a read costs etcd every record, and at 256
- * members on one etcd 234 cut watches each read 256 records while etcd
- * was already behind (issue 59). Only a watch etcd never set up (out of
- * reach) or whose history was compacted (-ESTALE) reads it whole again. */
+ * members on one etcd the cut watches' reads of 256 records each were
+ * most of what kept etcd behind (issue 59). Only a watch whose history
+ * was compacted (-ESTALE) or that fell too far behind for one message
+ * (-EMSGSIZE) reads it whole again (registry_watch_resumes). The read
+ * waits REGISTRY_JOIN_REQUEST_MIN_MS, twice as long after each that
+ * failed: one that timed out at 3 s threw away a busy etcd's work and
+ * asked for it again. */
 static void *watcher_run(void *arg)
 {
     struct registry *r = arg;
     struct etcd *e = etcd_new(&r->cfg);
+    struct watching w = { .r = r, .e = e };
     unsigned backoff = REGISTRY_BACKOFF_MIN_MS;
+    long read_ms = REGISTRY_JOIN_REQUEST_MIN_MS;
     int64_t revision = 0;
     bool resume = false;
     int ret;
 
+    if (e)
+        etcd_on_watch_created(e, watch_created, &w);
     while (e && !atomic_load(&r->stop)) {
         if (resume) {
             ret = 0;
@@ -1040,7 +1072,10 @@ static void *watcher_run(void *arg)
             pthread_mutex_unlock(&r->lock);
             /* The range runs without holding the lock (it may take
              * seconds); each member read takes it. */
+            etcd_set_timeout(e, read_ms);
             ret = etcd_range_prefix(e, r->watch_prefix, on_range_kv, r, &revision);
+            etcd_set_timeout(e, REGISTRY_TIMEOUT_MS);
+            read_ms = ret ? registry_read_timeout_next(read_ms) : REGISTRY_JOIN_REQUEST_MIN_MS;
             if (ret == 0) {
                 set_state(r, e, REGISTRY_SYNCED, NULL);
                 pthread_mutex_lock(&r->lock);
@@ -1053,13 +1088,13 @@ static void *watcher_run(void *arg)
         if (ret == 0) {
             ret = etcd_watch_prefix(e, r->watch_prefix, r->watch_seen + 1, on_watch_event, r,
                                     &r->stop);
-            resume = ret != -ECANCELED && ret != -ESTALE && etcd_watch_created(e);
+            resume = registry_watch_resumes(ret);
         }
         if (ret == -ECANCELED)
             break;
-        if (resume) {
+        if (resume && etcd_watch_created(e)) {
             /* Only a watch etcd set up ends the backoff: one refused at
-             * once after each read read the prefix whole every 200 ms. */
+             * once, taken up again every 200 ms, would keep etcd busy. */
             backoff = REGISTRY_BACKOFF_MIN_MS;
             log_debug_rl("registry: watch cut (%s); taken up at revision %lld", etcd_error(e),
                          (long long)r->watch_seen + 1);
