@@ -46,7 +46,13 @@ e2e_init scale etcd etcdctl curl
 SCALE_NODES=${SCALE_NODES:-64}
 SCALE_SETTLE_S=${SCALE_SETTLE_S:-30}
 SCALE_IDLE_S=${SCALE_IDLE_S:-60}
-SCALE_DEADLINE_S=${SCALE_DEADLINE_S:-120}
+# How long the run waits for the full mesh: the target's 120 s up to 128
+# nodes, then growing as N squared (each node's handshakes, and the ARP
+# each needs on the one link, grow with N: 480 s at 256). The target the
+# PASS/FAIL line judges stays SCALE_MESH_TARGET_S (120 s, 60 s under an
+# authority); waiting longer only measures how long it took on this
+# machine, where the run ended at the target and said nothing more.
+SCALE_DEADLINE_S=${SCALE_DEADLINE_S:-$(( SCALE_NODES <= 128 ? 120 : 120 * SCALE_NODES * SCALE_NODES / (128 * 128) ))}
 # One shard per daemon (daemon.c's DDPNET_SHARDS; default one per core):
 # hundreds of daemons on 2 cores share them anyway, and each shard has its
 # own ring and packet pool, the bulk of a daemon's memory (issue 59).
