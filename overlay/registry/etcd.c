@@ -48,8 +48,6 @@ struct etcd {
     void *event_ctx;
     int stream_ret;
     bool watch_created;                    /* the last watch was set up by etcd */
-    void (*on_created)(void *ctx);         /* etcd_on_watch_created */
-    void *created_ctx;
     const atomic_bool *stop;
 };
 
@@ -766,11 +764,8 @@ static int stream_message(struct etcd *e, json_object *msg)
                                                                : "a message without a result");
         return -EIO;
     }
-    if (json_object_object_get_ex(result, "created", &type) && json_object_get_boolean(type)) {
+    if (json_object_object_get_ex(result, "created", &type) && json_object_get_boolean(type))
         e->watch_created = true;
-        if (e->on_created)
-            e->on_created(e->created_ctx);
-    }
     if (int64_of(result, "compact_revision")) {
         set_error(e, 0, "%s: watch: revisions compacted up to %lld", e->urls[e->at],
                   (long long)int64_of(result, "compact_revision"));
@@ -906,12 +901,6 @@ static int watch_once(struct etcd *e, const char *body)
 bool etcd_watch_created(const struct etcd *e)
 {
     return e->watch_created;
-}
-
-void etcd_on_watch_created(struct etcd *e, void (*fn)(void *ctx), void *ctx)
-{
-    e->on_created = fn;
-    e->created_ctx = ctx;
 }
 
 int etcd_watch_prefix(struct etcd *e, const char *prefix, int64_t start_revision,

@@ -99,9 +99,5 @@ int etcd_watch_prefix(struct etcd *e, const char *prefix, int64_t start_revision
  * came) before it ended: etcd was there, and a watch from the revision
  * after the last event seen takes up where it left off. */
 bool etcd_watch_created(const struct etcd *e);
-/* fn(ctx) is called when etcd says a watch of e is set up ("created"),
- * while it runs: a watch taken up from a revision after a failure tells
- * its owner it follows etcd again without waiting for an event. */
-void etcd_on_watch_created(struct etcd *e, void (*fn)(void *ctx), void *ctx);
 
 #endif

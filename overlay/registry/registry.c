@@ -1013,20 +1013,6 @@ static bool pause_ms(struct registry *r, unsigned ms)
     return pause_until(r, ms, false);
 }
 
-/* etcd set up a watch (etcd_on_watch_created): we follow it again, also
- * when the watch was taken up from a revision after a failure. */
-struct watching {
-    struct registry *r;
-    struct etcd *e;
-};
-
-static void watch_created(void *ctx)
-{
-    struct watching *w = ctx;
-
-    set_state(w->r, w->e, REGISTRY_SYNCED, NULL);
-}
-
 bool registry_watch_resumes(int ret)
 {
     return ret != -ECANCELED && ret != -ESTALE && ret != -EMSGSIZE;
@@ -1038,30 +1024,29 @@ long registry_read_timeout_next(long ms)
 }
 
 /* Reads the prefix whole, then watches it from the revision after. A
- * watch that ended, however (the stream broke or ended: a busy etcd or
- * its gateway drops streams; etcd out of reach), takes up where it left
- * off, from the revision after the last event it applied, without
- * reading the prefix again: a read costs etcd every record, and at 256
- * members on one etcd the cut watches' reads of 256 records each were
- * most of what kept etcd behind (issue 59). Only a watch whose history
- * was compacted (-ESTALE) or that fell too far behind for one message
- * (-EMSGSIZE) reads it whole again (registry_watch_resumes). The read
+ * watch that etcd had set up and that was then cut (the stream broke or
+ * ended: a busy etcd or its gateway drops streams) takes up where it
+ * left off, from the revision after the last event it applied, without
+ * reading the prefix again (registry_watch_resumes): a read costs etcd
+ * every record. A watch etcd never set up reads it whole again: taking
+ * those up from their revisions too cost 256 nodes' joins their etcd
+ * (2 to 50 ups of 256 failed in four runs, none without; etcd catches up
+ * a watch that starts behind under the lock its writes take). So does
+ * one whose history was compacted (-ESTALE) or that fell too far behind
+ * for one message (-EMSGSIZE; it was taken up again forever). The read
  * waits REGISTRY_JOIN_REQUEST_MIN_MS, twice as long after each that
- * failed: one that timed out at 3 s threw away a busy etcd's work and
- * asked for it again. */
+ * failed: at 3 s, 786 reads of 255 records were cancelled at 256 nodes
+ * and asked again, etcd doing the work each time (issue 59). */
 static void *watcher_run(void *arg)
 {
     struct registry *r = arg;
     struct etcd *e = etcd_new(&r->cfg);
-    struct watching w = { .r = r, .e = e };
     unsigned backoff = REGISTRY_BACKOFF_MIN_MS;
     long read_ms = REGISTRY_JOIN_REQUEST_MIN_MS;
     int64_t revision = 0;
     bool resume = false;
     int ret;
 
-    if (e)
-        etcd_on_watch_created(e, watch_created, &w);
     while (e && !atomic_load(&r->stop)) {
         if (resume) {
             ret = 0;
@@ -1088,13 +1073,13 @@ static void *watcher_run(void *arg)
         if (ret == 0) {
             ret = etcd_watch_prefix(e, r->watch_prefix, r->watch_seen + 1, on_watch_event, r,
                                     &r->stop);
-            resume = registry_watch_resumes(ret);
+            resume = registry_watch_resumes(ret) && etcd_watch_created(e);
         }
         if (ret == -ECANCELED)
             break;
-        if (resume && etcd_watch_created(e)) {
+        if (resume) {
             /* Only a watch etcd set up ends the backoff: one refused at
-             * once, taken up again every 200 ms, would keep etcd busy. */
+             * once after each read read the prefix whole every 200 ms. */
             backoff = REGISTRY_BACKOFF_MIN_MS;
             log_debug_rl("registry: watch cut (%s); taken up at revision %lld", etcd_error(e),
                          (long long)r->watch_seen + 1);

@@ -529,9 +529,9 @@ static void test_keepalive_plan(void **state)
     assert_int_equal(registry_keepalive_wait_ms(t, t + 60000), REGISTRY_TIMEOUT_MS);
 }
 
-/* The watcher's rules (issue 59): a watch that ended is taken up from
- * its revision unless its history is gone (-ESTALE) or it fell too far
- * behind for one message (-EMSGSIZE), or the watcher stops; a read of
+/* The watcher's rules (issue 59): a watch etcd set up that ended is taken
+ * up from its revision unless its history is gone (-ESTALE) or it fell
+ * too far behind for one message (-EMSGSIZE), or the watcher stops; a read of
  * the prefix that failed waits twice as long the next time, up to the
  * most a join's request waits. */
 static void test_watch_plan(void **state)

@@ -79,7 +79,6 @@ struct proxy {
     enum fault fault;
     int faults_left;                      /* transactions still to meet the fault */
     atomic_int txns, faulted;
-    atomic_int prefix_reads;              /* /v3/kv/range with a range_end: a prefix read */
     struct etcd *side;                    /* the proxy's own client of etcd */
     CURL *curl;
 };
@@ -298,7 +297,6 @@ static void serve(struct proxy *p, int fd)
                 keepalive_forward(p, fd, body);
         } else if (!strcmp(path, "/v3/kv/range") && strstr(body, "\"range_end\"")) {
             char c;
-            atomic_fetch_add(&p->prefix_reads, 1);
             if (p->fault == FAULT_READ_LATE) {
                 atomic_fetch_add(&p->faulted, 1);
                 etcd_fixture_sleep_ms(LATE_MS);
@@ -604,39 +602,6 @@ static void test_watch_read_late(void **state)
     proxy_stop(&p);
 }
 
-/* A watch that fails before etcd sets it up (the proxy refuses every
- * watch: etcd's gateway, swamped, cuts streams before their "created")
- * is taken up again from its revision: the prefix is read once, not
- * again at every try (at 256 nodes those reads were most of etcd's
- * load). Compaction alone (-ESTALE), or a watch too far behind for one
- * message (-EMSGSIZE), reads it whole again. */
-static void test_watch_refused_no_reread(void **state)
-{
-    struct proxy p;
-    struct registry *r;
-    struct cluster_node self = registry_fixture_node("n1", K1), *nodes = NULL;
-    char err[512] = "";
-    size_t n = 0;
-    int64_t rev = 0;
-
-    (void)state;
-    ETCD_FIXTURE_NEED();
-    proxy_start(&p, FAULT_NONE, 0);
-    r = registry_via(&p, "/t/noreread");
-    if (registry_join(r, &self, err, sizeof(err)))
-        fail_msg("join failed: %s", err);
-    int before = atomic_load(&p.prefix_reads);
-    assert_int_equal(registry_start(r), 0);
-    assert_true(registry_fixture_take(r, 5000, &nodes, &n, &rev));
-    free(nodes);
-    etcd_fixture_sleep_ms(6000);          /* the watch refused 5 times, backing off */
-    int reads = atomic_load(&p.prefix_reads) - before;
-    print_message("the watch refused for 6 s: the prefix read %d times\n", reads);
-    assert_int_equal(reads, 1);
-    registry_free(r);
-    proxy_stop(&p);
-}
-
 /* More lost claims in a row than one try makes (64). */
 static void test_races_lost(void **state)
 {
@@ -686,7 +651,6 @@ int main(void)
         cmocka_unit_test(test_late),
         cmocka_unit_test(test_keepalive_late),
         cmocka_unit_test(test_watch_read_late),
-        cmocka_unit_test(test_watch_refused_no_reread),
         cmocka_unit_test(test_races_lost),
         cmocka_unit_test(test_refusal_at_once),
     };
