@@ -87,7 +87,7 @@ PYEOF
     echo "             --rdzv_backend=c10d --rdzv_endpoint=node-a:29500 --redirects 1 --tee 1 allreduce.py"
     pids=()
     for n in "${NODES[@]}"; do
-        nx_bg "$n" torchrun timeout 240 sh -c '
+        nx_bg "$n" torchrun timeout -k 10 240 sh -c '
             eval "$("$1" env --run-dir "$2")" && export OMP_NUM_THREADS=1 &&
             exec torchrun --nnodes 3 --nproc_per_node 1 --rdzv_backend=c10d \
                 --rdzv_endpoint=node-a:29500 --rdzv_id=demo --max_restarts 0 \

@@ -920,7 +920,7 @@ e2e_allreduce() {
     want=$(( world * (world + 1) / 2 ))
     e2e_allreduce_script
     for n in "$@"; do
-        nx_bg "$n" torchrun timeout "${TORCH_TIMEOUT:-240}" sh -c '
+        nx_bg "$n" torchrun timeout -k 10 "${TORCH_TIMEOUT:-240}" sh -c '
             eval "$("$1" env --run-dir "$2")" || exit 3
             export OMP_NUM_THREADS=1
             exec torchrun --nnodes "$4" --nproc_per_node 1 --rdzv_backend=c10d \

@@ -146,7 +146,7 @@ chmod 644 "$T/train.py"
 pids=()
 for n in "${NODES[@]}"; do
     ( typed "$n" "$QUICKSTART_TRAIN_USER" "cd $T && eval \"\$(ddpnet env)\" && export OMP_NUM_THREADS=1 &&
-        timeout 120 torchrun --nnodes 2 --nproc_per_node 1 --rdzv_backend c10d \
+        timeout -k 10 120 torchrun --nnodes 2 --nproc_per_node 1 --rdzv_backend c10d \
             --rdzv_endpoint gpu-a1:29500 --redirects 1 --tee 1 train.py" ) &
     pids+=("$!")
 done

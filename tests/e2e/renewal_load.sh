@@ -129,7 +129,7 @@ PYEOF
 chmod 644 "$T/allreduce_loop.py"
 declare -A TPID
 for n in "${NODES[@]}"; do
-    nx_bg "$n" torchrun timeout 200 sh -c '
+    nx_bg "$n" torchrun timeout -k 10 200 sh -c '
         eval "$("$1" env --run-dir "$2")" || exit 3
         export OMP_NUM_THREADS=1
         exec torchrun --nnodes 3 --nproc_per_node 1 --rdzv_backend=c10d \

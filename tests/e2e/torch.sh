@@ -53,7 +53,7 @@ e2e_allreduce_script
 step "torchrun on three nodes (c10d rendezvous at node-a:29500, Gloo over ddp0)"
 declare -A TPID
 for n in "${NODES[@]}"; do
-    nx_bg "$n" torchrun timeout "$TORCH_TIMEOUT" sh -c '
+    nx_bg "$n" torchrun timeout -k 10 "$TORCH_TIMEOUT" sh -c '
         eval "$("$1" env --run-dir "$2")" || exit 3
         export OMP_NUM_THREADS=1
         exec torchrun --nnodes 3 --nproc_per_node 1 --rdzv_backend=c10d \

@@ -77,7 +77,7 @@ run_torch() {   # run_torch ENDPOINT-HOST TAG
     local n rc failed="" line
     declare -A pid
     for n in "${NODES[@]}"; do
-        nx_bg "$n" "torch-$2" timeout "$TORCH_TIMEOUT" sh -c '
+        nx_bg "$n" "torch-$2" timeout -k 10 "$TORCH_TIMEOUT" sh -c '
             eval "$("$1" env --run-dir "$2")" || exit 3
             export OMP_NUM_THREADS=1
             exec torchrun --nnodes 3 --nproc_per_node 1 --rdzv_backend=c10d \
