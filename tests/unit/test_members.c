@@ -928,11 +928,11 @@ static void test_derived_address_clash_reported(void **state)
     assert_int_equal(cluster_addr_parse("10.77.0.1", &a1), 0);
     do {                                  /* ours: any derived address but a's */
         randombytes_buf(self.public_key, sizeof(self.public_key));
-        assert_int_equal(cert_derive_address(self.public_key, &dev.membership->file, &self.address), 0);
+        assert_int_equal(cert_derive_address(self.public_key, 0, &dev.membership->file, &self.address), 0);
     } while (cluster_addr_equal(&self.address, &a1));
     do {                                  /* spot-a's key: one deriving ours */
         randombytes_buf(ka, sizeof(ka));
-        assert_int_equal(cert_derive_address(ka, &dev.membership->file, &qa), 0);
+        assert_int_equal(cert_derive_address(ka, 0, &dev.membership->file, &qa), 0);
         assert_true(++tries < 1000000);
     } while (!cluster_addr_equal(&qa, &self.address));
     assert_int_equal(registry_model(&dev.membership->file, &self, NULL, 0, &dev.cluster, &skipped, NULL,
