@@ -38,7 +38,12 @@
  *    signed it, or the same token as the held one (a renewal); one naming
  *    another name is refused while the first counts (a key is one
  *    member): a token's certificate for a key that holds another is
- *    refused, never the reverse;
+ *    refused, never the reverse. Issue 59: its key's own word naming
+ *    another address index (the same name, signed as a renewal may be)
+ *    replaces it whatever the ends -- the node moved to the next of its
+ *    derived addresses, whose holder, if any, keeps it (members.c) -- and
+ *    a heard one naming another index is refused: only a key moves its
+ *    own address;
  *  - one name belongs to one key. The authority's own certificate takes
  *    a name from a token's; between two of the authority's, the later
  *    not_before wins (its newer word), then the lower key; a token's
