@@ -1195,6 +1195,11 @@ static void take_paths(struct doctor_report *r, const struct doctor_report *afte
     r->dropped_tun = after->dropped_tun;
     r->dropped_queue = after->dropped_queue;
     r->ecn_marked = after->ecn_marked;
+    /* An address clash is told by a member as the echoes make the
+     * session (issue 59: the launch script moves on when doctor says it). */
+    r->clash_holder = after->clash_holder;
+    r->clash_key = after->clash_key;
+    r->clash_derived = after->clash_derived;
     for (size_t i = 0; i < r->n_peers; i++) {
         struct doctor_peer *p = &r->peers[i];
         const struct doctor_peer *q = NULL;
