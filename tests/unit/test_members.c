@@ -28,6 +28,8 @@
 #include "config/addr.h"
 #include "config/cert.h"
 #include "config/routes.h"
+#include "overlay/engine/device_setup.h"
+#include "overlay/engine/model/index.h"
 #include "overlay/loop/loop.h"
 #include "overlay/membership/certs.h"
 #include "overlay/membership/hosts.h"
@@ -1192,6 +1194,11 @@ static void test_address_index_move(void **state)
     assert_string_equal(cluster_find_address(&dev.cluster, &y)->name, "w-n3");
     assert_int_equal(cert_derive_address(k2, CERT_ADDRESS_INDEXES, &dev.membership->file, &z),
                      -EINVAL);
+    for (size_t i = 0; i < dev.n_peers; i++)     /* the peers the model made */
+        peer_free(dev.peers[i]);
+    free(dev.peers);
+    device_map_free(dev.by_address);
+    index_table_destroy(&dev.indices);
     members_certs_free(&dev);
     cluster_free(&dev.cluster);
     cluster_free(&dev.membership->file);
