@@ -1187,8 +1187,7 @@ static char *env_text(const char *response, const char *master)
     return text;
 }
 
-/* The second answer's paths, after the echoes made the sessions. */
-static void take_paths(struct doctor_report *r, const struct doctor_report *after)
+void doctor_take_later(struct doctor_report *r, const struct doctor_report *after)
 {
     /* The drops are running totals: the later answer's include the probe's. */
     r->dropped_socket = after->dropped_socket;
@@ -1247,7 +1246,7 @@ static int run(const struct cli_args *a, const char *path, struct doctor_report 
     free(response);
     if (ret < 0)
         return CLI_EXIT_FAIL;
-    take_paths(r, after);
+    doctor_take_later(r, after);
     check_routes(r);
     if (a->json)
         doctor_format_json(r, stdout);
