@@ -208,8 +208,9 @@ struct certs_clash {
 };
 /* What the loser of a clash can do, for the log, `status` and `doctor`. */
 #define CERTS_CLASH_WHAT_TO_DO "a new key for this node (ddpnet genkey, then ddpnet authority " \
-    "sign again for it), a fixed address from the authority (ddpnet authority sign " \
-    "--address), or a larger [cluster] network"
+    "sign again for it), the next of its key's addresses (ddpnet authority sign " \
+    "--address-index N, 0..7, as the launch script does), a fixed address from the " \
+    "authority (ddpnet authority sign --address), or a larger [cluster] network"
 /* Sets (c->on) or clears (!c->on) the clash; true when it changed (a new
  * holder, or on to off or back), so that it is logged once. */
 bool certs_clash_set(struct certs *s, const struct certs_clash *c);
