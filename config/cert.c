@@ -24,6 +24,7 @@
 
 #define FLAG_ADDRESS     1u
 #define FLAG_TOKEN       2u
+#define FLAG_INDEX       4u       /* an address index, 1..CERT_ADDRESS_INDEXES-1 */
 #define FAMILY_V4        4u
 #define FAMILY_V6        6u
 #define SEED_LEN         crypto_sign_SEEDBYTES
@@ -175,8 +176,12 @@ static void encode_signed(const struct cert *c, struct wbuf *w)
     if (c->kind == CERT_MEMBER) {
         uint8_t n = c->n_aliases < CLUSTER_ALIASES_MAX ? c->n_aliases : CLUSTER_ALIASES_MAX;
 
+        /* index 0 has no flag: the bytes every certificate had before
+         * indexes; a fixed address has none (member_valid) */
+        bool indexed = !c->has_address && c->address_index;
+
         put_u8(w, (uint8_t)((c->has_address ? FLAG_ADDRESS : 0) |
-                            (c->has_token ? FLAG_TOKEN : 0)));
+                            (c->has_token ? FLAG_TOKEN : 0) | (indexed ? FLAG_INDEX : 0)));
         put_str(w, c->name);
         if (c->has_address) {
             bool v4 = c->address.family == AF_INET;
@@ -184,6 +189,8 @@ static void encode_signed(const struct cert *c, struct wbuf *w)
             put_u8(w, v4 ? FAMILY_V4 : FAMILY_V6);
             put_bytes(w, c->address.bytes, v4 ? 4 : 16);
         }
+        if (indexed)
+            put_u8(w, c->address_index);
         put_u8(w, n);
         for (uint8_t i = 0; i < n; i++)
             put_str(w, c->aliases[i]);
@@ -339,12 +346,20 @@ static void get_member(struct rbuf *r, struct cert *c, uint8_t version)
 {
     uint8_t flags = get_u8(r);
 
-    if (flags & ~(FLAG_ADDRESS | FLAG_TOKEN))
+    if (flags & ~(FLAG_ADDRESS | FLAG_TOKEN | FLAG_INDEX) ||
+        (flags & FLAG_ADDRESS && flags & FLAG_INDEX))
         r->bad = true;
     get_str(r, c->name);
     c->has_address = flags & FLAG_ADDRESS;
     if (c->has_address)
         get_address(r, &c->address);
+    if (flags & FLAG_INDEX) {
+        /* 0 is written as no flag: one encoding (its range is
+         * member_valid's) */
+        c->address_index = get_u8(r);
+        if (c->address_index == 0)
+            r->bad = true;
+    }
     c->n_aliases = get_u8(r);
     if (c->n_aliases > CLUSTER_ALIASES_MAX) {
         r->bad = true;
@@ -501,6 +516,10 @@ static bool member_valid(const struct cert *c)
         return false;
     if (c->has_address && !address_valid(&c->address))
         return false;
+    /* an index picks among the addresses a key derives, never past the
+     * last: a fixed address derives none */
+    if (c->address_index >= CERT_ADDRESS_INDEXES || (c->has_address && c->address_index))
+        return false;
     /* a token's member has neither: refused here, for every certificate
      * read or signed, so that the longest valid text stays under
      * CERT_TEXT_MAX (within_token relies on it) */
@@ -518,7 +537,7 @@ static bool member_valid(const struct cert *c)
  * there would be signed over nothing. */
 static bool foreign_fields_empty(const struct cert *c)
 {
-    return !c->has_address && c->n_aliases == 0 && !c->has_token;
+    return !c->has_address && c->n_aliases == 0 && !c->has_token && c->address_index == 0;
 }
 
 static bool fields_valid_kind(const struct cert *c)
@@ -921,10 +940,13 @@ int cert_secret_parse(const char *text, uint8_t secret[CERT_SECRET_LEN])
 /* --- the node a certificate makes ------------------------------------------------- */
 
 #define CERT_ADDRESS_DOMAIN "ddpnet-address"
+/* Indexes past 0: another domain, so that no index's input is index 0's
+ * (nor another index's: one byte, always there). */
+#define CERT_ADDRESS_INDEX_DOMAIN "ddpnet-address-index"
 #define CERT_HOST_BITS_MAX  62u
 
-int cert_derive_address(const uint8_t key[CERT_PUBKEY_LEN], const struct cluster *cl,
-                        struct cluster_addr *out)
+int cert_derive_address(const uint8_t key[CERT_PUBKEY_LEN], unsigned index,
+                        const struct cluster *cl, struct cluster_addr *out)
 {
     unsigned width = cl->network.family == AF_INET6 ? 128u : 32u;
     unsigned bits = width > cl->prefix ? width - cl->prefix : 0;
@@ -934,12 +956,22 @@ int cert_derive_address(const uint8_t key[CERT_PUBKEY_LEN], const struct cluster
 
     if (bits > CERT_HOST_BITS_MAX)
         bits = CERT_HOST_BITS_MAX;
+    if (index >= CERT_ADDRESS_INDEXES)
+        return -EINVAL;
     if (bits < 2)
         return -ENOSPC;
     hosts = (UINT64_C(1) << bits) - 2;
     crypto_generichash_init(&st, NULL, 0, sizeof(h));
-    crypto_generichash_update(&st, (const uint8_t *)CERT_ADDRESS_DOMAIN,
-                              sizeof(CERT_ADDRESS_DOMAIN) - 1);
+    if (index == 0) {
+        crypto_generichash_update(&st, (const uint8_t *)CERT_ADDRESS_DOMAIN,
+                                  sizeof(CERT_ADDRESS_DOMAIN) - 1);
+    } else {
+        uint8_t i = (uint8_t)index;
+
+        crypto_generichash_update(&st, (const uint8_t *)CERT_ADDRESS_INDEX_DOMAIN,
+                                  sizeof(CERT_ADDRESS_INDEX_DOMAIN) - 1);
+        crypto_generichash_update(&st, &i, 1);
+    }
     crypto_generichash_update(&st, key, CERT_PUBKEY_LEN);
     crypto_generichash_final(&st, h, sizeof(h));
     for (int i = 0; i < 8; i++)
@@ -978,7 +1010,7 @@ int cert_member_node(const struct cert *c, const struct cluster *cl, struct clus
         out->address = c->address;
         return 0;
     }
-    ret = cert_derive_address(c->subject, cl, &out->address);
+    ret = cert_derive_address(c->subject, c->address_index, cl, &out->address);
     return ret;
 }
 
@@ -1019,6 +1051,7 @@ bool cert_renews(const struct cert *n, const struct cert *o)
         memcmp(n->subject, o->subject, CERT_PUBKEY_LEN) || strcasecmp(n->name, o->name) ||
         n->has_address != o->has_address ||
         (n->has_address && !cluster_addr_equal(&n->address, &o->address)) ||
+        n->address_index != o->address_index ||
         !same_groups(n, o) || !same_routes(n, o))
         return false;
     return cert_end(n) > cert_end(o);

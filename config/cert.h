@@ -22,7 +22,10 @@
  *   revocation the id of a member or token statement, signed by the
  *              authority; it never expires (not_after is 0).
  * A member signed by a token may not outlive the token, and names no
- * address and no aliases: its address is derived from its key.
+ * address and no aliases: its address is derived from its key, at one of
+ * CERT_ADDRESS_INDEXES indexes the certificate names (0 when it names
+ * none), so that a node whose first derived address another member holds
+ * has others to move to (docs/authority.md, "Address clashes").
  * Routes (issue 60): a member may be granted prefixes to carry, as the
  * cluster file grants them; a token grants none unless it names the
  * prefixes it may grant (`authority token --routes`), and a member it
@@ -42,6 +45,8 @@
 #define CERT_SIG_LEN     64u
 #define CERT_ID_LEN      32u        /* BLAKE2b-256 of a statement's signed bytes */
 #define CERT_GROUPS_MAX  RULES_NODE_GROUPS_MAX   /* groups a member or token names */
+/* The addresses one key may derive: indexes 0..CERT_ADDRESS_INDEXES-1. */
+#define CERT_ADDRESS_INDEXES 8u
 /* Longest text form: callers size buffers with it (a NUL included). A
  * statement whose text would be longer is refused (every field full, a
  * member carrying its token with routes and groups would be). */
@@ -63,6 +68,10 @@ struct cert {
     char name[CLUSTER_NAME_MAX + 1];         /* member: name; token: prefix */
     bool has_address;                        /* member only */
     struct cluster_addr address;
+    /* member with no fixed address: which of its key's derived addresses
+     * it takes, 0..CERT_ADDRESS_INDEXES-1 (cert_derive_address); 0 for
+     * every certificate signed before indexes. */
+    uint8_t address_index;
     uint8_t n_aliases;                       /* member only */
     char aliases[CLUSTER_ALIASES_MAX][CLUSTER_NAME_MAX + 1];
     uint32_t max_members;                    /* token only; 0 = no limit */
@@ -96,8 +105,11 @@ struct cert {
 /* The binary form (what the text form's base64 holds), big-endian:
  *   u8 version, u8 kind, u64 not_before, u64 not_after, 32 subject,
  *   then by kind:
- *     member     u8 flags (1: address, 2: token; others 0), u8 len + name,
+ *     member     u8 flags (1: address, 2: token, 4: address index; others
+ *                0; never 1 and 4 together), u8 len + name,
  *                [u8 family (4 or 6) + 4 or 16 address bytes],
+ *                [u8 address index, 1..CERT_ADDRESS_INDEXES-1: index 0 is
+ *                written as no flag 4, the bytes of before indexes],
  *                u8 n_aliases (0..CLUSTER_ALIASES_MAX), each u8 len + alias,
  *                TRAILERS,
  *                [the token's whole binary statement, its signature too];
@@ -119,7 +131,10 @@ struct cert {
  * statement's id is BLAKE2b-256 of those same bytes. One statement has
  * one encoding: parse refuses anything that would not encode back to the
  * same bytes (version 2 with no group, 3 with no route, a route with
- * host bits set, twice or overlapping another, a text over CERT_TEXT_MAX).
+ * host bits set, twice or overlapping another, an address index of 0 or
+ * past CERT_ADDRESS_INDEXES-1, a text over CERT_TEXT_MAX). A build from
+ * before address indexes refuses a certificate with flag 4 whole (its
+ * unknown flag), rather than derive another address for it.
  * A join token is a token's binary statement followed by its 32-byte
  * Ed25519 seed. */
 #define CERT_VERSION        1u
@@ -210,8 +225,8 @@ int cert_join_token_parse(const char *text, struct cert *token,
 uint64_t cert_end(const struct cert *c);
 /* Whether member certificate n renews o (docs/authority.md, "Renewal"):
  * the same key, the same name (case aside), the same fixed address (or
- * none, both), the same groups and routes, and a later end. A renewal changes nothing a peer is
- * made of, only how long it counts, so a member takes it in place with
+ * none, both), the same address index, the same groups and routes, and
+ * a later end. A renewal changes nothing a peer is made of, only how long it counts, so a member takes it in place with
  * no session reset. Who may sign one (the authority, or o's own token)
  * is the store's rule (certs.h); this is the shape alone, for whoever
  * picks the newer of two certificates for one node (up, with the one
@@ -243,18 +258,22 @@ int cert_secret_parse(const char *text, uint8_t secret[CERT_SECRET_LEN]);
  * routes (which the caller checks against the grants it runs:
  * cluster_routes_admit) and groups (the bits of those c's file names; a
  * group the file never names matches only `any`), and
- * its address -- the one it fixes, else derived from its key (below). No
+ * its address -- the one it fixes, else derived from its key at its
+ * address index (below). No
  * endpoint: discovery finds where it is. 0, -EINVAL (not a member
  * certificate, or a fixed address outside c's network), -ENOSPC (the
  * network has no host addresses). */
 int cert_member_node(const struct cert *c, const struct cluster *cl, struct cluster_node *out);
 /* The address rule for a certificate that fixes none, the same on every
- * node: the first 8 bytes of BLAKE2b-256("ddpnet-address" || key), as a
- * number, taken modulo the network's host addresses less its first and
- * last (n = 2^host_bits - 2, host_bits at most 62) and added, plus one,
- * to the network address. Two keys can land on one address: README
- * "Joining with an authority" says who wins. */
-int cert_derive_address(const uint8_t key[CERT_PUBKEY_LEN], const struct cluster *cl,
-                        struct cluster_addr *out);
+ * node: the first 8 bytes of a hash, as a number, taken modulo the
+ * network's host addresses less its first and last (n = 2^host_bits - 2,
+ * host_bits at most 62) and added, plus one, to the network address. The
+ * hash: index 0, BLAKE2b-256("ddpnet-address" || key) (every certificate
+ * before indexes); index i in 1..CERT_ADDRESS_INDEXES-1,
+ * BLAKE2b-256("ddpnet-address-index" || u8 i || key). Two keys can land on
+ * one address: docs/authority.md "Address clashes" says who keeps it. 0,
+ * -ENOSPC (no host addresses), -EINVAL (index past the last). */
+int cert_derive_address(const uint8_t key[CERT_PUBKEY_LEN], unsigned index,
+                        const struct cluster *cl, struct cluster_addr *out);
 
 #endif

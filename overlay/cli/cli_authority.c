@@ -64,6 +64,7 @@ enum auth_opt {
     AUTH_OPT_WITHIN     = 1u << 14,
     AUTH_OPT_GROUPS     = 1u << 15,
     AUTH_OPT_ROUTES     = 1u << 16,
+    AUTH_OPT_INDEX      = 1u << 17,
 };
 
 struct auth_opt_def {
@@ -88,6 +89,10 @@ static const struct auth_opt_def auth_opts[] = {
       "the member's private key file: its public key is certified (instead of --public-key)" },
     { AUTH_OPT_ADDRESS,    0,   "address",       "ADDR",
       "a fixed overlay address for the member (default none: the cluster's rule)" },
+    { AUTH_OPT_INDEX,      0,   "address-index", "N",
+      "with no --address: which of the 8 addresses derived from the member's key it takes, "
+      "0..7; the next where a member holds it first (default 0, the address of every "
+      "certificate before indexes)" },
     { AUTH_OPT_ALIASES,    0,   "aliases",       "A,B",
       "more names the member is known by, comma-separated, at most 4 (default none)" },
     { AUTH_OPT_ROUTES,     0,   "routes",        "PREFIX,...",
@@ -621,6 +626,30 @@ static void print_routes(const char *label, uint8_t n, const struct cluster_rout
     printf("\n");
 }
 
+/* --address-index: one digit 0..7, never beside --address (a fixed
+ * address derives nothing). Past 7 is the launch script's end: every
+ * address this key derives is held. */
+static int address_index(const char *verb, const struct auth_args *a, struct cert *c)
+{
+    const char *v = opt_value(a, AUTH_OPT_INDEX);
+
+    if (!v)
+        return 0;
+    if (c->has_address)
+        return say(verb, "--address-index picks one of the addresses derived from the key: not "
+                   "with --address, which fixes one"), -EINVAL;
+    if (v[0] < '0' || v[0] > '9' || v[1] != '\0')
+        return say(verb, "invalid --address-index '%s' (0..%u)", v, CERT_ADDRESS_INDEXES - 1),
+               -EINVAL;
+    if ((unsigned)(v[0] - '0') >= CERT_ADDRESS_INDEXES)
+        return say(verb, "--address-index %s: a key derives %u addresses, 0..%u; where members "
+                   "hold every one of them first, give this node a new key (ddpnet genkey) or "
+                   "a fixed address from the authority (sign -a ... --address)", v,
+                   CERT_ADDRESS_INDEXES, CERT_ADDRESS_INDEXES - 1), -EINVAL;
+    c->address_index = (uint8_t)(v[0] - '0');
+    return 0;
+}
+
 static int member_fields(const char *verb, const struct auth_args *a, struct cert *c)
 {
     const char *name = opt_value(a, AUTH_OPT_NAME), *addr = opt_value(a, AUTH_OPT_ADDRESS);
@@ -640,6 +669,8 @@ static int member_fields(const char *verb, const struct auth_args *a, struct cer
             return say(verb, "invalid --address '%s' (an IPv4 or IPv6 host address of the "
                        "cluster's network)", addr), -EINVAL;
     }
+    if (address_index(verb, a, c) != 0)
+        return -EINVAL;
     for (const char *p = aliases; p && *p;) {
         size_t len = strcspn(p, ",");
 
@@ -1041,6 +1072,8 @@ static void show_statement(const struct cert *c, bool join)
         if (c->has_address)
             printf("address:     %s\n", inet_ntop(c->address.family, c->address.bytes, addr,
                                                   sizeof(addr)) ? addr : "?");
+        else
+            printf("address:     derived from its key, index %u\n", c->address_index);
         if (c->n_aliases) {
             printf("aliases:    ");
             for (unsigned i = 0; i < c->n_aliases; i++)
@@ -1133,10 +1166,10 @@ static const struct auth_verb auth_verbs[] = {
     { "sign", do_sign,
       AUTH_OPT_SECRET | AUTH_OPT_TOKEN | AUTH_OPT_NAME | AUTH_OPT_PUBLIC_KEY | AUTH_OPT_KEY |
           AUTH_OPT_ADDRESS | AUTH_OPT_ALIASES | AUTH_OPT_VALID | AUTH_OPT_NOT_BEFORE |
-          AUTH_OPT_GROUPS | AUTH_OPT_ROUTES,
+          AUTH_OPT_GROUPS | AUTH_OPT_ROUTES | AUTH_OPT_INDEX,
       AUTH_OPT_NAME, 0,
       "(-a AUTHORITY-KEYFILE | --token FILE) --name NAME (--public-key KEY | -k KEYFILE) "
-      "[--address ADDR] [--aliases A,B] [--groups A,B] [--routes PREFIX,...] "
+      "[--address ADDR | --address-index N] [--aliases A,B] [--groups A,B] [--routes PREFIX,...] "
       "[--valid DURATION] [--not-before TIME]",
       "print a member certificate, signed by the authority or by a join token" },
     { "token", do_token,

@@ -1187,14 +1187,18 @@ static char *env_text(const char *response, const char *master)
     return text;
 }
 
-/* The second answer's paths, after the echoes made the sessions. */
-static void take_paths(struct doctor_report *r, const struct doctor_report *after)
+void doctor_take_later(struct doctor_report *r, const struct doctor_report *after)
 {
     /* The drops are running totals: the later answer's include the probe's. */
     r->dropped_socket = after->dropped_socket;
     r->dropped_tun = after->dropped_tun;
     r->dropped_queue = after->dropped_queue;
     r->ecn_marked = after->ecn_marked;
+    /* An address clash is told by a member as the echoes make the
+     * session (issue 59: the launch script moves on when doctor says it). */
+    r->clash_holder = after->clash_holder;
+    r->clash_key = after->clash_key;
+    r->clash_derived = after->clash_derived;
     for (size_t i = 0; i < r->n_peers; i++) {
         struct doctor_peer *p = &r->peers[i];
         const struct doctor_peer *q = NULL;
@@ -1242,7 +1246,7 @@ static int run(const struct cli_args *a, const char *path, struct doctor_report 
     free(response);
     if (ret < 0)
         return CLI_EXIT_FAIL;
-    take_paths(r, after);
+    doctor_take_later(r, after);
     check_routes(r);
     if (a->json)
         doctor_format_json(r, stdout);

@@ -80,6 +80,12 @@ struct doctor_report {
 int doctor_parse(const char *response, struct doctor_report *r);
 void doctor_report_free(struct doctor_report *r);
 
+/* What r takes of after, the second answer (after the echoes made the
+ * sessions): the drops so far, each peer's path, and the address clash,
+ * which a member tells as the echoes make its session (issue 59).
+ * after's strings are pointed to: free both together. */
+void doctor_take_later(struct doctor_report *r, const struct doctor_report *after);
+
 /* The peers not reached. */
 size_t doctor_unreached(const struct doctor_report *r);
 /* The routes whose check found a fault. */

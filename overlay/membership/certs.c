@@ -602,6 +602,20 @@ static bool replaces(const struct held *n, const struct held *own)
     return own->has_token && !memcmp(n->token_id, own->token_id, CERT_ID_LEN);
 }
 
+/* Issue 59: whether n, its key's own word, moves own to another of the
+ * addresses the key derives (another address index, the same name):
+ * the node signed the next index after a member held its address first.
+ * It replaces own whatever their ends (the next index is signed from the
+ * same token, so it seldom ends later); who may sign it is replaces()'s
+ * rule, and the address it moves to is taken only where no running
+ * member holds it (members.c, with_certified). What a peer passes on
+ * never moves a key: only its own session does. */
+static bool moves(const struct held *n, const struct held *own)
+{
+    return !n->heard && !n->c.has_address && !own->c.has_address &&
+           n->c.address_index != own->c.address_index;
+}
+
 static int grow(struct certs *s)
 {
     size_t cap = s->cap ? 2 * s->cap : 16;
@@ -681,7 +695,11 @@ static enum certs_verdict offer_member(struct certs *s, const struct cert *c, bo
         if (strcasecmp(own->c.name, c->name))
             return refuse(&s->st.name_taken, CERTS_NAME_TAKEN,
                           "its key holds a certificate for another name", why);
-        if (expiry_of(c) <= expiry_of(&own->c))
+        if (n.heard && c->address_index != own->c.address_index)
+            return refuse(&s->st.name_taken, CERTS_NAME_TAKEN,
+                          "its key holds a certificate at another address index, which only "
+                          "its key moves", why);
+        if (!moves(&n, own) && expiry_of(c) <= expiry_of(&own->c))
             return CERTS_KNOWN;           /* an older one than it holds */
         if (!replaces(&n, own))
             return refuse(&s->st.name_taken, CERTS_NAME_TAKEN,

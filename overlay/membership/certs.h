@@ -38,7 +38,12 @@
  *    signed it, or the same token as the held one (a renewal); one naming
  *    another name is refused while the first counts (a key is one
  *    member): a token's certificate for a key that holds another is
- *    refused, never the reverse;
+ *    refused, never the reverse. Issue 59: its key's own word naming
+ *    another address index (the same name, signed as a renewal may be)
+ *    replaces it whatever the ends -- the node moved to the next of its
+ *    derived addresses, whose holder, if any, keeps it (members.c) -- and
+ *    a heard one naming another index is refused: only a key moves its
+ *    own address;
  *  - one name belongs to one key. The authority's own certificate takes
  *    a name from a token's; between two of the authority's, the later
  *    not_before wins (its newer word), then the lower key; a token's
@@ -203,8 +208,9 @@ struct certs_clash {
 };
 /* What the loser of a clash can do, for the log, `status` and `doctor`. */
 #define CERTS_CLASH_WHAT_TO_DO "a new key for this node (ddpnet genkey, then ddpnet authority " \
-    "sign again for it), a fixed address from the authority (ddpnet authority sign " \
-    "--address), or a larger [cluster] network"
+    "sign again for it), the next of its key's addresses (ddpnet authority sign " \
+    "--address-index N, 0..7, as the launch script does), a fixed address from the " \
+    "authority (ddpnet authority sign --address), or a larger [cluster] network"
 /* Sets (c->on) or clears (!c->on) the clash; true when it changed (a new
  * holder, or on to off or back), so that it is logged once. */
 bool certs_clash_set(struct certs *s, const struct certs_clash *c);

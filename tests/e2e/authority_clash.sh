@@ -102,7 +102,8 @@ ddp_up n2 "$CN"
 has_clash() { ddp_status n2 | grep -q "^ADDRESS CLASH: $X, derived from this node's key, is also w-n1's"; }
 wait_for 20 has_clash || fail "n2's status shows no clash: $(ddp_status n2)"
 out=$(ddp_status n2)
-for what in "(key $(pub n1))" "ddpnet genkey" "ddpnet authority sign --address" \
+for what in "(key $(pub n1))" "ddpnet genkey" "ddpnet authority sign --address-index N" \
+        "ddpnet authority sign --address)" \
         "a larger [cluster] network"; do
     grep -qF -- "$what" <<<"$out" || fail "n2's status does not say '$what': $out"
 done

@@ -58,7 +58,8 @@ static void same_fields(const struct cert *a, const struct cert *b)
 {
     if (a->kind != b->kind || a->not_before != b->not_before || a->not_after != b->not_after ||
         memcmp(a->subject, b->subject, CERT_PUBKEY_LEN) || strcmp(a->name, b->name) ||
-        a->has_address != b->has_address || a->n_aliases != b->n_aliases ||
+        a->has_address != b->has_address || a->address_index != b->address_index ||
+        a->n_aliases != b->n_aliases ||
         a->max_members != b->max_members || a->has_token != b->has_token)
         abort();
     if (a->has_address && !cluster_addr_equal(&a->address, &b->address))

@@ -1324,8 +1324,8 @@ static void test_member_node_address(void **state)
     cl.prefix = 30;                      /* two host addresses: .1 and .2 */
     for (unsigned i = 0; i < 64; i++) {
         memset(key, (int)i, sizeof(key));
-        assert_int_equal(cert_derive_address(key, &cl, &a), 0);
-        assert_int_equal(cert_derive_address(key, &cl, &b), 0);
+        assert_int_equal(cert_derive_address(key, 0, &cl, &a), 0);
+        assert_int_equal(cert_derive_address(key, 0, &cl, &b), 0);
         assert_memory_equal(&a, &b, sizeof(a));
         assert_int_equal(a.family, AF_INET);
         assert_true(a.bytes[3] == 1 || a.bytes[3] == 2);
@@ -1333,7 +1333,7 @@ static void test_member_node_address(void **state)
         assert_int_equal(a.bytes[1], 77);
     }
     cl.prefix = 31;
-    assert_int_equal(cert_derive_address(key, &cl, &a), -ENOSPC);
+    assert_int_equal(cert_derive_address(key, 0, &cl, &a), -ENOSPC);
     cl.prefix = 16;
     memcpy(c.subject, key, sizeof(key));
     snprintf(c.name, sizeof(c.name), "spot-1");
@@ -1352,6 +1352,114 @@ static void test_member_node_address(void **state)
     assert_int_equal(n.address.bytes[3], 9);
     c.kind = CERT_TOKEN;
     assert_int_equal(cert_member_node(&c, &cl, &n), -EINVAL);
+}
+
+/* Issue 59: the addresses one key derives, index by index, in
+ * 10.77.0.0/16 for the key a0 a1 .. bf, computed apart from this code
+ * (Python's hashlib: index 0, BLAKE2b-256("ddpnet-address" || key); i > 0,
+ * BLAKE2b-256("ddpnet-address-index" || u8 i || key); the first 8 bytes
+ * big-endian, modulo 65534, plus one). Index 0 is the derivation of every
+ * certificate before indexes, byte for byte; 8 and past are refused. */
+static void test_address_index_derive(void **state)
+{
+    static const char *const want[CERT_ADDRESS_INDEXES] = {
+        "10.77.128.45", "10.77.138.126", "10.77.84.61", "10.77.218.12",
+        "10.77.160.166", "10.77.120.106", "10.77.122.33", "10.77.31.51",
+    };
+    struct cluster cl = { .prefix = 16 };
+    struct cluster_addr a, w;
+    struct cert c;
+    (void)state;
+
+    assert_int_equal(cluster_addr_parse("10.77.0.0", &cl.network), 0);
+    member_fields(&c, "spot-1", T0, T0 + DAY);
+    for (unsigned i = 0; i < CERT_ADDRESS_INDEXES; i++) {
+        assert_int_equal(cluster_addr_parse(want[i], &w), 0);
+        assert_int_equal(cert_derive_address(c.subject, i, &cl, &a), 0);
+        assert_true(cluster_addr_equal(&a, &w));
+    }
+    assert_int_equal(cert_derive_address(c.subject, CERT_ADDRESS_INDEXES, &cl, &a), -EINVAL);
+    assert_int_equal(cert_derive_address(c.subject, 255, &cl, &a), -EINVAL);
+}
+
+/* A token's member naming index 3: signed, its bytes flag 4 and the index
+ * after the name, parsed back, verified, the node at index 3's address;
+ * its renewal keeps the index (another index is no renewal). Index 0
+ * writes no flag (the bytes of before). Refused: index 8 at signing, an
+ * index beside a fixed address, and the bytes altered to index 0 or 8 --
+ * signed again with the token's key, so that only the index is wrong. */
+static void test_address_index_cert(void **state)
+{
+    struct cert token, c, back, old;
+    struct cluster cl = { .prefix = 16 };
+    struct cluster_node n;
+    struct cluster_addr w;
+    char text[CERT_TEXT_MAX], altered[CERT_TEXT_MAX + 8];
+    uint8_t bin[2048];
+    size_t len, flags_at = HEAD_BYTES, index_at = HEAD_BYTES + 1 + 1 + strlen("spot-7");
+    (void)state;
+
+    assert_int_equal(cluster_addr_parse("10.77.0.0", &cl.network), 0);
+    token_member(&token, &old, text);
+    len = decode(text, bin, sizeof(bin));
+    assert_int_equal(bin[flags_at], 2);                     /* token, no index */
+    assert_int_equal(bin[index_at], 0);                     /* n_aliases follows the name */
+    assert_int_equal(old.address_index, 0);
+
+    c = old;
+    c.address_index = 3;
+    sign_ok(&c, &token_keys, text);
+    len = decode(text, bin, sizeof(bin));
+    assert_int_equal(bin[flags_at], 2 | 4);
+    assert_int_equal(bin[index_at], 3);
+    assert_int_equal(cert_parse(text, &back), 0);
+    assert_int_equal(back.address_index, 3);
+    assert_int_equal(cert_verify(&back, authority.pub, T0 + DAY), CERT_OK);
+    assert_int_equal(cert_member_node(&back, &cl, &n), 0);
+    assert_int_equal(cluster_addr_parse("10.77.218.12", &w), 0);
+    assert_true(cluster_addr_equal(&n.address, &w));
+    assert_int_equal(cert_member_node(&old, &cl, &n), 0);
+    assert_int_equal(cluster_addr_parse("10.77.128.45", &w), 0);
+    assert_true(cluster_addr_equal(&n.address, &w));
+    back.not_after++;
+    assert_true(cert_renews(&back, &c));
+    back.address_index = 4;
+    assert_false(cert_renews(&back, &c));
+    assert_false(cert_renews(&back, &old));
+
+    /* the authority's member may name one too; never beside --address */
+    c = old;
+    c.has_token = false;
+    c.address_index = 7;
+    sign_ok(&c, &authority, text);
+    assert_int_equal(cert_parse(text, &back), 0);
+    assert_int_equal(cert_verify(&back, authority.pub, T0 + DAY), CERT_OK);
+    c.address_index = CERT_ADDRESS_INDEXES;
+    assert_int_equal(cert_sign(&c, authority.secret, text, sizeof(text)), -EINVAL);
+    c.address_index = 1;
+    c.has_address = true;
+    assert_int_equal(cluster_addr_parse("10.77.0.9", &c.address), 0);
+    assert_int_equal(cert_sign(&c, authority.secret, text, sizeof(text)), -EINVAL);
+
+    /* forged: the token holder writes index 8 (or 0 flagged) and signs */
+    c = old;
+    c.address_index = 3;
+    sign_ok(&c, &token_keys, text);
+    len = decode(text, bin, sizeof(bin));
+    for (unsigned bad = 0; bad < 3; bad++) {
+        bin[index_at] = bad == 0 ? 0 : bad == 1 ? CERT_ADDRESS_INDEXES : 255;
+        crypto_sign_detached(bin + len - CERT_SIG_LEN, NULL, bin, len - CERT_SIG_LEN,
+                             token_keys.secret);
+        encode("ddpnet-member:", bin, len, altered, sizeof(altered));
+        assert_int_equal(cert_parse(altered, &back), -EINVAL);
+    }
+    bin[index_at] = 5;                                      /* the check above is the index's */
+    crypto_sign_detached(bin + len - CERT_SIG_LEN, NULL, bin, len - CERT_SIG_LEN,
+                         token_keys.secret);
+    encode("ddpnet-member:", bin, len, altered, sizeof(altered));
+    assert_int_equal(cert_parse(altered, &back), 0);
+    assert_int_equal(back.address_index, 5);
+    assert_int_equal(cert_verify(&back, authority.pub, T0 + DAY), CERT_OK);
 }
 
 int main(void)
@@ -1378,6 +1486,8 @@ int main(void)
         cmocka_unit_test(test_key_and_secret_text),
         cmocka_unit_test(test_keypair),
         cmocka_unit_test(test_member_node_address),
+        cmocka_unit_test(test_address_index_derive),
+        cmocka_unit_test(test_address_index_cert),
         cmocka_unit_test(test_routes_member),
         cmocka_unit_test(test_routes_token),
         cmocka_unit_test(test_routes_version),

@@ -1921,6 +1921,38 @@ static void test_doctor_address_clash(void **state)
     doctor_report_free(&r);
 }
 
+/* Issue 59: a clash a member told while the echoes went out (the second
+ * answer) is doctor's error, as the launch script reads it; and one the
+ * second answer no longer has is over. */
+static void test_doctor_clash_told_late(void **state)
+{
+    static const char before[] =
+        "interface=ddp0\nself=spot-b\naddress=10.77.0.9\nerrno=0\n\n";
+    static const char after_text[] =
+        "interface=ddp0\nself=spot-b\naddress=10.77.0.9\naddress_clash=spot-a\n"
+        "address_clash_key=36tvW0DvM333BvZv3jBEyenSu2+NQ3HvqpJXHGdxNkI=\n"
+        "address_clash_derived=1\nerrno=0\n\n";
+    struct doctor_report r, after, clean;
+    char *text;
+
+    (void)state;
+    assert_int_equal(doctor_parse(before, &r), 0);
+    assert_int_equal(doctor_parse(after_text, &after), 0);
+    assert_true(doctor_ok(&r));
+    doctor_take_later(&r, &after);
+    assert_false(doctor_ok(&r));
+    text = doctor_text(&r, false);
+    assert_non_null(strstr(text, "\nerror: address clash: 10.77.0.9, derived from this node's "
+                                 "key, is also spot-a's"));
+    free(text);
+    assert_int_equal(doctor_parse(before, &clean), 0);
+    doctor_take_later(&after, &clean);
+    assert_true(doctor_ok(&after));
+    doctor_report_free(&r);
+    doctor_report_free(&after);
+    doctor_report_free(&clean);
+}
+
 /* Issue 56: this node's certificate ended is the cause doctor names,
  * with the command that fixes it, and the node is not ready; one ending
  * within a day is a warning with what to run. (doctor_text's now is
@@ -2039,6 +2071,7 @@ int main(void)
         cmocka_unit_test(test_doctor_drops),
         cmocka_unit_test(test_doctor_routes),
         cmocka_unit_test(test_doctor_address_clash),
+        cmocka_unit_test(test_doctor_clash_told_late),
         cmocka_unit_test(test_doctor_cert_end),
     };
 

@@ -418,6 +418,54 @@ static void test_token_sign(void **state)
            CLI_EXIT_FAIL, "the join token is expired", &c);
 }
 
+/* Issue 59: sign --address-index N names which of the key's derived
+ * addresses the member takes (show says it; a renewal keeps it); 8 and
+ * past refused with what to do instead, as is one beside --address. */
+static void test_address_index(void **state)
+{
+    char token[CERT_TEXT_MAX], cert[CERT_TEXT_MAX];
+    uint64_t now = (uint64_t)time(NULL);
+    struct captured c;
+    struct cert m, o;
+
+    (void)state;
+    make_token(token, sizeof(token), "spot-", "1h");
+    expect(ARGS("sign", "--token", "-", "--name", "spot-1", "-k", node_key), token, 0, NULL, &c);
+    parse_out(&c, &m);
+    assert_int_equal(m.address_index, 0);
+    expect(ARGS("sign", "--token", "-", "--name", "spot-1", "-k", node_key, "--address-index",
+                "3"), token, 0, NULL, &c);
+    parse_out(&c, &m);
+    assert_int_equal(m.address_index, 3);
+    assert_true(m.has_token);
+    assert_int_equal(cert_verify(&m, auth_bin, now), CERT_OK);
+    keep(cert, sizeof(cert), c.out);
+    expect(ARGS("show", "-", "--authority", auth_pub), cert, 0, NULL, &c);
+    assert_non_null(strstr(c.out, "address:     derived from its key, index 3\n"));
+    /* renewed by the authority: the same index, so the same address */
+    expect(ARGS("renew", "-a", auth_path, "--within", "2h"), cert, 0, "1 renewed", &c);
+    parse_out(&c, &o);
+    assert_int_equal(o.address_index, 3);
+    assert_true(cert_renews(&o, &m));
+    expect(ARGS("sign", "--token", "-", "--name", "spot-1", "-k", node_key, "--address-index",
+                "8"), token, CLI_EXIT_FAIL, "--address-index 8: a key derives 8 addresses, 0..7; "
+           "where members hold every one of them first, give this node a new key", &c);
+    assert_string_equal(c.out, "");
+    expect(ARGS("sign", "--token", "-", "--name", "spot-1", "-k", node_key, "--address-index",
+                "-1"), token, CLI_EXIT_FAIL, "invalid --address-index '-1' (0..7)", &c);
+    expect(ARGS("sign", "--token", "-", "--name", "spot-1", "-k", node_key, "--address-index",
+                "10"), token, CLI_EXIT_FAIL, "invalid --address-index '10' (0..7)", &c);
+    expect(ARGS("sign", "-a", auth_path, "--name", "gpu-1", "-k", node_key, "--address",
+                "10.77.0.5", "--address-index", "1"), NULL, CLI_EXIT_FAIL,
+           "--address-index picks one of the addresses derived from the key: not with "
+           "--address", &c);
+    expect(ARGS("sign", "-a", auth_path, "--name", "gpu-1", "-k", node_key, "--address-index",
+                "7"), NULL, 0, NULL, &c);
+    parse_out(&c, &m);
+    assert_int_equal(m.address_index, 7);
+    assert_false(m.has_token);
+}
+
 /* Issue 60: sign --routes puts them in the certificate (show says them);
  * a token grants none unless `token --routes` says so, and sign --token
  * refuses a prefix outside the token's (the token holder as attacker);
@@ -794,6 +842,7 @@ int main(void)
         cmocka_unit_test(test_sign_expired),
         cmocka_unit_test(test_sign_bad_inputs),
         cmocka_unit_test(test_token_sign),
+        cmocka_unit_test(test_address_index),
         cmocka_unit_test(test_routes),
         cmocka_unit_test(test_token_bad_inputs),
         cmocka_unit_test(test_revoke),

@@ -28,6 +28,9 @@
 #include "config/addr.h"
 #include "config/cert.h"
 #include "config/routes.h"
+#include "overlay/engine/device_setup.h"
+#include "overlay/engine/model/index.h"
+#include "overlay/loop/loop.h"
 #include "overlay/membership/certs.h"
 #include "overlay/membership/hosts.h"
 #include "overlay/membership/hosts_writer.h"
@@ -928,11 +931,11 @@ static void test_derived_address_clash_reported(void **state)
     assert_int_equal(cluster_addr_parse("10.77.0.1", &a1), 0);
     do {                                  /* ours: any derived address but a's */
         randombytes_buf(self.public_key, sizeof(self.public_key));
-        assert_int_equal(cert_derive_address(self.public_key, &dev.membership->file, &self.address), 0);
+        assert_int_equal(cert_derive_address(self.public_key, 0, &dev.membership->file, &self.address), 0);
     } while (cluster_addr_equal(&self.address, &a1));
     do {                                  /* spot-a's key: one deriving ours */
         randombytes_buf(ka, sizeof(ka));
-        assert_int_equal(cert_derive_address(ka, &dev.membership->file, &qa), 0);
+        assert_int_equal(cert_derive_address(ka, 0, &dev.membership->file, &qa), 0);
         assert_true(++tries < 1000000);
     } while (!cluster_addr_equal(&qa, &self.address));
     assert_int_equal(registry_model(&dev.membership->file, &self, NULL, 0, &dev.cluster, &skipped, NULL,
@@ -1071,6 +1074,136 @@ static void test_squat_takes_nothing(void **state)
     cluster_free(&dev.membership->file);
 }
 
+/* A token's certificate for key at address index idx (issue 59). */
+static void token_cert_at(char *out, const struct cert *token, const uint8_t tsec[CERT_SECRET_LEN],
+                          const char *name, const uint8_t key[CERT_PUBKEY_LEN], uint8_t idx)
+{
+    struct cert c = { .kind = CERT_MEMBER, .not_before = (uint64_t)time(NULL) - 60,
+                      .not_after = (uint64_t)time(NULL) + 3600, .address_index = idx };
+
+    memcpy(c.subject, key, CERT_PUBKEY_LEN);
+    snprintf(c.name, sizeof(c.name), "%s", name);
+    cert_token_embed(&c, token);
+    assert_int_equal(cert_sign(&c, tsec, out, CERT_TEXT_MAX), 0);
+}
+
+/* A random key whose address at index idx in cl is want (NULL: any but
+ * those in avoid[0..n_avoid)). */
+static void key_at(uint8_t key[CERT_PUBKEY_LEN], unsigned idx, const struct cluster *cl,
+                   const struct cluster_addr *want, const struct cluster_addr *avoid,
+                   size_t n_avoid)
+{
+    struct cluster_addr a;
+    bool ok;
+
+    for (size_t tries = 0;; tries++) {
+        assert_true(tries < 1000000);
+        randombytes_buf(key, CERT_PUBKEY_LEN);
+        assert_int_equal(cert_derive_address(key, idx, cl, &a), 0);
+        ok = want ? cluster_addr_equal(&a, want) : true;
+        for (size_t i = 0; ok && i < n_avoid; i++)
+            ok = !cluster_addr_equal(&a, &avoid[i]);
+        if (ok)
+            return;
+    }
+}
+
+/* Issue 59, on a member (a, 10.77.0.1 in a /24): w-n1 holds X; w-n2's
+ * key derives X too at index 0 (left out: held first); w-n3 holds Y,
+ * which w-n2's key derives at index 1. w-n2 moves to index 1 (its key's
+ * own word, signed from the same token, ending no later): held, but Y
+ * stays w-n3's, the running member's, though the store held w-n2 first
+ * -- a move never takes a live member's address. Then index 2, free: w-n2
+ * is in the model there. Passed on by a peer, another index for w-n2's
+ * key is refused (only its key moves it); a certificate of index 8
+ * cannot be made. */
+static void test_address_index_move(void **state)
+{
+    static const char file[] = "[cluster]\nnetwork = 10.77.0.0/24\nport = 51820\n" NA;
+    uint8_t pub[CERT_PUBKEY_LEN], secret[CERT_SECRET_LEN], tsec[CERT_SECRET_LEN];
+    uint8_t k1[CERT_PUBKEY_LEN], k2[CERT_PUBKEY_LEN], k3[CERT_PUBKEY_LEN];
+    char text[CERT_TEXT_MAX];
+    struct cluster_addr x, y, z, taken[3];
+    struct noise_local local;
+    struct cert token;
+    struct device dev;
+    const struct cluster_node *n;
+    const char *why;
+    uint64_t now = (uint64_t)time(NULL);
+
+    static struct loop idle;             /* no crypto jobs: what a model change drains */
+
+    (void)state;
+    assert_int_equal(cert_keypair(pub, secret), 0);
+    token_of(&token, tsec, secret, "w-", 8);
+    no_server_device(&dev, &local, file, pub);
+    dev.loop = &idle;
+    assert_int_equal(cluster_addr_parse("10.77.0.1", &taken[0]), 0);
+    key_at(k1, 0, &dev.membership->file, NULL, taken, 1);
+    assert_int_equal(cert_derive_address(k1, 0, &dev.membership->file, &x), 0);
+    taken[1] = x;
+    do {                                 /* X at index 0; Y and Z apart from X, a's, each other */
+        key_at(k2, 0, &dev.membership->file, &x, NULL, 0);
+        assert_int_equal(cert_derive_address(k2, 1, &dev.membership->file, &y), 0);
+        assert_int_equal(cert_derive_address(k2, 2, &dev.membership->file, &z), 0);
+    } while (cluster_addr_equal(&y, &x) || cluster_addr_equal(&y, &taken[0]) ||
+             cluster_addr_equal(&z, &x) || cluster_addr_equal(&z, &y) ||
+             cluster_addr_equal(&z, &taken[0]));
+    key_at(k3, 0, &dev.membership->file, &y, NULL, 0);
+
+    token_cert_at(text, &token, tsec, "w-n1", k1, 0);
+    assert_int_equal(certs_offer(dev.membership->certs, text, now, &why), CERTS_ADDED);
+    members_certs_run(&dev, 1000 * WG_NSEC_PER_SEC);
+    token_cert_at(text, &token, tsec, "w-n2", k2, 0);
+    assert_int_equal(certs_offer(dev.membership->certs, text, now, &why), CERTS_ADDED);
+    members_certs_run(&dev, 1001 * WG_NSEC_PER_SEC);
+    assert_null(cluster_find_name(&dev.cluster, "w-n2"));           /* X is w-n1's */
+    token_cert_at(text, &token, tsec, "w-n3", k3, 0);
+    assert_int_equal(certs_offer(dev.membership->certs, text, now, &why), CERTS_ADDED);
+    members_certs_run(&dev, 1002 * WG_NSEC_PER_SEC);
+    assert_non_null(n = cluster_find_address(&dev.cluster, &y));
+    assert_string_equal(n->name, "w-n3");
+
+    /* w-n2 moves to index 1: Y, w-n3's */
+    token_cert_at(text, &token, tsec, "w-n2", k2, 1);
+    assert_int_equal(certs_offer(dev.membership->certs, text, now, &why), CERTS_ADDED);
+    assert_int_equal(certs_member(dev.membership->certs, k2)->address_index, 1);
+    members_certs_run(&dev, 1003 * WG_NSEC_PER_SEC);
+    assert_non_null(n = cluster_find_address(&dev.cluster, &y));
+    assert_string_equal(n->name, "w-n3");
+    assert_null(cluster_find_name(&dev.cluster, "w-n2"));
+    assert_non_null(n = cluster_find_address(&dev.cluster, &x));
+    assert_string_equal(n->name, "w-n1");
+
+    /* heard from a peer: another index for w-n2's key moves nothing */
+    struct cert heard = { .kind = CERT_MEMBER, .not_before = now - 60,
+                          .not_after = token.not_after, .address_index = 3, .name = "w-n2" };
+    memcpy(heard.subject, k2, sizeof(k2));      /* later: a renewal's shape, another index */
+    cert_token_embed(&heard, &token);
+    assert_int_equal(cert_sign(&heard, tsec, text, sizeof(text)), 0);
+    assert_int_equal(certs_offer_heard(dev.membership->certs, &heard, now, &why),
+                     CERTS_NAME_TAKEN);
+    assert_int_equal(certs_member(dev.membership->certs, k2)->address_index, 1);
+
+    /* then index 2: free, w-n2 there */
+    token_cert_at(text, &token, tsec, "w-n2", k2, 2);
+    assert_int_equal(certs_offer(dev.membership->certs, text, now, &why), CERTS_ADDED);
+    members_certs_run(&dev, 1004 * WG_NSEC_PER_SEC);
+    assert_non_null(n = cluster_find_name(&dev.cluster, "w-n2"));
+    assert_true(cluster_addr_equal(&n->address, &z));
+    assert_string_equal(cluster_find_address(&dev.cluster, &y)->name, "w-n3");
+    assert_int_equal(cert_derive_address(k2, CERT_ADDRESS_INDEXES, &dev.membership->file, &z),
+                     -EINVAL);
+    for (size_t i = 0; i < dev.n_peers; i++)     /* the peers the model made */
+        peer_free(dev.peers[i]);
+    free(dev.peers);
+    device_map_free(dev.by_address);
+    index_table_destroy(&dev.indices);
+    members_certs_free(&dev);
+    cluster_free(&dev.cluster);
+    cluster_free(&dev.membership->file);
+}
+
 /* Issue 60, as the attacker: a token holder whose token grants no route
  * signs itself a member that carries a prefix; the store refuses the
  * certificate whole, on the control socket and from a peer. The same
@@ -1141,6 +1274,7 @@ int main(void)
         cmocka_unit_test(test_revocations_kept_or_said_not),
         cmocka_unit_test(test_derived_address_clash_reported),
         cmocka_unit_test(test_squat_takes_nothing),
+        cmocka_unit_test(test_address_index_move),
         cmocka_unit_test(test_cert_routes_token_refused),
     };
 
