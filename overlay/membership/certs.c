@@ -609,11 +609,16 @@ static bool replaces(const struct held *n, const struct held *own)
  * same token, so it seldom ends later); who may sign it is replaces()'s
  * rule, and the address it moves to is taken only where no running
  * member holds it (members.c, with_certified). What a peer passes on
- * never moves a key: only its own session does. */
+ * never moves a key: only its own session does. And only forward, to a
+ * higher index: a key moves at most 7 times, so a member holding
+ * certificates for several of its indexes cannot make every other
+ * member re-address it over and over by switching between them; one at
+ * a lower index counts only as any other certificate (a later end, from
+ * who may sign it). */
 static bool moves(const struct held *n, const struct held *own)
 {
     return !n->heard && !n->c.has_address && !own->c.has_address &&
-           n->c.address_index != own->c.address_index;
+           n->c.address_index > own->c.address_index;   /* forward only */
 }
 
 static int grow(struct certs *s)

@@ -1192,6 +1192,16 @@ static void test_address_index_move(void **state)
     assert_non_null(n = cluster_find_name(&dev.cluster, "w-n2"));
     assert_true(cluster_addr_equal(&n->address, &z));
     assert_string_equal(cluster_find_address(&dev.cluster, &y)->name, "w-n3");
+
+    /* back to index 1 or 0, with the same end: no move back (a key moves
+     * only forward, at most 7 times: no flapping between held indexes) */
+    token_cert_at(text, &token, tsec, "w-n2", k2, 1);
+    assert_int_equal(certs_offer(dev.membership->certs, text, now, &why), CERTS_KNOWN);
+    token_cert_at(text, &token, tsec, "w-n2", k2, 0);
+    assert_int_equal(certs_offer(dev.membership->certs, text, now, &why), CERTS_KNOWN);
+    assert_int_equal(certs_member(dev.membership->certs, k2)->address_index, 2);
+    members_certs_run(&dev, 1005 * WG_NSEC_PER_SEC);
+    assert_true(cluster_addr_equal(&cluster_find_name(&dev.cluster, "w-n2")->address, &z));
     assert_int_equal(cert_derive_address(k2, CERT_ADDRESS_INDEXES, &dev.membership->file, &z),
                      -EINVAL);
     for (size_t i = 0; i < dev.n_peers; i++)     /* the peers the model made */
