@@ -181,7 +181,9 @@ static void keep_counted(struct sort *s, const struct cluster_node *c, struct vo
     /* No record of its key or name: still counted, as it is, within its
      * grace from when its record went. */
     struct vouch_gone *g = gone_add(gone, n_gone, cap_gone, s->was_ix, s->was, c, now);
-    if (g && now - g->left_ns < w.grace_ns) {
+    /* None where its holder stated another record than the one counted
+     * (a node that leaves states none: discovery_say_leaving). */
+    if (g && now - g->left_ns < w.grace_ns && (w.said != VOUCH_SAID_DIGEST || vouched(c, &w))) {
         g->grace = true;
         emit(s, c);
     }

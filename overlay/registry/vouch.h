@@ -61,7 +61,9 @@ struct vouch_word {
      * its record went (a DELETE, a read without it): its grace (issue 59:
      * a lease lost on a busy etcd comes back seconds later, under the
      * same key). 0: it leaves at once (its certificate no longer held:
-     * revoked, expired, let go). */
+     * revoked, expired, let go). A holder that states another digest
+     * than the counted record's (a node leaving with `down` states all
+     * zeros) gets none either. */
     uint64_t grace_ns;
 };
 typedef void (*vouch_word_fn)(void *ctx, const uint8_t key[CLUSTER_KEY_LEN],

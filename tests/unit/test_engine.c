@@ -2051,6 +2051,27 @@ static void test_registry_grace_changed(void **state)
     registry_member_end(dev);
 }
 
+/* Node 1 leaves with `down`: it says so on its session (a RECORD of
+ * zeros) before its lease is revoked, and node 0 removes it at once as
+ * its record goes, with no grace. */
+static void test_registry_down_no_grace(void **state)
+{
+    (void)state;
+    struct device *dev = &nodes[0].dev;
+    char err[256];
+    uint64_t now = registry_member(dev, err, sizeof(err));
+
+    nodes[1].dev.states_record = true;
+    device_say_leaving(&nodes[1].dev, now);
+    pump(now);
+    assert_int_equal(peer_of(0)->disco.record_said, PEER_RECORD_DIGEST);
+    now += SEC;
+    assert_int_equal(members_registry(dev, NULL, 0, NULL, 2, now), 0);
+    assert_int_equal(dev->n_peers, 0);
+    assert_int_equal(members_grace_run(dev, now), UINT64_MAX);
+    registry_member_end(dev);
+}
+
 /* --- checks that must not go missing: what a deleted line would let in --- */
 
 /* n0 speaks, on its own session with n1, as another: as n2 (a member) and
@@ -3662,6 +3683,7 @@ int main(void)
         T(test_dns_never_answers_packets_flow),
         T(test_registry_grace),
         T(test_registry_grace_changed),
+        T(test_registry_down_no_grace),
         T3(test_relay_found_when_none_is_offered),
         T3(test_relayed_receive_opened_as_a_batch),
         T3(test_relay_replaying_inner_messages),

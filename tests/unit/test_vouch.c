@@ -399,6 +399,15 @@ static void test_grace_changed_or_none(void **state)
     assert_string_equal(view(&w), "f=10.77.0.1 v=10.77.0.9@192.0.2.2:51820 "
                                   "x=10.77.0.3@192.0.2.3:51820 |");
     assert_int_equal(w.n_gone, 0);
+    /* v leaves with `down`: its holder states no record (zeros) first;
+     * its record gone, it goes at once. */
+    memset(word_for(&w, v.public_key)->digest, 0, VOUCH_DIGEST_LEN);
+    apply(&w, snap, 2);
+    apply(&w, only_x, 1);
+    assert_string_equal(view(&w), "f=10.77.0.1 x=10.77.0.3@192.0.2.3:51820 |");
+    apply(&w, snap, 2);                   /* (back, as at its next up) */
+    states(&w, &moved);
+    apply(&w, snap, 2);
     /* x has none: gone at once. */
     struct cluster_node only_v[] = { moved };
     apply(&w, only_v, 1);
