@@ -68,6 +68,7 @@
 #include "overlay/membership/members.h"
 #include "overlay/membership/revocations.h"
 #include "overlay/registry/registry.h"
+#include "overlay/registry/vouch.h"
 #include "tests/unit/tso_read.h"
 #include "tun/ecn.h"
 
@@ -1952,9 +1953,9 @@ static off_t hosts_size(int fd)
 
 static char grace_hosts[64];              /* the hosts file's path */
 
-static uint64_t registry_member(struct device *dev, char *err, size_t errlen)
+static uint64_t registry_member(struct device *dev, const char *authority, char *err, size_t errlen)
 {
-    char text[2048], b64[64];
+    char text[4096], b64[64];
     size_t len;
     uint64_t now = establish();
 
@@ -1962,9 +1963,9 @@ static uint64_t registry_member(struct device *dev, char *err, size_t errlen)
                       sodium_base64_VARIANT_ORIGINAL);
     len = (size_t)snprintf(text, sizeof(text),
                            "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n"
-                           "registry = etcd://127.0.0.1:9/ddpnet/grace\nregistry-ttl = 5\n"
+                           "registry = etcd://127.0.0.1:9/ddpnet/grace\nregistry-ttl = 5\n%s"
                            "[node n0]\npublic-key = %s\naddress = 10.77.0.1\n"
-                           "endpoint = 192.0.2.1:51820\n", b64);
+                           "endpoint = 192.0.2.1:51820\n", authority ? authority : "", b64);
     assert_int_equal(cluster_parse(text, len, &dev->membership->file, NULL), 0);
     dev->cluster.registry = dev->membership->file.registry;   /* as if it had started so */
     assert_non_null(dev->membership->registry = registry_new(&dev->membership->file, err, errlen));
@@ -1994,7 +1995,7 @@ static void test_registry_grace(void **state)
     (void)state;
     struct device *dev = &nodes[0].dev;
     char err[256];
-    uint64_t now = registry_member(dev, err, sizeof(err));
+    uint64_t now = registry_member(dev, NULL, err, sizeof(err));
     struct peer *p = peer_of(0);
     const struct noise_keypair *kp = p->wg.current;
     int fd = dev->membership->hosts_fd;
@@ -2038,7 +2039,7 @@ static void test_registry_grace_changed(void **state)
     (void)state;
     struct device *dev = &nodes[0].dev;
     char err[256], addr[64];
-    uint64_t now = registry_member(dev, err, sizeof(err));
+    uint64_t now = registry_member(dev, NULL, err, sizeof(err));
 
     now += SEC;
     assert_int_equal(members_registry(dev, NULL, 0, NULL, 2, now), 0);
@@ -2059,9 +2060,10 @@ static void test_registry_down_no_grace(void **state)
     (void)state;
     struct device *dev = &nodes[0].dev;
     char err[256];
-    uint64_t now = registry_member(dev, err, sizeof(err));
+    uint64_t now = registry_member(dev, NULL, err, sizeof(err));
 
-    nodes[1].dev.states_record = true;
+    nodes[1].dev.states_record = true;          /* stating its record, as it runs */
+    vouch_digest(cluster_find_name(&dev->cluster, "n1"), nodes[1].dev.self_record);
     device_say_leaving(&nodes[1].dev, now);
     pump(now);
     assert_int_equal(peer_of(0)->disco.record_said, PEER_RECORD_DIGEST);
@@ -2070,6 +2072,42 @@ static void test_registry_down_no_grace(void **state)
     assert_int_equal(dev->n_peers, 0);
     assert_int_equal(members_grace_run(dev, now), UINT64_MAX);
     registry_member_end(dev);
+}
+
+static void member_cert(char *out, const uint8_t sec[CERT_SECRET_LEN], const char *name,
+                        const uint8_t key[CERT_PUBKEY_LEN]);
+static void revocation_line(char *out, const uint8_t sec[CERT_SECRET_LEN]);
+
+/* With an authority: node 1's certificate revoked removes it at once --
+ * its record no longer counts, and no grace keeps it. */
+static void test_registry_revoked_no_grace(void **state)
+{
+    (void)state;
+    struct device *dev = &nodes[0].dev;
+    uint8_t pub[CERT_PUBKEY_LEN], sec[CERT_SECRET_LEN];
+    char err[256], line[CERT_TEXT_MAX], key[CERT_KEY_TEXT_LEN + 1], authority[128];
+    const char *why;
+    struct cert r = { .kind = CERT_REVOCATION, .not_before = (uint64_t)time(NULL) - 60 };
+
+    assert_int_equal(cert_keypair(pub, sec), 0);
+    cert_key_format(pub, key);
+    snprintf(authority, sizeof(authority), "authority = %s\n", key);
+    dev->cluster.has_authority = true;
+    memcpy(dev->cluster.authority, pub, sizeof(pub));
+    assert_int_equal(members_certs_start(dev), 0);
+    member_cert(line, sec, "n1", nodes[1].dev.self->public_key);
+    assert_int_equal(members_statement(dev, line, strlen(line), START_NS, &why), CERTS_ADDED);
+    uint64_t now = registry_member(dev, authority, err, sizeof(err));
+    assert_false(peer_of(0)->member.pending);
+    memcpy(r.subject, nodes[1].dev.self->public_key, CERT_PUBKEY_LEN);
+    assert_int_equal(cert_sign(&r, sec, line, CERT_TEXT_MAX), 0);
+    assert_int_equal(members_statement(dev, line, strlen(line), now, &why), CERTS_REVOKING);
+    members_certs_run(dev, now);
+    assert_int_equal(dev->n_peers, 0);
+    assert_int_equal(members_grace_run(dev, now), UINT64_MAX);
+    registry_member_end(dev);
+    members_certs_free(dev);
+    dev->cluster.has_authority = false;
 }
 
 /* --- checks that must not go missing: what a deleted line would let in --- */
@@ -3684,6 +3722,7 @@ int main(void)
         T(test_registry_grace),
         T(test_registry_grace_changed),
         T(test_registry_down_no_grace),
+        T(test_registry_revoked_no_grace),
         T3(test_relay_found_when_none_is_offered),
         T3(test_relayed_receive_opened_as_a_batch),
         T3(test_relay_replaying_inner_messages),
