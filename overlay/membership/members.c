@@ -1502,6 +1502,7 @@ static int merged(struct device *dev, const struct cluster *file, struct cluster
                           &vd->v)))
         goto out;
     graced_log(dev, &graced, &vd->v);
+    dev->membership->grace_due_ns = grace_next(dev);
     ret = -ENOMEM;
     if (!(vd->pending = cluster_index_new(vd->v.n - vd->v.n_counted + 1)))
         goto out;
@@ -1677,19 +1678,20 @@ int members_registry(struct device *dev, struct cluster_node *nodes, size_t n, c
 
 uint64_t members_grace_run(struct device *dev, uint64_t now)
 {
-    uint64_t next = grace_next(dev);
+    uint64_t next = dev->membership->grace_due_ns;
     size_t changes;
     int ret;
 
-    if (next > now)
-        return next;
+    if (!next || next > now)
+        return next ? next : UINT64_MAX;
     if ((ret = registry_apply(dev, now, &changes)))
         log_warn("registry: a grace's end not applied: %s", strerror(-ret));
     else if (changes)
         log_notice("registry: %zu change%s at a grace's end", changes, changes == 1 ? "" : "s");
     next = grace_next(dev);
     /* Not applied (out of memory): tried again in a second, not at once. */
-    return next > now ? next : now + NS_PER_S;
+    dev->membership->grace_due_ns = next > now ? next : now + NS_PER_S;
+    return dev->membership->grace_due_ns;
 }
 
 bool members_none_reachable(const struct cluster *c)
