@@ -809,10 +809,14 @@ struct word_ctx {
 uint64_t members_grace_ns(const struct device *dev)
 {
     const struct cluster *f = &dev->membership->file;
+    uint64_t ns;
 
     if (!dev->membership->registry)
         return 0;
-    return (uint64_t)(f->registry.ttl_s ? f->registry.ttl_s : CLUSTER_REGISTRY_TTL_DEFAULT) * NS_PER_S;
+    ns = (uint64_t)(f->registry.ttl_s ? f->registry.ttl_s : CLUSTER_REGISTRY_TTL_DEFAULT) * NS_PER_S;
+    /* No longer than a name is held after (vouch.h): a crashed node of a
+     * long lease is not kept twice as long. */
+    return ns < VOUCH_HOLD_NS ? ns : VOUCH_HOLD_NS;
 }
 
 /* What the holder of key said of its record, on its session. With an

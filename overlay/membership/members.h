@@ -49,7 +49,8 @@ int members_registry(struct device *dev, struct cluster_node *nodes, size_t n, c
 /* Issue 59: a registered member whose record went (a DELETE in the
  * watch, a read of the prefix without it: its lease ran out on a busy
  * etcd, or `down`) stays as it is -- session, routes, names line -- for
- * its grace, the registry's lease TTL (registry-ttl); its record coming
+ * its grace, the registry's lease TTL (registry-ttl; VOUCH_HOLD_NS, 150
+ * s, at most); its record coming
  * back with the same key, name and address within it changes nothing.
  * Past it, it is removed. With an authority, a member whose certificate
  * no longer holds (revoked, expired) has none. At most VOUCH_GONE_MAX

@@ -206,13 +206,14 @@ static void take_new(struct sort *s, size_t i, bool *pending, const struct clust
         pending[i] = true;
 }
 
-/* Drops from gone what is past its hold, or (keep == NULL aside) whose
- * key counts again through a record (not kept by its grace). */
+/* Drops from gone what is past its hold (but while its grace runs: the
+ * entry dates the grace), or (keep == NULL aside) whose key counts again
+ * through a record (not kept by its grace). */
 static void gone_drop(struct vouch_gone *gone, size_t *n_gone, const struct cluster_index *keep,
                       uint64_t now)
 {
     for (size_t i = 0; i < *n_gone; i++)
-        if (now - gone[i].left_ns >= VOUCH_HOLD_NS ||
+        if ((now - gone[i].left_ns >= VOUCH_HOLD_NS && !gone[i].grace) ||
             (keep && !gone[i].grace && cluster_index_key(keep, gone[i].key)))
             gone[i--] = gone[--*n_gone];
 }

@@ -379,6 +379,27 @@ static void test_grace_then_back_or_gone(void **state)
     world_free(&w);
 }
 
+/* A grace longer than the hold of a name (a caller may give one): its
+ * entry is kept while it runs, so it ends when it should, not anew. */
+static void test_grace_past_the_hold(void **state)
+{
+    struct world w;
+    struct cluster_node v, x;
+
+    (void)state;
+    two_members(&w, &v, &x);
+    word_for(&w, v.public_key)->grace_ns = VOUCH_HOLD_NS + 50 * SEC;
+    struct cluster_node only_x[] = { x };
+    apply(&w, only_x, 1);
+    w.now += VOUCH_HOLD_NS + SEC;
+    apply(&w, only_x, 1);
+    assert_string_equal(view(&w), "f=10.77.0.1 v=10.77.0.2@192.0.2.2:51820 x=10.77.0.3@192.0.2.3:51820 |");
+    w.now += 49 * SEC;
+    apply(&w, only_x, 1);
+    assert_string_equal(view(&w), "f=10.77.0.1 x=10.77.0.3@192.0.2.3:51820 |");
+    world_free(&w);
+}
+
 /* Within the grace, v's record comes back with another address, which
  * its holder states: the change, at once. A key with no grace (its
  * certificate revoked: membership gives it 0) goes at once. */
@@ -656,6 +677,7 @@ int main(void)
         cmocka_unit_test(test_delete_then_claim),
         cmocka_unit_test(test_grace_then_back_or_gone),
         cmocka_unit_test(test_grace_changed_or_none),
+        cmocka_unit_test(test_grace_past_the_hold),
         cmocka_unit_test(test_rewritten_slot_of_a_silent_member),
         cmocka_unit_test(test_digest_fields),
         cmocka_unit_test(test_self_digest),
