@@ -1008,8 +1008,7 @@ static bool same_routes(const struct cert *n, const struct cert *o)
     if (n->n_routes != o->n_routes)
         return false;
     for (uint8_t i = 0; i < n->n_routes; i++)
-        if (n->routes[i].prefix != o->routes[i].prefix ||
-            !cluster_addr_equal(&n->routes[i].net, &o->routes[i].net))
+        if (!cluster_route_equal(&n->routes[i], &o->routes[i]))
             return false;
     return true;
 }

@@ -89,6 +89,11 @@ bool cluster_route_holds(const struct cluster_route *r, const struct cluster_add
     return cluster_addr_in_network(a, &r->net, r->prefix);
 }
 
+bool cluster_route_equal(const struct cluster_route *a, const struct cluster_route *b)
+{
+    return a->prefix == b->prefix && cluster_addr_equal(&a->net, &b->net);
+}
+
 bool cluster_route_overlaps(const struct cluster_route *a, const struct cluster_route *b)
 {
     if (a->net.family != b->net.family)

@@ -31,6 +31,8 @@
 int cluster_routes_parse(const char *value, struct cluster_route *routes, uint8_t *n,
                          const char **why, char *bad, size_t badlen);
 
+/* Whether a and b are the same prefix. */
+bool cluster_route_equal(const struct cluster_route *a, const struct cluster_route *b);
 /* Whether a and b share an address (one holds the other). */
 bool cluster_route_overlaps(const struct cluster_route *a, const struct cluster_route *b);
 /* Whether address a is inside route r. */

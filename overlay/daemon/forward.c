@@ -64,15 +64,10 @@ static uint64_t sum_of(const struct forward_msg *m)
 
 /* --- the keeper ------------------------------------------------------------ */
 
-static bool same_route(const struct cluster_route *a, const struct cluster_route *b)
-{
-    return a->prefix == b->prefix && cluster_addr_equal(&a->net, &b->net);
-}
-
 static bool route_in(const struct cluster_route *r, const struct cluster_route *set, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
-        if (same_route(r, &set[i]))
+        if (cluster_route_equal(r, &set[i]))
             return true;
     return false;
 }

@@ -30,27 +30,17 @@ HOSTILE=$E2E_ROOT/build/tools/hostile
     fail "build/tools/forge_cert and build/tools/hostile are needed (make e2e builds them)"
 
 step "an authority; c1 and h in the file; gw by a certificate with a route"
-e2e_hub
-i=0
-for n in c1 gw h spot; do
-    i=$((i + 1))
-    e2e_node "$n" "$i" -
-    e2e_key "$n"
-done
+e2e_authority_hub c1 gw h spot
 e2e_node_alone nas
 e2e_veth gw eth1 nas eth0
 nx gw ip addr add 192.168.50.1/24 dev eth1
 nx nas ip addr add 192.168.50.10/24 dev eth0
-mkdir -p "$T/authority"
-AKEY=$T/authority/authority.key
-"$DDPNET" authority init -o "$AKEY" >/dev/null 2>&1 || fail "ddpnet authority init failed"
-AUTH=$("$DDPNET" authority pubkey -a "$AKEY")
 C=$T/cluster.conf
 cluster_begin "$C" "authority = $AUTH"
 cluster_node "$C" c1 "$(pub c1)" 10.77.0.1 "$E2E_V4NET.1:$E2E_PORT"
 cluster_node "$C" h "$(pub h)" 10.77.0.3 "$E2E_V4NET.3:$E2E_PORT"
 "$DDPNET" check -c "$C" >"$T/check.out" 2>&1 || fail "check: $(cat "$T/check.out")"
-"$DDPNET" authority sign -a "$AKEY" --name gw --public-key "$(pub gw)" \
+"$DDPNET" authority sign -a "$KEY" --name gw --public-key "$(pub gw)" \
     --routes 192.168.50.0/24 >"$T/gw/key.cert" || fail "authority sign --routes failed"
 "$DDPNET" authority show "$T/gw/key.cert" | grep -x 'routes: *192.168.50.0/24' >"$T/gw/show" ||
     fail "gw's certificate: $("$DDPNET" authority show "$T/gw/key.cert")"
@@ -71,7 +61,7 @@ say "c1: $(nx c1 ping -n -c 1 -W 1 192.168.50.10 | grep 'bytes from')"
 
 step "2. a token member's route outside the token: refused"
 (umask 077
- "$DDPNET" authority token -a "$AKEY" --name-prefix spot- --routes 192.168.60.0/24 \
+ "$DDPNET" authority token -a "$KEY" --name-prefix spot- --routes 192.168.60.0/24 \
      --valid 1h >"$T/token" || fail "authority token --routes failed")
 if out=$("$DDPNET" authority sign --token "$T/token" --name spot-1 --public-key "$(pub spot)" \
         --routes 192.168.70.0/24 2>&1); then
