@@ -1255,21 +1255,44 @@ static uint64_t earliest(uint64_t a, uint64_t b)
  * rewrite (vouch.h), but a node that joins meanwhile reads etcd; and a
  * deleted record took us out of everyone's mesh. At most once a
  * REPAIR_EVERY_MS, so a writer that keeps at it costs etcd one put a
- * second from us. */
-static void repair_record(struct registry *r, struct etcd *e)
+ * second from us.
+ * Our record deleted because etcd let our lease run out (the put answers
+ * that the lease is gone): joined again at once, under a fresh lease
+ * (*until_ms its end), so that the record is back within the members'
+ * grace. A loaded etcd expires leases whose keep-alives it has not
+ * answered yet: at 256 nodes on 2 cores a node heard of it from its
+ * keep-alive minutes later, long after every member had removed it
+ * (issue 59). */
+static void repair_record(struct registry *r, struct etcd *e, uint64_t *until_ms)
 {
     char key[KEY_TEXT_MAX];
     struct etcd_put put = { key, r->self_value, atomic_load(&r->lease) };
     bool done = false;
+    int ret;
 
     atomic_store(&r->repair, false);
     if (!put.lease || record_member_key(r->prefix, r->self.name, key, sizeof(key)) < 0)
         return;
-    if (etcd_txn(e, NULL, 0, &put, 1, &done) || !done)
+    ret = etcd_txn(e, NULL, 0, &put, 1, &done);
+    if (ret == -ENOENT) {
+        uint64_t sent = mono_ms();
+        etcd_set_timeout(e, REGISTRY_JOIN_REQUEST_MIN_MS);
+        ret = rejoin(r, e);
+        etcd_set_timeout(e, REGISTRY_TIMEOUT_MS);
+        if (ret == 0) {
+            *until_ms = sent + (uint64_t)r->ttl_s * MS_PER_S;
+            log_notice("registry: our record went with our lease (etcd let it run out); "
+                       "joined again");
+        } else {
+            log_warn_rl("registry: our record went with our lease and joining again failed: %s",
+                        ret == -EEXIST ? "the name is another key's now" : etcd_error(e));
+        }
+    } else if (ret || !done) {
         log_debug("registry: putting our record back: %s", etcd_error(e));
-    else
+    } else {
         log_warn_rl("registry: our record %s was deleted or written over by another writer "
                     "of the prefix; put it back", key);
+    }
     pause_ms(r, REPAIR_EVERY_MS);
 }
 
@@ -1300,7 +1323,7 @@ static void *keeper_run(void *arg)
             break;
         now = mono_ms();
         if (atomic_load(&r->repair))
-            repair_record(r, e);
+            repair_record(r, e, &until);
         if (now >= renew_at) {
             /* The next a third of the life after this one went, not after
              * a late answer came: the lease's end, counted from the send,
