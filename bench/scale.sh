@@ -194,18 +194,32 @@ daemon_pids() {
     done
 }
 # threads: per thread name, CPU ns and wake-ups (context switches) of all
-# daemons together: where idle time goes.
+# daemons together: where idle time goes. One process reads every
+# thread's /proc files: three per thread (a few thousand at 256 nodes)
+# took minutes of a loaded machine after the mesh wait (issue 59).
 threads() {
-    local p f
-    for p in $PIDS; do
-        for f in /proc/"$p"/task/*; do
-            # A thread may end meanwhile (io_uring's workers come and go).
-            printf '%s %s %s\n' "$( { tr ' ' _ <"$f/comm"; } 2>/dev/null)" \
-                "$(cut -d' ' -f1 "$f/schedstat" 2>/dev/null)" \
-                "$(awk '/ctxt_switches/ {s += $2} END {print s + 0}' "$f/status" 2>/dev/null)"
-        done
-    done | awk '{k = $1; sub(/-[0-9]+$/, "", k); cpu[k] += $2; cs[k] += $3}
-        END {for (k in cpu) printf "%s %.0f %.0f\n", k, cpu[k], cs[k]}' | sort
+    "$PY" - $PIDS <<'PYEOF' | sort
+import os, re, sys
+cpu, cs = {}, {}
+for pid in sys.argv[1:]:
+    try:
+        tids = os.listdir(f'/proc/{pid}/task')
+    except OSError:
+        continue
+    for tid in tids:   # a thread may end meanwhile (io_uring's workers come and go)
+        d = f'/proc/{pid}/task/{tid}'
+        try:
+            name = open(f'{d}/comm').read().strip().replace(' ', '_')
+            ns = int(open(f'{d}/schedstat').read().split()[0])
+            sw = sum(int(l.split()[1]) for l in open(f'{d}/status') if 'ctxt_switches' in l)
+        except (OSError, ValueError, IndexError):
+            continue
+        k = re.sub(r'-[0-9]+$', '', name)
+        cpu[k] = cpu.get(k, 0) + ns
+        cs[k] = cs.get(k, 0) + sw
+for k in sorted(cpu):
+    print(k, cpu[k], cs[k])
+PYEOF
 }
 # mesh_poll WANT DEADLINE_S: every node's sessions, read by one process
 # from each daemon's control socket (UAPI get), until each has WANT or
@@ -270,10 +284,14 @@ pid_cpu() {
 # scale_evidence: what a failed mesh leaves for whoever reads why: each
 # node's metrics and sessions, etcd's own metrics, the machine's CPU.
 scale_evidence() {
-    local n
+    local n i=0
+    # Sixteen at a time: one after another, 5 s each, took many minutes
+    # of a machine whose daemons answered late (issue 59).
     for n in "${NODES[@]}"; do
-        nx "$n" curl -s -m 5 "http://$METRICS/metrics" >"$T/$n/metrics.txt" 2>&1
+        nx "$n" curl -s -m 5 "http://$METRICS/metrics" >"$T/$n/metrics.txt" 2>&1 &
+        (( ++i % 16 )) || wait
     done
+    wait
     [ "$SCALE_AUTHORITY" = 1 ] || nx etcd curl -s -m 5 "http://$ETCD/metrics" >"$T/etcd/metrics.txt"
     E2E_KEEP=1   # the scratch directory stays (e2e_cleanup says where)
 }

@@ -1446,8 +1446,12 @@ int daemon_run(struct daemon_options *opt)
         shards_stop(&s->shards);
         s->dev.loop = &s->loop;   /* the engine is ours alone again */
         notify_send("STOPPING=1");
-        if (s->dev.membership->registry)
-            registry_leave(s->dev.membership->registry);   /* gone from every peer at once */
+        if (s->dev.membership->registry) {
+            /* Told first: our record's DELETE then removes us at once,
+             * where a lost lease's waits out its grace (members.h). */
+            device_say_leaving(&s->dev, clock_now_ns());
+            registry_leave(s->dev.membership->registry);
+        }
         const struct device_stats *st = &s->dev.stats;
         log_info("%s stopped; %llu TUN reads gave %llu packets, %llu receives held %llu "
                  "datagrams, %llu TUN writes", s->dev.ifname,

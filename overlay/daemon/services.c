@@ -155,5 +155,7 @@ uint64_t services_timers(struct services *sv, uint64_t now_ns)
         next = t;
     if ((t = members_certs_run(sv->dev, now_ns)) < next)
         next = t;
+    if ((t = members_grace_run(sv->dev, now_ns)) < next)
+        next = t;
     return next;
 }

@@ -79,6 +79,11 @@ void device_destroy(struct device *dev)
     sodium_memzero(&dev->checker, sizeof(dev->checker));
 }
 
+void device_say_leaving(struct device *dev, uint64_t now)
+{
+    discovery_say_leaving(dev, now);
+}
+
 void device_rules_changed(struct device *dev)
 {
     for (size_t i = 0; i < dev->cluster.n_nodes; i++) {

@@ -20,6 +20,11 @@ void device_destroy(struct device *dev);
  * moves on, so that each connection is matched against the new rules at
  * its next packet (filter.h). */
 void device_rules_changed(struct device *dev);
+/* The node leaves its registry (`down`, before the lease is revoked):
+ * each peer told on its session (paths.h's discovery_say_leaving), so
+ * that it removes us at once, not after the grace of a lost lease. Best
+ * effort: a datagram lost leaves that peer the grace. */
+void device_say_leaving(struct device *dev, uint64_t now);
 
 /* --- peers made and unmade (peer.c): the only place of either ------------------ */
 /* A peer for node of the model (its keepalive is the model's for it),

@@ -806,6 +806,19 @@ struct word_ctx {
     const struct cluster_index *counted;  /* with an authority: the nodes counted now */
 };
 
+uint64_t members_grace_ns(const struct device *dev)
+{
+    const struct cluster *f = &dev->membership->file;
+    uint64_t ns;
+
+    if (!dev->membership->registry)
+        return 0;
+    ns = (uint64_t)(f->registry.ttl_s ? f->registry.ttl_s : CLUSTER_REGISTRY_TTL_DEFAULT) * NS_PER_S;
+    /* No longer than a name is held after (vouch.h): a crashed node of a
+     * long lease is not kept twice as long. */
+    return ns < VOUCH_HOLD_NS ? ns : VOUCH_HOLD_NS;
+}
+
 /* What the holder of key said of its record, on its session. With an
  * authority its certificate stands for its word on a record not counted
  * yet (the record was checked against it: vetted); for a counted one,
@@ -819,6 +832,12 @@ static void word_of(void *ctx, const uint8_t key[CLUSTER_KEY_LEN], struct vouch_
     const struct cluster_node *n;
 
     memset(w, 0, sizeof(*w));
+    w->grace_ns = members_grace_ns(c->dev);
+    /* With an authority, a member whose certificate no longer holds
+     * (revoked, expired, let go) leaves at once. */
+    if (c->dev->membership->certs && (!c->counted || !(n = cluster_index_key(c->counted, key)) ||
+                                      certs_node_check(c->dev->membership->certs, n)))
+        w->grace_ns = 0;
     if (p) {
         w->said = p->disco.record_said == PEER_RECORD_DIGEST ? VOUCH_SAID_DIGEST
                   : p->disco.record_said == PEER_RECORD_OLDER ? VOUCH_SAID_OLDER : VOUCH_SAID_NOTHING;
@@ -1380,6 +1399,73 @@ static int with_certified(struct device *dev, const struct cluster *file,
     return 0;
 }
 
+/* The removals waiting out their grace (registry/vouch.h) before a
+ * sort: their keys, to log each once as it begins and once as it ends
+ * (VOUCH_GONE_MAX at most: the gone list's room). */
+struct graced {
+    size_t n;
+    struct { char name[CLUSTER_NAME_MAX + 1]; uint8_t key[CLUSTER_KEY_LEN]; } *e;
+};
+
+static int graced_before(const struct membership *m, struct graced *g)
+{
+    g->n = 0;
+    if (!(g->e = calloc(m->n_gone + 1, sizeof(*g->e))))
+        return -ENOMEM;
+    for (size_t i = 0; i < m->n_gone; i++)
+        if (m->gone[i].grace) {
+            memcpy(g->e[g->n].name, m->gone[i].name, sizeof(g->e[g->n].name));
+            memcpy(g->e[g->n++].key, m->gone[i].key, CLUSTER_KEY_LEN);
+        }
+    return 0;
+}
+
+static bool counted_in(const struct vouch_out *v, const uint8_t key[CLUSTER_KEY_LEN])
+{
+    for (size_t i = 0; i < v->n_counted; i++)
+        if (!memcmp(v->nodes[i].public_key, key, CLUSTER_KEY_LEN))
+            return true;
+    return false;
+}
+
+static void graced_log(const struct device *dev, const struct graced *before, const struct vouch_out *v)
+{
+    const struct membership *m = dev->membership;
+
+    for (size_t i = 0; i < m->n_gone; i++) {
+        bool was = false;
+        for (size_t j = 0; j < before->n && !was; j++)
+            was = !memcmp(before->e[j].key, m->gone[i].key, CLUSTER_KEY_LEN);
+        if (m->gone[i].grace && !was)
+            log_info_rl("registry: %s's record is gone: its removal waits %llu s for it to come back",
+                        m->gone[i].name, (unsigned long long)(members_grace_ns(dev) / NS_PER_S));
+    }
+    for (size_t j = 0; j < before->n; j++) {
+        bool still = false;
+        for (size_t i = 0; i < m->n_gone && !still; i++)
+            still = m->gone[i].grace && !memcmp(before->e[j].key, m->gone[i].key, CLUSTER_KEY_LEN);
+        if (still)
+            continue;
+        if (counted_in(v, before->e[j].key))
+            log_info_rl("registry: %s's record came back within its grace: not removed", before->e[j].name);
+        else
+            log_info_rl("registry: %s's grace ended without its record: removed", before->e[j].name);
+    }
+}
+
+/* The earliest end of a grace running, on the loop's clock (UINT64_MAX:
+ * none). */
+static uint64_t grace_next(const struct device *dev)
+{
+    const struct membership *m = dev->membership;
+    uint64_t next = UINT64_MAX, g = members_grace_ns(dev);
+
+    for (size_t i = 0; i < m->n_gone; i++)
+        if (m->gone[i].grace && m->gone[i].left_ns + g < next)
+            next = m->gone[i].left_ns + g;
+    return next;
+}
+
 /* The model to run: the file's nodes, then the registry's as their
  * holders vouched for them (vouch.h, registry.h). */
 static int merged(struct device *dev, const struct cluster *file, struct cluster *out,
@@ -1389,6 +1475,7 @@ static int merged(struct device *dev, const struct cluster *file, struct cluster
     struct skip_ctx sc = { .dev = dev };
     struct cluster_node *counted, *records = dev->membership->registered, *mine = NULL;
     struct cluster_index *counted_ix = NULL;
+    struct graced graced = { 0 };
     size_t m, skipped, n_records = dev->membership->n_registered;
     int ret;
 
@@ -1412,10 +1499,14 @@ static int merged(struct device *dev, const struct cluster *file, struct cluster
     if (!dev->membership->gone && (dev->membership->registry || dev->membership->n_registered) &&
         !(dev->membership->gone = calloc(VOUCH_GONE_MAX, sizeof(*dev->membership->gone))))
         goto out;
+    if (graced_before(dev->membership, &graced))
+        goto out;
     if ((ret = vouch_sort(records, n_records, counted, m, dev->membership->gone,
                           &dev->membership->n_gone, dev->membership->gone ? VOUCH_GONE_MAX : 0, word_of, &wc, now,
                           &vd->v)))
         goto out;
+    graced_log(dev, &graced, &vd->v);
+    dev->membership->grace_due_ns = grace_next(dev);
     ret = -ENOMEM;
     if (!(vd->pending = cluster_index_new(vd->v.n - vd->v.n_counted + 1)))
         goto out;
@@ -1431,6 +1522,7 @@ static int merged(struct device *dev, const struct cluster *file, struct cluster
 out:
     free(counted);
     free(mine);
+    free(graced.e);
     cluster_index_free(counted_ix);
     if (ret)
         vouched_free(vd);
@@ -1586,6 +1678,24 @@ int members_registry(struct device *dev, struct cluster_node *nodes, size_t n, c
                  "none): no handshake can start; give at least one node --endpoint "
                  "HOST:PORT");
     return 0;
+}
+
+uint64_t members_grace_run(struct device *dev, uint64_t now)
+{
+    uint64_t next = dev->membership->grace_due_ns;
+    size_t changes;
+    int ret;
+
+    if (!next || next > now)
+        return next ? next : UINT64_MAX;
+    if ((ret = registry_apply(dev, now, &changes)))
+        log_warn("registry: a grace's end not applied: %s", strerror(-ret));
+    else if (changes)
+        log_notice("registry: %zu change%s at a grace's end", changes, changes == 1 ? "" : "s");
+    next = grace_next(dev);
+    /* Not applied (out of memory): tried again in a second, not at once. */
+    dev->membership->grace_due_ns = next > now ? next : now + NS_PER_S;
+    return dev->membership->grace_due_ns;
 }
 
 bool members_none_reachable(const struct cluster *c)

@@ -46,6 +46,22 @@ int members_reload(struct device *dev, const char *text, size_t len, members_say
 int members_registry(struct device *dev, struct cluster_node *nodes, size_t n, char *statements,
                      int64_t revision, uint64_t now);
 
+/* Issue 59: a registered member whose record went (a DELETE in the
+ * watch, a read of the prefix without it: its lease ran out on a busy
+ * etcd, or `down`) stays as it is -- session, routes, names line -- for
+ * its grace, the registry's lease TTL (registry-ttl; VOUCH_HOLD_NS, 150
+ * s, at most); its record coming
+ * back with the same key, name and address within it changes nothing.
+ * Past it, it is removed. With an authority, a member whose certificate
+ * no longer holds (revoked, expired) has none. At most VOUCH_GONE_MAX
+ * (registry/vouch.h) wait at once, beside the names held; one more is
+ * removed at once. members_grace_ns: the grace (0 without a registry);
+ * members_grace_run, called on every pass of the loop: applies the
+ * graces that ended; returns when to be called next (UINT64_MAX: none
+ * runs). */
+uint64_t members_grace_ns(const struct device *dev);
+uint64_t members_grace_run(struct device *dev, uint64_t now);
+
 /* With `[cluster] authority` (membership/certs.h): the store of its
  * statements made (0 or -ENOMEM; nothing without one), and freed. A
  * registry snapshot's statements (registry_statements, taken by

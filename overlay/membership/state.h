@@ -67,6 +67,10 @@ struct membership {
      * takes for a while (registry/vouch.h). */
     struct vouch_gone *gone;
     size_t n_gone;
+    /* The first end of a grace running among them (loop clock; 0 or
+     * UINT64_MAX: none), set as each model is made, so that the loop's
+     * every pass looks at one number (members_grace_run). */
+    uint64_t grace_due_ns;
     /* With `[cluster] authority` (certs.h): the statements held, the
      * registry's last ones (lines, offered again at each apply), and
      * whether the store changed since the model was made. */

@@ -1162,19 +1162,27 @@ long registry_keepalive_wait_ms(uint64_t until_ms, uint64_t now_ms)
 /* One keep-alive, waiting as long as the lease has left (until_ms, moved
  * on when etcd answers); a lease that ran out (etcd was out of reach too
  * long) is replaced and our record put again, its requests waiting as
- * long as a join's. False when etcd did not answer. */
+ * long as a join's. So is one past its end with no keep-alive answered
+ * (until_ms passed): without asking, as etcd has ended it or is about
+ * to, and a loaded etcd answers no keep-alive on an ended lease until
+ * its revocation is through (at 256 nodes on 2 cores those timed out for
+ * minutes, and the node never heard: issue 59). Moved to a fresh lease
+ * before the revocation, our record is never deleted and no member
+ * counts a grace. False when etcd did not answer. */
 static bool renew(struct registry *r, struct etcd *e, uint64_t *until_ms)
 {
     uint64_t sent = mono_ms();
-    int64_t left;
+    int64_t left = 0;
     int ret;
 
-    etcd_set_timeout(e, registry_keepalive_wait_ms(*until_ms, sent));
-    ret = etcd_lease_keepalive(e, atomic_load(&r->lease), &left);
-    if (ret) {
-        etcd_set_timeout(e, REGISTRY_TIMEOUT_MS);
-        log_debug("registry: keep-alive: %s", etcd_error(e));
-        return false;
+    if (sent < *until_ms) {
+        etcd_set_timeout(e, registry_keepalive_wait_ms(*until_ms, sent));
+        ret = etcd_lease_keepalive(e, atomic_load(&r->lease), &left);
+        if (ret) {
+            etcd_set_timeout(e, REGISTRY_TIMEOUT_MS);
+            log_debug("registry: keep-alive: %s", etcd_error(e));
+            return false;
+        }
     }
     if (left > 0) {
         etcd_set_timeout(e, REGISTRY_TIMEOUT_MS);
@@ -1189,7 +1197,7 @@ static bool renew(struct registry *r, struct etcd *e, uint64_t *until_ms)
                  ret == -EEXIST ? "the name is another key's now" : etcd_error(e));
         return false;
     }
-    log_notice("registry: our lease ran out while etcd was out of reach; joined again");
+    log_notice("registry: our lease ran out while etcd was out of reach or slow; joined again");
     *until_ms = sent + (uint64_t)r->ttl_s * MS_PER_S;
     return true;
 }
@@ -1255,21 +1263,44 @@ static uint64_t earliest(uint64_t a, uint64_t b)
  * rewrite (vouch.h), but a node that joins meanwhile reads etcd; and a
  * deleted record took us out of everyone's mesh. At most once a
  * REPAIR_EVERY_MS, so a writer that keeps at it costs etcd one put a
- * second from us. */
-static void repair_record(struct registry *r, struct etcd *e)
+ * second from us.
+ * Our record deleted because etcd let our lease run out (the put answers
+ * that the lease is gone): joined again at once, under a fresh lease
+ * (*until_ms its end), so that the record is back within the members'
+ * grace. A loaded etcd expires leases whose keep-alives it has not
+ * answered yet: at 256 nodes on 2 cores a node heard of it from its
+ * keep-alive minutes later, long after every member had removed it
+ * (issue 59). */
+static void repair_record(struct registry *r, struct etcd *e, uint64_t *until_ms)
 {
     char key[KEY_TEXT_MAX];
     struct etcd_put put = { key, r->self_value, atomic_load(&r->lease) };
     bool done = false;
+    int ret;
 
     atomic_store(&r->repair, false);
     if (!put.lease || record_member_key(r->prefix, r->self.name, key, sizeof(key)) < 0)
         return;
-    if (etcd_txn(e, NULL, 0, &put, 1, &done) || !done)
+    ret = etcd_txn(e, NULL, 0, &put, 1, &done);
+    if (ret == -ENOENT) {
+        uint64_t sent = mono_ms();
+        etcd_set_timeout(e, REGISTRY_JOIN_REQUEST_MIN_MS);
+        ret = rejoin(r, e);
+        etcd_set_timeout(e, REGISTRY_TIMEOUT_MS);
+        if (ret == 0) {
+            *until_ms = sent + (uint64_t)r->ttl_s * MS_PER_S;
+            log_notice("registry: our record went with our lease (etcd let it run out); "
+                       "joined again");
+        } else {
+            log_warn_rl("registry: our record went with our lease and joining again failed: %s",
+                        ret == -EEXIST ? "the name is another key's now" : etcd_error(e));
+        }
+    } else if (ret || !done) {
         log_debug("registry: putting our record back: %s", etcd_error(e));
-    else
+    } else {
         log_warn_rl("registry: our record %s was deleted or written over by another writer "
                     "of the prefix; put it back", key);
+    }
     pause_ms(r, REPAIR_EVERY_MS);
 }
 
@@ -1300,7 +1331,7 @@ static void *keeper_run(void *arg)
             break;
         now = mono_ms();
         if (atomic_load(&r->repair))
-            repair_record(r, e);
+            repair_record(r, e, &until);
         if (now >= renew_at) {
             /* The next a third of the life after this one went, not after
              * a late answer came: the lease's end, counted from the send,

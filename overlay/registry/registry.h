@@ -14,9 +14,11 @@
  * revision on (no polling). Every change gives a new snapshot of the
  * registered nodes, handed to the event loop through an eventfd; the loop
  * merges it with the file's nodes (registry_model) and applies the result
- * through the membership engine (membership/members.h). `down` revokes the
+ * through the membership engine (membership/members.h). `down` says so to
+ * every peer (device_setup.h's device_say_leaving), then revokes the
  * lease, so the node leaves everyone's mesh at once; a node that crashes
- * leaves when its lease runs out.
+ * leaves when its lease runs out and the grace membership gives a record
+ * gone has passed (members.h's members_grace_run: the lease's TTL).
  *
  * etcd out of reach, in part or whole: calls move on to the next member;
  * the watcher and keeper retry with backoff (REGISTRY_BACKOFF_MAX_MS at
@@ -164,7 +166,8 @@ const char *registry_state_name(enum registry_state s);
 void registry_observed(struct registry *r, const struct cluster_cand *c);
 
 /* Leaves: revokes the lease (the node is gone from every peer's mesh at
- * once) and stops the threads. */
+ * once, when the daemon said it leaves first: device_say_leaving) and
+ * stops the threads. */
 void registry_leave(struct registry *r);
 
 /* The model the device runs: the file's settings and nodes, then each

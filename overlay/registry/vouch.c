@@ -99,20 +99,30 @@ static bool held_from(const struct cluster_node *r, const struct cluster_index *
            (by_addr && memcmp(by_addr->public_key, r->public_key, CLUSTER_KEY_LEN));
 }
 
-/* A counted node that leaves (it was not in gone: a node counted again is
- * dropped from it at the end of each sort). */
-static void gone_add(struct vouch_gone *gone, size_t *n_gone, size_t cap,
-                     const struct cluster_node *c, uint64_t now)
+/* A counted node whose record went: its entry in gone, made now when it
+ * has none (a node counted again is dropped from gone at the end of each
+ * sort, so an entry of its key is this absence's; was_ix indexes
+ * was[i] = gone[i] as they were before this sort); NULL when gone is
+ * full. */
+static struct vouch_gone *gone_add(struct vouch_gone *gone, size_t *n_gone, size_t cap,
+                                   const struct cluster_index *was_ix,
+                                   const struct cluster_node *was, const struct cluster_node *c,
+                                   uint64_t now)
 {
+    const struct cluster_node *f = cluster_index_key(was_ix, c->public_key);
     struct vouch_gone *g;
 
+    if (f)
+        return &gone[f - was];
     if (*n_gone == cap)
-        return;
+        return NULL;
     g = &gone[(*n_gone)++];
     snprintf(g->name, sizeof(g->name), "%s", c->name);
     memcpy(g->key, c->public_key, CLUSTER_KEY_LEN);
     g->address = c->address;
     g->left_ns = now;
+    g->grace = false;
+    return g;
 }
 
 struct sort {
@@ -121,6 +131,8 @@ struct sort {
     struct cluster_index *by_record;      /* the records, first of each key and name */
     struct cluster_index *out_ix;         /* keys already in out */
     bool *used;                           /* records settled by a counted node */
+    const struct cluster_index *was_ix;   /* gone's keys as the sort began */
+    const struct cluster_node *was;
     vouch_word_fn word;
     void *ctx;
     struct vouch_out *out;
@@ -166,7 +178,15 @@ static void keep_counted(struct sort *s, const struct cluster_node *c, struct vo
         emit(s, c);
         return;
     }
-    gone_add(gone, n_gone, cap_gone, c, now);
+    /* No record of its key or name: still counted, as it is, within its
+     * grace from when its record went. */
+    struct vouch_gone *g = gone_add(gone, n_gone, cap_gone, s->was_ix, s->was, c, now);
+    /* None where its holder stated another record than the one counted
+     * (a node that leaves states none: discovery_say_leaving). */
+    if (g && now - g->left_ns < w.grace_ns && (w.said != VOUCH_SAID_DIGEST || vouched(c, &w))) {
+        g->grace = true;
+        emit(s, c);
+    }
 }
 
 /* A record no counted node settled: counted when its holder vouched for
@@ -186,14 +206,15 @@ static void take_new(struct sort *s, size_t i, bool *pending, const struct clust
         pending[i] = true;
 }
 
-/* Drops from gone what is past its hold, or (keep == NULL aside) whose
- * key counts again. */
+/* Drops from gone what is past its hold (but while its grace runs: the
+ * entry dates the grace), or (keep == NULL aside) whose key counts again
+ * through a record (not kept by its grace). */
 static void gone_drop(struct vouch_gone *gone, size_t *n_gone, const struct cluster_index *keep,
                       uint64_t now)
 {
     for (size_t i = 0; i < *n_gone; i++)
-        if (now - gone[i].left_ns >= VOUCH_HOLD_NS ||
-            (keep && cluster_index_key(keep, gone[i].key)))
+        if ((now - gone[i].left_ns >= VOUCH_HOLD_NS && !gone[i].grace) ||
+            (keep && !gone[i].grace && cluster_index_key(keep, gone[i].key)))
             gone[i--] = gone[--*n_gone];
 }
 
@@ -203,8 +224,8 @@ int vouch_sort(const struct cluster_node *records, size_t n, const struct cluste
 {
     struct sort s = { .records = records, .n = n, .word = word, .ctx = ctx, .out = out };
     bool *pending = calloc(n + 1, sizeof(*pending));
-    struct cluster_node *left = NULL;
-    struct cluster_index *held = NULL;
+    struct cluster_node *left = NULL, *was = NULL;
+    struct cluster_index *held = NULL, *was_ix = NULL;
     int ret = -ENOMEM;
 
     memset(out, 0, sizeof(*out));
@@ -217,6 +238,15 @@ int vouch_sort(const struct cluster_node *records, size_t n, const struct cluste
     for (size_t i = 0; i < n; i++)
         cluster_index_add(s.by_record, &records[i]);
     gone_drop(gone, n_gone, NULL, now);
+    if (!(was = calloc(*n_gone + 1, sizeof(*was))) || !(was_ix = cluster_index_new(*n_gone + 1)))
+        goto out;
+    for (size_t i = 0; i < *n_gone; i++) {
+        gone[i].grace = false;            /* set again by keep_counted while it runs */
+        was[i] = gone_node(&gone[i]);
+        cluster_index_add(was_ix, &was[i]);
+    }
+    s.was = was;
+    s.was_ix = was_ix;
     for (size_t i = 0; i < m; i++)
         keep_counted(&s, &counted[i], gone, n_gone, cap_gone, now);
     /* Those that left, this time or within the hold, by name and address. */
@@ -242,7 +272,9 @@ out:
     }
     free(pending);
     free(left);
+    free(was);
     cluster_index_free(held);
+    cluster_index_free(was_ix);
     free(s.used);
     cluster_index_free(s.by_record);
     cluster_index_free(s.out_ix);

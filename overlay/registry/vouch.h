@@ -57,26 +57,40 @@ struct vouch_word {
     enum vouch_said said;
     bool alive;                           /* heard within VOUCH_HOLD_NS */
     uint8_t digest[VOUCH_DIGEST_LEN];
+    /* How long a counted node of this key stays counted, as it is, after
+     * its record went (a DELETE, a read without it): its grace (issue 59:
+     * a lease lost on a busy etcd comes back seconds later, under the
+     * same key). 0: it leaves at once (its certificate no longer held:
+     * revoked, expired, let go). A holder that states another digest
+     * than the counted record's (a node leaving with `down` states all
+     * zeros) gets none either. */
+    uint64_t grace_ns;
 };
 typedef void (*vouch_word_fn)(void *ctx, const uint8_t key[CLUSTER_KEY_LEN],
                               struct vouch_word *out);
 
-/* A node that left the counted ones, and when: its name and address are
- * held from other keys until VOUCH_HOLD_NS after. A caller keeps room for
- * VOUCH_GONE_MAX (more leaving within a hold are not held). */
+/* A node that left the counted ones, and when its record went: its name
+ * and address are held from other keys until VOUCH_HOLD_NS after. Within
+ * its grace (vouch_word's grace_ns) it is still counted, as it was
+ * (grace set): a record of its key coming back ends the grace with
+ * nothing changed. A caller keeps room for VOUCH_GONE_MAX: the pending
+ * removals and the holds together (one node that leaves past that is
+ * neither held nor graced: it leaves at once, as with no grace). */
 #define VOUCH_GONE_MAX 1024u
 struct vouch_gone {
     char name[CLUSTER_NAME_MAX + 1];
     uint8_t key[CLUSTER_KEY_LEN];
     struct cluster_addr address;
     uint64_t left_ns;
+    bool grace;                           /* still counted: its grace runs */
 };
 
 /* What the registry's records come to. nodes[0..n_counted) count; then
  * nodes[n_counted..n) are pending (for a handshake, not routed or named).
  * Each key at most once. gone: the caller's list, updated: counted nodes
- * that are no longer counted are added (at now), those past their hold
- * dropped. */
+ * whose record went are added (at now), kept counted while within their
+ * grace (grace set), and dropped when a record of their key counts again
+ * (the grace ended, nothing changed) or past their hold. */
 struct vouch_out {
     struct cluster_node *nodes;           /* the caller frees */
     size_t n, n_counted;

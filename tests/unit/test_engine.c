@@ -67,6 +67,8 @@
 #include "overlay/membership/certs.h"
 #include "overlay/membership/members.h"
 #include "overlay/membership/revocations.h"
+#include "overlay/registry/registry.h"
+#include "overlay/registry/vouch.h"
 #include "tests/unit/tso_read.h"
 #include "tun/ecn.h"
 
@@ -1927,6 +1929,187 @@ static void test_dns_never_answers_packets_flow(void **state)
     cluster_free(&dev->membership->file);
 }
 
+/* Issue 59: node 1 is node 0's registered member, counted (an older
+ * daemon: etcd's word taken) with a session up; node 0 runs the file
+ * with itself alone and a registry whose lease TTL is 5 s. */
+static struct cluster_node *n1_record(const char *address)
+{
+    struct cluster_node *r = calloc(1, sizeof(*r));
+
+    assert_non_null(r);
+    *r = *cluster_find_name(&nodes[0].dev.cluster, "n1");
+    if (address)
+        assert_int_equal(cluster_addr_parse(address, &r->address), 0);
+    return r;
+}
+
+static off_t hosts_size(int fd)
+{
+    struct stat st;
+
+    assert_int_equal(fstat(fd, &st), 0);
+    return st.st_size;
+}
+
+static char grace_hosts[64];              /* the hosts file's path */
+
+static uint64_t registry_member(struct device *dev, const char *authority, char *err, size_t errlen)
+{
+    char text[4096], b64[64];
+    size_t len;
+    uint64_t now = establish();
+
+    sodium_bin2base64(b64, sizeof(b64), dev->self->public_key, WG_KEY_LEN,
+                      sodium_base64_VARIANT_ORIGINAL);
+    len = (size_t)snprintf(text, sizeof(text),
+                           "[cluster]\nnetwork = 10.77.0.0/16\nport = 51820\n"
+                           "registry = etcd://127.0.0.1:9/ddpnet/grace\nregistry-ttl = 5\n%s"
+                           "[node n0]\npublic-key = %s\naddress = 10.77.0.1\n"
+                           "endpoint = 192.0.2.1:51820\n", authority ? authority : "", b64);
+    assert_int_equal(cluster_parse(text, len, &dev->membership->file, NULL), 0);
+    dev->cluster.registry = dev->membership->file.registry;   /* as if it had started so */
+    assert_non_null(dev->membership->registry = registry_new(&dev->membership->file, err, errlen));
+    snprintf(grace_hosts, sizeof(grace_hosts), "/tmp/test_engine_hosts.XXXXXX");
+    assert_true((dev->membership->hosts_fd = mkstemp(grace_hosts)) >= 0);
+    peer_of(0)->disco.record_said = PEER_RECORD_OLDER;
+    assert_int_equal(members_registry(dev, n1_record(NULL), 1, NULL, 1, now), 0);
+    assert_int_equal(members_grace_ns(dev), 5 * SEC);
+    return now;
+}
+
+static void registry_member_end(struct device *dev)
+{
+    registry_free(dev->membership->registry);
+    dev->membership->registry = NULL;
+    close(dev->membership->hosts_fd);
+    dev->membership->hosts_fd = -1;
+    unlink(grace_hosts);
+    cluster_free(&dev->membership->file);
+}
+
+/* Its record goes (its lease ran out) and comes back within the grace,
+ * the same: nothing changes -- the same peer, its session, no hosts
+ * write. Gone past the grace: removed, by the loop's timer. */
+static void test_registry_grace(void **state)
+{
+    (void)state;
+    struct device *dev = &nodes[0].dev;
+    char err[256];
+    uint64_t now = registry_member(dev, NULL, err, sizeof(err));
+    struct peer *p = peer_of(0);
+    const struct noise_keypair *kp = p->wg.current;
+    int fd = dev->membership->hosts_fd;
+
+    assert_int_equal(ftruncate(fd, 0), 0);
+    now += SEC;
+    assert_int_equal(members_registry(dev, NULL, 0, NULL, 2, now), 0);   /* the DELETE */
+    assert_ptr_equal(peer_of(0), p);
+    assert_ptr_equal(p->wg.current, kp);
+    assert_int_equal(members_grace_run(dev, now), now + 5 * SEC);
+    now += 2 * SEC;
+    assert_int_equal(members_registry(dev, n1_record(NULL), 1, NULL, 3, now), 0);   /* back */
+    assert_ptr_equal(peer_of(0), p);
+    assert_ptr_equal(p->wg.current, kp);
+    assert_int_equal(hosts_size(fd), 0);
+    assert_int_equal(members_grace_run(dev, now), UINT64_MAX);
+    now += 10 * SEC;                      /* past where the first grace would have ended */
+    assert_int_equal(members_grace_run(dev, now), UINT64_MAX);
+    assert_ptr_equal(peer_of(0), p);
+    app_send(0, 1, 100, now);
+    pump(now);
+    assert_int_equal(hosts_size(fd), 0);
+
+    /* Gone again, and for good: kept until the grace ends, then removed. */
+    assert_int_equal(members_registry(dev, NULL, 0, NULL, 4, now), 0);
+    assert_int_equal(members_grace_run(dev, now + 5 * SEC - 1), now + 5 * SEC);
+    assert_ptr_equal(peer_of(0), p);
+    assert_int_equal(hosts_size(fd), 0);
+    assert_int_equal(members_grace_run(dev, now + 5 * SEC), UINT64_MAX);
+    assert_int_equal(dev->n_peers, 0);
+    assert_null(cluster_find_name(&dev->cluster, "n1"));
+    assert_true(hosts_size(fd) > 0);
+
+    registry_member_end(dev);
+}
+
+/* Its record comes back within the grace with another address: a
+ * change, at once (its holder's word taken). */
+static void test_registry_grace_changed(void **state)
+{
+    (void)state;
+    struct device *dev = &nodes[0].dev;
+    char err[256], addr[64];
+    uint64_t now = registry_member(dev, NULL, err, sizeof(err));
+
+    now += SEC;
+    assert_int_equal(members_registry(dev, NULL, 0, NULL, 2, now), 0);
+    assert_int_equal(dev->n_peers, 1);
+    assert_int_equal(members_registry(dev, n1_record("10.77.0.9"), 1, NULL, 3, now), 0);
+    cluster_addr_format(&cluster_find_name(&dev->cluster, "n1")->address, addr, sizeof(addr));
+    assert_string_equal(addr, "10.77.0.9");
+    assert_int_equal(members_grace_run(dev, now), UINT64_MAX);
+
+    registry_member_end(dev);
+}
+
+/* Node 1 leaves with `down`: it says so on its session (a RECORD of
+ * zeros) before its lease is revoked, and node 0 removes it at once as
+ * its record goes, with no grace. */
+static void test_registry_down_no_grace(void **state)
+{
+    (void)state;
+    struct device *dev = &nodes[0].dev;
+    char err[256];
+    uint64_t now = registry_member(dev, NULL, err, sizeof(err));
+
+    nodes[1].dev.states_record = true;          /* stating its record, as it runs */
+    vouch_digest(cluster_find_name(&dev->cluster, "n1"), nodes[1].dev.self_record);
+    device_say_leaving(&nodes[1].dev, now);
+    pump(now);
+    assert_int_equal(peer_of(0)->disco.record_said, PEER_RECORD_DIGEST);
+    now += SEC;
+    assert_int_equal(members_registry(dev, NULL, 0, NULL, 2, now), 0);
+    assert_int_equal(dev->n_peers, 0);
+    assert_int_equal(members_grace_run(dev, now), UINT64_MAX);
+    registry_member_end(dev);
+}
+
+static void member_cert(char *out, const uint8_t sec[CERT_SECRET_LEN], const char *name,
+                        const uint8_t key[CERT_PUBKEY_LEN]);
+static void revocation_line(char *out, const uint8_t sec[CERT_SECRET_LEN]);
+
+/* With an authority: node 1's certificate revoked removes it at once --
+ * its record no longer counts, and no grace keeps it. */
+static void test_registry_revoked_no_grace(void **state)
+{
+    (void)state;
+    struct device *dev = &nodes[0].dev;
+    uint8_t pub[CERT_PUBKEY_LEN], sec[CERT_SECRET_LEN];
+    char err[256], line[CERT_TEXT_MAX], key[CERT_KEY_TEXT_LEN + 1], authority[128];
+    const char *why;
+    struct cert r = { .kind = CERT_REVOCATION, .not_before = (uint64_t)time(NULL) - 60 };
+
+    assert_int_equal(cert_keypair(pub, sec), 0);
+    cert_key_format(pub, key);
+    snprintf(authority, sizeof(authority), "authority = %s\n", key);
+    dev->cluster.has_authority = true;
+    memcpy(dev->cluster.authority, pub, sizeof(pub));
+    assert_int_equal(members_certs_start(dev), 0);
+    member_cert(line, sec, "n1", nodes[1].dev.self->public_key);
+    assert_int_equal(members_statement(dev, line, strlen(line), START_NS, &why), CERTS_ADDED);
+    uint64_t now = registry_member(dev, authority, err, sizeof(err));
+    assert_false(peer_of(0)->member.pending);
+    memcpy(r.subject, nodes[1].dev.self->public_key, CERT_PUBKEY_LEN);
+    assert_int_equal(cert_sign(&r, sec, line, CERT_TEXT_MAX), 0);
+    assert_int_equal(members_statement(dev, line, strlen(line), now, &why), CERTS_REVOKING);
+    members_certs_run(dev, now);
+    assert_int_equal(dev->n_peers, 0);
+    assert_int_equal(members_grace_run(dev, now), UINT64_MAX);
+    registry_member_end(dev);
+    members_certs_free(dev);
+    dev->cluster.has_authority = false;
+}
+
 /* --- checks that must not go missing: what a deleted line would let in --- */
 
 /* n0 speaks, on its own session with n1, as another: as n2 (a member) and
@@ -3536,6 +3719,10 @@ int main(void)
         T(test_unsent_read_is_unawaited),
         T(test_bulk_read_cut_on_the_worker),
         T(test_dns_never_answers_packets_flow),
+        T(test_registry_grace),
+        T(test_registry_grace_changed),
+        T(test_registry_down_no_grace),
+        T(test_registry_revoked_no_grace),
         T3(test_relay_found_when_none_is_offered),
         T3(test_relayed_receive_opened_as_a_batch),
         T3(test_relay_replaying_inner_messages),

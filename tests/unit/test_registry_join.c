@@ -63,6 +63,7 @@ enum fault {
     FAULT_KEEPALIVE_LATE,                 /* keep-alives: hold each LATE_MS, then forward
                                            * unless the client left */
     FAULT_READ_LATE,                      /* reads of a prefix: the same */
+    FAULT_KEEPALIVE_DOWN,                 /* keep-alives: answer 503, never forward */
 };
 #define SLOW_MS ((TTL_S + 1) * 1000)
 #define LATE_MS (REGISTRY_TIMEOUT_MS + 500)
@@ -207,6 +208,7 @@ static bool fault_txn(struct proxy *p, int fd, const char *body, bool *drop)
     case FAULT_NONE:
     case FAULT_KEEPALIVE_LATE:           /* not a transaction's (serve) */
     case FAULT_READ_LATE:
+    case FAULT_KEEPALIVE_DOWN:
         break;
     }
     json_object_put(req);
@@ -295,6 +297,10 @@ static void serve(struct proxy *p, int fd)
                 drop = true;
             else
                 keepalive_forward(p, fd, body);
+        } else if (!strcmp(path, "/v3/lease/keepalive") && p->fault == FAULT_KEEPALIVE_DOWN) {
+            atomic_fetch_add(&p->faulted, 1);
+            respond(fd, 503, "{\"error\":\"etcd did not answer the proxy\"}");
+            go_on = false;
         } else if (!strcmp(path, "/v3/kv/range") && strstr(body, "\"range_end\"")) {
             char c;
             if (p->fault == FAULT_READ_LATE) {
@@ -567,6 +573,46 @@ static void test_keepalive_late(void **state)
     proxy_stop(&p);
 }
 
+/* No keep-alive answered at all, while etcd ends the lease (a loaded
+ * etcd answers none on a lease it has ended until its revocation is
+ * through, issue 59; the proxy passes no watch either): past the lease's
+ * end the keeper moves the record to a fresh lease on its own. It waited
+ * for an answer that never came, and the record went with the lease. */
+static void test_keepalive_unanswered(void **state)
+{
+    struct proxy p;
+    struct registry *r;
+    struct cluster_node self = registry_fixture_node("n1", K1);
+    char err[512] = "", key[256];
+    struct found f = { .n = 0 };
+    int64_t lease, ttl = 0;
+
+    (void)state;
+    ETCD_FIXTURE_NEED();
+    proxy_start(&p, FAULT_KEEPALIVE_DOWN, 0);
+    r = registry_via(&p, "/t/keepalivedown");
+    if (registry_join(r, &self, err, sizeof(err)))
+        fail_msg("join failed: %s", err);
+    snprintf(key, sizeof(key), "/t/keepalivedown/members/n1");
+    assert_int_equal(etcd_get(p.side, key, see, &f), 0);
+    assert_int_equal(f.n, 1);
+    lease = f.lease;
+    assert_int_equal(registry_start(r), 0);
+    etcd_fixture_sleep_ms(3 * TTL_S * 1000);
+    f.n = 0;
+    assert_int_equal(etcd_get(p.side, key, see, &f), 0);
+    print_message("keep-alives refused: %d; after %d s the record %s\n", atomic_load(&p.faulted),
+                  3 * TTL_S, !f.n ? "is gone" : f.lease == lease ? "is under the first lease"
+                                                               : "is under a fresh lease");
+    assert_true(atomic_load(&p.faulted) >= 1);
+    assert_int_equal(f.n, 1);
+    assert_true(f.lease != lease);
+    assert_int_equal(etcd_lease_keepalive(p.side, f.lease, &ttl), 0);
+    assert_true(ttl > 0);
+    registry_free(r);
+    proxy_stop(&p);
+}
+
 /* The watcher's read of the prefix answered later than a request's
  * time-out (REGISTRY_TIMEOUT_MS), as etcd answered 256 nodes' reads of
  * 256 records (issue 59): the read waits for it, and the membership
@@ -650,6 +696,7 @@ int main(void)
         cmocka_unit_test(test_slow),
         cmocka_unit_test(test_late),
         cmocka_unit_test(test_keepalive_late),
+        cmocka_unit_test(test_keepalive_unanswered),
         cmocka_unit_test(test_watch_read_late),
         cmocka_unit_test(test_races_lost),
         cmocka_unit_test(test_refusal_at_once),

@@ -334,6 +334,108 @@ static void test_delete_then_claim(void **state)
     world_free(&w);
 }
 
+/* Issue 59: v's record goes (its lease ran out) with a grace of 15 s
+ * for its key. Within it v counts as it was; its record back, the same,
+ * changes nothing; gone past the grace, v goes, and its name and address
+ * are held from other keys as after any delete. */
+#define GRACE (15 * SEC)
+static void test_grace_then_back_or_gone(void **state)
+{
+    struct world w;
+    struct cluster_node v, x;
+    const char *both = "f=10.77.0.1 v=10.77.0.2@192.0.2.2:51820 x=10.77.0.3@192.0.2.3:51820 |";
+
+    (void)state;
+    two_members(&w, &v, &x);
+    word_for(&w, v.public_key)->grace_ns = GRACE;
+    struct cluster_node only_x[] = { x }, snap[] = { v, x };
+    apply(&w, only_x, 1);                 /* the DELETE */
+    assert_string_equal(view(&w), both);
+    assert_int_equal(w.n_gone, 1);
+    assert_true(w.gone[0].grace);
+    w.now += GRACE - SEC;
+    apply(&w, only_x, 1);                 /* a read of the prefix without it */
+    assert_string_equal(view(&w), both);
+    apply(&w, snap, 2);                   /* back, the same */
+    assert_string_equal(view(&w), both);
+    assert_int_equal(w.n_gone, 0);
+    /* Gone again: the grace runs from this absence, not the first. */
+    w.now += 10 * SEC;
+    apply(&w, only_x, 1);
+    assert_string_equal(view(&w), both);
+    w.now += GRACE - 1;
+    apply(&w, only_x, 1);
+    assert_string_equal(view(&w), both);
+    w.now += 1;
+    apply(&w, only_x, 1);
+    assert_string_equal(view(&w), "f=10.77.0.1 x=10.77.0.3@192.0.2.3:51820 |");
+    assert_int_equal(w.n_gone, 1);
+    assert_false(w.gone[0].grace);
+    /* Held: another key's claim on its name waits. */
+    struct cluster_node name = rec("v", KY, "10.77.0.9", NULL), claim[] = { x, name };
+    states(&w, &name);
+    apply(&w, claim, 2);
+    assert_string_equal(view(&w), "f=10.77.0.1 x=10.77.0.3@192.0.2.3:51820 | v=10.77.0.9");
+    world_free(&w);
+}
+
+/* A grace longer than the hold of a name (a caller may give one): its
+ * entry is kept while it runs, so it ends when it should, not anew. */
+static void test_grace_past_the_hold(void **state)
+{
+    struct world w;
+    struct cluster_node v, x;
+
+    (void)state;
+    two_members(&w, &v, &x);
+    word_for(&w, v.public_key)->grace_ns = VOUCH_HOLD_NS + 50 * SEC;
+    struct cluster_node only_x[] = { x };
+    apply(&w, only_x, 1);
+    w.now += VOUCH_HOLD_NS + SEC;
+    apply(&w, only_x, 1);
+    assert_string_equal(view(&w), "f=10.77.0.1 v=10.77.0.2@192.0.2.2:51820 x=10.77.0.3@192.0.2.3:51820 |");
+    w.now += 49 * SEC;
+    apply(&w, only_x, 1);
+    assert_string_equal(view(&w), "f=10.77.0.1 x=10.77.0.3@192.0.2.3:51820 |");
+    world_free(&w);
+}
+
+/* Within the grace, v's record comes back with another address, which
+ * its holder states: the change, at once. A key with no grace (its
+ * certificate revoked: membership gives it 0) goes at once. */
+static void test_grace_changed_or_none(void **state)
+{
+    struct world w;
+    struct cluster_node v, x;
+
+    (void)state;
+    two_members(&w, &v, &x);
+    word_for(&w, v.public_key)->grace_ns = GRACE;
+    struct cluster_node only_x[] = { x };
+    apply(&w, only_x, 1);
+    struct cluster_node moved = rec("v", KV, "10.77.0.9", "192.0.2.2:51820"), snap[] = { moved, x };
+    states(&w, &moved);
+    w.now += SEC;
+    apply(&w, snap, 2);
+    assert_string_equal(view(&w), "f=10.77.0.1 v=10.77.0.9@192.0.2.2:51820 "
+                                  "x=10.77.0.3@192.0.2.3:51820 |");
+    assert_int_equal(w.n_gone, 0);
+    /* v leaves with `down`: its holder states no record (zeros) first;
+     * its record gone, it goes at once. */
+    memset(word_for(&w, v.public_key)->digest, 0, VOUCH_DIGEST_LEN);
+    apply(&w, snap, 2);
+    apply(&w, only_x, 1);
+    assert_string_equal(view(&w), "f=10.77.0.1 x=10.77.0.3@192.0.2.3:51820 |");
+    apply(&w, snap, 2);                   /* (back, as at its next up) */
+    states(&w, &moved);
+    apply(&w, snap, 2);
+    /* x has none: gone at once. */
+    struct cluster_node only_v[] = { moved };
+    apply(&w, only_v, 1);
+    assert_string_equal(view(&w), "f=10.77.0.1 v=10.77.0.9@192.0.2.2:51820 |");
+    world_free(&w);
+}
+
 /* A record rewritten in place holds v only while v's holder is heard
  * from: a member whose machine is gone does not stay for ever because a
  * record sits at its name. */
@@ -573,6 +675,9 @@ int main(void)
         cmocka_unit_test(test_rewritten_key_and_name),
         cmocka_unit_test(test_new_records_claiming_a_member),
         cmocka_unit_test(test_delete_then_claim),
+        cmocka_unit_test(test_grace_then_back_or_gone),
+        cmocka_unit_test(test_grace_changed_or_none),
+        cmocka_unit_test(test_grace_past_the_hold),
         cmocka_unit_test(test_rewritten_slot_of_a_silent_member),
         cmocka_unit_test(test_digest_fields),
         cmocka_unit_test(test_self_digest),

@@ -375,6 +375,15 @@ void discovery_send_record(struct peer *x, uint64_t now)
     discovery_send(x, m, NULL, now);
 }
 
+void discovery_say_leaving(struct device *dev, uint64_t now)
+{
+    if (!dev->states_record)
+        return;
+    memset(dev->self_record, 0, DISCO_RECORD_LEN);
+    for (size_t i = 0; i < dev->n_peers; i++)
+        discovery_send_record(dev->peers[i], now);
+}
+
 void discovery_send_cert(struct peer *x, const char *text, size_t len, uint64_t now)
 {
     struct disco_msg *m = x->dev->disco.out_msg;

@@ -154,6 +154,10 @@ void discovery_node_hints(struct peer *p, const struct cluster_node *node, uint6
  * its text line) to p in a disco CERT (disco_io.c); what a peer that
  * predates CERT drops as an unknown type. */
 void discovery_send_cert(struct peer *p, const char *text, size_t len, uint64_t now);
+/* We leave the registry (`down`): our record's digest said as none (all
+ * zeros) on every session, so that the peers remove us as our record
+ * goes, without the grace a lost lease gets (registry/vouch.h). */
+void discovery_say_leaving(struct device *dev, uint64_t now);
 /* A stranger on probation became a member (membership's promotion): what
  * its probation put off comes now -- our ENDPOINTS (where the members
  * are), and its introduction to the peers we reach. */
