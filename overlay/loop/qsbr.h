@@ -13,7 +13,9 @@
  *
  * The writer's side (qsbr_retire, qsbr_reclaim) runs under the engine
  * lock; reclaim is called by the timer loop once a turn, so an object
- * waits about two turns of the slowest loop. Nothing ever waits for a
+ * waits two of its turns at least, and while the node is idle up to
+ * twice LOOP_MAX_SLEEP_NS (10 s): what is retired meanwhile (removed
+ * peers, replaced tables) is what stays held. Nothing ever waits for a
  * grace period: a loop waiting for the engine lock is inside its turn
  * (odd), and a writer that waited for it under the lock would deadlock.
  *
