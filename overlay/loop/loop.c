@@ -700,6 +700,8 @@ static uint64_t run_timers(struct loop *l, uint64_t now)
 {
     if (l->timer_loop)   /* a shard: the timer loop runs them */
         return now + LOOP_MAX_SLEEP_NS;
+    if (l->crew)   /* what every loop's turn has passed since it was retired */
+        qsbr_reclaim(&l->crew->qsbr);
 
     uint64_t next = l->on.timers(l->on.ctx, now), t;
 
@@ -778,9 +780,24 @@ static bool stopped(struct loop *l)
     return __atomic_load_n(&l->stop, __ATOMIC_ACQUIRE);
 }
 
+/* The crew's turn counts (qsbr.h): a loop is quiescent, holding no
+ * pointer into shared state, only while it waits on its ring. */
+static void turn_begins(struct loop *l)
+{
+    if (l->crew)
+        qsbr_online(&l->crew->qsbr, l->shard);
+}
+
+static void turn_ends(struct loop *l)
+{
+    if (l->crew)
+        qsbr_offline(&l->crew->qsbr, l->shard);
+}
+
 int loop_run(struct loop *l)
 {
     busy_begin(l);
+    turn_begins(l);
     while (!stopped(l)) {
         engine_enter(l);
         uint64_t now = clock_now_ns();
@@ -799,14 +816,16 @@ int loop_run(struct loop *l)
         if (l->helps)
             __atomic_store_n(&l->idle, true, __ATOMIC_RELEASE);
         busy_end(l);
+        turn_ends(l);
         int ret = busy_poll_active(&l->busy, now)
                       ? poll_ring(l)
                       : io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, &ts, NULL);
         busy_begin(l);
         if (ret < 0 && ret != -ETIME && ret != -EINTR) {
             log_error("io_uring: %s", strerror(-ret));
-            return ret;
+            return ret;   /* quiescent: turn_ends above */
         }
+        turn_begins(l);
         if (l->helps) {
             __atomic_store_n(&l->idle, false, __ATOMIC_RELEASE);
             help_others(l);   /* older work than ours, and unlocked */
@@ -826,6 +845,7 @@ int loop_run(struct loop *l)
         engine_leave(l);
         run_hangup(l);
     }
+    turn_ends(l);
     return 0;
 }
 

@@ -22,6 +22,7 @@
 #include "overlay/loop/crypto_job.h"
 #include "overlay/loop/deferred.h"
 #include "overlay/loop/pkt.h"
+#include "overlay/loop/qsbr.h"
 
 /* Buffers in the pool, and how many reads each source keeps in flight. */
 #define LOOP_POOL_SIZE     192u
@@ -80,10 +81,13 @@ struct loop_handlers {
 
 /* With shards: the loops of one daemon, which help each other with
  * crypto (loop.c: help_others). Each loop puts itself in at loop_init. */
-#define LOOP_CREW_MAX 64u
+#define LOOP_CREW_MAX QSBR_LOOPS_MAX   /* 64 */
 
 struct loop_crew {
     struct loop *member[LOOP_CREW_MAX];   /* by shard index (atomic) */
+    /* Each loop's turns, and what waits for them all to pass before it is
+     * freed (qsbr.h); loop 0 reclaims it once a turn. */
+    struct qsbr qsbr;
 };
 
 /* With shards: what the engine lock costs one loop, in nanoseconds of

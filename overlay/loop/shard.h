@@ -113,7 +113,27 @@
  *     handshake), a new source (roaming), disco and relay traffic,
  *     timers, membership, the control socket; and for stock peers.
  * Land only with ThreadSanitizer passing every multi-shard test and
- * e2e multistream, down_members (DDPNET_SHARDS=2) and three_nodes. */
+ * e2e multistream, down_members (DDPNET_SHARDS=2) and three_nodes.
+ *
+ * Done of it: the reclamation (qsbr.h: each loop's turn count, odd while
+ * it runs a turn; what is retired under the lock, freed by loop 0 once
+ * every loop has waited since). Nothing of the engine is retired through
+ * it yet, and every packet still takes the lock. What a read of the
+ * receive side found still in the way, each to change before a transport
+ * message is finished unlocked:
+ *   - the index table (engine/model/index.c) is probed and changed in
+ *     place (index_add; index_remove moves later entries back): it must
+ *     be replaced whole and the old one retired, or read under a seqlock;
+ *   - a keypair is one of three slots inside its peer, reused in place
+ *     (peer.c: free_storage, transport_keypair_clear): retiring the peer
+ *     does not cover it; a reader must check a generation after the
+ *     open, or keypairs become objects of their own, retired;
+ *   - a peer is freed at once (peer_free: peer.c's peer_remove, and
+ *     handshake.c's strangers): through qsbr_retire instead;
+ *   - finishing an open writes dev->stats, the peer's live counters, the
+ *     path (path_received), the timers, and takes ddp0 writes from a
+ *     pool the lock guards (buffers cross shards): per shard, relaxed
+ *     atomics, or a fall back to the lock when anything would change. */
 #ifndef DDPNET_SHARD_H
 #define DDPNET_SHARD_H
 
