@@ -1236,6 +1236,8 @@ static int setup_all(struct setup *s)
         return fail(s, ret, "DDPNET_SHARDS=%u: between 1 and %u", shard_count(), SHARDS_MAX);
     s->shards_ready = true;
     s->dev.shards = s->shards.n;
+    if (s->shards.n > 1)   /* loop 0 reclaims, once every shard's turn passed */
+        device_reclaim_with(&s->dev, &s->shards.crew.qsbr);
     if ((ret = resolve_endpoints(s)) || (ret = setup_signals(s)) || (ret = setup_sockets(s)) || (ret = setup_interface(s)) ||
         (ret = setup_forward(s)))
         return ret;

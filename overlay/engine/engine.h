@@ -19,10 +19,13 @@
 #include "overlay/loop/pkt.h"
 
 /* --- peer.c ---------------------------------------------------------------- */
-/* Installs a keypair just derived (copied from kp, which is wiped): as the
- * initiator it becomes current; as the responder it waits as next until
- * the initiator uses it. Indices of dropped keypairs are released. */
-void peer_install_keypair(struct peer *p, struct noise_keypair *kp);
+/* Installs a keypair just derived (copied from kp, which is wiped) as an
+ * object of its own: as the initiator it becomes current; as the
+ * responder it waits as next until the initiator uses it. Indices of
+ * dropped keypairs are released, the keypairs retired (freed once no
+ * loop's turn may read them: dev->qsbr). 0, or -ENOMEM with kp wiped and
+ * its index released. */
+int peer_install_keypair(struct peer *p, struct noise_keypair *kp);
 /* A transport message opened with kp: promotes next to current. Returns
  * true when that happened (the handshake is then complete for us). */
 bool peer_received_with_keypair(struct peer *p, struct noise_keypair *kp);

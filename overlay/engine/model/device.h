@@ -126,8 +126,9 @@ struct peer_wg {
     bool has_psk;                         /* peer_set_psk (the control socket) */
     /* current: in use for sending; previous: still accepted; next: the
      * responder's new keypair, promoted when the initiator first uses it. */
+    /* Each an object of its own (peer.c: struct peer_keypair), retired
+     * through dev->qsbr when dropped, never reused in place. */
     struct noise_keypair *current, *previous, *next;
-    struct noise_keypair keypairs[3];     /* storage the three point into */
     struct peer_timers timers;
     uint16_t persistent_keepalive;        /* seconds, 0 = off (peer_set_persistent_keepalive) */
     uint64_t last_handshake_sent_ns;      /* monotonic, to pace initiations */
@@ -298,6 +299,9 @@ struct peer {
     struct peer_path path;
     struct peer_disco disco;
     struct peer_member member;
+    /* peer_remove retires it (dev->qsbr): an index entry's reader
+     * without the engine lock may still hold it. */
+    struct qsbr_node retired;
 };
 
 /* Counters, per core: each written where it happens, the drops once,
@@ -499,6 +503,13 @@ struct device {
      * lookups the core's (the map installed by membership and
      * device_setup.c: device_map_install, device_remap). */
     struct index_table indices;
+    /* Where what a reader without the engine lock may still hold (index
+     * entries, the slots a grown index table left, keypairs, removed
+     * peers) waits until every loop's turn passed (loop/qsbr.h: the
+     * shards' crew's, reclaimed by loop 0); NULL with one loop: freed at
+     * once. Set before any loop runs (device_setup.h:
+     * device_reclaim_with). */
+    struct qsbr *qsbr;
     /* Which shard each outgoing flow belongs to (flows.h): the engine's
      * (datapath.c), under the engine lock; used with shards only. */
     struct flows flows;
