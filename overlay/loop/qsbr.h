@@ -19,7 +19,11 @@
  * grace period: a loop waiting for the engine lock is inside its turn
  * (odd), and a writer that waited for it under the lock would deadlock.
  *
- * Not yet used by the data path (issue 58; shard.h, "NOT DONE"). */
+ * What the engine retires through it (dev->qsbr, with shards): the
+ * receiver index's entries and the slots a grown table left
+ * (engine/model/index.c), keypairs dropped and peers removed
+ * (engine/peer.c). No data packet reads them without the lock yet
+ * (issue 58; shard.h, "NOT DONE"). */
 #ifndef DDPNET_QSBR_H
 #define DDPNET_QSBR_H
 
@@ -49,8 +53,7 @@ struct qsbr {
 void qsbr_online(struct qsbr *q, unsigned k);
 void qsbr_offline(struct qsbr *q, unsigned k);
 /* Frees n with fn once every loop has been quiescent since: n is
- * unreachable to readers that begin from now on. Under the engine lock.
- * Test seam until the data path retires what it replaces (shard.h). */
+ * unreachable to readers that begin from now on. Under the engine lock. */
 void qsbr_retire(struct qsbr *q, struct qsbr_node *n, void (*fn)(struct qsbr_node *));
 /* Frees what waited out its grace period, and begins the next for what
  * is pending. Under the engine lock. Returns how many it freed. */

@@ -117,23 +117,32 @@
  *
  * Done of it: the reclamation (qsbr.h: each loop's turn count, odd while
  * it runs a turn; what is retired under the lock, freed by loop 0 once
- * every loop has waited since). Nothing of the engine is retired through
- * it yet, and every packet still takes the lock. What a read of the
- * receive side found still in the way, each to change before a transport
- * message is finished unlocked:
- *   - the index table (engine/model/index.c) is probed and changed in
- *     place (index_add; index_remove moves later entries back): it must
- *     be replaced whole and the old one retired, or read under a seqlock;
- *   - a keypair is one of three slots inside its peer, reused in place
- *     (peer.c: free_storage, transport_keypair_clear): retiring the peer
- *     does not cover it; a reader must check a generation after the
- *     open, or keypairs become objects of their own, retired;
- *   - a peer is freed at once (peer_free: peer.c's peer_remove, and
- *     handshake.c's strangers): through qsbr_retire instead;
- *   - finishing an open writes dev->stats, the peer's live counters, the
- *     path (path_received), the timers, and takes ddp0 writes from a
- *     pool the lock guards (buffers cross shards): per shard, relaxed
- *     atomics, or a fall back to the lock when anything would change. */
+ * every loop has waited since), and the lookup a receive starts with,
+ * made safe to run without the lock: the receiver index's slots point to
+ * entries of their own, stored and loaded atomically, its entries and a
+ * grown table's slots retired (engine/model/index.h; an unlocked miss is
+ * asked again under the lock); keypairs are objects of their own,
+ * retired when dropped, never reused in place (engine/peer.c); a
+ * removed peer is retired, not freed at once (peer_remove). Tested with
+ * readers racing the writer (test_index, test_device, under TSan). Still
+ * every packet takes the lock: nothing reads them without it yet. What
+ * is still in the way of finishing a transport message unlocked:
+ *   - the loop runs every completion's handler under the lock (loop.c:
+ *     engine_enter before io_uring_for_each_cqe): a receive would need
+ *     a handler called unlocked that takes the lock itself to fall back,
+ *     and a loop of its own to send and write through (dev->loop is
+ *     whichever loop holds the lock);
+ *   - the replay window of a sub-session (transport_accept_hinted) is
+ *     written under the lock; two shards finishing opens of one
+ *     sub-session (a helper's, or a hint changed) need it exact: a lock
+ *     per keypair, or one owner each;
+ *   - finishing an open writes dev->stats, the peer's live counters,
+ *     the path (path_received: roaming), the timers, the rules'
+ *     connection table (filter_in), and takes ddp0 writes from a pool
+ *     the lock guards (buffers cross shards): per shard, relaxed
+ *     atomics, or a fall back to the lock when anything would change;
+ *   - a keypair's first packet confirms it (peer_received_with_keypair)
+ *     and keep_key_fresh_on_receive may start a handshake: the lock. */
 #ifndef DDPNET_SHARD_H
 #define DDPNET_SHARD_H
 
