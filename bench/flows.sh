@@ -20,7 +20,10 @@
 #   [a] veth0 10.79.1.1 --- toa [ r: hashlimit, NAT, delay lines; tbf ] tob --- veth0 10.79.2.1 [b]
 #
 # Per run: the receiver's rate, b's TcpExtTCPOFOQueue delta (segments
-# that arrived out of order) and both daemons' replay drops; a's and b's
+# queued out of order: after a loss as much as after reordering), a's
+# reordering seen (TcpExtTCPSACKReorder + TCPTSReorder + TCPRenoReorder:
+# the sender's count of segments that came late but were not lost) and
+# both daemons' replay drops; a's and b's
 # `ddpnet status` line of the other (how many flows) once per contender
 # and phase. The part brings the relay part with it (three nodes, the
 # relayed path, mesh.sh), which runs each variant too (relay-NAME); the
@@ -154,6 +157,12 @@ flows_router() {
 }
 
 flows_ofo() { nx "$1" nstat -az TcpExtTCPOFOQueue | awk '$1 == "TcpExtTCPOFOQueue" { print $2 }'; }
+# flows_reorder NODE: reordering NODE's TCP senders have seen so far (a
+# hole filled by the original segment, not by a retransmission).
+flows_reorder() {
+    nx "$1" nstat -az TcpExtTCPSACKReorder TcpExtTCPTSReorder TcpExtTCPRenoReorder |
+        awk '$1 ~ /Reorder$/ { n += $2; seen = 1 } END { if (seen) print n }'
+}
 
 # flows_replays: both daemons' replay drops so far, from their metrics
 # (DDP_METRICS, set in flows_testbed); NA where one does not answer.
@@ -191,9 +200,9 @@ flows_spread() {
 # flows_run PHASE ROUND INDEX TEST STREAMS: one iperf3 run a -> b; a row.
 flows_run() {
     local phase=$1 r=$2 i=$3 test=$4 n=$5 name=${F_NAME[$3]} kind=${F_KIND[$3]}
-    local out=$T/flows-$phase-$r-$name-$test.json gbps=NA cpu=NA ofo0 ofo1 ofo=NA rp0=NA rp1 rp=NA t0="" t1 res omit=$FLOWS_OMIT
+    local out=$T/flows-$phase-$r-$name-$test.json gbps=NA cpu=NA ofo0 ofo1 ofo=NA ro0 ro1 ro=NA rp0=NA rp1 rp=NA t0="" t1 res omit=$FLOWS_OMIT
     [ "$phase" != clean ] || omit=1
-    ofo0=$(flows_ofo b)
+    ofo0=$(flows_ofo b) ro0=$(flows_reorder a)
     [ "$kind" != ddpnet ] || rp0=$(flows_replays)
     [ -z "$TUN_PIDS" ] || t0=$(cpu_ticks $TUN_PIDS) || t0=""
     if res=$(BENCH_SECONDS=$((FLOWS_SECONDS + omit)) iperf_run a b "$TUN_DEST" "$out" -O "$omit" -P "$n"); then
@@ -203,10 +212,11 @@ flows_run() {
         fi
     fi
     ofo1=$(flows_ofo b) && [ -n "$ofo0" ] && ofo=$(( ofo1 - ofo0 ))
+    ro1=$(flows_reorder a) && [ -n "$ro0" ] && [ -n "$ro1" ] && ro=$(( ro1 - ro0 ))
     if [ "$rp0" != NA ]; then rp1=$(flows_replays); [ "$rp1" = NA ] || rp=$(( rp1 - rp0 )); fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$phase" "$r" "$name" "$test" "$gbps" "$cpu" "$ofo" "$rp" >>"$FLOWS_TSV"
-    say "$(printf 'flows %-6s round %s/%s %-16s %-3s %s Gbit/s, CPU-s/GB %s, b out of order +%s, replay drops +%s' \
-        "$phase" "$r" "$FLOWS_ROUNDS" "$name:" "$test" "$(short "$gbps")" "$(short "$cpu")" "$ofo" "$rp")"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$phase" "$r" "$name" "$test" "$gbps" "$cpu" "$ofo" "$ro" "$rp" >>"$FLOWS_TSV"
+    say "$(printf 'flows %-6s round %s/%s %-16s %-3s %s Gbit/s, CPU-s/GB %s, b out of order +%s, a saw reordering +%s, replay drops +%s' \
+        "$phase" "$r" "$FLOWS_ROUNDS" "$name:" "$test" "$(short "$gbps")" "$(short "$cpu")" "$ofo" "$ro" "$rp")"
 }
 
 # flows_measure PHASE ROUND INDEX: one contender up, its runs, down.
@@ -228,7 +238,7 @@ flows_measure() {
         flows_run "$phase" "$r" "$i" "s$FLOWS_STREAMS_LOW" "$FLOWS_STREAMS_LOW"
         if res=$(ping_run a "$TUN_DEST" "$T/flows-ping-$r-${F_NAME[$i]}.out"); then
             set -- $res
-            printf '%s\t%s\t%s\tping\t%s\tNA\tNA\tNA\n' "$phase" "$r" "${F_NAME[$i]}" "$1" >>"$FLOWS_TSV"
+            printf '%s\t%s\t%s\tping\t%s\tNA\tNA\tNA\tNA\n' "$phase" "$r" "${F_NAME[$i]}" "$1" >>"$FLOWS_TSV"
             say "$(printf 'flows %-6s round %s/%s %-16s ping %s µs' "$phase" "$r" "$FLOWS_ROUNDS" "${F_NAME[$i]}:" "$1")"
         fi ;;
     capped)
@@ -262,7 +272,7 @@ flows_measure_round() {
 
 flows_begin() {
     FLOWS_TSV=$BENCH_OUT/flows.tsv FLOWS_STATUS=$BENCH_OUT/flows-status.txt
-    printf 'phase\tround\tcontender\ttest\tgbps\tcpu_s_per_gb\tofo\treplay\n' >"$FLOWS_TSV"
+    printf 'phase\tround\tcontender\ttest\tgbps\tcpu_s_per_gb\tofo\treorder\treplay\n' >"$FLOWS_TSV"
     : >"$FLOWS_STATUS"
     say "flows: phases $FLOWS_PHASES, $FLOWS_ROUNDS rounds; capped: ${FLOWS_CAP_MBIT} Mbit/s per 5-tuple, $FLOWS_RTT ms, ${FLOWS_LINK_MBIT} Mbit/s link; iperf3 -O $FLOWS_OMIT -t $FLOWS_SECONDS; contenders: ${F_NAME[*]}"
     flows_testbed
@@ -298,18 +308,21 @@ def f(v, fmt="%.3f"):
 names = list(dict.fromkeys(r["contender"] for r in rows))
 variants = [n for n in names if n.startswith("ddpnet-")]
 print()
-print("flows (issue 57): medians over rounds, a -> b, Gbit/s; ping in µs; out of order: b's TcpExtTCPOFOQueue, summed")
+print("flows (issue 57): medians over rounds, a -> b, Gbit/s; ping in µs; clean path, summed: ooo b's TcpExtTCPOFOQueue"
+      " (after losses too), reord a's reordering seen (*Reorder)")
 cols = [("clean", "s1"), ("clean", lo), ("clean", "ping"), ("capped", "s1"), ("capped", lo), ("capped", hi),
         ("nat", lo), ("nat", hi)]
-print("%-18s" % "contender" + "".join("%13s" % ("%s %s" % c) for c in cols) + "%10s %8s %8s" % ("CPU-s/GB", "ooo", "replay"))
+print("%-18s" % "contender" + "".join("%13s" % ("%s %s" % c) for c in cols) + "%10s %8s %8s %8s" % ("CPU-s/GB", "ooo", "reord", "replay"))
 for n in names:
     line = "%-18s" % n
     for p, t in cols:
         line += "%13s" % f(med(p, n, t), "%.0f" if t == "ping" else "%.3f")
     ofo = sum(vals("clean", n, "s1", "ofo") + vals("clean", n, lo, "ofo"))
     rp = sum(x for p in ("clean", "capped", "nat") for t in ("s1", lo, hi) for x in vals(p, n, t, "replay"))
-    line += "%10s %8s %8s" % (f(med("clean", n, "s1", "cpu_s_per_gb"), "%.2f"),
+    ro = sum(vals("clean", n, "s1", "reorder") + vals("clean", n, lo, "reorder"))
+    line += "%10s %8s %8s %8s" % (f(med("clean", n, "s1", "cpu_s_per_gb"), "%.2f"),
                                "%d" % ofo if vals("clean", n, "s1", "ofo") else "n/a",
+                               "%d" % ro if vals("clean", n, "s1", "reorder") else "n/a",
                                "%d" % rp if n.startswith("ddpnet") else "-")
     print(line)
 mrows = []
@@ -358,10 +371,25 @@ limit = max(cap / 1000, one1 or 0)
 ok = None if one is None else one <= 1.1 * limit
 target(ok, "one inner stream under the cap: ddp0 %s <= 1.1x one flow's %s Gbit/s (the cap %.3f, one flow moved %s)"
        % (f(one), f(limit), cap / 1000, f(one1)))
-ofo = vals("clean", "ddpnet", "s1", "ofo")
-ok = None if not ofo else sum(ofo) == 0
-target(ok, "one inner stream, clean path: no segment out of order at b (TcpExtTCPOFOQueue +%s over %d runs)"
-       % (f(sum(ofo) if ofo else None, "%.0f"), len(ofo)))
+# Reordering, not loss: b's out-of-order queue grows after every lost
+# segment too (the router drops some on a loaded machine, bare TCP most),
+# so the target is what a's TCP saw arrive late but not lost. Spreading
+# must add none to one inner stream: no more than a contender with one
+# flow (`ddpnet-flows1`, or a variant: an older build) saw in the same
+# rounds. On a quiet machine that is 0; on a loaded one a stalled
+# daemon makes a retransmission spurious now and then, which counts as
+# reordering for every build alike (44 for the build before flows in
+# one run at a load of 20). `tests/e2e/flows_order.sh` is the check that
+# delays one 5-tuple on purpose.
+ro = vals("clean", "ddpnet", "s1", "reorder")
+ones = {v: sum(vals("clean", v, "s1", "reorder")) for v in variants if vals("clean", v, "s1", "reorder")}
+most = max(ones.values()) if ones else None
+ok = None if not ro or most is None else sum(ro) <= most
+target(ok, "one inner stream, clean path: no reordering beyond one flow's (a's TCP saw %s over %d runs; %s;"
+       " b's out-of-order queue, after losses too: +%s)"
+       % (f(sum(ro) if ro else None, "%.0f"), len(ro),
+          ", ".join("%s %d" % (v[len("ddpnet-"):], n) for v, n in ones.items()) or "no one-flow contender",
+          f(sum(vals("clean", "ddpnet", "s1", "ofo")), "%.0f")))
 for v in variants:
     if v == "ddpnet-flows1" and len(variants) > 1:
         what = "one flow (DDPNET_FLOWS=1)"

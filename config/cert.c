@@ -13,6 +13,7 @@
 #include <sodium.h>
 
 #include "config/addr.h"
+#include "config/routes.h"
 
 #define PREFIX_MEMBER    "ddpnet-member:"
 #define PREFIX_TOKEN     "ddpnet-token:"
@@ -32,21 +33,16 @@
 #define STR_MAX          (1u + CLUSTER_NAME_MAX)
 #define TAIL_LEN         (CERT_PUBKEY_LEN + CERT_SIG_LEN)
 #define GROUPS_BIN_MAX   (1u + CERT_GROUPS_MAX * (1u + RULES_GROUP_NAME_MAX))
-#define TOKEN_BIN_MAX    (HEAD_LEN + STR_MAX + 4u + GROUPS_BIN_MAX + TAIL_LEN)
-/* What the encoder may write (every field full, the valid or not) ... */
+/* u8 n, each family, address, prefix length */
+#define ROUTES_BIN_MAX   (1u + CLUSTER_ROUTES_MAX * (1u + 16u + 1u))
+#define TOKEN_BIN_MAX    (HEAD_LEN + STR_MAX + 4u + GROUPS_BIN_MAX + ROUTES_BIN_MAX + TAIL_LEN)
+/* What the encoder may write (every field full, the valid or not). A
+ * valid statement is shorter: its text fits CERT_TEXT_MAX (text_fits). */
 #define MEMBER_BIN_MAX   (HEAD_LEN + 1u + STR_MAX + 1u + 16u + \
-                          1u + CLUSTER_ALIASES_MAX * STR_MAX + GROUPS_BIN_MAX + TOKEN_BIN_MAX + \
-                          TAIL_LEN)
-/* ... and the longest a valid member is: a token's carries no address
- * and no aliases (member_valid), so one or the other. */
-#define MAX2(a, b)       ((a) > (b) ? (a) : (b))
-#define MEMBER_VALID_MAX (HEAD_LEN + 1u + STR_MAX + \
-                          MAX2(1u + 16u + 1u + CLUSTER_ALIASES_MAX * STR_MAX, 1u + TOKEN_BIN_MAX) + \
-                          GROUPS_BIN_MAX + TAIL_LEN)
+                          1u + CLUSTER_ALIASES_MAX * STR_MAX + GROUPS_BIN_MAX + ROUTES_BIN_MAX + \
+                          TOKEN_BIN_MAX + TAIL_LEN)
 #define BIN_MAX          (MEMBER_BIN_MAX + SEED_LEN)   /* a join token fits too */
 
-_Static_assert(sizeof(PREFIX_MEMBER) - 1 + sodium_base64_ENCODED_LEN(MEMBER_VALID_MAX, B64_VARIANT)
-               <= CERT_TEXT_MAX, "CERT_TEXT_MAX holds the longest member");
 _Static_assert(sizeof(PREFIX_JOIN) - 1 + sodium_base64_ENCODED_LEN(TOKEN_BIN_MAX + SEED_LEN,
                                                                    B64_VARIANT)
                <= CERT_TEXT_MAX, "CERT_TEXT_MAX holds a join token");
@@ -93,32 +89,56 @@ static void put_str(struct wbuf *w, const char *s)
     put_bytes(w, s, len);
 }
 
-static void put_head(struct wbuf *w, enum cert_kind kind, uint8_t n_groups, uint64_t not_before,
+/* The version a statement is written in: the oldest that holds it, so
+ * that a statement without routes keeps the bytes it had before them. */
+static uint8_t version_of(uint8_t n_groups, uint8_t n_routes)
+{
+    return n_routes ? CERT_VERSION_ROUTES : n_groups ? CERT_VERSION_GROUPS : CERT_VERSION;
+}
+
+static void put_head(struct wbuf *w, enum cert_kind kind, uint8_t version, uint64_t not_before,
                      uint64_t not_after, const uint8_t subject[CERT_PUBKEY_LEN])
 {
-    put_u8(w, n_groups ? CERT_VERSION_GROUPS : CERT_VERSION);
+    put_u8(w, version);
     put_u8(w, (uint8_t)kind);
     put_u64(w, not_before);
     put_u64(w, not_after);
     put_bytes(w, subject, CERT_PUBKEY_LEN);
 }
 
-/* A token's signed bytes, from the part a member carries. */
-static void put_groups(struct wbuf *w, uint8_t n, const char g[][RULES_GROUP_NAME_MAX + 1])
+/* The trailers after a member's aliases or a token's max_members (cert.h):
+ * version 1 none, 2 the groups, 3 the groups (maybe none) and the routes.
+ * Counts are clamped, never trusted. */
+static void put_trailers(struct wbuf *w, uint8_t n_groups, const char g[][RULES_GROUP_NAME_MAX + 1],
+                         uint8_t n_routes, const struct cluster_route *r)
 {
-    if (!n)
+    n_groups = n_groups < CERT_GROUPS_MAX ? n_groups : CERT_GROUPS_MAX;
+    n_routes = n_routes < CLUSTER_ROUTES_MAX ? n_routes : CLUSTER_ROUTES_MAX;
+    if (!n_groups && !n_routes)
         return;
-    n = n < CERT_GROUPS_MAX ? n : CERT_GROUPS_MAX;
-    put_u8(w, n);
-    for (uint8_t i = 0; i < n; i++)
+    put_u8(w, n_groups);
+    for (uint8_t i = 0; i < n_groups; i++)
         put_str(w, g[i]);
+    if (!n_routes)
+        return;
+    put_u8(w, n_routes);
+    for (uint8_t i = 0; i < n_routes; i++) {
+        bool v4 = r[i].net.family == AF_INET;
+
+        put_u8(w, v4 ? FAMILY_V4 : FAMILY_V6);
+        put_bytes(w, r[i].net.bytes, v4 ? 4 : 16);
+        put_u8(w, r[i].prefix);
+    }
 }
+
+/* A token's signed bytes, from the part a member carries. */
 static void put_token_signed(struct wbuf *w, const struct cert_token_part *t)
 {
-    put_head(w, CERT_TOKEN, t->n_groups, t->not_before, t->not_after, t->key);
+    put_head(w, CERT_TOKEN, version_of(t->n_groups, t->n_routes), t->not_before, t->not_after,
+             t->key);
     put_str(w, t->prefix);
     put_u32(w, t->max_members);
-    put_groups(w, t->n_groups, t->groups);
+    put_trailers(w, t->n_groups, t->groups, t->n_routes, t->routes);
     put_bytes(w, t->signer, CERT_PUBKEY_LEN);
 }
 
@@ -133,6 +153,8 @@ static void token_part_of(const struct cert *token, struct cert_token_part *t)
     t->max_members = token->max_members;
     t->n_groups = token->n_groups;
     memcpy(t->groups, token->groups, sizeof(t->groups));
+    t->n_routes = token->n_routes;
+    memcpy(t->routes, token->routes, sizeof(t->routes));
     memcpy(t->signer, token->signer, CERT_PUBKEY_LEN);
 }
 
@@ -147,8 +169,9 @@ static void encode_signed(const struct cert *c, struct wbuf *w)
         put_token_signed(w, &t);
         return;
     }
-    put_head(w, c->kind, c->kind == CERT_MEMBER ? c->n_groups : 0, c->not_before, c->not_after,
-             c->subject);
+    put_head(w, c->kind,
+             c->kind == CERT_MEMBER ? version_of(c->n_groups, c->n_routes) : CERT_VERSION,
+             c->not_before, c->not_after, c->subject);
     if (c->kind == CERT_MEMBER) {
         uint8_t n = c->n_aliases < CLUSTER_ALIASES_MAX ? c->n_aliases : CLUSTER_ALIASES_MAX;
 
@@ -164,7 +187,7 @@ static void encode_signed(const struct cert *c, struct wbuf *w)
         put_u8(w, n);
         for (uint8_t i = 0; i < n; i++)
             put_str(w, c->aliases[i]);
-        put_groups(w, c->n_groups, c->groups);
+        put_trailers(w, c->n_groups, c->groups, c->n_routes, c->routes);
         if (c->has_token) {
             put_token_signed(w, &c->token);
             put_bytes(w, c->token_sig, CERT_SIG_LEN);
@@ -236,17 +259,22 @@ static void get_str(struct rbuf *r, char out[CLUSTER_NAME_MAX + 1])
     out[len] = '\0';
 }
 
-/* Version 2: groups follow (at least one), version 1: none. */
-static void get_groups(struct rbuf *r, bool v2, uint8_t *n, char g[][RULES_GROUP_NAME_MAX + 1])
+static void get_address(struct rbuf *r, struct cluster_addr *a);
+
+/* Version 1: no groups; 2: at least one (else it is written as 1); 3:
+ * any number, routes follow. */
+static void get_groups(struct rbuf *r, uint8_t version, uint8_t *n,
+                       char g[][RULES_GROUP_NAME_MAX + 1])
 {
     char s[CLUSTER_NAME_MAX + 1];
 
     *n = 0;
-    if (!v2 || r->bad)
+    if (version == CERT_VERSION || r->bad)
         return;
     *n = get_u8(r);
-    if (*n == 0 || *n > CERT_GROUPS_MAX) {
+    if ((*n == 0 && version == CERT_VERSION_GROUPS) || *n > CERT_GROUPS_MAX) {
         r->bad = true;
+        *n = 0;
         return;
     }
     for (uint8_t i = 0; i < *n && !r->bad; i++) {
@@ -257,17 +285,37 @@ static void get_groups(struct rbuf *r, bool v2, uint8_t *n, char g[][RULES_GROUP
             memcpy(g[i], s, strlen(s) + 1);
     }
 }
-static bool get_head(struct rbuf *r, struct cert *c)
+/* Version 3 only: at least one route (else it is written as 1 or 2);
+ * their values are fields_valid's to check. */
+static void get_routes(struct rbuf *r, uint8_t version, uint8_t *n, struct cluster_route *routes)
+{
+    *n = 0;
+    if (version != CERT_VERSION_ROUTES || r->bad)
+        return;
+    *n = get_u8(r);
+    if (*n == 0 || *n > CLUSTER_ROUTES_MAX) {
+        r->bad = true;
+        *n = 0;
+        return;
+    }
+    for (uint8_t i = 0; i < *n && !r->bad; i++) {
+        get_address(r, &routes[i].net);
+        routes[i].prefix = get_u8(r);
+    }
+}
+
+/* The version byte; what it allows is the caller's to read. */
+static uint8_t get_head(struct rbuf *r, struct cert *c)
 {
     uint8_t v = get_u8(r);
 
-    if (v != CERT_VERSION && v != CERT_VERSION_GROUPS)
+    if (v != CERT_VERSION && v != CERT_VERSION_GROUPS && v != CERT_VERSION_ROUTES)
         r->bad = true;
     c->kind = (enum cert_kind)get_u8(r);
     c->not_before = get_uint(r, 8);
     c->not_after = get_uint(r, 8);
     get_copy(r, c->subject, CERT_PUBKEY_LEN);
-    return v == CERT_VERSION_GROUPS;
+    return v;
 }
 
 static void get_address(struct rbuf *r, struct cluster_addr *a)
@@ -287,7 +335,7 @@ static void get_address(struct rbuf *r, struct cluster_addr *a)
 
 static void get_statement(struct rbuf *r, struct cert *c, bool may_carry_token);
 
-static void get_member(struct rbuf *r, struct cert *c, bool v2)
+static void get_member(struct rbuf *r, struct cert *c, uint8_t version)
 {
     uint8_t flags = get_u8(r);
 
@@ -304,7 +352,8 @@ static void get_member(struct rbuf *r, struct cert *c, bool v2)
     }
     for (uint8_t i = 0; i < c->n_aliases && !r->bad; i++)
         get_str(r, c->aliases[i]);
-    get_groups(r, v2, &c->n_groups, c->groups);
+    get_groups(r, version, &c->n_groups, c->groups);
+    get_routes(r, version, &c->n_routes, c->routes);
     c->has_token = flags & FLAG_TOKEN;
     if (c->has_token && !r->bad) {
         struct cert t;
@@ -321,24 +370,25 @@ static void get_member(struct rbuf *r, struct cert *c, bool v2)
  * member may not carry one itself (may_carry_token false). */
 static void get_statement(struct rbuf *r, struct cert *c, bool may_carry_token)
 {
-    bool v2;
+    uint8_t version;
 
     memset(c, 0, sizeof(*c));
-    v2 = get_head(r, c);
+    version = get_head(r, c);
     switch (c->kind) {
     case CERT_MEMBER:
         if (!may_carry_token)
             r->bad = true;
         else
-            get_member(r, c, v2);
+            get_member(r, c, version);
         break;
     case CERT_TOKEN:
         get_str(r, c->name);
         c->max_members = (uint32_t)get_uint(r, 4);
-        get_groups(r, v2, &c->n_groups, c->groups);
+        get_groups(r, version, &c->n_groups, c->groups);
+        get_routes(r, version, &c->n_routes, c->routes);
         break;
     case CERT_REVOCATION:
-        if (v2)
+        if (version != CERT_VERSION)
             r->bad = true;
         break;
     default:
@@ -414,10 +464,33 @@ static bool groups_valid(uint8_t n, const char g[][RULES_GROUP_NAME_MAX + 1])
     }
     return true;
 }
+/* Routes as the cluster file grants them (config/routes.h): 1..32 or
+ * 1..128 bits, host bits clear, no two overlapping (so none twice). */
+static bool routes_valid(uint8_t n, const struct cluster_route *r)
+{
+    if (n > CLUSTER_ROUTES_MAX)
+        return false;
+    for (uint8_t i = 0; i < n; i++) {
+        struct cluster_addr masked = r[i].net;
+        unsigned max = r[i].net.family == AF_INET ? 32u : 128u;
+
+        if ((r[i].net.family != AF_INET && r[i].net.family != AF_INET6) || r[i].prefix == 0 ||
+            r[i].prefix > max)
+            return false;
+        cluster_addr_mask(&masked, r[i].prefix);
+        if (!cluster_addr_equal(&masked, &r[i].net))
+            return false;
+        for (uint8_t j = 0; j < i; j++)
+            if (cluster_route_overlaps(&r[i], &r[j]))
+                return false;
+    }
+    return true;
+}
+
 static bool token_part_valid(const struct cert_token_part *t)
 {
     return prefix_valid(t->prefix) && t->not_after > t->not_before &&
-           groups_valid(t->n_groups, t->groups);
+           groups_valid(t->n_groups, t->groups) && routes_valid(t->n_routes, t->routes);
 }
 
 static bool member_valid(const struct cert *c)
@@ -436,7 +509,7 @@ static bool member_valid(const struct cert *c)
     for (uint8_t i = 0; i < c->n_aliases; i++)
         if (!alias_valid(c->aliases[i]))
             return false;
-    if (!groups_valid(c->n_groups, c->groups))
+    if (!groups_valid(c->n_groups, c->groups) || !routes_valid(c->n_routes, c->routes))
         return false;
     return !c->has_token || token_part_valid(&c->token);
 }
@@ -448,19 +521,37 @@ static bool foreign_fields_empty(const struct cert *c)
     return !c->has_address && c->n_aliases == 0 && !c->has_token;
 }
 
-static bool fields_valid(const struct cert *c)
+static bool fields_valid_kind(const struct cert *c)
 {
     switch (c->kind) {
     case CERT_MEMBER:
         return member_valid(c);
     case CERT_TOKEN:
         return foreign_fields_empty(c) && prefix_valid(c->name) &&
-               c->not_after > c->not_before && groups_valid(c->n_groups, c->groups);
+               c->not_after > c->not_before && groups_valid(c->n_groups, c->groups) &&
+               routes_valid(c->n_routes, c->routes);
     case CERT_REVOCATION:
         return foreign_fields_empty(c) && c->name[0] == '\0' && c->not_after == 0 &&
-               c->max_members == 0 && c->n_groups == 0;
+               c->max_members == 0 && c->n_groups == 0 && c->n_routes == 0;
     }
     return false;
+}
+
+/* Its text, signature included, fits CERT_TEXT_MAX (a NUL too): what
+ * every buffer and a disco CERT hold. A member full of groups and
+ * routes through a token full of them would not; it is refused whole. */
+static bool text_fits(const struct cert *c)
+{
+    struct wbuf w;
+
+    encode_signed(c, &w);
+    return sizeof(PREFIX_MEMBER) - 1 +
+               sodium_base64_ENCODED_LEN(w.len + CERT_SIG_LEN, B64_VARIANT) <= CERT_TEXT_MAX;
+}
+
+static bool fields_valid(const struct cert *c)
+{
+    return fields_valid_kind(c) && text_fits(c);
 }
 
 /* --- text ------------------------------------------------------------------- */
@@ -538,9 +629,11 @@ int cert_sign(struct cert *c, const uint8_t secret[CERT_SECRET_LEN], char *out, 
 
     /* libsodium's secret key ends with its public key */
     memcpy(c->signer, secret + SEED_LEN, CERT_PUBKEY_LEN);
-    if (!fields_valid(c) || !kind_prefix(c->kind) ||
+    if (!fields_valid_kind(c) || !kind_prefix(c->kind) ||
         (c->has_token && memcmp(c->signer, c->token.key, CERT_PUBKEY_LEN) != 0))
         return -EINVAL;
+    if (!text_fits(c))
+        return -EMSGSIZE;
     encode_signed(c, &w);
     crypto_sign_detached(c->sig, NULL, w.b, w.len, secret);
     put_bytes(&w, c->sig, CERT_SIG_LEN);
@@ -626,14 +719,29 @@ static bool token_names_group(const struct cert_token_part *t, const char *g)
             return true;
     return false;
 }
+bool cert_token_grants(const struct cert_token_part *t, const struct cluster_route *r)
+{
+    for (uint8_t i = 0; i < t->n_routes && i < CLUSTER_ROUTES_MAX; i++)
+        if (t->routes[i].net.family == r->net.family && t->routes[i].prefix <= r->prefix &&
+            cluster_route_holds(&t->routes[i], &r->net))
+            return true;
+    return false;
+}
+
 /* ... and the groups it names, no other: a token holder asking for more
- * (ssh's, the operators') is refused however it signs. */
+ * (ssh's, the operators') is refused however it signs; and a route only
+ * inside those the token grants (none unless the authority wrote some
+ * into it: a token holder granting itself a prefix would draw others'
+ * traffic). */
 static bool within_token(const struct cert *c)
 {
     size_t plen = strnlen(c->token.prefix, CLUSTER_NAME_MAX);
 
     for (uint8_t i = 0; i < c->n_groups; i++)
         if (!token_names_group(&c->token, c->groups[i]))
+            return false;
+    for (uint8_t i = 0; i < c->n_routes; i++)
+        if (!cert_token_grants(&c->token, &c->routes[i]))
             return false;
     /* (an address or aliases it cannot have: member_valid refuses them
      * before a certificate gets here) */
@@ -743,7 +851,8 @@ const char *cert_verdict_str(enum cert_verdict v)
     case CERT_EXPIRED:
         return "expired";
     case CERT_OUTSIDE_TOKEN:
-        return "outside its token's bounds (name prefix, lifetime; no address, no aliases)";
+        return "outside its token's bounds (name prefix, lifetime, groups, routes; no address, "
+               "no aliases)";
     case CERT_WRONG_KIND:
         return "wrong kind of statement";
     }
@@ -857,6 +966,8 @@ int cert_member_node(const struct cert *c, const struct cluster *cl, struct clus
     memcpy(out->public_key, c->subject, CLUSTER_KEY_LEN);
     out->n_aliases = c->n_aliases;
     memcpy(out->aliases, c->aliases, sizeof(out->aliases));
+    out->n_routes = c->n_routes;
+    memcpy(out->routes, c->routes, sizeof(out->routes));
     for (uint8_t i = 0; i < c->n_groups && i < CERT_GROUPS_MAX; i++) {
         uint64_t m = rules_group_mask(&cl->rules, c->groups[i]);
         out->groups |= m == RULES_ANY ? 0 : m;
@@ -890,13 +1001,25 @@ static bool same_groups(const struct cert *n, const struct cert *o)
     return true;
 }
 
+/* The same routes in the same order: part of the model, checked when
+ * it is made, so a renewal that changed them would skip that check. */
+static bool same_routes(const struct cert *n, const struct cert *o)
+{
+    if (n->n_routes != o->n_routes)
+        return false;
+    for (uint8_t i = 0; i < n->n_routes; i++)
+        if (!cluster_route_equal(&n->routes[i], &o->routes[i]))
+            return false;
+    return true;
+}
+
 bool cert_renews(const struct cert *n, const struct cert *o)
 {
     if (n->kind != CERT_MEMBER || o->kind != CERT_MEMBER ||
         memcmp(n->subject, o->subject, CERT_PUBKEY_LEN) || strcasecmp(n->name, o->name) ||
         n->has_address != o->has_address ||
         (n->has_address && !cluster_addr_equal(&n->address, &o->address)) ||
-        !same_groups(n, o))
+        !same_groups(n, o) || !same_routes(n, o))
         return false;
     return cert_end(n) > cert_end(o);
 }

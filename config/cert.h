@@ -22,7 +22,11 @@
  *   revocation the id of a member or token statement, signed by the
  *              authority; it never expires (not_after is 0).
  * A member signed by a token may not outlive the token, and names no
- * address and no aliases: its address is derived from its key. */
+ * address and no aliases: its address is derived from its key.
+ * Routes (issue 60): a member may be granted prefixes to carry, as the
+ * cluster file grants them; a token grants none unless it names the
+ * prefixes it may grant (`authority token --routes`), and a member it
+ * signs may carry only prefixes inside those. */
 #ifndef DDPNET_CONFIG_CERT_H
 #define DDPNET_CONFIG_CERT_H
 
@@ -38,8 +42,9 @@
 #define CERT_SIG_LEN     64u
 #define CERT_ID_LEN      32u        /* BLAKE2b-256 of a statement's signed bytes */
 #define CERT_GROUPS_MAX  RULES_NODE_GROUPS_MAX   /* groups a member or token names */
-/* Longest text form (a member carrying its token, every field full):
- * callers size buffers with it. */
+/* Longest text form: callers size buffers with it (a NUL included). A
+ * statement whose text would be longer is refused (every field full, a
+ * member carrying its token with routes and groups would be). */
 #define CERT_TEXT_MAX    1400u
 
 enum cert_kind {
@@ -65,6 +70,11 @@ struct cert {
      * carry. None: version 1's encoding, as before groups. */
     uint8_t n_groups;
     char groups[CERT_GROUPS_MAX][RULES_GROUP_NAME_MAX + 1];
+    /* member: the prefixes granted to it to carry; token: those the
+     * members it signs may carry (none: they carry none). Host bits
+     * clear, no two overlapping. None: version 1 or 2's encoding. */
+    uint8_t n_routes;
+    struct cluster_route routes[CLUSTER_ROUTES_MAX];
     uint8_t signer[CERT_PUBKEY_LEN];         /* who signed: authority or token key */
     /* A member signed by a token carries the token's statement. */
     bool has_token;
@@ -76,32 +86,45 @@ struct cert {
         uint32_t max_members;
         uint8_t n_groups;
         char groups[CERT_GROUPS_MAX][RULES_GROUP_NAME_MAX + 1];
+        uint8_t n_routes;                    /* what its members may carry */
+        struct cluster_route routes[CLUSTER_ROUTES_MAX];
         uint8_t signer[CERT_PUBKEY_LEN];     /* the authority, as the token says */
     } token;
     uint8_t sig[CERT_SIG_LEN];
 };
 
 /* The binary form (what the text form's base64 holds), big-endian:
- *   u8 version (CERT_VERSION), u8 kind, u64 not_before, u64 not_after,
- *   32 subject, then by kind:
+ *   u8 version, u8 kind, u64 not_before, u64 not_after, 32 subject,
+ *   then by kind:
  *     member     u8 flags (1: address, 2: token; others 0), u8 len + name,
  *                [u8 family (4 or 6) + 4 or 16 address bytes],
  *                u8 n_aliases (0..CLUSTER_ALIASES_MAX), each u8 len + alias,
+ *                TRAILERS,
  *                [the token's whole binary statement, its signature too];
- *     token      u8 len + prefix, u32 max_members;
- *     revocation nothing more;
- *   then, version 2 only (a member or token that names groups; version 1
- *   names none, as every statement before groups): u8 n_groups
- *   (1..CERT_GROUPS_MAX), each u8 len + name (a member's after its
- *   aliases, before the token it carries; a token's after max_members);
+ *     token      u8 len + prefix, u32 max_members, TRAILERS;
+ *     revocation nothing more (always version 1);
  *   32 signer, 64 signature.
+ * TRAILERS, by the version (each statement's own: a member and the token
+ * it carries each say theirs), the oldest that holds the statement:
+ *   1 (CERT_VERSION: no groups, no routes, as every statement before
+ *     them): nothing;
+ *   2 (CERT_VERSION_GROUPS: groups, no routes): u8 n_groups
+ *     (1..CERT_GROUPS_MAX), each u8 len + name;
+ *   3 (CERT_VERSION_ROUTES: routes, with or without groups): u8 n_groups
+ *     (0..CERT_GROUPS_MAX), each u8 len + name; then u8 n_routes
+ *     (1..CLUSTER_ROUTES_MAX), each u8 family (4 or 6) + 4 or 16 address
+ *     bytes + u8 prefix length (1..32 or 1..128, host bits clear, no two
+ *     overlapping).
  * The signature covers every byte before it (the signer included); a
  * statement's id is BLAKE2b-256 of those same bytes. One statement has
  * one encoding: parse refuses anything that would not encode back to the
- * same bytes. A join token is a token's binary statement followed by its
- * 32-byte Ed25519 seed. */
-#define CERT_VERSION     1u
+ * same bytes (version 2 with no group, 3 with no route, a route with
+ * host bits set, twice or overlapping another, a text over CERT_TEXT_MAX).
+ * A join token is a token's binary statement followed by its 32-byte
+ * Ed25519 seed. */
+#define CERT_VERSION        1u
 #define CERT_VERSION_GROUPS 2u
+#define CERT_VERSION_ROUTES 3u
 
 /* Why a statement does not count. */
 enum cert_verdict {
@@ -111,7 +134,8 @@ enum cert_verdict {
     CERT_EXPIRED,
     CERT_OUTSIDE_TOKEN,      /* outside the token's prefix, outliving it, with an
                               * address or aliases (the authority's alone to give),
-                              * or a group the token does not name */
+                              * a group the token does not name, or a route
+                              * outside those it grants */
     CERT_WRONG_KIND,
 };
 
@@ -123,8 +147,9 @@ int cert_keypair(uint8_t pub[CERT_PUBKEY_LEN], uint8_t secret[CERT_SECRET_LEN]);
  * NUL into out. For a member signed by a token, c->has_token and c->token
  * and c->token_sig come from the token's statement (cert_token_embed).
  * 0, -EINVAL for fields out of range (the checks cert_parse makes) or a
- * token-signed member whose secret is not its token's key, -ENOSPC when
- * cap is too small. */
+ * token-signed member whose secret is not its token's key, -EMSGSIZE
+ * when its text would be longer than CERT_TEXT_MAX (too many groups and
+ * routes, its own and its token's), -ENOSPC when cap is too small. */
 int cert_sign(struct cert *c, const uint8_t secret[CERT_SECRET_LEN],
               char *out, size_t cap);
 
@@ -161,6 +186,10 @@ enum cert_verdict cert_verify_cluster(const struct cert *c, const struct cluster
 void cert_id(const struct cert *c, uint8_t id[CERT_ID_LEN]);
 bool cert_token_id(const struct cert *c, uint8_t id[CERT_ID_LEN]);
 
+/* Whether a token (a token statement's part, or the one a member
+ * carries) grants route r: r lies inside one of the token's routes. */
+bool cert_token_grants(const struct cert_token_part *token, const struct cluster_route *r);
+
 /* Copies a verified token statement into a member about to be signed
  * with that token's key. */
 void cert_token_embed(struct cert *member, const struct cert *token);
@@ -181,7 +210,7 @@ int cert_join_token_parse(const char *text, struct cert *token,
 uint64_t cert_end(const struct cert *c);
 /* Whether member certificate n renews o (docs/authority.md, "Renewal"):
  * the same key, the same name (case aside), the same fixed address (or
- * none, both), and a later end. A renewal changes nothing a peer is
+ * none, both), the same groups and routes, and a later end. A renewal changes nothing a peer is
  * made of, only how long it counts, so a member takes it in place with
  * no session reset. Who may sign one (the authority, or o's own token)
  * is the store's rule (certs.h); this is the shape alone, for whoever
@@ -210,9 +239,10 @@ int cert_secret_format(const uint8_t secret[CERT_SECRET_LEN], char *out, size_t 
 int cert_secret_parse(const char *text, uint8_t secret[CERT_SECRET_LEN]);
 
 /* The node a member certificate makes in cluster c (joining with no
- * server, or a member that passed it on): its name, key, aliases and
- * groups (the bits of those c's file names; a group the file never
- * names matches only `any`), and
+ * server, or a member that passed it on): its name, key, aliases,
+ * routes (which the caller checks against the grants it runs:
+ * cluster_routes_admit) and groups (the bits of those c's file names; a
+ * group the file never names matches only `any`), and
  * its address -- the one it fixes, else derived from its key (below). No
  * endpoint: discovery finds where it is. 0, -EINVAL (not a member
  * certificate, or a fixed address outside c's network), -ENOSPC (the

@@ -16,6 +16,7 @@
 #include "config/addr.h"
 #include "config/cluster_diff.h"
 #include "config/cluster_index.h"
+#include "config/routes.h"
 
 static bool same_endpoint(const struct cluster_node *a, const struct cluster_node *b)
 {
@@ -48,8 +49,7 @@ static bool same_routes(const struct cluster_node *a, const struct cluster_node 
             !cluster_addr_equal(&a->route_names[i].addr, &b->route_names[i].addr))
             return false;
     for (unsigned i = 0; i < a->n_routes; i++)
-        if (a->routes[i].prefix != b->routes[i].prefix ||
-            !cluster_addr_equal(&a->routes[i].net, &b->routes[i].net))
+        if (!cluster_route_equal(&a->routes[i], &b->routes[i]))
             return false;
     return true;
 }

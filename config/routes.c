@@ -89,6 +89,11 @@ bool cluster_route_holds(const struct cluster_route *r, const struct cluster_add
     return cluster_addr_in_network(a, &r->net, r->prefix);
 }
 
+bool cluster_route_equal(const struct cluster_route *a, const struct cluster_route *b)
+{
+    return a->prefix == b->prefix && cluster_addr_equal(&a->net, &b->net);
+}
+
 bool cluster_route_overlaps(const struct cluster_route *a, const struct cluster_route *b)
 {
     if (a->net.family != b->net.family)
@@ -155,4 +160,54 @@ size_t cluster_routes_check(const struct cluster_node *const *nodes, size_t n,
         }
     }
     return faults;
+}
+
+/* Whether route r may join the grants held: none of the file's nodes'
+ * nor of held[0..n) overlaps it, nor the overlay's network, and it holds
+ * no file node's endpoint. What refuses it in *why. */
+static bool route_free(const struct cluster *file, const struct cluster_node *held, size_t n,
+                       const struct cluster_route *r, const char **why)
+{
+    const struct cluster_route net = { .net = file->network, .prefix = (uint8_t)file->prefix };
+
+    *why = "the overlay's network";
+    if (file->network.family && cluster_route_overlaps(r, &net))
+        return false;
+    for (size_t i = 0; i < file->n_nodes; i++) {
+        const struct cluster_node *f = &file->nodes[i];
+        *why = f->name;
+        for (unsigned k = 0; k < f->n_routes; k++)
+            if (cluster_route_overlaps(r, &f->routes[k]))
+                return false;
+        if (f->has_endpoint && f->endpoint.literal && cluster_route_holds(r, &f->endpoint.addr))
+            return false;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (unsigned k = 0; k < held[i].n_routes; k++)
+            if (cluster_route_overlaps(r, &held[i].routes[k])) {
+                *why = held[i].name;
+                return false;
+            }
+    return true;
+}
+
+size_t cluster_routes_admit(const struct cluster *file, const struct cluster_node *held, size_t n,
+                            struct cluster_node *node, size_t *total,
+                            cluster_route_refused refused, void *ctx)
+{
+    uint8_t kept = 0;
+    size_t out = 0;
+
+    for (uint8_t k = 0; k < node->n_routes && k < CLUSTER_ROUTES_MAX; k++) {
+        const char *why = "the cap on routes";
+        if (*total < CLUSTER_ROUTES_TOTAL_MAX && route_free(file, held, n, &node->routes[k], &why)) {
+            node->routes[kept++] = node->routes[k];
+            (*total)++;
+            continue;
+        }
+        refused(ctx, node, &node->routes[k], why);
+        out++;
+    }
+    node->n_routes = kept;
+    return out;
 }

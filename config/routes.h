@@ -31,6 +31,8 @@
 int cluster_routes_parse(const char *value, struct cluster_route *routes, uint8_t *n,
                          const char **why, char *bad, size_t badlen);
 
+/* Whether a and b are the same prefix. */
+bool cluster_route_equal(const struct cluster_route *a, const struct cluster_route *b);
 /* Whether a and b share an address (one holds the other). */
 bool cluster_route_overlaps(const struct cluster_route *a, const struct cluster_route *b);
 /* Whether address a is inside route r. */
@@ -47,5 +49,19 @@ typedef void (*cluster_routes_complain)(void *ctx, size_t node, const char *mess
 size_t cluster_routes_check(const struct cluster_node *const *nodes, size_t n,
                             const struct cluster_addr *network, unsigned prefix,
                             cluster_routes_complain complain, void *ctx);
+
+/* Issue 60: the routes of node (made of a member certificate, not of the
+ * file) under the file's rules, against the grants held first: the
+ * file's nodes' and held[0..n)'s. node keeps those that overlap none of
+ * them nor file's network and hold no file node's endpoint, in order;
+ * refused(ctx, node, route, what it overlaps) is called for each other,
+ * and for each past CLUSTER_ROUTES_TOTAL_MAX routes held in all (*total:
+ * how many are held so far, counted up for each kept). Returns how many
+ * were refused. */
+typedef void (*cluster_route_refused)(void *ctx, const struct cluster_node *node,
+                                      const struct cluster_route *r, const char *why);
+size_t cluster_routes_admit(const struct cluster *file, const struct cluster_node *held, size_t n,
+                            struct cluster_node *node, size_t *total,
+                            cluster_route_refused refused, void *ctx);
 
 #endif

@@ -28,6 +28,7 @@
 
 #include "config/addr.h"
 #include "config/cert.h"
+#include "config/routes.h"
 #include "crypto/aead.h"
 #include "crypto/x25519.h"
 #include "overlay/cli/cli.h"
@@ -62,6 +63,7 @@ enum auth_opt {
     AUTH_OPT_AUTHORITY  = 1u << 13,
     AUTH_OPT_WITHIN     = 1u << 14,
     AUTH_OPT_GROUPS     = 1u << 15,
+    AUTH_OPT_ROUTES     = 1u << 16,
 };
 
 struct auth_opt_def {
@@ -88,6 +90,10 @@ static const struct auth_opt_def auth_opts[] = {
       "a fixed overlay address for the member (default none: the cluster's rule)" },
     { AUTH_OPT_ALIASES,    0,   "aliases",       "A,B",
       "more names the member is known by, comma-separated, at most 4 (default none)" },
+    { AUTH_OPT_ROUTES,     0,   "routes",        "PREFIX,...",
+      "sign: prefixes the member carries for the cluster, as `routes` in the cluster file "
+      "(through a token: inside the token's); token: the prefixes its members may carry "
+      "(default none: a token grants no route)" },
     { AUTH_OPT_VALID,      0,   "valid",         "DURATION",
       "how long it is valid: a number and s, m, h, d or w, as 30d, 12h, 90m (default: "
       "sign 365d, through a token until the token expires; token 7d; renew the lifetime "
@@ -584,6 +590,37 @@ static int parse_groups(const char *verb, const char *text, uint8_t *n,
     return 0;
 }
 
+/* --routes into routes[] (issue 60), as the cluster file's `routes`. */
+static int routes_opt(const char *verb, const struct auth_args *a, struct cluster_route *routes,
+                      uint8_t *n)
+{
+    const char *value = opt_value(a, AUTH_OPT_ROUTES), *why = NULL;
+    char bad[CLUSTER_ROUTE_TEXT_MAX + 1];
+
+    *n = 0;
+    if (!value)
+        return 0;
+    if (cluster_routes_parse(value, routes, n, &why, bad, sizeof(bad)) != 0)
+        return say(verb, "invalid --routes: %s: %s", bad, why), -EINVAL;
+    for (uint8_t i = 0; i < *n; i++)
+        for (uint8_t j = 0; j < i; j++)
+            if (cluster_route_overlaps(&routes[i], &routes[j]))
+                return say(verb, "invalid --routes: two of them overlap (%s)", value), -EINVAL;
+    return 0;
+}
+
+static void print_routes(const char *label, uint8_t n, const struct cluster_route *r)
+{
+    char t[CLUSTER_ROUTE_TEXT_MAX + 1];
+
+    if (!n)
+        return;
+    printf("%s", label);
+    for (uint8_t i = 0; i < n; i++)
+        printf(" %s", cluster_route_format(&r[i], t, sizeof(t)) ? "?" : t);
+    printf("\n");
+}
+
 static int member_fields(const char *verb, const struct auth_args *a, struct cert *c)
 {
     const char *name = opt_value(a, AUTH_OPT_NAME), *addr = opt_value(a, AUTH_OPT_ADDRESS);
@@ -619,7 +656,9 @@ static int member_fields(const char *verb, const struct auth_args *a, struct cer
         c->n_aliases++;
         p += len + (p[len] == ',');
     }
-    return parse_groups(verb, opt_value(a, AUTH_OPT_GROUPS), &c->n_groups, c->groups);
+    if (parse_groups(verb, opt_value(a, AUTH_OPT_GROUPS), &c->n_groups, c->groups) != 0)
+        return -EINVAL;
+    return routes_opt(verb, a, c->routes, &c->n_routes);
 }
 
 /* The member's lifetime through a token: by default the token's end; the
@@ -656,6 +695,19 @@ static int fit_token(const char *verb, const struct auth_args *a, const struct c
             return say(verb, "--groups: the join token does not give group '%s' (it gives %s%s)",
                        c->groups[i], token->n_groups ? "" : "none",
                        token->n_groups ? token->groups[0] : ""), -EINVAL;
+    }
+    for (uint8_t i = 0; i < c->n_routes; i++) {
+        struct cert_token_part part;
+        char t[CLUSTER_ROUTE_TEXT_MAX + 1];
+
+        memset(&part, 0, sizeof(part));
+        part.n_routes = token->n_routes;
+        memcpy(part.routes, token->routes, sizeof(part.routes));
+        if (!cert_token_grants(&part, &c->routes[i]))
+            return say(verb, "--routes %s is outside what the token grants (%s): members "
+                       "refuse it; a route through a token needs `authority token --routes`",
+                       cluster_route_format(&c->routes[i], t, sizeof(t)) ? "?" : t,
+                       token->n_routes ? "its --routes" : "none"), -EINVAL;
     }
     if (c->not_before < token->not_before)
         c->not_before = token->not_before;
@@ -728,6 +780,10 @@ static int do_sign(const char *verb, const struct auth_args *a)
     }
     ret = cert_sign(&c, secret, text, sizeof(text));
     sodium_memzero(secret, sizeof(secret));
+    if (ret == -EMSGSIZE)
+        return say(verb, "cannot sign: the certificate would be longer than %u characters "
+                   "(fewer or shorter --groups or --routes%s)", CERT_TEXT_MAX,
+                   tokenfile ? ", or a token that names fewer" : "");
     if (ret != 0 && c.has_address)
         return say(verb, "invalid --address '%s' (a unicast host address: not unspecified, "
                    "loopback, multicast or broadcast)", opt_value(a, AUTH_OPT_ADDRESS));
@@ -756,7 +812,8 @@ static int do_token(const char *verb, const struct auth_args *a)
     if (max && cluster_uint_parse(max, UINT32_MAX, &n) != 0)
         return say(verb, "invalid --max '%s' (a number of members, 0 for no limit)", max);
     t.max_members = n;
-    if (parse_groups(verb, opt_value(a, AUTH_OPT_GROUPS), &t.n_groups, t.groups) != 0)
+    if (parse_groups(verb, opt_value(a, AUTH_OPT_GROUPS), &t.n_groups, t.groups) != 0 ||
+        routes_opt(verb, a, t.routes, &t.n_routes) != 0)
         return CLI_EXIT_FAIL;
     if (lifetime(verb, a, DEFAULT_TOKEN_S, &t.not_before, &t.not_after) != 0 ||
         read_secret(verb, opt_value(a, AUTH_OPT_SECRET), secret) != 0)
@@ -768,6 +825,9 @@ static int do_token(const char *verb, const struct auth_args *a)
         ret = cert_join_token_format(&t, token_secret, text, sizeof(text));
     sodium_memzero(secret, sizeof(secret));
     sodium_memzero(token_secret, sizeof(token_secret));
+    if (ret == -EMSGSIZE)
+        return say(verb, "cannot make the token: it would be longer than %u characters "
+                   "(fewer or shorter --groups or --routes)", CERT_TEXT_MAX);
     if (ret == -EINVAL)
         return say(verb, "invalid --name-prefix '%s' (the start of a node name: letters, "
                    "digits, '-' and '.', not starting with '-' or '.')", prefix);
@@ -988,6 +1048,7 @@ static void show_statement(const struct cert *c, bool join)
             printf("\n");
         }
         show_groups(c);
+        print_routes("routes:     ", c->n_routes, c->routes);
         show_lifetime(c, now);
     } else if (c->kind == CERT_TOKEN) {
         printf("names:       starting with %s\n", c->name);
@@ -996,6 +1057,10 @@ static void show_statement(const struct cert *c, bool join)
         else
             printf("members:     no limit\n");
         show_groups(c);
+        if (c->n_routes)
+            print_routes("routes:      its members may carry", c->n_routes, c->routes);
+        else
+            printf("routes:      none (its members carry no route)\n");
         cert_key_format(c->subject, key);
         printf("token key:   %s\n", key);
         show_lifetime(c, now);
@@ -1068,17 +1133,18 @@ static const struct auth_verb auth_verbs[] = {
     { "sign", do_sign,
       AUTH_OPT_SECRET | AUTH_OPT_TOKEN | AUTH_OPT_NAME | AUTH_OPT_PUBLIC_KEY | AUTH_OPT_KEY |
           AUTH_OPT_ADDRESS | AUTH_OPT_ALIASES | AUTH_OPT_VALID | AUTH_OPT_NOT_BEFORE |
-          AUTH_OPT_GROUPS,
+          AUTH_OPT_GROUPS | AUTH_OPT_ROUTES,
       AUTH_OPT_NAME, 0,
       "(-a AUTHORITY-KEYFILE | --token FILE) --name NAME (--public-key KEY | -k KEYFILE) "
-      "[--address ADDR] [--aliases A,B] [--groups A,B] [--valid DURATION] [--not-before TIME]",
+      "[--address ADDR] [--aliases A,B] [--groups A,B] [--routes PREFIX,...] "
+      "[--valid DURATION] [--not-before TIME]",
       "print a member certificate, signed by the authority or by a join token" },
     { "token", do_token,
       AUTH_OPT_SECRET | AUTH_OPT_PREFIX | AUTH_OPT_MAX | AUTH_OPT_VALID | AUTH_OPT_NOT_BEFORE |
-          AUTH_OPT_GROUPS,
+          AUTH_OPT_GROUPS | AUTH_OPT_ROUTES,
       AUTH_OPT_SECRET | AUTH_OPT_PREFIX, 0,
-      "-a AUTHORITY-KEYFILE --name-prefix PREFIX [--max N] [--groups A,B] [--valid DURATION] "
-      "[--not-before TIME]",
+      "-a AUTHORITY-KEYFILE --name-prefix PREFIX [--max N] [--groups A,B] "
+      "[--routes PREFIX,...] [--valid DURATION] [--not-before TIME]",
       "print a join token: a signing key limited to names starting with PREFIX and its "
       "lifetime, for machines that join by themselves" },
     { "revoke", do_revoke,

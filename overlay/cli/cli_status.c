@@ -84,6 +84,7 @@ struct st_resp {
     size_t n_routes;
     bool has_masquerade;
     uint64_t masquerade;
+    uint64_t cert_routes_refused;
     size_t n_peers, cap_peers;
     struct st_peer *peers;
 };
@@ -180,7 +181,8 @@ static int iface_line(void *ctx, const char *key, const char *v)
     else if (!strcmp(key, CONTROL_KEY_MASQUERADE)) {
         r->has_masquerade = true;
         return cli_reply_u64(v, &r->masquerade);
-    } else if (!strcmp(key, CONTROL_KEY_CLASH_DERIVED))
+    } else if (!strcmp(key, CONTROL_KEY_CERT_ROUTES_REFUSED))
+        return cli_reply_u64(v, &r->cert_routes_refused); else if (!strcmp(key, CONTROL_KEY_CLASH_DERIVED))
         return cli_reply_u64(v, &r->clash_derived);
     else if (!strcmp(key, CONTROL_KEY_REGISTRY_ENDPOINT))
         r->registry_endpoint = v;
@@ -504,6 +506,10 @@ static void print_routes(FILE *out, const struct st_resp *r)
                     r->peers[p].name);
     if (shown)
         fputc('\n', out);
+    if (r->cert_routes_refused)
+        fprintf(out, "routes: %llu of members' certificates refused: each overlaps a grant held "
+                "first, the overlay's network or a node's endpoint (the log names them)\n",
+                (unsigned long long)r->cert_routes_refused);
 }
 
 /* Issue 43: the clash this node lost, loud, with what to do. */
@@ -888,6 +894,7 @@ int status_format_json(const char *response, FILE *out)
         fputs(r.masquerade ? "true" : "false", out);
     else
         fputs("null", out);
+    fprintf(out, ",\"cert_routes_refused\":%llu", (unsigned long long)r.cert_routes_refused);
     fputs(",\"carriers\":[", out);
     for (size_t i = 0, shown = 0; i < r.n_routes; i++) {
         fputs(shown++ ? ",{\"prefix\":" : "{\"prefix\":", out);

@@ -11,6 +11,7 @@
 #include <net/if.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <sodium.h>
 
 #include "config/addr.h"
+#include "config/routes.h"
 #include "crypto/aead.h"
 #include "crypto/x25519.h"
 #include "overlay/cli/cli.h"
@@ -127,6 +129,42 @@ static int up_cert_kept(struct up *u)
  * aliases and address (the fixed one, else the one derived from its key,
  * cert_derive_address), checked here against the file's nodes, which win
  * any clash everywhere. */
+/* Issue 60: our certificate's routes under the file's rules, as if the
+ * file granted them to us: a complaint about the last node (ours). */
+struct self_routes_ctx {
+    size_t self;
+    const char *path;
+    size_t faults;
+};
+
+static void self_route_fault(void *ctx, size_t node, const char *message)
+{
+    struct self_routes_ctx *c = ctx;
+
+    if (node != c->self)
+        return;
+    fprintf(stderr, "ddpnet up: %s: %s\n", c->path, message);
+    c->faults++;
+}
+
+static int up_cert_routes(const struct up *u, const struct cluster_node *self, const char *path)
+{
+    const struct cluster_node **all;
+    struct self_routes_ctx c = { u->cluster.n_nodes, path, 0 };
+
+    if (!self->n_routes)
+        return 0;
+    if (!(all = calloc(u->cluster.n_nodes + 1, sizeof(*all))))
+        return -ENOMEM;
+    for (size_t i = 0; i < u->cluster.n_nodes; i++)
+        all[i] = &u->cluster.nodes[i];
+    all[u->cluster.n_nodes] = self;
+    cluster_routes_check(all, u->cluster.n_nodes + 1, &u->cluster.network, u->cluster.prefix,
+                         self_route_fault, &c);
+    free(all);
+    return c.faults ? -EINVAL : 0;
+}
+
 static int up_cert_self(struct up *u, const uint8_t pub[WG_KEY_LEN])
 {
     char path[PATH_MAX], err[PATH_MAX + 512] = "";
@@ -155,6 +193,8 @@ static int up_cert_self(struct up *u, const uint8_t pub[WG_KEY_LEN])
                 "network has no room\n", path);
         return CLI_EXIT_FAIL;
     }
+    if (up_cert_routes(u, n, path))
+        return CLI_EXIT_FAIL;
     if ((other = cluster_find_name(&u->cluster, n->name)) ||
         (other = cluster_find_address(&u->cluster, &n->address))) {
         char addr[INET6_ADDRSTRLEN];

@@ -186,6 +186,8 @@ static void put_ddpnet_iface(struct uapi_buf *b, const struct device *dev)
     put_routes(b, dev, NULL);
     if (dev->self->n_routes)
         uapi_put_u64(b, CONTROL_KEY_MASQUERADE, !dev->self->routed);
+    if (dev->membership->certs)
+        uapi_put_u64(b, CONTROL_KEY_CERT_ROUTES_REFUSED, dev->membership->cert_routes_refused);
     if (dev->membership->registry) {
         struct registry_status rs;
         registry_status(dev->membership->registry, &rs);

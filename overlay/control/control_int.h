@@ -132,6 +132,9 @@ enum control_op { CONTROL_GET_WG, CONTROL_SET_WG, CONTROL_GET_DDPNET_OP, CONTROL
  * for `masquerade = no`. */
 #define CONTROL_KEY_ROUTE           "route"
 #define CONTROL_KEY_MASQUERADE      "masquerade"
+/* With an authority: member certificates' routes left out of the model
+ * running (membership/state.h's cert_routes_refused). */
+#define CONTROL_KEY_CERT_ROUTES_REFUSED "cert_routes_refused"
 /* The reasons, as the metrics' ddpnet_packets_dropped_total names them. */
 #define CONTROL_DROP_SOCKET         "socket_overflow"
 #define CONTROL_DROP_TUN            "tun_queue"

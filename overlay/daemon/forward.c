@@ -64,15 +64,10 @@ static uint64_t sum_of(const struct forward_msg *m)
 
 /* --- the keeper ------------------------------------------------------------ */
 
-static bool same_route(const struct cluster_route *a, const struct cluster_route *b)
-{
-    return a->prefix == b->prefix && cluster_addr_equal(&a->net, &b->net);
-}
-
 static bool route_in(const struct cluster_route *r, const struct cluster_route *set, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
-        if (same_route(r, &set[i]))
+        if (cluster_route_equal(r, &set[i]))
             return true;
     return false;
 }
@@ -329,7 +324,9 @@ int forward_start(struct forward *f, const char *ifname, const struct cluster *c
     f->fd = -1;
     for (size_t i = 0; i < c->n_nodes; i++)
         grants += c->nodes[i].n_routes;
-    if (!grants)
+    /* Under an authority, a certificate may grant a route after up
+     * (config/cert.h): the keeper waits for it. */
+    if (!grants && !c->has_authority)
         return 0;
     *why = "cannot start the routes' keeper";
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))

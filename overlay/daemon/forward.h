@@ -35,7 +35,8 @@ struct forward {
 /* Starts the keeper for ifname (made, up) with c's grants (self's to
  * carry), before the privilege drop, and waits until it set them up:
  * 0, or -errno with *why (static text) saying what failed. Nothing to
- * do (no grant in c) starts no keeper, and returns 0. */
+ * do (no grant in c, and no authority whose certificates could bring
+ * one) starts no keeper, and returns 0. */
 int forward_start(struct forward *f, const char *ifname, const struct cluster *c,
                   const struct cluster_node *self, const char **why);
 /* The routes through ifname are now c's grants but self's: told to the

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -730,6 +731,31 @@ static int poll_ring(struct loop *l)
     return ret;
 }
 
+/* A wait on the ring that failed: what the kernel can give again is
+ * taken as a turn with what is done so far, never as the daemon's end (a
+ * run of weeks meets it): -EBUSY, completions the ring could not hold
+ * wait in the kernel's overflow list until we take those in the ring;
+ * -EAGAIN or -ENOMEM, the kernel was short of memory for a request (a
+ * millisecond's pause, so that a lasting shortage is not a spin). True
+ * only for what is a fault of ours (a bad ring, a bad request): the loop
+ * stops, and the daemon with it. */
+static bool ring_wait_failed(int ret)
+{
+    switch (ret) {
+    case -EBUSY:
+        log_warn_rl("io_uring: completions overflowed the ring; taking them and going on");
+        return false;
+    case -EAGAIN:
+    case -ENOMEM:
+        log_warn_rl("io_uring: %s; trying again in 1 ms", strerror(-ret));
+        nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+        return false;
+    default:
+        log_error("io_uring: %s", strerror(-ret));
+        return true;
+    }
+}
+
 /* With shards, the engine is run under its lock (loop_config); alone,
  * these do nothing. */
 static void engine_enter(struct loop *l)
@@ -821,10 +847,8 @@ int loop_run(struct loop *l)
                       ? poll_ring(l)
                       : io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, &ts, NULL);
         busy_begin(l);
-        if (ret < 0 && ret != -ETIME && ret != -EINTR) {
-            log_error("io_uring: %s", strerror(-ret));
+        if (ret < 0 && ret != -ETIME && ret != -EINTR && ring_wait_failed(ret))
             return ret;   /* quiescent: turn_ends above */
-        }
         turn_begins(l);
         if (l->helps) {
             __atomic_store_n(&l->idle, false, __ATOMIC_RELEASE);

@@ -22,6 +22,7 @@
 #include "config/addr.h"
 #include "config/cluster_diff.h"
 #include "config/cluster_index.h"
+#include "config/routes.h"
 #include "crypto/blake2s.h"
 #include "overlay/base/log.h"
 #include "overlay/engine/device_setup.h"
@@ -1297,6 +1298,20 @@ static int counted_now(struct device *dev, struct cluster_node **out, size_t *m)
     return 0;
 }
 
+/* Issue 60: a certificate's route refused (config/routes.h's
+ * cluster_routes_admit): logged and counted (state.h). */
+static void cert_route_refused(void *ctx, const struct cluster_node *node,
+                               const struct cluster_route *r, const char *why)
+{
+    struct device *dev = ctx;
+    char t[CLUSTER_ROUTE_TEXT_MAX + 1];
+
+    cluster_route_format(r, t, sizeof(t));
+    log_info_rl("member %s: certificate route %s refused: it overlaps %s, held first",
+                node->name, t, why);
+    dev->membership->cert_routes_refused++;
+}
+
 /* With an authority and no registry: a node for each member
  * certificate held whose key neither the file nor we hold
  * (joined with no server, or passed on by a member): the members of the
@@ -1312,6 +1327,7 @@ static int with_certified(struct device *dev, const struct cluster *file,
     /* With a registry its records are the members (their certificates
      * vet them): one said on a session waits for its record. */
     size_t held = dev->membership->certs && !dev->membership->registry ? certs_count(dev->membership->certs) : 0, m = 0;
+    size_t total = 0;
     const struct cert **order;
     struct cluster_node *grown;
     struct cluster_index *known = NULL, *running = NULL;
@@ -1347,9 +1363,19 @@ static int with_certified(struct device *dev, const struct cluster *file,
     }
     if (m)
         *nodes = grown;
+    for (size_t i = 0; i < file->n_nodes; i++)
+        total += file->nodes[i].n_routes;
+    for (size_t i = 0; i < *n; i++)
+        total += (*nodes)[i].n_routes;
     for (size_t i = 0; i < m; i++)
-        if (cert_member_node(order[i], file, &(*nodes)[*n]) == 0)
+        if (cert_member_node(order[i], file, &(*nodes)[*n]) == 0) {
+            /* Grants held first keep their prefixes: the file's, then
+             * the members of the model we run (ordered first above), so
+             * a newcomer never takes a live member's. */
+            cluster_routes_admit(file, *nodes, *n, &(*nodes)[*n], &total, cert_route_refused,
+                                 dev);
             (*n)++;
+        }
     free(order);
     return 0;
 }
@@ -1395,6 +1421,7 @@ static int merged(struct device *dev, const struct cluster *file, struct cluster
         goto out;
     for (size_t i = vd->v.n_counted; i < vd->v.n; i++)
         cluster_index_add(vd->pending, &vd->v.nodes[i]);
+    dev->membership->cert_routes_refused = 0;
     if ((ret = with_certified(dev, file, &vd->v.nodes, &vd->v.n)))
         goto out;
     ret = registry_model(file, dev->membership->self_registered ? &dev->membership->registry_self : NULL, vd->v.nodes,

@@ -92,6 +92,12 @@ struct membership {
         uint64_t at;                      /* unix s */
     } ended[MEMBERSHIP_ENDED_MAX];
     size_t n_ended;
+    /* Issue 60: the routes of member certificates left out of the model
+     * now running (config/routes.h's cluster_routes_admit,
+     * from members.c's with_certified): each overlapped the
+     * network, a grant already held or a node's endpoint, or came past
+     * the model's cap. Set at each model made: what runs now. */
+    size_t cert_routes_refused;
 };
 
 /* A membership with nothing in it yet (no file, no hosts file, no

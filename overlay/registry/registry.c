@@ -1013,19 +1013,36 @@ static bool pause_ms(struct registry *r, unsigned ms)
     return pause_until(r, ms, false);
 }
 
+bool registry_watch_resumes(int ret)
+{
+    return ret != -ECANCELED && ret != -ESTALE && ret != -EMSGSIZE;
+}
+
+long registry_read_timeout_next(long ms)
+{
+    return ms * 2 > REGISTRY_JOIN_REQUEST_MAX_MS ? REGISTRY_JOIN_REQUEST_MAX_MS : ms * 2;
+}
+
 /* Reads the prefix whole, then watches it from the revision after. A
  * watch that etcd had set up and that was then cut (the stream broke or
  * ended: a busy etcd or its gateway drops streams) takes up where it
  * left off, from the revision after the last event it applied, without
- * reading the prefix again: a read costs etcd every record, and at 256
- * members on one etcd 234 cut watches each read 256 records while etcd
- * was already behind (issue 59). Only a watch etcd never set up (out of
- * reach) or whose history was compacted (-ESTALE) reads it whole again. */
+ * reading the prefix again (registry_watch_resumes): a read costs etcd
+ * every record. A watch etcd never set up reads it whole again: taking
+ * those up from their revisions too cost 256 nodes' joins their etcd
+ * (2 to 50 ups of 256 failed in four runs, none without; etcd catches up
+ * a watch that starts behind under the lock its writes take). So does
+ * one whose history was compacted (-ESTALE) or that fell too far behind
+ * for one message (-EMSGSIZE; it was taken up again forever). The read
+ * waits REGISTRY_JOIN_REQUEST_MIN_MS, twice as long after each that
+ * failed: at 3 s, 786 reads of 255 records were cancelled at 256 nodes
+ * and asked again, etcd doing the work each time (issue 59). */
 static void *watcher_run(void *arg)
 {
     struct registry *r = arg;
     struct etcd *e = etcd_new(&r->cfg);
     unsigned backoff = REGISTRY_BACKOFF_MIN_MS;
+    long read_ms = REGISTRY_JOIN_REQUEST_MIN_MS;
     int64_t revision = 0;
     bool resume = false;
     int ret;
@@ -1040,7 +1057,10 @@ static void *watcher_run(void *arg)
             pthread_mutex_unlock(&r->lock);
             /* The range runs without holding the lock (it may take
              * seconds); each member read takes it. */
+            etcd_set_timeout(e, read_ms);
             ret = etcd_range_prefix(e, r->watch_prefix, on_range_kv, r, &revision);
+            etcd_set_timeout(e, REGISTRY_TIMEOUT_MS);
+            read_ms = ret ? registry_read_timeout_next(read_ms) : REGISTRY_JOIN_REQUEST_MIN_MS;
             if (ret == 0) {
                 set_state(r, e, REGISTRY_SYNCED, NULL);
                 pthread_mutex_lock(&r->lock);
@@ -1053,7 +1073,7 @@ static void *watcher_run(void *arg)
         if (ret == 0) {
             ret = etcd_watch_prefix(e, r->watch_prefix, r->watch_seen + 1, on_watch_event, r,
                                     &r->stop);
-            resume = ret != -ECANCELED && ret != -ESTALE && etcd_watch_created(e);
+            resume = registry_watch_resumes(ret) && etcd_watch_created(e);
         }
         if (ret == -ECANCELED)
             break;

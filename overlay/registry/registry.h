@@ -65,6 +65,15 @@ uint64_t registry_keepalive_next_ms(unsigned ttl_s, unsigned fails, uint64_t now
 /* How long a keep-alive sent now waits, the lease running out at
  * until_ms by our clock. */
 long registry_keepalive_wait_ms(uint64_t until_ms, uint64_t now_ms);
+/* The watcher (issue 59): whether a watch that etcd had set up and that
+ * ended with ret is taken up from the revision after the last event
+ * applied (true), or the prefix is read whole again (false: compacted,
+ * -ESTALE; too far behind for one message, -EMSGSIZE) or the watcher
+ * stops (-ECANCELED). */
+bool registry_watch_resumes(int ret);
+/* The time-out of the watcher's next read of the prefix after one that
+ * waited ms and failed: twice, up to REGISTRY_JOIN_REQUEST_MAX_MS. */
+long registry_read_timeout_next(long ms);
 
 enum registry_state {
     REGISTRY_CONNECTING,                  /* never read the prefix yet */

@@ -28,26 +28,16 @@ e2e_init authority_holds ping getent
 declare -A ADDR=([a]=10.77.0.1 [b]=10.77.0.2)
 
 step "an authority, a token (prefix w-); a and b in the file; n3 joins as w-n3"
-e2e_hub
-i=0
-for n in a b n3 t; do
-    i=$((i + 1))
-    e2e_node "$n" "$i" -
-    e2e_key "$n"
-done
-mkdir -p "$T/authority"
-"$DDPNET" authority init -o "$T/authority/authority.key" >/dev/null 2>&1 ||
-    fail "ddpnet authority init failed"
-AUTH=$("$DDPNET" authority pubkey -a "$T/authority/authority.key")
+e2e_authority_hub a b n3 t
 C=$T/cluster.conf
 cluster_begin "$C" "authority = $AUTH"
 for n in a b; do
     cluster_node "$C" "$n" "$(pub "$n")" "${ADDR[$n]}" "$E2E_V4NET.${ADDR[$n]##*.}:$E2E_PORT"
-    "$DDPNET" authority sign -a "$T/authority/authority.key" --name "$n" \
+    "$DDPNET" authority sign -a "$KEY" --name "$n" \
         --public-key "$(pub "$n")" --address "${ADDR[$n]}" --valid 1h >"$T/$n/key.cert" ||
         fail "ddpnet authority sign --name $n failed"
 done
-(umask 077; "$DDPNET" authority token -a "$T/authority/authority.key" --name-prefix w- \
+(umask 077; "$DDPNET" authority token -a "$KEY" --name-prefix w- \
     --max 8 --valid 1h >"$T/token") || fail "ddpnet authority token failed"
 "$DDPNET" authority sign --token "$T/token" --name w-n3 --public-key "$(pub n3)" \
     >"$T/n3/key.cert" || fail "ddpnet authority sign --token (n3) failed"
@@ -95,7 +85,7 @@ out=$("$DDPNET" authority sign --token "$T/token" --name w-t --public-key "$(pub
 say "--aliases refused: $out"
 
 step "n3's key revoked through a: gone, kept out after b restarts and after n3 re-signs"
-"$DDPNET" authority revoke -a "$T/authority/authority.key" --public-key "$(pub n3)" \
+"$DDPNET" authority revoke -a "$KEY" --public-key "$(pub n3)" \
     >"$T/n3.revoke" || fail "ddpnet authority revoke --public-key failed"
 out=$(nx a "$DDPNET" revoke --run-dir "$T/a/run" "$T/n3.revoke" 2>&1) ||
     fail "ddpnet revoke on a failed: $out"

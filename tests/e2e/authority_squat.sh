@@ -25,25 +25,15 @@ HOSTILE=$E2E_ROOT/build/tools/hostile
 [ -x "$HOSTILE" ] || fail "build/tools/hostile is needed (make e2e builds it)"
 
 step "an authority, a token (prefix w-); a and t in the file; v signed as gpu3"
-e2e_hub
-i=0
-for n in a t v; do
-    i=$((i + 1))
-    e2e_node "$n" "$i" -
-    e2e_key "$n"
-done
-mkdir -p "$T/authority"
-"$DDPNET" authority init -o "$T/authority/authority.key" >/dev/null 2>&1 ||
-    fail "ddpnet authority init failed"
-AUTH=$("$DDPNET" authority pubkey -a "$T/authority/authority.key")
+e2e_authority_hub a t v
 C=$T/cluster.conf
 cluster_begin "$C" "authority = $AUTH"
 for n in a t; do
     cluster_node "$C" "$n" "$(pub "$n")" "${ADDR[$n]}" "$E2E_V4NET.${ADDR[$n]##*.}:$E2E_PORT"
 done
-"$DDPNET" authority sign -a "$T/authority/authority.key" --name gpu3 --public-key "$(pub v)" \
+"$DDPNET" authority sign -a "$KEY" --name gpu3 --public-key "$(pub v)" \
     --address "${ADDR[v]}" --valid 1h >"$T/v/key.cert" || fail "ddpnet authority sign (v) failed"
-(umask 077; "$DDPNET" authority token -a "$T/authority/authority.key" --name-prefix w- \
+(umask 077; "$DDPNET" authority token -a "$KEY" --name-prefix w- \
     --max 8 --valid 1h >"$T/token") || fail "ddpnet authority token failed"
 "$DDPNET" authority sign --token "$T/token" --name w-squat --public-key "$(pub v)" \
     >"$T/squat.cert" || fail "ddpnet authority sign --token (the squat) failed"

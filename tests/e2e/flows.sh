@@ -57,28 +57,6 @@ police() {
     done
 }
 
-# flows_of NODE PEER: the flows NODE's status gives for PEER ("-": none).
-flows_of() {
-    ddp_status "$1" --json | "$PY" -c '
-import json, sys
-for p in json.load(sys.stdin)["peers"]:
-    if p["name"] == sys.argv[1]:
-        print(p.get("flows") if p.get("flows") is not None else "-")' "$2"
-}
-flows_are() { [ "$(flows_of "$1" "$2")" = "$3" ]; }
-
-# replays NODE: the replay drops NODE's daemon counted.
-replays() {
-    nx "$1" "$PY" -c '
-import urllib.request, sys
-for l in urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode().splitlines():
-    if l.startswith("ddpnet_packets_dropped_total{") and "reason=\"replay\"" in l:
-        print(int(float(l.rsplit(" ", 1)[1])))' "$MPORT"
-}
-
-# ofo NODE: the kernel's TcpExtTCPOFOQueue so far in NODE.
-ofo() { nx "$1" nstat -az TcpExtTCPOFOQueue | awk '$1 == "TcpExtTCPOFOQueue" { print $2 }'; }
-
 # rate SERVER ADDR CLIENT STREAMS [IPERF-ARGS...]: Mbit/s received.
 rate() {
     local srv=$1 addr=$2 cli=$3 n=$4; shift 4
@@ -93,30 +71,11 @@ rate() {
 }
 
 step "1. direct through a router, a clean path: 8 streams, nothing out of order"
-e2e_node_alone node-a
-e2e_node_alone node-b
-e2e_netns rt
-e2e_veth node-a eth0 rt ra
-e2e_veth node-b eth0 rt rb
-ip -n "${E2E_PFX}rt" addr add 10.201.1.1/24 dev ra
-ip -n "${E2E_PFX}rt" addr add 10.201.2.1/24 dev rb
-ip netns exec "${E2E_PFX}rt" sysctl -qw net.ipv4.ip_forward=1
-ip -n "${E2E_PFX}node-a" addr add 10.201.1.2/24 dev eth0
-ip -n "${E2E_PFX}node-b" addr add 10.201.2.2/24 dev eth0
-ip -n "${E2E_PFX}node-a" route add default via 10.201.1.1
-ip -n "${E2E_PFX}node-b" route add default via 10.201.2.1
-for n in node-a node-b; do e2e_key "$n"; done
-cluster_begin "$T/cluster.conf" "metrics = 127.0.0.1:$MPORT"
-cluster_node "$T/cluster.conf" node-a "$(pub node-a)" 10.77.0.1 "10.201.1.2:$P"
-cluster_node "$T/cluster.conf" node-b "$(pub node-b)" 10.77.0.2 "10.201.2.2:$P"
-for n in node-a node-b; do ddp_up "$n"; done
-ping_ok node-a 10.77.0.2
-wait_for 10 flows_are node-a node-b 4 || fail "node-a's status of node-b: $(flows_of node-a node-b) flows, want 4"
-wait_for 10 flows_are node-b node-a 4 || fail "node-b's status of node-a: $(flows_of node-b node-a) flows, want 4"
-say "status: $(ddp_status node-a | grep node-b)"
-ofo0=$(ofo node-b) ra0=$(replays node-a) rb0=$(replays node-b)
+e2e_routed_pair
+e2e_routed_pair_up "$MPORT"
+ofo0=$(e2e_ofo node-b) ra0=$(e2e_replays node-a "$MPORT") rb0=$(e2e_replays node-b "$MPORT")
 r=$(rate node-b 10.77.0.2 node-a 8 -b 25M)
-ofo1=$(ofo node-b) ra1=$(replays node-a) rb1=$(replays node-b)
+ofo1=$(e2e_ofo node-b) ra1=$(e2e_replays node-a "$MPORT") rb1=$(e2e_replays node-b "$MPORT")
 say "8 streams a -> b: $r Mbit/s; b's TcpExtTCPOFOQueue +$(( ofo1 - ofo0 )), replay drops a +$(( ra1 - ra0 )) b +$(( rb1 - rb0 ))"
 [ "$r" -gt 0 ] || fail "8 streams moved nothing"
 [ $(( ofo1 - ofo0 )) -eq 0 ] || fail "b queued $(( ofo1 - ofo0 )) TCP segments out of order on a clean path"
@@ -149,8 +108,8 @@ cluster_node "$T/nat.conf" node-d "$(pub node-d)" 10.77.0.4 "$E2E_INET.0.4:$P"
 ddp_up node-d "$T/nat.conf"
 ddp_up node-c "$T/nat.conf"
 ping_ok node-c 10.77.0.4
-wait_for 10 flows_are node-c node-d 4 || fail "node-c's status of node-d: $(flows_of node-c node-d) flows, want 4"
-wait_for 10 flows_are node-d node-c 1 || fail "node-d's status of node-c: $(flows_of node-d node-c) flows, want 1 (its extra ports cannot get through c's NAT)"
+wait_for 10 e2e_flows_are node-c node-d 4 || fail "node-c's status of node-d: $(e2e_flows_of node-c node-d) flows, want 4"
+wait_for 10 e2e_flows_are node-d node-c 1 || fail "node-d's status of node-c: $(e2e_flows_of node-d node-c) flows, want 1 (its extra ports cannot get through c's NAT)"
 say "status at c: $(ddp_status node-c | grep node-d)"
 say "status at d: $(ddp_status node-d | grep node-c)"
 r=$(rate node-d 10.77.0.4 node-c 4)
@@ -175,8 +134,8 @@ for n in node-c node-d; do ddp_down "$n"; done
 ddp_up node-d "$T/nat.conf"
 ddp_up node-e "$T/nat.conf"
 ping_ok node-e 10.77.0.4
-wait_for 10 flows_are node-e node-d 4 || fail "node-e's status of node-d: $(flows_of node-e node-d) flows, want 4"
-wait_for 10 flows_are node-d node-e 1 || fail "node-d's status of node-e: $(flows_of node-d node-e) flows, want 1 (its extra ports cannot get through e's NAT)"
+wait_for 10 e2e_flows_are node-e node-d 4 || fail "node-e's status of node-d: $(e2e_flows_of node-e node-d) flows, want 4"
+wait_for 10 e2e_flows_are node-d node-e 1 || fail "node-d's status of node-e: $(e2e_flows_of node-d node-e) flows, want 1 (its extra ports cannot get through e's NAT)"
 say "status at e: $(ddp_status node-e | grep node-d)"
 say "status at d: $(ddp_status node-d | grep node-e)"
 r=$(rate node-d 10.77.0.4 node-e 4)

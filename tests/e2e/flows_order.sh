@@ -31,58 +31,19 @@ DELAYLINE=${DELAYLINE:-$E2E_ROOT/build/tools/delayline}
 [ -x "$DELAYLINE" ] || skip "$DELAYLINE not built (make build/tools/delayline)"
 QUEUE=4457
 P=$E2E_PORT
-
-flows_of() {
-    ddp_status "$1" --json | "$PY" -c '
-import json, sys
-for p in json.load(sys.stdin)["peers"]:
-    if p["name"] == sys.argv[1]:
-        print(p.get("flows") if p.get("flows") is not None else "-")' "$2"
-}
-flows_are() { [ "$(flows_of "$1" "$2")" = "$3" ]; }
-
-# replays NODE: the replay drops NODE's daemon counted (its metrics).
 MPORT=9588
-replays() {
-    nx "$1" "$PY" -c '
-import urllib.request, sys
-for l in urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode().splitlines():
-    if l.startswith("ddpnet_packets_dropped_total{") and "reason=\"replay\"" in l:
-        print(int(float(l.rsplit(" ", 1)[1])))' "$MPORT"
-}
-
-ofo() { nx "$1" nstat -az TcpExtTCPOFOQueue | awk '$1 == "TcpExtTCPOFOQueue" { print $2 }'; }
 
 step "two nodes through a router, a clean path; a's extra 5-tuples ${SKEW} ms longer"
-e2e_node_alone node-a
-e2e_node_alone node-b
-e2e_netns rt
-e2e_veth node-a eth0 rt ra
-e2e_veth node-b eth0 rt rb
-ip -n "${E2E_PFX}rt" addr add 10.201.1.1/24 dev ra
-ip -n "${E2E_PFX}rt" addr add 10.201.2.1/24 dev rb
-ip netns exec "${E2E_PFX}rt" sysctl -qw net.ipv4.ip_forward=1
-ip -n "${E2E_PFX}node-a" addr add 10.201.1.2/24 dev eth0
-ip -n "${E2E_PFX}node-b" addr add 10.201.2.2/24 dev eth0
-ip -n "${E2E_PFX}node-a" route add default via 10.201.1.1
-ip -n "${E2E_PFX}node-b" route add default via 10.201.2.1
+e2e_routed_pair
 ip netns exec "${E2E_PFX}rt" iptables-nft -A FORWARD -i ra -p udp ! --sport "$P" -j NFQUEUE --queue-num "$QUEUE" ||
     fail "router: the NFQUEUE rule was not installed"
 ip netns exec "${E2E_PFX}rt" "$DELAYLINE" -q "$QUEUE" -d "$SKEW" -t 120 2>"$T/delayline.err" &
 E2E_PIDS+=("$!")
-for n in node-a node-b; do e2e_key "$n"; done
-cluster_begin "$T/cluster.conf" "metrics = 127.0.0.1:$MPORT"
-cluster_node "$T/cluster.conf" node-a "$(pub node-a)" 10.77.0.1 "10.201.1.2:$P"
-cluster_node "$T/cluster.conf" node-b "$(pub node-b)" 10.77.0.2 "10.201.2.2:$P"
-for n in node-a node-b; do ddp_up "$n"; done
-ping_ok node-a 10.77.0.2
-wait_for 10 flows_are node-a node-b 4 || fail "node-a's status of node-b: $(flows_of node-a node-b) flows, want 4"
-wait_for 10 flows_are node-b node-a 4 || fail "node-b's status of node-a: $(flows_of node-b node-a) flows, want 4"
-say "status: $(ddp_status node-a | grep node-b)"
+e2e_routed_pair_up "$MPORT"
 
 step "8 inner streams a -> b at $RATE each, $RUNS runs: nothing out of order"
 for run in $(seq 1 "$RUNS"); do
-    ofo0=$(ofo node-b) ra0=$(replays node-a) rb0=$(replays node-b)
+    ofo0=$(e2e_ofo node-b) ra0=$(e2e_replays node-a "$MPORT") rb0=$(e2e_replays node-b "$MPORT")
     nx_bg node-b iperf3-server timeout 40 iperf3 -s -1 -B 10.77.0.2 -p 5201
     spid=$BG_PID
     wait_for 10 e2e_listening node-b 5201 || fail "iperf3 server on node-b did not start"
@@ -91,7 +52,7 @@ for run in $(seq 1 "$RUNS"); do
     wait "$spid" 2>/dev/null || true
     read -r bytes retr < <("$PY" -c 'import json,sys; e = json.load(open(sys.argv[1]))["end"]
 print(int(e["sum_received"]["bytes"]), e["sum_sent"].get("retransmits", "?"))' "$T/iperf3-$run.json")
-    ofo1=$(ofo node-b) ra1=$(replays node-a) rb1=$(replays node-b)
+    ofo1=$(e2e_ofo node-b) ra1=$(e2e_replays node-a "$MPORT") rb1=$(e2e_replays node-b "$MPORT")
     say "run $run: $bytes bytes, $retr retransmits; b's TcpExtTCPOFOQueue +$(( ofo1 - ofo0 )), replay drops a +$(( ra1 - ra0 )) b +$(( rb1 - rb0 ))"
     [ "$bytes" -gt 0 ] || fail "8 streams moved nothing"
     [ $(( ofo1 - ofo0 )) -eq 0 ] || fail "b queued $(( ofo1 - ofo0 )) TCP segments out of order on a clean path (run $run)"

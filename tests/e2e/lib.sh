@@ -772,6 +772,83 @@ PYEOF
     chmod 644 "$T/meshping.py"
 }
 
+# e2e_authority_hub NODE...: the hub, each NODE on it (the first at
+# $E2E_V4NET.1, the next at .2, ...) with its key, and a cluster
+# authority: sets KEY (its key file, $T/authority/authority.key) and AUTH
+# (its public key, for the file's `authority =`).
+e2e_authority_hub() {
+    local n i=0
+    e2e_hub
+    for n in "$@"; do
+        i=$((i + 1))
+        e2e_node "$n" "$i" -
+        e2e_key "$n"
+    done
+    KEY=$T/authority/authority.key
+    mkdir -p "$T/authority"
+    "$DDPNET" authority init -o "$KEY" >/dev/null 2>&1 || fail "ddpnet authority init failed"
+    AUTH=$("$DDPNET" authority pubkey -a "$KEY")
+}
+
+# e2e_routed_pair: node-a 10.201.1.2 and node-b 10.201.2.2, each on a
+# link of its own to the router namespace rt (ra 10.201.1.1, rb
+# 10.201.2.1), which forwards: a path between two nodes that the test
+# can police, delay or NAT in one place (flows.sh, flows_order.sh).
+e2e_routed_pair() {
+    e2e_node_alone node-a
+    e2e_node_alone node-b
+    e2e_netns rt
+    e2e_veth node-a eth0 rt ra
+    e2e_veth node-b eth0 rt rb
+    ip -n "${E2E_PFX}rt" addr add 10.201.1.1/24 dev ra
+    ip -n "${E2E_PFX}rt" addr add 10.201.2.1/24 dev rb
+    ip netns exec "${E2E_PFX}rt" sysctl -qw net.ipv4.ip_forward=1
+    ip -n "${E2E_PFX}node-a" addr add 10.201.1.2/24 dev eth0
+    ip -n "${E2E_PFX}node-b" addr add 10.201.2.2/24 dev eth0
+    ip -n "${E2E_PFX}node-a" route add default via 10.201.1.1
+    ip -n "${E2E_PFX}node-b" route add default via 10.201.2.1
+}
+
+# e2e_routed_pair_up METRICS_PORT: keys, the cluster file of node-a and
+# node-b (metrics on 127.0.0.1:METRICS_PORT) and both up, each peer seen
+# at its default underlay flows (4) by the other.
+e2e_routed_pair_up() {
+    local n
+    for n in node-a node-b; do e2e_key "$n"; done
+    cluster_begin "$T/cluster.conf" "metrics = 127.0.0.1:$1"
+    cluster_node "$T/cluster.conf" node-a "$(pub node-a)" 10.77.0.1 "10.201.1.2:$E2E_PORT"
+    cluster_node "$T/cluster.conf" node-b "$(pub node-b)" 10.77.0.2 "10.201.2.2:$E2E_PORT"
+    for n in node-a node-b; do ddp_up "$n"; done
+    ping_ok node-a 10.77.0.2
+    wait_for 10 e2e_flows_are node-a node-b 4 || fail "node-a's status of node-b: $(e2e_flows_of node-a node-b) flows, want 4"
+    wait_for 10 e2e_flows_are node-b node-a 4 || fail "node-b's status of node-a: $(e2e_flows_of node-b node-a) flows, want 4"
+    say "status: $(ddp_status node-a | grep node-b)"
+}
+
+# e2e_flows_of NODE PEER: the underlay flows NODE's status gives for PEER
+# ("-": none); e2e_flows_are NODE PEER N: that it is N.
+e2e_flows_of() {
+    ddp_status "$1" --json | "$PY" -c '
+import json, sys
+for p in json.load(sys.stdin)["peers"]:
+    if p["name"] == sys.argv[1]:
+        print(p.get("flows") if p.get("flows") is not None else "-")' "$2"
+}
+e2e_flows_are() { [ "$(e2e_flows_of "$1" "$2")" = "$3" ]; }
+
+# e2e_replays NODE PORT: the replay drops NODE's daemon counted, from its
+# metrics on 127.0.0.1:PORT.
+e2e_replays() {
+    nx "$1" "$PY" -c '
+import urllib.request, sys
+for l in urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode().splitlines():
+    if l.startswith("ddpnet_packets_dropped_total{") and "reason=\"replay\"" in l:
+        print(int(float(l.rsplit(" ", 1)[1])))' "$2"
+}
+
+# e2e_ofo NODE: the kernel's TcpExtTCPOFOQueue so far in NODE.
+e2e_ofo() { nx "$1" nstat -az TcpExtTCPOFOQueue | awk '$1 == "TcpExtTCPOFOQueue" { print $2 }'; }
+
 # e2e_peer_path NODE PEER: prints "PATH VIA RTT_MS ENDPOINT" for PEER from
 # NODE's `ddpnet status --json` (the path fields of issue 5; "-" where
 # empty or null). Else prints why not (a missing field is named) and

@@ -33,19 +33,9 @@ E2E_FOREGROUND=1
 e2e_init renewal ping
 
 declare -A ADDR=([a]=10.77.0.1 [b]=10.77.0.2)
-KEY=$T/authority/authority.key
 
 step "a and b in the file; spot-n through a join token valid 75 s"
-e2e_hub
-i=0
-for n in a b n; do
-    i=$((i + 1))
-    e2e_node "$n" "$i" -
-    e2e_key "$n"
-done
-mkdir -p "$T/authority"
-"$DDPNET" authority init -o "$KEY" >/dev/null 2>&1 || fail "ddpnet authority init failed"
-AUTH=$("$DDPNET" authority pubkey -a "$KEY")
+e2e_authority_hub a b n
 C=$T/cluster.conf
 cluster_begin "$C" "authority = $AUTH" "metrics = 127.0.0.1:9586"
 for n in a b; do

@@ -23,20 +23,11 @@ E2E_FOREGROUND=1
 e2e_init renewal_down ping
 
 declare -A ADDR=([a]=10.77.0.1 [b]=10.77.0.2)
-KEY=$T/authority/authority.key
 
 step "a and b in the file; spot-n's certificate ends in 68 s, of a life of 200 s"
-e2e_hub
-i=0
-for n in a b n; do
-    i=$((i + 1))
-    e2e_node "$n" "$i" -
-    e2e_key "$n"
-done
-mkdir -p "$T/authority"
-"$DDPNET" authority init -o "$KEY" >/dev/null 2>&1 || fail "ddpnet authority init failed"
+e2e_authority_hub a b n
 C=$T/cluster.conf
-cluster_begin "$C" "authority = $("$DDPNET" authority pubkey -a "$KEY")"
+cluster_begin "$C" "authority = $AUTH"
 for n in a b; do
     cluster_node "$C" "$n" "$(pub "$n")" "${ADDR[$n]}" "$E2E_V4NET.${ADDR[$n]##*.}:$E2E_PORT"
 done

@@ -26,20 +26,11 @@ E2E_FOREGROUND=1
 e2e_init renewal_load ping iperf3 ss pgrep torchrun
 "$PY" -c 'import torch, torch.distributed' 2>/dev/null || skip "$PY cannot import torch (apt-get install python3-torch)"
 NODES=(a spot-b spot-c)
-KEY=$T/authority/authority.key
 
 step "a in the file; spot-b and spot-c through a join token valid 75 s"
-e2e_hub
-i=0
-for n in "${NODES[@]}"; do
-    i=$((i + 1))
-    e2e_node "$n" "$i" -
-    e2e_key "$n"
-done
-mkdir -p "$T/authority"
-"$DDPNET" authority init -o "$KEY" >/dev/null 2>&1 || fail "ddpnet authority init failed"
+e2e_authority_hub "${NODES[@]}"
 C=$T/cluster.conf
-cluster_begin "$C" "authority = $("$DDPNET" authority pubkey -a "$KEY")"
+cluster_begin "$C" "authority = $AUTH"
 cluster_node "$C" a "$(pub a)" 10.77.0.1 "$E2E_V4NET.1:$E2E_PORT"
 (umask 077; "$DDPNET" authority token -a "$KEY" --name-prefix spot- --valid 75s >"$T/join.token") ||
     fail "ddpnet authority token failed"

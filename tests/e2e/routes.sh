@@ -4,7 +4,9 @@
 # Routes to what is not in the overlay (issue 60). An on-prem room: a
 # storage host `nas` (192.168.50.10) that runs no ddpnet, serving a file
 # over HTTP and an iperf3 server, behind the gateway node `gw`, which the
-# cluster file grants 192.168.50.0/24. Two cloud nodes, c1 and c2.
+# cluster file grants 192.168.50.0/24. Two cloud nodes, c1 and c2, each
+# in a VPC behind its own NAT (cone gateways r1, r2: lib.sh's e2e_router);
+# the file gives them no endpoint, discovery finds them through gw.
 #  1. up: c1 and c2 have the kernel route 192.168.50.0/24 dev ddp0; gw
 #     turned forwarding on for ddp0 and its room link and made its nft
 #     table ddpnet-ddp0 (masquerade: nas has no route back);
@@ -14,24 +16,35 @@
 #     doctor checks forwarding and the nft table on gw and the kernel
 #     route on c1, and says what is wrong when forwarding is off on gw's
 #     room link or c1's route is gone;
-#  3. c2, granted nothing, sends to c1 from an address of the prefix: c1
-#     delivers nothing and counts it (bad_source);
+#  3. c2, granted nothing, sends to c1 (across both NATs) from an address
+#     of the prefix: c1 delivers nothing and counts it (bad_source);
 #  4. iperf3 c1 -> nas through the route beside c1 -> gw on ddp0, under
 #     flock /tmp/ddpnet-rate.lock; printed, through the route >= 0.8x;
 #  5. a reload without the grant removes the route on c1 and c2, and
 #     the file is out of reach;
 #  6. gw down: its nft table is gone and forwarding is as it was.
+#
+#        namespace "hub": bridge br0, the internet ($E2E_INET.0.0/16)
+#      +---------------------+---------------------+
+#    gw .0.1              r1 .1.1 (NAT)         r2 .2.1 (NAT)
+#    10.77.0.1            c1 $E2E_LAN.10        c2 $E2E_LAN.10
+#    eth1 192.168.50.1    10.77.0.2             10.77.0.3
+#      |
+#    nas 192.168.50.10 (no ddpnet)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 e2e_init routes ping iperf3 ss nft curl flock
 
 MPORT=9587
-step "an on-prem room (gw, nas) and two cloud nodes"
+GW_EP=$E2E_INET.0.1:$E2E_PORT
+step "an on-prem room (gw, nas) and two cloud nodes, each behind a NAT"
 e2e_hub
 for n in gw c1 c2; do e2e_key "$n"; done
-e2e_node gw 1 -
-e2e_node c1 2 -
-e2e_node c2 3 -
+e2e_public_node gw 0.1
+e2e_router r1 1.1 cone
+e2e_router r2 2.1 cone
+e2e_lan_node r1 c1 10
+e2e_lan_node r2 c2 10
 e2e_node_alone nas
 e2e_veth gw eth1 nas eth0
 nx gw ip addr add 192.168.50.1/24 dev eth1
@@ -41,10 +54,10 @@ head -c 200000 /dev/urandom >"$T/nas/file"
 
 write_cluster() {   # write_cluster FILE [ROUTES-LINE]
     cluster_begin "$1" "metrics = 127.0.0.1:$MPORT"
-    cluster_node "$1" gw "$(pub gw)" 10.77.0.1 "$E2E_V4NET.1:$E2E_PORT"
+    cluster_node "$1" gw "$(pub gw)" 10.77.0.1 "$GW_EP"
     [ -z "${2:-}" ] || printf '%s\n' "$2" >>"$1"
-    cluster_node "$1" c1 "$(pub c1)" 10.77.0.2 "$E2E_V4NET.2:$E2E_PORT"
-    cluster_node "$1" c2 "$(pub c2)" 10.77.0.3 "$E2E_V4NET.3:$E2E_PORT"
+    cluster_node "$1" c1 "$(pub c1)" 10.77.0.2
+    cluster_node "$1" c2 "$(pub c2)" 10.77.0.3
 }
 write_cluster "$T/granted.conf" "routes = 192.168.50.0/24
 route-names = nas.cluster=192.168.50.10"
@@ -138,6 +151,7 @@ m = re.search(r'^ddpnet_packets_dropped_total\{[^}]*reason="bad_source"[^}]*\} (
 print(m.group(1) if m else "none")
 PYEOF
 }
+ping_ok c2 10.77.0.2      # a session across both NATs first
 before=$(bad_source c1)
 nx c2 ip addr add 192.168.50.99/32 dev lo
 rx0=$(rx_packets c1)

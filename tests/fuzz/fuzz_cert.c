@@ -71,6 +71,12 @@ static void same_fields(const struct cert *a, const struct cert *b)
     for (unsigned i = 0; i < a->n_groups; i++)
         if (strcmp(a->groups[i], b->groups[i]))
             abort();
+    if (a->n_routes != b->n_routes)
+        abort();
+    for (unsigned i = 0; i < a->n_routes; i++)
+        if (a->routes[i].prefix != b->routes[i].prefix ||
+            !cluster_addr_equal(&a->routes[i].net, &b->routes[i].net))
+            abort();
     if (a->has_token && (memcmp(&a->token, &b->token, sizeof(a->token)) ||
                          memcmp(a->token_sig, b->token_sig, CERT_SIG_LEN)))
         abort();

@@ -21,10 +21,13 @@
 
 #include "config/addr.h"
 #include "config/cert.h"
+#include "config/routes.h"
 
 #define T0      1700000000u          /* 2023-11-14 22:13:20 UTC */
 #define DAY     86400u
 #define B64     sodium_base64_VARIANT_URLSAFE_NO_PADDING
+#define HEAD_BYTES (1u + 1u + 8u + 8u + CERT_PUBKEY_LEN)   /* version .. subject */
+#define TAIL_BYTES (CERT_PUBKEY_LEN + CERT_SIG_LEN)         /* signer, signature */
 
 struct keys {
     uint8_t pub[CERT_PUBKEY_LEN];
@@ -122,6 +125,14 @@ static void encode(const char *prefix, const uint8_t *bin, size_t len, char *out
     assert_true(cap > plen + sodium_base64_ENCODED_LEN(len, B64));
     memcpy(out, prefix, plen);
     sodium_bin2base64(out + plen, cap - plen, bin, len, B64);
+}
+
+static void routes_of(struct cluster_route *r, uint8_t *n, const char *text)
+{
+    const char *why = NULL;
+    char bad[64];
+
+    assert_int_equal(cluster_routes_parse(text, r, n, &why, bad, sizeof(bad)), 0);
 }
 
 /* --- golden ------------------------------------------------------------------ */
@@ -227,6 +238,11 @@ static void assert_same(const struct cert *a, const struct cert *b)
     for (unsigned i = 0; i < a->n_aliases; i++)
         assert_string_equal(a->aliases[i], b->aliases[i]);
     assert_int_equal(a->max_members, b->max_members);
+    assert_int_equal(a->n_routes, b->n_routes);
+    for (unsigned i = 0; i < a->n_routes; i++) {
+        assert_int_equal(a->routes[i].prefix, b->routes[i].prefix);
+        assert_true(cluster_addr_equal(&a->routes[i].net, &b->routes[i].net));
+    }
     assert_memory_equal(a->signer, b->signer, CERT_PUBKEY_LEN);
     assert_int_equal(a->has_token, b->has_token);
     if (a->has_token) {
@@ -251,6 +267,54 @@ static void round_trip(const struct cert *c, const char *text)
     snprintf(spaced, sizeof(spaced), "  %s \r\n", text);
     assert_int_equal(cert_parse(spaced, &back), 0);
     assert_same(c, &back);
+}
+
+/* Version 2 (groups, no routes): the texts main's build (before routes)
+ * signed for these fields, byte for byte: routes must not change them. */
+#define GOLDEN_GROUPS_TOKEN \
+    "ddpnet-token:AgIAAAAAZVPxAAAAAABlXSuAF8t5-ytBIPKx7GXkGY1uCLKOgT_rAeSkAIObheGAgM4Fc3BvdC0" \
+    "AAAAKAgRzcG90Bm9ucHJlbdBKsjJ0K7SrOhNovUYV5ObQIkq3GgFrr4UgozLJd4c3yNK1GZ4lMLGQsbi2PNad6K9" \
+    "_0dj9utBBkvyImUmePgmd4HaLJopt3bo7ags16ieorq8YWYFs3id-0TqmoXXiAQ"
+#define GOLDEN_GROUPS_TOKEN_MEMBER \
+    "ddpnet-member:AgEAAAAAZVVCgAAAAABlVpQAoKGio6SlpqeoqaqrrK2ur7CxsrO0tba3uLm6u7y9vr8CBnNwb3" \
+    "QtNwABBHNwb3QCAgAAAABlU_EAAAAAAGVdK4AXy3n7K0Eg8rHsZeQZjW4Iso6BP-sB5KQAg5uF4YCAzgVzcG90LQ" \
+    "AAAAoCBHNwb3QGb25wcmVt0EqyMnQrtKs6E2i9RhXk5tAiSrcaAWuvhSCjMsl3hzfI0rUZniUwsZCxuLY81p3or3" \
+    "_R2P260EGS_IiZSZ4-CZ3gdosmim3dujtqCzXqJ6iurxhZgWzeJ37ROqahdeIBF8t5-ytBIPKx7GXkGY1uCLKOgT" \
+    "_rAeSkAIObheGAgM73EXFFLa76Yw5TRgJZt4_WdQb1rHHA6AZO6Wd5qUrlPpHZB6sDlpvqUyL-_wkRf-htfYfvDt" \
+    "unKVnwQY5QDH4P"
+#define GOLDEN_GROUPS_MEMBER \
+    "ddpnet-member:AgEAAAAAZVPxAAAAAABlVUKAoKGio6SlpqeoqaqrrK2ur7CxsrO0tba3uLm6u7y9vr8ABWdwdS" \
+    "0xAQd0cmFpbmVyAwV0cmFpbgFhAWLQSrIydCu0qzoTaL1GFeTm0CJKtxoBa6-FIKMyyXeHN_vy7c495hXk2Z47KB" \
+    "XRTuCcu4johx_8GbFlvKrJbi6-M7Iix7Fr2JLLg6610-PVdsF858BrWCL-GHvPmWRjBA4"
+
+static void test_golden_groups(void **state)
+{
+    struct cert t, m;
+    char text[CERT_TEXT_MAX];
+
+    (void)state;
+    token_fields(&t, "spot-", T0, T0 + 7 * DAY, 10);
+    t.n_groups = 2;
+    strcpy(t.groups[0], "spot");
+    strcpy(t.groups[1], "onprem");
+    sign_ok(&t, &authority, text);
+    assert_string_equal(text, GOLDEN_GROUPS_TOKEN);
+    member_fields(&m, "spot-7", T0 + DAY, T0 + 2 * DAY);
+    m.n_groups = 1;
+    strcpy(m.groups[0], "spot");
+    cert_token_embed(&m, &t);
+    sign_ok(&m, &token_keys, text);
+    assert_string_equal(text, GOLDEN_GROUPS_TOKEN_MEMBER);
+    member_fields(&m, "gpu-1", T0, T0 + DAY);
+    m.n_aliases = 1;
+    strcpy(m.aliases[0], "trainer");
+    m.n_groups = 3;
+    strcpy(m.groups[0], "train");
+    strcpy(m.groups[1], "a");
+    strcpy(m.groups[2], "b");
+    sign_ok(&m, &authority, text);
+    assert_string_equal(text, GOLDEN_GROUPS_MEMBER);
+    round_trip(&m, text);
 }
 
 static void test_round_trip(void **state)
@@ -285,45 +349,80 @@ static void test_round_trip(void **state)
     assert_memory_equal(m.token.signer, authority.pub, CERT_PUBKEY_LEN);
 }
 
-/* The longest statement (a member through a token, every field it may
- * hold full: 63-character name and prefix, CERT_GROUPS_MAX groups of the
- * longest names in both) fits CERT_TEXT_MAX; one byte less room is
- * -ENOSPC. A token's member with an address or aliases is not a valid
- * statement at all: refused when signed. */
+/* The longest statements. A token with every field full (62-character
+ * prefix, CERT_GROUPS_MAX groups of the longest names, CLUSTER_ROUTES_MAX
+ * IPv6 routes) fits CERT_TEXT_MAX. A member through a token, each full
+ * of groups and with routes, fits up to CERT_TEXT_MAX (one byte less
+ * room is -ENOSPC); one route more makes it longer than any buffer or a
+ * disco CERT holds: sign says -EMSGSIZE, and the same bytes signed by
+ * hand are refused by parse. A token's member with an address or
+ * aliases is not a valid statement at all: refused when signed. */
 static void test_longest_fits(void **state)
 {
-    struct cert t, m;
-    char text[CERT_TEXT_MAX], small[CERT_TEXT_MAX];
-    size_t len;
+    struct cert t, m, back;
+    char text[CERT_TEXT_MAX], small[CERT_TEXT_MAX], longer[CERT_TEXT_MAX + 64];
+    uint8_t bin[2048];
+    size_t len, at;
 
     (void)state;
     token_fields(&t, "a23456789-123456789-123456789-123456789-123456789-123456789-12", T0,
                  T0 + DAY, 0);
-    sign_ok(&t, &authority, text);
     t.n_groups = CERT_GROUPS_MAX;
     for (unsigned i = 0; i < CERT_GROUPS_MAX; i++) {
         memset(t.groups[i], 'g', RULES_GROUP_NAME_MAX);
         t.groups[i][RULES_GROUP_NAME_MAX] = '\0';
         t.groups[i][0] = (char)('a' + i);
     }
+    routes_of(t.routes, &t.n_routes, "fd01::/64 fd02::/64 fd03::/64 fd04::/64 fd05::/64 "
+                                     "fd06::/64 fd07::/64 fd08::/64");
     sign_ok(&t, &authority, text);
+    round_trip(&t, text);
+    /* through that token, a member full of groups does not fit */
     member_fields(&m, "a23456789-123456789-123456789-123456789-123456789-123456789-123",
                   T0, T0 + 1);
     m.n_groups = CERT_GROUPS_MAX;
     memcpy(m.groups, t.groups, sizeof(m.groups));
+    cert_token_embed(&m, &t);
+    assert_int_equal(cert_sign(&m, token_keys.secret, text, CERT_TEXT_MAX), -EMSGSIZE);
+    /* a token with 3 routes, a member with 2 of them: the longest that fits */
+    routes_of(t.routes, &t.n_routes, "fd01::/64 fd02::/64 fd03::/64");
+    sign_ok(&t, &authority, text);
+    routes_of(m.routes, &m.n_routes, "fd01::/80 fd02::/80");
     m.has_address = true;
     assert_int_equal(cluster_addr_parse("fd77::1", &m.address), 0);
     cert_token_embed(&m, &t);
     assert_int_equal(cert_sign(&m, token_keys.secret, text, CERT_TEXT_MAX), -EINVAL);
     m.has_address = false;
     sign_ok(&m, &token_keys, text);
-    assert_int_equal(cert_parse(text, &m), 0);
-    assert_int_equal(cert_verify(&m, authority.pub, T0), CERT_OK);
+    assert_int_equal(cert_parse(text, &back), 0);
+    assert_int_equal(cert_verify(&back, authority.pub, T0), CERT_OK);
     len = strlen(text);
     assert_true(len < CERT_TEXT_MAX);
+    assert_true(len + 24 >= CERT_TEXT_MAX);   /* 18 bytes more would not fit */
     assert_int_equal(cert_sign(&m, token_keys.secret, small, len), -ENOSPC);
     assert_int_equal(cert_sign(&m, token_keys.secret, small, len + 1), 0);
     assert_string_equal(small, text);
+    /* a third route: too long to sign ... */
+    routes_of(m.routes, &m.n_routes, "fd01::/80 fd02::/80 fd03::/80");
+    assert_int_equal(cert_sign(&m, token_keys.secret, small, CERT_TEXT_MAX), -EMSGSIZE);
+    /* ... and the two-route member's bytes with it added, signed by hand
+     * with the token's key: every field valid, parse refuses it whole */
+    len = decode(text, bin, sizeof(bin));
+    at = HEAD_BYTES + 1 + 1 + CLUSTER_NAME_MAX + 1 + 1 +
+         CERT_GROUPS_MAX * (1 + RULES_GROUP_NAME_MAX);
+    assert_int_equal(bin[at], 2);                       /* n_routes */
+    bin[at] = 3;
+    at += 1 + 2 * 18;
+    memmove(bin + at + 18, bin + at, len - at);
+    bin[at] = 6;
+    memcpy(bin + at + 1, m.routes[2].net.bytes, 16);
+    bin[at + 17] = 80;
+    len += 18;
+    crypto_sign_detached(bin + len - CERT_SIG_LEN, NULL, bin, len - CERT_SIG_LEN,
+                         token_keys.secret);
+    encode("ddpnet-member:", bin, len, longer, sizeof(longer));
+    assert_true(strlen(longer) > CERT_TEXT_MAX);
+    assert_int_equal(cert_parse(longer, &back), -EINVAL);
 }
 
 /* Groups: a certificate without groups encodes as before (version 1,
@@ -432,6 +531,280 @@ static void test_member_node_groups(void **state)
     assert_int_equal(cert_member_node(&m, &cl, &n), 0);
     assert_int_equal(n.groups, 0);
     cluster_free(&cl);
+}
+
+/* --- every byte (declared: the route tests use it) --------------------------------- */
+
+static void every_byte_counts(const char *text, uint64_t now);
+
+/* --- routes (issue 60) ------------------------------------------------------------ */
+
+/* The authority grants a member routes: signed, parsed back, verified,
+ * and the node made of it carries them; a renewal keeps them (one that
+ * changes them is none). A certificate without routes is as before (the
+ * golden member above). Fields out of range are refused at signing. */
+static void test_routes_member(void **state)
+{
+    struct cert c, o;
+    struct cluster cl = { 0 };
+    struct cluster_node n;
+    char text[CERT_TEXT_MAX];
+
+    (void)state;
+    full_member(&c);
+    routes_of(c.routes, &c.n_routes, "192.168.50.0/24, fd10::/64");
+    sign_ok(&c, &authority, text);
+    round_trip(&c, text);
+    assert_int_equal(cert_verify(&c, authority.pub, T0), CERT_OK);
+    every_byte_counts(text, T0);
+    assert_int_equal(cluster_addr_parse("10.77.0.0", &cl.network), 0);
+    cl.prefix = 16;
+    assert_int_equal(cert_member_node(&c, &cl, &n), 0);
+    assert_int_equal(n.n_routes, 2);
+    assert_true(cluster_route_holds(&n.routes[0], &(struct cluster_addr){ .family = AF_INET,
+                                                     .bytes = { 192, 168, 50, 10 } }));
+    o = c;
+    c.not_after += DAY;
+    assert_true(cert_renews(&c, &o));
+    routes_of(c.routes, &c.n_routes, "192.168.50.0/24");
+    assert_false(cert_renews(&c, &o));
+    routes_of(c.routes, &c.n_routes, "192.168.51.0/24, fd10::/64");
+    assert_false(cert_renews(&c, &o));
+
+    /* host bits set, /0, two that overlap */
+    full_member(&c);
+    c.n_routes = 1;
+    assert_int_equal(cluster_addr_parse("192.168.50.1", &c.routes[0].net), 0);
+    c.routes[0].prefix = 24;
+    assert_int_equal(cert_sign(&c, authority.secret, text, sizeof(text)), -EINVAL);
+    c.routes[0].net.bytes[3] = 0;
+    c.routes[0].prefix = 0;
+    assert_int_equal(cert_sign(&c, authority.secret, text, sizeof(text)), -EINVAL);
+    routes_of(c.routes, &c.n_routes, "192.168.0.0/16, 192.168.50.0/24");
+    assert_int_equal(cert_sign(&c, authority.secret, text, sizeof(text)), -EINVAL);
+}
+
+/* As the attacker: a token holder signs itself a member that carries a
+ * prefix. A token that grants none makes every route outside it; one
+ * that grants 192.168.50.0/24 allows that prefix and what is inside it,
+ * nothing wider or beside it. The token's routes are under the
+ * authority's signature (every byte of the member counts). */
+static void test_routes_token(void **state)
+{
+    struct cert t, m;
+    char text[CERT_TEXT_MAX], ttext[CERT_TEXT_MAX];
+
+    (void)state;
+    token_fields(&t, "spot-", T0, T0 + 7 * DAY, 0);
+    sign_ok(&t, &authority, ttext);
+    member_fields(&m, "spot-7", T0 + DAY, T0 + 2 * DAY);
+    routes_of(m.routes, &m.n_routes, "192.168.50.0/24");
+    cert_token_embed(&m, &t);
+    sign_ok(&m, &token_keys, text);
+    assert_int_equal(cert_parse(text, &m), 0);
+    assert_int_equal(cert_verify(&m, authority.pub, T0 + DAY), CERT_OUTSIDE_TOKEN);
+
+    token_fields(&t, "spot-", T0, T0 + 7 * DAY, 0);
+    routes_of(t.routes, &t.n_routes, "192.168.50.0/24");
+    sign_ok(&t, &authority, ttext);
+    round_trip(&t, ttext);
+    assert_int_equal(cert_verify(&t, authority.pub, T0), CERT_OK);
+    every_byte_counts(ttext, T0);
+    {
+        static const char *const inside[] = { "192.168.50.0/24", "192.168.50.128/25" };
+        static const char *const outside[] = { "192.168.0.0/16", "192.168.51.0/24",
+                                                "10.0.0.0/8", "192.168.50.0/24, 10.1.0.0/16",
+                                                "fd10::/64" };
+        for (size_t i = 0; i < sizeof(inside) / sizeof(inside[0]); i++) {
+            member_fields(&m, "spot-7", T0 + DAY, T0 + 2 * DAY);
+            routes_of(m.routes, &m.n_routes, inside[i]);
+            cert_token_embed(&m, &t);
+            sign_ok(&m, &token_keys, text);
+            round_trip(&m, text);
+            assert_int_equal(cert_verify(&m, authority.pub, T0 + DAY), CERT_OK);
+        }
+        every_byte_counts(text, T0 + DAY);
+        for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++) {
+            member_fields(&m, "spot-7", T0 + DAY, T0 + 2 * DAY);
+            routes_of(m.routes, &m.n_routes, outside[i]);
+            cert_token_embed(&m, &t);
+            sign_ok(&m, &token_keys, text);
+            assert_int_equal(cert_parse(text, &m), 0);
+            assert_int_equal(cert_verify(&m, authority.pub, T0 + DAY), CERT_OUTSIDE_TOKEN);
+        }
+    }
+    /* The token's grant widened after the authority signed it: the
+     * token's signature no longer holds. */
+    member_fields(&m, "spot-7", T0 + DAY, T0 + 2 * DAY);
+    routes_of(m.routes, &m.n_routes, "10.0.0.0/8");
+    cert_token_embed(&m, &t);
+    routes_of(m.token.routes, &m.token.n_routes, "10.0.0.0/8");
+    sign_ok(&m, &token_keys, text);
+    assert_int_equal(cert_parse(text, &m), 0);
+    assert_int_equal(cert_verify(&m, authority.pub, T0 + DAY), CERT_BAD_SIGNATURE);
+}
+
+/* text's binary form with its version byte set and bytes inserted just
+ * before its signer (where a member without a token, or a token, has its
+ * trailers), parsed: 0 or -EINVAL. The signature is not parse's to check. */
+static int parse_with(const char *text, uint8_t version, const uint8_t *ins, size_t n)
+{
+    const char *colon = strchr(text, ':');
+    char prefix[32], altered[CERT_TEXT_MAX + 64];
+    uint8_t bin[2048];
+    size_t len = decode(text, bin, sizeof(bin)), at = len - TAIL_BYTES;
+    struct cert c;
+
+    assert_true((size_t)(colon - text) + 1 < sizeof(prefix));
+    snprintf(prefix, sizeof(prefix), "%.*s", (int)(colon - text) + 1, text);
+    memmove(bin + at + n, bin + at, TAIL_BYTES);
+    if (n)
+        memcpy(bin + at, ins, n);
+    bin[0] = version;
+    encode(prefix, bin, len + n, altered, sizeof(altered));
+    return cert_parse(altered, &c);
+}
+
+/* One statement, one encoding, groups and routes together: version 1
+ * with neither, 2 with groups alone (the bytes as before routes), 3 with
+ * routes (groups or none). Parse refuses whatever would not encode back
+ * to the same bytes: version 2 with no group, 3 with no route, a count
+ * over the most, a route with host bits set, a prefix length 0 or past
+ * the family's, an unknown family, one route twice or two overlapping,
+ * routes under version 1 or 2, a revocation that is not version 1. */
+static void test_routes_version(void **state)
+{
+    static const uint8_t none[] = { 0 }, none2[] = { 0, 0 };
+    static const uint8_t one[] = { 0, 1, 4, 192, 168, 50, 0, 24 };
+    static const uint8_t g_one[] = { 1, 1, 'a', 1, 4, 192, 168, 50, 0, 24 };
+    static const uint8_t host_bits[] = { 0, 1, 4, 192, 168, 50, 1, 24 };
+    static const uint8_t len0[] = { 0, 1, 4, 0, 0, 0, 0, 0 };
+    static const uint8_t len33[] = { 0, 1, 4, 10, 0, 0, 0, 33 };
+    static const uint8_t len129[] = { 0, 1, 6, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                      0, 129 };
+    static const uint8_t family5[] = { 0, 1, 5, 192, 168, 50, 0, 24 };
+    static const uint8_t twice[] = { 0, 2, 4, 192, 168, 50, 0, 24, 4, 192, 168, 50, 0, 24 };
+    static const uint8_t overlap[] = { 0, 2, 4, 192, 168, 50, 0, 24, 4, 192, 168, 0, 0, 16 };
+    static const uint8_t nine[] = { 0, 9 };
+    static const uint8_t groups0_routes[] = { 0, 1, 4, 10, 9, 0, 0, 16 };
+    struct cert c, t, r;
+    char text[CERT_TEXT_MAX], ttext[CERT_TEXT_MAX], rtext[CERT_TEXT_MAX];
+    uint8_t bin[2048];
+
+    (void)state;
+    /* each version as written */
+    full_member(&c);
+    sign_ok(&c, &authority, text);
+    decode(text, bin, sizeof(bin));
+    assert_int_equal(bin[0], CERT_VERSION);
+    c.n_groups = 1;
+    strcpy(c.groups[0], "train");
+    sign_ok(&c, &authority, text);
+    decode(text, bin, sizeof(bin));
+    assert_int_equal(bin[0], CERT_VERSION_GROUPS);
+    c.n_groups = 0;
+    routes_of(c.routes, &c.n_routes, "192.168.50.0/24");
+    sign_ok(&c, &authority, text);
+    round_trip(&c, text);
+    decode(text, bin, sizeof(bin));
+    assert_int_equal(bin[0], CERT_VERSION_ROUTES);
+
+    /* a member with neither, rewritten by hand */
+    full_member(&c);
+    sign_ok(&c, &authority, text);
+    assert_int_equal(parse_with(text, CERT_VERSION, NULL, 0), 0);         /* control */
+    assert_int_equal(parse_with(text, CERT_VERSION_ROUTES, one, sizeof(one)), 0);
+    assert_int_equal(parse_with(text, CERT_VERSION_ROUTES, g_one, sizeof(g_one)), 0);
+    assert_int_equal(parse_with(text, CERT_VERSION_GROUPS, none, sizeof(none)), -EINVAL);
+    assert_int_equal(parse_with(text, CERT_VERSION_ROUTES, none2, sizeof(none2)), -EINVAL);
+    assert_int_equal(parse_with(text, CERT_VERSION_ROUTES, nine, sizeof(nine)), -EINVAL);
+    assert_int_equal(parse_with(text, CERT_VERSION_ROUTES, host_bits, sizeof(host_bits)),
+                     -EINVAL);
+    assert_int_equal(parse_with(text, CERT_VERSION_ROUTES, len0, sizeof(len0)), -EINVAL);
+    assert_int_equal(parse_with(text, CERT_VERSION_ROUTES, len33, sizeof(len33)), -EINVAL);
+    assert_int_equal(parse_with(text, CERT_VERSION_ROUTES, len129, sizeof(len129)), -EINVAL);
+    assert_int_equal(parse_with(text, CERT_VERSION_ROUTES, family5, sizeof(family5)), -EINVAL);
+    assert_int_equal(parse_with(text, CERT_VERSION_ROUTES, twice, sizeof(twice)), -EINVAL);
+    assert_int_equal(parse_with(text, CERT_VERSION_ROUTES, overlap, sizeof(overlap)), -EINVAL);
+    /* routes under version 2 (after a group) or 1: bytes left over */
+    assert_int_equal(parse_with(text, CERT_VERSION_GROUPS, g_one, sizeof(g_one)), -EINVAL);
+    assert_int_equal(parse_with(text, CERT_VERSION, one, sizeof(one)), -EINVAL);
+    assert_int_equal(parse_with(text, 4, one, sizeof(one)), -EINVAL);
+    /* a token: the same trailers, the same refusals */
+    token_fields(&t, "spot-", T0, T0 + 7 * DAY, 0);
+    sign_ok(&t, &authority, ttext);
+    assert_int_equal(parse_with(ttext, CERT_VERSION_ROUTES, one, sizeof(one)), 0);
+    assert_int_equal(parse_with(ttext, CERT_VERSION_ROUTES, none2, sizeof(none2)), -EINVAL);
+    assert_int_equal(parse_with(ttext, CERT_VERSION_GROUPS, none, sizeof(none)), -EINVAL);
+    assert_int_equal(parse_with(ttext, CERT_VERSION_ROUTES, host_bits, sizeof(host_bits)),
+                     -EINVAL);
+    assert_int_equal(parse_with(ttext, CERT_VERSION_ROUTES, twice, sizeof(twice)), -EINVAL);
+    /* a revocation: version 1 alone, nothing after it */
+    memset(&r, 0, sizeof(r));
+    r.kind = CERT_REVOCATION;
+    r.not_before = T0;
+    memset(r.subject, 0x5a, sizeof(r.subject));
+    sign_ok(&r, &authority, rtext);
+    assert_int_equal(parse_with(rtext, CERT_VERSION, NULL, 0), 0);
+    assert_int_equal(parse_with(rtext, CERT_VERSION_GROUPS, NULL, 0), -EINVAL);
+    assert_int_equal(parse_with(rtext, CERT_VERSION_ROUTES, NULL, 0), -EINVAL);
+    assert_int_equal(parse_with(rtext, CERT_VERSION_ROUTES, groups0_routes,
+                                sizeof(groups0_routes)), -EINVAL);
+    r.n_routes = 1;
+    r.routes[0] = c.routes[0];
+    assert_int_equal(cert_sign(&r, authority.secret, rtext, sizeof(rtext)), -EINVAL);
+}
+
+/* A member with groups and routes both, through a token that gives
+ * them: version 3 on each, every field back from the text, every byte
+ * counts; the node it makes carries both. */
+static void test_routes_and_groups(void **state)
+{
+    struct cert t, m;
+    struct cluster cl = { 0 };
+    struct cluster_node n;
+    char text[CERT_TEXT_MAX], ttext[CERT_TEXT_MAX];
+    uint8_t bin[2048];
+
+    (void)state;
+    token_fields(&t, "spot-", T0, T0 + 7 * DAY, 0);
+    t.n_groups = 2;
+    strcpy(t.groups[0], "spot");
+    strcpy(t.groups[1], "onprem");
+    routes_of(t.routes, &t.n_routes, "192.168.50.0/24, fd10::/48");
+    sign_ok(&t, &authority, ttext);
+    round_trip(&t, ttext);
+    decode(ttext, bin, sizeof(bin));
+    assert_int_equal(bin[0], CERT_VERSION_ROUTES);
+    member_fields(&m, "spot-7", T0 + DAY, T0 + 2 * DAY);
+    m.n_groups = 1;
+    strcpy(m.groups[0], "onprem");
+    routes_of(m.routes, &m.n_routes, "192.168.50.0/25, fd10:0:0:1::/64");
+    cert_token_embed(&m, &t);
+    sign_ok(&m, &token_keys, text);
+    round_trip(&m, text);
+    decode(text, bin, sizeof(bin));
+    assert_int_equal(bin[0], CERT_VERSION_ROUTES);
+    assert_int_equal(cert_parse(text, &m), 0);
+    assert_int_equal(cert_verify(&m, authority.pub, T0 + DAY), CERT_OK);
+    assert_int_equal(m.n_groups, 1);
+    assert_string_equal(m.groups[0], "onprem");
+    assert_int_equal(m.n_routes, 2);
+    assert_int_equal(m.routes[1].prefix, 64);
+    every_byte_counts(text, T0 + DAY);
+    assert_int_equal(cluster_addr_parse("10.77.0.0", &cl.network), 0);
+    cl.prefix = 16;
+    assert_int_equal(cert_member_node(&m, &cl, &n), 0);
+    assert_int_equal(n.n_routes, 2);
+    /* a group the token gives with a route it does not: refused */
+    member_fields(&m, "spot-7", T0 + DAY, T0 + 2 * DAY);
+    m.n_groups = 1;
+    strcpy(m.groups[0], "spot");
+    routes_of(m.routes, &m.n_routes, "192.168.51.0/24");
+    cert_token_embed(&m, &t);
+    sign_ok(&m, &token_keys, text);
+    assert_int_equal(cert_parse(text, &m), 0);
+    assert_int_equal(cert_verify(&m, authority.pub, T0 + DAY), CERT_OUTSIDE_TOKEN);
 }
 
 /* --- every byte ------------------------------------------------------------------ */
@@ -986,6 +1359,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_member),
         cmocka_unit_test(test_golden_token_and_revocation),
+        cmocka_unit_test(test_golden_groups),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_longest_fits),
         cmocka_unit_test(test_every_byte_member),
@@ -1004,6 +1378,10 @@ int main(void)
         cmocka_unit_test(test_key_and_secret_text),
         cmocka_unit_test(test_keypair),
         cmocka_unit_test(test_member_node_address),
+        cmocka_unit_test(test_routes_member),
+        cmocka_unit_test(test_routes_token),
+        cmocka_unit_test(test_routes_version),
+        cmocka_unit_test(test_routes_and_groups),
     };
 
     return cmocka_run_group_tests(tests, setup, NULL);

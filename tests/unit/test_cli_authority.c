@@ -418,6 +418,67 @@ static void test_token_sign(void **state)
            CLI_EXIT_FAIL, "the join token is expired", &c);
 }
 
+/* Issue 60: sign --routes puts them in the certificate (show says them);
+ * a token grants none unless `token --routes` says so, and sign --token
+ * refuses a prefix outside the token's (the token holder as attacker);
+ * bad prefixes refused with the word at fault. */
+static void test_routes(void **state)
+{
+    char token[CERT_TEXT_MAX], path[PATH_CAP];
+    uint8_t secret[CERT_SECRET_LEN];
+    struct captured c;
+    struct cert t, m;
+    uint64_t now = (uint64_t)time(NULL);
+
+    (void)state;
+    expect(ARGS("sign", "-a", auth_path, "--name", "gw", "--public-key", PUB_B, "--routes",
+                "192.168.50.0/24,fd10::/64"), NULL, 0, NULL, &c);
+    parse_out(&c, &m);
+    assert_int_equal(cert_verify(&m, auth_bin, now), CERT_OK);
+    assert_int_equal(m.n_routes, 2);
+    assert_int_equal(m.routes[0].prefix, 24);
+    expect(ARGS("show", "-", "--authority", auth_pub), c.out, 0, NULL, &c);
+    assert_non_null(strstr(c.out, "routes:      192.168.50.0/24 fd10::/64\n"));
+    expect(ARGS("sign", "-a", auth_path, "--name", "gw", "--public-key", PUB_B, "--routes",
+                "192.168.50.1/24"), NULL, CLI_EXIT_FAIL, "invalid --routes: 192.168.50.1/24: "
+           "host bits set", &c);
+    expect(ARGS("sign", "-a", auth_path, "--name", "gw", "--public-key", PUB_B, "--routes",
+                "10.0.0.0/8,10.1.0.0/16"), NULL, CLI_EXIT_FAIL, "two of them overlap", &c);
+
+    /* A token without --routes: its holder cannot grant itself one. */
+    make_token(token, sizeof(token), "spot-", "7d");
+    write_file(tmp(path, "routes.token"), token, 0600);
+    expect(ARGS("sign", "--token", path, "--name", "spot-1", "--public-key", PUB_B, "--routes",
+                "192.168.50.0/24"), NULL, CLI_EXIT_FAIL, "--routes 192.168.50.0/24 is outside "
+           "what the token grants (none)", &c);
+    expect(ARGS("show", "-"), token, 0, NULL, &c);
+    assert_non_null(strstr(c.out, "routes:      none (its members carry no route)\n"));
+
+    /* A token that grants 192.168.50.0/24: inside it, yes; beside or
+     * wider, no. */
+    expect(ARGS("token", "-a", auth_path, "--name-prefix", "gw-", "--routes", "192.168.50.0/24"),
+           NULL, 0, NULL, &c);
+    keep(token, sizeof(token), c.out);
+    assert_int_equal(cert_join_token_parse(token, &t, secret), 0);
+    assert_int_equal(t.n_routes, 1);
+    write_file(tmp(path, "gw.token"), token, 0600);
+    expect(ARGS("sign", "--token", path, "--name", "gw-1", "--public-key", PUB_B, "--routes",
+                "192.168.50.128/25"), NULL, 0, NULL, &c);
+    parse_out(&c, &m);
+    assert_int_equal(cert_verify(&m, auth_bin, now), CERT_OK);
+    assert_int_equal(m.n_routes, 1);
+    expect(ARGS("sign", "--token", path, "--name", "gw-1", "--public-key", PUB_B, "--routes",
+                "192.168.0.0/16"), NULL, CLI_EXIT_FAIL, "outside what the token grants (its "
+           "--routes)", &c);
+    expect(ARGS("sign", "--token", path, "--name", "gw-1", "--public-key", PUB_B, "--routes",
+                "192.168.51.0/24"), NULL, CLI_EXIT_FAIL, "outside what the token grants", &c);
+    /* Without --routes, its member carries none. */
+    expect(ARGS("sign", "--token", path, "--name", "gw-2", "--public-key", PUB_B), NULL, 0, NULL,
+           &c);
+    parse_out(&c, &m);
+    assert_int_equal(m.n_routes, 0);
+}
+
 /* Issue 56: renew re-signs, with the authority's key, each certificate
  * due (within --within, default a third of its lifetime) for the same
  * name, key and address and the lifetime it had (or --valid); leaves out
@@ -733,6 +794,7 @@ int main(void)
         cmocka_unit_test(test_sign_expired),
         cmocka_unit_test(test_sign_bad_inputs),
         cmocka_unit_test(test_token_sign),
+        cmocka_unit_test(test_routes),
         cmocka_unit_test(test_token_bad_inputs),
         cmocka_unit_test(test_revoke),
         cmocka_unit_test(test_renew),

@@ -1726,7 +1726,7 @@ static void test_status_no_peers(void **state)
     text = format_with(json_fn, resp, 0, 0);
     assert_string_equal(text, "{\"interface\":\"ddp0\",\"self\":\"solo\",\"address\":"
                               "\"fd77::1\",\"listen_port\":51820,"
-                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0,\"peer_full\":0},\"routes\":[],\"masquerade\":null,\"carriers\":[],"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0,\"peer_full\":0},\"routes\":[],\"masquerade\":null,\"cert_routes_refused\":0,\"carriers\":[],"
                               "\"peers\":[]}\n");
     free(text);
 }
@@ -1791,7 +1791,7 @@ static void test_status_routes(void **state)
 {
     static const char resp[] =
         "interface=ddp0\nself=gw\naddress=10.77.0.1\nlisten_port=51820\n"
-        "route=192.168.50.0/24\nmasquerade=1\n"
+        "route=192.168.50.0/24\nmasquerade=1\ncert_routes_refused=2\n"
         "public_key=" B_HEX "\nname=c1\naddress=10.77.0.2\nroute=10.99.0.0/16\n"
         "route=fd10::/64\nlast_handshake_time_sec=0\n"
         "public_key=" C_HEX "\nname=c2\naddress=10.77.0.3\nlast_handshake_time_sec=0\n"
@@ -1801,11 +1801,13 @@ static void test_status_routes(void **state)
     (void)state;
     text = format_with(table_fn, resp, 0, 0);
     assert_non_null(strstr(text, "\nroutes: 192.168.50.0/24 carried by this node (masquerade), "
-                                 "10.99.0.0/16 via c1, fd10::/64 via c1\n"));
+                                 "10.99.0.0/16 via c1, fd10::/64 via c1\n"
+                                 "routes: 2 of members' certificates refused: each overlaps a "
+                                 "grant held first"));
     free(text);
     text = format_with(json_fn, resp, 0, 0);
     assert_non_null(strstr(text, ",\"routes\":[\"192.168.50.0/24\"],\"masquerade\":true,"
-                                 "\"carriers\":[{\"prefix\":\"192.168.50.0/24\",\"carrier\":\"gw\"},"
+                                 "\"cert_routes_refused\":2,\"carriers\":[{\"prefix\":\"192.168.50.0/24\",\"carrier\":\"gw\"},"
                                  "{\"prefix\":\"10.99.0.0/16\",\"carrier\":\"c1\"},"
                                  "{\"prefix\":\"fd10::/64\",\"carrier\":\"c1\"}],\"peers\":["));
     assert_non_null(strstr(text, "\"routes\":[\"10.99.0.0/16\",\"fd10::/64\"],"));
@@ -1823,7 +1825,7 @@ static void test_status_json(void **state)
         "{\"interface\":\"ddp0\",\"self\":\"gpu-a\",\"address\":\"10.77.0.1\","
         "\"listen_port\":51820,"
         "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0,\"peer_full\":0},"
-        "\"routes\":[],\"masquerade\":null,\"carriers\":[],"
+        "\"routes\":[],\"masquerade\":null,\"cert_routes_refused\":0,\"carriers\":[],"
         "\"peers\":["
         "{\"name\":\"gpu-b\",\"address\":\"10.77.0.2\",\"endpoint\":\"192.0.2.2:51820\","
         "\"path\":\"direct\",\"via\":null,\"path_mtu\":1420,\"flows\":null,\"rtt_ms\":1.234,"
@@ -1852,7 +1854,7 @@ static void test_status_json_escapes(void **state)
     assert_string_equal(text, "{\"interface\":\"d\\\"p\\\\0\",\"self\":"
                               "\"a\\u0009b\\u0001\\u007f\",\"address\":\"x\","
                               "\"listen_port\":1,"
-                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0,\"peer_full\":0},\"routes\":[],\"masquerade\":null,\"carriers\":[],"
+                              "\"cluster_sum\":null,\"cluster_applied\":null,\"cert_expires\":null,\"cert_ended\":[],\"address_clash\":null,\"registry\":null,\"hints\":{\"unanswered_bytes\":0,\"refused\":0,\"relay_trials_failed\":0,\"relays_dropped\":0},\"drops\":{\"socket_overflow\":0,\"tun_queue\":0,\"queue_delay\":0,\"ecn_marked\":0,\"rule\":0},\"rules\":{\"written\":0,\"connections\":0,\"dropped\":0,\"refused\":0,\"table_full\":0,\"peer_full\":0},\"routes\":[],\"masquerade\":null,\"cert_routes_refused\":0,\"carriers\":[],"
                               "\"peers\":[]}\n");
     free(text);
 }

@@ -12,7 +12,12 @@
  *     stops the daemon's loop with it. Before, the shard stopped alone,
  *     taking its own stop for one asked of it, and the daemon ran on with
  *     that queue of ddp0 unread: what the kernel put there piled up
- *     until every send on it failed with ENOBUFS. */
+ *     until every send on it failed with ENOBUFS;
+ *   - a wait on the ring that the kernel refuses for now (-EBUSY: its
+ *     completions overflowed; -EAGAIN, -ENOMEM: short of memory) is a
+ *     turn like another, the packet after it read: before, the loop
+ *     stopped and the daemon exited. A fault of ours (-EINVAL) still
+ *     stops it. The waits fail through the linker's --wrap (Makefile). */
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -26,6 +31,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <liburing.h>
 
 #include "overlay/base/clock.h"
 #include "overlay/loop/shard.h"
@@ -245,11 +251,89 @@ static void test_shard_gone_stops_daemon(void **state)
     pthread_mutex_destroy(&sh.lock);
 }
 
+/* --- a wait the kernel refuses for now ----------------------------------------- */
+
+/* The errors the next waits return, in turn, before they reach the ring. */
+static int wait_errors[4];
+static unsigned wait_errors_n, wait_errors_given;
+
+int __real_io_uring_submit_and_wait_timeout(struct io_uring *ring, struct io_uring_cqe **cqe_ptr,
+                                            unsigned wait_nr, struct __kernel_timespec *ts,
+                                            sigset_t *sigmask);
+int __wrap_io_uring_submit_and_wait_timeout(struct io_uring *ring, struct io_uring_cqe **cqe_ptr,
+                                            unsigned wait_nr, struct __kernel_timespec *ts,
+                                            sigset_t *sigmask);
+int __wrap_io_uring_submit_and_wait_timeout(struct io_uring *ring, struct io_uring_cqe **cqe_ptr,
+                                            unsigned wait_nr, struct __kernel_timespec *ts,
+                                            sigset_t *sigmask)
+{
+    if (wait_errors_given < wait_errors_n)
+        return wait_errors[wait_errors_given++];
+    return __real_io_uring_submit_and_wait_timeout(ring, cqe_ptr, wait_nr, ts, sigmask);
+}
+
+/* Runs one loop on a socket pair standing in for ddp0, with a packet
+ * waiting to be read, its first waits failing with errs: loop_run's result. */
+static int run_with_wait_errors(const int *errs, unsigned n)
+{
+    int pair[2];
+    struct loop l;
+
+    memset(&eng, 0, sizeof(eng));
+    eng.send_fd = -1;
+    memcpy(wait_errors, errs, n * sizeof(*errs));
+    wait_errors_n = n;
+    wait_errors_given = 0;
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), 0);
+    assert_int_equal(send(pair[1], "after", 5, 0), 5);
+    struct loop_config c = { .name = "test", .max_datagram = 1500, .tun_fd = pair[0],
+                             .udp4_fd = -1, .udp6_fd = -1, .control_fd = -1, .signal_fd = -1 };
+    struct loop_handlers on = { .ctx = &l, .udp = on_udp, .tun = on_tun,
+                                .crypto_done = on_crypto_done, .timers = on_timers };
+    assert_int_equal(loop_init(&l, &c, &on), 0);
+    eng.l = &l;
+    eng.start = clock_now_ns();
+    int ret = loop_run(&l);
+    loop_destroy(&l);
+    wait_errors_n = 0;
+    close(pair[0]);
+    close(pair[1]);
+    return ret;
+}
+
+static void test_ring_wait_refused_goes_on(void **state)
+{
+    const int errs[] = { -EBUSY, -EAGAIN, -ENOMEM, -EBUSY };
+
+    (void)state;
+    int ret = run_with_wait_errors(errs, 4);
+    print_message("waits refused: %u, loop_run: %d, packets read: %llu, gave up: %d\n",
+                  wait_errors_given, ret, (unsigned long long)eng.tun_packets, eng.gave_up);
+    assert_int_equal(wait_errors_given, 4);
+    assert_int_equal(ret, 0);
+    assert_int_equal(eng.tun_packets, 1);
+    assert_false(eng.gave_up);
+}
+
+static void test_ring_wait_fault_stops(void **state)
+{
+    const int errs[] = { -EINVAL };
+
+    (void)state;
+    int ret = run_with_wait_errors(errs, 1);
+    print_message("loop_run after -EINVAL: %d, packets read: %llu\n", ret,
+                  (unsigned long long)eng.tun_packets);
+    assert_int_equal(ret, -EINVAL);
+    assert_int_equal(eng.tun_packets, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_read_error_read_again),
         cmocka_unit_test(test_shard_gone_stops_daemon),
+        cmocka_unit_test(test_ring_wait_refused_goes_on),
+        cmocka_unit_test(test_ring_wait_fault_stops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,7 @@
 
 #include "config/addr.h"
 #include "config/cert.h"
+#include "config/routes.h"
 #include "overlay/membership/certs.h"
 #include "overlay/membership/hosts.h"
 #include "overlay/membership/hosts_writer.h"
@@ -1070,6 +1071,57 @@ static void test_squat_takes_nothing(void **state)
     cluster_free(&dev.membership->file);
 }
 
+/* Issue 60, as the attacker: a token holder whose token grants no route
+ * signs itself a member that carries a prefix; the store refuses the
+ * certificate whole, on the control socket and from a peer. The same
+ * route signed by the authority is held. (What the model takes of a
+ * held certificate's routes: test_routes' test_admit_cert_routes.) */
+static void test_cert_routes_token_refused(void **state)
+{
+    static const char file[] = HEAD NA "routes = 192.168.50.0/24\n";
+    uint8_t pub[CERT_PUBKEY_LEN], secret[CERT_SECRET_LEN], tsec[CERT_SECRET_LEN];
+    char text[CERT_TEXT_MAX];
+    struct noise_local local;
+    struct cert token, m;
+    struct device dev;
+    struct peer p;
+    const char *why;
+
+    (void)state;
+    assert_int_equal(cert_keypair(pub, secret), 0);
+    no_server_device(&dev, &local, file, pub);
+    token_of(&token, tsec, secret, "w-", 8);
+    memset(&m, 0, sizeof(m));
+    m.kind = CERT_MEMBER;
+    m.not_before = (uint64_t)time(NULL) - 60;
+    m.not_after = (uint64_t)time(NULL) + 3600;
+    randombytes_buf(m.subject, sizeof(m.subject));
+    snprintf(m.name, sizeof(m.name), "w-evil");
+    m.n_routes = 1;
+    assert_int_equal(cluster_addr_parse("10.99.0.0", &m.routes[0].net), 0);
+    m.routes[0].prefix = 16;
+    cert_token_embed(&m, &token);
+    assert_int_equal(cert_sign(&m, tsec, text, sizeof(text)), 0);
+    assert_int_not_equal(members_statement(&dev, text, strlen(text), 0, &why), CERTS_ADDED);
+    memset(&p, 0, sizeof(p));
+    p.dev = &dev;
+    memcpy(p.public_key, m.subject, sizeof(m.subject));
+    snprintf(p.member.name, sizeof(p.member.name), "w-evil");
+    members_cert_said(&p, text, strlen(text), 5 * WG_NSEC_PER_SEC);
+    assert_null(certs_member(dev.membership->certs, m.subject));
+    /* The authority's own grant of it is held. */
+    m.has_token = false;
+    memset(&m.token, 0, sizeof(m.token));
+    memset(m.token_sig, 0, sizeof(m.token_sig));
+    assert_int_equal(cert_sign(&m, secret, text, sizeof(text)), 0);
+    assert_int_equal(certs_offer(dev.membership->certs, text, (uint64_t)time(NULL), &why),
+                     CERTS_ADDED);
+    assert_int_equal(certs_member(dev.membership->certs, m.subject)->n_routes, 1);
+    members_certs_free(&dev);
+    cluster_free(&dev.cluster);
+    cluster_free(&dev.membership->file);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1089,6 +1141,7 @@ int main(void)
         cmocka_unit_test(test_revocations_kept_or_said_not),
         cmocka_unit_test(test_derived_address_clash_reported),
         cmocka_unit_test(test_squat_takes_nothing),
+        cmocka_unit_test(test_cert_routes_token_refused),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

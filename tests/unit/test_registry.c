@@ -529,10 +529,33 @@ static void test_keepalive_plan(void **state)
     assert_int_equal(registry_keepalive_wait_ms(t, t + 60000), REGISTRY_TIMEOUT_MS);
 }
 
+/* The watcher's rules (issue 59): a watch etcd set up that ended is taken
+ * up from its revision unless its history is gone (-ESTALE) or it fell
+ * too far behind for one message (-EMSGSIZE), or the watcher stops; a read of
+ * the prefix that failed waits twice as long the next time, up to the
+ * most a join's request waits. */
+static void test_watch_plan(void **state)
+{
+    (void)state;
+    assert_true(registry_watch_resumes(-EIO));
+    assert_true(registry_watch_resumes(-EPIPE));
+    assert_true(registry_watch_resumes(-ETIMEDOUT));
+    assert_true(registry_watch_resumes(-ECONNREFUSED));
+    assert_false(registry_watch_resumes(-ESTALE));
+    assert_false(registry_watch_resumes(-EMSGSIZE));
+    assert_false(registry_watch_resumes(-ECANCELED));
+    assert_int_equal(registry_read_timeout_next(REGISTRY_JOIN_REQUEST_MIN_MS),
+                     2 * REGISTRY_JOIN_REQUEST_MIN_MS > REGISTRY_JOIN_REQUEST_MAX_MS
+                         ? REGISTRY_JOIN_REQUEST_MAX_MS : 2 * REGISTRY_JOIN_REQUEST_MIN_MS);
+    assert_int_equal(registry_read_timeout_next(REGISTRY_JOIN_REQUEST_MAX_MS),
+                     REGISTRY_JOIN_REQUEST_MAX_MS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keepalive_plan),
+        cmocka_unit_test(test_watch_plan),
         cmocka_unit_test(test_model_no_registrations),
         cmocka_unit_test(test_model_file_without_nodes),
         cmocka_unit_test(test_model_file_wins),

@@ -62,6 +62,7 @@ enum fault {
     FAULT_RACE,                           /* take the compared key first, then forward */
     FAULT_KEEPALIVE_LATE,                 /* keep-alives: hold each LATE_MS, then forward
                                            * unless the client left */
+    FAULT_READ_LATE,                      /* reads of a prefix: the same */
 };
 #define SLOW_MS ((TTL_S + 1) * 1000)
 #define LATE_MS (REGISTRY_TIMEOUT_MS + 500)
@@ -205,6 +206,7 @@ static bool fault_txn(struct proxy *p, int fd, const char *body, bool *drop)
     }
     case FAULT_NONE:
     case FAULT_KEEPALIVE_LATE:           /* not a transaction's (serve) */
+    case FAULT_READ_LATE:
         break;
     }
     json_object_put(req);
@@ -293,6 +295,16 @@ static void serve(struct proxy *p, int fd)
                 drop = true;
             else
                 keepalive_forward(p, fd, body);
+        } else if (!strcmp(path, "/v3/kv/range") && strstr(body, "\"range_end\"")) {
+            char c;
+            if (p->fault == FAULT_READ_LATE) {
+                atomic_fetch_add(&p->faulted, 1);
+                etcd_fixture_sleep_ms(LATE_MS);
+                if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+                    drop = true;
+                    go_on = false;
+                }
+            }
         } else if (!strcmp(path, "/v3/kv/txn")) {
             atomic_fetch_add(&p->txns, 1);
             if (p->fault != FAULT_NONE && p->faults_left > 0) {
@@ -555,6 +567,41 @@ static void test_keepalive_late(void **state)
     proxy_stop(&p);
 }
 
+/* The watcher's read of the prefix answered later than a request's
+ * time-out (REGISTRY_TIMEOUT_MS), as etcd answered 256 nodes' reads of
+ * 256 records (issue 59): the read waits for it, and the membership
+ * comes. It gave up at 3 s, read again, and never had one. */
+static void test_watch_read_late(void **state)
+{
+    struct proxy p;
+    struct registry *r;
+    struct cluster_node self = registry_fixture_node("n1", K1), *nodes = NULL;
+    char err[512] = "";
+    size_t n = 0;
+    int64_t rev = 0;
+
+    (void)state;
+    ETCD_FIXTURE_NEED();
+    proxy_start(&p, FAULT_NONE, 0);
+    r = registry_via(&p, "/t/readlate");
+    if (registry_join(r, &self, err, sizeof(err)))
+        fail_msg("join failed: %s", err);
+    pthread_mutex_lock(&p.lock);
+    p.fault = FAULT_READ_LATE;
+    pthread_mutex_unlock(&p.lock);
+    assert_int_equal(registry_start(r), 0);
+    bool took = registry_fixture_take(r, 4 * LATE_MS, &nodes, &n, &rev);
+    print_message("reads of the prefix held %d ms: %d in %d ms; the membership %s\n",
+                  (int)LATE_MS, atomic_load(&p.faulted), 4 * (int)LATE_MS,
+                  took ? "came" : "never came");
+    assert_true(took);
+    assert_int_equal(n, 1);
+    assert_string_equal(nodes[0].name, "n1");
+    free(nodes);
+    registry_free(r);
+    proxy_stop(&p);
+}
+
 /* More lost claims in a row than one try makes (64). */
 static void test_races_lost(void **state)
 {
@@ -603,6 +650,7 @@ int main(void)
         cmocka_unit_test(test_slow),
         cmocka_unit_test(test_late),
         cmocka_unit_test(test_keepalive_late),
+        cmocka_unit_test(test_watch_read_late),
         cmocka_unit_test(test_races_lost),
         cmocka_unit_test(test_refusal_at_once),
     };

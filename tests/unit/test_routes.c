@@ -200,6 +200,73 @@ static void test_diff_routes(void **state)
     cluster_free(&b);
 }
 
+/* Issue 60: a certificate's routes under the file's rules, against the
+ * grants held first: the file's grant (gw's), the overlay's network, a
+ * file node's endpoint, an earlier certificate's grant; what is free is
+ * kept in order; each refusal reported with what it overlaps; past the
+ * total cap everything is refused. */
+struct refusals {
+    size_t n;
+    char last[200];
+};
+
+static void on_refused(void *ctx, const struct cluster_node *node, const struct cluster_route *r,
+                       const char *why)
+{
+    struct refusals *f = ctx;
+    char t[CLUSTER_ROUTE_TEXT_MAX];
+
+    assert_int_equal(cluster_route_format(r, t, sizeof(t)), 0);
+    snprintf(f->last, sizeof(f->last), "%s %s: %s", node->name, t, why);
+    f->n++;
+}
+
+static void grant_of(struct cluster_node *n, const char *name, const char *routes)
+{
+    const char *why = NULL;
+    char bad[64];
+
+    memset(n, 0, sizeof(*n));
+    snprintf(n->name, sizeof(n->name), "%s", name);
+    assert_int_equal(cluster_routes_parse(routes, n->routes, &n->n_routes, &why, bad,
+                                          sizeof(bad)), 0);
+}
+
+static void test_admit_cert_routes(void **state)
+{
+    struct cluster file;
+    struct cluster_diag d;
+    struct cluster_node held[2];
+    struct refusals f = { 0 };
+    size_t total = 1;
+    (void)state;
+
+    assert_int_equal(parse_str(C4 NA "routes = 192.168.50.0/24\n" NB
+                               "endpoint = 203.0.113.9:51820\n", &file, &d), 0);
+    grant_of(&held[0], "c1", "192.168.50.128/25, 10.20.0.0/16, 10.77.5.0/24, 203.0.113.0/24, "
+                             "fd10::/64");
+    assert_int_equal(cluster_routes_admit(&file, held, 0, &held[0], &total, on_refused, &f), 3);
+    assert_int_equal(held[0].n_routes, 2);
+    route_text(&held[0].routes[0], "10.20.0.0/16");
+    route_text(&held[0].routes[1], "fd10::/64");
+    assert_int_equal(total, 3);
+    assert_string_equal(f.last, "c1 203.0.113.0/24: b");
+    /* c2 after c1: c1's grant is held first. */
+    grant_of(&held[1], "c2", "10.20.5.0/24, 172.16.0.0/12");
+    assert_int_equal(cluster_routes_admit(&file, held, 1, &held[1], &total, on_refused, &f), 1);
+    assert_string_equal(f.last, "c2 10.20.5.0/24: c1");
+    assert_int_equal(held[1].n_routes, 1);
+    route_text(&held[1].routes[0], "172.16.0.0/12");
+    /* The cap: nothing more once the model holds CLUSTER_ROUTES_TOTAL_MAX. */
+    total = CLUSTER_ROUTES_TOTAL_MAX;
+    grant_of(&held[1], "c3", "172.31.0.0/16");
+    assert_int_equal(cluster_routes_admit(&file, held, 1, &held[1], &total, on_refused, &f), 1);
+    assert_int_equal(held[1].n_routes, 0);
+    assert_string_equal(f.last, "c3 172.31.0.0/16: the cap on routes");
+    assert_int_equal(f.n, 5);
+    cluster_free(&file);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -208,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_neighbours_taken),
         cmocka_unit_test(test_total_capped),
         cmocka_unit_test(test_diff_routes),
+        cmocka_unit_test(test_admit_cert_routes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

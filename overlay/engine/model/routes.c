@@ -13,8 +13,7 @@
 static uint64_t carried_over(const struct route_table *old, const struct route_entry *e)
 {
     for (size_t i = 0; old && i < old->n; i++)
-        if (old->e[i].via == e->via && old->e[i].route.prefix == e->route.prefix &&
-            cluster_addr_equal(&old->e[i].route.net, &e->route.net))
+        if (old->e[i].via == e->via && cluster_route_equal(&old->e[i].route, &e->route))
             return old->e[i].packets;
     return 0;
 }
