@@ -71,6 +71,8 @@ void device_destroy(struct device *dev)
     /* No loop runs: what was retired goes first, then the rest. */
     if (dev->qsbr)
         qsbr_free_all(dev->qsbr);
+    free(dev->fast);   /* the shards' caches: their loops stopped */
+    dev->fast = NULL;
     discovery_destroy(dev);
     for (size_t i = 0; i < dev->n_peers; i++)
         peer_free(dev->peers[i]);
@@ -97,4 +99,5 @@ void device_rules_changed(struct device *dev)
             p->member.groups = n->groups;
     }
     dev->conntrack.gen++;
+    device_fast_changed(dev);   /* the rules, and with them the model, changed */
 }

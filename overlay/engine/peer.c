@@ -104,6 +104,7 @@ void peer_remove(struct peer *p, struct peer *const *stay, size_t n_stay, uint64
     log_notice("peer %s: removed from the cluster; its sessions are wiped", p->member.name);
     peer_clear_keys(p);
     peer_drop_staged(p);
+    device_fast_changed(p->dev);
     /* A reader without the engine lock may hold it (an index entry's
      * peer): freed once the loops' turns passed (retire). */
     retire(p->dev, &p->retired, peer_free_retired);
@@ -119,6 +120,7 @@ static void drop_keypair(struct peer *p, struct noise_keypair **slot)
         return;
     index_remove(&p->dev->indices, k->kp.local_index);
     *slot = NULL;
+    device_fast_changed(p->dev);
     retire(p->dev, &k->retired, keypair_free);
 }
 
@@ -157,6 +159,7 @@ int peer_install_keypair(struct peer *p, struct noise_keypair *kp)
     struct index_entry *e = index_find(&p->dev->indices, slot->local_index);
     if (e)
         index_set_keypair(e, slot);
+    device_fast_changed(p->dev);
     return 0;
 }
 
@@ -168,6 +171,7 @@ bool peer_received_with_keypair(struct peer *p, struct noise_keypair *kp)
     p->wg.previous = p->wg.current;
     p->wg.current = p->wg.next;
     p->wg.next = NULL;
+    device_fast_changed(p->dev);
     return true;
 }
 
@@ -256,6 +260,7 @@ void peer_set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len)
     disco_unproven_clear(&p->path.unproven);
     /* Set by hand: that is the path now, not a relay. */
     p->path.via = NULL;
+    device_fast_changed(p->dev);
     disco_endpoints_stale(&p->disco.state);
 }
 

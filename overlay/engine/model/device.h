@@ -80,6 +80,7 @@
 
 struct core_ops;
 struct pkt;
+struct rx_fast;
 struct resolver;
 
 /* Timer deadlines in monotonic ns; 0 = not armed (see timers.h). */
@@ -510,6 +511,18 @@ struct device {
      * once. Set before any loop runs (device_setup.h:
      * device_reclaim_with). */
     struct qsbr *qsbr;
+    /* Receives taken without the engine lock (datapath.c:
+     * datapath_from_udp_unlocked, issue 58): each shard's own cache of
+     * the peers it may take so (`fast`, one per shard, made and filled
+     * under the lock by the shard itself, read by it without; an atomic
+     * pointer), and the epoch each entry was checked at: every change of
+     * what an entry assumes (a keypair made, confirmed or dropped; an
+     * endpoint, its proof or a relay; a member's address, pending or
+     * probation; the rules; a peer removed) moves it under the lock
+     * (device_fast_changed, an atomic), and an entry of another epoch is
+     * not used. */
+    struct rx_fast *fast;
+    unsigned fast_epoch;
     /* Which shard each outgoing flow belongs to (flows.h): the engine's
      * (datapath.c), under the engine lock; used with shards only. */
     struct flows flows;
@@ -610,6 +623,13 @@ unsigned path_flows(const struct peer *p);
 
 /* Whether p has a keypair to send with now: a read of its session, for
  * the core and for paths and discovery alike. */
+/* Something a receive without the engine lock assumes changed (struct
+ * device: fast_epoch): under the lock, by whoever changes it. */
+static inline void device_fast_changed(struct device *dev)
+{
+    __atomic_add_fetch(&dev->fast_epoch, 1, __ATOMIC_RELEASE);
+}
+
 static inline bool peer_can_send(const struct peer *p, uint64_t now)
 {
     const struct noise_keypair *kp = p->wg.current;
