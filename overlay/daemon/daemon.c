@@ -1451,11 +1451,12 @@ int daemon_run(struct daemon_options *opt)
         if (s->dev.membership->registry)
             registry_leave(s->dev.membership->registry);   /* gone from every peer at once */
         const struct device_stats *st = &s->dev.stats;
-        log_info("%s stopped; %llu TUN reads gave %llu packets, %llu receives held %llu "
-                 "datagrams, %llu TUN writes", s->dev.ifname,
+        log_info("%s stopped; %llu TUN reads gave %llu packets, %llu receives (%llu without "
+                 "the engine lock) held %llu datagrams, %llu TUN writes", s->dev.ifname,
                  (unsigned long long)st->tun_reads, (unsigned long long)st->tun_segments,
-                 (unsigned long long)st->udp_receives, (unsigned long long)st->udp_datagrams,
-                 (unsigned long long)st->tun_writes);
+                 (unsigned long long)st->udp_receives,
+                 (unsigned long long)st->udp_receives_unlocked,
+                 (unsigned long long)st->udp_datagrams, (unsigned long long)st->tun_writes);
         if (st->relay_forwarded || st->relay_refused || st->disco_bad)
             log_info("%s: relayed %llu messages for others, refused %llu; %llu bad disco "
                      "messages", s->dev.ifname, (unsigned long long)st->relay_forwarded,

@@ -589,8 +589,10 @@ static void after_authentic(struct peer *p, struct noise_keypair *kp, uint32_t l
     keep_key_fresh_on_receive(p, now);
     timers_any_authenticated_packet_received(p, now);
     timers_any_authenticated_packet_traversal(p, now);
-    if (!via && !flow && src)
-        fast_admit(p->dev, p, kp, src);
+    /* From an extra flow, the source is one of its other ports: the
+     * shard may still take what comes from its endpoint. */
+    if (!via && src)
+        fast_admit(p->dev, p, kp, flow ? &p->path.endpoint : src);
 }
 
 /* The keypair a transport message is addressed to, or NULL. */
@@ -1213,8 +1215,10 @@ struct rx_fast_peer {
     union endpoint src;           /* its proven endpoint then */
     struct cluster_addr addr;     /* its overlay address then */
     /* Facts since the last settle (0: none): bytes of authentic
-     * messages, the last one's time, the last data packet's. */
-    uint64_t bytes, last_ns, data_ns;
+     * messages, the last one's time, the last data packet's, the last
+     * time one came on its port's own flow (the path heard it there) and
+     * on another of its flows (discovery_flow_heard). */
+    uint64_t bytes, last_ns, data_ns, direct_ns, flow_ns;
 };
 
 /* One shard's: its thread alone writes it, under the lock (admit,
@@ -1223,7 +1227,7 @@ struct rx_fast {
     struct rx_fast_peer peer[RX_FAST_PEERS];
     unsigned next;                /* the entry replaced next, in turn */
     bool facts;                   /* something to settle */
-    uint64_t receives, datagrams, tun_writes, drops[RX_DROP_COUNT];
+    uint64_t receives, datagrams, tun_writes, ecn_marked, drops[RX_DROP_COUNT];
 };
 
 static struct rx_fast *fast_of(struct device *dev, unsigned shard)
@@ -1241,16 +1245,21 @@ static void settle_peer(struct device *dev, struct rx_fast_peer *x, unsigned lon
 {
     struct peer *p = x->peer;
     uint64_t bytes = x->bytes, last = x->last_ns, data = x->data_ns;
+    uint64_t direct = x->direct_ns, flow = x->flow_ns;
 
     if (!last)
         return;
-    x->bytes = x->last_ns = x->data_ns = 0;
+    x->bytes = x->last_ns = x->data_ns = x->direct_ns = x->flow_ns = 0;
     if (x->epoch != epoch && device_peer_by_id(dev, x->peer_id) != p)
         return;
-    /* The path as it was when they came: a change since is later news. */
-    if (x->epoch == epoch || (!p->path.via && path_proven(p, &x->src)))
+    /* The path as it was when they came: a change since is later news.
+     * The keypair named only while it is surely the one admitted (an
+     * epoch since may have dropped it). */
+    if (direct && (x->epoch == epoch || (!p->path.via && path_proven(p, &x->src))))
         path_received(p, &x->src, NULL, bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes,
-                      false, last);
+                      false, direct);
+    if (flow)
+        discovery_flow_heard(p, x->epoch == epoch ? x->kp : NULL, flow);
     peer_count_rx(p, bytes, last);
     keep_key_fresh_on_receive(p, last);
     timers_any_authenticated_packet_received(p, last);
@@ -1272,9 +1281,11 @@ void datapath_settle(struct device *dev, uint64_t now)
     for (unsigned i = 0; i < RX_FAST_PEERS; i++)
         settle_peer(dev, &f->peer[i], epoch);
     dev->stats.udp_receives += f->receives;
+    dev->stats.udp_receives_unlocked += f->receives;
     dev->stats.udp_datagrams += f->datagrams;
     dev->stats.tun_writes += f->tun_writes;
-    f->receives = f->datagrams = f->tun_writes = 0;
+    dev->stats.ecn_marked += f->ecn_marked;
+    f->receives = f->datagrams = f->tun_writes = f->ecn_marked = 0;
     for (unsigned r = 0; r < RX_DROP_COUNT; r++)
         if (f->drops[r]) {
             rx_drop(dev, (enum rx_drop)r, f->drops[r]);
@@ -1350,20 +1361,21 @@ bool datapath_from_udp_unlocked(struct device *dev, struct loop *l, struct pkt *
     struct index_entry *e;
     struct noise_keypair *kp;
     unsigned later[PKT_MAX_SEGS], n = 0, n_later = 0, sub;
-    uint8_t key[WG_KEY_LEN];
+    uint8_t key[WG_KEY_LEN], flow;
     unsigned long epoch;
     uint32_t receiver;
     struct rx_batch b;
 
-    if (!f || pkt->congested || !seg_size || pkt->len < WG_TRANSPORT_MIN_LEN)
+    if (!f || !seg_size || pkt->len < WG_TRANSPORT_MIN_LEN)
         return false;
     receiver = transport_receiver(pkt->in);
     sub = transport_sub_of(pkt->in);
+    flow = pkt->in[WG_FLOW_OFFSET];
     for (uint32_t off = 0; off < pkt->len; off += seg_size) {
         uint8_t *msg = pkt->in + off;
         uint32_t len = pkt->len - off < seg_size ? pkt->len - off : seg_size;
         if (n == PKT_MAX_SEGS || len < WG_TRANSPORT_MIN_LEN ||
-            noise_message_type(msg, len) != WG_MSG_TRANSPORT || msg[WG_FLOW_OFFSET] ||
+            noise_message_type(msg, len) != WG_MSG_TRANSPORT || msg[WG_FLOW_OFFSET] != flow ||
             transport_receiver(msg) != receiver || transport_sub_of(msg) != sub)
             return false;
         tp[n++] = (struct transport_packet){ .buf = msg, .cap = len, .len = len };
@@ -1374,7 +1386,9 @@ bool datapath_from_udp_unlocked(struct device *dev, struct loop *l, struct pkt *
     for (unsigned i = 0; i < RX_FAST_PEERS && !x; i++)
         if (f->peer[i].peer == e->peer && f->peer[i].kp == kp && f->peer[i].epoch == epoch)
             x = &f->peer[i];
-    if (!x || !endpoint_equal(&x->src, &pkt->addr) || transport_expired(kp, now))
+    /* From one of the peer's extra flows (its other source ports: byte
+     * 3), a message is no roam, wherever it came from (after_authentic). */
+    if (!x || (!flow && !endpoint_equal(&x->src, &pkt->addr)) || transport_expired(kp, now))
         return false;
 
     /* Taken: from here on, this receive is ours to finish. */
@@ -1387,7 +1401,8 @@ bool datapath_from_udp_unlocked(struct device *dev, struct loop *l, struct pkt *
     b.pkt = pkt;
     b.n = b.n_inner = 0;
     b.forwarded = 0;
-    b.csum_ok = b.congested = false;
+    b.csum_ok = false;
+    b.congested = pkt->congested;   /* its first data packet tells (signal_congestion) */
     f->facts = true;
     f->receives++;
     f->datagrams += n;
@@ -1404,6 +1419,10 @@ bool datapath_from_udp_unlocked(struct device *dev, struct loop *l, struct pkt *
         }
         x->bytes += tp[k].cap;
         x->last_ns = now;
+        if (flow)
+            x->flow_ns = now;
+        else
+            x->direct_ns = now;
         if (tp[k].len == 0)   /* a keepalive */
             continue;
         if (!parse_inner(ip, (uint32_t)tp[k].len, &in) || is_disco(ip, &in) ||
@@ -1412,6 +1431,15 @@ bool datapath_from_udp_unlocked(struct device *dev, struct loop *l, struct pkt *
             continue;
         }
         x->data_ns = now;
+        if (b.congested) {   /* as signal_congestion, counted at settling */
+            b.congested = false;
+            if (ecn_mark_ce(ip, in.len)) {
+                f->ecn_marked++;
+            } else {
+                f->drops[RX_DROP_QUEUE_DELAY]++;
+                continue;
+            }
+        }
         b.plain[b.n++] = (struct offload_pkt){ ip, in.len, false };
     }
     if (n_later) {

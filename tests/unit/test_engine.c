@@ -1225,6 +1225,7 @@ static void test_receive_without_the_lock(void **state)
     assert_int_equal(p->live.last_received_ns, now + 1); /* when it came, not when settled */
     assert_int_equal(p->live.last_data_ns, now + 1);
     assert_int_equal(b->stats.udp_receives, receives + 1);
+    assert_int_equal(b->stats.udp_receives_unlocked, 1);
 
     /* A replay: authentic, taken, dropped once, counted at settling. */
     app_send(0, 1, 100, now + 2);
@@ -1247,11 +1248,29 @@ static void test_receive_without_the_lock(void **state)
     assert_int_equal(b->stats.dropped_source, wrong_src + 1);
     assert_int_equal(nodes[1].tun_packets, packets + 2);
 
-    /* A receive its socket's queue management flagged: the lock's. */
+    /* A receive its socket's queue management flagged: taken, its data
+     * packet (not ECN-capable) dropped to tell the sender, counted. */
+    uint64_t delayed = b->stats.dropped_queue_delay;
     congest_next = true;
     app_send(0, 1, 100, now + 3);
-    assert_false(deliver_unlocked(now + 3, NULL));
+    assert_true(deliver_unlocked(now + 3, NULL));
     congest_next = false;
+    assert_int_equal(nodes[1].tun_packets, packets + 2);
+    settle(1, now + 3);
+    assert_int_equal(b->stats.dropped_queue_delay, delayed + 1);
+
+    /* From one of n0's extra flows (byte 3), from another port of its:
+     * taken, no roam; the path hears it as a flow (discovery_flow_heard). */
+    other = nodes[0].ep;
+    other.in4.sin_port = htons(40001);
+    app_send(0, 1, 100, now + 3);
+    wire[wire_head % WIRE_MAX].data[WG_FLOW_OFFSET] = 2;
+    assert_true(deliver_unlocked(now + 3, &other));
+    assert_int_equal(nodes[1].tun_packets, packets + 3);
+    settle(1, now + 3);
+    assert_true(endpoint_equal(&p->path.endpoint, &nodes[0].ep));
+    assert_int_equal(p->path.last_direct_ns, now + 3);
+    pump(now + 3);   /* what hearing a flow made n1 say (its features) */
 
     /* Anything an entry assumes changed (the epoch moved): refused once,
      * admitted again under the lock. */

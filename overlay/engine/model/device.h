@@ -332,6 +332,9 @@ struct device_stats {
     /* Batching, to see what the offloads buy: reads and the segments they
      * gave, receives and the datagrams they held, TUN writes. */
     uint64_t tun_reads, tun_segments, udp_receives, udp_datagrams, tun_writes;
+    /* Of udp_receives, those taken without the engine lock (datapath.c:
+     * datapath_from_udp_unlocked, settled under it). */
+    uint64_t udp_receives_unlocked;
     /* Discovery and relays: disco messages that did not decode or were
      * refused; messages forwarded for other peers (as a relay) and refused
      * (destination unknown or not directly reached). */
@@ -522,7 +525,7 @@ struct device {
      * (device_fast_changed, an atomic), and an entry of another epoch is
      * not used. */
     struct rx_fast *fast;
-    unsigned fast_epoch;
+    unsigned long fast_epoch;
     /* Which shard each outgoing flow belongs to (flows.h): the engine's
      * (datapath.c), under the engine lock; used with shards only. */
     struct flows flows;

@@ -79,8 +79,7 @@ struct index_entry *index_find(struct index_table *t, uint32_t index);
 void index_set_keypair(struct index_entry *e, struct noise_keypair *kp);
 /* e's keypair, for a reader without the engine lock (an acquire load:
  * the keypair's contents, written before index_set_keypair, come with
- * it). Test seam until a receive reads it without the lock (shard.h,
- * "NOT DONE"). */
+ * it): a shard's receive (datapath.c: datapath_from_udp_unlocked). */
 struct noise_keypair *index_keypair(const struct index_entry *e);
 
 #endif
