@@ -147,11 +147,12 @@
 #include "overlay/loop/loop.h"
 
 #define SHARDS_MAX LOOP_CREW_MAX
-/* The default's cap. Every shard takes the one engine lock twice a turn,
- * so past some count more shards only queue on it: the serial share
- * measured on a loaded 2-vCPU machine (0.10-0.12 of a shard's work under
- * the lock) fills it at 8-10 shards (bench/README.md, "The engine lock":
- * an Amdahl projection still to check on 16 cores). 8 is also what issue
+/* The default's cap. Every shard takes the one engine lock once or twice
+ * a turn, so past some count more shards only queue on it: the serial
+ * share measured on a loaded 2-vCPU machine (0.10-0.12 of a shard's work
+ * under the lock; 0.04 since direct receives left it) fills it at 8-10
+ * shards (24 since: bench/README.md, "The engine lock": an Amdahl
+ * projection still to check on 16 cores). 8 is also what issue
  * 45's 16-core targets were set for (bench/device-run.sh), and it leaves
  * the rest of a large node's cores to the training job (bench/README.md,
  * "Shards by default"). More can still be asked for, up to SHARDS_MAX. */
