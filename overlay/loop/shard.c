@@ -168,4 +168,5 @@ void shards_free(struct shards *s)
     }
     free(s->shard);
     s->shard = NULL;
+    qsbr_free_all(&s->crew.qsbr);   /* no loop runs: none reads it */
 }

@@ -160,6 +160,7 @@ bool path_set_endpoint(struct peer *p, const union endpoint *src)
     }
     memset(&p->path.endpoint, 0, sizeof(p->path.endpoint));
     memcpy(&p->path.endpoint, src, endpoint_sockaddr_len(src));
+    device_fast_changed(p->dev);
     return true;
 }
 
@@ -178,6 +179,7 @@ static void move_endpoint(struct peer *p, const union endpoint *ep, bool proven,
         return;
     }
     p->path.endpoint_proven = proven;
+    device_fast_changed(p->dev);
     if (proven && !was_proven)
         discovery_endpoint_proven(p, now);
 }
@@ -192,6 +194,7 @@ void path_use_direct(struct peer *p, const union endpoint *ep, uint64_t now)
     char before[96];
     snprintf(before, sizeof(before), "via relay %s", was->member.name);
     p->path.via = NULL;
+    device_fast_changed(p->dev);
     log_path_changed(p, before, NULL);
     disco_path_changed(&p->disco.state);
     path_mtu_search(p, now);
@@ -205,6 +208,7 @@ void path_use_relay(struct peer *p, struct peer *r, uint64_t now)
         return;
     path_format(p, was, sizeof(was));
     p->path.via = r;
+    device_fast_changed(p->dev);
     log_path_changed(p, was, NULL);
     disco_path_changed(&p->disco.state);
     path_mtu_search(p, now);
@@ -221,6 +225,7 @@ void path_drop_relay(struct peer *p, uint64_t now)
     disco_relay_failed(&p->disco.relays, r->id, now);
     p->dev->stats.relay_dropped++;
     p->path.via = NULL;
+    device_fast_changed(p->dev);
     log_path_changed(p, before, "no answers through the relay any more");
     disco_path_changed(&p->disco.state);
     path_mtu_search(p, now);
