@@ -81,7 +81,7 @@ ASAN_TESTS  := $(UNIT_TESTS:tests/unit/%.c=build/asan/unit/%)
 # The tests whose threads share state (shards, their crypto jobs, the
 # crypto workers, the I/O lanes) again under ThreadSanitizer.
 TSAN_LIB    := build/tsan/libddpnet.a
-TSAN_TESTS  := $(patsubst %,build/tsan/unit/%,test_shard test_deferred test_qsbr test_index test_device test_transport test_engine)
+TSAN_TESTS  := $(patsubst %,build/tsan/unit/%,test_shard test_deferred)
 # The daemon under ThreadSanitizer, for the e2e script that runs shards
 # with it (tests/e2e/tsan_shards.sh).
 TSAN_DAEMON := build/tsan/ddpnet

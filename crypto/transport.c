@@ -222,38 +222,9 @@ void transport_decrypt_batch(const uint8_t key[WG_KEY_LEN], struct transport_pac
     }
 }
 
-/* The replay windows' lock (struct noise_keypair: rx_lock): receives of
- * one keypair opened on several shards at once each move a window under
- * it; it is held for one check-and-update, tens of nanoseconds. */
-static void rx_lock(struct noise_keypair *kp)
-{
-    while (__atomic_test_and_set(&kp->rx_lock, __ATOMIC_ACQUIRE))
-        while (__atomic_load_n(&kp->rx_lock, __ATOMIC_RELAXED))
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#else
-            ;
-#endif
-}
-
-static void rx_unlock(struct noise_keypair *kp)
-{
-    __atomic_clear(&kp->rx_lock, __ATOMIC_RELEASE);
-}
-
-static int accept_locked(struct noise_keypair *kp, struct replay_window *w, uint64_t counter)
-{
-    int ret;
-
-    rx_lock(kp);
-    ret = replay_check(w, counter);
-    rx_unlock(kp);
-    return ret;
-}
-
 int transport_accept(struct noise_keypair *kp, uint64_t counter)
 {
-    return accept_locked(kp, &kp->replay, counter);
+    return replay_check(&kp->replay, counter);
 }
 
 /* Everything before the AEAD touches no state: the counter and the replay
@@ -326,33 +297,19 @@ void transport_hint_key(const uint8_t base[WG_KEY_LEN], unsigned h, uint8_t out[
     blake2s(out, WG_KEY_LEN, in, sizeof(in), base, WG_KEY_LEN);
 }
 
-static struct transport_hinted *hinted_of(const struct noise_keypair *kp)
-{
-    return __atomic_load_n(&kp->hinted, __ATOMIC_ACQUIRE);
-}
-
-/* The sub-sessions, made at first use and published whole: a sender
- * (under the engine lock) and a receiver (under none) may race to make
- * them; one compare-and-swap wins, the other frees its own. */
 static struct transport_hinted *hinted(struct noise_keypair *kp)
 {
-    struct transport_hinted *x = hinted_of(kp), *none = NULL;
-
-    if (x)
-        return x;
-    if (!(x = calloc(1, sizeof(*x))))
+    if (kp->hinted)
+        return kp->hinted;
+    kp->hinted = calloc(1, sizeof(*kp->hinted));
+    if (!kp->hinted)
         return NULL;
     for (unsigned h = 1; h < WG_SHARD_HINTS; h++) {
-        transport_hint_key(kp->send_key, h, x->send_key[h]);
-        transport_hint_key(kp->recv_key, h, x->recv_key[h]);
-        replay_init(&x->replay[h]);
+        transport_hint_key(kp->send_key, h, kp->hinted->send_key[h]);
+        transport_hint_key(kp->recv_key, h, kp->hinted->recv_key[h]);
+        replay_init(&kp->hinted->replay[h]);
     }
-    if (__atomic_compare_exchange_n(&kp->hinted, &none, x, false, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE))
-        return x;
-    sodium_memzero(x, sizeof(*x));
-    free(x);
-    return none;   /* the winner's */
+    return kp->hinted;
 }
 
 int transport_reserve_hinted(struct noise_keypair *kp, unsigned h, unsigned n, uint64_t now_ns,
@@ -376,21 +333,17 @@ int transport_reserve_hinted(struct noise_keypair *kp, unsigned h, unsigned n, u
 
 const uint8_t *transport_send_key(const struct noise_keypair *kp, unsigned h)
 {
-    const struct transport_hinted *x = hinted_of(kp);
-
     h &= WG_SHARD_HINTS - 1u;
-    return h && x ? x->send_key[h] : kp->send_key;
+    return h && kp->hinted ? kp->hinted->send_key[h] : kp->send_key;
 }
 
 void transport_recv_key(const struct noise_keypair *kp, unsigned h, uint8_t out[WG_KEY_LEN])
 {
-    const struct transport_hinted *x = hinted_of(kp);
-
     h &= WG_SHARD_HINTS - 1u;
     if (!h)
         memcpy(out, kp->recv_key, WG_KEY_LEN);
-    else if (x)
-        memcpy(out, x->recv_key[h], WG_KEY_LEN);
+    else if (kp->hinted)
+        memcpy(out, kp->hinted->recv_key[h], WG_KEY_LEN);
     else
         transport_hint_key(kp->recv_key, h, out);
 }
@@ -404,5 +357,5 @@ int transport_accept_hinted(struct noise_keypair *kp, unsigned h, uint64_t count
         return transport_accept(kp, counter);
     if (!(x = hinted(kp)))
         return -ENOMEM;
-    return accept_locked(kp, &x->replay[h], counter);
+    return replay_check(&x->replay[h], counter);
 }

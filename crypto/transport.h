@@ -10,13 +10,7 @@
  * seal reads the plaintext at buf + WG_TRANSPORT_HEADER_LEN and writes the
  * whole message from buf; open reads the message at buf and leaves the
  * (padded) plaintext at buf + WG_TRANSPORT_HEADER_LEN. The caller owns the
- * clock (now_ns, monotonic) and serialises the send side per keypair
- * (reserve, seal). The receive side may run on several threads at once
- * on one keypair: the AEAD touches only bytes and the keys, which do not
- * change once the keypair is published, and each replay window's
- * check-and-update (transport_accept, transport_accept_hinted, and
- * transport_open's) is held under the keypair's own small lock
- * (`rx_lock`), so that every counter is accepted exactly once. */
+ * clock (now_ns, monotonic) and serialises calls per keypair. */
 #ifndef DDPNET_TRANSPORT_H
 #define DDPNET_TRANSPORT_H
 
@@ -35,9 +29,7 @@
  * shard's at the receiver. Hint 0 is the keypair itself (a stock
  * WireGuard peer only ever uses that one). Allocated at first use: by a
  * sender when it seals with a hint, by a receiver once a hinted message
- * authenticated; freed with the keypair. Published once, whole, by a
- * compare-and-swap (a sender and a receiver may both make one: the loser
- * frees its own), loaded with acquire. */
+ * authenticated; freed with the keypair. */
 struct transport_hinted {
     uint8_t send_key[WG_SHARD_HINTS][WG_KEY_LEN];
     uint8_t recv_key[WG_SHARD_HINTS][WG_KEY_LEN];
@@ -54,12 +46,7 @@ struct noise_keypair {
     uint32_t local_index;         /* receiver index of messages to us */
     uint32_t remote_index;        /* receiver index we put on messages out */
     bool is_initiator;
-    /* The replay windows' lock (replay and hinted->replay[]): a byte
-     * spun on, held only for one window's check-and-update, never
-     * across an AEAD; 0 when free, so a keypair copied unlocked is
-     * free. */
-    uint8_t rx_lock;
-    struct transport_hinted *hinted;   /* NULL until a hint is used (atomic) */
+    struct transport_hinted *hinted;   /* NULL until a hint is used */
 };
 
 struct transport_packet {

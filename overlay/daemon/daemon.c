@@ -1236,8 +1236,6 @@ static int setup_all(struct setup *s)
         return fail(s, ret, "DDPNET_SHARDS=%u: between 1 and %u", shard_count(), SHARDS_MAX);
     s->shards_ready = true;
     s->dev.shards = s->shards.n;
-    if (s->shards.n > 1)   /* loop 0 reclaims, once every shard's turn passed */
-        device_reclaim_with(&s->dev, &s->shards.crew.qsbr);
     if ((ret = resolve_endpoints(s)) || (ret = setup_signals(s)) || (ret = setup_sockets(s)) || (ret = setup_interface(s)) ||
         (ret = setup_forward(s)))
         return ret;
@@ -1455,12 +1453,11 @@ int daemon_run(struct daemon_options *opt)
             registry_leave(s->dev.membership->registry);
         }
         const struct device_stats *st = &s->dev.stats;
-        log_info("%s stopped; %llu TUN reads gave %llu packets, %llu receives (%llu without "
-                 "the engine lock) held %llu datagrams, %llu TUN writes", s->dev.ifname,
+        log_info("%s stopped; %llu TUN reads gave %llu packets, %llu receives held %llu "
+                 "datagrams, %llu TUN writes", s->dev.ifname,
                  (unsigned long long)st->tun_reads, (unsigned long long)st->tun_segments,
-                 (unsigned long long)st->udp_receives,
-                 (unsigned long long)st->udp_receives_unlocked,
-                 (unsigned long long)st->udp_datagrams, (unsigned long long)st->tun_writes);
+                 (unsigned long long)st->udp_receives, (unsigned long long)st->udp_datagrams,
+                 (unsigned long long)st->tun_writes);
         if (st->relay_forwarded || st->relay_refused || st->disco_bad)
             log_info("%s: relayed %llu messages for others, refused %llu; %llu bad disco "
                      "messages", s->dev.ifname, (unsigned long long)st->relay_forwarded,

@@ -566,9 +566,6 @@ static bool source_allowed(const struct peer *p, const struct inner *in)
     return true;
 }
 
-static void fast_admit(struct device *dev, struct peer *p, struct noise_keypair *kp,
-                       const union endpoint *src);
-
 /* What follows an authentic transport message of len bytes from src (or
  * through the relay via): the path (roaming; from one of the peer's extra
  * flows, `flow` not 0, none), counters, session confirmation, timers. */
@@ -589,10 +586,6 @@ static void after_authentic(struct peer *p, struct noise_keypair *kp, uint32_t l
     keep_key_fresh_on_receive(p, now);
     timers_any_authenticated_packet_received(p, now);
     timers_any_authenticated_packet_traversal(p, now);
-    /* From an extra flow, the source is one of its other ports: the
-     * shard may still take what comes from its endpoint. */
-    if (!via && src)
-        fast_admit(p->dev, p, kp, flow ? &p->path.endpoint : src);
 }
 
 /* The keypair a transport message is addressed to, or NULL. */
@@ -1012,27 +1005,27 @@ static void pass_to_handshake(struct device *dev, const uint8_t *msg, uint32_t l
  * run goes up with NEEDS_CSUM, which the kernel takes as computed here --
  * so a member (or its broken stack) could otherwise slip corrupt data
  * past TCP. A segment that fails passes alone, for the kernel to drop. */
-static void write_batch(struct loop *l, uint64_t *writes, struct pkt *pkt,
-                        struct offload_pkt *plain, size_t n)
+static void write_batch(struct device *dev, struct pkt *pkt, struct offload_pkt *plain,
+                        size_t n)
 {
     size_t next[PKT_MAX_SEGS];
     struct offload_run runs[PKT_MAX_SEGS];
     int nruns = offload_coalesce(plain, n, OFFLOAD_COALESCE_VERIFY, next, runs);
 
     for (int r = 0; r < nruns; r++) {
-        struct tun_write *w = loop_tun_write_get(l);
+        struct tun_write *w = loop_tun_write_get(dev->loop);
         if (!w)
             break;
         int iovcnt = offload_run_iov(plain, next, &runs[r], w->vnet, w->iov, PKT_MAX_SEGS + 1);
         if (iovcnt < 0) {
-            loop_tun_write_put(l, w);
+            loop_tun_write_put(dev->loop, w);
             continue;
         }
         w->iovcnt = (unsigned)iovcnt;
         w->owner = pkt;
-        (*writes)++;
+        dev->stats.tun_writes++;
         pkt->refs++;
-        loop_write_tun(l, w);
+        loop_write_tun(dev->loop, w);
     }
 }
 
@@ -1041,7 +1034,7 @@ static void end_batch(struct device *dev, struct rx_batch *b, uint64_t now)
 {
     open_inner(dev, b, now);
     if (b->n)
-        write_batch(dev->loop, &dev->stats.tun_writes, b->pkt, b->plain, b->n);
+        write_batch(dev, b->pkt, b->plain, b->n);
     /* Only the network's upkeep (discovery, keepalives): nobody here waits
      * for what comes next, so the loop need not poll for it. */
     else if (dev->stats.relay_forwarded == b->forwarded)
@@ -1178,281 +1171,6 @@ void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, u
         open_batch(dev, pkt, seg_size, e, now);   /* finish_open, once opened */
     else
         open_here(dev, pkt, seg_size, now);
-}
-
-/* --- receives without the engine lock (issue 58) ------------------------------ *
- *
- * With shards, a receive in the common case takes no engine lock: every
- * datagram a transport message to one keypair and sub-session, from no
- * extra flow, that keypair its peer's current one when this shard last
- * took one of its messages under the lock, from the endpoint proven then
- * (no relay between), the peer neither pending nor on probation, and no
- * rules. Each shard keeps the peers it found so (struct rx_fast: filled
- * under the lock by fast_admit, after a receive that met all that) with
- * the device's fast_epoch of that moment; any change of what an entry
- * assumes moves the epoch (device_fast_changed), and an entry of an
- * older one is not used: the receive goes under the lock, which admits
- * the peer again. The lookup is the index's without the lock (index.h;
- * what it finds is kept by qsbr for the turn), the AEAD runs on this
- * thread, the replay window moves under the keypair's own lock
- * (transport.h), the plaintexts are written to ddp0 through this loop's
- * ring and writes. What WireGuard's state would hear of it (the path's
- * last direct receive, the peer's counters, the timers) and the device's
- * counters are facts of this shard's own, settled under the lock the
- * next time this loop takes it (datapath_settle: at the latest at the
- * top of its next turn, before it waits), with the times they happened.
- * A message whose inner packet is not plain data from the peer's own
- * address (disco, a routed source, malformed) is taken under the lock
- * (loop_engine_hold), once authentic, by rx_inner as any other. */
-
-#define RX_FAST_PEERS 8u
-
-struct rx_fast_peer {
-    struct peer *peer;            /* NULL: empty; compared, never read, past its turn */
-    struct noise_keypair *kp;     /* its current keypair, when admitted */
-    unsigned long epoch;          /* dev->fast_epoch when admitted */
-    disco_id peer_id;             /* to tell a removed peer at settling */
-    union endpoint src;           /* its proven endpoint then */
-    struct cluster_addr addr;     /* its overlay address then */
-    /* Facts since the last settle (0: none): bytes of authentic
-     * messages, the last one's time, the last data packet's, the last
-     * time one came on its port's own flow (the path heard it there) and
-     * on another of its flows (discovery_flow_heard). */
-    uint64_t bytes, last_ns, data_ns, direct_ns, flow_ns;
-};
-
-/* One shard's: its thread alone writes it, under the lock (admit,
- * settle) or without (the receive). */
-struct rx_fast {
-    struct rx_fast_peer peer[RX_FAST_PEERS];
-    unsigned next;                /* the entry replaced next, in turn */
-    bool facts;                   /* something to settle */
-    uint64_t receives, datagrams, tun_writes, ecn_marked, drops[RX_DROP_COUNT];
-};
-
-static struct rx_fast *fast_of(struct device *dev, unsigned shard)
-{
-    struct rx_fast *f = __atomic_load_n(&dev->fast, __ATOMIC_ACQUIRE);
-
-    return f && shard < dev->shards ? &f[shard] : NULL;
-}
-
-/* Under the lock: what one peer's receives without it told, as
- * after_authentic and rx_inner would have said it, at the times they
- * happened. A peer removed since is left (its memory is kept for the
- * turn, and the facts were recorded in it). */
-static void settle_peer(struct device *dev, struct rx_fast_peer *x, unsigned long epoch)
-{
-    struct peer *p = x->peer;
-    uint64_t bytes = x->bytes, last = x->last_ns, data = x->data_ns;
-    uint64_t direct = x->direct_ns, flow = x->flow_ns;
-
-    if (!last)
-        return;
-    x->bytes = x->last_ns = x->data_ns = x->direct_ns = x->flow_ns = 0;
-    if (x->epoch != epoch && device_peer_by_id(dev, x->peer_id) != p)
-        return;
-    /* The path as it was when they came: a change since is later news.
-     * The keypair named only while it is surely the one admitted (an
-     * epoch since may have dropped it). */
-    if (direct && (x->epoch == epoch || (!p->path.via && path_proven(p, &x->src))))
-        path_received(p, &x->src, NULL, bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes,
-                      false, direct);
-    if (flow)
-        discovery_flow_heard(p, x->epoch == epoch ? x->kp : NULL, flow);
-    peer_count_rx(p, bytes, last);
-    keep_key_fresh_on_receive(p, last);
-    timers_any_authenticated_packet_received(p, last);
-    timers_any_authenticated_packet_traversal(p, last);
-    if (data)
-        timers_data_received(p, data);
-}
-
-void datapath_settle(struct device *dev, uint64_t now)
-{
-    struct rx_fast *f = dev->loop ? fast_of(dev, loop_shard(dev->loop)) : NULL;
-    unsigned long epoch;
-
-    (void)now;
-    if (!f || !f->facts)
-        return;
-    f->facts = false;
-    epoch = __atomic_load_n(&dev->fast_epoch, __ATOMIC_RELAXED);
-    for (unsigned i = 0; i < RX_FAST_PEERS; i++)
-        settle_peer(dev, &f->peer[i], epoch);
-    dev->stats.udp_receives += f->receives;
-    dev->stats.udp_receives_unlocked += f->receives;
-    dev->stats.udp_datagrams += f->datagrams;
-    dev->stats.tun_writes += f->tun_writes;
-    dev->stats.ecn_marked += f->ecn_marked;
-    f->receives = f->datagrams = f->tun_writes = f->ecn_marked = 0;
-    for (unsigned r = 0; r < RX_DROP_COUNT; r++)
-        if (f->drops[r]) {
-            rx_drop(dev, (enum rx_drop)r, f->drops[r]);
-            f->drops[r] = 0;
-        }
-}
-
-/* Under the lock, after an authentic message from p on kp directly
- * from src: this shard may take p's next ones without the lock, if all
- * that the section above names holds now. */
-static void fast_admit(struct device *dev, struct peer *p, struct noise_keypair *kp,
-                       const union endpoint *src)
-{
-    struct rx_fast *f, *all;
-    struct rx_fast_peer *x = NULL;
-    unsigned long epoch;
-
-    if (dev->shards < 2 || !dev->qsbr || !dev->loop || kp != p->wg.current || p->path.via ||
-        !path_proven(p, src) || p->member.pending || p->member.probation ||
-        dev->cluster.rules.n)
-        return;
-    if (!__atomic_load_n(&dev->fast, __ATOMIC_RELAXED)) {
-        if (!(all = calloc(dev->shards, sizeof(*all))))
-            return;
-        __atomic_store_n(&dev->fast, all, __ATOMIC_RELEASE);
-    }
-    if (!(f = fast_of(dev, loop_shard(dev->loop))))
-        return;
-    epoch = __atomic_load_n(&dev->fast_epoch, __ATOMIC_RELAXED);
-    for (unsigned i = 0; i < RX_FAST_PEERS && !x; i++)
-        if (f->peer[i].peer == p)
-            x = &f->peer[i];
-    if (x && x->kp == kp && x->epoch == epoch && endpoint_equal(&x->src, src))
-        return;
-    if (!x)
-        x = &f->peer[f->next++ % RX_FAST_PEERS];
-    settle_peer(dev, x, epoch);   /* what it holds of the peer it was */
-    *x = (struct rx_fast_peer){ .peer = p, .kp = kp, .epoch = epoch, .peer_id = p->id,
-                                .src = *src, .addr = p->member.address };
-}
-
-/* Whether ip's source is the address x was admitted with. */
-static bool from_admitted(const struct rx_fast_peer *x, const struct inner *in)
-{
-    return in->family == x->addr.family &&
-           !memcmp(in->src, x->addr.bytes, in->family == AF_INET ? 4 : 16);
-}
-
-/* The messages that need the lock (their indexes in tp[]), under it: the
- * keypair looked up again (it may have gone since), then rx_inner. */
-static void fast_locked(struct device *dev, struct rx_batch *b, const struct index_entry *e,
-                        struct transport_packet *tp, const unsigned *later, unsigned n_later,
-                        uint64_t now)
-{
-    b->forwarded = dev->stats.relay_forwarded;
-    for (unsigned i = 0; i < n_later; i++) {
-        struct transport_packet *t = &tp[later[i]];
-        if (message_keypair(dev, t->buf, (uint32_t)t->cap) != e) {
-            rx_drop(dev, RX_DROP_BAD, 1);
-            continue;
-        }
-        rx_inner(dev, b, e->peer, e->keypair, t->buf, (long)t->len, NULL, now);
-    }
-    end_batch(dev, b, now);
-}
-
-bool datapath_from_udp_unlocked(struct device *dev, struct loop *l, struct pkt *pkt,
-                                uint32_t seg_size, uint64_t now)
-{
-    struct rx_fast *f = fast_of(dev, loop_shard(l));
-    struct transport_packet tp[PKT_MAX_SEGS];
-    struct rx_fast_peer *x = NULL;
-    struct index_entry *e;
-    struct noise_keypair *kp;
-    unsigned later[PKT_MAX_SEGS], n = 0, n_later = 0, sub;
-    uint8_t key[WG_KEY_LEN], flow;
-    unsigned long epoch;
-    uint32_t receiver;
-    struct rx_batch b;
-
-    if (!f || !seg_size || pkt->len < WG_TRANSPORT_MIN_LEN)
-        return false;
-    receiver = transport_receiver(pkt->in);
-    sub = transport_sub_of(pkt->in);
-    flow = pkt->in[WG_FLOW_OFFSET];
-    for (uint32_t off = 0; off < pkt->len; off += seg_size) {
-        uint8_t *msg = pkt->in + off;
-        uint32_t len = pkt->len - off < seg_size ? pkt->len - off : seg_size;
-        if (n == PKT_MAX_SEGS || len < WG_TRANSPORT_MIN_LEN ||
-            noise_message_type(msg, len) != WG_MSG_TRANSPORT || msg[WG_FLOW_OFFSET] != flow ||
-            transport_receiver(msg) != receiver || transport_sub_of(msg) != sub)
-            return false;
-        tp[n++] = (struct transport_packet){ .buf = msg, .cap = len, .len = len };
-    }
-    epoch = __atomic_load_n(&dev->fast_epoch, __ATOMIC_ACQUIRE);
-    if (!(e = index_find(&dev->indices, receiver)) || !(kp = index_keypair(e)))
-        return false;
-    for (unsigned i = 0; i < RX_FAST_PEERS && !x; i++)
-        if (f->peer[i].peer == e->peer && f->peer[i].kp == kp && f->peer[i].epoch == epoch)
-            x = &f->peer[i];
-    /* From one of the peer's extra flows (its other source ports: byte
-     * 3), a message is no roam, wherever it came from (after_authentic). */
-    if (!x || (!flow && !endpoint_equal(&x->src, &pkt->addr)) || transport_expired(kp, now))
-        return false;
-
-    /* Taken: from here on, this receive is ours to finish. */
-    transport_recv_key(kp, sub, key);
-    for (unsigned i = 0; i < n; i += TRANSPORT_BATCH)
-        transport_decrypt_batch(key, tp + i, n - i < TRANSPORT_BATCH ? n - i : TRANSPORT_BATCH);
-    sodium_memzero(key, sizeof(key));
-    pkt->op = PKT_HELD;
-    pkt->refs = 1;   /* ours, while we go through the batch */
-    b.pkt = pkt;
-    b.n = b.n_inner = 0;
-    b.forwarded = 0;
-    b.csum_ok = false;
-    b.congested = pkt->congested;   /* its first data packet tells (signal_congestion) */
-    f->facts = true;
-    f->receives++;
-    f->datagrams += n;
-    for (unsigned k = 0; k < n; k++) {
-        int status = tp[k].status;
-        uint8_t *ip = tp[k].buf + WG_TRANSPORT_HEADER_LEN;
-        struct inner in;
-
-        if (!status)
-            status = transport_accept_hinted(kp, sub, tp[k].counter);
-        if (status) {
-            f->drops[drop_of(status)]++;
-            continue;
-        }
-        x->bytes += tp[k].cap;
-        x->last_ns = now;
-        if (flow)
-            x->flow_ns = now;
-        else
-            x->direct_ns = now;
-        if (tp[k].len == 0)   /* a keepalive */
-            continue;
-        if (!parse_inner(ip, (uint32_t)tp[k].len, &in) || is_disco(ip, &in) ||
-            !from_admitted(x, &in)) {
-            later[n_later++] = k;
-            continue;
-        }
-        x->data_ns = now;
-        if (b.congested) {   /* as signal_congestion, counted at settling */
-            b.congested = false;
-            if (ecn_mark_ce(ip, in.len)) {
-                f->ecn_marked++;
-            } else {
-                f->drops[RX_DROP_QUEUE_DELAY]++;
-                continue;
-            }
-        }
-        b.plain[b.n++] = (struct offload_pkt){ ip, in.len, false };
-    }
-    if (n_later) {
-        loop_engine_hold(l);   /* dev->loop is l now */
-        fast_locked(dev, &b, e, tp, later, n_later, now);
-        return true;
-    }
-    if (b.n)
-        write_batch(l, &f->tun_writes, pkt, b.plain, b.n);
-    else
-        loop_packet_unawaited(l);
-    loop_pkt_unref_unlocked(l, pkt);
-    return true;
 }
 
 void datapath_crypto_done(struct device *dev, struct crypto_job *job, uint64_t now)

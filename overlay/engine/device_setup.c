@@ -24,7 +24,6 @@ int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint6
     /* Each peer: one handshake and three keypairs at most; the strangers
      * on probation are peers too. */
     ret = index_table_init(&dev->indices, DEVICE_INDICES(dev->cluster.n_nodes));
-    dev->indices.qsbr = dev->qsbr;
     if (!ret && !(ret = conntrack_init(&dev->conntrack))) {
         dev->conntrack.released = filter_released;   /* the per-peer bound's count */
         dev->conntrack.ctx = dev;
@@ -61,18 +60,8 @@ fail:
     return ret;
 }
 
-void device_reclaim_with(struct device *dev, struct qsbr *q)
-{
-    dev->qsbr = dev->indices.qsbr = q;
-}
-
 void device_destroy(struct device *dev)
 {
-    /* No loop runs: what was retired goes first, then the rest. */
-    if (dev->qsbr)
-        qsbr_free_all(dev->qsbr);
-    free(dev->fast);   /* the shards' caches: their loops stopped */
-    dev->fast = NULL;
     discovery_destroy(dev);
     for (size_t i = 0; i < dev->n_peers; i++)
         peer_free(dev->peers[i]);
@@ -104,5 +93,4 @@ void device_rules_changed(struct device *dev)
             p->member.groups = n->groups;
     }
     dev->conntrack.gen++;
-    device_fast_changed(dev);   /* the rules, and with them the model, changed */
 }

@@ -14,10 +14,6 @@
 /* 0, -ENOMEM, or -EINVAL (a peer key of low order). Cleans up on failure. */
 int device_init(struct device *dev, const uint8_t private_key[WG_KEY_LEN], uint64_t now);
 void device_destroy(struct device *dev);
-/* With shards: what readers without the engine lock may hold is retired
- * through q (the shards' crew's, loop/qsbr.h) rather than freed at once.
- * Before any loop runs; device_destroy frees what still waits there. */
-void device_reclaim_with(struct device *dev, struct qsbr *q);
 /* (device_remap and device_node_endpoint, the model's: device.h.) */
 /* After a swap of dev->cluster (membership): each peer takes its node's
  * groups in the new model's bits, and the connection table's generation
@@ -40,10 +36,9 @@ struct peer *peer_create(struct device *dev, const struct cluster *model,
 /* Frees a peer never installed (or the device's, as it is destroyed). */
 void peer_free(struct peer *p);
 /* p leaves the device: no peer of stay[0..n_stay) (those that remain)
- * relays through it or counts it as a relay any more; then its sessions
- * are dropped, its indices released, its staged packets dropped and it
- * is retired (freed, its keys wiped, once no loop may read it:
- * dev->qsbr). The caller takes it out of dev->peers and the address map. */
+ * relays through it or counts it as a relay any more; then its keys are
+ * wiped, its indices released, its staged packets dropped and it is
+ * freed. The caller takes it out of dev->peers and the address map. */
 void peer_remove(struct peer *p, struct peer *const *stay, size_t n_stay, uint64_t now);
 
 /* What the loop calls on UDP receives, TUN reads, finished crypto jobs

@@ -19,13 +19,10 @@
 #include "overlay/loop/pkt.h"
 
 /* --- peer.c ---------------------------------------------------------------- */
-/* Installs a keypair just derived (copied from kp, which is wiped) as an
- * object of its own: as the initiator it becomes current; as the
- * responder it waits as next until the initiator uses it. Indices of
- * dropped keypairs are released, the keypairs retired (freed once no
- * loop's turn may read them: dev->qsbr). 0, or -ENOMEM with kp wiped and
- * its index released. */
-int peer_install_keypair(struct peer *p, struct noise_keypair *kp);
+/* Installs a keypair just derived (copied from kp, which is wiped): as the
+ * initiator it becomes current; as the responder it waits as next until
+ * the initiator uses it. Indices of dropped keypairs are released. */
+void peer_install_keypair(struct peer *p, struct noise_keypair *kp);
 /* A transport message opened with kp: promotes next to current. Returns
  * true when that happened (the handshake is then complete for us). */
 bool peer_received_with_keypair(struct peer *p, struct noise_keypair *kp);
@@ -76,14 +73,6 @@ void datapath_from_tun(struct device *dev, struct pkt *pkt, uint64_t now);
 /* A UDP receive: pkt->len bytes in pkt->in, datagrams of seg_size bytes
  * back to back (GRO; the last may be shorter). Takes pkt. */
 void datapath_from_udp(struct device *dev, struct pkt *pkt, uint32_t seg_size, uint64_t now);
-/* With shards: a receive taken without the engine lock, on loop l's
- * thread in its turn, or false, nothing touched (datapath.c: the common
- * case of issue 58; loop_handlers.udp_unlocked). */
-bool datapath_from_udp_unlocked(struct device *dev, struct loop *l, struct pkt *pkt,
-                                uint32_t seg_size, uint64_t now);
-/* Under the engine lock, this loop's shard's receives without it
- * settled: counters, path, timers (loop_handlers.settle). */
-void datapath_settle(struct device *dev, uint64_t now);
 /* A session and a path to send on now. */
 bool datapath_ready(const struct peer *p, uint64_t now);
 /* Sends the staged packets, or starts a handshake when no session is

@@ -12,17 +12,6 @@ static void on_udp(void *ctx, struct pkt *pkt, uint32_t seg_size, uint64_t now)
     datapath_from_udp(ctx, pkt, seg_size, now);
 }
 
-static bool on_udp_unlocked(void *ctx, struct loop *l, struct pkt *pkt, uint32_t seg_size,
-                            uint64_t now)
-{
-    return datapath_from_udp_unlocked(ctx, l, pkt, seg_size, now);
-}
-
-static void on_settle(void *ctx, uint64_t now)
-{
-    datapath_settle(ctx, now);
-}
-
 static void on_socket_drops(void *ctx, uint64_t n)
 {
     struct device *dev = ctx;
@@ -68,8 +57,6 @@ void engine_loop_handlers(struct device *dev, struct loop_handlers *h)
 {
     h->ctx = dev;
     h->udp = on_udp;
-    h->udp_unlocked = on_udp_unlocked;
-    h->settle = on_settle;
     h->socket_drops = on_socket_drops;
     h->tun = on_tun;
     h->crypto_done = on_crypto_done;

@@ -467,11 +467,7 @@ static void consume_initiation(struct device *dev, struct pkt *pkt, bool proven,
         loop_pkt_put(dev->loop, pkt);
         return;
     }
-    if (peer_install_keypair(p, &kp)) {   /* out of memory: no session */
-        noise_handshake_reset(hs);
-        loop_pkt_put(dev->loop, pkt);
-        return;
-    }
+    peer_install_keypair(p, &kp);
     timers_session_derived(p, now);
     note_session(p, "responder", pkt->via);
     send_handshake_message(p, pkt, WG_RESPONSE_LEN, back, off_path(p, pkt, &src), now);
@@ -499,8 +495,7 @@ static void consume_response(struct device *dev, struct pkt *pkt, uint64_t now)
     loop_pkt_put(dev->loop, pkt);
     if (noise_begin_session(hs, &kp, now))
         return;
-    if (peer_install_keypair(p, &kp))   /* out of memory: no session */
-        return;
+    peer_install_keypair(p, &kp);
     timers_session_derived(p, now);
     timers_handshake_complete(p, now);
     note_session(p, "initiator", via);

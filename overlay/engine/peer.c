@@ -5,7 +5,6 @@
  * session. The struct lives in libsodium's guarded memory since it holds
  * keys. */
 #include <errno.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,54 +42,12 @@ struct peer *peer_create(struct device *dev, const struct cluster *model,
     return p;
 }
 
-/* A keypair is an object of its own, never reused in place: a reader
- * without the engine lock that found it (the index table's entry) reads
- * it whole until its turn ends, however the peer's three change. Dropped,
- * it is retired (retire, below) and wiped when freed. Plain memory, not the
- * peer's guarded kind: three per peer would cost three mappings each
- * (vm.max_map_count) at a large cluster's scale; its keys are wiped all
- * the same (transport_keypair_clear). */
-struct peer_keypair {
-    struct noise_keypair kp;   /* first: a peer's pointers are to it */
-    struct qsbr_node retired;
-};
-
-static void keypair_free(struct qsbr_node *n)
-{
-    struct peer_keypair *k = (struct peer_keypair *)((char *)n -
-                                                     offsetof(struct peer_keypair, retired));
-
-    transport_keypair_clear(&k->kp);
-    free(k);
-}
-
 void peer_free(struct peer *p)
 {
     if (!p)
         return;
     peer_drop_staged(p);
-    /* Its keypairs are objects of their own (above); the index table,
-     * if it still names them, is being destroyed too. */
-    struct noise_keypair *kps[] = { p->wg.current, p->wg.previous, p->wg.next };
-    for (size_t i = 0; i < sizeof(kps) / sizeof(kps[0]); i++)
-        if (kps[i])
-            keypair_free(&((struct peer_keypair *)kps[i])->retired);
     sodium_free(p);   /* wipes the keys */
-}
-
-static void peer_free_retired(struct qsbr_node *n)
-{
-    sodium_free((char *)n - offsetof(struct peer, retired));   /* wipes the keys */
-}
-
-/* Frees n once no loop may still read it (dev->qsbr: the shards' turns
- * passed), or at once with one loop. Under the engine lock. */
-static void retire(struct device *dev, struct qsbr_node *n, void (*fn)(struct qsbr_node *))
-{
-    if (dev->qsbr)
-        qsbr_retire(dev->qsbr, n, fn);
-    else
-        fn(n);
 }
 
 void peer_remove(struct peer *p, struct peer *const *stay, size_t n_stay, uint64_t now)
@@ -103,37 +60,34 @@ void peer_remove(struct peer *p, struct peer *const *stay, size_t n_stay, uint64
     }
     log_notice("peer %s: removed from the cluster; its sessions are wiped", p->member.name);
     peer_clear_keys(p);
-    peer_drop_staged(p);
-    device_fast_changed(p->dev);
-    /* A reader without the engine lock may hold it (an index entry's
-     * peer): freed once the loops' turns passed (retire). */
-    retire(p->dev, &p->retired, peer_free_retired);
+    peer_free(p);
 }
 
 /* --- keypairs ------------------------------------------------------------------ */
 
 static void drop_keypair(struct peer *p, struct noise_keypair **slot)
 {
-    struct peer_keypair *k = (struct peer_keypair *)*slot;
-
-    if (!k)
+    if (!*slot)
         return;
-    index_remove(&p->dev->indices, k->kp.local_index);
+    index_remove(&p->dev->indices, (*slot)->local_index);
+    transport_keypair_clear(*slot);
     *slot = NULL;
-    device_fast_changed(p->dev);
-    retire(p->dev, &k->retired, keypair_free);
 }
 
-int peer_install_keypair(struct peer *p, struct noise_keypair *kp)
+static struct noise_keypair *free_storage(struct peer *p)
 {
-    struct peer_keypair *k = malloc(sizeof(*k));
+    for (int i = 0; i < 3; i++) {
+        struct noise_keypair *k = &p->wg.keypairs[i];
+        if (k != p->wg.current && k != p->wg.previous && k != p->wg.next)
+            return k;
+    }
+    return NULL;   /* cannot happen: callers drop one first */
+}
+
+void peer_install_keypair(struct peer *p, struct noise_keypair *kp)
+{
     struct noise_keypair *slot;
 
-    if (!k) {
-        index_remove(&p->dev->indices, kp->local_index);
-        transport_keypair_clear(kp);
-        return -ENOMEM;
-    }
     if (kp->is_initiator) {
         /* The new one is used at once; the one we had stays acceptable. A
          * waiting next (never confirmed) becomes previous instead. */
@@ -145,22 +99,21 @@ int peer_install_keypair(struct peer *p, struct noise_keypair *kp)
         } else {
             p->wg.previous = p->wg.current;
         }
-        slot = p->wg.current = &k->kp;
+        slot = free_storage(p);
+        p->wg.current = slot;
     } else {
         /* Not usable until the initiator sends with it (confirmation). */
         drop_keypair(p, &p->wg.next);
         drop_keypair(p, &p->wg.previous);
-        slot = p->wg.next = &k->kp;
+        slot = free_storage(p);
+        p->wg.next = slot;
     }
     *slot = *kp;
-    kp->hinted = NULL;   /* the new object's now (a new keypair has none yet) */
+    kp->hinted = NULL;   /* the slot's now (a new keypair has none yet) */
     transport_keypair_clear(kp);
-    /* Its contents written, then published (a release store). */
     struct index_entry *e = index_find(&p->dev->indices, slot->local_index);
     if (e)
-        index_set_keypair(e, slot);
-    device_fast_changed(p->dev);
-    return 0;
+        e->keypair = slot;
 }
 
 bool peer_received_with_keypair(struct peer *p, struct noise_keypair *kp)
@@ -171,7 +124,6 @@ bool peer_received_with_keypair(struct peer *p, struct noise_keypair *kp)
     p->wg.previous = p->wg.current;
     p->wg.current = p->wg.next;
     p->wg.next = NULL;
-    device_fast_changed(p->dev);
     return true;
 }
 
@@ -260,7 +212,6 @@ void peer_set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len)
     disco_unproven_clear(&p->path.unproven);
     /* Set by hand: that is the path now, not a relay. */
     p->path.via = NULL;
-    device_fast_changed(p->dev);
     disco_endpoints_stale(&p->disco.state);
 }
 

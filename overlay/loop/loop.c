@@ -83,25 +83,6 @@ void loop_pkt_unref(struct loop *l, struct pkt *pkt)
         pkt_put(&l->pool, pkt);
 }
 
-/* A buffer back to its pool: now under the engine lock (or with none),
- * else once the loop takes it (engine_enter): another shard may be
- * putting a buffer back into the same pool under the lock. */
-static void put_back(struct loop *l, struct pkt *pkt)
-{
-    if (!l->engine_lock || l->engine_held) {
-        pkt_put(&l->pool, pkt);
-        return;
-    }
-    pkt->next = l->put_later;
-    l->put_later = pkt;
-}
-
-void loop_pkt_unref_unlocked(struct loop *l, struct pkt *pkt)
-{
-    if (--pkt->refs == 0)
-        put_back(l, pkt);
-}
-
 /* Submits the next run of segments of pkt as one send. */
 static void send_chunk(struct loop *l, struct pkt *pkt)
 {
@@ -430,17 +411,14 @@ static void on_send(struct loop *l, struct pkt *pkt, int res)
     if (res >= 0 && pkt->sent < pkt->nseg)
         send_chunk(l, pkt);
     else
-        put_back(l, pkt);
+        pkt_put(&l->pool, pkt);
 }
 
-/* A TUN write's pkt is this loop's (received or answered here) and its
- * writes are this loop's own (loop_tun_write_get): both touched by this
- * thread alone, with the lock or without. */
 static void on_tun_write(struct loop *l, struct tun_write *w, int res)
 {
     if (res < 0)
         log_debug_rl("write to %s failed: %s", l->name, strerror(-res));
-    loop_pkt_unref_unlocked(l, w->owner);
+    loop_pkt_unref(l, w->owner);
     tun_write_put(&l->pool, w);
 }
 
@@ -723,8 +701,6 @@ static uint64_t run_timers(struct loop *l, uint64_t now)
 {
     if (l->timer_loop)   /* a shard: the timer loop runs them */
         return now + LOOP_MAX_SLEEP_NS;
-    if (l->crew)   /* what every loop's turn has passed since it was retired */
-        qsbr_reclaim(&l->crew->qsbr);
 
     uint64_t next = l->on.timers(l->on.ctx, now), t;
 
@@ -779,29 +755,13 @@ static bool ring_wait_failed(int ret)
 }
 
 /* With shards, the engine is run under its lock (loop_config); alone,
- * these do nothing. Taking it, the loop first puts back the buffers
- * freed without it (put_back) and lets the engine settle what its
- * receives without the lock left (loop_handlers.settle). */
+ * these do nothing. */
 static void engine_enter(struct loop *l)
 {
     if (!l->engine_lock)
         return;
     lock_take(l);   /* until engine_leave */
     *l->current = l;
-    l->engine_held = true;
-    while (l->put_later) {
-        struct pkt *pkt = l->put_later;
-        l->put_later = pkt->next;
-        pkt_put(&l->pool, pkt);
-    }
-    if (l->on.settle)
-        l->on.settle(l->on.ctx, clock_now_ns());
-}
-
-void loop_engine_hold(struct loop *l)
-{
-    if (l->engine_lock && !l->engine_held)
-        engine_enter(l);
 }
 
 /* A deadline that our work made earlier than the timer loop sleeps until
@@ -816,7 +776,6 @@ static void engine_leave(struct loop *l)
         t->sleep_until = 0;
         wake(t);
     }
-    l->engine_held = false;
     lock_drop(l);
 }
 
@@ -840,112 +799,14 @@ static void run_hangup(struct loop *l)
     engine_leave(l);
 }
 
-/* Whether the completion at position `at` of this turn's was taken
- * without the lock (unlocked_pass). */
-static bool taken_unlocked(const struct loop *l, unsigned at)
-{
-    return l->unlocked_done[at / 64] >> (at % 64) & 1;
-}
-
-/* A receive of this turn's, its loop's share done without the lock (as
- * on_buffer and on_udp_datagrams do it); then offered to the engine's
- * udp_unlocked, or, once one was refused, to its udp under the lock. */
-static void udp_unlocked(struct loop *l, struct pkt *pkt, int res, bool *refused, uint64_t now)
-{
-    int which = pkt->fd == l->udp_fd[1];
-    struct pkt_recv_info ri;
-
-    l->udp_recvs[which]--;
-    if (res <= 0) {
-        put_back(l, pkt);
-        return;
-    }
-    busy_poll_packet(&l->busy, now, BUSY_POLL_IN);
-    pkt->len = (uint32_t)res;
-    ri = pkt_recv_info(pkt);
-    if (ri.has_drops)
-        l->drops_untold += pkt_drops_grew(&l->udp_drops_seen[which], ri.drops);
-    pkt->congested = queue_signal(l, which, &ri, now);
-    if (!*refused && !l->engine_held &&
-        l->on.udp_unlocked(l->on.ctx, l, pkt, ri.seg_size, now))
-        return;
-    *refused = true;
-    loop_engine_hold(l);
-    if (deferred_count(&l->deferred) > DEFERRED_DEPTH - LOOP_JOB_ROOM)
-        run_deferred(l, now);
-    l->on.udp(l->on.ctx, pkt, ri.seg_size, now);
-}
-
-/* The turn's completions that need no engine lock, taken first without
- * it (issue 58): receives (udp_unlocked above), sends and TUN writes
- * done (their buffers this loop's: put_back). Returns how many
- * completions there are; each taken is marked in unlocked_done. */
-static unsigned unlocked_pass(struct loop *l, uint64_t now)
-{
-    struct io_uring_cqe *cqe;
-    unsigned head, at = 0;
-    bool refused = false;
-
-    io_uring_for_each_cqe(&l->ring, head, cqe) {
-        uint64_t tag = io_uring_cqe_get_data64(cqe);
-        struct pkt *pkt = (void *)(uintptr_t)tag;
-        unsigned me = at++;
-
-        if (me >= LOOP_UNLOCKED_MAX || tag == TAG_CONTROL || tag == TAG_SIGNAL || tag == TAG_WAKE)
-            continue;
-        switch (pkt->op) {
-        case PKT_UDP_RECV:
-            udp_unlocked(l, pkt, cqe->res, &refused, now);
-            break;
-        case PKT_UDP_SEND:
-            on_send(l, pkt, cqe->res);
-            break;
-        case PKT_TUN_WRITE:
-            on_tun_write(l, (struct tun_write *)pkt, cqe->res);
-            break;
-        default:
-            continue;
-        }
-        l->unlocked_done[me / 64] |= UINT64_C(1) << (me % 64);
-    }
-    return at;
-}
-
-/* Whether any of the turn's `n` completions is still to run under the
- * lock, or something waits to be told under it. */
-static bool locked_left(const struct loop *l, unsigned n)
-{
-    if (l->drops_untold)
-        return true;
-    for (unsigned at = 0; at < n; at++)
-        if (at >= LOOP_UNLOCKED_MAX || !taken_unlocked(l, at))
-            return true;
-    return false;
-}
-
 static bool stopped(struct loop *l)
 {
     return __atomic_load_n(&l->stop, __ATOMIC_ACQUIRE);
 }
 
-/* The crew's turn counts (qsbr.h): a loop is quiescent, holding no
- * pointer into shared state, only while it waits on its ring. */
-static void turn_begins(struct loop *l)
-{
-    if (l->crew)
-        qsbr_online(&l->crew->qsbr, l->shard);
-}
-
-static void turn_ends(struct loop *l)
-{
-    if (l->crew)
-        qsbr_offline(&l->crew->qsbr, l->shard);
-}
-
 int loop_run(struct loop *l)
 {
     busy_begin(l);
-    turn_begins(l);
     while (!stopped(l)) {
         engine_enter(l);
         uint64_t now = clock_now_ns();
@@ -964,47 +825,31 @@ int loop_run(struct loop *l)
         if (l->helps)
             __atomic_store_n(&l->idle, true, __ATOMIC_RELEASE);
         busy_end(l);
-        turn_ends(l);
         int ret = busy_poll_active(&l->busy, now)
                       ? poll_ring(l)
                       : io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, &ts, NULL);
         busy_begin(l);
         if (ret < 0 && ret != -ETIME && ret != -EINTR && ring_wait_failed(ret))
-            return ret;   /* quiescent: turn_ends above */
-        turn_begins(l);
+            return ret;
         if (l->helps) {
             __atomic_store_n(&l->idle, false, __ATOMIC_RELEASE);
             help_others(l);   /* older work than ours, and unlocked */
         }
+        engine_enter(l);
         now = clock_now_ns();
         l->backlog[0] = l->backlog[1] = LOOP_BACKLOG_UNREAD;   /* a new turn (socket_drained) */
-        bool split = l->engine_lock && l->on.udp_unlocked;
-        seen = split ? unlocked_pass(l, now) : 0;
-        if (!split || l->engine_held || locked_left(l, seen)) {
-            loop_engine_hold(l);
-            unsigned at = 0;
-            if (l->drops_untold && l->on.socket_drops)
-                l->on.socket_drops(l->on.ctx, l->drops_untold);
-            l->drops_untold = 0;
-            seen = 0;
-            io_uring_for_each_cqe(&l->ring, head, cqe) {
-                if (at < LOOP_UNLOCKED_MAX && taken_unlocked(l, at++))
-                    goto next;
-                if (deferring(l) && deferred_count(&l->deferred) > DEFERRED_DEPTH - LOOP_JOB_ROOM)
-                    run_deferred(l, now);   /* room, made where the lock may go */
-                on_completion(l, cqe, now);
-            next:
-                seen++;
-            }
-            if (deferring(l))
-                run_deferred(l, now);
-            engine_leave(l);
+        io_uring_for_each_cqe(&l->ring, head, cqe) {
+            if (deferring(l) && deferred_count(&l->deferred) > DEFERRED_DEPTH - LOOP_JOB_ROOM)
+                run_deferred(l, now);   /* room, made where the lock may go */
+            on_completion(l, cqe, now);
+            seen++;
         }
         io_uring_cq_advance(&l->ring, seen);
-        memset(l->unlocked_done, 0, sizeof(l->unlocked_done));
+        if (deferring(l))
+            run_deferred(l, now);
+        engine_leave(l);
         run_hangup(l);
     }
-    turn_ends(l);
     return 0;
 }
 

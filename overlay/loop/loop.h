@@ -22,7 +22,6 @@
 #include "overlay/loop/crypto_job.h"
 #include "overlay/loop/deferred.h"
 #include "overlay/loop/pkt.h"
-#include "overlay/loop/qsbr.h"
 
 /* Buffers in the pool, and how many reads each source keeps in flight. */
 #define LOOP_POOL_SIZE     192u
@@ -36,8 +35,6 @@
 /* Wake at least this often (the engine's periodic chores: the cookie secret). */
 #define LOOP_MAX_SLEEP_NS  (10 * WG_NSEC_PER_SEC)
 
-struct loop;
-
 /* What the loop does with what completes: the engine's entry points,
  * registered by whoever builds the loop (the daemon). The loop knows no
  * peers; everything past the I/O happens in these. Each is called on the
@@ -48,17 +45,6 @@ struct loop_handlers {
      * seg_size bytes back to back (UDP GRO), the source in pkt->addr.
      * Takes pkt. */
     void (*udp)(void *ctx, struct pkt *pkt, uint32_t seg_size, uint64_t now);
-    /* With shards: a receive offered first without the engine lock, on
-     * loop l's thread in its turn (NULL: none). True: it took pkt; false:
-     * it touched nothing, and pkt goes to udp above, under the lock. It
-     * may take the lock itself (loop_engine_hold) for what it cannot do
-     * without. Once one receive of a turn is refused, the turn's later
-     * receives go under the lock too (their order). */
-    bool (*udp_unlocked)(void *ctx, struct loop *l, struct pkt *pkt, uint32_t seg_size,
-                         uint64_t now);
-    /* With shards: called each time the loop takes the engine lock,
-     * first, for what udp_unlocked left to do under it (NULL: none). */
-    void (*settle)(void *ctx, uint64_t now);
     /* Datagrams the kernel dropped at a UDP socket since the last call
      * (its receive buffer was full: SO_RXQ_OVFL, which the socket must
      * have on), told on the receive that brought the news. NULL: not
@@ -94,13 +80,10 @@ struct loop_handlers {
 
 /* With shards: the loops of one daemon, which help each other with
  * crypto (loop.c: help_others). Each loop puts itself in at loop_init. */
-#define LOOP_CREW_MAX QSBR_LOOPS_MAX   /* 64 */
+#define LOOP_CREW_MAX 64u
 
 struct loop_crew {
     struct loop *member[LOOP_CREW_MAX];   /* by shard index (atomic) */
-    /* Each loop's turns, and what waits for them all to pass before it is
-     * freed (qsbr.h); loop 0 reclaims it once a turn. */
-    struct qsbr qsbr;
 };
 
 /* With shards: what the engine lock costs one loop, in nanoseconds of
@@ -208,19 +191,6 @@ struct loop {
      * the lock, and when our ring's wait last ended. */
     struct loop_lock_stats lock_stats;
     uint64_t locked_at, busy_since;
-    /* With shards: the engine lock is held now (engine_enter), and the
-     * buffers whose last reference went while it was not, put back into
-     * their pools when it is next taken (a pool's free list is the
-     * lock's: another shard may put a buffer of ours back meanwhile). */
-    bool engine_held;
-    struct pkt *put_later;
-    /* Which of this turn's completions were taken without the lock
-     * (loop.c: unlocked_pass), by their place in the turn. */
-#define LOOP_UNLOCKED_MAX (2u * LOOP_RING_ENTRIES)
-    uint64_t unlocked_done[LOOP_UNLOCKED_MAX / 64];
-    /* Datagrams the kernel dropped at our sockets, seen on a receive
-     * taken without the lock, told to the engine under it. */
-    uint64_t drops_untold;
     bool stop;                            /* atomic: loop_stop's thread writes it too */
     bool tun_gone;                        /* ddp0 was deleted under us */
     uint64_t tun_failing_since;           /* reads of ddp0 fail since (0: they do not) */
@@ -273,14 +243,6 @@ void loop_crypto_drain(struct loop *loop, uint64_t now);
 void loop_packet_unawaited(struct loop *loop);
 /* Drops one reference to a received pkt held by TUN writes. */
 void loop_pkt_unref(struct loop *loop, struct pkt *pkt);
-/* The same from udp_unlocked, on loop's own thread without the lock:
- * the last reference's buffer goes back to its pool once the lock is
- * taken. */
-void loop_pkt_unref_unlocked(struct loop *loop, struct pkt *pkt);
-/* From udp_unlocked: takes the engine lock, if this turn does not hold
- * it yet, until the turn's completions are done (the engine's `loop`
- * is then this one). */
-void loop_engine_hold(struct loop *loop);
 /* Sends one small message now, beside the ring (punches, probes, disco):
  * 0 or -errno; nothing is queued or retried. */
 int loop_send_now(struct loop *loop, const uint8_t *msg, uint32_t len, const union endpoint *dst);

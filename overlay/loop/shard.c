@@ -168,5 +168,4 @@ void shards_free(struct shards *s)
     }
     free(s->shard);
     s->shard = NULL;
-    qsbr_free_all(&s->crew.qsbr);   /* no loop runs: none reads it */
 }

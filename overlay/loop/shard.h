@@ -22,11 +22,9 @@
  *                handlers and never while it waits on its ring or runs its
  *                deferred seals and opens: the exceptions are listed below.
  *
- * So a shard's turn is: wait on its ring (unlocked); offer its receives
- * to the engine without the lock (the common case, below: "Done");
- * take the lock, run the other completions through the engine (a TUN
- * read is looked up and its counters taken; a receive's keypair found),
- * unlock; seal or open the
+ * So a shard's turn is: wait on its ring (unlocked); take the lock, run
+ * the completions through the engine (a TUN read is looked up and its
+ * counters taken; a receive's keypair found), unlock; seal or open the
  * buffers those made (the AEAD, the segmenting copy, the checksums: most
  * of the cost) on its own thread, asking idle shards to run some of them
  * on theirs (one busy flow then uses the spare cores); take the lock,
@@ -93,52 +91,29 @@
  * metrics' ddpnet_engine_lock_*, bench/shards.sh): held, waited for, and
  * each loop's busy time.
  *
- * Done (issue 58, step A1): a direct receive in the common case takes
- * no engine lock. The loop offers each receive of a turn first to the
- * engine's udp_unlocked handler (loop.h) and takes the lock lazily, once
- * a turn, only for what is left; sends and TUN writes done need none (a
- * buffer freed then goes back to its pool when the lock is next taken:
- * the pools' free lists are still the lock's). The engine takes a
- * receive so (datapath.c: datapath_from_udp_unlocked) when every
- * datagram is a transport message to one keypair and sub-session, from
- * no extra flow, of a peer this shard admitted under the lock (its
- * current keypair, its proven endpoint, no relay, neither pending nor on
- * probation, no rules) at the device's epoch still current
- * (dev->fast_epoch: every change of what an entry assumes moves it), from
- * that endpoint. The index is looked up without the lock (index.h; qsbr
- * keeps what it finds for the turn), the AEAD runs on the shard's thread,
- * the replay window moves under the keypair's own lock (transport.h),
- * the plaintexts go to ddp0 through the shard's ring; the peer's
- * counters, the path's last receive and WireGuard's timers are the
- * shard's own facts, settled under the lock when the loop next takes it
- * (loop_handlers.settle: at the latest at the top of its next turn,
- * before it waits), at the times they happened. A message whose inner
- * packet is not plain data from the peer's address (disco, a routed
- * source) is taken under the lock once authentic. What makes the lookup
- * safe: qsbr.h (each loop's turn count; what is retired under the lock
- * freed by loop 0 once every loop has waited since) and the index's
- * entries, keypairs and removed peers retired through it (index.h,
- * engine/peer.c). Tested: test_engine (the conditions), test_transport
- * (two threads on one keypair's windows), test_index and test_device
- * (readers racing the writer), e2e tsan_shards.
- *
- * NOT DONE, still under the lock on every packet or turn:
- *   - every shard takes it once a turn, at the top (loop.c: engine_enter
- *     for the settling, the timers on loop 0, its deferred jobs, and the
- *     refill of its reads, whose buffers come from a pool whose free
- *     list another shard may be putting back into): a receive-only turn
- *     holds it for the settling and the refill, no longer for each
- *     message;
- *   - the send side (step A2): a read from ddp0 is looked up by address,
- *     its flow's hint and counters taken, and its seal's finish sent,
- *     under the lock (datapath_from_tun, datapath_seal; the address map
- *     and flow table are the lock's, a keypair's send counters too);
- *   - receives that are not that common case: a keypair's first packet
- *     (it confirms it), a new source (roaming), relayed and relay-frame
- *     traffic, several keypairs or types in one receive, a receive
- *     congested, a peer with rules or pending, and any receive of a turn
- *     after one that was refused (their order);
- *   - what the exceptions above list. */
+ * NOT DONE, the next step (issue 58): data packets off the lock. A
+ * transport message to or from a peer that takes the shard bytes, with
+ * a live keypair, would take no engine lock:
+ *   - lookups (by address, by receiver index) in read-mostly tables that
+ *     membership and handshakes replace whole and publish with one
+ *     atomic store; what they replace (a table, a removed peer, an
+ *     expired keypair) is freed only once every shard has begun a new
+ *     turn since (each loop's turn count: quiescent-state reclamation,
+ *     shards being quiescent between turns), so no reader loses a peer
+ *     under it;
+ *   - a keypair's send counter per sub-session (transport_hinted), owned
+ *     by the sealing shard; its replay window per sub-session, owned by
+ *     the shard its hint steers receives to (shard_steer): one writer
+ *     each, no atomics;
+ *   - what many shards add to (a peer's bytes, the device's counters)
+ *     per shard, summed when shown; what the timers read (last sent,
+ *     last received, a rekey due) as relaxed atomic stores, acted on by
+ *     loop 0 under the lock;
+ *   - the lock kept for what changes state: no keypair (staging, a
+ *     handshake), a new source (roaming), disco and relay traffic,
+ *     timers, membership, the control socket; and for stock peers.
+ * Land only with ThreadSanitizer passing every multi-shard test and
+ * e2e multistream, down_members (DDPNET_SHARDS=2) and three_nodes. */
 #ifndef DDPNET_SHARD_H
 #define DDPNET_SHARD_H
 
@@ -147,12 +122,11 @@
 #include "overlay/loop/loop.h"
 
 #define SHARDS_MAX LOOP_CREW_MAX
-/* The default's cap. Every shard takes the one engine lock once or twice
- * a turn, so past some count more shards only queue on it: the serial
- * share measured on a loaded 2-vCPU machine (0.10-0.12 of a shard's work
- * under the lock; 0.04 since direct receives left it) fills it at 8-10
- * shards (24 since: bench/README.md, "The engine lock": an Amdahl
- * projection still to check on 16 cores). 8 is also what issue
+/* The default's cap. Every shard takes the one engine lock twice a turn,
+ * so past some count more shards only queue on it: the serial share
+ * measured on a loaded 2-vCPU machine (0.10-0.12 of a shard's work under
+ * the lock) fills it at 8-10 shards (bench/README.md, "The engine lock":
+ * an Amdahl projection still to check on 16 cores). 8 is also what issue
  * 45's 16-core targets were set for (bench/device-run.sh), and it leaves
  * the rest of a large node's cores to the training job (bench/README.md,
  * "Shards by default"). More can still be asked for, up to SHARDS_MAX. */

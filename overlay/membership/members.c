@@ -507,7 +507,6 @@ static void rename_peer(struct device *dev, struct peer *p, const struct cluster
     log_notice("peer %s: its key's node is %s now", p->member.name, n->name);
     snprintf(p->member.name, sizeof(p->member.name), "%s", n->name);
     p->member.address = n->address;
-    device_fast_changed(dev);
     if (n->has_endpoint)
         set_endpoint(dev, p, n);
     peer_set_persistent_keepalive(p, (uint16_t)cluster_node_keepalive(next, n), now);
@@ -521,10 +520,8 @@ static void update_peer(struct device *dev, struct peer *p, const struct cluster
     const struct cluster_node *n = c->new_node;
 
     snprintf(p->member.name, sizeof(p->member.name), "%s", n->name);
-    if (c->what & CLUSTER_CHANGED_ADDRESS) {
+    if (c->what & CLUSTER_CHANGED_ADDRESS)
         p->member.address = n->address;
-        device_fast_changed(dev);
-    }
     if (c->what & CLUSTER_CHANGED_ENDPOINT)
         set_endpoint(dev, p, n);
     if (c->what & (CLUSTER_CHANGED_ENDPOINT | CLUSTER_CHANGED_CANDIDATES))
@@ -566,7 +563,6 @@ static bool set_pending(struct device *dev, const struct vouched *vd)
         if (!p || p->member.pending == pending)
             continue;
         p->member.pending = pending;
-        device_fast_changed(dev);
         changed = true;
         if (pending)
             log_info_peer_rl("peer %s: its registry record waits for its key's own word",
@@ -627,7 +623,6 @@ static void promote(struct device *dev, struct peer *p, const struct cluster *ne
     p->member.probation = false;
     snprintf(p->member.name, sizeof(p->member.name), "%s", n->name);
     p->member.address = n->address;
-    device_fast_changed(dev);
     peer_set_persistent_keepalive(p, (uint16_t)cluster_node_keepalive(next, n), now);
     discovery_node_hints(p, n, now);
     discovery_promoted(p, now);

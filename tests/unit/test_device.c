@@ -4,8 +4,6 @@
  * key and by name, endpoints taken from the file, keypair rotation, and the
  * rate estimate. */
 #include <arpa/inet.h>
-#include <pthread.h>
-#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -227,112 +225,6 @@ static void test_peer_create_remove(void **state)
     free_fixture(f);
 }
 
-/* --- keypairs and peers read without the engine lock (issue 58) ----------------- */
-
-enum { KR_LIVE = 6, KR_READERS = 2, KR_ROUNDS = 6000 };
-
-struct key_readers {
-    struct fixture *f;
-    struct qsbr q;
-    uint32_t live[KR_LIVE];   /* atomic: indices of keypairs installed */
-    bool stop;                /* atomic */
-    unsigned long found, bad; /* atomic */
-};
-
-struct key_reader_arg {
-    struct key_readers *r;
-    unsigned k;
-};
-
-/* In turns, as a shard would: a message's index to its entry, keypair and
- * peer; each stays whole, its keys the ones installed, until the turn
- * ends, whatever the writer dropped or removed meanwhile. */
-static void *key_reader(void *arg)
-{
-    struct key_reader_arg *a = arg;
-    struct key_readers *r = a->r;
-    unsigned seed = a->k, found = 0, bad = 0;
-
-    while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
-        qsbr_online(&r->q, a->k);
-        for (int n = 0; n < 16; n++) {
-            uint32_t idx = __atomic_load_n(&r->live[rand_r(&seed) % KR_LIVE], __ATOMIC_ACQUIRE);
-            struct index_entry *e = index_find(&r->f->dev.indices, idx);
-            const struct noise_keypair *kp = e ? index_keypair(e) : NULL;
-            if (!kp)
-                continue;
-            found++;
-            for (int spin = 0; spin < 4; spin++) {   /* a while: the writer goes on */
-                bad += __atomic_load_n(&kp->local_index, __ATOMIC_RELAXED) != idx ||
-                       __atomic_load_n(&kp->recv_key[0], __ATOMIC_RELAXED) != (uint8_t)(idx | 1) ||
-                       __atomic_load_n(&e->peer->public_key[0], __ATOMIC_RELAXED) !=
-                           r->f->pub[0][0];
-                sched_yield();
-            }
-        }
-        qsbr_offline(&r->q, a->k);
-    }
-    __atomic_add_fetch(&r->found, found, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&r->bad, bad, __ATOMIC_RELAXED);
-    return NULL;
-}
-
-/* With the shards' reclamation (device_reclaim_with), sessions of one
- * peer come and go (both roles, a responder's confirmed now and then)
- * and the peer itself is removed and made again, as membership does,
- * while readers without the lock look its keypairs up: what was dropped
- * is freed only after their turns (a keypair reused in place, or freed
- * at once, reads wrong or wiped). */
-static void test_keypairs_read_without_the_lock(void **state)
-{
-    (void)state;
-    struct key_readers *r = calloc(1, sizeof(*r));
-    struct key_reader_arg args[KR_READERS];
-    pthread_t th[KR_READERS];
-
-    assert_non_null(r);
-    r->f = calloc(1, sizeof(*r->f));
-    make_cluster(r->f, false);
-    struct device *dev = &r->f->dev;
-    device_reclaim_with(dev, &r->q);
-    for (unsigned k = 0; k < KR_READERS; k++) {
-        args[k] = (struct key_reader_arg){ r, k + 1 };   /* loop 0 is the writer */
-        assert_int_equal(pthread_create(&th[k], NULL, key_reader, &args[k]), 0);
-    }
-    for (int round = 0; round < KR_ROUNDS; round++) {
-        struct peer *p = dev->peers[0];
-        struct noise_keypair kp = { .is_initiator = round % 3 != 0 };
-        kp.local_index = index_add(&dev->indices, p, NULL);   /* the handshake's */
-        assert_int_not_equal(kp.local_index, 0);
-        memset(kp.recv_key, (uint8_t)(kp.local_index | 1), WG_KEY_LEN);
-        assert_int_equal(peer_install_keypair(p, &kp), 0);
-        __atomic_store_n(&r->live[round % KR_LIVE], p->wg.next ? p->wg.next->local_index
-                                                                : p->wg.current->local_index,
-                         __ATOMIC_RELEASE);
-        if (round % 5 == 0 && p->wg.next)
-            peer_received_with_keypair(p, p->wg.next);
-        if (round % 500 == 499) {   /* membership removes it and makes it again */
-            struct peer *again = peer_create(dev, &dev->cluster, &dev->cluster.nodes[0]);
-            assert_non_null(again);
-            dev->peers[0] = again;
-            peer_remove(p, dev->peers, dev->n_peers, 1);
-            assert_int_equal(device_remap(dev), 0);
-        }
-        if (round % 4 == 0)
-            qsbr_reclaim(&r->q);
-        if (round % 32 == 0)
-            sched_yield();
-    }
-    __atomic_store_n(&r->stop, true, __ATOMIC_RELEASE);
-    for (unsigned k = 0; k < KR_READERS; k++)
-        pthread_join(th[k], NULL);
-    assert_int_equal(r->bad, 0);
-    assert_true(r->found > 0);
-    assert_true(r->q.freed > 0);
-    free_fixture(r->f);   /* frees what still waits (device_destroy) */
-    free(r);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -342,7 +234,6 @@ int main(void)
         cmocka_unit_test(test_keypair_rotation),
         cmocka_unit_test(test_rate),
         cmocka_unit_test(test_peer_create_remove),
-        cmocka_unit_test(test_keypairs_read_without_the_lock),
     };
     if (crypto_core_init())
         return 1;

@@ -743,16 +743,11 @@ static void set_endpoint(struct peer *p, const char *addr, uint16_t port)
     p->path.endpoint_proven = true;   /* as the operator gives it */
 }
 
-/* A keypair the peer can send with (no keys needed for these choices);
- * the world's, as its peers are (never freed by the engine). */
-static struct noise_keypair world_keys[3];
-
+/* A keypair the peer can send with (no keys needed for these choices). */
 static void give_session(struct peer *p, uint64_t now)
 {
-    struct noise_keypair *kp = &world_keys[p->id - 1];
-
-    *kp = (struct noise_keypair){ .birth_ns = now };
-    p->wg.current = kp;
+    p->wg.keypairs[0].birth_ns = now;
+    p->wg.current = &p->wg.keypairs[0];
 }
 
 static void test_path_kinds_and_mtu(void **state)

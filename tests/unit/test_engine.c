@@ -34,7 +34,6 @@
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -190,20 +189,6 @@ void loop_pkt_unref(struct loop *l, struct pkt *pkt)
 {
     if (--pkt->refs == 0)
         pkt_put(&l->pool, pkt);
-}
-
-void loop_pkt_unref_unlocked(struct loop *l, struct pkt *pkt)
-{
-    loop_pkt_unref(l, pkt);
-}
-
-/* The engine lock taken by a receive without it: counted. */
-static unsigned fake_holds;
-
-void loop_engine_hold(struct loop *l)
-{
-    (void)l;
-    fake_holds++;
 }
 
 struct tun_write *loop_tun_write_get(struct loop *l)
@@ -914,6 +899,10 @@ static void test_keys_zeroed_without_a_new_session(void **state)
     assert_null(p->wg.current);
     assert_null(p->wg.previous);
     assert_null(p->wg.next);
+    for (size_t k = 0; k < sizeof(p->wg.keypairs) / sizeof(p->wg.keypairs[0]); k++) {
+        assert_true(sodium_is_zero(p->wg.keypairs[k].send_key, WG_KEY_LEN));
+        assert_true(sodium_is_zero(p->wg.keypairs[k].recv_key, WG_KEY_LEN));
+    }
 }
 
 /* The side that only receives data answers within KEEPALIVE_TIMEOUT, so
@@ -1158,255 +1147,6 @@ static void test_small_work_deferred_with_shards(void **state)
     pump(now);
     finish_jobs(now);
     assert_int_equal(nodes[0].tun_packets, 1);
-}
-
-/* Issue 58, step A1: with shards, a receive from a peer this shard took
- * under the lock before, on its current keypair, from its proven
- * endpoint, is taken without the engine lock (datapath_from_udp_unlocked):
- * written to ddp0 at once, its counters and timers settled when the loop
- * next takes the lock (datapath_settle). Anything else is refused with
- * nothing touched, and the loop gives it to the locked handler. */
-static struct qsbr fast_qsbr;
-
-/* The next message on the wire, as the loop offers it: without the lock
- * first, then under it if refused. Returns whether it was taken so. */
-static bool deliver_unlocked(uint64_t now, const union endpoint *from_ep)
-{
-    const struct wire_msg *w = &wire[wire_head % WIRE_MAX];
-    struct node *to = &nodes[w->to];
-    struct pkt *pkt = loop_pkt_get(&to->loop);
-    bool taken;
-
-    assert_true(wire_head != wire_tail);
-    assert_non_null(pkt);
-    memcpy(pkt->in, w->data, w->len);
-    pkt->len = w->len;
-    pkt->addr = from_ep ? *from_ep : nodes[w->from].ep;
-    pkt->congested = congest_next;
-    wire_head++;
-    taken = to->on.udp_unlocked(to->on.ctx, &to->loop, pkt, w->len, now);
-    if (!taken)
-        to->on.udp(to->on.ctx, pkt, w->len, now);
-    return taken;
-}
-
-static void settle(unsigned i, uint64_t now)
-{
-    nodes[i].on.settle(nodes[i].on.ctx, now);
-}
-
-static void test_receive_without_the_lock(void **state)
-{
-    (void)state;
-    uint64_t now = establish();
-    struct device *b = &nodes[1].dev;
-    struct peer *p = peer_of(1);
-    struct wire_msg copy;
-    union endpoint other;
-    unsigned packets, holds;
-    uint64_t bytes, receives, replays, wrong_src;
-
-    memset(&fast_qsbr, 0, sizeof(fast_qsbr));
-    b->shards = 2;
-    device_reclaim_with(b, &fast_qsbr);
-    fake_shard = 1;
-    /* Not taken under the lock by this shard yet: refused, then taken
-     * under it, which admits n0. */
-    app_send(0, 1, 100, now);
-    assert_false(deliver_unlocked(now, NULL));
-    assert_int_equal(nodes[1].tun_packets, 2);
-
-    packets = nodes[1].tun_packets;
-    bytes = p->live.rx_bytes;
-    receives = b->stats.udp_receives;
-    app_send(0, 1, 100, now + 1);
-    assert_true(deliver_unlocked(now + 1, NULL));
-    assert_int_equal(nodes[1].tun_packets, packets + 1);
-    assert_int_equal(p->live.rx_bytes, bytes);          /* the shard's fact, not told yet */
-    settle(1, now + 2);
-    assert_true(p->live.rx_bytes > bytes);
-    assert_int_equal(p->live.last_received_ns, now + 1); /* when it came, not when settled */
-    assert_int_equal(p->live.last_data_ns, now + 1);
-    assert_int_equal(b->stats.udp_receives, receives + 1);
-    assert_int_equal(b->stats.udp_receives_unlocked, 1);
-
-    /* A replay: authentic, taken, dropped once, counted at settling. */
-    app_send(0, 1, 100, now + 2);
-    copy = wire[wire_head % WIRE_MAX];
-    assert_true(deliver_unlocked(now + 2, NULL));
-    wire[wire_tail++ % WIRE_MAX] = copy;
-    replays = b->stats.dropped_replay;
-    assert_true(deliver_unlocked(now + 2, NULL));
-    assert_int_equal(nodes[1].tun_packets, packets + 2);
-    settle(1, now + 2);
-    assert_int_equal(b->stats.dropped_replay, replays + 1);
-
-    /* An inner source not n0's: authentic, then under the lock (rx_inner
-     * drops it), not written. */
-    holds = fake_holds;
-    wrong_src = b->stats.dropped_source;
-    app_send_as(0, 5, 1, 100, now + 2);
-    assert_true(deliver_unlocked(now + 2, NULL));
-    assert_int_equal(fake_holds, holds + 1);
-    assert_int_equal(b->stats.dropped_source, wrong_src + 1);
-    assert_int_equal(nodes[1].tun_packets, packets + 2);
-
-    /* A receive its socket's queue management flagged: taken, its data
-     * packet (not ECN-capable) dropped to tell the sender, counted. */
-    uint64_t delayed = b->stats.dropped_queue_delay;
-    congest_next = true;
-    app_send(0, 1, 100, now + 3);
-    assert_true(deliver_unlocked(now + 3, NULL));
-    congest_next = false;
-    assert_int_equal(nodes[1].tun_packets, packets + 2);
-    settle(1, now + 3);
-    assert_int_equal(b->stats.dropped_queue_delay, delayed + 1);
-
-    /* From one of n0's extra flows (byte 3), from another port of its:
-     * taken, no roam; the path hears it as a flow (discovery_flow_heard). */
-    other = nodes[0].ep;
-    other.in4.sin_port = htons(40001);
-    app_send(0, 1, 100, now + 3);
-    wire[wire_head % WIRE_MAX].data[WG_FLOW_OFFSET] = 2;
-    assert_true(deliver_unlocked(now + 3, &other));
-    assert_int_equal(nodes[1].tun_packets, packets + 3);
-    settle(1, now + 3);
-    assert_true(endpoint_equal(&p->path.endpoint, &nodes[0].ep));
-    assert_int_equal(p->path.last_direct_ns, now + 3);
-    pump(now + 3);   /* what hearing a flow made n1 say (its features) */
-
-    /* Anything an entry assumes changed (the epoch moved): refused once,
-     * admitted again under the lock. */
-    device_fast_changed(b);
-    app_send(0, 1, 100, now + 3);
-    assert_false(deliver_unlocked(now + 3, NULL));
-    app_send(0, 1, 100, now + 3);
-    assert_true(deliver_unlocked(now + 3, NULL));
-
-    /* Pending (membership says so, and moves the epoch): never admitted. */
-    p->member.pending = true;
-    device_fast_changed(b);
-    for (unsigned i = 0; i < 2; i++) {
-        app_send(0, 1, 100, now + 4);
-        assert_false(deliver_unlocked(now + 4, NULL));
-    }
-    p->member.pending = false;
-    device_fast_changed(b);
-    app_send(0, 1, 100, now + 4);
-    assert_false(deliver_unlocked(now + 4, NULL));
-    app_send(0, 1, 100, now + 4);
-    assert_true(deliver_unlocked(now + 4, NULL));
-
-    /* From another source (roaming): the lock's. */
-    other = nodes[0].ep;
-    other.in4.sin_port = htons(40000);
-    app_send(0, 1, 100, now + 5);
-    assert_false(deliver_unlocked(now + 5, &other));
-
-    /* One loop: no shards, nothing taken without the lock. */
-    fake_shard = 0;
-    b->shards = 1;
-    app_send(0, 1, 100, now + 6);
-    assert_false(deliver_unlocked(now + 6, NULL));
-}
-
-/* The same with two threads, as two shards: one takes n0's messages
- * without the lock, in qsbr turns, settling under the lock after each;
- * the other, under the lock, moves the epoch again and again (each time
- * the reader is refused once and admits n0 again under the lock), then
- * drops n1's keypairs while the reader may be in the middle of one, and
- * reclaims what was retired. Run under ThreadSanitizer and ASan: no race,
- * no keypair freed under the reader; every message taken at most once. */
-#define RACE_MSGS 300u
-
-static pthread_mutex_t race_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned race_done;
-
-static void *race_reader(void *arg)
-{
-    uint64_t now = *(const uint64_t *)arg;
-    struct node *to = &nodes[1];
-
-    for (unsigned i = 0; i < RACE_MSGS; i++) {
-        const struct wire_msg *w = &wire[i % WIRE_MAX];
-        struct pkt *pkt;
-
-        qsbr_online(&fast_qsbr, 1);
-        pthread_mutex_lock(&race_lock);
-        pkt = loop_pkt_get(&to->loop);
-        pthread_mutex_unlock(&race_lock);
-        assert_non_null(pkt);
-        memcpy(pkt->in, w->data, w->len);
-        pkt->len = w->len;
-        pkt->addr = nodes[0].ep;
-        pkt->congested = false;
-        if (!to->on.udp_unlocked(to->on.ctx, &to->loop, pkt, w->len, now)) {
-            pthread_mutex_lock(&race_lock);
-            to->on.udp(to->on.ctx, pkt, w->len, now);
-            pthread_mutex_unlock(&race_lock);
-        }
-        pthread_mutex_lock(&race_lock);
-        to->on.settle(to->on.ctx, now);
-        pthread_mutex_unlock(&race_lock);
-        qsbr_offline(&fast_qsbr, 1);
-        __atomic_store_n(&race_done, i + 1, __ATOMIC_RELEASE);
-        sched_yield();   /* the writer's turn, on a machine of few cores */
-    }
-    return NULL;
-}
-
-static void test_receive_without_the_lock_races(void **state)
-{
-    (void)state;
-    uint64_t now = establish();
-    struct device *b = &nodes[1].dev;
-    unsigned packets, seen;
-    pthread_t reader;
-
-    memset(&fast_qsbr, 0, sizeof(fast_qsbr));
-    b->shards = 2;
-    device_reclaim_with(b, &fast_qsbr);
-    fake_shard = 1;
-    app_send(0, 1, 100, now);
-    pump(now);                       /* admits n0 on shard 1 */
-    wire_head = wire_tail = 0;
-    for (unsigned i = 0; i < RACE_MSGS; i++)
-        app_send(0, 1, 100, now);    /* sealed beforehand, n0 idle after */
-    assert_int_equal(wire_tail, RACE_MSGS);
-    packets = nodes[1].tun_packets;
-    race_done = 0;
-    assert_int_equal(pthread_create(&reader, NULL, race_reader, &now), 0);
-    for (unsigned moved = 0; (seen = __atomic_load_n(&race_done, __ATOMIC_ACQUIRE)) < RACE_MSGS / 2;) {
-        pthread_mutex_lock(&race_lock);
-        if (seen >= moved + 10) {   /* every tenth message or so */
-            device_fast_changed(b);
-            moved = seen;
-        }
-        qsbr_reclaim(&fast_qsbr);
-        pthread_mutex_unlock(&race_lock);
-        sched_yield();
-    }
-    pthread_mutex_lock(&race_lock);
-    peer_clear_keys(peer_of(1));     /* retired: the reader may hold one */
-    pthread_mutex_unlock(&race_lock);
-    while (__atomic_load_n(&race_done, __ATOMIC_ACQUIRE) < RACE_MSGS) {
-        pthread_mutex_lock(&race_lock);
-        qsbr_reclaim(&fast_qsbr);
-        pthread_mutex_unlock(&race_lock);
-        sched_yield();
-    }
-    assert_int_equal(pthread_join(reader, NULL), 0);
-    if (getenv("TEST_ENGINE_RACE_SAY"))
-        fprintf(stderr, "race: %llu of %u taken without the lock, %u written\n",
-                (unsigned long long)b->stats.udp_receives_unlocked, RACE_MSGS,
-                nodes[1].tun_packets - packets);
-    /* Each message written once at most; those after the keys went,
-     * none; most before, without the lock. */
-    assert_true(nodes[1].tun_packets - packets <= RACE_MSGS);
-    assert_true(nodes[1].tun_packets - packets >= RACE_MSGS / 2 - 1);
-    assert_true(b->stats.udp_receives_unlocked >= RACE_MSGS / 4);
-    fake_shard = 0;
-    b->shards = 1;
 }
 
 /* A packet read from ddp0 that goes to no peer (here: an address no
@@ -3976,8 +3716,6 @@ int main(void)
         T(test_crossing_initiations_make_one_session),
         T(test_peer_events_name_the_peer),
         T(test_small_work_deferred_with_shards),
-        T(test_receive_without_the_lock),
-        T(test_receive_without_the_lock_races),
         T(test_unsent_read_is_unawaited),
         T(test_bulk_read_cut_on_the_worker),
         T(test_dns_never_answers_packets_flow),

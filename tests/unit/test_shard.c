@@ -15,9 +15,7 @@
  *   - nothing is lost: every datagram and every read is handled, once;
  *   - a buffer handed between loops (staged by one, released by another)
  *     goes back to the pool it came from, however often;
- *   - a deadline made earlier by a shard wakes the timer loop;
- *   - a handler runs inside its loop's turn (qsbr.h), and what one
- *     retires is freed by loop 0 while the loops run.
+ *   - a deadline made earlier by a shard wakes the timer loop.
  * Run in `make unit` plain and under ASan (unit-asan): use after free,
  * leaks and overflows in the threads' hand-overs show there. */
 #include <errno.h>
@@ -186,22 +184,7 @@ static unsigned enter(void)
     }
     if (__atomic_add_fetch(&eng.inside, 1, __ATOMIC_SEQ_CST) != 1)
         violation("two loops ran the engine at once");
-    unsigned k = index_of(eng.current);
-    /* Its turn count odd (qsbr.h): nothing retired now is freed under it. */
-    if (!(__atomic_load_n(&eng.sh->crew.qsbr.turn[k], __ATOMIC_RELAXED) & 1u))
-        violation("a handler ran while its loop counted as quiescent");
-    return k;
-}
-
-/* Retired by a shard's handler (qsbr_retire), freed by loop 0 once every
- * loop passed a wait since. */
-static struct qsbr_node retired_once;
-static bool retired, retired_freed;
-
-static void retired_free(struct qsbr_node *n)
-{
-    (void)n;
-    retired_freed = true;   /* under the engine lock: loop 0's reclaim */
+    return index_of(eng.current);
 }
 
 static void leave(void)
@@ -235,10 +218,6 @@ static void on_udp(void *ctx, struct pkt *pkt, uint32_t seg_size, uint64_t now)
     (void)seg_size;
     eng.udp[k]++;
     eng.udp_total++;
-    if (k == 2 && !retired) {
-        retired = true;
-        qsbr_retire(&eng.sh->crew.qsbr, &retired_once, retired_free);
-    }
     /* Again and again: shard 1 holds a buffer of its own, shard 2
      * releases it (staged by one, sent by another). */
     if (k == 1 && !eng.held) {
@@ -486,14 +465,6 @@ static void test_four_loops(void **state)
     }
     for (int waited = 0; waited < 10000 && !all_handled(); waited++)
         usleep(1000);
-    bool reclaimed = false;   /* loop 0 freed it while every loop ran */
-    for (int waited = 0; waited < 3000 && !reclaimed; waited++) {
-        usleep(1000);
-        pthread_mutex_lock(eng.lock);
-        reclaimed = retired && retired_freed;
-        pthread_mutex_unlock(eng.lock);
-    }
-    assert_true(reclaimed);
     /* Quiet now: a shard's read makes the deadline earlier; the timer
      * loop, asleep for up to LOOP_MAX_SLEEP_NS, must wake for it. */
     pthread_mutex_lock(eng.lock);

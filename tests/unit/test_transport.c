@@ -6,15 +6,12 @@
  * only by authentic packets; every kind of malformed message; the key's
  * limits in time and messages; batches; and no heap use per packet. */
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 
 #include <cmocka.h>
 #include <sodium.h>
@@ -480,115 +477,6 @@ static void test_hinted_sub_sessions(void **state)
     assert_int_equal(open_copy(copy, msglen, NOW), -EBADMSG);
     copy[WG_SHARD_SUB_OFFSET] = 0;
     assert_int_equal(open_copy(copy, msglen, NOW), 0);
-}
-
-/* --- two threads opening one keypair --------------------------------------------- */
-
-/* Messages sealed by a, alternating the base session and sub-session 3,
- * each opened by both threads at once from copies of their own: the
- * receive side runs without the engine lock (transport.h), and every
- * counter must still be accepted exactly once (the window's lock), the
- * sub-sessions made once (a race to make them must leave one). */
-#define RACE_MSGS 6000u
-#define RACE_LEN  (WG_TRANSPORT_HEADER_LEN + 32u + WG_AEAD_TAG_LEN)
-
-static uint8_t race_msgs[RACE_MSGS][RACE_LEN];
-static unsigned race_accepted[RACE_MSGS];
-static unsigned race_arrived;
-
-/* Both threads start each message together (a spinning barrier that
- * yields), so that their replay checks meet: without the window's lock
- * one message is then accepted twice within a few hundred. */
-static void race_meet(unsigned i)
-{
-    unsigned spins = 0;
-
-    __atomic_add_fetch(&race_arrived, 1, __ATOMIC_ACQ_REL);
-    while (__atomic_load_n(&race_arrived, __ATOMIC_ACQUIRE) < 2 * (i + 1))
-        if (++spins % 64 == 0)
-            sched_yield();
-}
-
-static void *race_opener(void *arg)
-{
-    uint8_t local[RACE_LEN];
-
-    (void)arg;
-    for (unsigned i = 0; i < RACE_MSGS; i++) {
-        struct transport_packet p = pkt_of(local, sizeof(local), RACE_LEN);
-
-        memcpy(local, race_msgs[i], RACE_LEN);
-        race_meet(i);
-        if (transport_open(&pair.b, &p, NOW) == 0)
-            __atomic_add_fetch(&race_accepted[i], 1, __ATOMIC_RELAXED);
-    }
-    return NULL;
-}
-
-static void test_two_threads_open_one_keypair(void **state)
-{
-    pthread_t t[2];
-
-    (void)state;
-    race_arrived = 0;
-    for (unsigned i = 0; i < RACE_MSGS; i++) {
-        unsigned h = i % 2 ? 3u : 0u;
-        struct transport_packet p = pkt_of(race_msgs[i], RACE_LEN, 32);
-        uint64_t first;
-
-        assert_int_equal(transport_reserve_hinted(&pair.a, h, 1, NOW, &first), 0);
-        randombytes_buf(race_msgs[i] + WG_TRANSPORT_HEADER_LEN, 32);
-        assert_int_equal(transport_encrypt(transport_send_key(&pair.a, h), pair.a.remote_index,
-                                           first, &p), 0);
-        assert_int_equal(p.len, RACE_LEN);
-        race_msgs[i][WG_SHARD_SUB_OFFSET] = (uint8_t)h;
-        race_accepted[i] = 0;
-    }
-    for (int k = 0; k < 2; k++)
-        assert_int_equal(pthread_create(&t[k], NULL, race_opener, NULL), 0);
-    for (int k = 0; k < 2; k++)
-        assert_int_equal(pthread_join(t[k], NULL), 0);
-    for (unsigned i = 0; i < RACE_MSGS; i++)
-        if (race_accepted[i] != 1)
-            fail_msg("message %u (sub-session %u) accepted %u times", i, i % 2 ? 3u : 0u,
-                     race_accepted[i]);
-}
-
-/* Another thread in the middle of a window's check (its lock taken by
- * hand here): an open that authenticated waits for it before it moves
- * the window, and goes on once it is let go. */
-static unsigned waiter_done;
-static int waiter_status;
-
-static void *lock_waiter(void *arg)
-{
-    struct transport_packet p = pkt_of(race_msgs[0], RACE_LEN, RACE_LEN);
-
-    (void)arg;
-    waiter_status = transport_open(&pair.b, &p, NOW);
-    __atomic_store_n(&waiter_done, 1, __ATOMIC_RELEASE);
-    return NULL;
-}
-
-static void test_window_lock_excludes(void **state)
-{
-    struct transport_packet p = pkt_of(race_msgs[0], RACE_LEN, 32);
-    uint64_t first;
-    pthread_t t;
-
-    (void)state;
-    assert_int_equal(transport_reserve_hinted(&pair.a, 0, 1, NOW, &first), 0);
-    randombytes_buf(race_msgs[0] + WG_TRANSPORT_HEADER_LEN, 32);
-    assert_int_equal(transport_encrypt(pair.a.send_key, pair.a.remote_index, first, &p), 0);
-    waiter_done = 0;
-    assert_false(__atomic_test_and_set(&pair.b.rx_lock, __ATOMIC_ACQUIRE));
-    assert_int_equal(pthread_create(&t, NULL, lock_waiter, NULL), 0);
-    nanosleep(&(struct timespec){ .tv_nsec = 50 * 1000 * 1000 }, NULL);
-    assert_int_equal(__atomic_load_n(&waiter_done, __ATOMIC_ACQUIRE), 0);
-    __atomic_clear(&pair.b.rx_lock, __ATOMIC_RELEASE);
-    assert_int_equal(pthread_join(t, NULL), 0);
-    assert_int_equal(waiter_done, 1);
-    assert_int_equal(waiter_status, 0);
 }
 
 /* Byte 1 is ddpnet's shard hint (wg_const.h): the type still reads as
@@ -1083,8 +971,6 @@ int main(void)
         T(test_wrong_header),
         T(test_shard_hint),
         T(test_hinted_sub_sessions),
-        T(test_two_threads_open_one_keypair),
-        T(test_window_lock_excludes),
         T(test_wrong_receiver),
         T(test_len_over_cap),
         T(test_garbage),

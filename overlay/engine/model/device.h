@@ -80,7 +80,6 @@
 
 struct core_ops;
 struct pkt;
-struct rx_fast;
 struct resolver;
 
 /* Timer deadlines in monotonic ns; 0 = not armed (see timers.h). */
@@ -127,9 +126,8 @@ struct peer_wg {
     bool has_psk;                         /* peer_set_psk (the control socket) */
     /* current: in use for sending; previous: still accepted; next: the
      * responder's new keypair, promoted when the initiator first uses it. */
-    /* Each an object of its own (peer.c: struct peer_keypair), retired
-     * through dev->qsbr when dropped, never reused in place. */
     struct noise_keypair *current, *previous, *next;
+    struct noise_keypair keypairs[3];     /* storage the three point into */
     struct peer_timers timers;
     uint16_t persistent_keepalive;        /* seconds, 0 = off (peer_set_persistent_keepalive) */
     uint64_t last_handshake_sent_ns;      /* monotonic, to pace initiations */
@@ -300,9 +298,6 @@ struct peer {
     struct peer_path path;
     struct peer_disco disco;
     struct peer_member member;
-    /* peer_remove retires it (dev->qsbr): an index entry's reader
-     * without the engine lock may still hold it. */
-    struct qsbr_node retired;
 };
 
 /* Counters, per core: each written where it happens, the drops once,
@@ -332,9 +327,6 @@ struct device_stats {
     /* Batching, to see what the offloads buy: reads and the segments they
      * gave, receives and the datagrams they held, TUN writes. */
     uint64_t tun_reads, tun_segments, udp_receives, udp_datagrams, tun_writes;
-    /* Of udp_receives, those taken without the engine lock (datapath.c:
-     * datapath_from_udp_unlocked, settled under it). */
-    uint64_t udp_receives_unlocked;
     /* Discovery and relays: disco messages that did not decode or were
      * refused; messages forwarded for other peers (as a relay) and refused
      * (destination unknown or not directly reached). */
@@ -507,25 +499,6 @@ struct device {
      * lookups the core's (the map installed by membership and
      * device_setup.c: device_map_install, device_remap). */
     struct index_table indices;
-    /* Where what a reader without the engine lock may still hold (index
-     * entries, the slots a grown index table left, keypairs, removed
-     * peers) waits until every loop's turn passed (loop/qsbr.h: the
-     * shards' crew's, reclaimed by loop 0); NULL with one loop: freed at
-     * once. Set before any loop runs (device_setup.h:
-     * device_reclaim_with). */
-    struct qsbr *qsbr;
-    /* Receives taken without the engine lock (datapath.c:
-     * datapath_from_udp_unlocked, issue 58): each shard's own cache of
-     * the peers it may take so (`fast`, one per shard, made and filled
-     * under the lock by the shard itself, read by it without; an atomic
-     * pointer), and the epoch each entry was checked at: every change of
-     * what an entry assumes (a keypair made, confirmed or dropped; an
-     * endpoint, its proof or a relay; a member's address, pending or
-     * probation; the rules; a peer removed) moves it under the lock
-     * (device_fast_changed, an atomic), and an entry of another epoch is
-     * not used. */
-    struct rx_fast *fast;
-    unsigned long fast_epoch;
     /* Which shard each outgoing flow belongs to (flows.h): the engine's
      * (datapath.c), under the engine lock; used with shards only. */
     struct flows flows;
@@ -626,13 +599,6 @@ unsigned path_flows(const struct peer *p);
 
 /* Whether p has a keypair to send with now: a read of its session, for
  * the core and for paths and discovery alike. */
-/* Something a receive without the engine lock assumes changed (struct
- * device: fast_epoch): under the lock, by whoever changes it. */
-static inline void device_fast_changed(struct device *dev)
-{
-    __atomic_add_fetch(&dev->fast_epoch, 1, __ATOMIC_RELEASE);
-}
-
 static inline bool peer_can_send(const struct peer *p, uint64_t now)
 {
     const struct noise_keypair *kp = p->wg.current;

@@ -1,190 +1,113 @@
 /* SPDX-License-Identifier: MIT */
-/* Receiver-index table (see index.h): linear probing over slots that
- * point to entries, deletion by moving later entries of the same run
- * back, so no tombstones accumulate. Slots are stored with release and
- * loaded with acquire (readers without the lock); what is taken out is
- * retired, never freed under a reader. */
+/* Receiver-index table (see index.h): linear probing, deletion by moving
+ * later entries of the same run back, so no tombstones accumulate. */
 #include <errno.h>
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdlib.h>
 
 #include <sodium.h>
 
 #include "overlay/engine/model/index.h"
 
-static struct index_slots *slots_new(size_t max_entries)
+int index_table_init(struct index_table *t, size_t max_entries)
 {
     size_t cap = 16;
-    struct index_slots *s;
 
     while (cap < 2 * max_entries)   /* at most half full: short probes */
         cap *= 2;
-    s = calloc(1, sizeof(*s) + cap * sizeof(s->slot[0]));
-    if (s)
-        s->cap = cap;
-    return s;
-}
-
-static void slots_free(struct qsbr_node *n)
-{
-    free((char *)n - offsetof(struct index_slots, retired));
-}
-
-static void entry_free(struct qsbr_node *n)
-{
-    free((char *)n - offsetof(struct index_entry, retired));
-}
-
-/* Frees n once no reader can hold it (index.h: qsbr), at once alone. */
-static void retire(struct index_table *t, struct qsbr_node *n, void (*fn)(struct qsbr_node *))
-{
-    if (t->qsbr)
-        qsbr_retire(t->qsbr, n, fn);
-    else
-        fn(n);
-}
-
-static struct index_entry *load(struct index_slots *s, size_t i)
-{
-    return __atomic_load_n(&s->slot[i], __ATOMIC_ACQUIRE);
-}
-
-/* Release: a reader that finds e finds it whole. */
-static void store(struct index_slots *s, size_t i, struct index_entry *e)
-{
-    __atomic_store_n(&s->slot[i], e, __ATOMIC_RELEASE);
-}
-
-int index_table_init(struct index_table *t, size_t max_entries)
-{
-    struct index_slots *s = slots_new(max_entries);
-
-    if (!s)
+    t->slots = calloc(cap, sizeof(*t->slots));
+    if (!t->slots)
         return -ENOMEM;
-    t->slots = s;
-    t->cap = s->cap;
+    t->cap = cap;
     t->used = 0;
-    t->qsbr = NULL;
     return 0;
 }
 
 void index_table_destroy(struct index_table *t)
 {
-    struct index_slots *s = t->slots;
-
-    if (!s)
-        return;
-    for (size_t i = 0; i < s->cap; i++)
-        free(s->slot[i]);
-    free(s);
+    free(t->slots);
     t->slots = NULL;
     t->cap = t->used = 0;
 }
 
-static size_t slot_of(size_t cap, uint32_t index)
+static size_t slot_of(const struct index_table *t, uint32_t index)
 {
     /* Indices are random: their low bits spread well enough. */
-    return index & (cap - 1);
-}
-
-/* The entry for index in s and its slot (*at), or NULL. Each slot is
- * loaded once: the entry compared is the one returned (a second load
- * could find another that moved in meanwhile). */
-static struct index_entry *find_slot(struct index_slots *s, uint32_t index, size_t *at)
-{
-    for (size_t i = slot_of(s->cap, index);; i = (i + 1) & (s->cap - 1)) {
-        struct index_entry *e = load(s, i);
-        if (!e || e->index == index) {
-            *at = i;
-            return e;
-        }
-    }
+    return index & (t->cap - 1);
 }
 
 struct index_entry *index_find(struct index_table *t, uint32_t index)
 {
-    struct index_slots *s = __atomic_load_n(&t->slots, __ATOMIC_ACQUIRE);
-    size_t at;
-
-    return index ? find_slot(s, index, &at) : NULL;
-}
-
-void index_set_keypair(struct index_entry *e, struct noise_keypair *kp)
-{
-    __atomic_store_n(&e->keypair, kp, __ATOMIC_RELEASE);
-}
-
-struct noise_keypair *index_keypair(const struct index_entry *e)
-{
-    return __atomic_load_n(&e->keypair, __ATOMIC_ACQUIRE);
+    if (index == 0)
+        return NULL;
+    for (size_t i = slot_of(t, index);; i = (i + 1) & (t->cap - 1)) {
+        if (t->slots[i].index == index)
+            return &t->slots[i];
+        if (t->slots[i].index == 0)
+            return NULL;
+    }
 }
 
 uint32_t index_add(struct index_table *t, struct peer *peer, struct noise_keypair *kp)
 {
-    struct index_slots *s = t->slots;
-    struct index_entry *e;
     uint32_t index;
-    size_t i;
 
-    if (2 * (t->used + 1) > s->cap || !(e = malloc(sizeof(*e))))
+    if (2 * (t->used + 1) > t->cap)
         return 0;
     do
         index = randombytes_random();
-    while (index == 0 || find_slot(s, index, &i));
-    *e = (struct index_entry){ .index = index, .peer = peer, .keypair = kp };
-    i = slot_of(s->cap, index);
-    while (s->slot[i])
-        i = (i + 1) & (s->cap - 1);
-    store(s, i, e);
+    while (index == 0 || index_find(t, index));
+    size_t i = slot_of(t, index);
+    while (t->slots[i].index != 0)
+        i = (i + 1) & (t->cap - 1);
+    t->slots[i] = (struct index_entry){ index, peer, kp };
     t->used++;
     return index;
 }
 
-/* The entry leaves its slot; each later entry of the run that could no
- * longer be found past the hole moves back into it (copied first, its
- * old slot then the hole), so that, until the last hole empties at the
- * end, a reader probing a run crosses no empty slot that was not there. */
 void index_remove(struct index_table *t, uint32_t index)
 {
-    struct index_slots *s = t->slots;
+    struct index_entry *e = index_find(t, index);
     size_t hole, i;
-    struct index_entry *gone = find_slot(s, index, &hole), *e;
 
-    if (!gone)
+    if (!e)
         return;
+    hole = (size_t)(e - t->slots);
+    t->slots[hole].index = 0;
     t->used--;
-    for (i = (hole + 1) & (s->cap - 1); (e = s->slot[i]); i = (i + 1) & (s->cap - 1)) {
-        size_t home = slot_of(s->cap, e->index);
+    /* Move back every later entry of the run that may no longer be found
+     * past the hole. */
+    for (i = (hole + 1) & (t->cap - 1); t->slots[i].index; i = (i + 1) & (t->cap - 1)) {
+        size_t home = slot_of(t, t->slots[i].index);
         bool between = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
         if (between)
             continue;
-        store(s, hole, e);
+        t->slots[hole] = t->slots[i];
+        t->slots[i].index = 0;
         hole = i;
     }
-    store(s, hole, NULL);
-    retire(t, &gone->retired, entry_free);
 }
 
 int index_table_reserve(struct index_table *t, size_t max_entries)
 {
-    struct index_slots *old = t->slots, *bigger;
+    struct index_table bigger;
+    int ret;
 
-    if (2 * max_entries <= old->cap)
+    if (2 * max_entries <= t->cap)
         return 0;
-    if (!(bigger = slots_new(max_entries)))
-        return -ENOMEM;
-    for (size_t i = 0; i < old->cap; i++) {
-        struct index_entry *e = old->slot[i];
-        if (!e)
+    if ((ret = index_table_init(&bigger, max_entries)))
+        return ret;
+    for (size_t i = 0; i < t->cap; i++) {
+        const struct index_entry *e = &t->slots[i];
+        if (!e->index)
             continue;
-        size_t k = slot_of(bigger->cap, e->index);
-        while (bigger->slot[k])
-            k = (k + 1) & (bigger->cap - 1);
-        bigger->slot[k] = e;
+        size_t s = slot_of(&bigger, e->index);
+        while (bigger.slots[s].index)
+            s = (s + 1) & (bigger.cap - 1);
+        bigger.slots[s] = *e;
+        bigger.used++;
     }
-    __atomic_store_n(&t->slots, bigger, __ATOMIC_RELEASE);
-    t->cap = bigger->cap;
-    retire(t, &old->retired, slots_free);
+    index_table_destroy(t);
+    *t = bigger;
     return 0;
 }

@@ -160,7 +160,6 @@ bool path_set_endpoint(struct peer *p, const union endpoint *src)
     }
     memset(&p->path.endpoint, 0, sizeof(p->path.endpoint));
     memcpy(&p->path.endpoint, src, endpoint_sockaddr_len(src));
-    device_fast_changed(p->dev);
     return true;
 }
 
@@ -179,7 +178,6 @@ static void move_endpoint(struct peer *p, const union endpoint *ep, bool proven,
         return;
     }
     p->path.endpoint_proven = proven;
-    device_fast_changed(p->dev);
     if (proven && !was_proven)
         discovery_endpoint_proven(p, now);
 }
@@ -194,7 +192,6 @@ void path_use_direct(struct peer *p, const union endpoint *ep, uint64_t now)
     char before[96];
     snprintf(before, sizeof(before), "via relay %s", was->member.name);
     p->path.via = NULL;
-    device_fast_changed(p->dev);
     log_path_changed(p, before, NULL);
     disco_path_changed(&p->disco.state);
     path_mtu_search(p, now);
@@ -208,7 +205,6 @@ void path_use_relay(struct peer *p, struct peer *r, uint64_t now)
         return;
     path_format(p, was, sizeof(was));
     p->path.via = r;
-    device_fast_changed(p->dev);
     log_path_changed(p, was, NULL);
     disco_path_changed(&p->disco.state);
     path_mtu_search(p, now);
@@ -225,7 +221,6 @@ void path_drop_relay(struct peer *p, uint64_t now)
     disco_relay_failed(&p->disco.relays, r->id, now);
     p->dev->stats.relay_dropped++;
     p->path.via = NULL;
-    device_fast_changed(p->dev);
     log_path_changed(p, before, "no answers through the relay any more");
     disco_path_changed(&p->disco.state);
     path_mtu_search(p, now);
