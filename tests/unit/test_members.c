@@ -1138,6 +1138,7 @@ static void test_address_index_move(void **state)
     token_of(&token, tsec, secret, "w-", 8);
     no_server_device(&dev, &local, file, pub);
     dev.loop = &idle;
+    assert_int_equal(index_table_init(&dev.indices, 16), 0);   /* the model's peers get indexes */
     assert_int_equal(cluster_addr_parse("10.77.0.1", &taken[0]), 0);
     key_at(k1, 0, &dev.membership->file, NULL, taken, 1);
     assert_int_equal(cert_derive_address(k1, 0, &dev.membership->file, &x), 0);
