@@ -25,16 +25,6 @@ e2e_init authority_clash ping b2sum base64
 E2E_NET=10.77.0.0/24
 declare -A ADDR=([a]=10.77.0.1 [b]=10.77.0.2)
 
-# derived PUB: the last byte of the address a certificate with no
-# --address gets in 10.77.0.0/24: the first 8 bytes of
-# BLAKE2b-256("ddpnet-address" || key) as a number, modulo 254, plus 1.
-derived() {
-    local hex hi lo
-    hex=$({ printf 'ddpnet-address'; printf '%s' "$1" | base64 -d; } | b2sum -l 256 | cut -c1-16)
-    hi=$((16#${hex:0:8})) lo=$((16#${hex:8:8}))
-    echo $(( ((hi % 254) * ((1 << 32) % 254) + lo % 254) % 254 + 1 ))
-}
-
 step "two keys that derive one address in $E2E_NET; a and b in the file"
 e2e_hub
 i=0
@@ -50,7 +40,7 @@ first="" second=""
 for k in $(seq 1 400); do
     "$DDPNET" genkey >"$T/keys/$k" || fail "ddpnet genkey failed"
     p=$("$DDPNET" pubkey <"$T/keys/$k") || fail "ddpnet pubkey failed"
-    o=$(derived "$p")
+    o=$(e2e_derived_octet "$p")
     [ "$o" -gt 2 ] || continue                 # a's and b's
     if [ -n "${seen[$o]:-}" ]; then first=${seen[$o]} second=$k; break; fi
     seen[$o]=$k
@@ -61,7 +51,7 @@ for pair in "n1 $first" "n2 $second"; do
     install -m 600 "$T/keys/$2" "$T/$1/key"
     "$DDPNET" pubkey <"$T/$1/key" >"$T/$1/pub"
 done
-X=10.77.0.$(derived "$(pub n1)")
+X=10.77.0.$(e2e_derived_octet "$(pub n1)")
 say "n1 and n2 both derive $X (keys $first and $second of $k)"
 
 mkdir -p "$T/authority"

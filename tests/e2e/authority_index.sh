@@ -30,20 +30,6 @@ grep -q 'authority sign --token join.token' "$T/launch.sh" ||
 grep -q -- '--address-index' "$T/launch.sh" ||
     fail "docs/authority.md's launch script never moves past a clash: $(cat "$T/launch.sh")"
 
-# derived PUB [INDEX]: the last byte of the address a certificate with no
-# --address gets in 10.77.0.0/24 at that index: the first 8 bytes of
-# BLAKE2b-256("ddpnet-address" || key) (index 0) or of
-# BLAKE2b-256("ddpnet-address-index" || u8 index || key), as a number,
-# modulo 254, plus 1.
-derived() {
-    local hex hi lo i=${2:-0}
-    hex=$({ if [ "$i" = 0 ]; then printf 'ddpnet-address'
-            else printf 'ddpnet-address-index'; printf "\\$(printf %03o "$i")"; fi
-            printf '%s' "$1" | base64 -d; } | b2sum -l 256 | cut -c1-16)
-    hi=$((16#${hex:0:8})) lo=$((16#${hex:8:8}))
-    echo $(( ((hi % 254) * ((1 << 32) % 254) + lo % 254) % 254 + 1 ))
-}
-
 step "two keys that derive one address at index 0 in $E2E_NET; a and b in the file"
 e2e_hub
 i=0
@@ -59,10 +45,10 @@ first="" second=""
 for k in $(seq 1 600); do
     "$DDPNET" genkey >"$T/keys/$k" || fail "ddpnet genkey failed"
     p=$("$DDPNET" pubkey <"$T/keys/$k") || fail "ddpnet pubkey failed"
-    o=$(derived "$p")
+    o=$(e2e_derived_octet "$p")
     [ "$o" -gt 2 ] || continue                 # a's and b's
     if [ -n "${seen[$o]:-}" ]; then
-        o1=$(derived "$p" 1)                   # the second's index 1: free
+        o1=$(e2e_derived_octet "$p" 1)                   # the second's index 1: free
         if [ "$o1" -gt 2 ] && [ "$o1" != "$o" ]; then first=${seen[$o]} second=$k; break; fi
         continue
     fi

@@ -910,6 +910,20 @@ PYEOF
     chmod 644 "$T/allreduce.py"
 }
 
+# e2e_derived_octet PUB [INDEX]: the last byte of the address a certificate with no
+# --address gets in 10.77.0.0/24 at that index: the first 8 bytes of
+# BLAKE2b-256("ddpnet-address" || key) (index 0) or of
+# BLAKE2b-256("ddpnet-address-index" || u8 index || key), as a number,
+# modulo 254, plus 1.
+e2e_derived_octet() {
+    local hex hi lo i=${2:-0}
+    hex=$({ if [ "$i" = 0 ]; then printf 'ddpnet-address'
+            else printf 'ddpnet-address-index'; printf "\\$(printf %03o "$i")"; fi
+            printf '%s' "$1" | base64 -d; } | b2sum -l 256 | cut -c1-16)
+    hi=$((16#${hex:0:8})) lo=$((16#${hex:8:8}))
+    echo $(( ((hi % 254) * ((1 << 32) % 254) + lo % 254) % 254 + 1 ))
+}
+
 # e2e_allreduce NODE...: torchrun on every NODE (c10d rendezvous at the
 # first NODE by name, port 29500; Gloo over ddp0, as torch.sh runs it);
 # each rank adds rank + 1 and all must see the sum. TORCH_TIMEOUT bounds it;
